@@ -1,0 +1,161 @@
+"""Importers: one module per source format, detected by content, all ending in ``build_run``.
+
+Each module defines ``IMPORTER``, an :class:`Importer`. Modules are imported only when a
+format is being detected or loaded, and heavy packages (tensorboard, wandb, pyarrow) only
+inside ``load``; so ``grpo-doctor --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grpo_doctor.errors import ConfigError, FormatError, InputError
+from grpo_doctor.store import Run
+
+#: How many leading bytes a sniffer sees.
+HEAD_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """What the user said about how to read a source."""
+
+    column_map: Mapping[str, str] = field(default_factory=dict)
+    step_column: str | None = None
+    run: str | None = None  # pick one run by name from a source holding several
+
+
+@dataclass(frozen=True)
+class Importer:
+    """A source format: how to recognise it and how to read it into runs.
+
+    ``sniff(path, head)`` returns a confidence from 0 (not mine) to 100 (certainly mine);
+    ``head`` is the first ``HEAD_BYTES`` of a file, or ``b""`` for a folder.
+    """
+
+    name: str
+    description: str
+    sniff: Callable[[Path, bytes], int]
+    load: Callable[[Path, LoadOptions], list[Run]]
+    reads_folders: bool = False
+
+
+# Module names under grpo_doctor.importers, in the order ties are broken.
+_MODULES = [
+    "tensorboard",
+    "wandb_offline",
+    "trainer_state",
+    "notebook",
+    "console",
+    "exports",
+    "parquet",
+    "jsonl",
+    "csv_table",
+]
+
+
+def registry() -> list[Importer]:
+    """Every importer that is installed, in tie-break order."""
+    out = []
+    for mod in _MODULES:
+        try:
+            module = importlib.import_module(f"grpo_doctor.importers.{mod}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"grpo_doctor.importers.{mod}":
+                continue  # not built yet
+            raise
+        out.append(module.IMPORTER)
+    return out
+
+
+def format_names() -> list[str]:
+    return [imp.name for imp in registry()]
+
+
+def _read_head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(HEAD_BYTES)
+    except PermissionError as exc:
+        raise InputError(f"{path}: permission denied") from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def detect_format(path: Path) -> Importer:
+    """The importer whose sniffer is most confident about ``path``."""
+    head = b"" if path.is_dir() else _read_head(path)
+    scored = []
+    for order, imp in enumerate(registry()):
+        if path.is_dir() and not imp.reads_folders:
+            continue
+        score = imp.sniff(path, head)
+        if score > 0:
+            scored.append((-score, order, imp))
+    if not scored:
+        what = "folder" if path.is_dir() else "file"
+        if not path.is_dir() and not head:
+            raise FormatError(f"{path}: the file is empty")
+        raise FormatError(
+            f"{path}: not a training log grpo-doctor can read ({what} format not recognised; "
+            f"formats: {', '.join(format_names())})"
+        )
+    scored.sort(key=lambda t: (t[0], t[1]))
+    return scored[0][2]
+
+
+def importer_named(name: str) -> Importer:
+    for imp in registry():
+        if imp.name == name:
+            return imp
+    raise ConfigError(f"unknown format {name!r}; formats: {', '.join(format_names())}")
+
+
+def load_runs(
+    source: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    column_map: Mapping[str, str] | None = None,
+    step_column: str | None = None,
+    run: str | None = None,
+) -> list[Run]:
+    """Every run held by ``source`` (a file or folder; ``wandb://entity/project/run``)."""
+    options = LoadOptions(column_map=dict(column_map or {}), step_column=step_column, run=run)
+    text = os.fspath(source)
+    if text.startswith("wandb://"):
+        from grpo_doctor.importers.wandb_api import load_wandb_uri
+
+        runs = load_wandb_uri(text, options)
+    else:
+        path = Path(text)
+        if not path.exists():
+            raise InputError(f"{path}: no such file or folder")
+        if not os.access(path, os.R_OK):
+            raise InputError(f"{path}: permission denied")
+        imp = importer_named(format) if format else detect_format(path)
+        runs = imp.load(path, options)
+    if run is not None:
+        picked = [r for r in runs if r.name == run]
+        if not picked:
+            names = ", ".join(r.name for r in runs)
+            raise InputError(f"{text}: no run named {run!r} (runs: {names})")
+        runs = picked
+    if not runs:
+        raise InputError(f"{text}: no run found")
+    return runs
+
+
+def load_run(source: str | os.PathLike[str], **options: object) -> Run:
+    """The one run held by ``source``; an error naming the runs if there are several."""
+    runs = load_runs(source, **options)  # type: ignore[arg-type]
+    if len(runs) > 1:
+        names = ", ".join(r.name for r in runs[:10])
+        more = f" and {len(runs) - 10} more" if len(runs) > 10 else ""
+        raise InputError(
+            f"{os.fspath(source)} holds {len(runs)} runs ({names}{more}); pick one with --run NAME"
+        )
+    return runs[0]

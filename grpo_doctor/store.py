@@ -1,0 +1,226 @@
+"""The metric store: one run as a step-indexed frame of canonical metrics.
+
+Every importer ends in ``build_run``, so the rules of the store live in one place: steps sorted,
+duplicates (a resumed run) keep the last value logged and are counted, restarts (the step going
+backwards) are counted, cells that are not numbers become gaps, and an explicitly logged NaN is
+kept as evidence (``Run.nan_steps``) rather than confused with a gap. Nothing is forward-filled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from grpo_doctor.errors import ConfigError, InputError
+from grpo_doctor.metrics import find_step_column, map_columns
+
+_NAN_WORDS = {"nan", "-nan", "+nan", "nan(ind)", "-nan(ind)"}
+_INF_WORDS = {"inf": np.inf, "+inf": np.inf, "infinity": np.inf, "+infinity": np.inf,
+              "-inf": -np.inf, "-infinity": -np.inf}
+
+
+@dataclass
+class Run:
+    """One training run's metrics, keyed by step.
+
+    ``frame`` has an int64 index named ``step`` (sorted, unique) and one float64 column per
+    canonical metric present (``entropy``, ``kl``, ``reward_component/format`` ...), followed by
+    the columns that mapped to nothing, under their own names. ``mapping`` says which source
+    column each canonical metric came from.
+    """
+
+    name: str
+    source: str
+    format: str
+    frame: pd.DataFrame
+    config: dict[str, Any] = field(default_factory=dict)
+    mapping: dict[str, str] = field(default_factory=dict)
+    conversions: dict[str, str] = field(default_factory=dict)
+    proxies: dict[str, str] = field(default_factory=dict)
+    unmapped: list[str] = field(default_factory=list)
+    nan_steps: dict[str, np.ndarray] = field(default_factory=dict)
+    step_source: str = "step"
+    duplicate_steps: int = 0
+    restarts: int = 0
+    notes: list[str] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> np.ndarray:
+        return self.frame.index.to_numpy()
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.frame)
+
+    @property
+    def first_step(self) -> int | None:
+        return int(self.frame.index[0]) if len(self.frame) else None
+
+    @property
+    def last_step(self) -> int | None:
+        return int(self.frame.index[-1]) if len(self.frame) else None
+
+    def has(self, metric: str) -> bool:
+        return metric in self.frame.columns and bool(self.frame[metric].notna().any())
+
+    def truncated(self, last_step: int) -> Run:
+        """The run as it was when ``last_step`` had just been logged (for first-alert steps)."""
+        end = int(np.searchsorted(self.frame.index.to_numpy(), last_step, side="right"))
+        frame = self.frame.iloc[:end]
+        nan_steps = {k: v[v <= last_step] for k, v in self.nan_steps.items()}
+        return Run(
+            name=self.name, source=self.source, format=self.format, frame=frame,
+            config=self.config, mapping=self.mapping, conversions=self.conversions,
+            proxies=self.proxies, unmapped=self.unmapped, nan_steps=nan_steps,
+            step_source=self.step_source, duplicate_steps=self.duplicate_steps,
+            restarts=self.restarts, notes=self.notes, summary=self.summary,
+        )
+
+
+def _to_float(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Numeric values of a column and a mask of cells that explicitly said NaN.
+
+    Text that is not a number ("No Log", "", "-") becomes a gap; "nan" is kept as NaN evidence
+    and "inf" as inf.
+    """
+    if pd.api.types.is_bool_dtype(values.dtype):
+        return values.to_numpy(dtype=np.float64), np.zeros(len(values), dtype=bool)
+    if pd.api.types.is_numeric_dtype(values.dtype):
+        arr = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        # A numeric column cannot tell a logged NaN from a gap; importers that can tell pass
+        # an explicit mask instead.
+        return arr, np.zeros(len(arr), dtype=bool)
+    text = values.astype("string").str.strip()
+    lower = text.str.lower()
+    nums = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    explicit_nan = lower.isin(_NAN_WORDS).fillna(False).to_numpy(dtype=bool)
+    for word, val in _INF_WORDS.items():
+        hit = (lower == word).fillna(False).to_numpy(dtype=bool)
+        if hit.any():
+            nums[hit] = val
+    nums[explicit_nan] = np.nan
+    return nums, explicit_nan
+
+
+def build_run(
+    raw: pd.DataFrame,
+    *,
+    name: str,
+    source: str,
+    format: str,
+    step_column: str | None = None,
+    steps: Sequence[int] | np.ndarray | None = None,
+    config: Mapping[str, Any] | None = None,
+    column_map: Mapping[str, str] | None = None,
+    explicit_nan: Mapping[str, np.ndarray] | None = None,
+    notes: Sequence[str] = (),
+    restarts: int | None = None,
+    summary: Mapping[str, Any] | None = None,
+) -> Run:
+    """Turn a raw frame (one row per logged record, raw column names) into a ``Run``.
+
+    The step comes from ``steps`` if given, else ``step_column``, else a detected step column,
+    else row order. ``explicit_nan`` marks cells (per raw column, aligned with the rows) where a
+    NaN was logged, for importers whose parsing can tell a logged NaN from a gap.
+    """
+    raw = raw.copy(deep=False)
+    raw.columns = [str(c) for c in raw.columns]
+    if len(set(raw.columns)) != len(raw.columns):
+        raw = raw.loc[:, ~pd.Index(raw.columns).duplicated(keep="last")]
+    note_list = list(notes)
+
+    if steps is not None:
+        step_values = np.asarray(steps, dtype=np.float64)
+        step_source = "given"
+    else:
+        col = step_column if step_column is not None else find_step_column(raw.columns)
+        if step_column is not None and step_column not in raw.columns:
+            raise ConfigError(f"step column {step_column!r} not found in {source}")
+        if col is not None:
+            step_values, _ = _to_float(raw[col])
+            raw = raw.drop(columns=[col])
+            step_source = col
+        else:
+            step_values = np.arange(len(raw), dtype=np.float64)
+            step_source = "row order"
+            if len(raw):
+                note_list.append("no step column found: steps are row numbers")
+
+    bad_step = ~np.isfinite(step_values)
+    if bad_step.any():
+        note_list.append(f"{int(bad_step.sum())} row(s) without a step were dropped")
+        raw = raw.loc[~bad_step]
+        step_values = step_values[~bad_step]
+        if explicit_nan:
+            explicit_nan = {k: np.asarray(v)[~bad_step] for k, v in explicit_nan.items()}
+    step_int = np.round(step_values).astype(np.int64)
+
+    # Restarts: the step went backwards in file order (a resumed run writing over old steps).
+    n_restarts = int((np.diff(step_int) < 0).sum()) if restarts is None else restarts
+    n_dup = int(len(step_int) - len(np.unique(step_int)))
+
+    if column_map:
+        missing = [src for src in column_map.values() if src not in raw.columns]
+        if missing:
+            raise ConfigError(
+                f"--map names column(s) not in {source}: {', '.join(map(repr, missing))}"
+            )
+    cm = map_columns(raw.columns, column_map)
+
+    data: dict[str, np.ndarray] = {}
+    nan_masks: dict[str, np.ndarray] = {}
+    for col in raw.columns:
+        vals, nan_mask = _to_float(raw[col])
+        if explicit_nan and col in explicit_nan:
+            nan_mask = nan_mask | np.asarray(explicit_nan[col], dtype=bool)
+        data[col] = vals
+        nan_masks[col] = nan_mask
+
+    columns: dict[str, np.ndarray] = {}
+    col_nan: dict[str, np.ndarray] = {}
+    for canonical, src in cm.mapping.items():
+        with np.errstate(all="ignore"):
+            columns[canonical] = cm.transforms[canonical](data[src])
+        col_nan[canonical] = nan_masks[src]
+    for src in cm.unmapped:
+        key = src if src not in columns else f"raw/{src}"
+        columns[key] = data[src]
+        col_nan[key] = nan_masks[src]
+
+    frame = pd.DataFrame(columns, index=pd.Index(step_int, name="step"))
+    nan_steps: dict[str, np.ndarray] = {}
+    for key, mask in col_nan.items():
+        if mask.any():
+            nan_steps[key] = np.unique(step_int[mask])
+    if n_dup or n_restarts or not frame.index.is_monotonic_increasing:
+        # Keep the last value logged for each step and metric (a resumed run overwrites).
+        order = np.argsort(step_int, kind="stable")
+        frame = frame.iloc[order]
+        frame = frame.groupby(level=0, sort=True).last()
+        frame.index.name = "step"
+        # A step whose NaN was later overwritten by a number is no longer NaN evidence.
+        for key, st in list(nan_steps.items()):
+            still = st[np.isnan(frame.loc[st, key].to_numpy())]
+            if len(still):
+                nan_steps[key] = still
+            else:
+                del nan_steps[key]
+    frame = frame.astype(np.float64, copy=False)
+
+    return Run(
+        name=name, source=source, format=format, frame=frame, config=dict(config or {}),
+        mapping=dict(cm.mapping), conversions=dict(cm.conversions), proxies=dict(cm.proxies),
+        unmapped=list(cm.unmapped), nan_steps=nan_steps, step_source=step_source,
+        duplicate_steps=n_dup, restarts=n_restarts, notes=note_list, summary=dict(summary or {}),
+    )
+
+
+def require_rows(run: Run) -> Run:
+    if run.n_steps == 0:
+        raise InputError(f"{run.source}: no logged steps found")
+    return run
