@@ -128,7 +128,7 @@ ALIASES: list[Alias] = [
         Metric.ENTROPY,
         "entropy", "actor/entropy", "actor/entropy_loss", "entropy_loss", "critic/entropy/mean",
         "objective/entropy", "policy/entropy_avg", "ppo/policy/entropy", "entropy_mean",
-        "policy_entropy",
+        "policy_entropy", "native_entropy", "rollout/entropy", "token_entropy",
     ),
     Alias("approx_entropy", Metric.ENTROPY, proxy="NeMo-RL approx_entropy: a Monte Carlo "
           "estimate of entropy from sampled tokens"),
@@ -289,11 +289,17 @@ _COMPONENT_PATTERNS = [
 #: Step columns, in order of preference (normalised form).
 STEP_KEYS = [
     "step", "_step", "global_step", "train/global_step", "trainer/global_step",
-    "training/global_step", "system/global_step", "global_steps",
+    "training/global_step", "system/global_step", "global_steps", "update", "iteration",
+    "iter",
 ]
 
+#: Columns that name the run a row belongs to, in files holding several runs.
+RUN_KEYS = ["run_id", "run", "run_name", "experiment", "exp_name"]
+
 # Keys that look like a metric but are not (traps): never map them.
-_NEVER_MAP = {"agent_loop/tool_calls/mean", "agent_loop/tool_calls/max", "agent_loop/tool_calls/min"}
+_NEVER_MAP = {
+    "agent_loop/tool_calls/mean", "agent_loop/tool_calls/max", "agent_loop/tool_calls/min",
+}
 
 _BY_KEY: dict[str, list[Alias]] = {}
 for _alias in ALIASES:
@@ -424,6 +430,15 @@ def find_step_column(columns: Iterable[str]) -> str | None:
     for c in columns:
         by_norm.setdefault(c.strip().lower(), c)
     for key in STEP_KEYS:
+        if key in by_norm:
+            return by_norm[key]
+    return None
+
+
+def find_run_column(columns: Iterable[str]) -> str | None:
+    """The column naming the run of each row, in a file that holds several runs."""
+    by_norm = {c.strip().lower(): c for c in columns}
+    for key in RUN_KEYS:
         if key in by_norm:
             return by_norm[key]
     return None

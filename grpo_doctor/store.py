@@ -210,7 +210,7 @@ def build_run(
                 nan_steps[key] = still
             else:
                 del nan_steps[key]
-    frame = frame.astype(np.float64, copy=False)
+    frame = frame.astype(np.float64)
 
     return Run(
         name=name, source=source, format=format, frame=frame, config=dict(config or {}),

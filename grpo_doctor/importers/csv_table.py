@@ -7,9 +7,11 @@ import io
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.metrics import find_run_column
 from grpo_doctor.store import Run, build_run
 
 _TEXT_SUFFIXES = {".csv", ".tsv", ".txt"}
@@ -44,7 +46,6 @@ def _sniff(path: Path, head: bytes) -> int:
 
 def read_csv_frame(path: Path):  # -> pandas.DataFrame, dict of explicit-NaN masks
     """Read a CSV fast (pyarrow) keeping logged NaN apart from empty cells; pandas as fallback."""
-    import pandas as pd
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -99,6 +100,23 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         raise FormatError(f"{path}: a CSV needs a header and at least one metric column")
     if len(frame) == 0:
         raise FormatError(f"{path}: the CSV has a header but no rows")
+    run_col = find_run_column(frame.columns)
+    if run_col is not None and frame[run_col].nunique(dropna=True) > 1:
+        # A file holding several runs (one column names each row's run): one Run per value.
+        runs = []
+        keys = frame[run_col].astype("string").fillna("")
+        for key in pd.unique(keys):
+            rows = (keys == key).to_numpy()
+            part = frame.loc[rows].drop(columns=[run_col]).reset_index(drop=True)
+            nan = {k: v[rows] for k, v in explicit.items()}
+            runs.append(
+                build_run(
+                    part, name=str(key) or path.stem, source=str(path), format="csv",
+                    step_column=options.step_column, column_map=options.column_map,
+                    explicit_nan=nan,
+                )
+            )
+        return runs
     return [
         build_run(
             frame, name=path.stem, source=str(path), format="csv",

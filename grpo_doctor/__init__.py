@@ -1,0 +1,53 @@
+"""grpo-doctor: forensics for GRPO training logs.
+
+    >>> import grpo_doctor
+    >>> run = grpo_doctor.load_run("run.csv")
+    >>> diagnosis = grpo_doctor.diagnose(run)
+    >>> diagnosis.to_dict()["status"]
+
+Attributes load lazily so that ``grpo-doctor --help`` does not pay for pandas and numpy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "load_run": "grpo_doctor.importers",
+    "load_runs": "grpo_doctor.importers",
+    "diagnose": "grpo_doctor.engine",
+    "DoctorConfig": "grpo_doctor.engine",
+    "Diagnosis": "grpo_doctor.findings",
+    "Check": "grpo_doctor.findings",
+    "Finding": "grpo_doctor.findings",
+    "Status": "grpo_doctor.findings",
+    "Run": "grpo_doctor.store",
+    "RULES": "grpo_doctor.rules",
+    "Metric": "grpo_doctor.metrics",
+    "GrpoDoctorError": "grpo_doctor.errors",
+}
+
+if TYPE_CHECKING:
+    from grpo_doctor.engine import DoctorConfig, diagnose  # noqa: F401
+    from grpo_doctor.errors import GrpoDoctorError  # noqa: F401
+    from grpo_doctor.findings import Check, Diagnosis, Status  # noqa: F401
+    from grpo_doctor.findings import Check as Finding  # noqa: F401
+    from grpo_doctor.importers import load_run, load_runs  # noqa: F401
+    from grpo_doctor.metrics import Metric  # noqa: F401
+    from grpo_doctor.rules import RULES  # noqa: F401
+    from grpo_doctor.store import Run  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'grpo_doctor' has no attribute {name!r}")
+    import importlib
+
+    attr = "Check" if name == "Finding" else name
+    return getattr(importlib.import_module(module), attr)
+
+
+__all__ = sorted(_EXPORTS)

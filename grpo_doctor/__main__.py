@@ -1,0 +1,3 @@
+from grpo_doctor.cli import main
+
+main()

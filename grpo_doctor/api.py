@@ -1,0 +1,79 @@
+"""What the CLI calls, usable from a notebook too. Exit codes live here."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from grpo_doctor.config import Settings
+from grpo_doctor.engine import DoctorConfig, diagnose
+from grpo_doctor.errors import ConfigError, InputError
+from grpo_doctor.findings import Diagnosis
+from grpo_doctor.importers import load_runs
+from grpo_doctor.metrics import parse_metric
+from grpo_doctor.store import Run
+
+#: Nothing at or above --fail-on.
+EXIT_OK = 0
+#: A finding at or above --fail-on.
+EXIT_FINDINGS = 1
+#: A usage or input error (one line on stderr).
+EXIT_ERROR = 2
+
+
+def exit_code(diagnoses: list[Diagnosis], fail_on: str) -> int:
+    """0 when nothing is at or above ``fail_on`` (critical | warning | never), else 1."""
+    if fail_on == "never":
+        return EXIT_OK
+    bad = {"critical": {"critical"}, "warning": {"critical", "warning"}}[fail_on]
+    return EXIT_FINDINGS if any(d.status in bad for d in diagnoses) else EXIT_OK
+
+
+def doctor_config(settings: Settings) -> DoctorConfig:
+    return DoctorConfig(params=settings.params, select=settings.select, ignore=settings.ignore)
+
+
+def checked_map(column_map: dict[str, str]) -> dict[str, str]:
+    try:
+        return {parse_metric(k): v for k, v in column_map.items()}
+    except ValueError as exc:
+        raise ConfigError(f"--map: {exc}") from None
+
+
+# --- bundled example runs -------------------------------------------------------------------
+
+
+def example_names() -> list[str]:
+    folder = resources.files("grpo_doctor") / "examples"
+    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".csv"))
+
+
+def example_path(name: str) -> Path:
+    """The path of a bundled example run (they ship inside the package)."""
+    if name not in example_names():
+        raise InputError(f"no example named {name!r}; examples: {', '.join(example_names())}")
+    return Path(str(resources.files("grpo_doctor") / "examples" / f"{name}.csv"))
+
+
+@dataclass(frozen=True)
+class Result:
+    run: Run
+    diagnosis: Diagnosis
+
+
+def diagnose_source(
+    source: str | os.PathLike[str],
+    settings: Settings | None = None,
+    *,
+    input_format: str | None = None,
+    run: str | None = None,
+    step_column: str | None = None,
+) -> list[Result]:
+    """Load every run in ``source`` and diagnose each (the work behind ``diagnose``)."""
+    s = settings or Settings()
+    runs = load_runs(source, format=input_format, column_map=checked_map(s.column_map),
+                     step_column=step_column, run=run)
+    cfg = doctor_config(s)
+    return [Result(r, diagnose(r, cfg)) for r in runs]

@@ -1,0 +1,228 @@
+"""The command line: thin typer commands over the library. The only module importing typer.
+
+Heavy modules (pandas, numpy, the importers, rich reports) are imported inside the commands so
+that ``grpo-doctor --help`` stays fast. One error boundary (``main``) turns the project's own
+errors and usage errors into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(
+    name="grpo-doctor",
+    help="Forensics for GRPO training logs: which failure mode, where it began, when it "
+    "could first have been called, the evidence, and what to change.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+# Options defined once, reused by every command that takes them.
+FormatOpt = Annotated[str, typer.Option("--format", "-f",
+                                        help="Report format: terminal, json or markdown.")]
+FailOnOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer needs Optional
+    "--fail-on", help="Exit 1 at or above: critical (default), warning, never.")]
+MapOpt = Annotated[list[str], typer.Option(
+    "--map", help="Map a column: CANONICAL=COLUMN, e.g. entropy=policy/ent (repeatable).")]
+SetOpt = Annotated[list[str], typer.Option(
+    "--set", help="Override a threshold: RULE.PARAM=VALUE, e.g. kl_drift.stop_kl=20.")]
+SelectOpt = Annotated[list[str], typer.Option("--select", help="Run only these modes.")]
+IgnoreOpt = Annotated[list[str], typer.Option("--ignore", help="Skip these modes.")]
+ConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--config", help="Config file (default: grpo-doctor.toml or pyproject.toml "
+    "[tool.grpo-doctor], searched upwards).")]
+RunOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--run", help="Pick one run by name from a source holding several.")]
+InputFormatOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--input-format", "--from", help="Read the source as this format instead of detecting it.")]
+StepOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--step-column", help="The column holding the step (default: detected).")]
+OutputOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--output", "-o", help="Write the report to this file (atomically) instead of stdout.")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing --output file.")]
+
+
+def _settings(config: Path | None, maps: list[str], sets: list[str], select: list[str],
+              ignore: list[str], fail_on: str | None):
+    from grpo_doctor.config import load_settings, merge, parse_assignments
+
+    base = load_settings(config)
+    return merge(base, column_map=parse_assignments(maps, "--map"),
+                 sets=parse_assignments(sets, "--set"), select=select, ignore=ignore,
+                 fail_on=fail_on)
+
+
+def _emit(text: str, output: Path | None, force: bool) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from grpo_doctor.atomic import write_atomic
+
+    write_atomic(output, text, force=force)
+
+
+@app.command()
+def diagnose(
+    source: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        help="A log: CSV, TensorBoard, wandb offline, trainer_state.json, console log, "
+        "notebook, parquet, JSONL, or wandb://entity/project/run.")] = None,
+    example: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--example", help="Diagnose a bundled example run instead (see `examples`).")] = None,
+    format: FormatOpt = "terminal",
+    fail_on: FailOnOpt = None,
+    map: MapOpt = [],  # noqa: B006
+    set: SetOpt = [],  # noqa: B006
+    select: SelectOpt = [],  # noqa: B006
+    ignore: IgnoreOpt = [],  # noqa: B006
+    config: ConfigOpt = None,
+    run: RunOpt = None,
+    input_format: InputFormatOpt = None,
+    step_column: StepOpt = None,
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v",
+                                          help="Show evidence of passing checks too.")] = False,
+) -> None:
+    """Diagnose one run: which failure modes, where each began, what to change.
+
+    Exit code 0 when nothing is at or above --fail-on, 1 when something is, 2 on bad input.
+    """
+    from grpo_doctor import api
+    from grpo_doctor.errors import ConfigError
+
+    if (source is None) == (example is None):
+        raise ConfigError("give a log to diagnose, or --example NAME (not both)")
+    if format not in ("terminal", "json", "markdown"):
+        raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
+    settings = _settings(config, map, set, select, ignore, fail_on)
+    path = str(api.example_path(example)) if example else source
+    results = api.diagnose_source(path, settings, input_format=input_format, run=run,
+                                  step_column=step_column)
+    if len(results) > 1:
+        names = ", ".join(r.run.name for r in results[:8])
+        raise ConfigError(f"{path} holds {len(results)} runs ({names}); pick one with --run "
+                          f"NAME, or check them all with `grpo-doctor audit`")
+    result = results[0]
+    if format == "json":
+        from grpo_doctor.reporters.json_report import render_json
+
+        _emit(render_json(result.diagnosis) + "\n", output, force)
+    elif format == "markdown":
+        from grpo_doctor.reporters.markdown import render_markdown
+
+        _emit(render_markdown(result.diagnosis), output, force)
+    elif output is not None:
+        from grpo_doctor.reporters.terminal import render_to_text
+
+        _emit(render_to_text(result.diagnosis, result.run), output, force)
+    else:
+        from grpo_doctor.reporters.terminal import render_terminal
+
+        render_terminal(result.diagnosis, result.run, verbose=verbose)
+    raise typer.Exit(api.exit_code([result.diagnosis], settings.fail_on))
+
+
+@app.command()
+def demo() -> None:
+    """Diagnose the bundled entropy-collapse example: what a report looks like (exit 0)."""
+    from grpo_doctor import api
+    from grpo_doctor.reporters.terminal import render_terminal
+
+    (result,) = api.diagnose_source(api.example_path("entropy-collapse"))
+    render_terminal(result.diagnosis, result.run)
+
+
+@app.command()
+def metrics(
+    source: Annotated[str, typer.Argument(help="A log (any supported format).")],
+    map: MapOpt = [],  # noqa: B006
+    config: ConfigOpt = None,
+    run: RunOpt = None,
+    input_format: InputFormatOpt = None,
+    step_column: StepOpt = None,
+) -> None:
+    """Show what was read: runs, steps, restarts, and canonical metric -> source column."""
+    from grpo_doctor import api
+    from grpo_doctor.importers import load_runs
+    from grpo_doctor.reporters.metrics_report import render_metrics
+
+    settings = _settings(config, map, [], [], [], None)
+    runs = load_runs(source, format=input_format, column_map=api.checked_map(
+        settings.column_map), step_column=step_column, run=run)
+    sys.stdout.write(render_metrics(runs))
+
+
+@app.command()
+def explain(mode: Annotated[str, typer.Argument(help="A failure mode, e.g. entropy-collapse.")]
+            ) -> None:
+    """Print a rule's documentation: what it detects, why, how, false positives, remedies."""
+    from grpo_doctor.errors import ConfigError
+    from grpo_doctor.rules import RULES, rule_named
+
+    try:
+        rule = rule_named(mode)
+    except KeyError:
+        raise ConfigError(f"unknown failure mode {mode!r}; modes: "
+                          f"{', '.join(r.id for r in RULES)}") from None
+    lines = [f"{rule.id} — {rule.title}", "", rule.doc.strip(), "", "Parameters (defaults):"]
+    lines += [f"    {p.name} = {p.default:g}    {p.help}" for p in rule.params]
+    needs = list(rule.requires) + [" or ".join("+".join(g) for g in rule.requires_any)] * bool(
+        rule.requires_any)
+    lines += ["", f"Needs: {', '.join(needs) or 'nothing'}"]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+@app.command()
+def rules() -> None:
+    """List the failure modes grpo-doctor checks."""
+    from grpo_doctor.rules import RULES
+
+    width = max(len(r.id) for r in RULES)
+    for r in RULES:
+        needs = ", ".join(r.requires) or " | ".join("+".join(g) for g in r.requires_any)
+        sys.stdout.write(f"{r.id:<{width}}  {r.title}  (needs {needs})\n")
+
+
+@app.command()
+def examples() -> None:
+    """List the bundled example runs (for `diagnose --example NAME`)."""
+    from grpo_doctor.api import example_names
+
+    sys.stdout.write("\n".join(example_names()) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point with the error boundary: own errors and usage errors -> one line, exit 2."""
+    from grpo_doctor.errors import GrpoDoctorError
+
+    try:  # typer >= 0.24 vendors click; its usage errors derive from TyperException
+        from typer.exceptions import Abort
+        from typer.exceptions import TyperException as UsageError
+    except ImportError:  # pragma: no cover - older typer on real click
+        from click.exceptions import Abort  # type: ignore
+        from click.exceptions import ClickException as UsageError
+
+    try:
+        code = app(args=argv, standalone_mode=False, prog_name="grpo-doctor")
+    except GrpoDoctorError as exc:
+        sys.stderr.write(f"grpo-doctor: error: {exc}\n")
+        sys.exit(2)
+    except Abort:
+        sys.stderr.write("grpo-doctor: interrupted\n")
+        sys.exit(130)
+    except UsageError as exc:
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        sys.stderr.write(f"grpo-doctor: error: {' '.join(str(message).split())}\n")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.stderr.write("grpo-doctor: interrupted\n")
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

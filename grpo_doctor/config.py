@@ -1,0 +1,152 @@
+"""User configuration: ``[tool.grpo-doctor]`` in pyproject.toml, or a grpo-doctor.toml.
+
+```toml
+[tool.grpo-doctor]              # in grpo-doctor.toml the table is the top level
+fail-on = "warning"
+ignore = ["kl_drift"]
+[tool.grpo-doctor.map]          # canonical metric = column in your logs
+entropy = "policy/ent"
+[tool.grpo-doctor.rules.entropy_collapse]
+critical_ratio = 0.05
+```
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_doctor.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+FAIL_ON = ("critical", "warning", "never")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a user can configure, merged from file and command line."""
+
+    column_map: dict[str, str] = field(default_factory=dict)
+    params: dict[str, dict[str, float]] = field(default_factory=dict)
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fail_on: str = "critical"
+    source: str | None = None  # the file the settings came from
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc})") from exc
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """grpo-doctor.toml, or a pyproject.toml with [tool.grpo-doctor], from ``start`` upwards."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        own = folder / "grpo-doctor.toml"
+        if own.is_file():
+            return own
+        project = folder / "pyproject.toml"
+        if project.is_file():
+            try:
+                if "grpo-doctor" in _read_toml(project).get("tool", {}):
+                    return project
+            except ConfigError:
+                return None
+    return None
+
+
+def _table(path: Path) -> dict[str, Any]:
+    data = _read_toml(path)
+    if path.name == "pyproject.toml":
+        return dict(data.get("tool", {}).get("grpo-doctor", {}))
+    return data
+
+
+def _strs(value: Any, what: str, path: Path) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError(f"{path}: {what} must be a list of strings")
+
+
+def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
+    """Settings from ``path``, or from the nearest config file, or the defaults."""
+    if path is None and search:
+        path = find_config()
+    if path is None:
+        return Settings()
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    table = _table(path)
+    known = {"map", "rules", "select", "ignore", "fail-on", "fail_on"}
+    unknown = set(table) - known
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}")
+    column_map = table.get("map", {})
+    if not isinstance(column_map, dict) or not all(isinstance(v, str) for v in
+                                                   column_map.values()):
+        raise ConfigError(f"{path}: [map] must map canonical metrics to column names")
+    params: dict[str, dict[str, float]] = {}
+    for rule, values in table.get("rules", {}).items():
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: [rules.{rule}] must be a table of parameters")
+        try:
+            params[rule.replace("-", "_")] = {k: float(v) for k, v in values.items()}
+        except (TypeError, ValueError):
+            raise ConfigError(f"{path}: [rules.{rule}] parameters must be numbers") from None
+    fail_on = str(table.get("fail-on", table.get("fail_on", "critical")))
+    if fail_on not in FAIL_ON:
+        raise ConfigError(f"{path}: fail-on must be one of {', '.join(FAIL_ON)}")
+    return Settings(
+        column_map=dict(column_map), params=params,
+        select=_strs(table.get("select", []), "select", path),
+        ignore=_strs(table.get("ignore", []), "ignore", path),
+        fail_on=fail_on, source=str(path),
+    )
+
+
+def parse_assignments(items: Iterable[str], what: str) -> dict[str, str]:
+    """``["a=b", "c=d"]`` -> ``{"a": "b", "c": "d"}``, with a clear error for a bad item."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ConfigError(f"{what} takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def merge(settings: Settings, *, column_map: Mapping[str, str] = {},
+          sets: Mapping[str, str] = {}, select: Iterable[str] = (),
+          ignore: Iterable[str] = (), fail_on: str | None = None) -> Settings:
+    """Command-line values on top of file settings (the command line wins)."""
+    params = {k: dict(v) for k, v in settings.params.items()}
+    for key, value in sets.items():
+        rule, dot, name = key.rpartition(".")
+        if not dot or not rule:
+            raise ConfigError(f"--set takes RULE.PARAM=VALUE, got {key}={value}")
+        try:
+            params.setdefault(rule.replace("-", "_"), {})[name] = float(value)
+        except ValueError:
+            raise ConfigError(f"--set {key}: {value!r} is not a number") from None
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise ConfigError(f"--fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    return Settings(
+        column_map={**settings.column_map, **column_map}, params=params,
+        select=tuple(select) or settings.select, ignore=settings.ignore + tuple(ignore),
+        fail_on=fail_on or settings.fail_on, source=settings.source,
+    )

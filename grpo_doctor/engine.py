@@ -1,0 +1,140 @@
+"""Runs the rules over a run: skipped checks for missing metrics, first-alert steps by replay.
+
+``first_alert_step`` is what a live monitor would have said: the earliest logged step s such
+that diagnosing the log truncated at s already raises the finding. It is computed honestly,
+by running the same rule on prefixes of the log: a coarse scan finds the first prefix that
+raises, then bisection narrows it to the logged step where it first does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grpo_doctor.errors import ConfigError
+from grpo_doctor.findings import Check, Diagnosis, RunInfo, Status
+from grpo_doctor.metrics import candidate_keys
+from grpo_doctor.rules import RULES, Rule, Skip, rule_named
+from grpo_doctor.rules.base import fmt
+from grpo_doctor.store import Run
+
+#: Prefixes tried in the coarse scan for the first alert.
+SCAN_POINTS = 48
+
+
+@dataclass(frozen=True)
+class DoctorConfig:
+    """What a user can set: rule parameters, which rules run."""
+
+    params: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    def params_for(self, rule: Rule) -> dict[str, float]:
+        values = rule.defaults()
+        for key, value in self.params.get(rule.id, {}).items():
+            if key not in values:
+                raise ConfigError(
+                    f"{rule.id} has no parameter {key!r}; it has {', '.join(values)}"
+                )
+            values[key] = float(value)
+        return values
+
+    def rules(self) -> list[Rule]:
+        try:
+            selected = [rule_named(n) for n in self.select] if self.select else list(RULES)
+            ignored = {rule_named(n).id for n in self.ignore}
+        except KeyError as exc:
+            raise ConfigError(
+                f"unknown failure mode {exc.args[0]!r}; modes: {', '.join(r.id for r in RULES)}"
+            ) from None
+        return [r for r in selected if r.id not in ignored]
+
+
+def _missing(rule: Rule, run: Run) -> str | None:
+    absent = [m for m in rule.requires if not run.has(m)]
+    if absent:
+        looked = candidate_keys(absent[0])[:4]
+        hint = f" (looked for {', '.join(looked)}, ...; map a column with --map)" if looked else ""
+        return f"needs {' and '.join(absent)}: not logged{hint}"
+    if rule.requires_any and not any(all(run.has(m) for m in group)
+                                     for group in rule.requires_any):
+        options = " or ".join("+".join(g) for g in rule.requires_any)
+        return f"needs {options}, none logged"
+    return None
+
+
+def _raises(rule: Rule, run: Run, params: Mapping[str, float], last_step: int) -> bool:
+    try:
+        return rule.detect(run.truncated(last_step), params).fired
+    except Skip:
+        return False
+
+
+def first_alert(rule: Rule, run: Run, params: Mapping[str, float]) -> int | None:
+    """Earliest logged step whose prefix raises this rule's finding (see module docstring)."""
+    steps = run.steps
+    n = len(steps)
+    if n == 0:
+        return None
+    grid = np.unique(np.linspace(0, n - 1, min(n, SCAN_POINTS)).round().astype(int))
+    lo = -1  # index known not to raise (-1: the empty log)
+    hi = None
+    for idx in grid:
+        if _raises(rule, run, params, int(steps[idx])):
+            hi = int(idx)
+            break
+        lo = int(idx)
+    if hi is None:
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _raises(rule, run, params, int(steps[mid])):
+            hi = mid
+        else:
+            lo = mid
+    return int(steps[hi])
+
+
+def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
+               with_first_alert: bool = True) -> Check:
+    reason = _missing(rule, run)
+    if reason:
+        return Check(rule.id, Status.SKIPPED, reason.split(" (", 1)[0], reason=reason)
+    try:
+        out = rule.detect(run, params)
+    except Skip as exc:
+        return Check(rule.id, Status.SKIPPED, str(exc), reason=str(exc))
+    alert = first_alert(rule, run, params) if (out.fired and with_first_alert) else None
+    onset, summary = out.onset_step, out.summary
+    if alert is not None and onset is not None and alert < onset:
+        # A monitor could call it at ``alert``, so it had begun by then.
+        summary = summary.replace(f"from step {fmt(onset)}", f"from step {fmt(alert)}")
+        onset = alert
+    evidence = dict(out.evidence)
+    proxies = {m: run.proxies[m] for m in (rule.requires + ((out.key_metric,) if
+               out.key_metric else ())) if m in run.proxies}
+    if proxies:
+        evidence["proxies"] = proxies
+    return Check(
+        mode=rule.id, status=out.status, summary=summary, onset_step=onset,
+        first_alert_step=alert, evidence=evidence, remedies=out.remedies if out.fired else (),
+        key_metric=out.key_metric,
+    )
+
+
+def diagnose(run: Run, config: DoctorConfig | None = None, *,
+             with_first_alert: bool = True) -> Diagnosis:
+    """Every selected rule over ``run``; never raises for a rule that cannot run."""
+    cfg = config or DoctorConfig()
+    checks = [check_rule(rule, run, cfg.params_for(rule), with_first_alert=with_first_alert)
+              for rule in cfg.rules()]
+    info = RunInfo(run.name, run.source, run.format, run.first_step, run.last_step, run.n_steps)
+    return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
+                     notes=tuple(run.notes))
+
+
+def fired_modes(diagnosis: Diagnosis) -> Iterable[str]:
+    return (c.mode for c in diagnosis.findings)

@@ -1,0 +1,35 @@
+"""The rules, one failure mode per module. ``RULES`` is the ordered registry."""
+
+from __future__ import annotations
+
+import importlib
+
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip
+
+_MODULES = [
+    "numerical_failure",
+    "entropy_collapse",
+    "advantage_collapse",
+    "kl_drift",
+    "likelihood_displacement",
+    "grad_explosion",
+]
+
+
+def _load() -> tuple[Rule, ...]:
+    return tuple(importlib.import_module(f"grpo_doctor.rules.{m}").RULE for m in _MODULES)
+
+
+RULES: tuple[Rule, ...] = _load()
+
+
+def rule_named(name: str) -> Rule:
+    """A rule by its id, accepting ``entropy-collapse`` and ``entropy_collapse``."""
+    key = name.strip().replace("-", "_").lower()
+    for rule in RULES:
+        if rule.id == key:
+            return rule
+    raise KeyError(name)
+
+
+__all__ = ["RULES", "Outcome", "Param", "Rule", "Skip", "rule_named"]

@@ -1,0 +1,183 @@
+"""Advantage collapse: groups whose rewards are all equal teach nothing.
+
+What it detects
+    The share of prompt groups with zero reward variance (all-correct or all-wrong) staying
+    above ``warn_fraction`` (the chapter's alarm: effective group ratio below 50%), read from
+    the zero-std fraction when logged (TRL frac_reward_zero_std, NeMo-RL pct_mixed, ROLL
+    mixed_groups_ratio, as 1 - effective ratio), else from the steps whose reward std is zero.
+    Also the multi-reward form: a reward component that never moves (always wrong, say) gives
+    no signal however the total varies.
+
+Why it matters
+    GRPO's advantage is (r - mean)/std within a group: a group of equal rewards contributes
+    zero gradient. When most groups are like that the batch is effectively tiny, the gradient
+    is noise, and training stalls or drifts.
+
+How it is detected
+    The late level (median of the last 20% of logged points) of the zero-std fraction, or the
+    share of zero-reward-std steps over the same window, against ``warn_fraction`` and
+    ``critical_fraction``. Corroboration (reward not improving, entropy falling) raises a
+    warning to critical. The onset is a mean-shift change point on the signal, where the
+    high-collapse regime began.
+
+False positives
+    Small groups (G = 4) leave many groups equal by chance while the run still learns: with
+    the reward still rising the finding stays a warning. A solved task (all groups
+    all-correct) is convergence, reported as such.
+
+Remedies
+    Dynamic sampling (DAPO: drop all-0/all-1 groups and refill the batch); larger G (8 -> 16 ->
+    32); curriculum from easier prompts / filter solved ones; normalise each reward component
+    separately before weighting; check reward sparsity; raise the rollout temperature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.metrics import Metric, is_reward_component
+from grpo_doctor.rules import knobs
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    fmt,
+    head_tail,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.signals import late_level, reward_progress
+from grpo_doctor.store import Run
+from grpo_doctor.trends import level_shift_onset, mann_kendall
+
+ZSF = Metric.ZERO_STD_FRACTION.value
+RSTD = Metric.REWARD_STD.value
+GSTD = Metric.GROUP_REWARD_STD.value
+
+PARAMS = (
+    Param("warn_fraction", 0.5, "zero-std share of groups (or steps) that warns"),
+    Param("critical_fraction", 0.8, "zero-std share that is critical on its own"),
+    Param("late_fraction", 0.2, "share of the log, at its end, the level is read over"),
+    Param("zero_std_eps", 1e-6, "a reward std at or below this counts as zero"),
+    Param("min_component_steps", 10, "logged steps before a never-moving component counts"),
+)
+
+
+def _signal(run: Run, p: Mapping[str, float]) -> tuple[str, np.ndarray, np.ndarray, str]:
+    """(metric, steps, per-step zero-std share, description) from the best signal logged."""
+    steps, z = series(run, ZSF)
+    if len(z) >= 4:
+        return ZSF, steps, np.clip(z, 0, 1), "zero-std group fraction"
+    for metric in (GSTD, RSTD):
+        steps, s = series(run, metric)
+        if len(s) >= 4:
+            return metric, steps, (np.abs(s) <= p["zero_std_eps"]).astype(float), (
+                f"share of steps with {metric} = 0")
+    raise Skip("needs zero_std_fraction or reward_std with at least 10 logged values")
+
+
+def _pinned_components(run: Run, p: Mapping[str, float]) -> list[tuple[str, float, int]]:
+    out = []
+    comps = [c for c in run.frame.columns if is_reward_component(c)]
+    if len(comps) < 2:
+        return out
+    for c in comps:
+        _, v = series(run, c)
+        if len(v) >= p["min_component_steps"] and np.ptp(v) == 0:
+            out.append((c.split("/", 1)[1], float(v[0]), len(v)))
+    return out
+
+
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    metric, steps, z, what = _signal(run, p)
+    if len(z) < 10:
+        raise Skip("needs at least 10 logged points of the zero-std signal")
+    k = max(5, int(round(len(z) * p["late_fraction"])))
+    late = float(np.mean(z[-k:]))
+    overall = float(np.mean(z))
+    evidence: dict[str, object] = {
+        "signal": what, "late_share": round(late, 4), "overall_share": round(overall, 4),
+        "late_points": k, "effective_group_ratio_late": round(1 - late, 4),
+    }
+    pinned = _pinned_components(run, p)
+    if pinned:
+        evidence["pinned_components"] = {n: {"value": v, "steps": c} for n, v, c in pinned}
+    fired = late >= p["warn_fraction"]
+    if pinned and not fired:
+        progress = reward_progress(run, float(run.steps[0]))
+        if not progress.logged or progress.improving:
+            names = ", ".join(n for n, _, _ in pinned)
+            return Outcome(Status.OK, f"{what}: {late:.0%} over the last {k} logged points; "
+                           f"note: reward component(s) {names} never moved, the others carry "
+                           f"the signal", evidence=evidence, key_metric=metric)
+    if not fired and not pinned:
+        return Outcome(Status.OK, f"{what}: {late:.0%} over the last {k} logged points "
+                       f"(effective groups {1 - late:.0%})", evidence=evidence, key_metric=metric)
+
+    early = float(np.mean(z[:k]))
+    if fired:
+        if early < p["warn_fraction"] and late - early > 0.2 and len(z) >= 8:
+            shift, _, _ = level_shift_onset(steps, z)
+            onset = snap_to_logged(run, metric, shift)
+        else:
+            onset = int(steps[0])
+    else:
+        onset = int(run.steps[0])
+    progress = reward_progress(run, float(onset))
+    corroboration = []
+    if progress.logged and not progress.improving:
+        corroboration.append("reward " + ("falling" if progress.declining else "not improving"))
+    h_steps, h = series(run, Metric.ENTROPY.value)
+    if len(h) >= 8 and mann_kendall(h_steps, h).decreasing(0.01):
+        h0, hc = head_tail(h)
+        if h0 > 0 and hc / h0 < 0.5:
+            corroboration.append(f"entropy fell {1 - hc / h0:.0%}")
+    solved = late_level(run, Metric.ALL_CORRECT_FRACTION.value)
+    converged = solved is not None and fired and solved >= 0.5 * late
+    evidence["corroboration"] = corroboration
+
+    if fired:
+        critical = late >= p["critical_fraction"] or bool(corroboration)
+        if progress.logged and progress.improving and late < p["critical_fraction"]:
+            critical = False
+        status = Status.CRITICAL if critical and not converged else Status.WARNING
+        evidence["threshold"] = (f"zero-std share >= {p['critical_fraction']:.0%}" if late >=
+                                 p["critical_fraction"] else
+                                 f"zero-std share >= {p['warn_fraction']:.0%}")
+        kind = ("task being solved: most groups all-correct" if converged else
+                "advantage collapse")
+        why = f" with {', '.join(corroboration)}" if corroboration else ""
+        summary = (f"{kind}: {late:.0%} of groups had zero reward variance over the last {k} "
+                   f"logged points ({what}; {overall:.0%} over the run), from step {fmt(onset)}"
+                   f"{why}")
+    else:
+        status = Status.WARNING
+        names = ", ".join(f"{n} (always {fmt(v)} over {c} steps)" for n, v, c in pinned)
+        summary = f"reward component(s) never moved, giving no signal: {names}"
+        evidence["threshold"] = "a reward component constant over the whole run"
+    remedies = [
+        "dynamic sampling: drop all-0/all-1 groups and refill the batch (DAPO)",
+        knobs.scale(run, knobs.GROUP_SIZE, 2.0, why="more chances of a mixed group")
+        if knobs.current(run, knobs.GROUP_SIZE)[0] else "raise the group size G (8 -> 16 -> 32)",
+        "curriculum: start from easier prompts, filter prompts the policy always solves",
+        "normalise each reward component separately before weighting",
+    ]
+    if pinned:
+        remedies.insert(0, "check the pinned reward function: it may be broken (parsing, "
+                        "wrong field) or the task too hard for it to ever fire")
+    return Outcome(status, summary, onset_step=onset, evidence=evidence,
+                   remedies=tuple(remedies), key_metric=metric)
+
+
+RULE = Rule(
+    id="advantage_collapse",
+    title="Advantage collapse (zero-variance groups)",
+    detect=detect,
+    params=PARAMS,
+    doc=__doc__ or "",
+    requires_any=((ZSF,), (GSTD,), (RSTD,)),
+)

@@ -1,0 +1,120 @@
+"""What a rule is: data (id, title, required metrics, parameters with the chapter's defaults,
+documentation) plus a pure ``detect`` function over a run's metric store. No I/O, no printing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.store import Run
+from grpo_doctor.trends import finite
+
+
+@dataclass(frozen=True)
+class Param:
+    """A tunable threshold: name, the chapter's default, and what it means."""
+
+    name: str
+    default: float
+    help: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What ``detect`` returns; the engine adds the first-alert step and remedies' order."""
+
+    status: Status
+    summary: str
+    onset_step: int | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    remedies: tuple[str, ...] = ()
+    key_metric: str | None = None
+
+    @property
+    def fired(self) -> bool:
+        return self.status in (Status.WARNING, Status.CRITICAL)
+
+
+class Skip(Exception):
+    """Raised by ``detect`` when the run cannot be judged (too short, a metric all gaps)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One failure mode.
+
+    ``requires``: every one of these canonical metrics must be logged. ``requires_any``: at least
+    one of these groups must be fully logged (alternative signals). The module docstring is the
+    rule's user documentation, with the sections What / Why / How / False positives / Remedies.
+    """
+
+    id: str
+    title: str
+    detect: Callable[[Run, Mapping[str, float]], Outcome]
+    params: tuple[Param, ...]
+    doc: str
+    requires: tuple[str, ...] = ()
+    requires_any: tuple[tuple[str, ...], ...] = ()
+    min_points: int = 8
+
+    def defaults(self) -> dict[str, float]:
+        return {p.name: p.default for p in self.params}
+
+    @property
+    def cli_name(self) -> str:
+        return self.id.replace("_", "-")
+
+
+# --- helpers every rule uses ----------------------------------------------------------------
+
+
+def series(run: Run, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Finite (step, value) pairs of one metric; gaps and NaN/inf dropped."""
+    if metric not in run.frame.columns:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    col = run.frame[metric].to_numpy()
+    return finite(run.frame.index.to_numpy(), col)
+
+
+def head_tail(values: np.ndarray, frac: float = 0.1, min_n: int = 3) -> tuple[float, float]:
+    """Median of the first and of the last ``frac`` of the points (at least ``min_n`` each)."""
+    n = len(values)
+    k = max(min_n, int(round(n * frac)))
+    k = min(k, max(1, n // 2))
+    return float(np.median(values[:k])), float(np.median(values[-k:]))
+
+
+def fmt(x: float | int | None, digits: int = 3) -> str:
+    """A number as a person reads it: 0.31, 2e-06, 1,400."""
+    if x is None:
+        return "n/a"
+    if isinstance(x, (int, np.integer)) or (float(x).is_integer() and abs(x) >= 100):
+        return f"{int(x):,}"
+    x = float(x)
+    if x == 0:
+        return "0"
+    if abs(x) < 1e-3 or abs(x) >= 1e5:
+        return f"{x:.{max(1, digits - 2)}g}" if abs(x) < 1e-3 else f"{x:.3g}"
+    return f"{x:.{digits}g}"
+
+
+def step_int(x: float | None) -> int | None:
+    return None if x is None else int(round(x))
+
+
+def snap_to_logged(run: Run, metric: str, step: float) -> int:
+    """The logged step of ``metric`` nearest ``step`` (binning can produce in-between steps)."""
+    steps, _ = series(run, metric)
+    if len(steps) == 0:
+        return int(round(step))
+    i = int(np.searchsorted(steps, step))
+    if i >= len(steps):
+        return int(steps[-1])
+    if i > 0 and abs(steps[i - 1] - step) <= abs(steps[i] - step):
+        return int(steps[i - 1])
+    return int(steps[i])

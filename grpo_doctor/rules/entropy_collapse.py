@@ -1,0 +1,192 @@
+"""Entropy collapse: the policy stops exploring.
+
+What it detects
+    Rollout entropy falling steeply and for good: more than half of it lost within
+    ``window_steps`` (warning), or below ``critical_ratio`` of its starting value (critical),
+    while the reward stops paying for it.
+
+Why it matters
+    With no entropy the G samples of a group are identical, their rewards equal, advantages
+    zero: training stalls (advantage collapse follows). Entropy spent early is spent for good;
+    Cui et al. (arXiv 2505.22617) show reward is bounded by R = -a*exp(H) + b, so a collapsed
+    entropy caps what the run can still gain.
+
+How it is detected
+    A Mann-Kendall trend test with the Hamed-Rao autocorrelation correction must find a
+    significant decline (p < ``alpha``); the largest relative drop within ``window_steps``
+    (rolling median, so no single point decides) must exceed ``drop_fraction``; the level is the
+    median of the last 10% of points against the median of the first 10%. The onset is the
+    knot of a two-piece linear fit to log-entropy: where the decline began. When reward is
+    logged, Cui's R = -a*exp(H) + b is fitted to report the predicted ceiling.
+
+False positives
+    Entropy normally falls while a policy sharpens; a fall that keeps buying reward is healthy
+    convergence and is reported as ok (or a warning once nearly all entropy is gone). Only
+    corroboration (reward stalled or falling, zero-std groups rising, grad norm vanishing,
+    completions pinned at the length cap) makes the collapse critical.
+
+Remedies
+    Halve the learning rate; add an entropy bonus (entropy_coeff 0.001-0.01); rollout
+    temperature 1.0-1.2; asymmetric clipping (Clip-Higher, clip_ratio_high 0.28); adaptive KL;
+    Clip-Cov / KL-Cov on high-covariance tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import knobs
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    fmt,
+    head_tail,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.signals import late_level, reward_progress, rising
+from grpo_doctor.store import Run
+from grpo_doctor.trends import hinge_onset, largest_relative_drop, mann_kendall, rolling_median
+
+ENTROPY = Metric.ENTROPY.value
+
+PARAMS = (
+    Param("drop_fraction", 0.5, "share of entropy lost within window_steps that warns"),
+    Param("window_steps", 1000, "span of steps the drop is measured over"),
+    Param("critical_ratio", 0.1, "entropy below this fraction of its start is critical"),
+    Param("alpha", 0.01, "significance of the monotone decline (Mann-Kendall, Hamed-Rao)"),
+)
+
+
+def cui_fit(run: Run) -> dict[str, float] | None:
+    """Fit R = -a*exp(H) + b on steps where both are logged; ceiling at H=0 is b - a."""
+    both = run.frame[[ENTROPY, Metric.REWARD_MEAN.value]].dropna() if run.has(
+        Metric.REWARD_MEAN.value) else None
+    if both is None or len(both) < 8:
+        return None
+    h, r = both[ENTROPY].to_numpy(), both[Metric.REWARD_MEAN.value].to_numpy()
+    ok = np.isfinite(h) & np.isfinite(r)
+    h, r = h[ok], r[ok]
+    if len(h) < 8 or np.ptp(h) == 0:
+        return None
+    x = np.exp(np.clip(h, -50, 50))
+    slope, b = np.polyfit(x, r, 1)
+    a = -slope
+    if a <= 0:
+        return None
+    return {"a": float(a), "b": float(b), "ceiling": float(b - a)}
+
+
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    steps, h = series(run, ENTROPY)
+    if len(h) < 8:
+        raise Skip("needs at least 8 logged entropy values")
+    h0, hc = head_tail(h)
+    if h0 <= 0:
+        raise Skip("entropy's starting level is not positive")
+    ratio = hc / h0
+    trend = mann_kendall(steps, h)
+    drop = largest_relative_drop(steps, h, p["window_steps"])
+    drop_frac = drop.fraction if drop else 0.0
+    evidence: dict[str, object] = {
+        "entropy_start": round(h0, 6), "entropy_now": round(hc, 6),
+        "ratio_to_start": round(ratio, 4), "largest_drop_in_window": round(drop_frac, 4),
+        "window_steps": p["window_steps"], "trend_p": float(f"{trend.p:.3g}"),
+        "trend_tau": round(trend.tau, 3),
+    }
+    declining = trend.decreasing(p["alpha"])
+    fast_drop = declining and drop_frac >= p["drop_fraction"]
+    spent = declining and ratio <= p["critical_ratio"]
+    if not (fast_drop or spent):
+        lost = max(0.0, 1 - ratio)
+        return Outcome(Status.OK, f"entropy {fmt(h0)} -> {fmt(hc)} ({lost:.0%} lost): no "
+                       f"collapse", evidence=evidence, key_metric=ENTROPY)
+
+    # Where the decline began: hinge fit on log-entropy up to where 90% of the fall is done.
+    smooth = rolling_median(h, 5)
+    done = np.nonzero(smooth <= hc + 0.1 * (h0 - hc))[0]
+    end = int(done[0]) + 1 if len(done) else len(h)
+    end = max(end, min(len(h), 6))
+    knot, _, _ = hinge_onset(steps[:end], np.log(np.maximum(h[:end], 1e-12)))
+    onset = snap_to_logged(run, ENTROPY, knot)
+    half = np.nonzero(smooth <= h0 - 0.5 * (h0 - hc))[0]
+    since = float(steps[half[0]]) if len(half) else float(steps[len(h) // 2])
+
+    progress = reward_progress(run, since)
+    corroboration = []
+    if progress.logged and not progress.improving:
+        corroboration.append("reward " + ("falling" if progress.declining else "stalled"))
+    zsf = Metric.ZERO_STD_FRACTION.value
+    zsf_late = late_level(run, zsf)
+    if rising(run, zsf) and zsf_late is not None and zsf_late >= 0.3:
+        corroboration.append(f"zero-std groups rising to {zsf_late:.0%}")
+    trunc = late_level(run, Metric.TRUNCATION_RATIO.value)
+    if trunc is not None and trunc >= 0.5:
+        corroboration.append(f"{trunc:.0%} of completions truncated at the length cap")
+    _, g = series(run, Metric.GRAD_NORM.value)
+    if len(g) >= 6:
+        g0, gc = head_tail(g)
+        if g0 > 0 and gc <= 0.01 * g0:
+            corroboration.append(f"grad norm vanished ({fmt(g0)} -> {fmt(gc)})")
+    evidence["corroboration"] = corroboration
+    if progress.logged:
+        evidence["reward_since_decline"] = [round(progress.start or 0, 4),
+                                            round(progress.end or 0, 4)]
+    fit = cui_fit(run)
+    headroom = ""
+    if fit is not None:
+        evidence["cui_fit"] = {k: round(v, 4) for k, v in fit.items()}
+        if progress.end is not None:
+            headroom = (f"; predicted reward ceiling {fmt(fit['ceiling'])}, reward now "
+                        f"{fmt(progress.end)}")
+
+    benign = progress.logged and progress.improving and not corroboration
+    if benign:
+        status = Status.WARNING if spent else Status.OK
+        kind = ("entropy nearly spent while reward still rises" if spent
+                else "entropy falling fast but still buying reward (healthy sharpening)")
+    elif spent:
+        status = Status.CRITICAL
+        kind = "entropy collapsed"
+    else:
+        status = Status.CRITICAL if corroboration else Status.WARNING
+        kind = "entropy collapsing"
+    evidence["threshold"] = (f"entropy < {p['critical_ratio']:g} x start" if spent else
+                             f"drop > {p['drop_fraction']:.0%} within {fmt(p['window_steps'])} "
+                             f"steps")
+    why = f" with {', '.join(corroboration)}" if corroboration else ""
+    summary = (f"{kind}: entropy fell {1 - ratio:.0%} from {fmt(h0)} to {fmt(hc)} from step "
+               f"{fmt(onset)}{why}{headroom}")
+    remedies = [
+        knobs.scale(run, knobs.LEARNING_RATE, 0.5, why="slows the sharpening"),
+        knobs.set_to(run, knobs.ENTROPY_COEF, "0.001-0.01", why="entropy bonus")
+        or "raise the entropy coefficient (0.001-0.01)",
+        knobs.set_to(run, knobs.TEMPERATURE, "1.0-1.2", unless_at_least=1.0)
+        or "keep rollout temperature at 1.0-1.2",
+        knobs.set_to(run, knobs.CLIP_HIGH, "0.28", why="Clip-Higher lets rare tokens grow",
+                     unless_at_least=0.28) or "Clip-Cov / KL-Cov on high-covariance tokens",
+        "adaptive KL (target ~1.0) instead of a fixed small beta",
+    ]
+    if benign:
+        remedies = [
+            "nothing urgent: the run is converging; stop when the reward plateaus",
+            *remedies[:2],
+        ]
+    return Outcome(status, summary, onset_step=onset, evidence=evidence,
+                   remedies=tuple(remedies), key_metric=ENTROPY)
+
+
+RULE = Rule(
+    id="entropy_collapse",
+    title="Entropy collapse",
+    detect=detect,
+    params=PARAMS,
+    doc=__doc__ or "",
+    requires=(ENTROPY,),
+)

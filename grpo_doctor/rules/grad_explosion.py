@@ -1,0 +1,130 @@
+"""Gradient explosion: the gradient norm spiking or inflating.
+
+What it detects
+    Gradient-norm spikes of ``spike_ratio`` (5x) or more over the trailing median that recur or
+    do not recover, and a sustained inflation of the level to ``sustained_ratio`` times its
+    post-warm-up baseline.
+
+Why it matters
+    A sudden 5x+ spike is the chapter's "about to collapse" signal: it precedes NaN losses and
+    the entropy surge of the LLD death spiral, and in tool-integrated runs it is the mark of
+    train-inference mismatch on low-probability tokens.
+
+How it is detected
+    Robust z-scores (median/MAD of the trailing ``window`` points, on log scale) above
+    ``z_threshold`` that are also at least ``spike_ratio`` x the trailing median. Only past
+    points are used, so a spike is called the moment it is logged. Warm-up (the first
+    ``warmup_fraction`` of the log) is ignored. A spike after which the norm returns to its
+    baseline and stays there is reported as recovered (ok).
+
+False positives
+    One early spike that the run shrugs off is common in healthy runs; it is not an alarm.
+    Heavy-tailed but stationary norms do not inflate the median and do not fire.
+
+Remedies
+    Clip gradients (max_grad_norm 1.0); lower the learning rate; check train-inference mismatch
+    (truncated or masked importance sampling, fp32 lm_head); NaN guards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import knobs
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series
+from grpo_doctor.store import Run
+from grpo_doctor.trends import robust_spikes
+
+GRAD = Metric.GRAD_NORM.value
+
+PARAMS = (
+    Param("spike_ratio", 5.0, "a spike is at least this many times the trailing median"),
+    Param("z_threshold", 6.0, "robust z (log scale) a spike must exceed"),
+    Param("window", 20, "trailing points the baseline is taken over"),
+    Param("warmup_fraction", 0.05, "share of the log at its start that is ignored"),
+    Param("sustained_ratio", 5.0, "late median over baseline that counts as inflation"),
+    Param("recurring_spikes", 3, "spikes (after warm-up) that make a pattern"),
+)
+
+
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    steps, g = series(run, GRAD)
+    g_steps, g = steps[g >= 0], g[g >= 0]
+    if len(g) < 8:
+        raise Skip("needs at least 8 logged grad-norm values")
+    warm = max(3, int(round(len(g) * p["warmup_fraction"])))
+    spikes = robust_spikes(g, window=int(p["window"]), z_threshold=p["z_threshold"],
+                           ratio_threshold=p["spike_ratio"])
+    idx = spikes.index[spikes.index >= warm]
+    ratios = spikes.ratio[spikes.index >= warm]
+    post = g[warm:]
+    positive = post[post > 0]
+    baseline = float(np.median(positive[: max(3, len(positive) // 5)])) if len(positive) else 0.0
+    k = max(3, int(round(len(g) * 0.2)))
+    late = float(np.median(g[-k:]))
+    inflation = late / baseline if baseline > 0 else 1.0
+    evidence: dict[str, object] = {
+        "baseline": round(baseline, 6), "late_median": round(late, 6),
+        "inflation": round(inflation, 3), "spikes": len(idx),
+        "spike_steps": [int(g_steps[i]) for i in idx[:10]],
+        "spike_ratios": [round(float(r), 2) for r in ratios[:10]],
+    }
+    # A spike is unrecovered when the 5+ points after it stay above 2x the pre-spike baseline;
+    # a spike too recent to judge is not called on its own (recurrence or NaN will be).
+    unrecovered = []
+    for i in idx:
+        after = g[i + 1: i + 1 + max(5, len(g) // 20)]
+        if len(after) >= 5 and np.median(after) > 2 * spikes.baseline[i]:
+            unrecovered.append(int(i))
+    recurring = len(idx) >= p["recurring_spikes"]
+    inflated = inflation >= p["sustained_ratio"]
+    if not (unrecovered or recurring or inflated):
+        note = (f"; {len(idx)} spike(s) (max {max(ratios):.1f}x) recovered" if len(idx)
+                else "")
+        return Outcome(Status.OK, f"grad norm steady around {fmt(baseline)}{note}",
+                       evidence=evidence, key_metric=GRAD)
+    first_i = (idx[0] if len(idx) else
+               int(np.argmax(g > baseline * p["sustained_ratio"])))
+    onset = int(g_steps[first_i])
+    later_nan = any(
+        len(s) and s.max() >= onset
+        for m, s in run.nan_steps.items()
+        if m in (Metric.LOSS.value, GRAD, Metric.KL.value)
+    )
+    corroboration = []
+    if later_nan:
+        corroboration.append("NaN followed")
+    if inflated:
+        corroboration.append(f"level inflated {inflation:.1f}x")
+    if recurring:
+        corroboration.append(f"{len(idx)} spikes")
+    status = Status.CRITICAL if (later_nan or (inflated and (recurring or unrecovered))
+                                 or inflation >= 2 * p["sustained_ratio"]) else Status.WARNING
+    evidence["threshold"] = (f"spike >= {fmt(p['spike_ratio'])}x trailing median" if len(idx)
+                             else f"late median >= {fmt(p['sustained_ratio'])}x baseline")
+    evidence["corroboration"] = corroboration
+    peak = float(g[idx].max()) if len(idx) else float(g.max())
+    summary = (f"gradient norm exploding: {', '.join(corroboration) or 'unrecovered spike'}; "
+               f"peak {fmt(peak)} against a baseline of {fmt(baseline)}, from step {fmt(onset)}")
+    remedies = (
+        knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
+        or "clip gradients (max_grad_norm 1.0)",
+        knobs.scale(run, knobs.LEARNING_RATE, 0.5),
+        "check train-inference mismatch: truncated/masked importance sampling, fp32 lm_head",
+    )
+    return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
+                   key_metric=GRAD)
+
+
+RULE = Rule(
+    id="grad_explosion",
+    title="Gradient explosion",
+    detect=detect,
+    params=PARAMS,
+    doc=__doc__ or "",
+    requires=(GRAD,),
+)

@@ -1,0 +1,125 @@
+"""KL drift: the policy walking away from the reference.
+
+What it detects
+    KL(pi || pi_ref) rising and staying high, in the chapter's bands: < 0.5 normal; 0.5-5
+    drifting (warning when rising); 5-20 dangerous, likely reward hacking; > 10 stop.
+
+Why it matters
+    KL is the leash. A policy far from the reference is usually exploiting the verifier or the
+    reward model rather than learning the task; past KL ~ 10-20 runs rarely come back.
+
+How it is detected
+    The sustained level is the median of the last 20% of logged points (a rolling median, so a
+    single spike never decides); a drift also needs a significant upward Mann-Kendall trend
+    with the Hamed-Rao correction. The onset is the knot of a two-piece linear fit: where KL
+    began to climb.
+
+False positives
+    One-step KL spikes (a bad batch) are ignored unless they persist. KL growing slowly inside
+    the normal band is healthy. Frameworks differ in scale (verl's kl_loss sums over
+    micro-batches since late 2025): set ``drift_kl`` for your stack if needed.
+
+Remedies
+    Adaptive KL (raise beta when KL exceeds a target, e.g. 1.0); a larger fixed beta; a periodic
+    reference update (every ~5000 steps); a hard KL cap; at KL > 10 stop, update the reference,
+    restart from the last good checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import knobs
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    fmt,
+    head_tail,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.signals import reward_progress
+from grpo_doctor.store import Run
+from grpo_doctor.trends import hinge_onset, mann_kendall, rolling_median
+
+KL = Metric.KL.value
+
+PARAMS = (
+    Param("drift_kl", 0.5, "sustained KL above this, and rising, is drifting (warning)"),
+    Param("adapt_kl", 5.0, "sustained KL above this is dangerous (critical with stalled reward)"),
+    Param("stop_kl", 10.0, "sustained KL above this is critical: stop and update the reference"),
+    Param("alpha", 0.01, "significance of the upward trend (Mann-Kendall, Hamed-Rao)"),
+)
+
+
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    steps, k = series(run, KL)
+    if len(k) < 8:
+        raise Skip("needs at least 8 logged KL values")
+    k0, kc = head_tail(k, frac=0.2)
+    trend = mann_kendall(steps, k)
+    smooth = rolling_median(k, 5)
+    peak = float(smooth.max())
+    evidence: dict[str, object] = {
+        "kl_start": round(k0, 6), "kl_now": round(kc, 6), "kl_peak_sustained": round(peak, 6),
+        "kl_max_raw": round(float(k.max()), 6), "trend_p": float(f"{trend.p:.3g}"),
+        "trend_tau": round(trend.tau, 3),
+    }
+    rising = trend.increasing(p["alpha"]) and kc > k0
+    if kc >= p["stop_kl"]:
+        band, status = f"above {fmt(p['stop_kl'])} (stop)", Status.CRITICAL
+    elif kc >= p["adapt_kl"]:
+        band, status = f"{fmt(p['adapt_kl'])}-{fmt(p['stop_kl'])} (dangerous)", Status.WARNING
+    elif kc >= p["drift_kl"] and rising:
+        band, status = f"{fmt(p['drift_kl'])}-{fmt(p['adapt_kl'])} (drifting)", Status.WARNING
+    else:
+        if kc >= p["drift_kl"]:
+            text = f"KL {fmt(k0)} -> {fmt(kc)}: elevated but not rising"
+        else:
+            note = f" (one spike to {fmt(float(k.max()))} did not persist)" if (
+                k.max() >= p["drift_kl"]) else ""
+            text = f"KL {fmt(k0)} -> {fmt(kc)}, within the normal band{note}"
+        return Outcome(Status.OK, text, evidence=evidence, key_metric=KL)
+
+    reach = np.nonzero(smooth >= k0 + 0.9 * (kc - k0))[0] if kc > k0 else np.zeros(0, int)
+    end = max(int(reach[0]) + 1 if len(reach) else len(k), min(len(k), 6))
+    knot, _, _ = hinge_onset(steps[:end], k[:end])
+    onset = snap_to_logged(run, KL, knot)
+    progress = reward_progress(run, float(onset))
+    corroboration = []
+    if progress.logged and not progress.improving:
+        corroboration.append("reward " + ("falling" if progress.declining else "not improving"))
+    if status == Status.WARNING and kc >= p["adapt_kl"] and corroboration:
+        status = Status.CRITICAL
+    evidence["band"] = band
+    evidence["corroboration"] = corroboration
+    evidence["threshold"] = f"sustained KL {band}"
+    why = f", {', '.join(corroboration)}" if corroboration else ""
+    summary = (f"KL drifted from {fmt(k0)} to {fmt(kc)} (band {band}) from step {fmt(onset)}"
+               f"{why}")
+    remedies = [
+        knobs.scale(run, knobs.KL_COEF, 2.0, why="tighter leash",
+                    fallback="adaptive KL with target ~1.0"),
+        "adaptive KL controller: raise beta while KL exceeds a target (e.g. 1.0)",
+        "update the reference policy periodically (e.g. every 5000 steps)",
+    ]
+    if status == Status.CRITICAL:
+        remedies.insert(0, "stop, update the reference to the last good checkpoint, restart")
+    return Outcome(status, summary, onset_step=onset, evidence=evidence,
+                   remedies=tuple(remedies), key_metric=KL)
+
+
+RULE = Rule(
+    id="kl_drift",
+    title="KL drift from the reference",
+    detect=detect,
+    params=PARAMS,
+    doc=__doc__ or "",
+    requires=(KL,),
+)

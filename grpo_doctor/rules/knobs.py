@@ -1,0 +1,131 @@
+"""Remedies that name the concrete knob and value, using the run's own config when known.
+
+A knob is found in ``Run.config`` (flattened with dots) by the names the frameworks use, or,
+for the learning rate and KL coefficient, from the last logged value of the metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from grpo_doctor.metrics import Metric
+from grpo_doctor.store import Run
+
+
+@dataclass(frozen=True)
+class Knob:
+    label: str  # what the remedy calls it
+    names: tuple[str, ...]  # config keys (full dotted keys or their last parts)
+    metric: str | None = None  # a logged metric holding the current value
+
+
+LEARNING_RATE = Knob(
+    "learning_rate",
+    ("actor_rollout_ref.actor.optim.lr", "policy.optimizer.kwargs.lr", "actor_learning_rate",
+     "learning_rate", "lr", "optim.lr", "actor_lr"),
+    Metric.LEARNING_RATE.value,
+)
+KL_COEF = Knob(
+    "KL coefficient (beta)",
+    ("actor_rollout_ref.actor.kl_loss_coef", "algorithm.kl_ctrl.kl_coef",
+     "loss_fn.reference_policy_kl_penalty", "init_kl_coef", "kl_coef", "kl_loss_coef", "beta"),
+    Metric.KL_COEF.value,
+)
+TEMPERATURE = Knob(
+    "rollout temperature",
+    ("actor_rollout_ref.rollout.temperature", "generation.temperature", "temperature"),
+)
+GROUP_SIZE = Knob(
+    "group size G",
+    ("actor_rollout_ref.rollout.n", "grpo.num_generations_per_prompt", "num_generations",
+     "n_samples_per_prompt", "rollout_n", "group_size"),
+)
+ENTROPY_COEF = Knob(
+    "entropy coefficient",
+    ("actor_rollout_ref.actor.entropy_coeff", "entropy_coeff", "entropy_coef"),
+)
+CLIP_HIGH = Knob(
+    "clip_ratio_high (epsilon_high)",
+    ("actor_rollout_ref.actor.clip_ratio_high", "epsilon_high", "clip_ratio_high",
+     "eps_clip_high"),
+)
+GRAD_CLIP = Knob(
+    "max_grad_norm",
+    ("actor_rollout_ref.actor.grad_clip", "max_grad_norm", "grad_clip", "max_norm",
+     "policy.max_grad_norm"),
+)
+MAX_LENGTH = Knob(
+    "max response length",
+    ("data.max_response_length", "max_completion_length", "generate_max_len",
+     "policy.max_total_sequence_length", "max_new_tokens", "max_response_length"),
+)
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, full + "."))
+        else:
+            out[full] = value
+    return out
+
+
+def _as_number(value: Any) -> float | None:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if np.isfinite(x) else None
+
+
+def current(run: Run, knob: Knob) -> tuple[float | None, str | None]:
+    """The knob's current value and where it came from (a config key or a metric)."""
+    flat = flatten(run.config) if run.config else {}
+    for name in knob.names:
+        for key, value in flat.items():
+            if key == name or key.endswith("." + name):
+                x = _as_number(value)
+                if x is not None:
+                    return x, key
+    if knob.metric and knob.metric in run.frame.columns:
+        col = run.frame[knob.metric].to_numpy()
+        col = col[np.isfinite(col)]
+        if len(col):
+            return float(col[-1]), f"logged {knob.metric}"
+    return None, None
+
+
+def _num(x: float) -> str:
+    return f"{x:.3g}" if abs(x) < 1e-2 or abs(x) >= 1e4 else f"{x:.4g}"
+
+
+def scale(run: Run, knob: Knob, factor: float, *, why: str = "", fallback: str = "") -> str:
+    """'learning_rate 2e-06 -> 1e-06 (why)' when the value is known, else 'learning_rate x0.5'."""
+    value, _ = current(run, knob)
+    tail = f" ({why})" if why else ""
+    if value is not None and value != 0:
+        return f"{knob.label} {_num(value)} -> {_num(value * factor)}{tail}"
+    hint = f"; {fallback}" if fallback else ""
+    return f"{knob.label} x{factor:g}{hint}{tail}"
+
+
+def set_to(run: Run, knob: Knob, target: str, *, why: str = "", unless_at_least: float | None
+           = None) -> str | None:
+    """'rollout temperature 0.7 -> 1.0' (or 'set ... to 1.0'); None if already at or above."""
+    value, _ = current(run, knob)
+    tail = f" ({why})" if why else ""
+    if value is not None:
+        if unless_at_least is not None and value >= unless_at_least:
+            return None
+        return f"{knob.label} {_num(value)} -> {target}{tail}"
+    return f"set {knob.label} to {target}{tail}"
+
+
+def first_present(items: Iterable[str | None]) -> tuple[str, ...]:
+    return tuple(i for i in items if i)

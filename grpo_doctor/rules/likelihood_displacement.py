@@ -1,0 +1,124 @@
+"""Lazy likelihood displacement (LLD): the death spiral that reward does not show.
+
+What it detects
+    The token-level mean log-probability of sampled tokens (best: of positive-advantage or
+    correct responses) falling steadily: by more than ``decline_fraction`` (30%) of its
+    magnitude within ``window_steps`` (500) with a significant monotone trend (arXiv
+    2512.04220; the chapter's LLD_RISK).
+
+Why it matters
+    Likelihood leads, reward lags. In tool-integrated GRPO the likelihood of even correct
+    responses is displaced downward while the reward still rises; at a tipping point entropy
+    surges, gradients explode and the run collapses within a few steps. This is the one
+    warning that comes early enough to act on.
+
+How it is detected
+    Largest relative fall within the window on a rolling median; a Mann-Kendall trend test
+    with the Hamed-Rao correction; onset from a two-piece linear fit (where the decline
+    began). Phase-3 signs (grad norm or entropy rising) make it critical. When only a proxy is
+    logged (minus NeMo-RL's approx_entropy, minus verl's training_log_ppl) the finding says so.
+
+False positives
+    A slight, slow decline of log pi is normal as the policy sharpens on some tokens and
+    spreads on others; 30% within 500 steps is not. With almost every group zero-variance the
+    signal means little (no gradient): check advantage collapse first.
+
+Remedies
+    Halve the learning rate (x0.3 once the spiral shows); double the KL coefficient; likelihood
+    regularisation (LLDS, a -lambda*E[log pi] term on preserved tokens, lambda ~0.001-0.2);
+    selective updates that skip tokens whose likelihood moved too far (NTHR).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import knobs
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    fmt,
+    head_tail,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.signals import reward_progress, rising
+from grpo_doctor.store import Run
+from grpo_doctor.trends import hinge_onset, largest_relative_drop, mann_kendall, rolling_median
+
+LOGP = Metric.LOG_PROB_MEAN.value
+
+PARAMS = (
+    Param("decline_fraction", 0.3, "share of log pi's magnitude lost within window_steps"),
+    Param("window_steps", 500, "span of steps the decline is measured over"),
+    Param("alpha", 0.01, "significance of the monotone decline (Mann-Kendall, Hamed-Rao)"),
+)
+
+
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    steps, lp = series(run, LOGP)
+    if len(lp) < 8:
+        raise Skip("needs at least 8 logged log-prob values")
+    l0, lc = head_tail(lp)
+    trend = mann_kendall(steps, lp)
+    drop = largest_relative_drop(steps, lp, p["window_steps"])
+    frac = drop.fraction if drop else 0.0
+    evidence: dict[str, object] = {
+        "log_prob_start": round(l0, 6), "log_prob_now": round(lc, 6),
+        "largest_decline_in_window": round(frac, 4), "window_steps": p["window_steps"],
+        "trend_p": float(f"{trend.p:.3g}"), "trend_tau": round(trend.tau, 3),
+    }
+    if not (trend.decreasing(p["alpha"]) and frac >= p["decline_fraction"]):
+        return Outcome(Status.OK, f"mean log-prob {fmt(l0)} -> {fmt(lc)}: no sustained "
+                       f"decline", evidence=evidence, key_metric=LOGP)
+    smooth = rolling_median(lp, 5)
+    low = np.nonzero(smooth <= l0 - 0.9 * (l0 - lc))[0] if lc < l0 else np.zeros(0, int)
+    end = max(int(low[0]) + 1 if len(low) else len(lp), min(len(lp), 6))
+    knot, _, _ = hinge_onset(steps[:end], lp[:end])
+    onset = snap_to_logged(run, LOGP, knot)
+
+    phase3 = []
+    if rising(run, Metric.GRAD_NORM.value, 0.01):
+        phase3.append("grad norm rising")
+    same_source = run.mapping.get(Metric.ENTROPY.value) == run.mapping.get(LOGP)
+    if not same_source and rising(run, Metric.ENTROPY.value, 0.01):
+        phase3.append("entropy rising")
+    progress = reward_progress(run, float(onset))
+    if progress.logged and progress.declining:
+        phase3.append("reward now falling")
+    evidence["phase3_signs"] = phase3
+    evidence["threshold"] = (f"decline > {p['decline_fraction']:.0%} of |log pi| within "
+                             f"{fmt(p['window_steps'])} steps")
+    status = Status.CRITICAL if phase3 else Status.WARNING
+    reward_note = ""
+    if progress.logged and progress.improving:
+        reward_note = "; reward still rising, so the reward curve hides it"
+    why = f", with {', '.join(phase3)}" if phase3 else ""
+    summary = (f"likelihood displacement: mean log-prob fell from {fmt(l0)} to {fmt(lc)} "
+               f"(|log pi| up {frac:.0%} within {fmt(p['window_steps'])} steps) from step "
+               f"{fmt(onset)}{why}{reward_note}")
+    remedies = (
+        knobs.scale(run, knobs.LEARNING_RATE, 0.3 if phase3 else 0.5),
+        knobs.scale(run, knobs.KL_COEF, 2.0),
+        "likelihood regularisation (LLDS: penalise log pi decreases on preserved tokens, "
+        "lambda ~0.001-0.2)",
+        "selective update: skip tokens whose likelihood moved too far (NTHR)",
+    )
+    return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
+                   key_metric=LOGP)
+
+
+RULE = Rule(
+    id="likelihood_displacement",
+    title="Lazy likelihood displacement (LLD)",
+    detect=detect,
+    params=PARAMS,
+    doc=__doc__ or "",
+    requires=(LOGP,),
+)

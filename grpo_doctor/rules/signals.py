@@ -1,0 +1,66 @@
+"""Shared judgements several rules lean on: is reward still improving, is a signal rising.
+
+Kept here so that "reward still improving" means the same thing in every rule's wording.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules.base import head_tail, series
+from grpo_doctor.store import Run
+from grpo_doctor.trends import mann_kendall, rolling_median
+
+
+@dataclass(frozen=True)
+class RewardProgress:
+    logged: bool
+    improving: bool  # still rising after ``since``
+    declining: bool  # falling after ``since``
+    start: float | None = None  # reward (median) around ``since``
+    end: float | None = None  # reward (median) at the end
+    best: float | None = None  # best smoothed reward over the run
+
+
+def reward_progress(run: Run, since: float, alpha: float = 0.05) -> RewardProgress:
+    """Did the mean reward keep improving from step ``since`` to the end of the log?
+
+    Improving: a significant upward trend after ``since`` or a late level clearly above the
+    level at ``since`` (by 10% of the run's reward range). Declining: the mirror image.
+    """
+    steps, r = series(run, Metric.REWARD_MEAN.value)
+    if len(r) < 6:
+        return RewardProgress(False, False, False)
+    smooth = rolling_median(r, 5)
+    span = float(np.ptp(smooth)) or 1e-12
+    after = steps >= since
+    if after.sum() < 4:
+        after = np.zeros(len(r), dtype=bool)
+        after[-4:] = True
+    seg_s, seg_r = steps[after], r[after]
+    test = mann_kendall(seg_s, seg_r)
+    start, end = head_tail(seg_r, frac=0.2)
+    gain = (end - start) / span
+    improving = (test.increasing(alpha) and gain > 0) or gain > 0.25
+    declining = (test.decreasing(alpha) and gain < 0) or gain < -0.25
+    return RewardProgress(True, bool(improving), bool(declining), start, end,
+                          float(smooth.max()))
+
+
+def rising(run: Run, metric: str, alpha: float = 0.05) -> bool:
+    """A significant upward trend in ``metric`` (False when it is not logged)."""
+    steps, v = series(run, metric)
+    if len(v) < 6:
+        return False
+    return mann_kendall(steps, v).increasing(alpha)
+
+
+def late_level(run: Run, metric: str, frac: float = 0.2) -> float | None:
+    """Median of the last ``frac`` of a metric's points, or None when not logged."""
+    _, v = series(run, metric)
+    if len(v) < 3:
+        return None
+    return head_tail(v, frac=frac)[1]

@@ -1,0 +1,33 @@
+"""Building runs from arrays for tests, and where the shared real runs live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from grpo_doctor.store import Run, build_run
+
+REPO = Path(__file__).resolve().parent.parent
+REAL_RUNS = Path(os.environ.get("GRPO_DOCTOR_REAL_RUNS", REPO.parent / "shared" / "real-runs"))
+
+
+def make_run(steps: np.ndarray | None = None, name: str = "test", **columns: np.ndarray) -> Run:
+    """A Run from raw columns (framework names allowed), steps 1..n unless given."""
+    n = len(next(iter(columns.values())))
+    frame = pd.DataFrame({k.replace("__", "/"): np.asarray(v) for k, v in columns.items()})
+    return build_run(frame, name=name, source=f"<{name}>", format="test",
+                     steps=np.arange(1, n + 1) if steps is None else steps)
+
+
+def ar1(seed: int, n: int, sigma: float, rho: float = 0.6) -> np.ndarray:
+    """AR(1) noise: what real training curves look like between their trends."""
+    rng = np.random.default_rng(seed)
+    e = rng.normal(0, sigma, n)
+    out = np.empty(n)
+    out[0] = e[0]
+    for i in range(1, n):
+        out[i] = rho * out[i - 1] + e[i]
+    return out

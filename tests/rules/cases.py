@@ -1,0 +1,229 @@
+"""Rule test cases as data: a constructed run, the rule, what it must say.
+
+Firing cases carry the true onset and a tolerance; quiet cases are the hard healthy curves
+(noisy slow declines, heavy-tailed spikes, warm-up transients, short runs, sparse logging,
+gaps) on which a rule must stay ok (or skip).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpo_doctor.store import Run
+from tests.helpers import ar1, make_run
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    mode: str
+    build: Callable[[], Run]
+    statuses: tuple[str, ...]  # acceptable statuses
+    onset: int | None = None  # true onset step, for firing cases
+    tolerance: int = 0
+
+
+def sig(x):
+    return 1 / (1 + np.exp(-x))
+
+
+N = 1200
+T = np.arange(1, N + 1)
+
+
+def rising_reward(seed: int = 0, n: int = N) -> np.ndarray:
+    t = np.arange(1, n + 1)
+    return 0.2 + 0.5 * sig((t - n / 4) / (n / 10)) + ar1(seed, n, 0.02)
+
+
+# --- entropy collapse ------------------------------------------------------------------------
+
+def entropy_collapse_stalled() -> Run:
+    fall = np.clip((T - 600) / 300, 0, None)
+    ent = 1.2 * np.exp(-3.5 * fall) + np.abs(ar1(1, N, 0.005))
+    reward = 0.5 + 0.1 * sig((T - 300) / 50) - 0.1 * np.clip((T - 800) / 300, 0, 1) + ar1(2, N,
+                                                                                           0.02)
+    return make_run(train__entropy=ent, train__reward=reward)
+
+
+def entropy_noisy_slow_decline() -> Run:
+    # Healthy: loses 40% over a long run, noisy, with reward rising.
+    n = 5000
+    t = np.arange(1, n + 1)
+    ent = 1.0 * (1 - 0.4 * t / n) + ar1(3, n, 0.05)
+    return make_run(train__entropy=ent, train__reward=rising_reward(4, n))
+
+
+def entropy_warmup_transient() -> Run:
+    # A quick early drop then a long flat stretch: normal sharpening.
+    ent = 0.6 + 0.6 * np.exp(-T / 20) + ar1(5, N, 0.02)
+    return make_run(train__entropy=ent, train__reward=rising_reward(6))
+
+
+def entropy_benign_sharpening() -> Run:
+    # Entropy falls 70% but keeps buying reward: healthy convergence.
+    ent = 0.5 * np.exp(-T / 500) + 0.1 + ar1(7, N, 0.01)
+    reward = 0.1 + 0.8 * (1 - np.exp(-T / 500)) + ar1(8, N, 0.02)
+    return make_run(actor__entropy=ent, critic__score__mean=reward)
+
+
+def entropy_every_10_steps() -> Run:
+    steps = np.arange(10, 3010, 10)
+    n = len(steps)
+    fall = np.clip((steps - 1500) / 600, 0, None)
+    ent = np.exp(-4 * fall) + np.abs(ar1(9, n, 0.004))
+    reward = 0.5 + ar1(10, n, 0.02)
+    return make_run(steps=steps, train__entropy=ent, train__reward=reward)
+
+
+def entropy_short() -> Run:
+    return make_run(train__entropy=[1.0, 0.5, 0.2, 0.1, 0.05])
+
+
+# --- advantage collapse ----------------------------------------------------------------------
+
+def zero_std_climbs() -> Run:
+    z = np.clip(0.25 + 0.7 * sig((T - 700) / 30) + ar1(11, N, 0.03), 0, 1)
+    return make_run(train__frac_reward_zero_std=z, train__reward=0.4 + ar1(12, N, 0.02))
+
+
+def zero_std_healthy_noisy() -> Run:
+    z = np.clip(0.3 + ar1(13, N, 0.12), 0, 1)
+    return make_run(train__frac_reward_zero_std=z, train__reward=rising_reward(14))
+
+
+def reward_std_zero_most_steps() -> Run:
+    rng = np.random.default_rng(15)
+    n = 120
+    std = np.where(rng.random(n) < np.where(np.arange(n) < 40, 0.2, 0.9), 0.0, 0.3)
+    return make_run(reward_std=std, reward=0.1 + ar1(16, n, 0.01))
+
+
+def pinned_accuracy_component() -> Run:
+    n = 60
+    fmt_r = np.clip(0.5 + ar1(17, n, 0.1), 0, 1)
+    return make_run(**{"rewards/accuracy_reward": np.zeros(n), "rewards/format_reward": fmt_r,
+                       "reward": fmt_r, "reward_std": np.abs(ar1(18, n, 0.1)) + 0.01})
+
+
+# --- KL drift --------------------------------------------------------------------------------
+
+def kl_climbs() -> Run:
+    kl = 0.05 + 8 * np.clip((T - 500) / 700, 0, None) ** 1.3 + np.abs(ar1(19, N, 0.03))
+    return make_run(actor__kl_loss=kl, critic__score__mean=0.5 + ar1(20, N, 0.02))
+
+
+def kl_one_spike() -> Run:
+    kl = 0.05 + 0.0001 * T + np.abs(ar1(21, N, 0.01))
+    kl[400] = 7.5
+    return make_run(train__kl=kl, train__reward=rising_reward(22))
+
+
+def kl_heavy_tailed_spikes() -> Run:
+    rng = np.random.default_rng(23)
+    kl = 0.1 * np.exp(rng.standard_t(2, N) * 0.3)
+    return make_run(train__kl=kl, train__reward=rising_reward(24))
+
+
+def kl_slow_normal() -> Run:
+    return make_run(train__kl=0.0003 * T + np.abs(ar1(25, N, 0.01)),
+                    train__reward=rising_reward(26))
+
+
+# --- likelihood displacement -----------------------------------------------------------------
+
+def logprob_declines() -> Run:
+    lp = -0.5 - 0.6 * np.clip((T - 400) / 600, 0, None) + ar1(27, N, 0.01)
+    return make_run(rollout__old_log_prob=lp, critic__score__mean=rising_reward(28))
+
+
+def logprob_stable() -> Run:
+    lp = -0.5 - 0.05 * T / N + ar1(29, N, 0.03)
+    return make_run(rollout__old_log_prob=lp, critic__score__mean=rising_reward(30))
+
+
+# --- grad explosion --------------------------------------------------------------------------
+
+def grad_recurring_spikes() -> Run:
+    g = 0.4 + 0.05 * np.abs(ar1(31, N, 0.5))
+    for s in (700, 760, 820, 880):
+        g[s - 1] *= 12
+    return make_run(train__grad_norm=g)
+
+
+def grad_inflates() -> Run:
+    g = 0.4 * (1 + 9 * np.clip((T - 800) / 200, 0, 1)) + 0.05 * np.abs(ar1(32, N, 0.5))
+    return make_run(actor__grad_norm=g)
+
+
+def grad_one_early_spike() -> Run:
+    # The healthy verl run's shape: one early spike (40x) that the run shrugs off.
+    g = 2.0 + 0.3 * np.abs(ar1(33, N, 0.5))
+    g[60] = 80.0
+    return make_run(actor__grad_norm=g)
+
+
+def grad_heavy_tails() -> Run:
+    rng = np.random.default_rng(34)
+    return make_run(train__grad_norm=0.5 * np.exp(0.4 * rng.standard_normal(N)))
+
+
+def grad_with_gaps() -> Run:
+    g = 0.4 + 0.05 * np.abs(ar1(35, N, 0.5))
+    g[::3] = np.nan  # logged on two steps of three
+    return make_run(train__grad_norm=g)
+
+
+# --- numerical failure -----------------------------------------------------------------------
+
+def loss_goes_nan() -> Run:
+    loss = (0.01 * ar1(36, 300, 1.0)).astype(object)
+    loss[250:] = "nan"
+    return make_run(train__loss=loss)
+
+
+def gaps_are_not_nan() -> Run:
+    loss = 0.01 * ar1(37, 300, 1.0)
+    loss[::2] = np.nan
+    return make_run(train__loss=loss)
+
+
+CASES = [
+    Case("entropy collapse, reward stalls", "entropy_collapse", entropy_collapse_stalled,
+         ("critical",), onset=600, tolerance=60),
+    Case("entropy collapse logged every 10 steps", "entropy_collapse", entropy_every_10_steps,
+         ("critical", "warning"), onset=1500, tolerance=150),
+    Case("entropy noisy slow 40% decline", "entropy_collapse", entropy_noisy_slow_decline,
+         ("ok",)),
+    Case("entropy warm-up transient", "entropy_collapse", entropy_warmup_transient, ("ok",)),
+    Case("entropy benign sharpening", "entropy_collapse", entropy_benign_sharpening, ("ok",)),
+    Case("entropy short run", "entropy_collapse", entropy_short, ("skipped",)),
+    Case("zero-std groups climb", "advantage_collapse", zero_std_climbs, ("critical",),
+         onset=700, tolerance=60),
+    Case("zero-std noisy but healthy", "advantage_collapse", zero_std_healthy_noisy, ("ok",)),
+    Case("reward std zero on most late steps", "advantage_collapse", reward_std_zero_most_steps,
+         ("critical",), onset=40, tolerance=15),
+    Case("pinned accuracy component", "advantage_collapse", pinned_accuracy_component,
+         ("warning",), onset=1, tolerance=0),
+    Case("KL climbs to 8", "kl_drift", kl_climbs, ("critical", "warning"), onset=500,
+         tolerance=120),
+    Case("KL one spike", "kl_drift", kl_one_spike, ("ok",)),
+    Case("KL heavy-tailed spikes", "kl_drift", kl_heavy_tailed_spikes, ("ok",)),
+    Case("KL slow rise in the normal band", "kl_drift", kl_slow_normal, ("ok",)),
+    Case("log-prob declines", "likelihood_displacement", logprob_declines,
+         ("warning", "critical"), onset=400, tolerance=80),
+    Case("log-prob stable", "likelihood_displacement", logprob_stable, ("ok",)),
+    Case("grad recurring spikes", "grad_explosion", grad_recurring_spikes,
+         ("warning", "critical"), onset=700, tolerance=5),
+    Case("grad inflates", "grad_explosion", grad_inflates, ("critical", "warning"), onset=800,
+         tolerance=120),
+    Case("grad one early spike", "grad_explosion", grad_one_early_spike, ("ok",)),
+    Case("grad heavy tails", "grad_explosion", grad_heavy_tails, ("ok",)),
+    Case("grad with gaps", "grad_explosion", grad_with_gaps, ("ok",)),
+    Case("loss goes NaN", "numerical_failure", loss_goes_nan, ("critical",), onset=251,
+         tolerance=0),
+    Case("gaps are not NaN", "numerical_failure", gaps_are_not_nan, ("ok",)),
+]

@@ -1,0 +1,155 @@
+"""The command line, driven as a user drives it: exit codes, outputs, one-line errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from grpo_doctor.cli import main
+
+
+def run_cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_diagnose_example_json_contract(capsys):
+    code, out, err = run_cli(capsys, "diagnose", "--example", "entropy-collapse", "--format",
+                             "json")
+    assert code == 1
+    d = json.loads(out)
+    assert set(d) == {"schema_version", "run", "metrics", "checks", "status"}
+    assert d["schema_version"] == 1 and d["status"] == "critical"
+    assert set(d["run"]) == {"name", "source", "format", "first_step", "last_step", "n_steps"}
+    for c in d["checks"]:
+        assert set(c) == {"mode", "status", "onset_step", "first_alert_step", "summary",
+                          "evidence", "remedies", "reason"}
+    ent = next(c for c in d["checks"] if c["mode"] == "entropy_collapse")
+    assert ent["status"] == "critical" and 300 <= ent["onset_step"] <= 420
+    assert ent["first_alert_step"] >= ent["onset_step"]
+    assert any("learning_rate 5e-06 -> 2.5e-06" in r for r in ent["remedies"])
+
+
+def test_healthy_example_exits_zero(capsys):
+    code, out, _ = run_cli(capsys, "diagnose", "--example", "healthy")
+    assert code == 0
+    assert "No failure mode found" in out
+
+
+@pytest.mark.parametrize("fail_on,code", [("critical", 1), ("warning", 1), ("never", 0)])
+def test_fail_on(capsys, fail_on, code):
+    assert run_cli(capsys, "diagnose", "--example", "kl-drift", "--fail-on", fail_on)[0] == code
+
+
+def test_markdown_report(capsys):
+    code, out, _ = run_cli(capsys, "diagnose", "--example", "kl-drift", "--format", "markdown")
+    assert out.startswith("## grpo-doctor: kl\\-drift")
+    assert "| kl\\_drift | 🛑 critical |" in out
+
+
+def test_set_overrides_a_threshold(capsys):
+    code, out, _ = run_cli(capsys, "diagnose", "--example", "kl-drift", "--format", "json",
+                           "--set", "kl_drift.drift_kl=50", "--set", "kl_drift.adapt_kl=60",
+                           "--set", "kl_drift.stop_kl=70")
+    assert json.loads(out)["status"] == "healthy" and code == 0
+
+
+def test_map_a_column(capsys, tmp_path):
+    f = tmp_path / "r.csv"
+    rows = ["step,my_ent"] + [f"{i},{1.0 if i < 50 else 0.01}" for i in range(1, 101)]
+    f.write_text("\n".join(rows))
+    code, out, _ = run_cli(capsys, "diagnose", str(f), "--format", "json", "--map",
+                           "entropy=my_ent")
+    d = json.loads(out)
+    assert d["metrics"]["entropy"] == "my_ent"
+    assert next(c for c in d["checks"] if c["mode"] == "entropy_collapse")["status"] != "skipped"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["diagnose", "/no/such/file.csv"], "/no/such/file.csv: no such file or folder"),
+    (["diagnose", "--example", "nope"], "no example named 'nope'"),
+    (["diagnose", "--example", "healthy", "--map", "entropy"], "--map takes KEY=VALUE"),
+    (["diagnose", "--example", "healthy", "--map", "entropyy=x"], "unknown canonical metric"),
+    (["diagnose", "--example", "healthy", "--set", "kl_drift.nope=1"], "has no parameter"),
+    (["diagnose", "--example", "healthy", "--select", "nope"], "unknown failure mode"),
+    (["diagnose", "--example", "healthy", "--format", "xml"], "--format must be"),
+    (["diagnose", "--example", "healthy", "--fail-on", "sometimes"], "--fail-on must be"),
+    (["diagnose"], "give a log to diagnose"),
+    (["explain", "nope"], "unknown failure mode 'nope'"),
+    (["diagnose", "--bogus"], "No such option"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, args, message):
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("grpo-doctor: error: ")
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_not_a_log(capsys, tmp_path):
+    f = tmp_path / "x.bin"
+    f.write_bytes(bytes(range(256)) * 4)
+    code, _, err = run_cli(capsys, "diagnose", str(f))
+    assert code == 2 and "not a training log" in err
+
+
+def test_empty_file(capsys, tmp_path):
+    f = tmp_path / "empty.csv"
+    f.write_bytes(b"")
+    code, _, err = run_cli(capsys, "diagnose", str(f))
+    assert code == 2 and "empty" in err
+
+
+def test_output_is_atomic_and_never_overwrites_without_force(capsys, tmp_path):
+    out = tmp_path / "report.json"
+    out.write_text("precious")
+    code, _, err = run_cli(capsys, "diagnose", "--example", "healthy", "-f", "json", "-o",
+                           str(out))
+    assert code == 2 and "already exists" in err and out.read_text() == "precious"
+    code, _, _ = run_cli(capsys, "diagnose", "--example", "healthy", "-f", "json", "-o",
+                         str(out), "--force")
+    assert code == 0 and json.loads(out.read_text())["status"] == "healthy"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temp file left
+
+
+def test_explain_and_rules(capsys):
+    code, out, _ = run_cli(capsys, "explain", "entropy-collapse")
+    assert code == 0 and "What it detects" in out and "critical_ratio = 0.1" in out
+    code, out, _ = run_cli(capsys, "rules")
+    assert code == 0 and "likelihood_displacement" in out
+
+
+def test_metrics_command(capsys):
+    code, out, _ = run_cli(capsys, "metrics", str(_example("likelihood-displacement")))
+    assert code == 0
+    assert "log_prob_mean" in out and "rollout/old_log_prob" in out
+
+
+def test_markup_in_names_prints_literally(capsys, tmp_path):
+    f = tmp_path / "[red]x[bold].csv"
+    f.write_text("step,train/kl\n" + "\n".join(f"{i},0.1" for i in range(1, 30)))
+    code, out, _ = run_cli(capsys, "diagnose", str(f))
+    assert "[red]x[bold]" in out
+
+
+def _example(name):
+    from grpo_doctor.api import example_path
+
+    return example_path(name)
+
+
+def test_help_imports_no_heavy_module():
+    code = ("import sys, grpo_doctor.cli; heavy = [m for m in ('pandas', 'numpy', 'scipy', "
+            "'wandb', 'tensorboard', 'pyarrow', 'rich') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_python_dash_m_works():
+    p = subprocess.run([sys.executable, "-m", "grpo_doctor", "diagnose", "--example", "healthy",
+                        "-f", "json"], capture_output=True, text=True)
+    assert p.returncode == 0 and json.loads(p.stdout)["status"] == "healthy"

@@ -1,0 +1,51 @@
+"""Diagnoses of the shared real runs (skipped when ../shared/real-runs is absent).
+
+The verdicts come from the real-runs README: healthy runs must raise no critical; the runs it
+describes as collapsed must be flagged with the mode it names.
+"""
+
+import pytest
+
+from grpo_doctor.engine import diagnose
+from grpo_doctor.importers import load_runs
+from tests.helpers import REAL_RUNS
+
+pytestmark = pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared real runs not present")
+
+HEALTHY = [
+    "csv/qwen3-8b-grpo-dapo-lab_A_grpo_training_metrics.csv",
+    "csv/ppo-vs-grpo-math-rlvr_four_run_training_metrics.csv",
+    "notebook-tables/Advanced_Llama3_1_(3B)_GRPO_LoRA__2025-03-21_3fcca28d_c3f659.csv",
+    "notebook-tables/Llama3.1_(8B)-GRPO__2025-02-06_add7e30a_ad8f0a.csv",
+    "notebook-tables/Qwen2.5_(3B)-GRPO__2025-02-06_46169037_de4eba.csv",
+    "notebook-tables/Qwen2_5_7B_VL_GRPO__2025-09-18_19455c9f_059b72.csv",
+    "notebook-tables/Mistral_v0.3_(7B)-GRPO__2025-05-10_c1a161c6_cb9cdd.csv",
+    "notebook-tables/DeepSeek_R1_0528_Qwen3_(8B)_GRPO__2025-06-05_fc0ecd2c_839abc.csv",
+]
+
+FAILING = {
+    "notebook-tables/Qwen3_VL_(8B)-Vision-GRPO__2025-10-14_4480b9c4_4d11ec.csv":
+        "advantage_collapse",
+    "notebook-tables/Qwen3_5_(4B)_Vision_GRPO__2026-03-17_ed54cb49_2770d8.csv":
+        "advantage_collapse",
+    "notebook-tables/Qwen3_(4B)-GRPO__2025-05-13_be104f96_067fe1.csv": "advantage_collapse",
+    "notebook-tables/gpt_oss_(20B)_Reinforcement_Learning_2048_Game_BF16__2025-10-17_"
+    "c2f44ed1_46a6a6.csv": "kl_drift",
+    "notebook-tables/OpenEnv_gpt_oss_(20B)_Reinforcement_Learning_2048_Game__2025-11-25_"
+    "8a1c943e_2b8cd9.csv": "kl_drift",
+}
+
+
+@pytest.mark.parametrize("path", HEALTHY)
+def test_healthy_real_runs_raise_no_critical(path):
+    for run in load_runs(REAL_RUNS / path):
+        d = diagnose(run)
+        assert d.status != "critical", [c.summary for c in d.findings]
+
+
+@pytest.mark.parametrize("path,mode", FAILING.items())
+def test_failing_real_runs_are_flagged(path, mode):
+    (run,) = load_runs(REAL_RUNS / path)
+    check = diagnose(run).check(mode)
+    assert check.fired, check.summary
+    assert check.first_alert_step is not None and check.onset_step <= check.first_alert_step
