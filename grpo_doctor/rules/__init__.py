@@ -13,6 +13,13 @@ _MODULES = [
     "kl_drift",
     "likelihood_displacement",
     "grad_explosion",
+    "ratio_instability",
+    "reward_hacking",
+    "length_hacking",
+    "format_gaming",
+    "tool_spam",
+    "reward_overfit",
+    "entropy_blowup",
 ]
 
 

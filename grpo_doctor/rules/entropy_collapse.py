@@ -52,7 +52,7 @@ from grpo_doctor.rules.base import (
 )
 from grpo_doctor.rules.signals import late_level, reward_progress, rising
 from grpo_doctor.store import Run
-from grpo_doctor.trends import hinge_onset, largest_relative_drop, mann_kendall, rolling_median
+from grpo_doctor.trends import largest_relative_drop, mann_kendall, rolling_median, trend_onset
 
 ENTROPY = Metric.ENTROPY.value
 
@@ -109,12 +109,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        f"collapse", evidence=evidence, key_metric=ENTROPY)
 
     # Where the decline began: hinge fit on log-entropy up to where 90% of the fall is done.
-    smooth = rolling_median(h, 5)
-    done = np.nonzero(smooth <= hc + 0.1 * (h0 - hc))[0]
-    end = int(done[0]) + 1 if len(done) else len(h)
-    end = max(end, min(len(h), 6))
-    knot, _, _ = hinge_onset(steps[:end], np.log(np.maximum(h[:end], 1e-12)))
+    log_h = np.log(np.maximum(h, 1e-12))
+    knot = trend_onset(steps, log_h, np.log(max(h0, 1e-12)), np.log(max(hc, 1e-12)))
     onset = snap_to_logged(run, ENTROPY, knot)
+    smooth = rolling_median(h, 5)
     half = np.nonzero(smooth <= h0 - 0.5 * (h0 - hc))[0]
     since = float(steps[half[0]]) if len(half) else float(steps[len(h) // 2])
 

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
-
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
@@ -46,7 +44,7 @@ from grpo_doctor.rules.base import (
 )
 from grpo_doctor.rules.signals import reward_progress
 from grpo_doctor.store import Run
-from grpo_doctor.trends import hinge_onset, mann_kendall, rolling_median
+from grpo_doctor.trends import mann_kendall, rolling_median, trend_onset
 
 KL = Metric.KL.value
 
@@ -87,9 +85,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             text = f"KL {fmt(k0)} -> {fmt(kc)}, within the normal band{note}"
         return Outcome(Status.OK, text, evidence=evidence, key_metric=KL)
 
-    reach = np.nonzero(smooth >= k0 + 0.9 * (kc - k0))[0] if kc > k0 else np.zeros(0, int)
-    end = max(int(reach[0]) + 1 if len(reach) else len(k), min(len(k), 6))
-    knot, _, _ = hinge_onset(steps[:end], k[:end])
+    knot = trend_onset(steps, k, k0, kc)
     onset = snap_to_logged(run, KL, knot)
     progress = reward_progress(run, float(onset))
     corroboration = []

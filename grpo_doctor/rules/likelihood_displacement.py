@@ -33,8 +33,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
-
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
@@ -50,7 +48,7 @@ from grpo_doctor.rules.base import (
 )
 from grpo_doctor.rules.signals import reward_progress, rising
 from grpo_doctor.store import Run
-from grpo_doctor.trends import hinge_onset, largest_relative_drop, mann_kendall, rolling_median
+from grpo_doctor.trends import largest_relative_drop, mann_kendall, trend_onset
 
 LOGP = Metric.LOG_PROB_MEAN.value
 
@@ -77,10 +75,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if not (trend.decreasing(p["alpha"]) and frac >= p["decline_fraction"]):
         return Outcome(Status.OK, f"mean log-prob {fmt(l0)} -> {fmt(lc)}: no sustained "
                        f"decline", evidence=evidence, key_metric=LOGP)
-    smooth = rolling_median(lp, 5)
-    low = np.nonzero(smooth <= l0 - 0.9 * (l0 - lc))[0] if lc < l0 else np.zeros(0, int)
-    end = max(int(low[0]) + 1 if len(low) else len(lp), min(len(lp), 6))
-    knot, _, _ = hinge_onset(steps[:end], lp[:end])
+    knot = trend_onset(steps, lp, l0, lc)
     onset = snap_to_logged(run, LOGP, knot)
 
     phase3 = []

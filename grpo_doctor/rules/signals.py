@@ -64,3 +64,34 @@ def late_level(run: Run, metric: str, frac: float = 0.2) -> float | None:
     if len(v) < 3:
         return None
     return head_tail(v, frac=frac)[1]
+
+
+def components(run: Run) -> dict[str, str]:
+    """Reward components logged: short name -> canonical column."""
+    from grpo_doctor.metrics import REWARD_COMPONENT_PREFIX
+
+    return {c[len(REWARD_COMPONENT_PREFIX):]: c for c in run.frame.columns
+            if c.startswith(REWARD_COMPONENT_PREFIX) and run.has(c)}
+
+
+_FORMAT_WORDS = ("format", "xml", "tag", "think", "structure", "style", "syntax", "valid")
+_CORRECT_WORDS = ("correct", "accura", "answer", "acc", "exact", "match_answer", "math",
+                  "solution", "pass", "success", "strategy", "numbers", "score", "check")
+_CHEAT_WORDS = ("cheat", "hack", "violation", "forbidden", "exploit", "tamper", "integrity")
+
+
+def component_kind(name: str) -> str:
+    """'cheat' (an anti-cheat term), 'format', 'correctness' or 'other', from its name."""
+    n = name.lower()
+    if any(w in n for w in _CHEAT_WORDS):
+        return "cheat"
+    if any(w in n for w in _FORMAT_WORDS) and "answer" not in n:
+        return "format"
+    if any(w in n for w in _CORRECT_WORDS):
+        return "correctness"
+    return "other"
+
+
+def late_points(n: int, frac: float = 0.2, min_n: int = 5) -> int:
+    """How many points at the end of a series of ``n`` make its 'late' window."""
+    return min(n, max(min_n, round(n * frac)))

@@ -5,7 +5,7 @@ binned (``bin_series``) before the O(n^2) statistics so cost stays near linear i
 """
 
 from grpo_doctor.trends.binning import bin_series, finite, rolling_median
-from grpo_doctor.trends.changepoint import hinge_onset, level_shift_onset
+from grpo_doctor.trends.changepoint import hinge_onset, level_shift_onset, trend_onset
 from grpo_doctor.trends.monotonic import TrendTest, mann_kendall, theil_sen
 from grpo_doctor.trends.spikes import robust_spikes
 from grpo_doctor.trends.windows import largest_relative_drop, largest_relative_rise
@@ -22,4 +22,5 @@ __all__ = [
     "robust_spikes",
     "rolling_median",
     "theil_sen",
+    "trend_onset",
 ]

@@ -81,3 +81,25 @@ def level_shift_onset(
     best = int(np.argmin(sse))
     k = ks[best]
     return float(x[k]), float(left_s[best] / k), float(right_s[best] / (n - k))
+
+
+def trend_onset(steps: np.ndarray, values: np.ndarray, start_level: float, end_level: float,
+                *, smooth: int = 5, done: float = 0.9) -> float:
+    """Where a move from ``start_level`` to ``end_level`` began.
+
+    The hinge is fitted only up to the point where ``done`` of the move is complete, so a
+    plateau after the move (or a second phase) does not pull the knot away from its start.
+    """
+    from grpo_doctor.trends.binning import rolling_median
+
+    x = np.asarray(steps, dtype=np.float64)
+    y = np.asarray(values, dtype=np.float64)
+    if len(y) < 2:
+        return float(x[0]) if len(x) else 0.0
+    s = rolling_median(y, smooth)
+    target = start_level + done * (end_level - start_level)
+    reached = np.nonzero(s <= target)[0] if end_level < start_level else np.nonzero(
+        s >= target)[0]
+    end = int(reached[0]) + 1 if len(reached) else len(y)
+    end = max(end, min(len(y), 6))
+    return hinge_onset(x[:end], y[:end])[0]

@@ -227,3 +227,163 @@ CASES = [
          tolerance=0),
     Case("gaps are not NaN", "numerical_failure", gaps_are_not_nan, ("ok",)),
 ]
+
+
+# --- ratio instability -----------------------------------------------------------------------
+
+def ratio_max_escapes() -> Run:
+    rmax = 1.3 + 0.1 * np.abs(ar1(40, N, 0.5))
+    rmax[800:] += 3.0 + np.abs(ar1(41, N - 800, 0.5))
+    return make_run(train__probs_ratio_max=rmax, train__probs_ratio_min=np.full(N, 0.8))
+
+
+def ratio_one_spike() -> Run:
+    rmax = 1.3 + 0.1 * np.abs(ar1(42, N, 0.5))
+    rmax[500] = 9.0
+    return make_run(actor__ratio_max=rmax)
+
+
+def is_ratio_is_not_ppo_ratio() -> Run:
+    # A large train-vs-inference IS ratio must not be read as a PPO ratio max; under 5x it is
+    # inside verl's correctable band, so nothing fires.
+    return make_run(**{"train/sampling/importance_sampling_ratio/max":
+                       3.5 + 0.2 * np.abs(ar1(43, N, 0.5))})
+
+
+# --- reward hacking --------------------------------------------------------------------------
+
+def heldout_turns_over() -> Run:
+    n = 400
+    t = np.arange(n)
+    reward = 0.2 + 0.7 * t / n + ar1(44, n, 0.02)
+    held = np.where(t < 200, 0.3 + 0.3 * t / 200, 0.6 - 0.4 * (t - 200) / 200)
+    held = held + ar1(45, n, 0.01)
+    held[t % 10 != 0] = np.nan  # evaluated every 10 steps
+    return make_run(train__reward=reward, eval__accuracy=held)
+
+
+def anti_cheat_fires() -> Run:
+    n = 100
+    rng = np.random.default_rng(46)
+    cheat = np.where(rng.random(n) < np.where(np.arange(n) < 30, 0.02, 0.4), -20.0, 1.0)
+    return make_run(**{"rewards/no_cheating/mean": cheat,
+                       "rewards/correctness/mean": np.clip(ar1(47, n, 0.3), -1, 3),
+                       "reward": rising_reward(48, n)})
+
+
+def healthy_reward_and_kl() -> Run:
+    kl = 0.0003 * T + np.abs(ar1(49, N, 0.01))
+    return make_run(train__reward=rising_reward(50), train__kl=kl,
+                    eval__accuracy=np.where(T % 50 == 0, 0.3 + 0.3 * T / N, np.nan))
+
+
+# --- length hacking --------------------------------------------------------------------------
+
+def pinned_at_cap() -> Run:
+    trunc = np.clip(0.05 + 0.9 * sig((T - 600) / 30) + ar1(51, N, 0.03), 0, 1)
+    return make_run(train__completions__clipped_ratio=trunc,
+                    train__completions__mean_length=250 - 20 * (1 - trunc),
+                    train__reward=0.4 + ar1(52, N, 0.02))
+
+
+def length_collapse() -> Run:
+    length = np.maximum(2.0, 60 * np.exp(-np.clip(T - 500, 0, None) / 150)) + np.abs(
+        ar1(53, N, 0.5))
+    return make_run(completion_length=length, reward=0.5 + ar1(54, N, 0.02))
+
+
+def length_grows_with_reward() -> Run:
+    # Longer reasoning paid for by reward: the point of RL on reasoning tasks.
+    length = 300 + 500 * T / N + ar1(55, N, 10)
+    return make_run(completion_length=length, reward=rising_reward(56))
+
+
+# --- format gaming ---------------------------------------------------------------------------
+
+def format_up_answers_down() -> Run:
+    n = 300
+    t = np.arange(n)
+    fmt_r = np.clip(0.1 + 0.9 * sig((t - 100) / 15) + ar1(57, n, 0.05), 0, 1)
+    ans = np.clip(0.5 - 0.35 * np.clip((t - 100) / 150, 0, 1) + ar1(58, n, 0.04), 0, 1)
+    return make_run(**{"rewards/format_reward/mean": fmt_r, "rewards/accuracy_reward/mean": ans,
+                       "reward": fmt_r + ans})
+
+
+def format_first_then_answers() -> Run:
+    n = 300
+    t = np.arange(n)
+    fmt_r = np.clip(0.1 + 0.9 * sig((t - 50) / 10) + ar1(59, n, 0.05), 0, 1)
+    ans = np.clip(0.2 + 0.5 * sig((t - 180) / 30) + ar1(60, n, 0.04), 0, 1)
+    return make_run(**{"rewards/format_reward/mean": fmt_r, "rewards/accuracy_reward/mean": ans,
+                       "reward": fmt_r + ans})
+
+
+# --- tool spam -------------------------------------------------------------------------------
+
+def tool_calls_surge() -> Run:
+    calls = 1.0 + 9.0 * sig((T - 700) / 40) + np.abs(ar1(61, N, 0.1))
+    return make_run(**{"tool_call_counts/mean": calls, "critic/score/mean": 0.4 + ar1(62, N,
+                                                                                       0.02)})
+
+
+def tool_calls_steady() -> Run:
+    return make_run(**{"tool_call_counts/mean": 2.0 + 0.3 * T / N + np.abs(ar1(63, N, 0.1)),
+                       "critic/score/mean": rising_reward(64)})
+
+
+# --- reward over-fitting ---------------------------------------------------------------------
+
+def reward_rises_then_falls() -> Run:
+    reward = np.where(T < 700, 0.2 + 0.6 * T / 700, 0.8 - 0.5 * (T - 700) / 500) + ar1(65, N,
+                                                                                        0.03)
+    return make_run(train__reward=reward)
+
+
+def reward_noisy_plateau() -> Run:
+    rng = np.random.default_rng(66)
+    reward = rising_reward(67) + np.where(rng.random(N) < 0.01, 3.0, 0.0)  # rare spikes
+    return make_run(train__reward=reward)
+
+
+# --- entropy blow-up -------------------------------------------------------------------------
+
+def entropy_surges() -> Run:
+    ent = 0.4 + 0.1 * np.exp(-T / 100) + 1.2 * np.clip((T - 800) / 300, 0, None) + ar1(
+        68, N, 0.01)
+    g = 0.4 + 2.0 * np.clip((T - 850) / 300, 0, None) + 0.05 * np.abs(ar1(69, N, 0.5))
+    return make_run(actor__entropy=ent, actor__grad_norm=g)
+
+
+def entropy_flat_noisy() -> Run:
+    return make_run(actor__entropy=0.5 + ar1(70, N, 0.03), critic__score__mean=rising_reward(71))
+
+
+CASES += [
+    Case("PPO ratio max escapes", "ratio_instability", ratio_max_escapes,
+         ("warning", "critical"), onset=801, tolerance=10),
+    Case("PPO ratio one spike", "ratio_instability", ratio_one_spike, ("ok",)),
+    Case("IS ratio is not a PPO ratio", "ratio_instability", is_ratio_is_not_ppo_ratio,
+         ("ok",)),
+    Case("held-out turns over", "reward_hacking", heldout_turns_over, ("critical",),
+         onset=201, tolerance=30),
+    Case("anti-cheat fires", "reward_hacking", anti_cheat_fires, ("warning", "critical"),
+         onset=30, tolerance=30),
+    Case("healthy reward and KL", "reward_hacking", healthy_reward_and_kl, ("ok",)),
+    Case("pinned at the cap", "length_hacking", pinned_at_cap, ("critical",), onset=600,
+         tolerance=40),
+    Case("length collapse", "length_hacking", length_collapse, ("warning", "critical"),
+         onset=500, tolerance=60),
+    Case("length grows with reward", "length_hacking", length_grows_with_reward, ("ok",)),
+    Case("format up, answers down", "format_gaming", format_up_answers_down,
+         ("warning", "critical"), onset=100, tolerance=40),
+    Case("format first, then answers", "format_gaming", format_first_then_answers, ("ok",)),
+    Case("tool calls surge", "tool_spam", tool_calls_surge, ("critical",), onset=700,
+         tolerance=40),
+    Case("tool calls steady", "tool_spam", tool_calls_steady, ("ok",)),
+    Case("reward rises then falls", "reward_overfit", reward_rises_then_falls,
+         ("warning", "critical"), onset=700, tolerance=60),
+    Case("reward noisy plateau", "reward_overfit", reward_noisy_plateau, ("ok",)),
+    Case("entropy surges", "entropy_blowup", entropy_surges, ("critical",), onset=800,
+         tolerance=80),
+    Case("entropy flat and noisy", "entropy_blowup", entropy_flat_noisy, ("ok",)),
+]

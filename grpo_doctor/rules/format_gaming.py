@@ -1,0 +1,121 @@
+"""Format gaming: the reward rises because of the format term, not the answers.
+
+What it detects
+    A format-like reward component (format, xml, tag, think, structure in its name) carrying
+    at least ``format_share`` (80%) of the total reward gain, while a correctness-like
+    component (correct, accuracy, answer, check, ...) significantly declines: the answers are
+    traded for the format.
+
+Why it matters
+    When everything moves into the tags that earn the format reward, the curve says the run is
+    learning while the task is not. The chapter's dashboard calls it a format-share surge.
+
+How it is detected
+    Gains are late-window medians minus early-window medians (first and last 20% of logged
+    points) of each component and of the total reward; a correctness component counts as
+    improved when its gain is significant (Mann-Kendall, Hamed-Rao corrected) or exceeds 10% of
+    its range, declined when it significantly falls. Critical when the held-out score falls
+    too.
+
+False positives
+    Format is usually learned first, and short runs often learn nothing else: format-only
+    gains with correctness flat are reported as ok with a note, not as gaming. Runs with a
+    single reward function cannot be judged (skipped).
+
+Remedies
+    Gate the format reward on correctness (or multiply instead of add); lower its weight once
+    it saturates; normalise each component separately before weighting; check the format
+    regex: a too-lenient pattern is easy to game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    fmt,
+    head_tail,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.signals import component_kind, components
+from grpo_doctor.store import Run
+from grpo_doctor.trends import mann_kendall, trend_onset
+
+PARAMS = (
+    Param("format_share", 0.8, "share of the total reward gain carried by format components"),
+    Param("min_gain", 0.1, "total reward gain (in units of its range) needed to judge"),
+)
+
+
+def _gain(run: Run, col: str) -> tuple[float, float, object]:
+    steps, v = series(run, col)
+    a, b = head_tail(v, frac=0.2)
+    return b - a, float(np.ptp(v)) or 1e-12, mann_kendall(steps, v)
+
+
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    comps = components(run)
+    fmt_cols = {n: c for n, c in comps.items() if component_kind(n) == "format"}
+    cor_cols = {n: c for n, c in comps.items() if component_kind(n) == "correctness"}
+    if not fmt_cols or not cor_cols:
+        raise Skip("needs a format-like and a correctness-like reward component")
+    total = Metric.REWARD_MEAN.value
+    if run.has(total):
+        total_gain, total_range, _ = _gain(run, total)
+    else:
+        gains = [_gain(run, c) for c in comps.values()]
+        total_gain, total_range = sum(g[0] for g in gains), sum(g[1] for g in gains)
+    fmt_gain = sum(_gain(run, c)[0] for c in fmt_cols.values())
+    cor = {n: _gain(run, c) for n, c in cor_cols.items()}
+    improved = [n for n, (g, rng, t) in cor.items() if (g > 0 and t.increasing(0.05))
+                or g > 0.1 * rng]
+    declined = [n for n, (g, rng, t) in cor.items() if g < 0 and t.decreasing(0.01)]
+    evidence: dict[str, object] = {
+        "total_gain": round(total_gain, 4), "format_gain": round(fmt_gain, 4),
+        "correctness_gain": {n: round(g, 4) for n, (g, _, _) in cor.items()},
+    }
+    share = fmt_gain / total_gain if total_gain > 0 else 0.0
+    evidence["format_share_of_gain"] = round(share, 3)
+    if (total_gain <= p["min_gain"] * total_range or share < p["format_share"] or improved
+            or not declined):
+        note = ("; note: the gain is format only, correctness has not improved yet"
+                if share >= p["format_share"] and not improved and total_gain > 0 else "")
+        return Outcome(Status.OK, f"reward gain {fmt(total_gain)}, {share:.0%} from format; "
+                       f"correctness improving: {', '.join(improved) or 'no'}{note}",
+                       evidence=evidence, key_metric=next(iter(fmt_cols.values())))
+    name, col = max(fmt_cols.items(), key=lambda kv: _gain(run, kv[1])[0])
+    steps, v = series(run, col)
+    onset = snap_to_logged(run, col, trend_onset(steps, v, *head_tail(v, frac=0.2)))
+    h_steps, h = series(run, Metric.HELDOUT_SCORE.value)
+    heldout_down = len(h) >= 5 and mann_kendall(h_steps, h).decreasing(0.05)
+    status = Status.CRITICAL if heldout_down else Status.WARNING
+    evidence["threshold"] = f"format share of the gain >= {p['format_share']:.0%}"
+    summary = (f"format gaming: {share:.0%} of the reward gain ({fmt(total_gain)}) comes from "
+               f"{', '.join(fmt_cols)} while {', '.join(declined)} fell"
+               + (" and the held-out score fell" if heldout_down else "")
+               + f", from step {fmt(onset)}")
+    remedies = (
+        f"gate {name} on correctness (multiply instead of add), or lower its weight",
+        "normalise each reward component separately before weighting",
+        "check the format pattern: a lenient regex is easy to satisfy without solving",
+    )
+    return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
+                   key_metric=col)
+
+
+RULE = Rule(
+    id="format_gaming",
+    title="Format gaming",
+    detect=detect,
+    params=PARAMS,
+    doc=__doc__ or "",
+)

@@ -1,0 +1,153 @@
+"""Length hacking: completion length running away, pinned at the cap, or collapsing.
+
+What it detects
+    Three shapes of the completion length. Pinned: more than ``truncation`` (50%) of
+    completions truncated at the length cap over recent steps (or the mean length sitting at the
+    largest length logged). Drift: a steady significant rise of more than ``growth`` (x1.5)
+    that the held-out score or the reward does not pay for. Collapse: the length falling to
+    under ``collapse_ratio`` (30%) of its start, towards a few tokens (the cost hack).
+
+Why it matters
+    Truncated completions get no final answer and a noisy reward; a reward model that prefers
+    longer answers is exploited by padding; a token-cost reward is exploited by saying nothing.
+    All three look like learning on the reward curve.
+
+How it is detected
+    Late-window medians (the last 20% of logged points) against the first; Mann-Kendall trends
+    (Hamed-Rao corrected) for drift and collapse. Critical when pinned for most steps
+    (``truncation_critical``), or when the shape comes with a reward that is not improving.
+
+False positives
+    Longer reasoning is what RL on reasoning tasks is supposed to produce: growth alone, with
+    the reward or held-out score rising with it and nothing truncated, is not reported.
+
+Remedies
+    Overlong shaping (DAPO: soft penalty over the last part of the budget, or filter truncated
+    samples); a larger max response length if the task needs it; length-normalised rewards;
+    for the cost hack, a floor on the length reward or a correctness gate before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import knobs
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    fmt,
+    head_tail,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.signals import late_points, reward_progress
+from grpo_doctor.store import Run
+from grpo_doctor.trends import level_shift_onset, mann_kendall, trend_onset
+
+LEN = Metric.RESPONSE_LENGTH_MEAN.value
+LEN_MAX = Metric.RESPONSE_LENGTH_MAX.value
+TRUNC = Metric.TRUNCATION_RATIO.value
+
+PARAMS = (
+    Param("truncation", 0.5, "share of completions truncated that counts as pinned"),
+    Param("truncation_critical", 0.8, "share truncated that is critical"),
+    Param("growth", 1.5, "late/early length ratio that counts as drift"),
+    Param("collapse_ratio", 0.3, "late/early length ratio that counts as collapse"),
+)
+
+
+def _pinned(run: Run, p) -> dict | None:
+    steps, t = series(run, TRUNC)
+    if len(t) >= 8:
+        k = late_points(len(t))
+        late = float(np.median(t[-k:]))
+        if late >= p["truncation"]:
+            start = level_shift_onset(steps, t)[0] if np.median(t[:k]) < p["truncation"] \
+                else steps[0]
+            return {"shape": f"{late:.0%} of completions truncated at the cap",
+                    "share": late, "onset": snap_to_logged(run, TRUNC, start), "metric": TRUNC}
+        return None
+    # No truncation metric: the mean length sitting at the largest length ever logged.
+    steps, m = series(run, LEN)
+    if len(m) < 8:
+        return None
+    cap = max(float(m.max()), float(series(run, LEN_MAX)[1].max()) if run.has(LEN_MAX) else 0)
+    # Every completion truncated makes the mean equal the cap: the same value, repeated.
+    at_cap = m >= 0.999 * cap
+    k = late_points(len(m))
+    share = float(at_cap[-k:].mean())
+    if share >= p["truncation"] and at_cap.sum() >= 3:
+        return {"shape": f"mean length at the cap ({fmt(cap)} tokens) on {share:.0%} of recent "
+                         f"steps", "share": share, "onset": int(steps[np.argmax(at_cap)]),
+                "metric": LEN}
+    return None
+
+
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    steps, m = series(run, LEN)
+    if len(m) < 8 and not run.has(TRUNC):
+        raise Skip("needs at least 8 logged response lengths")
+    shapes = []
+    pinned = _pinned(run, p)
+    if pinned:
+        shapes.append(pinned)
+    if len(m) >= 8:
+        l0, lc = head_tail(m)
+        trend = mann_kendall(steps, m)
+        if l0 > 0 and lc / l0 >= p["growth"] and trend.increasing(0.01):
+            knot = trend_onset(steps, m, l0, lc)
+            progress = reward_progress(run, knot)
+            if progress.logged and not progress.improving:
+                shapes.append({"shape": f"length drifted x{lc / l0:.1f} ({fmt(l0)} -> "
+                                        f"{fmt(lc)} tokens) without reward to show for it",
+                               "onset": snap_to_logged(run, LEN, knot), "metric": LEN})
+        if l0 > 0 and lc / l0 <= p["collapse_ratio"] and trend.decreasing(0.01):
+            knot = trend_onset(steps, m, l0, lc)
+            shapes.append({"shape": f"length collapsed to {lc / l0:.0%} of its start "
+                                    f"({fmt(l0)} -> {fmt(lc)} tokens)",
+                           "onset": snap_to_logged(run, LEN, knot), "metric": LEN,
+                           "collapse": True})
+    if not shapes:
+        text = (f"length {fmt(head_tail(m)[0])} -> {fmt(head_tail(m)[1])} tokens"
+                if len(m) >= 2 else "length steady")
+        return Outcome(Status.OK, text + ", no truncation pile-up",
+                       key_metric=LEN if len(m) else TRUNC)
+    onset = min(int(s["onset"]) for s in shapes)
+    progress = reward_progress(run, float(onset))
+    stalled = progress.logged and not progress.improving
+    severe = (pinned is not None and pinned["share"] >= p["truncation_critical"]) or any(
+        s.get("collapse") and m[-1] <= 5 for s in shapes)
+    status = Status.CRITICAL if severe or (stalled and len(shapes) >= 1 and pinned) or (
+        stalled and any(s.get("collapse") for s in shapes)) else Status.WARNING
+    evidence = {"shapes": [{k: v for k, v in s.items() if k != "collapse"} for s in shapes],
+                "threshold": "; ".join(s["shape"] for s in shapes),
+                "reward_improving": progress.improving if progress.logged else None}
+    why = ", reward not improving" if stalled else ""
+    summary = (f"length hacking: {'; '.join(s['shape'] for s in shapes)}, from step "
+               f"{fmt(onset)}{why}")
+    remedies = (
+        "overlong shaping: soft penalty near the length budget, or drop truncated samples "
+        "(DAPO)",
+        knobs.scale(run, knobs.MAX_LENGTH, 2.0, why="if the task needs longer answers",
+                    fallback="raise the max response length if the task needs it")
+        if pinned else "length-normalise the reward; gate any length/cost reward on correctness",
+        "check the reward for a length preference (correlate reward with length)",
+    )
+    return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
+                   key_metric=str(shapes[0]["metric"]))
+
+
+RULE = Rule(
+    id="length_hacking",
+    title="Length hacking (runaway, pinned or collapsing length)",
+    detect=detect,
+    params=PARAMS,
+    doc=__doc__ or "",
+    requires_any=((LEN,), (TRUNC,)),
+)

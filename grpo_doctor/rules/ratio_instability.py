@@ -1,0 +1,145 @@
+"""Ratio instability: importance ratios leaving their safe range.
+
+What it detects
+    The PPO ratio pi/pi_old escaping [0.5, 2] — max above ``max_ratio`` (3) or min below
+    ``min_ratio`` (0.3) — on a sustained share of recent steps; a clip fraction above
+    ``clip_fraction`` (0.2); and, as its own signal, train-vs-inference mismatch (vLLM vs trainer
+    KL, or the importance-sampling ratio of the rollout engine) rising far above its baseline.
+
+Why it matters
+    Large ratios on rare tokens are how the LLD death spiral and the train-inference mismatch
+    collapses start: the clipped objective stops bounding the update, gradients inflate, and
+    entropy surges within a few steps.
+
+How it is detected
+    Share of the last 20% of logged steps outside the band (a single excursion never fires);
+    for mismatch, the late median against the early median (``mismatch_growth`` times) with a
+    significant upward Mann-Kendall trend. Critical when two of these agree, or when the
+    grad norm is inflating at the same time. The onset is the first step of the sustained
+    excursion (a mean-shift change point).
+
+False positives
+    Training-inference "importance sampling ratio" keys are not PPO ratios and are never read as
+    such. Ratios of exactly 1 (one PPO epoch, fully on-policy) are healthy.
+
+Remedies
+    Fewer PPO epochs per batch, smaller mini-batch updates or a lower learning rate; tighter
+    clipping (clip_ratio 0.2) or GSPO / sequence-level ratios; for mismatch: truncated or masked
+    importance sampling (TIS/MIS), fp32 lm_head, matching kernels between rollout and trainer;
+    MoE router replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import knobs
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    fmt,
+    head_tail,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.signals import late_points, rising
+from grpo_doctor.store import Run
+from grpo_doctor.trends import level_shift_onset, mann_kendall
+
+PARAMS = (
+    Param("max_ratio", 3.0, "PPO ratio max above this is out of range"),
+    Param("min_ratio", 0.3, "PPO ratio min below this is out of range"),
+    Param("clip_fraction", 0.2, "clip fraction above this is out of range"),
+    Param("is_ratio_max", 5.0, "train-vs-inference importance ratio max above this"),
+    Param("mismatch_growth", 10.0, "late/early train-inference mismatch that is out of range"),
+    Param("late_share", 0.3, "share of recent steps out of range that fires"),
+)
+
+
+def _excursion(run: Run, metric: str, out_of_range, label: str, p) -> dict | None:
+    steps, v = series(run, metric)
+    if len(v) < 8:
+        return None
+    bad = out_of_range(v).astype(float)
+    k = late_points(len(v))
+    share = float(bad[-k:].mean())
+    if share < p["late_share"]:
+        return None
+    # Where the sustained excursion began: the mean shift into it, then its first bad step.
+    start = level_shift_onset(steps, bad)[0] if bad[:k].mean() < p["late_share"] else steps[0]
+    after = np.nonzero((steps >= start) & (bad > 0))[0]
+    first_bad = steps[after[0]] if len(after) else start
+    return {"signal": label, "late_share": round(share, 3), "metric": metric,
+            "onset": snap_to_logged(run, metric, float(first_bad)),
+            "late_median": float(np.median(v[-k:]))}
+
+
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    hits = []
+    checks = [
+        (Metric.RATIO_MAX.value, lambda v: v > p["max_ratio"],
+         f"PPO ratio max > {p['max_ratio']:g}"),
+        (Metric.RATIO_MIN.value, lambda v: v < p["min_ratio"],
+         f"PPO ratio min < {p['min_ratio']:g}"),
+        (Metric.CLIP_FRACTION.value, lambda v: v > p["clip_fraction"],
+         f"clip fraction > {p['clip_fraction']:g}"),
+        (Metric.IS_RATIO_MAX.value, lambda v: v > p["is_ratio_max"],
+         f"train-inference IS ratio max > {p['is_ratio_max']:g}"),
+    ]
+    logged = [m for m, _, _ in checks if run.has(m)] + [
+        m for m in (Metric.MISMATCH_KL.value,) if run.has(m)]
+    if not logged:
+        raise Skip("needs ratio_max/min, clip_fraction, is_ratio_max or mismatch_kl")
+    for metric, test, label in checks:
+        hit = _excursion(run, metric, test, label, p)
+        if hit:
+            hits.append(hit)
+    m_steps, mk = series(run, Metric.MISMATCH_KL.value)
+    if len(mk) >= 8:
+        m0, mc = head_tail(np.abs(mk))
+        if m0 > 0 and mc / m0 >= p["mismatch_growth"] and mann_kendall(m_steps, mk).increasing():
+            hits.append({"signal": f"train-inference mismatch up {mc / m0:.0f}x",
+                         "metric": Metric.MISMATCH_KL.value, "late_median": mc,
+                         "onset": snap_to_logged(run, Metric.MISMATCH_KL.value,
+                                                 level_shift_onset(m_steps, mk)[0])})
+    evidence: dict[str, object] = {"checked": logged}
+    if not hits:
+        return Outcome(Status.OK, f"ratios within range ({', '.join(logged)})",
+                       evidence=evidence, key_metric=logged[0])
+    grad = rising(run, Metric.GRAD_NORM.value, 0.01)
+    status = Status.CRITICAL if len(hits) >= 2 or grad else Status.WARNING
+    onset = min(int(h["onset"]) for h in hits)
+    evidence["excursions"] = hits
+    evidence["threshold"] = "; ".join(str(h["signal"]) for h in hits)
+    if grad:
+        evidence["corroboration"] = ["grad norm rising"]
+    summary = (f"ratio instability: {'; '.join(str(h['signal']) for h in hits)}"
+               + "".join(f" ({h['late_share']:.0%} of recent steps)" for h in hits[:1]
+                         if "late_share" in h)
+               + f", from step {fmt(onset)}" + (", with grad norm rising" if grad else ""))
+    remedies = (
+        "fewer PPO epochs / mini-batches per rollout batch",
+        knobs.scale(run, knobs.LEARNING_RATE, 0.5),
+        "sequence-level ratios (GSPO) or tighter clipping (clip_ratio 0.2)",
+        "train-inference mismatch: truncated/masked importance sampling, fp32 lm_head",
+    )
+    return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
+                   key_metric=str(hits[0]["metric"]))
+
+
+RULE = Rule(
+    id="ratio_instability",
+    title="Importance-ratio instability",
+    detect=detect,
+    params=PARAMS,
+    doc=__doc__ or "",
+    requires_any=((Metric.RATIO_MAX.value,), (Metric.RATIO_MIN.value,),
+                  (Metric.CLIP_FRACTION.value,), (Metric.IS_RATIO_MAX.value,),
+                  (Metric.MISMATCH_KL.value,)),
+)

@@ -1,0 +1,169 @@
+"""Reward hacking: the reward rises for the wrong reasons.
+
+What it detects
+    Three forms that scalars show. (1) A held-out or true score (validation accuracy, a gold
+    reward) turning over while the train reward keeps rising. (2) Reward that no longer pays for
+    the KL it costs: reward gained per sqrt(KL) (Gao et al.'s overoptimisation law) collapsing
+    to under ``efficiency_drop`` of its early value while KL climbs past ``min_kl``; the
+    chapter's "reward +0.1 while KL +5". (3) An anti-cheat reward component (a name with
+    cheat / hack / violation / forbidden) turning negative on ``cheat_share`` of recent steps:
+    the policy is trying the exploit the component exists to catch.
+
+Why it matters
+    A verifier exploit looks like success on the reward curve. The true task degrades, KL races,
+    and the longer it trains the more it learns the exploit.
+
+How it is detected
+    (1) Rolling-median held-out score: its peak is not at the end, it has since fallen by
+    ``heldout_drop`` of its gain, while the train reward after the peak has not fallen.
+    (2) Efficiency (delta reward / delta sqrt(KL)) over the first and the second half of the KL
+    rise. (3) Share of late steps where the anti-cheat component is negative. Critical when the
+    held-out score turns over, or when two forms agree.
+
+False positives
+    A held-out score logged rarely (a few evaluations) is noisy: at least 5 evaluations are
+    needed. Reward efficiency naturally falls as a run matures; only a collapse while KL is
+    large counts.
+
+Remedies
+    Fix the reward: several verifiers, a process reward, an adversarial check on high-reward
+    samples; keep a KL anchor (a larger beta, a hard KL cap); stop at the held-out peak; spot-
+    check the highest-reward trajectories by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import knobs
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    fmt,
+    head_tail,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.signals import component_kind, components, late_points
+from grpo_doctor.store import Run
+from grpo_doctor.trends import mann_kendall, rolling_median
+
+REWARD = Metric.REWARD_MEAN.value
+KL = Metric.KL.value
+HELDOUT = Metric.HELDOUT_SCORE.value
+
+PARAMS = (
+    Param("heldout_drop", 0.3, "share of the held-out gain given back after its peak"),
+    Param("efficiency_drop", 0.25, "late reward-per-sqrt(KL) below this share of the early"),
+    Param("min_kl", 1.0, "KL the efficiency test needs to have reached"),
+    Param("cheat_share", 0.1, "share of recent steps with the anti-cheat component negative"),
+)
+
+
+def _heldout_turnover(run: Run, p) -> dict | None:
+    steps, h = series(run, HELDOUT)
+    if len(h) < 5:
+        return None
+    smooth = rolling_median(h, 3)
+    peak = int(np.argmax(smooth))
+    if peak >= len(h) - 2:
+        return None
+    gain = smooth[peak] - smooth[0]
+    now = float(np.median(h[-max(2, len(h) // 5):]))
+    if gain <= 0 or smooth[peak] - now < p["heldout_drop"] * gain:
+        return None
+    r_steps, r = series(run, REWARD)
+    after = r_steps >= steps[peak]
+    if after.sum() < 4:
+        return None
+    train_trend = mann_kendall(r_steps[after], r[after])
+    if train_trend.decreasing(0.05):
+        return None  # both falling: that is reward over-fitting or collapse, not hacking
+    return {"form": "held-out score turned over while train reward held or rose",
+            "heldout_peak": float(smooth[peak]), "heldout_now": now,
+            "peak_step": int(steps[peak]), "onset": snap_to_logged(run, HELDOUT, steps[peak])}
+
+
+def _efficiency_collapse(run: Run, p) -> dict | None:
+    both = run.frame[[REWARD, KL]].dropna() if run.has(REWARD) and run.has(KL) else None
+    if both is None or len(both) < 16:
+        return None
+    steps = both.index.to_numpy()
+    r = rolling_median(both[REWARD].to_numpy(), 5)
+    k = np.sqrt(np.maximum(rolling_median(both[KL].to_numpy(), 5), 0))
+    if k[-1] ** 2 < p["min_kl"] or not mann_kendall(steps, k).increasing(0.01):
+        return None
+    mid = int(np.searchsorted(k, (k[0] + k[-1]) / 2)) if np.all(np.diff(k) >= 0) else len(k) // 2
+    mid = min(max(mid, 4), len(k) - 4)
+    dk1, dk2 = k[mid] - k[0], k[-1] - k[mid]
+    if dk1 <= 0 or dk2 <= 0:
+        return None
+    e1, e2 = (r[mid] - r[0]) / dk1, (r[-1] - r[mid]) / dk2
+    if e1 <= 0 or e2 >= p["efficiency_drop"] * e1:
+        return None
+    return {"form": "reward no longer pays for KL",
+            "efficiency_early": round(float(e1), 4), "efficiency_late": round(float(e2), 4),
+            "kl_now": round(float(k[-1] ** 2), 4), "onset": int(steps[mid])}
+
+
+def _cheat_attempts(run: Run, p) -> dict | None:
+    for name, col in components(run).items():
+        if component_kind(name) != "cheat":
+            continue
+        steps, v = series(run, col)
+        if len(v) < 8:
+            continue
+        neg = v < 0
+        k = late_points(len(v), 0.5)
+        share = float(neg[-k:].mean())
+        if share >= p["cheat_share"] or neg.mean() >= 2 * p["cheat_share"]:
+            return {"form": f"anti-cheat reward {name!r} negative on {share:.0%} of recent "
+                            f"steps ({int(neg.sum())} of {len(v)} overall)",
+                    "component": name, "onset": int(steps[np.argmax(neg)])}
+    return None
+
+
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    has_cheat = any(component_kind(n) == "cheat" for n in components(run))
+    if not (run.has(HELDOUT) or run.has(KL) or has_cheat):
+        raise Skip("needs a held-out score, KL or an anti-cheat reward component")
+    forms = [f for f in (_heldout_turnover(run, p), _efficiency_collapse(run, p),
+                         _cheat_attempts(run, p)) if f]
+    evidence: dict[str, object] = {}
+    if not forms:
+        r0, rc = head_tail(series(run, REWARD)[1]) if run.has(REWARD) else (None, None)
+        return Outcome(Status.OK, "no sign of reward hacking" + (
+            f" (reward {fmt(r0)} -> {fmt(rc)})" if r0 is not None else ""), evidence=evidence,
+            key_metric=REWARD if run.has(REWARD) else None)
+    turnover = any("held-out" in f["form"] for f in forms)
+    status = Status.CRITICAL if turnover or len(forms) >= 2 else Status.WARNING
+    onset = min(int(f["onset"]) for f in forms)
+    evidence["forms"] = forms
+    evidence["threshold"] = "; ".join(f["form"] for f in forms)
+    summary = f"reward hacking: {'; '.join(f['form'] for f in forms)}, from step {fmt(onset)}"
+    remedies = (
+        "audit the highest-reward samples by hand; add a second verifier or a process reward",
+        knobs.scale(run, knobs.KL_COEF, 2.0, why="keep a KL anchor",
+                    fallback="hard KL cap"),
+        "stop at the held-out peak and resume from that checkpoint" if turnover else
+        "make the exploited check stricter (the anti-cheat or verifier rule)",
+    )
+    key = HELDOUT if turnover else (KL if any("KL" in f["form"] for f in forms) else REWARD)
+    return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
+                   key_metric=key if run.has(key) else None)
+
+
+RULE = Rule(
+    id="reward_hacking",
+    title="Reward hacking",
+    detect=detect,
+    params=PARAMS,
+    doc=__doc__ or "",
+    requires=(REWARD,),
+)
