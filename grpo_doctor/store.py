@@ -66,7 +66,10 @@ class Run:
         return int(self.frame.index[-1]) if len(self.frame) else None
 
     def has(self, metric: str) -> bool:
-        return metric in self.frame.columns and bool(self.frame[metric].notna().any())
+        """Whether ``metric`` was logged at all (a logged NaN counts: it is evidence)."""
+        if metric not in self.frame.columns:
+            return False
+        return bool(self.frame[metric].notna().any()) or metric in self.nan_steps
 
     def truncated(self, last_step: int) -> Run:
         """The run as it was when ``last_step`` had just been logged (for first-alert steps)."""

@@ -50,7 +50,7 @@ from grpo_doctor.rules.base import (
     series,
     snap_to_logged,
 )
-from grpo_doctor.rules.signals import late_level, reward_progress
+from grpo_doctor.rules.signals import late_level, late_points, reward_progress
 from grpo_doctor.store import Run
 from grpo_doctor.trends import level_shift_onset, mann_kendall
 
@@ -70,7 +70,7 @@ PARAMS = (
 def _signal(run: Run, p: Mapping[str, float]) -> tuple[str, np.ndarray, np.ndarray, str]:
     """(metric, steps, per-step zero-std share, description) from the best signal logged."""
     steps, z = series(run, ZSF)
-    if len(z) >= 4:
+    if len(z) >= 3:
         return ZSF, steps, np.clip(z, 0, 1), "zero-std group fraction"
     for metric in (GSTD, RSTD):
         steps, s = series(run, metric)
@@ -94,9 +94,13 @@ def _pinned_components(run: Run, p: Mapping[str, float]) -> list[tuple[str, floa
 
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     metric, steps, z, what = _signal(run, p)
-    if len(z) < 10:
-        raise Skip("needs at least 10 logged points of the zero-std signal")
-    k = max(5, int(round(len(z) * p["late_fraction"])))
+    # The zero-std fraction is itself a share over many groups: a few logged points (each an
+    # average over logging_steps) suffice. A 0/1 per-step indicator needs more of them.
+    short_ok = metric == ZSF
+    if len(z) < (3 if short_ok else 10):
+        raise Skip(f"needs at least {3 if short_ok else 10} logged points of the zero-std "
+                   f"signal")
+    k = late_points(len(z), p["late_fraction"], min_n=2 if short_ok and len(z) < 10 else 5)
     late = float(np.mean(z[-k:]))
     overall = float(np.mean(z))
     evidence: dict[str, object] = {

@@ -52,7 +52,13 @@ from grpo_doctor.rules.base import (
 )
 from grpo_doctor.rules.signals import late_level, reward_progress, rising
 from grpo_doctor.store import Run
-from grpo_doctor.trends import largest_relative_drop, mann_kendall, rolling_median, trend_onset
+from grpo_doctor.trends import (
+    decisive_short_fall,
+    largest_relative_drop,
+    mann_kendall,
+    rolling_median,
+    trend_onset,
+)
 
 ENTROPY = Metric.ENTROPY.value
 
@@ -83,10 +89,41 @@ def cui_fit(run: Run) -> dict[str, float] | None:
     return {"a": float(a), "b": float(b), "ceiling": float(b - a)}
 
 
+def _short_collapse(run: Run, steps: np.ndarray, h: np.ndarray, p: Mapping[str, float]
+                    ) -> Outcome:
+    """A log too short for a trend test but with entropy falling below ``critical_ratio`` of
+    its start and not recovering (see ``decisive_short_fall``)."""
+    onset = int(steps[0])
+    summary = (f"entropy collapsed: fell {1 - h[-1] / h[0]:.0%} from {fmt(h[0])} to "
+               f"{fmt(h[-1])} over {len(h)} logged points without recovering, from step "
+               f"{fmt(onset)}")
+    evidence = {"entropy": [round(float(x), 6) for x in h], "steps": [int(s) for s in steps],
+                "threshold": f"fall below {p['critical_ratio']:g} x start "
+                             f"(too few points for a trend test)"}
+    return Outcome(Status.CRITICAL, summary, onset_step=onset, evidence=evidence,
+                   remedies=_remedies(run), key_metric=ENTROPY)
+
+
+def _remedies(run: Run) -> list[str]:
+    return [
+        knobs.scale(run, knobs.LEARNING_RATE, 0.5, why="slows the sharpening"),
+        knobs.set_to(run, knobs.ENTROPY_COEF, "0.001-0.01", why="entropy bonus")
+        or "raise the entropy coefficient (0.001-0.01)",
+        knobs.set_to(run, knobs.TEMPERATURE, "1.0-1.2", unless_at_least=1.0)
+        or "keep rollout temperature at 1.0-1.2",
+        knobs.set_to(run, knobs.CLIP_HIGH, "0.28", why="Clip-Higher lets rare tokens grow",
+                     unless_at_least=0.28) or "Clip-Cov / KL-Cov on high-covariance tokens",
+        "adaptive KL (target ~1.0) instead of a fixed small beta",
+    ]
+
+
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, h = series(run, ENTROPY)
+    if len(h) < 8 and not decisive_short_fall(h, p["critical_ratio"]):
+        raise Skip("needs at least 8 logged entropy values (or a fall below "
+                   f"{p['critical_ratio']:g} x its start)")
     if len(h) < 8:
-        raise Skip("needs at least 8 logged entropy values")
+        return _short_collapse(run, steps, h, p)
     h0, hc = head_tail(h)
     if h0 <= 0:
         raise Skip("entropy's starting level is not positive")
@@ -161,16 +198,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     why = f" with {', '.join(corroboration)}" if corroboration else ""
     summary = (f"{kind}: entropy fell {1 - ratio:.0%} from {fmt(h0)} to {fmt(hc)} from step "
                f"{fmt(onset)}{why}{headroom}")
-    remedies = [
-        knobs.scale(run, knobs.LEARNING_RATE, 0.5, why="slows the sharpening"),
-        knobs.set_to(run, knobs.ENTROPY_COEF, "0.001-0.01", why="entropy bonus")
-        or "raise the entropy coefficient (0.001-0.01)",
-        knobs.set_to(run, knobs.TEMPERATURE, "1.0-1.2", unless_at_least=1.0)
-        or "keep rollout temperature at 1.0-1.2",
-        knobs.set_to(run, knobs.CLIP_HIGH, "0.28", why="Clip-Higher lets rare tokens grow",
-                     unless_at_least=0.28) or "Clip-Cov / KL-Cov on high-covariance tokens",
-        "adaptive KL (target ~1.0) instead of a fixed small beta",
-    ]
+    remedies = _remedies(run)
     if benign:
         remedies = [
             "nothing urgent: the run is converging; stop when the reward plateaus",

@@ -14,8 +14,9 @@ How it is detected
     Robust z-scores (median/MAD of the trailing ``window`` points, on log scale) above
     ``z_threshold`` that are also at least ``spike_ratio`` x the trailing median. Only past
     points are used, so a spike is called the moment it is logged. Warm-up (the first
-    ``warmup_fraction`` of the log) is ignored. A spike after which the norm returns to its
-    baseline and stays there is reported as recovered (ok).
+    ``warmup_fraction`` of the log) is ignored. It fires on ``recurring_spikes`` spikes within
+    ``recurrence_window`` of the run, on a spike the norm does not come back from, or on the
+    level inflating. A spike after which the norm returns to its baseline is recovered (ok).
 
 False positives
     One early spike that the run shrugs off is common in healthy runs; it is not an alarm.
@@ -47,7 +48,9 @@ PARAMS = (
     Param("window", 20, "trailing points the baseline is taken over"),
     Param("warmup_fraction", 0.05, "share of the log at its start that is ignored"),
     Param("sustained_ratio", 5.0, "late median over baseline that counts as inflation"),
-    Param("recurring_spikes", 3, "spikes (after warm-up) that make a pattern"),
+    Param("recurring_spikes", 3, "spikes (after warm-up) within recurrence_window that make a "
+          "pattern"),
+    Param("recurrence_window", 0.15, "share of the logged span the recurring spikes fall in"),
 )
 
 
@@ -80,7 +83,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         after = g[i + 1: i + 1 + max(5, len(g) // 20)]
         if len(after) >= 5 and np.median(after) > 2 * spikes.baseline[i]:
             unrecovered.append(int(i))
-    recurring = len(idx) >= p["recurring_spikes"]
+    # Recurring: several spikes close together (sporadic spikes a run recovers from are not).
+    n_rec = int(p["recurring_spikes"])
+    span = float(g_steps[-1] - g_steps[0]) if len(g_steps) > 1 else 0.0
+    window = max(p["recurrence_window"] * span, 20 * float(np.median(np.diff(g_steps))))
+    spike_steps = g_steps[idx]
+    recurring = len(idx) >= n_rec and bool(np.any(
+        spike_steps[n_rec - 1:] - spike_steps[: len(spike_steps) - n_rec + 1] <= window))
     inflated = inflation >= p["sustained_ratio"]
     if not (unrecovered or recurring or inflated):
         note = (f"; {len(idx)} spike(s) (max {max(ratios):.1f}x) recovered" if len(idx)

@@ -48,7 +48,12 @@ from grpo_doctor.rules.base import (
 )
 from grpo_doctor.rules.signals import late_points, reward_progress
 from grpo_doctor.store import Run
-from grpo_doctor.trends import level_shift_onset, mann_kendall, trend_onset
+from grpo_doctor.trends import (
+    decisive_short_fall,
+    level_shift_onset,
+    mann_kendall,
+    trend_onset,
+)
 
 LEN = Metric.RESPONSE_LENGTH_MEAN.value
 LEN_MAX = Metric.RESPONSE_LENGTH_MAX.value
@@ -64,8 +69,8 @@ PARAMS = (
 
 def _pinned(run: Run, p) -> dict | None:
     steps, t = series(run, TRUNC)
-    if len(t) >= 8:
-        k = late_points(len(t))
+    if len(t) >= 3:  # a share per logged step: meaningful even in short logs
+        k = late_points(len(t), min_n=2 if len(t) < 10 else 5)
         late = float(np.median(t[-k:]))
         if late >= p["truncation"]:
             start = level_shift_onset(steps, t)[0] if np.median(t[:k]) < p["truncation"] \
@@ -91,24 +96,27 @@ def _pinned(run: Run, p) -> dict | None:
 
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, m = series(run, LEN)
-    if len(m) < 8 and not run.has(TRUNC):
-        raise Skip("needs at least 8 logged response lengths")
+    if len(m) < 3 and not run.has(TRUNC):
+        raise Skip("needs at least 3 logged response lengths")
     shapes = []
     pinned = _pinned(run, p)
     if pinned:
         shapes.append(pinned)
-    if len(m) >= 8:
+    if len(m) >= 3:
         l0, lc = head_tail(m)
+        long_enough = len(m) >= 8
         trend = mann_kendall(steps, m)
-        if l0 > 0 and lc / l0 >= p["growth"] and trend.increasing(0.01):
+        if long_enough and l0 > 0 and lc / l0 >= p["growth"] and trend.increasing(0.01):
             knot = trend_onset(steps, m, l0, lc)
             progress = reward_progress(run, knot)
             if progress.logged and not progress.improving:
                 shapes.append({"shape": f"length drifted x{lc / l0:.1f} ({fmt(l0)} -> "
                                         f"{fmt(lc)} tokens) without reward to show for it",
                                "onset": snap_to_logged(run, LEN, knot), "metric": LEN})
-        if l0 > 0 and lc / l0 <= p["collapse_ratio"] and trend.decreasing(0.01):
-            knot = trend_onset(steps, m, l0, lc)
+        collapsed = (l0 > 0 and lc / l0 <= p["collapse_ratio"] and trend.decreasing(0.01)
+                     if long_enough else decisive_short_fall(m, p["collapse_ratio"]))
+        if collapsed:
+            knot = trend_onset(steps, m, l0, lc) if long_enough else float(steps[0])
             shapes.append({"shape": f"length collapsed to {lc / l0:.0%} of its start "
                                     f"({fmt(l0)} -> {fmt(lc)} tokens)",
                            "onset": snap_to_logged(run, LEN, knot), "metric": LEN,

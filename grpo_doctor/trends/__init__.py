@@ -8,11 +8,16 @@ from grpo_doctor.trends.binning import bin_series, finite, rolling_median
 from grpo_doctor.trends.changepoint import hinge_onset, level_shift_onset, trend_onset
 from grpo_doctor.trends.monotonic import TrendTest, mann_kendall, theil_sen
 from grpo_doctor.trends.spikes import robust_spikes
-from grpo_doctor.trends.windows import largest_relative_drop, largest_relative_rise
+from grpo_doctor.trends.windows import (
+    decisive_short_fall,
+    largest_relative_drop,
+    largest_relative_rise,
+)
 
 __all__ = [
     "TrendTest",
     "bin_series",
+    "decisive_short_fall",
     "finite",
     "hinge_onset",
     "largest_relative_drop",

@@ -67,3 +67,14 @@ def largest_relative_rise(
         return None
     return WindowChange(drop.fraction, drop.start_step, drop.end_step, -drop.start_value,
                         -drop.end_value)
+
+
+def decisive_short_fall(values: np.ndarray, ratio: float) -> bool:
+    """For logs too short for a trend test (3-7 points, e.g. logged every 10 steps, each an
+    average of those steps): every point after the first at most half the start, and the last
+    two at most ``ratio`` of it. A fall by an order of magnitude that never recovers needs no
+    p-value; one that bounces back does not qualify."""
+    v = np.asarray(values, dtype=np.float64)
+    if not 3 <= len(v) < 8 or v[0] <= 0:
+        return False
+    return bool(np.all(v[1:] <= 0.5 * v[0]) and np.median(v[-2:]) <= ratio * v[0])

@@ -79,8 +79,13 @@ def entropy_every_10_steps() -> Run:
     return make_run(steps=steps, train__entropy=ent, train__reward=reward)
 
 
-def entropy_short() -> Run:
-    return make_run(train__entropy=[1.0, 0.5, 0.2, 0.1, 0.05])
+def entropy_short_monotone_collapse() -> Run:
+    # Logged every 10 steps, five points: too few for a trend test, but unmistakable.
+    return make_run(steps=np.arange(10, 60, 10), train__entropy=[1.03, 0.5, 0.11, 0.05, 0.008])
+
+
+def entropy_short_noisy() -> Run:
+    return make_run(train__entropy=[1.0, 0.5, 0.6, 0.1, 0.05])
 
 
 # --- advantage collapse ----------------------------------------------------------------------
@@ -200,7 +205,9 @@ CASES = [
          ("ok",)),
     Case("entropy warm-up transient", "entropy_collapse", entropy_warmup_transient, ("ok",)),
     Case("entropy benign sharpening", "entropy_collapse", entropy_benign_sharpening, ("ok",)),
-    Case("entropy short run", "entropy_collapse", entropy_short, ("skipped",)),
+    Case("entropy short monotone collapse", "entropy_collapse", entropy_short_monotone_collapse,
+         ("critical",), onset=10, tolerance=0),
+    Case("entropy short and noisy", "entropy_collapse", entropy_short_noisy, ("skipped",)),
     Case("zero-std groups climb", "advantage_collapse", zero_std_climbs, ("critical",),
          onset=700, tolerance=60),
     Case("zero-std noisy but healthy", "advantage_collapse", zero_std_healthy_noisy, ("ok",)),

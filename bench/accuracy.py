@@ -1,0 +1,151 @@
+"""How often grpo-doctor's calls are right, and how early: recall, false alarms, lead time.
+
+    python bench/accuracy.py [--corpus tests/fixtures/corpus] [--real ../shared/real-runs]
+
+Scores every labeled run of a corpus folder (its ``labels.json``, written by corpus/label.py)
+and of the shared real runs (labels in bench/real_runs_labels.json, transcribed from their
+README). Per failure mode it prints:
+  recall      labeled (run, mode) pairs the diagnosis flagged (warning or critical)
+  false alarm healthy runs on which the mode fired, critical and warning counted apart
+  lead time   labeled step - first_alert_step (median), and the share flagged before the
+              labeled step; a labeled step comes from an objective rule, never from the tool
+Thresholds are the chapter's defaults: nothing is fitted to the runs being scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grpo_doctor.engine import diagnose  # noqa: E402
+from grpo_doctor.errors import GrpoDoctorError  # noqa: E402
+from grpo_doctor.importers import load_runs  # noqa: E402
+from grpo_doctor.store import Run  # noqa: E402
+
+
+# Objective rules for the step at which a labeled failure became manifest.
+def _first(run: Run, metric: str, test) -> int | None:
+    if metric not in run.frame:
+        return None
+    col = run.frame[metric]
+    hit = col[test(col.to_numpy(), col)]
+    return int(hit.index[0]) if len(hit) else None
+
+
+def step_rule(run: Run, rule: str) -> int | None:
+    if rule == "first_nan":
+        steps = [int(v[0]) for v in run.nan_steps.values() if len(v)]
+        inf = [int(run.frame.index[np.isinf(run.frame[c].to_numpy())][0])
+               for c in run.frame.columns if np.isinf(run.frame[c].to_numpy()).any()]
+        return min(steps + inf) if steps or inf else None
+    if rule == "entropy_below_10pct":
+        col = run.frame.get("entropy")
+        if col is None or col.dropna().empty:
+            return None
+        start = float(col.dropna().iloc[:3].median())
+        return _first(run, "entropy", lambda a, c: (a < 0.1 * start))
+    if rule == "kl_above_0.5":
+        return _first(run, "kl", lambda a, c: (c.rolling(3, min_periods=3).median() > 0.5
+                                                 ).to_numpy())
+    raise ValueError(rule)
+
+
+def load_labels(corpus: Path | None, real: Path | None) -> list[dict]:
+    entries = []
+    if corpus and (corpus / "labels.json").is_file():
+        data = json.loads((corpus / "labels.json").read_text())
+        for e in data if isinstance(data, list) else data.get("runs", []):
+            path = Path(e["run"]) if Path(e["run"]).is_absolute() else corpus / e["run"]
+            if not path.exists():
+                path = ROOT / e["run"]
+            entries.append({"path": path, "healthy": e.get("healthy"), "modes": e.get("modes", {}),
+                            "source": "corpus"})
+    if real and real.is_dir():
+        data = json.loads((ROOT / "bench" / "real_runs_labels.json").read_text())
+        for e in data["runs"]:
+            entries.append({**e, "path": real / e["path"], "source": "real"})
+    return entries
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=ROOT / "tests" / "fixtures" / "corpus")
+    ap.add_argument("--real", type=Path, default=ROOT.parent / "shared" / "real-runs")
+    ap.add_argument("--verbose", "-v", action="store_true")
+    args = ap.parse_args()
+
+    hits: dict[str, list[bool]] = defaultdict(list)
+    leads: dict[str, list[int]] = defaultdict(list)
+    early: dict[str, list[bool]] = defaultdict(list)
+    false_crit: dict[str, int] = defaultdict(int)
+    false_warn: dict[str, int] = defaultdict(int)
+    healthy_runs = 0
+    unread = []
+    for e in load_labels(args.corpus, args.real):
+        if e["healthy"] is None and not e["modes"]:
+            continue
+        try:
+            runs = load_runs(e["path"])
+        except GrpoDoctorError as exc:
+            if not e.get("optional"):
+                unread.append(f"{e['path']}: {exc}")
+            continue
+        if not e.get("all_runs"):
+            runs = runs[:1]
+        for run in runs:
+            d = diagnose(run)
+            if e["healthy"]:
+                healthy_runs += 1
+                for c in d.findings:
+                    (false_crit if c.status.value == "critical" else false_warn)[c.mode] += 1
+                if args.verbose and d.findings:
+                    print(f"  false alarm on {run.name}: "
+                          f"{[(c.mode, c.status.value) for c in d.findings]}")
+                continue
+            for mode, spec in e["modes"].items():
+                check = d.check(mode)
+                hits[mode].append(check.fired)
+                label_step = spec.get("step")
+                if label_step is None and spec.get("step_rule"):
+                    label_step = step_rule(run, spec["step_rule"])
+                if args.verbose:
+                    print(f"  {e['source']} {run.name[:50]} {mode}: {check.status.value} "
+                          f"alert={check.first_alert_step} label_step={label_step}")
+                if check.fired and label_step is not None and check.first_alert_step is not None:
+                    leads[mode].append(int(label_step) - int(check.first_alert_step))
+                    early[mode].append(check.first_alert_step < int(label_step))
+
+    modes = sorted(set(hits) | set(false_crit) | set(false_warn))
+    print(f"{'mode':26s} {'recall':>12s} {'false crit':>10s} {'false warn':>10s} "
+          f"{'median lead':>12s} {'flagged early':>13s}")
+    all_hits, all_leads = [], []
+    for m in modes:
+        h = hits.get(m, [])
+        all_hits += h
+        all_leads += leads.get(m, [])
+        rec = f"{sum(h)}/{len(h)} ({sum(h) / len(h):.0%})" if h else "–"
+        lead = f"{statistics.median(leads[m]):+.0f}" if leads.get(m) else "–"
+        er = f"{sum(early[m])}/{len(early[m])}" if early.get(m) else "–"
+        print(f"{m:26s} {rec:>12s} {false_crit.get(m, 0):>10d} {false_warn.get(m, 0):>10d} "
+              f"{lead:>12s} {er:>13s}")
+    if all_hits:
+        print(f"\noverall recall {sum(all_hits)}/{len(all_hits)} ({sum(all_hits) / len(all_hits):.0%}); "
+              f"healthy runs {healthy_runs}: {sum(false_crit.values())} critical, "
+              f"{sum(false_warn.values())} warning alarms; median lead time "
+              f"{statistics.median(all_leads) if all_leads else float('nan'):+.0f} steps "
+              f"over {len(all_leads)} labeled onsets")
+    for u in unread:
+        print("could not read:", u)
+
+
+if __name__ == "__main__":
+    main()
