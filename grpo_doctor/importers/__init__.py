@@ -52,6 +52,8 @@ _MODULES = [
     "notebook",
     "console",
     "exports",
+    "exports_tb",
+    "exports_long",
     "parquet",
     "jsonl",
     "csv_table",

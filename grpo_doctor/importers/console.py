@@ -1,0 +1,767 @@
+"""Console logs: what a trainer printed to the terminal, captured to a file.
+
+Shapes, tried in this order (the first that yields metrics is the run):
+
+1. verl lines ``step:N - key:value - key:value ...`` (ANSI colours and Ray ``(main_task pid=..)``
+   prefixes stripped; ``actor/lr(1e-4):0.010`` is 0.010 in units of 1e-4; lines of one step
+   merged, the last value wins).
+2. Dicts printed by the Hugging Face Trainer / TRL: ``{'loss': 0.1, 'reward': ...}`` anywhere in
+   a line, read with ``ast.literal_eval`` (never ``eval``: a log is untrusted input); a cut-off
+   dict keeps its complete numeric entries. The step comes from a step key, else from the
+   progress bar the Trainer redraws after each log line, else from a stated ``logging_steps``,
+   else the dicts are numbered in order (and a note says so).
+3. Pasted progress tables (``Step | Training Loss | reward ...``, markdown tables).
+4. Blocks of ``key: value`` lines.
+
+Config is read where the log prints it: hydra overrides on a verl command line
+(``actor_rollout_ref.actor.optim.lr=1e-6`` ...), a pretty-printed config dict, and
+``logging_steps=10``-style trainer arguments.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from grpo_doctor.errors import FormatError
+from grpo_doctor.importers import HEAD_BYTES, Importer, LoadOptions
+from grpo_doctor.importers.csv_table import looks_like_text
+from grpo_doctor.importers.jsonl import (
+    Record,
+    flatten,
+    numeric_record,
+    read_text,
+    records_frame,
+    to_number,
+)
+from grpo_doctor.metrics import STEP_KEYS, map_columns
+from grpo_doctor.store import Run, build_run
+
+_TEXT_SUFFIXES = {".log", ".txt", ".md", ".out", ".err", ".stdout", ".stderr"}
+_NOT_CONSOLE = {".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".ipynb", ".parquet"}
+#: How much of a text file the sniffer reads when the head alone is not telling.
+_SNIFF_BYTES = 2 << 20
+_MAX_DICT_CHARS = 1 << 20  # a printed dict longer than this is not parsed
+_MAX_DICT_LINES = 5000  # nor one spread over more lines
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_RAY_PREFIX = re.compile(r"\((?:[^()\n]{0,80}? )?pid=\d+[^()\n]{0,60}\)[ \t]?")
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity)"
+_VERL_STEP = re.compile(r"(?<![\w/])step:\s?(\d+)\s+-\s+(?=[^\s:]+:)")
+_VERL_ITEM = re.compile(
+    rf"\s*(?P<key>[^\s:][^:]*?)(?:\((?P<scale>{_NUM})\))?:\s*(?P<val>{_NUM})\s*-?\s*",
+    re.IGNORECASE,
+)
+_DICT_START = re.compile(r"\{\s*['\"]")
+_QUOTED = r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\""
+_BARE_WORD = re.compile(
+    rf"({_QUOTED})|(?<![\w.'\"])([-+]?(?:nan|inf(?:inity)?)|true|false|null)(?![\w.'\"])",
+    re.IGNORECASE,
+)
+_JSON_WORDS = {"true": "True", "false": "False", "null": "None"}
+_WRAPPED_NUMBER = re.compile(
+    rf"\b(?:np|numpy|torch)?\.?(?:float\d*|int\d*|tensor)\(\s*({_NUM})\s*(?:,[^()]*)?\)",
+    re.IGNORECASE,
+)
+_SALVAGE_PAIR = re.compile(
+    rf"['\"]([^'\"\n]{{1,200}})['\"]\s*:\s*(['\"]?)({_NUM})\2(?=\s*[,}}])", re.IGNORECASE
+)
+_PROGRESS = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
+_LOGGING_STEPS = re.compile(r"\blogging_steps['\"]?\s*[=:]\s*(\d+)")
+_TRAINER_ARG = re.compile(
+    r"\b(max_steps|num_train_epochs|per_device_train_batch_size|gradient_accumulation_steps|"
+    r"num_generations|learning_rate|beta|max_completion_length|logging_steps)=([^\s,)]+)"
+)
+_TOTAL_STEPS = re.compile(r"\bTotal (?:training )?steps:\s*(\d+)")
+_OVERRIDE = re.compile(r"\+{0,2}([A-Za-z_][\w-]*(?:\.[\w-]+)+)=(.*)", re.DOTALL)
+_TABLE_STEP_NAMES = {"step", "steps", "global_step", "_step", "train/global_step", "iteration"}
+_TABLE_SEPARATOR = re.compile(r"^[\s|:+\-=]+$")
+_KV_LINE = re.compile(
+    rf"^\s*([A-Za-z_][\w.@-]*(?:\s*/\s*[\w.@-]+)*)\s*[:=]\s*({_NUM})\s*,?\s*$", re.IGNORECASE
+)
+_STEP_WORDS = {k.lower() for k in STEP_KEYS} | {"global_steps"}
+
+Table = tuple[list[str], list[list[str]]]
+
+
+@dataclass
+class Segment:
+    """A piece of printed text: a line, a ``\\r`` fragment, or one Ray process's part of a line."""
+
+    text: str
+    source: str  # the Ray process prefix it was printed under ('' when none)
+
+
+@dataclass
+class ConsoleLog:
+    """What a console log holds, before it becomes a ``Run``."""
+
+    kind: str  # "verl", "dict", "table", "kv" or "" when nothing was found
+    frame: pd.DataFrame = field(default_factory=pd.DataFrame)
+    steps: list[int] | None = None  # None: the frame has its own step column
+    explicit: dict[str, np.ndarray] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+# --- text ---------------------------------------------------------------------------------------
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def split_segments(text: str) -> list[Segment]:
+    """The log cut into lines, carriage-return fragments and Ray process parts, ANSI removed."""
+    out: list[Segment] = []
+    for line in strip_ansi(text).split("\n"):
+        for frag in line.split("\r"):
+            pos = 0
+            source = ""
+            for m in _RAY_PREFIX.finditer(frag):
+                if m.start() > pos:
+                    out.append(Segment(frag[pos:m.start()], source))
+                source = m.group(0).strip()
+                pos = m.end()
+            out.append(Segment(frag[pos:], source))
+    return out
+
+
+def parse_number(text: str, scale: str | None = None) -> float | None:
+    """A printed number (``0.010``, ``nan``, ``-inf``); ``scale`` multiplies it exactly."""
+    value = to_number(text)
+    if value is None or scale is None or not np.isfinite(value):
+        return value
+    try:
+        return float(Decimal(text.strip()) * Decimal(scale))
+    except (InvalidOperation, ValueError):
+        return None
+
+
+# --- verl ---------------------------------------------------------------------------------------
+
+
+def parse_verl_line(text: str) -> tuple[int, Record] | None:
+    """``step:N - key:value - ...`` as (N, {key: value}); None when the text has no such line."""
+    m = _VERL_STEP.search(text)
+    if m is None:
+        return None
+    record: Record = {}
+    for item in text[m.end():].split(" - "):
+        im = _VERL_ITEM.fullmatch(item)
+        if im is None:
+            continue
+        key = im.group("key").strip()
+        value = parse_number(im.group("val"), im.group("scale"))
+        if value is not None and key.lower() not in _STEP_WORDS:
+            record[key] = value
+    return int(m.group(1)), record
+
+
+def _verl_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]:
+    steps: list[int] = []
+    records: list[Record] = []
+    for seg in segments:
+        if "step:" not in seg.text:
+            continue
+        parsed = parse_verl_line(seg.text)
+        if parsed is None or not parsed[1]:
+            continue
+        step, record = parsed
+        if steps and steps[-1] == step:
+            records[-1].update(record)  # several lines for one step: merge, last wins
+        else:
+            steps.append(step)
+            records.append(record)
+    return steps, records
+
+
+# --- printed dicts ------------------------------------------------------------------------------
+
+
+def _brace_depth(text: str) -> int:
+    """Open brackets minus closed ones, outside quoted strings (a rough balance)."""
+    bare = re.sub(_QUOTED, "''", text)
+    return sum(bare.count(c) for c in "{[(") - sum(bare.count(c) for c in "}])")
+
+
+def _dict_end(text: str) -> int | None:
+    """Index just past the ``}`` closing the dict that opens ``text``, or None if cut off."""
+    depth = 0
+    quote = ""
+    escaped = False
+    for i, ch in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+            elif ch == "\n":
+                return None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def _literal_word(m: re.Match[str]) -> str:
+    if m.group(1):
+        return m.group(1)
+    word = m.group(2).lower()
+    return _JSON_WORDS.get(word) or repr(word)
+
+
+def literal_dict(text: str) -> dict[Any, Any] | None:
+    """A printed dict read safely: bare nan/inf quoted, ``np.float64(x)`` unwrapped, no eval."""
+    if len(text) > _MAX_DICT_CHARS:
+        return None
+    safe = _WRAPPED_NUMBER.sub(r"\1", text)
+    safe = _BARE_WORD.sub(_literal_word, safe)
+    try:
+        value = ast.literal_eval(safe)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def salvage_pairs(text: str) -> dict[str, str]:
+    """The complete ``'key': number`` entries of a dict that is cut off or not a literal."""
+    return {m.group(1): m.group(3) for m in _SALVAGE_PAIR.finditer(text)}
+
+
+@dataclass
+class _Printed:
+    """A dict found in the log: where it was, what it held, and how it was read."""
+
+    index: int  # segment index where it started
+    end: int  # segment index where it ended
+    value: dict[Any, Any]
+    salvaged: bool = False  # cut off or not a literal: only complete numeric entries kept
+    config: bool = False  # a pretty-printed nested dict (already flattened with ".")
+
+
+_CONTINUATION = re.compile(r"^\s+['\"]|^\s*[}\]]")
+_PPRINT_KEY = re.compile(rf"({_QUOTED})\s*:\s*")
+_PPRINT_VALUE = re.compile(rf"\{{|{_QUOTED}|\[[^\[\]]*\]|[^,{{}}]+")
+
+
+def _continued(
+    segments: Sequence[Segment], start: int, first: str
+) -> tuple[list[str], int, bool]:
+    """The lines of a dict pretty-printed over several lines by one process.
+
+    Returns the lines, the index of the last one, and whether the brackets closed. Lines of
+    other processes in between are passed over; a line of the same process that does not
+    continue the dict ends it.
+    """
+    source = segments[start].source
+    lines = [first]
+    depth = _brace_depth(first)
+    end = start
+    size = len(first)
+    for j in range(start + 1, min(len(segments), start + _MAX_DICT_LINES)):
+        text = segments[j].text
+        if segments[j].source != source or not text.strip():
+            continue
+        if not _CONTINUATION.match(text) or size > _MAX_DICT_CHARS:
+            break
+        lines.append(text)
+        size += len(text)
+        end = j
+        depth += _brace_depth(text)
+        if depth <= 0:
+            return lines, end, True
+    return lines, end, False
+
+
+def lenient_config(lines: Sequence[str]) -> dict[str, Any]:
+    """Flat dotted keys of a pretty-printed nested dict, read line by line by indentation.
+
+    For dicts that ``literal_eval`` rejects because a captured log lost or mangled a line:
+    pprint puts each key of a nested dict in the column after its ``{``, so the column says
+    which dict a key belongs to even when a closing bracket went missing.
+    """
+    out: dict[str, Any] = {}
+    stack: list[tuple[int, str]] = []  # (column of the dict's keys, dotted prefix)
+    for line in lines:
+        pos = 0
+        while True:
+            m = _PPRINT_KEY.search(line, pos)
+            if m is None:
+                break
+            col = m.start()
+            while stack and stack[-1][0] > col:
+                stack.pop()
+            key = str(_literal(m.group(1)))
+            prefix = f"{stack[-1][1]}.{key}" if stack else key
+            vm = _PPRINT_VALUE.match(line, m.end())
+            if vm is None:
+                break
+            if vm.group(0) == "{":
+                stack.append((vm.end(), prefix))
+            else:
+                out[prefix] = _literal(vm.group(0).strip())
+            pos = vm.end()
+    return out
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def _nested_start(text: str, start: int) -> bool:
+    """Whether a dict opening at ``start`` is the value of a key (inside a larger dict)."""
+    return re.search(r"['\"]\s*:\s*$", text[:start]) is not None
+
+
+def _printed_dicts(segments: Sequence[Segment]) -> Iterator[_Printed]:
+    i = 0
+    while i < len(segments):
+        text = segments[i].text
+        m = _DICT_START.search(text)
+        if m is None or _nested_start(text, m.start()):
+            i += 1
+            continue
+        body = text[m.start():]
+        end = _dict_end(body)
+        if end is not None:
+            value = literal_dict(body[:end])
+            if value is not None:
+                yield _Printed(i, i, value)
+            else:
+                yield _Printed(i, i, salvage_pairs(body[:end]), salvaged=True)
+            i += 1
+            continue
+        # A pretty-printed dict breaks its lines after a comma or an opening bracket.
+        if body.rstrip()[-1:] not in ",{[(:":
+            yield _Printed(i, i, salvage_pairs(body), salvaged=True)
+            i += 1
+            continue
+        lines, last, closed = _continued(segments, i, body)
+        value = literal_dict("\n".join(lines)) if closed else None
+        if value is not None:
+            yield _Printed(i, last, value)
+        elif len(lines) > 1:
+            yield _Printed(i, last, lenient_config(lines), config=True)
+        else:
+            yield _Printed(i, i, salvage_pairs(body), salvaged=True)
+        i = last + 1
+
+
+def _config_of(printed: _Printed) -> dict[str, Any] | None:
+    """The flat config a printed dict holds, or None when it is not a nested config dict."""
+    if printed.config:
+        return printed.value
+    if any(isinstance(v, dict) for v in printed.value.values()):
+        return flatten({str(k): v for k, v in printed.value.items()}, sep=".")
+    return None
+
+
+def _is_metric_dict(keys: Sequence[str]) -> bool:
+    if any(k.startswith("eval_") for k in keys):
+        return True
+    return bool(map_columns(keys).mapping)
+
+
+def _explicit_step(value: dict[Any, Any]) -> int | None:
+    for key in ("step", "global_step", "train/global_step"):
+        num = to_number(value.get(key))
+        if num is not None and np.isfinite(num):
+            return round(num)
+    text = value.get("global_step/max_steps")
+    if isinstance(text, str) and re.fullmatch(r"\s*\d+\s*/\s*\d+\s*", text):
+        return int(text.split("/")[0])
+    return None
+
+
+def _progress_after(segments: Sequence[Segment], start: int, stop: int) -> list[tuple[int, int]]:
+    out = []
+    for seg in segments[start:stop]:
+        m = _PROGRESS.search(seg.text)
+        if m:
+            out.append((int(m.group(1)), int(m.group(2))))
+    return out
+
+
+def _progress_steps(segments: Sequence[Segment], found: Sequence[_Printed]) -> list[int] | None:
+    """Each dict's step from the training progress bar redrawn right after it, if every one has it.
+
+    The Trainer logs at the end of a step and tqdm redraws the bar (``10/43 [..]``) below the
+    printed line; the bar whose total recurs most is the training bar (not eval bars).
+    """
+    windows = []
+    for k, printed in enumerate(found):
+        stop = found[k + 1].index if k + 1 < len(found) else len(segments)
+        windows.append(_progress_after(segments, printed.end + 1, stop))
+    totals = Counter(w[0][1] for w in windows if w)
+    if not totals:
+        return None
+    total = totals.most_common(1)[0][0]
+    steps = []
+    for window in windows:
+        hits = [n for n, t in window if t == total]
+        if not hits:
+            return None
+        steps.append(hits[0])
+    if any(b < a for a, b in zip(steps, steps[1:])):
+        return None
+    return steps
+
+
+def _ordinal_steps(found: Sequence[_Printed], every: int) -> list[int]:
+    """Steps ``every, 2*every, ...`` for training dicts; an eval dict shares the last one's step."""
+    steps = []
+    n = 0
+    for printed in found:
+        is_eval = all(str(k).startswith("eval_") or k == "epoch" for k in printed.value)
+        if not is_eval or n == 0:
+            n += 1
+        steps.append(n * every)
+    return steps
+
+
+def _dict_steps(
+    segments: Sequence[Segment], found: Sequence[_Printed], logging_steps: int | None
+) -> tuple[list[int], str | None]:
+    explicit = [_explicit_step(p.value) for p in found]
+    if all(s is not None for s in explicit):
+        return [int(s) for s in explicit if s is not None], None
+    progress = _progress_steps(segments, found)
+    if progress is not None:
+        return progress, "steps read from the training progress bar printed after each log line"
+    if logging_steps:
+        return _ordinal_steps(found, logging_steps), (
+            f"no step in the log: steps are log-line numbers times logging_steps={logging_steps}"
+        )
+    return _ordinal_steps(found, 1), (
+        "no step in the log: steps are log-line numbers (1st logged line = 1), "
+        "not trainer steps"
+    )
+
+
+def _dict_log(segments: Sequence[Segment], log: ConsoleLog) -> ConsoleLog:
+    metric_dicts: list[_Printed] = []
+    salvaged = 0
+    for printed in _printed_dicts(segments):
+        value = printed.value
+        keys = [str(k) for k in value]
+        config = _config_of(printed)
+        if config is not None:
+            log.config.update(config)
+        elif "train_runtime" in value:
+            log.summary.update(numeric_record(value))
+        elif _is_metric_dict(keys) and numeric_record(value):
+            metric_dicts.append(printed)
+            salvaged += printed.salvaged
+    if not metric_dicts:
+        return log
+    steps, note = _dict_steps(segments, metric_dicts, _logging_steps(log.config))
+    drop = ("step", "global_step", "train/global_step", "global_step/max_steps")
+    records = [numeric_record({str(k): v for k, v in p.value.items()}, drop) for p in metric_dicts]
+    merged_steps, merged = _merge_same_step(steps, records)
+    log.kind = "dict"
+    log.frame, log.explicit = records_frame(merged)
+    log.steps = merged_steps
+    if note:
+        log.notes.append(note)
+    if salvaged:
+        log.notes.append(
+            f"{salvaged} printed dict(s) were cut off or not plain literals: "
+            "only their complete numeric entries were read"
+        )
+    return log
+
+
+def _merge_same_step(steps: list[int], records: list[Record]) -> tuple[list[int], list[Record]]:
+    """Consecutive records at one step (a train and an eval line) become one row."""
+    out_steps: list[int] = []
+    out: list[Record] = []
+    for step, record in zip(steps, records):
+        if out_steps and out_steps[-1] == step:
+            out[-1].update(record)
+        else:
+            out_steps.append(step)
+            out.append(dict(record))
+    return out_steps, out
+
+
+def _logging_steps(config: dict[str, Any]) -> int | None:
+    value = to_number(config.get("logging_steps"))
+    if value is not None and np.isfinite(value) and value >= 1 and value == int(value):
+        return int(value)
+    return None
+
+
+# --- tables -------------------------------------------------------------------------------------
+
+
+def _cells(line: str, delim: str) -> list[str]:
+    text = line.strip()
+    if delim == "|":
+        text = text.strip("|")
+    return [c.strip().strip("*`").strip() for c in text.split(delim)]
+
+
+def _table_header(line: str) -> tuple[str, list[str]] | None:
+    for delim in ("|", "\t"):
+        if delim in line:
+            cells = _cells(line, delim)
+            if len(cells) >= 2 and cells[0].lower() in _TABLE_STEP_NAMES and all(cells):
+                return delim, cells
+    return None
+
+
+def parse_text_tables(lines: Sequence[str]) -> list[Table]:
+    """Progress tables printed as text: a ``Step | ... `` (or tab-separated) header, then rows."""
+    tables: list[Table] = []
+    i = 0
+    while i < len(lines):
+        found = _table_header(lines[i])
+        i += 1
+        if found is None:
+            continue
+        delim, header = found
+        rows: list[list[str]] = []
+        while i < len(lines) and delim in lines[i]:
+            if _table_header(lines[i]) is not None:
+                break
+            if not _TABLE_SEPARATOR.match(lines[i]):
+                cells = _cells(lines[i], delim)
+                if len(cells) <= len(header):
+                    rows.append(cells + [""] * (len(header) - len(cells)))
+            i += 1
+        if rows:
+            tables.append((header, rows))
+    return tables
+
+
+def tables_frame(tables: Sequence[Table]) -> pd.DataFrame:
+    """Rows of several tables as one text frame keyed by ``Step`` (a later cell at a step wins)."""
+    columns: dict[str, None] = {"Step": None}
+    by_step: dict[str, dict[str, str]] = {}
+    for header, rows in tables:
+        names = ["Step", *header[1:]]
+        for name in names:
+            columns.setdefault(name, None)
+        for row in rows:
+            step = row[0]
+            cells = by_step.setdefault(step, {"Step": step})
+            cells.update({n: v for n, v in zip(names[1:], row[1:]) if v})
+    data = {c: [row.get(c) for row in by_step.values()] for c in columns}
+    return pd.DataFrame(data, dtype="string")
+
+
+# --- key: value blocks --------------------------------------------------------------------------
+
+
+def _kv_records(segments: Sequence[Segment]) -> list[Record]:
+    """Runs of ``key: value`` lines; a key seen again starts the next record."""
+    records: list[Record] = []
+    current: Record = {}
+    for seg in segments:
+        m = _KV_LINE.match(seg.text)
+        if m is None:
+            continue
+        key = re.sub(r"\s*/\s*", "/", m.group(1))
+        if key in current:
+            records.append(current)
+            current = {}
+        value = parse_number(m.group(2))
+        if value is not None:
+            current[key] = value
+    if current:
+        records.append(current)
+    keys = list(dict.fromkeys(k for r in records for k in r))
+    return records if keys and map_columns(keys).mapping else []
+
+
+# --- config -------------------------------------------------------------------------------------
+
+
+def _coerce(value: str) -> Any:
+    """A hydra override value: a number, bool, null, a ``[a,b]`` list, or the text itself."""
+    if value.startswith("[") and value.endswith("]"):
+        inner = value[1:-1].strip()
+        return [_coerce(v.strip().strip("'\"")) for v in inner.split(",")] if inner else []
+    low = value.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "none", "~"):
+        return None
+    if re.fullmatch(r"[-+]?\d+", value):
+        return int(value)
+    num = to_number(value)
+    return num if num is not None else value
+
+
+def _overrides(line: str) -> dict[str, Any]:
+    """Hydra ``dotted.key=value`` tokens of a command line."""
+    try:
+        tokens = shlex.split(line, comments=False)
+    except ValueError:
+        tokens = line.split()
+    found = {}
+    for token in tokens:
+        # Overrides passed to a script as one quoted string are split again.
+        parts = token.split()
+        if sum(1 for p in parts if _OVERRIDE.fullmatch(p.strip("'\""))) < 2:
+            parts = [token]
+        for part in parts:
+            m = _OVERRIDE.fullmatch(part.strip("'\""))
+            if m:
+                found[m.group(1)] = _coerce(m.group(2).strip("'\""))
+    return found
+
+
+def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    for seg in segments:
+        text = seg.text
+        if text.count("=") >= 2 and "." in text:
+            found = _overrides(text)
+            if len(found) >= 2:
+                config.update(found)
+        if "=" in text:
+            for m in _TRAINER_ARG.finditer(text):
+                config.setdefault(m.group(1), _coerce(m.group(2)))
+        m = _LOGGING_STEPS.search(text)
+        if m:
+            config.setdefault("logging_steps", int(m.group(1)))
+        m = _TOTAL_STEPS.search(text)
+        if m:
+            config.setdefault("total_training_steps", int(m.group(1)))
+    return config
+
+
+# --- the whole log ------------------------------------------------------------------------------
+
+
+def parse_console(text: str) -> ConsoleLog:
+    """Everything a console log holds; ``kind`` is empty when it has no metrics."""
+    segments = split_segments(text)
+    log = ConsoleLog(kind="", config=_text_config(segments))
+    steps, records = _verl_records(segments)
+    if records:
+        for printed in _printed_dicts(segments):
+            config = _config_of(printed)
+            if config is not None:
+                log.config.update(config)
+        log.kind = "verl"
+        log.frame, log.explicit = records_frame(records)
+        log.steps = steps
+        return log
+    _dict_log(segments, log)
+    if log.kind:
+        return log
+    tables = parse_text_tables([s.text for s in segments])
+    if tables:
+        log.kind = "table"
+        log.frame = tables_frame(tables)
+        return log
+    records = _kv_records(segments)
+    if records:
+        log.kind = "kv"
+        log.frame, log.explicit = records_frame(records)
+        if "step" not in log.frame.columns:
+            log.steps = list(range(1, len(records) + 1))
+            log.notes.append("no step in the log: steps are the order of the key: value blocks")
+    return log
+
+
+def _sniff_text(path: Path, head: bytes) -> str:
+    text = head.decode("utf-8", errors="replace")
+    if path.suffix.lower() in _TEXT_SUFFIXES and len(head) >= HEAD_BYTES:
+        try:
+            with path.open("rb") as fh:
+                text = fh.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            pass
+    return strip_ansi(text)
+
+
+_SNIFF_KEY = re.compile(r"['\"](?:loss|reward|grad_norm|learning_rate|kl)['\"]\s*:")
+
+
+def _has_metric_dict(text: str) -> bool:
+    """A printed dict holding one of the Trainer's metric keys (a ``{`` before the key)."""
+    for k, m in enumerate(_SNIFF_KEY.finditer(text)):
+        if k >= 10_000:
+            return False
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if text.rfind("{", max(line_start, m.start() - 4000), m.start()) != -1:
+            return True
+    return False
+
+
+def _has_verl_metrics(line: str) -> bool:
+    parsed = parse_verl_line(line)
+    return parsed is not None and bool(parsed[1])
+
+
+def _sniff(path: Path, head: bytes) -> int:
+    suffix = path.suffix.lower()
+    if path.is_dir() or suffix in _NOT_CONSOLE or not looks_like_text(head):
+        return 0
+    text = _sniff_text(path, head)
+    bonus = 5 if suffix in _TEXT_SUFFIXES else 0
+    if _VERL_STEP.search(text) and any(
+        _has_verl_metrics(line) for line in text.splitlines() if "step:" in line
+    ):
+        return 85 + bonus
+    if _has_metric_dict(text):
+        return 80 + bonus
+    lines = text.splitlines()
+    if any(_table_header(line) for line in lines):
+        return 65 + bonus
+    if sum(1 for line in lines if _KV_LINE.match(line)) >= 3:
+        return 25 + bonus
+    return 0
+
+
+def _load(path: Path, options: LoadOptions) -> list[Run]:
+    log = parse_console(read_text(path))
+    if not log.kind:
+        raise FormatError(
+            f"{path}: no metric lines found (expected verl 'step:N - key:value' lines, "
+            "printed {'loss': ...} dicts or a Step | ... table)"
+        )
+    return [log_to_run(log, path, "console", options)]
+
+
+def log_to_run(log: ConsoleLog, path: Path, format: str, options: LoadOptions) -> Run:
+    """A parsed console log (or a notebook's text output) as a ``Run``."""
+    steps = None if options.step_column else log.steps
+    return build_run(
+        log.frame, name=path.stem, source=str(path), format=format, steps=steps,
+        step_column=options.step_column, column_map=options.column_map,
+        explicit_nan=log.explicit, config=log.config, notes=log.notes, summary=log.summary,
+    )
+
+
+IMPORTER = Importer(
+    name="console",
+    description="console logs: verl 'step:N - key:value' lines, printed HF/TRL dicts, tables",
+    sniff=_sniff,
+    load=_load,
+)

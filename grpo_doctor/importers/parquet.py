@@ -1,0 +1,125 @@
+"""Parquet: a run's history table, as a W&B history export writes it (``_step`` + metric columns).
+
+A file, or a folder of part files (read in name order as one run). Nested (struct) columns are
+flattened with "/"; list, binary and other non-scalar columns are left out. A null cell is a
+gap and a NaN cell is NaN evidence. A ``<stem>.json`` beside the file (or ``run.json`` in a
+folder) holding ``{"name", "config", "summary"}`` names the run and gives its config.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from grpo_doctor.errors import FormatError, GrpoDoctorError
+from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers.jsonl import read_json
+from grpo_doctor.store import Run, build_run
+
+_MAGIC = b"PAR1"
+
+
+def _part_files(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if p.suffix.lower() == ".parquet" and p.is_file())
+    except OSError:
+        return []
+
+
+def _sniff(path: Path, head: bytes) -> int:
+    if path.is_dir():
+        return 80 if _part_files(path) else 0
+    return 95 if head.startswith(_MAGIC) else 0
+
+
+def _read_table(files: list[Path]):  # -> pyarrow.Table
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
+    for f in files:
+        try:
+            table = pq.read_table(f)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise FormatError(f"{f}: not a readable parquet file ({exc})") from exc
+        while any(pa.types.is_struct(t) for t in table.schema.types):
+            table = table.flatten()
+        tables.append(table)
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowException, ValueError) as exc:
+        folder = files[0].parent
+        raise FormatError(f"{folder}: the parquet parts do not fit together ({exc})") from exc
+
+
+def _columns(table: Any) -> tuple[pd.DataFrame, dict[str, np.ndarray], list[str]]:
+    """Scalar columns as a frame (floats for numbers), logged-NaN masks, and columns left out."""
+    import pyarrow as pa
+
+    data: dict[str, Any] = {}
+    explicit: dict[str, np.ndarray] = {}
+    skipped = []
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        key = str(name)
+        kind = col.type
+        if pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+            values = col.to_numpy(zero_copy_only=False).astype(np.float64)
+            nulls = col.is_null().to_numpy(zero_copy_only=False)
+            values[nulls] = np.nan
+            nan = np.isnan(values) & ~nulls
+            if nan.any():
+                explicit[key] = nan
+            data[key] = values
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            data[key] = col.to_pandas()
+        else:
+            skipped.append(name)
+    return pd.DataFrame(data), explicit, skipped
+
+
+def _metadata(path: Path) -> dict[str, Any]:
+    meta = path / "run.json" if path.is_dir() else path.with_suffix(".json")
+    if not meta.is_file():
+        return {}
+    try:
+        obj = read_json(meta, "not valid JSON")
+    except GrpoDoctorError:
+        return {"_note": f"{meta.name} is not valid JSON and was ignored"}
+    return obj if isinstance(obj, dict) else {}
+
+
+def _load(path: Path, options: LoadOptions) -> list[Run]:
+    files = _part_files(path) if path.is_dir() else [path]
+    if not files:
+        raise FormatError(f"{path}: no .parquet file in the folder")
+    frame, explicit, skipped = _columns(_read_table(files))
+    if frame.empty:
+        raise FormatError(f"{path}: the parquet file has no rows")
+    meta = _metadata(path)
+    notes = []
+    if skipped:
+        notes.append(f"{len(skipped)} non-scalar column(s) left out: {', '.join(skipped[:5])}")
+    if "_note" in meta:
+        notes.append(meta["_note"])
+    config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+    summary = meta.get("summary") if isinstance(meta.get("summary"), dict) else {}
+    name = meta.get("name") if isinstance(meta.get("name"), str) and meta.get("name") else None
+    return [
+        build_run(
+            frame, name=name or path.stem, source=str(path), format="parquet",
+            step_column=options.step_column, column_map=options.column_map,
+            explicit_nan=explicit, config=config, summary=summary, notes=notes,
+        )
+    ]
+
+
+IMPORTER = Importer(
+    name="parquet",
+    description="parquet history table (W&B history export: _step + metric columns)",
+    sniff=_sniff,
+    load=_load,
+    reads_folders=True,
+)

@@ -1,0 +1,144 @@
+"""Hugging Face ``trainer_state.json``: the ``log_history`` a ``Trainer`` saves in each checkpoint.
+
+Accepts the file itself, a checkpoint folder holding it, or an output folder holding
+``checkpoint-N/`` folders (the latest checkpoint has the whole history). Train and eval entries
+logged at the same step become one row (``eval_*`` keys kept); the closing entry with
+``train_runtime`` goes to the summary, not into the curves.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from grpo_doctor.errors import FormatError, InputError
+from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers.csv_table import looks_like_text
+from grpo_doctor.importers.jsonl import numeric_record, read_json, records_frame
+from grpo_doctor.store import Run, build_run
+
+STATE_FILE = "trainer_state.json"
+_CHECKPOINT = re.compile(r"checkpoint-(\d+)")
+
+
+def _latest_checkpoint(folder: Path) -> tuple[Path, int] | None:
+    """The trainer_state.json of the highest ``checkpoint-N`` under ``folder``, and how many."""
+    try:
+        children = list(folder.iterdir())
+    except OSError:
+        return None
+    found = []
+    for child in children:
+        m = _CHECKPOINT.fullmatch(child.name)
+        if m and (child / STATE_FILE).is_file():
+            found.append((int(m.group(1)), child / STATE_FILE))
+    if not found:
+        return None
+    return max(found)[1], len(found)
+
+
+def _state_file(path: Path) -> tuple[Path | None, list[str]]:
+    if not path.is_dir():
+        return path, []
+    if (path / STATE_FILE).is_file():
+        return path / STATE_FILE, []
+    latest = _latest_checkpoint(path)
+    if latest is None:
+        return None, []
+    state, count = latest
+    return state, [f"read {state.parent.name}/{STATE_FILE}, the latest of {count} checkpoint(s)"]
+
+
+def _sniff(path: Path, head: bytes) -> int:
+    if path.is_dir():
+        if (path / STATE_FILE).is_file():
+            return 95
+        return 90 if _latest_checkpoint(path) is not None else 0
+    if not looks_like_text(head) or not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return 0
+    if b'"log_history"' in head:
+        return 95
+    # Named like one but without a history: claim it, so the error says what is missing.
+    return 90 if path.name == STATE_FILE else 0
+
+
+def _run_name(state: Path) -> str:
+    if state.name != STATE_FILE:
+        return state.stem
+    folder = state.parent
+    if _CHECKPOINT.fullmatch(folder.name) and folder.parent.name:
+        return folder.parent.name
+    return folder.name or state.stem
+
+
+def _read_state(state: Path) -> dict[str, Any]:
+    obj = read_json(state, "not valid JSON")
+    if not isinstance(obj, dict):
+        raise FormatError(f"{state}: not a trainer state (a JSON object with log_history expected)")
+    history = obj.get("log_history")
+    if not isinstance(history, list):
+        raise FormatError(f"{state}: no log_history in the trainer state")
+    if not history:
+        raise FormatError(f"{state}: log_history is empty (nothing was logged before this save)")
+    return obj
+
+
+def _history_records(
+    history: list[Any],
+) -> tuple[list[dict[str, float]], dict[str, Any], int]:
+    """One record per step (train and eval entries merged), the run summary, entries skipped."""
+    by_step: dict[float, dict[str, float]] = {}
+    summary: dict[str, Any] = {}
+    skipped = 0
+    for entry in history:
+        if not isinstance(entry, dict):
+            skipped += 1
+            continue
+        if "train_runtime" in entry:
+            summary.update(numeric_record(entry))
+            continue
+        record = numeric_record(entry)
+        step = record.get("step")
+        if step is None or step != step:
+            skipped += 1
+            continue
+        by_step.setdefault(step, {}).update(record)
+    return list(by_step.values()), summary, skipped
+
+
+def _config(state: dict[str, Any]) -> dict[str, Any]:
+    """The trainer state's top-level settings (max_steps, logging_steps, train_batch_size ...)."""
+    return {
+        k: v for k, v in state.items()
+        if k != "log_history" and (v is None or isinstance(v, (str, int, float, bool)))
+    }
+
+
+def _load(path: Path, options: LoadOptions) -> list[Run]:
+    state_path, notes = _state_file(path)
+    if state_path is None:
+        raise InputError(f"{path}: no {STATE_FILE} in the folder or its checkpoint-N folders")
+    state = _read_state(state_path)
+    records, summary, skipped = _history_records(state["log_history"])
+    if not records:
+        raise FormatError(f"{state_path}: log_history has no entry with a step")
+    if skipped:
+        notes.append(f"{skipped} log_history entr(ies) without a step were skipped")
+    frame, explicit = records_frame(records)
+    return [
+        build_run(
+            frame, name=_run_name(state_path), source=str(state_path), format="trainer-state",
+            step_column=options.step_column or "step", column_map=options.column_map,
+            explicit_nan=explicit, config=_config(state), notes=notes, summary=summary,
+        )
+    ]
+
+
+IMPORTER = Importer(
+    name="trainer-state",
+    description="Hugging Face trainer_state.json (file, checkpoint folder or output folder)",
+    sniff=_sniff,
+    load=_load,
+    reads_folders=True,
+)

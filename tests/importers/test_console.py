@@ -1,0 +1,282 @@
+"""Console logs: verl step lines, printed HF/TRL dicts, pasted tables, key: value blocks."""
+
+import contextlib
+import math
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grpo_doctor.errors import FormatError, GrpoDoctorError
+from grpo_doctor.importers import LoadOptions, load_runs
+from grpo_doctor.importers.console import (
+    IMPORTER,
+    lenient_config,
+    literal_dict,
+    parse_console,
+    parse_verl_line,
+    salvage_pairs,
+    split_segments,
+)
+from tests.importers.common import FIXTURES, write
+
+# --- verl ---------------------------------------------------------------------------------------
+
+
+def test_verl_line_strips_units_and_keeps_nan():
+    step, rec = parse_verl_line(
+        "step:3 - actor/lr(1e-4):0.010 - actor/kl_loss:nan - critic/score/mean:-0.250 - "
+        "response_length/min:38.0 -"
+    )
+    assert step == 3
+    assert rec["actor/lr"] == 1e-06  # 0.010 in units of 1e-4, exactly
+    assert math.isnan(rec["actor/kl_loss"])
+    assert rec["critic/score/mean"] == -0.25
+    assert rec["response_length/min"] == 38.0  # a trailing " -" is not part of the value
+
+
+def test_verl_line_cut_off_keeps_complete_items():
+    step, rec = parse_verl_line("step:59 - actor/grad_norm:nan - perf/mfu/actor:0.042 - prompt")
+    assert step == 59 and set(rec) == {"actor/grad_norm", "perf/mfu/actor"}
+
+
+def test_verl_ignores_global_step_inside_a_key():
+    assert parse_verl_line("training/global_step:34 - training/epoch:0") is None
+
+
+def test_segments_strip_ansi_and_ray_prefixes():
+    text = "\x1b[2m\x1b[36m(main_task pid=1)\x1b[0m step:1 - a:1\x1b[36m(pid=2)\x1b[0m noise\r x"
+    segs = split_segments(text)
+    assert [(s.text, s.source) for s in segs] == [
+        ("step:1 - a:1", "(main_task pid=1)"), ("noise", "(pid=2)"), (" x", ""),
+    ]
+
+
+def test_verl_fixture_merges_lines_of_a_step_and_reads_config():
+    (run,) = load_runs(FIXTURES / "console" / "verl.log")
+    assert run.mapping["reward_mean"] == "critic/score/mean"
+    assert run.mapping["kl"] == "actor/kl_loss"
+    assert run.mapping["learning_rate"] == "actor/lr"
+    assert run.frame.loc[12, "learning_rate"] == 1.2e-05
+    # The validation line printed before the step's main line is merged into the same row.
+    assert run.frame.loc[8, "heldout_score"] == pytest.approx(0.38)
+    assert run.frame.loc[8, "reward_mean"] == 0.45
+    assert run.duplicate_steps == 0 and run.restarts == 0
+    cfg = run.config
+    assert cfg["actor_rollout_ref.actor.optim.lr"] == 1e-06
+    assert cfg["algorithm.adv_estimator"] == "grpo"
+    assert cfg["actor_rollout_ref.rollout.n"] == 8
+    assert cfg["trainer.logger"] == ["console"]
+    assert cfg["algorithm.kl_ctrl.kl_coef"] == 0.001  # from the pretty-printed config dict
+    assert cfg["actor_rollout_ref.actor.clip_ratio"] == 0.2
+    assert cfg["total_training_steps"] == 12
+
+
+def test_hydra_overrides_passed_as_one_quoted_string(tmp_path):
+    path = write(tmp_path / "run.log",
+                 'bash run.sh "data.train_batch_size=256 actor_rollout_ref.actor.optim.lr=1e-6"\n'
+                 "step:0 - critic/score/mean:0.5 - critic/kl:0.000\n")
+    (run,) = load_runs(path)
+    assert run.config["data.train_batch_size"] == 256
+    assert run.config["actor_rollout_ref.actor.optim.lr"] == 1e-06
+
+
+def test_lenient_config_survives_a_lost_line():
+    lines = [
+        "{'a': {'b': {'c': 1,",
+        "             'd': 2},",  # fine
+        "       'e': {'f': 3,",
+        # the line closing 'e' was lost from the capture
+        "       'g': 'x'},",
+        " 'h': [1, 2]}",
+    ]
+    assert lenient_config(lines) == {"a.b.c": 1, "a.b.d": 2, "a.e.f": 3, "a.g": "x", "h": [1, 2]}
+
+
+# --- printed dicts ------------------------------------------------------------------------------
+
+
+def test_literal_dict_reads_nan_inf_numpy_and_json_words():
+    d = literal_dict(
+        "{'loss': nan, 'kl': -inf, 'x': np.float64(0.5), 'y': tensor(2.0, device='cuda:0'), "
+        '"z": NaN, "ok": true, "none": null, \'s\': \'nan\'}'
+    )
+    assert d is not None
+    assert d["loss"] == "nan" and d["kl"] == "-inf" and d["x"] == 0.5 and d["y"] == 2.0
+    assert d["z"] == "nan" and d["ok"] is True and d["none"] is None
+
+
+def test_salvage_keeps_only_complete_numeric_entries():
+    cut = "{'loss': 0.0, 'reward': 'nan', 'note': 'text', 'completion_length': 887.8"
+    assert salvage_pairs(cut) == {"loss": "0.0", "reward": "nan"}
+
+
+def test_hostile_dict_is_never_executed(tmp_path):
+    marker = tmp_path / "pwned"
+    path = write(
+        tmp_path / "evil.log",
+        f"{{'loss': 0.5, 'x': __import__('os').system('touch {marker}')}}\n"
+        f"{{'loss': 0.25, 'y': (lambda: open('{marker}', 'w'))()}}\n"
+        "{'loss': 0.125, 'grad_norm': 1.0}\n",
+    )
+    (run,) = load_runs(path)
+    assert not marker.exists()
+    assert list(run.frame["loss"]) == [0.5, 0.25, 0.125]
+    assert "x" not in run.frame.columns and "y" not in run.frame.columns
+    assert any("not plain literals" in n for n in run.notes)
+
+
+def test_trl_fixture_steps_come_from_the_progress_bar():
+    (run,) = load_runs(FIXTURES / "console" / "trl.log")
+    assert run.step_source == "given"
+    assert any("progress bar" in n for n in run.notes)
+    assert run.summary["train_runtime"] == 60.0
+    assert "train_loss" not in run.frame.columns  # the closing summary is not a row
+
+
+def test_real_trainer_console_matches_its_trainer_state():
+    (console,) = load_runs(FIXTURES / "console" / "hf-trainer-real.log")
+    (state,) = load_runs(FIXTURES / "trainer_state" / "hf-real")
+    assert list(console.frame.index) == list(state.frame.index) == [2, 4, 6, 8, 10, 12]
+    for metric in ("loss", "grad_norm", "learning_rate", "eval_loss"):
+        a, b = console.frame[metric].to_numpy(), state.frame[metric].to_numpy()
+        np.testing.assert_allclose(a, b, rtol=2e-3)  # transformers 5 prints 4 digits
+
+
+def test_stated_logging_steps_number_the_dicts(tmp_path):
+    path = write(tmp_path / "run.txt",
+                 "TrainingArguments(logging_steps=5, max_steps=15)\n"
+                 "{'loss': 0.3, 'reward': 1.0}\n{'loss': 0.2, 'reward': 1.5}\n"
+                 "{'eval_loss': 0.4, 'epoch': 0.5}\n{'loss': 0.1, 'reward': 2.0}\n")
+    (run,) = load_runs(path)
+    assert list(run.frame.index) == [5, 10, 15]
+    assert run.frame.loc[10, "eval_loss"] == 0.4  # an eval line shares the last train step
+    assert run.config["max_steps"] == 15
+
+
+def test_without_any_step_the_dicts_are_numbered_with_a_note(tmp_path):
+    path = write(tmp_path / "run.txt", "{'loss': 0.3, 'kl': nan}\nfoo\n{'loss': 0.2, 'kl': 0.1}\n")
+    (run,) = load_runs(path)
+    assert list(run.frame.index) == [1, 2]
+    assert list(run.nan_steps["kl"]) == [1]
+    assert any("log-line numbers" in n for n in run.notes)
+
+
+def test_step_keys_and_ms_swift_progress(tmp_path):
+    path = write(tmp_path / "run.log",
+                 "{'step': 7, 'loss': 0.1}\n{'step': 9, 'loss': 0.2}\n")
+    assert list(load_runs(path)[0].frame.index) == [7, 9]
+    swift = write(tmp_path / "swift.log",
+                  '{"loss": 0.1, "kl": NaN, "global_step/max_steps": "300/1296", '
+                  '"elapsed_time": "20h 20m"}\n')
+    (run,) = load_runs(swift)
+    assert list(run.frame.index) == [300] and list(run.nan_steps["kl"]) == [300]
+
+
+def test_transformers5_string_values(tmp_path):
+    path = write(tmp_path / "run.log", "{'loss': '0.1234', 'grad_norm': 'nan', 'epoch': '1'}\n")
+    (run,) = load_runs(path)
+    assert run.frame["loss"].iloc[0] == 0.1234
+    assert "grad_norm" in run.nan_steps
+
+
+# --- tables and key: value blocks ---------------------------------------------------------------
+
+
+def test_pipe_tables_are_merged_by_step(tmp_path):
+    path = write(tmp_path / "paste.txt",
+                 "Step | Training Loss | reward | kl | entropy\n"
+                 "1 | -0.28 | 13.4 | nan | 0\n2 | -0.14 | 6.9 | nan | No Log\n"
+                 "Step | Training Loss | reward | completions / mean_length | kl\n"
+                 "1 | -0.28 | 13.4 | 1115.4 | nan\n")
+    (run,) = load_runs(path)
+    assert list(run.frame.index) == [1, 2]
+    assert run.frame.loc[1, "response_length_mean"] == 1115.4
+    assert np.isnan(run.frame.loc[2, "entropy"]) and "entropy" not in run.nan_steps
+    assert list(run.nan_steps["kl"]) == [1, 2]
+    assert run.restarts == 0
+
+
+def test_markdown_table_with_bold_cells(tmp_path):
+    path = write(tmp_path / "report.md",
+                 "| step | grad_norm | score |\n|------|------|------|\n"
+                 "| 89 | 0.10 | 0.41 |\n| **90** | **NaN** | 0.43 |\n| 91+ | NaN | 0.0 |\n")
+    (run,) = load_runs(path)
+    assert list(run.frame.index) == [89, 90]
+    assert list(run.nan_steps["grad_norm"]) == [90]
+
+
+def test_key_value_blocks_are_the_last_resort(tmp_path):
+    path = write(tmp_path / "blocks.txt",
+                 "Reward Metrics:\n   reward: 0.5\n   kl: 0.01\n... and 7 more\n"
+                 "   reward: 0.6\n   kl: 0.02\n")
+    (run,) = load_runs(path)
+    assert list(run.frame["reward_mean"]) == [0.5, 0.6]
+    assert any("key: value" in n for n in run.notes)
+
+
+# --- detection and bad input --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,text,score", [
+    ("a.log", "x\nstep:1 - critic/score/mean:0.1\n", 90),
+    ("a.dat", "x\nstep:1 - critic/score/mean:0.1\n", 85),
+    ("a.md", "{'loss': 0.1, 'grad_norm': 2.0}\n", 85),
+    ("a.dat", "prefix {'epoch': 1, 'kl': 0.1}\n", 80),
+    ("a.txt", "Step | Training Loss | reward\n1 | 0.1 | 0.2\n", 70),
+    ("a.csv", "step:1 - critic/score/mean:0.1\n", 0),
+    ("a.log", "nothing to see\n", 0),
+])
+def test_sniff(tmp_path, name, text, score):
+    path = write(tmp_path / name, text)
+    assert IMPORTER.sniff(path, path.read_bytes()) == score
+
+
+def test_no_metrics_is_a_one_line_format_error(tmp_path):
+    path = write(tmp_path / "empty.log", "hello\nworld\n{'bos_token_id': None}\n")
+    with pytest.raises(FormatError, match=r"empty\.log: no metric lines found"):
+        IMPORTER.load(path, LoadOptions())
+
+
+def test_garbage_bytes(tmp_path):
+    path = tmp_path / "garbage.log"
+    path.write_bytes(bytes(range(256)) * 64)
+    assert IMPORTER.sniff(path, path.read_bytes()[:65536]) == 0
+    with pytest.raises(FormatError, match=r"garbage\.log"):
+        IMPORTER.load(path, LoadOptions())
+
+
+_LOG_BITS = st.sampled_from([
+    "step:", "1", " - ", "a/b:", "0.5", "nan", "(1e-4)", ":", "{", "}", "'loss'", "': ",
+    "[", "]", ",", "|", "Step", "\n", "\r", "\x1b[2m", "(main_task pid=1) ", " 10/43 [", "'",
+    '"', "inf", "=", "logging_steps=", "__import__('os')", "\t", "**", "No Log", "-",
+])
+
+
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(_LOG_BITS | st.text(max_size=8), max_size=60).map("".join))
+def test_arbitrary_text_parses_or_fails_cleanly(tmp_path, text):
+    path = tmp_path / "fuzz.log"
+    path.write_text(text, encoding="utf-8", errors="replace")
+    parse_console(text)
+    with contextlib.suppress(GrpoDoctorError):
+        IMPORTER.load(path, LoadOptions())
+
+
+@pytest.mark.parametrize("text", [
+    "{'" * 300_000,
+    "{'a': 1, " * 60_000,
+    "\n".join(["{'a': 1,"] * 20_000),
+    "x " + "'kl': " * 100_000,
+], ids=["dict-starts", "one-long-cut-dict", "open-dict-lines", "keys-without-dicts"])
+def test_hostile_shapes_stay_linear(tmp_path, text):
+    path = write(tmp_path / "big.log", text)
+    start = time.perf_counter()
+    IMPORTER.sniff(path, path.read_bytes()[:65536])
+    with contextlib.suppress(GrpoDoctorError):
+        IMPORTER.load(path, LoadOptions())
+    assert time.perf_counter() - start < 10  # about 0.5 s when linear; minutes when not

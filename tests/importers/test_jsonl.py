@@ -1,0 +1,67 @@
+"""JSON lines and the record helpers other importers share."""
+
+import math
+
+import numpy as np
+import pytest
+
+from grpo_doctor.errors import FormatError
+from grpo_doctor.importers import LoadOptions, load_runs
+from grpo_doctor.importers.jsonl import IMPORTER, flatten, records_frame, to_number
+from tests.importers.common import FIXTURES, write
+
+
+def test_fixture_counts_the_broken_line():
+    (run,) = load_runs(FIXTURES / "jsonl" / "run.jsonl")
+    assert run.mapping["reward_mean"] == "train/reward"
+    assert run.mapping["reward_component/format_reward"] == "rewards/format_reward/mean"
+    assert "1 line(s) were not JSON objects and were skipped" in run.notes
+
+
+@pytest.mark.parametrize("value,expected", [
+    (1, 1.0), (True, 1.0), ("0.25", 0.25), (" -1e-3 ", -0.001), ("NaN", math.nan),
+    ("-inf", -math.inf), ("nan(ind)", math.nan), (10**400, math.inf), ("abc", None),
+    (None, None), ([1], None), ("1/2", None),
+])
+def test_to_number(value, expected):
+    got = to_number(value)
+    if expected is None:
+        assert got is None
+    elif math.isnan(expected):
+        assert got is not None and math.isnan(got)
+    else:
+        assert got == expected
+
+
+def test_flatten_and_records_frame_tell_nan_from_gaps():
+    assert flatten({"a": {"b": 1, "c": {"d": 2}}, "e": 3}) == {"a/b": 1, "a/c/d": 2, "e": 3}
+    frame, explicit = records_frame([{"x": 1.0, "y": math.nan}, {"x": math.nan}, {"y": 2.0}])
+    assert set(explicit) == {"x", "y"}
+    assert explicit["x"].tolist() == [False, True, False]
+    assert explicit["y"].tolist() == [True, False, False]
+    assert np.isnan(frame.loc[2, "x"])
+
+
+def test_steps_strings_and_bad_lines(tmp_path):
+    path = write(tmp_path / "log.jsonl",
+                 '{"_step": 2, "loss": "0.5", "tag": "x"}\n[1, 2]\n\n{"_step": 1, "kl": NaN}\n')
+    (run,) = load_runs(path)
+    assert list(run.frame.index) == [1, 2]
+    assert run.restarts == 1  # the step went backwards in file order
+    assert list(run.nan_steps["kl"]) == [1]
+    assert "tag" not in run.frame.columns
+
+
+def test_nothing_parses(tmp_path):
+    path = write(tmp_path / "bad.jsonl", "not json\n{broken\n")
+    with pytest.raises(FormatError, match=r"bad\.jsonl: no line is a JSON object"):
+        IMPORTER.load(path, LoadOptions())
+
+
+def test_sniff(tmp_path):
+    a = write(tmp_path / "a.jsonl", '\n{"loss": 1}\n')
+    b = write(tmp_path / "a.log", '{"loss": 1}\n')
+    c = write(tmp_path / "c.json", '{\n  "loss": 1\n}\n')
+    assert IMPORTER.sniff(a, a.read_bytes()) == 85
+    assert IMPORTER.sniff(b, b.read_bytes()) == 80
+    assert IMPORTER.sniff(c, c.read_bytes()) == 0

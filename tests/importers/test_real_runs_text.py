@@ -1,0 +1,108 @@
+"""The text importers on the shared real runs (skipped when ../shared/real-runs is absent)."""
+
+import numpy as np
+import pytest
+
+from grpo_doctor.errors import GrpoDoctorError
+from grpo_doctor.importers import detect_format, load_runs
+from tests.helpers import REAL_RUNS
+
+pytestmark = pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared real runs not present")
+
+
+def _files(folder: str) -> list[str]:
+    if not (REAL_RUNS / folder).is_dir():
+        return []
+    return sorted(f"{folder}/{p.name}" for p in (REAL_RUNS / folder).iterdir() if p.is_file())
+
+
+VERL = {
+    "reward_mean": "critic/score/mean", "entropy": "actor/entropy_loss", "kl": "critic/kl",
+    "loss": "actor/pg_loss", "grad_norm": "actor/grad_norm", "learning_rate": "actor/lr",
+    "response_length_mean": "response_length/mean", "clip_fraction": "actor/pg_clipfrac",
+}
+UNSLOTH = {"reward_mean": "reward", "reward_std": "reward_std", "kl": "kl", "loss": "Training Loss"}
+
+
+@pytest.mark.parametrize("path", _files("verl-console"))
+def test_verl_console(path):
+    (run,) = load_runs(REAL_RUNS / path)
+    assert run.format == "console"
+    for canonical, source in VERL.items():
+        assert run.mapping[canonical] == source
+    assert run.first_step == 0 and run.n_steps > 100
+    # actor/lr(1e-4):0.010 is 0.010 in units of 1e-4.
+    np.testing.assert_allclose(run.frame["learning_rate"].dropna().iloc[0], 1e-6)
+    assert run.config["actor_rollout_ref.actor.optim.lr"] == 1e-06
+    assert run.config["algorithm.kl_ctrl.kl_coef"] == 0.001
+    assert "heldout_score" in run.mapping
+
+
+@pytest.mark.parametrize("path", _files("trl-console"))
+def test_trl_console(path):
+    (run,) = load_runs(REAL_RUNS / path)
+    assert list(run.frame.index) == [10, 20, 30, 40]
+    expected = {
+        "reward_mean": "reward", "entropy": "entropy", "grad_norm": "grad_norm",
+        "zero_std_fraction": "frac_reward_zero_std",
+        "response_length_mean": "completions/mean_length",
+        "reward_component/mc_idx_reward": "rewards/mc_idx_reward/mean",
+    }
+    for canonical, source in expected.items():
+        assert run.mapping[canonical] == source
+    if "181457" in path:  # the run that finished prints the closing summary dict
+        assert run.summary["train_runtime"] > 0
+
+
+@pytest.mark.parametrize("path", _files("notebooks"))
+def test_notebooks_match_their_extracted_tables(path):
+    (run,) = load_runs(REAL_RUNS / path)
+    assert run.format == "notebook"
+    for canonical, source in UNSLOTH.items():
+        assert run.mapping[canonical] == source
+    stem = path.split("/")[-1].removesuffix(".ipynb")
+    tables = [p for p in _files("notebook-tables") if p.split("/")[-1].startswith(stem + "__")]
+    for table in tables:
+        (csv_run,) = load_runs(REAL_RUNS / table)
+        if csv_run.frame.shape == run.frame.shape:
+            np.testing.assert_array_equal(csv_run.frame.to_numpy(), run.frame.to_numpy())
+            return
+    pytest.fail(f"no notebook table matches {path}")
+
+
+@pytest.mark.parametrize("path", _files("notebook-tables"))
+def test_notebook_tables(path):
+    assert detect_format(REAL_RUNS / path).name == "csv"
+    (run,) = load_runs(REAL_RUNS / path)
+    for canonical, source in UNSLOTH.items():
+        assert run.mapping[canonical] == source
+    length = run.mapping["response_length_mean"]
+    assert length in ("completion_length", "completions / mean_length")
+    sources = [run.mapping[c] for c in run.mapping if c.startswith("reward_component/")]
+    assert all(s.startswith("rewards / ") for s in sources)
+    # Every `rewards / <fn>` (or `rewards / <fn> / mean`) column is a reward component.
+    assert not [c for c in run.unmapped if c.startswith("rewards / ") and not c.endswith("std")]
+
+
+@pytest.mark.parametrize("path", _files("issue-snippets"))
+def test_issue_snippets(path):
+    try:
+        runs = load_runs(REAL_RUNS / path)
+    except GrpoDoctorError:
+        return  # a paste without metric lines may fail, but only cleanly
+    run = runs[0]
+    assert run.n_steps >= 1 and run.mapping
+
+
+@pytest.mark.parametrize("path,step,metric", [
+    ("issue-snippets/verl-721_nan_step59.txt", 59, "grad_norm"),
+    ("issue-snippets/agent-r1-30_nan_step83.txt", 83, "entropy"),
+    ("issue-snippets/ms-swift-4465_kl_nan.txt", 300, "kl"),
+    ("issue-snippets/open-r1-704_kl_nan_table.txt", 1, "kl"),
+    ("issue-snippets/tinyzero-experiments_ppo3b_nan_crash_table.md", 90, "grad_norm"),
+])
+def test_issue_snippets_keep_nan_evidence(path, step, metric):
+    if not (REAL_RUNS / path).is_file():
+        pytest.skip(f"{path} not present")
+    (run,) = load_runs(REAL_RUNS / path)
+    assert step in run.nan_steps[metric]
