@@ -26,10 +26,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grpo_doctor.engine import diagnose  # noqa: E402
-from grpo_doctor.errors import GrpoDoctorError  # noqa: E402
-from grpo_doctor.importers import load_runs  # noqa: E402
-from grpo_doctor.store import Run  # noqa: E402
+from grpo_doctor.engine import diagnose
+from grpo_doctor.errors import GrpoDoctorError
+from grpo_doctor.importers import load_runs
+from grpo_doctor.store import Run
 
 
 # Objective rules for the step at which a labeled failure became manifest.
@@ -138,7 +138,8 @@ def main() -> None:
         print(f"{m:26s} {rec:>12s} {false_crit.get(m, 0):>10d} {false_warn.get(m, 0):>10d} "
               f"{lead:>12s} {er:>13s}")
     if all_hits:
-        print(f"\noverall recall {sum(all_hits)}/{len(all_hits)} ({sum(all_hits) / len(all_hits):.0%}); "
+        share = sum(all_hits) / len(all_hits)
+        print(f"\noverall recall {sum(all_hits)}/{len(all_hits)} ({share:.0%}); "
               f"healthy runs {healthy_runs}: {sum(false_crit.values())} critical, "
               f"{sum(false_warn.values())} warning alarms; median lead time "
               f"{statistics.median(all_leads) if all_leads else float('nan'):+.0f} steps "

@@ -48,6 +48,23 @@ class Run:
     restarts: int = 0
     notes: list[str] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
+    # metric -> (steps, values) with gaps and non-finite values dropped; filled on first use
+    # and sliced (not recomputed) by ``truncated``, which replaying first alerts calls often.
+    _finite: dict[str, tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False, compare=False)
+
+    def finite_series(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        """(steps, values) of ``metric`` where it was logged as a finite number."""
+        cached = self._finite.get(metric)
+        if cached is None:
+            if metric not in self.frame.columns:
+                cached = (np.zeros(0, dtype=np.int64), np.zeros(0))
+            else:
+                values = self.frame[metric].to_numpy(dtype=np.float64)
+                keep = np.isfinite(values)
+                cached = (self.frame.index.to_numpy()[keep], values[keep])
+            self._finite[metric] = cached
+        return cached
 
     @property
     def steps(self) -> np.ndarray:
@@ -76,12 +93,16 @@ class Run:
         end = int(np.searchsorted(self.frame.index.to_numpy(), last_step, side="right"))
         frame = self.frame.iloc[:end]
         nan_steps = {k: v[v <= last_step] for k, v in self.nan_steps.items()}
+        finite = {}
+        for metric, (steps, values) in self._finite.items():
+            cut = int(np.searchsorted(steps, last_step, side="right"))
+            finite[metric] = (steps[:cut], values[:cut])
         return Run(
             name=self.name, source=self.source, format=self.format, frame=frame,
             config=self.config, mapping=self.mapping, conversions=self.conversions,
             proxies=self.proxies, unmapped=self.unmapped, nan_steps=nan_steps,
             step_source=self.step_source, duplicate_steps=self.duplicate_steps,
-            restarts=self.restarts, notes=self.notes, summary=self.summary,
+            restarts=self.restarts, notes=self.notes, summary=self.summary, _finite=finite,
         )
 
 

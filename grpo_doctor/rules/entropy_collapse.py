@@ -45,6 +45,7 @@ from grpo_doctor.rules.base import (
     Param,
     Rule,
     Skip,
+    aligned,
     fmt,
     head_tail,
     series,
@@ -72,13 +73,7 @@ PARAMS = (
 
 def cui_fit(run: Run) -> dict[str, float] | None:
     """Fit R = -a*exp(H) + b on steps where both are logged; ceiling at H=0 is b - a."""
-    both = run.frame[[ENTROPY, Metric.REWARD_MEAN.value]].dropna() if run.has(
-        Metric.REWARD_MEAN.value) else None
-    if both is None or len(both) < 8:
-        return None
-    h, r = both[ENTROPY].to_numpy(), both[Metric.REWARD_MEAN.value].to_numpy()
-    ok = np.isfinite(h) & np.isfinite(r)
-    h, r = h[ok], r[ok]
+    _, h, r = aligned(run, ENTROPY, Metric.REWARD_MEAN.value)
     if len(h) < 8 or np.ptp(h) == 0:
         return None
     x = np.exp(np.clip(h, -50, 50))

@@ -55,7 +55,7 @@ PARAMS = (
 
 
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
-    steps, g = series(run, GRAD)
+    steps, g = series(run, GRAD, reduce="max")
     g_steps, g = steps[g >= 0], g[g >= 0]
     if len(g) < 8:
         raise Skip("needs at least 8 logged grad-norm values")

@@ -45,6 +45,7 @@ from grpo_doctor.rules.base import (
     Param,
     Rule,
     Skip,
+    aligned,
     fmt,
     head_tail,
     series,
@@ -91,12 +92,11 @@ def _heldout_turnover(run: Run, p) -> dict | None:
 
 
 def _efficiency_collapse(run: Run, p) -> dict | None:
-    both = run.frame[[REWARD, KL]].dropna() if run.has(REWARD) and run.has(KL) else None
-    if both is None or len(both) < 16:
+    steps, reward, kl = aligned(run, REWARD, KL)
+    if len(steps) < 16:
         return None
-    steps = both.index.to_numpy()
-    r = rolling_median(both[REWARD].to_numpy(), 5)
-    k = np.sqrt(np.maximum(rolling_median(both[KL].to_numpy(), 5), 0))
+    r = rolling_median(reward, 5)
+    k = np.sqrt(np.maximum(rolling_median(kl, 5), 0))
     if k[-1] ** 2 < p["min_kl"] or not mann_kendall(steps, k).increasing(0.01):
         return None
     mid = int(np.searchsorted(k, (k[0] + k[-1]) / 2)) if np.all(np.diff(k) >= 0) else len(k) // 2

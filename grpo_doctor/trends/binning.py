@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Statistics that cost O(n^2) run on at most this many points.
-MAX_POINTS = 400
+#: Statistics that cost O(n^2) run on at most this many points (256 bins keep a Mann-Kendall
+#: test's power for the trends that matter while costing ~1 ms).
+MAX_POINTS = 256
 
 
 def finite(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
