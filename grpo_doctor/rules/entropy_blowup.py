@@ -18,8 +18,9 @@ How it is detected
     reward falling, or log-prob falling.
 
 False positives
-    Entropy bonuses and temperature schedules raise entropy on purpose; a small rise (< 50%)
-    with the reward improving is healthy exploration.
+    Entropy bonuses, Clip-Higher and temperature schedules raise entropy on purpose: a rise of
+    less than twice ``rise`` that the reward pays for, with no other sign, is reported as
+    exploration (ok).
 
 Remedies
     Lower the learning rate; lower clip_ratio_high / the entropy coefficient; check
@@ -80,8 +81,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     same = run.mapping.get(Metric.LOG_PROB_MEAN.value) == run.mapping.get(ENTROPY)
     if len(lp) >= 8 and not same and mann_kendall(lp_steps, lp).decreasing(0.01):
         corroboration.append("log-prob falling")
-    status = Status.CRITICAL if corroboration else Status.WARNING
     evidence["corroboration"] = corroboration
+    if not corroboration and progress.logged and progress.improving and rise < 2 * p["rise"]:
+        # Clip-Higher and entropy bonuses raise entropy on purpose; paid for by reward, a
+        # moderate rise is exploration, not a blow-up.
+        return Outcome(Status.OK, f"entropy rose {rise:.0%} ({fmt(low)} -> {fmt(late)}) while "
+                       f"the reward improved: exploration, not a blow-up", evidence=evidence,
+                       key_metric=ENTROPY)
+    status = Status.CRITICAL if corroboration else Status.WARNING
     evidence["threshold"] = f"entropy up >= {p['rise']:.0%} from its low, rising"
     why = f", with {', '.join(corroboration)}" if corroboration else ""
     summary = (f"entropy blow-up: entropy rose {rise:.0%} from {fmt(low)} to {fmt(late)} from "

@@ -394,3 +394,13 @@ CASES += [
          tolerance=80),
     Case("entropy flat and noisy", "entropy_blowup", entropy_flat_noisy, ("ok",)),
 ]
+
+
+def entropy_rises_with_reward() -> Run:
+    # DAPO-style Clip-Higher: entropy creeps up 70% while the reward keeps improving.
+    ent = 0.3 + 0.21 * T / N + ar1(72, N, 0.01)
+    return make_run(actor__entropy=ent, critic__score__mean=rising_reward(73))
+
+
+CASES.append(Case("entropy rises with reward (Clip-Higher)", "entropy_blowup",
+                  entropy_rises_with_reward, ("ok",)))
