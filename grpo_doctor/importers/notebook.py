@@ -198,6 +198,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         notes.append(
             f"the notebook holds {n_runs} training tables: read the longest one with rewards"
         )
+    if chain[0].header[0].strip().lower() == "epoch":
+        notes.append("the progress table counts epochs, not steps: steps are epoch numbers")
     config: dict[str, Any] = {}
     progress = chain[-1].progress
     if progress is not None:

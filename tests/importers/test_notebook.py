@@ -45,6 +45,14 @@ def test_tables_that_continue_each_other_are_joined(tmp_path):
     assert list(run.frame["reward_mean"].fillna(-1)) == [0.5, -1, 0.7]
 
 
+def test_epoch_tables_say_so(tmp_path):
+    header = ["Epoch", "Training Loss", "Validation Loss"]
+    path = write(tmp_path / "sft.ipynb", _nb(_html_output(header, [["1", "0.5", "0.6"]])))
+    (run,) = load_runs(path)
+    assert list(run.frame.index) == [1]
+    assert any("epoch numbers" in n for n in run.notes)
+
+
 def test_text_table_and_printed_dicts_are_fallbacks(tmp_path):
     stream = {"output_type": "stream", "name": "stdout",
               "text": ["Step\tTraining Loss\treward\n", "1\t0.5\t1.0\n", "2\t0.4\t1.5\n"]}
