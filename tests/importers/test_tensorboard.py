@@ -1,0 +1,420 @@
+"""TensorBoard importer: the three scalar encodings, restarts, damaged files, the real run.
+
+Fixtures come from ``scripts/make_fixtures_tb_wandb.py`` (tensorboardX and tensorboard's own
+writers); ``grpo_synthetic.csv`` holds the same values.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grpo_doctor.errors import FormatError, GrpoDoctorError
+from grpo_doctor.importers import LoadOptions, detect_format, load_run, load_runs
+from grpo_doctor.importers import tensorboard as tb
+from grpo_doctor.store import Run
+from tests.helpers import REAL_RUNS
+from tests.importers.common import FIXTURES
+
+FIX = FIXTURES / "tensorboard"
+CSV = FIX / "grpo_synthetic.csv"
+RUN_FOLDERS = ["simple_value", "tensor_float_val", "tensor_content", "restart"]
+CONFIG = {
+    "learning_rate": 1e-6, "beta": 0.04, "num_generations": 8, "max_completion_length": 512,
+    "model": {"name": "Qwen2.5-0.5B-Instruct", "dtype": "bfloat16"},
+}
+
+
+@pytest.fixture(scope="module")
+def expected() -> Run:
+    return load_run(CSV)
+
+
+def assert_same(run: Run, expected: Run) -> None:
+    assert list(run.frame.columns) == list(expected.frame.columns)
+    assert run.frame.index.equals(expected.frame.index)
+    np.testing.assert_allclose(
+        run.frame.to_numpy(), expected.frame.to_numpy(), rtol=1e-6, atol=0, equal_nan=True
+    )
+    assert run.nan_steps.keys() == expected.nan_steps.keys()
+    for key, steps in expected.nan_steps.items():
+        np.testing.assert_array_equal(run.nan_steps[key], steps)
+
+
+def event_file(folder: str) -> Path:
+    (path,) = sorted((FIX / folder).glob("*tfevents*"))[:1]
+    return path
+
+
+def records(data: bytes) -> list[tuple[int, bytes]]:
+    """(offset, payload) of each complete record, trusting the lengths."""
+    out = []
+    pos = 0
+    while pos + 12 <= len(data):
+        (n,) = struct.unpack_from("<Q", data, pos)
+        if pos + 16 + n > len(data):
+            break
+        out.append((pos, data[pos + 12 : pos + 12 + n]))
+        pos += 16 + n
+    return out
+
+
+def frame_records(payloads: list[bytes]) -> bytes:
+    """TFRecord framing with correct masked CRCs."""
+    out = bytearray()
+    for p in payloads:
+        head = struct.pack("<Q", len(p))
+        out += head + struct.pack("<I", tb.masked_crc32c(head)) + p
+        out += struct.pack("<I", tb.masked_crc32c(p))
+    return bytes(out)
+
+
+def scalar_points(payload: bytes) -> list[tuple[str, int]]:
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    ev = Event.FromString(payload)
+    return [(v.tag, ev.step) for v in ev.summary.value if v.WhichOneof("value")]
+
+
+def load_file(path: Path) -> Run:
+    return tb.IMPORTER.load(path, LoadOptions())[0]
+
+
+# --- round trips ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("folder", RUN_FOLDERS)
+def test_each_writer_round_trips_to_the_csv(folder: str, expected: Run) -> None:
+    path = FIX / folder
+    assert detect_format(path).name == "tensorboard"
+    run = load_run(path)
+    assert run.format == "tensorboard"
+    assert run.name == folder
+    assert_same(run, expected)
+    assert run.mapping["reward_mean"] == "train/reward"
+    assert run.mapping["zero_std_fraction"] == "train/frac_reward_zero_std"
+    assert run.mapping["response_length_mean"] == "train/completions/mean_length"
+
+
+def test_fixtures_use_the_encodings_they_claim() -> None:
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    def kinds(folder: str) -> set[tuple[str, bool]]:
+        out = set()
+        for _, payload in records(event_file(folder).read_bytes()):
+            for v in Event.FromString(payload).summary.value:
+                if v.tag.startswith("train/reward"):
+                    t = v.tensor
+                    kind = v.WhichOneof("value")
+                    if kind == "tensor":
+                        kind = "tensor_content" if t.tensor_content else "float_val"
+                    out.add((kind, v.HasField("metadata")))
+        return out
+
+    assert kinds("simple_value") == {("simple_value", False)}
+    assert kinds("tensor_float_val") == {("float_val", True)}
+    assert kinds("tensor_content") == {("tensor_content", True), ("tensor_content", False)}
+
+
+def test_a_single_file_is_a_run_named_after_its_folder(expected: Run) -> None:
+    path = event_file("simple_value")
+    assert tb.IMPORTER.sniff(path, path.read_bytes()[:64]) == 95
+    run = load_run(path)
+    assert run.name == "simple_value"
+    assert run.source == str(path)
+    assert_same(run, expected)
+
+
+def test_hf_text_summary_becomes_config_and_histograms_are_skipped() -> None:
+    run = load_run(FIX / "simple_value")
+    assert run.config == CONFIG
+    assert not any("completion_lengths" in c for c in run.frame.columns)
+
+
+def test_bulk_decoder_agrees_with_record_by_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = {f: load_run(FIX / f).frame for f in RUN_FOLDERS}
+    monkeypatch.setattr(tb, "_BULK_MIN_GROUP", 10**9)
+    for folder, frame in fast.items():
+        slow = load_run(FIX / folder).frame
+        assert frame.equals(slow), folder
+
+
+def test_most_records_take_the_bulk_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    original = tb._one_by_one
+
+    def counting(b, pts, idx, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(len(idx))
+        return original(b, pts, idx, *args, **kwargs)
+
+    monkeypatch.setattr(tb, "_one_by_one", counting)
+    for folder in ("simple_value", "tensor_float_val", "tensor_content"):
+        seen.clear()
+        load_run(FIX / folder)
+        n_records = len(records(event_file(folder).read_bytes()))
+        assert sum(seen) < 0.05 * n_records, folder
+
+
+# --- restarts and folders of runs -------------------------------------------------------------
+
+
+def test_restart_merges_by_step_last_file_wins(expected: Run) -> None:
+    run = load_run(FIX / "restart")
+    assert run.restarts == 1
+    assert any("2 event files merged" in n for n in run.notes)
+    assert_same(run, expected)  # the first file's different steps 101-120 were replaced
+
+
+def test_restart_order_comes_from_the_file_timestamps(tmp_path: Path, expected: Run) -> None:
+    older, newer = sorted((FIX / "restart").glob("*tfevents*"))
+    # Names sort the other way round alphabetically; the timestamp decides.
+    shutil.copy(older, tmp_path / "events.out.tfevents.1700000000.zz")
+    shutil.copy(newer, tmp_path / "events.out.tfevents.1700003600.aa")
+    assert_same(load_run(tmp_path), expected)
+
+
+def test_parent_folder_holds_one_run_per_event_folder(tmp_path: Path) -> None:
+    shutil.copytree(FIX / "simple_value", tmp_path / "a")
+    shutil.copytree(FIX / "tensor_content", tmp_path / "nested" / "b")
+    (tmp_path / "notes.txt").write_text("not an event file")
+    assert tb.IMPORTER.sniff(tmp_path, b"") == 90
+    runs = load_runs(tmp_path)
+    assert sorted(r.name for r in runs) == ["a", "nested/b"]
+    assert [r.name for r in load_runs(tmp_path, run="nested/b")] == ["nested/b"]
+
+
+def test_fixture_root_is_four_runs() -> None:
+    runs = load_runs(FIX, format="tensorboard")
+    assert sorted(r.name for r in runs) == sorted(RUN_FOLDERS)
+
+
+# --- damaged files ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cut", ["crc", "payload", "header"])
+def test_truncated_tail_reads_every_complete_record(tmp_path: Path, cut: str,
+                                                    expected: Run) -> None:
+    data = event_file("tensor_content").read_bytes()
+    recs = records(data)
+    last_off, last_payload = recs[-1]
+    keep = {"crc": len(data) - 1, "payload": last_off + 12 + len(last_payload) // 2,
+            "header": last_off + 6}[cut]
+    path = tmp_path / "events.out.tfevents.1.cut"
+    path.write_bytes(data[:keep])
+    run = load_file(path)
+    assert f"truncated final record at byte {last_off} (run still being written?)" in run.notes
+    lost = scalar_points(last_payload)
+    assert len(lost) == 1
+    frame = expected.frame.copy()
+    tag, step = lost[0]
+    frame.loc[step, _canonical(expected, tag)] = np.nan
+    got = run.frame.reindex(frame.index)
+    np.testing.assert_allclose(got.to_numpy(), frame.to_numpy(), rtol=1e-6, equal_nan=True)
+
+
+def _canonical(run: Run, tag: str) -> str:
+    for canonical, src in run.mapping.items():
+        if src == tag:
+            return canonical
+    return tag
+
+
+@pytest.mark.parametrize("where", ["payload", "length"])
+def test_corrupt_record_is_skipped_and_noted(tmp_path: Path, where: str,
+                                             expected: Run) -> None:
+    data = bytearray(event_file("tensor_content").read_bytes())
+    recs = records(bytes(data))
+    off, payload = recs[len(recs) // 2]
+    if where == "payload":
+        data[off + 12 + len(payload) - 3] ^= 0xFF
+    else:
+        data[off + 1] ^= 0x01  # the length field: its CRC fails, reading resynchronises
+    path = tmp_path / "events.out.tfevents.2.bad"
+    path.write_bytes(bytes(data))
+    run = load_file(path)
+    assert run.notes == [f"corrupt record at byte {off} skipped"]
+    (tag, step), = scalar_points(payload)
+    column = _canonical(expected, tag)
+    frame = expected.frame.copy()
+    frame.loc[step, column] = np.nan
+    np.testing.assert_allclose(run.frame.to_numpy(), frame.to_numpy(), rtol=1e-6,
+                               equal_nan=True)
+
+
+def test_random_bytes_are_a_format_error(tmp_path: Path) -> None:
+    path = tmp_path / "events.out.tfevents.3.random"
+    path.write_bytes(np.random.default_rng(0).bytes(5000))
+    with pytest.raises(FormatError, match="not a TensorBoard event file"):
+        load_file(path)
+    other = tmp_path / "blob.bin"
+    other.write_bytes(np.random.default_rng(1).bytes(5000))
+    assert tb.IMPORTER.sniff(other, other.read_bytes()) == 0
+    empty = tmp_path / "events.out.tfevents.4.empty"
+    empty.write_bytes(b"")
+    with pytest.raises(FormatError):
+        load_file(empty)
+
+
+def test_event_file_without_scalars_is_a_format_error(tmp_path: Path) -> None:
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    w = EventFileWriter(str(tmp_path))
+    histo = summary_pb2.HistogramProto(min=0, max=1, num=2, sum=1, bucket_limit=[1],
+                                       bucket=[2])
+    for step in range(5):
+        w.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(
+            value=[summary_pb2.Summary.Value(tag="h", histo=histo)])))
+    w.close()
+    (path,) = tmp_path.glob("*tfevents*")
+    with pytest.raises(FormatError, match="no scalar events in TensorBoard file"):
+        load_run(path)
+    with pytest.raises(FormatError, match="no scalar events"):
+        load_run(tmp_path)
+
+
+def test_sniff_scores(tmp_path: Path) -> None:
+    assert tb.IMPORTER.sniff(tmp_path, b"") == 0  # empty folder
+    (tmp_path / "readme.md").write_text("hello")
+    assert tb.IMPORTER.sniff(tmp_path, b"") == 0  # a folder without event files
+    renamed = tmp_path / "scalars.bin"
+    data = event_file("simple_value").read_bytes()
+    renamed.write_bytes(data)
+    assert tb.IMPORTER.sniff(renamed, data[:65536]) == 80
+    assert detect_format(renamed).name == "tensorboard"
+    assert tb.IMPORTER.sniff(FIX, b"") == 90
+    assert tb.IMPORTER.sniff(FIX / "restart", b"") == 90
+
+
+# --- encodings and the plugin rule ------------------------------------------------------------
+
+
+def _tensor_value(tag: str, tensor: object, plugin: str | None) -> object:
+    from tensorboard.compat.proto import summary_pb2
+
+    v = summary_pb2.Summary.Value(tag=tag, tensor=tensor)
+    if plugin is not None:
+        v.metadata.plugin_data.plugin_name = plugin
+    return v
+
+
+def test_tensor_encodings_and_plugin_rule(tmp_path: Path) -> None:
+    from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2
+    from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    def tensor(**kw: object) -> object:
+        return tensor_pb2.TensorProto(tensor_shape=TensorShapeProto(), **kw)
+
+    w = EventFileWriter(str(tmp_path))
+    for step in range(6):
+        x = step + 0.5
+        values = [
+            # "scalars" named on the first event only (TF2), tensor_content float64
+            _tensor_value("f64", tensor(dtype=types_pb2.DT_DOUBLE,
+                                        tensor_content=struct.pack("<d", x)),
+                          "scalars" if step == 0 else None),
+            _tensor_value("i32", tensor(dtype=types_pb2.DT_INT32,
+                                        tensor_content=struct.pack("<i", step)), None),
+            _tensor_value("half", tensor(dtype=types_pb2.DT_HALF,
+                                         tensor_content=np.float16(x).tobytes()), None),
+            _tensor_value("i64", tensor(dtype=types_pb2.DT_INT64, int64_val=[step * 10]), None),
+            _tensor_value("d", tensor(dtype=types_pb2.DT_DOUBLE, double_val=[x]), "scalars"),
+            _tensor_value("hv", tensor(dtype=types_pb2.DT_HALF,
+                                       half_val=[int(np.float16(x).view(np.uint16))]), None),
+            _tensor_value("b", tensor(dtype=types_pb2.DT_BOOL, bool_val=[step % 2 == 0]), None),
+            # refused: another plugin, a vector, text
+            _tensor_value("hist", tensor(dtype=types_pb2.DT_FLOAT, float_val=[x]),
+                          "histograms" if step == 0 else None),
+            _tensor_value("vec", tensor_pb2.TensorProto(
+                dtype=types_pb2.DT_FLOAT, float_val=[1.0, 2.0],
+                tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=2)])), None),
+            _tensor_value("txt", tensor(dtype=types_pb2.DT_STRING, string_val=[b"hi"]), "text"),
+        ]
+        # one event per value (bulk path) and one multi-value summary (record by record)
+        for v in values:
+            w.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(value=[v])))
+        w.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(value=[
+            summary_pb2.Summary.Value(tag="multi_a", simple_value=x),
+            summary_pb2.Summary.Value(tag="multi_b", simple_value=-x),
+        ])))
+    w.close()
+    run = load_run(tmp_path)
+    f = run.frame
+    steps = np.arange(6)
+    assert sorted(f.columns) == sorted(["f64", "i32", "half", "i64", "d", "hv", "b",
+                                        "multi_a", "multi_b"])
+    np.testing.assert_allclose(f["f64"], steps + 0.5)
+    np.testing.assert_allclose(f["i32"], steps)
+    np.testing.assert_allclose(f["half"], steps + 0.5)
+    np.testing.assert_allclose(f["i64"], steps * 10)
+    np.testing.assert_allclose(f["d"], steps + 0.5)
+    np.testing.assert_allclose(f["hv"], steps + 0.5)
+    np.testing.assert_allclose(f["b"], (steps % 2 == 0).astype(float))
+    np.testing.assert_allclose(f["multi_b"], -(steps + 0.5))
+
+
+# --- fuzzing: only GrpoDoctorError or a run, never another exception ---------------------------
+
+
+def _try_load(data: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "events.out.tfevents.0.fuzz"
+        path.write_bytes(data)
+        try:
+            runs = tb.IMPORTER.load(path, LoadOptions())
+        except GrpoDoctorError:
+            return
+        assert runs and runs[0].n_steps > 0
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=4096))
+def test_arbitrary_bytes_never_crash(data: bytes) -> None:
+    _try_load(data)
+
+
+_REAL_PAYLOADS = [p for _, p in records(event_file("tensor_float_val").read_bytes())[:40]]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, len(_REAL_PAYLOADS) - 1), st.integers(0, 200),
+                          st.integers(0, 255), st.booleans()), max_size=60),
+       st.lists(st.binary(max_size=48), max_size=5))
+def test_mutated_payloads_with_valid_crcs_never_crash(
+    edits: list[tuple[int, int, int, bool]], junk: list[bytes]
+) -> None:
+    # Many near-identical records (the bulk path groups them) with bytes changed or cut,
+    # framed with correct CRCs so the decoder itself sees the damage.
+    payloads = [_REAL_PAYLOADS[0]]
+    for i, pos, byte, cut in edits:
+        p = bytearray(_REAL_PAYLOADS[i])
+        if cut:
+            p = p[: pos % (len(p) + 1)]
+        elif p:
+            p[pos % len(p)] = byte
+        payloads.append(bytes(p))
+    _try_load(frame_records(payloads + junk))
+
+
+# --- the real run -----------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not (REAL_RUNS / "tensorboard").is_dir(), reason="real runs not present")
+def test_real_tensorboard_run() -> None:
+    (run,) = load_runs(REAL_RUNS / "tensorboard")
+    assert run.format == "tensorboard"
+    assert 35 <= run.n_steps <= 45
+    assert run.mapping["reward_mean"] == "train/reward"
+    assert run.mapping["kl"] == "train/kl"
+    assert run.mapping["response_length_mean"] == "train/completion_length"
+    assert run.has("reward_mean") and run.has("grad_norm")
+    assert run.notes == []
+    assert "beta" in run.config  # the HF TrainingArguments text summary
