@@ -128,6 +128,82 @@ def diagnose(
     raise typer.Exit(api.exit_code([result.diagnosis], settings.fail_on))
 
 
+AuditFormatOpt = Annotated[str, typer.Option(
+    "--format", "-f", help="Report format: terminal, json, junit or markdown.")]
+BaselineOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--baseline", help="Accepted findings (from --write-baseline): only new or worsened "
+    "findings fail.")]
+WriteBaselineOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--write-baseline", help="Write today's findings to this file as the accepted baseline.")]
+SinceOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--since", help="Only logs modified since this date or ISO time (2025-01-31, "
+    "2025-01-31T12:00Z).")]
+JobsOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
+    "--jobs", "-j", help="Worker processes (default: one per CPU; 1: no pool).")]
+StrictOpt = Annotated[bool, typer.Option(
+    "--strict", help="Unreadable logs also exit 1 (by default they are reported only).")]
+
+
+@app.command()
+def audit(
+    paths: Annotated[list[str], typer.Argument(
+        help="Logs, folders (searched recursively), glob patterns (quote them) or "
+        "wandb://entity/project.")],
+    format: AuditFormatOpt = "terminal",
+    fail_on: FailOnOpt = None,
+    baseline: BaselineOpt = None,
+    write_baseline: WriteBaselineOpt = None,
+    since: SinceOpt = None,
+    jobs: JobsOpt = None,
+    strict: StrictOpt = False,
+    map: MapOpt = [],  # noqa: B006
+    set: SetOpt = [],  # noqa: B006
+    select: SelectOpt = [],  # noqa: B006
+    ignore: IgnoreOpt = [],  # noqa: B006
+    config: ConfigOpt = None,
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """Audit many runs at once (for CI): a summary of every run found, worst first.
+
+    A log that cannot be read is an error row; it never stops the rest. With --baseline only
+    new or worsened findings fail. On GitHub Actions the terminal report also prints
+    annotations. Exit code 0 when nothing fails, 1 when a finding at or above --fail-on does,
+    2 on a usage error or when no run could be read at all.
+    """
+    import os
+
+    from grpo_doctor import audit as auditing
+    from grpo_doctor.atomic import write_atomic
+    from grpo_doctor.errors import ConfigError
+    from grpo_doctor.reporters import audit_report as report
+
+    if format not in ("terminal", "json", "junit", "markdown"):
+        raise ConfigError(f"--format must be terminal, json, junit or markdown, got {format!r}")
+    if baseline is not None and write_baseline is not None:
+        raise ConfigError("give --baseline or --write-baseline, not both")
+    settings = _settings(config, map, set, select, ignore, fail_on)
+    accepted = auditing.Baseline.load(baseline) if baseline is not None else None
+    cutoff = auditing.parse_since(since) if since is not None else None
+    with report.progress_bar(sys.stderr.isatty()) as progress:
+        result = auditing.audit(paths, settings, jobs=jobs, since=cutoff, progress=progress,
+                                baseline=accepted)
+    if write_baseline is not None and result.runs:
+        today = auditing.Baseline.of(result.runs)
+        write_atomic(write_baseline, today.to_json(), force=force)
+        result = result.judged(settings.fail_on, today)
+    if format == "terminal" and os.environ.get("GITHUB_ACTIONS") == "true":
+        sys.stdout.write(report.github_annotations(result))
+    if format == "terminal" and output is None:
+        report.render_audit_terminal(result)
+    else:
+        render = {"terminal": report.render_audit_text, "json": report.render_audit_json,
+                  "junit": report.render_audit_junit,
+                  "markdown": report.render_audit_markdown}[format]
+        _emit(render(result), output, force)
+    raise typer.Exit(result.exit_code(strict=strict))
+
+
 @app.command()
 def demo() -> None:
     """Diagnose the bundled entropy-collapse example: what a report looks like (exit 0)."""

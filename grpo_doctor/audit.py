@@ -1,0 +1,528 @@
+"""Audit many runs at once (``grpo-doctor audit``): for CI over a folder of historical runs.
+
+Three steps:
+
+1. **Expand** the paths into sources. A file named on the command line is always a source. A
+   folder is searched recursively: a folder that a folder-reading importer owns (a TensorBoard
+   run folder, a wandb offline run, a Trainer output or checkpoint folder, a folder of
+   TensorBoard CSV downloads or parquet parts) is one source and is not descended into; other
+   files are tried one by one. A file that no importer recognises is passed over silently only
+   when it is clearly not a log (code, images, configs, weights, a ``.json`` that is not a
+   trainer state ...); one that looks like a log (``.csv``, ``.jsonl``, ``.parquet``, event
+   files ...) but cannot be read becomes an error row. Glob patterns expand like folders;
+   ``wandb://entity/project`` goes to :func:`grpo_doctor.importers.load_runs`.
+2. **Diagnose** every source, in a process pool. A worker loads and diagnoses and sends back
+   plain dicts (the ``diagnose`` JSON contract), never frames. Any failure is an error row with
+   a one-line reason: one bad file never stops the rest.
+3. **Judge** the findings against ``fail_on`` and, optionally, a :class:`Baseline` of accepted
+   findings: with a baseline, a finding fails only when it is new or has worsened.
+
+Runs are keyed by run name and source path *relative to the audited root*, so a baseline
+survives moving the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import datetime
+from glob import glob
+from pathlib import Path
+from typing import Any
+
+from grpo_doctor.api import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, checked_map, doctor_config
+from grpo_doctor.config import Settings
+from grpo_doctor.engine import DoctorConfig, diagnose
+from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
+from grpo_doctor.findings import SCHEMA_VERSION
+from grpo_doctor.importers import HEAD_BYTES, Importer, detect_format, load_runs, registry
+from grpo_doctor.reporters.json_report import to_json_obj
+
+#: ``progress(done, total)``: called once the sources are known, then after each source.
+ProgressFn = Callable[[int, int], None]
+
+#: Worst first.
+SEVERITY = {"critical": 2, "warning": 1, "healthy": 0}
+_FAILING = {"critical": {"critical"}, "warning": {"critical", "warning"}, "never": set()}
+
+#: Files never tried when found in a folder: clearly not training logs.
+_NOT_LOGS = frozenset({
+    ".py", ".pyc", ".pyi", ".pyx", ".c", ".h", ".cc", ".cpp", ".rs", ".go", ".java", ".js",
+    ".ts", ".sh", ".bat", ".ps1", ".md", ".rst", ".tex", ".html", ".htm", ".css", ".xml",
+    ".yaml", ".yml", ".toml", ".cfg", ".ini", ".conf", ".lock", ".png", ".jpg", ".jpeg", ".gif",
+    ".svg", ".webp", ".bmp", ".ico", ".pdf", ".mp4", ".mp3", ".wav", ".gz", ".tgz", ".zip",
+    ".tar", ".bz2", ".xz", ".zst", ".7z", ".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".h5",
+    ".onnx", ".gguf", ".npy", ".npz", ".pkl", ".pickle", ".model", ".vocab", ".tiktoken", ".so",
+    ".dll", ".exe", ".whl", ".db", ".sqlite", ".pem", ".key",
+})
+#: Files that are logs by their name: not recognised means broken, an error row.
+_LOG_SUFFIXES = frozenset({".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq", ".wandb"})
+_SKIP_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
+_CHECKPOINT = re.compile(r"checkpoint-\d+")
+_GLOB_MAGIC = re.compile(r"[*?[]")
+_FORMATS_LIST = re.compile(r"; formats: [^)]*")
+
+
+# --- sources ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """One thing to load: a file, a folder one importer owns, or a wandb:// URI."""
+
+    path: str
+    key: str  # relative to the audited root (posix), or the URI: what a baseline stores
+    explicit: bool = False  # named on the command line: never passed over silently
+    format: str | None = None  # the importer that owns a folder source
+
+
+def _is_uri(text: str) -> bool:
+    return text.startswith("wandb://")
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        rel = path.relative_to(root).as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    return path.resolve().name if rel == "." else rel
+
+
+def _not_a_log(path: Path) -> bool:
+    return path.name.startswith(".") or path.suffix.lower() in _NOT_LOGS
+
+
+def _named_like_a_log(path: Path) -> bool:
+    return path.suffix.lower() in _LOG_SUFFIXES or "tfevents" in path.name
+
+
+def _json_log(path: Path) -> bool:
+    """A ``.json`` that is a log: a trainer state (``log_history``), or JSON lines (several
+    lines, each an object). Not: an API response, a config, a tokenizer."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError:
+        return True  # let the importer say what is wrong
+    if b'"log_history"' in head:
+        return True
+    return sum(1 for line in head.splitlines() if line.lstrip().startswith(b"{")) >= 2
+
+
+def classify(path: Path, *, explicit: bool = False) -> Importer | None:
+    """The importer for a file, or None for a file that is clearly not a log (passed over).
+
+    Raises the detection error for a file named on the command line, or one that looks like a
+    log (by its name) but that no importer recognises.
+    """
+    if not explicit and (_not_a_log(path) or (path.suffix.lower() == ".json"
+                                              and not _json_log(path))):
+        return None
+    try:
+        imp = detect_format(path)
+    except FormatError:
+        if explicit or _named_like_a_log(path):
+            raise
+        return None
+    return imp
+
+
+def _owns(imp: Importer, folder: Path) -> bool:
+    """Whether ``folder`` is one source of ``imp``: it holds the format's files itself (or the
+    ``checkpoint-N`` folders of a Trainer output folder) and no log of another format."""
+    own = False
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            own = own or bool(_CHECKPOINT.fullmatch(entry.name) and imp.sniff(path, b"") > 0)
+            continue
+        if not entry.is_file():
+            continue
+        try:
+            kind = classify(path)
+        except GrpoDoctorError:
+            return False  # a broken log: look at the files one by one, so it is reported
+        if kind is not None:
+            if kind.name != imp.name:
+                return False
+            own = True
+    return own
+
+
+def folder_owner(folder: Path) -> Importer | None:
+    """The folder-reading importer that owns ``folder`` as one source, if any."""
+    scored = []
+    for order, imp in enumerate(registry()):
+        if imp.reads_folders:
+            try:
+                score = imp.sniff(folder, b"")
+            except (OSError, GrpoDoctorError):
+                score = 0
+            if score > 0:
+                scored.append((-score, order, imp))
+    for _, _, imp in sorted(scored, key=lambda t: (t[0], t[1])):
+        try:
+            if _owns(imp, folder):
+                return imp
+        except OSError:
+            return None
+    return None
+
+
+def _walk(folder: Path, root: Path, errors: list[AuditError]) -> Iterator[Source]:
+    owner = folder_owner(folder)
+    if owner is not None:
+        yield Source(str(folder), _rel(folder, root), format=owner.name)
+        return
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        errors.append(AuditError(_rel(folder, root), f"{folder}: cannot list the folder "
+                                 f"({exc.strerror or exc})"))
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name not in _SKIP_FOLDERS:
+                yield from _walk(path, root, errors)
+        elif entry.is_file() and not _not_a_log(path):
+            yield Source(str(path), _rel(path, root))
+
+
+def _glob_root(pattern: str) -> Path:
+    """The folder a glob pattern starts from: its parts before the first wildcard."""
+    parts = Path(pattern).parts
+    fixed = []
+    for part in parts:
+        if _GLOB_MAGIC.search(part):
+            break
+        fixed.append(part)
+    return Path(*fixed) if fixed else Path(".")
+
+
+def _newest_mtime(path: Path) -> float:
+    if path.is_file():
+        return path.stat().st_mtime
+    newest = path.stat().st_mtime
+    for folder, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            try:
+                newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime)
+            except OSError:
+                continue
+    return newest
+
+
+def expand(paths: Sequence[str], since: datetime | None = None
+           ) -> tuple[list[Source], list[AuditError]]:
+    """The sources behind ``paths`` (files, folders, glob patterns, wandb:// URIs), each once,
+    and the folders that could not be listed. ``since`` keeps files modified since then."""
+    sources: dict[str, Source] = {}
+    errors: list[AuditError] = []
+
+    def add(src: Source) -> None:
+        key = src.path if _is_uri(src.path) else os.path.realpath(src.path)
+        sources.setdefault(key, src)
+
+    for arg in paths:
+        path = Path(arg)
+        if _is_uri(arg):
+            add(Source(arg, arg, explicit=True))
+        elif path.is_dir():
+            for src in _walk(path, path, errors):
+                add(src)
+        elif path.exists():
+            add(Source(arg, path.name, explicit=True))
+        elif _GLOB_MAGIC.search(arg):
+            matches = sorted(glob(arg, recursive=True))
+            if not matches:
+                raise InputError(f"{arg}: the pattern matches no file or folder")
+            root = _glob_root(arg)
+            for match in map(Path, matches):
+                if match.is_dir():
+                    for src in _walk(match, root, errors):
+                        add(src)
+                elif match.is_file() and not _not_a_log(match):
+                    add(Source(str(match), _rel(match, root)))
+        else:
+            raise InputError(f"{arg}: no such file or folder")
+    out = list(sources.values())
+    if since is not None:
+        cutoff = since.timestamp()
+        out = [s for s in out if _is_uri(s.path) or _newest_mtime(Path(s.path)) >= cutoff]
+    return out, errors
+
+
+def parse_since(text: str) -> datetime:
+    """``--since``: a date (``2025-01-31``, local midnight) or an ISO time (``...T12:00Z``)."""
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(f"--since takes a date or an ISO time (2025-01-31, "
+                          f"2025-01-31T12:00:00Z), got {text!r}") from None
+
+
+# --- the work of one source (runs in a worker process) ------------------------------------
+
+
+def _one_line(text: object) -> str:
+    """A reason for an error row: one line, without the list of every format."""
+    return _FORMATS_LIST.sub("", " ".join(str(text).split()))
+
+
+def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
+                 ) -> dict[str, Any]:
+    """Load and diagnose one source: ``{"runs": [contract, ...]}``, ``{"error": reason}``, or
+    ``{"skip": True}`` for a file that is clearly not a log. Never raises."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fmt = src.format
+            if fmt is None and not _is_uri(src.path):
+                imp = classify(Path(src.path), explicit=src.explicit)
+                if imp is None:
+                    return {"skip": True}
+                fmt = imp.name
+            runs = load_runs(src.path, format=fmt, column_map=column_map)
+            return {"runs": [to_json_obj(diagnose(run, cfg)) for run in runs]}
+    except GrpoDoctorError as exc:
+        return {"error": _one_line(exc)}
+    except Exception as exc:
+        return {"error": f"internal error: {type(exc).__name__}: {_one_line(exc)}"}
+
+
+def _run_all(sources: list[Source], column_map: dict[str, str], cfg: DoctorConfig,
+             jobs: int | None, progress: ProgressFn | None) -> list[dict[str, Any]]:
+    total = len(sources)
+    results: list[dict[str, Any]] = [{} for _ in sources]
+    if progress:
+        progress(0, total)
+    workers = min(jobs or os.cpu_count() or 1, total)
+    if workers <= 1:
+        for i, src in enumerate(sources):
+            results[i] = diagnose_one(src, column_map, cfg)
+            if progress:
+                progress(i + 1, total)
+        return results
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:
+        futures = {pool.submit(diagnose_one, src, column_map, cfg): i
+                   for i, src in enumerate(sources)}
+        for done, future in enumerate(as_completed(futures), 1):
+            try:
+                results[futures[future]] = future.result()
+            except Exception as exc:  # a worker that died (killed, out of memory)
+                results[futures[future]] = {
+                    "error": f"internal error: {type(exc).__name__}: {_one_line(exc)}"}
+            if progress:
+                progress(done, total)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return results
+
+
+# --- results -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditError:
+    """A source that could not be read, and the one-line reason."""
+
+    source: str
+    error: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"source": self.source, "error": self.error}
+
+
+@dataclass(frozen=True)
+class AuditedRun:
+    """One run's diagnosis (the ``diagnose`` JSON contract) and how the audit judged it."""
+
+    source: str  # relative to the audited root
+    label: str  # the run's name, qualified by its source where names repeat
+    record: dict[str, Any]
+    failing: tuple[str, ...] = ()  # modes that fail the audit
+    new: tuple[str, ...] | None = None  # with a baseline: findings not in it
+    worsened: tuple[str, ...] | None = None  # with a baseline: warning -> critical
+
+    @property
+    def name(self) -> str:
+        return str(self.record["run"]["name"])
+
+    @property
+    def status(self) -> str:
+        return str(self.record["status"])
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        return [c for c in self.record["checks"] if c["status"] in ("warning", "critical")]
+
+    def to_dict(self) -> dict[str, Any]:
+        audit = {"source": self.source, "label": self.label, "failing": list(self.failing),
+                 "new": None if self.new is None else list(self.new),
+                 "worsened": None if self.worsened is None else list(self.worsened)}
+        return {**self.record, "audit": audit}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Accepted findings: (run name, source relative to the root, mode) -> status."""
+
+    findings: Mapping[tuple[str, str, str], str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, runs: Sequence[AuditedRun]) -> Baseline:
+        return cls({(r.name, r.source, c["mode"]): c["status"] for r in runs
+                    for c in r.findings})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Baseline:
+        where = os.fspath(path)
+        try:
+            data = json.loads(Path(where).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"{where}: baseline not found (write one with "
+                              f"--write-baseline)") from None
+        except OSError as exc:
+            raise ConfigError(f"{where}: cannot read the baseline ({exc.strerror or exc})"
+                              ) from None
+        except ValueError as exc:
+            raise ConfigError(f"{where}: the baseline is not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            data = {}
+        items = data.get("findings")
+        if data.get("schema_version") != SCHEMA_VERSION or not isinstance(items, list):
+            raise ConfigError(f"{where}: not a grpo-doctor baseline (schema_version "
+                              f"{SCHEMA_VERSION} with a findings list expected)")
+        out: dict[tuple[str, str, str], str] = {}
+        for item in items:
+            keys = ("run", "source", "mode", "status")
+            if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in keys):
+                raise ConfigError(f"{where}: each baseline finding needs run, source, mode and "
+                                  f"status strings, got {item!r}")
+            out[(item["run"], item["source"], item["mode"])] = item["status"]
+        return cls(out)
+
+    def to_json(self) -> str:
+        items = [{"run": run, "source": source, "mode": mode, "status": status}
+                 for (run, source, mode), status in sorted(self.findings.items(),
+                                                           key=lambda kv: (kv[0][1], *kv[0]))]
+        doc = {"schema_version": SCHEMA_VERSION, "findings": items}
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    runs: tuple[AuditedRun, ...]  # worst first, then by label
+    errors: tuple[AuditError, ...]  # by source
+    fail_on: str = "critical"
+    baseline: Baseline | None = None
+
+    def judged(self, fail_on: str, baseline: Baseline | None) -> AuditResult:
+        """The same runs judged against ``fail_on`` and ``baseline`` (None: every finding at or
+        above ``fail_on`` fails)."""
+        runs = tuple(_judge(r, fail_on, baseline) for r in self.runs)
+        return AuditResult(runs, self.errors, fail_on, baseline)
+
+    def summary(self) -> dict[str, int | None]:
+        status = Counter(r.status for r in self.runs)
+        with_baseline = self.baseline is not None
+        return {
+            "runs": len(self.runs), "critical": status["critical"], "warning": status["warning"],
+            "healthy": status["healthy"], "errors": len(self.errors),
+            "new": sum(len(r.new or ()) for r in self.runs) if with_baseline else None,
+            "worsened": sum(len(r.worsened or ()) for r in self.runs) if with_baseline else None,
+            "failing": sum(len(r.failing) for r in self.runs),
+        }
+
+    def exit_code(self, *, strict: bool = False) -> int:
+        """2 when no run could be read; 1 for a failing finding (or, ``strict``, an error row);
+        else 0."""
+        if not self.runs:
+            return EXIT_ERROR
+        if any(r.failing for r in self.runs) or (strict and self.errors):
+            return EXIT_FINDINGS
+        return EXIT_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--format json`` document."""
+        return {"schema_version": SCHEMA_VERSION, "runs": [r.to_dict() for r in self.runs],
+                "errors": [e.to_dict() for e in self.errors], "summary": self.summary()}
+
+
+def _judge(run: AuditedRun, fail_on: str, baseline: Baseline | None) -> AuditedRun:
+    failing, new, worsened = [], [], []
+    for check in run.findings:
+        mode, status = check["mode"], check["status"]
+        accepted = None if baseline is None else baseline.findings.get((run.name, run.source,
+                                                                        mode))
+        if baseline is not None and accepted is None:
+            new.append(mode)
+        elif accepted == "warning" and status == "critical":
+            worsened.append(mode)
+        if status in _FAILING[fail_on] and (baseline is None or mode in new + worsened):
+            failing.append(mode)
+    keep = baseline is not None
+    return AuditedRun(run.source, run.label, run.record, tuple(failing),
+                      tuple(new) if keep else None, tuple(worsened) if keep else None)
+
+
+def _labelled(found: list[tuple[str, dict[str, Any]]]) -> list[AuditedRun]:
+    names = Counter(record["run"]["name"] for _, record in found)
+    runs = []
+    for source, record in found:
+        name = str(record["run"]["name"])
+        label = name if names[name] == 1 else f"{name} ({source})"
+        runs.append(AuditedRun(source, label, record))
+    return sorted(runs, key=lambda r: (-SEVERITY.get(r.status, 0), r.label, r.source))
+
+
+def audit(
+    paths: Sequence[str],
+    settings: Settings | None = None,
+    *,
+    jobs: int | None = None,
+    since: datetime | None = None,
+    progress: ProgressFn | None = None,
+    baseline: Baseline | None = None,
+) -> AuditResult:
+    """Diagnose every run found under ``paths`` (see the module docstring).
+
+    ``jobs``: worker processes (default: one per CPU; 1 runs in this process). Raises
+    :class:`~grpo_doctor.errors.GrpoDoctorError` for bad settings, a path that does not exist,
+    or when nothing that could be a log is found.
+    """
+    if not paths:
+        raise ConfigError("give at least one log, folder, glob pattern or wandb:// source")
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"--jobs must be at least 1, got {jobs}")
+    s = settings or Settings()
+    column_map = checked_map(s.column_map)
+    cfg = doctor_config(s)
+    for rule in cfg.rules():  # bad --select/--ignore/--set: one usage error, before any work
+        cfg.params_for(rule)
+    sources, errors = expand(paths, since)
+    results = _run_all(sources, column_map, cfg, jobs, progress) if sources else []
+    found: list[tuple[str, dict[str, Any]]] = []
+    for src, result in zip(sources, results):
+        if "error" in result:
+            errors.append(AuditError(src.key, result["error"]))
+        found += [(src.key, record) for record in result.get("runs", [])]
+    if not found and not errors:
+        when = f" modified since {since.isoformat()}" if since else ""
+        raise InputError(f"no training log found{when} in {', '.join(paths)}")
+    errors.sort(key=lambda e: (e.source, e.error))
+    return AuditResult(tuple(_labelled(found)), tuple(errors)).judged(s.fail_on, baseline)

@@ -1,0 +1,309 @@
+"""Reports of ``grpo-doctor audit``: a terminal summary table, JSON, JUnit XML, Markdown and
+GitHub Actions annotations, all rendered from an :class:`~grpo_doctor.audit.AuditResult`.
+
+Text from logs (run names, sources, summaries) is never markup: rich gets ``Text`` objects,
+Markdown goes through :func:`~grpo_doctor.reporters.markdown.escape`, JUnit is built with
+ElementTree, annotations are escaped per GitHub's rules. rich is imported only by the terminal
+renderers and the progress bar.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from grpo_doctor.audit import AuditedRun, AuditResult, ProgressFn
+from grpo_doctor.reporters.markdown import escape
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+_STYLE = {"healthy": "green", "warning": "yellow", "critical": "bold red", "error": "magenta"}
+_ICON = {"healthy": "✅ healthy", "warning": "⚠️ warning", "critical": "🛑 critical"}
+#: What XML 1.0 cannot hold, even escaped (control characters from a corrupt log).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: Failing findings detailed in Markdown (a step summary has a size limit).
+MARKDOWN_DETAILS = 50
+
+
+def _tag(run: AuditedRun, mode: str) -> str:
+    if mode in (run.worsened or ()):
+        return "worsened"
+    if mode in (run.new or ()):
+        return "new"
+    return ""
+
+
+def _accepted(run: AuditedRun, mode: str) -> bool:
+    """A finding the baseline accepts (neither new nor worsened)."""
+    return run.new is not None and not _tag(run, mode)
+
+
+def _onset(check: dict[str, Any]) -> str:
+    step = check.get("onset_step")
+    return "" if step is None else f"@{step:,}"
+
+
+def _headline(result: AuditResult) -> str:
+    s = result.summary()
+    text = (f"{s['runs']} run{'s' * (s['runs'] != 1)}: {s['critical']} critical, "
+            f"{s['warning']} warning, {s['healthy']} healthy")
+    if s["errors"]:
+        text += f"; {s['errors']} unreadable"
+    return text
+
+
+def _verdict(result: AuditResult) -> str:
+    s = result.summary()
+    text = f"{s['failing']} failing finding{'s' * (s['failing'] != 1)} (fail-on {result.fail_on}"
+    if result.baseline is not None:
+        text += f"; against the baseline: {s['new']} new, {s['worsened']} worsened"
+    return text + ")"
+
+
+# --- JSON --------------------------------------------------------------------------------
+
+
+def render_audit_json(result: AuditResult) -> str:
+    """The ``--format json`` document (runs are already cleaned by the JSON reporter)."""
+    return json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# --- terminal ----------------------------------------------------------------------------
+
+
+def _findings_text(run: AuditedRun):  # -> rich.text.Text
+    from rich.text import Text
+
+    text = Text()
+    for i, check in enumerate(run.findings):
+        if i:
+            text.append(", ")
+        failing = check["mode"] in run.failing
+        text.append(check["mode"], style=_STYLE[check["status"]] + " bold" * failing)
+        text.append(_onset(check))
+        tag = _tag(run, check["mode"])
+        if tag:
+            text.append(f" ({tag})", style="bold")
+    return text if run.findings else Text("–", style="dim")
+
+
+def build_table(result: AuditResult) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_edge=False, pad_edge=False, title_justify="left")
+    table.add_column("run", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("findings (onset step)", overflow="fold", ratio=1)
+    table.add_column("steps", justify="right", no_wrap=True)
+    table.add_column("format", no_wrap=True)
+    for run in result.runs:
+        status = Text(run.status, style=_STYLE[run.status])
+        if run.failing:
+            status.append(" ✗", style="bold red")
+        table.add_row(Text(run.label), status, _findings_text(run),
+                      Text(f"{run.record['run']['n_steps']:,}"),
+                      Text(str(run.record["run"]["format"])))
+    for err in result.errors:
+        table.add_row(Text(err.source), Text("error", style=_STYLE["error"]), Text(err.error),
+                      Text(""), Text(""))
+    return table
+
+
+def _print(result: AuditResult, console: Console) -> None:
+    from rich.text import Text
+
+    console.print(build_table(result))
+    console.print(Text(_headline(result), style="bold"))
+    console.print(Text(_verdict(result)))
+
+
+def render_audit_terminal(result: AuditResult, console: Console | None = None) -> None:
+    from rich.console import Console
+
+    if console is None:
+        console = Console()
+        if not console.is_terminal and "COLUMNS" not in os.environ:
+            console = Console(width=120)  # CI logs: room for the table
+    _print(result, console)
+
+
+def render_audit_text(result: AuditResult, width: int = 120) -> str:
+    """The terminal report as plain text (no colour): for ``--output`` and logs."""
+    from rich.console import Console
+
+    console = Console(width=width, color_system=None, force_terminal=False, file=io.StringIO())
+    _print(result, console)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator[ProgressFn | None]:
+    """A progress bar on stderr (when ``enabled``: a TTY), as an ``audit`` progress callback.
+
+    It refreshes on each call, never from a thread, so worker processes fork cleanly."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True, auto_refresh=False) as bar:
+        task = bar.add_task("audit", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+            bar.refresh()
+
+        yield update
+
+
+# --- GitHub Actions annotations -----------------------------------------------------------
+
+
+def _gh_data(text: object) -> str:
+    return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_property(text: object) -> str:
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _annotation(level: str, title: str, message: str) -> str:
+    return f"::{level} title={_gh_property(title)}::{_gh_data(message)}\n"
+
+
+def github_annotations(result: AuditResult) -> str:
+    """Workflow commands: ``::error`` per critical finding, ``::warning`` per warning,
+    ``::notice`` for findings the baseline accepts, ``::error`` per unreadable source."""
+    out = []
+    for run in result.runs:
+        for check in run.findings:
+            accepted = _accepted(run, check["mode"])
+            level = "notice" if accepted else {"critical": "error"}.get(check["status"],
+                                                                       "warning")
+            note = " (in the baseline)" if accepted else ""
+            out.append(_annotation(level, f"grpo-doctor {check['mode']}",
+                                   f"{run.label}: {check['summary']}{note}"))
+    for err in result.errors:
+        out.append(_annotation("error", "grpo-doctor unreadable log",
+                               f"{err.source}: {err.error}"))
+    return "".join(out)
+
+
+# --- Markdown ------------------------------------------------------------------------------
+
+
+def render_audit_markdown(result: AuditResult, heading_level: int = 2) -> str:
+    """For $GITHUB_STEP_SUMMARY and pull-request comments."""
+    h = "#" * heading_level
+    lines = [f"{h} grpo-doctor audit: {_headline(result)}", "", _verdict(result), ""]
+    if result.runs:
+        lines += ["| run | status | findings (onset step) | steps | format | source |",
+                  "|---|---|---|---|---|---|"]
+    for run in result.runs:
+        found = []
+        for check in run.findings:
+            tag = _tag(run, check["mode"])
+            item = f"{escape(check['mode'])}{escape(_onset(check))}"
+            item += f" **{tag}**" if tag else ""
+            found.append(f"**{item}** ✗" if check["mode"] in run.failing else item)
+        info = run.record["run"]
+        lines.append(f"| {escape(run.label)} | {_ICON[run.status]} | {', '.join(found) or '–'} "
+                     f"| {info['n_steps']:,} | {escape(info['format'])} | {escape(run.source)} |")
+    if result.errors:
+        lines += ["", f"{h}# Unreadable sources", "", "| source | error |", "|---|---|"]
+        lines += [f"| {escape(e.source)} | {escape(e.error)} |" for e in result.errors]
+    failing = [(run, c) for run in result.runs for c in run.findings
+               if c["mode"] in run.failing]
+    if failing:
+        lines += ["", f"{h}# Failing findings"]
+    for run, check in failing[:MARKDOWN_DETAILS]:
+        tag = _tag(run, check["mode"])
+        lines += ["", f"{h}## {escape(run.label)}: {escape(check['mode'])} "
+                  f"({check['status']}{', ' + tag if tag else ''})", "",
+                  escape(check["summary"])]
+        if check["remedies"]:
+            lines += ["", "What to change:"] + [f"- {escape(r)}" for r in check["remedies"]]
+    if len(failing) > MARKDOWN_DETAILS:
+        lines += ["", f"... and {len(failing) - MARKDOWN_DETAILS} more failing findings "
+                  "(see the JSON or JUnit report)."]
+    return "\n".join(lines) + "\n"
+
+
+# --- JUnit XML -----------------------------------------------------------------------------
+
+
+def _x(text: object) -> str:
+    return _NOT_XML.sub("\ufffd", str(text))
+
+
+def _suite(parent: ET.Element, name: str, counts: dict[str, int]) -> ET.Element:
+    return ET.SubElement(parent, "testsuite", {"name": _x(name),
+                                               **{k: str(v) for k, v in counts.items()}})
+
+
+def _failure_text(check: dict[str, Any]) -> str:
+    lines = [check["summary"]]
+    if check["remedies"]:
+        lines += ["", "What to change:"] + [f"- {r}" for r in check["remedies"]]
+    return _x("\n".join(lines))
+
+
+def _run_suite(root: ET.Element, run: AuditedRun) -> dict[str, int]:
+    checks = run.record["checks"]
+    counts = {"tests": len(checks), "failures": len(run.failing), "errors": 0,
+              "skipped": sum(c["status"] == "skipped" for c in checks)}
+    suite = _suite(root, run.label, counts)
+    props = ET.SubElement(suite, "properties")
+    for key, value in (("source", run.source), ("format", run.record["run"]["format"]),
+                       ("status", run.status), ("steps", run.record["run"]["n_steps"])):
+        ET.SubElement(props, "property", {"name": key, "value": _x(value)})
+    for check in checks:
+        case = ET.SubElement(suite, "testcase", {"classname": _x(run.label),
+                                                 "name": _x(check["mode"]), "time": "0"})
+        if check["mode"] in run.failing:
+            failure = ET.SubElement(case, "failure", {"message": _x(check["summary"]),
+                                                      "type": check["status"]})
+            failure.text = _failure_text(check)
+        elif check["status"] == "skipped":
+            ET.SubElement(case, "skipped", {"message": _x(check["reason"] or check["summary"])})
+        elif check["status"] in ("warning", "critical"):
+            why = "accepted by the baseline" if _accepted(run, check["mode"]) else (
+                "below --fail-on")
+            out = ET.SubElement(case, "system-out")
+            out.text = _x(f"{check['status']} ({why}): {_failure_text(check)}")
+    return counts
+
+
+def render_audit_junit(result: AuditResult) -> str:
+    """JUnit XML: a testsuite per run, a testcase per check; an unreadable source is a
+    testsuite holding one errored testcase."""
+    root = ET.Element("testsuites", {"name": "grpo-doctor audit"})
+    total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for run in result.runs:
+        for key, value in _run_suite(root, run).items():
+            total[key] += value
+    for err in result.errors:
+        counts = {"tests": 1, "failures": 0, "errors": 1, "skipped": 0}
+        suite = _suite(root, err.source, counts)
+        case = ET.SubElement(suite, "testcase", {"classname": _x(err.source), "name": "read",
+                                                 "time": "0"})
+        error = ET.SubElement(case, "error", {"message": _x(err.error), "type": "unreadable"})
+        error.text = _x(err.error)
+        for key, value in counts.items():
+            total[key] += value
+    for key, value in total.items():
+        root.set(key, str(value))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") \
+        + "\n"

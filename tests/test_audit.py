@@ -1,0 +1,335 @@
+"""`grpo-doctor audit`: a folder of runs in several formats, every output format, baselines."""
+
+import json
+import os
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from grpo_doctor import audit as auditing
+from grpo_doctor.api import example_path
+from grpo_doctor.errors import FetchError
+from grpo_doctor.importers import load_runs
+from grpo_doctor.reporters import audit_report as report
+from tests.test_cli import run_cli
+
+FIXTURES = Path(__file__).parent / "fixtures"
+#: One source of each fixture format, where the fixture exists (they are built by others).
+FIXTURE_SOURCES = [
+    "tensorboard/simple_value", "tensorboard-csv/synthetic", "trainer_state/synthetic-run",
+    "parquet", "jsonl/run.jsonl", "console/verl.log", "notebook/grpo.ipynb",
+    "wandb-csv/export.csv", "long-csv/long.csv",
+]
+HOSTILE = ["</testcase><x>", "[red]x[/red]"]
+ONLY = ["--select", "kl_drift", "--select", "entropy_collapse"]  # fast baseline tests
+KL_AS_WARNING = ["--set", "kl_drift.stop_kl=1000", "--set", "kl_drift.adapt_kl=900"]
+
+
+def _copy(name, dest):
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(example_path(name), dest)
+
+
+def _hostile_csv(path):
+    """One file, two runs (a run_id column) whose names are markup in every output format."""
+    rows = ["run_id,step,train/kl,train/reward"]
+    for name in HOSTILE:
+        rows += [f'"{name}",{i},{0.05 + 0.3 * i},0.5' for i in range(1, 61)]
+    path.write_text("\n".join(rows) + "\n")
+
+
+def _fixture_sources():
+    return [FIXTURES / s for s in FIXTURE_SOURCES if (FIXTURES / s).exists()]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    for name in ("healthy", "kl-drift", "entropy-collapse"):
+        _copy(name, root / f"{name}.csv")
+    _copy("grad-explosion", root / "nested" / "deeper" / "grad-explosion.csv")
+    (root / "nested" / "run.csv").write_bytes(bytes(range(256)) * 8)  # binary garbage
+    (root / "empty.csv").write_bytes(b"")
+    (root / "train.py").write_text("import os, sys\n")  # not logs: passed over silently
+    (root / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (root / "config.json").write_text('{"learning_rate": 1e-6, "beta": 0.04}\n')
+    (root / "notes.txt").write_text("nothing to see\n")
+    _hostile_csv(root / "hostile.csv")
+    for src in _fixture_sources():
+        dest = root / "fixtures" / src.relative_to(FIXTURES)
+        if src.is_dir():
+            shutil.copytree(src, dest)
+        else:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dest)
+    return root
+
+
+@pytest.fixture(scope="module")
+def result(tree):
+    calls = []
+    out = auditing.audit([str(tree)], jobs=1, progress=lambda done, total: calls.append(
+        (done, total)))
+    assert calls[0][0] == 0 and calls[-1][0] == calls[-1][1] == len(calls) - 1
+    return out
+
+
+def test_every_source_is_a_run_or_an_error(tree, result):
+    by_source = {}
+    for run in result.runs:
+        by_source.setdefault(run.source, []).append(run.name)
+    errors = {e.source: e.error for e in result.errors}
+    assert sorted(by_source["hostile.csv"]) == sorted(HOSTILE)
+    assert by_source["nested/deeper/grad-explosion.csv"] == ["grad-explosion"]
+    assert by_source["healthy.csv"] == ["healthy"]
+    assert "not a training log" in errors["nested/run.csv"]
+    assert "empty" in errors["empty.csv"]
+    assert not {"train.py", "plot.png", "config.json", "notes.txt"} & (set(by_source) | set(
+        errors))
+    # Each fixture is one source, read exactly as `diagnose` reads it (folders not descended).
+    for src in _fixture_sources():
+        key = (Path("fixtures") / src.relative_to(FIXTURES)).as_posix()
+        try:
+            expected = sorted(r.name for r in load_runs(tree / key))
+        except Exception:
+            assert key in errors
+            continue
+        assert sorted(by_source[key]) == expected, key
+    assert all(k in {*(f"fixtures/{s}" for s in FIXTURE_SOURCES), "hostile.csv", "healthy.csv",
+                     "kl-drift.csv", "entropy-collapse.csv", "nested/deeper/grad-explosion.csv"}
+               for k in by_source), sorted(by_source)
+
+
+def test_order_is_worst_first_then_by_name(result):
+    rank = [auditing.SEVERITY[r.status] for r in result.runs]
+    assert rank == sorted(rank, reverse=True)
+    for a, b in zip(result.runs, result.runs[1:]):
+        if a.status == b.status:
+            assert a.label <= b.label
+    assert [e.source for e in result.errors] == sorted(e.source for e in result.errors)
+
+
+def test_json_contract_and_exit_code_and_parallel_is_identical(capsys, tree, result):
+    code, out, err = run_cli(capsys, "audit", str(tree), "-f", "json", "--jobs", "2")
+    assert code == 1 and not err
+    assert out == report.render_audit_json(result)  # --jobs 2 == --jobs 1
+    doc = json.loads(out)
+    assert set(doc) == {"schema_version", "runs", "errors", "summary"}
+    assert doc["schema_version"] == 1
+    s = doc["summary"]
+    assert s["runs"] == len(doc["runs"]) == s["critical"] + s["warning"] + s["healthy"]
+    assert s["errors"] == len(doc["errors"]) == 2 and s["new"] is None
+    for run in doc["runs"]:
+        assert {"schema_version", "run", "metrics", "checks", "status"} <= set(run)
+        assert set(run["audit"]) == {"source", "label", "failing", "new", "worsened"}
+    kl = next(r for r in doc["runs"] if r["run"]["name"] == "kl-drift")
+    assert "kl_drift" in kl["audit"]["failing"]
+    healthy = next(r for r in doc["runs"] if r["run"]["name"] == "healthy")
+    assert healthy["status"] == "healthy" and healthy["audit"]["failing"] == []
+    assert {e["source"] for e in doc["errors"]} == {"empty.csv", "nested/run.csv"}
+
+
+def test_junit_structure(result):
+    root = ET.fromstring(report.render_audit_junit(result).encode())
+    assert root.tag == "testsuites"
+    suites = root.findall("testsuite")
+    assert len(suites) == len(result.runs) + len(result.errors)
+    for key in ("tests", "failures", "errors", "skipped"):
+        assert int(root.get(key)) == sum(int(s.get(key)) for s in suites)
+    by_name = {s.get("name"): s for s in suites}
+    kl = by_name["kl-drift"]
+    cases = {c.get("name"): c for c in kl.findall("testcase")}
+    assert int(kl.get("tests")) == len(cases) and all(
+        c.get("classname") == "kl-drift" for c in cases.values())
+    failure = cases["kl_drift"].find("failure")
+    assert failure is not None and failure.get("message") and "What to change" in failure.text
+    assert int(kl.get("failures")) == sum(c.find("failure") is not None for c in cases.values())
+    skipped = [c for c in cases.values() if c.find("skipped") is not None]
+    assert int(kl.get("skipped")) == len(skipped) >= 1
+    assert all(c.find("skipped").get("message") for c in skipped)
+    healthy = by_name["healthy"]
+    assert healthy.get("failures") == "0" and healthy.find("properties/property[@name='source']"
+                                                           ).get("value") == "healthy.csv"
+    broken = by_name["nested/run.csv"]
+    assert broken.get("errors") == "1" and broken.find("testcase/error").get("message")
+    assert set(HOSTILE) <= set(by_name)  # names are escaped, so they parse back literally
+    assert {c.get("classname") for c in by_name[HOSTILE[0]].findall("testcase")} == {HOSTILE[0]}
+
+
+def test_markdown(result):
+    md = report.render_audit_markdown(result)
+    assert md.startswith("## grpo-doctor audit: ")
+    assert "| run | status | findings (onset step) | steps | format | source |" in md
+    assert "| kl\\-drift | 🛑 critical | **kl\\_drift@" in md
+    assert "### Unreadable sources" in md and "| nested/run\\.csv |" in md
+    assert "### Failing findings" in md and "What to change:" in md
+    assert "\\</testcase\\>\\<x\\>" in md and "</testcase>" not in md
+    assert "\\[red\\]x\\[/red\\]" in md
+
+
+def test_terminal_table_and_github_annotations(capsys, tree, monkeypatch):
+    small = tree.parent / "small"
+    small.mkdir(exist_ok=True)
+    for name in ("hostile.csv", "healthy.csv", "empty.csv"):
+        shutil.copy(tree / name, small / name)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, out, _ = run_cli(capsys, "audit", str(small), "-j", "1")
+    assert code == 1
+    lines = out.splitlines()
+    notes = [line for line in lines if line.startswith("::")]
+    assert any(line.startswith("::error title=grpo-doctor kl_drift::[red]x[/red]: ")
+               for line in notes)
+    assert any(line.startswith("::error title=grpo-doctor unreadable log::empty.csv: ")
+               for line in notes)
+    table = "\n".join(line for line in lines if not line.startswith("::"))
+    for name in HOSTILE:
+        assert name in table  # literally: not rich markup
+    assert "healthy" in table and "empty.csv" in table and "error" in table
+    assert "3 runs: 2 critical, 0 warning, 1 healthy; 1 unreadable" in table
+    monkeypatch.delenv("GITHUB_ACTIONS")
+    code, out, _ = run_cli(capsys, "audit", str(small), "-j", "1", "-f", "markdown")
+    assert "::" not in out  # annotations only in terminal mode
+
+
+def test_annotation_escaping():
+    record = {"run": {"name": "a,b:c", "format": "csv", "n_steps": 3}, "status": "critical",
+              "checks": [{"mode": "kl_drift", "status": "critical", "onset_step": 2,
+                          "summary": "100% bad\r\nnext", "remedies": [], "reason": None}]}
+    run = auditing.AuditedRun("a.csv", "a,b:c", record, failing=("kl_drift",))
+    out = report.github_annotations(auditing.AuditResult((run,), ()))
+    assert out == "::error title=grpo-doctor kl_drift::a,b:c: 100%25 bad%0D%0Anext\n"
+
+
+def test_baseline_round_trip_new_and_worsened(capsys, tmp_path):
+    runs = tmp_path / "checkout" / "runs"
+    for name in ("kl-drift", "healthy"):
+        _copy(name, runs / f"{name}.csv")
+    warn_base, base = tmp_path / "warn.json", tmp_path / "base.json"
+    # KL drift accepted as a warning; under the default thresholds it is critical: worsened.
+    code, _, _ = run_cli(capsys, "audit", str(runs), *ONLY, *KL_AS_WARNING, "-j", "1",
+                         "--write-baseline", str(warn_base))
+    assert code == 0
+    doc = json.loads(warn_base.read_text())
+    assert doc == {"schema_version": 1, "findings": [
+        {"run": "kl-drift", "source": "kl-drift.csv", "mode": "kl_drift", "status": "warning"}]}
+    code, _, _ = run_cli(capsys, "audit", str(runs), *ONLY, *KL_AS_WARNING, "-j", "1",
+                         "--baseline", str(warn_base), "--fail-on", "warning")
+    assert code == 0
+    code, out, _ = run_cli(capsys, "audit", str(runs), *ONLY, "-j", "1", "--baseline",
+                           str(warn_base), "-f", "json")
+    kl = json.loads(out)["runs"][0]
+    assert code == 1 and kl["audit"]["worsened"] == ["kl_drift"] == kl["audit"]["failing"]
+    # Today's findings accepted: clean; the baseline survives moving the checkout.
+    code, _, _ = run_cli(capsys, "audit", str(runs), *ONLY, "-j", "1", "--write-baseline",
+                         str(base))
+    assert code == 0
+    moved = tmp_path / "elsewhere"
+    shutil.move(str(tmp_path / "checkout"), moved)
+    runs = moved / "runs"
+    code, _, _ = run_cli(capsys, "audit", str(runs), *ONLY, "-j", "1", "--baseline", str(base))
+    assert code == 0
+    # A new failing run: exit 1, reported as new.
+    _copy("entropy-collapse", runs / "later" / "entropy-collapse.csv")
+    code, out, _ = run_cli(capsys, "audit", str(runs), *ONLY, "-j", "1", "--baseline",
+                           str(base), "-f", "json")
+    doc = json.loads(out)
+    new = next(r for r in doc["runs"] if r["run"]["name"] == "entropy-collapse")
+    assert code == 1 and new["audit"]["new"] == ["entropy_collapse"]
+    assert doc["summary"]["new"] == 1 and doc["summary"]["worsened"] == 0
+    code, out, _ = run_cli(capsys, "audit", str(runs), *ONLY, "-j", "1", "--baseline",
+                           str(base))
+    assert "entropy_collapse@" in out and "(new)" in out
+    code, _, err = run_cli(capsys, "audit", str(runs), *ONLY, "--write-baseline", str(base))
+    assert code == 2 and "already exists" in err
+
+
+def test_output_file_is_atomic_and_not_overwritten(capsys, tmp_path):
+    _copy("healthy", tmp_path / "runs" / "healthy.csv")
+    out = tmp_path / "junit.xml"
+    code, stdout, _ = run_cli(capsys, "audit", str(tmp_path / "runs"), "-f", "junit", "-o",
+                              str(out))
+    assert code == 0 and stdout == "" and ET.parse(out).getroot().get("failures") == "0"
+    code, _, err = run_cli(capsys, "audit", str(tmp_path / "runs"), "-f", "junit", "-o",
+                           str(out))
+    assert code == 2 and "already exists" in err
+
+
+def test_globs_since_and_explicit_files(capsys, tmp_path):
+    runs = tmp_path / "runs"
+    _copy("healthy", runs / "a" / "new.csv")
+    _copy("healthy", runs / "b" / "old.csv")
+    os.utime(runs / "b" / "old.csv", (0, 86400 * 365))  # 1971
+    res = auditing.audit([str(runs / "**" / "*.csv")], jobs=1, settings=None)
+    assert sorted(r.source for r in res.runs) == ["a/new.csv", "b/old.csv"]
+    res = auditing.audit([str(runs)], jobs=1, since=auditing.parse_since("2000-01-01"))
+    assert [r.source for r in res.runs] == ["a/new.csv"]
+    code, _, err = run_cli(capsys, "audit", str(runs / "b" / "old.csv"), "--since",
+                           "2000-01-01T00:00:00Z")
+    assert code == 2 and "no training log found modified since 2000-01-01" in err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["audit"], "Missing argument"),
+    (["audit", "/no/such/folder"], "/no/such/folder: no such file or folder"),
+    (["audit", "/no/such/*.csv"], "matches no file or folder"),
+    (["audit", ".", "--format", "xml"], "--format must be terminal, json, junit or markdown"),
+    (["audit", ".", "--since", "last week"], "--since takes a date"),
+    (["audit", ".", "--jobs", "0"], "--jobs must be at least 1"),
+    (["audit", ".", "--select", "nope"], "unknown failure mode"),
+    (["audit", ".", "--baseline", "/no/base.json"], "baseline not found"),
+    (["audit", ".", "--baseline", "a", "--write-baseline", "b"], "not both"),
+])
+def test_usage_errors_exit_2(capsys, args, message):
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2 and err.startswith("grpo-doctor: error: ") and err.count("\n") == 1
+    assert message in err
+
+
+def test_bad_baseline_file(capsys, tmp_path):
+    bad = tmp_path / "b.json"
+    bad.write_text('{"findings": 3}')
+    code, _, err = run_cli(capsys, "audit", str(tmp_path), "--baseline", str(bad))
+    assert code == 2 and "not a grpo-doctor baseline" in err
+
+
+def test_nothing_readable_exits_2(capsys, tmp_path):
+    (tmp_path / "train.py").write_text("x = 1\n")
+    code, _, err = run_cli(capsys, "audit", str(tmp_path))
+    assert code == 2 and "no training log found" in err
+    (tmp_path / "broken.csv").write_bytes(b"\x00\x01")
+    code, out, _ = run_cli(capsys, "audit", str(tmp_path), "-f", "json")
+    assert code == 2 and json.loads(out)["errors"][0]["source"] == "broken.csv"
+
+
+def test_strict_makes_unreadable_logs_fail(capsys, tmp_path):
+    _copy("healthy", tmp_path / "healthy.csv")
+    (tmp_path / "broken.jsonl").write_text("not json at all\n")
+    assert run_cli(capsys, "audit", str(tmp_path), "-j", "1")[0] == 0
+    assert run_cli(capsys, "audit", str(tmp_path), "-j", "1", "--strict")[0] == 1
+
+
+def test_a_failing_source_never_stops_the_rest(tmp_path, monkeypatch):
+    _copy("healthy", tmp_path / "healthy.csv")
+    _copy("kl-drift", tmp_path / "boom.csv")
+    real = auditing.diagnose
+
+    def diagnose(run, cfg):
+        if run.name == "boom":
+            raise ValueError("bad things")
+        return real(run, cfg)
+
+    def load_runs(source, **kwargs):
+        if str(source).startswith("wandb://"):
+            raise FetchError("wandb://me/proj: no credentials")
+        return real_load(source, **kwargs)
+
+    real_load = auditing.load_runs
+    monkeypatch.setattr(auditing, "diagnose", diagnose)
+    monkeypatch.setattr(auditing, "load_runs", load_runs)
+    res = auditing.audit([str(tmp_path), "wandb://me/proj"], jobs=1)
+    assert [r.name for r in res.runs] == ["healthy"]
+    assert {e.source: e.error for e in res.errors} == {
+        "boom.csv": "internal error: ValueError: bad things",
+        "wandb://me/proj": "wandb://me/proj: no credentials"}
