@@ -113,7 +113,7 @@ ALIASES: list[Alias] = [
         Metric.REWARD_MEAN,
         "reward", "reward_mean", "rewards/mean", "critic/score/mean", "critic/rewards/mean",
         "rollout/reward_mean", "env/reward_mean", "ppo/mean_scores", "objective/scores",
-        "mean_reward", "score/mean", "reward/mean",
+        "mean_reward", "score/mean", "reward/mean", "score",
     ),
     *_aliases(
         Metric.REWARD_STD,
@@ -192,7 +192,7 @@ ALIASES: list[Alias] = [
     *_aliases(
         Metric.LOSS,
         "loss", "training_loss", "actor/pg_loss", "policy_loss", "actor/total_loss",
-        "loss/policy_avg", "ppo/loss/policy", "train_loss", "pg_loss",
+        "loss/policy_avg", "ppo/loss/policy", "train_loss", "pg_loss", "actor/loss",
     ),
     *_aliases(
         Metric.RESPONSE_LENGTH_MEAN,
@@ -307,22 +307,22 @@ for _alias in ALIASES:
 _ORDER = {id(a): i for i, a in enumerate(ALIASES)}
 
 
-def normalize_key(key: str) -> str:
-    """Fold a logged key to the form the alias table uses.
+def normalize_key(key: str, *, keep_case: bool = False) -> str:
+    """Fold a logged key to the form the alias table uses (``keep_case`` for display names).
 
     >>> normalize_key("train/rewards / format_reward / mean")
     'rewards/format_reward/mean'
     """
-    k = key.strip().lower()
+    k = key.strip()
     k = re.sub(r"\s*/\s*", "/", k)
     k = re.sub(r"\s+", "_", k)
+    low = k.lower()
     for prefix in ("train/", "training/", "train_"):
-        if k.startswith(prefix) and k != "training/global_step":
-            rest = k[len(prefix):]
-            if rest:
-                k = rest
+        if low.startswith(prefix) and low != "training/global_step":
+            if low[len(prefix):]:
+                k, low = k[len(prefix):], low[len(prefix):]
             break
-    return k
+    return k if keep_case else low
 
 
 def canonical_names() -> list[str]:
@@ -351,12 +351,21 @@ class ColumnMapping:
     unmapped: list[str]  # source columns left under their own names
 
 
-def map_columns(columns: Iterable[str], user_map: Mapping[str, str] | None = None) -> ColumnMapping:
+#: Component-like keys that are the total, not a component.
+_TOTAL_NAMES = {"total", "total_reward", "sum", "overall", "combined", "reward", "all"}
+
+
+def map_columns(
+    columns: Iterable[str],
+    user_map: Mapping[str, str] | None = None,
+    counts: Mapping[str, int] | None = None,
+) -> ColumnMapping:
     """Map raw column names onto canonical metrics.
 
     ``user_map`` (canonical -> raw column) wins over the alias table. A raw column is used for
     at most one canonical metric, except NeMo-RL's ``approx_entropy`` which stands in for both
-    entropy and (negated) mean log-prob.
+    entropy and (negated) mean log-prob. ``counts`` (values logged per column) picks, among
+    pattern-matched held-out columns, the one evaluated most often.
     """
     cols = list(columns)
     mapping: dict[str, str] = {}
@@ -397,23 +406,31 @@ def map_columns(columns: Iterable[str], user_map: Mapping[str, str] | None = Non
             proxies[canonical] = alias.proxy
         taken.add(col)
 
+    heldout = Metric.HELDOUT_SCORE.value
+    if heldout not in mapping:
+        matches = [c for c in cols if c not in taken
+                   and any(p.match(normalize_key(c)) for p in _HELDOUT_PATTERNS)]
+        if matches:
+            col = max(matches, key=lambda c: (counts or {}).get(c, 0))  # first on ties
+            mapping[heldout] = col
+            transforms[heldout] = _identity
+            taken.add(col)
+
     for col in cols:
         if col in taken:
             continue
         norm = normalize_key(col)
         if norm in _NEVER_MAP:
             continue
-        if Metric.HELDOUT_SCORE.value not in mapping and any(
-            p.match(norm) for p in _HELDOUT_PATTERNS
-        ):
-            mapping[Metric.HELDOUT_SCORE.value] = col
-            transforms[Metric.HELDOUT_SCORE.value] = _identity
-            taken.add(col)
-            continue
         for pattern in _COMPONENT_PATTERNS:
             m = pattern.match(norm)
             if m:
-                canonical = reward_component(m.group("name"))
+                name = normalize_key(col, keep_case=True)[m.start("name"):m.end("name")]
+                if name.lower() in _TOTAL_NAMES:
+                    # The sum of the components: the reward itself when nothing else is.
+                    canonical = Metric.REWARD_MEAN.value
+                else:
+                    canonical = reward_component(name)
                 if canonical not in mapping:
                     mapping[canonical] = col
                     transforms[canonical] = _identity

@@ -194,7 +194,8 @@ def build_run(
             raise ConfigError(
                 f"--map names column(s) not in {source}: {', '.join(map(repr, missing))}"
             )
-    cm = map_columns(raw.columns, column_map)
+    counts = {c: int(raw[c].notna().sum()) for c in raw.columns}
+    cm = map_columns(raw.columns, column_map, counts)
 
     data: dict[str, np.ndarray] = {}
     nan_masks: dict[str, np.ndarray] = {}

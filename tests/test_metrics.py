@@ -83,3 +83,15 @@ def test_step_column_detected(col):
     run = build_run(frame, name="s", source="s", format="t")
     assert list(run.steps) == [10, 20, 30]
     assert run.step_source == col
+
+
+def test_heldout_prefers_the_column_evaluated_most_often():
+    cm = map_columns(["test_score/openai/gsm8k", "val/test_score/openai/gsm8k"], None,
+                     {"test_score/openai/gsm8k": 1, "val/test_score/openai/gsm8k": 44})
+    assert cm.mapping["heldout_score"] == "val/test_score/openai/gsm8k"
+
+
+def test_total_is_not_a_component_and_names_keep_their_case():
+    cm = map_columns(["rewards/total_reward", "rewards/ToolAccuracy/mean"])
+    assert cm.mapping["reward_mean"] == "rewards/total_reward"
+    assert cm.mapping["reward_component/ToolAccuracy"] == "rewards/ToolAccuracy/mean"
