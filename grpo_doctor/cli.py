@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from grpo_doctor.api import Result
 
 app = typer.Typer(
     name="grpo-doctor",
@@ -45,7 +50,14 @@ StepOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--step-column", help="The column holding the step (default: detected).")]
 OutputOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--output", "-o", help="Write the report to this file (atomically) instead of stdout.")]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing --output file.")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Replace existing output files (--output, --html, --png).")]
+HtmlOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--html", help="Also write a self-contained HTML report (charts with onsets and thresholds "
+    "marked) to this file.")]
+PngOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--png", help="Also write one PNG chart per finding (a dashboard for a healthy run) into "
+    "this folder, for pull-request comments; needs grpo-doctor[plot].")]
 
 
 def _settings(config: Path | None, maps: list[str], sets: list[str], select: list[str],
@@ -67,6 +79,19 @@ def _emit(text: str, output: Path | None, force: bool) -> None:
     write_atomic(output, text, force=force)
 
 
+def _write_charts(result: Result, params: Mapping[str, Mapping[str, float]], html: Path | None,
+                  png: Path | None, force: bool) -> None:
+    """The HTML report and the PNG charts of ``diagnose --html/--png``."""
+    from grpo_doctor.reporters.html import render_html, render_png
+
+    if html is not None:
+        from grpo_doctor.atomic import write_atomic
+
+        write_atomic(html, render_html(result.diagnosis, result.run, params), force=force)
+    if png is not None:
+        render_png(result.diagnosis, result.run, png, settings_params=params, force=force)
+
+
 @app.command()
 def diagnose(
     source: Annotated[Optional[str], typer.Argument(  # noqa: UP045
@@ -86,6 +111,8 @@ def diagnose(
     step_column: StepOpt = None,
     output: OutputOpt = None,
     force: ForceOpt = False,
+    html: HtmlOpt = None,
+    png: PngOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v",
                                           help="Show evidence of passing checks too.")] = False,
 ) -> None:
@@ -101,6 +128,10 @@ def diagnose(
     if format not in ("terminal", "json", "markdown"):
         raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
     settings = _settings(config, map, set, select, ignore, fail_on)
+    if png is not None:
+        from grpo_doctor.reporters.html import require_matplotlib
+
+        require_matplotlib()
     path = str(api.example_path(example)) if example else source
     results = api.diagnose_source(path, settings, input_format=input_format, run=run,
                                   step_column=step_column)
@@ -109,6 +140,8 @@ def diagnose(
         raise ConfigError(f"{path} holds {len(results)} runs ({names}); pick one with --run "
                           f"NAME, or check them all with `grpo-doctor audit`")
     result = results[0]
+    if html is not None or png is not None:
+        _write_charts(result, settings.params, html, png, force)
     if format == "json":
         from grpo_doctor.reporters.json_report import render_json
 
