@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from grpo_doctor.config import Settings
+from grpo_doctor.config import Settings, failing_statuses
 from grpo_doctor.engine import DoctorConfig, diagnose
 from grpo_doctor.errors import ConfigError, InputError
 from grpo_doctor.findings import Diagnosis
@@ -25,9 +25,7 @@ EXIT_ERROR = 2
 
 def exit_code(diagnoses: list[Diagnosis], fail_on: str) -> int:
     """0 when nothing is at or above ``fail_on`` (critical | warning | never), else 1."""
-    if fail_on == "never":
-        return EXIT_OK
-    bad = {"critical": {"critical"}, "warning": {"critical", "warning"}}[fail_on]
+    bad = failing_statuses(fail_on)
     return EXIT_FINDINGS if any(d.status in bad for d in diagnoses) else EXIT_OK
 
 

@@ -24,6 +24,10 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, force: bool
     except OSError as exc:
         raise InputError(f"{target}: cannot write ({exc.strerror or exc})") from exc
     try:
+        # mkstemp makes the file private (0600); a report should get the usual permissions.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             fh.flush()

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_doctor.api import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, checked_map, doctor_config
-from grpo_doctor.config import Settings
+from grpo_doctor.config import Settings, failing_statuses
 from grpo_doctor.engine import DoctorConfig, diagnose
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
 from grpo_doctor.findings import SCHEMA_VERSION
@@ -49,7 +49,6 @@ ProgressFn = Callable[[int, int], None]
 
 #: Worst first.
 SEVERITY = {"critical": 2, "warning": 1, "healthy": 0}
-_FAILING = {"critical": {"critical"}, "warning": {"critical", "warning"}, "never": set()}
 
 #: Files never tried when found in a folder: clearly not training logs.
 _NOT_LOGS = frozenset({
@@ -473,7 +472,7 @@ def _judge(run: AuditedRun, fail_on: str, baseline: Baseline | None) -> AuditedR
             new.append(mode)
         elif accepted == "warning" and status == "critical":
             worsened.append(mode)
-        if status in _FAILING[fail_on] and (baseline is None or mode in new + worsened):
+        if status in failing_statuses(fail_on) and (baseline is None or mode in new + worsened):
             failing.append(mode)
     keep = baseline is not None
     return AuditedRun(run.source, run.label, run.record, tuple(failing),

@@ -29,6 +29,12 @@ else:  # pragma: no cover
 FAIL_ON = ("critical", "warning", "never")
 
 
+def failing_statuses(fail_on: str) -> frozenset[str]:
+    """The statuses that fail a run under ``--fail-on`` (critical | warning | never)."""
+    return {"critical": frozenset({"critical"}), "warning": frozenset({"critical", "warning"}),
+            "never": frozenset()}[fail_on]
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything a user can configure, merged from file and command line."""

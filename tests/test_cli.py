@@ -154,3 +154,14 @@ def test_python_dash_m_works():
     p = subprocess.run([sys.executable, "-m", "grpo_doctor", "diagnose", "--example", "healthy",
                         "-f", "json"], capture_output=True, text=True)
     assert p.returncode == 0 and json.loads(p.stdout)["status"] == "healthy"
+
+
+def test_output_file_gets_normal_permissions(capsys, tmp_path):
+    import os
+    import stat
+
+    out = tmp_path / "r.json"
+    run_cli(capsys, "diagnose", "--example", "healthy", "-f", "json", "-o", str(out))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
