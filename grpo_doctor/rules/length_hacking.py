@@ -103,8 +103,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if pinned:
         shapes.append(pinned)
     if len(m) >= 3:
-        l0, lc = head_tail(m)
         long_enough = len(m) >= 8
+        # A short log's start is its first point (a median would mix in the fall itself).
+        l0, lc = head_tail(m) if long_enough else (float(m[0]), float(np.median(m[-2:])))
         trend = mann_kendall(steps, m)
         if long_enough and l0 > 0 and lc / l0 >= p["growth"] and trend.increasing(0.01):
             knot = trend_onset(steps, m, l0, lc)
