@@ -1,0 +1,111 @@
+"""The corpus: one RunConfig per run. ``intent`` is what the configuration was meant to induce;
+the labels (corpus/label.py) say what the logs show, which may differ."""
+
+from __future__ import annotations
+
+from corpus.grpo import RunConfig
+
+# The base recipe: a briefly pre-trained policy (sampled accuracy ~0.3 on the RL task), RL on
+# reverse/copy of 3-4 digits, reward = exact answer + 0.2 x strict format.
+BASE = dict(pretrain_steps=120, ops=("rev", "copy"), ks=(3, 4))
+HEALTHY = dict(BASE, steps=250, lr=1e-4)
+
+
+def _r(name: str, framework: str, fmt: str, intent: str, what: str, **kw) -> RunConfig:
+    return RunConfig(name=name, framework=framework, fmt=fmt, intent=intent, what=what, **kw)
+
+
+RUNS: list[RunConfig] = [
+    _r("healthy_s1", "trl", "tensorboard", "healthy", "base recipe, lr=1e-4, beta=0.04, seed 1",
+       seed=1, **HEALTHY),
+    _r("healthy_s2", "verl", "wandb", "healthy", "base recipe, lr=1e-4, beta=0.04, seed 2",
+       seed=2, **HEALTHY),
+    _r("healthy_s3", "trl", "trainer_state", "healthy",
+       "base recipe, lr=1e-4, beta=0.04, seed 3", seed=3, **HEALTHY),
+    _r("healthy_s4", "verl", "csv", "healthy", "base recipe, lr=1e-4, beta=0.04, seed 4",
+       seed=4, **HEALTHY),
+    _r("healthy_s5_g16", "trl", "wandb", "healthy",
+       "base recipe, G=16 x 4 prompts, lr=1e-4, seed 5", seed=5,
+       **dict(HEALTHY, batch_prompts=4, group=16)),
+    _r("healthy_s6_cosine", "verl", "tensorboard", "healthy",
+       "base recipe, lr=2e-4 cosine with 10 warm-up steps, seed 6", seed=6,
+       **dict(HEALTHY, lr=2e-4, schedule="cosine", warmup=10)),
+    _r("healthy_s7_beta002", "trl", "csv", "healthy",
+       "base recipe, lr=1e-4, beta=0.02, seed 7", seed=7, **dict(HEALTHY, beta=0.02)),
+    _r("lr_too_high", "verl", "tensorboard", "entropy_collapse",
+       "lr=3e-3 (30x the healthy lr), grad clip 1.0", seed=1, **dict(BASE, steps=250, lr=3e-3)),
+    _r("lr_huge_noclip", "trl", "wandb", "grad_explosion",
+       "lr=1e-2 (100x), no gradient clipping", seed=1,
+       **dict(BASE, steps=250, lr=1e-2, max_grad_norm=None)),
+    _r("low_temperature", "verl", "csv", "entropy_collapse",
+       "rollout temperature 0.3, lr=3e-4", seed=1,
+       **dict(BASE, steps=250, lr=3e-4, temperature=0.3)),
+    _r("too_hard", "trl", "trainer_state", "advantage_collapse",
+       "task too hard: reverse/copy 5-6 digits (never pre-trained), exact-match reward only",
+       seed=1, **dict(BASE, ks=(5, 6), max_new=10, steps=200, lr=1e-4,
+                      weights={"correct": 1.0})),
+    _r("too_hard_with_format", "verl", "wandb", "advantage_collapse",
+       "task too hard (5-6 digits) with a 0.2 format reward that saturates", seed=2,
+       **dict(BASE, ks=(5, 6), max_new=10, steps=200, lr=1e-4)),
+    _r("too_easy", "trl", "tensorboard", "advantage_collapse",
+       "task too easy: copy 1-2 digits after 300 pre-training steps", seed=1,
+       **dict(BASE, pretrain_steps=300, ops=("copy",), ks=(1, 2), steps=200, lr=1e-4)),
+    _r("beta0_long", "verl", "csv", "kl_drift",
+       "beta=0 (KL loss on, coefficient 0), lr=5e-4, 600 steps", seed=1,
+       **dict(BASE, steps=600, lr=5e-4, beta=0.0)),
+    _r("length_reward", "verl", "tensorboard", "length_hacking",
+       "reward = exact + 3.0 x length/max_len (a length-preferring RM), beta=0, lr=5e-4",
+       seed=1, **dict(BASE, steps=250, lr=5e-4, beta=0.0, max_new=10,
+                      weights={"correct": 1.0, "length": 3.0})),
+    _r("think_tag_reward", "trl", "wandb", "format_gaming",
+       "reward = exact + 1.5 x share of <think> tag tokens, lr=3e-4", seed=1,
+       **dict(BASE, steps=300, lr=3e-4, weights={"correct": 1.0, "tags": 1.5})),
+    _r("lenient_verifier", "verl", "wandb", "reward_hacking",
+       "buggy verifier (answer's last digit anywhere after <a>) + 0.2 format, beta=0, lr=1e-3, "
+       "tasks rev/copy/sum of 2-3 digits", seed=1,
+       pretrain_steps=120, ops=("rev", "copy", "sum"), ks=(2, 3), steps=250, lr=1e-3, beta=0.0,
+       max_new=10, weights={"verifier": 1.0, "format": 0.2}),
+    _r("lenient_verifier_kl", "trl", "trainer_state", "reward_hacking",
+       "same buggy verifier with beta=0.04, lr=1e-3", seed=2,
+       pretrain_steps=120, ops=("rev", "copy", "sum"), ks=(2, 3), steps=250, lr=1e-3,
+       max_new=10, weights={"verifier": 1.0, "format": 0.2}),
+    _r("ppo_epochs_noclip", "verl", "csv", "ratio_instability",
+       "4 PPO epochs x 4 minibatches per rollout, lr=3e-3, no gradient clipping", seed=1,
+       **dict(BASE, steps=200, lr=3e-3, max_grad_norm=None, inner_epochs=4, minibatches=4)),
+    _r("lr_warmup_to_0.3", "trl", "tensorboard", "numerical_failure",
+       "linear warm-up to lr=0.3 over 200 steps, grad clip 1.0", seed=1,
+       **dict(BASE, steps=200, lr=0.3, schedule="warmup", warmup=200)),
+    _r("lr_warmup_to_3e-2_noclip", "verl", "csv", "grad_explosion",
+       "linear warm-up to lr=3e-2 over 150 steps, no gradient clipping", seed=1,
+       **dict(BASE, steps=200, lr=3e-2, schedule="warmup", warmup=150, max_grad_norm=None)),
+    _r("entropy_bonus_0.5", "trl", "trainer_state", "entropy_blowup",
+       "entropy bonus coefficient 0.5 (loss -= 0.5 x H)", seed=1,
+       **dict(BASE, steps=200, lr=3e-4, entropy_coef=0.5)),
+    _r("entropy_bonus_0.25", "verl", "csv", "likelihood_displacement",
+       "entropy bonus coefficient 0.25, lr=3e-4, 300 steps", seed=2,
+       **dict(BASE, steps=300, lr=3e-4, entropy_coef=0.25)),
+    _r("fp16_pure", "trl", "csv", "numerical_failure",
+       "pure fp16 weights and Adam states (no master weights, no loss scaling, adam eps 1e-4), "
+       "lr=1e-3", seed=1,
+       **dict(BASE, steps=100, lr=1e-3, dtype="float16", adam_eps=1e-4)),
+    _r("asym_clip_negative_heavy", "verl", "tensorboard", "likelihood_displacement",
+       "4 PPO epochs with clip range [0.1, 1.02] (negative-advantage updates barely clipped, "
+       "positive ones stopped early), beta=0, lr=3e-4", seed=1,
+       **dict(BASE, steps=200, lr=3e-4, beta=0.0, eps_low=0.9, eps_high=0.02,
+              inner_epochs=4)),
+    _r("too_easy_exact_only", "trl", "trainer_state", "advantage_collapse",
+       "task too easy (copy 1-2 digits, 300 pre-training steps), exact-match reward only, "
+       "lr=3e-4", seed=1,
+       **dict(BASE, pretrain_steps=300, ops=("copy",), ks=(1, 2), steps=200, lr=3e-4,
+              weights={"correct": 1.0})),
+    _r("think_tag_reward_w3", "trl", "wandb", "format_gaming",
+       "reward = exact + 3.0 x share of <think> tag tokens, lr=3e-4", seed=1,
+       **dict(BASE, steps=300, lr=3e-4, weights={"correct": 1.0, "tags": 3.0})),
+    _r("lr_warmup_to_0.3_s0", "verl", "wandb", "numerical_failure",
+       "linear warm-up to lr=0.3 over 200 steps, grad clip 1.0 (run 20's recipe, seed 0)",
+       seed=0, **dict(BASE, steps=200, lr=0.3, schedule="warmup", warmup=200)),
+    _r("lenient_verifier_slow", "verl", "tensorboard", "likelihood_displacement",
+       "buggy verifier + 0.2 format, beta=0, lr=3e-4 (3x lower than run 17), 400 steps",
+       seed=3, pretrain_steps=120, ops=("rev", "copy", "sum"), ks=(2, 3), steps=400, lr=3e-4,
+       beta=0.0, max_new=10, weights={"verifier": 1.0, "format": 0.2}),
+]
