@@ -276,6 +276,7 @@ _HELDOUT_PATTERNS = [
     re.compile(r"^val/test_score/.+$"),
     re.compile(r"^test_score/.+$"),
     re.compile(r"^eval/.*(accuracy|acc|pass@?1|score)$"),
+    re.compile(r"^eval_.*(accuracy|acc|pass@?1|score)$"),
     re.compile(r"^validation/(accuracy|pass_k|score)$"),
 ]
 _COMPONENT_PATTERNS = [
