@@ -165,3 +165,14 @@ def test_output_file_gets_normal_permissions(capsys, tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+
+
+def test_a_folder_holding_one_log_file_is_that_log(capsys, tmp_path):
+    import shutil
+
+    from grpo_doctor.api import example_path
+
+    shutil.copy(example_path("kl-drift"), tmp_path / "metrics.csv")
+    (tmp_path / "notes.txt").write_text("nothing to see\n")
+    code, out, _ = run_cli(capsys, "diagnose", str(tmp_path), "-f", "json")
+    assert code == 1 and json.loads(out)["run"]["name"] == "metrics"

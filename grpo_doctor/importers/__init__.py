@@ -110,6 +110,22 @@ def detect_format(path: Path) -> Importer:
     return scored[0][2]
 
 
+def _single_log_in(folder: Path) -> Path | None:
+    """The one file directly in ``folder`` that some importer recognises, if exactly one."""
+    try:
+        files = sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
+    except OSError:
+        return None
+    logs = []
+    for f in files[:200]:
+        try:
+            detect_format(f)
+        except (FormatError, InputError):
+            continue
+        logs.append(f)
+    return logs[0] if len(logs) == 1 else None
+
+
 def importer_named(name: str) -> Importer:
     for imp in registry():
         if imp.name == name:
@@ -138,7 +154,17 @@ def load_runs(
             raise InputError(f"{path}: no such file or folder")
         if not os.access(path, os.R_OK):
             raise InputError(f"{path}: permission denied")
-        imp = importer_named(format) if format else detect_format(path)
+        if format:
+            imp = importer_named(format)
+        else:
+            try:
+                imp = detect_format(path)
+            except FormatError:
+                # A run folder holding one log file (e.g. metrics.csv): read that file.
+                only = _single_log_in(path) if path.is_dir() else None
+                if only is None:
+                    raise
+                path, imp = only, detect_format(only)
         runs = imp.load(path, options)
     if run is not None:
         picked = [r for r in runs if r.name == run]

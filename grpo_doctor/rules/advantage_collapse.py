@@ -21,9 +21,10 @@ How it is detected
     high-collapse regime began.
 
 False positives
-    Small groups (G = 4) leave many groups equal by chance while the run still learns: with
-    the reward still rising the finding stays a warning. A solved task (all groups
-    all-correct) is convergence, reported as such.
+    Small groups (G = 4) leave many groups equal by chance, and a policy solving its prompts
+    makes them all-correct: while the reward still rises (and the share is below
+    ``critical_fraction``) this is reported as convergence (ok). A solved task (most groups
+    all-correct, when logged) with the reward flat is a warning worded as such.
 
 Remedies
     Dynamic sampling (DAPO: drop all-0/all-1 groups and refill the batch); larger G (8 -> 16 ->
@@ -144,10 +145,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     converged = solved is not None and fired and solved >= 0.5 * late
     evidence["corroboration"] = corroboration
 
+    solving = progress.logged and progress.improving
+    if fired and solving and late < p["critical_fraction"]:
+        # Equal-reward groups while the reward still rises are mostly all-correct ones: the
+        # policy is solving its prompts. Convergence, not a collapse; say so and move on.
+        return Outcome(Status.OK, f"{what}: {late:.0%} over the last {k} logged points, but "
+                       f"the reward is still rising: groups are being solved (convergence); "
+                       f"feed harder prompts as they saturate", evidence=evidence,
+                       key_metric=metric)
     if fired:
         critical = late >= p["critical_fraction"] or bool(corroboration)
-        if progress.logged and progress.improving and late < p["critical_fraction"]:
-            critical = False
         status = Status.CRITICAL if critical and not converged else Status.WARNING
         evidence["threshold"] = (f"zero-std share >= {p['critical_fraction']:.0%}" if late >=
                                  p["critical_fraction"] else

@@ -107,12 +107,17 @@ def aligned(run: Run, a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return steps, va[ia], vb[ib]
 
 
-def head_tail(values: np.ndarray, frac: float = 0.1, min_n: int = 3) -> tuple[float, float]:
-    """Median of the first and of the last ``frac`` of the points (at least ``min_n`` each)."""
+def head_tail(values: np.ndarray, frac: float = 0.1, min_n: int = 3,
+              head_frac: float | None = None) -> tuple[float, float]:
+    """Median of the first ``head_frac`` (default ``frac``) and of the last ``frac`` of the
+    points, at least ``min_n`` each."""
     n = len(values)
-    k = max(min_n, int(round(n * frac)))
-    k = min(k, max(1, n // 2))
-    return float(np.median(values[:k])), float(np.median(values[-k:]))
+
+    def size(f: float) -> int:
+        return min(max(min_n, round(n * f)), max(1, n // 2))
+
+    return (float(np.median(values[: size(frac if head_frac is None else head_frac)])),
+            float(np.median(values[-size(frac):])))
 
 
 def fmt(x: float | int | None, digits: int = 3) -> str:

@@ -1,8 +1,8 @@
 """Entropy blow-up: entropy surging upward, the third phase of the LLD death spiral.
 
 What it detects
-    Entropy rising by more than ``rise`` (50%) over its post-warm-up level with a significant
-    upward trend, or jumping to ``jump`` (2x) its trailing level and staying there.
+    Entropy climbing, and staying up for at least a few logged points, to more than ``rise``
+    (50%) above its baseline with a significant upward trend.
 
 Why it matters
     Rising entropy late in a run is the policy losing its grip: low-confidence outputs, garbled
@@ -11,11 +11,12 @@ Why it matters
     climbs past"). Both directions of entropy are failure modes.
 
 How it is detected
-    The baseline is the minimum of a rolling median after the first 10% of the log (so an early
-    rise during warm-up does not count); the late level is the median of the last 20%; the
-    trend is Mann-Kendall with the Hamed-Rao correction on the part after the baseline. Onset
-    is the knot of a two-piece linear fit. Critical with corroboration: grad norm rising,
-    reward falling, or log-prob falling.
+    The baseline is the entropy at the start, or the lower level it settled to after warm-up
+    (the first 10% of the log) before it climbed; the peak is the highest rolling median (5
+    points, so no single point makes it). The climb from baseline to peak must be significant
+    (Mann-Kendall with the Hamed-Rao correction) and at least ``min_rise`` nats. A blow-up that
+    later collapses still counts. Onset is the knot of a two-piece linear fit of the climb.
+    Critical with corroboration: grad norm rising, reward falling, or log-prob falling.
 
 False positives
     Entropy bonuses, Clip-Higher and temperature schedules raise entropy on purpose: a rise of
@@ -44,8 +45,9 @@ from grpo_doctor.trends import mann_kendall, rolling_median, trend_onset
 ENTROPY = Metric.ENTROPY.value
 
 PARAMS = (
-    Param("rise", 0.5, "late entropy above its post-warm-up low by this share warns"),
-    Param("alpha", 0.01, "significance of the upward trend"),
+    Param("rise", 0.5, "sustained entropy above its baseline by this share warns"),
+    Param("min_rise", 0.2, "and by at least this many nats (a rise from ~0 is noise)"),
+    Param("alpha", 0.01, "significance of the upward trend up to the peak"),
     Param("warmup_fraction", 0.1, "share of the log at its start that is not a baseline"),
 )
 
@@ -55,26 +57,33 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if len(h) < 12:
         raise Skip("needs at least 12 logged entropy values")
     smooth = rolling_median(h, 5)
+    head = float(np.median(h[: max(3, len(h) // 20)]))
+    peak_i = int(np.argmax(smooth))
+    peak = float(smooth[peak_i])
+    # Baseline: the start, or a lower level the entropy had settled to (after warm-up) before
+    # it climbed to its peak; a transient blow-up that later collapses still counts.
     warm = max(2, int(len(h) * p["warmup_fraction"]))
-    low_i = warm + int(np.argmin(smooth[warm:]))
-    low = float(smooth[low_i])
+    low_i = warm + int(np.argmin(smooth[warm:peak_i])) if peak_i > warm else 0
+    base_i, base = (low_i, float(smooth[low_i])) if peak_i > warm and smooth[low_i] < head \
+        else (0, head)
     late = float(np.median(h[-late_points(len(h)):]))
-    evidence: dict[str, object] = {"entropy_low": round(low, 6), "entropy_now": round(late, 6),
-                                   "low_step": int(steps[low_i])}
-    if low <= 0 or len(h) - low_i < 6:
-        return Outcome(Status.OK, f"entropy {fmt(low)} -> {fmt(late)}: no rise",
-                       evidence=evidence, key_metric=ENTROPY)
-    rise = late / low - 1
-    trend = mann_kendall(steps[low_i:], h[low_i:])
+    evidence: dict[str, object] = {"entropy_baseline": round(base, 6),
+                                   "entropy_peak_sustained": round(peak, 6),
+                                   "entropy_now": round(late, 6), "peak_step": int(steps[peak_i])}
+    rise = peak / base - 1 if base > 0 else 0.0
     evidence["rise"] = round(rise, 3)
-    if not (rise >= p["rise"] and trend.increasing(p["alpha"])):
-        return Outcome(Status.OK, f"entropy {fmt(low)} -> {fmt(late)}: no blow-up",
-                       evidence=evidence, key_metric=ENTROPY)
-    onset = snap_to_logged(run, ENTROPY, trend_onset(steps[low_i:], h[low_i:], low, late))
+    climb = mann_kendall(steps[base_i:peak_i + 1], h[base_i:peak_i + 1]) \
+        if peak_i - base_i >= 4 else None
+    if not (rise >= p["rise"] and peak - base >= p["min_rise"] and climb is not None
+            and climb.increasing(p["alpha"])):
+        return Outcome(Status.OK, f"entropy {fmt(base)} -> peak {fmt(peak)}, now {fmt(late)}: "
+                       f"no blow-up", evidence=evidence, key_metric=ENTROPY)
+    onset = snap_to_logged(run, ENTROPY, trend_onset(steps[base_i:peak_i + 1],
+                                                     h[base_i:peak_i + 1], base, peak))
     corroboration = []
     if rising(run, Metric.GRAD_NORM.value, 0.01):
         corroboration.append("grad norm rising")
-    progress = reward_progress(run, float(onset))
+    progress = reward_progress(run, float(steps[base_i]))
     if progress.logged and progress.declining:
         corroboration.append("reward falling")
     lp_steps, lp = series(run, Metric.LOG_PROB_MEAN.value)
@@ -85,14 +94,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if not corroboration and progress.logged and progress.improving and rise < 2 * p["rise"]:
         # Clip-Higher and entropy bonuses raise entropy on purpose; paid for by reward, a
         # moderate rise is exploration, not a blow-up.
-        return Outcome(Status.OK, f"entropy rose {rise:.0%} ({fmt(low)} -> {fmt(late)}) while "
+        return Outcome(Status.OK, f"entropy rose {rise:.0%} ({fmt(base)} -> {fmt(peak)}) while "
                        f"the reward improved: exploration, not a blow-up", evidence=evidence,
                        key_metric=ENTROPY)
     status = Status.CRITICAL if corroboration else Status.WARNING
-    evidence["threshold"] = f"entropy up >= {p['rise']:.0%} from its low, rising"
+    evidence["threshold"] = (f"sustained entropy >= {1 + p['rise']:g} x its baseline and "
+                             f"+{p['min_rise']:g} nats, significant climb")
     why = f", with {', '.join(corroboration)}" if corroboration else ""
-    summary = (f"entropy blow-up: entropy rose {rise:.0%} from {fmt(low)} to {fmt(late)} from "
-               f"step {fmt(onset)}{why}")
+    after = f", now {fmt(late)}" if late < 0.8 * peak else ""
+    summary = (f"entropy blow-up: entropy rose {rise:.0%} from {fmt(base)} to {fmt(peak)} from "
+               f"step {fmt(onset)}{why}{after}")
     remedies = (
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
         knobs.set_to(run, knobs.CLIP_HIGH, "0.2-0.24", why="less room for rare tokens")

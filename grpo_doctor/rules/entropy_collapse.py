@@ -119,7 +119,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    f"{p['critical_ratio']:g} x its start)")
     if len(h) < 8:
         return _short_collapse(run, steps, h, p)
-    h0, hc = head_tail(h)
+    h0, hc = head_tail(h, head_frac=0.05)  # bad runs collapse within the first 10%
     if h0 <= 0:
         raise Skip("entropy's starting level is not positive")
     ratio = hc / h0
@@ -154,7 +154,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         corroboration.append("reward " + ("falling" if progress.declining else "stalled"))
     zsf = Metric.ZERO_STD_FRACTION.value
     zsf_late = late_level(run, zsf)
-    if rising(run, zsf) and zsf_late is not None and zsf_late >= 0.3:
+    solving = progress.logged and progress.improving
+    if rising(run, zsf) and zsf_late is not None and zsf_late >= 0.3 and not solving:
+        # With the reward still rising, equal-reward groups are all-correct ones: the task is
+        # being solved, which is convergence, not the collapse cascade.
         corroboration.append(f"zero-std groups rising to {zsf_late:.0%}")
     trunc = late_level(run, Metric.TRUNCATION_RATIO.value)
     if trunc is not None and trunc >= 0.5:

@@ -69,7 +69,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "kl_max_raw": round(float(k.max()), 6), "trend_p": float(f"{trend.p:.3g}"),
         "trend_tau": round(trend.tau, 3),
     }
-    rising = trend.increasing(p["alpha"]) and kc > k0
+    # KL is 0 when training starts (policy = reference): a KL already high at the first logged
+    # steps drifted before them, so it needs no rising trend.
+    rising = (trend.increasing(p["alpha"]) and kc > k0) or k0 >= p["drift_kl"]
     if kc >= p["stop_kl"]:
         band, status = f"above {fmt(p['stop_kl'])} (stop)", Status.CRITICAL
     elif kc >= p["adapt_kl"]:

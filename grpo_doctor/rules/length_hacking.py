@@ -46,7 +46,7 @@ from grpo_doctor.rules.base import (
     series,
     snap_to_logged,
 )
-from grpo_doctor.rules.signals import late_points, reward_progress
+from grpo_doctor.rules.signals import late_points, reward_progress, task_progress
 from grpo_doctor.store import Run
 from grpo_doctor.trends import (
     decisive_short_fall,
@@ -58,6 +58,7 @@ from grpo_doctor.trends import (
 LEN = Metric.RESPONSE_LENGTH_MEAN.value
 LEN_MAX = Metric.RESPONSE_LENGTH_MAX.value
 TRUNC = Metric.TRUNCATION_RATIO.value
+HELDOUT = Metric.HELDOUT_SCORE.value
 
 PARAMS = (
     Param("truncation", 0.5, "share of completions truncated that counts as pinned"),
@@ -109,10 +110,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         trend = mann_kendall(steps, m)
         if long_enough and l0 > 0 and lc / l0 >= p["growth"] and trend.increasing(0.01):
             knot = trend_onset(steps, m, l0, lc)
-            progress = reward_progress(run, knot)
+            progress = task_progress(run, knot)
             if progress.logged and not progress.improving:
                 shapes.append({"shape": f"length drifted x{lc / l0:.1f} ({fmt(l0)} -> "
-                                        f"{fmt(lc)} tokens) without reward to show for it",
+                                        f"{fmt(lc)} tokens) without "
+                                        + ("held-out gains" if run.has(HELDOUT) else "reward")
+                                        + " to show for it",
                                "onset": snap_to_logged(run, LEN, knot), "metric": LEN})
         collapsed = (l0 > 0 and lc / l0 <= p["collapse_ratio"] and trend.decreasing(0.01)
                      if long_enough else decisive_short_fall(m, p["collapse_ratio"]))

@@ -12,7 +12,8 @@ Why it matters
     entropy surges within a few steps.
 
 How it is detected
-    Share of the last 20% of logged steps outside the band (a single excursion never fires);
+    Share of the last 20% of logged steps outside the band, or a burst (half of any
+    ``burst_window`` consecutive logged steps outside it; a single excursion never fires);
     for mismatch, the late median against the early median (``mismatch_growth`` times) with a
     significant upward Mann-Kendall trend. Critical when two of these agree, or when the
     grad norm is inflating at the same time. The onset is the first step of the sustained
@@ -59,6 +60,8 @@ PARAMS = (
     Param("is_ratio_max", 5.0, "train-vs-inference importance ratio max above this"),
     Param("mismatch_growth", 10.0, "late/early train-inference mismatch that is out of range"),
     Param("late_share", 0.3, "share of recent steps out of range that fires"),
+    Param("burst_window", 10, "logged steps a burst is counted over"),
+    Param("burst_share", 0.5, "share of a burst window out of range that fires"),
 )
 
 
@@ -69,13 +72,23 @@ def _excursion(run: Run, metric: str, out_of_range, label: str, p) -> dict | Non
     bad = out_of_range(v).astype(float)
     k = late_points(len(v))
     share = float(bad[-k:].mean())
-    if share < p["late_share"]:
+    # A burst: half of any ``burst_window`` consecutive logged steps out of range (a run can
+    # blow its ratios out for a stretch and come back; one excursion never makes a burst).
+    w = int(p["burst_window"])
+    window_share = np.convolve(bad, np.ones(w) / w, mode="valid") if len(bad) >= w else bad[:0]
+    burst = np.nonzero(window_share >= p["burst_share"])[0]
+    if share < p["late_share"] and not len(burst):
         return None
-    # Where the sustained excursion began: the mean shift into it, then its first bad step.
-    start = level_shift_onset(steps, bad)[0] if bad[:k].mean() < p["late_share"] else steps[0]
+    if share >= p["late_share"]:
+        # Where the sustained excursion began: the mean shift into it, then its first bad step.
+        start = level_shift_onset(steps, bad)[0] if bad[:k].mean() < p["late_share"] \
+            else steps[0]
+    else:
+        start = steps[burst[0]]
     after = np.nonzero((steps >= start) & (bad > 0))[0]
     first_bad = steps[after[0]] if len(after) else start
     return {"signal": label, "late_share": round(share, 3), "metric": metric,
+            "burst": bool(len(burst)) and share < p["late_share"],
             "onset": snap_to_logged(run, metric, float(first_bad)),
             "late_median": float(np.median(v[-k:]))}
 

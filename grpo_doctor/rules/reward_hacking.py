@@ -14,8 +14,8 @@ Why it matters
     and the longer it trains the more it learns the exploit.
 
 How it is detected
-    (1) Rolling-median held-out score: its peak is not at the end, it has since fallen by
-    ``heldout_drop`` of its gain, while the train reward after the peak has not fallen.
+    (1) Rolling-median held-out score: its peak is not at the end, it has since lost
+    ``heldout_drop`` of the peak's size, while the train reward after the peak has not fallen.
     (2) Efficiency (delta reward / delta sqrt(KL)) over the first and the second half of the KL
     rise. (3) Share of late steps where the anti-cheat component is negative. Critical when the
     held-out score turns over, or when two forms agree.
@@ -60,7 +60,7 @@ KL = Metric.KL.value
 HELDOUT = Metric.HELDOUT_SCORE.value
 
 PARAMS = (
-    Param("heldout_drop", 0.3, "share of the held-out gain given back after its peak"),
+    Param("heldout_drop", 0.3, "share of the held-out peak lost since"),
     Param("efficiency_drop", 0.25, "late reward-per-sqrt(KL) below this share of the early"),
     Param("min_kl", 1.0, "KL the efficiency test needs to have reached"),
     Param("cheat_share", 0.1, "share of recent steps with the anti-cheat component negative"),
@@ -75,9 +75,11 @@ def _heldout_turnover(run: Run, p) -> dict | None:
     peak = int(np.argmax(smooth))
     if peak >= len(h) - 2:
         return None
-    gain = smooth[peak] - smooth[0]
     now = float(np.median(h[-max(2, len(h) // 5):]))
-    if gain <= 0 or smooth[peak] - now < p["heldout_drop"] * gain:
+    # Lost: from the peak, relative to the peak's size (a score that only ever falls from its
+    # first evaluation turned over too), e.g. accuracy 0.45 -> 0.
+    scale = max(abs(float(smooth[peak])), float(smooth[peak] - smooth.min()), 1e-12)
+    if (smooth[peak] - now) / scale < p["heldout_drop"]:
         return None
     r_steps, r = series(run, REWARD)
     after = r_steps >= steps[peak]

@@ -25,13 +25,14 @@ class RewardProgress:
     best: float | None = None  # best smoothed reward over the run
 
 
-def reward_progress(run: Run, since: float, alpha: float = 0.05) -> RewardProgress:
-    """Did the mean reward keep improving from step ``since`` to the end of the log?
+def reward_progress(run: Run, since: float, alpha: float = 0.05,
+                    metric: str = Metric.REWARD_MEAN.value) -> RewardProgress:
+    """Did the mean reward (or ``metric``) keep improving from step ``since`` to the end?
 
     Improving: a significant upward trend after ``since`` or a late level clearly above the
     level at ``since`` (by 10% of the run's reward range). Declining: the mirror image.
     """
-    steps, r = series(run, Metric.REWARD_MEAN.value)
+    steps, r = series(run, metric)
     if len(r) < 6:
         return RewardProgress(False, False, False)
     smooth = rolling_median(r, 5)
@@ -48,6 +49,13 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05) -> RewardProgre
     declining = (test.decreasing(alpha) and gain < 0) or gain < -0.25
     return RewardProgress(True, bool(improving), bool(declining), start, end,
                           float(smooth.max()))
+
+
+def task_progress(run: Run, since: float) -> RewardProgress:
+    """Progress on the task itself: the held-out score when logged (a hacked reward can rise
+    while it does not), else the train reward."""
+    held = reward_progress(run, since, metric=Metric.HELDOUT_SCORE.value)
+    return held if held.logged else reward_progress(run, since)
 
 
 def rising(run: Run, metric: str, alpha: float = 0.05) -> bool:
