@@ -14,8 +14,9 @@ How it is detected
     The baseline is the entropy at the start, or the lower level it settled to after warm-up
     (the first 10% of the log) before it climbed; the peak is the highest rolling median (5
     points, so no single point makes it). The climb from baseline to peak must be significant
-    (Mann-Kendall with the Hamed-Rao correction) and at least ``min_rise`` nats. A blow-up that
-    later collapses still counts. Onset is the knot of a two-piece linear fit of the climb.
+    (Mann-Kendall with the Hamed-Rao correction), or the entropy must stay above the threshold
+    for at least 5 logged points (an abrupt jump), and be at least ``min_rise`` nats. A blow-up
+    that later collapses still counts. Onset is the knot of a two-piece linear fit of the climb.
     Critical with corroboration: grad norm rising, reward falling, or log-prob falling.
 
 False positives
@@ -74,8 +75,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     evidence["rise"] = round(rise, 3)
     climb = mann_kendall(steps[base_i:peak_i + 1], h[base_i:peak_i + 1]) \
         if peak_i - base_i >= 4 else None
-    if not (rise >= p["rise"] and peak - base >= p["min_rise"] and climb is not None
-            and climb.increasing(p["alpha"])):
+    # Either a significant climb, or a jump that stays up: an abrupt blow-up has too few points
+    # on its way up for a trend test, but many at the top.
+    high = smooth[base_i:] >= base * (1 + p["rise"])
+    held = int(high.sum()) >= max(5, round(0.05 * len(h)))
+    if not (rise >= p["rise"] and peak - base >= p["min_rise"]
+            and ((climb is not None and climb.increasing(p["alpha"])) or held)):
         return Outcome(Status.OK, f"entropy {fmt(base)} -> peak {fmt(peak)}, now {fmt(late)}: "
                        f"no blow-up", evidence=evidence, key_metric=ENTROPY)
     onset = snap_to_logged(run, ENTROPY, trend_onset(steps[base_i:peak_i + 1],

@@ -119,7 +119,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    f"{p['critical_ratio']:g} x its start)")
     if len(h) < 8:
         return _short_collapse(run, steps, h, p)
-    h0, hc = head_tail(h, head_frac=0.05)  # bad runs collapse within the first 10%
+    h0, hc = head_tail(h, head_frac=0.02)  # bad runs collapse within the first 10%
     if h0 <= 0:
         raise Skip("entropy's starting level is not positive")
     ratio = hc / h0
