@@ -12,10 +12,11 @@ Why it matters
 
 How it is detected
     Gains are late-window medians minus early-window medians (first and last 20% of logged
-    points) of each component and of the total reward; a correctness component counts as
-    improved when its gain is significant (Mann-Kendall, Hamed-Rao corrected) or exceeds 10% of
-    its range, declined when it significantly falls. Critical when the held-out score falls
-    too.
+    points) of each component and of the total reward; components are weighted as the total
+    weighs them (recovered by least squares when the total is logged). A correctness component
+    counts as improved when its gain is significant (Mann-Kendall, Hamed-Rao corrected) or
+    exceeds 10% of its range, declined when it significantly falls. Critical when the held-out
+    score falls too.
 
 False positives
     Format is usually learned first, and short runs often learn nothing else: format-only
@@ -62,6 +63,26 @@ def _gain(run: Run, col: str) -> tuple[float, float, object]:
     return b - a, float(np.ptp(v)) or 1e-12, mann_kendall(steps, v)
 
 
+def component_weights(run: Run, cols: dict[str, str]) -> dict[str, float]:
+    """The weight of each component in the total reward, recovered by least squares where the
+    total is logged and the components explain it (R^2 >= 0.9); else 1 each (unknown)."""
+    total = Metric.REWARD_MEAN.value
+    ones = {n: 1.0 for n in cols}
+    if not run.has(total):
+        return ones
+    frame = run.frame[[total, *cols.values()]].dropna()
+    if len(frame) < 10:
+        return ones
+    x = np.column_stack([frame[c].to_numpy() for c in cols.values()] + [np.ones(len(frame))])
+    y = frame[total].to_numpy()
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    resid = y - x @ coef
+    r2 = 1 - float(resid @ resid) / max(float(((y - y.mean()) ** 2).sum()), 1e-12)
+    if r2 < 0.9:
+        return ones
+    return {n: float(w) for n, w in zip(cols, coef[:-1])}
+
+
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     comps = components(run)
     fmt_cols = {n: c for n, c in comps.items() if component_kind(n) == "format"}
@@ -74,13 +95,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     else:
         gains = [_gain(run, c) for c in comps.values()]
         total_gain, total_range = sum(g[0] for g in gains), sum(g[1] for g in gains)
-    fmt_gain = sum(_gain(run, c)[0] for c in fmt_cols.values())
+    # Components are logged unweighted; the total weighs them (format x3, say).
+    weights = component_weights(run, comps)
+    fmt_gain = sum(weights[n] * _gain(run, c)[0] for n, c in fmt_cols.items())
     cor = {n: _gain(run, c) for n, c in cor_cols.items()}
     improved = [n for n, (g, rng, t) in cor.items() if (g > 0 and t.increasing(0.05))
                 or g > 0.1 * rng]
     declined = [n for n, (g, rng, t) in cor.items() if g < 0 and t.decreasing(0.01)]
     evidence: dict[str, object] = {
-        "total_gain": round(total_gain, 4), "format_gain": round(fmt_gain, 4),
+        "total_gain": round(total_gain, 4), "format_gain_weighted": round(fmt_gain, 4),
+        "component_weights": {n: round(w, 3) for n, w in weights.items()},
         "correctness_gain": {n: round(g, 4) for n, (g, _, _) in cor.items()},
     }
     share = fmt_gain / total_gain if total_gain > 0 else 0.0
