@@ -238,6 +238,82 @@ def audit(
 
 
 @app.command()
+def fetch(
+    target: Annotated[str, typer.Argument(
+        metavar="ENTITY/PROJECT[/RUN_ID]",
+        help="A W&B project (every run matching the filters) or one run (its id, from the "
+        "run's URL).")],
+    out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--out", help="Cache folder (default: $GRPO_DOCTOR_CACHE_DIR or the user cache "
+        "folder); runs go to OUT/ENTITY/PROJECT/RUN_ID.parquet + .json.")] = None,
+    state: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--state", help="Only runs in this state: finished, running, crashed, failed, ... "
+        "(comma-separated for several).")] = None,
+    tag: Annotated[list[str], typer.Option(
+        "--tag", help="Only runs with this tag (repeatable: runs with every tag).")] = [],  # noqa: B006
+    since: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--since", help="Only runs created on or after this date (2026-01-31, or ISO 8601).")
+    ] = None,
+    limit: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--limit", min=1, help="At most N runs, newest first.")] = None,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", min=1, max=32, help="Runs fetched at once.")] = 4,
+    refresh: Annotated[bool, typer.Option(
+        "--refresh", help="Fetch again even when a finished run is already cached.")] = False,
+    timeout: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--timeout", min=1, help="Seconds to wait for one request (default 30).")] = None,
+    retries: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--retries", min=1, help="Retries of a request on 429, 5xx and network errors, with "
+        "exponential backoff (default 4).")] = None,
+    run_diagnose: Annotated[bool, typer.Option(
+        "--diagnose", help="Diagnose each fetched run once the fetch is done (exit code as "
+        "`diagnose`).")] = False,
+    fail_on: FailOnOpt = None,
+    map: MapOpt = [],  # noqa: B006
+    set: SetOpt = [],  # noqa: B006
+    config: ConfigOpt = None,
+) -> None:
+    """Fetch W&B runs (full history, config, summary) into a local parquet cache.
+
+    A finished run already in the cache is not fetched again (--refresh to force); running,
+    crashed and failed runs are. Needs WANDB_API_KEY or `wandb login`; WANDB_BASE_URL for a
+    self-hosted server. `grpo-doctor diagnose wandb://ENTITY/PROJECT/RUN_ID` fetches the same
+    way into the default cache.
+    """
+    from grpo_doctor.errors import ConfigError
+    from grpo_doctor.importers import wandb_api
+
+    entity, project, run_id = wandb_api.parse_path(target)
+    if run_id is not None and (state or tag or since or limit is not None):
+        raise ConfigError("--state, --tag, --since and --limit select runs of a project; "
+                          "they do not apply to one run")
+    settings = _settings(config, map, set, [], [], fail_on) if run_diagnose else None
+    with wandb_api.ConsoleProgress() as progress:
+        if run_id is not None:
+            paths = [wandb_api.fetch_run(entity, project, run_id, cache_dir=out,
+                                         refresh=refresh, timeout=timeout, retries=retries,
+                                         progress=progress)]
+        else:
+            paths = wandb_api.fetch_project(entity, project, state=state, tags=tag,
+                                            since=since, limit=limit, jobs=jobs, cache_dir=out,
+                                            refresh=refresh, timeout=timeout, retries=retries,
+                                            progress=progress)
+    if not paths:
+        sys.stderr.write(f"grpo-doctor: no run of {entity}/{project} matches\n")
+    if settings is None:
+        return
+    from grpo_doctor import api
+    from grpo_doctor.reporters.terminal import render_terminal
+
+    diagnoses = []
+    for path in paths:
+        for result in api.diagnose_source(str(path), settings):
+            render_terminal(result.diagnosis, result.run)
+            diagnoses.append(result.diagnosis)
+    raise typer.Exit(api.exit_code(diagnoses, settings.fail_on))
+
+
+@app.command()
 def demo() -> None:
     """Diagnose the bundled entropy-collapse example: what a report looks like (exit 0)."""
     from grpo_doctor import api
