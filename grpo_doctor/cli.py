@@ -382,6 +382,52 @@ def examples() -> None:
     sys.stdout.write("\n".join(example_names()) + "\n")
 
 
+@app.command()
+def watch(
+    source: Annotated[str, typer.Argument(
+        help="A growing log: TensorBoard folder or file, W&B run folder, CSV, JSONL or console "
+        "log (other formats are read again whenever they change).")],
+    interval: Annotated[float, typer.Option(
+        "--interval", min=0.0, help="Seconds between polls.")] = 10.0,
+    exit_on: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--exit-on", help="Exit 1 as soon as a finding at or above this severity appears: "
+        "critical or warning (default: keep watching).")] = None,
+    notify: Annotated[list[str], typer.Option(
+        "--notify", help="On each alert: 'wandb' (a W&B alert on the watched run) or "
+        "'cmd:COMMAND' (run it with the alert as JSON on stdin); repeatable.")] = [],  # noqa: B006
+    format: Annotated[str, typer.Option(
+        "--format", "-f", help="Output: terminal (a live panel on a terminal, plain lines "
+        "otherwise) or json (one JSON object per line).")] = "terminal",
+    once: Annotated[bool, typer.Option(
+        "--once", help="Read the log as it is now, print its alerts and status, exit.")] = False,
+    max_polls: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--max-polls", min=1, help="Stop after this many polls.")] = None,
+    map: MapOpt = [],  # noqa: B006
+    set: SetOpt = [],  # noqa: B006
+    select: SelectOpt = [],  # noqa: B006
+    ignore: IgnoreOpt = [],  # noqa: B006
+    config: ConfigOpt = None,
+    run: RunOpt = None,
+    input_format: InputFormatOpt = None,
+    step_column: StepOpt = None,
+) -> None:
+    """Watch a live run: one line per new or escalated finding, as soon as the log raises it.
+
+    Reads only what was appended at each poll. Exit code 1 as soon as a finding at or above
+    --exit-on appears (a job script can then stop training), 0 on Ctrl-C (after a last status)
+    or at the end of --once / --max-polls, 2 on bad input.
+    """
+    from grpo_doctor.errors import InputError
+    from grpo_doctor.watch import Watcher, run_watch
+
+    settings = _settings(config, map, set, select, ignore, None)
+    if once and not Path(source).exists():
+        raise InputError(f"{source}: no such file or folder")
+    watcher = Watcher(source, settings, format=input_format, run=run, step_column=step_column)
+    raise typer.Exit(run_watch(watcher, interval=interval, exit_on=exit_on, notify=notify,
+                               output=format, once=once, max_polls=max_polls))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point with the error boundary: own errors and usage errors -> one line, exit 2."""
     from grpo_doctor.errors import GrpoDoctorError

@@ -1,0 +1,178 @@
+"""``DoctorCallback`` in a real ``transformers.Trainer`` loop on CPU: a one-weight model whose
+trainer logs a simulated entropy collapse next to its loss. Skipped when transformers or torch
+is not installed (``pip install 'grpo-doctor[trl]'``)."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from grpo_doctor import diagnose, load_run
+
+
+def test_a_clear_import_error_without_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    monkeypatch.delitem(sys.modules, "grpo_doctor.integrations.trl", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'grpo-doctor\[trl\]'"):
+        importlib.import_module("grpo_doctor.integrations.trl")
+    import grpo_doctor.integrations  # the package itself never needs transformers
+
+    assert grpo_doctor.integrations.__doc__
+
+
+try:
+    import torch
+    import transformers
+except ImportError:  # not in CI: the [trl] extra
+    torch = transformers = None
+
+needs_trainer = pytest.mark.skipif(
+    torch is None or transformers is None,
+    reason="needs transformers and torch (pip install 'grpo-doctor[trl]')")
+COLLAPSE_FROM = 30
+
+
+def simulated(step: int) -> dict[str, float]:
+    """GRPO-like metrics: entropy collapses from step 30 while the reward stalls."""
+    rng = np.random.default_rng(step)
+    entropy = 0.9 * math.exp(-max(0, step - COLLAPSE_FROM) / 6) + 0.005 + abs(rng.normal(0, .01))
+    return {"entropy": entropy, "reward": 0.5 + rng.normal(0, 0.01),
+            "reward_std": 0.2 + rng.normal(0, 0.005), "kl": 0.01 + 0.001 * step}
+
+
+def recorder() -> Any:
+    """A callback that keeps a copy of every log it is given (as a reporter would send it)."""
+
+    class Recorder(transformers.TrainerCallback):
+        def __init__(self) -> None:
+            self.logs: list[dict[str, Any]] = []
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None,
+                   **kw: Any) -> None:
+            self.logs.append({**(logs or {}), "_step": state.global_step})
+
+    return Recorder()
+
+
+def trainer(tmp_path: Path, callbacks: list[Any], max_steps: int = 150) -> Any:
+    """A one-weight model on CPU whose trainer logs the simulated metrics, as TRL's does."""
+
+    class Tiny(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(1, 1)
+
+        def forward(self, x: Any, labels: Any = None) -> dict[str, Any]:
+            return {"loss": ((self.lin(x) - labels) ** 2).mean()}
+
+    class SimulatedGRPOTrainer(transformers.Trainer):
+        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+            if "loss" in logs:
+                logs.update(simulated(self.state.global_step))
+            super().log(logs, start_time)
+
+    data = [{"x": torch.tensor([float(i % 4)]), "labels": torch.tensor([2.0 * (i % 4)])}
+            for i in range(32)]
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=max_steps, logging_steps=1,
+        per_device_train_batch_size=4, learning_rate=1e-3, report_to="none",
+        save_strategy="no", disable_tqdm=True, use_cpu=True, seed=0,
+    )
+    return SimulatedGRPOTrainer(model=Tiny(), args=args, train_dataset=data, callbacks=callbacks)
+
+
+def train(tmp_path: Path, callbacks: list[Any], max_steps: int = 150) -> Any:
+    t = trainer(tmp_path, callbacks, max_steps)
+    t.train()
+    return t
+
+
+def offline(trained: Any, tmp_path: Path) -> Any:
+    """``grpo-doctor diagnose`` on the trainer_state.json of the same history."""
+    path = tmp_path / "trainer_state.json"
+    trained.state.save_to_json(str(path))
+    return diagnose(load_run(path))
+
+
+@needs_trainer
+def test_stops_training_on_critical_at_the_offline_first_alert(tmp_path: Path,
+                                                               capsys: Any) -> None:
+    from grpo_doctor.integrations.trl import DoctorCallback
+
+    doctor = DoctorCallback(every_n_steps=1, stop_on="critical")
+    rec = recorder()
+    trained = train(tmp_path, [doctor, rec])
+
+    crit = [a for a in doctor.alerts if a.severity.value == "critical"]
+    assert crit and crit[0].mode == "entropy_collapse"
+    assert doctor.stopped_at == crit[0].step == trained.state.global_step < 150
+    assert COLLAPSE_FROM < doctor.stopped_at < COLLAPSE_FROM + 40
+
+    # Same history, same rules, same replay: diagnose reports the alert's first-alert step.
+    check = offline(trained, tmp_path).check("entropy_collapse")
+    assert check.status.value == "critical"
+    assert check.first_alert_step == crit[0].first_alert_step
+    first = next(a for a in doctor.alerts if a.mode == "entropy_collapse")
+    assert first.first_alert_step == first.step  # checked every step: alerted when raised
+
+    # What it logged: the alert count on every log, severities of the modes it could check
+    # (entropy_collapse once there are enough points to judge a trend).
+    checked = [log for log in rec.logs if "doctor/alerts" in log]
+    assert len(checked) == len([log for log in rec.logs if "loss" in log])
+    assert "doctor/entropy_collapse" not in checked[0]
+    last = checked[-1]
+    assert last["doctor/entropy_collapse"] == 2.0
+    assert last["doctor/alerts"] == float(len(doctor.alerts))
+    assert "doctor/tool_spam" not in last  # not logged: skipped, so not reported
+    early = next(log for log in checked if log["_step"] == 10)
+    assert early["doctor/entropy_collapse"] == 0.0
+    assert trained.state.log_history[-2]["doctor/entropy_collapse"] == 2.0
+    assert "grpo-doctor: CRITICAL entropy_collapse" in capsys.readouterr().err
+
+
+@needs_trainer
+def test_checks_every_n_steps_and_can_only_report(tmp_path: Path) -> None:
+    from grpo_doctor.integrations.trl import DoctorCallback
+
+    doctor = DoctorCallback(every_n_steps=5, stop_on=None, print_alerts=False)
+    rec = recorder()
+    trained = train(tmp_path, [doctor, rec], max_steps=80)
+    assert trained.state.global_step == 80 and doctor.stopped_at is None
+    checked_steps = [log["_step"] for log in rec.logs if "doctor/alerts" in log]
+    assert checked_steps == list(range(5, 81, 5))
+    # Alerts carry the replayed first-alert step, which can fall between two checks.
+    report = offline(trained, tmp_path)
+    ent = report.check("entropy_collapse")
+    alerts = [a for a in doctor.alerts if a.mode == "entropy_collapse"]
+    assert alerts and alerts[0].step % 5 == 0
+    assert alerts[0].first_alert_step <= alerts[0].step
+    assert alerts[-1].severity == ent.status
+    assert alerts[0].first_alert_step == ent.first_alert_step
+
+
+@needs_trainer
+def test_attach_puts_it_ahead_of_the_reporters(tmp_path: Path) -> None:
+    from grpo_doctor.integrations.trl import DoctorCallback
+
+    reporter = recorder()  # stands for W&B / TensorBoard, which the Trainer puts first
+    t = trainer(tmp_path, [reporter], max_steps=12)
+    doctor = DoctorCallback(every_n_steps=1, print_alerts=False).attach(t)
+    assert t.callback_handler.callbacks[0] is doctor
+    t.train()
+    assert all("doctor/alerts" in log for log in reporter.logs if "loss" in log)
+
+
+@needs_trainer
+def test_bad_arguments() -> None:
+    from grpo_doctor.integrations.trl import DoctorCallback
+
+    with pytest.raises(ValueError):
+        DoctorCallback(every_n_steps=0)
+    with pytest.raises(ValueError):
+        DoctorCallback(stop_on="sometimes")

@@ -1,0 +1,530 @@
+"""``grpo-doctor watch`` and ``grpo_doctor.watch``: real writers appending to logs in a background
+thread while the test polls after each write; the Run a poll builds is the Run the importer
+builds from the same bytes; alerts carry the first-alert step that ``diagnose`` reports."""
+
+from __future__ import annotations
+
+import json
+import queue
+import random
+import shlex
+import shutil
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from grpo_doctor import diagnose, load_run
+from grpo_doctor.cli import main
+from grpo_doctor.findings import Status
+from grpo_doctor.store import Run
+from grpo_doctor.watch import Alert, WandbNotifier, Watcher, run_watch
+from tests.helpers import ar1
+
+FIX = Path(__file__).parent / "fixtures"
+EXAMPLES = Path(__file__).parent.parent / "grpo_doctor" / "examples"
+COLUMNS = ["train/entropy", "train/kl", "train/reward", "train/grad_norm"]
+
+
+def collapse(n: int = 160, seed: int = 0) -> list[dict[str, float]]:
+    """An entropy collapse from step 61 with KL drifting up: findings that, once raised, stay."""
+    t = np.arange(n)
+    ent = 0.9 * np.exp(-np.clip(t - 60, 0, None) / 15) + 0.01 + np.abs(ar1(seed, n, 0.01))
+    kl = 0.02 + 0.04 * np.clip(t - 60, 0, None) + np.abs(ar1(seed + 1, n, 0.01))
+    reward = 0.5 + ar1(seed + 2, n, 0.01)
+    grad = 0.4 + np.abs(ar1(seed + 3, n, 0.02))
+    return [{"step": i + 1, "train/entropy": float(ent[i]), "train/kl": float(kl[i]),
+             "train/reward": float(reward[i]), "train/grad_norm": float(grad[i])}
+            for i in range(n)]
+
+
+def follow(watcher: Watcher, write: Callable[[int], None], n: int) -> list[tuple[int, Alert]]:
+    """A writer thread appends step ``i`` and waits; the test polls after each write.
+
+    Returns (index of the write, alert) for every alert, so a test can tell at which poll it
+    arrived.
+    """
+    written: queue.Queue[int | BaseException] = queue.Queue()
+    resume: queue.Queue[bool] = queue.Queue()
+
+    def writer() -> None:
+        try:
+            for i in range(n):
+                write(i)
+                written.put(i)
+                if not resume.get(timeout=60):
+                    return
+        except BaseException as exc:  # surface the writer's failure in the test
+            written.put(exc)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    got: list[tuple[int, Alert]] = []
+    try:
+        for _ in range(n):
+            i = written.get(timeout=60)
+            if isinstance(i, BaseException):
+                raise i
+            got += [(i, a) for a in watcher.poll()]
+            resume.put(True)
+    finally:
+        resume.put(False)
+        thread.join(timeout=10)
+    return got
+
+
+def assert_alerts_match_offline(got: list[tuple[int, Alert]], steps: list[int], final: Run
+                                ) -> None:
+    """Per-step polls: every alert came at the step it names, and every finding of
+    ``diagnose`` on the finished log was alerted at its first-alert step."""
+    for i, alert in got:
+        assert alert.step == steps[i]
+        if not alert.escalated:
+            assert alert.first_alert_step == steps[i], alert
+    offline = diagnose(final)
+    assert offline.findings, "the scenario should raise findings"
+    for check in offline.findings:
+        first = next(a for _, a in got if a.mode == check.mode)
+        assert first.first_alert_step == check.first_alert_step, (check.mode, first)
+        assert first.step == check.first_alert_step
+        worst = max((a for _, a in got if a.mode == check.mode), key=lambda a: a.severity.rank)
+        assert worst.severity == check.status
+
+
+# --- alerts while a real writer appends -----------------------------------------------------------
+
+
+def test_csv_alerts_arrive_at_the_first_alert_step(tmp_path: Path) -> None:
+    rows = collapse()
+    path = tmp_path / "run.csv"
+    fh = path.open("w")
+    fh.write(",".join(["step", *COLUMNS]) + "\n")
+    fh.flush()
+    watcher = Watcher(path)
+
+    def write(i: int) -> None:
+        fh.write(",".join(repr(rows[i][c]) for c in ["step", *COLUMNS]) + "\n")
+        fh.flush()
+
+    got = follow(watcher, write, len(rows))
+    fh.close()
+    final = load_run(path)
+    assert_alerts_match_offline(got, [r["step"] for r in rows], final)
+    assert {a.mode for _, a in got} >= {"entropy_collapse", "kl_drift"}
+    assert watcher.store is not None and watcher.store.rebuilds <= 2  # the rest appended in place
+    pd.testing.assert_frame_equal(watcher.run.frame, final.frame, check_exact=True)
+
+
+def test_jsonl_alerts_with_eval_lines_at_the_same_step(tmp_path: Path) -> None:
+    rows = collapse(seed=1)
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("")
+    watcher = Watcher(path)
+
+    def write(i: int) -> None:
+        with path.open("a") as fh:
+            fh.write(json.dumps(rows[i]) + "\n")
+            if i % 20 == 19:  # an eval line at the same step: a repeated step, merged
+                fh.write(json.dumps({"step": rows[i]["step"], "eval/loss": 1.0}) + "\n")
+
+    got = follow(watcher, write, len(rows))
+    final = load_run(path)
+    assert_alerts_match_offline(got, [r["step"] for r in rows], final)
+    assert watcher.run.duplicate_steps == final.duplicate_steps == len(rows) // 20
+    pd.testing.assert_frame_equal(watcher.run.frame, final.frame, check_exact=True)
+
+
+def _tb_event(step: int, values: dict[str, float]) -> object:
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    return event_pb2.Event(step=step, wall_time=time.time(), summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag=k, simple_value=v) for k, v in values.items()]))
+
+
+def test_tensorboard_alerts_and_a_new_event_file_is_picked_up(tmp_path: Path) -> None:
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    rows = collapse(seed=0)
+    logdir = tmp_path / "runs" / "exp1"
+    logdir.mkdir(parents=True)
+    writers = [EventFileWriter(str(logdir), filename_suffix=".a")]
+    watcher = Watcher(tmp_path / "runs")
+
+    def write(i: int) -> None:
+        if i == 100:  # the trainer restarts: a second event file in the same folder
+            writers[0].close()
+            writers.append(EventFileWriter(str(logdir), filename_suffix=".b"))
+        w = writers[-1]
+        for tag in COLUMNS:  # one event per scalar, as SummaryWriter.add_scalar writes them
+            w.add_event(_tb_event(rows[i]["step"], {tag: rows[i][tag]}))
+        w.flush()
+
+    got = follow(watcher, write, len(rows))
+    writers[-1].close()
+    assert len(list(logdir.glob("*tfevents*"))) == 2
+    final = load_run(tmp_path / "runs")
+    assert final.restarts == 1 and final.n_steps == len(rows)
+    assert watcher.run.n_steps == len(rows) and watcher.run.restarts == 1
+    assert_alerts_match_offline(got, [r["step"] for r in rows], final)
+    pd.testing.assert_frame_equal(watcher.run.frame, final.frame, check_exact=True)
+
+
+def test_a_tensorboard_step_flushed_across_two_polls_is_completed_in_place(tmp_path: Path
+                                                                            ) -> None:
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    w = EventFileWriter(str(tmp_path))
+    watcher = Watcher(tmp_path)
+    for step in range(1, 40):
+        w.add_event(_tb_event(step, {"train/entropy": 1.0 / step}))
+        w.flush()
+        watcher.poll()
+        w.add_event(_tb_event(step, {"train/kl": 0.1 * step}))
+        w.flush()
+        watcher.poll()
+    w.close()
+    assert watcher.store is not None and watcher.store.rebuilds <= 3
+    final = load_run(tmp_path)
+    pd.testing.assert_frame_equal(watcher.run.frame, final.frame, check_exact=True)
+
+
+def test_a_partial_last_line_is_not_misread(tmp_path: Path) -> None:
+    path = tmp_path / "run.csv"
+    path.write_text("step,train/entropy,train/kl\n1,0.9,0.01\n2,0.85,0.02\n")
+    watcher = Watcher(path)
+    watcher.poll()
+    assert list(watcher.run.steps) == [1, 2]
+    with path.open("a") as fh:
+        fh.write("3,0.12")  # the writer is mid-line: 0.1234 is still being written
+    watcher.poll()
+    assert list(watcher.run.steps) == [1, 2]
+    with path.open("a") as fh:
+        fh.write("34,0.03\n4,0.8")
+    watcher.poll()
+    assert list(watcher.run.steps) == [1, 2, 3]
+    assert watcher.run.frame.loc[3, "entropy"] == pytest.approx(0.1234)
+    watcher.poll(final=True)  # the log is finished: its last line has no newline
+    assert list(watcher.run.steps) == [1, 2, 3, 4]
+
+
+def test_a_partial_jsonl_line_and_tensorboard_record_wait_for_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    line = json.dumps({"step": 2, "entropy": 0.5}) + "\n"
+    path.write_text(json.dumps({"step": 1, "entropy": 0.9}) + "\n" + line[:10])
+    watcher = Watcher(path)
+    watcher.poll()
+    assert list(watcher.run.steps) == [1] and not watcher.run.notes
+    with path.open("a") as fh:
+        fh.write(line[10:])
+    watcher.poll()
+    assert list(watcher.run.steps) == [1, 2]
+
+    (src,) = (FIX / "tensorboard" / "simple_value").glob("*tfevents*")
+    data = src.read_bytes()
+    folder = tmp_path / "tb"
+    folder.mkdir()
+    copy = folder / src.name
+    copy.write_bytes(data[: len(data) // 2 + 7])  # cut inside a record
+    tb = Watcher(folder)
+    tb.poll()
+    seen = tb.run.n_steps
+    assert 0 < seen < 200
+    copy.write_bytes(data)
+    tb.poll()
+    assert tb.run.n_steps == 200
+    pd.testing.assert_frame_equal(tb.run.frame, load_run(folder).frame, check_exact=True)
+
+
+def test_a_truncated_log_starts_the_watch_over(tmp_path: Path) -> None:
+    path = tmp_path / "run.csv"
+    path.write_text("step,entropy\n" + "".join(f"{i},0.5\n" for i in range(1, 30)))
+    watcher = Watcher(path)
+    watcher.poll()
+    path.write_text("step,entropy\n1,0.7\n")  # a new run overwrote the file
+    watcher.poll()
+    assert watcher.restarts == 1 and list(watcher.run.steps) == [1]
+
+
+def test_nothing_to_read_yet(tmp_path: Path) -> None:
+    watcher = Watcher(tmp_path / "not-yet.csv")
+    assert watcher.poll() == [] and watcher.run is None
+    (tmp_path / "not-yet.csv").write_text("step,entrop")  # a first line still being written
+    assert watcher.poll() == [] and watcher.run is None
+    (tmp_path / "not-yet.csv").write_text("step,entropy\n")
+    assert watcher.poll() == [] and watcher.run is None  # a header, no rows yet
+    empty = tmp_path / "tb"
+    empty.mkdir()
+    assert Watcher(empty).poll() == []
+
+
+# --- the Run a poll builds is the importer's Run on the same bytes ------------------------------
+
+
+def _same_run(a: Run, b: Run) -> None:
+    pd.testing.assert_frame_equal(a.frame, b.frame, check_exact=True)
+    assert a.mapping == b.mapping and a.step_source == b.step_source
+    assert a.duplicate_steps == b.duplicate_steps
+    assert {k: list(v) for k, v in a.nan_steps.items()} == \
+        {k: list(v) for k, v in b.nan_steps.items()}
+    for metric in a.frame.columns:  # the finite series kept up to date alongside
+        fresh = Run(name="x", source="x", format="x", frame=a.frame).finite_series(metric)
+        for got, want in zip(a.finite_series(metric), fresh):
+            assert np.array_equal(got, want), metric
+
+
+def _grow(path: Path, data: bytes, cuts: list[int], watcher: Watcher) -> int:
+    """Append ``data`` in pieces ending at ``cuts``, polling after each; fast polls counted."""
+    pos = 0
+    fast = 0
+    for cut in [*cuts, len(data)]:
+        with path.open("ab") as fh:
+            fh.write(data[pos:cut])
+        pos = cut
+        before = watcher.store.rebuilds if watcher.store is not None else 0
+        watcher.poll()
+        if watcher.run is not None:
+            assert watcher.source is not None and watcher.store is not None
+            _same_run(watcher.run, watcher.source.rebuild())
+            fast += watcher.store.rebuilds == before
+    return fast
+
+
+def _text_logs() -> dict[str, bytes]:
+    csv_lines = ["step,train/entropy,train/kl,train/reward,eval/score,done"]
+    jsonl_lines = []
+    verl_lines = []
+    for s in range(1, 250):
+        ent = "No Log" if s % 17 == 0 else ("nan" if s % 23 == 0 else f"{1 / (1 + s / 100):.5f}")
+        csv_lines.append(f"{s},{ent},{s / 100:.4f},{0.5 + s / 1000:.4f},"
+                         f"{'' if s % 10 else 0.3},{'True' if s % 2 else 'False'}")
+        if s % 50 == 0:
+            csv_lines.append(f"{s},,,,0.4,")  # the same step again: the last number wins
+        kl = float("nan") if s % 31 == 0 else s / 100
+        jsonl_lines.append(json.dumps({"step": s, "entropy": 1 / (1 + s / 100), "kl": kl}))
+        if s % 25 == 0:
+            jsonl_lines.append(json.dumps({"step": s, "eval_reward": 0.3}))
+        if s % 40 == 0:
+            jsonl_lines.append("not json")
+        verl_lines.append(f"(main_task pid=1) step:{s} - actor/entropy:{1 / (1 + s / 100):.4f}"
+                          f" - actor/kl_loss:{s / 100:.4f}")
+        verl_lines.append(f"step:{s} - critic/score/mean:0.5 - response_length/mean:{300 + s}")
+    return {name: ("\n".join(lines) + "\n").encode() for name, lines in
+            (("run.csv", csv_lines), ("run.jsonl", jsonl_lines), ("verl.log", verl_lines))}
+
+
+@pytest.mark.parametrize("name", ["run.csv", "run.jsonl", "verl.log"])
+def test_text_logs_grown_in_random_pieces_read_as_the_importer_reads_them(tmp_path: Path,
+                                                                          name: str) -> None:
+    data = _text_logs()[name]
+    cuts = sorted(random.Random(name).sample(range(1, len(data)), 80))
+    path = tmp_path / name
+    path.write_bytes(b"")
+    watcher = Watcher(path)
+    fast = _grow(path, data, cuts, watcher)
+    assert fast >= 70  # nearly every poll appended in place
+    _same_run(watcher.run, load_run(path))
+
+
+@pytest.mark.parametrize("fixture", ["simple_value", "tensor_content", "tensor_float_val"])
+def test_tensorboard_files_grown_in_random_pieces(tmp_path: Path, fixture: str) -> None:
+    (src,) = (FIX / "tensorboard" / fixture).glob("*tfevents*")
+    data = src.read_bytes()
+    cuts = sorted(random.Random(fixture).sample(range(1, len(data)), 40))
+    (tmp_path / src.name).write_bytes(b"")
+    watcher = Watcher(tmp_path)
+    assert _grow(tmp_path / src.name, data, cuts, watcher) >= 35
+    _same_run(watcher.run, load_run(tmp_path))
+
+
+def test_a_restarted_tensorboard_run_grown_in_pieces(tmp_path: Path) -> None:
+    first, second = sorted((FIX / "tensorboard" / "restart").glob("*tfevents*"))
+    shutil.copy(first, tmp_path / first.name)
+    data = second.read_bytes()
+    (tmp_path / second.name).write_bytes(b"")
+    watcher = Watcher(tmp_path)
+    _grow(tmp_path / second.name, data, sorted(random.Random(3).sample(range(1, len(data)), 25)),
+          watcher)
+    _same_run(watcher.run, load_run(tmp_path))
+    assert watcher.run.restarts == 1
+
+
+def test_a_wandb_run_grown_in_pieces(tmp_path: Path) -> None:
+    src = next((FIX / "wandb" / "wandb").glob("offline-run-*grpofix1/run-*.wandb"))
+    folder = tmp_path / "wandb" / src.parent.name
+    folder.mkdir(parents=True)
+    data = src.read_bytes()
+    (folder / src.name).write_bytes(b"")
+    watcher = Watcher(folder)
+    fast = _grow(folder / src.name, data, sorted(random.Random(5).sample(range(1, len(data)), 60)),
+                 watcher)
+    assert fast >= 50
+    _same_run(watcher.run, load_run(folder))
+    target = watcher.wandb_target()
+    assert target is not None and target.run_id == "grpofix1" and target.offline
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+def test_exit_on_critical_on_a_log_that_is_already_critical(capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    path = str(EXAMPLES / "entropy-collapse.csv")
+    code, out, err = run_cli(capsys, "watch", path, "--once", "--exit-on", "critical")
+    assert code == 1, err
+    offline = diagnose(load_run(path))
+    first = offline.check("entropy_collapse").first_alert_step
+    assert f"CRITICAL entropy_collapse: first alert at step {first}," in out
+    assert out.splitlines()[-1].startswith("status: critical at step 800")
+    code, out, _ = run_cli(capsys, "watch", path, "--once")
+    assert code == 0 and "CRITICAL entropy_collapse" in out
+    code, out, _ = run_cli(capsys, "watch", str(EXAMPLES / "healthy.csv"), "--once",
+                           "--exit-on", "warning", "--select", "entropy_collapse")
+    assert code == 0 and "no failure mode found" in out
+
+
+def test_json_lines_and_max_polls(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "watch", str(EXAMPLES / "kl-drift.csv"), "--format", "json",
+                           "--max-polls", "2", "--interval", "0")
+    assert code == 0
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[-1]["event"] == "status" and events[-1]["polls"] == 2
+    alerts = [e for e in events if e["event"] == "alert"]
+    kl = next(e for e in alerts if e["mode"] == "kl_drift")
+    offline = diagnose(load_run(EXAMPLES / "kl-drift.csv")).check("kl_drift")
+    assert kl["severity"] == "critical" and kl["first_alert_step"] == offline.first_alert_step
+
+
+def test_ctrl_c_exits_cleanly_with_a_last_status(capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(time, "sleep", interrupted)
+    code, out, err = run_cli(capsys, "watch", str(EXAMPLES / "grad-explosion.csv"))
+    assert code == 0
+    assert "CRITICAL grad_explosion" in out
+    assert out.splitlines()[-1].startswith("status: critical at step")
+    assert "watching" in err
+
+
+def test_bad_options_are_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path
+                                      ) -> None:
+    path = str(EXAMPLES / "healthy.csv")
+    assert run_cli(capsys, "watch", path, "--once", "--exit-on", "sometimes")[0] == 2
+    assert run_cli(capsys, "watch", path, "--once", "--notify", "email")[0] == 2
+    assert run_cli(capsys, "watch", path, "--once", "--format", "html")[0] == 2
+    code, _, err = run_cli(capsys, "watch", str(tmp_path / "missing.csv"), "--once")
+    assert code == 2 and "no such file" in err
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01binary\n" * 10)
+    assert run_cli(capsys, "watch", str(tmp_path / "blob.bin"), "--once")[0] == 2
+
+
+def test_notify_command_gets_the_alert_as_json(capsys: pytest.CaptureFixture[str],
+                                               tmp_path: Path) -> None:
+    sink = tmp_path / "alerts.jsonl"
+    script = (f"import sys; open({str(sink)!r}, 'a').write(sys.stdin.read().strip() + "
+              f"'\\n')")
+    command = f"cmd:{shlex.quote(sys.executable)} -c {shlex.quote(script)}"
+    code, out, err = run_cli(capsys, "watch", str(EXAMPLES / "entropy-collapse.csv"), "--once",
+                             "--notify", command, "--notify", "cmd:false")
+    assert code == 0
+    sent = [json.loads(line) for line in sink.read_text().splitlines()]
+    assert {a["mode"] for a in sent} == {"entropy_collapse", "advantage_collapse"}
+    assert all(a["event"] == "alert" and a["first_alert_step"] for a in sent)
+    assert "--notify cmd: false exited 1" in err
+
+
+def test_notify_wandb_without_a_run_or_credentials_warns_once(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc
+    code, out, err = run_cli(capsys, "watch", str(EXAMPLES / "entropy-collapse.csv"), "--once",
+                             "--notify", "wandb")
+    assert code == 0 and "CRITICAL entropy_collapse" in out
+    assert err.count("--notify wandb") == 1 and "is not a W&B run" in err
+    online = tmp_path / "wandb" / "run-20250101_000000-grpofix1"
+    shutil.copytree(next((FIX / "wandb" / "wandb").glob("offline-run-*grpofix1")), online)
+    code, out, err = run_cli(capsys, "watch", str(online), "--once", "--notify", "wandb")
+    assert code == 0 and err.count("--notify wandb") == 1 and "no W&B credentials" in err
+
+
+def test_notify_wandb_alerts_on_the_watched_run(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    calls: dict[str, list] = {"init": [], "alert": [], "finish": []}
+
+    class FakeRun:
+        def alert(self, **kw: object) -> None:
+            calls["alert"].append(kw)
+
+        def finish(self) -> None:
+            calls["finish"].append(True)
+
+    fake = types.ModuleType("wandb")
+    fake.Settings = lambda **kw: kw  # type: ignore[attr-defined]
+    fake.AlertLevel = types.SimpleNamespace(ERROR="ERROR", WARN="WARN")  # type: ignore[attr-defined]
+
+    def init(**kw: object) -> FakeRun:
+        calls["init"].append(kw)
+        return FakeRun()
+
+    fake.init = init  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    online = tmp_path / "run-20250101_000000-grpofix1"
+    shutil.copytree(next((FIX / "wandb" / "wandb").glob("offline-run-*grpofix1")), online)
+    watcher = Watcher(online)
+    notifier = WandbNotifier(watcher)
+    alerts = watcher.poll()
+    assert notifier.problem() is None
+    alert = alerts[0] if alerts else Alert("entropy_collapse", Status.CRITICAL, 5, 4, "s", 9)
+    assert notifier(alert) is None and notifier(alert) is None
+    notifier.close()
+    (init_kw,) = calls["init"]
+    assert init_kw["id"] == "grpofix1" and init_kw["project"] == "grpo-doctor-fixtures"
+    assert init_kw["settings"]["mode"] == "shared" and not init_kw["settings"]["x_primary"]
+    assert len(calls["alert"]) == 2 and alert.mode in calls["alert"][0]["title"]
+    assert calls["finish"] == [True]
+
+
+def test_the_live_panel_on_a_terminal(tmp_path: Path) -> None:
+    import io
+
+    path = tmp_path / "run.csv"
+    shutil.copy(EXAMPLES / "entropy-collapse.csv", path)
+    out = io.StringIO()
+    code = run_watch(Watcher(path), interval=0, exit_on="critical", live=True, out=out,
+                     err=io.StringIO(), sleep=lambda s: None)
+    assert code == 1
+    text = out.getvalue()
+    assert "CRITICAL entropy_collapse" in text and "status: critical" in text
+
+
+def test_escalation_alerts_again(tmp_path: Path) -> None:
+    """A warning that becomes critical alerts twice; the second names the first."""
+    path = tmp_path / "run.csv"
+    lines = (EXAMPLES / "kl-drift.csv").read_text().splitlines(True)
+    path.write_text("".join(lines[:420]))
+    watcher = Watcher(path, )
+    first = {a.mode: a for a in watcher.poll()}
+    assert first["kl_drift"].severity is Status.WARNING
+    with path.open("a") as fh:
+        fh.write("".join(lines[420:]))
+    later = {a.mode: a for a in watcher.poll()}
+    kl = later["kl_drift"]
+    assert kl.severity is Status.CRITICAL and kl.previous is Status.WARNING and kl.escalated
+    assert "escalated from warning" in kl.line()
+    assert watcher.diagnosis().check("kl_drift").first_alert_step == kl.first_alert_step
