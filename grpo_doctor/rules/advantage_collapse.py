@@ -51,7 +51,7 @@ from grpo_doctor.rules.base import (
     series,
     snap_to_logged,
 )
-from grpo_doctor.rules.signals import late_level, late_points, reward_progress
+from grpo_doctor.rules.signals import late_level, late_points, learning, reward_progress
 from grpo_doctor.store import Run
 from grpo_doctor.trends import level_shift_onset, mann_kendall
 
@@ -97,11 +97,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     metric, steps, z, what = _signal(run, p)
     # The zero-std fraction is itself a share over many groups: a few logged points (each an
     # average over logging_steps) suffice. A 0/1 per-step indicator needs more of them.
+    # A step's reward std is one batch: zero by chance with small G, so the 0/1 indicator
+    # needs 20 points and a late window of 10.
     short_ok = metric == ZSF
-    if len(z) < (3 if short_ok else 10):
-        raise Skip(f"needs at least {3 if short_ok else 10} logged points of the zero-std "
+    if len(z) < (3 if short_ok else 20):
+        raise Skip(f"needs at least {3 if short_ok else 20} logged points of the zero-std "
                    f"signal")
-    k = late_points(len(z), p["late_fraction"], min_n=2 if short_ok and len(z) < 10 else 5)
+    k = late_points(len(z), p["late_fraction"], min_n=(2 if len(z) < 10 else 5) if short_ok
+                    else 10)
     late = float(np.mean(z[-k:]))
     overall = float(np.mean(z))
     evidence: dict[str, object] = {
@@ -132,7 +135,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             onset = int(steps[0])
     else:
         onset = int(run.steps[0])
-    progress = reward_progress(run, float(onset))
+    progress = learning(run, float(onset))
     corroboration = []
     if progress.logged and not progress.improving:
         corroboration.append("reward " + ("falling" if progress.declining else "not improving"))
@@ -154,7 +157,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        f"feed harder prompts as they saturate", evidence=evidence,
                        key_metric=metric)
     if fired:
-        critical = late >= p["critical_fraction"] or bool(corroboration)
+        # Corroboration only escalates on a log long enough to judge a trend in the reward
+        # (a live monitor would otherwise go critical on the noisy first few dozen steps).
+        critical = late >= p["critical_fraction"] or (bool(corroboration) and len(z) >= 40)
         status = Status.CRITICAL if critical and not converged else Status.WARNING
         evidence["threshold"] = (f"zero-std share >= {p['critical_fraction']:.0%}" if late >=
                                  p["critical_fraction"] else

@@ -88,6 +88,9 @@ def series(run: Run, metric: str, reduce: str = "median") -> tuple[np.ndarray, n
     n = len(values)
     if n <= MAX_SERIES:
         return steps, values
+    cached = run._derived.get((metric, reduce))
+    if cached is not None:
+        return cached
     size = -(-n // MAX_SERIES)
     full = (n // size) * size
     agg = np.max if reduce == "max" else np.median
@@ -96,6 +99,7 @@ def series(run: Run, metric: str, reduce: str = "median") -> tuple[np.ndarray, n
     if full < n:
         s = np.append(s, steps[-1])
         v = np.append(v, agg(values[full:]))
+    run._derived[(metric, reduce)] = (s, v)
     return s, v
 
 

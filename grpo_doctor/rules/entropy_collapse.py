@@ -20,10 +20,12 @@ How it is detected
     logged, Cui's R = -a*exp(H) + b is fitted to report the predicted ceiling.
 
 False positives
-    Entropy normally falls while a policy sharpens; a fall that keeps buying reward is healthy
-    convergence and is reported as ok (or a warning once nearly all entropy is gone). Only
-    corroboration (reward stalled or falling, zero-std groups rising, grad norm vanishing,
-    completions pinned at the length cap) makes the collapse critical.
+    Entropy normally falls while a policy sharpens; a fall that keeps buying reward (with the
+    held-out score not falling and a correctness term, when logged, improving) is healthy
+    convergence and is reported as ok, or as a warning once nearly all entropy is gone. A fast
+    fall with the reward merely stalled is a warning; only independent corroboration (reward
+    falling, zero-std groups rising, grad norm vanishing, completions pinned at the length cap)
+    makes it critical.
 
 Remedies
     Halve the learning rate; add an entropy bonus (entropy_coeff 0.001-0.01); rollout
@@ -51,7 +53,7 @@ from grpo_doctor.rules.base import (
     series,
     snap_to_logged,
 )
-from grpo_doctor.rules.signals import late_level, reward_progress, rising
+from grpo_doctor.rules.signals import late_level, learning, rising
 from grpo_doctor.store import Run
 from grpo_doctor.trends import (
     decisive_short_fall,
@@ -144,14 +146,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     log_h = np.log(np.maximum(h, 1e-12))
     knot = trend_onset(steps, log_h, np.log(max(h0, 1e-12)), np.log(max(hc, 1e-12)))
     onset = snap_to_logged(run, ENTROPY, knot)
+    # Is the entropy being spent buying reward? Judge the reward over the whole decline: from
+    # where the first tenth of the fall was done (or the knot, if earlier) to the end.
     smooth = rolling_median(h, 5)
-    half = np.nonzero(smooth <= h0 - 0.5 * (h0 - hc))[0]
-    since = float(steps[half[0]]) if len(half) else float(steps[len(h) // 2])
-
-    progress = reward_progress(run, since)
-    corroboration = []
-    if progress.logged and not progress.improving:
-        corroboration.append("reward " + ("falling" if progress.declining else "stalled"))
+    begun = np.nonzero(smooth <= h0 - 0.1 * (h0 - hc))[0]
+    since = min(float(onset), float(steps[begun[0]]) if len(begun) else float(onset))
+    progress = learning(run, since)
+    corroboration = []  # independent signs of the collapse cascade
+    if progress.logged and progress.declining:
+        corroboration.append("reward falling")
     zsf = Metric.ZERO_STD_FRACTION.value
     zsf_late = late_level(run, zsf)
     solving = progress.logged and progress.improving
@@ -179,6 +182,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             headroom = (f"; predicted reward ceiling {fmt(fit['ceiling'])}, reward now "
                         f"{fmt(progress.end)}")
 
+    stalled = progress.logged and not progress.improving and not progress.declining
     benign = progress.logged and progress.improving and not corroboration
     if benign:
         status = Status.WARNING if spent else Status.OK
@@ -189,7 +193,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         kind = "entropy collapsed"
     else:
         status = Status.CRITICAL if corroboration else Status.WARNING
-        kind = "entropy collapsing"
+        kind = "entropy collapsing" + (" while the reward has stopped improving" if stalled
+                                       else "")
     evidence["threshold"] = (f"entropy < {p['critical_ratio']:g} x start" if spent else
                              f"drop > {p['drop_fraction']:.0%} within {fmt(p['window_steps'])} "
                              f"steps")

@@ -81,7 +81,7 @@ def _pinned(run: Run, p) -> dict | None:
         return None
     # No truncation metric: the mean length sitting at the largest length ever logged.
     steps, m = series(run, LEN)
-    if len(m) < 8:
+    if len(m) < 20:  # a cap inferred from the lengths themselves needs some history
         return None
     cap = max(float(m.max()), float(series(run, LEN_MAX)[1].max()) if run.has(LEN_MAX) else 0)
     # Every completion truncated makes the mean equal the cap: the same value, repeated.
@@ -132,7 +132,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        key_metric=LEN if len(m) else TRUNC)
     onset = min(int(s["onset"]) for s in shapes)
     progress = reward_progress(run, float(onset))
-    stalled = progress.logged and not progress.improving
+    stalled = progress.logged and not progress.improving and len(m) >= 30
     severe = (pinned is not None and pinned["share"] >= p["truncation_critical"]) or any(
         s.get("collapse") and m[-1] <= 5 for s in shapes)
     status = Status.CRITICAL if severe or (stalled and len(shapes) >= 1 and pinned) or (

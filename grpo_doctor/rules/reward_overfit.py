@@ -12,9 +12,9 @@ Why it matters
 
 How it is detected
     Rolling median over ~5% of the points (so spikes do not make peaks); the peak must be
-    followed by at least ``min_after`` of the log; Mann-Kendall (Hamed-Rao corrected) on the
-    post-peak segment must find a decline. Onset = the peak (where it turned). Critical when
-    more than ``giveback_critical`` of the gain is gone.
+    followed by at least ``min_after`` of the log; Mann-Kendall (Hamed-Rao corrected) must find
+    a significant rise up to the peak and a significant decline after it. Onset = the peak
+    (where it turned). Critical when more than ``giveback_critical`` of the gain is gone.
 
 False positives
     Noisy plateaus: a few points below the peak are not a decline. Reward schedules that change
@@ -50,8 +50,8 @@ PARAMS = (
 
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, r = series(run, REWARD)
-    if len(r) < 20:
-        raise Skip("needs at least 20 logged rewards")
+    if len(r) < 30:
+        raise Skip("needs at least 30 logged rewards")
     w = max(5, len(r) // 20) | 1
     smooth = rolling_median(r, w)
     peak = int(np.argmax(smooth))
@@ -65,7 +65,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                    "share_of_gain_lost": round(lost, 3)}
     after = len(r) - 1 - peak
     declining = after >= 4 and mann_kendall(steps[peak:], r[peak:]).decreasing(p["alpha"])
-    if not (after >= p["min_after"] * len(r) and lost >= p["giveback"] and declining):
+    # The rise must be real too: a noisy flat reward has peaks and falls but no climb (a live
+    # monitor would otherwise call every early wobble).
+    rose = peak >= 4 and mann_kendall(steps[: peak + 1], r[: peak + 1]).increasing(p["alpha"])
+    if not (after >= p["min_after"] * len(r) and lost >= p["giveback"] and declining and rose):
         return Outcome(Status.OK, f"reward {fmt(start)} -> {fmt(now)} (peak "
                        f"{fmt(float(smooth[peak]))})", evidence=evidence, key_metric=REWARD)
     onset = snap_to_logged(run, REWARD, steps[peak])

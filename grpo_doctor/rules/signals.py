@@ -30,17 +30,19 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
     """Did the mean reward (or ``metric``) keep improving from step ``since`` to the end?
 
     Improving: a significant upward trend after ``since`` or a late level clearly above the
-    level at ``since`` (by 10% of the run's reward range). Declining: the mirror image.
+    level at ``since`` (by a quarter of the run's smoothed reward range). Declining: the
+    mirror image. With fewer than 10 logged values nothing can be judged (``logged`` False);
+    a segment shorter than 8 points is widened backwards to 8.
     """
     steps, r = series(run, metric)
-    if len(r) < 6:
+    if len(r) < 10:
         return RewardProgress(False, False, False)
     smooth = rolling_median(r, 5)
     span = float(np.ptp(smooth)) or 1e-12
     after = steps >= since
-    if after.sum() < 4:
+    if after.sum() < 8:
         after = np.zeros(len(r), dtype=bool)
-        after[-4:] = True
+        after[-8:] = True
     seg_s, seg_r = steps[after], r[after]
     test = mann_kendall(seg_s, seg_r)
     start, end = head_tail(seg_r, frac=0.2)
@@ -52,10 +54,36 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
 
 
 def task_progress(run: Run, since: float) -> RewardProgress:
-    """Progress on the task itself: the held-out score when logged (a hacked reward can rise
-    while it does not), else the train reward."""
+    """Progress on the task itself, not on whatever the reward pays for: the held-out score
+    when logged; else the correctness-like reward components (a format term can lift the total
+    while every answer stays wrong); else the train reward."""
     held = reward_progress(run, since, metric=Metric.HELDOUT_SCORE.value)
-    return held if held.logged else reward_progress(run, since)
+    if held.logged:
+        return held
+    parts = [reward_progress(run, since, metric=col) for name, col in components(run).items()
+             if component_kind(name) == "correctness"]
+    parts = [pr for pr in parts if pr.logged]
+    if parts:
+        return RewardProgress(True, any(pr.improving for pr in parts),
+                              all(pr.declining for pr in parts))
+    return reward_progress(run, since)
+
+
+def learning(run: Run, since: float) -> RewardProgress:
+    """Is the run still learning after ``since``? The train reward improving, unless the
+    held-out score is falling or no correctness-like component improves (a format term alone
+    can lift the reward while every answer stays wrong)."""
+    progress = reward_progress(run, since)
+    if not (progress.logged and progress.improving):
+        return progress
+    held = reward_progress(run, since, metric=Metric.HELDOUT_SCORE.value)
+    parts = [reward_progress(run, since, metric=col) for name, col in components(run).items()
+             if component_kind(name) == "correctness"]
+    parts = [pr for pr in parts if pr.logged]
+    if (held.logged and held.declining) or (parts and not any(pr.improving for pr in parts)):
+        return RewardProgress(True, False, progress.declining, progress.start, progress.end,
+                              progress.best)
+    return progress
 
 
 def rising(run: Run, metric: str, alpha: float = 0.05) -> bool:
@@ -84,6 +112,7 @@ def components(run: Run) -> dict[str, str]:
 
 _FORMAT_WORDS = ("format", "xml", "tag", "think", "structure", "style", "syntax", "valid")
 _CORRECT_WORDS = ("correct", "accura", "answer", "acc", "exact", "match_answer", "math",
+                  "equation", "verif", "solve",
                   "solution", "pass", "success", "strategy", "numbers", "score", "check")
 _CHEAT_WORDS = ("cheat", "hack", "violation", "forbidden", "exploit", "tamper", "integrity")
 
