@@ -2,7 +2,7 @@
 
 What it detects
     The smoothed (rolling-median) reward reaching a peak well before the end of the log and
-    then giving back more than ``giveback`` (30%) of what it had gained, with a significant
+    then giving back more than ``giveback`` (half) of what it had gained, with a significant
     decline after the peak.
 
 Why it matters
@@ -41,9 +41,9 @@ from grpo_doctor.trends import mann_kendall, rolling_median
 REWARD = Metric.REWARD_MEAN.value
 
 PARAMS = (
-    Param("giveback", 0.3, "share of the reward gain lost after the peak that warns"),
-    Param("giveback_critical", 0.6, "share lost that is critical"),
-    Param("min_after", 0.15, "share of the log that must follow the peak"),
+    Param("giveback", 0.5, "share of the reward gain lost after the peak that warns"),
+    Param("giveback_critical", 0.8, "share lost that is critical"),
+    Param("min_after", 0.2, "share of the log that must follow the peak"),
     Param("alpha", 0.01, "significance of the post-peak decline"),
 )
 
