@@ -13,6 +13,8 @@ from tests.helpers import REAL_RUNS
 pytestmark = pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared real runs not present")
 
 HEALTHY = [
+    "verl-console/Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538.log",
+    "verl-console/gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log",
     "csv/qwen3-8b-grpo-dapo-lab_A_grpo_training_metrics.csv",
     "csv/ppo-vs-grpo-math-rlvr_four_run_training_metrics.csv",
     "notebook-tables/Advanced_Llama3_1_(3B)_GRPO_LoRA__2025-03-21_3fcca28d_c3f659.csv",
@@ -24,6 +26,12 @@ HEALTHY = [
 ]
 
 FAILING = {
+    "trl-console/20251022_181457_run_terminal.md": "entropy_collapse",
+    "trl-console/20251022_120223_run_terminal.md": "length_hacking",
+    "tensorboard/events.out.tfevents.1740427850.declare-a100-0.3275755.0": "advantage_collapse",
+    "notebook-tables/gpt-oss-(20B)-GRPO__2025-11-22_b9599a9e_0a2d5f.csv": "reward_hacking",
+    "notebook-tables/Llama_FP8_GRPO__2025-11-25_b35307e0_c9fea5.csv": "length_hacking",
+    "issue-snippets/verl-721_nan_step59.txt": "numerical_failure",
     "notebook-tables/Qwen3_VL_(8B)-Vision-GRPO__2025-10-14_4480b9c4_4d11ec.csv":
         "advantage_collapse",
     "notebook-tables/Qwen3_5_(4B)_Vision_GRPO__2026-03-17_ed54cb49_2770d8.csv":
@@ -37,10 +45,10 @@ FAILING = {
 
 
 @pytest.mark.parametrize("path", HEALTHY)
-def test_healthy_real_runs_raise_no_critical(path):
+def test_healthy_real_runs_raise_no_alarm(path):
     for run in load_runs(REAL_RUNS / path):
         d = diagnose(run)
-        assert d.status != "critical", [c.summary for c in d.findings]
+        assert not d.findings, [c.summary for c in d.findings]
 
 
 @pytest.mark.parametrize("path,mode", FAILING.items())
