@@ -17,6 +17,13 @@ in bulk with numpy. Records of one tag and layout are grouped, one of them is pa
 protobuf to find where the value sits, and the group's other records are checked byte for byte
 against it (outside the value) before their values are read straight from the buffer. Anything
 else (first events, multi-value summaries, histograms, text) is parsed record by record.
+Record boundaries are found by guessing that the record sizes repeat their last period and
+checking the guess in bulk, and payload CRCs of records of one length are computed together
+from the bytes where they differ (CRC-32C is affine), so no Python step runs per record.
+
+Memory: a run is read ``_WINDOW`` bytes at a time into compact per-window points, which are
+written into the wide grid window by window; the peak stays near three times the float64 frame
+however big the file (a file with damaged records is read whole, as before).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import json
 import os
 import re
 import struct
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,20 +142,177 @@ class _Buffer:
         return cls(padded, size)
 
 
-def _walk(data: memoryview, pos: int) -> tuple[list[int], int]:
-    """Follow the length fields from ``pos`` (no CRC checks); where the chain stopped."""
+def _walk(data: memoryview, pos: int, limit: int | None = None) -> tuple[list[int], int]:
+    """Follow the length fields from ``pos`` (no CRC checks); where the chain stopped.
+
+    With ``limit``, at most that many records are followed."""
     n = len(data)
     unpack = _U64.unpack_from
     offsets: list[int] = []
     append = offsets.append
-    while pos + 12 <= n:
+    left = -1 if limit is None else limit
+    while pos + 12 <= n and left:
         (length,) = unpack(data, pos)
         end = pos + length + 16
         if end > n:
             break
         append(pos)
         pos = end
+        left -= 1
     return offsets, pos
+
+
+_PERIOD_MAX = 256  # records in the longest repeating pattern of record sizes looked for
+_GUESS_MIN = 64
+_GUESS_MAX = 1 << 16
+
+
+def _period(sizes: list[int]) -> int | None:
+    """The shortest P such that the last P sizes repeat the P before them."""
+    r = np.asarray(sizes, dtype=np.int64)
+    half = min(_PERIOD_MAX, len(r) // 2)
+    if not half:
+        return None
+    back = r[-2 : -2 - half : -1]  # r[-1 - P] for P = 1 .. half
+    for p in (np.flatnonzero(back == r[-1]) + 1).tolist():
+        if np.array_equal(r[-p:], r[-2 * p : -p]):
+            return p
+    return None
+
+
+def _walk_all(b: _Buffer, pos: int) -> tuple[np.ndarray, int]:
+    """``_walk(b.data, pos)``, without a Python step for most records.
+
+    Event files repeat a pattern of record sizes (the tags of each step in the same order),
+    so after some records followed one by one, the next ones are guessed to repeat the last
+    period of sizes, and the guess is checked in bulk: a record is taken only if the length
+    stored at its guessed start is the guessed one, it ends inside the buffer, and every
+    record before it was taken. That is the chain ``_walk`` follows, record for record;
+    where a guess fails, following resumes one by one.
+    """
+    n = b.size
+    data = b.data
+    u64 = b.u64
+    parts: list[np.ndarray] = []
+    recent: list[int] = []  # sizes of the last records taken
+    step = 16  # records to follow one by one before the next guess
+    guess = _GUESS_MIN
+    while True:
+        offsets, stop = _walk(data, pos, step)
+        if offsets:
+            parts.append(np.asarray(offsets, dtype=np.int64))
+            recent.extend(np.diff(np.append(offsets, stop)).tolist())
+            del recent[: -2 * _PERIOD_MAX]
+        pos = stop
+        if len(offsets) < step:
+            break  # the chain ended
+        p = _period(recent)
+        if p is None:
+            step = min(step * 2, 4096)
+            continue
+        pattern = np.asarray(recent[-p:], dtype=np.int64)
+        rel = np.concatenate([[0], np.cumsum(pattern)[:-1]])
+        span = int(pattern.sum())
+        while True:
+            blocks = -(-guess // p)
+            at = (pos + span * np.arange(blocks, dtype=np.int64)[:, None] + rel).reshape(-1)
+            size = np.tile(pattern, blocks)
+            ok = (at + size <= n) & (u64[np.minimum(at, n)] == (size - 16).astype(np.uint64))
+            miss = np.flatnonzero(~ok)
+            k = int(miss[0]) if len(miss) else len(at)
+            if k:
+                parts.append(at[:k])
+                pos = int(at[k - 1] + size[k - 1])
+                recent.extend(size[max(k - 2 * _PERIOD_MAX, 0) : k].tolist())
+                del recent[: -2 * _PERIOD_MAX]
+            if k < len(at):
+                # The pattern changed: follow one by one for a while (longer each time a
+                # guess fails at once, so that irregular files do not pay for guessing).
+                step = 16 if k >= guess // 2 else min(step * 2, 4096)
+                guess = _GUESS_MIN
+                break
+            guess = min(guess * 2, _GUESS_MAX)
+    offs = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return offs, pos
+
+
+# --- payload CRCs in bulk -------------------------------------------------------------------
+
+_CRC_BULK_MIN = 32  # records of one length for the bulk CRC
+_CRC_BULK_MAX_DIFF = 48  # byte positions where they may differ
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(bool)
+_CRC_SHIFT: dict[int, np.ndarray] = {}
+
+
+def _crc_byte_table(distance: int) -> np.ndarray:
+    """How CRC-32C changes when a byte ``distance`` bytes before the end changes by x
+    (CRCs are affine: crc(a ^ d) = crc(a) ^ crc(d) ^ crc(0), for messages of one length)."""
+    table = _CRC_SHIFT.get(distance)
+    if table is None:
+        if len(_CRC_SHIFT) > 4096:
+            _CRC_SHIFT.clear()
+        buf = bytearray(distance + 1)
+        zero = crc32c.crc32c(buf)
+        bits = np.empty(8, dtype=np.uint32)
+        for i in range(8):
+            buf[0] = 1 << i
+            bits[i] = crc32c.crc32c(buf) ^ zero
+        table = np.bitwise_xor.reduce(np.where(_BYTE_BITS, bits, np.uint32(0)), axis=1)
+        _CRC_SHIFT[distance] = table
+    return table
+
+
+def _same_length_crcs(b: _Buffer, starts: np.ndarray, length: int) -> np.ndarray | None:
+    """CRC-32C of ``length`` bytes at each start, from the first one's CRC and the bytes
+    where the others differ from it; None when they differ in too many places."""
+    first = int(starts[0])
+    ref = bytes(b.data[first : first + length])
+    where: list[int] = []
+    for k in range(0, length, 8):
+        diff = np.bitwise_or.reduce(b.u64[starts + k] ^ b.u64[first + k])
+        if length - k < 8:
+            diff &= np.uint64((1 << (8 * (length - k))) - 1)
+        diff = int(diff)
+        while diff:
+            j = (diff & -diff).bit_length() - 1
+            where.append(k + j // 8)
+            diff &= ~(0xFF << (j // 8 * 8))
+        if len(where) > _CRC_BULK_MAX_DIFF:
+            return None
+    crc = np.full(len(starts), crc32c.crc32c(ref), dtype=np.uint32)
+    for j in where:
+        crc ^= _crc_byte_table(length - 1 - j)[b.u8[starts + j] ^ ref[j]]
+    return crc
+
+
+def _payload_crcs(b: _Buffer, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """CRC-32C of each payload: records of one length in bulk, the rest one C call each."""
+    out = np.empty(len(starts), dtype=np.uint32)
+    if not len(starts):
+        return out
+    by_length = np.argsort(lengths, kind="stable")
+    sorted_lengths = lengths[by_length]
+    bounds = [0, *(np.flatnonzero(np.diff(sorted_lengths)) + 1).tolist(), len(starts)]
+    rest: list[np.ndarray] = []
+    for a, z in zip(bounds[:-1], bounds[1:]):
+        idx = by_length[a:z]
+        length = int(sorted_lengths[a])
+        got = None
+        if z - a >= _CRC_BULK_MIN and 0 < length <= 1 << 16:
+            got = _same_length_crcs(b, starts[idx], length)
+        if got is None:
+            rest.append(idx)
+        else:
+            out[idx] = got
+    if rest:
+        idx = np.sort(np.concatenate(rest))
+        data = b.data
+        crc = crc32c.crc32c
+        out[idx] = np.fromiter(
+            (crc(data[s : s + ln]) for s, ln in zip(starts[idx].tolist(), lengths[idx].tolist())),
+            dtype=np.uint32, count=len(idx),
+        )
+    return out
 
 
 def _resync(b: _Buffer, pos: int) -> int | None:
@@ -173,8 +338,7 @@ def _frame(b: _Buffer, label: str) -> _Framing:
     truncated_at: int | None = None
     pos: int | None = 0
     while pos is not None and pos < n:
-        offsets, stop = _walk(data, pos)
-        offs = np.asarray(offsets, dtype=np.int64)
+        offs, stop = _walk_all(b, pos)
         bad = np.flatnonzero(~_headers_valid(b.u8, b.u32, offs))
         if len(bad):
             # A length whose CRC fails cannot be trusted: find the next valid header.
@@ -194,12 +358,7 @@ def _frame(b: _Buffer, label: str) -> _Framing:
     offs = np.concatenate(good)
     lengths = b.u64[offs].astype(np.int64)
     starts = offs + 12
-    # Payload CRCs: one C call per record, compared in bulk.
-    crc = crc32c.crc32c
-    computed = np.fromiter(
-        (crc(data[s : s + ln]) for s, ln in zip(starts.tolist(), lengths.tolist())),
-        dtype=np.uint32, count=len(starts),
-    )
+    computed = _payload_crcs(b, starts, lengths)
     masked = ((computed >> 15) | (computed << 17)) + np.uint32(_MASK_DELTA)
     ok = masked == b.u32[starts + lengths]
     if not ok.all():
@@ -580,6 +739,213 @@ def read_event_file(path: Path, file_no: int = 0) -> _Points:
     return _decode(b, framing, file_no, str(path))
 
 
+# --- a run's points, read a window at a time --------------------------------------------------
+
+#: Bytes of an event file framed and decoded at a time: memory stays near the frame's size.
+_WINDOW = 2 << 20
+
+
+@dataclass
+class _Chunk:
+    """Points of one stretch of a run's event files, in file order, in compact dtypes:
+    ``code`` is tag id * 2 + (1 if the value was a tensor)."""
+
+    code: np.ndarray
+    step: np.ndarray
+    value: np.ndarray
+
+
+@dataclass
+class _FilePoints:
+    chunks: list[_Chunk] = field(default_factory=list)
+    plugins: list[tuple[str, int, str]] = field(default_factory=list)
+    texts: list[tuple[str, int, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _compact(pts: _Points, tag_ids: dict[str, int]) -> _Chunk | None:
+    """``pts`` as one chunk in file order (``order``), with run-wide tag ids."""
+    if not pts.tag_idx:
+        return None
+    ids = np.array([tag_ids.setdefault(t, len(tag_ids)) for t in pts.tags], dtype=np.int64)
+    parts = len(pts.tag_idx)
+    tag = ids[pts.tag_idx[0]] if parts == 1 else ids[np.concatenate(pts.tag_idx)]
+    order = pts.order[0] if parts == 1 else np.concatenate(pts.order)
+    # Bulk groups are runs in file order: the stable sort (timsort) merges them cheaply.
+    by_order = np.argsort(order, kind="stable")
+    tensor = pts.tensor[0] if parts == 1 else np.concatenate(pts.tensor)
+    code = tag[by_order] * 2 + tensor[by_order]
+    step = (pts.steps[0] if parts == 1 else np.concatenate(pts.steps))[by_order]
+    value = (pts.values[0] if parts == 1 else np.concatenate(pts.values))[by_order]
+    code = code.astype(np.int16 if len(tag_ids) < 2**14 else np.int32)
+    if len(step) and step.min() >= -(2**31) and step.max() < 2**31:
+        step = step.astype(np.int32)
+    small = value.astype(np.float32)
+    if np.array_equal(small, value, equal_nan=True):  # float32 values: kept exactly
+        value = small
+    return _Chunk(code, step, value)
+
+
+def _shift_orders(pts: _Points, base: int) -> None:
+    """Window-relative record numbers in ``pts`` to file-relative ones."""
+    if not base:
+        return
+    shift = base << 8
+    pts.order = [o + shift for o in pts.order]
+    pts.plugins = [(t, o + shift, p) for t, o, p in pts.plugins]
+    pts.texts = [(t, o + shift, x) for t, o, x in pts.texts]
+
+
+def _read_points(path: Path, file_no: int, tag_ids: dict[str, int]) -> _FilePoints:
+    """Every scalar point in one event file, as chunks.
+
+    The file is read ``_WINDOW`` bytes at a time, each window ending at a record boundary,
+    so that memory is bounded by the points, not the file. Notes and order are those of
+    ``read_event_file``: should a window hold anything but clean records (corruption, an
+    unreadable record), the whole file is read again at once by ``read_event_file``.
+    """
+    label = str(path)
+    out = _FilePoints()
+    try:
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            pos = 0  # file offset of the window
+            rec_base = 0  # records before the window
+            want = _WINDOW
+            while True:
+                n = min(want, size - pos)
+                padded = bytearray(n + _Buffer._PAD)
+                fh.seek(pos)
+                got = fh.readinto(memoryview(padded)[:n])
+                b = _Buffer(padded, got)
+                at_end = pos + got >= size or got < n
+                try:
+                    fr = _frame(b, label)
+                except FormatError:
+                    if pos == 0:
+                        raise
+                    return _read_whole(path, file_no, tag_ids)
+                count = len(fr.offsets)
+                stop = int(fr.offsets[-1] + fr.lengths[-1] + 16) if count else 0
+                if fr.notes:
+                    if len(fr.notes) > 1 or not fr.notes[0].startswith("truncated final"):
+                        return _read_whole(path, file_no, tag_ids)
+                    if at_end:
+                        fr.notes = [truncation_note(pos + stop)]
+                    else:
+                        fr.notes = []
+                        if not count:  # one record longer than the window: widen it
+                            (length,) = _U64.unpack_from(b.data, 0)
+                            want = max(want, int(length) + 16)
+                            continue
+                pts = _decode(b, fr, file_no, label)
+                if len(pts.notes) > len(fr.notes):
+                    return _read_whole(path, file_no, tag_ids)
+                _shift_orders(pts, rec_base)
+                chunk = _compact(pts, tag_ids)
+                if chunk is not None:
+                    out.chunks.append(chunk)
+                out.plugins.extend(pts.plugins)
+                out.texts.extend(pts.texts)
+                out.notes.extend(pts.notes)
+                if at_end or not count:
+                    return out
+                pos += stop
+                rec_base += count
+                want = _WINDOW
+    except OSError as exc:
+        raise read_error(path, exc) from exc
+
+
+def _read_whole(path: Path, file_no: int, tag_ids: dict[str, int]) -> _FilePoints:
+    pts = read_event_file(path, file_no)
+    chunk = _compact(pts, tag_ids)
+    return _FilePoints([chunk] if chunk is not None else [], pts.plugins, pts.texts, pts.notes)
+
+
+_malloc_trim: Any = None
+
+
+def _return_freed_memory() -> None:
+    """Give the heap memory freed so far back to the OS (glibc only; elsewhere nothing).
+
+    Reading a big file leaves megabytes of freed temporaries in the heap, which glibc keeps,
+    while the grid and the frame are then mapped afresh: without this the resident set would
+    hold both.
+    """
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+            except (OSError, AttributeError):
+                pass
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+def _kept(chunk: _Chunk, refused: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A chunk's (tag, step, value) without the tensors of refused tags."""
+    code = chunk.code
+    if refused is None:
+        return code >> 1, chunk.step, chunk.value
+    tag = code >> 1
+    keep = ~(((code & 1) == 1) & refused[tag])
+    return tag[keep], chunk.step[keep], chunk.value[keep]
+
+
+def _grid(chunks: list[_Chunk], refused: np.ndarray | None, n_tags: int
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None:
+    """Wide grid (steps x used tags) of the chunks, the last point logged winning each cell.
+
+    Returns (steps, used tag ids in first-logged order, grid, logged-NaN mask, points
+    replaced), or None when no point is kept. Chunks are in file order, so writing them in
+    turn leaves the last point logged in each cell; each is dropped from ``chunks`` once
+    written, so that the points and the grid are not held in full at once.
+    """
+    first_seen = np.full(n_tags, np.iinfo(np.int64).max, dtype=np.int64)
+    step_sets = []
+    total = 0
+    for chunk in chunks:
+        tag, step, _value = _kept(chunk, refused)
+        if len(tag):
+            np.minimum.at(first_seen, tag, np.arange(total, total + len(tag)))
+            step_sets.append(np.unique(step))
+            total += len(tag)
+    if not total:
+        return None
+    steps = np.unique(np.concatenate(step_sets)).astype(np.int64)
+    used = np.flatnonzero(first_seen < np.iinfo(np.int64).max)
+    used = used[np.argsort(first_seen[used], kind="stable")]
+    column = np.full(n_tags, -1, dtype=np.int64)
+    column[used] = np.arange(len(used))
+    grid = np.full((len(steps), len(used)), np.nan, dtype=np.float64)
+    written = np.zeros(grid.shape, dtype=bool)
+    cells = grid.reshape(-1)
+    marks = written.reshape(-1)
+    n_written = 0
+    for i, chunk in enumerate(chunks):
+        chunks[i] = None  # type: ignore[call-overload]
+        tag, step, value = _kept(chunk, refused)
+        if not len(tag):
+            continue
+        cell = np.searchsorted(steps, step) * len(used) + column[tag]
+        marks[cell] = True
+        now = int(np.count_nonzero(marks))
+        if now - n_written < len(cell):
+            # A cell written twice (here or before): keep this chunk's last point per cell.
+            _, last = np.unique(cell[::-1], return_index=True)
+            last = len(cell) - 1 - last
+            cell, value = cell[last], value[last]
+        cells[cell] = value
+        n_written = now
+    explicit = written & np.isnan(grid)
+    return steps, used, grid, explicit, total - n_written
+
+
 # --- one run from its event files -------------------------------------------------------------
 
 
@@ -612,11 +978,15 @@ def _load_run(name: str, files: list[Path], source: str, options: LoadOptions) -
     """One run from its event files, oldest first; None when they hold no scalar."""
     files = sorted(files, key=_event_file_key)
     notes: list[str] = []
-    all_points: list[_Points] = []
     errors: list[FormatError] = []
+    tag_ids: dict[str, int] = {}  # run-wide tag ids
+    chunks: list[_Chunk] = []
+    plugins: list[tuple[str, int, str]] = []
+    texts: list[tuple[str, int, str]] = []
+    files_read = files_with_points = 0
     for file_no, path in enumerate(files):
         try:
-            pts = read_event_file(path, file_no)
+            got = _read_points(path, file_no, tag_ids)
         except FormatError as exc:
             if len(files) == 1:
                 raise
@@ -624,35 +994,19 @@ def _load_run(name: str, files: list[Path], source: str, options: LoadOptions) -
             notes.append(f"{path.name}: skipped ({str(exc).split(': ', 1)[-1]})")
             continue
         prefix = f"{path.name}: " if len(files) > 1 else ""
-        notes.extend(prefix + note for note in pts.notes)
-        all_points.append(pts)
-    if not all_points and errors:
-        raise errors[0]
-
-    # Global tag ids across files.
-    tag_ids: dict[str, int] = {}
-    parts_tag, parts_step, parts_val, parts_order, parts_tensor = [], [], [], [], []
-    plugins: list[tuple[str, int, str]] = []
-    texts: list[tuple[str, int, str]] = []
-    files_with_points = 0
-    for pts in all_points:
-        local = np.array([tag_ids.setdefault(t, len(tag_ids)) for t in pts.tags], dtype=np.int64)
-        if pts.tag_idx:
+        notes.extend(prefix + note for note in got.notes)
+        files_read += 1
+        if got.chunks:
             files_with_points += 1
-            parts_tag.append(local[np.concatenate(pts.tag_idx)])
-            parts_step.append(np.concatenate(pts.steps))
-            parts_val.append(np.concatenate(pts.values))
-            parts_order.append(np.concatenate(pts.order))
-            parts_tensor.append(np.concatenate(pts.tensor))
-        plugins.extend(pts.plugins)
-        texts.extend(pts.texts)
-    if not parts_tag:
+            chunks.extend(got.chunks)
+        plugins.extend(got.plugins)
+        texts.extend(got.texts)
+    got = None  # the chunks list alone holds the points: _grid frees them as it goes
+    _return_freed_memory()
+    if not files_read and errors:
+        raise errors[0]
+    if not chunks:
         return None
-    tag = np.concatenate(parts_tag)
-    step = np.concatenate(parts_step)
-    value = np.concatenate(parts_val)
-    order = np.concatenate(parts_order)
-    tensor = np.concatenate(parts_tensor)
 
     # A tensor counts only when its tag's plugin (from the first event naming one) is
     # "scalars", or when no plugin was ever named for the tag.
@@ -663,23 +1017,17 @@ def _load_run(name: str, files: list[Path], source: str, options: LoadOptions) -
     for t, i in tag_ids.items():
         names[i] = t
     refused = np.array([plugin_of.get(t, "") not in ("", "scalars") for t in names], dtype=bool)
-    if len(refused) and refused.any():
-        keep = ~(tensor & refused[tag])
-        tag, step, value, order = tag[keep], step[keep], value[keep], order[keep]
-    if not len(tag):
+    pivoted = _grid(chunks, refused if refused.any() else None, len(names))
+    if pivoted is None:
         return None
-
-    frame_steps, grid, explicit, n_replaced = _pivot(tag, step, value, order, len(names))
-    used = np.flatnonzero(~np.all(np.isnan(grid), axis=0) | explicit.any(axis=0))
-    first_seen = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first_seen, tag, order)
-    used = used[np.argsort(first_seen[used], kind="stable")]
+    frame_steps, used, grid, explicit, n_replaced = pivoted
+    _return_freed_memory()
 
     import pandas as pd
 
     columns = [names[i] for i in used]
-    frame = pd.DataFrame(grid[:, used], columns=columns)
-    explicit_nan = {names[i]: explicit[:, i] for i in used if explicit[:, i].any()}
+    frame = pd.DataFrame(grid, columns=columns, copy=False)
+    explicit_nan = {columns[j]: explicit[:, j] for j in range(len(used)) if explicit[:, j].any()}
     restarts = max(files_with_points - 1, 0)
     if restarts:
         notes.append(
