@@ -68,7 +68,8 @@ def load_labels(corpus: Path | None, real: Path | None) -> list[dict]:
             if not path.exists():
                 path = ROOT / e["run"]
             entries.append({"path": path, "healthy": e.get("healthy"), "modes": e.get("modes", {}),
-                            "source": "corpus"})
+                            "source": "corpus",
+                            "collapse_step": e.get("accuracy_collapse_step")})
     if real and real.is_dir():
         data = json.loads((ROOT / "bench" / "real_runs_labels.json").read_text())
         for e in data["runs"]:
@@ -90,6 +91,11 @@ def main() -> None:
     false_warn: dict[str, int] = defaultdict(int)
     healthy_runs = 0
     unread = []
+    # Lead over the true-task collapse (held-out accuracy staying below half its peak): the
+    # first alert of any finding against it. This is the chapter's promise: likelihood and
+    # entropy lead, reward and accuracy lag.
+    collapse_leads: list[int] = []
+    collapses = 0
     for e in load_labels(args.corpus, args.real):
         if e["healthy"] is None and not e["modes"]:
             continue
@@ -111,6 +117,11 @@ def main() -> None:
                     print(f"  false alarm on {run.name}: "
                           f"{[(c.mode, c.status.value) for c in d.findings]}")
                 continue
+            collapses += e.get("collapse_step") is not None
+            if e.get("collapse_step") is not None and d.findings:
+                first = min(c.first_alert_step for c in d.findings
+                            if c.first_alert_step is not None)
+                collapse_leads.append(int(e["collapse_step"]) - first)
             for mode, spec in e["modes"].items():
                 check = d.check(mode)
                 hits[mode].append(check.fired)
@@ -144,6 +155,12 @@ def main() -> None:
               f"{sum(false_warn.values())} warning alarms; median lead time "
               f"{statistics.median(all_leads) if all_leads else float('nan'):+.0f} steps "
               f"over {len(all_leads)} labeled onsets")
+    if collapse_leads:
+        before = sum(x > 0 for x in collapse_leads)
+        print(f"true-task collapses (held-out accuracy below half its peak for good): "
+              f"{len(collapse_leads)} of {collapses} flagged; first alert a median "
+              f"{statistics.median(collapse_leads):+.0f} steps before the collapse; "
+              f"{before}/{len(collapse_leads)} flagged before it")
     for u in unread:
         print("could not read:", u)
 
