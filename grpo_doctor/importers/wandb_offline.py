@@ -11,10 +11,15 @@ loses the rest of its block (as LevelDB does), with a note; a live run's cut tai
 History items carry their key as ``nested_key`` (wandb-core) or ``key`` (older writers) and a
 JSON value. Nested keys are joined with "/"; media (a group holding ``_type``), text and lists
 are skipped; ``_step`` is the step unless ``define_metric("*", step_metric=...)`` named another.
+
+Speed: history and summary records in wandb-core's layout are taken apart in bulk with numpy
+(``_read_in_bulk``), a key's values kept as one JSON text per batch; a file holding any
+history or summary record in another layout is read record by record with protobuf.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import struct
@@ -28,7 +33,14 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Importer, LoadOptions
-from grpo_doctor.importers.tensorboard import read_bytes, truncation_note, walk_files
+from grpo_doctor.importers.tensorboard import (
+    _HASH_KEYS,
+    _Buffer,
+    _varint,
+    read_bytes,
+    truncation_note,
+    walk_files,
+)
 from grpo_doctor.store import Run, build_run
 
 MAGIC = b":W&B"
@@ -152,10 +164,11 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, complex)
 
 
-def _column(rows: list[int], texts: list[str]) -> tuple[list[int], list[Any], int]:
+def _column(rows: list[int], texts: list[str] | _JsonTexts) -> tuple[list[int], list[Any], int]:
     """Parse one key's JSON values in one go; items that are not JSON are dropped."""
     try:
-        values = _loads("[" + ",".join(texts) + "]")
+        joined = texts.joined() if isinstance(texts, _JsonTexts) else ",".join(texts)
+        values = _loads("[" + joined + "]")
         if len(values) == len(rows):
             return rows, values, 0
     except ValueError:
@@ -228,14 +241,14 @@ def read_wandb_log(path: Path) -> _RunLog:
     data = read_bytes(path)
     if len(data) < _HEADER.size or data[:4] != MAGIC:
         raise FormatError(f"{path}: not a W&B run file (no ':W&B' header)")
-    _magic, ident, version = _HEADER.unpack_from(data, 0)
-    log = _RunLog(path=path)
-    if ident != _IDENT or version != 0:
-        log.notes.append(f"unexpected .wandb header (ident {ident:#x}, version {version})")
 
     from google.protobuf.message import DecodeError
     from wandb.proto import wandb_internal_pb2 as pb
 
+    log = _read_in_bulk(data, _new_log(path, data), pb, DecodeError)
+    if log is not None:
+        return log
+    log = _new_log(path, data)
     parse = pb.Record.FromString
     columns = log.columns
     unreadable = 0
@@ -265,21 +278,367 @@ def read_wandb_log(path: Path) -> _RunLog:
                 summary[item.key or "/".join(item.nested_key)] = item.value_json
             for item in rec.summary.remove:
                 summary.pop(item.key or "/".join(item.nested_key), None)
-        elif kind == "run":
-            run = rec.run
-            log.run_id = run.run_id or log.run_id
-            log.display_name = run.display_name or log.display_name
-            log.project = run.project or log.project
-            _apply_config(log.config, run.config.update, [])
-        elif kind == "config":
-            _apply_config(log.config, rec.config.update, rec.config.remove)
-        elif kind == "metric":
-            m = rec.metric
-            if m.glob_name == "*" and m.step_metric:
-                log.step_metric = m.step_metric
+        else:
+            _apply_record(log, rec, kind)
     if unreadable:
         log.notes.append(f"{unreadable} unreadable record(s) skipped")
     return log
+
+
+def _new_log(path: Path, data: bytes) -> _RunLog:
+    _magic, ident, version = _HEADER.unpack_from(data, 0)
+    log = _RunLog(path=path)
+    if ident != _IDENT or version != 0:
+        log.notes.append(f"unexpected .wandb header (ident {ident:#x}, version {version})")
+    return log
+
+
+def _apply_record(log: _RunLog, rec: Any, kind: str | None) -> None:
+    """A record that is neither history nor summary."""
+    if kind == "run":
+        run = rec.run
+        log.run_id = run.run_id or log.run_id
+        log.display_name = run.display_name or log.display_name
+        log.project = run.project or log.project
+        _apply_config(log.config, run.config.update, [])
+    elif kind == "config":
+        _apply_config(log.config, rec.config.update, rec.config.remove)
+    elif kind == "metric":
+        m = rec.metric
+        if m.glob_name == "*" and m.step_metric:
+            log.step_metric = m.step_metric
+
+
+# --- history and summary records in bulk ------------------------------------------------------
+#
+# Nearly all of a run's records are history and summary records of one layout: Record{num,
+# history{item{nested_key..., value_json}..., step{num}}} and Record{num, summary{update{...}...}}.
+# Those are taken apart with numpy, a batch of records at a time, field by field across the
+# batch; each distinct key's bytes are parsed once with protobuf, and a key's values are kept
+# as one comma-joined JSON text per batch. Any history or summary record in another layout
+# (other fields, another order, summary removals, bytes that are not ASCII in a summary value,
+# ...) sends the whole file through the record-by-record reader above, so that what is read
+# is exactly what protobuf would parse.
+
+_BULK_BATCH = 8192  # records decoded together
+_MAX_KEY_BYTES = 256
+_WORD_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+
+
+class _JsonTexts:
+    """One key's history values as comma-joined JSON texts (one per batch of records), so
+    that no str is made per value; iterating yields the values one by one."""
+
+    __slots__ = ("lengths", "pieces")
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.lengths: list[np.ndarray] = []
+
+    def add(self, text: str, lengths: np.ndarray) -> None:
+        self.pieces.append(text)
+        self.lengths.append(lengths)
+
+    def __len__(self) -> int:
+        return sum(len(n) for n in self.lengths)
+
+    def joined(self) -> str:
+        return ",".join(self.pieces)
+
+    def __iter__(self) -> Iterator[str]:
+        for text, lengths in zip(self.pieces, self.lengths):
+            pos = 0
+            for n in lengths.tolist():
+                yield text[pos : pos + n]
+                pos += n + 1
+
+
+class _Odd(Exception):
+    """A history or summary record the bulk reader does not take: read record by record."""
+
+
+def _varints(u8: np.ndarray, pos: np.ndarray, max_bytes: int
+             ) -> tuple[np.ndarray, np.ndarray | int]:
+    """Varints at ``pos`` (value, byte count); _Odd if one is longer than ``max_bytes``."""
+    first = u8[pos]
+    if not len(first) or first.max() < 0x80:  # all one byte long: the common case
+        return first.astype(np.int64), 1
+    value, length = _varint(u8, pos)
+    if len(length) and not ((length > 0) & (length <= max_bytes)).all():
+        raise _Odd
+    return value, length
+
+
+def _check(ok: np.ndarray) -> None:
+    if not ok.all():
+        raise _Odd
+
+
+def _parse_batch(b: _Buffer, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
+    """The history and summary records of a batch, field by field across the batch.
+
+    Returns the kind of each record (0 other, 1 history, 2 summary), its items in (record,
+    position) order (record, key start and end, value start and end) and the history steps
+    (record, num); raises _Odd for a history or summary record in another layout."""
+    u8 = b.u8
+    size = b.size
+    p = starts.copy()
+    has_num = (p < ends) & (u8[np.minimum(p, size)] == 0x08)
+    _num, num_len = _varint(u8, p + 1)
+    p = np.where(has_num, p + 1 + num_len, p)
+    inside = p < ends
+    tag = u8[np.minimum(p, size)]
+    hist = inside & (tag == 0x12)
+    summ = inside & (tag == 0x1A)
+    ours = np.flatnonzero(hist | summ)
+    kind = hist.astype(np.int8) + 2 * summ.astype(np.int8)
+    out = {"kind": kind}
+    _check((num_len[ours] > 0) & (num_len[ours] <= 9) | ~has_num[ours])
+    length, n = _varints(u8, p[ours] + 1, 5)
+    cur = p[ours] + 1 + n
+    end = cur + length
+    _check(end == ends[ours])
+    is_hist = hist[ours]
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("rec", "k0", "k1", "v0", "v1", "at")}
+    step_rec: list[np.ndarray] = []
+    step_num: list[np.ndarray] = []
+    act = np.flatnonzero(cur < end)
+    position = 0
+    while len(act):
+        at = cur[act]
+        t = u8[at]
+        item = t == 0x0A
+        step = (t == 0x12) & is_hist[act]
+        _check(item | step)
+        # Items: key fields (key = 1, nested_key = 2), then value_json (16), then nothing.
+        ia, ic = act[item], at[item]
+        length, n = _varints(u8, ic + 1, 5)
+        i0 = ic + 1 + n
+        i1 = i0 + length
+        _check(i1 <= end[ia])
+        q = i0.copy()
+        kact = np.arange(len(ia))
+        while len(kact):
+            qq = q[kact]
+            kt = u8[qq]
+            kact = kact[((kt == 0x0A) | (kt == 0x12)) & (qq < i1[kact])]
+            if not len(kact):
+                break
+            qq = q[kact]
+            length, n = _varints(u8, qq + 1, 5)
+            q[kact] = qq + 1 + n + length
+            _check(q[kact] <= i1[kact])
+        _check((q + 2 <= i1) & (u8[q] == 0x82) & (u8[q + 1] == 0x01))
+        length, n = _varints(u8, q + 2, 5)
+        v0 = q + 2 + n
+        v1 = v0 + length
+        _check(v1 == i1)
+        parts["rec"].append(ours[ia])
+        parts["k0"].append(i0)
+        parts["k1"].append(q)
+        parts["v0"].append(v0)
+        parts["v1"].append(v1)
+        parts["at"].append(np.full(len(ia), position))
+        position += 1
+        cur[ia] = i1
+        # The step: HistoryStep{num = 1}, the record's last field.
+        sa, sc = act[step], at[step]
+        if len(sa):
+            length, n = _varints(u8, sc + 1, 5)
+            s0 = sc + 1 + n
+            s1 = s0 + length
+            _check(s1 == end[sa])
+            num, n = _varint(u8, s0 + 1)
+            empty = length == 0
+            _check(empty | ((u8[s0] == 0x08) & (n > 0) & (n <= 9) & (s0 + 1 + n == s1)))
+            step_rec.append(ours[sa])
+            step_num.append(np.where(empty, 0, num))
+            cur[sa] = s1
+        act = act[cur[act] < end[act]]
+    found = {k: np.concatenate(a) if a else np.zeros(0, dtype=np.int64) for k, a in parts.items()}
+    # Items were found position by position: put them in (record, position) order.
+    count = np.bincount(found["rec"], minlength=len(starts))
+    dest = (np.cumsum(count) - count)[found["rec"]] + found["at"]
+    for key in ("rec", "k0", "k1", "v0", "v1"):
+        out[key] = np.empty_like(found[key])
+        out[key][dest] = found[key]
+    out["step_rec"] = np.concatenate(step_rec) if step_rec else np.zeros(0, dtype=np.int64)
+    out["step_num"] = np.concatenate(step_num) if step_num else np.zeros(0, dtype=np.int64)
+    return out
+
+
+def _read_in_bulk(data: bytes, log: _RunLog, pb: Any, decode_error: type[Exception]
+                  ) -> _RunLog | None:
+    """``read_wandb_log`` in bulk; None when the file needs reading record by record."""
+    records = iter_log_records(data, log.notes)
+    keys: dict[tuple[int, int], tuple[str, bytes]] = {}  # (kind, key-bytes hash) -> key
+    texts: dict[str, _JsonTexts] = {}
+    unreadable = 0
+    parse = pb.Record.FromString
+    item_types = {1: pb.HistoryItem.FromString, 2: pb.SummaryItem.FromString}
+    try:
+        while True:
+            batch = list(itertools.islice(records, _BULK_BATCH))
+            if not batch:
+                break
+            lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+            ends = np.cumsum(lengths)
+            starts = ends - lengths
+            joined = b"".join(batch)
+            del batch
+            b = _Buffer(bytearray(joined) + bytes(_Buffer._PAD), len(joined))
+            got = _parse_batch(b, starts, ends)
+            kind = got["kind"]
+            for r in np.flatnonzero(kind == 0).tolist():  # run, config, metric, stats, ...
+                try:
+                    rec = parse(joined[starts[r] : ends[r]])
+                except decode_error:
+                    unreadable += 1
+                    continue
+                other = rec.WhichOneof("record_type")
+                if other in ("history", "summary"):
+                    raise _Odd
+                _apply_record(log, rec, other)
+            _take_items(log, b, joined, got, keys, texts, item_types, decode_error)
+    except _Odd:
+        return None
+    for key, col in texts.items():
+        log.columns[key] = (log.columns[key][0], col)  # type: ignore[assignment]
+    if unreadable:
+        log.notes.append(f"{unreadable} unreadable record(s) skipped")
+    return log
+
+
+def _gather_joined(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> bytes:
+    """The byte strings ``u8[start:start + length]``, each followed by a comma, as one."""
+    total = int(lengths.sum())
+    count = len(lengths)
+    out = np.full(total + count, 0x2C, dtype=np.uint8)
+    if total:
+        packed = np.cumsum(lengths) - lengths  # where each string starts without commas
+        k = np.arange(total, dtype=np.int64)
+        out[k + np.repeat(np.arange(count, dtype=np.int64), lengths)] = (
+            u8[k + np.repeat(starts - packed, lengths)])
+    return out.tobytes()
+
+
+def _take_items(log: _RunLog, b: _Buffer, joined: bytes, got: dict[str, np.ndarray],
+                keys: dict[tuple[int, int], tuple[str, bytes]], texts: dict[str, _JsonTexts],
+                item_types: dict[int, Any], decode_error: type[Exception]) -> None:
+    import pandas as pd
+
+    kind = got["kind"]
+    rec, k0, k1, v0, v1 = got["rec"], got["k0"], got["k1"], got["v0"], got["v1"]
+    item_kind = kind[rec]
+    klen = k1 - k0
+    if len(klen) and klen.max() > _MAX_KEY_BYTES:
+        raise _Odd
+    # Each distinct key's bytes are parsed once; every item is checked byte for byte against
+    # the first item of its hash in the batch, and that one against the bytes seen before.
+    words = [b.u64[k0 + w] & _WORD_MASKS[np.clip(klen - w, 0, 8)]
+             for w in range(0, int(klen.max()) if len(klen) else 0, 8)]
+    h = klen.astype(np.uint64) * _HASH_KEYS[-1] + item_kind.astype(np.uint64)
+    for j, word in enumerate(words):
+        h += word * _HASH_KEYS[j]
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(0x9E3779B97F4A7C15)
+    inverse, uniq = pd.factorize(h)  # hashing, not sorting: ids in the order first seen
+    first = np.full(len(uniq), len(h), dtype=np.int64)
+    np.minimum.at(first, inverse, np.arange(len(h)))
+    ref = first[inverse]
+    same = (klen == klen[ref]) & (item_kind == item_kind[ref])
+    for word in words:
+        same &= word == word[ref]
+    _check(same)
+    names: list[str] = []
+    for hv, f in zip(uniq.tolist(), first.tolist()):
+        kb = joined[k0[f] : k1[f]]
+        k = int(item_kind[f])
+        known = keys.get((k, hv))
+        if known is None:
+            try:
+                item = item_types[k](kb)
+            except decode_error:
+                raise _Odd from None
+            if k == 1:
+                name = "/".join(item.nested_key) if item.nested_key else item.key
+            else:
+                name = item.key or "/".join(item.nested_key)
+            known = keys[(k, hv)] = (name, kb)
+        elif known[1] != kb:
+            raise _Odd
+        names.append(known[0])
+    ids = {n: i for i, n in enumerate(dict.fromkeys(names))}
+    key_id = np.array([ids[n] for n in names], dtype=np.int64)[inverse]
+    id_names = list(ids)
+
+    # History: rows in record order, values per key as one JSON text.
+    hist = kind == 1
+    row_of = np.cumsum(hist) - 1 + log.n_rows
+    mine = np.flatnonzero(item_kind == 1)
+    small = key_id[mine].astype(np.int16 if len(id_names) < 2**15 else np.int64)
+    order = mine[np.argsort(small, kind="stable")]  # radix sort for int16
+    lengths = v1[order] - v0[order]
+    text = _gather_joined(b.u8, v0[order], lengths)
+    cut = np.cumsum(lengths + 1)  # each value's end + 1 in ``text`` (a comma follows)
+    bounds = np.flatnonzero(np.diff(key_id[order])) + 1
+    segments = list(zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)]))
+    segments = segments if len(order) else []
+    segments.sort(key=lambda se: int(order[se[0]]))  # keys in the order first logged
+    for a, z in segments:
+        name = id_names[int(key_id[order[a]])]
+        x = int(cut[a - 1]) if a else 0
+        raw = text[x : int(cut[z - 1]) - 1]
+        try:
+            piece = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Odd from None
+        if len(piece) == len(raw):
+            value_lengths = lengths[a:z].astype(np.int32)
+        else:
+            value_lengths = np.array([len(raw[x:y].decode("utf-8")) for x, y in zip(
+                (cut[a:z] - lengths[a:z] - 1 - x).tolist(), (cut[a:z] - 1 - x).tolist())],
+                dtype=np.int32)
+        col = log.columns.get(name)
+        if col is None:
+            col = log.columns[name] = ([], [])
+            texts[name] = _JsonTexts()
+        col[0].extend(row_of[rec[order[a:z]]].tolist())
+        texts[name].add(piece, value_lengths)
+    step_rec = got["step_rec"]
+    if len(step_rec):
+        by_row = np.argsort(step_rec, kind="stable")
+        log.step_num.update(zip(row_of[step_rec[by_row]].tolist(),
+                                got["step_num"][by_row].tolist()))
+    log.n_rows += int(hist.sum())
+
+    # Summary: keys in the order first logged, each with its last value.
+    mine = np.flatnonzero(item_kind == 2)
+    if len(mine):
+        # protobuf would refuse a whole record over a value that is not UTF-8: check them all
+        # (those holding a byte >= 0x80, found by the largest byte of each value).
+        a, z = v0[mine], v1[mine]
+        bounds = np.empty(2 * len(mine), dtype=np.int64)
+        bounds[0::2] = a
+        bounds[1::2] = z
+        top = np.maximum.reduceat(b.u8, bounds)[0::2]
+        for j in np.flatnonzero((z > a) & (top >= 0x80)).tolist():
+            try:
+                joined[int(a[j]) : int(z[j])].decode("utf-8")
+            except UnicodeDecodeError:
+                raise _Odd from None
+        ids_in = key_id[mine]
+        at = np.arange(len(ids_in))
+        first_at = np.full(len(id_names), len(ids_in), dtype=np.int64)
+        last_at = np.full(len(id_names), -1, dtype=np.int64)
+        np.minimum.at(first_at, ids_in, at)
+        np.maximum.at(last_at, ids_in, at)
+        summary = log.summary
+        for _first, li in sorted(zip(first_at.tolist(), last_at.tolist())):
+            if li < 0:
+                continue  # a history key only
+            j = mine[li]
+            summary[id_names[int(key_id[j])]] = joined[v0[j] : v1[j]].decode("utf-8")
 
 
 def _apply_config(config: dict[str, Any], updates: Any, removes: Any) -> None:
@@ -336,7 +695,7 @@ def _build_frame(log: _RunLog) -> tuple[Any, dict[str, np.ndarray], np.ndarray, 
         r, values, bad = _column(rows, texts)
         bad_json += bad
         # Older writers log a whole dict under one key: flatten it here.
-        if any(isinstance(v, dict) for v in values):
+        if dict in set(map(type, values)):  # JSON values: a dict is exactly a dict
             for row, v in zip(r, values):
                 flat: dict[str, Any] = {}
                 if isinstance(v, dict):
