@@ -15,12 +15,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from grpo_doctor.errors import ConfigError, InputError
+from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.metrics import find_step_column, map_columns
 
 _NAN_WORDS = {"nan", "-nan", "+nan", "nan(ind)", "-nan(ind)"}
 _INF_WORDS = {"inf": np.inf, "+inf": np.inf, "infinity": np.inf, "+infinity": np.inf,
               "-inf": -np.inf, "-infinity": -np.inf}
+#: Text that stands for "nothing logged here" (no note when a column holds it).
+_GAP_WORDS = {"", "-", "–", "—", "no log", "none", "null", "na", "n/a", "nat", "<na>"}
+_MAX_TEXT_NOTES = 5  # columns named in "not numbers" notes before they are counted
+#: A steps x metrics table past this many cells is refused when it would hold fewer than
+#: 1/SPARSE_RATIO of them as values: a few megabytes of records, each at a new step under a new
+#: name, would otherwise ask for gigabytes (a dense log of 1M steps x 30 metrics is still read).
+MAX_SPARSE_CELLS = 1 << 25
+SPARSE_RATIO = 64
 
 
 @dataclass
@@ -131,6 +139,56 @@ def _to_float(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return nums, explicit_nan
 
 
+def check_table_size(source: str, rows: int, columns: int, values: int) -> None:
+    """Refuse to tabulate a log so sparse that its steps x metrics table would dwarf the file.
+
+    Importers call this before they allocate the wide table (see ``MAX_SPARSE_CELLS``)."""
+    cells = rows * columns
+    if cells > MAX_SPARSE_CELLS and cells > SPARSE_RATIO * max(values, 1):
+        where = f"{source}: " if source else ""
+        raise FormatError(
+            f"{where}{rows:,} steps x {columns:,} metrics holding {values:,} values is too "
+            "sparse to tabulate (not a training log?)"
+        )
+
+
+def _text_cells(values: pd.Series, nums: np.ndarray, nan: np.ndarray) -> tuple[int, str]:
+    """How many cells of a column hold text that is neither a number nor a gap word, and one."""
+    if pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype):
+        return 0, ""
+    text = values.astype("string").str.strip()
+    odd = (np.isnan(nums) & ~nan & text.notna().to_numpy(dtype=bool)
+           & ~text.str.lower().isin(_GAP_WORDS).fillna(True).to_numpy(dtype=bool))
+    if not odd.any():
+        return 0, ""
+    return int(odd.sum()), str(text[odd].iloc[0])
+
+
+def _text_notes(found: list[tuple[str, int, str]]) -> list[str]:
+    """Notes for numeric columns holding text cells (read as gaps): corruption, not a gap."""
+    notes = []
+    for col, count, example in found[:_MAX_TEXT_NOTES]:
+        shown = example if len(example) <= 40 else example[:37] + "..."
+        notes.append(f"{col}: {count} cell(s) that are not numbers were read as gaps "
+                     f"(e.g. {shown!r})")
+    if len(found) > _MAX_TEXT_NOTES:
+        notes.append(f"{len(found) - _MAX_TEXT_NOTES} more column(s) hold cells that are not "
+                     "numbers (read as gaps)")
+    return notes
+
+
+def _order_note(n_dup: int, n_restarts: int | None) -> str | None:
+    """What sorting and de-duplicating the steps did, for the report."""
+    went_back = (f"the step went backwards {n_restarts} time(s) (a resumed run?)"
+                 if n_restarts else "")
+    if n_dup:
+        what = f"{n_dup} row(s) repeat a step logged before: the last value logged was kept"
+        return f"{went_back}; {what}" if went_back else what
+    if went_back:
+        return f"{went_back}: rows were sorted by step"
+    return None
+
+
 def build_run(
     raw: pd.DataFrame,
     *,
@@ -187,6 +245,9 @@ def build_run(
     # Restarts: the step went backwards in file order (a resumed run writing over old steps).
     n_restarts = int((np.diff(step_int) < 0).sum()) if restarts is None else restarts
     n_dup = int(len(step_int) - len(np.unique(step_int)))
+    note = _order_note(n_dup, None if restarts is not None else n_restarts)
+    if note:
+        note_list.append(note)
 
     if column_map:
         missing = [src for src in column_map.values() if src not in raw.columns]
@@ -199,12 +260,18 @@ def build_run(
 
     data: dict[str, np.ndarray] = {}
     nan_masks: dict[str, np.ndarray] = {}
+    text_found: list[tuple[str, int, str]] = []
     for col in raw.columns:
         vals, nan_mask = _to_float(raw[col])
+        if (~np.isnan(vals)).any() or nan_mask.any():  # a numeric column, not a text one
+            count, example = _text_cells(raw[col], vals, nan_mask)
+            if count:
+                text_found.append((col, count, example))
         if explicit_nan and col in explicit_nan:
             nan_mask = nan_mask | np.asarray(explicit_nan[col], dtype=bool)
         data[col] = vals
         nan_masks[col] = nan_mask
+    note_list.extend(_text_notes(text_found))
 
     columns: dict[str, np.ndarray] = {}
     col_nan: dict[str, np.ndarray] = {}

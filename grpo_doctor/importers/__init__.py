@@ -174,7 +174,21 @@ def load_runs(
         runs = picked
     if not runs:
         raise InputError(f"{text}: no run found")
-    return runs
+    return _with_steps(text, runs)
+
+
+def _with_steps(source: str, runs: list[Run]) -> list[Run]:
+    """The runs holding at least one logged step: a report on no step at all would say nothing
+    while looking like a diagnosis. An error when no run has one."""
+    kept = [r for r in runs if r.n_steps]
+    if not kept:
+        why = next((n for r in runs for n in r.notes if "without a step" in n), None)
+        raise InputError(f"{source}: no logged steps found" + (f" ({why})" if why else ""))
+    if len(kept) < len(runs):
+        empty = ", ".join(r.name for r in runs if not r.n_steps)
+        for run in kept:
+            run.notes.append(f"run(s) without a logged step left out: {empty}")
+    return kept
 
 
 def load_run(source: str | os.PathLike[str], **options: object) -> Run:

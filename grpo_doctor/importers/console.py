@@ -53,6 +53,7 @@ _NOT_CONSOLE = {".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".ipynb", ".parque
 _SNIFF_BYTES = 2 << 20
 _MAX_DICT_CHARS = 1 << 20  # a printed dict longer than this is not parsed
 _MAX_DICT_LINES = 5000  # nor one spread over more lines
+_MAX_KV_CHARS = 1000  # a "key: value" line longer than this is not one
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _RAY_PREFIX = re.compile(r"\((?:[^()\n]{0,80}? )?pid=\d+[^()\n]{0,60}\)[ \t]?")
@@ -343,7 +344,8 @@ def _printed_dicts(segments: Sequence[Segment]) -> Iterator[_Printed]:
         if m is None or _nested_start(text, m.start()):
             i += 1
             continue
-        body = text[m.start():]
+        # A dict longer than _MAX_DICT_CHARS is not parsed: only that much is scanned.
+        body = text[m.start():m.start() + _MAX_DICT_CHARS]
         end = _dict_end(body)
         if end is not None:
             value = literal_dict(body[:end])
@@ -460,7 +462,7 @@ def _dict_steps(
     )
 
 
-def _dict_log(segments: Sequence[Segment], log: ConsoleLog) -> ConsoleLog:
+def _dict_log(segments: Sequence[Segment], log: ConsoleLog, source: str = "") -> ConsoleLog:
     metric_dicts: list[_Printed] = []
     salvaged = 0
     for printed in _printed_dicts(segments):
@@ -481,7 +483,7 @@ def _dict_log(segments: Sequence[Segment], log: ConsoleLog) -> ConsoleLog:
     records = [numeric_record({str(k): v for k, v in p.value.items()}, drop) for p in metric_dicts]
     merged_steps, merged = _merge_same_step(steps, records)
     log.kind = "dict"
-    log.frame, log.explicit = records_frame(merged)
+    log.frame, log.explicit = records_frame(merged, source)
     log.steps = merged_steps
     if note:
         log.notes.append(note)
@@ -575,12 +577,17 @@ def tables_frame(tables: Sequence[Table]) -> pd.DataFrame:
 # --- key: value blocks --------------------------------------------------------------------------
 
 
+def _kv_line(text: str) -> re.Match[str] | None:
+    """A ``key: value`` line; a line too long to be one is not matched (nor scanned slowly)."""
+    return _KV_LINE.match(text) if len(text) <= _MAX_KV_CHARS else None
+
+
 def _kv_records(segments: Sequence[Segment]) -> list[Record]:
     """Runs of ``key: value`` lines; a key seen again starts the next record."""
     records: list[Record] = []
     current: Record = {}
     for seg in segments:
-        m = _KV_LINE.match(seg.text)
+        m = _kv_line(seg.text)
         if m is None:
             continue
         key = re.sub(r"\s*/\s*", "/", m.group(1))
@@ -645,10 +652,11 @@ def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
         if "=" in text:
             for m in _TRAINER_ARG.finditer(text):
                 config.setdefault(m.group(1), _coerce(m.group(2)))
-        m = _LOGGING_STEPS.search(text)
+        # The substring tests keep a huge line from costing a slow regex scan per pattern.
+        m = _LOGGING_STEPS.search(text) if "logging_steps" in text else None
         if m:
             config.setdefault("logging_steps", int(m.group(1)))
-        m = _TOTAL_STEPS.search(text)
+        m = _TOTAL_STEPS.search(text) if "steps:" in text else None
         if m:
             config.setdefault("total_training_steps", int(m.group(1)))
     return config
@@ -657,8 +665,9 @@ def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
 # --- the whole log ------------------------------------------------------------------------------
 
 
-def parse_console(text: str) -> ConsoleLog:
-    """Everything a console log holds; ``kind`` is empty when it has no metrics."""
+def parse_console(text: str, source: str = "") -> ConsoleLog:
+    """Everything a console log holds; ``kind`` is empty when it has no metrics. ``source``
+    names the log in errors."""
     segments = split_segments(text)
     log = ConsoleLog(kind="", config=_text_config(segments))
     steps, records = _verl_records(segments)
@@ -668,10 +677,10 @@ def parse_console(text: str) -> ConsoleLog:
             if config is not None:
                 log.config.update(config)
         log.kind = "verl"
-        log.frame, log.explicit = records_frame(records)
+        log.frame, log.explicit = records_frame(records, source)
         log.steps = steps
         return log
-    _dict_log(segments, log)
+    _dict_log(segments, log, source)
     if log.kind:
         return log
     tables = parse_text_tables([s.text for s in segments])
@@ -682,7 +691,7 @@ def parse_console(text: str) -> ConsoleLog:
     records = _kv_records(segments)
     if records:
         log.kind = "kv"
-        log.frame, log.explicit = records_frame(records)
+        log.frame, log.explicit = records_frame(records, source)
         if "step" not in log.frame.columns:
             log.steps = list(range(1, len(records) + 1))
             log.notes.append("no step in the log: steps are the order of the key: value blocks")
@@ -734,13 +743,13 @@ def _sniff(path: Path, head: bytes) -> int:
     lines = text.splitlines()
     if any(_table_header(line) for line in lines):
         return 65 + bonus
-    if sum(1 for line in lines if _KV_LINE.match(line)) >= 3:
+    if sum(1 for line in lines if _kv_line(line)) >= 3:
         return 25 + bonus
     return 0
 
 
 def _load(path: Path, options: LoadOptions) -> list[Run]:
-    log = parse_console(read_text(path))
+    log = parse_console(read_text(path), str(path))
     if not log.kind:
         raise FormatError(
             f"{path}: no metric lines found (expected verl 'step:N - key:value' lines, "

@@ -9,23 +9,33 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from grpo_doctor.errors import FormatError, InputError
+from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers.tensorboard import read_error
 from grpo_doctor.metrics import find_run_column
 from grpo_doctor.store import Run, build_run
 
 _TEXT_SUFFIXES = {".csv", ".tsv", ".txt"}
 
 
+#: Control bytes that text (UTF-8 or a legacy 8-bit encoding) almost never holds.
+_CONTROL_BYTES = bytes([*range(1, 9), 11, *range(14, 27), *range(28, 32), 127])
+#: Columns a CSV header may hold; more is not a training log (and would take minutes to read).
+MAX_COLUMNS = 20_000
+
+
 def looks_like_text(head: bytes) -> bool:
-    if not head or b"\x00" in head[:4096]:
+    sample = head[:4096]
+    if not sample or b"\x00" in sample:
         return False
     try:
-        head[:4096].decode("utf-8")
+        sample.decode("utf-8")
     except UnicodeDecodeError as exc:
-        # A multi-byte character cut at the 4 KiB boundary is still text.
+        # A multi-byte character cut at the 4 KiB boundary is still text; so is text in a
+        # legacy 8-bit encoding (cp1252, latin-1): no NUL and (almost) no control bytes.
         if exc.start < 4090:
-            return False
+            controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
+            return controls * 100 <= len(sample)
     return True
 
 
@@ -44,12 +54,39 @@ def _sniff(path: Path, head: bytes) -> int:
     return 50 if path.suffix.lower() in _TEXT_SUFFIXES else 20
 
 
-def read_csv_frame(path: Path):  # -> pandas.DataFrame, dict of explicit-NaN masks
-    """Read a CSV fast (pyarrow) keeping logged NaN apart from empty cells; pandas as fallback."""
+def _header_width(path: Path, delimiter: str) -> int:
+    """Fields in the first line (counted up to just past ``MAX_COLUMNS``), read in chunks."""
+    count = 0
+    sep = delimiter.encode()
+    try:
+        with path.open("rb") as fh:
+            while count <= MAX_COLUMNS:
+                chunk = fh.read(1 << 20)
+                if not chunk:
+                    break
+                end = chunk.find(b"\n")
+                count += chunk.count(sep, 0, len(chunk) if end < 0 else end)
+                if end >= 0:
+                    break
+    except OSError as exc:
+        raise read_error(path, exc) from exc
+    return count + 1
+
+
+def read_csv_frame(path: Path, notes: list[str] | None = None):
+    """Read a CSV fast (pyarrow) keeping logged NaN apart from empty cells; the ``csv`` module
+    as fallback for ragged rows and bytes that are not UTF-8, which it says in ``notes``.
+
+    Returns a pandas DataFrame and a dict of explicit-NaN masks.
+    """
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    if _header_width(path, delimiter) > MAX_COLUMNS:
+        raise FormatError(
+            f"{path}: the header has more than {MAX_COLUMNS:,} columns (not a training log)"
+        )
     try:
         table = pacsv.read_csv(
             path,
@@ -59,12 +96,18 @@ def read_csv_frame(path: Path):  # -> pandas.DataFrame, dict of explicit-NaN mas
                 null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True
             ),
         )
+        names = [str(n) for n in table.column_names]  # raises on names that are not UTF-8
+        if any(pa.types.is_binary(t) or pa.types.is_large_binary(t)
+               for t in table.schema.types):
+            table = None  # cells that are not UTF-8: the fallback decodes them
     except (pa.ArrowInvalid, UnicodeDecodeError):
         table = None
+    except OSError as exc:
+        raise read_error(path, exc) from exc
     if table is not None:
         data = {}
         explicit = {}
-        for name, col in zip(table.column_names, table.columns):
+        for name, col in zip(names, table.columns):
             if pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
                 vals = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
                 nulls = col.is_null().to_numpy(zero_copy_only=False)
@@ -79,23 +122,41 @@ def read_csv_frame(path: Path):  # -> pandas.DataFrame, dict of explicit-NaN mas
         return pd.DataFrame(data), explicit
     # Fallback for ragged rows and non-UTF-8 bytes: the csv module is forgiving.
     try:
-        text = path.read_bytes().decode("utf-8-sig", errors="replace")
+        raw = path.read_bytes()
     except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        raise read_error(path, exc) from exc
+    said = notes if notes is not None else []
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8-sig", errors="replace")
+        said.append("the file is not valid UTF-8: undecodable bytes were replaced (U+FFFD)")
     csv.field_size_limit(1 << 30)
-    rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+    reader = csv.reader(io.StringIO(text.replace("\x00", ""), newline=""), delimiter=delimiter)
+    try:
+        rows = [r for r in reader if r]
+    except csv.Error as exc:
+        raise FormatError(f"{path}: not a readable CSV (line {reader.line_num}: {exc})") from exc
     if not rows:
         raise FormatError(f"{path}: the file is empty")
     header = rows[0]
     width = len(header)
-    body = [(r + [""] * width)[:width] for r in rows[1:] if r]
+    short = sum(len(r) < width for r in rows[1:])
+    long = sum(len(r) > width for r in rows[1:])
+    if short:
+        said.append(f"{short} row(s) have fewer cells than the header: the missing cells are gaps")
+    if long:
+        said.append(f"{long} row(s) have more cells than the header: the extra cells were "
+                    "left out")
+    body = [(r + [""] * width)[:width] for r in rows[1:]]
     frame = pd.DataFrame(body, columns=header, dtype="string")
     frame = frame.replace("", pd.NA)
     return frame, {}
 
 
 def _load(path: Path, options: LoadOptions) -> list[Run]:
-    frame, explicit = read_csv_frame(path)
+    notes: list[str] = []
+    frame, explicit = read_csv_frame(path, notes)
     if frame.shape[1] < 2 and len(frame.columns) <= 1:
         raise FormatError(f"{path}: a CSV needs a header and at least one metric column")
     if len(frame) == 0:
@@ -113,7 +174,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
                 build_run(
                     part, name=str(key) or path.stem, source=str(path), format="csv",
                     step_column=options.step_column, column_map=options.column_map,
-                    explicit_nan=nan,
+                    explicit_nan=nan, notes=notes,
                 )
             )
         return runs
@@ -121,7 +182,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         build_run(
             frame, name=path.stem, source=str(path), format="csv",
             step_column=options.step_column, column_map=options.column_map,
-            explicit_nan=explicit,
+            explicit_nan=explicit, notes=notes,
         )
     ]
 

@@ -78,19 +78,20 @@ def _notes(header: Sequence[str], x: str, runs: dict[str, dict[str, str]]) -> li
 
 
 def _load(path: Path, options: LoadOptions) -> list[Run]:
-    frame, explicit = read_csv_frame(path)
+    read_notes: list[str] = []
+    frame, explicit = read_csv_frame(path, read_notes)
     columns = [str(c) for c in frame.columns]
-    runs = _run_columns(columns)
+    x = options.step_column or (columns[0] if columns else "")
+    runs = _run_columns([c for c in columns if c != x])  # the x-axis is never a metric
     if not runs:
         raise FormatError(f"{path}: not a W&B chart export (no '<run> - <metric>' column)")
     if len(frame) == 0:
         raise FormatError(f"{path}: the CSV has a header but no rows")
-    x = options.step_column or columns[0]
     if x not in frame.columns:
         raise FormatError(f"{path}: step column {x!r} not found")
     step_col = x if find_step_column([x]) is not None or options.step_column else None
     with path.open("rb") as fh:
-        notes = _notes(csv_header(fh.read(HEAD_BYTES)), x, runs)
+        notes = _notes(csv_header(fh.read(HEAD_BYTES)), x, runs) + read_notes
     out = []
     for run, metrics in runs.items():
         part = frame[[x, *metrics]].rename(columns=metrics)

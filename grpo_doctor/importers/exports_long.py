@@ -20,7 +20,7 @@ from grpo_doctor.importers.csv_table import looks_like_text, read_csv_frame
 from grpo_doctor.importers.exports import csv_header
 from grpo_doctor.importers.jsonl import to_number
 from grpo_doctor.metrics import find_step_column
-from grpo_doctor.store import Run, build_run
+from grpo_doctor.store import Run, build_run, check_table_size
 
 _NAME_COLUMNS = ["metric", "key", "name", "tag", "metric_name", "series"]
 _VALUE_COLUMNS = ["value", "val", "metric_value", "y"]
@@ -52,9 +52,11 @@ def numeric_values(
 
 
 def long_frame(
-    steps: np.ndarray, names: Sequence[str], values: np.ndarray, nan: np.ndarray
+    steps: np.ndarray, names: Sequence[str], values: np.ndarray, nan: np.ndarray,
+    source: str = "",
 ) -> Wide:
-    """Pivot (step, name, value) rows; a repeated (step, name) keeps the last value written."""
+    """Pivot (step, name, value) rows; a repeated (step, name) keeps the last value written.
+    A FormatError naming ``source`` when the table would be absurdly sparse."""
     rows = pd.DataFrame({"step": steps, "name": list(names), "value": values, "nan": nan})
     notes = []
     bad = ~np.isfinite(rows["step"].to_numpy(dtype=np.float64))
@@ -68,6 +70,7 @@ def long_frame(
             f"{len(rows) - len(deduped)} repeated (step, metric) row(s): the last one was kept"
         )
     order = list(pd.unique(deduped["name"]))
+    check_table_size(source, deduped["step"].nunique(), len(order), len(deduped))
     wide = deduped.pivot(index="step", columns="name", values="value").reindex(columns=order)
     nan_wide = deduped.pivot(index="step", columns="name", values="nan").reindex(columns=order)
     explicit = {}
@@ -106,7 +109,8 @@ def _sniff(path: Path, head: bytes) -> int:
 
 
 def _load(path: Path, options: LoadOptions) -> list[Run]:
-    frame, explicit = read_csv_frame(path)
+    read_notes: list[str] = []
+    frame, explicit = read_csv_frame(path, read_notes)
     layout = _layout([str(c) for c in frame.columns])
     if layout is None:
         raise FormatError(f"{path}: a long CSV needs step, metric (or key) and value columns")
@@ -121,12 +125,13 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     out = []
     for key in keys:
         rows = (runs == key).to_numpy(dtype=bool) if runs is not None else slice(None)
-        wide = long_frame(steps[rows], names.to_numpy()[rows], values[rows], nan[rows])
+        wide = long_frame(steps[rows], names.to_numpy()[rows], values[rows], nan[rows],
+                          str(path))
         out.append(
             build_run(
                 wide.frame, name=str(key) or path.stem, source=str(path), format="long-csv",
                 steps=wide.steps, column_map=options.column_map, explicit_nan=wide.explicit,
-                notes=wide.notes,
+                notes=read_notes + wide.notes,
             )
         )
     return out

@@ -99,8 +99,10 @@ def _run_and_tag(path: Path) -> tuple[str, str]:
     return m.group("run"), recover_tag(m.group("tag"))
 
 
-def _file_rows(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    frame, explicit = read_csv_frame(path)
+def _file_rows(path: Path, notes: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    said: list[str] = []
+    frame, explicit = read_csv_frame(path, said)
+    notes.extend(f"{path.name}: {note}" for note in said)
     columns = {str(c).strip().lower(): c for c in frame.columns}
     if "step" not in columns or "value" not in columns:
         raise FormatError(f"{path}: a TensorBoard CSV needs Step and Value columns")
@@ -111,18 +113,21 @@ def _file_rows(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _run(files: Sequence[Path], name: str, source: Path, options: LoadOptions) -> Run:
     steps, names, values, nans = [], [], [], []
+    read_notes: list[str] = []
     for path in files:
-        s, v, n = _file_rows(path)
+        s, v, n = _file_rows(path, read_notes)
         steps.append(s)
         values.append(v)
         nans.append(n)
         names.extend([_run_and_tag(path)[1]] * len(s))
     if not names:
         raise FormatError(f"{source}: the TensorBoard CSV files have no rows")
-    wide = long_frame(np.concatenate(steps), names, np.concatenate(values), np.concatenate(nans))
+    wide = long_frame(np.concatenate(steps), names, np.concatenate(values), np.concatenate(nans),
+                      str(source))
     return build_run(
         wide.frame, name=name, source=str(source), format="tensorboard-csv", steps=wide.steps,
-        column_map=options.column_map, explicit_nan=wide.explicit, notes=[_NOTE, *wide.notes],
+        column_map=options.column_map, explicit_nan=wide.explicit,
+        notes=[_NOTE, *read_notes, *wide.notes],
     )
 
 

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from grpo_doctor.errors import FormatError, InputError
+from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers.csv_table import looks_like_text
-from grpo_doctor.store import Run, build_run
+from grpo_doctor.importers.tensorboard import read_error
+from grpo_doctor.store import Run, build_run, check_table_size
 
 _NUMBER = re.compile(
     r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity)(?:\(ind\))?",
@@ -57,7 +58,7 @@ def read_text(path: Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        raise read_error(path, exc) from exc
     return data.decode("utf-8", errors="replace").lstrip("\ufeff").replace("\x00", "")
 
 
@@ -97,16 +98,18 @@ def numeric_record(obj: Mapping[str, Any], drop: Iterable[str] = ()) -> Record:
 
 
 def records_frame(
-    records: Sequence[Mapping[str, float]],
+    records: Sequence[Mapping[str, float]], source: str = ""
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """One row per record, one float column per key, and the cells where a NaN was logged.
 
-    A key missing from a record is a gap; a key present with a NaN value is NaN evidence.
+    A key missing from a record is a gap; a key present with a NaN value is NaN evidence. A
+    FormatError naming ``source`` when the table would be absurdly sparse (``check_table_size``).
     """
     columns: dict[str, int] = {}
     for record in records:
         for key in record:
             columns.setdefault(key, len(columns))
+    check_table_size(source, len(records), len(columns), sum(len(r) for r in records))
     data = np.full((len(records), len(columns)), np.nan)
     nan_cells: list[tuple[int, int]] = []
     for i, record in enumerate(records):
@@ -169,7 +172,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     records, bad = _parse_lines(read_text(path))
     if not records:
         raise FormatError(f"{path}: no line is a JSON object with a numeric value")
-    frame, explicit = records_frame(records)
+    frame, explicit = records_frame(records, str(path))
     notes = [f"{bad} line(s) were not JSON objects and were skipped"] if bad else []
     return [
         build_run(

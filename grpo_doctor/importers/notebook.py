@@ -187,7 +187,7 @@ def _pick(found: Sequence[_Found]) -> tuple[list[_Found], int]:
 def _load(path: Path, options: LoadOptions) -> list[Run]:
     found, text = _scan(_read_notebook(path))
     if not found:
-        log = parse_console(text)
+        log = parse_console(text, str(path))
         if log.kind in ("verl", "dict"):
             log.notes.append("no progress table in the notebook: read its printed log lines")
             return [log_to_run(log, path, "notebook", options)]

@@ -35,6 +35,11 @@ def _sniff(path: Path, head: bytes) -> int:
     return 95 if head.startswith(_MAGIC) else 0
 
 
+def _one_line(exc: BaseException) -> str:
+    """Arrow's messages span lines; an error is one line."""
+    return " ".join(str(exc).split())
+
+
 def _read_table(files: list[Path]):  # -> pyarrow.Table
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -44,7 +49,7 @@ def _read_table(files: list[Path]):  # -> pyarrow.Table
         try:
             table = pq.read_table(f)
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise FormatError(f"{f}: not a readable parquet file ({exc})") from exc
+            raise FormatError(f"{f}: not a readable parquet file ({_one_line(exc)})") from exc
         while any(pa.types.is_struct(t) for t in table.schema.types):
             table = table.flatten()
         tables.append(table)
@@ -52,7 +57,9 @@ def _read_table(files: list[Path]):  # -> pyarrow.Table
         return pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowException, ValueError) as exc:
         folder = files[0].parent
-        raise FormatError(f"{folder}: the parquet parts do not fit together ({exc})") from exc
+        raise FormatError(
+            f"{folder}: the parquet parts do not fit together ({_one_line(exc)})"
+        ) from exc
 
 
 def _columns(table: Any) -> tuple[pd.DataFrame, dict[str, np.ndarray], list[str]]:

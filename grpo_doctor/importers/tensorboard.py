@@ -43,7 +43,7 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers import Importer, LoadOptions
-from grpo_doctor.store import Run, build_run
+from grpo_doctor.store import Run, build_run, check_table_size
 
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
@@ -331,6 +331,8 @@ def _resync(b: _Buffer, pos: int) -> int | None:
 def _frame(b: _Buffer, label: str) -> _Framing:
     data = b.data
     n = b.size
+    if n == 0:
+        raise FormatError(f"{label}: the file is empty")
     if n < 12 or not _header_is_valid(data, 0):
         raise FormatError(f"{label}: not a TensorBoard event file (no valid record at byte 0)")
     good: list[np.ndarray] = []
@@ -897,7 +899,7 @@ def _kept(chunk: _Chunk, refused: np.ndarray | None) -> tuple[np.ndarray, np.nda
     return tag[keep], chunk.step[keep], chunk.value[keep]
 
 
-def _grid(chunks: list[_Chunk], refused: np.ndarray | None, n_tags: int
+def _grid(chunks: list[_Chunk], refused: np.ndarray | None, n_tags: int, source: str = ""
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None:
     """Wide grid (steps x used tags) of the chunks, the last point logged winning each cell.
 
@@ -922,6 +924,7 @@ def _grid(chunks: list[_Chunk], refused: np.ndarray | None, n_tags: int
     used = used[np.argsort(first_seen[used], kind="stable")]
     column = np.full(n_tags, -1, dtype=np.int64)
     column[used] = np.arange(len(used))
+    check_table_size(source, len(steps), len(used), total)
     grid = np.full((len(steps), len(used)), np.nan, dtype=np.float64)
     written = np.zeros(grid.shape, dtype=bool)
     cells = grid.reshape(-1)
@@ -1017,7 +1020,7 @@ def _load_run(name: str, files: list[Path], source: str, options: LoadOptions) -
     for t, i in tag_ids.items():
         names[i] = t
     refused = np.array([plugin_of.get(t, "") not in ("", "scalars") for t in names], dtype=bool)
-    pivoted = _grid(chunks, refused if refused.any() else None, len(names))
+    pivoted = _grid(chunks, refused if refused.any() else None, len(names), source)
     if pivoted is None:
         return None
     frame_steps, used, grid, explicit, n_replaced = pivoted
@@ -1104,9 +1107,11 @@ def _sniff(path: Path, head: bytes) -> int:
             ) else 0
     except OSError:
         return 0
-    if _is_event_file(path.name):
-        return 95
-    return 80 if _header_is_valid(head) else 0
+    if _header_is_valid(head):
+        return 95 if _is_event_file(path.name) else 80
+    # Named like an event file but not one: a low claim, so that a sniffer recognising the
+    # content (a CSV named *tfevents*) wins, and otherwise the error says what is wrong.
+    return 10 if _is_event_file(path.name) else 0
 
 
 def _discover(path: Path) -> list[tuple[str, list[Path], str]]:

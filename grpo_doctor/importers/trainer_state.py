@@ -125,7 +125,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         raise FormatError(f"{state_path}: log_history has no entry with a step")
     if skipped:
         notes.append(f"{skipped} log_history entr(ies) without a step were skipped")
-    frame, explicit = records_frame(records)
+    frame, explicit = records_frame(records, str(state_path))
     return [
         build_run(
             frame, name=_run_name(state_path), source=str(state_path), format="trainer-state",

@@ -41,7 +41,7 @@ from grpo_doctor.importers.tensorboard import (
     truncation_note,
     walk_files,
 )
-from grpo_doctor.store import Run, build_run
+from grpo_doctor.store import Run, build_run, check_table_size
 
 MAGIC = b":W&B"
 _HEADER = struct.Struct("<4sHB")
@@ -712,6 +712,7 @@ def _build_frame(log: _RunLog) -> tuple[Any, dict[str, np.ndarray], np.ndarray, 
         else:
             parsed[key] = (r, values)
 
+    check_table_size(str(log.path), n, len(parsed), sum(len(r) for r, _ in parsed.values()))
     media = {k[: -len("/_type")] for k in parsed if k.endswith("/_type")}
     skipped: set[str] = set(media)
     data: dict[str, np.ndarray] = {}

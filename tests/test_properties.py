@@ -1,0 +1,261 @@
+"""Properties over generated input (hypothesis, bounded, a few seconds in all).
+
+* any bytes, or a damaged fixture, given to any importer: a list of runs or a GrpoDoctorError,
+  never another exception, and the runs keep the store's invariants;
+* any finite series: finite, deterministic trend statistics (windows, spikes, onsets);
+* permuting a CSV's rows leaves the diagnosis (its JSON) unchanged;
+* the same data written as a CSV and as a TensorBoard event file (by tensorboardX, else by
+  tensorboard's own writer) gives the same diagnosis.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grpo_doctor.errors import GrpoDoctorError
+from grpo_doctor.importers import format_names, load_runs
+from grpo_doctor.trends import (
+    bin_series,
+    decisive_short_fall,
+    hinge_onset,
+    largest_relative_drop,
+    largest_relative_rise,
+    level_shift_onset,
+    robust_spikes,
+    rolling_median,
+    trend_onset,
+)
+from tests.test_cli import run_cli
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FAST = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                       HealthCheck.function_scoped_fixture])
+
+# --- importers: bytes in, runs or a GrpoDoctorError out --------------------------------------
+
+#: Each importer's usual file name, and fixtures to damage.
+IMPORTERS = {
+    "tensorboard": ("events.out.tfevents.1700000000.fuzz",
+                    ["tensorboard/simple_value", "tensorboard/tensor_content"]),
+    "wandb-offline": ("run-fuzz.wandb", ["wandb/wandb/offline-run-20250101_010000-grpofix2"]),
+    "trainer-state": ("trainer_state.json", ["trainer_state/synthetic-run/checkpoint-12"]),
+    "notebook": ("run.ipynb", ["notebook"]),
+    "console": ("train.log", ["console"]),
+    "wandb-csv": ("export.csv", ["wandb-csv"]),
+    "tensorboard-csv": ("run-x-tag-train_reward.csv", ["tensorboard-csv/synthetic"]),
+    "long-csv": ("long.csv", ["long-csv"]),
+    "parquet": ("run.parquet", ["parquet"]),
+    "jsonl": ("run.jsonl", ["jsonl"]),
+    "csv": ("run.csv", ["csv", "bad"]),
+}
+_SEED_BYTES = 24_000
+
+
+def _seeds(folders: list[str]) -> list[bytes]:
+    out = []
+    for folder in folders:
+        for path in sorted((FIXTURES / folder).iterdir()):
+            sidecar = path.suffix == ".json" and path.name != "trainer_state.json"
+            if path.is_file() and not sidecar:
+                out.append(path.read_bytes()[:_SEED_BYTES])
+    return out
+
+
+def test_every_importer_is_fuzzed():
+    assert set(IMPORTERS) >= set(format_names())
+
+
+def _load_bytes(fmt: str, data: bytes) -> None:
+    name = IMPORTERS[fmt][0]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_bytes(data)
+        for given_format in (fmt, None):
+            try:
+                runs = load_runs(path, format=given_format)
+            except GrpoDoctorError as exc:
+                assert "\n" not in str(exc)
+                continue
+            assert runs
+            for run in runs:
+                index = run.frame.index
+                assert index.is_monotonic_increasing and index.is_unique
+                assert str(index.dtype) == "int64" and run.n_steps > 0
+                assert all(str(t) == "float64" for t in run.frame.dtypes)
+
+
+@pytest.mark.parametrize("fmt", sorted(IMPORTERS))
+@settings(FAST, max_examples=12)
+@given(data=st.binary(max_size=2048))
+def test_any_bytes_load_or_fail_cleanly(fmt, data):
+    _load_bytes(fmt, data)
+
+
+@st.composite
+def damaged(draw, seeds: list[bytes]) -> bytes:
+    data = bytearray(draw(st.sampled_from(seeds)))
+    for _ in range(draw(st.integers(0, 6))):
+        pos = draw(st.integers(0, max(len(data) - 1, 0)))
+        kind = draw(st.sampled_from(["flip", "insert", "delete"]))
+        if kind == "flip" and data:
+            data[pos] = draw(st.integers(0, 255))
+        elif kind == "insert":
+            data[pos:pos] = draw(st.sampled_from(
+                [b"nan", b"inf", b"-1e309", b"\xff\xfe", b"\x00", b"{", b"}", b'"', b",",
+                 b"\n", b"\r", b"step:3 - ", b"{'loss': ", b"|", b"\t", b"[[[[[[[["]))
+        elif data:
+            del data[pos : pos + draw(st.integers(1, 64))]
+    cut = draw(st.integers(0, len(data)))
+    return bytes(data[:cut] if draw(st.booleans()) else data)
+
+
+@pytest.mark.parametrize("fmt", sorted(IMPORTERS))
+@settings(FAST, max_examples=10)
+@given(data=st.data())
+def test_damaged_fixtures_load_or_fail_cleanly(fmt, data):
+    _load_bytes(fmt, data.draw(damaged(_seeds(IMPORTERS[fmt][1]))))
+
+
+# --- trends: finite in, finite and deterministic out -----------------------------------------
+
+#: Values a training metric takes: 0, or a magnitude between 1e-9 and 1e9 (beyond that a
+#: relative change can overflow a float, see the module notes in the report).
+values = st.one_of(st.just(0.0), st.floats(1e-9, 1e9), st.floats(-1e9, -1e-9))
+
+
+@settings(FAST, max_examples=150)
+@given(st.lists(values, max_size=300), st.integers(1, 3000), st.integers(1, 9),
+       st.booleans())
+def test_window_and_spike_statistics_are_finite_and_deterministic(ys, window, smooth, log):
+    y = np.array(ys, dtype=np.float64)
+    x = np.cumsum(np.arange(len(y)) % 7 + 1).astype(np.float64)  # irregular steps
+
+    def stats():
+        out = [bin_series(x, y), rolling_median(y, smooth),
+               largest_relative_drop(x, y, window, smooth=smooth),
+               largest_relative_rise(x, y, window, smooth=smooth),
+               decisive_short_fall(y, 0.1), robust_spikes(np.abs(y), log=log)]
+        if len(y):
+            out += [hinge_onset(x, y), level_shift_onset(x, y), trend_onset(x, y, y[0], y[-1])]
+        return out
+
+    first, second = stats(), stats()
+    assert repr(first) == repr(second)
+    bx, by = first[0]
+    assert np.isfinite(bx).all() and np.isfinite(by).all() and len(bx) <= 257
+    assert np.isfinite(first[1]).all()
+    for change in first[2:4]:
+        if change is not None:
+            assert np.isfinite([change.fraction, change.start_step, change.end_step,
+                                change.start_value, change.end_value]).all()
+    spikes = first[5]
+    assert np.isfinite(spikes.z).all()
+    assert np.isfinite(spikes.baseline[~np.isnan(spikes.baseline)]).all()
+    # A spike's ratio is finite against a positive baseline (+inf against a zero one).
+    base = spikes.baseline[spikes.index]
+    assert (np.isfinite(spikes.ratio) | (base <= 0)).all()
+    for onset in first[6:]:
+        assert np.isfinite(onset).all()
+
+
+# --- diagnoses: row order and file format do not change them ---------------------------------
+
+TAGS = ["train/loss", "train/reward", "train/reward_std", "train/entropy", "train/kl",
+        "train/grad_norm", "train/completions/mean_length", "train/frac_reward_zero_std"]
+
+
+@st.composite
+def training_logs(draw) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """A GRPO-like log: steps, and per tag float32-exact values (NaN: logged NaN or a gap)."""
+    n = draw(st.integers(2, 120))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    steps = np.cumsum(rng.integers(1, 6, n)).astype(np.int64)
+    t = np.linspace(0, 1, n)
+    fall, rise = draw(st.floats(0, 0.99)), draw(st.floats(0, 30))
+    cols = {
+        "train/loss": rng.normal(0, 0.01, n),
+        "train/reward": 0.3 + draw(st.floats(-0.3, 0.5)) * t + rng.normal(0, 0.03, n),
+        "train/reward_std": np.abs(0.3 - 0.3 * draw(st.floats(0, 1)) * t
+                                   + rng.normal(0, 0.02, n)),
+        "train/entropy": 1.2 * (1 - fall * t) + rng.normal(0, 0.01, n),
+        "train/kl": 0.01 + rise * t ** 2 + np.abs(rng.normal(0, 0.005, n)),
+        "train/grad_norm": 0.5 + np.abs(rng.normal(0, 0.05, n)),
+        "train/completions/mean_length": 200 + 300 * draw(st.floats(0, 1)) * t,
+        "train/frac_reward_zero_std": np.clip(draw(st.floats(0, 1)) * t, 0, 1),
+    }
+    for i in draw(st.lists(st.integers(0, n - 1), max_size=3)):
+        cols["train/grad_norm"][i] *= 40  # spikes
+    for tag in draw(st.lists(st.sampled_from(TAGS[1:]), max_size=2)):
+        cols[tag][draw(st.integers(0, n - 1))] = np.nan  # logged NaN
+    cols = {k: v.astype(np.float32).astype(np.float64) for k, v in cols.items()}
+    return steps, cols
+
+
+def _csv(steps: np.ndarray, cols: dict[str, np.ndarray], order: np.ndarray) -> str:
+    lines = [",".join(["step", *cols])]
+    lines += [",".join([str(int(steps[r])), *(repr(float(v[r])) for v in cols.values())])
+              for r in order]
+    return "\n".join(lines) + "\n"
+
+
+def _report(capsys, path: Path) -> dict:
+    code, out, err = run_cli(capsys, "diagnose", str(path), "-f", "json")
+    assert code in (0, 1) and err == ""
+    return json.loads(out)
+
+
+@settings(FAST, max_examples=10)
+@given(log=training_logs(), data=st.data())
+def test_row_order_does_not_change_the_diagnosis(capsys, tmp_path, log, data):
+    steps, cols = log
+    path = tmp_path / "run.csv"
+    path.write_text(_csv(steps, cols, np.arange(len(steps))))
+    before = _report(capsys, path)
+    order = data.draw(st.permutations(range(len(steps))))
+    path.write_text(_csv(steps, cols, np.array(order)))
+    assert _report(capsys, path) == before
+
+
+def _write_events(folder: Path, steps: np.ndarray, cols: dict[str, np.ndarray]) -> None:
+    try:
+        from tensorboardX import SummaryWriter
+
+        writer = SummaryWriter(str(folder), flush_secs=3600)
+        for r, step in enumerate(steps):
+            for tag, v in cols.items():
+                writer.add_scalar(tag, float(v[r]), int(step), walltime=1.7e9 + r)
+        writer.close()
+    except ImportError:
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        writer = EventFileWriter(str(folder))
+        for r, step in enumerate(steps):
+            for tag, v in cols.items():
+                value = summary_pb2.Summary.Value(tag=tag, simple_value=float(v[r]))
+                writer.add_event(event_pb2.Event(wall_time=1.7e9 + r, step=int(step),
+                                                 summary=summary_pb2.Summary(value=[value])))
+        writer.close()
+
+
+@settings(FAST, max_examples=8)
+@given(log=training_logs())
+def test_csv_and_tensorboard_give_the_same_diagnosis(capsys, log):
+    steps, cols = log
+    with tempfile.TemporaryDirectory() as tmp:
+        csv_path = Path(tmp) / "run.csv"
+        csv_path.write_text(_csv(steps, cols, np.arange(len(steps))))
+        events = Path(tmp) / "tb"
+        _write_events(events, steps, cols)
+        a, b = _report(capsys, csv_path), _report(capsys, events)
+    assert (a["run"]["format"], b["run"]["format"]) == ("csv", "tensorboard")
+    for report in (a, b):
+        del report["run"]["name"], report["run"]["source"], report["run"]["format"]
+    assert a == b
