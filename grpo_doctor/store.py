@@ -60,6 +60,9 @@ class Run:
     # and sliced (not recomputed) by ``truncated``, which replaying first alerts calls often.
     _finite: dict[str, tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict, repr=False, compare=False)
+    # Derived series (binned views) of this exact Run; never carried into a truncated one.
+    _derived: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     def finite_series(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
         """(steps, values) of ``metric`` where it was logged as a finite number."""
