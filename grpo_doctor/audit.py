@@ -132,6 +132,14 @@ def classify(path: Path, *, explicit: bool = False) -> Importer | None:
     return imp
 
 
+def _is_file(entry: os.DirEntry) -> bool:
+    """A regular file (following links); a link loop or a vanished entry is not."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
 def _owns(imp: Importer, folder: Path) -> bool:
     """Whether ``folder`` is one source of ``imp``: it holds the format's files itself (or the
     ``checkpoint-N`` folders of a Trainer output folder) and no log of another format."""
@@ -141,7 +149,7 @@ def _owns(imp: Importer, folder: Path) -> bool:
         if entry.is_dir(follow_symlinks=False):
             own = own or bool(_CHECKPOINT.fullmatch(entry.name) and imp.sniff(path, b"") > 0)
             continue
-        if not entry.is_file():
+        if not _is_file(entry):
             continue
         try:
             kind = classify(path)
@@ -192,7 +200,7 @@ def _walk(folder: Path, root: Path, errors: list[AuditError]) -> Iterator[Source
         if entry.is_dir(follow_symlinks=False):
             if entry.name not in _SKIP_FOLDERS:
                 yield from _walk(path, root, errors)
-        elif entry.is_file() and not _not_a_log(path):
+        elif _is_file(entry) and not _not_a_log(path):
             yield Source(str(path), _rel(path, root))
 
 
