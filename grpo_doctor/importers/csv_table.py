@@ -73,6 +73,32 @@ def _header_width(path: Path, delimiter: str) -> int:
     return count + 1
 
 
+def _numeric_frame(table):  # -> (pandas.DataFrame, explicit-NaN masks) | None
+    """A table of number columns only (the usual log) as a frame over one float64 block,
+    filled chunk by chunk: no per-column copies and no consolidation copy by pandas. None for
+    other tables (text or boolean columns, repeated names), which the general path reads."""
+    import pyarrow as pa
+
+    names = [str(n) for n in table.column_names]
+    if len(set(names)) != len(names) or not all(
+        pa.types.is_floating(t) or pa.types.is_integer(t) for t in table.schema.types
+    ):
+        return None
+    block = np.empty((len(names), table.num_rows), dtype=np.float64)
+    explicit = {}
+    for name, col, row in zip(names, table.columns, block):
+        at = 0
+        for chunk in col.chunks:
+            row[at : at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+            at += len(chunk)
+        nan = np.isnan(row)
+        if col.null_count:
+            nan &= ~col.is_null().to_numpy(zero_copy_only=False)
+        if nan.any():
+            explicit[name] = nan
+    return pd.DataFrame(block.T, columns=names, copy=False), explicit
+
+
 def read_csv_frame(path: Path, notes: list[str] | None = None):
     """Read a CSV fast (pyarrow) keeping logged NaN apart from empty cells; the ``csv`` module
     as fallback for ragged rows and bytes that are not UTF-8, which it says in ``notes``.
@@ -105,6 +131,9 @@ def read_csv_frame(path: Path, notes: list[str] | None = None):
     except OSError as exc:
         raise read_error(path, exc) from exc
     if table is not None:
+        numeric = _numeric_frame(table)
+        if numeric is not None:
+            return numeric
         data = {}
         explicit = {}
         for name, col in zip(names, table.columns):

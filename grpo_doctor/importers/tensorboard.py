@@ -899,6 +899,12 @@ def _kept(chunk: _Chunk, refused: np.ndarray | None) -> tuple[np.ndarray, np.nda
     return tag[keep], chunk.step[keep], chunk.value[keep]
 
 
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` by sorting (numpy 2.4's hashing unique takes ~0.5 s per 1M ints)."""
+    s = np.sort(values)
+    return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
+
+
 def _grid(chunks: list[_Chunk], refused: np.ndarray | None, n_tags: int, source: str = ""
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None:
     """Wide grid (steps x used tags) of the chunks, the last point logged winning each cell.
@@ -915,11 +921,11 @@ def _grid(chunks: list[_Chunk], refused: np.ndarray | None, n_tags: int, source:
         tag, step, _value = _kept(chunk, refused)
         if len(tag):
             np.minimum.at(first_seen, tag, np.arange(total, total + len(tag)))
-            step_sets.append(np.unique(step))
+            step_sets.append(_distinct(step))
             total += len(tag)
     if not total:
         return None
-    steps = np.unique(np.concatenate(step_sets)).astype(np.int64)
+    steps = _distinct(np.concatenate(step_sets)).astype(np.int64)
     used = np.flatnonzero(first_seen < np.iinfo(np.int64).max)
     used = used[np.argsort(first_seen[used], kind="stable")]
     column = np.full(n_tags, -1, dtype=np.int64)

@@ -1,0 +1,318 @@
+"""TensorBoard import speed and memory: grpo-doctor's importer vs tbparse vs EventAccumulator,
+side by side on the same event files in the same run.
+
+    python bench/tensorboard_bench.py                       # 50 tags x 20k steps = 1M points
+    python bench/tensorboard_bench.py --steps 2000          # a quicker check (100k points)
+    python bench/tensorboard_bench.py --variants simple --readers grpo-doctor tbparse
+
+Targets: grpo-doctor >= 30x tbparse (about 1M points/s) with CRCs verified, and a peak memory
+<= 3x the float64 frame it returns (steps x tags x 8 bytes).
+
+Three files, one scalar event per point, as the writers users have write them:
+
+* ``simple``: tensorboardX ``SummaryWriter.add_scalar`` (``simple_value``; torch, Lightning
+  and HF write the same encoding);
+* ``float_val``: tensorboard's own ``tensorboard.summary.Writer.add_scalar`` (a tensor with
+  ``float_val`` and the scalars plugin on every event);
+* ``tensor_content``: the TF2 layout (``tf.summary.scalar``: a tensor with 4 raw
+  ``tensor_content`` bytes, plugin metadata on a tag's first event only), written with
+  tensorboard's ``EventFileWriter``.
+
+Files are cached under ``$TMPDIR/grpo-doctor-bench/tb-<tags>x<steps>/`` (writing 1M points takes
+about a minute per file); ``--rewrite`` writes them again.
+
+Readers, each timed in a fresh subprocess (modules imported before the clock starts):
+
+* ``grpo-doctor``: ``grpo_doctor.load_runs(file)`` (format detection, TFRecord framing with
+  both CRCs verified, decoding, pivot, ``build_run``): a wide float64 frame;
+* ``tbparse``: ``tbparse.SummaryReader(file).scalars`` (its long frame; tbparse parses in
+  ``__init__``);
+* ``EventAccumulator``: ``event_accumulator.EventAccumulator(file, size_guidance={'scalars': 0,
+  'tensors': 0})``, ``Reload()``, then ``Scalars(tag)`` for every tag into a wide frame;
+* on the tensor files also ``tbparse .tensors`` and ``EventAccumulator Tensors`` (+
+  ``tensor_util.make_ndarray`` per event): the routes a user has to find when ``.scalars`` /
+  ``Scalars`` come back empty.
+
+Peak memory is the resident-set high-water mark above the resident set just before the read
+(``/proc/self/clear_refs`` resets it; ``ru_maxrss`` above the post-import level where that is
+not allowed), so it counts C allocations (protobuf, pyarrow) that tracemalloc cannot see, and
+it includes the returned frame itself. "pts ok" says how many points came back with the value
+written (float32 compare) out of the points written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _measure import machine, measure, run_worker
+
+VARIANTS = ("simple", "float_val", "tensor_content")
+READERS = ("grpo-doctor", "tbparse", "EventAccumulator")
+TENSOR_READERS = ("tbparse .tensors", "EventAccumulator Tensors")
+
+
+# --- data -------------------------------------------------------------------------------------
+
+
+def tag_names(n_tags: int) -> list[str]:
+    return [f"train/metric_{i:02d}" for i in range(n_tags)]
+
+
+def expected_values(n_tags: int, n_steps: int) -> np.ndarray:
+    """The float32 values written: steps x tags random walks."""
+    rng = np.random.default_rng(0)
+    walk = np.cumsum(rng.normal(0, 0.01, (n_steps, n_tags)), axis=0)
+    return (walk + rng.uniform(-1, 1, n_tags)).astype(np.float32)
+
+
+def _write_simple(folder: Path, tags: list[str], vals: np.ndarray) -> None:
+    from tensorboardX import SummaryWriter
+
+    w = SummaryWriter(str(folder), max_queue=10_000, flush_secs=3600)
+    add = w.add_scalar
+    for s, row in enumerate(vals.tolist()):
+        for tag, v in zip(tags, row):
+            add(tag, v, s)
+    w.close()
+
+
+def _write_float_val(folder: Path, tags: list[str], vals: np.ndarray) -> None:
+    import tensorboard.summary as tbs
+
+    w = tbs.Writer(str(folder))
+    add = w.add_scalar
+    for s, row in enumerate(vals.tolist()):
+        for tag, v in zip(tags, row):
+            add(tag, v, s)
+    w.close()
+
+
+def _write_tensor_content(folder: Path, tags: list[str], vals: np.ndarray) -> None:
+    from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    w = EventFileWriter(str(folder), max_queue_size=10_000, flush_secs=3600)
+    scalars = summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
+        data_class=summary_pb2.DataClass.DATA_CLASS_SCALAR,
+    )
+    t0 = time.time()
+    raw = vals.astype("<f4")
+    for s in range(raw.shape[0]):
+        for j, tag in enumerate(tags):
+            ev = event_pb2.Event(wall_time=t0 + s * 0.01, step=s)
+            value = ev.summary.value.add(tag=tag)
+            value.tensor.CopyFrom(tensor_pb2.TensorProto(
+                dtype=types_pb2.DT_FLOAT, tensor_content=raw[s, j].tobytes()))
+            if s == 0:  # TF2 writes the plugin metadata on a tag's first event only
+                value.metadata.CopyFrom(scalars)
+            w.add_event(ev)
+    w.close()
+
+
+WRITERS = {"simple": _write_simple, "float_val": _write_float_val,
+           "tensor_content": _write_tensor_content}
+
+
+def event_file(cache: Path, variant: str, n_tags: int, n_steps: int, rewrite: bool) -> Path:
+    """The cached event file of ``variant`` (written first if missing)."""
+    folder = cache / f"tb-{n_tags}x{n_steps}" / variant
+    done = folder / "DONE"
+    if rewrite or not done.exists():
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        t0 = time.perf_counter()
+        WRITERS[variant](folder, tag_names(n_tags), expected_values(n_tags, n_steps))
+        print(f"  wrote {variant}: {n_tags * n_steps:,d} points in "
+              f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        done.write_text("ok")
+    (path,) = sorted(folder.glob("*tfevents*"))
+    return path
+
+
+# --- readers (run inside a worker process) ----------------------------------------------------
+
+
+def _prepare(reader: str) -> None:
+    """Import what ``reader`` needs, so its first call does not pay for imports."""
+    import pandas as pd
+
+    pd.DataFrame(np.zeros((2, 2)), columns=["a", "b"])  # pandas' own lazy imports (pyarrow)
+
+    if reader == "grpo-doctor":
+        import crc32c  # noqa: F401
+        from tensorboard.compat.proto import event_pb2  # noqa: F401
+
+        import grpo_doctor.importers.tensorboard  # noqa: F401
+        from grpo_doctor.importers import registry
+
+        registry()
+    elif reader.startswith("tbparse"):
+        import tbparse  # noqa: F401
+    else:
+        from tensorboard.backend.event_processing import event_accumulator  # noqa: F401
+        from tensorboard.util import tensor_util  # noqa: F401
+
+
+def _read(reader: str, path: Path) -> Any:
+    if reader == "grpo-doctor":
+        from grpo_doctor import load_runs
+
+        return load_runs(path)[0].frame
+    if reader == "tbparse":
+        from tbparse import SummaryReader
+
+        return SummaryReader(str(path)).scalars
+    if reader == "tbparse .tensors":
+        from tbparse import SummaryReader
+
+        return SummaryReader(str(path)).tensors
+    import pandas as pd
+    from tensorboard.backend.event_processing import event_accumulator
+
+    ea = event_accumulator.EventAccumulator(str(path), size_guidance={"scalars": 0, "tensors": 0})
+    ea.Reload()
+    cols = {}
+    if reader == "EventAccumulator":
+        for tag in ea.Tags()["scalars"]:
+            events = ea.Scalars(tag)
+            cols[tag] = pd.Series([e.value for e in events], index=[e.step for e in events])
+    else:
+        from tensorboard.util import tensor_util
+
+        for tag in ea.Tags()["tensors"]:
+            events = ea.Tensors(tag)
+            cols[tag] = pd.Series([float(tensor_util.make_ndarray(e.tensor_proto))
+                                   for e in events], index=[e.step for e in events])
+    return pd.DataFrame(cols)
+
+
+def _long(reader: str, out: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(tag per point, step, value) of a reader's result."""
+    if reader.startswith("tbparse"):
+        if not len(out):
+            return [], np.zeros(0, np.int64), np.zeros(0)
+        if "value" not in out.columns:
+            raise SystemExit(f"tbparse returned columns {list(out.columns)}")
+        values = np.array([float(np.asarray(v).reshape(-1)[0]) for v in out["value"]]) \
+            if out["value"].dtype == object else out["value"].to_numpy(np.float64)
+        return out["tag"].tolist(), out["step"].to_numpy(np.int64), values
+    stacked = out.stack()  # wide frame: (step, tag) -> value, gaps dropped
+    return (stacked.index.get_level_values(1).astype(str).tolist(),
+            stacked.index.get_level_values(0).to_numpy(np.int64),
+            stacked.to_numpy(np.float64))
+
+
+def worker(reader: str, path: Path, n_tags: int, n_steps: int, repeat: int,
+           traced: bool) -> None:
+    _prepare(reader)
+    if traced:  # allocations seen by tracemalloc (numpy's included), in a run of their own
+        tracemalloc.start()
+        out = _read(reader, path)
+        print(json.dumps({"traced_bytes": tracemalloc.get_traced_memory()[1]}))
+        return
+    out, res = measure(lambda: _read(reader, path), repeat)
+    tags, steps, values = _long(reader, out)
+    want = expected_values(n_tags, n_steps)
+    names = {t: i for i, t in enumerate(tag_names(n_tags))}
+    col = np.array([names.get(t, -1) for t in tags], dtype=np.int64)
+    inside = (col >= 0) & (steps >= 0) & (steps < n_steps)
+    ok = np.zeros(len(values), dtype=bool)
+    ok[inside] = values[inside].astype(np.float32) == want[steps[inside], col[inside]]
+    # A point counts once: duplicates of a (tag, step) are not extra points.
+    res["points_ok"] = len(np.unique(steps[ok] * n_tags + col[ok]))
+    res["points"] = len(values)
+    print(json.dumps(res))
+
+
+# --- driver -----------------------------------------------------------------------------------
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tags", type=int, default=50)
+    ap.add_argument("--steps", type=int, default=20_000)
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    ap.add_argument("--readers", nargs="+", default=[*READERS, *TENSOR_READERS],
+                    choices=[*READERS, *TENSOR_READERS])
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="grpo-doctor runs per file (best time kept); the others run once")
+    ap.add_argument("--cache", type=Path,
+                    default=Path(tempfile.gettempdir()) / "grpo-doctor-bench")
+    ap.add_argument("--rewrite", action="store_true", help="write the event files again")
+    ap.add_argument("--traced-all", action="store_true",
+                    help="tracemalloc peaks for every reader (slow: tbparse and "
+                    "EventAccumulator take 2-3x longer traced); default grpo-doctor only")
+    ap.add_argument("--worker", nargs=2, metavar=("READER", "PATH"), help=argparse.SUPPRESS)
+    ap.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker[0], Path(args.worker[1]), args.tags, args.steps, args.repeat,
+               args.traced)
+        return
+
+    n_points = args.tags * args.steps
+    frame_bytes = n_points * 8 + args.steps * 8  # float64 cells + the int64 step index
+    print(f"TensorBoard: {args.tags} tags x {args.steps:,d} steps = {n_points:,d} points per "
+          f"file; float64 frame {frame_bytes / 2**20:.1f} MiB; {machine()}")
+    rows = []
+    for variant in args.variants:
+        path = event_file(args.cache, variant, args.tags, args.steps, args.rewrite)
+        size = path.stat().st_size
+        base = None
+        for reader in args.readers:
+            if reader in TENSOR_READERS and variant == "simple":
+                continue
+            wargs = [reader, str(path), "--tags", str(args.tags), "--steps", str(args.steps)]
+            res = run_worker(__file__, [*wargs, "--repeat",
+                                        str(args.repeat if reader == "grpo-doctor" else 1)])
+            if "error" not in res and (reader == "grpo-doctor" or args.traced_all):
+                res.update(run_worker(__file__, [*wargs, "--traced"]))
+            if reader == "grpo-doctor" and "error" not in res:
+                base = res
+            rows.append((variant, size, reader, res, base))
+
+    head = (f"{'file':<15s} {'MB':>4s} {'reader':<25s} {'pts ok':>10s} {'wall s':>7s} "
+            f"{'cpu s':>6s} {'k pts/s':>7s} {'x wall':>6s} {'x cpu':>6s} {'RSS MiB':>8s} "
+            f"{'x frm':>5s} {'traced':>7s} {'x frm':>5s}")
+    print(head)
+    print("-" * len(head))
+    for variant, size, reader, res, base in rows:
+        if "error" in res:
+            print(f"{variant:<15s} {size / 1e6:>4.0f} {reader:<25s} error: {res['error']}")
+            continue
+        sec, cpu = res["seconds"], res["cpu"]
+        rate = res["points_ok"] / sec / 1e3
+        xw = f"{sec / base['seconds']:>6.1f}" if base else f"{'-':>6s}"
+        xc = f"{cpu / base['cpu']:>6.1f}" if base else f"{'-':>6s}"
+        rss = res["peak_bytes"]
+        traced = (f"{res['traced_bytes'] / 2**20:>7.1f} {res['traced_bytes'] / frame_bytes:>5.1f}"
+                  if "traced_bytes" in res else f"{'-':>7s} {'-':>5s}")
+        print(f"{variant:<15s} {size / 1e6:>4.0f} {reader:<25s} {res['points_ok']:>10,d} "
+              f"{sec:>7.2f} {cpu:>6.2f} {rate:>7.0f} {xw} {xc} {rss / 2**20:>8.1f} "
+              f"{rss / frame_bytes:>5.1f} {traced}")
+    print(f"pts ok: points returned with the value written, of {n_points:,d} per file. "
+          "x wall / x cpu: seconds / grpo-doctor's on the same file. RSS: resident-set "
+          "high-water above the level before the read; traced: tracemalloc peak (Python and "
+          "numpy allocations, in a separate run); x frm: / the float64 frame; both include "
+          "the frame returned.")
+    print("targets: grpo-doctor >= 30x faster than tbparse (~1M pts/s); peak <= 3x the frame")
+
+
+if __name__ == "__main__":
+    main()
