@@ -247,7 +247,8 @@ def build_run(
 
     # Restarts: the step went backwards in file order (a resumed run writing over old steps).
     n_restarts = int((np.diff(step_int) < 0).sum()) if restarts is None else restarts
-    n_dup = int(len(step_int) - len(np.unique(step_int)))
+    # Sorting and counting equal neighbours: numpy 2.4's hash-based unique is ~100x slower.
+    n_dup = int((np.diff(np.sort(step_int, kind="stable")) == 0).sum()) if len(step_int) else 0
     note = _order_note(n_dup, None if restarts is not None else n_restarts)
     if note:
         note_list.append(note)
