@@ -33,10 +33,8 @@ child's maximum resident set where there is one.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -49,6 +47,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _measure import measure
 
 READERS = ("grpo-doctor", "wandb leet inspect --json + json.loads", "wandb leet inspect --json")
 
@@ -135,52 +136,9 @@ def _read(reader: str, folder: Path) -> Any:
     return pd.DataFrame.from_records(rows)
 
 
-def _status_kb(field: str) -> int | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def _reset_peak() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _cpu() -> float:
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 def worker(reader: str, folder: Path, n_steps: int, n_metrics: int, repeat: int) -> None:
     _prepare(reader)
-    best = best_cpu = float("inf")
-    peak_kb = 0
-    out = None
-    for _ in range(repeat):
-        out = None
-        gc.collect()
-        reset = _reset_peak()
-        base = (_status_kb("VmRSS") if reset
-                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) or 0
-        c0 = _cpu()
-        t0 = time.perf_counter()
-        out = _read(reader, folder)
-        best = min(best, time.perf_counter() - t0)
-        best_cpu = min(best_cpu, _cpu() - c0)
-        high = (_status_kb("VmHWM") if reset
-                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) or 0
-        peak_kb = max(peak_kb, high - base)
-    child_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    out, stats = measure(lambda: _read(reader, folder), repeat)
     points_ok = points = 0
     if out is not None:
         want = expected_values(n_steps, n_metrics)
@@ -194,9 +152,7 @@ def worker(reader: str, folder: Path, n_steps: int, n_metrics: int, repeat: int)
             j = metric_names(n_metrics).index(c)
             got = out[c].to_numpy(dtype=np.float64)[inside]
             points_ok += int((got == want[steps[inside], j]).sum())
-    print(json.dumps({"seconds": best, "cpu": best_cpu, "peak_bytes": peak_kb * 1024,
-                      "child_bytes": child_kb * 1024, "points": points,
-                      "points_ok": points_ok}))
+    print(json.dumps({**stats, "points": points, "points_ok": points_ok}))
 
 
 # --- driver -----------------------------------------------------------------------------------
