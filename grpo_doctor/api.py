@@ -75,3 +75,31 @@ def diagnose_source(
                      step_column=step_column, run=run)
     cfg = doctor_config(s)
     return [Result(r, diagnose(r, cfg)) for r in runs]
+
+
+def write_audit_html(result, settings: Settings, folder: str | os.PathLike[str], *,
+                     force: bool = False) -> Path:
+    """One HTML report per audited run in ``folder`` and an ``index.html`` linking them
+    (worst first; unreadable sources listed as errors). Runs are read again here: the audit's
+    workers return their diagnoses as plain records, without the curves a chart needs."""
+    import re
+
+    from grpo_doctor.atomic import write_atomic
+    from grpo_doctor.reporters.html import IndexEntry, index_entry, render_html, render_index
+
+    out = Path(folder)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: --html for an audit takes a folder")
+    entries: list[IndexEntry] = []
+    cfg = doctor_config(settings)
+    for i, audited in enumerate(result.runs):
+        source = audited.record["run"]["source"]
+        runs = load_runs(source, column_map=checked_map(settings.column_map))
+        run = next((r for r in runs if r.name == audited.name), runs[0])
+        diagnosis = diagnose(run, cfg)
+        name = f"{i + 1:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', audited.label)[:80]}.html"
+        write_atomic(out / name, render_html(diagnosis, run, settings.params), force=force)
+        entries.append(index_entry(diagnosis, name))
+    entries += [IndexEntry(name=e.source, status="error", findings=(e.error,))
+                for e in result.errors]
+    return write_atomic(out / "index.html", render_index(entries), force=force)

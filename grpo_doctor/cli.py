@@ -195,6 +195,9 @@ def audit(
     ignore: IgnoreOpt = [],  # noqa: B006
     config: ConfigOpt = None,
     output: OutputOpt = None,
+    html: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--html", help="Also write one HTML report per run into this folder, with an "
+        "index.html linking them.")] = None,
     force: ForceOpt = False,
 ) -> None:
     """Audit many runs at once (for CI): a summary of every run found, worst first.
@@ -234,6 +237,10 @@ def audit(
                   "junit": report.render_audit_junit,
                   "markdown": report.render_audit_markdown}[format]
         _emit(render(result), output, force)
+    if html is not None:
+        from grpo_doctor.api import write_audit_html
+
+        write_audit_html(result, settings, html, force=force)
     raise typer.Exit(result.exit_code(strict=strict))
 
 

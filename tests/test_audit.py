@@ -333,3 +333,21 @@ def test_a_failing_source_never_stops_the_rest(tmp_path, monkeypatch):
     assert {e.source: e.error for e in res.errors} == {
         "boom.csv": "internal error: ValueError: bad things",
         "wandb://me/proj": "wandb://me/proj: no credentials"}
+
+
+def test_audit_html_folder_has_an_index_linking_each_report(capsys, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("healthy", "kl-drift"):
+        shutil.copy(example_path(name), logs / f"{name}.csv")
+    (logs / "broken.csv").write_bytes(b"\x00\x01garbage")
+    out = tmp_path / "report"
+    code, _, _ = run_cli(capsys, "audit", str(logs), "-j", "1", "--html", str(out), "-f", "json")
+    assert code == 1
+    pages = sorted(p.name for p in out.iterdir())
+    assert "index.html" in pages and len(pages) == 3
+    index = (out / "index.html").read_text()
+    for page in pages:
+        if page != "index.html":
+            assert page in index and "<svg" in (out / page).read_text()
+    assert "broken.csv" in index
