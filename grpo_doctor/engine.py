@@ -8,7 +8,7 @@ raises, then bisection narrows it to the logged step where it first does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -134,7 +134,3 @@ def diagnose(run: Run, config: DoctorConfig | None = None, *,
     info = RunInfo(run.name, run.source, run.format, run.first_step, run.last_step, run.n_steps)
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                      notes=tuple(run.notes))
-
-
-def fired_modes(diagnosis: Diagnosis) -> Iterable[str]:
-    return (c.mode for c in diagnosis.findings)

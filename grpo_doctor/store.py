@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from grpo_doctor.errors import ConfigError, FormatError, InputError
+from grpo_doctor.errors import ConfigError, FormatError
 from grpo_doctor.metrics import find_step_column, map_columns
 
 _NAN_WORDS = {"nan", "-nan", "+nan", "nan(ind)", "-nan(ind)"}
@@ -314,9 +314,3 @@ def build_run(
         unmapped=list(cm.unmapped), nan_steps=nan_steps, step_source=step_source,
         duplicate_steps=n_dup, restarts=n_restarts, notes=note_list, summary=dict(summary or {}),
     )
-
-
-def require_rows(run: Run) -> Run:
-    if run.n_steps == 0:
-        raise InputError(f"{run.source}: no logged steps found")
-    return run

@@ -138,10 +138,6 @@ def fmt(x: float | int | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
-def step_int(x: float | None) -> int | None:
-    return None if x is None else int(round(x))
-
-
 def snap_to_logged(run: Run, metric: str, step: float) -> int:
     """The logged step of ``metric`` nearest ``step`` (binning can produce in-between steps)."""
     steps, _ = run.finite_series(metric)

@@ -6,7 +6,7 @@ for the learning rate and KL coefficient, from the last logged value of the metr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,7 +125,3 @@ def set_to(run: Run, knob: Knob, target: str, *, why: str = "", unless_at_least:
             return None
         return f"{knob.label} {_num(value)} -> {target}{tail}"
     return f"set {knob.label} to {target}{tail}"
-
-
-def first_present(items: Iterable[str | None]) -> tuple[str, ...]:
-    return tuple(i for i in items if i)
