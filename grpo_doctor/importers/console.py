@@ -8,8 +8,11 @@ Shapes, tried in this order (the first that yields metrics is the run):
 2. Dicts printed by the Hugging Face Trainer / TRL: ``{'loss': 0.1, 'reward': ...}`` anywhere in
    a line, read with ``ast.literal_eval`` (never ``eval``: a log is untrusted input); a cut-off
    dict keeps its complete numeric entries. The step comes from a step key, else from the
-   progress bar the Trainer redraws after each log line, else from a stated ``logging_steps``,
-   else the dicts are numbered in order (and a note says so).
+   Trainer's progress bar around each log line, else from the closing ``train_runtime``
+   summary (a finished run of T steps that printed n dicts logged every T/n), else from a
+   stated ``logging_steps``, else the dicts are numbered in order (and a note says so). A
+   closing summary ends a run: a log that trained twice holds two runs, and a supervised
+   phase (dicts without any RL metric) before the RL one is left out with a note.
 3. Pasted progress tables (``Step | Training Loss | reward ...``, markdown tables).
 4. Blocks of ``key: value`` lines.
 
@@ -114,6 +117,9 @@ class ConsoleLog:
     config: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Runs printed before this one in the same log (a script that trained twice); this is the
+    # last, the one a live watch follows.
+    earlier: list[ConsoleLog] = field(default_factory=list)
 
 
 # --- text ---------------------------------------------------------------------------------------
@@ -397,13 +403,32 @@ def _explicit_step(value: dict[Any, Any]) -> int | None:
     return None
 
 
-def _progress_after(segments: Sequence[Segment], start: int, stop: int) -> list[tuple[int, int]]:
+def _progress_between(segments: Sequence[Segment], start: int, stop: int
+                      ) -> list[tuple[int, int]]:
     out = []
     for seg in segments[start:stop]:
         m = _PROGRESS.search(seg.text)
         if m:
             out.append((int(m.group(1)), int(m.group(2))))
     return out
+
+
+def _bar_steps(windows: Sequence[list[tuple[int, int]]], pick: int) -> list[int] | None:
+    """One step per dict from the progress bars in its window (``pick`` 0: the first bar, -1:
+    the last), if every window has a bar of the training total and they never go back."""
+    totals = Counter(w[0][1] for w in windows if w)
+    if not totals:
+        return None
+    total = totals.most_common(1)[0][0]
+    steps = []
+    for window in windows:
+        hits = [n for n, t in window if t == total]
+        if not hits:
+            return None
+        steps.append(hits[pick])
+    if any(b < a for a, b in zip(steps, steps[1:])) or steps[0] < 1:
+        return None
+    return steps
 
 
 def _progress_steps(segments: Sequence[Segment], found: Sequence[_Printed]) -> list[int] | None:
@@ -415,20 +440,57 @@ def _progress_steps(segments: Sequence[Segment], found: Sequence[_Printed]) -> l
     windows = []
     for k, printed in enumerate(found):
         stop = found[k + 1].index if k + 1 < len(found) else len(segments)
-        windows.append(_progress_after(segments, printed.end + 1, stop))
-    totals = Counter(w[0][1] for w in windows if w)
-    if not totals:
-        return None
-    total = totals.most_common(1)[0][0]
-    steps = []
-    for window in windows:
-        hits = [n for n, t in window if t == total]
-        if not hits:
-            return None
-        steps.append(hits[0])
-    if any(b < a for a, b in zip(steps, steps[1:])):
-        return None
+        windows.append(_progress_between(segments, printed.end + 1, stop))
+    return _bar_steps(windows, 0)
+
+
+def _progress_before_steps(segments: Sequence[Segment], found: Sequence[_Printed], start: int
+                           ) -> list[int] | None:
+    """Each dict's step from the last bar drawn before it (tqdm's stderr flushed ahead of a
+    buffered stdout), if every dict has one."""
+    windows = []
+    for k, printed in enumerate(found):
+        begin = found[k - 1].end + 1 if k else start
+        windows.append(_progress_between(segments, begin, printed.index))
+    steps = _bar_steps(windows, -1)
+    if steps is None or len(steps) < 2:
+        return steps
+    # A dict printed before the bar's next update was flushed repeats the previous step: it
+    # is one logging interval later, if that fits before the next dict.
+    every = Counter(b - a for a, b in zip(steps, steps[1:]) if b > a).most_common(1)
+    for k in range(1, len(steps)):
+        if steps[k] <= steps[k - 1]:
+            guess = steps[k - 1] + (every[0][0] if every else 1)
+            if k + 1 < len(steps) and guess >= steps[k + 1]:
+                return None
+            steps[k] = guess
     return steps
+
+
+def _summary_steps(found: Sequence[_Printed], summary: dict[str, Any], bar_total: int | None
+                   ) -> tuple[list[int], str] | None:
+    """Steps from the Trainer's closing summary: a finished run of T steps that printed n
+    training dicts logged every T/n steps (the Trainer logs at steps L, 2L, ...)."""
+    runtime = to_number(summary.get("train_runtime"))
+    per_second = to_number(summary.get("train_steps_per_second"))
+    if not (runtime and per_second and np.isfinite(runtime * per_second)):
+        return None
+    estimate = runtime * per_second
+    total = round(estimate)
+    # The rate is printed to 3 decimals: the bar's total, when it agrees, is exact.
+    if bar_total and abs(bar_total - estimate) <= max(1.0, 0.02 * estimate):
+        total = bar_total
+    n = sum(1 for p in found if not _is_eval(p))
+    if n == 0 or total < n or total % n or abs(total - estimate) > max(1.0, 0.02 * estimate):
+        return None
+    every = total // n
+    return _ordinal_steps(found, every), (
+        f"steps inferred from the run's end: {n} log lines over its {total} steps "
+        f"(one every {every})")
+
+
+def _is_eval(printed: _Printed) -> bool:
+    return all(str(k).startswith("eval_") or k == "epoch" for k in printed.value)
 
 
 def _ordinal_steps(found: Sequence[_Printed], every: int) -> list[int]:
@@ -436,22 +498,35 @@ def _ordinal_steps(found: Sequence[_Printed], every: int) -> list[int]:
     steps = []
     n = 0
     for printed in found:
-        is_eval = all(str(k).startswith("eval_") or k == "epoch" for k in printed.value)
-        if not is_eval or n == 0:
+        if not _is_eval(printed) or n == 0:
             n += 1
         steps.append(n * every)
     return steps
 
 
+def _bar_total(segments: Sequence[Segment], start: int, stop: int) -> int | None:
+    totals = Counter(t for _, t in _progress_between(segments, start, stop))
+    return totals.most_common(1)[0][0] if totals else None
+
+
 def _dict_steps(
-    segments: Sequence[Segment], found: Sequence[_Printed], logging_steps: int | None
+    segments: Sequence[Segment], found: Sequence[_Printed], logging_steps: int | None,
+    summary: dict[str, Any], start: int,
 ) -> tuple[list[int], str | None]:
     explicit = [_explicit_step(p.value) for p in found]
     if all(s is not None for s in explicit):
         return [int(s) for s in explicit if s is not None], None
+    # The Trainer advances its bar to step N, then prints step N's dict (and tqdm may redraw
+    # the bar below it): the last bar before a dict is its step, else the first one after.
+    progress = _progress_before_steps(segments, found, start)
+    if progress is not None:
+        return progress, "steps read from the training progress bar"
     progress = _progress_steps(segments, found)
     if progress is not None:
-        return progress, "steps read from the training progress bar printed after each log line"
+        return progress, "steps read from the training progress bar"
+    inferred = _summary_steps(found, summary, _bar_total(segments, start, found[-1].end + 1))
+    if inferred is not None:
+        return inferred
     if logging_steps:
         return _ordinal_steps(found, logging_steps), (
             f"no step in the log: steps are log-line numbers times logging_steps={logging_steps}"
@@ -462,9 +537,31 @@ def _dict_steps(
     )
 
 
-def _dict_log(segments: Sequence[Segment], log: ConsoleLog, source: str = "") -> ConsoleLog:
-    metric_dicts: list[_Printed] = []
-    salvaged = 0
+#: Canonical metrics only an RL trainer logs: a printed run without any is a supervised
+#: (SFT) phase before the RL one.
+_RL_METRICS = frozenset({
+    "reward_mean", "reward_std", "kl", "entropy", "zero_std_fraction", "response_length_mean",
+    "truncation_ratio", "clip_fraction", "log_prob_mean",
+})
+
+
+@dataclass
+class _PrintedRun:
+    """The metric dicts one training run printed, and its closing summary if it finished."""
+
+    dicts: list[_Printed] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    start: int = 0  # the segment after the previous run's summary
+
+    def is_rl(self) -> bool:
+        keys = {str(k) for p in self.dicts for k in p.value}
+        return bool(_RL_METRICS & set(map_columns(sorted(keys)).mapping))
+
+
+def _printed_runs(segments: Sequence[Segment], log: ConsoleLog) -> list[_PrintedRun]:
+    """Metric dicts grouped into runs: the Trainer's closing ``train_runtime`` summary ends one
+    (a script that trains twice, or an SFT phase before GRPO, prints two)."""
+    runs = [_PrintedRun()]
     for printed in _printed_dicts(segments):
         value = printed.value
         keys = [str(k) for k in value]
@@ -472,26 +569,50 @@ def _dict_log(segments: Sequence[Segment], log: ConsoleLog, source: str = "") ->
         if config is not None:
             log.config.update(config)
         elif "train_runtime" in value:
-            log.summary.update(numeric_record(value))
+            runs[-1].summary = dict(value)
+            runs.append(_PrintedRun(start=printed.end + 1))
         elif _is_metric_dict(keys) and numeric_record(value):
-            metric_dicts.append(printed)
-            salvaged += printed.salvaged
-    if not metric_dicts:
-        return log
-    steps, note = _dict_steps(segments, metric_dicts, _logging_steps(log.config))
+            runs[-1].dicts.append(printed)
+    return [r for r in runs if r.dicts]
+
+
+def _run_log(segments: Sequence[Segment], run: _PrintedRun, config: dict[str, Any],
+             source: str) -> ConsoleLog:
+    log = ConsoleLog(kind="dict", config=dict(config),
+                     summary=numeric_record(run.summary))
+    found = run.dicts
+    steps, note = _dict_steps(segments, found, _logging_steps(config), run.summary, run.start)
     drop = ("step", "global_step", "train/global_step", "global_step/max_steps")
-    records = [numeric_record({str(k): v for k, v in p.value.items()}, drop) for p in metric_dicts]
+    records = [numeric_record({str(k): v for k, v in p.value.items()}, drop) for p in found]
     merged_steps, merged = _merge_same_step(steps, records)
-    log.kind = "dict"
     log.frame, log.explicit = records_frame(merged, source)
     log.steps = merged_steps
     if note:
         log.notes.append(note)
+    salvaged = sum(p.salvaged for p in found)
     if salvaged:
         log.notes.append(
             f"{salvaged} printed dict(s) were cut off or not plain literals: "
             "only their complete numeric entries were read"
         )
+    return log
+
+
+def _dict_log(segments: Sequence[Segment], log: ConsoleLog, source: str = "") -> ConsoleLog:
+    runs = _printed_runs(segments, log)
+    if not runs:
+        return log
+    rl = [r for r in runs if r.is_rl()]
+    left_out = sum(len(r.dicts) for r in runs if r not in rl) if rl else 0
+    logs = [_run_log(segments, r, log.config, source) for r in (rl or runs)]
+    if left_out:
+        logs[0].notes.append(f"{left_out} log line(s) of an earlier training without RL "
+                             "metrics (supervised fine-tuning?) were left out")
+    last = logs[-1]
+    log.kind, log.frame, log.explicit, log.steps = last.kind, last.frame, last.explicit, last.steps
+    log.summary.update(last.summary)
+    log.notes.extend(last.notes)
+    log.earlier = logs[:-1]
     return log
 
 
@@ -755,14 +876,19 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
             f"{path}: no metric lines found (expected verl 'step:N - key:value' lines, "
             "printed {'loss': ...} dicts or a Step | ... table)"
         )
-    return [log_to_run(log, path, "console", options)]
+    logs = [*log.earlier, log]
+    if len(logs) == 1:
+        return [log_to_run(log, path, "console", options)]
+    return [log_to_run(part, path, "console", options, name=f"{path.stem}#{k}")
+            for k, part in enumerate(logs, 1)]
 
 
-def log_to_run(log: ConsoleLog, path: Path, format: str, options: LoadOptions) -> Run:
+def log_to_run(log: ConsoleLog, path: Path, format: str, options: LoadOptions,
+               name: str | None = None) -> Run:
     """A parsed console log (or a notebook's text output) as a ``Run``."""
     steps = None if options.step_column else log.steps
     return build_run(
-        log.frame, name=path.stem, source=str(path), format=format, steps=steps,
+        log.frame, name=name or path.stem, source=str(path), format=format, steps=steps,
         step_column=options.step_column, column_map=options.column_map,
         explicit_nan=log.explicit, config=log.config, notes=log.notes, summary=log.summary,
     )

@@ -164,6 +164,55 @@ def test_without_any_step_the_dicts_are_numbered_with_a_note(tmp_path):
     assert any("log-line numbers" in n for n in run.notes)
 
 
+def _bar(n: int, total: int) -> str:
+    return f"{n * 100 // total:3d}%|###| {n}/{total} [00:{n:02d}<00:10,  1.00s/it]"
+
+
+def test_steps_from_the_closing_summary_when_stdout_was_buffered(tmp_path):
+    # tqdm's bar (stderr) came out in one blob ahead of the buffered dicts: the summary's
+    # runtime x steps/s (12 steps) over 4 training dicts says one log every 3 steps.
+    bars = "\r".join(_bar(n, 12) for n in range(13))
+    dicts = "".join(f"{{'loss': 0.{k}, 'reward': {k}.0, 'epoch': 0.0}}\n" for k in range(1, 5))
+    summary = ("{'train_runtime': 24.02, 'train_samples_per_second': 2.0, "
+               "'train_steps_per_second': 0.5, 'train_loss': 0.2, 'epoch': 0.01}\n")
+    (run,) = load_runs(write(tmp_path / "run.log", bars + "\n" + dicts + summary))
+    assert list(run.frame.index) == [3, 6, 9, 12]
+    assert any("4 log lines over its 12 steps (one every 3)" in n for n in run.notes)
+
+
+def test_a_summary_that_does_not_divide_is_not_used(tmp_path):
+    dicts = "".join(f"{{'loss': 0.{k}, 'reward': {k}.0}}\n" for k in range(1, 4))
+    summary = "{'train_runtime': 10.0, 'train_steps_per_second': 1.0, 'epoch': 1.0}\n"
+    (run,) = load_runs(write(tmp_path / "run.log", dicts + summary))
+    assert list(run.frame.index) == [1, 2, 3]  # 10 steps over 3 dicts: not every N
+    assert any("log-line numbers" in n for n in run.notes)
+
+
+def test_the_bar_before_each_dict_is_its_step(tmp_path):
+    # The Trainer advances the bar to step N, then prints step N's dict; one dict came out
+    # before the next bar was flushed and repeats the last bar (step 4 then 4): it is 6.
+    text = ""
+    for step, shown in ((2, 2), (4, 4), (6, 4), (8, 8)):
+        text += "\r".join(_bar(n, 8) for n in range(shown - 1, shown + 1)) + "\n"
+        text += f"{{'loss': 0.{step}, 'reward': {step}.0}}\n"
+    (run,) = load_runs(write(tmp_path / "run.log", text))
+    assert list(run.frame.index) == [2, 4, 6, 8]
+
+
+def test_sft_before_grpo_and_two_trainings_in_one_log(tmp_path):
+    sft = "".join(f"{{'loss': 2.{k}, 'grad_norm': 1.0, 'learning_rate': 1e-5}}\n"
+                  for k in range(3))
+    end = "{'train_runtime': 3.0, 'train_steps_per_second': 1.0, 'epoch': 1.0}\n"
+    grpo = "".join(f"{{'loss': 0.{k}, 'reward': {k}.0, 'kl': 0.1}}\n" for k in range(1, 3))
+    (run,) = load_runs(write(tmp_path / "one.log", sft + end + grpo))
+    assert run.n_steps == 2 and "reward_mean" in run.mapping
+    assert any("3 log line(s) of an earlier training without RL metrics" in n
+               for n in run.notes)
+    first, second = load_runs(write(tmp_path / "two.log", grpo + end + grpo + grpo))
+    assert (first.name, second.name) == ("two#1", "two#2")
+    assert (first.n_steps, second.n_steps) == (2, 4)
+
+
 def test_step_keys_and_ms_swift_progress(tmp_path):
     path = write(tmp_path / "run.log",
                  "{'step': 7, 'loss': 0.1}\n{'step': 9, 'loss': 0.2}\n")

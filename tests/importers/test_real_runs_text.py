@@ -38,7 +38,11 @@ def test_verl_console(path):
     assert "heldout_score" in run.mapping
 
 
-@pytest.mark.parametrize("path", _files("trl-console"))
+JUNCY = ["trl-console/20251022_120223_run_terminal.md",
+         "trl-console/20251022_181457_run_terminal.md"]
+
+
+@pytest.mark.parametrize("path", [p for p in _files("trl-console") if p in JUNCY])
 def test_trl_console(path):
     (run,) = load_runs(REAL_RUNS / path)
     assert list(run.frame.index) == [10, 20, 30, 40]
@@ -52,6 +56,46 @@ def test_trl_console(path):
         assert run.mapping[canonical] == source
     if "181457" in path:  # the run that finished prints the closing summary dict
         assert run.summary["train_runtime"] > 0
+
+
+# Steps as the real-runs README states them: (first, last, logged, how the steps were found).
+TRL_STEPS = {
+    # stdout buffered apart from tqdm's bar: the closing summary (runtime x steps/s = 200
+    # steps) over 40 training dicts says one log every 5 steps.
+    "nips-grpo-dynamics_exp1a_rho1.00_seed42.log": (5, 200, 40, "run's end"),
+    "nips-grpo-dynamics_exp1a_rho0.50_seed43.log": (5, 200, 40, "run's end"),
+    "nips-grpo-dynamics_exp2_vanilla_rho1.0_seed42.log": (5, 200, 40, "run's end"),
+    "nips-grpo-dynamics_gate2_rho0.70_seed43.log": (1, 200, 200, "run's end"),
+    # the bar advanced to step N before step N's dict; SFT dicts before GRPO are left out
+    "SCU_TSC_docker_run.log": (5, 345, 69, "progress bar"),
+    # timed out at step 73: no summary, the bars give the steps
+    "round2_sclr_first_l3.txt": (1, 73, 73, "progress bar"),
+    "round2_sclr_first_l2.txt": (1, 200, 200, "progress bar"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRL_STEPS))
+def test_trl_console_steps(name):
+    if not (REAL_RUNS / "trl-console" / name).is_file():
+        pytest.skip(f"{name} not present")
+    (run,) = load_runs(REAL_RUNS / "trl-console" / name)
+    first, last, logged, how = TRL_STEPS[name]
+    assert (run.first_step, run.last_step, run.n_steps) == (first, last, logged)
+    assert any(how in note for note in run.notes), run.notes
+    if name.startswith("SCU"):
+        assert any("supervised fine-tuning" in note for note in run.notes)
+        assert "reward_mean" in run.mapping
+
+
+def test_two_trainings_in_one_log_are_two_runs():
+    path = REAL_RUNS / "trl-console" / "RLDecisionAgent_train_grpo.log"
+    if not path.is_file():
+        pytest.skip("not present")
+    first, second = load_runs(path)
+    assert first.name.endswith("#1") and second.name.endswith("#2")
+    # run 1: 20 steps, grad_norm nan on every log (the README); run 2: no summary of its own
+    assert first.n_steps == 20 and len(first.nan_steps["grad_norm"]) == 20
+    assert second.n_steps >= 20 and "grad_norm" not in second.nan_steps
 
 
 @pytest.mark.parametrize("path", _files("notebooks"))
