@@ -7,8 +7,11 @@ and of the shared real runs (labels in bench/real_runs_labels.json, transcribed 
 README). Per failure mode it prints:
   recall      labeled (run, mode) pairs the diagnosis flagged (warning or critical)
   false alarm healthy runs on which the mode fired, critical and warning counted apart
-  lead time   labeled step - first_alert_step (median), and the share flagged before the
-              labeled step; a labeled step comes from an objective rule, never from the tool
+  lead time   labeled step - first_alert_step of the same mode (median), and the share of
+              labeled steps the same mode's first alert came at or before; a labeled step
+              comes from an objective rule, never from the tool
+  verdicts    how many healthy runs were called healthy and how many inconclusive, and
+              whether runs labeled too short to judge were called inconclusive
 Thresholds are the chapter's defaults: nothing is fitted to the runs being scored.
 """
 
@@ -56,6 +59,21 @@ def step_rule(run: Run, rule: str) -> int | None:
     if rule == "kl_above_0.5":
         return _first(run, "kl", lambda a, c: (c.rolling(3, min_periods=3).median() > 0.5
                                                  ).to_numpy())
+    if rule == "kl_above_10":  # the chapter's stop threshold, at any logged step
+        return _first(run, "kl", lambda a, c: a > 10)
+    if rule == "reward_below_half_peak":
+        # the first step after the peak of the 3-point rolling mean from which it stays below
+        # half-way between its start and its peak
+        col = run.frame.get("reward_mean")
+        if col is None or col.dropna().empty:
+            return None
+        r = col.dropna().rolling(3, min_periods=1).mean()
+        peak = int(np.argmax(r.to_numpy()))
+        half = (float(r.iloc[peak]) + float(r.iloc[:3].mean())) / 2
+        after = r.iloc[peak:]
+        above = np.nonzero(after.to_numpy() >= half)[0]
+        k = int(above[-1]) + 1 if len(above) else 0
+        return int(after.index[k]) if k < len(after) else None
     raise ValueError(rule)
 
 
@@ -90,6 +108,8 @@ def main() -> None:
     false_crit: dict[str, int] = defaultdict(int)
     false_warn: dict[str, int] = defaultdict(int)
     healthy_runs = 0
+    verdicts: dict[str, int] = defaultdict(int)  # status of the runs labeled healthy
+    too_short: list[tuple[str, str]] = []  # (run, status) of runs labeled too short to judge
     unread = []
     # Lead over the true-task collapse (held-out accuracy staying below half its peak): the
     # first alert of any finding against it. This is the chapter's promise: likelihood and
@@ -109,7 +129,11 @@ def main() -> None:
             runs = runs[:1]
         for run in runs:
             d = diagnose(run)
+            if e.get("too_short"):
+                too_short.append((run.name, d.status))
+                continue
             if e["healthy"]:
+                verdicts[d.status] += 1
                 healthy_runs += 1
                 for c in d.findings:
                     (false_crit if c.status.value == "critical" else false_warn)[c.mode] += 1
@@ -133,11 +157,11 @@ def main() -> None:
                           f"alert={check.first_alert_step} label_step={label_step}")
                 if check.fired and label_step is not None and check.first_alert_step is not None:
                     leads[mode].append(int(label_step) - int(check.first_alert_step))
-                    early[mode].append(check.first_alert_step < int(label_step))
+                    early[mode].append(check.first_alert_step <= int(label_step))
 
     modes = sorted(set(hits) | set(false_crit) | set(false_warn))
     print(f"{'mode':26s} {'recall':>12s} {'false crit':>10s} {'false warn':>10s} "
-          f"{'median lead':>12s} {'flagged early':>13s}")
+          f"{'median lead':>12s} {'alert <= label':>14s}")
     all_hits, all_leads = [], []
     for m in modes:
         h = hits.get(m, [])
@@ -147,7 +171,7 @@ def main() -> None:
         lead = f"{statistics.median(leads[m]):+.0f}" if leads.get(m) else "–"
         er = f"{sum(early[m])}/{len(early[m])}" if early.get(m) else "–"
         print(f"{m:26s} {rec:>12s} {false_crit.get(m, 0):>10d} {false_warn.get(m, 0):>10d} "
-              f"{lead:>12s} {er:>13s}")
+              f"{lead:>12s} {er:>14s}")
     if all_hits:
         share = sum(all_hits) / len(all_hits)
         print(f"\noverall recall {sum(all_hits)}/{len(all_hits)} ({share:.0%}); "
@@ -155,6 +179,16 @@ def main() -> None:
               f"{sum(false_warn.values())} warning alarms; median lead time "
               f"{statistics.median(all_leads) if all_leads else float('nan'):+.0f} steps "
               f"over {len(all_leads)} labeled onsets")
+    all_early = [x for v in early.values() for x in v]
+    if all_early:
+        print(f"kind-matched first alert at or before the labeled step: {sum(all_early)}/"
+              f"{len(all_early)} ({sum(all_early) / len(all_early):.0%})")
+    print("healthy runs called: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
+    if too_short:
+        ok = sum(1 for _, status in too_short if status == "inconclusive")
+        print(f"runs too short to judge called inconclusive: {ok}/{len(too_short)}"
+              + "".join(f"\n  {name}: {status}" for name, status in too_short
+                        if status != "inconclusive"))
     if collapse_leads:
         before = sum(x > 0 for x in collapse_leads)
         print(f"true-task collapses (held-out accuracy below half its peak for good): "

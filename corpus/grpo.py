@@ -55,8 +55,9 @@ class RunConfig:
     temperature: float = 1.0
     max_new: int = 8
     lr: float = 3e-4
-    schedule: str = "constant"  # "constant" | "cosine" | "warmup"
+    schedule: str = "constant"  # "constant" | "cosine" | "warmup" | "burst"
     warmup: int = 0
+    burst_lr: float = 0.0  # "burst": this lr for the first ``warmup`` steps, then ``lr``
     beta: float = 0.04
     eps_low: float = 0.2
     eps_high: float = 0.2
@@ -170,6 +171,8 @@ def _lr_at(cfg: RunConfig, step: int) -> float:
         return cfg.lr
     if cfg.schedule == "warmup":
         return cfg.lr * min(1.0, (step + 1) / max(1, cfg.warmup))
+    if cfg.schedule == "burst":
+        return cfg.burst_lr if step < cfg.warmup else cfg.lr
     if cfg.schedule == "cosine":
         w = min(1.0, (step + 1) / max(1, cfg.warmup)) if cfg.warmup else 1.0
         return cfg.lr * w * 0.5 * (1 + math.cos(math.pi * step / cfg.steps))

@@ -108,4 +108,15 @@ RUNS: list[RunConfig] = [
        "buggy verifier + 0.2 format, beta=0, lr=3e-4 (3x lower than run 17), 400 steps",
        seed=3, pretrain_steps=120, ops=("rev", "copy", "sum"), ks=(2, 3), steps=400, lr=3e-4,
        beta=0.0, max_new=10, weights={"verifier": 1.0, "format": 0.2}),
+    # Issue 12: an incident the run comes back from, a dead run, a warm-up that overshoots.
+    _r("early_burst_recovers", "trl", "csv", "kl_drift",
+       "lr=1.5e-2 for the first step (no gradient clipping), then the healthy 1e-4, beta=0.04",
+       seed=1, **dict(HEALTHY, steps=250, schedule="burst", warmup=1, burst_lr=1.5e-2,
+                      max_grad_norm=None)),
+    _r("dead_after_one_update", "trl", "trainer_state", "no_learning_signal",
+       "lr=0.1 constant, no gradient clipping, beta=0: one catastrophic first update", seed=1,
+       **dict(BASE, steps=150, lr=0.1, beta=0.0, max_grad_norm=None)),
+    _r("warmup_overshoot", "verl", "wandb", "reward_overfit",
+       "linear warm-up to lr=3e-3 over 300 steps (30x the healthy lr at the end), grad clip 1.0",
+       seed=2, **dict(BASE, steps=300, lr=3e-3, schedule="warmup", warmup=300)),
 ]

@@ -128,7 +128,7 @@ def _trainer_args(cfg) -> dict:
     return {
         "learning_rate": cfg.lr,
         "lr_scheduler_type": {"constant": "constant", "cosine": "cosine",
-                              "warmup": "constant_with_warmup"}[cfg.schedule],
+                              "warmup": "constant_with_warmup", "burst": "constant"}[cfg.schedule],
         "warmup_steps": cfg.warmup,
         "max_steps": cfg.steps,
         "per_device_train_batch_size": cfg.batch_prompts * cfg.group,

@@ -23,9 +23,10 @@ EXIT_FINDINGS = 1
 EXIT_ERROR = 2
 
 
-def exit_code(diagnoses: list[Diagnosis], fail_on: str) -> int:
-    """0 when nothing is at or above ``fail_on`` (critical | warning | never), else 1."""
-    bad = failing_statuses(fail_on)
+def exit_code(diagnoses: list[Diagnosis], fail_on: str, *, strict: bool = False) -> int:
+    """0 when no run's status fails under ``fail_on`` (critical | warning | inconclusive |
+    never; ``strict``: inconclusive fails too), else 1."""
+    bad = failing_statuses(fail_on, strict=strict)
     return EXIT_FINDINGS if any(d.status in bad for d in diagnoses) else EXIT_OK
 
 
@@ -73,8 +74,26 @@ def diagnose_source(
     s = settings or Settings()
     runs = load_runs(source, format=input_format, column_map=checked_map(s.column_map),
                      step_column=step_column, run=run)
+    for r in runs:
+        require_metrics(r)
     cfg = doctor_config(s)
     return [Result(r, diagnose(r, cfg)) for r in runs]
+
+
+def require_metrics(run: Run) -> None:
+    """Refuse a run in which not one column is a metric grpo-doctor knows: nothing could be
+    checked, and a report would only say so at length. Names the columns and how to map."""
+    if run.mapping:
+        return
+    from grpo_doctor.hints import unmapped_hints
+
+    shown = ", ".join(run.unmapped[:8]) + (", ..." if len(run.unmapped) > 8 else "")
+    hints = unmapped_hints(run)
+    how = (" ".join(h.option for h in hints) if hints else
+           "--map CANONICAL=COLUMN (canonical names: grpo-doctor rules)")
+    columns = f"columns: {shown}" if shown else "no columns"
+    raise InputError(f"{run.source}: no metric grpo-doctor knows ({columns}); map yours with "
+                     f"{how}")
 
 
 def write_audit_html(result, settings: Settings, folder: str | os.PathLike[str], *,

@@ -36,11 +36,18 @@ from glob import glob
 from pathlib import Path
 from typing import Any
 
-from grpo_doctor.api import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, checked_map, doctor_config
+from grpo_doctor.api import (
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    EXIT_OK,
+    checked_map,
+    doctor_config,
+    require_metrics,
+)
 from grpo_doctor.config import Settings, failing_statuses
 from grpo_doctor.engine import DoctorConfig, diagnose
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
-from grpo_doctor.findings import SCHEMA_VERSION
+from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION
 from grpo_doctor.importers import HEAD_BYTES, Importer, detect_format, load_runs, registry
 from grpo_doctor.reporters.json_report import to_json_obj
 
@@ -48,7 +55,9 @@ from grpo_doctor.reporters.json_report import to_json_obj
 ProgressFn = Callable[[int, int], None]
 
 #: Worst first.
-SEVERITY = {"critical": 2, "warning": 1, "healthy": 0}
+SEVERITY = RUN_SEVERITY
+#: The baseline file's own format (its findings list); apart from the report's contract.
+BASELINE_VERSION = 1
 
 #: Files never tried when found in a folder: clearly not training logs.
 _NOT_LOGS = frozenset({
@@ -303,6 +312,8 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
                     return {"skip": True}
                 fmt = imp.name
             runs = load_runs(src.path, format=fmt, column_map=column_map)
+            for run in runs:
+                require_metrics(run)
             return {"runs": [to_json_obj(diagnose(run, cfg)) for run in runs]}
     except GrpoDoctorError as exc:
         return {"error": _one_line(exc)}
@@ -411,9 +422,9 @@ class Baseline:
         if not isinstance(data, dict):
             data = {}
         items = data.get("findings")
-        if data.get("schema_version") != SCHEMA_VERSION or not isinstance(items, list):
+        if data.get("schema_version") != BASELINE_VERSION or not isinstance(items, list):
             raise ConfigError(f"{where}: not a grpo-doctor baseline (schema_version "
-                              f"{SCHEMA_VERSION} with a findings list expected)")
+                              f"{BASELINE_VERSION} with a findings list expected)")
         out: dict[tuple[str, str, str], str] = {}
         for item in items:
             keys = ("run", "source", "mode", "status")
@@ -427,7 +438,7 @@ class Baseline:
         items = [{"run": run, "source": source, "mode": mode, "status": status}
                  for (run, source, mode), status in sorted(self.findings.items(),
                                                            key=lambda kv: (kv[0][1], *kv[0]))]
-        doc = {"schema_version": SCHEMA_VERSION, "findings": items}
+        doc = {"schema_version": BASELINE_VERSION, "findings": items}
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -449,18 +460,21 @@ class AuditResult:
         with_baseline = self.baseline is not None
         return {
             "runs": len(self.runs), "critical": status["critical"], "warning": status["warning"],
-            "healthy": status["healthy"], "errors": len(self.errors),
+            "healthy": status["healthy"], "inconclusive": status["inconclusive"],
+            "errors": len(self.errors),
             "new": sum(len(r.new or ()) for r in self.runs) if with_baseline else None,
             "worsened": sum(len(r.worsened or ()) for r in self.runs) if with_baseline else None,
             "failing": sum(len(r.failing) for r in self.runs),
         }
 
     def exit_code(self, *, strict: bool = False) -> int:
-        """2 when no run could be read; 1 for a failing finding (or, ``strict``, an error row);
-        else 0."""
+        """2 when no run could be read; 1 for a failing finding, for an inconclusive run under
+        ``--fail-on inconclusive`` or ``strict``, or (``strict``) an error row; else 0."""
         if not self.runs:
             return EXIT_ERROR
-        if any(r.failing for r in self.runs) or (strict and self.errors):
+        unjudged = "inconclusive" in failing_statuses(self.fail_on, strict=strict) and any(
+            r.status == "inconclusive" for r in self.runs)
+        if any(r.failing for r in self.runs) or unjudged or (strict and self.errors):
             return EXIT_FINDINGS
         return EXIT_OK
 

@@ -32,7 +32,8 @@ app = typer.Typer(
 FormatOpt = Annotated[str, typer.Option("--format", "-f",
                                         help="Report format: terminal, json or markdown.")]
 FailOnOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer needs Optional
-    "--fail-on", help="Exit 1 at or above: critical (default), warning, never.")]
+    "--fail-on", help="Exit 1 at or above: critical (default), warning, inconclusive (anything "
+    "short of healthy), never.")]
 MapOpt = Annotated[list[str], typer.Option(
     "--map", help="Map a column: CANONICAL=COLUMN, e.g. entropy=policy/ent (repeatable).")]
 SetOpt = Annotated[list[str], typer.Option(
@@ -115,10 +116,14 @@ def diagnose(
     png: PngOpt = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v",
                                           help="Show evidence of passing checks too.")] = False,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="An inconclusive run (too little logged to judge) also exits 1.")
+    ] = False,
 ) -> None:
     """Diagnose one run: which failure modes, where each began, what to change.
 
-    Exit code 0 when nothing is at or above --fail-on, 1 when something is, 2 on bad input.
+    Exit code 0 when nothing is at or above --fail-on, 1 when something is (with --strict, or
+    --fail-on inconclusive, also a run too little logged to judge), 2 on bad input.
     """
     from grpo_doctor import api
     from grpo_doctor.errors import ConfigError
@@ -158,7 +163,7 @@ def diagnose(
         from grpo_doctor.reporters.terminal import render_terminal
 
         render_terminal(result.diagnosis, result.run, verbose=verbose)
-    raise typer.Exit(api.exit_code([result.diagnosis], settings.fail_on))
+    raise typer.Exit(api.exit_code([result.diagnosis], settings.fail_on, strict=strict))
 
 
 AuditFormatOpt = Annotated[str, typer.Option(
@@ -174,7 +179,8 @@ SinceOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
 JobsOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
     "--jobs", "-j", help="Worker processes (default: one per CPU; 1: no pool).")]
 StrictOpt = Annotated[bool, typer.Option(
-    "--strict", help="Unreadable logs also exit 1 (by default they are reported only).")]
+    "--strict", help="Unreadable logs and inconclusive runs (too little logged to judge) also "
+    "exit 1 (by default they are reported only).")]
 
 
 @app.command()

@@ -26,13 +26,17 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-FAIL_ON = ("critical", "warning", "never")
+FAIL_ON = ("critical", "warning", "inconclusive", "never")
 
 
-def failing_statuses(fail_on: str) -> frozenset[str]:
-    """The statuses that fail a run under ``--fail-on`` (critical | warning | never)."""
-    return {"critical": frozenset({"critical"}), "warning": frozenset({"critical", "warning"}),
-            "never": frozenset()}[fail_on]
+def failing_statuses(fail_on: str, *, strict: bool = False) -> frozenset[str]:
+    """The run statuses that fail under ``--fail-on`` (critical | warning | inconclusive:
+    anything short of a clean bill of health | never); ``strict`` adds inconclusive to any of
+    them but never."""
+    failing = {"critical": frozenset({"critical"}), "warning": frozenset({"critical", "warning"}),
+               "inconclusive": frozenset({"critical", "warning", "inconclusive"}),
+               "never": frozenset()}[fail_on]
+    return failing | {"inconclusive"} if strict and failing else failing
 
 
 @dataclass(frozen=True)

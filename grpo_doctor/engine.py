@@ -8,8 +8,8 @@ raises, then bisection narrows it to the logged step where it first does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -121,7 +121,7 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
     return Check(
         mode=rule.id, status=out.status, summary=summary, onset_step=onset,
         first_alert_step=alert, evidence=evidence, remedies=out.remedies if out.fired else (),
-        key_metric=out.key_metric,
+        key_metric=out.key_metric, incidents=out.incidents,
     )
 
 
@@ -131,6 +131,32 @@ def diagnose(run: Run, config: DoctorConfig | None = None, *,
     cfg = config or DoctorConfig()
     checks = [check_rule(rule, run, cfg.params_for(rule), with_first_alert=with_first_alert)
               for rule in cfg.rules()]
+    return assemble(run, checks)
+
+
+def assemble(run: Run, checks: Sequence[Check]) -> Diagnosis:
+    """The Diagnosis of ``checks`` on ``run``: the run's facts, the root cause and the plan,
+    and a ``--map`` hint wherever a check was skipped for a metric an unmapped column holds."""
+    from grpo_doctor.hints import unmapped_hints
+    from grpo_doctor.root_cause import plan, root_cause
+
     info = RunInfo(run.name, run.source, run.format, run.first_step, run.last_step, run.n_steps)
+    hints = unmapped_hints(run)
+    by_metric = {h.metric: h for h in hints}
+    checks = [_with_hint(c, by_metric) for c in checks]
+    cause = root_cause(run, checks)
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
-                     notes=tuple(run.notes))
+                     notes=tuple(run.notes), root_cause=cause, plan=plan(run, checks, cause),
+                     hints=tuple(str(h) for h in hints))
+
+
+def _with_hint(check: Check, hints: Mapping[str, object]) -> Check:
+    """A skipped check whose missing metric an unmapped column seems to hold says so."""
+    if check.status is not Status.SKIPPED or not check.reason:
+        return check
+    for metric, hint in hints.items():
+        if check.reason.startswith(f"needs {metric}") or f" {metric}+" in check.reason \
+                or f"needs {metric}+" in check.reason:
+            reason = f"needs {metric}: not logged under a known name ({hint})"
+            return replace(check, summary=reason, reason=reason)
+    return check

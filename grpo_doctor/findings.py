@@ -1,7 +1,10 @@
 """What a diagnosis says: one Check per failure mode, gathered in a Diagnosis.
 
 Every output format (terminal, JSON, Markdown, JUnit, HTML) renders from ``to_dict()``, so
-they can never disagree. The JSON form is a versioned contract (``SCHEMA_VERSION``).
+they can never disagree. The JSON form is a versioned contract (``SCHEMA_VERSION``): version 2
+only added keys to version 1 (``incidents`` per check; ``notes``, ``root_cause``, ``plan``,
+``hints`` and ``status_reason`` at the top; ``inconclusive`` as a status), so version-1 readers
+keep working.
 """
 
 from __future__ import annotations
@@ -10,7 +13,15 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+#: The mode that checks for NaN/inf: it runs on any log, so it is no evidence of health alone.
+NAN_CHECK = "numerical_failure"
+#: Checks (besides the NaN check) that must have judged a run before it is called healthy.
+MIN_CHECKS_FOR_HEALTHY = 2
+#: Logged steps a run needs before silence means health: the trend tests need 8 points, and a
+#: level read off a handful of steps says little.
+MIN_STEPS_FOR_HEALTHY = 10
 
 
 class Status(str, Enum):
@@ -29,6 +40,33 @@ class Status(str, Enum):
 
 _RANK = {Status.SKIPPED: -1, Status.OK: 0, Status.WARNING: 1, Status.CRITICAL: 2}
 
+#: A run's verdict, worst first, and its rank (higher is worse).
+RUN_STATUSES = ("critical", "warning", "inconclusive", "healthy")
+RUN_SEVERITY = {"critical": 3, "warning": 2, "inconclusive": 1, "healthy": 0}
+
+
+@dataclass(frozen=True)
+class Incident:
+    """An episode in the run's history: a metric crossing a threshold, whether or not the run
+    came back. ``recovered_step`` is the first logged step back on the safe side (None: it
+    never came back within the log)."""
+
+    metric: str
+    step: int  # where the episode began
+    peak_step: int
+    peak: float
+    threshold: float
+    recovered_step: int | None
+    summary: str
+    severity: Status = Status.WARNING
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step, "peak_step": self.peak_step, "peak": self.peak,
+            "threshold": self.threshold, "recovered_step": self.recovered_step,
+            "metric": self.metric, "severity": self.severity.value, "summary": self.summary,
+        }
+
 
 @dataclass(frozen=True)
 class Check:
@@ -43,6 +81,7 @@ class Check:
     remedies: tuple[str, ...] = ()
     reason: str | None = None
     key_metric: str | None = None  # what a sparkline or chart of this check shows
+    incidents: tuple[Incident, ...] = ()
 
     @property
     def fired(self) -> bool:
@@ -58,6 +97,7 @@ class Check:
             "evidence": self.evidence,
             "remedies": list(self.remedies),
             "reason": self.reason,
+            "incidents": [i.to_dict() for i in self.incidents],
         }
 
 
@@ -78,16 +118,79 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class RootCause:
+    """The earliest finding that explains the others, and the one thing to do first."""
+
+    mode: str
+    step: int | None
+    summary: str
+    first_action: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "step": self.step, "summary": self.summary,
+                "first_action": self.first_action}
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    """One action of the merged plan and the findings it answers."""
+
+    action: str
+    modes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "for": list(self.modes)}
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     run: RunInfo
     metrics: dict[str, str]
     checks: tuple[Check, ...]
     notes: tuple[str, ...] = ()
+    root_cause: RootCause | None = None
+    plan: tuple[PlanItem, ...] = ()
+    hints: tuple[str, ...] = ()  # unmapped columns that look like a metric a check needs
+
+    @property
+    def judged(self) -> tuple[Check, ...]:
+        """The checks that could judge the run (ran, and are not the NaN check)."""
+        return tuple(c for c in self.checks
+                     if c.status is not Status.SKIPPED and c.mode != NAN_CHECK)
 
     @property
     def status(self) -> str:
+        """critical | warning | healthy | inconclusive: healthy needs evidence, not silence."""
         worst = max((c.status.rank for c in self.checks), default=0)
-        return {2: "critical", 1: "warning"}.get(worst, "healthy")
+        if worst == 2:
+            return "critical"
+        if worst == 1:
+            return "warning"
+        if len(self.judged) < MIN_CHECKS_FOR_HEALTHY or self.run.n_steps < MIN_STEPS_FOR_HEALTHY:
+            return "inconclusive"
+        return "healthy"
+
+    @property
+    def status_reason(self) -> str | None:
+        """Why a run is inconclusive (None otherwise)."""
+        if self.status != "inconclusive":
+            return None
+        judged = [c.mode for c in self.judged]
+        skipped = [c for c in self.checks if c.status is Status.SKIPPED]
+        short = sum(1 for c in skipped if "at least" in (c.reason or ""))
+        if self.run.n_steps < MIN_STEPS_FOR_HEALTHY and len(judged) >= MIN_CHECKS_FOR_HEALTHY:
+            return (f"{self.run.n_steps} logged step(s) are too few to call it healthy (at least "
+                    f"{MIN_STEPS_FOR_HEALTHY} needed)")
+        ran = (f"only {len(judged)} check(s) could judge it ({', '.join(judged)})" if judged
+               else "no check could judge it")
+        why = []
+        if len(skipped) - short:
+            why.append(f"{len(skipped) - short} need metrics that are not logged")
+        if short:
+            why.append(f"{short} need a longer log ({self.run.n_steps} logged step(s))")
+        if not self.checks:
+            why.append("every check was ignored")
+        return ran + (f": {', '.join(why)}" if why else "")
 
     @property
     def findings(self) -> tuple[Check, ...]:
@@ -106,4 +209,9 @@ class Diagnosis:
             "metrics": dict(self.metrics),
             "checks": [c.to_dict() for c in self.checks],
             "status": self.status,
+            "status_reason": self.status_reason,
+            "notes": list(self.notes),
+            "root_cause": self.root_cause.to_dict() if self.root_cause else None,
+            "plan": [p.to_dict() for p in self.plan],
+            "hints": list(self.hints),
         }

@@ -61,9 +61,9 @@ import pandas as pd
 
 from grpo_doctor.api import checked_map, doctor_config
 from grpo_doctor.config import Settings
-from grpo_doctor.engine import check_rule
+from grpo_doctor.engine import assemble, check_rule
 from grpo_doctor.errors import ConfigError, FormatError, InputError
-from grpo_doctor.findings import Check, Diagnosis, RunInfo, Status
+from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.importers import (
     Importer,
     LoadOptions,
@@ -174,10 +174,7 @@ class Monitor:
         run = self.run
         if run is None:
             return None
-        info = RunInfo(run.name, run.source, run.format, run.first_step, run.last_step,
-                       run.n_steps)
-        return Diagnosis(run=info, metrics=dict(run.mapping), checks=self.checks,
-                         notes=tuple(run.notes))
+        return assemble(run, self.checks)
 
     def severities(self) -> dict[str, int]:
         """0 ok / 1 warning / 2 critical per mode that could be checked (skipped ones left out)."""

@@ -117,9 +117,10 @@ def test_json_contract_and_exit_code_and_parallel_is_identical(capsys, tree, res
     assert out == report.render_audit_json(result)  # --jobs 2 == --jobs 1
     doc = json.loads(out)
     assert set(doc) == {"schema_version", "runs", "errors", "summary"}
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     s = doc["summary"]
-    assert s["runs"] == len(doc["runs"]) == s["critical"] + s["warning"] + s["healthy"]
+    assert s["runs"] == len(doc["runs"]) == (s["critical"] + s["warning"] + s["healthy"]
+                                              + s["inconclusive"])
     assert s["errors"] == len(doc["errors"]) == 2 and s["new"] is None
     for run in doc["runs"]:
         assert {"schema_version", "run", "metrics", "checks", "status"} <= set(run)

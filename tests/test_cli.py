@@ -16,17 +16,40 @@ def run_cli(capsys, *args):
     return exc.value.code, out, err
 
 
+# What a consumer of schema_version 1 reads: version 2 only adds keys, so these stay.
+V1_KEYS = {"schema_version", "run", "metrics", "checks", "status"}
+V1_CHECK_KEYS = {"mode", "status", "onset_step", "first_alert_step", "summary", "evidence",
+                 "remedies", "reason"}
+V1_STATUSES = {"ok", "warning", "critical", "skipped"}
+
+
+def test_a_v1_consumer_reads_version_2_unchanged(capsys):
+    """Every key and value type a version-1 reader relied on is where it was."""
+    for example in ("entropy-collapse", "healthy", "kl-drift"):
+        _, out, _ = run_cli(capsys, "diagnose", "--example", example, "-f", "json")
+        d = json.loads(out)
+        assert V1_KEYS <= set(d) and d["schema_version"] >= 1
+        assert d["status"] in {"healthy", "warning", "critical", "inconclusive"}
+        assert isinstance(d["metrics"], dict) and isinstance(d["checks"], list)
+        for c in d["checks"]:
+            assert V1_CHECK_KEYS <= set(c) and c["status"] in V1_STATUSES
+            assert isinstance(c["remedies"], list) and isinstance(c["evidence"], dict)
+            assert all(isinstance(r, str) for r in c["remedies"])
+
+
 def test_diagnose_example_json_contract(capsys):
     code, out, err = run_cli(capsys, "diagnose", "--example", "entropy-collapse", "--format",
                              "json")
     assert code == 1
     d = json.loads(out)
-    assert set(d) == {"schema_version", "run", "metrics", "checks", "status"}
-    assert d["schema_version"] == 1 and d["status"] == "critical"
+    assert set(d) == V1_KEYS | {"status_reason", "notes", "root_cause", "plan", "hints"}
+    assert d["schema_version"] == 2 and d["status"] == "critical"
     assert set(d["run"]) == {"name", "source", "format", "first_step", "last_step", "n_steps"}
     for c in d["checks"]:
-        assert set(c) == {"mode", "status", "onset_step", "first_alert_step", "summary",
-                          "evidence", "remedies", "reason"}
+        assert set(c) == V1_CHECK_KEYS | {"incidents"}
+    assert set(d["root_cause"]) == {"mode", "step", "summary", "first_action"}
+    assert d["root_cause"]["mode"] == "entropy_collapse" and d["status_reason"] is None
+    assert all(set(p) == {"action", "for"} for p in d["plan"])
     ent = next(c for c in d["checks"] if c["mode"] == "entropy_collapse")
     assert ent["status"] == "critical" and 300 <= ent["onset_step"] <= 420
     assert ent["first_alert_step"] >= ent["onset_step"]

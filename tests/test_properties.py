@@ -220,7 +220,9 @@ def test_row_order_does_not_change_the_diagnosis(capsys, tmp_path, log, data):
     before = _report(capsys, path)
     order = data.draw(st.permutations(range(len(steps))))
     path.write_text(_csv(steps, cols, np.array(order)))
-    assert _report(capsys, path) == before
+    after = _report(capsys, path)
+    # The importer's notes may say the rows were sorted; the diagnosis itself is the same.
+    assert {**after, "notes": None} == {**before, "notes": None}
 
 
 def _write_events(folder: Path, steps: np.ndarray, cols: dict[str, np.ndarray]) -> None:

@@ -25,8 +25,10 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-_STYLE = {"healthy": "green", "warning": "yellow", "critical": "bold red", "error": "magenta"}
-_ICON = {"healthy": "✅ healthy", "warning": "⚠️ warning", "critical": "🛑 critical"}
+_STYLE = {"healthy": "green", "warning": "yellow", "critical": "bold red", "error": "magenta",
+          "inconclusive": "blue"}
+_ICON = {"healthy": "✅ healthy", "warning": "⚠️ warning", "critical": "🛑 critical",
+         "inconclusive": "❔ inconclusive"}
 #: What XML 1.0 cannot hold, even escaped (control characters from a corrupt log).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 #: Failing findings detailed in Markdown (a step summary has a size limit).
@@ -55,6 +57,8 @@ def _headline(result: AuditResult) -> str:
     s = result.summary()
     text = (f"{s['runs']} run{'s' * (s['runs'] != 1)}: {s['critical']} critical, "
             f"{s['warning']} warning, {s['healthy']} healthy")
+    if s["inconclusive"]:
+        text += f", {s['inconclusive']} inconclusive (too little to judge)"
     if s["errors"]:
         text += f"; {s['errors']} unreadable"
     return text

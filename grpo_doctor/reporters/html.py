@@ -30,7 +30,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from grpo_doctor.findings import Check, Diagnosis
+from grpo_doctor.findings import RUN_SEVERITY, Check, Diagnosis
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import rule_named
 from grpo_doctor.rules.base import fmt
@@ -57,7 +57,7 @@ ZERO_SHARE = "zero_std_share"
 
 STATUS_COLOR = {
     "critical": "#c62828", "warning": "#b86e00", "ok": "#2e7d32", "healthy": "#2e7d32",
-    "skipped": "#6b7280", "error": "#6b7280",
+    "skipped": "#6b7280", "error": "#6b7280", "inconclusive": "#1f5fae",
 }
 LEVEL_COLOR = {"warning": "#d08700", "danger": "#e65100", "critical": "#c62828",
                "info": "#6b7280"}
@@ -1213,7 +1213,7 @@ def index_entry(diagnosis: Diagnosis, href: str | None) -> IndexEntry:
                       f"{_step(info.last_step)}")
 
 
-_SEVERITY = {"error": 3, "critical": 2, "warning": 1, "healthy": 0}
+_SEVERITY = {"error": 4, **RUN_SEVERITY}
 
 
 def _as_entry(e: IndexEntry | Mapping[str, Any]) -> IndexEntry:

@@ -16,7 +16,8 @@ from grpo_doctor.reporters.sparkline import sparkline
 from grpo_doctor.store import Run
 
 _STYLE = {"ok": "green", "warning": "yellow", "critical": "bold red", "skipped": "dim"}
-_STATUS_STYLE = {"healthy": "bold green", "warning": "bold yellow", "critical": "bold red"}
+_STATUS_STYLE = {"healthy": "bold green", "warning": "bold yellow", "critical": "bold red",
+                 "inconclusive": "bold blue"}
 
 
 def _step(x: int | None) -> str:

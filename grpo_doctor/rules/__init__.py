@@ -8,6 +8,7 @@ from grpo_doctor.rules.base import Outcome, Param, Rule, Skip
 
 _MODULES = [
     "numerical_failure",
+    "no_learning_signal",
     "entropy_collapse",
     "advantage_collapse",
     "kl_drift",

@@ -23,8 +23,11 @@ How it is detected
 False positives
     Small groups (G = 4) leave many groups equal by chance, and a policy solving its prompts
     makes them all-correct: while the reward still rises (and the share is below
-    ``critical_fraction``) this is reported as convergence (ok). A solved task (most groups
-    all-correct, when logged) with the reward flat is a warning worded as such.
+    ``critical_fraction``) this is reported as convergence (ok). Where the log can prove groups
+    all-correct (the all-correct fraction when logged, else a 0/1 correctness reward: with a
+    mean r and an equal share z, at least r - (1 - z) of the groups are all-correct), only the
+    equal groups not proven solved count: a solved task is ok, and the onset is where the
+    unsolved ones took over.
 
 Remedies
     Dynamic sampling (DAPO: drop all-0/all-1 groups and refill the batch); larger G (8 -> 16 ->
@@ -51,7 +54,12 @@ from grpo_doctor.rules.base import (
     series,
     snap_to_logged,
 )
-from grpo_doctor.rules.signals import late_level, late_points, learning, reward_progress
+from grpo_doctor.rules.signals import (
+    late_points,
+    learning,
+    reward_progress,
+    unsolved_equal_share,
+)
 from grpo_doctor.store import Run
 from grpo_doctor.trends import level_shift_onset, mann_kendall
 
@@ -111,6 +119,23 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "signal": what, "late_share": round(late, 4), "overall_share": round(overall, 4),
         "late_points": k, "effective_group_ratio_late": round(1 - late, 4),
     }
+    # Equal rewards because groups are solved are the goal of training, not a collapse: judge
+    # the share the log cannot prove all-correct, where it can tell them apart.
+    unsolved = unsolved_equal_share(run, steps, z) if metric == ZSF else None
+    if unsolved is not None and np.isfinite(unsolved).sum() >= 3:
+        keep = np.isfinite(unsolved)
+        steps_u, u = steps[keep], unsolved[keep]
+        k_u = late_points(len(u), p["late_fraction"], min_n=2 if len(u) < 10 else 5)
+        late_u = float(np.mean(u[-k_u:]))
+        solved = 1.0 - late_u / late if late > 0 else 0.0
+        evidence["all_correct_share_of_equal_groups"] = round(solved, 3)
+        if late >= p["warn_fraction"] and late_u < p["warn_fraction"]:
+            return Outcome(Status.OK, f"{late:.0%} of groups had equal rewards over the last "
+                           f"{k} logged points, at least {solved:.0%} of them all-correct: the "
+                           "task is (nearly) solved and little signal is left; harder prompts "
+                           "would teach more", evidence=evidence, key_metric=metric)
+        steps, z, k, late = steps_u, u, k_u, late_u
+        what = "share of groups with equal rewards not proven solved"
     pinned = _pinned_components(run, p)
     if pinned:
         evidence["pinned_components"] = {n: {"value": v, "steps": c} for n, v, c in pinned}
@@ -144,8 +169,6 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         h0, hc = head_tail(h)
         if h0 > 0 and hc / h0 < 0.5:
             corroboration.append(f"entropy fell {1 - hc / h0:.0%}")
-    solved = late_level(run, Metric.ALL_CORRECT_FRACTION.value)
-    converged = solved is not None and fired and solved >= 0.5 * late
     evidence["corroboration"] = corroboration
 
     solving = progress.logged and progress.improving
@@ -160,16 +183,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # Corroboration only escalates on a log long enough to judge a trend in the reward
         # (a live monitor would otherwise go critical on the noisy first few dozen steps).
         critical = late >= p["critical_fraction"] or (bool(corroboration) and len(z) >= 40)
-        status = Status.CRITICAL if critical and not converged else Status.WARNING
+        status = Status.CRITICAL if critical else Status.WARNING
         evidence["threshold"] = (f"zero-std share >= {p['critical_fraction']:.0%}" if late >=
                                  p["critical_fraction"] else
                                  f"zero-std share >= {p['warn_fraction']:.0%}")
-        kind = ("task being solved: most groups all-correct" if converged else
-                "advantage collapse")
         why = f" with {', '.join(corroboration)}" if corroboration else ""
-        summary = (f"{kind}: {late:.0%} of groups had zero reward variance over the last {k} "
-                   f"logged points ({what}; {overall:.0%} over the run), from step {fmt(onset)}"
-                   f"{why}")
+        share = (f"the reward std was 0 on {late:.0%} of steps" if metric != ZSF else
+                 f"{late:.0%} of groups had equal rewards without being solved (all-wrong or "
+                 "stuck)" if "all_correct_share_of_equal_groups" in evidence else
+                 f"{late:.0%} of groups had equal rewards (zero reward variance)")
+        overall_text = (f"{overall:.0%} over the run" if metric == ZSF
+                        else f"{overall:.0%} of all steps")
+        summary = (f"advantage collapse: {share} over the last {k} logged points "
+                   f"({overall_text}), from step {fmt(onset)}{why}")
     else:
         status = Status.WARNING
         names = ", ".join(f"{n} (always {fmt(v)} over {c} steps)" for n, v, c in pinned)

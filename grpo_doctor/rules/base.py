@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from grpo_doctor.findings import Status
+from grpo_doctor.findings import Incident, Status
 from grpo_doctor.store import Run
 
 
@@ -33,6 +33,7 @@ class Outcome:
     evidence: dict[str, Any] = field(default_factory=dict)
     remedies: tuple[str, ...] = ()
     key_metric: str | None = None
+    incidents: tuple[Incident, ...] = ()
 
     @property
     def fired(self) -> bool:
@@ -133,6 +134,8 @@ def fmt(x: float | int | None, digits: int = 3) -> str:
     x = float(x)
     if x == 0:
         return "0"
+    if 1000 <= abs(x) < 1e6:
+        return f"{x:,.0f}"
     if abs(x) < 1e-3 or abs(x) >= 1e5:
         return f"{x:.{max(1, digits - 2)}g}" if abs(x) < 1e-3 else f"{x:.3g}"
     return f"{x:.{digits}g}"

@@ -3,7 +3,9 @@
 What it detects
     Rollout entropy falling steeply and for good: more than half of it lost within
     ``window_steps`` (warning), or below ``critical_ratio`` of its starting value (critical),
-    while the reward stops paying for it.
+    while the reward stops paying for it. And entropy below an absolute ``floor`` (near-
+    deterministic sampling), critical whatever its start: a log that begins after the fall
+    still shows it.
 
 Why it matters
     With no entropy the G samples of a group are identical, their rewards equal, advantages
@@ -17,15 +19,20 @@ How it is detected
     (rolling median, so no single point decides) must exceed ``drop_fraction``; the level is the
     median of the last 10% of points against the median of the first 10%. The onset is the
     knot of a two-piece linear fit to log-entropy: where the decline began. When reward is
-    logged, Cui's R = -a*exp(H) + b is fitted to report the predicted ceiling.
+    logged, Cui's R = -a*exp(H) + b is fitted to report the reward the remaining entropy can
+    still buy. The floor is read off the median of the last 10% of points (at least 3).
 
 False positives
-    Entropy normally falls while a policy sharpens; a fall that keeps buying reward (with the
-    held-out score not falling and a correctness term, when logged, improving) is healthy
-    convergence and is reported as ok, or as a warning once nearly all entropy is gone. A fast
-    fall with the reward merely stalled is a warning; only independent corroboration (reward
-    falling, zero-std groups rising, grad norm vanishing, completions pinned at the length cap)
-    makes it critical.
+    Entropy normally falls while a policy sharpens. Convergence is shown, not assumed: a fall
+    is healthy sharpening (ok, or a warning once nearly all entropy is gone) only while the
+    task keeps improving (the held-out score, else a correctness term, else the reward) or the
+    log proves it solved (most equal-reward groups all-correct, or a 0/1 score at 0.9 or more),
+    and only with none of the collapse cascade: the reward falling, zero-std groups at 80% or
+    more (not proven all-correct), completions pinned at the length cap or shrunk to a few
+    tokens, the grad norm vanishing, entropy below the floor. A fast fall with the reward
+    merely stalled is a warning; corroboration makes it critical. The floor (0.02 nats) is one
+    that healthy runs of every size seen (0.5B to 8B, PPO and GRPO) stay above: their lowest
+    smoothed entropy was 0.05.
 
 Remedies
     Halve the learning rate; add an entropy bonus (entropy_coeff 0.001-0.01); rollout
@@ -53,7 +60,7 @@ from grpo_doctor.rules.base import (
     series,
     snap_to_logged,
 )
-from grpo_doctor.rules.signals import late_level, learning, rising
+from grpo_doctor.rules.signals import late_level, late_points, learning, rising, task_solved
 from grpo_doctor.store import Run
 from grpo_doctor.trends import (
     decisive_short_fall,
@@ -70,6 +77,8 @@ PARAMS = (
     Param("window_steps", 1000, "span of steps the drop is measured over"),
     Param("critical_ratio", 0.1, "entropy below this fraction of its start is critical"),
     Param("alpha", 0.01, "significance of the monotone decline (Mann-Kendall, Hamed-Rao)"),
+    Param("floor", 0.02, "mean token entropy (nats) below which sampling is near-deterministic: "
+          "a collapse whatever the start (healthy runs of every size seen stay above 0.05)"),
 )
 
 
@@ -116,11 +125,17 @@ def _remedies(run: Run) -> list[str]:
 
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, h = series(run, ENTROPY)
-    if len(h) < 8 and not decisive_short_fall(h, p["critical_ratio"]):
+    few = len(h) < 8
+    # Near-deterministic sampling is a collapse whatever the start was (a log that begins
+    # after the fall): a level needs a few points, not a trend.
+    at_floor = len(h) >= 3 and float(np.median(h[-late_points(len(h), 0.1, 3):])) < p["floor"]
+    if few and not at_floor and not decisive_short_fall(h, p["critical_ratio"]):
         raise Skip("needs at least 8 logged entropy values (or a fall below "
                    f"{p['critical_ratio']:g} x its start)")
-    if len(h) < 8:
+    if few and not at_floor:
         return _short_collapse(run, steps, h, p)
+    if few:
+        return _floor_collapse(run, steps, h, p, {})
     h0, hc = head_tail(h, head_frac=0.02)  # bad runs collapse within the first 10%
     if h0 <= 0:
         raise Skip("entropy's starting level is not positive")
@@ -137,10 +152,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     declining = trend.decreasing(p["alpha"])
     fast_drop = declining and drop_frac >= p["drop_fraction"]
     spent = declining and ratio <= p["critical_ratio"]
-    if not (fast_drop or spent):
+    if hc < p["floor"] and not declining:
+        return _floor_collapse(run, steps, h, p, evidence)
+    if not (fast_drop or spent or hc < p["floor"]):
         lost = max(0.0, 1 - ratio)
-        return Outcome(Status.OK, f"entropy {fmt(h0)} -> {fmt(hc)} ({lost:.0%} lost): no "
-                       f"collapse", evidence=evidence, key_metric=ENTROPY)
+        text = (f"entropy {fmt(h0)} -> {fmt(hc)} ({lost:.0%} lost): no collapse" if lost else
+                f"entropy {fmt(h0)} -> {fmt(hc)}: not falling")
+        return Outcome(Status.OK, text, evidence=evidence, key_metric=ENTROPY)
 
     # Where the decline began: hinge fit on log-entropy up to where 90% of the fall is done.
     log_h = np.log(np.maximum(h, 1e-12))
@@ -152,16 +170,18 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     begun = np.nonzero(smooth <= h0 - 0.1 * (h0 - hc))[0]
     since = min(float(onset), float(steps[begun[0]]) if len(begun) else float(onset))
     progress = learning(run, since)
+    solved = task_solved(run)
     corroboration = []  # independent signs of the collapse cascade
     if progress.logged and progress.declining:
         corroboration.append("reward falling")
     zsf = Metric.ZERO_STD_FRACTION.value
     zsf_late = late_level(run, zsf)
-    solving = progress.logged and progress.improving
-    if rising(run, zsf) and zsf_late is not None and zsf_late >= 0.3 and not solving:
-        # With the reward still rising, equal-reward groups are all-correct ones: the task is
-        # being solved, which is convergence, not the collapse cascade.
-        corroboration.append(f"zero-std groups rising to {zsf_late:.0%}")
+    solving = (progress.logged and progress.improving) or solved
+    if zsf_late is not None and not solved and (
+            zsf_late >= 0.8 or (rising(run, zsf) and zsf_late >= 0.3 and not solving)):
+        # With the reward still rising, or the task proven solved, equal-reward groups are
+        # all-correct ones: convergence, not the collapse cascade.
+        corroboration.append(f"zero-std groups at {zsf_late:.0%}")
     trunc = late_level(run, Metric.TRUNCATION_RATIO.value)
     if trunc is not None and trunc >= 0.5:
         corroboration.append(f"{trunc:.0%} of completions truncated at the length cap")
@@ -170,6 +190,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         g0, gc = head_tail(g)
         if g0 > 0 and gc <= 0.01 * g0:
             corroboration.append(f"grad norm vanished ({fmt(g0)} -> {fmt(gc)})")
+    shrunk = _length_collapse(run)
+    if shrunk:
+        corroboration.append(shrunk)
+    if hc < p["floor"]:
+        corroboration.append(f"entropy below the {fmt(p['floor'])}-nat floor "
+                             "(near-deterministic sampling)")
     evidence["corroboration"] = corroboration
     if progress.logged:
         evidence["reward_since_decline"] = [round(progress.start or 0, 4),
@@ -177,25 +203,29 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     fit = cui_fit(run)
     headroom = ""
     if fit is not None:
-        evidence["cui_fit"] = {k: round(v, 4) for k, v in fit.items()}
+        evidence["reward_ceiling_fit"] = {k: round(v, 4) for k, v in fit.items()}
         if progress.end is not None:
-            headroom = (f"; predicted reward ceiling {fmt(fit['ceiling'])}, reward now "
-                        f"{fmt(progress.end)}")
+            headroom = (f"; at this entropy the reward can reach about {fmt(fit['ceiling'])} "
+                        f"(now {fmt(progress.end)})")
 
     stalled = progress.logged and not progress.improving and not progress.declining
-    benign = progress.logged and progress.improving and not corroboration
+    # Convergence is shown, not assumed: the task must be improving (held-out, correctness
+    # or the reward) or proven solved, and nothing of the collapse cascade may be present.
+    benign = solving and not corroboration
     if benign:
         status = Status.WARNING if spent else Status.OK
-        kind = ("entropy nearly spent while reward still rises" if spent
-                else "entropy falling fast but still buying reward (healthy sharpening)")
-    elif spent:
+        kind = ("entropy nearly spent while the task still improves" if spent else
+                "entropy falling fast but still buying reward (healthy sharpening)" if not solved
+                else "entropy falling as the task is solved (convergence)")
+    elif spent or hc < p["floor"]:
         status = Status.CRITICAL
         kind = "entropy collapsed"
     else:
         status = Status.CRITICAL if corroboration else Status.WARNING
         kind = "entropy collapsing" + (" while the reward has stopped improving" if stalled
                                        else "")
-    evidence["threshold"] = (f"entropy < {p['critical_ratio']:g} x start" if spent else
+    evidence["threshold"] = (f"entropy < {fmt(p['floor'])} nats" if hc < p["floor"] else
+                             f"entropy < {p['critical_ratio']:g} x start" if spent else
                              f"drop > {p['drop_fraction']:.0%} within {fmt(p['window_steps'])} "
                              f"steps")
     why = f" with {', '.join(corroboration)}" if corroboration else ""
@@ -209,6 +239,36 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         ]
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=ENTROPY)
+
+
+def _floor_collapse(run: Run, steps: np.ndarray, h: np.ndarray, p: Mapping[str, float],
+                    evidence: dict[str, object]) -> Outcome:
+    """Entropy below the floor with no decline to see: it collapsed before the log began (or
+    sampling was near-deterministic from the start)."""
+    smooth = rolling_median(h, 5)
+    low = np.nonzero(smooth < p["floor"])[0]
+    onset = int(steps[low[0]]) if len(low) else int(steps[0])
+    late = float(np.median(h[-late_points(len(h), 0.1, 3):]))
+    evidence = {**evidence, "entropy_now": round(late, 6), "floor": p["floor"],
+                "threshold": f"entropy < {fmt(p['floor'])} nats"}
+    when = ("on every logged step" if onset == int(steps[0]) and smooth.max() < p["floor"]
+            else f"from step {fmt(onset)}")
+    summary = (f"entropy collapsed: {fmt(late)} nats, below the {fmt(p['floor'])}-nat floor "
+               f"of near-deterministic sampling, {when} (the samples of a group are "
+               "near-identical)")
+    return Outcome(Status.CRITICAL, summary, onset_step=onset, evidence=evidence,
+                   remedies=tuple(_remedies(run)), key_metric=ENTROPY)
+
+
+def _length_collapse(run: Run) -> str | None:
+    """Completions collapsed to a few tokens (a 2-token policy is not healthy sharpening)."""
+    _, m = series(run, Metric.RESPONSE_LENGTH_MEAN.value)
+    if len(m) < 6:
+        return None
+    l0, lc = head_tail(m)
+    if l0 > 0 and lc <= 0.3 * l0 and lc <= 10:
+        return f"completions shrank to {fmt(lc)} tokens (from {fmt(l0)})"
+    return None
 
 
 RULE = Rule(

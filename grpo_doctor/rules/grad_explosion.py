@@ -2,8 +2,11 @@
 
 What it detects
     Gradient-norm spikes of ``spike_ratio`` (5x) or more over the trailing median that recur or
-    do not recover, and a sustained inflation of the level to ``sustained_ratio`` times its
-    post-warm-up baseline.
+    do not recover, a sustained inflation of the level to ``sustained_ratio`` times its
+    post-warm-up baseline, and bursts anywhere in the run's history, the first logged steps
+    included: ``burst_points`` or more consecutive logged norms at ``burst_ratio`` x the run's
+    own level (its upper quartile) or more, ending abruptly, or a shorter spike that high
+    followed by harm (the reward falling or freezing, the gradient vanishing, NaN).
 
 Why it matters
     A sudden 5x+ spike is the chapter's "about to collapse" signal: it precedes NaN losses and
@@ -17,6 +20,12 @@ How it is detected
     ``warmup_fraction`` of the log) is ignored. It fires on ``recurring_spikes`` spikes within
     ``recurrence_window`` of the run, on a spike the norm does not come back from, or on the
     level inflating. A spike after which the norm returns to its baseline is recovered (ok).
+    Steps whose norm is 0 or nearly (under 1% of its 90th percentile: every group of the
+    batch had equal rewards, no gradient) are no level and are left out. A burst is judged
+    against the upper quartile of the whole log (so a burst at the first logged steps, before
+    any baseline, is compared with what came after); it is an incident even when the run
+    recovered: critical above ``far_ratio`` x the level or when harm followed (NaN, the reward
+    falling or freezing), a warning otherwise.
 
 False positives
     One early spike that the run shrugs off is common in healthy runs; it is not an alarm.
@@ -35,10 +44,12 @@ import numpy as np
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series
 from grpo_doctor.store import Run
 from grpo_doctor.trends import robust_spikes
+from grpo_doctor.trends.episodes import stretches_above
 
 GRAD = Metric.GRAD_NORM.value
 
@@ -51,14 +62,23 @@ PARAMS = (
     Param("recurring_spikes", 3, "spikes (after warm-up) within recurrence_window that make a "
           "pattern"),
     Param("recurrence_window", 0.15, "share of the logged span the recurring spikes fall in"),
+    Param("burst_ratio", 10.0, "a burst is at least this many times the run's own level"),
+    Param("burst_points", 3, "consecutive logged points a burst must last"),
+    Param("far_ratio", 100.0, "a burst this many times the run's level is critical"),
 )
 
 
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, g = series(run, GRAD, reduce="max")
-    g_steps, g = steps[g >= 0], g[g >= 0]
+    # A norm of (nearly) 0 is a step without gradient (all groups equal), not a level: with
+    # most groups equal, the median of every step would be one of them.
+    flowing = g > max(0.0, 1e-2 * float(np.quantile(g, 0.9))) if len(g) else g > 0
+    zero = int((~flowing).sum())
+    g_steps, g = steps[flowing], g[flowing]
     if len(g) < 8:
-        raise Skip("needs at least 8 logged grad-norm values")
+        why = f" (it was 0 on {zero} of {zero + len(g)})" if zero else ""
+        raise Skip(f"needs at least 8 logged non-zero grad-norm values{why}")
+    bursts = _bursts(run, g_steps, g, p)
     warm = max(3, int(round(len(g) * p["warmup_fraction"])))
     spikes = robust_spikes(g, window=int(p["window"]), z_threshold=p["z_threshold"],
                            ratio_threshold=p["spike_ratio"])
@@ -91,11 +111,24 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     recurring = len(idx) >= n_rec and bool(np.any(
         spike_steps[n_rec - 1:] - spike_steps[: len(spike_steps) - n_rec + 1] <= window))
     inflated = inflation >= p["sustained_ratio"]
+    if zero:
+        evidence["zero_steps"] = zero
+    if bursts:
+        evidence["bursts"] = len(bursts)
     if not (unrecovered or recurring or inflated):
         note = (f"; {len(idx)} spike(s) (max {max(ratios):.1f}x) recovered" if len(idx)
                 else "")
-        return Outcome(Status.OK, f"grad norm steady around {fmt(baseline)}{note}",
-                       evidence=evidence, key_metric=GRAD)
+        if zero:
+            note += f"; about 0 (no gradient) on {zero} logged steps"
+        if not bursts:
+            return Outcome(Status.OK, f"grad norm steady around {fmt(baseline)}{note}",
+                           evidence=evidence, key_metric=GRAD)
+        evidence["threshold"] = (f"{int(p['burst_points'])}+ logged norms >= "
+                                 f"{fmt(p['burst_ratio'])}x the run's level")
+        summary = f"gradient-norm burst: {inc.describe(bursts)}"
+        return Outcome(inc.worst(bursts), summary, onset_step=bursts[0].step,
+                       evidence=evidence, remedies=_remedies(run), key_metric=GRAD,
+                       incidents=tuple(bursts))
     first_i = (idx[0] if len(idx) else
                int(np.argmax(g > baseline * p["sustained_ratio"])))
     onset = int(g_steps[first_i])
@@ -119,14 +152,42 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     peak = float(g[idx].max()) if len(idx) else float(g.max())
     summary = (f"gradient norm exploding: {', '.join(corroboration) or 'unrecovered spike'}; "
                f"peak {fmt(peak)} against a baseline of {fmt(baseline)}, from step {fmt(onset)}")
-    remedies = (
+    if bursts:
+        status = inc.merge_status(status, inc.worst(bursts))
+        onset = min(onset, bursts[0].step)
+        summary += f"; burst: {inc.describe(bursts, 1)}"
+    return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=_remedies(run),
+                   key_metric=GRAD, incidents=tuple(bursts))
+
+
+def _remedies(run: Run) -> tuple[str, ...]:
+    return (
         knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
         or "clip gradients (max_grad_norm 1.0)",
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
         "check train-inference mismatch: truncated/masked importance sampling, fp32 lm_head",
     )
-    return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
-                   key_metric=GRAD)
+
+
+def _bursts(run: Run, steps: np.ndarray, g: np.ndarray, p: Mapping[str, float]):
+    """Stretches of ``burst_points``+ norms at ``burst_ratio`` x the run's level (its upper
+    quartile) or more that end abruptly (a norm decaying smoothly from a high start is not a
+    burst)."""
+    # The level the run shows when it learns: the upper quartile, so that steps where most
+    # groups had equal rewards (a tiny norm) do not drag it down.
+    level = float(np.quantile(g, 0.75))
+    threshold = p["burst_ratio"] * level
+    episodes = []
+    for ep in stretches_above(g, threshold):
+        if ep.length > 0.2 * len(g):
+            continue
+        if ep.recovered is not None and g[ep.recovered] > 0.5 * g[ep.end]:
+            continue  # a slope down through the threshold, not a fall from a burst
+        if ep.length < p["burst_points"] and not inc.aftermath(run, int(steps[ep.end])):
+            continue  # a lone spike the run shrugged off (healthy runs have them)
+        episodes.append(ep)
+    return inc.above(run, GRAD, "grad norm", threshold, sustained=10**9,
+                     far=p["far_ratio"] / p["burst_ratio"], episodes=episodes, points=(steps, g))
 
 
 RULE = Rule(

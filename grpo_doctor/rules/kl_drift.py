@@ -2,7 +2,9 @@
 
 What it detects
     KL(pi || pi_ref) rising and staying high, in the chapter's bands: < 0.5 normal; 0.5-5
-    drifting (warning when rising); 5-20 dangerous, likely reward hacking; > 10 stop.
+    drifting (warning when rising); 5-20 dangerous, likely reward hacking; > 10 stop. And every
+    incident in the run's history: KL above ``stop_kl`` at any logged step, even when the run
+    came back below it later.
 
 Why it matters
     KL is the leash. A policy far from the reference is usually exploiting the verifier or the
@@ -12,11 +14,16 @@ How it is detected
     The sustained level is the median of the last 20% of logged points (a rolling median, so a
     single spike never decides); a drift also needs a significant upward Mann-Kendall trend
     with the Hamed-Rao correction. The onset is the knot of a two-piece linear fit: where KL
-    began to climb.
+    began to climb. Independently, each stretch of logged KL above ``stop_kl`` is an incident:
+    critical when it lasted ``sustained_points`` logged points, peaked above ``far_factor`` x
+    ``stop_kl``, or was followed by harm (the reward falling or freezing, most groups losing
+    their reward variance, the gradient vanishing, NaN); a warning otherwise. Its evidence names
+    the peak, the threshold and the step KL came back below it.
 
 False positives
-    One-step KL spikes (a bad batch) are ignored unless they persist. KL growing slowly inside
-    the normal band is healthy. Frameworks differ in scale (verl's kl_loss sums over
+    One-step KL spikes (a bad batch) below ``stop_kl`` are ignored unless they persist; one above
+    it that the run shrugs off is a warning, not a critical. KL growing slowly inside the
+    normal band is healthy. Frameworks differ in scale (verl's kl_loss sums over
     micro-batches since late 2025): set ``drift_kl`` for your stack if needed.
 
 Remedies
@@ -31,6 +38,7 @@ from collections.abc import Mapping
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import (
     Outcome,
@@ -53,13 +61,24 @@ PARAMS = (
     Param("adapt_kl", 5.0, "sustained KL above this is dangerous (critical with stalled reward)"),
     Param("stop_kl", 10.0, "sustained KL above this is critical: stop and update the reference"),
     Param("alpha", 0.01, "significance of the upward trend (Mann-Kendall, Hamed-Rao)"),
+    Param("sustained_points", 3, "logged points above stop_kl that make an incident critical"),
+    Param("far_factor", 10.0, "a KL this many times stop_kl, even once, is critical"),
 )
 
 
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, k = series(run, KL)
     if len(k) < 8:
-        raise Skip("needs at least 8 logged KL values")
+        # Too short for a trend, not for an incident: KL above the stop line is one at once.
+        early = inc.above(run, KL, "KL", p["stop_kl"], sustained=int(p["sustained_points"]),
+                          far=p["far_factor"])
+        if not early:
+            raise Skip("needs at least 8 logged KL values")
+        return Outcome(inc.worst(early), f"KL incident: {inc.describe(early)}",
+                       onset_step=early[0].step,
+                       evidence={"threshold": f"KL > {fmt(p['stop_kl'])} (stop)"},
+                       remedies=_incident_remedies(run, early[0].step), key_metric=KL,
+                       incidents=tuple(early))
     k0, kc = head_tail(k, frac=0.2)
     trend = mann_kendall(steps, k)
     smooth = rolling_median(k, 5)
@@ -72,6 +91,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # KL is 0 when training starts (policy = reference): a KL already high at the first logged
     # steps drifted before them, so it needs no rising trend.
     rising = (trend.increasing(p["alpha"]) and kc > k0) or k0 >= p["drift_kl"]
+    incidents = inc.above(run, KL, "KL", p["stop_kl"], sustained=int(p["sustained_points"]),
+                          far=p["far_factor"])
     if kc >= p["stop_kl"]:
         band, status = f"above {fmt(p['stop_kl'])} (stop)", Status.CRITICAL
     elif kc >= p["adapt_kl"]:
@@ -79,13 +100,31 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     elif kc >= p["drift_kl"] and rising:
         band, status = f"{fmt(p['drift_kl'])}-{fmt(p['adapt_kl'])} (drifting)", Status.WARNING
     else:
+        band, status = "", Status.OK
+    remedies = [
+        knobs.scale(run, knobs.KL_COEF, 2.0, why="tighter leash",
+                    fallback="adaptive KL with target ~1.0"),
+        "adaptive KL controller: raise beta while KL exceeds a target (e.g. 1.0)",
+        _reference_update(run),
+    ]
+    if incidents:
+        evidence["incidents"] = len(incidents)
+    if status == Status.OK:
         if kc >= p["drift_kl"]:
             text = f"KL {fmt(k0)} -> {fmt(kc)}: elevated but not rising"
         else:
             note = f" (one spike to {fmt(float(k.max()))} did not persist)" if (
-                k.max() >= p["drift_kl"]) else ""
+                k.max() >= p["drift_kl"] and not incidents) else ""
             text = f"KL {fmt(k0)} -> {fmt(kc)}, within the normal band{note}"
-        return Outcome(Status.OK, text, evidence=evidence, key_metric=KL)
+        if not incidents:
+            return Outcome(Status.OK, text, evidence=evidence, key_metric=KL)
+        first = incidents[0]
+        status = inc.worst(incidents)
+        evidence["threshold"] = f"KL > {fmt(p['stop_kl'])} (stop)"
+        summary = f"KL incident: {inc.describe(incidents)}; KL by the end {fmt(kc)}"
+        return Outcome(status, summary, onset_step=first.step, evidence=evidence,
+                       remedies=_incident_remedies(run, first.step), key_metric=KL,
+                       incidents=tuple(incidents))
 
     knot = trend_onset(steps, k, k0, kc)
     onset = snap_to_logged(run, KL, knot)
@@ -99,18 +138,37 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     evidence["corroboration"] = corroboration
     evidence["threshold"] = f"sustained KL {band}"
     why = f", {', '.join(corroboration)}" if corroboration else ""
-    summary = (f"KL drifted from {fmt(k0)} to {fmt(kc)} (band {band}) from step {fmt(onset)}"
-               f"{why}")
-    remedies = [
-        knobs.scale(run, knobs.KL_COEF, 2.0, why="tighter leash",
-                    fallback="adaptive KL with target ~1.0"),
-        "adaptive KL controller: raise beta while KL exceeds a target (e.g. 1.0)",
-        "update the reference policy periodically (e.g. every 5000 steps)",
-    ]
+    direction = "rose" if kc > k0 else "stayed high"
+    summary = (f"KL {direction} from {fmt(k0)} to {fmt(kc)} (band {band}) from step "
+               f"{fmt(onset)}{why}")
+    if incidents:
+        status = inc.merge_status(status, inc.worst(incidents))
+        onset = min(onset, incidents[0].step)
+        summary += f"; earlier KL incident: {inc.describe(incidents, 1)}"
     if status == Status.CRITICAL:
         remedies.insert(0, "stop, update the reference to the last good checkpoint, restart")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
-                   remedies=tuple(remedies), key_metric=KL)
+                   remedies=tuple(remedies), key_metric=KL, incidents=tuple(incidents))
+
+
+def _incident_remedies(run: Run, step: int) -> tuple[str, ...]:
+    return (
+        knobs.rollback(step, f"roll back to a checkpoint from before step {fmt(step)} and find "
+                       "what blew up there (a bad batch, the lr, the reward)"),
+        knobs.scale(run, knobs.KL_COEF, 2.0, why="tighter leash",
+                    fallback="adaptive KL with target ~1.0"),
+        knobs.scale(run, knobs.LEARNING_RATE, 0.5),
+        _reference_update(run),
+    )
+
+
+def _reference_update(run: Run) -> str:
+    """A reference update worded for the run's length: periodic on long runs, a reset to a
+    good checkpoint on runs shorter than the usual period."""
+    span = (run.last_step or 0) - (run.first_step or 0)
+    if span >= 10_000:
+        return "update the reference policy periodically (e.g. every 5,000 steps)"
+    return "reset the reference policy to the last good checkpoint when KL passes the target"
 
 
 RULE = Rule(

@@ -16,11 +16,40 @@ from grpo_doctor.metrics import Metric
 from grpo_doctor.store import Run
 
 
+class Remedy(str):
+    """A remedy's text that knows what it does: the knob it turns and by how much, or the step
+    it rolls back to, so that a plan can merge the remedies of several findings (one
+    learning-rate change and one roll-back, not three of each)."""
+
+    knob: Knob | None
+    factor: float | None
+    rollback_step: int | None
+
+    def __new__(cls, text: str, knob: Knob | None = None, factor: float | None = None,
+                rollback_step: int | None = None) -> Remedy:
+        obj = super().__new__(cls, text)
+        obj.knob = knob
+        obj.factor = factor
+        obj.rollback_step = rollback_step
+        return obj
+
+    def __reduce__(self):  # pickles (audit workers, watch) keep what it does
+        return (Remedy, (str(self), self.knob, self.factor, self.rollback_step))
+
+
+def rollback(step: int, text: str) -> Remedy:
+    """A remedy that rolls the run back to a checkpoint from before ``step``."""
+    return Remedy(text, rollback_step=step)
+
+
 @dataclass(frozen=True)
 class Knob:
     label: str  # what the remedy calls it
     names: tuple[str, ...]  # config keys (full dotted keys or their last parts)
     metric: str | None = None  # a logged metric holding the current value
+    # Which logged value stands for the setting: the last one (an adaptive coefficient), or
+    # the largest (a learning rate whose schedule decays it to ~0 by the end).
+    reduce: str = "last"
 
 
 LEARNING_RATE = Knob(
@@ -28,6 +57,7 @@ LEARNING_RATE = Knob(
     ("actor_rollout_ref.actor.optim.lr", "policy.optimizer.kwargs.lr", "actor_learning_rate",
      "learning_rate", "lr", "optim.lr", "actor_lr"),
     Metric.LEARNING_RATE.value,
+    reduce="max",
 )
 KL_COEF = Knob(
     "KL coefficient (beta)",
@@ -97,7 +127,8 @@ def current(run: Run, knob: Knob) -> tuple[float | None, str | None]:
         col = run.frame[knob.metric].to_numpy()
         col = col[np.isfinite(col)]
         if len(col):
-            return float(col[-1]), f"logged {knob.metric}"
+            value = float(col.max()) if knob.reduce == "max" else float(col[-1])
+            return value, f"logged {knob.metric}"
     return None, None
 
 
@@ -105,23 +136,28 @@ def _num(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 1e-2 or abs(x) >= 1e4 else f"{x:.4g}"
 
 
-def scale(run: Run, knob: Knob, factor: float, *, why: str = "", fallback: str = "") -> str:
+def scale(run: Run, knob: Knob, factor: float, *, why: str = "", fallback: str = ""
+          ) -> Remedy:
     """'learning_rate 2e-06 -> 1e-06 (why)' when the value is known, else 'learning_rate x0.5'."""
     value, _ = current(run, knob)
     tail = f" ({why})" if why else ""
     if value is not None and value != 0:
-        return f"{knob.label} {_num(value)} -> {_num(value * factor)}{tail}"
-    hint = f"; {fallback}" if fallback else ""
-    return f"{knob.label} x{factor:g}{hint}{tail}"
+        return Remedy(f"{knob.label} {_num(value)} -> {_num(value * factor)}{tail}", knob, factor)
+    hint = f"; or {fallback}" if fallback else ""
+    return Remedy(f"{knob.label} x{factor:g}{tail}{hint}", knob, factor)
 
 
 def set_to(run: Run, knob: Knob, target: str, *, why: str = "", unless_at_least: float | None
-           = None) -> str | None:
+           = None) -> Remedy | None:
     """'rollout temperature 0.7 -> 1.0' (or 'set ... to 1.0'); None if already at or above."""
     value, _ = current(run, knob)
     tail = f" ({why})" if why else ""
     if value is not None:
         if unless_at_least is not None and value >= unless_at_least:
             return None
-        return f"{knob.label} {_num(value)} -> {target}{tail}"
-    return f"set {knob.label} to {target}{tail}"
+        return Remedy(f"{knob.label} {_num(value)} -> {target}{tail}", knob)
+    return Remedy(f"set {knob.label} to {target}{tail}", knob)
+
+
+KNOBS = (LEARNING_RATE, KL_COEF, TEMPERATURE, GROUP_SIZE, ENTROPY_COEF, CLIP_HIGH, GRAD_CLIP,
+         MAX_LENGTH)

@@ -146,8 +146,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     remedies = (
         "overlong shaping: soft penalty near the length budget, or drop truncated samples "
         "(DAPO)",
-        knobs.scale(run, knobs.MAX_LENGTH, 2.0, why="if the task needs longer answers",
-                    fallback="raise the max response length if the task needs it")
+        knobs.scale(run, knobs.MAX_LENGTH, 2.0, why="if the task needs longer answers")
         if pinned else "length-normalise the reward; gate any length/cost reward on correctness",
         "check the reward for a length preference (correlate reward with length)",
     )

@@ -4,7 +4,9 @@ What it detects
     The token-level mean log-probability of sampled tokens (best: of positive-advantage or
     correct responses) falling steadily: by more than ``decline_fraction`` (30%) of its
     magnitude within ``window_steps`` (500) with a significant monotone trend (arXiv
-    2512.04220; the chapter's LLD_RISK).
+    2512.04220; the chapter's LLD_RISK). And every crash in its history: the mean log-prob
+    falling by ``crash_nats`` or more (and half its range) within ``crash_points`` logged
+    points, the mark of a catastrophic update, whether or not it came back.
 
 Why it matters
     Likelihood leads, reward lags. In tool-integrated GRPO the likelihood of even correct
@@ -17,6 +19,8 @@ How it is detected
     with the Hamed-Rao correction; onset from a two-piece linear fit (where the decline
     began). Phase-3 signs (grad norm or entropy rising) make it critical. When only a proxy is
     logged (minus NeMo-RL's approx_entropy, minus verl's training_log_ppl) the finding says so.
+    A crash is judged on a 3-point rolling median: critical when the log-prob never came back,
+    a warning when it did.
 
 False positives
     A slight, slow decline of log pi is normal as the policy sharpens on some tokens and
@@ -35,6 +39,7 @@ from collections.abc import Mapping
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import (
     Outcome,
@@ -56,13 +61,20 @@ PARAMS = (
     Param("decline_fraction", 0.3, "share of log pi's magnitude lost within window_steps"),
     Param("window_steps", 500, "span of steps the decline is measured over"),
     Param("alpha", 0.01, "significance of the monotone decline (Mann-Kendall, Hamed-Rao)"),
+    Param("crash_nats", 1.0, "a fall of the mean log-prob this large (nats) within "
+          "crash_points is a crash"),
+    Param("crash_points", 5, "logged points a crash happens within"),
 )
 
 
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, lp = series(run, LOGP)
-    if len(lp) < 8:
+    crashes = inc.crashes(run, LOGP, "mean log-prob", share=0.5, within=int(p["crash_points"]),
+                          min_drop=p["crash_nats"])
+    if len(lp) < 8 and not crashes:
         raise Skip("needs at least 8 logged log-prob values")
+    if len(lp) < 8:
+        return _crash_outcome(run, crashes, {}, p)
     l0, lc = head_tail(lp)
     trend = mann_kendall(steps, lp)
     drop = largest_relative_drop(steps, lp, p["window_steps"])
@@ -73,8 +85,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "trend_p": float(f"{trend.p:.3g}"), "trend_tau": round(trend.tau, 3),
     }
     if not (trend.decreasing(p["alpha"]) and frac >= p["decline_fraction"]):
-        return Outcome(Status.OK, f"mean log-prob {fmt(l0)} -> {fmt(lc)}: no sustained "
-                       f"decline", evidence=evidence, key_metric=LOGP)
+        if not crashes:
+            return Outcome(Status.OK, f"mean log-prob {fmt(l0)} -> {fmt(lc)}: no sustained "
+                           f"decline", evidence=evidence, key_metric=LOGP)
+        return _crash_outcome(run, crashes, evidence, p)
     knot = trend_onset(steps, lp, l0, lc)
     onset = snap_to_logged(run, LOGP, knot)
 
@@ -105,8 +119,33 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "lambda ~0.001-0.2)",
         "selective update: skip tokens whose likelihood moved too far (NTHR)",
     )
+    if crashes:
+        status = inc.merge_status(status, inc.worst(crashes))
+        onset = min(onset, crashes[0].step)
+        summary += f"; {inc.describe(crashes, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
-                   key_metric=LOGP)
+                   key_metric=LOGP, incidents=tuple(crashes))
+
+
+def _crash_outcome(run: Run, crashes: list, evidence: dict[str, object],
+                   p: Mapping[str, float]) -> Outcome:
+    evidence = {**evidence, "threshold": f"a fall of {fmt(p['crash_nats'])} nats or more "
+                f"within {int(p['crash_points'])} logged points"}
+    return Outcome(inc.worst(crashes), f"log-prob crash (a catastrophic update): "
+                   f"{inc.describe(crashes)}", onset_step=crashes[0].step, evidence=evidence,
+                   remedies=_remedies(run, crashes[0].step), key_metric=LOGP,
+                   incidents=tuple(crashes))
+
+
+def _remedies(run: Run, step: int) -> tuple[str, ...]:
+    return (
+        knobs.rollback(step, f"roll back to a checkpoint from before step {fmt(step)}: one "
+                       "update moved the policy far from everything it had learned"),
+        knobs.scale(run, knobs.LEARNING_RATE, 0.1, why="a single update did this"),
+        knobs.scale(run, knobs.KL_COEF, 2.0, fallback="a KL coefficient above 0"),
+        knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
+        or "clip gradients (max_grad_norm 1.0)",
+    )
 
 
 RULE = Rule(

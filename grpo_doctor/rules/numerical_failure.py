@@ -69,7 +69,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
         or "clip gradients (max_grad_norm 1.0)",
         "keep lm_head and loss in fp32 under bf16/fp16; guard log(0) in the KL estimator",
-        f"resume from the last checkpoint before step {fmt(first)}",
+        knobs.rollback(first, f"resume from the last checkpoint before step {fmt(first)}"),
     )
     key = next(iter(bad))
     return Outcome(Status.CRITICAL, summary, onset_step=first,

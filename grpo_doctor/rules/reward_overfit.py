@@ -1,9 +1,11 @@
-"""Reward over-fitting: the reward median rises, then falls.
+"""Reward over-fitting: the reward median rises, then falls (slowly, or in a crash).
 
 What it detects
     The smoothed (rolling-median) reward reaching a peak well before the end of the log and
     then giving back more than ``giveback`` (half) of what it had gained, with a significant
-    decline after the peak.
+    decline after the peak. And every crash in the run's history: the reward losing
+    ``crash_share`` of its range within ``crash_points`` logged points, whether or not it came
+    back.
 
 Why it matters
     The chapter's dashboard: a healthy reward median rises steadily; one that rises then falls
@@ -21,8 +23,9 @@ False positives
     the reward on purpose (curriculum stages) look like this too; read the onset against them.
 
 Remedies
-    Stop at (or roll back to) the peak checkpoint; lower the learning rate; more diverse prompts
-    or a larger prompt pool; check what moved first (entropy, KL, log-prob) with the other checks.
+    Stop at (or roll back to) the peak checkpoint, or one from before the crash; lower the
+    learning rate; check what moved first (entropy, KL, log-prob, grad norm) with the other
+    checks; more diverse prompts or a larger prompt pool.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import numpy as np
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series, snap_to_logged
 from grpo_doctor.store import Run
@@ -45,13 +49,19 @@ PARAMS = (
     Param("giveback_critical", 0.8, "share lost that is critical"),
     Param("min_after", 0.2, "share of the log that must follow the peak"),
     Param("alpha", 0.01, "significance of the post-peak decline"),
+    Param("crash_share", 0.6, "share of the reward's range lost that makes a crash"),
+    Param("crash_points", 5, "logged points a crash happens within"),
 )
 
 
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, r = series(run, REWARD)
+    crashes = inc.crashes(run, REWARD, "reward", share=p["crash_share"],
+                          within=int(p["crash_points"]))
+    if len(r) < 8 and not crashes:
+        raise Skip("needs at least 8 logged rewards")
     if len(r) < 30:
-        raise Skip("needs at least 30 logged rewards")
+        return _crashes_only(run, crashes)
     w = max(5, len(r) // 20) | 1
     smooth = rolling_median(r, w)
     peak = int(np.argmax(smooth))
@@ -69,20 +79,49 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # monitor would otherwise call every early wobble).
     rose = peak >= 4 and mann_kendall(steps[: peak + 1], r[: peak + 1]).increasing(p["alpha"])
     if not (after >= p["min_after"] * len(r) and lost >= p["giveback"] and declining and rose):
-        return Outcome(Status.OK, f"reward {fmt(start)} -> {fmt(now)} (peak "
-                       f"{fmt(float(smooth[peak]))})", evidence=evidence, key_metric=REWARD)
+        if crashes:
+            return _crashes_only(run, crashes, evidence)
+        text = f"reward {fmt(start)} -> {fmt(now)}"
+        if smooth[peak] > max(start, now) + 0.1 * (abs(smooth[peak]) or 1.0):
+            text += f" (peak {fmt(float(smooth[peak]))} at step {fmt(int(steps[peak]))})"
+        return Outcome(Status.OK, text, evidence=evidence, key_metric=REWARD)
     onset = snap_to_logged(run, REWARD, steps[peak])
     status = Status.CRITICAL if lost >= p["giveback_critical"] else Status.WARNING
     evidence["threshold"] = f"gave back >= {p['giveback']:.0%} of the gain after the peak"
+    share = "all of the gain and more" if lost > 1 else f"{lost:.0%} of the gain"
     summary = (f"reward over-fitting: reward rose {fmt(start)} -> {fmt(float(smooth[peak]))} "
-               f"then fell to {fmt(now)} ({lost:.0%} of the gain lost) from step {fmt(onset)}")
-    remedies = (
-        f"roll back to the checkpoint nearest step {fmt(onset)} (the peak)",
+               f"then fell to {fmt(now)} ({share} lost) from step {fmt(onset)}")
+    if crashes:
+        status = inc.merge_status(status, inc.worst(crashes))
+        onset = min(onset, crashes[0].step)
+        summary += f"; {inc.describe(crashes, 1)}"
+    return Outcome(status, summary, onset_step=onset, evidence=evidence,
+                   remedies=_remedies(run, int(steps[peak])), key_metric=REWARD,
+                   incidents=tuple(crashes))
+
+
+def _crashes_only(run: Run, crashes: list, evidence: dict[str, object] | None = None
+                  ) -> Outcome:
+    evidence = dict(evidence or {})
+    if not crashes:
+        return Outcome(Status.OK, "no reward crash (a rise then fall needs 30 logged rewards "
+                       "to judge)", evidence=evidence, key_metric=REWARD)
+    first = crashes[0]
+    evidence["threshold"] = f"reward below {fmt(first.threshold)} within a few logged points"
+    summary = f"reward crash: {inc.describe(crashes)}"
+    return Outcome(inc.worst(crashes), summary, onset_step=first.step, evidence=evidence,
+                   remedies=_remedies(run, first.step, crash=True), key_metric=REWARD,
+                   incidents=tuple(crashes))
+
+
+def _remedies(run: Run, step: int, crash: bool = False) -> tuple[str, ...]:
+    where = "from before the crash" if crash else "nearest the peak"
+    return (
+        knobs.rollback(step, f"roll back to the checkpoint {where} (step {fmt(step)})"),
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
-        "more diverse prompts / a larger prompt pool; check which signal moved first",
+        "check which signal moved first (entropy, KL, log-prob, grad norm): the reward lags",
+        "more diverse prompts / a larger prompt pool",
     )
-    return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
-                   key_metric=REWARD)
 
 
 RULE = Rule(

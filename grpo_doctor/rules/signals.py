@@ -86,6 +86,67 @@ def learning(run: Run, since: float) -> RewardProgress:
     return progress
 
 
+def zero_one_score(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
+    """(steps, values) of a 0/1 correctness score: a correctness-like reward component, else
+    the reward, that stays within [0, 1] and comes near its top (0.9 or more). None when no
+    logged reward is provably one (a sum of terms on another scale, a reward never near 1)."""
+    candidates = [col for name, col in components(run).items()
+                  if component_kind(name) == "correctness"] or [Metric.REWARD_MEAN.value]
+    for col in candidates:
+        steps, r = series(run, col)
+        if len(r) >= 3 and r.min() >= 0 and r.max() <= 1 and r.max() >= 0.9:
+            return steps, r
+    return None
+
+
+def unsolved_equal_share(run: Run, steps: np.ndarray, z: np.ndarray) -> np.ndarray | None:
+    """Per logged step, the share of groups with equal rewards that the log cannot prove
+    all-correct (all-wrong, or stuck), from the zero-std shares ``z`` at ``steps``.
+
+    The all-correct fraction when logged; else from a 0/1 score (``zero_one_score``): with a
+    mean score r and a share z of equal groups, the all-correct groups are at least r - (1 - z)
+    of the batch (a mixed group scores below 1). None when neither is logged; NaN at steps
+    the score was not logged at.
+    """
+    correct_steps, correct = series(run, Metric.ALL_CORRECT_FRACTION.value)
+    if len(correct) < 3:
+        score = zero_one_score(run)
+        if score is None:
+            return None
+        correct_steps, r = score
+        correct = np.maximum(0.0, r - (1 - np.interp(correct_steps, steps, z)))
+    at = np.interp(steps, correct_steps, correct, left=np.nan, right=np.nan)
+    known = np.isin(steps, correct_steps)
+    return np.where(known, np.clip(z - at, 0.0, z), np.nan)
+
+
+def solved_share(run: Run, frac: float = 0.2) -> float | None:
+    """The share of equal-reward groups proven all-correct over the last ``frac`` of the log
+    (None when the log cannot tell; see ``unsolved_equal_share``)."""
+    steps, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    if len(z) < 3:
+        return None
+    u = unsolved_equal_share(run, steps, z)
+    if u is None:
+        return None
+    keep = np.isfinite(u)
+    if keep.sum() < 3:
+        return None
+    k = late_points(int(keep.sum()), frac, 2)
+    z_late, u_late = float(np.mean(z[keep][-k:])), float(np.mean(u[keep][-k:]))
+    return 1.0 - u_late / z_late if z_late > 0 else None
+
+
+def task_solved(run: Run, frac: float = 0.2) -> bool:
+    """Whether the log proves the task (nearly) solved at its end: most equal-reward groups
+    all-correct (``solved_share``), or a 0/1 correctness score at 0.9 or more."""
+    share = solved_share(run, frac)
+    if share is not None:
+        return share >= 0.8
+    score = zero_one_score(run)
+    return score is not None and head_tail(score[1], frac=frac)[1] >= 0.9
+
+
 def rising(run: Run, metric: str, alpha: float = 0.05) -> bool:
     """A significant upward trend in ``metric`` (False when it is not logged)."""
     steps, v = series(run, metric)

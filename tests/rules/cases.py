@@ -14,6 +14,7 @@ import numpy as np
 
 from grpo_doctor.store import Run
 from tests.helpers import ar1, make_run
+from tests.rules import history
 
 
 @dataclass(frozen=True)
@@ -127,12 +128,6 @@ def kl_one_spike() -> Run:
     return make_run(train__kl=kl, train__reward=rising_reward(22))
 
 
-def kl_heavy_tailed_spikes() -> Run:
-    rng = np.random.default_rng(23)
-    kl = 0.1 * np.exp(rng.standard_t(2, N) * 0.3)
-    return make_run(train__kl=kl, train__reward=rising_reward(24))
-
-
 def kl_slow_normal() -> Run:
     return make_run(train__kl=0.0003 * T + np.abs(ar1(25, N, 0.01)),
                     train__reward=rising_reward(26))
@@ -218,7 +213,8 @@ CASES = [
     Case("KL climbs to 8", "kl_drift", kl_climbs, ("critical", "warning"), onset=500,
          tolerance=120),
     Case("KL one spike", "kl_drift", kl_one_spike, ("ok",)),
-    Case("KL heavy-tailed spikes", "kl_drift", kl_heavy_tailed_spikes, ("ok",)),
+    Case("KL heavy-tailed spikes below the stop threshold", "kl_drift",
+         history.kl_spikes_below_stop, ("ok",)),
     Case("KL slow rise in the normal band", "kl_drift", kl_slow_normal, ("ok",)),
     Case("log-prob declines", "likelihood_displacement", logprob_declines,
          ("warning", "critical"), onset=400, tolerance=80),
@@ -404,3 +400,35 @@ def entropy_rises_with_reward() -> Run:
 
 CASES.append(Case("entropy rises with reward (Clip-Higher)", "entropy_blowup",
                   entropy_rises_with_reward, ("ok",)))
+
+# --- history: incidents, absolute levels, dead runs (tests/rules/history.py) ------------------
+
+CASES += [
+    Case("KL blow-up the run recovers from", "kl_drift", history.kl_blowup_recovers,
+         ("critical",), onset=10, tolerance=0),
+    Case("KL one spike above stop, shrugged off", "kl_drift", history.kl_one_spike_above_stop,
+         ("warning",), onset=71, tolerance=0),
+    Case("KL one spike, then the reward froze", "kl_drift", history.kl_spike_then_reward_froze,
+         ("critical",), onset=34, tolerance=0),
+    Case("grad burst at the first logged steps", "grad_explosion", history.kl_blowup_recovers,
+         ("critical",), onset=10, tolerance=0),
+    Case("grad decays from a high start", "grad_explosion",
+         history.grad_decays_from_a_high_start, ("ok",)),
+    Case("entropy below the floor on every step", "entropy_collapse",
+         history.entropy_below_floor_excerpt, ("critical",), onset=1000, tolerance=0),
+    Case("entropy collapse to a 2-token policy", "entropy_collapse",
+         history.entropy_collapse_to_two_tokens, ("critical",), onset=10, tolerance=200),
+    Case("a dead run", "no_learning_signal", history.dead_after_one_update, ("critical",),
+         onset=1, tolerance=0),
+    Case("zero gradient while the reward moves", "no_learning_signal",
+         history.reward_one_group_per_step, ("skipped", "ok")),
+    Case("a solved task", "no_learning_signal", history.zero_std_high_but_solved, ("ok",)),
+    Case("reward crash that never came back", "reward_overfit", history.dead_after_one_update,
+         ("critical",), onset=2, tolerance=1),
+    Case("reward on one group per step", "reward_overfit", history.reward_one_group_per_step,
+         ("ok",)),
+    Case("equal groups that are solved", "advantage_collapse", history.zero_std_high_but_solved,
+         ("ok",)),
+    Case("log-prob crash", "likelihood_displacement", history.dead_after_one_update,
+         ("critical",), onset=1, tolerance=1),
+]

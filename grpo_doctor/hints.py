@@ -1,0 +1,103 @@
+"""Hints for signals a run logged under names nobody maps.
+
+A column called ``probe/answer_logprob`` is a mean log-prob to anyone who reads it, and a
+check that says "skipped: needs log_prob_mean" beside it helps no one. These guesses look at
+an unmapped column's name and its values and suggest the ``--map`` that would use it. They
+are only suggestions: nothing is mapped without the user saying so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpo_doctor.metrics import Metric
+from grpo_doctor.store import Run
+
+
+@dataclass(frozen=True)
+class Hint:
+    metric: str  # the canonical metric it could be
+    column: str  # the unmapped column
+    what: str  # the metric in words
+
+    @property
+    def option(self) -> str:
+        return f"--map {self.metric}={self.column}"
+
+    def __str__(self) -> str:
+        return f"{self.column} looks like {self.what}: {self.option}"
+
+
+def _tokens(name: str) -> set[str]:
+    return {t for t in re.split(r"[^a-z0-9]+", name.lower()) if t}
+
+
+Values = Callable[[np.ndarray], bool]
+
+
+@dataclass(frozen=True)
+class _Guess:
+    metric: Metric
+    what: str
+    name: Callable[[str, set[str]], bool]
+    values: Values
+
+
+def _share(pred: np.ndarray) -> float:
+    return float(pred.mean()) if len(pred) else 0.0
+
+
+_GUESSES = (
+    _Guess(Metric.LOG_PROB_MEAN, "a mean log-prob",
+           lambda n, t: any(k in n for k in ("logprob", "log_prob", "logp", "log_pi", "loglik")),
+           lambda v: _share((v <= 0) & (v > -100)) >= 0.95),
+    _Guess(Metric.ENTROPY, "an entropy",
+           lambda n, t: "entropy" in n or "ent" in t,
+           lambda v: _share((v >= 0) & (v < 20)) >= 0.95),
+    _Guess(Metric.KL, "a KL to the reference",
+           lambda n, t: "kl" in t or any(x.startswith("kl") for x in t),
+           lambda v: _share(v >= -0.01) >= 0.95),
+    _Guess(Metric.ZERO_STD_FRACTION, "the share of groups with equal rewards",
+           lambda n, t: any(k in n for k in ("zero_std", "zerostd", "all_same", "same_reward",
+                                             "no_variance", "degenerate", "zero_var")),
+           lambda v: _share((v >= 0) & (v <= 1)) == 1.0),
+    _Guess(Metric.REWARD_MEAN, "the mean reward",
+           lambda n, t: bool(t & {"reward", "rewards", "score", "return"})
+           and not t & {"std", "min", "max", "var"},
+           lambda v: True),
+    _Guess(Metric.GRAD_NORM, "the gradient norm",
+           lambda n, t: "grad" in n and "norm" in n,
+           lambda v: _share(v >= 0) == 1.0),
+    _Guess(Metric.RESPONSE_LENGTH_MEAN, "the mean completion length",
+           lambda n, t: bool(t & {"length", "len", "tokens"})
+           and bool(t & {"response", "completion", "completions", "gen", "output"})
+           and not t & {"max", "min", "std"},
+           lambda v: _share(v >= 0) == 1.0),
+)
+
+
+def unmapped_hints(run: Run) -> list[Hint]:
+    """For each canonical metric the run lacks, the first unmapped column whose name and values
+    look like it (at most one suggestion per metric and per column)."""
+    hints: list[Hint] = []
+    used: set[str] = set()
+    for guess in _GUESSES:
+        if run.has(guess.metric.value):
+            continue
+        for column in run.unmapped:
+            key = column if column in run.frame.columns else f"raw/{column}"
+            if column in used or key not in run.frame.columns:
+                continue
+            if not guess.name(column.lower(), _tokens(column)):
+                continue
+            v = run.frame[key].to_numpy(dtype=np.float64)
+            v = v[np.isfinite(v)]
+            if len(v) >= 3 and guess.values(v):
+                hints.append(Hint(guess.metric.value, column, guess.what))
+                used.add(column)
+                break
+    return hints

@@ -1,0 +1,152 @@
+"""Incidents: episodes in a run's history that are findings even when the run came back.
+
+A KL of 10,833 at step 10 is a finding whatever KL does by step 150: it is usually the reason
+for what came next. Rules call these helpers to turn the episodes the trend statistics find
+(``trends.episodes``) into :class:`~grpo_doctor.findings.Incident` records, worded the same
+way in every rule, and to say what followed an incident (``aftermath``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from grpo_doctor.findings import Incident, Status
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules.base import fmt, series
+from grpo_doctor.store import Run
+from grpo_doctor.trends.episodes import Episode, falls, stretches_above
+
+REWARD = Metric.REWARD_MEAN.value
+ZSF = Metric.ZERO_STD_FRACTION.value
+GRAD = Metric.GRAD_NORM.value
+
+
+def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
+    """What followed ``step``: signs the run did not simply shrug the incident off (the
+    reward falling or freezing, most groups losing their reward variance, the gradient
+    vanishing, NaN). ``skip`` leaves out signals the caller reports itself."""
+    out: list[str] = []
+    s, r = series(run, REWARD)
+    before, after = r[s < step][-10:], r[s > step][:10]
+    if REWARD not in skip and len(before) >= 3 and len(after) >= 3:
+        span = float(np.ptp(r)) or 1.0
+        b, a = float(np.median(before)), float(np.median(after))
+        if np.ptp(r[s > step]) == 0 and len(r[s > step]) >= 5 and np.ptp(before) > 0:
+            out.append(f"the reward froze at {fmt(a)}")
+        elif b - a >= 0.5 * span:
+            out.append(f"the reward fell from {fmt(b)} to {fmt(a)}")
+    s, z = series(run, ZSF)
+    z_before, z_after = z[s < step][-10:], z[s > step][:10]
+    if ZSF not in skip and len(z_after) >= 3 and float(np.median(z_after)) >= 0.8 and (
+            not len(z_before) or float(np.median(z_before)) < 0.5):
+        out.append(f"{float(np.median(z_after)):.0%} of groups then had equal rewards")
+    s, g = series(run, GRAD)
+    g_before, g_after = g[s < step], g[s > step][:10]
+    if GRAD not in skip and len(g_after) >= 5 and np.all(g_after == 0) and np.any(g_before > 0):
+        out.append("the gradient norm went to 0")
+    nan_after = [int(v[v > step][0]) for m, v in run.nan_steps.items()
+                 if m in (Metric.LOSS.value, GRAD, Metric.KL.value) and np.any(v > step)]
+    if nan_after:
+        out.append(f"NaN followed at step {fmt(min(nan_after))}")
+    return out
+
+
+def _span(steps: np.ndarray, ep: Episode) -> str:
+    if ep.length == 1:
+        return f"at step {fmt(int(steps[ep.start]))}"
+    return (f"from step {fmt(int(steps[ep.start]))} to {fmt(int(steps[ep.end]))} "
+            f"({ep.length} logged points)")
+
+
+def _back(steps: np.ndarray, ep: Episode, where: str) -> str:
+    if ep.recovered is None:
+        return f"still {where} at the last logged step"
+    return f"back {where} at step {fmt(int(steps[ep.recovered]))}"
+
+
+def above(run: Run, metric: str, name: str, threshold: float, *, sustained: int,
+          far: float, harm_escalates: bool = True,
+          episodes: Sequence[Episode] | None = None,
+          points: tuple[np.ndarray, np.ndarray] | None = None) -> list[Incident]:
+    """Stretches of ``metric`` above ``threshold``: each an incident, critical when it lasted
+    ``sustained`` logged points, reached ``far`` x the threshold, or was followed by harm
+    (``aftermath``); a warning otherwise. ``points`` (steps, values) and ``episodes`` replace
+    the series and its stretches when the caller has chosen them itself."""
+    steps, v = points if points is not None else series(run, metric, reduce="max")
+    out = []
+    for ep in (stretches_above(v, threshold) if episodes is None else episodes):
+        peak = float(v[ep.peak])
+        start = int(steps[ep.start])
+        harm = aftermath(run, int(steps[ep.end])) if harm_escalates else []
+        severe = ep.length >= sustained or peak >= far * threshold or bool(harm)
+        text = (f"{name} above {fmt(threshold)} {_span(steps, ep)}, peak {fmt(peak)} at step "
+                f"{fmt(int(steps[ep.peak]))}; {_back(steps, ep, 'below ' + fmt(threshold))}")
+        if harm:
+            text += f"; then {', '.join(harm)}"
+        out.append(Incident(
+            metric=metric, step=start, peak_step=int(steps[ep.peak]), peak=peak,
+            threshold=float(threshold),
+            recovered_step=None if ep.recovered is None else int(steps[ep.recovered]),
+            summary=text, severity=Status.CRITICAL if severe else Status.WARNING))
+    return out
+
+
+def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
+            min_drop: float = 0.0, noise_units: float = 4.0) -> list[Incident]:
+    """Fast falls of ``metric``: at least ``share`` of its smoothed range (and ``min_drop``,
+    and ``noise_units`` times its noise) lost within ``within`` logged points, from a level
+    held for the 5 points before (within half the fall). Critical when it
+    never came back; a warning when it did after staying down at least ``2 * within`` points
+    (a dip that is back within a few points is a bad batch, however deep)."""
+    steps, v = series(run, metric)
+    if len(v) < 4:
+        return []
+    smooth = _smooth(v)
+    # Noise: the typical step-to-step change (robust), so a reward scored on one group per
+    # step, which swings between its extremes by chance, has no "crashes".
+    diffs = np.abs(np.diff(v))
+    noise = 1.4826 * float(np.median(diffs)) / np.sqrt(2)
+    amount = max(share * float(np.ptp(smooth)), min_drop, noise_units * noise)
+    out = []
+    for ep in falls(v, amount, within):
+        if ep.recovered is not None and ep.recovered - ep.start < 2 * within:
+            continue  # back within a few points: a bad batch, not an incident
+        if np.ptp(v[max(0, ep.start - 4):ep.start + 1]) > amount / 2:
+            continue  # no level to fall from: a series swinging between its extremes
+        start_level, bottom = float(smooth[ep.start]), float(smooth[ep.peak])
+        text = (f"{name} crashed from {fmt(start_level)} to {fmt(bottom)} between steps "
+                f"{fmt(int(steps[ep.start]))} and {fmt(int(steps[ep.peak]))}; "
+                + ("it never came back" if ep.recovered is None else
+                   f"back above {fmt((start_level + bottom) / 2)} at step "
+                   f"{fmt(int(steps[ep.recovered]))}"))
+        out.append(Incident(
+            metric=metric, step=int(steps[min(ep.start + 1, ep.peak)]),
+            peak_step=int(steps[ep.peak]), peak=bottom, threshold=start_level - amount,
+            recovered_step=None if ep.recovered is None else int(steps[ep.recovered]),
+            summary=text,
+            severity=Status.CRITICAL if ep.recovered is None else Status.WARNING))
+    return out
+
+
+def _smooth(v: np.ndarray) -> np.ndarray:
+    from grpo_doctor.trends import rolling_median
+
+    return rolling_median(v, 3)
+
+
+def worst(incidents: Sequence[Incident]) -> Status:
+    """The most severe status among ``incidents`` (OK when there are none)."""
+    return max((i.severity for i in incidents), key=lambda s: s.rank, default=Status.OK)
+
+
+def merge_status(*statuses: Status) -> Status:
+    return max(statuses, key=lambda s: s.rank)
+
+
+def describe(incidents: Sequence[Incident], limit: int = 2) -> str:
+    """The incidents as one clause, the first ``limit`` in full."""
+    shown = "; ".join(i.summary for i in incidents[:limit])
+    more = len(incidents) - limit
+    return shown + (f" (and {more} more)" if more > 0 else "")

@@ -1,0 +1,195 @@
+"""No learning signal: a dead run.
+
+What it detects
+    A stretch at the end of the log (at least ``min_points`` logged points and ``min_fraction``
+    of the log) in which the reward stays flat (within ``reward_band`` of its range over the
+    run) and no gradient flows: the gradient norm at or below ``zero_grad`` on every logged
+    step or, where it is not logged, a loss of exactly zero. And what the log
+    shows of its cause: a catastrophic update right before (the reward falling into the
+    constant, the mean log-prob crashing, KL or the gradient norm blowing up), or a reward that
+    never varied at all.
+
+Why it matters
+    GRPO learns from differences between the rewards of a group: when every completion earns
+    the same reward, every advantage is zero and nothing is learned, however long the run goes
+    on. A policy destroyed by one update (a learning rate far too high, no KL leash) emits
+    garbage that always scores the same and cannot recover on its own; the remedies of
+    advantage collapse (dynamic sampling, a larger group, a curriculum) cannot revive it.
+
+How it is detected
+    From the end of the log backwards, the longest stretch where every logged gradient norm is
+    at most ``zero_grad`` (or every logged loss is exactly 0) and the reward moves by at most
+    ``reward_band`` of its range over the run. The ``cause_window`` logged points before the
+    stretch are searched for the cause. Critical: the run is not learning; a warning when the
+    reward is flat at the best it ever reached (the task is solved: nothing left to learn).
+
+False positives
+    Small groups on an easy task give stretches of zero gradient while the reward still moves:
+    the reward must be flat too. A reward logged as a constant by a logging bug, or a reward
+    model that returns a constant by design, look the same: the finding names the constant so
+    that either is easy to see.
+
+Remedies
+    After a catastrophic update: restore the last checkpoint from before it; lower the learning
+    rate 10-100x; a KL coefficient above 0 (0.01-0.04) keeps one bad update from walking the
+    policy away; clip gradients. When the reward never varied: check the reward function on a
+    few completions; an easier curriculum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import knobs
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series
+from grpo_doctor.rules.knobs import Remedy
+from grpo_doctor.store import Run
+
+REWARD = Metric.REWARD_MEAN.value
+GRAD = Metric.GRAD_NORM.value
+LOSS = Metric.LOSS.value
+
+PARAMS = (
+    Param("min_points", 5, "logged points the dead stretch must last"),
+    Param("min_fraction", 0.2, "share of the log the dead stretch must cover"),
+    Param("zero_grad", 1e-8, "a gradient norm at or below this is no gradient"),
+    Param("reward_band", 0.05, "share of the reward's range over the run it may move and "
+          "still be flat"),
+    Param("cause_window", 5, "logged points before the stretch searched for its cause"),
+    Param("stop_kl", 10.0, "a KL above this right before the stretch is a blown-up update"),
+)
+
+
+def _flat_suffix(r: np.ndarray, band: float) -> int:
+    """Index where the longest stretch at the end of ``r`` moving by at most ``band`` begins."""
+    hi = np.maximum.accumulate(r[::-1])[::-1]
+    lo = np.minimum.accumulate(r[::-1])[::-1]
+    flat = (hi - lo) <= band
+    return int(np.argmax(flat)) if flat[-1] else len(r)
+
+
+def _gradless_since(run: Run, p: Mapping[str, float]) -> tuple[int, str] | None:
+    """The step from which no gradient flowed to the end, and how the log shows it."""
+    gs, g = series(run, GRAD)
+    if len(g) >= 3:
+        zero = g <= p["zero_grad"]
+        if not zero[-1]:
+            return None
+        k = len(zero) - int(np.argmax(~zero[::-1])) if not zero.all() else 0
+        return int(gs[k]), "grad norm 0"
+    ls, loss = series(run, LOSS)
+    if len(loss) >= 3 and loss[-1] == 0:
+        nonzero = np.nonzero(loss != 0)[0]
+        k = int(nonzero[-1]) + 1 if len(nonzero) else 0
+        return int(ls[k]), "loss 0"
+    return None
+
+
+def _cause(run: Run, steps: np.ndarray, r: np.ndarray, i: int, p: Mapping[str, float]
+           ) -> list[str]:
+    """Signs of a catastrophic update in the ``cause_window`` points before the stretch."""
+    w = int(p["cause_window"])
+    lo, hi = int(steps[max(0, i - w)]), int(steps[i])
+    found = []
+    before = r[max(0, i - w):i]
+    span = float(np.ptp(r)) or 1.0
+    if len(before) and abs(float(np.median(before)) - float(r[i])) >= 0.5 * span:
+        found.append(f"the reward fell from {fmt(float(np.median(before)))} to {fmt(float(r[i]))}")
+    ls, lp = series(run, Metric.LOG_PROB_MEAN.value)
+    if len(lp) >= 2:
+        early = lp[ls < lo] if np.any(ls < lo) else lp[:1]
+        near = lp[(ls >= lo) & (ls <= hi + (hi - lo))]
+        if len(near) and len(early):
+            start, bottom = float(np.median(early[-3:])), float(near.min())
+            if bottom < start - max(1.0, 0.5 * abs(start)):
+                found.append(f"the mean log-prob crashed from {fmt(start)} to {fmt(bottom)}")
+    ks, k = series(run, Metric.KL.value, reduce="max")
+    near_k = k[(ks >= lo) & (ks <= hi)]
+    if len(near_k) and near_k.max() > p["stop_kl"]:
+        found.append(f"KL reached {fmt(float(near_k.max()))}")
+    gs, g = series(run, GRAD, reduce="max")
+    near_g, rest = g[(gs >= lo) & (gs <= hi)], g[(gs < lo) | (gs > hi)]
+    base = float(np.median(rest[rest > 0])) if np.any(rest > 0) else 0.0
+    if len(near_g) and base > 0 and near_g.max() >= 10 * base:
+        found.append(f"the gradient norm reached {fmt(float(near_g.max()))} "
+                     f"({near_g.max() / base:.0f}x its usual level)")
+    return found
+
+
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    steps, r = series(run, REWARD)
+    if len(r) < p["min_points"]:
+        raise Skip(f"needs at least {int(p['min_points'])} logged rewards")
+    span = float(np.ptp(r))
+    i = _flat_suffix(r, p["reward_band"] * span)
+    gradless = _gradless_since(run, p)
+    evidence: dict[str, object] = {"flat_reward_points": len(r) - i}
+    if gradless is not None:
+        i = max(i, int(np.searchsorted(steps, gradless[0])))
+    n_dead = len(r) - i
+    if gradless is None or n_dead < max(p["min_points"], p["min_fraction"] * len(r)):
+        text = "the reward moves and gradients flow" if gradless is None else (
+            "gradients vanish at times, but the reward still moves")
+        return Outcome(Status.OK, text, evidence=evidence, key_metric=REWARD)
+    how = gradless[1]
+    start = int(steps[i])
+    level = float(np.median(r[i:]))
+    flat = "constant" if np.ptp(r[i:]) == 0 else "flat"
+    cause = _cause(run, steps, r, i, p) if i > 0 else []
+    solved = i > 0 and not cause and level >= float(np.max(r[:i])) and span > 0
+    evidence.update({"since_step": start, "reward_level": level,
+                     "share_of_log": round(n_dead / len(r), 3), "no_gradient": how,
+                     "cause": cause, "threshold": f"{how} and the reward within "
+                     f"{p['reward_band']:.0%} of its range over at least {int(p['min_points'])} "
+                     f"points and {p['min_fraction']:.0%} of the log"})
+    dead = f"reward {flat} at {fmt(level)} over the last {n_dead} logged points, {how}"
+    status = Status.CRITICAL
+    if i == 0:
+        summary = f"no learning signal from the first logged step: {dead} (it never varied)"
+        remedies: tuple[str, ...] = (
+            Remedy(f"check the reward function on a few completions: it returned "
+                   f"{fmt(level)} for (nearly) every one (broken parsing, a wrong field, or a "
+                   "task it can never or always reward)"),
+            "an easier curriculum (or filter prompts) so that some completions differ",
+            "dynamic sampling: drop groups whose rewards are all equal and refill the batch",
+        )
+    elif solved:
+        status = Status.WARNING
+        summary = (f"nothing left to learn since step {fmt(start)}: {dead}, the best it ever "
+                   "reached (the task is solved)")
+        remedies = ("stop here, or continue on harder prompts",
+                    "dynamic sampling / filter prompts every group already solves")
+    else:
+        at = int(steps[i - 1])
+        blown = any(not c.startswith("the reward") for c in cause)
+        why = (f"; after a catastrophic update at step {fmt(at)}: {', '.join(cause)}" if blown
+               else f"; after {cause[0]} by step {fmt(at)}" if cause else "")
+        summary = f"no learning signal since step {fmt(start)}: {dead}{why}"
+        beta, _ = knobs.current(run, knobs.KL_COEF)
+        remedies = (
+            knobs.rollback(at, f"restore the last checkpoint from before the update at step "
+                           f"{fmt(at)}: training on cannot revive this policy"),
+            knobs.scale(run, knobs.LEARNING_RATE, 0.1, why="one update destroyed the policy"),
+            Remedy(f"{knobs.KL_COEF.label} 0 -> 0.01-0.04: a KL leash keeps one bad update "
+                   "from walking the policy away" if beta == 0 else
+                   "keep a KL coefficient above 0 (0.01-0.04)", knobs.KL_COEF),
+            knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
+            or "clip gradients (max_grad_norm 1.0)",
+        )
+    onset = int(steps[max(0, i - 1)]) if cause else start
+    return Outcome(status, summary, onset_step=onset, evidence=evidence,
+                   remedies=remedies, key_metric=REWARD)
+
+
+RULE = Rule(
+    id="no_learning_signal",
+    title="No learning signal (a dead run)",
+    detect=detect,
+    params=PARAMS,
+    doc=__doc__ or "",
+    requires_any=((REWARD, GRAD), (REWARD, LOSS)),
+)
