@@ -89,8 +89,10 @@ def require_metrics(run: Run) -> None:
 
     shown = ", ".join(run.unmapped[:8]) + (", ..." if len(run.unmapped) > 8 else "")
     hints = unmapped_hints(run)
+    example = run.unmapped[0] if run.unmapped else "COLUMN"
     how = (" ".join(h.option for h in hints) if hints else
-           "--map CANONICAL=COLUMN (canonical names: grpo-doctor rules)")
+           f"--map CANONICAL=COLUMN, e.g. --map reward_mean={example} (the metrics each check "
+           "needs: grpo-doctor rules)")
     columns = f"columns: {shown}" if shown else "no columns"
     raise InputError(f"{run.source}: no metric grpo-doctor knows ({columns}); map yours with "
                      f"{how}")

@@ -29,6 +29,18 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
         f"{escape(run.format)} · steps {_step(run.first_step)}–{_step(run.last_step)} "
         f"({run.n_steps:,} logged) · {len(diagnosis.metrics)} canonical metrics",
         "",
+    ]
+    if diagnosis.status_reason:
+        lines += [f"**Inconclusive**: {escape(diagnosis.status_reason)}.", ""]
+    cause = diagnosis.root_cause
+    if cause is not None:
+        lines += [f"**Probable root cause**: {escape(cause.mode)} at step {_step(cause.step)}: "
+                  f"{escape(cause.summary)}", "",
+                  f"**Do this first**: {escape(cause.first_action)}", ""]
+    lines += [f"> hint: {escape(hint)}" for hint in diagnosis.hints]
+    if diagnosis.hints:
+        lines.append("")
+    lines += [
         "| check | status | onset step | first alert | summary |",
         "|---|---|---|---|---|",
     ]
@@ -39,9 +51,17 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
         )
     for c in diagnosis.findings:
         lines += ["", f"{h}# {escape(c.mode)} ({c.status.value})", "", escape(c.summary), ""]
+        if c.incidents:
+            lines.append("Incidents:")
+            lines += [f"- {escape(i.summary)}" for i in c.incidents]
+            lines.append("")
         if c.remedies:
             lines.append("What to change:")
             lines += [f"- {escape(r)}" for r in c.remedies]
+    if len(diagnosis.plan) > 1:
+        lines += ["", f"{h}# Plan (every finding's remedies, merged)", ""]
+        lines += [f"{k}. {escape(item.action)} ({escape(', '.join(item.modes))})"
+                  for k, item in enumerate(diagnosis.plan, 1)]
     for note in diagnosis.notes:
         lines += ["", f"> note: {escape(note)}"]
     return "\n".join(lines) + "\n"

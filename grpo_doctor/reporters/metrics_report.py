@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from grpo_doctor.hints import unmapped_hints
 from grpo_doctor.store import Run
 
 
@@ -27,6 +28,8 @@ def render_metrics(runs: list[Run]) -> str:
             out.append(f"    {canonical:<{width}} <- {source}  ({n:,} values){tail}")
         if run.unmapped:
             out.append(f"  unmapped ({len(run.unmapped)}): {', '.join(run.unmapped)}")
+        for hint in unmapped_hints(run):
+            out.append(f"  hint: {hint}")
         if run.nan_steps:
             bad = ", ".join(f"{k} ({len(v)})" for k, v in run.nan_steps.items())
             out.append(f"  logged NaN: {bad}")

@@ -44,7 +44,7 @@ def _headline(check: Check) -> str:
 def _evidence_lines(evidence: dict[str, Any]) -> list[str]:
     out = []
     for key, value in evidence.items():
-        if value in (None, [], {}):
+        if value is None or (isinstance(value, (list, tuple, dict)) and not value):
             continue
         out.append(f"{key}: {value}")
     return out
@@ -75,9 +75,21 @@ def build(diagnosis: Diagnosis, run: Run | None = None, verbose: bool = False,
         if trend:
             cells.append(_spark(run, c))
         table.add_row(*cells, Text(_headline(c)))
-    parts: list[Any] = [header, Text(""), table]
+    parts: list[Any] = [header]
+    if diagnosis.status_reason:
+        parts.append(Text(f"inconclusive: {diagnosis.status_reason}", style="blue"))
+    cause = diagnosis.root_cause
+    if cause is not None:
+        parts.append(Text.assemble(("root cause: ", "bold"), f"{cause.mode} at step "
+                                   f"{_step(cause.step)}: {cause.summary}"))
+        parts.append(Text.assemble(("do this first: ", "bold"), cause.first_action))
+    parts += [Text(f"hint: {hint}", style="cyan") for hint in diagnosis.hints]
+    parts += [Text(""), table]
     for c in diagnosis.findings:
         body = [Text(c.summary)]
+        if c.incidents:
+            body.append(Text("incidents:", style="bold"))
+            body += [Text(f"  • {i.summary}") for i in c.incidents]
         ev = _evidence_lines(c.evidence) if verbose or c.fired else []
         if ev:
             body.append(Text("evidence:", style="bold"))
@@ -96,7 +108,11 @@ def build(diagnosis: Diagnosis, run: Run | None = None, verbose: bool = False,
         parts += [Text(f"  {c.mode}: {c.reason}", style="dim") for c in skipped]
     for note in diagnosis.notes:
         parts.append(Text(f"note: {note}", style="dim"))
-    if not diagnosis.findings:
+    if len(diagnosis.plan) > 1:
+        parts.append(Text("plan (every finding's remedies, merged):", style="bold"))
+        parts += [Text(f"  {k}. {item.action} ({', '.join(item.modes)})")
+                  for k, item in enumerate(diagnosis.plan, 1)]
+    if not diagnosis.findings and diagnosis.status == "healthy":
         parts.append(Text("No failure mode found.", style="green"))
     return Group(*parts)
 

@@ -97,8 +97,15 @@ def _cause(run: Run, steps: np.ndarray, r: np.ndarray, i: int, p: Mapping[str, f
     found = []
     before = r[max(0, i - w):i]
     span = float(np.ptp(r)) or 1.0
-    if len(before) and abs(float(np.median(before)) - float(r[i])) >= 0.5 * span:
-        found.append(f"the reward fell from {fmt(float(np.median(before)))} to {fmt(float(r[i]))}")
+    if len(before) and abs(float(before.max()) - float(r[i])) >= 0.5 * span:
+        found.append(f"the reward fell from {fmt(float(before.max()))} to {fmt(float(r[i]))}")
+    es, h = series(run, Metric.ENTROPY.value)
+    if len(h) >= 2:
+        h_before, h_near = h[es < lo], h[(es >= lo) & (es <= hi + (hi - lo))]
+        start = float(np.median(h_before[-3:])) if len(h_before) else float(h[0])
+        if len(h_near) and start > 0 and h_near.min() <= 0.1 * start and h_near.min() < 0.02:
+            found.append(f"entropy fell from {fmt(start)} to {fmt(float(h_near.min()))} "
+                         "(a deterministic policy)")
     ls, lp = series(run, Metric.LOG_PROB_MEAN.value)
     if len(lp) >= 2:
         early = lp[ls < lo] if np.any(ls < lo) else lp[:1]
@@ -170,6 +177,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                else f"; after {cause[0]} by step {fmt(at)}" if cause else "")
         summary = f"no learning signal since step {fmt(start)}: {dead}{why}"
         beta, _ = knobs.current(run, knobs.KL_COEF)
+        if not blown:
+            remedies = (
+                knobs.rollback(at, f"roll back to a checkpoint from before step {fmt(at)}, "
+                               "before the reward fell"),
+                "find what moved first (entropy, KL, length, grad norm): the reward lags",
+                knobs.scale(run, knobs.LEARNING_RATE, 0.5),
+            )
+            onset = int(steps[max(0, i - 1)]) if cause else start
+            return Outcome(status, summary, onset_step=onset, evidence=evidence,
+                           remedies=remedies, key_metric=REWARD)
         remedies = (
             knobs.rollback(at, f"restore the last checkpoint from before the update at step "
                            f"{fmt(at)}: training on cannot revive this policy"),

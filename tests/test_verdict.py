@@ -1,0 +1,188 @@
+"""The verdict on the patterns end-of-log trends misread (tests/rules/history.py): incidents
+the run came back from, collapses older than the log, convergence the evidence contradicts,
+dead runs, logs too short to judge, signals under unmapped names, a warm-up that overshoots.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from grpo_doctor.engine import diagnose
+from grpo_doctor.store import Run
+from tests.rules import history
+from tests.test_cli import run_cli
+
+
+def _csv(run: Run, path) -> str:
+    """The run's raw columns as a CSV a user would have."""
+    frame = run.frame.rename(columns=lambda c: run.mapping.get(c, c))
+    frame.to_csv(path, index_label="step")
+    return str(path)
+
+
+# 1. An incident the run came back from -------------------------------------------------------
+
+def test_a_kl_blowup_the_run_recovered_from_is_critical_with_its_episode():
+    d = diagnose(history.kl_blowup_recovers())
+    kl = d.check("kl_drift")
+    assert kl.status.value == "critical" and kl.onset_step == 10
+    (incident,) = kl.incidents
+    assert (incident.step, incident.peak_step, incident.threshold) == (10, 10, 10.0)
+    assert incident.peak == pytest.approx(10_833, rel=1e-3)
+    assert incident.recovered_step == 70
+    assert "back below 10 at step 70" in kl.summary and "10,833" in kl.summary
+    grad = d.check("grad_explosion")
+    assert grad.status.value == "critical" and grad.incidents[0].peak == 421_000
+    assert d.root_cause.step == 10 and d.root_cause.mode in ("grad_explosion", "kl_drift")
+    assert d.root_cause.first_action.startswith("roll back to a checkpoint from before step 10")
+
+
+def test_one_kl_spike_above_stop_that_nothing_followed_is_a_warning():
+    d = diagnose(history.kl_one_spike_above_stop())
+    kl = d.check("kl_drift")
+    assert kl.status.value == "warning" and kl.first_alert_step == 71
+    assert kl.incidents[0].recovered_step == 72 and kl.incidents[0].peak == 17.8
+    assert d.status == "warning"
+
+
+def test_one_kl_spike_that_froze_the_reward_is_critical():
+    kl = diagnose(history.kl_spike_then_reward_froze()).check("kl_drift")
+    assert kl.status.value == "critical" and kl.onset_step == 34
+    assert "the reward froze" in kl.summary and "had equal rewards" in kl.summary
+
+
+def test_a_quiet_log_with_spikes_below_stop_has_no_incident():
+    kl = diagnose(history.kl_spikes_below_stop()).check("kl_drift")
+    assert kl.status.value == "ok" and not kl.incidents
+
+
+# 2. A collapse older than the log -------------------------------------------------------------
+
+def test_entropy_below_the_floor_on_every_step_is_a_collapse():
+    check = diagnose(history.entropy_below_floor_excerpt()).check("entropy_collapse")
+    assert check.status.value == "critical"
+    assert "0.02-nat floor" in check.summary and "on every logged step" in check.summary
+
+
+# 3. Convergence is shown, not assumed ---------------------------------------------------------
+
+def test_a_two_token_policy_is_not_healthy_sharpening():
+    check = diagnose(history.entropy_collapse_to_two_tokens()).check("entropy_collapse")
+    assert check.status.value == "critical"
+    said = " ".join(check.evidence["corroboration"])
+    assert "tokens" in said and "zero-std" in said
+
+
+def test_equal_groups_proven_solved_are_not_a_collapse():
+    d = diagnose(history.zero_std_high_but_solved())
+    assert d.check("advantage_collapse").status.value == "ok"
+    assert "all-correct" in d.check("advantage_collapse").summary
+    assert d.check("entropy_collapse").status.value == "ok"
+
+
+# 4. A dead run --------------------------------------------------------------------------------
+
+def test_a_dead_run_is_named_with_its_catastrophic_update():
+    d = diagnose(history.dead_after_one_update())
+    dead = d.check("no_learning_signal")
+    assert dead.status.value == "critical"
+    assert dead.summary.startswith("no learning signal since step 2: reward constant at 0")
+    assert "catastrophic update at step 1" in dead.summary and "log-prob" in dead.summary
+    assert d.root_cause.mode == "no_learning_signal" and d.root_cause.step == 1
+    assert d.root_cause.first_action.startswith("restore the last checkpoint")
+    actions = " | ".join(p.action for p in d.plan)
+    assert "learning_rate 0.003 -> 0.0003" in actions
+    assert "dynamic sampling" not in actions and "group size" not in actions
+    # Not "steady around 0", not "reward 0 -> 0 (peak 0.375)".
+    grad = d.check("grad_explosion")
+    assert grad.status.value == "skipped" and "non-zero" in grad.reason
+    assert "crashed from 0.375 to 0" in d.check("reward_overfit").summary
+
+
+# 5. Never healthy without evidence ------------------------------------------------------------
+
+def test_a_one_step_snippet_is_inconclusive_not_healthy():
+    d = diagnose(history.one_step_snippet())
+    assert d.status == "inconclusive" and not d.findings
+    assert "could judge it" in d.status_reason
+    assert d.to_dict()["status_reason"] == d.status_reason
+
+
+def test_inconclusive_exits_0_unless_strict_or_fail_on_inconclusive(capsys, tmp_path):
+    path = _csv(history.one_step_snippet(), tmp_path / "snippet.csv")
+    code, out, _ = run_cli(capsys, "diagnose", path, "-f", "json")
+    assert code == 0 and json.loads(out)["status"] == "inconclusive"
+    assert run_cli(capsys, "diagnose", path, "--strict")[0] == 1
+    assert run_cli(capsys, "diagnose", path, "--fail-on", "inconclusive")[0] == 1
+    code, out, _ = run_cli(capsys, "audit", str(tmp_path), "-f", "json")
+    assert code == 0 and json.loads(out)["summary"]["inconclusive"] == 1
+    assert run_cli(capsys, "audit", str(tmp_path), "--strict")[0] == 1
+
+
+def test_a_log_with_no_known_metric_is_an_input_error(capsys, tmp_path):
+    path = tmp_path / "odd.csv"
+    pd.DataFrame({"step": np.arange(20), "foo": np.ones(20), "bar": np.arange(20)}).to_csv(
+        path, index=False)
+    code, out, err = run_cli(capsys, "diagnose", str(path))
+    assert code == 2 and out == ""
+    assert err.strip() == (f"grpo-doctor: error: {path}: no metric grpo-doctor knows (columns: "
+                           "foo, bar); map yours with --map CANONICAL=COLUMN, e.g. --map "
+                           "reward_mean=foo (the metrics each check needs: grpo-doctor rules)")
+
+
+def test_every_check_ignored_is_not_healthy():
+    from grpo_doctor.engine import DoctorConfig
+    from grpo_doctor.rules import RULES
+
+    d = diagnose(history.kl_spikes_below_stop(), DoctorConfig(ignore=tuple(r.id for r in RULES)))
+    assert d.status == "inconclusive" and "every check was ignored" in d.status_reason
+
+
+# 6. A signal present but unmapped -------------------------------------------------------------
+
+def test_an_unmapped_logprob_is_suggested(capsys, tmp_path):
+    run = history.unmapped_logprob()
+    d = diagnose(run)
+    hint = "--map log_prob_mean=probe/answer_logprob"
+    assert any(hint in h for h in d.hints) and hint in d.check("likelihood_displacement").reason
+    path = _csv(run, tmp_path / "run.csv")
+    _, out, _ = run_cli(capsys, "metrics", path)
+    assert f"hint: probe/answer_logprob looks like a mean log-prob: {hint}" in out
+    # Taking the hint runs the check.
+    code, out, _ = run_cli(capsys, "diagnose", path, "-f", "json", "--map",
+                           "log_prob_mean=probe/answer_logprob")
+    check = next(c for c in json.loads(out)["checks"] if c["mode"] == "likelihood_displacement")
+    assert check["status"] != "skipped"
+
+
+# 7. Root cause and one plan -------------------------------------------------------------------
+
+def test_a_warmup_that_overshoots_names_the_lr_at_the_reward_peak():
+    d = diagnose(history.warmup_overshoot())
+    cause = d.root_cause
+    assert "the reward peaked at step 3" in cause.summary and "0.00038" in cause.summary
+    assert cause.first_action.startswith("learning_rate 0.0012 -> 0.00038")
+    lr_items = [p for p in d.plan if "learning_rate" in p.action]
+    assert len(lr_items) == 1 and len(lr_items[0].modes) >= 2
+
+
+def test_findings_and_incidents_are_on_a_timeline():
+    from grpo_doctor.root_cause import timeline
+
+    d = diagnose(history.dead_after_one_update())
+    steps = [e.step for e in timeline(d.checks)]
+    assert steps == sorted(steps) and steps[0] == 1
+
+
+def test_json_incidents_and_root_cause(capsys, tmp_path):
+    path = _csv(history.kl_blowup_recovers(), tmp_path / "run.csv")
+    code, out, _ = run_cli(capsys, "diagnose", path, "-f", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["root_cause"]["step"] == 10
+    kl = next(c for c in doc["checks"] if c["mode"] == "kl_drift")
+    assert set(kl["incidents"][0]) == {"step", "peak_step", "peak", "threshold",
+                                       "recovered_step", "metric", "severity", "summary"}
+    healthy = json.loads(run_cli(capsys, "diagnose", "--example", "healthy", "-f", "json")[1])
+    assert healthy["root_cause"] is None and healthy["plan"] == []
