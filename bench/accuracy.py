@@ -9,7 +9,11 @@ README). Per failure mode it prints:
   false alarm healthy runs on which the mode fired, critical and warning counted apart
   lead time   labeled step - first_alert_step of the same mode (median), and the share of
               labeled steps the same mode's first alert came at or before; a labeled step
-              comes from an objective rule, never from the tool
+              comes from an objective rule, never from the tool. A corpus label's step is where
+              its condition began (the first step of a 10-step window, say), which a live
+              monitor can only see later; so the labeling rule is also replayed live, on each
+              prefix of the log, and the first alert is compared with the step at which the
+              labeling rule itself could first have called it ("label live")
   verdicts    how many healthy runs were called healthy and how many inconclusive, and
               whether runs labeled too short to judge were called inconclusive
 Thresholds are the chapter's defaults: nothing is fitted to the runs being scored.
@@ -77,6 +81,38 @@ def step_rule(run: Run, rule: str) -> int | None:
     raise ValueError(rule)
 
 
+def label_live_steps(entry: dict) -> dict[str, int]:
+    """For a corpus run: per labeled mode, the first logged step whose prefix of the log
+    already makes the labeling rule (corpus/label.py) fire, found by replaying it on prefixes
+    (a coarse scan, then bisection, as grpo-doctor finds its own first alerts)."""
+    from corpus.label import READERS, canonical, label
+
+    series = READERS[entry["format"]](entry["path"])
+    steps = sorted({s for v in series.values() for s in v})
+
+    def fired(upto: int) -> set[str]:
+        cut = {k: {s: x for s, x in v.items() if s <= upto} for k, v in series.items()}
+        return set(label(canonical({k: v for k, v in cut.items() if v}))["modes"])
+
+    out = {}
+    for mode in entry["modes"]:
+        grid = sorted(set(np.linspace(0, len(steps) - 1, min(len(steps), 24)).round()
+                          .astype(int)))
+        lo, hi = -1, None
+        for idx in grid:
+            if mode in fired(steps[idx]):
+                hi = idx
+                break
+            lo = idx
+        if hi is None:
+            continue
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if mode in fired(steps[mid]) else (mid, hi)
+        out[mode] = steps[hi]
+    return out
+
+
 def load_labels(corpus: Path | None, real: Path | None) -> list[dict]:
     entries = []
     if corpus and (corpus / "labels.json").is_file():
@@ -86,7 +122,8 @@ def load_labels(corpus: Path | None, real: Path | None) -> list[dict]:
             if not path.exists():
                 path = ROOT / e["run"]
             entries.append({"path": path, "healthy": e.get("healthy"), "modes": e.get("modes", {}),
-                            "source": "corpus",
+                            "source": "corpus", "too_short": e.get("too_short"),
+                            "format": e.get("format"),
                             "collapse_step": e.get("accuracy_collapse_step")})
     if real and real.is_dir():
         data = json.loads((ROOT / "bench" / "real_runs_labels.json").read_text())
@@ -105,6 +142,7 @@ def main() -> None:
     hits: dict[str, list[bool]] = defaultdict(list)
     leads: dict[str, list[int]] = defaultdict(list)
     early: dict[str, list[bool]] = defaultdict(list)
+    early_live: dict[str, list[bool]] = defaultdict(list)
     false_crit: dict[str, int] = defaultdict(int)
     false_warn: dict[str, int] = defaultdict(int)
     healthy_runs = 0
@@ -146,6 +184,7 @@ def main() -> None:
                 first = min(c.first_alert_step for c in d.findings
                             if c.first_alert_step is not None)
                 collapse_leads.append(int(e["collapse_step"]) - first)
+            live = label_live_steps(e) if e["source"] == "corpus" and e["modes"] else {}
             for mode, spec in e["modes"].items():
                 check = d.check(mode)
                 hits[mode].append(check.fired)
@@ -158,10 +197,14 @@ def main() -> None:
                 if check.fired and label_step is not None and check.first_alert_step is not None:
                     leads[mode].append(int(label_step) - int(check.first_alert_step))
                     early[mode].append(check.first_alert_step <= int(label_step))
+                    # real runs' step rules are already the step a condition holds at
+                    live_step = live.get(mode, label_step if e["source"] == "real" else None)
+                    if live_step is not None:
+                        early_live[mode].append(check.first_alert_step <= int(live_step))
 
     modes = sorted(set(hits) | set(false_crit) | set(false_warn))
     print(f"{'mode':26s} {'recall':>12s} {'false crit':>10s} {'false warn':>10s} "
-          f"{'median lead':>12s} {'alert <= label':>14s}")
+          f"{'median lead':>12s} {'alert <= label':>14s} {'<= label live':>13s}")
     all_hits, all_leads = [], []
     for m in modes:
         h = hits.get(m, [])
@@ -170,8 +213,9 @@ def main() -> None:
         rec = f"{sum(h)}/{len(h)} ({sum(h) / len(h):.0%})" if h else "–"
         lead = f"{statistics.median(leads[m]):+.0f}" if leads.get(m) else "–"
         er = f"{sum(early[m])}/{len(early[m])}" if early.get(m) else "–"
+        el = f"{sum(early_live[m])}/{len(early_live[m])}" if early_live.get(m) else "–"
         print(f"{m:26s} {rec:>12s} {false_crit.get(m, 0):>10d} {false_warn.get(m, 0):>10d} "
-              f"{lead:>12s} {er:>14s}")
+              f"{lead:>12s} {er:>14s} {el:>13s}")
     if all_hits:
         share = sum(all_hits) / len(all_hits)
         print(f"\noverall recall {sum(all_hits)}/{len(all_hits)} ({share:.0%}); "
@@ -183,6 +227,10 @@ def main() -> None:
     if all_early:
         print(f"kind-matched first alert at or before the labeled step: {sum(all_early)}/"
               f"{len(all_early)} ({sum(all_early) / len(all_early):.0%})")
+    all_live = [x for v in early_live.values() for x in v]
+    if all_live:
+        print(f"kind-matched first alert at or before the labeling rule's own live call: "
+              f"{sum(all_live)}/{len(all_live)} ({sum(all_live) / len(all_live):.0%})")
     print("healthy runs called: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
     if too_short:
         ok = sum(1 for _, status in too_short if status == "inconclusive")

@@ -310,6 +310,8 @@ def label(c: dict) -> dict:
                                 f"min {np.nanmin(rmin):.3g})"}
                 break
 
+    _second_amendment(c, modes)
+
     acc = accuracy(c)
     collapse = accuracy_collapse_step(c)
     acc_collapsed = acc is not None and last20(acc[1]) < 0.5 * float(np.max(acc[1]))
@@ -374,13 +376,105 @@ def label(c: dict) -> dict:
 
     healthy = (not modes and acc is not None and last20(acc[1]) >= first20(acc[1])
                and float(np.max(acc[1])) >= 0.05)
+    n_steps = max((len(s) for k, s in c["all"].items() if k in c["train_keys"]), default=0)
     summary = {}
     if acc is not None:
         summary["accuracy_first20"] = round(first20(acc[1]), 3)
         summary["accuracy_last20"] = round(last20(acc[1]), 3)
         summary["accuracy_peak"] = round(float(np.max(acc[1])), 3)
     return {"modes": dict(sorted(modes.items(), key=lambda kv: kv[1]["step"])),
-            "healthy": healthy, "accuracy_collapse_step": collapse, "summary": summary}
+            "healthy": healthy, "accuracy_collapse_step": collapse, "summary": summary,
+            "too_short": n_steps < 10}
+
+
+def _keep_earlier(modes: dict[str, dict], mode: str, entry: dict) -> None:
+    if mode not in modes or entry["step"] < modes[mode]["step"]:
+        modes[mode] = {**modes.get(mode, {}), **entry}
+
+
+def rollmed(x: np.ndarray, k: int) -> np.ndarray:
+    """Centred rolling median of ``k`` points (shrinking at the ends)."""
+    h = k // 2
+    return np.array([np.median(x[max(0, i - h): i + h + 1]) for i in range(len(x))])
+
+
+def _fall(x: np.ndarray, amount: float, within: int = 5, held: int = 5) -> int | None:
+    """First index where the 3-point rolling median starts a fall of ``amount`` within
+    ``within`` steps from a level held (within half the fall) over the ``held`` before."""
+    m = rollmed(x, 3)
+    for i in range(len(m) - 1):
+        ahead = m[i + 1: i + 1 + within]
+        if len(ahead) and m[i] - ahead.min() >= amount and (
+                np.ptp(x[max(0, i - held + 1): i + 1]) <= amount / 2):
+            return i
+    return None
+
+
+def _second_amendment(c: dict, modes: dict[str, dict]) -> None:
+    """The rules of LABELING.md's second amendment (issue 12)."""
+    if "KL" in c:
+        steps, kl = _arr(c["KL"])
+        idx = np.nonzero(kl > 10)[0]
+        if len(idx):
+            top = float(np.nanmax(kl))
+            band = "0.5-5" if top < 5 else ("5-20" if top < 20 else ">20")
+            _keep_earlier(modes, "kl_drift", {
+                "step": int(steps[idx[0]]), "band": band,
+                "evidence": f"KL {kl[idx[0]]:.3g} > 10 at step {int(steps[idx[0]])}; max "
+                            f"{top:.3g}"})
+    if "G" in c:
+        steps, g = _arr(c["G"])
+        med = float(np.nanmedian(g))
+        i = consecutive((g >= 10 * med) & (g >= 1.0), 3)
+        if i is not None:
+            _keep_earlier(modes, "grad_explosion", {
+                "step": int(steps[i]),
+                "evidence": f"grad_norm >= max(10 x the run's median {med:.3g}, 1.0) on 3 "
+                            f"consecutive steps from {int(steps[i])}"})
+    if "H" in c:
+        steps, h = _arr(c["H"])
+        idx = np.nonzero(rollmed(h, 5) < 0.02)[0]
+        if len(idx):
+            _keep_earlier(modes, "entropy_collapse", {
+                "step": int(steps[idx[0]]),
+                "evidence": f"rolling-5 median entropy below 0.02 nats from step "
+                            f"{int(steps[idx[0]])}"})
+    if "G" in c and "R" in c:
+        g_steps, g = _arr(c["G"])
+        r_steps, r = _arr(c["R"])
+        band = 0.05 * float(np.ptp(r))
+        k = len(r)
+        while k > 0 and np.ptp(r[k - 1:]) <= band:
+            k -= 1
+        start = int(r_steps[k]) if k < len(r) else None
+        if start is not None:
+            dead_g = g[g_steps >= start]
+            zero_from = g_steps[::-1][np.argmax(g[::-1] > 1e-6)] + 1 if np.any(g > 1e-6) else 0
+            start = max(start, int(zero_from))
+            n = int(np.sum(r_steps >= start))
+            if (n >= 10 and n >= 0.2 * len(r) and len(dead_g)
+                    and np.all(g[g_steps >= start] <= 1e-6)):
+                _keep_earlier(modes, "no_learning_signal", {
+                    "step": start,
+                    "evidence": f"grad_norm <= 1e-6 and the reward within 5% of its range "
+                                f"over the last {n} logged steps"})
+    if "R" in c:
+        steps, r = _arr(c["R"])
+        amount = 0.6 * float(np.ptp(rollmed(r, 3)))
+        i = _fall(r, amount) if amount > 0 else None
+        if i is not None:
+            _keep_earlier(modes, "reward_overfit", {
+                "step": int(steps[i + 1]),
+                "evidence": f"rolling-3 median reward fell by >= {amount:.3g} within 5 steps "
+                            f"from step {int(steps[i])}"})
+    if "LP" in c:
+        steps, lp = _arr(c["LP"])
+        i = _fall(lp, 1.0, held=1)
+        if i is not None:
+            _keep_earlier(modes, "likelihood_displacement", {
+                "step": int(steps[i + 1]),
+                "evidence": f"rolling-3 median log-prob fell by >= 1 nat within 5 steps from "
+                            f"step {int(steps[i])}"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -401,6 +495,7 @@ def main(argv: list[str] | None = None) -> int:
             "format": rec["format"],
             "modes": lab["modes"],
             "healthy": lab["healthy"],
+            "too_short": lab["too_short"],
             "accuracy_collapse_step": lab["accuracy_collapse_step"],
             "crashed_at": rec["crashed_at"],
             "steps_logged": rec["steps_logged"],

@@ -117,6 +117,6 @@ RUNS: list[RunConfig] = [
        "lr=0.1 constant, no gradient clipping, beta=0: one catastrophic first update", seed=1,
        **dict(BASE, steps=150, lr=0.1, beta=0.0, max_grad_norm=None)),
     _r("warmup_overshoot", "verl", "wandb", "reward_overfit",
-       "linear warm-up to lr=3e-3 over 300 steps (30x the healthy lr at the end), grad clip 1.0",
-       seed=2, **dict(BASE, steps=300, lr=3e-3, schedule="warmup", warmup=300)),
+       "linear warm-up to lr=2e-2 over 300 steps (200x the healthy lr at the end), grad clip 1.0",
+       seed=2, **dict(BASE, steps=300, lr=2e-2, schedule="warmup", warmup=300)),
 ]

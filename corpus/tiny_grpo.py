@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"crashed_at={rec['crashed_at']} -> {rec['run']}", flush=True)
     order = {c.name: i for i, c in enumerate(RUNS)}
     manifest = {k: manifest[k] for k in sorted(manifest, key=lambda k: order.get(k, 999))
-                if k in order}
+                if k in order or "excerpt_of" in manifest[k]}  # excerpts: corpus/excerpts.py
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
     print(f"total {time.time() - t0:.0f}s for {len(todo)} runs", flush=True)
     return 0

@@ -37,7 +37,7 @@ CAN_CAUSE: dict[str, frozenset[str]] = {
     "grad_explosion": _ALL,
     "kl_drift": _ALL,
     "numerical_failure": _ALL,
-    "ratio_instability": _ALL - {"advantage_collapse"},
+    "ratio_instability": _ALL,
     "likelihood_displacement": frozenset({
         "entropy_blowup", "grad_explosion", "numerical_failure", "reward_overfit",
         "no_learning_signal", "ratio_instability", "length_hacking", "kl_drift",

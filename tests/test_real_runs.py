@@ -23,6 +23,12 @@ HEALTHY = [
     "notebook-tables/Qwen2_5_7B_VL_GRPO__2025-09-18_19455c9f_059b72.csv",
     "notebook-tables/Mistral_v0.3_(7B)-GRPO__2025-05-10_c1a161c6_cb9cdd.csv",
     "notebook-tables/DeepSeek_R1_0528_Qwen3_(8B)_GRPO__2025-06-05_fc0ecd2c_839abc.csv",
+    # Most groups all-correct (frac_reward_zero_std >= 0.8 on 37 of 40 logs), grad norm 0 on
+    # most logs: a false-alarm test for zero-variance detectors.
+    "trl-console/nips-grpo-dynamics_exp2_vanilla_rho1.0_seed42.log",
+    "trl-console/round2_sclr_first_l2.txt",  # one grad-norm spike of 85.9 the run shrugs off
+    "trainer-state/UnslothGRPO_checkpoint-250_trainer_state.json",
+    "trainer-state/Gemma-3-RL-Finetuning_checkpoint-250_trainer_state.json",
 ]
 
 FAILING = {
@@ -41,19 +47,63 @@ FAILING = {
     "c2f44ed1_46a6a6.csv": "kl_drift",
     "notebook-tables/OpenEnv_gpt_oss_(20B)_Reinforcement_Learning_2048_Game__2025-11-25_"
     "8a1c943e_2b8cd9.csv": "kl_drift",
+    # An incident the run came back from: KL 17.8 at step 71, 0.13 at step 72.
+    "trl-console/nips-grpo-dynamics_gate2_rho0.70_seed43.log": "kl_drift",
+    # Recurring one-log KL spikes (12-197), each gone at the next log.
+    "trainer-state/grpo-verified-reasoner_checkpoint-1134_trainer_state.json": "kl_drift",
+    "trl-console/SCU_TSC_docker_run.log": "advantage_collapse",
+    "trl-console/round2_sclr_first_l3.txt": "advantage_collapse",
+    "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log": "entropy_blowup",
+    # Completions collapse to a few tokens for steps 45-130, then come back.
+    "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log": "length_hacking",
+    "trainer-state/IITD_AAIPL_minesweeper_checkpoint-500_trainer_state.json": "length_hacking",
 }
+
+
+def _present(path: str) -> None:
+    if not (REAL_RUNS / path).exists():
+        pytest.skip(f"{path} not present")
 
 
 @pytest.mark.parametrize("path", HEALTHY)
 def test_healthy_real_runs_raise_no_alarm(path):
+    _present(path)
     for run in load_runs(REAL_RUNS / path):
         d = diagnose(run)
         assert not d.findings, [c.summary for c in d.findings]
+        assert d.status == "healthy", d.status_reason
 
 
 @pytest.mark.parametrize("path,mode", FAILING.items())
 def test_failing_real_runs_are_flagged(path, mode):
+    _present(path)
     (run,) = load_runs(REAL_RUNS / path)
     check = diagnose(run).check(mode)
     assert check.fired, check.summary
     assert check.first_alert_step is not None and check.onset_step <= check.first_alert_step
+
+
+def test_the_recovered_kl_blowup_is_an_incident_with_its_recovery():
+    path = "trl-console/nips-grpo-dynamics_gate2_rho0.70_seed43.log"
+    _present(path)
+    kl = diagnose(load_runs(REAL_RUNS / path)[0]).check("kl_drift")
+    assert kl.status.value == "warning"  # nothing followed it
+    (incident,) = kl.incidents
+    assert (incident.step, incident.recovered_step) == (71, 72)
+    assert incident.peak == pytest.approx(17.8, rel=0.01)
+
+
+def test_the_collapse_names_its_root_cause():
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    assert d.root_cause.mode == "entropy_blowup" and 130 <= d.root_cause.step <= 145
+    assert d.check("no_learning_signal").fired  # grad norm 0 on the last logs, reward 0
+
+
+def test_two_runs_in_one_log_first_is_nan():
+    path = "trl-console/RLDecisionAgent_train_grpo.log"
+    _present(path)
+    first, second = (diagnose(r) for r in load_runs(REAL_RUNS / path))
+    assert first.check("numerical_failure").status.value == "critical"
+    assert not second.check("numerical_failure").fired

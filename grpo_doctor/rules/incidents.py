@@ -94,10 +94,11 @@ def above(run: Run, metric: str, name: str, threshold: float, *, sustained: int,
 
 
 def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
-            min_drop: float = 0.0, noise_units: float = 4.0) -> list[Incident]:
+            min_drop: float = 0.0, noise_units: float = 4.0,
+            of_level: float | None = None, held: bool = True) -> list[Incident]:
     """Fast falls of ``metric``: at least ``share`` of its smoothed range (and ``min_drop``,
     and ``noise_units`` times its noise) lost within ``within`` logged points, from a level
-    held for the 5 points before (within half the fall). Critical when it
+    ``held`` for the 5 points before (within half the fall). Critical when it
     never came back; a warning when it did after staying down at least ``2 * within`` points
     (a dip that is back within a few points is a bad batch, however deep)."""
     steps, v = series(run, metric)
@@ -108,12 +109,16 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
     # step, which swings between its extremes by chance, has no "crashes".
     diffs = np.abs(np.diff(v))
     noise = 1.4826 * float(np.median(diffs)) / np.sqrt(2)
-    amount = max(share * float(np.ptp(smooth)), min_drop, noise_units * noise)
+    # ``of_level``: a fall measured against the series' typical level (a length collapsing to
+    # a few tokens), not against its range.
+    scale = float(np.median(smooth)) if of_level is not None else float(np.ptp(smooth))
+    amount = max((of_level if of_level is not None else share) * scale, min_drop,
+                 noise_units * noise)
     out = []
     for ep in falls(v, amount, within):
         if ep.recovered is not None and ep.recovered - ep.start < 2 * within:
             continue  # back within a few points: a bad batch, not an incident
-        if np.ptp(v[max(0, ep.start - 4):ep.start + 1]) > amount / 2:
+        if held and np.ptp(v[max(0, ep.start - 4):ep.start + 1]) > amount / 2:
             continue  # no level to fall from: a series swinging between its extremes
         start_level, bottom = float(smooth[ep.start]), float(smooth[ep.peak])
         text = (f"{name} crashed from {fmt(start_level)} to {fmt(bottom)} between steps "

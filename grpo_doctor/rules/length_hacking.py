@@ -35,6 +35,7 @@ import numpy as np
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import (
     Outcome,
@@ -125,11 +126,22 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                     f"({fmt(l0)} -> {fmt(lc)} tokens)",
                            "onset": snap_to_logged(run, LEN, knot), "metric": LEN,
                            "collapse": True})
-    if not shapes:
+    collapses = [i for i in inc.crashes(run, LEN, "mean completion length", share=0.0,
+                                        within=5, of_level=1 - p["collapse_ratio"])
+                 if i.recovered_step is not None]  # one that stayed down is a shape above
+    if not shapes and not collapses:
         text = (f"length {fmt(head_tail(m)[0])} -> {fmt(head_tail(m)[1])} tokens"
                 if len(m) >= 2 else "length steady")
         return Outcome(Status.OK, text + ", no truncation pile-up",
                        key_metric=LEN if len(m) else TRUNC)
+    if not shapes:
+        first = collapses[0]
+        summary = f"length collapse the run came back from: {inc.describe(collapses)}"
+        return Outcome(Status.WARNING, summary, onset_step=first.step,
+                       evidence={"threshold": f"length below {p['collapse_ratio']:.0%} of its "
+                                              "usual level within a few logged points"},
+                       remedies=_collapse_remedies(), key_metric=LEN,
+                       incidents=tuple(collapses))
     onset = min(int(s["onset"]) for s in shapes)
     progress = reward_progress(run, float(onset))
     stalled = progress.logged and not progress.improving and len(m) >= 30
@@ -150,8 +162,20 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         if pinned else "length-normalise the reward; gate any length/cost reward on correctness",
         "check the reward for a length preference (correlate reward with length)",
     )
+    if collapses:
+        onset = min(onset, collapses[0].step)
+        summary += f"; earlier: {inc.describe(collapses, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
-                   key_metric=str(shapes[0]["metric"]))
+                   key_metric=str(shapes[0]["metric"]), incidents=tuple(collapses))
+
+
+def _collapse_remedies() -> tuple[str, ...]:
+    return (
+        "look at the short completions: a length or cost reward the policy learned to game, "
+        "or an early stop token",
+        "gate any length/cost reward on correctness; length-normalise the reward",
+        "check the reward for a length preference (correlate reward with length)",
+    )
 
 
 RULE = Rule(

@@ -69,8 +69,9 @@ PARAMS = (
 
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, lp = series(run, LOGP)
+    # A fall of a whole nat is no noise: no steady level before it is asked for.
     crashes = inc.crashes(run, LOGP, "mean log-prob", share=0.5, within=int(p["crash_points"]),
-                          min_drop=p["crash_nats"])
+                          min_drop=p["crash_nats"], held=False)
     if len(lp) < 8 and not crashes:
         raise Skip("needs at least 8 logged log-prob values")
     if len(lp) < 8:

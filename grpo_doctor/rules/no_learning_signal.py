@@ -55,7 +55,7 @@ LOSS = Metric.LOSS.value
 
 PARAMS = (
     Param("min_points", 5, "logged points the dead stretch must last"),
-    Param("min_fraction", 0.2, "share of the log the dead stretch must cover"),
+    Param("min_fraction", 0.1, "share of the log the dead stretch must cover"),
     Param("zero_grad", 1e-8, "a gradient norm at or below this is no gradient"),
     Param("reward_band", 0.05, "share of the reward's range over the run it may move and "
           "still be flat"),

@@ -14,8 +14,9 @@ Why it matters
 
 How it is detected
     Rolling median over ~5% of the points (so spikes do not make peaks); the peak must be
-    followed by at least ``min_after`` of the log; Mann-Kendall (Hamed-Rao corrected) must find
-    a significant rise up to the peak and a significant decline after it. Onset = the peak
+    followed by at least ``min_after`` of the log; the rise up to the peak must be significant
+    (Mann-Kendall, Hamed-Rao corrected) or many times the reward's step-to-step noise, and the
+    fall after it significant or a drop that stays down. Onset = the peak
     (where it turned). Critical when more than ``giveback_critical`` of the gain is gone.
 
 False positives
@@ -65,7 +66,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     w = max(5, len(r) // 20) | 1
     smooth = rolling_median(r, w)
     peak = int(np.argmax(smooth))
-    start = float(np.median(smooth[: max(3, len(r) // 10)]))
+    # The start is the first few points: a fast rise would otherwise be part of the "start".
+    start = float(np.median(r[: max(3, len(r) // 20)]))
     now = float(np.median(r[-max(3, len(r) // 10):]))
     gain = smooth[peak] - start
     lost = (smooth[peak] - now) / gain if gain > 0 else 0.0
@@ -74,10 +76,18 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                    "reward_now": round(now, 4), "peak_step": int(steps[peak]),
                                    "share_of_gain_lost": round(lost, 3)}
     after = len(r) - 1 - peak
-    declining = after >= 4 and mann_kendall(steps[peak:], r[peak:]).decreasing(p["alpha"])
+    # The fall: a significant downward trend, or a drop that stays down (a step down to a
+    # low plateau has no monotone trend to test).
+    stays_down = after > w and float(np.median(r[peak + w:])) <= smooth[peak] - p["giveback"] * gain
+    declining = after >= 4 and (
+        mann_kendall(steps[peak:], r[peak:]).decreasing(p["alpha"]) or stays_down)
     # The rise must be real too: a noisy flat reward has peaks and falls but no climb (a live
-    # monitor would otherwise call every early wobble).
-    rose = peak >= 4 and mann_kendall(steps[: peak + 1], r[: peak + 1]).increasing(p["alpha"])
+    # monitor would otherwise call every early wobble): a significant upward trend, or a
+    # climb of many times the reward's step-to-step noise.
+    noise = 1.4826 * float(np.median(np.abs(np.diff(r)))) / np.sqrt(2)
+    rose = peak >= 4 and (
+        mann_kendall(steps[: peak + 1], r[: peak + 1]).increasing(p["alpha"])
+        or (gain > 0 and gain >= 6 * noise))
     if not (after >= p["min_after"] * len(r) and lost >= p["giveback"] and declining and rose):
         if crashes:
             return _crashes_only(run, crashes, evidence)
