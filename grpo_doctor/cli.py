@@ -245,6 +245,46 @@ def audit(
 
 
 @app.command()
+def compare(
+    sources: Annotated[list[str], typer.Argument(
+        help="Two or more runs, any source diagnose reads (wandb://... too); the first is the "
+        "reference.")],
+    format: Annotated[str, typer.Option(
+        "--format", "-f", help="Report format: terminal, json or markdown.")] = "terminal",
+    html: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--html", help="Also write a self-contained HTML page with the runs' curves overlaid "
+        "and the parting steps marked.")] = None,
+    map: MapOpt = [],  # noqa: B006
+    set: SetOpt = [],  # noqa: B006
+    config: ConfigOpt = None,
+    input_format: InputFormatOpt = None,
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """Compare runs with the first: config diff, where they part, findings diff.
+
+    Per metric, the first step from which a run differs from the reference beyond what their
+    own noise explains (a windowed test that accounts for autocorrelation). Exit code 0, or 2
+    on bad input.
+    """
+    from grpo_doctor.compare import compare_sources
+    from grpo_doctor.errors import ConfigError
+    from grpo_doctor.reporters import compare_report as report
+
+    if format not in ("terminal", "json", "markdown"):
+        raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
+    settings = _settings(config, map, set, [], [], None)
+    comparison, runs = compare_sources(sources, settings, input_format=input_format)
+    if html is not None:
+        from grpo_doctor.atomic import write_atomic
+
+        write_atomic(html, report.render_compare_html(comparison, runs), force=force)
+    render = {"terminal": report.render_compare_text, "json": report.render_compare_json,
+              "markdown": report.render_compare_markdown}[format]
+    _emit(render(comparison), output, force)
+
+
+@app.command()
 def fetch(
     target: Annotated[str, typer.Argument(
         metavar="ENTITY/PROJECT[/RUN_ID]",

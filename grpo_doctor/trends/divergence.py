@@ -14,8 +14,8 @@ Two curves of one metric go onto a common step grid, and the test runs on their 
   show, is not parting.
 * **The step** is where the gap opened: Page's CUSUM for a shift of ``d`` from 0 to its level
   over that stretch, read back to its last reset before the first significant window ends (the
-  classic estimate of when a mean began to move); when the difference before it is itself
-  beyond the noise on the same side, the runs differed from the first common step.
+  classic estimate of when a mean began to move). A gap there from the start never resets it:
+  the runs differ from the first common step.
 
 A point difference is never enough: a lone spike moves a window's mean by 1/``window`` of it.
 """
@@ -137,7 +137,7 @@ def parting(steps: np.ndarray, a: np.ndarray, b: np.ndarray, *, window: int | No
         run_sign = sign
         if run_len == persist:
             first = starts[j - persist + 1]
-            return _dated(steps, a, b, d, scale, first, i + w, w, alpha)
+            return _dated(steps, a, b, d, scale, first, i + w, w)
     return None
 
 
@@ -150,18 +150,13 @@ def _window_test(seg: np.ndarray, scale: float) -> tuple[float, float]:
 
 
 def _dated(steps: np.ndarray, a: np.ndarray, b: np.ndarray, d: np.ndarray, scale: float,
-           first: int, end: int, w: int, alpha: float) -> Parting:
-    """The parting step: the start of the excursion that reached the significant stretch (see
-    :func:`gap_start`), or the first step when ``d`` before it was already beyond the noise on
-    the same side."""
+           first: int, end: int, w: int) -> Parting:
+    """The parting step: where the excursion that reached the significant stretch began (see
+    :func:`gap_start`), no later than the first significant window's last point."""
     z_first, p_first = _window_test(d[first:first + w], scale)
     sign = 1.0 if z_first > 0 else -1.0
     gap = float(np.mean(sign * d[first:end]))
     k = min(gap_start(sign * d[:first + w], gap), first + w - 1)
-    if k > 0:
-        z_before, p_before = _window_test(d[:k], scale)
-        if p_before < alpha and np.sign(z_before) == sign:
-            k = 0
     lo, hi = first, min(len(steps), first + w)
     return Parting(step=int(round(steps[k])), z=z_first, p=p_first,
                    window=(int(round(steps[lo])), int(round(steps[hi - 1]))),
