@@ -3,10 +3,11 @@
 Two curves of one metric go onto a common step grid, and the test runs on their difference
 ``d = b - a``, window by window:
 
-* **Noise.** Each run's own step-to-step noise (the robust spread of its first differences,
-  which a slow trend barely moves), the two combined as independent, and inflated within each
-  window for serial correlation by Hamed and Rao's n/n* (the correction the Mann-Kendall test
-  uses: a curve that wanders is not a curve that moved).
+* **Noise.** Each run's own noise (the robust spread of its values around their rolling
+  median over a window: a trend is not noise, a wander shorter than the window is), the two
+  combined as independent, and inflated within each window for serial correlation by Hamed
+  and Rao's n/n* (the correction the Mann-Kendall test uses: a curve that wanders is not a
+  curve that moved).
 * **A window** of ``window`` points is significant when its mean difference is beyond what
   that noise explains (two-sided p below ``alpha``).
 * **Parting** needs ``persist`` consecutive half-overlapping windows significant with the same
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_doctor.trends.binning import MAX_POINTS, finite
+from grpo_doctor.trends.binning import MAX_POINTS, finite, rolling_median
 from grpo_doctor.trends.monotonic import _normal_sf, variance_inflation
 
 #: Per-window significance (two-sided); ``PERSIST`` same-sign windows in a row make a parting.
@@ -89,15 +90,21 @@ def common_grid(steps_a: np.ndarray, values_a: np.ndarray, steps_b: np.ndarray,
     return np.asarray(grid), np.asarray(a), np.asarray(b)
 
 
-def step_noise(values: np.ndarray) -> float:
-    """A run's own step-to-step noise: 1.4826 x the MAD of its first differences / sqrt(2)
-    (their plain standard deviation when most differences are equal, as for a 0/1 metric that
-    is mostly 0); 0 for a constant series."""
-    d = np.diff(np.asarray(values, dtype=np.float64))
-    if len(d) == 0:
+def run_noise(values: np.ndarray, window: int) -> float:
+    """A run's own noise for means over ``window`` points, as a standard deviation per point:
+    the spread of its values around their rolling median over 3 windows (a trend is not noise;
+    a wander at the scale of a window is), times the square root of Hamed and Rao's n/n* of
+    those residuals over lags up to a window (serially correlated points carry less
+    information, so a window's mean varies more). 0 for a constant series."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) < 2:
         return 0.0
-    mad = float(np.median(np.abs(d - np.median(d)))) * 1.4826
-    return (mad if mad > 0 else float(np.std(d))) / math.sqrt(2.0)
+    resid = v - rolling_median(v, (3 * window) | 1)
+    mad = float(np.median(np.abs(resid - np.median(resid)))) * 1.4826
+    spread = mad if mad > 0 else float(np.std(resid))  # a 0/1 metric that is mostly 0
+    if spread == 0.0:
+        return 0.0
+    return spread * math.sqrt(variance_inflation(resid))
 
 
 def default_window(n: int) -> int:
@@ -124,7 +131,7 @@ def parting(steps: np.ndarray, a: np.ndarray, b: np.ndarray, *, window: int | No
     # Noise floor: a relative difference below float32's resolution (TensorBoard stores float32)
     # is one value written twice, not two values (a learning rate of 1e-4 in both runs).
     magnitude = max(float(np.abs(a).max()), float(np.abs(b).max()))
-    scale = max(math.hypot(step_noise(a), step_noise(b)), RESOLUTION * magnitude)
+    scale = max(math.hypot(run_noise(a, w), run_noise(b, w)), RESOLUTION * magnitude)
     if scale == 0.0:  # both constant zero
         return None
     hop = max(1, w // 2)
@@ -143,9 +150,7 @@ def parting(steps: np.ndarray, a: np.ndarray, b: np.ndarray, *, window: int | No
 
 def _window_test(seg: np.ndarray, scale: float) -> tuple[float, float]:
     """z and two-sided p of a window's mean difference against the runs' noise."""
-    mean = float(seg.mean())
-    inflation = variance_inflation(seg - mean)
-    z = mean / (scale * math.sqrt(inflation / len(seg)))
+    z = float(seg.mean()) / (scale / math.sqrt(len(seg)))
     return z, min(1.0, 2.0 * _normal_sf(abs(z)))
 
 
