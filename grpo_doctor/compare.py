@@ -126,7 +126,9 @@ class Comparison:
 # --- config ----------------------------------------------------------------------------------
 
 
-def _knob_value(run: Run, knob: knobs.Knob) -> tuple[Any, str | None]:
+def knob_value(run: Run, knob: knobs.Knob) -> tuple[Any, str | None]:
+    """A knob's value in ``run`` and where it came from: its config, else the logged metric's
+    peak (a schedule's configured value), else (None, None)."""
     value, origin = knobs.current(run, knob)
     if origin is not None and origin.startswith("logged") and knob.metric:
         _, logged = run.finite_series(knob.metric)
@@ -155,7 +157,7 @@ def config_diff(runs: Sequence[Run]) -> tuple[dict[str, list[Any]], dict[str, li
     origin: dict[str, list[str | None]] = {}
     used: list[set[str]] = [set() for _ in runs]
     for name, knob in KNOBS.items():
-        found = [_knob_value(run, knob) for run in runs]
+        found = [knob_value(run, knob) for run in runs]
         for keys, (_, where) in zip(used, found):
             if where is not None and not where.startswith("logged"):
                 keys.add(where)
