@@ -221,8 +221,9 @@ def compare_chart(comparison: Comparison, runs: Sequence[Run], metric: str):
 
 
 def render_compare_html(comparison: Comparison, runs: Sequence[Run]) -> str:
-    """One self-contained page: the comparison's tables and, per metric that parts (then the
-    main metrics), the runs' curves overlaid with the parting steps marked."""
+    """One self-contained page: the comparison's tables and, per metric that parts (the main
+    metrics first), then per main metric that does not, the runs' curves overlaid with the
+    parting steps marked."""
     from grpo_doctor import __version__
     from grpo_doctor.reporters import html as h
 
@@ -259,7 +260,9 @@ def render_compare_html(comparison: Comparison, runs: Sequence[Run]) -> str:
         body.append(f'<section class="card" id="findings"><h2>Findings</h2><table><thead><tr>'
                     f'<th>mode</th>{heads}</tr></thead><tbody>{f_rows}</tbody></table></section>')
     parted = list(dict.fromkeys(metric for _, metric, _, _ in found))
-    shown = parted + [m for m in _MAIN if m in comparison.metrics and m not in parted]
+    main = [m for m in _MAIN if m in comparison.metrics]
+    shown = ([m for m in main if m in parted] + [m for m in parted if m not in main]
+             + [m for m in main if m not in parted])
     scripts = []
     for metric in shown:
         if all(h.metric_series(run, metric) is None for run in runs[:1]):
