@@ -4,6 +4,9 @@ with the default worker pool.
     python bench/audit_bench.py                      # 1000 runs x 2000 steps
     python bench/audit_bench.py --runs 200           # a quicker check
     python bench/audit_bench.py --runs 100 --profile # where one process spends its time
+    python bench/audit_bench.py --scaling 10,100,300,1000 --shards 4
+                                  # audit time against the number of runs, then the largest
+                                  # audit as 4 shards merged (audit --shard, audit-merge)
 
 Target: 1000 runs x 2000 steps in <= 60 s on 2 cores.
 
@@ -110,6 +113,49 @@ def profile(paths: list[str]) -> str:
     return out.getvalue()
 
 
+def scaling(folder: Path, counts: list[int], shards: int) -> None:
+    """Audit the first n runs for each n (default workers), then the largest as ``shards``
+    shards one after another, merged, and written as parquet: how the cost grows."""
+    import json
+
+    from grpo_doctor import fleet
+    from grpo_doctor.audit import audit
+    from grpo_doctor.reporters.audit_report import render_audit_json
+
+    files = sorted(folder.glob("run-*.csv"))
+    print("\n| runs | wall time | CPU time | CPU ms/run | runs/s (wall) |")
+    print("|---|---|---|---|---|")
+    for n in counts:
+        sub = folder / f"first-{n}"
+        sub.mkdir()
+        for f in files[:n]:
+            os.link(f, sub / f.name)
+        wall, cpu, _ = timed([str(sub)], None)
+        print(f"| {n} | {wall:.1f} s | {cpu:.1f} s | {1000 * cpu / n:.0f} | {n / wall:.1f} |")
+    largest = folder / f"first-{max(counts)}"
+    reports, walls = [], []
+    for k in range(1, shards + 1):
+        start = time.perf_counter()
+        result = audit([str(largest)], shard=(k, shards))
+        walls.append(time.perf_counter() - start)
+        path = folder / f"shard-{k}.json"
+        path.write_text(render_audit_json(result))
+        reports.append(path)
+    start = time.perf_counter()
+    merged = fleet.merge(reports)
+    merge_s = time.perf_counter() - start
+    start = time.perf_counter()
+    table = fleet.to_parquet(merged)
+    parquet_s = time.perf_counter() - start
+    whole = audit([str(largest)])
+    same = json.loads(render_audit_json(merged)) == json.loads(render_audit_json(whole))
+    runs_per_shard = [len(json.loads(p.read_text())["runs"]) for p in reports]
+    print(f"\n{shards} shards of {max(counts)} runs: {runs_per_shard} runs each, "
+          f"{min(walls):.1f}-{max(walls):.1f} s each (the slowest shard is a matrix's wall "
+          f"time), merge {merge_s:.2f} s, parquet {parquet_s:.2f} s "
+          f"({len(table) / 1024:.0f} KiB), merged == whole audit: {same}")
+
+
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -117,7 +163,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--profile", action="store_true",
                         help="profile an in-process audit instead of timing")
+    parser.add_argument("--scaling", help="comma-separated run counts: audit time against "
+                        "the number of runs (generates the largest)")
+    parser.add_argument("--shards", type=int, default=4,
+                        help="with --scaling: audit the largest count as this many shards")
     args = parser.parse_args(argv)
+    if args.scaling:
+        counts = sorted(int(x) for x in args.scaling.split(","))
+        with tempfile.TemporaryDirectory(prefix="grpo-doctor-bench-") as tmp:
+            generate(Path(tmp), max(counts), args.steps)
+            print(f"generated {max(counts)} runs x {args.steps} steps ({os.cpu_count()} CPUs)")
+            scaling(Path(tmp), counts, args.shards)
+        return 0
     with tempfile.TemporaryDirectory(prefix="grpo-doctor-bench-") as tmp:
         folder = Path(tmp)
         start = time.perf_counter()

@@ -29,6 +29,9 @@ PROMPT_LEN = KMAX + 3  # BOS OP x1..xk SEP, left-padded with PAD
 class RunConfig:
     name: str
     seed: int = 0
+    # The RL phase's seed (sampled prompts and completions) when it differs from ``seed``, which
+    # then makes only the pre-trained base: two RL seeds of one recipe from one checkpoint.
+    rl_seed: int | None = None
     framework: str = "trl"  # metric names: "trl" | "verl"
     fmt: str = "csv"  # "tensorboard" | "wandb" | "trainer_state" | "csv"
     intent: str = "healthy"  # what the configuration was meant to induce (not a label)
@@ -80,6 +83,8 @@ class RunConfig:
         for k, v in d.items():
             if isinstance(v, tuple):
                 d[k] = list(v)
+        if d["rl_seed"] is None:  # the runs made before rl_seed existed keep their manifest
+            del d["rl_seed"]
         return d
 
 
@@ -195,6 +200,9 @@ def run(cfg: RunConfig, log=None) -> tuple[list[dict], dict]:
     mcfg = ModelConfig(vocab=task.VOCAB, d_model=cfg.d_model, n_layers=cfg.n_layers)
     policy = TinyPolicy(mcfg)
     pretrain(cfg, policy, rng)
+    if cfg.rl_seed is not None:
+        torch.manual_seed(cfg.rl_seed)
+        rng = np.random.default_rng(cfg.rl_seed)
     ref = TinyPolicy(mcfg)
     ref.load_state_dict(policy.state_dict())
     ref.requires_grad_(False)

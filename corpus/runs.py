@@ -120,3 +120,22 @@ RUNS: list[RunConfig] = [
        "linear warm-up to lr=2e-2 over 300 steps (200x the healthy lr at the end), grad clip 1.0",
        seed=2, **dict(BASE, steps=300, lr=2e-2, schedule="warmup", warmup=300)),
 ]
+
+# For `grpo-doctor compare` (tests/fixtures/compare, not labeled, not in the accuracy bench):
+# the corpus's seeds also change the pre-trained base (each seed pre-trains its own), so here
+# two more RL seeds from healthy_s1's base, and lr_too_high's recipe under TRL's names (its
+# TensorBoard log carries the config as HF's `args` text; the training is lr_too_high's).
+COMPARE_RUNS: list[RunConfig] = [
+    _r("healthy_s1_rl2", "trl", "tensorboard", "healthy",
+       "base recipe, lr=1e-4, beta=0.04, healthy_s1's pre-trained base, RL seed 2", seed=1,
+       rl_seed=2, **HEALTHY),
+    _r("healthy_s1_rl3", "trl", "tensorboard", "healthy",
+       "base recipe, lr=1e-4, beta=0.04, healthy_s1's pre-trained base, RL seed 3", seed=1,
+       rl_seed=3, **HEALTHY),
+    _r("lr_too_high_trl", "trl", "tensorboard", "entropy_collapse",
+       "lr=3e-3 (30x the healthy lr), grad clip 1.0: lr_too_high under TRL's names", seed=1,
+       **dict(BASE, steps=250, lr=3e-3)),
+]
+
+#: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
+RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS}

@@ -1,6 +1,7 @@
 """Generate the corpus: train every run of corpus/runs.py and write its log.
 
     python -m corpus.tiny_grpo --out tests/fixtures/corpus [--jobs 2] [--only NAME ...]
+    python -m corpus.tiny_grpo --set compare --out tests/fixtures/compare --jobs 2
     python -m corpus.label --out tests/fixtures/corpus
 
 Each run is a real GRPO training of a tiny transformer on this CPU (one thread per run).
@@ -19,15 +20,15 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 
-def _one(idx: int, name: str, out: str) -> dict:
+def _one(idx: int, name: str, out: str, run_set: str = "corpus") -> dict:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
 
     from corpus import grpo, writers
-    from corpus.runs import RUNS
+    from corpus.runs import RUN_SETS
 
     torch.set_num_threads(1)
-    cfg = next(c for c in RUNS if c.name == name)
+    cfg = next(c for c in RUN_SETS[run_set] if c.name == name)
     rows, info = grpo.run(cfg, log=lambda s: print(s, file=sys.stderr, flush=True))
     folder = f"{idx:02d}_{cfg.name}"
     run_dir = Path(out) / folder
@@ -53,14 +54,17 @@ def _one(idx: int, name: str, out: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from corpus.runs import RUNS
+    from corpus.runs import RUN_SETS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="tests/fixtures/corpus")
     ap.add_argument("--jobs", type=int, default=1, help="parallel runs (at most 2)")
     ap.add_argument("--only", nargs="*", help="run names to (re)generate")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--set", dest="run_set", choices=sorted(RUN_SETS), default="corpus",
+                    help="the labeled corpus (default) or the compare fixtures")
     args = ap.parse_args(argv)
+    RUNS = RUN_SETS[args.run_set]
     if args.list:
         for i, c in enumerate(RUNS, 1):
             print(f"{i:02d} {c.name:28s} {c.framework:5s} {c.fmt:14s} {c.intent}")
@@ -73,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     jobs = max(1, min(2, args.jobs))
     with ProcessPoolExecutor(max_workers=jobs) as ex:
-        futs = {ex.submit(_one, i, n, str(out)): n for i, n in todo}
+        futs = {ex.submit(_one, i, n, str(out), args.run_set): n for i, n in todo}
         for fut, n in futs.items():
             rec = fut.result()
             manifest[n] = rec

@@ -123,6 +123,11 @@ def _eval_key(cfg) -> str:
     return "eval/accuracy" if cfg.framework == "trl" else VERL_EVAL_KEY
 
 
+def train_seed(cfg) -> int:
+    """The seed a trainer's config names: the RL run's (the base model is a checkpoint)."""
+    return cfg.rl_seed if cfg.rl_seed is not None else cfg.seed
+
+
 def _trainer_args(cfg) -> dict:
     """The run's hyper-parameters in TRL's GRPOConfig vocabulary (plus the toy task's knobs)."""
     return {
@@ -150,7 +155,7 @@ def _trainer_args(cfg) -> dict:
         "entropy_coef": cfg.entropy_coef,
         "logging_steps": 1,
         "eval_steps": cfg.eval_every,
-        "seed": cfg.seed,
+        "seed": train_seed(cfg),
         "run_name": cfg.name,
     }
 
@@ -182,7 +187,7 @@ def _verl_config(cfg) -> dict:
         },
         "data": {"train_batch_size": cfg.batch_prompts},
         "trainer": {"total_training_steps": cfg.steps, "test_freq": cfg.eval_every,
-                    "experiment_name": cfg.name, "seed": cfg.seed},
+                    "experiment_name": cfg.name, "seed": train_seed(cfg)},
         "reward": {"weights": dict(cfg.weights)},
     }
 

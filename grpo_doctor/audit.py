@@ -48,6 +48,7 @@ from grpo_doctor.config import Settings, failing_statuses
 from grpo_doctor.engine import DoctorConfig, diagnose
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
 from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION
+from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.importers import HEAD_BYTES, Importer, detect_format, load_runs, registry
 from grpo_doctor.reporters.json_report import to_json_obj
 
@@ -314,7 +315,8 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
             runs = load_runs(src.path, format=fmt, column_map=column_map)
             for run in runs:
                 require_metrics(run)
-            return {"runs": [to_json_obj(diagnose(run, cfg)) for run in runs]}
+            return {"runs": [{**to_json_obj(diagnose(run, cfg)), "context": run_context(run)}
+                             for run in runs]}
     except GrpoDoctorError as exc:
         return {"error": _one_line(exc)}
     except Exception as exc:
@@ -448,12 +450,13 @@ class AuditResult:
     errors: tuple[AuditError, ...]  # by source
     fail_on: str = "critical"
     baseline: Baseline | None = None
+    shard: str | None = None  # "K/N" when this is one shard of an audit (grpo_doctor.fleet)
 
     def judged(self, fail_on: str, baseline: Baseline | None) -> AuditResult:
         """The same runs judged against ``fail_on`` and ``baseline`` (None: every finding at or
         above ``fail_on`` fails)."""
         runs = tuple(_judge(r, fail_on, baseline) for r in self.runs)
-        return AuditResult(runs, self.errors, fail_on, baseline)
+        return AuditResult(runs, self.errors, fail_on, baseline, self.shard)
 
     def summary(self) -> dict[str, int | None]:
         status = Counter(r.status for r in self.runs)
@@ -470,7 +473,7 @@ class AuditResult:
     def exit_code(self, *, strict: bool = False) -> int:
         """2 when no run could be read; 1 for a failing finding, for an inconclusive run under
         ``--fail-on inconclusive`` or ``strict``, or (``strict``) an error row; else 0."""
-        if not self.runs:
+        if not self.runs and self.shard is None:  # a shard may hold no run
             return EXIT_ERROR
         unjudged = "inconclusive" in failing_statuses(self.fail_on, strict=strict) and any(
             r.status == "inconclusive" for r in self.runs)
@@ -480,8 +483,9 @@ class AuditResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--format json`` document."""
-        return {"schema_version": SCHEMA_VERSION, "runs": [r.to_dict() for r in self.runs],
-                "errors": [e.to_dict() for e in self.errors], "summary": self.summary()}
+        doc = {"schema_version": SCHEMA_VERSION, "runs": [r.to_dict() for r in self.runs],
+               "errors": [e.to_dict() for e in self.errors], "summary": self.summary()}
+        return {**doc, "shard": self.shard} if self.shard else doc
 
 
 def _judge(run: AuditedRun, fail_on: str, baseline: Baseline | None) -> AuditedRun:
@@ -519,8 +523,11 @@ def audit(
     since: datetime | None = None,
     progress: ProgressFn | None = None,
     baseline: Baseline | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> AuditResult:
     """Diagnose every run found under ``paths`` (see the module docstring).
+
+    ``shard=(K, N)``: only the sources of shard K of N (see :mod:`grpo_doctor.fleet`).
 
     ``jobs``: worker processes (default: one per CPU; 1 runs in this process). Raises
     :class:`~grpo_doctor.errors.GrpoDoctorError` for bad settings, a path that does not exist,
@@ -536,14 +543,18 @@ def audit(
     for rule in cfg.rules():  # bad --select/--ignore/--set: one usage error, before any work
         cfg.params_for(rule)
     sources, errors = expand(paths, since)
+    sources = [src for src in sources if in_shard(src.key, shard)]
+    errors = [e for e in errors if in_shard(e.source, shard)]
     results = _run_all(sources, column_map, cfg, jobs, progress) if sources else []
     found: list[tuple[str, dict[str, Any]]] = []
     for src, result in zip(sources, results):
         if "error" in result:
             errors.append(AuditError(src.key, result["error"]))
         found += [(src.key, record) for record in result.get("runs", [])]
-    if not found and not errors:
+    if not found and not errors and shard is None:
         when = f" modified since {since.isoformat()}" if since else ""
         raise InputError(f"no training log found{when} in {', '.join(paths)}")
     errors.sort(key=lambda e: (e.source, e.error))
-    return AuditResult(tuple(_labelled(found)), tuple(errors)).judged(s.fail_on, baseline)
+    label = f"{shard[0]}/{shard[1]}" if shard else None
+    return AuditResult(tuple(_labelled(found)), tuple(errors), shard=label).judged(s.fail_on,
+                                                                                   baseline)

@@ -71,7 +71,7 @@ def _settings(config: Path | None, maps: list[str], sets: list[str], select: lis
                  fail_on=fail_on)
 
 
-def _emit(text: str, output: Path | None, force: bool) -> None:
+def _emit(text: str | bytes, output: Path | None, force: bool) -> None:
     if output is None:
         sys.stdout.write(text)
         return
@@ -167,7 +167,8 @@ def diagnose(
 
 
 AuditFormatOpt = Annotated[str, typer.Option(
-    "--format", "-f", help="Report format: terminal, json, junit or markdown.")]
+    "--format", "-f", help="Report format: terminal, json, junit, markdown, or parquet (one row "
+    "per run and check; needs --output).")]
 BaselineOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--baseline", help="Accepted findings (from --write-baseline): only new or worsened "
     "findings fail.")]
@@ -205,6 +206,9 @@ def audit(
         "--html", help="Also write one HTML report per run into this folder, with an "
         "index.html linking them.")] = None,
     force: ForceOpt = False,
+    shard: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--shard", help="Audit only shard K of N (K/N): a partition of the sources stable "
+        "across machines, for a CI matrix; join the JSON reports with audit-merge.")] = None,
 ) -> None:
     """Audit many runs at once (for CI): a summary of every run found, worst first.
 
@@ -213,15 +217,14 @@ def audit(
     annotations. Exit code 0 when nothing fails, 1 when a finding at or above --fail-on does,
     2 on a usage error or when no run could be read at all.
     """
-    import os
 
     from grpo_doctor import audit as auditing
+    from grpo_doctor import fleet
     from grpo_doctor.atomic import write_atomic
     from grpo_doctor.errors import ConfigError
     from grpo_doctor.reporters import audit_report as report
 
-    if format not in ("terminal", "json", "junit", "markdown"):
-        raise ConfigError(f"--format must be terminal, json, junit or markdown, got {format!r}")
+    _check_audit_format(format, output)
     if baseline is not None and write_baseline is not None:
         raise ConfigError("give --baseline or --write-baseline, not both")
     settings = _settings(config, map, set, select, ignore, fail_on)
@@ -229,24 +232,107 @@ def audit(
     cutoff = auditing.parse_since(since) if since is not None else None
     with report.progress_bar(sys.stderr.isatty()) as progress:
         result = auditing.audit(paths, settings, jobs=jobs, since=cutoff, progress=progress,
-                                baseline=accepted)
+                                baseline=accepted,
+                                shard=fleet.parse_shard(shard) if shard else None)
     if write_baseline is not None and result.runs:
         today = auditing.Baseline.of(result.runs)
         write_atomic(write_baseline, today.to_json(), force=force)
         result = result.judged(settings.fail_on, today)
+    _audit_report(result, format, output, force)
+    if html is not None:
+        from grpo_doctor.api import write_audit_html
+
+        write_audit_html(result, settings, html, force=force)
+    raise typer.Exit(result.exit_code(strict=strict))
+
+
+@app.command()
+def compare(
+    sources: Annotated[list[str], typer.Argument(
+        help="Two or more runs, any source diagnose reads (wandb://... too); the first is the "
+        "reference.")],
+    format: Annotated[str, typer.Option(
+        "--format", "-f", help="Report format: terminal, json or markdown.")] = "terminal",
+    html: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--html", help="Also write a self-contained HTML page with the runs' curves overlaid "
+        "and the parting steps marked.")] = None,
+    map: MapOpt = [],  # noqa: B006
+    set: SetOpt = [],  # noqa: B006
+    config: ConfigOpt = None,
+    input_format: InputFormatOpt = None,
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """Compare runs with the first: config diff, where they part, findings diff.
+
+    Per metric, the first step from which a run differs from the reference beyond what their
+    own noise explains (a windowed test that accounts for autocorrelation). Exit code 0, or 2
+    on bad input.
+    """
+    from grpo_doctor.compare import compare_sources
+    from grpo_doctor.errors import ConfigError
+    from grpo_doctor.reporters import compare_report as report
+
+    if format not in ("terminal", "json", "markdown"):
+        raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
+    settings = _settings(config, map, set, [], [], None)
+    comparison, runs = compare_sources(sources, settings, input_format=input_format)
+    if html is not None:
+        from grpo_doctor.atomic import write_atomic
+
+        write_atomic(html, report.render_compare_html(comparison, runs), force=force)
+    render = {"terminal": report.render_compare_text, "json": report.render_compare_json,
+              "markdown": report.render_compare_markdown}[format]
+    _emit(render(comparison), output, force)
+
+
+def _check_audit_format(format: str, output: Path | None) -> None:
+    from grpo_doctor.errors import ConfigError
+
+    if format not in ("terminal", "json", "junit", "markdown", "parquet"):
+        raise ConfigError(f"--format must be terminal, json, junit, markdown or parquet, got "
+                          f"{format!r}")
+    if format == "parquet" and output is None:
+        raise ConfigError("--format parquet writes a file: give --output FILE")
+
+
+def _audit_report(result, format: str, output: Path | None, force: bool) -> None:
+    """An audit's (or merged audit's) report in ``format``, to stdout or ``output``."""
+    import os
+
+    from grpo_doctor import fleet
+    from grpo_doctor.reporters import audit_report as report
+
     if format == "terminal" and os.environ.get("GITHUB_ACTIONS") == "true":
         sys.stdout.write(report.github_annotations(result))
     if format == "terminal" and output is None:
         report.render_audit_terminal(result)
     else:
         render = {"terminal": report.render_audit_text, "json": report.render_audit_json,
-                  "junit": report.render_audit_junit,
-                  "markdown": report.render_audit_markdown}[format]
+                  "junit": report.render_audit_junit, "markdown": report.render_audit_markdown,
+                  "parquet": fleet.to_parquet}[format]
         _emit(render(result), output, force)
-    if html is not None:
-        from grpo_doctor.api import write_audit_html
 
-        write_audit_html(result, settings, html, force=force)
+
+@app.command("audit-merge")
+def audit_merge(
+    reports: Annotated[list[Path], typer.Argument(
+        help="JSON reports of audit shards (audit --shard K/N --format json).")],
+    format: AuditFormatOpt = "terminal",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    strict: StrictOpt = False,
+) -> None:
+    """Join shard reports into the report of the whole audit, with its exit code.
+
+    Every shard 1..N must be there, each once. Exit code as `audit`: 0 when nothing fails, 1
+    when a finding fails, 2 on bad input or when no run could be read at all.
+    """
+    from grpo_doctor import fleet
+
+    _check_audit_format(format, output)
+    result = fleet.merge(reports)
+    _audit_report(result, format, output, force)
     raise typer.Exit(result.exit_code(strict=strict))
 
 

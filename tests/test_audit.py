@@ -275,7 +275,7 @@ def test_globs_since_and_explicit_files(capsys, tmp_path):
     (["audit"], "Missing argument"),
     (["audit", "/no/such/folder"], "/no/such/folder: no such file or folder"),
     (["audit", "/no/such/*.csv"], "matches no file or folder"),
-    (["audit", ".", "--format", "xml"], "--format must be terminal, json, junit or markdown"),
+    (["audit", ".", "--format", "xml"], "--format must be terminal, json, junit, markdown or"),
     (["audit", ".", "--since", "last week"], "--since takes a date"),
     (["audit", ".", "--jobs", "0"], "--jobs must be at least 1"),
     (["audit", ".", "--select", "nope"], "unknown failure mode"),

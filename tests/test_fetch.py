@@ -178,6 +178,20 @@ def test_diagnose_a_wandb_uri(server, capsys):
     assert len(runs) == 1 and runs[0].config["beta"] == 0.04
 
 
+def test_compare_wandb_uris(server, capsys):
+    server.add_run(grpo_run())
+    server.add_run(grpo_run(run_id="def67890", display_name="grpo-qwen-lr30x",
+                            config={"learning_rate": 1.5e-4, "beta": 0.04,
+                                    "num_generations": 8}))
+    code, out, err = cli(capsys, "compare", "wandb://ent/proj/abc12345",
+                         "wandb://ent/proj/def67890", "--format", "json")
+    assert code == 0 and err == ""
+    d = json.loads(out)
+    assert [r["name"] for r in d["runs"]] == ["grpo-qwen", "grpo-qwen-lr30x"]
+    assert d["config_diff"]["learning_rate"] == [5e-6, 1.5e-4]
+    assert d["metrics"]["reward_mean"]["diverges_at"] is None  # the same rows: no parting
+
+
 def test_fetch_project_with_filters(server, env, capsys):
     days = ["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05", "2026-01-06"]
     specs = [("run00001", "finished", ["grpo", "qwen"]), ("run00002", "finished", ["grpo"]),

@@ -243,6 +243,10 @@ class Panel:
     status: str | None = None  # dashboard: status of the check keyed on this metric
     marker_color: str = STATUS_COLOR["critical"]
     fit_thresholds: bool = True  # stretch the axis to show a threshold just beyond the data
+    # More runs' curves of the same metric drawn over ``series`` (compare): (series, color).
+    overlays: tuple[tuple[Series, str], ...] = ()
+    series_label: str = ""  # the legend's name for ``series`` when there are overlays
+    overlay_labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -505,6 +509,8 @@ def y_axis(panel: Panel) -> Axis:
     so the line the data is approaching is on the chart."""
     s = panel.series
     v = s.smooth if s.smooth_only else s.values
+    if panel.overlays:
+        v = np.concatenate([v, *(o.values for o, _ in panel.overlays)])
     if panel.log:
         v = v[v > 0]
     lo, hi = float(v.min()), float(v.max())
@@ -717,6 +723,12 @@ class _SvgChart:
                          f'stroke-width="1" stroke-opacity="0.45"/>'),
                  ("rolling median", f'<line x1="0" y1="-4" x2="22" y2="-4" stroke="{color}" '
                                     f'stroke-width="2.2"/>')]
+        runs = next((p for p in c.panels if p.overlays), None)
+        if runs is not None:
+            for name, col in zip((runs.series_label, *runs.overlay_labels),
+                                 (runs.color, *(o[1] for o in runs.overlays))):
+                items.append((name, f'<line x1="0" y1="-4" x2="22" y2="-4" stroke="{col}" '
+                                    f'stroke-width="2.2"/>'))
         kinds = {m.kind for p in c.panels for m in p.markers}
         if "onset" in kinds:
             items.append(("onset", f'<line x1="11" y1="-12" x2="11" y2="3" stroke="{mcolor}" '
@@ -812,6 +824,15 @@ class _SvgChart:
             out.append(f'<path class="{cls}" d="{d}" fill="none" stroke="{p.color}" '
                        f'stroke-width="{width}" stroke-opacity="{opacity}" '
                        f'stroke-linejoin="round" stroke-linecap="round"/>')
+        for o, color in p.overlays:
+            ox = self.x_of(box, o.steps)
+            for cls, values, width, opacity in (("raw", o.values, "1", "0.3"),
+                                                ("smooth", o.smooth, "2.2", "1")):
+                idx = envelope(values, o.segment)
+                d = _path(ox[idx], y_of(values[idx]), o.segment[idx])
+                out.append(f'<path class="overlay {cls}" d="{d}" fill="none" stroke="{color}" '
+                           f'stroke-width="{width}" stroke-opacity="{opacity}" '
+                           f'stroke-linejoin="round" stroke-linecap="round"/>')
         self.threshold_lines(p, box, ax, y_of)
         for m in p.markers:
             x = float(self.x_of(box, m.step))

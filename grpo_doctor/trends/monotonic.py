@@ -73,6 +73,28 @@ def _rank(a: np.ndarray) -> np.ndarray:
     return ranks
 
 
+def variance_inflation(residuals: np.ndarray, lag: int = 3) -> float:
+    """Hamed-Rao's n/n*: how much serial correlation inflates the variance of a statistic of
+    ``residuals`` (a detrended series) over the same series without it; 1 when none.
+
+    From the autocorrelation of the residuals' ranks at the first ``lag`` lags, counting only
+    lags significant at 5% (as Hamed and Rao suggest). Never below 1.
+    """
+    r = _rank(np.asarray(residuals, dtype=np.float64))
+    n = len(r)
+    r = r - r.mean()
+    denom = float((r * r).sum())
+    if n < 4 or denom <= 0:
+        return 1.0
+    bound = 1.96 / math.sqrt(n)
+    acc = 0.0
+    for k in range(1, min(lag, n - 3) + 1):
+        rk = float((r[:-k] * r[k:]).sum()) / denom
+        if abs(rk) > bound:
+            acc += (n - k) * (n - k - 1) * (n - k - 2) * rk
+    return max(1.0, 1.0 + 2.0 / (n * (n - 1) * (n - 2)) * abs(acc))
+
+
 def mann_kendall(
     steps: np.ndarray, values: np.ndarray, lag: int = 3, max_points: int = MAX_POINTS
 ) -> TrendTest:
@@ -86,20 +108,7 @@ def mann_kendall(
     slope, intercept = theil_sen(x, y)
     tau = s / (0.5 * n * (n - 1))
 
-    # Hamed-Rao: autocorrelation of the ranks of the detrended series.
-    resid = y - (slope * x + intercept)
-    r = _rank(resid)
-    r = r - r.mean()
-    denom = float((r * r).sum())
-    inflation = 1.0
-    if denom > 0:
-        bound = 1.96 / math.sqrt(n)
-        acc = 0.0
-        for k in range(1, min(lag, n - 3) + 1):
-            rk = float((r[:-k] * r[k:]).sum()) / denom
-            if abs(rk) > bound:
-                acc += (n - k) * (n - k - 1) * (n - k - 2) * rk
-        inflation = max(1.0, 1.0 + 2.0 / (n * (n - 1) * (n - 2)) * abs(acc))
+    inflation = variance_inflation(y - (slope * x + intercept), lag)
     var *= inflation
     if var <= 0:
         return TrendTest(n, s, 0.0, 1.0, tau, slope, inflation)

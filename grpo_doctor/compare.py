@@ -1,0 +1,318 @@
+"""Across runs (``grpo-doctor compare A B [C ...]``): what differs from the reference run.
+
+The first run is the reference; every other run is compared with it, in three parts:
+
+1. **Config diff**: the knobs that matter to GRPO (learning rate, KL coefficient, temperature,
+   group size, ...) read under every framework's name (``knobs``) where two known values differ,
+   then every config key present in every run whose values differ, then the keys only some
+   runs' configs hold (null where absent). A knob missing from a config is read from the logged
+   metric when there is one (its peak: the configured value of a schedule). Numbers equal to
+   float32's resolution are equal.
+2. **Where they part**: per canonical metric, the first step from which a run differs from the
+   reference beyond what their own noise explains (``trends.divergence``): a windowed test
+   that accounts for autocorrelation, never a point difference. Two seeds of one recipe from
+   one checkpoint, as a rule, do not part.
+3. **Findings diff**: each failure mode raised in any run, with its status, onset and first
+   alert per run and what changed against the reference (appears, disappears, escalates,
+   eases, onset moved), and each run's root cause where the diagnosis names one.
+
+Pure data in, pure data out: reporters live in ``reporters/compare_report.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from grpo_doctor.config import Settings
+from grpo_doctor.engine import diagnose
+from grpo_doctor.errors import ConfigError
+from grpo_doctor.findings import Diagnosis
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import knobs
+from grpo_doctor.store import Run
+from grpo_doctor.trends.divergence import (
+    RESOLUTION,
+    Parting,
+    common_grid,
+    default_window,
+    parting,
+)
+
+SCHEMA_VERSION = 1
+
+#: The knobs compared under one name whatever the framework called them.
+KNOBS: dict[str, knobs.Knob] = {
+    "learning_rate": knobs.LEARNING_RATE, "kl_coef": knobs.KL_COEF,
+    "temperature": knobs.TEMPERATURE, "group_size": knobs.GROUP_SIZE,
+    "entropy_coef": knobs.ENTROPY_COEF, "clip_ratio_high": knobs.CLIP_HIGH,
+    "max_grad_norm": knobs.GRAD_CLIP, "max_response_length": knobs.MAX_LENGTH,
+}
+#: Canonical metrics in report order (reward components and the rest follow by name).
+_ORDER = {m.value: i for i, m in enumerate(Metric)}
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """One canonical metric across the runs."""
+
+    metric: str
+    partings: tuple[Parting | None, ...]  # per run; None for the reference and runs that don't
+    logged: tuple[bool, ...]  # per run
+    window: tuple[int, int] | None  # the steps ``values`` are means over
+    values: tuple[float | None, ...]  # each run's mean over ``window``
+
+    @property
+    def diverges_at(self) -> int | None:
+        steps = [p.step for p in self.partings if p is not None]
+        return min(steps) if steps else None
+
+    def to_dict(self) -> dict[str, Any]:
+        by_run: list[dict[str, Any] | None] = [None]
+        for logged, p in zip(self.logged[1:], self.partings[1:]):
+            if not logged:
+                by_run.append({"logged": False, "diverges_at": None})
+            elif p is None:
+                by_run.append({"logged": True, "diverges_at": None})
+            else:
+                by_run.append({"logged": True, "diverges_at": p.step, "z": p.z, "p": p.p,
+                               "window": list(p.window), "values": [p.level_a, p.level_b]})
+        return {"diverges_at": self.diverges_at, "values": list(self.values),
+                "window": list(self.window) if self.window else None, "by_run": by_run}
+
+
+@dataclass(frozen=True)
+class FindingComparison:
+    """One failure mode raised in at least one run."""
+
+    mode: str
+    statuses: tuple[str | None, ...]  # per run; None when the run has no such check
+    onsets: tuple[int | None, ...]
+    first_alerts: tuple[int | None, ...]
+    changes: tuple[str | None, ...]  # per run against the reference; None for the reference
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": list(self.statuses), "onset_step": list(self.onsets),
+                "first_alert_step": list(self.first_alerts), "change": list(self.changes)}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    runs: tuple[dict[str, Any], ...]  # name, source, format, first/last step, n_steps, status
+    config_diff: dict[str, list[Any]]  # knobs first, then raw keys
+    config_origin: dict[str, list[str | None]]  # knob -> where each run's value came from
+    metrics: dict[str, MetricComparison]
+    findings: dict[str, FindingComparison]
+    root_causes: tuple[Any, ...] = field(default=())  # per run: its diagnosis' root cause
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--format json`` document (``schema_version`` 1 of the compare contract)."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "runs": [dict(r) for r in self.runs],
+            "config_diff": {k: list(v) for k, v in self.config_diff.items()},
+            "config_origin": {k: list(v) for k, v in self.config_origin.items()},
+            "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+            "findings": {
+                "modes": {k: f.to_dict() for k, f in self.findings.items()},
+                "root_cause": [_as_data(rc) for rc in self.root_causes],
+            },
+        }
+
+
+# --- config ----------------------------------------------------------------------------------
+
+
+def knob_value(run: Run, knob: knobs.Knob) -> tuple[Any, str | None]:
+    """A knob's value in ``run`` and where it came from: its config, else the logged metric's
+    peak (a schedule's configured value), else (None, None)."""
+    value, origin = knobs.current(run, knob)
+    if origin is not None and origin.startswith("logged") and knob.metric:
+        _, logged = run.finite_series(knob.metric)
+        if len(logged):  # a schedule's peak is its configured value; its last is not
+            return float(logged.max()), f"logged {knob.metric} (peak)"
+    return value, origin
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values; numbers within float32's resolution (TensorBoard and W&B round trips)."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(
+            a, bool) and not isinstance(b, bool):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return abs(a - b) <= RESOLUTION * max(abs(a), abs(b))
+    try:
+        return bool(a == b)
+    except Exception:  # arrays, odd objects: compare as text
+        return str(a) == str(b)
+
+
+def config_diff(runs: Sequence[Run]) -> tuple[dict[str, list[Any]], dict[str, list[str | None]]]:
+    """The knobs and config keys whose values differ between ``runs`` (see the module
+    docstring), and for each knob where each run's value came from."""
+    diff: dict[str, list[Any]] = {}
+    origin: dict[str, list[str | None]] = {}
+    used: list[set[str]] = [set() for _ in runs]
+    for name, knob in KNOBS.items():
+        found = [knob_value(run, knob) for run in runs]
+        for keys, (_, where) in zip(used, found):
+            if where is not None and not where.startswith("logged"):
+                keys.add(where)
+        values = [value for value, _ in found]
+        known = [v for v in values if v is not None]
+        if len(known) >= 2 and not all(_same(known[0], v) for v in known[1:]):
+            diff[name] = values
+            origin[name] = [where for _, where in found]
+    flat = [knobs.flatten(run.config) if run.config else {} for run in runs]
+    everywhere, somewhere = [], []
+    for key in sorted({k for f in flat for k in f}):
+        if any(key in keys for keys in used) and key not in diff:
+            continue  # a knob's own key, already compared under the knob's name
+        values = [f.get(key) for f in flat]
+        if all(key in f for f in flat):
+            if not all(_same(values[0], v) for v in values[1:]):
+                everywhere.append((key, values))
+        else:
+            somewhere.append((key, values))
+    for key, values in everywhere + somewhere:
+        diff.setdefault(key, values)
+    return diff, origin
+
+
+# --- metrics ---------------------------------------------------------------------------------
+
+
+def _metric_order(metric: str) -> tuple[int, str]:
+    return _ORDER.get(metric, len(_ORDER)), metric
+
+
+def _mean_between(run: Run, metric: str, lo: int, hi: int) -> float | None:
+    steps, values = run.finite_series(metric)
+    keep = (steps >= lo) & (steps <= hi)
+    return float(values[keep].mean()) if keep.any() else None
+
+
+def compare_metric(runs: Sequence[Run], metric: str) -> MetricComparison:
+    """Where each run parts from the reference (``runs[0]``) on ``metric``."""
+    ref = runs[0]
+    logged = tuple(bool(len(r.finite_series(metric)[0])) for r in runs)
+    partings: list[Parting | None] = [None]
+    last_window: tuple[int, int] | None = None
+    for run, has in zip(runs[1:], logged[1:]):
+        if not (has and logged[0]):
+            partings.append(None)
+            continue
+        grid, a, b = common_grid(*ref.finite_series(metric), *run.finite_series(metric))
+        partings.append(parting(grid, a, b))
+        if len(grid) and last_window is None:
+            w = min(len(grid), default_window(len(grid)))
+            last_window = (int(round(grid[-w])), int(round(grid[-1])))
+    found = [p for p in partings if p is not None]
+    window = min(found, key=lambda p: p.step).window if found else last_window
+    values = tuple(_mean_between(r, metric, *window) if window and has else None
+                   for r, has in zip(runs, logged))
+    return MetricComparison(metric, tuple(partings), logged, window, values)
+
+
+# --- findings --------------------------------------------------------------------------------
+
+def _change(ref: Any, other: Any) -> str:
+    ref_fired = ref is not None and ref.fired
+    other_fired = other is not None and other.fired
+    if other_fired and not ref_fired:
+        return "appears"
+    if ref_fired and not other_fired:
+        return "disappears"
+    if not ref_fired:
+        return "same"
+    r, o = ref.status.rank, other.status.rank
+    if o != r:
+        return "escalates" if o > r else "eases"
+    return "onset_moved" if ref.onset_step != other.onset_step else "same"
+
+
+def compare_findings(diagnoses: Sequence[Diagnosis]) -> dict[str, FindingComparison]:
+    """Every failure mode raised in at least one run, with what changed per run."""
+    modes: list[str] = []
+    for diagnosis in diagnoses:
+        modes += [c.mode for c in diagnosis.findings if c.mode not in modes]
+    out = {}
+    for mode in modes:
+        checks = []
+        for diagnosis in diagnoses:
+            try:
+                checks.append(diagnosis.check(mode))
+            except KeyError:
+                checks.append(None)
+        out[mode] = FindingComparison(
+            mode=mode,
+            statuses=tuple(c.status.value if c else None for c in checks),
+            onsets=tuple(c.onset_step if c else None for c in checks),
+            first_alerts=tuple(c.first_alert_step if c else None for c in checks),
+            changes=(None, *(_change(checks[0], c) for c in checks[1:])),
+        )
+    return out
+
+
+def _as_data(value: Any) -> Any:
+    """A root cause as JSON data, whatever shape the diagnosis gives it (None when none)."""
+    if value is None:
+        return None
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    return value if isinstance(value, (str, int, float, dict, list)) else str(value)
+
+
+# --- the whole comparison --------------------------------------------------------------------
+
+
+def _run_info(run: Run, diagnosis: Diagnosis) -> dict[str, Any]:
+    return {**diagnosis.run.to_dict(), "status": diagnosis.status}
+
+
+def compare_runs(runs: Sequence[Run], diagnoses: Sequence[Diagnosis] | None = None
+                 ) -> Comparison:
+    """Compare ``runs`` with the first (see the module docstring). ``diagnoses`` (one per run)
+    are made with the default settings when not given."""
+    if len(runs) < 2:
+        raise ConfigError("compare needs at least two runs (the first is the reference)")
+    diags = list(diagnoses) if diagnoses is not None else [diagnose(r) for r in runs]
+    canonical = {m for run in runs[:1] for m in run.mapping}
+    shared = sorted((m for m in canonical if any(m in r.mapping for r in runs[1:])),
+                    key=_metric_order)
+    diff, origin = config_diff(runs)
+    return Comparison(
+        runs=tuple(_run_info(r, d) for r, d in zip(runs, diags)),
+        config_diff=diff, config_origin=origin,
+        metrics={m: compare_metric(runs, m) for m in shared},
+        findings=compare_findings(diags),
+        root_causes=tuple(getattr(d, "root_cause", None) for d in diags),
+    )
+
+
+def compare_sources(sources: Sequence[str | os.PathLike[str]], settings: Settings | None = None,
+                    *, input_format: str | None = None) -> tuple[Comparison, list[Run]]:
+    """Load one run from each source (any source ``diagnose`` reads), diagnose each with
+    ``settings``, and compare them; also returns the runs (for charts)."""
+    from grpo_doctor.api import checked_map, doctor_config
+    from grpo_doctor.importers import load_runs
+
+    if len(sources) < 2:
+        raise ConfigError("compare needs at least two runs (the first is the reference)")
+    s = settings or Settings()
+    column_map = checked_map(s.column_map)
+    cfg = doctor_config(s)
+    runs: list[Run] = []
+    for source in sources:
+        found = load_runs(source, format=input_format, column_map=column_map)
+        if len(found) > 1:
+            names = ", ".join(r.name for r in found[:8])
+            raise ConfigError(f"{os.fspath(source)} holds {len(found)} runs ({names}); compare "
+                              "takes one run per source")
+        runs += found
+    diagnoses = [diagnose(run, cfg) for run in runs]
+    return compare_runs(runs, diagnoses), runs
+

@@ -1,0 +1,286 @@
+"""Reports of a comparison of runs (``grpo-doctor compare``): text, JSON, Markdown and HTML.
+
+Every format renders from ``Comparison.to_dict()``-level data; the HTML page reuses the
+diagnosis report's chart machinery (``reporters/html.py``) with the runs' curves overlaid and
+each parting step marked. Runs are lettered A (the reference), B, C ... so lines stay short.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from grpo_doctor.compare import Comparison, MetricComparison
+from grpo_doctor.reporters.json_report import _clean
+from grpo_doctor.reporters.markdown import escape as md
+from grpo_doctor.rules.base import fmt
+from grpo_doctor.store import Run
+
+#: Config keys listed by name before the rest are counted.
+MAX_KEYS = 12
+
+
+def letter(i: int) -> str:
+    return string.ascii_uppercase[i] if i < 26 else f"R{i + 1}"
+
+
+def _value(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        text = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
+        return text if len(text) <= 24 else text[:21] + "..."
+    return fmt(v)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def partings(comparison: Comparison) -> list[tuple[int, str, int, MetricComparison]]:
+    """(step, metric, run index, metric comparison) of every parting, earliest first."""
+    out = []
+    for metric, m in comparison.metrics.items():
+        for i, p in enumerate(m.partings):
+            if p is not None:
+                out.append((p.step, metric, i, m))
+    return sorted(out, key=lambda t: (t[0], t[2], t[1]))
+
+
+def parting_line(comparison: Comparison, metric: str, i: int) -> str:
+    """'B parts from A at step 7 on reward_mean: 0.663 vs 0.757' (the levels: each run's mean
+    over the first window where the gap is significant)."""
+    p = comparison.metrics[metric].partings[i]
+    assert p is not None
+    return (f"{letter(i)} parts from A at step {p.step:,} on {metric}: {fmt(p.level_a)} vs "
+            f"{fmt(p.level_b)}")
+
+
+def _finding_cell(comparison: Comparison, mode: str, i: int) -> str:
+    f = comparison.findings[mode]
+    status = f.statuses[i] or "–"
+    onset = f.onsets[i]
+    cell = status + (f"@{onset:,}" if onset is not None and status in ("warning", "critical")
+                     else "")
+    change = f.changes[i]
+    return cell + (f" ({change.replace('_', ' ')})" if change and change != "same" else "")
+
+
+def _root_cause(rc: Any) -> str | None:
+    if rc is None:
+        return None
+    data = rc.to_dict() if hasattr(rc, "to_dict") else rc
+    if isinstance(data, dict):
+        head = " ".join(str(data[k]) for k in ("mode",) if data.get(k))
+        step = data.get("step")
+        text = data.get("summary") or ""
+        return f"{head}{f' at step {step:,}' if isinstance(step, int) else ''}: {text}".strip(
+            ": ")
+    return str(data)
+
+
+# --- text (terminal) -------------------------------------------------------------------------
+
+
+def render_compare_text(comparison: Comparison, width: int = 80) -> str:
+    """The terminal report: runs, config diff, where they part, findings; fits ``width``."""
+    runs = comparison.runs
+    lines = [f"grpo-doctor compare: {len(runs)} runs; A is the reference", ""]
+    for i, r in enumerate(runs):
+        steps = f"steps {r['first_step'] or 0:,}–{r['last_step'] or 0:,}"
+        head = f"  {letter(i)}  {r['status']:<8} {r['format']:<13} {steps:<17} "
+        lines.append(head + _cut(str(r["name"]), width - len(head)))
+        lines.append(_cut(f"     {r['source']}", width))
+    lines += ["", "Config diff"]
+    diff = comparison.config_diff
+    everywhere = [k for k, v in diff.items() if all(x is not None for x in v)
+                  or k in comparison.config_origin]
+    partial = [k for k in diff if k not in everywhere]
+    if not diff:
+        lines.append("  no difference in the configs read")
+    key_w = min(28, max((len(k) for k in everywhere[:MAX_KEYS]), default=0))
+    for key in everywhere[:MAX_KEYS]:
+        cells = "  ".join(f"{letter(i)} {_value(v)}" for i, v in enumerate(diff[key]))
+        lines.append(_cut(f"  {_cut(key, key_w):<{key_w}}  {cells}", width))
+        origin = comparison.config_origin.get(key)
+        if origin and any(o and o.startswith("logged") for o in origin):
+            where = ", ".join(f"{letter(i)}: {o}" for i, o in enumerate(origin)
+                              if o and o.startswith("logged"))
+            lines.append(_cut(f"  {'':<{key_w}}  ({where})", width))
+    rest = everywhere[MAX_KEYS:] + partial
+    if rest:
+        what = "key(s) differ or are only in some runs' configs"
+        lines.append(_cut(f"  {len(rest)} more {what}: {', '.join(rest)}", width))
+        lines.append("  (--format json lists every value)")
+    lines += ["", "Where they part (first step beyond the runs' own noise)"]
+    found = partings(comparison)
+    for _, metric, i, _ in found:
+        lines.append(_cut("  " + parting_line(comparison, metric, i), width))
+    if not found:
+        lines.append("  no metric parts: the runs agree within their noise")
+    steady = [m for m, c in comparison.metrics.items() if c.diverges_at is None]
+    if steady and found:
+        lines.append(_cut(f"  no parting on: {', '.join(steady)}", width))
+    not_compared = [m for m, c in comparison.metrics.items() if not all(c.logged)]
+    if not_compared:
+        lines.append(_cut(f"  not logged by every run: {', '.join(not_compared)}", width))
+    lines += ["", "Findings"]
+    if not comparison.findings:
+        lines.append("  no failure mode in any run")
+    mode_w = max((len(m) for m in comparison.findings), default=0)
+    for mode in comparison.findings:
+        cells = "  ".join(f"{letter(i)} {_finding_cell(comparison, mode, i)}"
+                          for i in range(len(runs)))
+        lines.append(_cut(f"  {mode:<{mode_w}}  {cells}", width))
+    causes = [(i, _root_cause(rc)) for i, rc in enumerate(comparison.root_causes)]
+    if any(text for _, text in causes):
+        lines += ["", "Root cause"]
+        lines += [_cut(f"  {letter(i)} {text}", width) for i, text in causes if text]
+    return "\n".join(lines) + "\n"
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def render_compare_json(comparison: Comparison) -> str:
+    return json.dumps(_clean(comparison.to_dict()), indent=2, ensure_ascii=False,
+                      allow_nan=False) + "\n"
+
+
+# --- Markdown --------------------------------------------------------------------------------
+
+
+def render_compare_markdown(comparison: Comparison) -> str:
+    runs = comparison.runs
+    lines = ["## grpo-doctor compare", "", "| run | name | status | format | steps |",
+             "|---|---|---|---|---|"]
+    for i, r in enumerate(runs):
+        ref = " (reference)" if i == 0 else ""
+        lines.append(f"| {letter(i)}{ref} | {md(r['name'])} | {r['status']} | "
+                     f"{md(r['format'])} | {r['first_step'] or 0:,}–{r['last_step'] or 0:,} |")
+    lines += ["", "### Config diff", ""]
+    if comparison.config_diff:
+        lines += ["| key | " + " | ".join(letter(i) for i in range(len(runs))) + " |",
+                  "|---|" + "---|" * len(runs)]
+        for key, values in comparison.config_diff.items():
+            lines.append(f"| {md(key)} | " + " | ".join(md(_value(v)) for v in values) + " |")
+    else:
+        lines.append("No difference in the configs read.")
+    lines += ["", "### Where they part", ""]
+    found = partings(comparison)
+    lines += [f"- {md(parting_line(comparison, metric, i))}" for _, metric, i, _ in found]
+    if not found:
+        lines.append("No metric parts: the runs agree within their noise.")
+    lines += ["", "### Findings", ""]
+    if comparison.findings:
+        lines += ["| mode | " + " | ".join(letter(i) for i in range(len(runs))) + " |",
+                  "|---|" + "---|" * len(runs)]
+        for mode in comparison.findings:
+            lines.append(f"| {md(mode)} | " + " | ".join(
+                md(_finding_cell(comparison, mode, i)) for i in range(len(runs))) + " |")
+    else:
+        lines.append("No failure mode in any run.")
+    causes = [(i, _root_cause(rc)) for i, rc in enumerate(comparison.root_causes)]
+    if any(text for _, text in causes):
+        lines += ["", "### Root cause", ""]
+        lines += [f"- {letter(i)}: {md(text)}" for i, text in causes if text]
+    return "\n".join(lines) + "\n"
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+#: Drawn even when they do not part (those logged), after the metrics that part.
+_MAIN = ("reward_mean", "entropy", "kl", "zero_std_fraction", "grad_norm",
+         "response_length_mean", "log_prob_mean")
+
+
+def compare_chart(comparison: Comparison, runs: Sequence[Run], metric: str):
+    """One chart: ``metric`` of every run overlaid, each parting step marked."""
+    from grpo_doctor.reporters import html as h
+
+    m = comparison.metrics[metric]
+    series = [h.metric_series(run, metric) for run in runs]
+    colors = [h.SERIES_COLORS[i % len(h.SERIES_COLORS)] for i in range(len(runs))]
+    names = [f"{letter(i)} {runs[i].name}" for i in range(len(runs))]
+    base = series[0]
+    overlays = tuple((s, c) for s, c in zip(series[1:], colors[1:]) if s is not None)
+    labels = tuple(n for s, n in zip(series[1:], names[1:]) if s is not None)
+    markers = tuple(h.Marker(p.step, "onset", f"{letter(i)} parts at {p.step:,}")
+                    for i, p in enumerate(m.partings) if p is not None)
+    panel = h.Panel(title=h.LABELS.get(metric, metric), series=base, color=colors[0],
+                    note="first run is the reference", markers=markers,
+                    marker_color=h.STATUS_COLOR["critical"], fit_thresholds=False,
+                    overlays=overlays, series_label=names[0], overlay_labels=labels)
+    lo = min(float(s.steps[0]) for s in series if s is not None)
+    hi = max(float(s.steps[-1]) for s in series if s is not None)
+    status = "critical" if m.diverges_at is not None else "ok"
+    return h.Chart(id=f"chart-{h._slug(metric)}", title=metric, status=status,
+                   panels=(panel,), steps=(lo, hi))
+
+
+def render_compare_html(comparison: Comparison, runs: Sequence[Run]) -> str:
+    """One self-contained page: the comparison's tables and, per metric that parts (the main
+    metrics first), then per main metric that does not, the runs' curves overlaid with the
+    parting steps marked."""
+    from grpo_doctor import __version__
+    from grpo_doctor.reporters import html as h
+
+    esc = h.esc
+    rows = "".join(
+        f"<tr><td><b>{letter(i)}</b></td><td>{esc(r['name'])}</td><td>{h._badge(r['status'])}"
+        f"</td><td>{esc(r['format'])}</td><td class=\"num\">{h._step(r['first_step'])}–"
+        f"{h._step(r['last_step'])}</td><td class=\"muted\">{esc(r['source'])}</td></tr>"
+        for i, r in enumerate(comparison.runs))
+    body = [f'<header class="card top" style="--st:#1f5fae"><h1>grpo-doctor compare</h1>'
+            f'<p class="meta">{len(runs)} runs; A is the reference</p><table><thead><tr>'
+            f'<th>run</th><th>name</th><th>status</th><th>format</th><th>steps</th>'
+            f'<th>source</th></tr></thead><tbody>{rows}</tbody></table></header>']
+    diff_rows = "".join(
+        f"<tr><td>{esc(k)}</td>" + "".join(f"<td>{esc(_value(v))}</td>" for v in values)
+        + "</tr>" for k, values in comparison.config_diff.items())
+    heads = "".join(f"<th>{letter(i)}</th>" for i in range(len(runs)))
+    body.append('<section class="card" id="config"><h2>Config diff</h2>' + (
+        f'<table><thead><tr><th>key</th>{heads}</tr></thead><tbody>{diff_rows}</tbody></table>'
+        if diff_rows else '<p class="muted">No difference in the configs read.</p>')
+        + "</section>")
+    found = partings(comparison)
+    items = "".join(f"<li>{esc(parting_line(comparison, metric, i))}</li>"
+                    for _, metric, i, _ in found)
+    body.append('<section class="card" id="partings"><h2>Where they part</h2>' + (
+        f'<ul class="plain">{items}</ul>' if items else
+        '<p class="muted">No metric parts: the runs agree within their noise.</p>')
+        + "</section>")
+    if comparison.findings:
+        f_rows = "".join(
+            f"<tr><td>{esc(mode)}</td>" + "".join(
+                f"<td>{esc(_finding_cell(comparison, mode, i))}</td>" for i in range(len(runs)))
+            + "</tr>" for mode in comparison.findings)
+        body.append(f'<section class="card" id="findings"><h2>Findings</h2><table><thead><tr>'
+                    f'<th>mode</th>{heads}</tr></thead><tbody>{f_rows}</tbody></table></section>')
+    parted = list(dict.fromkeys(metric for _, metric, _, _ in found))
+    main = [m for m in _MAIN if m in comparison.metrics]
+    shown = ([m for m in main if m in parted] + [m for m in parted if m not in main]
+             + [m for m in main if m not in parted])
+    scripts = []
+    for metric in shown:
+        if all(h.metric_series(run, metric) is None for run in runs[:1]):
+            continue
+        chart = compare_chart(comparison, runs, metric)
+        svg, data = h.svg_chart(chart)
+        scripts.append(h._json_script(f"{chart.id}-data", data))
+        m = comparison.metrics[metric]
+        note = (f"parts at step {m.diverges_at:,}" if m.diverges_at is not None
+                else "no parting")
+        body.append(f'<section class="card" id="metric-{h._slug(metric)}"><h2>{esc(metric)} '
+                    f'<span class="muted">({note})</span></h2>{svg}</section>')
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>grpo-doctor compare</title><style>{h._CSS}</style></head>\n"
+        f'<body data-ready="0"><main>' + "\n".join(body)
+        + f'<footer>grpo-doctor {esc(__version__)} · compare schema 1</footer></main>'
+        '<div id="tip" hidden></div>\n' + "\n".join(scripts)
+        + f"\n<script>{h._JS}</script></body></html>\n"
+    )

@@ -1,0 +1,154 @@
+"""`grpo-doctor compare`: seeds of one recipe do not part, a 30x learning rate does, on real
+tiny GRPO runs (tests/fixtures/corpus and tests/fixtures/compare, both made by corpus/)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grpo_doctor.compare import compare_runs, compare_sources
+from grpo_doctor.importers import load_runs
+from grpo_doctor.reporters.compare_report import (
+    render_compare_html,
+    render_compare_markdown,
+    render_compare_text,
+)
+from tests.helpers import make_run
+from tests.test_cli import run_cli
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HEALTHY_S1 = FIXTURES / "corpus" / "01_healthy_s1"  # TRL names, TensorBoard, seed 1
+#: healthy_s1's recipe and pre-trained base with RL seeds 2 and 3.
+SEEDS = [FIXTURES / "compare" / "01_healthy_s1_rl2", FIXTURES / "compare" / "02_healthy_s1_rl3"]
+LR_30X = FIXTURES / "compare" / "03_lr_too_high_trl"  # healthy_s1 with lr 1e-4 -> 3e-3
+LR_30X_VERL = FIXTURES / "corpus" / "08_lr_too_high"  # the same run under verl's names, no config
+#: Seeds of the corpus's base recipe whose pre-trained bases are alike (held-out 0.42, 0.48, 0.41).
+CORPUS_SEEDS = [FIXTURES / "corpus" / n for n in ("02_healthy_s2", "03_healthy_s3",
+                                                  "04_healthy_s4")]
+
+pytestmark = pytest.mark.skipif(not LR_30X.exists(), reason="compare fixtures not present")
+
+
+@pytest.fixture(scope="module")
+def runs():
+    paths = [HEALTHY_S1, *SEEDS, LR_30X, LR_30X_VERL, *CORPUS_SEEDS]
+    return {p.name: load_runs(p)[0] for p in paths}
+
+
+@pytest.mark.parametrize("pair", [(HEALTHY_S1, SEEDS[0]), (HEALTHY_S1, SEEDS[1]),
+                                  (SEEDS[0], SEEDS[1])], ids=["s1-rl2", "s1-rl3", "rl2-rl3"])
+def test_seeds_from_one_checkpoint_do_not_part_on_any_metric(runs, pair):
+    c = compare_runs([runs[p.name] for p in pair])
+    assert c.metrics["reward_mean"].diverges_at is None
+    assert [m for m, x in c.metrics.items() if x.diverges_at is not None] == []
+    assert set(c.config_diff) == {"seed", "run_name"}
+
+
+@pytest.mark.parametrize("i,j", [(0, 1), (0, 2)])
+def test_corpus_seeds_of_the_base_recipe_do_not_part_on_reward(runs, i, j):
+    c = compare_runs([runs[CORPUS_SEEDS[i].name], runs[CORPUS_SEEDS[j].name]])
+    assert c.metrics["reward_mean"].diverges_at is None
+
+
+def test_a_30x_learning_rate_parts_within_the_first_steps(runs):
+    c = compare_runs([runs[HEALTHY_S1.name], runs[LR_30X.name]])
+    assert c.config_diff["learning_rate"] == [pytest.approx(1e-4), pytest.approx(3e-3)]
+    assert next(iter(c.config_diff)) == "learning_rate"
+    reward = c.metrics["reward_mean"]
+    assert reward.diverges_at is not None and reward.diverges_at <= 15
+    p = reward.partings[1]
+    assert p.level_b > p.level_a  # the high lr climbs faster at first
+    for fast in ("kl", "entropy"):  # what the lr moves first
+        assert c.metrics[fast].diverges_at <= 10
+    # The same run under verl's names without a config: the lr comes from its logged value.
+    c = compare_runs([runs[HEALTHY_S1.name], runs[LR_30X_VERL.name]])
+    assert c.config_diff["learning_rate"] == [pytest.approx(1e-4), pytest.approx(3e-3)]
+    assert c.config_origin["learning_rate"] == ["learning_rate", "logged learning_rate (peak)"]
+    assert c.metrics["reward_mean"].diverges_at <= 15
+    assert c.findings["ratio_instability"].changes == (None, "appears")
+
+
+def test_json_schema_and_reports(runs, capsys):
+    code, out, err = run_cli(capsys, "compare", str(HEALTHY_S1), str(SEEDS[0]), str(LR_30X),
+                             "--format", "json")
+    assert code == 0 and err == ""
+    d = json.loads(out)
+    assert set(d) == {"schema_version", "runs", "config_diff", "config_origin", "metrics",
+                      "findings"}
+    assert d["schema_version"] == 1 and [r["name"] for r in d["runs"]] == [
+        "01_healthy_s1", "01_healthy_s1_rl2", "03_lr_too_high_trl"]
+    assert set(d["runs"][0]) >= {"name", "source", "format", "first_step", "last_step",
+                                 "n_steps", "status"}
+    reward = d["metrics"]["reward_mean"]
+    assert set(reward) == {"diverges_at", "values", "window", "by_run"}
+    assert reward["by_run"][0] is None and reward["by_run"][1]["diverges_at"] is None
+    assert reward["diverges_at"] == reward["by_run"][2]["diverges_at"] <= 15
+    assert len(reward["values"]) == 3 and reward["values"][2] > reward["values"][0]
+    assert d["config_diff"]["learning_rate"] == [1e-4, 1e-4, 3e-3]
+    assert set(d["findings"]) == {"modes", "root_cause"} and len(d["findings"]["root_cause"]) == 3
+
+
+def test_terminal_report_fits_80_columns_and_leads_with_the_config(runs):
+    c = compare_runs([runs[HEALTHY_S1.name], runs[LR_30X.name]])
+    text = render_compare_text(c)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert text.index("Config diff") < text.index("Where they part") < text.index("Findings")
+    assert "learning_rate  A 0.0001  B 0.003" in text
+    assert "B parts from A at step" in text and "on reward_mean:" in text
+    md = render_compare_markdown(c)
+    assert "| learning\\_rate | 0\\.0001 | 0\\.003 |" in md
+    html = render_compare_html(c, [runs[HEALTHY_S1.name], runs[LR_30X.name]])
+    assert html.count('<path class="overlay smooth"') >= 5  # B's curve over A's, per chart
+    assert 'class="marker onset"' in html and "B parts at" in html
+    assert 'id="metric-reward_mean"' in html
+
+
+def test_seeds_report_no_parting(runs):
+    text = render_compare_text(compare_runs([runs[HEALTHY_S1.name], runs[SEEDS[0].name]]))
+    assert "no metric parts: the runs agree within their noise" in text
+
+
+def test_html_option_and_bad_input(capsys, tmp_path):
+    page = tmp_path / "c.html"
+    code, out, err = run_cli(capsys, "compare", str(HEALTHY_S1), str(LR_30X), "--html",
+                             str(page))
+    assert code == 0 and page.read_text().startswith("<!DOCTYPE html>")
+    code, out, err = run_cli(capsys, "compare", str(HEALTHY_S1), str(LR_30X), "--html",
+                             str(page))
+    assert code == 2 and "already exists" in err
+    code, out, err = run_cli(capsys, "compare", str(HEALTHY_S1))
+    assert code == 2 and err.strip() == ("grpo-doctor: error: compare needs at least two runs "
+                                         "(the first is the reference)")
+    code, out, err = run_cli(capsys, "compare", str(HEALTHY_S1), str(tmp_path / "nope.csv"))
+    assert code == 2 and "no such file or folder" in err and "Traceback" not in err
+
+
+def test_a_source_holding_several_runs_is_refused(tmp_path):
+    rows = ["run_id,step,reward"] + [f"{r},{i},0.5" for r in ("a", "b") for i in range(1, 30)]
+    (tmp_path / "two.csv").write_text("\n".join(rows) + "\n")
+    from grpo_doctor.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="holds 2 runs"):
+        compare_sources([str(tmp_path / "two.csv"), str(HEALTHY_S1)])
+
+
+def test_findings_diff_and_root_cause_fallback():
+    import numpy as np
+
+    from grpo_doctor.engine import diagnose
+
+    n = 400
+    steps = np.arange(1, n + 1)
+    healthy = make_run(name="a", entropy=np.full(n, 0.8) + 0.01 * np.sin(steps),
+                       reward=np.linspace(0.2, 0.8, n))
+    collapsing = make_run(name="b", entropy=0.8 * np.exp(-steps / 60) + 0.01,
+                          reward=np.full(n, 0.3) + 0.01 * np.sin(steps))
+    diags = [diagnose(healthy), diagnose(collapsing)]
+    c = compare_runs([healthy, collapsing], diags)
+    f = c.findings["entropy_collapse"]
+    assert f.statuses[0] == "ok" and f.statuses[1] in ("warning", "critical")
+    assert f.changes == (None, "appears")
+    assert c.metrics["entropy"].diverges_at is not None
+    # A diagnosis without root_cause (before the verdict's root cause) reads as None.
+    assert all(rc is None or hasattr(rc, "to_dict") for rc in c.root_causes)
+    assert len(c.to_dict()["findings"]["root_cause"]) == 2

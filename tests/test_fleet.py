@@ -1,0 +1,156 @@
+"""Fleet audits: `audit --shard K/N`, `audit-merge`, `audit --format parquet`."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grpo_doctor.api import example_path
+from grpo_doctor.compare import KNOBS
+from grpo_doctor.fleet import COLUMNS, parse_shard, shard_of
+from tests.test_cli import run_cli
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+#: Few checks keep the many audits of these tests quick; the shard logic does not care.
+ONLY = ["--select", "kl_drift", "--select", "entropy_collapse", "--select",
+        "advantage_collapse", "-j", "1"]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """Runs in several formats, one file holding two runs, two unreadable logs."""
+    root = tmp_path_factory.mktemp("fleet")
+    for name in ("healthy", "kl-drift", "entropy-collapse", "advantage-collapse"):
+        (root / "examples").mkdir(exist_ok=True)
+        shutil.copy(example_path(name), root / "examples" / f"{name}.csv")
+    for run in ("01_healthy_s1", "02_healthy_s2", "03_healthy_s3", "11_too_hard"):
+        if (CORPUS / run).exists():
+            shutil.copytree(CORPUS / run, root / "corpus" / run)
+    rows = ["run_id,step,train/kl,train/reward"]
+    rows += [f"{r},{i},{0.05 + k * 0.3 * i},0.5" for k, r in enumerate("ab")
+             for i in range(1, 61)]
+    (root / "two-runs.csv").write_text("\n".join(rows) + "\n")  # one source, two runs
+    (root / "broken").mkdir()
+    (root / "broken" / "empty.csv").write_bytes(b"")
+    (root / "broken" / "garbage.jsonl").write_text("not json\n")
+    return root
+
+
+def _audit(capsys, tree, *args):
+    code, out, err = run_cli(capsys, "audit", str(tree), *ONLY, *args)
+    return code, out
+
+
+def _whole_json(capsys, tree):
+    code, out = _audit(capsys, tree, "-f", "json")
+    return code, out
+
+
+@pytest.mark.parametrize("n", [3, 7])
+def test_shards_hold_every_run_once_and_merge_into_the_whole_audit(capsys, tree, tmp_path, n):
+    code_whole, out_whole = _whole_json(capsys, tree)
+    whole = json.loads(out_whole)
+    paths, seen = [], []
+    for k in range(1, n + 1):
+        code, out = _audit(capsys, tree, "-f", "json", "--shard", f"{k}/{n}")
+        assert code in (0, 1)
+        doc = json.loads(out)
+        assert doc["shard"] == f"{k}/{n}"
+        seen += [(r["audit"]["source"], r["run"]["name"]) for r in doc["runs"]]
+        seen += [(e["source"], None) for e in doc["errors"]]
+        (tmp_path / f"shard-{k}.json").write_text(out)
+        paths.append(str(tmp_path / f"shard-{k}.json"))
+    expected = [(r["audit"]["source"], r["run"]["name"]) for r in whole["runs"]]
+    expected += [(e["source"], None) for e in whole["errors"]]
+    assert sorted(seen, key=str) == sorted(expected, key=str) and len(seen) == len(set(seen))
+    code, merged = run_cli(capsys, "audit-merge", *reversed(paths), "-f", "json")[:2]
+    assert code == code_whole
+    assert json.dumps(json.loads(merged), sort_keys=True) == json.dumps(whole, sort_keys=True)
+    assert merged == out_whole  # the order is the whole audit's too
+    for fmt in ("junit", "markdown"):
+        _, want, _ = run_cli(capsys, "audit", str(tree), *ONLY, "-f", fmt)
+        _, got, _ = run_cli(capsys, "audit-merge", *paths, "-f", fmt)
+        assert got == want
+
+
+def test_the_partition_does_not_depend_on_where_the_tree_is(capsys, tree, tmp_path):
+    moved = tmp_path / "elsewhere" / "checkout"
+    shutil.copytree(tree, moved)
+    for k in (1, 2):
+        _, here = _audit(capsys, tree, "-f", "json", "--shard", f"{k}/2")
+        _, there = _audit(capsys, moved, "-f", "json", "--shard", f"{k}/2")
+        sources = [[r["audit"]["source"] for r in json.loads(x)["runs"]] for x in (here, there)]
+        assert sources[0] == sources[1]
+
+
+def test_an_empty_shard_is_not_an_error(capsys, tmp_path):
+    shutil.copy(example_path("healthy"), tmp_path / "only.csv")
+    mine = shard_of("only.csv", 5)
+    other = 1 + mine % 5
+    code, out = _audit(capsys, tmp_path, "-f", "json", "--shard", f"{other}/5")
+    assert code == 0 and json.loads(out)["runs"] == []
+    code, out = _audit(capsys, tmp_path, "-f", "json", "--shard", f"{mine}/5")
+    assert code == 0 and len(json.loads(out)["runs"]) == 1
+
+
+def test_merge_refuses_what_is_not_the_whole_audit(capsys, tree, tmp_path):
+    for k in (1, 2):
+        _, out = _audit(capsys, tree, "-f", "json", "--shard", f"{k}/3")
+        (tmp_path / f"s{k}.json").write_text(out)
+    code, _, err = run_cli(capsys, "audit-merge", str(tmp_path / "s1.json"),
+                           str(tmp_path / "s2.json"))
+    assert code == 2 and err.strip().endswith("shard(s) 3/3 missing: the merge would not be "
+                                              "the whole audit")
+    code, _, err = run_cli(capsys, "audit-merge", str(tmp_path / "s1.json"),
+                           str(tmp_path / "s1.json"))
+    assert code == 2 and "shard 1/3 also in" in err
+    (tmp_path / "other.json").write_text('{"schema_version": 1, "findings": []}')
+    code, _, err = run_cli(capsys, "audit-merge", str(tmp_path / "other.json"))
+    assert code == 2 and "not a grpo-doctor audit JSON report" in err
+    code, _, err = run_cli(capsys, "audit", str(tree), "--shard", "4/3")
+    assert code == 2 and "--shard takes K/N with 1 <= K <= N" in err
+
+
+def test_parquet_one_row_per_run_and_check(capsys, tree, tmp_path):
+    out = tmp_path / "audit.parquet"
+    code, _ = _audit(capsys, tree, "--format", "parquet", "--output", str(out))
+    _, doc = _whole_json(capsys, tree)
+    doc = json.loads(doc)
+    df = pd.read_parquet(out)
+    assert list(df.columns) == [*COLUMNS, *(f"config_{k}" for k in KNOBS)]
+    checks = df[df["status"] != "error"]
+    assert len(checks) == sum(len(r["checks"]) for r in doc["runs"])
+    assert len(checks.groupby(["source", "run", "mode"])) == len(checks)
+    assert set(checks["mode"]) == {"kl_drift", "entropy_collapse", "advantage_collapse"}
+    assert set(df.loc[df["status"] == "error", "source"]) == {e["source"] for e in doc["errors"]}
+    kl = checks[(checks["run"] == "kl-drift") & (checks["mode"] == "kl_drift")].iloc[0]
+    assert kl["status"] == "critical" and kl["severity"] == 2 and bool(kl["failing"])
+    assert kl["onset_step"] > 0 and str(df["modified"].dtype).startswith("datetime64")
+    if (tree / "corpus" / "01_healthy_s1").exists():
+        s1 = checks[checks["source"] == "corpus/01_healthy_s1"].iloc[0]
+        assert s1["config_learning_rate"] == pytest.approx(1e-4)
+        assert s1["config_group_size"] == 8
+    # A query as the README shows it: runs with KL drift since a date.
+    since = pd.Timestamp("2000-01-01", tz="UTC")
+    hits = df[(df["mode"] == "kl_drift") & (df["severity"] >= 1) & (df["modified"] >= since)]
+    assert "kl-drift" in set(hits["run"])
+    code, _, err = run_cli(capsys, "audit", str(tree), "--format", "parquet")
+    assert code == 2 and "give --output FILE" in err
+
+
+def test_shard_of_is_a_fixed_function_of_the_key():
+    # sha256: the same on every machine and Python; these values must never change.
+    assert [shard_of(k, 8) for k in ("runs/a.csv", "runs/b.csv", "wandb://e/p/r")] == [5, 1, 2]
+    assert parse_shard(" 2 / 5 ") == (2, 5)
+
+
+@given(st.lists(st.text(min_size=1, max_size=30), max_size=60, unique=True),
+       st.integers(1, 12))
+def test_shards_partition_any_set_of_keys(keys, n):
+    parts = [[k for k in keys if shard_of(k, n) == i] for i in range(1, n + 1)]
+    assert sorted(k for p in parts for k in p) == sorted(keys)
+    assert all(1 <= shard_of(k, n) <= n for k in keys)
