@@ -140,6 +140,9 @@ def _parse_lines(text: str) -> tuple[list[Record], int]:
         if not isinstance(obj, dict):
             bad += 1
             continue
+        # verl's file logger writes {"step": N, "data": {metrics}}: the metrics are the data.
+        if set(obj) == {"step", "data"} and isinstance(obj["data"], dict):
+            obj = {"step": obj["step"], **obj["data"]}
         record = numeric_record(flatten(obj))
         if record:
             records.append(record)

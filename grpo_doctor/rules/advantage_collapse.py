@@ -2,7 +2,7 @@
 
 What it detects
     The share of prompt groups with zero reward variance (all-correct or all-wrong) staying
-    above ``warn_fraction`` (the chapter's alarm: effective group ratio below 50%), read from
+    above ``warn_fraction`` (the standard alarm: effective group ratio below 50%), read from
     the zero-std fraction when logged (TRL frac_reward_zero_std, NeMo-RL pct_mixed, ROLL
     mixed_groups_ratio, as 1 - effective ratio), else from the steps whose reward std is zero.
     Also the multi-reward form: a reward component that never moves (always wrong, say) gives
@@ -168,7 +168,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if len(h) >= 8 and mann_kendall(h_steps, h).decreasing(0.01):
         h0, hc = head_tail(h)
         if h0 > 0 and hc / h0 < 0.5:
-            corroboration.append(f"entropy fell {1 - hc / h0:.0%}")
+            corroboration.append(f"entropy down {1 - hc / h0:.0%}")
     evidence["corroboration"] = corroboration
 
     solving = progress.logged and progress.improving

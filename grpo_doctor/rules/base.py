@@ -141,6 +141,16 @@ def fmt(x: float | int | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def change(start: float, end: float) -> str:
+    """How far a positive quantity moved, as a person says it: "up 40%", "down 90%", "x93"."""
+    if start <= 0 or end < 0:
+        return f"{fmt(start)} -> {fmt(end)}"
+    ratio = end / start
+    if ratio >= 2:
+        return f"x{ratio:.0f}" if ratio >= 10 else f"x{ratio:.1f}"
+    return f"up {ratio - 1:.0%}" if ratio >= 1 else f"down {1 - ratio:.0%}"
+
+
 def snap_to_logged(run: Run, metric: str, step: float) -> int:
     """The logged step of ``metric`` nearest ``step`` (binning can produce in-between steps)."""
     steps, _ = run.finite_series(metric)

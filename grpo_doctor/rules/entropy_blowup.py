@@ -38,7 +38,16 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series, snap_to_logged
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    change,
+    fmt,
+    series,
+    snap_to_logged,
+)
 from grpo_doctor.rules.signals import late_points, reward_progress, rising
 from grpo_doctor.store import Run
 from grpo_doctor.trends import mann_kendall, rolling_median, trend_onset
@@ -99,16 +108,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if not corroboration and progress.logged and progress.improving and rise < 2 * p["rise"]:
         # Clip-Higher and entropy bonuses raise entropy on purpose; paid for by reward, a
         # moderate rise is exploration, not a blow-up.
-        return Outcome(Status.OK, f"entropy rose {rise:.0%} ({fmt(base)} -> {fmt(peak)}) while "
-                       f"the reward improved: exploration, not a blow-up", evidence=evidence,
+        return Outcome(Status.OK, f"entropy {change(base, peak)} ({fmt(base)} -> {fmt(peak)}) "
+                       "while the reward improved: exploration, not a blow-up", evidence=evidence,
                        key_metric=ENTROPY)
     status = Status.CRITICAL if corroboration else Status.WARNING
     evidence["threshold"] = (f"sustained entropy >= {1 + p['rise']:g} x its baseline and "
                              f"+{p['min_rise']:g} nats, significant climb")
     why = f", with {', '.join(corroboration)}" if corroboration else ""
     after = f", now {fmt(late)}" if late < 0.8 * peak else ""
-    summary = (f"entropy blow-up: entropy rose {rise:.0%} from {fmt(base)} to {fmt(peak)} from "
-               f"step {fmt(onset)}{why}{after}")
+    summary = (f"entropy blow-up: entropy {change(base, peak)}, from {fmt(base)} to {fmt(peak)}, "
+               f"from step {fmt(onset)}{why}{after}")
     remedies = (
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
         knobs.set_to(run, knobs.CLIP_HIGH, "0.2-0.24", why="less room for rare tokens")

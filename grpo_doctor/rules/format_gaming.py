@@ -8,7 +8,7 @@ What it detects
 
 Why it matters
     When everything moves into the tags that earn the format reward, the curve says the run is
-    learning while the task is not. The chapter's dashboard calls it a format-share surge.
+    learning while the task is not. Monitoring dashboards call it a format-share surge.
 
 How it is detected
     Gains are late-window medians minus early-window medians (first and last 20% of logged

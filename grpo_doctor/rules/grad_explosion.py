@@ -9,7 +9,7 @@ What it detects
     followed by harm (the reward falling or freezing, the gradient vanishing, NaN).
 
 Why it matters
-    A sudden 5x+ spike is the chapter's "about to collapse" signal: it precedes NaN losses and
+    A sudden 5x+ spike is the classic "about to collapse" signal: it precedes NaN losses and
     the entropy surge of the LLD death spiral, and in tool-integrated runs it is the mark of
     train-inference mismatch on low-probability tokens.
 

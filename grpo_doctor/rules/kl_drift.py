@@ -1,7 +1,7 @@
 """KL drift: the policy walking away from the reference.
 
 What it detects
-    KL(pi || pi_ref) rising and staying high, in the chapter's bands: < 0.5 normal; 0.5-5
+    KL(pi || pi_ref) rising and staying high, in the usual bands: < 0.5 normal; 0.5-5
     drifting (warning when rising); 5-20 dangerous, likely reward hacking; > 10 stop. And every
     incident in the run's history: KL above ``stop_kl`` at any logged step, even when the run
     came back below it later.

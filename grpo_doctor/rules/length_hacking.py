@@ -150,7 +150,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     status = Status.CRITICAL if severe or (stalled and len(shapes) >= 1 and pinned) or (
         stalled and any(s.get("collapse") for s in shapes)) else Status.WARNING
     evidence = {"shapes": [{k: v for k, v in s.items() if k != "collapse"} for s in shapes],
-                "threshold": "; ".join(s["shape"] for s in shapes),
+                "threshold": "; ".join(_threshold(s, p) for s in shapes),
                 "reward_improving": progress.improving if progress.logged else None}
     why = ", reward not improving" if stalled else ""
     summary = (f"length hacking: {'; '.join(s['shape'] for s in shapes)}, from step "
@@ -167,6 +167,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         summary += f"; earlier: {inc.describe(collapses, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=str(shapes[0]["metric"]), incidents=tuple(collapses))
+
+
+def _threshold(shape: dict, p: Mapping[str, float]) -> str:
+    """The threshold a shape crossed (not what was observed: the summary says that)."""
+    if shape.get("collapse"):
+        return f"length <= {p['collapse_ratio']:.0%} of its start"
+    if "share" in shape:
+        return f"truncated share >= {p['truncation']:.0%}"
+    return f"length >= x{p['growth']:g} its start without gains"
 
 
 def _collapse_remedies() -> tuple[str, ...]:

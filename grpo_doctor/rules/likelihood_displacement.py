@@ -4,7 +4,7 @@ What it detects
     The token-level mean log-probability of sampled tokens (best: of positive-advantage or
     correct responses) falling steadily: by more than ``decline_fraction`` (30%) of its
     magnitude within ``window_steps`` (500) with a significant monotone trend (arXiv
-    2512.04220; the chapter's LLD_RISK). And every crash in its history: the mean log-prob
+    2512.04220; the LLD-risk alarm). And every crash in its history: the mean log-prob
     falling by ``crash_nats`` or more (and half its range) within ``crash_points`` logged
     points, the mark of a catastrophic update, whether or not it came back.
 

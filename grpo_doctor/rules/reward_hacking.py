@@ -5,7 +5,7 @@ What it detects
     reward) turning over while the train reward keeps rising. (2) Reward that no longer pays for
     the KL it costs: reward gained per sqrt(KL) (Gao et al.'s overoptimisation law) collapsing
     to under ``efficiency_drop`` of its early value while KL climbs past ``min_kl``; the
-    chapter's "reward +0.1 while KL +5". (3) An anti-cheat reward component (a name with
+    rule of thumb "reward +0.1 while KL +5". (3) An anti-cheat reward component (a name with
     cheat / hack / violation / forbidden) turning negative on ``cheat_share`` of recent steps:
     the policy is trying the exploit the component exists to catch.
 

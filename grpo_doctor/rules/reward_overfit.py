@@ -8,7 +8,7 @@ What it detects
     back.
 
 Why it matters
-    The chapter's dashboard: a healthy reward median rises steadily; one that rises then falls
+    The usual dashboard reading: a healthy reward median rises steadily; one that rises then falls
     means the policy over-fits the training prompts, forgets, or has started to collapse (the
     reward is the lagging indicator: something else went first).
 

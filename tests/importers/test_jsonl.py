@@ -65,3 +65,16 @@ def test_sniff(tmp_path):
     assert IMPORTER.sniff(a, a.read_bytes()) == 85
     assert IMPORTER.sniff(b, b.read_bytes()) == 80
     assert IMPORTER.sniff(c, c.read_bytes()) == 0
+
+
+def test_verl_file_logger_records_are_unwrapped(tmp_path):
+    # verl's `file` logger: {"step": N, "data": {metrics}}; the metrics keep their own names.
+    path = write(tmp_path / "gsm8k.jsonl",
+                 '{"step": 0, "data": {"val-core/openai/gsm8k/acc/mean@1": 0.1}}\n'
+                 '{"step": 1, "data": {"critic/score/mean": 0.2, "actor/grad_norm": 3.0}}\n'
+                 '{"step": 2, "data": {"critic/score/mean": 0.4, "actor/grad_norm": null}}\n')
+    (run,) = load_runs(path)
+    assert run.mapping["reward_mean"] == "critic/score/mean"
+    assert run.mapping["heldout_score"] == "val-core/openai/gsm8k/acc/mean@1"
+    assert list(run.frame.index) == [0, 1, 2]
+    assert run.frame.loc[2, "reward_mean"] == 0.4
