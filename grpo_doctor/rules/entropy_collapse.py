@@ -151,7 +151,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     }
     declining = trend.decreasing(p["alpha"])
     fast_drop = declining and drop_frac >= p["drop_fraction"]
-    spent = declining and ratio <= p["critical_ratio"]
+    # Spent at the end, or at any sustained stretch of its history (a 9-point rolling median):
+    # entropy that came back a little after falling below the line had still fallen below it.
+    lowest = float(rolling_median(h, 9).min()) if len(h) >= 9 else hc
+    spent = declining and min(ratio, lowest / h0) <= p["critical_ratio"]
     if hc < p["floor"] and not declining:
         return _floor_collapse(run, steps, h, p, evidence)
     if not (fast_drop or spent or hc < p["floor"]):
