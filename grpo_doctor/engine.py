@@ -138,15 +138,15 @@ def assemble(run: Run, checks: Sequence[Check]) -> Diagnosis:
     """The Diagnosis of ``checks`` on ``run``: the run's facts, the root cause and the plan,
     and a ``--map`` hint wherever a check was skipped for a metric an unmapped column holds."""
     from grpo_doctor.hints import unmapped_hints
-    from grpo_doctor.root_cause import plan, root_cause
+    from grpo_doctor.root_cause import root_cause_and_plan
 
     info = RunInfo(run.name, run.source, run.format, run.first_step, run.last_step, run.n_steps)
     hints = unmapped_hints(run)
     by_metric = {h.metric: h for h in hints}
     checks = [_with_hint(c, by_metric) for c in checks]
-    cause = root_cause(run, checks)
+    cause, plan = root_cause_and_plan(run, checks)
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
-                     notes=tuple(run.notes), root_cause=cause, plan=plan(run, checks, cause),
+                     notes=tuple(run.notes), root_cause=cause, plan=plan,
                      hints=tuple(str(h) for h in hints))
 
 

@@ -104,25 +104,27 @@ def timeline(checks: Sequence[Check]) -> list[Event]:
     return sorted(events, key=lambda e: (e.step, _RANK.get(e.check.mode, 99)))
 
 
-def root_cause(run: Run, checks: Sequence[Check]) -> RootCause | None:
-    """The earliest event that can explain every critical finding after it (None: healthy)."""
+def root_cause_and_plan(run: Run, checks: Sequence[Check]
+                        ) -> tuple[RootCause | None, tuple[PlanItem, ...]]:
+    """The probable root cause (None when nothing fired) and the merged plan."""
     events = timeline(checks)
     if not events:
-        return None
+        return None, ()
     findings = [c for c in checks if c.fired]
     worst = [c for c in findings if c.status is Status.CRITICAL] or findings
     root = next((e for e in events if _explains(e, worst)), None)
     if root is None:  # nothing explains everything: the earliest of the worst findings
         root = next(e for e in events if e.check in worst)
-    action = first_action(run, root)
     overshoot = _lr_overshoot(run) if root.check.mode in _LR_MODES else None
+    lead = first_action(run, root, overshoot)
+    summary = root.summary
     if overshoot is not None:
         peak_step, lr_peak, lr_max = overshoot
         summary = (f"the learning rate: the reward peaked at step {fmt(peak_step)}, where the "
                    f"lr was {_lr(lr_peak)}, and fell as the lr rose to {_lr(lr_max)}; "
                    f"first sign: {root.check.mode} ({root.summary})")
-        return RootCause(root.check.mode, root.step, summary, action)
-    return RootCause(root.check.mode, root.step, root.summary, action)
+    cause = RootCause(root.check.mode, root.step, summary, str(lead))
+    return cause, _plan(events, checks, root, lead)
 
 
 def _explains(event: Event, worst: Sequence[Check]) -> bool:
@@ -134,12 +136,12 @@ def _explains(event: Event, worst: Sequence[Check]) -> bool:
                or c.mode == event.check.mode)
 
 
-def first_action(run: Run, root: Event) -> knobs.Remedy:
+def first_action(run: Run, root: Event,
+                 overshoot: tuple[int, float, float] | None = None) -> knobs.Remedy:
     """The one thing to do first, from the log where it can: the lr when the reward peaked
-    (a warm-up that overshot), the step to roll back to (an incident), else the root
-    finding's own first remedy."""
+    (a warm-up that overshot: ``overshoot``), the step to roll back to (an incident), else the
+    root finding's own first remedy."""
     check = root.check
-    overshoot = _lr_overshoot(run) if check.mode in _LR_MODES else None
     if overshoot is not None:
         peak_step, lr_peak, lr_max = overshoot
         return knobs.Remedy(
@@ -190,33 +192,29 @@ def _lr_overshoot(run: Run) -> tuple[int, float, float] | None:
 # --- the plan -----------------------------------------------------------------------------------
 
 
-def plan(run: Run, checks: Sequence[Check], cause: RootCause | None) -> tuple[PlanItem, ...]:
+def _plan(events: Sequence[Event], checks: Sequence[Check], root: Event,
+          lead: knobs.Remedy) -> tuple[PlanItem, ...]:
     """Every finding's remedies, merged, the root cause's first action first and the rest in
     timeline order: one item per knob (the strongest change asked for), one roll-back (to the
     earliest step asked for), identical advice once."""
-    if cause is None:
-        return ()
-    events = timeline(checks)
-    first = next(e for e in events if e.check.mode == cause.mode and e.step == cause.step)
-    lead = first_action(run, first)
-    order = [cause.mode] + [m for m in dict.fromkeys(e.check.mode for e in events)
-                            if m != cause.mode]
-    if cause.mode == "no_learning_signal" and first.check.evidence.get("cause"):
+    mode = root.check.mode
+    order = [mode] + [m for m in dict.fromkeys(e.check.mode for e in events) if m != mode]
+    if mode == "no_learning_signal" and root.check.evidence.get("cause"):
         # A destroyed policy: what its symptoms would ask for (dynamic sampling, a larger
         # group, a curriculum) cannot revive it. Only preventing the update counts.
         order = [m for m in order if m not in _SYMPTOMS_OF_A_DEAD_RUN]
     by_mode = {c.mode: c for c in checks if c.fired}
-    items: list[_Item] = [_Item(lead, [cause.mode])]
-    for mode in order:
-        for remedy in by_mode[mode].remedies:
+    items: list[_Item] = [_Item(lead, [mode])]
+    for m in order:
+        for remedy in by_mode[m].remedies:
             r = remedy if isinstance(remedy, knobs.Remedy) else knobs.Remedy(str(remedy))
             if str(r) == str(lead) or str(r).startswith("nothing urgent"):
                 continue
             twin = next((it for it in items if it.same_kind(r)), None)
             if twin is None:
-                items.append(_Item(r, [mode]))
+                items.append(_Item(r, [m]))
             else:
-                twin.absorb(r, mode)
+                twin.absorb(r, m)
     return tuple(PlanItem(str(it.remedy), tuple(it.modes)) for it in items)
 
 
