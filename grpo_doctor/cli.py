@@ -114,8 +114,9 @@ def diagnose(
     force: ForceOpt = False,
     html: HtmlOpt = None,
     png: PngOpt = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v",
-                                          help="Show evidence of passing checks too.")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Also show every check in a table (sparklines on wide "
+        "terminals), every check's evidence, every incident and the whole plan.")] = False,
     strict: Annotated[bool, typer.Option(
         "--strict", help="An inconclusive run (too little logged to judge) also exits 1.")
     ] = False,
@@ -158,7 +159,7 @@ def diagnose(
     elif output is not None:
         from grpo_doctor.reporters.terminal import render_to_text
 
-        _emit(render_to_text(result.diagnosis, result.run), output, force)
+        _emit(render_to_text(result.diagnosis, result.run, verbose=verbose), output, force)
     else:
         from grpo_doctor.reporters.terminal import render_terminal
 
@@ -456,21 +457,39 @@ def explain(mode: Annotated[str, typer.Argument(help="A failure mode, e.g. entro
                           f"{', '.join(r.id for r in RULES)}") from None
     lines = [f"{rule.id} — {rule.title}", "", rule.doc.strip(), "", "Parameters (defaults):"]
     lines += [f"    {p.name} = {p.default:g}    {p.help}" for p in rule.params]
-    needs = list(rule.requires) + [" or ".join("+".join(g) for g in rule.requires_any)] * bool(
-        rule.requires_any)
-    lines += ["", f"Needs: {', '.join(needs) or 'nothing'}"]
+    lines += ["", f"Needs: {_needs(rule)}"]
     sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _needs(rule) -> str:
+    """What a rule needs logged, in words (``rules`` and ``explain``)."""
+    if rule.requires:
+        return " and ".join(rule.requires)
+    groups = ["+".join(g) for g in rule.requires_any]
+    if len(groups) > 2 and not any("+" in g for g in groups):
+        return "one of " + ", ".join(groups)
+    if groups:
+        return " or ".join(groups)
+    return "no metric declared (the rule says when a run cannot be judged)"
 
 
 @app.command()
 def rules() -> None:
-    """List the failure modes grpo-doctor checks."""
+    """List the failure modes grpo-doctor checks and what each needs logged."""
+    import shutil
+    import textwrap
+
     from grpo_doctor.rules import RULES
 
-    width = max(len(r.id) for r in RULES)
+    width = max(len(r.id) for r in RULES) + 2
+    columns = max(60, shutil.get_terminal_size().columns)
     for r in RULES:
-        needs = ", ".join(r.requires) or " | ".join("+".join(g) for g in r.requires_any)
-        sys.stdout.write(f"{r.id:<{width}}  {r.title}  (needs {needs})\n")
+        needs = _needs(r)
+        line = f"{r.id:<{width}}{r.title}"
+        if not needs.startswith("no metric"):
+            line += f"; needs {needs}"
+        sys.stdout.write(textwrap.fill(line, columns, subsequent_indent=" " * width,
+                                       break_on_hyphens=False) + "\n")
 
 
 @app.command()
@@ -527,8 +546,19 @@ def watch(
                                output=format, once=once, max_polls=max_polls))
 
 
+#: Exit code of an internal error (a bug in grpo-doctor), never 1: 1 is a finding. The other
+#: codes are in grpo_doctor.api (kept apart so --help imports nothing heavy).
+EXIT_INTERNAL = 3
+#: What an internal error asks of the user.
+REPORT_HINT = ("this is a bug in grpo-doctor: please report it with the command that caused "
+               "it (GRPO_DOCTOR_DEBUG=1 prints the traceback)")
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point with the error boundary: own errors and usage errors -> one line, exit 2."""
+    """Entry point with the error boundary: own errors and usage errors -> one line, exit 2;
+    anything else (a bug) -> one line, exit 3. With no arguments, the help."""
+    import os
+
     from grpo_doctor.errors import GrpoDoctorError
 
     try:  # typer >= 0.24 vendors click; its usage errors derive from TyperException
@@ -538,8 +568,9 @@ def main(argv: list[str] | None = None) -> None:
         from click.exceptions import Abort  # type: ignore
         from click.exceptions import ClickException as UsageError
 
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        code = app(args=argv, standalone_mode=False, prog_name="grpo-doctor")
+        code = app(args=args or ["--help"], standalone_mode=False, prog_name="grpo-doctor")
     except GrpoDoctorError as exc:
         sys.stderr.write(f"grpo-doctor: error: {exc}\n")
         sys.exit(2)
@@ -555,4 +586,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:
+        if os.environ.get("GRPO_DOCTOR_DEBUG"):
+            raise
+        text = " ".join(str(exc).split())[:300]
+        sys.stderr.write(f"grpo-doctor: internal error: {type(exc).__name__}"
+                         f"{': ' + text if text else ''}; {REPORT_HINT}\n")
+        sys.exit(EXIT_INTERNAL)
     sys.exit(code if isinstance(code, int) else 0)

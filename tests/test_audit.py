@@ -163,10 +163,10 @@ def test_markdown(result):
     md = report.render_audit_markdown(result)
     assert md.startswith("## grpo-doctor audit: ")
     assert "| run | status | findings (onset step) | steps | format | source |" in md
-    assert "| kl\\-drift | 🛑 critical | **kl\\_drift@" in md
-    assert "### Unreadable sources" in md and "| nested/run\\.csv |" in md
+    assert "| kl-drift | 🛑 critical | **kl_drift@" in md
+    assert "### Unreadable sources" in md and "| nested/run.csv |" in md
     assert "### Failing findings" in md and "What to change:" in md
-    assert "\\</testcase\\>\\<x\\>" in md and "</testcase>" not in md
+    assert "&lt;/testcase>&lt;x>" in md and "</testcase>" not in md
     assert "\\[red\\]x\\[/red\\]" in md
 
 

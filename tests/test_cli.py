@@ -69,8 +69,9 @@ def test_fail_on(capsys, fail_on, code):
 
 def test_markdown_report(capsys):
     code, out, _ = run_cli(capsys, "diagnose", "--example", "kl-drift", "--format", "markdown")
-    assert out.startswith("## grpo-doctor: kl\\-drift")
-    assert "| kl\\_drift | 🛑 critical |" in out
+    assert out.startswith("## 🛑 grpo-doctor: kl-drift — critical")
+    assert "**Root cause**: kl_drift at step" in out
+    assert "| kl_drift | 🛑 critical |" in out
 
 
 def test_set_overrides_a_threshold(capsys):

@@ -32,6 +32,7 @@ import pandas as pd
 
 from grpo_doctor.findings import RUN_SEVERITY, Check, Diagnosis
 from grpo_doctor.metrics import Metric
+from grpo_doctor.reporters import evidence
 from grpo_doctor.rules import rule_named
 from grpo_doctor.rules.base import fmt
 from grpo_doctor.store import Run
@@ -444,7 +445,8 @@ def finding_chart(check: Check, run: Run, ctx: _Context) -> Chart:
             metrics[1:1] = [str(m) for m in bad]
     markers = _markers(check)
     color = STATUS_COLOR.get(check.status.value, STATUS_COLOR["critical"])
-    spikes = tuple(int(s) for s in check.evidence.get("spike_steps", ()) or ())
+    spikes = tuple(int(s) for s in _listed(check.evidence.get("spike_steps"))
+                   if isinstance(s, (int, float)) and math.isfinite(s))
     panels: list[Panel] = []
     seen: set[str] = set()
     for metric in metrics:
@@ -1070,23 +1072,10 @@ def _step(x: int | None) -> str:
     return "–" if x is None else f"{x:,}"
 
 
-def _blank(v: object) -> bool:
-    return v is None or (isinstance(v, (list, tuple, dict, str, np.ndarray)) and len(v) == 0)
-
-
-def _value(v: object) -> str:
-    """An evidence value as a person reads it."""
-    if isinstance(v, (np.generic, np.ndarray)):
-        v = v.tolist()
-    if isinstance(v, bool) or v is None:
-        return str(v).lower()
-    if isinstance(v, (int, float)):
-        return fmt(v) if math.isfinite(float(v)) else str(v)
-    if isinstance(v, Mapping):
-        return "; ".join(f"{k}: {_value(x)}" for k, x in v.items())
-    if isinstance(v, (list, tuple)):
-        return ", ".join(_value(x) for x in v)
-    return str(v)
+def _listed(v: object) -> list[Any]:
+    """An evidence value that should be a list, as one (numpy arrays included; else empty)."""
+    v = evidence.as_plain(v)
+    return list(v) if isinstance(v, (list, tuple)) else []
 
 
 def _badge(status: str) -> str:
@@ -1125,8 +1114,8 @@ def _checks_table(diagnosis: Diagnosis) -> str:
 
 def _aside(check: Check) -> str:
     parts = []
-    threshold = check.evidence.get("threshold")
-    if threshold:
+    threshold = evidence.value("threshold", check.evidence.get("threshold"))
+    if not evidence.blank(check.evidence.get("threshold")):
         parts.append(f'<h3>Threshold that fired</h3><div class="fired-threshold">'
                      f'{esc(threshold)}</div>')
     lag = ""
@@ -1136,12 +1125,13 @@ def _aside(check: Check) -> str:
     parts.append(f'<h3>When</h3><div class="steps"><div><span class="muted">onset</span><br>'
                  f'<b>{_step(check.onset_step)}</b></div><div><span class="muted">first alert'
                  f'</span><br><b>{_step(check.first_alert_step)}</b></div>{lag}</div>')
-    corroboration = check.evidence.get("corroboration") or check.evidence.get("phase3_signs")
+    corroboration = [evidence.value("corroboration", x) for key in ("corroboration",
+                     "phase3_signs") for x in _listed(check.evidence.get(key))]
     if corroboration:
         parts.append("<h3>Corroborated by</h3><ul class=\"plain\">" + "".join(
             f"<li>{esc(x)}</li>" for x in corroboration) + "</ul>")
-    rows = [f"<dt>{esc(k)}</dt><dd>{esc(_value(v))}</dd>" for k, v in check.evidence.items()
-            if k not in ("threshold", "corroboration", "phase3_signs") and not _blank(v)]
+    rows = [f"<dt>{esc(k)}</dt><dd>{esc(text)}</dd>" for k, text in evidence.items(
+        {k: v for k, v in check.evidence.items() if k not in ("corroboration", "phase3_signs")})]
     if rows:
         parts.append('<h3>Evidence</h3><dl class="ev">' + "".join(rows) + "</dl>")
     if check.remedies:

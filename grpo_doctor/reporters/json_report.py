@@ -4,22 +4,34 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
+from enum import Enum
 from typing import Any
 
 from grpo_doctor.findings import Diagnosis
 
 
 def _clean(obj: Any) -> Any:
-    """JSON has no NaN/inf: write them as null so every parser reads the output."""
+    """What JSON can hold, at full precision: NaN/inf as null (JSON has neither), numpy
+    scalars and arrays as numbers and lists, tuples and sets as lists, enums as their value,
+    anything else as its text."""
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj.value if isinstance(obj, Enum) else obj
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):
         return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
+    if isinstance(obj, (list, tuple, set, frozenset)):
         return [_clean(v) for v in obj]
-    if hasattr(obj, "item"):  # numpy scalars
-        return _clean(obj.item())
-    return obj
+    if isinstance(obj, Enum):
+        return _clean(obj.value)
+    tolist = getattr(obj, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist):
+        try:
+            return _clean(tolist())
+        except (TypeError, ValueError):
+            pass
+    return str(obj)
 
 
 def to_json_obj(diagnosis: Diagnosis) -> dict[str, Any]:

@@ -1,67 +1,126 @@
-"""Markdown for pull requests and $GITHUB_STEP_SUMMARY. Every name from a log is escaped."""
+"""Markdown for pull requests and $GITHUB_STEP_SUMMARY, verdict first (as the terminal report):
+status, root cause and first action, the findings in the order they began, the merged plan,
+the checks that passed and those skipped; every check's row in a collapsed table.
+
+Text is escaped only where Markdown would read it as syntax (:func:`escape`), so a raw PR
+comment still reads as prose: ``0.5-5``, ``(DAPO)`` and ``kl_drift`` stay as they are.
+"""
 
 from __future__ import annotations
 
 import re
 
-from grpo_doctor.findings import Diagnosis
+from grpo_doctor.findings import Check, Diagnosis
+from grpo_doctor.reporters import evidence
+from grpo_doctor.reporters.outline import (
+    by_onset,
+    cause_text,
+    extra_hints,
+    passed,
+    sentence,
+    skipped,
+    skipped_line,
+)
 
 _ICON = {"ok": "✅ ok", "warning": "⚠️ warning", "critical": "🛑 critical", "skipped": "➖ skipped"}
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
+_RUN_ICON = {"healthy": "✅", "warning": "⚠️", "critical": "🛑", "inconclusive": "❔"}
+
+#: Characters that are Markdown syntax wherever they stand: backslash, code spans, emphasis
+#: and strikethrough, links and images, table cells. ``<`` opens inline HTML or an autolink
+#: only before a letter, ``/``, ``!`` or ``?`` (there it becomes ``&lt;``, so that no raw tag
+#: is left in the source either).
+_ALWAYS = r"\\`*~\[\]|"
+#: ``_`` opens or closes emphasis only at a word boundary (``kl_drift`` is safe as it is), and
+#: ``&`` is syntax only when it starts an entity (``&amp;``, ``&#38;``).
+_INLINE = re.compile(rf"[{_ALWAYS}]|<(?=[A-Za-z/!?])|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])"
+                     r"|&(?=#?[0-9A-Za-z]+;)")
+#: What starts a block when it starts a line: a heading, a quote, a list item, a numbered list
+#: item, a setext underline or a thematic break.
+_BLOCK_START = re.compile(r"^(\s*)(#{1,6}(?=\s|$)|>|[-+](?=\s|$)|=+\s*$|-{3,}\s*$"
+                          r"|\d{1,9}(?=[.)](?:\s|$)))")
 
 
 def escape(text: object) -> str:
-    """Text from a log rendered literally in Markdown (and in the HTML it becomes)."""
-    s = str(text).replace("&", "&amp;").replace("\n", " ")
-    return _SPECIAL.sub(r"\\\1", s)
+    """Text (a name from a log, a summary quoting one) that renders literally in Markdown and
+    the HTML it becomes, with a backslash only before what Markdown would read as syntax. One
+    line: newlines become spaces."""
+    s = " ".join(str(text).splitlines()) if "\n" in str(text) or "\r" in str(text) else str(text)
+    s = _INLINE.sub(lambda m: "&lt;" if m.group() == "<" else "\\" + m.group(), s)
+    return _BLOCK_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not
+                                                    m.group(2)[0].isdigit()
+                                                    else m.group(2) + "\\"), s, count=1)
 
 
 def _step(x: int | None) -> str:
     return "–" if x is None else f"{x:,}"
 
 
+def _finding(check: Check, said: str | None) -> list[str]:
+    status = check.status.value
+    text = sentence(check)
+    what = "the root cause, above" if text == said else escape(text)
+    line = (f"- {_ICON[status].split()[0]} **{escape(check.mode)}** ({status}) · onset "
+            f"{_step(check.onset_step)} · first alert {_step(check.first_alert_step)}: {what}")
+    fired = evidence.threshold(check)
+    if fired:
+        line += f" · threshold: {escape(fired)}"
+    out = [line]
+    out += [f"  - incident: {escape(i.summary)}" for i in check.incidents
+            if i.summary not in check.summary]
+    return out
+
+
 def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
     h = "#" * heading_level
     run = diagnosis.run
+    status = diagnosis.status
     lines = [
-        f"{h} grpo-doctor: {escape(run.name)} — {diagnosis.status}",
+        f"{h} {_RUN_ICON.get(status, '')} grpo-doctor: {escape(run.name)} — {status}",
         "",
-        f"{escape(run.format)} · steps {_step(run.first_step)}–{_step(run.last_step)} "
-        f"({run.n_steps:,} logged) · {len(diagnosis.metrics)} canonical metrics",
+        f"steps {_step(run.first_step)}–{_step(run.last_step)} ({run.n_steps:,} logged) · "
+        f"{escape(run.format)} · {escape(run.source)}",
         "",
     ]
-    if diagnosis.status_reason:
-        lines += [f"**Inconclusive**: {escape(diagnosis.status_reason)}.", ""]
     cause = diagnosis.root_cause
+    said = cause_text(diagnosis)
     if cause is not None:
-        lines += [f"**Probable root cause**: {escape(cause.mode)} at step {_step(cause.step)}: "
-                  f"{escape(cause.summary)}", "",
+        where = f" at step {_step(cause.step)}" if cause.step is not None else ""
+        lines += [f"**Root cause**: {escape(cause.mode)}{where}: {escape(said)}  ",
                   f"**Do this first**: {escape(cause.first_action)}", ""]
-    lines += [f"> hint: {escape(hint)}" for hint in diagnosis.hints]
-    if diagnosis.hints:
+    elif diagnosis.status_reason:
+        lines += [f"**Inconclusive**: {escape(diagnosis.status_reason)}.", ""]
+    elif status == "healthy":
+        lines += ["No failure mode found.", ""]
+    findings = by_onset(diagnosis)
+    if findings:
+        lines += [f"{h}# Findings, in the order they began", ""]
+        for check in findings:
+            lines += _finding(check, said if cause is not None and cause.mode == check.mode
+                              else None)
+            if not diagnosis.plan:
+                lines += [f"  - {escape(r)}" for r in check.remedies]
         lines.append("")
-    lines += [
-        "| check | status | onset step | first alert | summary |",
-        "|---|---|---|---|---|",
-    ]
+    if diagnosis.plan:
+        several = len(findings) > 1
+        lines += [f"{h}# What to change, first things first", ""]
+        lines += [f"{k}. {escape(item.action)}"
+                  + (f" ({escape(', '.join(item.modes))})" if several and item.modes else "")
+                  for k, item in enumerate(diagnosis.plan, 1)]
+        lines.append("")
+    if ok := passed(diagnosis):
+        lines.append(f"**Passed**: {escape(', '.join(ok))}  ")
+    if skipped(diagnosis):
+        lines.append(f"**Skipped**: {escape(skipped_line(diagnosis.checks))}")
+    lines += ["", *[f"> hint: {escape(hint)}" for hint in extra_hints(diagnosis)]]
+    lines += ["<details><summary>Every check</summary>", "",
+              "| check | status | onset step | first alert | summary |",
+              "|---|---|---|---|---|"]
     for c in diagnosis.checks:
         lines.append(
             f"| {escape(c.mode)} | {_ICON[c.status.value]} | {_step(c.onset_step)} | "
             f"{_step(c.first_alert_step)} | {escape(c.summary)} |"
         )
-    for c in diagnosis.findings:
-        lines += ["", f"{h}# {escape(c.mode)} ({c.status.value})", "", escape(c.summary), ""]
-        if c.incidents:
-            lines.append("Incidents:")
-            lines += [f"- {escape(i.summary)}" for i in c.incidents]
-            lines.append("")
-        if c.remedies:
-            lines.append("What to change:")
-            lines += [f"- {escape(r)}" for r in c.remedies]
-    if len(diagnosis.plan) > 1:
-        lines += ["", f"{h}# Plan (every finding's remedies, merged)", ""]
-        lines += [f"{k}. {escape(item.action)} ({escape(', '.join(item.modes))})"
-                  for k, item in enumerate(diagnosis.plan, 1)]
+    lines += ["", "</details>"]
     for note in diagnosis.notes:
         lines += ["", f"> note: {escape(note)}"]
     return "\n".join(lines) + "\n"

@@ -1,130 +1,275 @@
-"""The rich terminal report: header, one row per check, then each finding's evidence and
-remedies. The only library module that imports rich. Log-supplied text is never markup."""
+"""The terminal report, verdict first. The only library module that imports rich.
+
+What a practitioner reads in ten seconds, top to bottom:
+
+1. the run and its status; the steps and the source;
+2. the probable root cause with its step, and the one thing to do first (or why the run is
+   inconclusive);
+3. the findings in the order they began (onset, first alert, one sentence of evidence, the
+   threshold that fired, the incidents in the run's history);
+4. the plan: every finding's remedies merged, root cause first;
+5. one line naming the checks that passed, one naming those skipped with what to log (or the
+   ``--map`` that would use a column the run has); notes.
+
+``-v`` adds the full table of checks (a sparkline of each key metric on wide terminals) and
+every check's evidence. Wrapped lines hang under their first word; nothing is wider than the
+console. Log-supplied text goes through :func:`_safe` and is never rich markup.
+"""
 
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
-from rich.console import Console, Group
-from rich.panel import Panel
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from grpo_doctor.findings import Check, Diagnosis
+from grpo_doctor.findings import Check, Diagnosis, Status
+from grpo_doctor.reporters import evidence
+from grpo_doctor.reporters.outline import (
+    by_onset,
+    cause_text,
+    extra_hints,
+    passed,
+    sentence,
+    skipped,
+    skipped_line,
+)
 from grpo_doctor.reporters.sparkline import sparkline
 from grpo_doctor.store import Run
 
 _STYLE = {"ok": "green", "warning": "yellow", "critical": "bold red", "skipped": "dim"}
 _STATUS_STYLE = {"healthy": "bold green", "warning": "bold yellow", "critical": "bold red",
                  "inconclusive": "bold blue"}
+_MARK = {"critical": "✗", "warning": "!"}
+#: Incidents listed under a finding before "and N more" (``-v`` lists them all).
+MAX_INCIDENTS = 3
+#: Plan items shown before "and N more" (``-v`` shows them all).
+MAX_PLAN = 6
+#: Below this width the full table of ``-v`` becomes one block per check.
+TABLE_WIDTH = 100
+#: Sparklines in the full table need room.
+TREND_WIDTH = 110
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _safe(text: object) -> str:
+    """Text from a log (names, paths, and the summaries that quote them), as one terminal line:
+    control characters become visible escapes. The one function every piece of log-supplied
+    text passes through here; rich is given it as ``Text``, never as markup."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 def _step(x: int | None) -> str:
     return "–" if x is None else f"{x:,}"
 
 
+def _hang(head: str, body: Text | str, *, head_style: str = "bold", indent: int | None = None,
+          body_style: str = "") -> Table:
+    """``head`` then ``body``, the body's wrapped lines hanging under its first word."""
+    width = indent if indent is not None else len(head)
+    grid = Table.grid(padding=0)
+    grid.add_column(width=width, no_wrap=True)
+    grid.add_column(overflow="fold")
+    text = body if isinstance(body, Text) else Text(body, style=body_style)
+    grid.add_row(Text(head, style=head_style), text)
+    return grid
+
+
+def _indented(body: Text | str, indent: int, *, style: str = "") -> Table:
+    return _hang(" " * indent, body, head_style="", body_style=style)
+
+
+def _header(diagnosis: Diagnosis, width: int, verbose: bool) -> list[RenderableType]:
+    info = diagnosis.run
+    status = diagnosis.status
+    first = Text.assemble((status.upper(), _STATUS_STYLE.get(status, "bold")), " · ",
+                          (_safe(info.name), "bold"))
+    first.overflow = "fold"
+    facts = f"steps {_step(info.first_step)}–{_step(info.last_step)} ({info.n_steps:,} logged)"
+    facts += f" · {_safe(info.format)}"
+    source = _safe(info.source)
+    room = width - len(facts) - 3
+    if not verbose and len(source) > room:
+        source = "…" + source[-(room - 1):] if room > 12 else ""
+    second = Text(facts + (f" · {source}" if source else ""), style="dim")
+    second.overflow = "fold"
+    return [first, second]
+
+
+def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
+    out: list[RenderableType] = []
+    cause = diagnosis.root_cause
+    if cause is not None:
+        what = cause_text(diagnosis) or ""
+        where = f" at step {_step(cause.step)}" if cause.step is not None else ""
+        out.append(_hang("root cause: ", Text.assemble(
+            (_safe(cause.mode), "bold"), f"{where}: {_safe(what)}")))
+        out.append(_hang("do this first: ", _safe(cause.first_action)))
+    elif diagnosis.status_reason:
+        out.append(_hang("inconclusive: ", _safe(diagnosis.status_reason), head_style="bold blue"))
+    elif diagnosis.status == "healthy":
+        ran = sum(1 for c in diagnosis.checks if c.status is not Status.SKIPPED)
+        out.append(Text(f"No failure mode found by the {ran} checks that ran.", style="green"))
+    return out
+
+
+def _finding(check: Check, verbose: bool, with_remedies: bool, said: str | None
+             ) -> list[RenderableType]:
+    """One finding: heading, one sentence (unless the root cause line said it), threshold,
+    incidents (and with ``-v`` the evidence)."""
+    status = check.status.value
+    head = Text.assemble(
+        (f"{_MARK.get(status, '·')} ", _STYLE.get(status, "")), (_safe(check.mode), "bold"),
+        " ", (status, _STYLE.get(status, "")),
+        f" · onset {_step(check.onset_step)} · first alert {_step(check.first_alert_step)}")
+    head.overflow = "fold"
+    text = sentence(check)
+    out: list[RenderableType] = [head]
+    if text == said:
+        out.append(_indented("the root cause, above", 4, style="dim"))
+    else:
+        out.append(_indented(_safe(text), 4))
+    fired = evidence.threshold(check)
+    if fired:
+        out.append(_hang("    threshold: ", _safe(fired), head_style="dim", body_style="dim"))
+    incidents = [i for i in check.incidents if i.summary not in check.summary]
+    shown = incidents if verbose else incidents[:MAX_INCIDENTS]
+    for incident in shown:
+        out.append(_hang("    incident: ", _safe(incident.summary), head_style="dim"))
+    if len(shown) < len(incidents):
+        out.append(_indented(f"and {len(incidents) - len(shown)} more incident(s) (-v)", 4,
+                             style="dim"))
+    if verbose:
+        out += _evidence(check, 4)
+    if with_remedies:
+        out += [_hang("    • ", _safe(r)) for r in check.remedies]
+    return out
+
+
+def _evidence(check: Check, indent: int) -> list[RenderableType]:
+    return [_hang(" " * indent + f"{key}: ", _safe(text), head_style="dim", body_style="dim")
+            for key, text in evidence.items(check.evidence)]
+
+
+def _plan(diagnosis: Diagnosis, verbose: bool) -> list[RenderableType]:
+    plan = diagnosis.plan
+    if not plan:
+        return []
+    several = len(diagnosis.findings) > 1
+    shown = plan if verbose or len(plan) <= MAX_PLAN + 1 else plan[:MAX_PLAN]
+    out: list[RenderableType] = [Text("What to change, first things first:", style="bold")]
+    for k, item in enumerate(shown, 1):
+        body = Text(_safe(item.action))
+        if several and item.modes:
+            body.append(f"  [{', '.join(_safe(m) for m in item.modes)}]", style="dim")
+        out.append(_hang(f"{k:>3}. ", body, head_style=""))
+    if len(shown) < len(plan):
+        out.append(_indented(f"and {len(plan) - len(shown)} more (-v)", 5, style="dim"))
+    return out
+
+
+def _lists(diagnosis: Diagnosis) -> list[RenderableType]:
+    out: list[RenderableType] = []
+    if ok := passed(diagnosis):
+        out.append(_hang("passed: ", ", ".join(_safe(m) for m in ok), head_style="green"))
+    if skipped(diagnosis):
+        out.append(_hang("skipped: ", _safe(skipped_line(diagnosis.checks)), head_style="dim"))
+    out += [_hang("hint: ", _safe(hint), head_style="cyan") for hint in extra_hints(diagnosis)]
+    out += [_hang("note: ", _safe(note), head_style="dim", body_style="dim")
+            for note in diagnosis.notes]
+    return out
+
+
 def _spark(run: Run | None, check: Check) -> Text:
     if run is None or not check.key_metric:
         return Text("")
-    line, pos = sparkline(run, check.key_metric, width=16, mark_step=check.onset_step)
+    try:
+        line, pos = sparkline(run, check.key_metric, width=16, mark_step=check.onset_step)
+    except Exception:  # a picture is not worth a failed report
+        return Text("")
     text = Text(line, style="cyan")
     if pos is not None and check.fired:
         text.stylize("bold reverse " + _STYLE[check.status.value], pos, pos + 1)
     return text
 
 
-def _headline(check: Check) -> str:
-    """The table's short form: a finding's first clause; the panel below has the rest."""
-    if check.fired:
-        return check.summary.split(":", 1)[0]
-    return check.summary
-
-
-def _evidence_lines(evidence: dict[str, Any]) -> list[str]:
-    out = []
-    for key, value in evidence.items():
-        if value is None or (isinstance(value, (list, tuple, dict)) and not value):
-            continue
-        out.append(f"{key}: {value}")
-    return out
-
-
-def build(diagnosis: Diagnosis, run: Run | None = None, verbose: bool = False,
-          width: int = 120) -> Group:
-    info = diagnosis.run
-    header = Text.assemble(
-        ("grpo-doctor ", "bold"), (info.name, "bold cyan"), "  ",
-        (diagnosis.status.upper(), _STATUS_STYLE[diagnosis.status]),
-        f"\n{info.format} · {info.source}\nsteps {_step(info.first_step)}–"
-        f"{_step(info.last_step)} ({info.n_steps:,} logged) · metrics: "
-        f"{', '.join(diagnosis.metrics) or 'none recognised'}",
-    )
+def _full_table(diagnosis: Diagnosis, run: Run | None, width: int) -> list[RenderableType]:
+    """``-v``: every check, its status, steps and summary (and evidence)."""
+    out: list[RenderableType] = [Text("Every check:", style="bold")]
+    if width < TABLE_WIDTH:
+        for c in diagnosis.checks:
+            head = Text.assemble((_safe(c.mode), "bold"), " ",
+                                 (c.status.value, _STYLE.get(c.status.value, "")))
+            if c.fired:
+                head.append(f" · onset {_step(c.onset_step)} · first alert "
+                            f"{_step(c.first_alert_step)}")
+            out += [head, _indented(_safe(c.summary), 4)]
+            if not c.fired:
+                out += _evidence(c, 4)
+        return out
     table = Table(show_edge=False, pad_edge=False, expand=False)
     table.add_column("check", no_wrap=True)
     table.add_column("status", no_wrap=True)
     table.add_column("onset", justify="right", no_wrap=True)
     table.add_column("alert", justify="right", no_wrap=True)
-    trend = run is not None and width >= 110  # sparklines need room
+    trend = run is not None and width >= TREND_WIDTH
     if trend:
         table.add_column("trend", no_wrap=True)
     table.add_column("summary", overflow="fold", ratio=1)
     for c in diagnosis.checks:
-        cells = [Text(c.mode), Text(c.status.value, style=_STYLE[c.status.value]),
-                 _step(c.onset_step), _step(c.first_alert_step)]
+        cells: list[Any] = [Text(_safe(c.mode)), Text(c.status.value,
+                                                      style=_STYLE.get(c.status.value, "")),
+                            _step(c.onset_step), _step(c.first_alert_step)]
         if trend:
             cells.append(_spark(run, c))
-        table.add_row(*cells, Text(_headline(c)))
-    parts: list[Any] = [header]
-    if diagnosis.status_reason:
-        parts.append(Text(f"inconclusive: {diagnosis.status_reason}", style="blue"))
-    cause = diagnosis.root_cause
-    if cause is not None:
-        parts.append(Text.assemble(("root cause: ", "bold"), f"{cause.mode} at step "
-                                   f"{_step(cause.step)}: {cause.summary}"))
-        parts.append(Text.assemble(("do this first: ", "bold"), cause.first_action))
-    parts += [Text(f"hint: {hint}", style="cyan") for hint in diagnosis.hints]
-    parts += [Text(""), table]
-    for c in diagnosis.findings:
-        body = [Text(c.summary)]
-        if c.incidents:
-            body.append(Text("incidents:", style="bold"))
-            body += [Text(f"  • {i.summary}") for i in c.incidents]
-        ev = _evidence_lines(c.evidence) if verbose or c.fired else []
-        if ev:
-            body.append(Text("evidence:", style="bold"))
-            body += [Text(f"  {line}", style="dim") for line in ev]
-        if c.remedies:
-            body.append(Text("what to change:", style="bold"))
-            body += [Text(f"  • {r}") for r in c.remedies]
-        title = Text.assemble((c.mode, "bold"), " ", (c.status.value, _STYLE[c.status.value]),
-                              f"  onset {_step(c.onset_step)} · first alert "
-                              f"{_step(c.first_alert_step)}")
-        parts.append(Panel(Group(*body), title=title, title_align="left",
-                           border_style=_STYLE[c.status.value]))
-    skipped = [c for c in diagnosis.checks if c.status.value == "skipped" and c.reason]
-    if skipped and verbose:
-        parts.append(Text("skipped checks:", style="bold"))
-        parts += [Text(f"  {c.mode}: {c.reason}", style="dim") for c in skipped]
-    for note in diagnosis.notes:
-        parts.append(Text(f"note: {note}", style="dim"))
-    if len(diagnosis.plan) > 1:
-        parts.append(Text("plan (every finding's remedies, merged):", style="bold"))
-        parts += [Text(f"  {k}. {item.action} ({', '.join(item.modes)})")
-                  for k, item in enumerate(diagnosis.plan, 1)]
-    if not diagnosis.findings and diagnosis.status == "healthy":
-        parts.append(Text("No failure mode found.", style="green"))
+        table.add_row(*cells, Text(_safe(c.summary)))
+    out.append(table)
+    for c in diagnosis.checks:
+        if not c.fired and (lines := _evidence(c, 4)):
+            out += [Text(_safe(c.mode), style="bold"), *lines]
+    return out
+
+
+def build(diagnosis: Diagnosis, run: Run | None = None, verbose: bool = False,
+          width: int = 120) -> Group:
+    """The report as one rich renderable for a console ``width`` columns wide."""
+    parts: list[RenderableType] = [*_header(diagnosis, width, verbose), *_verdict(diagnosis)]
+    findings = by_onset(diagnosis)
+    if findings:
+        parts += [Text(""), Text("Findings, in the order they began:", style="bold")]
+        cause = diagnosis.root_cause
+        for check in findings:
+            said = cause_text(diagnosis) if cause is not None and cause.mode == check.mode \
+                else None
+            parts += _finding(check, verbose, not diagnosis.plan, said)
+        plan = _plan(diagnosis, verbose)
+        if plan:
+            parts += [Text(""), *plan]
+    lists = _lists(diagnosis)
+    if lists:
+        parts += [Text("")] * bool(findings) + lists
+    if verbose:
+        parts += [Text(""), *_full_table(diagnosis, run, width)]
     return Group(*parts)
 
 
 def render_terminal(diagnosis: Diagnosis, run: Run | None = None, *,
                     console: Console | None = None, verbose: bool = False) -> None:
-    console = console or Console()
-    console.print(build(diagnosis, run, verbose, console.width))
+    console = console or Console(highlight=False)
+    console.print(build(diagnosis, run, verbose, console.width), highlight=False)
 
 
-def render_to_text(diagnosis: Diagnosis, run: Run | None = None, width: int = 120) -> str:
-    """The report as plain text (no colour), e.g. for tests and logs."""
-    console = Console(width=width, color_system=None, force_terminal=False, file=io.StringIO())
-    console.print(build(diagnosis, run, width=width))
-    return console.file.getvalue()  # type: ignore[attr-defined]
+def render_to_text(diagnosis: Diagnosis, run: Run | None = None, width: int = 120, *,
+                   verbose: bool = False, color: bool = False) -> str:
+    """The report as text for a console ``width`` columns wide (no colour unless ``color``:
+    then ANSI codes, as on a terminal), e.g. for ``--output``, tests and logs."""
+    console = Console(width=width, file=io.StringIO(), highlight=False,
+                      color_system="truecolor" if color else None, force_terminal=color,
+                      legacy_windows=False)
+    console.print(build(diagnosis, run, verbose, width), highlight=False)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    return "".join(line.rstrip(" ") + "\n" for line in text.splitlines())

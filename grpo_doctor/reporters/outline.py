@@ -1,0 +1,98 @@
+"""What a report says and in which order, shared by the terminal and Markdown reports (pure
+text, no rich): a finding's one sentence, the findings in the order they began, the root
+cause in words, and the one line of skipped checks with what each needs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from grpo_doctor.findings import Check, Diagnosis, Status
+
+_NEEDS = re.compile(r"needs (.+?)(?:: not logged|,? none logged)\b.*")
+_MAP_OPTION = re.compile(r"--map \S+=[^\s)]+")
+
+
+def sentence(check: Check) -> str:
+    """A finding's summary without a leading clause that only repeats the mode's name
+    ("advantage collapse: 98% of groups ..." under the heading advantage_collapse)."""
+    head, sep, rest = check.summary.partition(": ")
+    if sep and re.sub(r"[^a-z]", "", head.lower()) == re.sub(r"[^a-z]", "", check.mode.lower()):
+        return rest
+    return check.summary
+
+
+def by_onset(diagnosis: Diagnosis) -> list[Check]:
+    """The findings in the order they began (the root cause's timeline: a finding's first
+    incident or its onset; upstream first at a tie)."""
+    from grpo_doctor.root_cause import timeline
+
+    findings = list(diagnosis.findings)
+    try:
+        events = timeline(findings)
+    except Exception:  # a report never fails on the order it shows things in
+        events = []
+    first: dict[str, int] = {}
+    for rank, event in enumerate(events):
+        first.setdefault(event.check.mode, rank)
+    return sorted(findings, key=lambda c: (first.get(c.mode, len(events)),
+                                           c.onset_step if c.onset_step is not None else 0))
+
+
+def cause_text(diagnosis: Diagnosis) -> str | None:
+    """The root cause in words: its finding's sentence when the cause is that finding's
+    summary, else what the root cause says (the learning rate, a catastrophic update)."""
+    cause = diagnosis.root_cause
+    if cause is None:
+        return None
+    try:
+        check = diagnosis.check(cause.mode)
+    except KeyError:
+        return cause.summary
+    return sentence(check) if cause.summary == check.summary else cause.summary
+
+
+def skip_reason(check: Check) -> str:
+    """What a skipped check needs, short: the ``--map`` that would feed it from a column the
+    run has, the metric to log, or the rule's own reason (a log too short)."""
+    reason = check.summary or check.reason or "skipped"
+    option = _MAP_OPTION.search(check.reason or reason)
+    if option:
+        return option.group()
+    needs = _NEEDS.fullmatch(reason)
+    if not needs:
+        return reason
+    what = needs.group(1)
+    options = what.split(" or ")
+    if len(options) > 2 and not any("+" in o for o in options):
+        return "log one of " + ", ".join(options)
+    return "log " + what
+
+
+def skipped_line(checks: Sequence[Check]) -> str:
+    """The skipped checks, those that need the same thing together:
+    ``entropy_collapse, entropy_blowup (log entropy); tool_spam (log tool_calls)``."""
+    groups: dict[str, list[str]] = {}
+    for c in checks:
+        if c.status is Status.SKIPPED:
+            groups.setdefault(skip_reason(c), []).append(c.mode)
+    return "; ".join(f"{', '.join(modes)} ({why})" for why, modes in groups.items())
+
+
+def passed(diagnosis: Diagnosis) -> list[str]:
+    return [c.mode for c in diagnosis.checks if c.status is Status.OK]
+
+
+def skipped(diagnosis: Diagnosis) -> list[Check]:
+    return [c for c in diagnosis.checks if c.status is Status.SKIPPED]
+
+
+def extra_hints(diagnosis: Diagnosis) -> list[str]:
+    """``--map`` hints not already given as a skipped check's reason."""
+    said = " ".join(c.reason or "" for c in skipped(diagnosis))
+    out = []
+    for hint in diagnosis.hints:
+        option = _MAP_OPTION.search(hint)
+        if option is None or option.group() not in said:
+            out.append(hint)
+    return out
