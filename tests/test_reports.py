@@ -1,0 +1,316 @@
+"""Every report renders for every diagnosis there is, and reads verdict first.
+
+The diagnoses: every rule's firing and quiet cases (tests/rules), the same with their evidence
+turned into numpy scalars and arrays (NaN and inf among them), every run of the tiny-GRPO
+corpus and every shared real run (skipped when ../shared/real-runs is absent). Each goes
+through the terminal report (60, 80 and 160 columns, with and without colour, and -v), Markdown,
+JSON and HTML. The corpus and the real runs also go through the CLI, whose exit code must be
+the one the JSON status implies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpo_doctor import api
+from grpo_doctor.cli import EXIT_INTERNAL, main
+from grpo_doctor.engine import diagnose
+from grpo_doctor.errors import GrpoDoctorError
+from grpo_doctor.findings import Diagnosis
+from grpo_doctor.reporters.html import render_html
+from grpo_doctor.reporters.json_report import render_json
+from grpo_doctor.reporters.markdown import escape, render_markdown
+from grpo_doctor.reporters.terminal import render_to_text
+from grpo_doctor.store import Run
+from tests.helpers import REAL_RUNS
+from tests.rules.cases import CASES
+
+WIDTHS = (60, 80, 160)
+HEALTHY_MAX_LINES = 15
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def cells(line: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(_ANSI.sub("", line))
+
+
+def check_terminal(text: str, diagnosis: Diagnosis, width: int, verbose: bool = False) -> None:
+    """What every terminal report must be: no line wider than the console, the status in the
+    first three lines, the root cause in the first six, a healthy run short."""
+    lines = [_ANSI.sub("", line) for line in text.splitlines()]
+    wide = [line for line in text.splitlines() if cells(line) > width]
+    assert not wide, wide
+    assert any(diagnosis.status.upper() in line for line in lines[:3]), lines[:3]
+    if diagnosis.root_cause is not None:
+        assert any(line.startswith("root cause: ") for line in lines[:6]), lines[:6]
+        assert any("do this first: " in line for line in lines[:12]), lines[:12]
+    if diagnosis.status == "healthy" and width == 80 and not verbose and not diagnosis.notes:
+        assert len(lines) <= HEALTHY_MAX_LINES, text
+
+
+def render_everything(diagnosis: Diagnosis, run: Run | None, widths=WIDTHS) -> None:
+    for width in widths:
+        for color in (False, True):
+            check_terminal(render_to_text(diagnosis, run, width, color=color), diagnosis, width)
+    check_terminal(render_to_text(diagnosis, run, 80, verbose=True), diagnosis, 80, True)
+    md = render_markdown(diagnosis)
+    assert md.startswith("## ") and diagnosis.status in md.splitlines()[0]
+    doc = json.loads(render_json(diagnosis))
+    assert doc["status"] == diagnosis.status
+    if run is not None:
+        page = render_html(diagnosis, run)
+        assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+
+
+# --- the rules' cases, and their evidence as numpy -------------------------------------------
+
+
+_BUILDERS = list({case.build: case for case in CASES}.values())
+
+
+@pytest.fixture(scope="module")
+def case_diagnoses() -> dict[str, tuple[Run, Diagnosis]]:
+    out = {}
+    for case in _BUILDERS:
+        run = case.build()
+        out[case.name] = (run, diagnose(run))
+    return out
+
+
+def numpy_evidence(value):
+    """The same evidence as a rule computing with numpy might hand it over."""
+    if isinstance(value, bool):
+        return np.bool_(value)
+    if isinstance(value, int):
+        return np.int64(value)
+    if isinstance(value, float):
+        return np.float64(value)
+    if isinstance(value, dict):
+        return {k: numpy_evidence(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            return np.asarray(value)
+        return [numpy_evidence(v) for v in value]
+    return value
+
+
+EXTRA_EVIDENCE = {
+    "an_array": np.array([0.1234567891, np.nan, np.inf, -np.inf]),
+    "a_matrix": np.ones((2, 3)),
+    "a_float32": np.float32(1.5e-7),
+    "a_flag": np.bool_(False),
+    "spike_steps": np.array([3, 17]),
+    "nested": {"inner": np.array([1, 2, 3]), "share": np.float64(0.4242)},
+    "empty": np.array([]),
+    "corroboration": np.array(["reward falling", "grad norm rising"]),
+    "threshold": np.str_("a threshold from numpy"),
+}
+
+
+def with_numpy(diagnosis: Diagnosis) -> Diagnosis:
+    checks = tuple(replace(c, evidence={**numpy_evidence(dict(c.evidence)), **EXTRA_EVIDENCE},
+                           onset_step=c.onset_step, first_alert_step=c.first_alert_step)
+                   for c in diagnosis.checks)
+    return replace(diagnosis, checks=checks)
+
+
+@pytest.mark.parametrize("name", [case.name for case in _BUILDERS])
+def test_every_rule_case_renders_in_every_format(case_diagnoses, name):
+    run, diagnosis = case_diagnoses[name]
+    render_everything(diagnosis, run)
+
+
+@pytest.mark.parametrize("name", [case.name for case in _BUILDERS])
+def test_numpy_evidence_renders_and_json_keeps_full_precision(case_diagnoses, name):
+    run, diagnosis = case_diagnoses[name]
+    noisy = with_numpy(diagnosis)
+    render_everything(noisy, run, widths=(80,))
+    doc = json.loads(render_json(noisy))
+    evidence = doc["checks"][0]["evidence"]
+    assert evidence["an_array"] == [0.1234567891, None, None, None]
+    assert evidence["a_matrix"] == [[1.0] * 3] * 2 and evidence["a_flag"] is False
+    assert evidence["a_float32"] == float(np.float32(1.5e-7))
+
+
+def test_a_report_without_a_run_or_a_plan_still_renders(case_diagnoses):
+    _, diagnosis = case_diagnoses["entropy collapse, reward stalls"]
+    bare = replace(diagnosis, plan=(), root_cause=None, hints=(), notes=())
+    text = render_to_text(bare, None, 80)
+    assert "what to change" not in text.lower()
+    assert "• " in text  # without the plan, each finding lists its own remedies
+    render_markdown(bare)
+
+
+# --- the corpus and the real runs, through the CLI --------------------------------------------
+
+
+def _sources() -> list[Path]:
+    found = sorted(p for p in CORPUS.iterdir() if p.is_dir()) if CORPUS.is_dir() else []
+    if REAL_RUNS.is_dir():
+        found += sorted(p for p in REAL_RUNS.rglob("*") if p.is_file()
+                        and p.name != "README.md")
+    return found
+
+
+def _id(path: Path) -> str:
+    for root in (REAL_RUNS, CORPUS):
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return path.name
+
+
+@pytest.mark.parametrize("path", _sources(), ids=_id)
+def test_every_run_renders_with_the_exit_code_its_status_implies(capsys, monkeypatch,
+                                                                 tmp_path, path):
+    try:
+        results = api.diagnose_source(path)
+    except GrpoDoctorError:
+        code, out, err = run_cli(capsys, "diagnose", str(path))
+        assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+        return
+    for result in results:
+        pick = ["--run", result.run.name] if len(results) > 1 else []
+        code, out, err = run_cli(capsys, "diagnose", str(path), *pick, "-f", "json")
+        assert err == ""
+        status = json.loads(out)["status"]
+        assert status == result.diagnosis.status
+        assert code == (1 if status == "critical" else 0)
+        monkeypatch.setenv("COLUMNS", "80")
+        html = tmp_path / "report.html"
+        code_t, out, err = run_cli(capsys, "diagnose", str(path), *pick, "--html", str(html),
+                                   "--force")
+        assert code_t == code and err == ""
+        check_terminal(out, result.diagnosis, 80)
+        assert html.read_text().rstrip().endswith("</html>")
+        for color in (False, True):
+            check_terminal(render_to_text(result.diagnosis, result.run, 160, color=color),
+                           result.diagnosis, 160)
+        assert render_markdown(result.diagnosis).startswith("## ")
+
+
+# --- what the reports say, and how ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def failing() -> api.Result:
+    (result,) = api.diagnose_source(CORPUS / "20_lr_warmup_to_0.3")
+    assert len(result.diagnosis.findings) >= 3
+    return result
+
+
+def test_findings_are_listed_in_the_order_they_began(failing):
+    text = render_to_text(failing.diagnosis, failing.run, 160)
+    heads = [line for line in text.splitlines() if line[:2] in ("✗ ", "! ")]
+    onsets = [int(re.search(r"onset ([\d,]+)", h).group(1).replace(",", "")) for h in heads]
+    assert len(heads) == len(failing.diagnosis.findings)
+    assert onsets == sorted(onsets)
+
+
+def test_plan_once_with_the_findings_it_answers(failing):
+    d = failing.diagnosis
+    text = render_to_text(d, failing.run, 400, verbose=True)
+    assert text.count(d.plan[0].action) == 2  # "do this first", then item 1 of the plan
+    for item in d.plan:
+        assert f"[{', '.join(item.modes)}]" in text
+    short = render_to_text(d, failing.run, 80)
+    if len(d.plan) > 7:
+        assert f"and {len(d.plan) - 6} more (-v)" in short
+
+
+def test_passed_and_skipped_each_one_line_with_what_to_log(failing):
+    text = render_to_text(failing.diagnosis, failing.run, 400)
+    passed = [line for line in text.splitlines() if line.startswith("passed: ")]
+    skipped = [line for line in text.splitlines() if line.startswith("skipped: ")]
+    assert len(passed) == 1 and len(skipped) == 1
+    ok = [c.mode for c in failing.diagnosis.checks if c.status.value == "ok"]
+    assert passed[0] == "passed: " + ", ".join(ok)
+    assert "tool_spam (log tool_calls)" in skipped[0]
+
+
+def test_wrapped_lines_hang_under_their_first_word(failing):
+    lines = render_to_text(failing.diagnosis, failing.run, 60).splitlines()
+    for above, line in zip(lines, lines[1:]):
+        if above.startswith("root cause: ") and line.startswith(" "):
+            assert line.startswith(" " * len("root cause: ")) and line[12] != " "
+        if re.match(r"  \d\. ", above) and line.startswith(" ") and not re.match(r" +\d+\.",
+                                                                                   line):
+            assert line.startswith(" " * 5) and not line.startswith(" " * 6)
+
+
+def test_verbose_shows_every_check_and_its_evidence(failing):
+    text = render_to_text(failing.diagnosis, failing.run, 160, verbose=True)
+    for c in failing.diagnosis.checks:
+        assert c.mode in text
+    assert "Every check:" in text and "┃ summary" in text
+    ok = next(c for c in failing.diagnosis.checks if c.status.value == "ok" and c.evidence)
+    label, _ = next(iter(__import__("grpo_doctor.reporters.evidence",
+                                    fromlist=["items"]).items(ok.evidence)))
+    assert f"    {label}: " in text
+    assert "Every check:" not in render_to_text(failing.diagnosis, failing.run, 160)
+
+
+def test_evidence_reads_as_text_with_units():
+    from grpo_doctor.reporters.evidence import items, value
+
+    ev = {"late_share": 0.975, "entropy_now": 5.025222, "spike_ratios": [15.61, 7.2],
+          "corroboration": ["reward falling"], "peak_step": 12345, "trend_p": 1.1e-22,
+          "shapes": [{"shape": "length x1.8", "share": 0.5, "onset": 150}],
+          "reward_improving": False, "empty": [], "threshold": "KL > 10",
+          "late_median": 0.04210992902517319}
+    shown = dict(items(ev))
+    assert shown == {
+        "late share": "98%", "entropy now": "5.03 nats", "spike ratios": "15.6x, 7.2x",
+        "corroboration": "reward falling", "peak step": "12,345", "trend p": "1e-22",
+        "shapes": "length x1.8 (share 50%, onset 150)", "reward improving": "no",
+        "late median": "0.0421"}
+    assert value("x", np.array([1.0, np.nan])) == "1, NaN"
+    assert value("x", float("inf")) == "inf"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("kl_drift", "kl_drift"),                      # intraword underscores are not emphasis
+    ("0.5-5 (drifting), x1.5, 8 -> 16", "0.5-5 (drifting), x1.5, 8 -> 16"),
+    ("KL < 0.3 and > 10", "KL < 0.3 and > 10"),
+    ("_private", "\\_private"),
+    ("a*b [x](y) `c` ~d~ |e|", "a\\*b \\[x\\](y) \\`c\\` \\~d\\~ \\|e\\|"),
+    ("<script>alert(1)</script>", "&lt;script>alert(1)&lt;/script>"),
+    ("# heading", "\\# heading"),
+    ("- item", "\\- item"),
+    ("12. item", "12\\. item"),
+    ("AT&T &amp;", "AT&T \\&amp;"),
+    ("two\nlines", "two lines"),
+])
+def test_markdown_escapes_only_what_markdown_would_read_as_syntax(text, expected):
+    assert escape(text) == expected
+
+
+def test_an_internal_error_is_one_line_and_exit_3(capsys, monkeypatch):
+    from grpo_doctor.reporters import terminal
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the reporter broke\nover two lines")
+
+    monkeypatch.setattr(terminal, "build", broken)
+    monkeypatch.delenv("GRPO_DOCTOR_DEBUG", raising=False)
+    code, out, err = run_cli(capsys, "diagnose", "--example", "healthy")
+    assert code == EXIT_INTERNAL == 3
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("grpo-doctor: internal error: RuntimeError: the reporter broke over")
