@@ -322,6 +322,36 @@ def test_gaps_break_the_line_and_sparse_logging_does_not():
         assert path.attrs["d"].count("M") == 1
 
 
+@pytest.mark.parametrize("n", [40, 100, 400])
+def test_one_raw_spike_does_not_flatten_the_drift_that_matters(n):
+    """KL drifting 0.1 -> 1.2 next to one raw spike to 25: the axis keeps to the drift and the
+    spike is drawn at its edge, marked, with its value."""
+    from grpo_doctor.reporters.html import _Context, finding_chart, svg_chart, y_axis
+
+    t = np.arange(n)
+    kl = 0.1 + 1.1 * t / n + np.abs(ar1(1, n, 0.03))
+    kl[n // 2] = 25.0
+    run = make_run(train__kl=kl, train__reward=0.5 + ar1(2, n, 0.02))
+    d = diagnose(run)
+    chart = finding_chart(d.check("kl_drift"), run, _Context(d, None))
+    axis = y_axis(chart.panels[0])
+    assert axis.clipped and 1.2 < axis.hi < 2.0
+    svg, _ = svg_chart(chart)
+    spike = f'class="clipped" data-step="{n // 2 + 1}" data-value="25"'
+    assert svg.count('class="clipped"') == 1 and spike in svg
+    assert "25 at step" in svg and "beyond the axis" in svg
+
+
+def test_a_curve_without_outliers_keeps_its_whole_range():
+    from grpo_doctor.reporters.html import Panel, metric_series, y_axis
+
+    n = 300
+    run = make_run(train__kl=np.linspace(0.0, 8.0, n) + np.abs(ar1(3, n, 0.05)))
+    panel = Panel("kl", metric_series(run, "kl"), "#000")
+    axis = y_axis(panel)
+    assert not axis.clipped and axis.lo <= 0.05 and axis.hi >= 8.0
+
+
 def test_long_series_downsampled_with_spikes_kept():
     n = 100_000
     grad = 0.4 + np.abs(ar1(3, n, 0.01))

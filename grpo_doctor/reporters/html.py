@@ -30,9 +30,10 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from grpo_doctor.findings import RUN_SEVERITY, Check, Diagnosis
+from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION, Check, Diagnosis
 from grpo_doctor.metrics import Metric
 from grpo_doctor.reporters import evidence
+from grpo_doctor.reporters.outline import by_onset, cause_text
 from grpo_doctor.rules import rule_named
 from grpo_doctor.rules.base import fmt
 from grpo_doctor.store import Run
@@ -506,9 +507,31 @@ def _title(mode: str) -> str:
 # --- axes ------------------------------------------------------------------------------------
 
 
+#: An axis is cut to the body of the data when the points beyond it are at most this share...
+OUTLIER_SHARE = 0.05
+#: ... and showing them would take at least this many times the body's height.
+OUTLIER_SQUASH = 1.6
+#: Outliers marked one by one on a panel (the most extreme ones).
+MAX_CLIPPED_MARKS = 60
+
+
+def body_range(values: np.ndarray, smooth: np.ndarray) -> tuple[float, float]:
+    """Where the data lives: the rolling median's range, widened by four robust standard
+    deviations of the raw points around it. A trend (KL drifting 0.1 -> 1.2) is inside; a
+    spike the rolling median steps over (one raw KL of 25) is not."""
+    resid = values - smooth
+    resid = resid[np.isfinite(resid)]
+    mad = float(np.median(np.abs(resid - np.median(resid)))) * 1.4826 if len(resid) else 0.0
+    lo, hi = float(np.nanmin(smooth)), float(np.nanmax(smooth))
+    spread = max(4 * mad, 0.05 * (hi - lo), 1e-12 * max(1.0, abs(hi)))
+    return max(float(values.min()), lo - spread), min(float(values.max()), hi + spread)
+
+
 def y_axis(panel: Panel) -> Axis:
-    """The value range: the data (an extreme outlier clipped), stretched to a nearby threshold
-    so the line the data is approaching is on the chart."""
+    """The value range: the body of the data, outliers left beyond the axis when they are few
+    and would squash what matters into a flat line (they are drawn at the edge and marked:
+    ``Axis.clipped``), stretched to a nearby threshold so the line the data is approaching is
+    on the chart."""
     s = panel.series
     v = s.smooth if s.smooth_only else s.values
     if panel.overlays:
@@ -517,15 +540,19 @@ def y_axis(panel: Panel) -> Axis:
         v = v[v > 0]
     lo, hi = float(v.min()), float(v.max())
     clipped = False
-    if len(v) >= 20 and not panel.log:
-        q_lo, q_hi = (float(x) for x in np.quantile(v, [0.005, 0.995]))
-        span = q_hi - q_lo
-        if span > 0 and hi > q_hi + 10 * span:
-            hi, clipped = q_hi + span, True
-        if span > 0 and lo < q_lo - 10 * span:
-            lo, clipped = q_lo - span, True
+    if len(v) >= 8 and not panel.log and not s.smooth_only and len(s.smooth) == len(v):
+        b_lo, b_hi = body_range(v, s.smooth)
+        beyond = (v > b_hi) | (v < b_lo)
+        body = max(b_hi - b_lo, 1e-12 * max(1.0, abs(b_hi)))
+        if 0 < beyond.mean() <= OUTLIER_SHARE and (hi - lo) >= OUTLIER_SQUASH * body:
+            pad = 0.08 * body
+            if hi > b_hi:
+                hi, clipped = b_hi + pad, True
+            if lo < b_lo:
+                lo, clipped = b_lo - pad, True
     if panel.percent:
         lo, hi = 0.0, 1.0
+        clipped = False
     if panel.fit_thresholds:
         for t in panel.thresholds:
             if panel.log:
@@ -548,6 +575,14 @@ def y_axis(panel: Panel) -> Axis:
         lo, hi = lo - half, hi + half
     pad = 0.0 if panel.percent else (hi - lo) * 0.06
     return Axis(lo - pad, hi + pad, False, clipped)
+
+
+def beyond_axis(panel: Panel, axis: Axis) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the raw points above and below the axis (drawn at its edge, marked)."""
+    s = panel.series
+    if not axis.clipped or s.smooth_only:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(s.values > axis.hi), np.flatnonzero(s.values < axis.lo)
 
 
 def linear_ticks(lo: float, hi: float, n: int = 5) -> tuple[list[float], float]:
@@ -746,6 +781,9 @@ class _SvgChart:
                 items.append((name, f'<line x1="0" y1="-4" x2="22" y2="-4" '
                                     f'stroke="{LEVEL_COLOR[level]}" stroke-width="1.6" '
                                     f'stroke-dasharray="2 3"/>'))
+        if any(ax.clipped for ax in self.axes):
+            items.append(("value beyond the axis", f'<path d="M7,-4 L15,-4 L11,-12 Z" '
+                                                   f'fill="{color}"/>'))
         if any(p.spikes for p in c.panels):
             items.append(("spike", f'<path d="M5,-11 L17,-11 L11,-2 Z" fill="{mcolor}"/>'))
         if any(len(p.series.bad_steps) for p in c.panels):
@@ -836,6 +874,7 @@ class _SvgChart:
                            f'stroke-width="{width}" stroke-opacity="{opacity}" '
                            f'stroke-linejoin="round" stroke-linecap="round"/>')
         self.threshold_lines(p, box, ax, y_of)
+        self.clipped_marks(p, box, ax, xs)
         for m in p.markers:
             x = float(self.x_of(box, m.step))
             dash = ' stroke-dasharray="5 4"' if m.kind == "onset" else ""
@@ -873,6 +912,39 @@ class _SvgChart:
             "smoothOnly": s.smooth_only,
         })
 
+    def clipped_marks(self, p: Panel, box: _Box, ax: Axis, xs: np.ndarray) -> None:
+        """A triangle at the edge for each raw point beyond the axis (its value and step in
+        the tooltip), and the most extreme one's value written beside it."""
+        s = p.series
+        above, below = beyond_axis(p, ax)
+        for idx, top in ((above, True), (below, False)):
+            if not len(idx):
+                continue
+            if len(idx) > MAX_CLIPPED_MARKS:  # the most extreme ones
+                order = np.argsort(s.values[idx])
+                idx = np.sort(idx[order[-MAX_CLIPPED_MARKS:] if top
+                                  else order[:MAX_CLIPPED_MARKS]])
+            y = box.y + 1 if top else box.y + box.h - 1
+            tip = 8 if top else -8
+            for i in idx:
+                x = float(xs[i])
+                out = (f'<path class="clipped" data-step="{s.steps[i]:g}" '
+                       f'data-value="{s.values[i]:.6g}" d="M{x - 4:.1f},{y + tip:.1f} '
+                       f'L{x + 4:.1f},{y + tip:.1f} L{x:.1f},{y:.1f} Z" fill="{p.color}" '
+                       f'stroke="#ffffff" stroke-width="0.8"><title>{esc(fmt(s.values[i]))} '
+                       f'at step {fmt(s.steps[i])} (beyond the axis)</title></path>')
+                self.parts.append(out)
+            worst = idx[np.argmax(s.values[idx])] if top else idx[np.argmin(s.values[idx])]
+            x = float(xs[worst])
+            right = x + 6 + _text_w("00000000000") <= box.x + box.w
+            label = f"{fmt(s.values[worst])} at step {fmt(s.steps[worst])}"
+            self.parts.append(
+                f'<text class="clipped-label" x="{x + 6 if right else x - 6:.1f}" '
+                f'y="{y + (tip + 2 if top else tip - 2):.1f}" '
+                f'text-anchor="{"start" if right else "end"}" font-size="10" fill="{p.color}" '
+                f'stroke="#ffffff" stroke-width="3" paint-order="stroke">'
+                f'{esc(label)}</text>')
+
     def panel_title(self, p: Panel, box: _Box, ax: Axis) -> None:
         """Title, then in grey: the check's status (dashboard), the source column, thresholds
         beyond the axis, and (dashboard) the marked steps."""
@@ -899,7 +971,9 @@ class _SvgChart:
             if below:
                 notes.append("below the chart: " + ", ".join(below))
         if ax.clipped:
-            notes.append("axis clipped: extreme values drawn at the edge")
+            above, below = beyond_axis(p, ax)
+            notes.append(f"{len(above) + len(below)} outlier(s) beyond the axis, marked at "
+                         f"its edge")
         if p.note:
             notes.append(p.note)
         if notes:
@@ -987,6 +1061,7 @@ h2{font-size:17px;margin:0 0 10px}
 font-weight:700;color:#fff;background:var(--st);text-transform:uppercase;letter-spacing:.03em}
 .meta{color:#4b5563;margin:2px 0}
 .meta code{background:#f3f4f6;padding:0 4px;border-radius:4px;word-break:break-all}
+.verdict{margin:8px 0 0;font-size:15px}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #eef0f3;vertical-align:top}
 th{font-size:12px;color:#6b7280;text-transform:uppercase;letter-spacing:.03em}
@@ -1094,7 +1169,32 @@ def _header(diagnosis: Diagnosis) -> str:
         f'–{_step(info.last_step)}</b> ({info.n_steps:,} logged) · '
         f'{len(diagnosis.findings)} finding(s)</p>'
         f'<p class="meta">source <code>{esc(info.source)}</code></p>'
-        f'<p class="meta">metrics: {esc(metrics)}</p></header>')
+        f'<p class="meta">metrics: {esc(metrics)}</p>{_verdict(diagnosis)}</header>')
+
+
+def _verdict(diagnosis: Diagnosis) -> str:
+    """The root cause and the one thing to do first (or why the run is inconclusive)."""
+    cause = diagnosis.root_cause
+    if cause is not None:
+        where = f" at step {_step(cause.step)}" if cause.step is not None else ""
+        return (f'<p class="verdict"><b>Root cause</b>: {esc(cause.mode)}{where}: '
+                f'{esc(cause_text(diagnosis))}</p><p class="verdict"><b>Do this first</b>: '
+                f'{esc(cause.first_action)}</p>')
+    if diagnosis.status_reason:
+        return f'<p class="verdict"><b>Inconclusive</b>: {esc(diagnosis.status_reason)}</p>'
+    return ""
+
+
+def _plan(diagnosis: Diagnosis) -> str:
+    if not diagnosis.plan:
+        return ""
+    several = len(diagnosis.findings) > 1
+    items = "".join(
+        f"<li>{esc(item.action)}"
+        + (f' <span class="muted">({esc(", ".join(item.modes))})</span>'
+           if several and item.modes else "") + "</li>" for item in diagnosis.plan)
+    return (f'<section class="card" id="plan"><h2>What to change, first things first</h2>'
+            f'<ol class="remedies">{items}</ol></section>')
 
 
 def _checks_table(diagnosis: Diagnosis) -> str:
@@ -1151,7 +1251,7 @@ def render_html(diagnosis: Diagnosis, run: Run,
     info = diagnosis.run
     body = [_header(diagnosis), _checks_table(diagnosis)]
     scripts = []
-    for check in diagnosis.findings:
+    for check in by_onset(diagnosis):
         chart = finding_chart(check, run, ctx)
         svg, data = svg_chart(chart)
         scripts.append(_json_script(f"{chart.id}-data", data))
@@ -1163,6 +1263,7 @@ def render_html(diagnosis: Diagnosis, run: Run,
             f'<p class="summary">{esc(check.summary)}</p>'
             f'<div class="row"><figure style="margin:0">{svg}</figure>{_aside(check)}</div>'
             f'</section>')
+    body.append(_plan(diagnosis))
     dash = dashboard_chart(diagnosis, run, ctx)
     svg, data = svg_chart(dash)
     scripts.append(_json_script(f"{dash.id}-data", data))
@@ -1190,7 +1291,7 @@ def render_html(diagnosis: Diagnosis, run: Run,
         f"<title>{esc(title)}</title><style>{_CSS}</style></head>\n"
         f'<body data-ready="0" data-status="{esc(diagnosis.status)}"><main>'
         + "\n".join(body)
-        + f'<footer>grpo-doctor {esc(__version__)} · schema 1</footer></main>'
+        + f'<footer>grpo-doctor {esc(__version__)} · schema {SCHEMA_VERSION}</footer></main>'
         '<div id="tip" hidden></div>\n' + "\n".join(scripts)
         + f"\n<script>{_JS}</script></body></html>\n"
     )
@@ -1326,6 +1427,12 @@ def _png(chart: Chart, heading: str) -> bytes:
         for j, (first, last, _count) in enumerate(bad_stretches(s)):
             ax.axvspan(first - 0.5, last + 0.5, color=NAN_COLOR, alpha=0.16, lw=0,
                        label="NaN/inf logged" if i == 0 and j == 0 else None)
+        above, below = beyond_axis(panel, yaxis)
+        for idx, edge, marker in ((above, yaxis.hi, "^"), (below, yaxis.lo, "v")):
+            if len(idx):
+                ax.plot(s.steps[idx], np.full(len(idx), edge), ls="none", marker=marker,
+                        ms=5, color=panel.color, clip_on=False, zorder=5,
+                        label="value beyond the axis" if i == 0 else None)
         ax.set_ylim(yaxis.lo, yaxis.hi)
         if panel.percent:
             ax.yaxis.set_major_formatter(PercentFormatter(1.0))
