@@ -504,7 +504,7 @@ def examples() -> None:
 def watch(
     source: Annotated[str, typer.Argument(
         help="A growing log: TensorBoard folder or file, W&B run folder, CSV, JSONL or console "
-        "log (other formats are read again whenever they change).")],
+        "log (other formats are read again whenever they change), or a folder of runs.")],
     interval: Annotated[float, typer.Option(
         "--interval", min=0.0, help="Seconds between polls.")] = 10.0,
     exit_on: Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -531,17 +531,20 @@ def watch(
 ) -> None:
     """Watch a live run: one line per new or escalated finding, as soon as the log raises it.
 
-    Reads only what was appended at each poll. Exit code 1 as soon as a finding at or above
-    --exit-on appears (a job script can then stop training), 0 on Ctrl-C (after a last status)
-    or at the end of --once / --max-polls, 2 on bad input.
+    A folder of runs (or a log holding several) is watched whole: every run in it, and runs
+    that appear later, each named in its alerts and with its own last status line. A finding
+    that clears prints a "cleared" line. Reads only what was appended at each poll. Exit code
+    1 as soon as a finding at or above --exit-on appears (a job script can then stop
+    training), 0 on Ctrl-C (after a last status) or at the end of --once / --max-polls, 2 on
+    bad input.
     """
     from grpo_doctor.errors import InputError
-    from grpo_doctor.watch import Watcher, run_watch
+    from grpo_doctor.watch import WatchAll, run_watch
 
     settings = _settings(config, map, set, select, ignore, None)
     if once and not Path(source).exists():
         raise InputError(f"{source}: no such file or folder")
-    watcher = Watcher(source, settings, format=input_format, run=run, step_column=step_column)
+    watcher = WatchAll(source, settings, format=input_format, run=run, step_column=step_column)
     raise typer.Exit(run_watch(watcher, interval=interval, exit_on=exit_on, notify=notify,
                                output=format, once=once, max_polls=max_polls))
 

@@ -62,8 +62,8 @@ import pandas as pd
 from grpo_doctor.api import checked_map, doctor_config
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import assemble, check_rule
-from grpo_doctor.errors import ConfigError, FormatError, InputError
-from grpo_doctor.findings import Check, Diagnosis, Status
+from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
+from grpo_doctor.findings import RUN_SEVERITY, Check, Diagnosis, Status
 from grpo_doctor.importers import (
     Importer,
     LoadOptions,
@@ -80,10 +80,11 @@ from grpo_doctor.store import Run
 
 @dataclass(frozen=True)
 class Alert:
-    """A finding that newly fired (or escalated) at one poll."""
+    """A finding that newly fired (or escalated) at one poll, or one that cleared (severity
+    ``ok``: it was raised before and no longer is)."""
 
     mode: str
-    severity: Status  # warning or critical
+    severity: Status  # warning or critical; ok when the finding cleared
     first_alert_step: int | None  # as ``diagnose`` computes it on the data seen at this poll
     onset_step: int | None
     summary: str
@@ -95,11 +96,24 @@ class Alert:
     source: str = ""
 
     @property
+    def cleared(self) -> bool:
+        return self.severity is Status.OK
+
+    @property
     def escalated(self) -> bool:
-        return self.previous is not None
+        return self.previous is not None and not self.cleared
+
+    @property
+    def event(self) -> str:
+        return "cleared" if self.cleared else "alert"
 
     def line(self) -> str:
         """One line for a log or a terminal."""
+        if self.cleared:
+            was = self.previous.value if self.previous is not None else "raised"
+            return (f"CLEARED {self.mode} (was {was}, first alerted at step "
+                    f"{fmt(self.first_alert_step)}): cleared at step {fmt(self.step)}. "
+                    f"{self.summary}")
         what = f"{self.severity.value.upper()} {self.mode}"
         if self.previous is not None:
             what += f" (escalated from {self.previous.value}"
@@ -111,7 +125,7 @@ class Alert:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "event": "alert", "mode": self.mode, "severity": self.severity.value,
+            "event": self.event, "mode": self.mode, "severity": self.severity.value,
             "previous": self.previous.value if self.previous is not None else None,
             "previous_first_alert_step": self.previous_first_alert_step,
             "first_alert_step": self.first_alert_step, "onset_step": self.onset_step,
@@ -125,8 +139,11 @@ class Monitor:
 
     ``evaluate`` checks every rule without the first-alert replay, and replays only for a mode
     that newly fired or escalated, so the alert carries the ``first_alert_step`` that
-    ``diagnose`` would report on the same Run. Used by :class:`Watcher` and by the trainer
-    callback (``grpo_doctor.integrations.trl``).
+    ``diagnose`` would report on the same Run. What it shows is stable: an escalation keeps the
+    mode's first-alert step (it never moves backwards), and a finding that keeps its severity
+    keeps the onset, first alert and summary it had when it last changed; a finding that clears
+    is reported once as cleared (and alerts again if it comes back). Used by :class:`Watcher`
+    and by the trainer callback (``grpo_doctor.integrations.trl``).
     """
 
     def __init__(self, settings: Settings | None = None) -> None:
@@ -137,9 +154,12 @@ class Monitor:
         self.alerts: list[Alert] = []
         self.checks: tuple[Check, ...] = ()
         self.run: Run | None = None
+        self._shown: dict[str, Check] = {}  # each raised finding as it last changed
+        self._cleared_at: dict[str, int | None] = {}  # the step each mode last cleared at
 
     def evaluate(self, run: Run) -> list[Alert]:
-        """Every rule on ``run``; the alerts it raises (new modes and escalations)."""
+        """Every rule on ``run``; the alerts it raises (new modes, escalations, and findings
+        that cleared)."""
         new: list[Alert] = []
         checks: list[Check] = []
         for rule in self._rules:
@@ -147,7 +167,7 @@ class Monitor:
             check = check_rule(rule, run, params, with_first_alert=False)
             prev = self.alerted.get(rule.id)
             if check.fired and (prev is None or check.status.rank > prev.severity.rank):
-                check = check_rule(rule, run, params)  # the replay, as diagnose runs it
+                check = self._raised(check_rule(rule, run, params), prev, run)
                 alert = Alert(
                     mode=rule.id, severity=check.status, first_alert_step=check.first_alert_step,
                     onset_step=check.onset_step, summary=check.summary, step=run.last_step,
@@ -156,18 +176,41 @@ class Monitor:
                     remedies=check.remedies, run=run.name, source=run.source,
                 )
                 self.alerted[rule.id] = alert
+                self._shown[rule.id] = check
                 new.append(alert)
             elif check.fired and prev is not None:
-                first = prev.first_alert_step
-                onset = check.onset_step
-                if first is not None and onset is not None and first < onset:
-                    onset = first
-                check = replace(check, first_alert_step=first, onset_step=onset)
+                shown = self._shown[rule.id]
+                if check.status is shown.status:
+                    check = shown  # unchanged: as it was shown
+                else:  # eased (critical -> warning): shown anew, its first alert kept
+                    check = _onset_by(replace(check, first_alert_step=prev.first_alert_step))
+                    self._shown[rule.id] = check
+            elif prev is not None and check.status is Status.OK:
+                shown = self._shown.pop(rule.id)
+                del self.alerted[rule.id]
+                self._cleared_at[rule.id] = run.last_step
+                new.append(Alert(
+                    mode=rule.id, severity=Status.OK, first_alert_step=prev.first_alert_step,
+                    onset_step=shown.onset_step, summary=check.summary, step=run.last_step,
+                    previous=shown.status, previous_first_alert_step=prev.first_alert_step,
+                    run=run.name, source=run.source))
             checks.append(check)
         self.checks = tuple(checks)
         self.run = run
         self.alerts.extend(new)
         return new
+
+    def _raised(self, check: Check, prev: Alert | None, run: Run) -> Check:
+        """A finding newly raised or escalated, as it is shown: an escalation keeps the mode's
+        first alert; a finding back after it cleared is first alerted after that."""
+        first = check.first_alert_step
+        if prev is not None and prev.first_alert_step is not None:
+            first = prev.first_alert_step
+        elif check.mode in self._cleared_at:
+            cleared = self._cleared_at[check.mode]
+            if first is None or (cleared is not None and first <= cleared):
+                first = run.last_step
+        return _onset_by(replace(check, first_alert_step=first))
 
     def diagnosis(self) -> Diagnosis | None:
         """The latest checks as a Diagnosis (first-alert steps from the alerts raised)."""
@@ -179,6 +222,14 @@ class Monitor:
     def severities(self) -> dict[str, int]:
         """0 ok / 1 warning / 2 critical per mode that could be checked (skipped ones left out)."""
         return {c.mode: c.status.rank for c in self.checks if c.status is not Status.SKIPPED}
+
+
+def _onset_by(check: Check) -> Check:
+    """A finding alerted at some step had begun by then: its onset is no later."""
+    first, onset = check.first_alert_step, check.onset_step
+    if first is not None and onset is not None and first < onset:
+        return replace(check, onset_step=first)
+    return check
 
 
 # --- new rows -----------------------------------------------------------------------------------
@@ -646,6 +697,17 @@ class _TextSource(Source):
         return self._load_snapshot()
 
 
+class SeveralRuns(InputError):
+    """A source holds several runs; ``names`` picks each (``--run``). ``WatchAll`` watches them
+    all, one ``Watcher`` each."""
+
+    def __init__(self, where: str, names: Sequence[str], what: str = "runs",
+                 how: str = "--run NAME") -> None:
+        self.names = list(names)
+        shown = ", ".join(self.names[:8])
+        super().__init__(f"{where} holds {len(self.names)} {what} ({shown}); pick one with {how}")
+
+
 def _pick(runs: list[Run], options: LoadOptions, where: str, *,
           source: str | None = None) -> Run | None:
     """The run ``options.run`` names, or the only one; ``source`` replaces a snapshot's path."""
@@ -657,8 +719,7 @@ def _pick(runs: list[Run], options: LoadOptions, where: str, *,
         if not runs:
             return None
     if len(runs) > 1:
-        names = ", ".join(r.name for r in runs[:8])
-        raise InputError(f"{where} holds {len(runs)} runs ({names}); pick one with --run NAME")
+        raise SeveralRuns(where, [r.name for r in runs])
     return runs[0] if runs else None
 
 
@@ -831,9 +892,7 @@ class TensorBoardSource(Source):
             if not found:
                 return None
             if len(found) > 1:
-                names = ", ".join(f[0] for f in found[:8])
-                raise InputError(f"{self.path} holds {len(found)} runs ({names}); pick one "
-                                 f"with --run NAME")
+                raise SeveralRuns(str(self.path), [f[0] for f in found])
             self.name, _files, self.run_source = found[0]
             self.folder = None if self.path.is_file() else Path(self.run_source)
         if self.folder is None:
@@ -1034,9 +1093,8 @@ class WandbSource(Source):
             if not files:
                 return None
             if len(files) > 1:
-                names = ", ".join(f.parent.name for f in files[:8])
-                raise InputError(f"{self.path} holds {len(files)} W&B runs ({names}); pick one "
-                                 f"with --run (its folder name or run id)")
+                raise SeveralRuns(str(self.path), [f.parent.name for f in files], "W&B runs",
+                                  "--run (its folder name or run id)")
             self.file = files[0]
         return self.file
 
@@ -1324,6 +1382,120 @@ class Watcher:
         return self.monitor.evaluate(store.run)
 
 
+class WatchAll:
+    """Every run under a path, each followed by its own :class:`Watcher`: the runs of a folder
+    (found as ``audit`` finds them: a TensorBoard or W&B run folder, a log file), the runs of a
+    log that holds several (``--run`` would pick one), and runs that appear later (a training
+    job started after the watch). A path that is one run is watched as ``Watcher`` watches it.
+
+    In a folder of runs, a file that is not (yet) recognisable as a log waits for the next
+    poll, and a run that cannot be read is reported once (``problems``) and left out, so one
+    broken log never stops the others.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], settings: Settings | None = None, *,
+                 format: str | None = None, run: str | None = None,
+                 step_column: str | None = None) -> None:
+        self.path = Path(path)
+        self.settings = settings or Settings()
+        self._format = format
+        self._run = run  # only the run(s) of this name
+        self._step_column = step_column
+        self.watchers: dict[str, Watcher] = {}
+        self._dropped: set[str] = set()
+        self._split = False  # a log held several runs
+        self.problems: list[str] = []  # a run left out, and why (each once)
+        self.polls = 0
+        self.last_poll_seconds = 0.0
+
+    def members(self) -> list[Watcher]:
+        """The runs watched (with ``run``: those of that name, once they have data)."""
+        found = list(self.watchers.values())
+        if self._run is None:
+            return found
+        return [w for w in found if w.run is not None] or found[:1]
+
+    def wandb_target(self) -> WandbTarget | None:
+        """The W&B run watched, when the path is one run (``--notify wandb``)."""
+        members = self.members()
+        return members[0].wandb_target() if len(members) == 1 and not self.several else None
+
+    @property
+    def several(self) -> bool:
+        """Watching more than the one run at the path (alerts and statuses name their run)."""
+        return self._split or len(self.members()) > 1 or any(
+            w.path != self.path for w in self.members())
+
+    def _sources(self) -> list[Path]:
+        """The runs to watch now: the path itself (a file, or a folder that is one run), or
+        the run folders and log files under it."""
+        from grpo_doctor.audit import classify, expand
+
+        if not self.path.is_dir():
+            return [self.path] if self.path.exists() else []
+        try:
+            sources, _ = expand([str(self.path)])
+        except GrpoDoctorError:
+            return []
+        out = []
+        for src in sources:
+            path = Path(src.path)
+            if src.format is None:  # a file: watched once it is recognisably a log
+                try:
+                    if classify(path) is None:
+                        continue
+                except GrpoDoctorError:
+                    continue  # named like a log, not readable yet (still being written)
+            out.append(path)
+        return out
+
+    def _add(self, path: Path, run: str | None = None) -> Watcher | None:
+        key = str(path) if run is None else f"{path}\0{run}"
+        if key in self.watchers or key in self._dropped:
+            return None
+        for other_key, other in list(self.watchers.items()):
+            if (other.path != path and other.path.is_relative_to(path)
+                    and other.options.run is None):
+                del self.watchers[other_key]  # a file first, now known as its run's folder
+            elif path != other.path and path.is_relative_to(other.path):
+                return None  # already watched through its folder
+        watcher = Watcher(path, self.settings, format=self._format, run=run or self._run,
+                          step_column=self._step_column)
+        self.watchers[key] = watcher
+        return watcher
+
+    def poll(self, *, final: bool = False) -> list[Alert]:
+        """Pick up new runs, then poll each; the alerts of all of them."""
+        import time
+
+        start = time.perf_counter()
+        self.polls += 1
+        for path in self._sources():
+            self._add(path)
+        alerts: list[Alert] = []
+        pending = list(self.watchers.items())
+        while pending:
+            key, watcher = pending.pop(0)
+            try:
+                alerts += watcher.poll(final=final)
+            except SeveralRuns as exc:  # one watcher per run of the source
+                self._split = True
+                del self.watchers[key]
+                self._dropped.add(key)
+                for name in exc.names:
+                    member = self._add(watcher.path, name)
+                    if member is not None:
+                        pending.append((f"{watcher.path}\0{name}", member))
+            except GrpoDoctorError as exc:
+                if watcher.path == self.path and watcher.options.run is None:
+                    raise  # the one run asked for cannot be read: a usage error
+                del self.watchers[key]
+                self._dropped.add(key)
+                self.problems.append(str(exc))
+        self.last_poll_seconds = time.perf_counter() - start
+        return alerts
+
+
 # --- notifications ------------------------------------------------------------------------------
 
 
@@ -1372,13 +1544,16 @@ class WandbNotifier:
     "shared" mode, so the training process keeps the run). Without a W&B run or credentials it
     says so once and stays silent."""
 
-    def __init__(self, watcher: Watcher) -> None:
+    def __init__(self, watcher: Watcher | WatchAll) -> None:
         self.watcher = watcher
         self.run: Any = None
         self.disabled: str | None = None
 
     def problem(self) -> str | None:
         """Why alerts cannot be sent (None when they can), once the run is known."""
+        if isinstance(self.watcher, WatchAll) and self.watcher.several:
+            return (f"--notify wandb: {self.watcher.path} holds several runs; alerts go to one "
+                    "W&B run (watch its folder, or pick it with --run)")
         target = self.watcher.wandb_target()
         if target is None:
             return (f"--notify wandb: {self.watcher.path} is not a W&B run; alerts are not sent "
@@ -1414,8 +1589,10 @@ class WandbNotifier:
             if self.run is None:
                 self.run = self._join(target)
             levels: Any = wandb.AlertLevel  # type: ignore[attr-defined]
-            level = levels.ERROR if alert.severity is Status.CRITICAL else levels.WARN
-            self.run.alert(title=f"grpo-doctor: {alert.mode} ({alert.severity.value})",
+            level = (levels.ERROR if alert.severity is Status.CRITICAL else levels.WARN
+                     if alert.severity is Status.WARNING else levels.INFO)
+            what = "cleared" if alert.cleared else alert.severity.value
+            self.run.alert(title=f"grpo-doctor: {alert.mode} ({what})",
                            text=alert.line(), level=level)
         except Exception as exc:  # any failure of a notifier must not stop the watch
             self.disabled = f"--notify wandb: failed ({type(exc).__name__}: {exc}); not retried"
@@ -1429,7 +1606,8 @@ class WandbNotifier:
             self.run = None
 
 
-def notifiers(specs: Sequence[str], watcher: Watcher) -> list[Callable[[Alert], str | None]]:
+def notifiers(specs: Sequence[str], watcher: Watcher | WatchAll
+              ) -> list[Callable[[Alert], str | None]]:
     """``--notify`` values: ``wandb`` or ``cmd:COMMAND``."""
     out: list[Callable[[Alert], str | None]] = []
     for spec in specs:
@@ -1461,16 +1639,25 @@ def status_dict(watcher: Watcher) -> dict[str, Any]:
     }
 
 
-def status_line(watcher: Watcher) -> str:
-    """The last status in one line."""
+def status_line(watcher: Watcher, *, named: bool = False) -> str:
+    """The last status in one line (``named``: starting with the run's name)."""
     run = watcher.run
     if run is None:
         return f"status: no data yet from {watcher.path} ({watcher.polls} poll(s))"
     found = [f"{c.mode} {c.status.value} (first alert at step {fmt(c.first_alert_step)})"
              for c in watcher.checks if c.fired]
     what = "; ".join(found) if found else "no failure mode found"
-    return (f"status: {watcher.status} at step {fmt(run.last_step)} ({fmt(run.n_steps)} steps, "
-            f"{watcher.polls} poll(s)): {what}")
+    who = f"{run.name}: " if named else ""
+    return (f"status: {who}{watcher.status} at step {fmt(run.last_step)} ({fmt(run.n_steps)} "
+            f"steps, {watcher.polls} poll(s)): {what}")
+
+
+def _members(watcher: Watcher | WatchAll) -> list[Watcher]:
+    return watcher.members() if isinstance(watcher, WatchAll) else [watcher]
+
+
+def _several(watcher: Watcher | WatchAll) -> bool:
+    return isinstance(watcher, WatchAll) and watcher.several
 
 
 def _panel(watcher: Watcher, interval: float) -> Any:
@@ -1507,12 +1694,61 @@ def _panel(watcher: Watcher, interval: float) -> Any:
     return Panel(Group(head, body), title=title, title_align="left", border_style=border)
 
 
-def run_watch(watcher: Watcher, *, interval: float = 10.0, exit_on: str | None = None,
-              notify: Sequence[str] = (), output: str = "terminal", once: bool = False,
-              max_polls: int | None = None, live: bool | None = None,
+def _fleet_panel(watcher: WatchAll, interval: float) -> Any:
+    """The live panel of a folder of runs: one row per run."""
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    members = watcher.members()
+    head = Text(f"{len(members)} run(s) · poll {watcher.polls} "
+                f"({watcher.last_poll_seconds:.2f} s) · every {interval:g} s · Ctrl-C to stop")
+    table = Table(box=None, pad_edge=False, expand=True)
+    for name in ("run", "status", "step", "findings (first alert)"):
+        table.add_column(name, no_wrap=name != "findings (first alert)", overflow="ellipsis")
+    worst = "healthy"
+    for w in members:
+        run = w.run
+        if run is None:
+            table.add_row(Text(str(w.path)), Text("no data", style="dim"), "–", "")
+            continue
+        status = w.status
+        if RUN_SEVERITY.get(status, 0) > RUN_SEVERITY.get(worst, 0):
+            worst = status
+        found = ", ".join(f"{c.mode}@{fmt(c.first_alert_step)}" for c in w.checks if c.fired)
+        style = {"critical": "bold red", "warning": "yellow"}.get(status, "green")
+        table.add_row(Text(run.name), Text(status, style=style), fmt(run.last_step),
+                      Text(found or "–"))
+    border = {"critical": "red", "warning": "yellow"}.get(worst, "green")
+    return Panel(Group(head, table), title=f"grpo-doctor watch · {watcher.path}",
+                 title_align="left", border_style=border)
+
+
+def _live_panel(watcher: Watcher | WatchAll, interval: float) -> Any:
+    if _several(watcher):
+        assert isinstance(watcher, WatchAll)
+        return _fleet_panel(watcher, interval)
+    members = _members(watcher)
+    if members:
+        return _panel(members[0], interval)
+    from rich.panel import Panel
+    from rich.text import Text
+
+    what = "waiting for data in" if watcher.polls else "reading"
+    return Panel(Text(f"{what} {watcher.path} · poll {watcher.polls} · every {interval:g} s · "
+                      f"Ctrl-C to stop"), title=f"grpo-doctor watch · {watcher.path}",
+                 title_align="left")
+
+
+def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
+              exit_on: str | None = None, notify: Sequence[str] = (), output: str = "terminal",
+              once: bool = False, max_polls: int | None = None, live: bool | None = None,
               out: Any = None, err: Any = None,
               sleep: Callable[[float], None] | None = None) -> int:
-    """Poll until stopped; print alerts; return the exit code (see ``grpo-doctor watch``).
+    """Poll until stopped; print alerts (and cleared findings); return the exit code (see
+    ``grpo-doctor watch``). ``watcher`` follows one run, or (``WatchAll``) every run under a
+    path: alerts then name their run, and the last status is one line per run.
 
     1 as soon as a finding at or above ``exit_on`` appears; 0 on Ctrl-C, after ``once`` or
     ``max_polls``. A live panel is shown when ``output`` is terminal and ``out`` is a terminal.
@@ -1544,19 +1780,22 @@ def run_watch(watcher: Watcher, *, interval: float = 10.0, exit_on: str | None =
         from rich.live import Live
 
         console = Console(file=out)
-        live_view = Live(_panel(watcher, interval), console=console, refresh_per_second=4,
+        live_view = Live(_live_panel(watcher, interval), console=console, refresh_per_second=4,
                          transient=True)
 
     def emit(alert: Alert) -> None:
         if output == "json":
             out.write(json.dumps(alert.to_dict(), ensure_ascii=False, default=str) + "\n")
             out.flush()
-        elif console is not None:
-            style = "bold red" if alert.severity is Status.CRITICAL else "yellow"
-            console.print(alert.line(), style=style, highlight=False, soft_wrap=True)
         else:
-            out.write(alert.line() + "\n")
-            out.flush()
+            line = f"{alert.run}: {alert.line()}" if _several(watcher) else alert.line()
+            if console is not None:
+                style = {Status.CRITICAL: "bold red", Status.WARNING: "yellow"}.get(
+                    alert.severity, "green")
+                console.print(line, style=style, highlight=False, soft_wrap=True)
+            else:
+                out.write(line + "\n")
+                out.flush()
         for send in senders:
             warning = send(alert)
             if warning:
@@ -1567,10 +1806,21 @@ def run_watch(watcher: Watcher, *, interval: float = 10.0, exit_on: str | None =
             live_view.stop()
         for send in wandb_senders:
             send.close()
-        if output == "json":
-            out.write(json.dumps(status_dict(watcher), default=str) + "\n")
-        else:
-            out.write(status_line(watcher) + "\n")
+        members = _members(watcher)
+        if not members:
+            if output == "json":
+                out.write(json.dumps({"event": "status", "status": "no data", "run": None,
+                                      "source": str(watcher.path), "step": None,
+                                      "n_steps": 0, "polls": watcher.polls, "findings": []})
+                          + "\n")
+            else:
+                out.write(f"status: no data yet from {watcher.path} ({watcher.polls} "
+                          f"poll(s))\n")
+        for member in members:
+            if output == "json":
+                out.write(json.dumps(status_dict(member), default=str) + "\n")
+            else:
+                out.write(status_line(member, named=_several(watcher)) + "\n")
         out.flush()
         return code
 
@@ -1581,13 +1831,19 @@ def run_watch(watcher: Watcher, *, interval: float = 10.0, exit_on: str | None =
     stop_on_term = _interrupt_on_sigterm()
     checked_wandb = False
     waiting_said = False
+    problems_said = 0
     try:
         while True:
             alerts = watcher.poll(final=once)
-            if watcher.run is None and not waiting_said and not once:
+            has_data = any(m.run is not None for m in _members(watcher))
+            if not has_data and not waiting_said and not once:
                 say(f"waiting for data in {watcher.path}")
                 waiting_said = True
-            if watcher.run is not None and not checked_wandb:
+            problems = watcher.problems if isinstance(watcher, WatchAll) else []
+            for problem in problems[problems_said:]:
+                say(f"warning: left out: {problem}")
+            problems_said = len(problems)
+            if has_data and not checked_wandb:
                 checked_wandb = True
                 for send in wandb_senders:
                     problem = send.problem()
@@ -1597,7 +1853,7 @@ def run_watch(watcher: Watcher, *, interval: float = 10.0, exit_on: str | None =
             for alert in alerts:
                 emit(alert)
             if live_view is not None:
-                live_view.update(_panel(watcher, interval))
+                live_view.update(_live_panel(watcher, interval))
             if any(a.severity.rank >= threshold for a in alerts):
                 return finish(1)
             if once or (max_polls is not None and watcher.polls >= max_polls):

@@ -85,7 +85,7 @@ def assert_alerts_match_offline(got: list[tuple[int, Alert]], steps: list[int], 
     ``diagnose`` on the finished log was alerted at its first-alert step."""
     for i, alert in got:
         assert alert.step == steps[i]
-        if not alert.escalated:
+        if not alert.escalated and not alert.cleared:
             assert alert.first_alert_step == steps[i], alert
     offline = diagnose(final)
     assert offline.findings, "the scenario should raise findings"
@@ -93,7 +93,8 @@ def assert_alerts_match_offline(got: list[tuple[int, Alert]], steps: list[int], 
         first = next(a for _, a in got if a.mode == check.mode)
         assert first.first_alert_step == check.first_alert_step, (check.mode, first)
         assert first.step == check.first_alert_step
-        worst = max((a for _, a in got if a.mode == check.mode), key=lambda a: a.severity.rank)
+        worst = max((a for _, a in got if a.mode == check.mode and not a.cleared),
+                    key=lambda a: a.severity.rank)
         assert worst.severity == check.status
 
 
@@ -528,3 +529,159 @@ def test_escalation_alerts_again(tmp_path: Path) -> None:
     assert kl.severity is Status.CRITICAL and kl.previous is Status.WARNING and kl.escalated
     assert "escalated from warning" in kl.line()
     assert watcher.diagnosis().check("kl_drift").first_alert_step == kl.first_alert_step
+
+
+# --- what a live watch shows: stable, and it says when a finding clears ------------------------
+
+
+def test_an_escalation_keeps_the_first_alert_step(tmp_path: Path) -> None:
+    path = tmp_path / "run.csv"
+    lines = (EXAMPLES / "kl-drift.csv").read_text().splitlines(True)
+    path.write_text("".join(lines[:420]))
+    watcher = Watcher(path)
+    first = {a.mode: a for a in watcher.poll()}["kl_drift"]
+    with path.open("a") as fh:
+        fh.write("".join(lines[420:]))
+    kl = {a.mode: a for a in watcher.poll()}["kl_drift"]
+    assert kl.escalated and kl.first_alert_step == first.first_alert_step
+    assert kl.onset_step is not None and kl.onset_step <= kl.first_alert_step
+
+
+def test_what_is_shown_live_changes_only_when_the_finding_does(tmp_path: Path) -> None:
+    """Polled every few steps: a finding's onset and first alert stay as they were shown until
+    its severity changes, and the first alert never moves back."""
+    path = tmp_path / "run.csv"
+    lines = (EXAMPLES / "entropy-collapse.csv").read_text().splitlines(True)
+    path.write_text(lines[0])
+    watcher = Watcher(path)
+    shown: dict[str, tuple[str, int | None, int | None]] = {}
+    changes = 0
+    for end in range(41, len(lines) + 40, 40):
+        with path.open("a") as fh:
+            fh.write("".join(lines[end - 40:end]))
+        watcher.poll()
+        for c in watcher.checks:
+            if not c.fired:
+                shown.pop(c.mode, None)
+                continue
+            now = (c.status.value, c.onset_step, c.first_alert_step)
+            before = shown.get(c.mode)
+            if before is not None and before[0] == now[0]:
+                assert now == before, c.mode
+            elif before is not None:
+                changes += 1
+                assert now[2] == before[2], c.mode  # the mode's first alert stands
+            shown[c.mode] = now
+    assert shown, "the scenario should raise findings"
+
+
+def _rises_falls_recovers(n: int = 900) -> list[str]:
+    t = np.arange(n)
+    reward = np.interp(t, [0, 300, 400, 550, 900], [0.2, 0.8, 0.35, 0.9, 0.92])
+    reward = reward + ar1(1, n, 0.01)
+    return ["step,train/reward\n"] + [f"{i + 1},{reward[i]:.5f}\n" for i in range(n)]
+
+
+def test_a_finding_that_clears_says_so(capsys: pytest.CaptureFixture[str],
+                                       tmp_path: Path) -> None:
+    """Reward rises, gives half its gain back (reward_overfit), then recovers: a cleared line
+    (a ``cleared`` event in JSON), and the status no longer lists the finding."""
+    import io
+
+    lines = _rises_falls_recovers()
+    for output in ("terminal", "json"):
+        path = tmp_path / f"run-{output}.csv"
+        path.write_text("".join(lines[:101]))
+        chunks = iter(range(101, len(lines) + 50, 50))
+
+        def grow(_seconds: float, path: Path = path, chunks=chunks) -> None:
+            end = next(chunks)
+            with path.open("a") as fh:
+                fh.write("".join(lines[end - 50:end]))
+
+        out = io.StringIO()
+        code = run_watch(Watcher(path), interval=0, output=output, max_polls=18, out=out,
+                         err=io.StringIO(), sleep=grow)
+        assert code == 0
+        text = out.getvalue()
+        if output == "json":
+            events = [json.loads(line) for line in text.splitlines()]
+            raised = [e for e in events if e["event"] == "alert" and e["mode"] == "reward_overfit"]
+            cleared = [e for e in events if e["event"] == "cleared"]
+            assert raised and cleared and cleared[0]["mode"] == "reward_overfit"
+            assert cleared[0]["previous"] == raised[0]["severity"]
+            assert cleared[0]["first_alert_step"] == raised[0]["first_alert_step"]
+            assert cleared[0]["step"] > raised[0]["step"]
+            assert events[-1]["event"] == "status" and not events[-1]["findings"]
+        else:
+            assert "WARNING reward_overfit" in text or "CRITICAL reward_overfit" in text
+            line = next(x for x in text.splitlines() if x.startswith("CLEARED"))
+            assert line.startswith("CLEARED reward_overfit (was ")
+            assert text.splitlines()[-1].endswith("no failure mode found")
+
+
+def test_a_folder_of_runs_is_watched_whole(capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
+    """The README's job script: ``watch runs/ --exit-on critical`` on a folder of runs."""
+    runs = tmp_path / "runs"
+    (runs / "a").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "healthy.csv", runs / "a" / "metrics.csv")
+    shutil.copy(EXAMPLES / "kl-drift.csv", runs / "b.csv")
+    shutil.copytree(FIX / "corpus" / "01_healthy_s1", runs / "tb1")
+    (runs / "notes.txt").write_text("not a log\n")
+    code, out, err = run_cli(capsys, "watch", str(runs), "--once")
+    assert code == 0 and err == ""
+    status = [line for line in out.splitlines() if line.startswith("status: ")]
+    assert sorted(line.split(":")[1].strip() for line in status) == ["b", "metrics", "tb1"]
+    assert "status: b: critical at step 800" in out
+    assert "b: CRITICAL kl_drift: first alert at step" in out
+    code, out, _ = run_cli(capsys, "watch", str(runs), "--once", "--exit-on", "critical")
+    assert code == 1
+    code, out, _ = run_cli(capsys, "watch", str(runs), "--once", "-f", "json")
+    events = [json.loads(line) for line in out.splitlines()]
+    assert {e["run"] for e in events if e["event"] == "status"} == {"b", "metrics", "tb1"}
+    code, out, _ = run_cli(capsys, "watch", str(runs), "--once", "--run", "b")
+    assert out.splitlines()[-1].startswith("status: b: critical at step 800")  # only b
+    assert "metrics" not in out and "tb1" not in out
+
+
+def test_a_run_that_appears_later_is_picked_up_once(tmp_path: Path) -> None:
+    """Training starts after the watch: an empty folder, then a run folder whose event file is
+    created empty and written afterwards. One watcher for it, its alerts named."""
+    import io
+
+    from grpo_doctor.watch import WatchAll
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    source = next((FIX / "corpus" / "08_lr_too_high").glob("events.out.tfevents.*"))
+    steps = iter([
+        lambda: (runs / "Jan01_host").mkdir(),
+        lambda: (runs / "Jan01_host" / source.name).write_bytes(b""),
+        lambda: shutil.copy(source, runs / "Jan01_host" / source.name),
+    ])
+    watcher = WatchAll(runs)
+    out, err = io.StringIO(), io.StringIO()
+    code = run_watch(watcher, interval=0, exit_on="critical", max_polls=6, out=out, err=err,
+                     sleep=lambda _s: next(steps, lambda: None)())
+    assert code == 1
+    assert "waiting for data in" in err.getvalue()
+    assert len(watcher.members()) == 1 and watcher.members()[0].path == runs / "Jan01_host"
+    alerts = [line for line in out.getvalue().splitlines() if " CRITICAL " in f" {line}"]
+    assert alerts and len({line.split(":")[1] for line in alerts}) == len(alerts)
+
+
+def test_a_log_holding_several_runs_is_watched_run_by_run(tmp_path: Path) -> None:
+    from grpo_doctor.watch import WatchAll
+
+    rows = ["run_id,step,train/reward,train/entropy"]
+    for run, slope in (("steady", 0.0), ("collapsing", 1.0)):
+        for i in range(1, 301):
+            ent = 1.0 - slope * 0.99 * min(1.0, max(0.0, (i - 100) / 100))
+            rows.append(f"{run},{i},{0.5 + 0.001 * (i % 7):.4f},{ent + 0.001 * (i % 5):.4f}")
+    path = tmp_path / "two.csv"
+    path.write_text("\n".join(rows) + "\n")
+    watcher = WatchAll(path)
+    alerts = watcher.poll(final=True)
+    assert sorted(w.run.name for w in watcher.members()) == ["collapsing", "steady"]
+    assert {a.run for a in alerts} == {"collapsing"}
