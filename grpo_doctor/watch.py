@@ -20,8 +20,11 @@ What is guaranteed
   and ``diagnose`` on the finished log reports the same step wherever a finding, once raised,
   stays raised (the replay's coarse scan can only report a later step when a finding comes and
   goes). With coarser polls the alert still carries the replayed earliest step.
-* A mode alerts once per severity: when it first fires, and again if it escalates (warning ->
-  critical). A finding that clears and comes back at the same severity does not alert again.
+* A mode alerts when it first fires, and again if it escalates (warning -> critical), keeping
+  its first-alert step. A finding that clears is reported once (``Alert.cleared``), and alerts
+  again if it comes back. What is shown between changes (onset, first alert, summary) stays.
+* ``WatchAll`` watches every run under a path (a folder of runs, a log holding several), each
+  with its own ``Watcher``, and picks up runs that appear later.
 
 Cost of a poll (n logged steps, m metrics, k new rows, r rules)
 ---------------------------------------------------------------
