@@ -22,7 +22,7 @@ import io
 import re
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -67,19 +67,35 @@ def _step(x: int | None) -> str:
     return "–" if x is None else f"{x:,}"
 
 
+class _Hanging:
+    """``head`` then ``body``, the body's wrapped lines hanging under its first word (at
+    ``indent``), wrapped to the console's width at render time, with no padding after."""
+
+    def __init__(self, head: Text, body: Text, indent: int) -> None:
+        self.head, self.body, self.indent = head, body, indent
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        indent = min(self.indent, max(0, options.max_width - 10))
+        width = max(1, options.max_width - indent)
+        head = self.head.copy()
+        head.truncate(indent, pad=True)
+        lines = self.body.wrap(console, width, overflow="fold") or [Text("")]
+        out = [Text.assemble(head if i == 0 else " " * indent, line)
+               for i, line in enumerate(lines)]
+        for line in out:
+            line.rstrip()
+        yield Text("\n").join(out)
+
+
 def _hang(head: str, body: Text | str, *, head_style: str = "bold", indent: int | None = None,
-          body_style: str = "") -> Table:
+          body_style: str = "") -> _Hanging:
     """``head`` then ``body``, the body's wrapped lines hanging under its first word."""
-    width = indent if indent is not None else len(head)
-    grid = Table.grid(padding=0)
-    grid.add_column(width=width, no_wrap=True)
-    grid.add_column(overflow="fold")
     text = body if isinstance(body, Text) else Text(body, style=body_style)
-    grid.add_row(Text(head, style=head_style), text)
-    return grid
+    return _Hanging(Text(head, style=head_style), text,
+                    indent if indent is not None else len(head))
 
 
-def _indented(body: Text | str, indent: int, *, style: str = "") -> Table:
+def _indented(body: Text | str, indent: int, *, style: str = "") -> _Hanging:
     return _hang(" " * indent, body, head_style="", body_style=style)
 
 
