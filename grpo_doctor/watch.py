@@ -1456,12 +1456,14 @@ class WatchAll:
         key = str(path) if run is None else f"{path}\0{run}"
         if key in self.watchers or key in self._dropped:
             return None
-        for other_key, other in list(self.watchers.items()):
-            if (other.path != path and other.path.is_relative_to(path)
-                    and other.options.run is None):
-                del self.watchers[other_key]  # a file first, now known as its run's folder
-            elif path != other.path and path.is_relative_to(other.path):
-                return None  # already watched through its folder
+        inside = [k for k, w in self.watchers.items()
+                  if w.path != path and w.path.is_relative_to(path)]
+        if any(self.watchers[k].run is not None for k in inside):
+            return None  # its files are watched one by one already: keep their alerts
+        if any(path != w.path and path.is_relative_to(w.path) for w in self.watchers.values()):
+            return None  # already watched through its folder
+        for k in inside:  # a file first (while empty), now known as its run's folder
+            del self.watchers[k]
         watcher = Watcher(path, self.settings, format=self._format, run=run or self._run,
                           step_column=self._step_column)
         self.watchers[key] = watcher
