@@ -60,7 +60,7 @@ def check_terminal(text: str, diagnosis: Diagnosis, width: int, verbose: bool = 
     if diagnosis.root_cause is not None:
         assert any(line.startswith("root cause: ") for line in lines[:6]), lines[:6]
         assert any("do this first: " in line for line in lines[:12]), lines[:12]
-    if diagnosis.status == "healthy" and width == 80 and not verbose and not diagnosis.notes:
+    if diagnosis.status == "healthy" and width == 80 and not verbose:
         assert len(lines) <= HEALTHY_MAX_LINES, text
 
 
