@@ -96,7 +96,7 @@ def test_terminal_report_fits_80_columns_and_leads_with_the_config(runs):
     assert "learning_rate  A 0.0001  B 0.003" in text
     assert "B parts from A at step" in text and "on reward_mean:" in text
     md = render_compare_markdown(c)
-    assert "| learning\\_rate | 0\\.0001 | 0\\.003 |" in md
+    assert "| learning_rate | 0.0001 | 0.003 |" in md
     html = render_compare_html(c, [runs[HEALTHY_S1.name], runs[LR_30X.name]])
     assert html.count('<path class="overlay smooth"') >= 5  # B's curve over A's, per chart
     assert 'class="marker onset"' in html and "B parts at" in html
