@@ -62,8 +62,7 @@ def number(x: float | int, *, percent: bool = False, unit: str = "") -> str:
         return "inf" if f > 0 else "-inf"
     if percent:
         pct = f * 100
-        text = f"{pct:,.0f}%" if abs(pct) >= 10 or pct == 0 else f"{pct:.2g}%"
-        return text
+        return f"{pct:,.0f}%" if abs(pct) >= 10 or pct == 0 else f"{pct:.2g}%"
     text = fmt(int(f) if isinstance(x, (int, np.integer)) else f)
     text = re.sub(r"e([+-])0*(\d)", r"e\1\2", text).replace("e+", "e")
     return f"{text}{unit}"
@@ -102,7 +101,7 @@ def value(key: str, v: Any, *, depth: int = 0) -> str:
         name = next((v[k] for k in _NAMING_KEYS if isinstance(v.get(k), str)), None)
         rest = [(str(k), x) for k, x in v.items()
                 if not blank(x) and not (name is not None and x is name)]
-        pairs = [f"{_label(k)} {value(k, x, depth=depth + 1)}" for k, x in rest[:6]]
+        pairs = [f"{label(k)} {value(k, x, depth=depth + 1)}" for k, x in rest[:6]]
         more = f", +{len(rest) - 6} more" if len(rest) > 6 else ""
         inner = ", ".join(pairs) + more
         if name is not None:
@@ -119,13 +118,9 @@ def value(key: str, v: Any, *, depth: int = 0) -> str:
     return str(v)
 
 
-def _label(key: str) -> str:
-    return str(key).replace("_", " ")
-
-
 def label(key: str) -> str:
     """An evidence key as words: ``late_share`` -> ``late share``."""
-    return _label(key)
+    return str(key).replace("_", " ")
 
 
 def items(evidence: Mapping[str, Any] | None) -> list[tuple[str, str]]:
