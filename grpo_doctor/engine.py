@@ -110,8 +110,11 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
     alert = first_alert(rule, run, params) if (out.fired and with_first_alert) else None
     onset, summary = out.onset_step, out.summary
     if alert is not None and onset is not None and alert < onset:
-        # A monitor could call it at ``alert``, so it had begun by then.
-        summary = summary.replace(f"from step {fmt(onset)}", f"from step {fmt(alert)}")
+        # A monitor could call it at ``alert``, so it had begun by then: the onset estimate
+        # was late, or an earlier episode (one the run came back from) raised it first.
+        moved = summary.replace(f"from step {fmt(onset)}", f"from step {fmt(alert)}")
+        summary = moved if moved != summary else (
+            f"{summary} (first raised at step {fmt(alert)}, by an earlier episode)")
         onset = alert
     evidence = dict(out.evidence)
     proxies = {m: run.proxies[m] for m in (rule.requires + ((out.key_metric,) if

@@ -94,11 +94,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     incidents = inc.above(run, KL, "KL", p["stop_kl"], sustained=int(p["sustained_points"]),
                           far=p["far_factor"])
     if kc >= p["stop_kl"]:
-        band, status = f"above {fmt(p['stop_kl'])} (stop)", Status.CRITICAL
+        band, status = f"above {fmt(p['stop_kl'])}, stop", Status.CRITICAL
     elif kc >= p["adapt_kl"]:
-        band, status = f"{fmt(p['adapt_kl'])}-{fmt(p['stop_kl'])} (dangerous)", Status.WARNING
+        band, status = f"{fmt(p['adapt_kl'])}-{fmt(p['stop_kl'])}, dangerous", Status.WARNING
     elif kc >= p["drift_kl"] and rising:
-        band, status = f"{fmt(p['drift_kl'])}-{fmt(p['adapt_kl'])} (drifting)", Status.WARNING
+        band, status = f"{fmt(p['drift_kl'])}-{fmt(p['adapt_kl'])}, drifting", Status.WARNING
     else:
         band, status = "", Status.OK
     remedies = [

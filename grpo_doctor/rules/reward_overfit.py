@@ -89,6 +89,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         mann_kendall(steps[: peak + 1], r[: peak + 1]).increasing(p["alpha"])
         or (gain > 0 and gain >= 6 * noise))
     if not (after >= p["min_after"] * len(r) and lost >= p["giveback"] and declining and rose):
+        if not rose:  # no real gain: a share of it lost means nothing
+            evidence.pop("share_of_gain_lost")
         if crashes:
             return _crashes_only(run, crashes, evidence)
         text = f"reward {fmt(start)} -> {fmt(now)}"
