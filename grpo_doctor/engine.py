@@ -112,9 +112,12 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
     if alert is not None and onset is not None and alert < onset:
         # A monitor could call it at ``alert``, so it had begun by then: the onset estimate
         # was late, or an earlier episode (one the run came back from) raised it first.
+        span = (run.last_step or 0) - (run.first_step or 0)
         moved = summary.replace(f"from step {fmt(onset)}", f"from step {fmt(alert)}")
-        summary = moved if moved != summary else (
-            f"{summary} (first raised at step {fmt(alert)}, by an earlier episode)")
+        if moved != summary and onset - alert <= 0.1 * span:
+            summary = moved
+        else:
+            summary = f"{summary} (first raised at step {fmt(alert)}, by an earlier episode)"
         onset = alert
     evidence = dict(out.evidence)
     proxies = {m: run.proxies[m] for m in (rule.requires + ((out.key_metric,) if
