@@ -48,6 +48,9 @@ class Importer:
 _MODULES = [
     "tensorboard",
     "wandb_offline",
+    "mlflow_store",
+    "trackio_store",
+    "swanlab_log",
     "trainer_state",
     "notebook",
     "console",

@@ -1,0 +1,300 @@
+"""MLflow tracking stores: a SQLite database (``mlflow.db``) or an ``mlruns/`` file store.
+
+Read directly (stdlib ``sqlite3`` and plain files), never through the mlflow package. Every
+run of every experiment becomes a Run (``--run`` picks one by name or run id); runs and
+experiments in MLflow's "deleted" stage are left out, as MLflow's UI leaves them out. Params
+become the run's config (MLflow stores them as text), metric history keeps its steps.
+
+How MLflow stores them (mlflow 3.x, checked against fixtures its client wrote):
+
+* SQLite: tables ``experiments`` (experiment_id, name, lifecycle_stage), ``runs`` (run_uuid,
+  name, experiment_id, lifecycle_stage), ``params`` and ``tags`` (key, value, run_uuid),
+  ``metrics`` (key, value, timestamp, run_uuid, step, is_nan): every logged value is a row;
+  a NaN is stored as 0 with ``is_nan`` set and +-inf as +-``sys.float_info.max``, turned back
+  here. The metrics table is read in one pass, in the order the rows were written, so a
+  database damaged part-way still gives the rows before the damage, with a note.
+* Files: ``<experiment_id>/meta.yaml`` (name, lifecycle_stage), ``<experiment_id>/<run_id>/
+  meta.yaml`` (run_name, lifecycle_stage), ``params/<key>`` (the value), ``metrics/<key>``
+  with one ``timestamp value step`` line per logged value (a key holding "/" is a path).
+
+Several values logged at one step of one key: the last one logged is kept (noted).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grpo_doctor.errors import FormatError, InputError
+from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers.jsonl import read_text
+from grpo_doctor.importers.tensorboard import read_error
+from grpo_doctor.importers.tracker_store import (
+    TrackedRun,
+    build_runs,
+    open_sqlite,
+    scan_rows,
+    sqlite_tables,
+    tables_of,
+)
+from grpo_doctor.store import Run
+
+FORMAT = "mlflow"
+_TABLES = ("experiments", "runs", "metrics", "params")
+_DELETED = "deleted"
+_MAX_FLOAT = sys.float_info.max
+_ID = re.compile(r"[0-9A-Za-z_-]+")
+_MAX_METRIC_FILES = 100_000
+
+
+def _sniff(path: Path, head: bytes) -> int:
+    if path.is_dir():
+        return 90 if _file_store_root(path) is not None else 0
+    tables = sqlite_tables(path, head)
+    return 95 if tables is not None and all(t in tables for t in _TABLES) else 0
+
+
+# --- the SQLite store ---------------------------------------------------------------------
+
+
+def _real_values(values: np.ndarray) -> np.ndarray:
+    """MLflow's SQL store writes +-inf as +-max float: what was logged was inf."""
+    out = values.copy()
+    out[values >= _MAX_FLOAT] = math.inf
+    out[values <= -_MAX_FLOAT] = -math.inf
+    return out
+
+
+def _load_sqlite(path: Path, options: LoadOptions) -> list[Run]:
+    notes: list[str] = []
+    with open_sqlite(path, notes) as conn:
+        tables = tables_of(conn)
+        missing = [t for t in _TABLES if t not in tables]
+        if missing:
+            raise FormatError(f"{path}: not an MLflow database (no {', '.join(missing)} table)")
+        experiments = {
+            str(eid): (str(name), stage)
+            for eid, name, stage in conn.execute(
+                "SELECT experiment_id, name, lifecycle_stage FROM experiments")
+        }
+        run_cols = tables["runs"]
+        name_col = "name" if "name" in run_cols else "''"
+        found: dict[str, TrackedRun] = {}
+        deleted = 0
+        for run_id, name, eid, stage in conn.execute(
+                f"SELECT run_uuid, {name_col}, experiment_id, lifecycle_stage FROM runs"):
+            exp_name, exp_stage = experiments.get(str(eid), (str(eid), ""))
+            if _DELETED in (stage, exp_stage):
+                deleted += 1
+                continue
+            found[run_id] = TrackedRun(name=name or "", run_id=run_id, group=exp_name)
+        for table in ("params", "tags"):
+            for key, value, run_id in conn.execute(f"SELECT key, value, run_uuid FROM {table}"):
+                run = found.get(run_id)
+                if run is None:
+                    continue
+                if table == "params":
+                    run.config[key] = value
+                elif key == "mlflow.runName" and not run.name:
+                    run.name = value
+        metric_cols = tables["metrics"]
+        step = "step" if "step" in metric_cols else "0"
+        is_nan = "is_nan" if "is_nan" in metric_cols else "0"
+        rows = scan_rows(
+            conn, f"SELECT run_uuid, key, value, {step}, {is_nan} FROM metrics", notes,
+            "metric rows", path)
+    if deleted:
+        notes.append(f"{deleted} deleted run(s) left out")
+    _attach_points(found, rows)
+    return build_runs(list(found.values()), path, FORMAT, options, notes)
+
+
+def _attach_points(found: dict[str, TrackedRun], rows: list[tuple[Any, ...]]) -> None:
+    """Split the metric rows (run, key, value, step, is_nan) by run, keeping their order."""
+    if not rows:
+        return
+    run_ids, keys, values, steps, nans = zip(*rows)
+    run_of = np.array(run_ids, dtype=object)
+    key_arr = np.array(keys, dtype=object)
+    value_arr = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    step_arr = np.array([np.nan if s is None else s for s in steps], dtype=np.float64)
+    nan_arr = np.array(nans, dtype=bool) | np.isnan(value_arr)
+    value_arr[nan_arr] = np.nan
+    value_arr = _real_values(value_arr)
+    order = np.argsort(run_of.astype(str), kind="stable")
+    sorted_runs = run_of[order]
+    bounds = np.flatnonzero(np.concatenate(([True], sorted_runs[1:] != sorted_runs[:-1])))
+    for start, end in zip(bounds, [*bounds[1:], len(order)]):
+        run = found.get(sorted_runs[start])
+        if run is None:
+            continue
+        idx = order[start:end]
+        run.steps, run.keys, run.values = step_arr[idx], key_arr[idx], value_arr[idx]
+        run.nan = nan_arr[idx]
+
+
+# --- the file store -----------------------------------------------------------------------
+
+
+def _meta(path: Path) -> dict[str, Any]:
+    """A meta.yaml as a mapping ({} when it cannot be read: the folder name stands in)."""
+    try:
+        import yaml
+    except ImportError:  # PyYAML comes with wandb; without it, names fall back to ids
+        return {}
+    try:
+        loaded = yaml.safe_load(read_text(path))
+    except (InputError, yaml.YAMLError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _kind(folder: Path) -> str | None:
+    """"run", "experiment" or None, from the folder's meta.yaml."""
+    if _ID.fullmatch(folder.name) is None or not (folder / "meta.yaml").is_file():
+        return None
+    meta = _meta(folder / "meta.yaml")
+    if "run_id" in meta or "run_uuid" in meta:
+        return "run"
+    return "experiment" if "experiment_id" in meta else None
+
+
+def _file_store_root(path: Path) -> Path | None:
+    """``path`` when it is an mlruns folder, one experiment folder or one run folder."""
+    try:
+        if (path / "meta.yaml").is_file():
+            return path if _kind(path) is not None else None
+        children = sorted(c for c in path.iterdir() if c.is_dir() and _ID.fullmatch(c.name))
+    except OSError:
+        return None
+    return path if any(_kind(c) == "experiment" for c in children[:20]) else None
+
+
+def _run_folders(root: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """(run folder, its experiment's meta) of every run in ``root``."""
+    kind = _kind(root) if (root / "meta.yaml").is_file() else None
+    if kind == "run":
+        yield root, _meta(root.parent / "meta.yaml")
+        return
+    experiments = [root] if kind == "experiment" else sorted(
+        c for c in root.iterdir() if c.is_dir() and _kind(c) == "experiment")
+    for exp in experiments:
+        meta = _meta(exp / "meta.yaml")
+        for run in sorted(c for c in exp.iterdir() if c.is_dir()):
+            if _kind(run) == "run":
+                yield run, meta
+
+
+def _metric_files(folder: Path) -> Iterator[tuple[str, Path]]:
+    """(key, file) of every metric of a run; a key holding "/" is a nested path."""
+    seen = 0
+    for file in sorted(folder.rglob("*")):
+        if file.is_file():
+            seen += 1
+            if seen > _MAX_METRIC_FILES:
+                break
+            yield file.relative_to(folder).as_posix(), file
+
+
+def _parse_metric_file(key: str, file: Path, notes: list[str]
+                       ) -> tuple[list[float], list[float]]:
+    """Steps and values of one metric file; lines that do not parse are counted, and a cut
+    last line (a run still writing) is left out."""
+    try:
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        notes.append(f"metric {key!r} left out: {read_error(file, exc)}")
+        return [], []
+    lines = text.split("\n")
+    if lines[-1].strip():
+        notes.append(f"metric {key!r}: its last line is cut (run still being written?)")
+    steps: list[float] = []
+    values: list[float] = []
+    bad = 0
+    for line in lines[:-1]:
+        parts = line.split()
+        if not parts:
+            continue
+        try:
+            if len(parts) not in (2, 3, 5):
+                raise ValueError
+            value = float(parts[1])
+            step = float(parts[2]) if len(parts) >= 3 else 0.0
+        except ValueError:
+            bad += 1
+            continue
+        steps.append(step)
+        values.append(value)
+    if bad:
+        notes.append(f"metric {key!r}: {bad} line(s) that are not 'timestamp value step' "
+                     "were skipped")
+    return steps, values
+
+
+def _load_files(path: Path, options: LoadOptions) -> list[Run]:
+    root = _file_store_root(path)
+    if root is None:
+        raise FormatError(f"{path}: not an MLflow file store (no experiment meta.yaml)")
+    found: list[TrackedRun] = []
+    notes: list[str] = []
+    deleted = 0
+    for run_dir, exp_meta in _run_folders(root):
+        meta = _meta(run_dir / "meta.yaml")
+        if _DELETED in (meta.get("lifecycle_stage"), exp_meta.get("lifecycle_stage")):
+            deleted += 1
+            continue
+        run = TrackedRun(name=str(meta.get("run_name") or ""), run_id=run_dir.name,
+                         group=str(exp_meta.get("name") or run_dir.parent.name))
+        params = run_dir / "params"
+        if params.is_dir():
+            for key, file in _metric_files(params):
+                try:
+                    run.config[key] = file.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+        if not run.name and (run_dir / "tags" / "mlflow.runName").is_file():
+            run.name = (run_dir / "tags" / "mlflow.runName").read_text(errors="replace")
+        metrics = run_dir / "metrics"
+        if not metrics.is_dir():
+            run.notes.append(f"{run_dir}: no metrics folder")
+        else:
+            steps: list[float] = []
+            keys: list[str] = []
+            values: list[float] = []
+            for key, file in _metric_files(metrics):
+                s, v = _parse_metric_file(key, file, run.notes)
+                steps += s
+                values += v
+                keys += [key] * len(s)
+            run.steps = np.array(steps, dtype=np.float64)
+            run.keys = keys
+            run.values = np.array(values, dtype=np.float64)
+        found.append(run)
+    if deleted:
+        notes.append(f"{deleted} deleted run(s) left out")
+    if not found:
+        raise FormatError(f"{path}: no MLflow run found")
+    if len(found) == 1 and not len(found[0].steps) and found[0].notes:
+        raise FormatError(f"{path}: the MLflow run has no metric ({found[0].notes[0]})")
+    return build_runs(found, path, FORMAT, options, notes)
+
+
+def _load(path: Path, options: LoadOptions) -> list[Run]:
+    if path.is_dir():
+        return _load_files(path, options)
+    return _load_sqlite(path, options)
+
+
+IMPORTER = Importer(
+    name=FORMAT,
+    description="MLflow tracking stores: mlflow.db (SQLite) or an mlruns/ folder",
+    sniff=_sniff,
+    load=_load,
+    reads_folders=True,
+)

@@ -1,0 +1,181 @@
+"""What the experiment-tracker stores (MLflow, Trackio, SwanLab) share.
+
+Their runs are read directly, never through the trackers' packages: a SQLite file is opened
+read-only with the standard library (one-line errors for a locked, damaged or unreadable
+database), and each run's points, a (step, key, value) row per logged value, are pivoted with
+the long-CSV importer's ``long_frame`` (a value logged twice at one step: the last one logged
+is kept and counted) into a :class:`~grpo_doctor.store.Run`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+
+from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
+from grpo_doctor.importers import LoadOptions
+from grpo_doctor.importers.exports_long import long_frame
+from grpo_doctor.store import Run, build_run
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: Seconds to wait for a writer's lock before saying the database is locked.
+LOCK_TIMEOUT = 2.0
+
+
+def is_sqlite(head: bytes) -> bool:
+    return head.startswith(SQLITE_MAGIC)
+
+
+def sqlite_error(path: Path, exc: BaseException) -> GrpoDoctorError:
+    """The one-line error for a SQLite file that cannot be read."""
+    text = " ".join(str(exc).split())
+    if "locked" in text or "busy" in text:
+        return InputError(f"{path}: the database is locked by another process (a run still "
+                          "writing it?); try again when it is done")
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
+        return FormatError(f"{path}: the SQLite database is damaged ({text})")
+    if isinstance(exc, PermissionError) or "unable to open" in text:
+        if not os.access(path, os.R_OK):
+            return InputError(f"{path}: permission denied")
+        return InputError(f"{path}: cannot open the SQLite database ({text})")
+    return FormatError(f"{path}: cannot read the SQLite database ({text})")
+
+
+def _connect(path: Path, immutable: bool) -> sqlite3.Connection:
+    mode = "immutable=1" if immutable else "mode=ro"
+    uri = f"file:{quote(str(path.resolve()))}?{mode}"
+    conn = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT, check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextmanager
+def open_sqlite(path: Path, notes: list[str] | None = None) -> Iterator[sqlite3.Connection]:
+    """``path`` opened read-only; never writes to it (no journal, no -shm file created)."""
+    try:
+        conn = _connect(path, immutable=False)
+    except sqlite3.Error as exc:
+        # A write-ahead-log database in a folder we cannot write needs its -shm file: read
+        # the main file alone, and say what that may leave out.
+        if "unable to open" not in str(exc) or not os.access(path, os.R_OK):
+            raise sqlite_error(path, exc) from exc
+        try:
+            conn = _connect(path, immutable=True)
+        except sqlite3.Error as exc2:
+            raise sqlite_error(path, exc2) from exc2
+        if notes is not None and Path(f"{path}-wal").exists():
+            notes.append("read without its write-ahead log (the folder is read-only): the "
+                         "newest rows may be missing")
+    with closing(conn):
+        yield conn
+
+
+def tables_of(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """Each table's column names."""
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {n: {r[1] for r in conn.execute(f'PRAGMA table_info("{n}")')} for n in names}
+
+
+def sqlite_tables(path: Path, head: bytes) -> dict[str, set[str]] | None:
+    """For a sniffer: the tables of a SQLite file, or None when it is not one (or is locked
+    or damaged: the importer that claims it by name says so)."""
+    if path.is_dir() or not is_sqlite(head):
+        return None
+    try:
+        with open_sqlite(path) as conn:
+            return tables_of(conn)
+    except (GrpoDoctorError, sqlite3.Error):
+        return None
+
+
+def scan_rows(conn: sqlite3.Connection, query: str, notes: list[str], what: str,
+              path: Path, batch: int = 65536) -> list[tuple[Any, ...]]:
+    """Every row of ``query``; a database damaged part-way gives the rows read before the
+    damage and a note (an error when nothing could be read)."""
+    rows: list[tuple[Any, ...]] = []
+    try:
+        cursor = conn.execute(query)
+        while True:
+            got = cursor.fetchmany(batch)
+            if not got:
+                break
+            rows.extend(got)
+    except sqlite3.Error as exc:
+        if not rows:
+            raise sqlite_error(path, exc) from exc
+        notes.append(f"the database is damaged ({' '.join(str(exc).split())}): the first "
+                     f"{len(rows):,} {what} were read, the rest is lost")
+    return rows
+
+
+# --- runs -------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrackedRun:
+    """One tracker run: its points as (step, key, value) rows, in the order they were logged."""
+
+    name: str
+    run_id: str
+    group: str = ""  # the experiment or project: qualifies names that repeat
+    steps: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    keys: Sequence[str] = ()
+    values: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    nan: np.ndarray | None = None  # where a NaN was logged (default: every NaN value)
+    config: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def distinct_names(runs: Sequence[TrackedRun]) -> list[str]:
+    """Each run's name; qualified by its group, then its id, where names repeat."""
+    names = [r.name or r.run_id for r in runs]
+    counts = Counter(names)
+    names = [f"{r.group}/{n}" if counts[n] > 1 and r.group else n for r, n in zip(runs, names)]
+    counts = Counter(names)
+    return [f"{n} ({r.run_id[:8]})" if counts[n] > 1 else n for r, n in zip(runs, names)]
+
+
+def build_runs(found: Sequence[TrackedRun], path: Path, format: str, options: LoadOptions,
+               notes: Sequence[str] = ()) -> list[Run]:
+    """Runs from tracker runs; ``--run`` may name a run by its name (plain or qualified) or
+    id. An error naming ``path`` when no run holds a logged value."""
+    names = distinct_names(found)
+    pairs = list(zip(found, names))
+    if options.run is not None:
+        picked = [(r, options.run) for r, n in pairs
+                  if options.run in (n, r.name, r.run_id, f"{r.group}/{r.name}")]
+        pairs = picked or pairs
+    empty = [n for r, n in pairs if not len(r.steps)]
+    out = []
+    for tracked, name in pairs:
+        if not len(tracked.steps):
+            continue
+        nan = np.isnan(tracked.values) if tracked.nan is None else tracked.nan
+        wide = long_frame(tracked.steps, tracked.keys, tracked.values, nan, str(path))
+        run_notes = [*notes, *tracked.notes, *wide.notes]
+        if empty:
+            run_notes.append(f"run(s) without a logged value left out: {', '.join(empty)}")
+        out.append(build_run(
+            wide.frame, name=name, source=str(path), format=format,
+            steps=wide.steps if options.step_column is None else None,
+            step_column=options.step_column, config=tracked.config,
+            column_map=options.column_map, explicit_nan=wide.explicit, notes=run_notes,
+            summary=tracked.summary,
+        ))
+    if not out:
+        raise FormatError(f"{path}: no {format} run with a logged value")
+    return out
