@@ -62,15 +62,30 @@ def _connect(path: Path, immutable: bool) -> sqlite3.Connection:
     return conn
 
 
+def _idle_wal_database(path: Path) -> bool:
+    """A database in write-ahead-log mode that no one has open (no ``-wal`` file beside it).
+
+    Opened the ordinary read-only way, SQLite would create ``-wal`` and ``-shm`` files beside
+    it and, being read-only, leave them there; with nothing in a log to miss it is read as an
+    immutable file instead, which creates nothing."""
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header[18:20] == b"\x02\x02" and not Path(f"{path}-wal").exists()
+
+
 @contextmanager
 def open_sqlite(path: Path, notes: list[str] | None = None) -> Iterator[sqlite3.Connection]:
-    """``path`` opened read-only; never writes to it (no journal, no -shm file created)."""
+    """``path`` opened read-only: never written, and no file is created beside it."""
+    immutable = _idle_wal_database(path)
     try:
-        conn = _connect(path, immutable=False)
+        conn = _connect(path, immutable=immutable)
     except sqlite3.Error as exc:
         # A write-ahead-log database in a folder we cannot write needs its -shm file: read
         # the main file alone, and say what that may leave out.
-        if "unable to open" not in str(exc) or not os.access(path, os.R_OK):
+        if immutable or "unable to open" not in str(exc) or not os.access(path, os.R_OK):
             raise sqlite_error(path, exc) from exc
         try:
             conn = _connect(path, immutable=True)

@@ -1,0 +1,203 @@
+"""Hugging Face Trackio: a project's SQLite file (``<project>.db``), or the folder holding them.
+
+Trackio keeps one SQLite database per project in ``TRACKIO_DIR`` (default
+``~/.cache/huggingface/trackio``). Read directly with stdlib ``sqlite3``, never through the
+trackio package. How trackio (0.43, checked against databases its client wrote) stores a run:
+
+* ``metrics`` (id, run_id, timestamp, run_name, step, metrics): one row per ``trackio.log``
+  call, ``metrics`` the logged dict as JSON (nested dicts stay nested: joined here with "/";
+  NaN and +-inf written as the strings "NaN", "Infinity", "-Infinity"; media and histograms
+  are dicts with a ``_type``, left out). Databases written before trackio 0.24 have no
+  ``run_id``: a run is then its name.
+* ``configs`` (run_id, run_name, config): the run's config as JSON, with trackio's own
+  ``_Username``, ``_Created`` and ``_Group`` entries (left out of the config).
+
+Every run becomes a Run named after it (qualified by its project where names repeat; ``--run``
+picks one by name or run id). The database is opened read-only (trackio writes it in WAL mode,
+which lets a reader in while a run is still logging).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
+from grpo_doctor.importers import HEAD_BYTES, Importer, LoadOptions
+from grpo_doctor.importers.jsonl import to_number
+from grpo_doctor.importers.tracker_store import (
+    TrackedRun,
+    build_runs,
+    open_sqlite,
+    scan_rows,
+    sqlite_tables,
+    tables_of,
+)
+from grpo_doctor.store import Run
+
+FORMAT = "trackio"
+_METRIC_COLUMNS = {"run_name", "step", "metrics"}
+_MAX_PROJECTS = 1000
+
+
+def _is_trackio(tables: Mapping[str, set[str]] | None) -> bool:
+    return tables is not None and tables.get("metrics", set()) >= _METRIC_COLUMNS
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(HEAD_BYTES)
+    except OSError:
+        return b""
+
+
+def _project_files(folder: Path) -> list[Path]:
+    """The Trackio project databases directly in ``folder``."""
+    try:
+        files = sorted(f for f in folder.iterdir() if f.suffix == ".db" and f.is_file())
+    except OSError:
+        return []
+    return [f for f in files[:_MAX_PROJECTS] if _is_trackio(sqlite_tables(f, _head(f)))]
+
+
+def _sniff(path: Path, head: bytes) -> int:
+    if path.is_dir():
+        return 85 if _project_files(path) else 0
+    return 95 if _is_trackio(sqlite_tables(path, head)) else 0
+
+
+def _numbers(obj: Mapping[str, Any], prefix: str, out: dict[str, float]) -> None:
+    """The numbers of a logged dict, nested keys joined with "/"; media, histograms, tables
+    (dicts with a ``_type``), text and lists left out."""
+    for key, value in obj.items():
+        name = f"{prefix}/{key}" if prefix else str(key)
+        if isinstance(value, Mapping):
+            if "_type" not in value:
+                _numbers(value, name, out)
+            continue
+        num = to_number(value)
+        if num is not None:
+            out[name] = num
+
+
+def _decode_rows(blobs: list[Any]) -> tuple[list[Any], int]:
+    """The logged dicts: all rows parsed in one call when they are all valid JSON, else row
+    by row (a row that is not a JSON object counts as bad and is None)."""
+    texts = [b.encode("utf-8") if isinstance(b, str) else bytes(b or b"") for b in blobs]
+    try:
+        parsed = json.loads(b"[" + b",".join(texts) + b"]")
+        if len(parsed) == len(texts) and all(isinstance(p, dict) for p in parsed):
+            return parsed, 0
+    except (ValueError, RecursionError):
+        pass
+    out: list[Any] = []
+    bad = 0
+    for text in texts:
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError):
+            obj = None
+        if not isinstance(obj, dict):
+            obj = None
+            bad += 1
+        out.append(obj)
+    return out, bad
+
+
+def _read_project(path: Path, notes: list[str]) -> list[TrackedRun]:
+    project = path.stem
+    with open_sqlite(path, notes) as conn:
+        tables = tables_of(conn)
+        if not _is_trackio(tables):
+            raise FormatError(f"{path}: not a Trackio database (no metrics table with "
+                              "run_name, step and metrics columns)")
+        by_id = "run_id" in tables["metrics"]
+        ident = "run_id" if by_id else "run_name"
+        rows = scan_rows(
+            conn, f"SELECT {ident}, run_name, step, metrics FROM metrics ORDER BY id",
+            notes, "logged rows", path)
+        configs: dict[str, Any] = {}
+        config_cols = tables.get("configs", set())
+        if {"run_name", "config"} <= config_cols:
+            cident = "run_id" if "run_id" in config_cols and by_id else "run_name"
+            try:
+                for key, blob in conn.execute(f"SELECT {cident}, config FROM configs"):
+                    configs[key] = blob
+            except sqlite3.Error:
+                notes.append("the configs table could not be read: runs without config")
+    runs: dict[str, TrackedRun] = {}
+    columns: dict[str, tuple[list[float], list[str], list[float]]] = {}
+    dicts, bad = _decode_rows([r[3] for r in rows])
+    for (key, name, step, _), logged in zip(rows, dicts):
+        run = runs.get(key)
+        if run is None:
+            run = runs[key] = TrackedRun(name=str(name), run_id=str(key), group=project)
+            columns[key] = ([], [], [])
+        if logged is None or step is None:
+            continue
+        found: dict[str, float] = {}
+        _numbers(logged, "", found)
+        steps, keys, values = columns[key]
+        steps += [float(step)] * len(found)
+        keys += found.keys()
+        values += found.values()
+    if bad:
+        notes.append(f"{bad} logged row(s) that are not JSON objects were skipped")
+    for key, run in runs.items():
+        steps, keys, values = columns[key]
+        run.steps = np.array(steps, dtype=np.float64)
+        run.keys = keys
+        run.values = np.array(values, dtype=np.float64)
+        run.config = _config(configs.get(key))
+    return list(runs.values())
+
+
+def _config(blob: Any) -> dict[str, Any]:
+    if blob is None:
+        return {}
+    try:
+        config = json.loads(blob)
+    except (ValueError, RecursionError, TypeError):
+        return {}
+    if not isinstance(config, dict):
+        return {}
+    return {k: v for k, v in config.items() if not str(k).startswith("_")}
+
+
+def _load(path: Path, options: LoadOptions) -> list[Run]:
+    notes: list[str] = []
+    if path.is_dir():
+        files = _project_files(path)
+        if not files:
+            raise FormatError(f"{path}: no Trackio project database (<project>.db) in the "
+                              "folder")
+    else:
+        files = [path]
+    found: list[TrackedRun] = []
+    errors: list[GrpoDoctorError] = []
+    for file in files:
+        try:
+            found += _read_project(file, notes)
+        except (FormatError, InputError) as exc:
+            if len(files) == 1:
+                raise
+            errors.append(exc)
+            notes.append(f"{file.name}: skipped ({str(exc).split(': ', 1)[-1]})")
+    if not found and errors:
+        raise errors[0]
+    return build_runs(found, path, FORMAT, options, notes)
+
+
+IMPORTER = Importer(
+    name=FORMAT,
+    description="Trackio projects: a <project>.db SQLite file or the trackio folder of them",
+    sniff=_sniff,
+    load=_load,
+    reads_folders=True,
+)
