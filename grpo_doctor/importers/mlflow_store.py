@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,8 +41,10 @@ from grpo_doctor.importers.tracker_store import (
     build_runs,
     open_sqlite,
     scan_rows,
+    sqlite_error,
     sqlite_tables,
     tables_of,
+    unreadable_sqlite,
 )
 from grpo_doctor.store import Run
 
@@ -57,7 +60,9 @@ def _sniff(path: Path, head: bytes) -> int:
     if path.is_dir():
         return 90 if _file_store_root(path) is not None else 0
     tables = sqlite_tables(path, head)
-    return 95 if tables is not None and all(t in tables for t in _TABLES) else 0
+    if tables is None:
+        return 5 if unreadable_sqlite(path, head) else 0
+    return 95 if all(t in tables for t in _TABLES) else 0
 
 
 # --- the SQLite store ---------------------------------------------------------------------
@@ -73,6 +78,17 @@ def _real_values(values: np.ndarray) -> np.ndarray:
 
 def _load_sqlite(path: Path, options: LoadOptions) -> list[Run]:
     notes: list[str] = []
+    try:
+        found, rows = _read_sqlite(path, notes)
+    except sqlite3.Error as exc:
+        raise sqlite_error(path, exc) from exc
+    _attach_points(found, rows)
+    return build_runs(list(found.values()), path, FORMAT, options, notes)
+
+
+def _read_sqlite(path: Path, notes: list[str]
+                 ) -> tuple[dict[str, TrackedRun], list[tuple[Any, ...]]]:
+    """The live runs (params as config) and every metric row, in the order written."""
     with open_sqlite(path, notes) as conn:
         tables = tables_of(conn)
         missing = [t for t in _TABLES if t not in tables]
@@ -111,8 +127,7 @@ def _load_sqlite(path: Path, options: LoadOptions) -> list[Run]:
             "metric rows", path)
     if deleted:
         notes.append(f"{deleted} deleted run(s) left out")
-    _attach_points(found, rows)
-    return build_runs(list(found.values()), path, FORMAT, options, notes)
+    return found, rows
 
 
 def _attach_points(found: dict[str, TrackedRun], rows: list[tuple[Any, ...]]) -> None:

@@ -105,8 +105,8 @@ def tables_of(conn: sqlite3.Connection) -> dict[str, set[str]]:
 
 
 def sqlite_tables(path: Path, head: bytes) -> dict[str, set[str]] | None:
-    """For a sniffer: the tables of a SQLite file, or None when it is not one (or is locked
-    or damaged: the importer that claims it by name says so)."""
+    """For a sniffer: the tables of a SQLite file, or None when it is not one or cannot be
+    opened (see :func:`unreadable_sqlite`)."""
     if path.is_dir() or not is_sqlite(head):
         return None
     try:
@@ -116,10 +116,16 @@ def sqlite_tables(path: Path, head: bytes) -> dict[str, set[str]] | None:
         return None
 
 
+def unreadable_sqlite(path: Path, head: bytes) -> bool:
+    """A SQLite file that cannot be opened or listed (locked, damaged, cut short): a sniffer
+    claims it at a low score so that loading it says why, in one line."""
+    return is_sqlite(head) and not path.is_dir() and sqlite_tables(path, head) is None
+
+
 def scan_rows(conn: sqlite3.Connection, query: str, notes: list[str], what: str,
-              path: Path, batch: int = 65536) -> list[tuple[Any, ...]]:
+              path: Path, batch: int = 1024) -> list[tuple[Any, ...]]:
     """Every row of ``query``; a database damaged part-way gives the rows read before the
-    damage and a note (an error when nothing could be read)."""
+    damage (to within ``batch`` rows) and a note (an error when nothing could be read)."""
     rows: list[tuple[Any, ...]] = []
     try:
         cursor = conn.execute(query)

@@ -35,6 +35,7 @@ from grpo_doctor.importers.tracker_store import (
     build_runs,
     open_sqlite,
     scan_rows,
+    sqlite_error,
     sqlite_tables,
     tables_of,
 )
@@ -183,7 +184,10 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     errors: list[GrpoDoctorError] = []
     for file in files:
         try:
-            found += _read_project(file, notes)
+            try:
+                found += _read_project(file, notes)
+            except sqlite3.Error as exc:
+                raise sqlite_error(file, exc) from exc
         except (FormatError, InputError) as exc:
             if len(files) == 1:
                 raise

@@ -1,0 +1,282 @@
+"""MLflow (SQLite and file stores), Trackio and SwanLab: runs written by the real clients
+(scripts/make_fixtures_trackers.py) diagnose exactly like the same run's CSV; damaged stores
+give one line or an honest partial read."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grpo_doctor import diagnose
+from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
+from grpo_doctor.importers import detect_format, load_run, load_runs, tracker_store
+from grpo_doctor.store import Run
+from tests.importers.common import FIXTURES
+
+CSV = FIXTURES / "tensorboard" / "grpo_synthetic.csv"
+SWANLOG = FIXTURES / "swanlab" / "swanlog"
+MLRUNS = FIXTURES / "mlflow" / "mlruns"
+NAME = "grpo-synthetic"
+
+
+def unpack(name: str, dest: Path) -> Path:
+    """A gzipped SQLite fixture, unpacked as the client wrote it."""
+    out = dest / Path(name).name.removesuffix(".gz")
+    with gzip.open(FIXTURES / name, "rb") as fh, out.open("wb") as target:
+        shutil.copyfileobj(fh, target)
+    return out
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("stores")
+    trackio_dir = tmp / "trackio"
+    trackio_dir.mkdir()
+    return {
+        "mlflow.db": unpack("mlflow/mlflow.db.gz", tmp),
+        "mlruns": MLRUNS,
+        "trackio.db": unpack("trackio/grpo.db.gz", trackio_dir),
+        "trackio folder": trackio_dir,
+        "swanlog": SWANLOG,
+        "swanlab run folder": next(SWANLOG.glob("run-*")),
+    }
+
+
+FORMATS = {"mlflow.db": "mlflow", "mlruns": "mlflow", "trackio.db": "trackio",
+           "trackio folder": "trackio", "swanlog": "swanlab", "swanlab run folder": "swanlab"}
+
+
+@pytest.fixture(scope="module")
+def reference() -> Run:
+    return load_run(CSV)
+
+
+def synthetic(source: Path) -> Run:
+    runs = [r for r in load_runs(source) if r.name == NAME]
+    if not runs:  # a run folder holds one run, the synthetic one (the older folder)
+        (run,) = load_runs(source)
+        return run
+    return runs[0]
+
+
+@pytest.mark.parametrize("store", FORMATS)
+def test_run_reads_back_to_the_csv_and_diagnoses_like_it(store, stores, reference):
+    source = stores[store]
+    assert detect_format(source).name == FORMATS[store]
+    run = synthetic(source)
+    assert run.format == FORMATS[store]
+    assert run.name == NAME
+    frame = run.frame[list(reference.frame.columns)]
+    assert frame.equals(reference.frame)
+    assert {k: list(v) for k, v in run.nan_steps.items()} == {"grad_norm": [150]}
+    # Params/config became the run's config: remedies name today's values.
+    assert float(run.config["learning_rate"]) == 1e-6
+    ours = diagnose(run).to_dict()
+    reference.config = run.config
+    theirs = diagnose(reference).to_dict()
+    assert ours["checks"] == theirs["checks"]
+    assert ours["status"] == theirs["status"] == "critical"
+    remedies = [r for c in ours["checks"] for r in c["remedies"]]
+    assert "learning_rate 1e-06 -> 5e-07" in remedies
+
+
+@pytest.mark.parametrize("store", ["mlflow.db", "mlruns", "trackio.db", "swanlog"])
+def test_a_store_holds_every_run_and_run_picks_one(store, stores):
+    source = stores[store]
+    assert sorted(r.name for r in load_runs(source)) == [NAME, "short"]
+    (short,) = load_runs(source, run="short")
+    if store == "swanlog":  # SwanLab refuses a second value at a step it logged
+        assert list(short.frame["reward_mean"]) == [0.1, 0.5, 0.7]
+    else:  # the other clients keep both: the last one logged wins, as everywhere else
+        assert list(short.frame["reward_mean"]) == [0.1, 0.9, 0.7]
+        assert "1 repeated (step, metric) row(s): the last one was kept" in short.notes
+    with pytest.raises(InputError, match="no run named 'nope'"):
+        load_runs(source, run="nope")
+
+
+def test_runs_are_picked_by_id_too(stores):
+    conn = sqlite3.connect(stores["mlflow.db"])
+    (run_id,) = conn.execute("SELECT run_uuid FROM runs WHERE name = 'short'").fetchone()
+    conn.close()
+    assert load_run(stores["mlflow.db"], run=run_id).n_steps == 3
+    (folder,) = [p for p in SWANLOG.glob("run-*") if load_run(p).name == "short"]
+    assert load_run(SWANLOG, run=folder.name.rsplit("-", 1)[1]).n_steps == 3
+
+
+@pytest.mark.parametrize("store", ["mlflow.db", "mlruns"])
+def test_deleted_mlflow_runs_are_left_out(store, stores):
+    runs = load_runs(stores[store])
+    assert "discarded" not in {r.name for r in runs}
+    assert "1 deleted run(s) left out" in runs[0].notes
+
+
+def test_mlflow_stores_nan_and_inf_as_logged(tmp_path):
+    """MLflow's SQL store writes NaN as 0 + is_nan and inf as the largest float."""
+    db = unpack("mlflow/mlflow.db.gz", tmp_path)
+    conn = sqlite3.connect(db)
+    run_id = conn.execute("SELECT run_uuid FROM runs WHERE name = 'short'").fetchone()[0]
+    conn.executemany(
+        "INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) "
+        "VALUES (?, ?, 0, ?, 1, ?)",
+        [("up", 1.7976931348623157e308, run_id, 0), ("down", -1.7976931348623157e308, run_id, 0),
+         ("missing", 0.0, run_id, 1)])
+    conn.commit()
+    conn.close()
+    run = load_run(db, run="short")
+    assert run.frame.loc[1, "up"] == np.inf and run.frame.loc[1, "down"] == -np.inf
+    assert np.isnan(run.frame.loc[1, "missing"]) and list(run.nan_steps["missing"]) == [1]
+
+
+def test_nothing_is_written_beside_a_store(stores, tmp_path):
+    """Trackio writes its database in WAL mode: a plain read-only open would leave -wal and
+    -shm files beside it."""
+    folder = tmp_path / "t"
+    shutil.copytree(stores["trackio folder"], folder)
+    before = sorted(p.name for p in folder.iterdir())
+    load_runs(folder)
+    assert sorted(p.name for p in folder.iterdir()) == before
+
+
+# --- damaged stores -----------------------------------------------------------------------
+
+
+def test_locked_database_is_one_line(tmp_path, monkeypatch):
+    db = unpack("mlflow/mlflow.db.gz", tmp_path)
+    monkeypatch.setattr(tracker_store, "LOCK_TIMEOUT", 0.05)
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(InputError, match="the database is locked by another process"):
+            load_runs(db)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert len(load_runs(db)) == 2  # released: read as usual
+
+
+def test_locked_database_exits_2_with_one_line(tmp_path):
+    db = unpack("mlflow/mlflow.db.gz", tmp_path)
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN EXCLUSIVE")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "grpo_doctor", "diagnose", str(db)],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "locked by another process" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("name", ["mlflow/mlflow.db.gz", "trackio/grpo.db.gz"])
+def test_truncated_database_is_one_line(name, tmp_path):
+    db = unpack(name, tmp_path)
+    data = db.read_bytes()
+    db.write_bytes(data[: len(data) // 2])
+    with pytest.raises(FormatError, match=r"the SQLite database is damaged \(database disk "
+                                          r"image is malformed\)"):
+        load_runs(db)
+
+
+def test_database_damaged_part_way_is_an_honest_partial_read(tmp_path):
+    """A page of metric rows overwritten: the rows written before it are read, with a note."""
+    db = unpack("mlflow/mlflow.db.gz", tmp_path)
+    conn = sqlite3.connect(db)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    rows = conn.execute("SELECT count(*) FROM metrics").fetchone()[0]
+    conn.close()
+    data = bytearray(db.read_bytes())
+    # The metrics table's last leaf pages are the file's last pages (its rows were written
+    # last, and SQLite appends pages); damage the page holding roughly the last 10% of rows.
+    pages = len(data) // page_size
+    data[(pages - 3) * page_size : (pages - 2) * page_size] = b"\xff" * page_size
+    db.write_bytes(bytes(data))
+    run = load_run(db, run=NAME)
+    (note,) = [n for n in run.notes if "damaged" in n]
+    read = int(note.split("the first ")[1].split(" ")[0].replace(",", ""))
+    assert 0 < read < rows and note.endswith("metric rows were read, the rest is lost")
+    assert 0 < run.n_steps < 200 and run.first_step == 1
+
+
+def test_mlruns_cut_last_line_and_missing_metrics_folder(tmp_path):
+    store = tmp_path / "mlruns"
+    shutil.copytree(MLRUNS, store)
+    (run_dir,) = [p.parent for p in store.glob("*/*/meta.yaml")
+                  if "run_name: grpo-synthetic" in p.read_text()]
+    reward = run_dir / "metrics" / "train" / "reward"
+    reward.write_text(reward.read_text() + "1700000000000 0.5")  # a line being written
+    run = load_run(store, run=NAME)
+    assert "metric 'train/reward': its last line is cut (run still being written?)" in run.notes
+    assert run.n_steps == 200
+    shutil.rmtree(run_dir / "metrics")
+    with pytest.raises(FormatError, match=r"the MLflow run has no metric .*no metrics folder"):
+        load_runs(run_dir)
+    names = [r.name for r in load_runs(store)]
+    assert names == ["short"]
+
+
+def test_swanlab_folder_without_its_log_is_one_line(tmp_path):
+    run = tmp_path / "swanlog" / "run-20250101_000000-abcdefgh"
+    (run / "files").mkdir(parents=True)
+    (run / "files" / "config.yaml").write_text("lr:\n  value: 1\n")
+    with pytest.raises(FormatError, match="format not recognised"):
+        load_runs(tmp_path / "swanlog")
+
+
+def _swanlab_log() -> Path:
+    return max(SWANLOG.glob("run-*/run-*.swanlab"), key=lambda p: p.stat().st_size)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cut=st.floats(0.05, 0.999))
+def test_swanlab_log_cut_anywhere_reads_a_prefix(cut):
+    """A live (or cut) log reads the records before the cut, never more, never a crash."""
+    data = _swanlab_log().read_bytes()
+    full = load_run(_swanlab_log())
+    with __import__("tempfile").TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run-x.swanlab"
+        path.write_bytes(data[: int(len(data) * cut)])
+        try:
+            run = load_run(path)
+        except GrpoDoctorError as exc:
+            assert "no swanlab run with a logged value" in str(exc)
+            return
+    assert run.last_step <= full.last_step
+    common = run.frame.columns
+    np.testing.assert_array_equal(
+        run.frame.loc[: run.last_step - 1, common].to_numpy(),
+        full.frame.loc[: run.last_step - 1, common].to_numpy())
+
+
+def test_swanlab_corrupt_block_is_skipped_with_a_note(tmp_path):
+    data = bytearray(_swanlab_log().read_bytes())
+    data[40_000:40_100] = b"\x00" * 100
+    path = tmp_path / "run-x.swanlab"
+    path.write_bytes(bytes(data))
+    run = load_run(path)
+    assert any(n.startswith("corrupt block at byte") for n in run.notes)
+    assert 0 < run.n_steps < 200
+
+
+def test_sqlite_files_of_other_programs_are_not_runs(tmp_path):
+    db = tmp_path / "cache.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE metrics (key TEXT, value REAL)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(FormatError, match="format not recognised"):
+        load_runs(db)
+    random = tmp_path / "random.swanlab"
+    random.write_bytes(b":SWL" + bytes(100))
+    with pytest.raises(FormatError, match="not a SwanLab run log"):
+        load_runs(random)
