@@ -107,3 +107,13 @@ def test_two_runs_in_one_log_first_is_nan():
     first, second = (diagnose(r) for r in load_runs(REAL_RUNS / path))
     assert first.check("numerical_failure").status.value == "critical"
     assert not second.check("numerical_failure").fired
+
+
+def test_a_bare_log_history_list_is_read():
+    """log-history/: ``json.dump(trainer.state.log_history)``, the last entry the summary."""
+    (path,) = sorted((REAL_RUNS / "log-history").glob("*.json"))
+    (run,) = load_runs(path)
+    assert run.format == "trainer-state"
+    assert (run.first_step, run.last_step, run.n_steps) == (5, 200, 40)
+    assert "train_runtime" in run.summary
+    assert diagnose(run).check("entropy_blowup").fired

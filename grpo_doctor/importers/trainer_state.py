@@ -1,9 +1,10 @@
 """Hugging Face ``trainer_state.json``: the ``log_history`` a ``Trainer`` saves in each checkpoint.
 
 Accepts the file itself, a checkpoint folder holding it, or an output folder holding
-``checkpoint-N/`` folders (the latest checkpoint has the whole history). Train and eval entries
-logged at the same step become one row (``eval_*`` keys kept); the closing entry with
-``train_runtime`` goes to the summary, not into the curves.
+``checkpoint-N/`` folders (the latest checkpoint has the whole history), and a bare
+``log_history`` list dumped to JSON by hand (``json.dump(trainer.state.log_history, f)``).
+Train and eval entries logged at the same step become one row (``eval_*`` keys kept); the
+closing entry with ``train_runtime`` goes to the summary, not into the curves.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from grpo_doctor.store import Run, build_run
 
 STATE_FILE = "trainer_state.json"
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
+#: Keys every Trainer log entry has; one of them in a JSON list's head makes it a log_history.
+_LOG_KEYS = (b'"loss"', b'"learning_rate"', b'"epoch"', b'"grad_norm"', b'"reward"')
 
 
 def _latest_checkpoint(folder: Path) -> tuple[Path, int] | None:
@@ -55,12 +58,25 @@ def _sniff(path: Path, head: bytes) -> int:
         if (path / STATE_FILE).is_file():
             return 95
         return 90 if _latest_checkpoint(path) is not None else 0
-    if not looks_like_text(head) or not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+    if not looks_like_text(head):
+        return 0
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if is_log_history_list(start):
+        return 90
+    if not start.startswith(b"{"):
         return 0
     if b'"log_history"' in head:
         return 95
     # Named like one but without a history: claim it, so the error says what is missing.
     return 90 if path.name == STATE_FILE else 0
+
+
+def is_log_history_list(head: bytes) -> bool:
+    """A JSON list of Trainer log dicts (its first 64 KiB, leading blanks stripped)."""
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not start.startswith(b"[") or not start[1:].lstrip().startswith(b"{"):
+        return False
+    return b'"step"' in head and any(key in head for key in _LOG_KEYS)
 
 
 def _run_name(state: Path) -> str:
@@ -74,6 +90,8 @@ def _run_name(state: Path) -> str:
 
 def _read_state(state: Path) -> dict[str, Any]:
     obj = read_json(state, "not valid JSON")
+    if isinstance(obj, list):  # a bare log_history, dumped by hand
+        obj = {"log_history": obj}
     if not isinstance(obj, dict):
         raise FormatError(f"{state}: not a trainer state (a JSON object with log_history expected)")
     history = obj.get("log_history")
@@ -137,7 +155,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
 
 IMPORTER = Importer(
     name="trainer-state",
-    description="Hugging Face trainer_state.json (file, checkpoint folder or output folder)",
+    description="Hugging Face trainer_state.json (file, checkpoint or output folder), or a "
+                "bare log_history JSON list",
     sniff=_sniff,
     load=_load,
     reads_folders=True,

@@ -81,3 +81,24 @@ def test_sniff(tmp_path):
     assert IMPORTER.sniff(other, other.read_bytes()) == 0
     with pytest.raises(InputError, match=r"no trainer_state\.json"):
         IMPORTER.load(tmp_path, LoadOptions())
+
+
+def test_a_bare_log_history_list_reads_like_its_trainer_state(tmp_path):
+    """``json.dump(trainer.state.log_history, f)``: the list alone, no trainer state around it."""
+    state = SYNTHETIC / "checkpoint-12" / "trainer_state.json"
+    history = json.loads(state.read_text())["log_history"]
+    bare = tmp_path / "step_logs.json"
+    bare.write_text(json.dumps(history, indent=2))
+    assert detect_format(bare).name == "trainer-state"
+    (run,) = load_runs(bare)
+    (expected,) = load_runs(state)
+    assert run.name == "step_logs"
+    assert run.frame.equals(expected.frame)
+    assert run.summary == expected.summary
+    assert run.config == {}
+
+
+def test_a_json_list_of_other_dicts_is_not_a_log_history(tmp_path):
+    other = write(tmp_path / "people.json", json.dumps([{"name": "a", "step": 1}] * 3, indent=2))
+    with pytest.raises(FormatError, match="format not recognised"):
+        load_runs(other)
