@@ -3,14 +3,16 @@
 Three steps:
 
 1. **Expand** the paths into sources. A file named on the command line is always a source. A
-   folder is searched recursively: a folder that a folder-reading importer owns (a TensorBoard
-   run folder, a wandb offline run, a Trainer output or checkpoint folder, a folder of
-   TensorBoard CSV downloads or parquet parts) is one source and is not descended into; other
-   files are tried one by one. A file that no importer recognises is passed over silently only
-   when it is clearly not a log (code, images, configs, weights, a ``.json`` that is not a
-   trainer state ...); one that looks like a log (``.csv``, ``.jsonl``, ``.parquet``, event
-   files ...) but cannot be read becomes an error row. Glob patterns expand like folders;
-   ``wandb://entity/project`` goes to :func:`grpo_doctor.importers.load_runs`.
+   folder is searched recursively: a folder that a folder-reading importer owns (one run's
+   folder holding several logs of it, a TensorBoard run folder, a wandb offline run, a Trainer
+   output or checkpoint folder, a tracker store, a folder of TensorBoard CSV downloads or
+   parquet parts) is one source and is not descended into; other files are tried one by one.
+   A file that no importer recognises is passed over only when it is clearly not a log (code,
+   images, configs, weights, a ``.json`` that is not a trainer state, a text document holding
+   no training log ...), with its reason kept for ``-v``; one that looks like a log (``.csv``,
+   ``.jsonl``, ``.parquet``, event files ...) but cannot be read becomes an error row. Glob
+   patterns expand like folders; ``wandb://entity/project`` goes to
+   :func:`grpo_doctor.importers.load_runs`.
 2. **Diagnose** every source, in a process pool. A worker loads and diagnoses and sends back
    plain dicts (the ``diagnose`` JSON contract), never frames. Any failure is an error row with
    a one-line reason: one bad file never stops the rest.
@@ -50,6 +52,8 @@ from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputE
 from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.importers import HEAD_BYTES, Importer, detect_format, load_runs, registry
+from grpo_doctor.importers.run_folder import FORMAT as RUN_FOLDER
+from grpo_doctor.importers.trainer_state import is_log_history_list
 from grpo_doctor.reporters.json_report import to_json_obj
 
 #: ``progress(done, total)``: called once the sources are known, then after each source.
@@ -63,13 +67,16 @@ BASELINE_VERSION = 1
 #: Files never tried when found in a folder: clearly not training logs.
 _NOT_LOGS = frozenset({
     ".py", ".pyc", ".pyi", ".pyx", ".c", ".h", ".cc", ".cpp", ".rs", ".go", ".java", ".js",
-    ".ts", ".sh", ".bat", ".ps1", ".md", ".rst", ".tex", ".html", ".htm", ".css", ".xml",
+    ".ts", ".sh", ".bat", ".ps1", ".rst", ".tex", ".html", ".htm", ".css", ".xml",
     ".yaml", ".yml", ".toml", ".cfg", ".ini", ".conf", ".lock", ".png", ".jpg", ".jpeg", ".gif",
     ".svg", ".webp", ".bmp", ".ico", ".pdf", ".mp4", ".mp3", ".wav", ".gz", ".tgz", ".zip",
     ".tar", ".bz2", ".xz", ".zst", ".7z", ".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".h5",
     ".onnx", ".gguf", ".npy", ".npz", ".pkl", ".pickle", ".model", ".vocab", ".tiktoken", ".so",
-    ".dll", ".exe", ".whl", ".db", ".sqlite", ".pem", ".key",
+    ".dll", ".exe", ".whl", ".pem", ".key",
 })
+#: Text documents that may hold a console capture (``diagnose`` reads them): tried, and passed
+#: over (with the reason, for ``-v``) when they hold no training log.
+_TEXT_DOCS = frozenset({".md", ".txt", ".log", ".out"})
 #: Files that are logs by their name: not recognised means broken, an error row.
 _LOG_SUFFIXES = frozenset({".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq", ".wandb"})
 _SKIP_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
@@ -103,10 +110,6 @@ def _rel(path: Path, root: Path) -> str:
     return path.resolve().name if rel == "." else rel
 
 
-def _not_a_log(path: Path) -> bool:
-    return path.name.startswith(".") or path.suffix.lower() in _NOT_LOGS
-
-
 def _named_like_a_log(path: Path) -> bool:
     return path.suffix.lower() in _LOG_SUFFIXES or "tfevents" in path.name
 
@@ -119,9 +122,20 @@ def _json_log(path: Path) -> bool:
             head = fh.read(HEAD_BYTES)
     except OSError:
         return True  # let the importer say what is wrong
-    if b'"log_history"' in head:
+    if b'"log_history"' in head or is_log_history_list(head):
         return True
     return sum(1 for line in head.splitlines() if line.lstrip().startswith(b"{")) >= 2
+
+
+def passed_over_reason(path: Path) -> str | None:
+    """Why a file found in a folder is not tried at all, or None when it is tried."""
+    if path.name.startswith("."):
+        return "hidden"
+    if path.suffix.lower() in _NOT_LOGS:
+        return f"not a log ({path.suffix.lower()} file)"
+    if path.suffix.lower() == ".json" and not _json_log(path):
+        return "a .json that is neither a trainer state nor JSON lines"
+    return None
 
 
 def classify(path: Path, *, explicit: bool = False) -> Importer | None:
@@ -130,8 +144,7 @@ def classify(path: Path, *, explicit: bool = False) -> Importer | None:
     Raises the detection error for a file named on the command line, or one that looks like a
     log (by its name) but that no importer recognises.
     """
-    if not explicit and (_not_a_log(path) or (path.suffix.lower() == ".json"
-                                              and not _json_log(path))):
+    if not explicit and passed_over_reason(path) is not None:
         return None
     try:
         imp = detect_format(path)
@@ -152,7 +165,10 @@ def _is_file(entry: os.DirEntry) -> bool:
 
 def _owns(imp: Importer, folder: Path) -> bool:
     """Whether ``folder`` is one source of ``imp``: it holds the format's files itself (or the
-    ``checkpoint-N`` folders of a Trainer output folder) and no log of another format."""
+    ``checkpoint-N`` folders of a Trainer output folder) and no log of another format. One
+    run's folder is owned by its sniffer's word: its other logs are the run's copies."""
+    if imp.name == RUN_FOLDER:
+        return True
     own = False
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         path = Path(entry.path)
@@ -192,7 +208,8 @@ def folder_owner(folder: Path) -> Importer | None:
     return None
 
 
-def _walk(folder: Path, root: Path, errors: list[AuditError]) -> Iterator[Source]:
+def _walk(folder: Path, root: Path, errors: list[AuditError],
+          passed: list[PassedOver]) -> Iterator[Source]:
     owner = folder_owner(folder)
     if owner is not None:
         yield Source(str(folder), _rel(folder, root), format=owner.name)
@@ -205,13 +222,17 @@ def _walk(folder: Path, root: Path, errors: list[AuditError]) -> Iterator[Source
         return
     for entry in entries:
         path = Path(entry.path)
-        if entry.name.startswith("."):
-            continue
         if entry.is_dir(follow_symlinks=False):
-            if entry.name not in _SKIP_FOLDERS:
-                yield from _walk(path, root, errors)
-        elif _is_file(entry) and not _not_a_log(path):
-            yield Source(str(path), _rel(path, root))
+            if entry.name.startswith(".") or entry.name in _SKIP_FOLDERS:
+                passed.append(PassedOver(_rel(path, root) + "/", "folder not searched"))
+            else:
+                yield from _walk(path, root, errors, passed)
+        elif _is_file(entry):
+            why = passed_over_reason(path)
+            if why is None:
+                yield Source(str(path), _rel(path, root))
+            else:
+                passed.append(PassedOver(_rel(path, root), why))
 
 
 def _glob_root(pattern: str) -> Path:
@@ -239,12 +260,14 @@ def _newest_mtime(path: Path) -> float:
     return newest
 
 
-def expand(paths: Sequence[str], since: datetime | None = None
-           ) -> tuple[list[Source], list[AuditError]]:
+def expand(paths: Sequence[str], since: datetime | None = None,
+           passed: list[PassedOver] | None = None) -> tuple[list[Source], list[AuditError]]:
     """The sources behind ``paths`` (files, folders, glob patterns, wandb:// URIs), each once,
-    and the folders that could not be listed. ``since`` keeps files modified since then."""
+    and the folders that could not be listed. ``since`` keeps files modified since then;
+    ``passed`` collects what was found and not tried, and why."""
     sources: dict[str, Source] = {}
     errors: list[AuditError] = []
+    passed = [] if passed is None else passed
 
     def add(src: Source) -> None:
         key = src.path if _is_uri(src.path) else os.path.realpath(src.path)
@@ -255,7 +278,7 @@ def expand(paths: Sequence[str], since: datetime | None = None
         if _is_uri(arg):
             add(Source(arg, arg, explicit=True))
         elif path.is_dir():
-            for src in _walk(path, path, errors):
+            for src in _walk(path, path, errors, passed):
                 add(src)
         elif path.exists():
             add(Source(arg, path.name, explicit=True))
@@ -266,10 +289,14 @@ def expand(paths: Sequence[str], since: datetime | None = None
             root = _glob_root(arg)
             for match in map(Path, matches):
                 if match.is_dir():
-                    for src in _walk(match, root, errors):
+                    for src in _walk(match, root, errors, passed):
                         add(src)
-                elif match.is_file() and not _not_a_log(match):
-                    add(Source(str(match), _rel(match, root)))
+                elif match.is_file():
+                    why = passed_over_reason(match)
+                    if why is None:
+                        add(Source(str(match), _rel(match, root)))
+                    else:
+                        passed.append(PassedOver(_rel(match, root), why))
         else:
             raise InputError(f"{arg}: no such file or folder")
     out = list(sources.values())
@@ -299,10 +326,25 @@ def _one_line(text: object) -> str:
     return _FORMATS_LIST.sub("", " ".join(str(text).split()))
 
 
+def _inside(src: Source, path: str) -> str:
+    """A path within a source, keyed like the source (relative to the audited root)."""
+    try:
+        return f"{src.key}/{Path(path).relative_to(src.path).as_posix()}"
+    except ValueError:
+        return path
+
+
+def _text_doc(src: Source) -> bool:
+    """A text document found in a folder (not named on the command line)."""
+    return (not src.explicit and not _is_uri(src.path)
+            and Path(src.path).suffix.lower() in _TEXT_DOCS)
+
+
 def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
                  ) -> dict[str, Any]:
-    """Load and diagnose one source: ``{"runs": [contract, ...]}``, ``{"error": reason}``, or
-    ``{"skip": True}`` for a file that is clearly not a log. Never raises."""
+    """Load and diagnose one source: ``{"runs": [contract, ...], "passed_over": [[path,
+    why], ...]}``, ``{"error": reason}``, or ``{"skip": reason}`` for a file that is not a
+    log. Never raises."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -310,13 +352,21 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
             if fmt is None and not _is_uri(src.path):
                 imp = classify(Path(src.path), explicit=src.explicit)
                 if imp is None:
-                    return {"skip": True}
+                    return {"skip": "not recognised as a training log"}
                 fmt = imp.name
-            runs = load_runs(src.path, format=fmt, column_map=column_map)
+            try:
+                runs = load_runs(src.path, format=fmt, column_map=column_map)
+            except FormatError as exc:
+                if _text_doc(src):  # a README, notes: text that holds no training log
+                    return {"skip": f"no training log in it ({_one_line(exc).split(': ', 1)[-1]})"}
+                raise
+            if _text_doc(src) and not any(run.mapping for run in runs):
+                return {"skip": "no training log in it (no metric grpo-doctor knows)"}
             for run in runs:
                 require_metrics(run)
             return {"runs": [{**to_json_obj(diagnose(run, cfg)), "context": run_context(run)}
-                             for run in runs]}
+                             for run in runs],
+                    "passed_over": [[p, why] for run in runs for p, why in run.passed_over]}
     except GrpoDoctorError as exc:
         return {"error": _one_line(exc)}
     except Exception as exc:
@@ -365,6 +415,17 @@ class AuditError:
 
     def to_dict(self) -> dict[str, str]:
         return {"source": self.source, "error": self.error}
+
+
+@dataclass(frozen=True)
+class PassedOver:
+    """A file or folder found and not read, and why (listed by ``audit -v``)."""
+
+    source: str
+    why: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"source": self.source, "why": self.why}
 
 
 @dataclass(frozen=True)
@@ -451,12 +512,13 @@ class AuditResult:
     fail_on: str = "critical"
     baseline: Baseline | None = None
     shard: str | None = None  # "K/N" when this is one shard of an audit (grpo_doctor.fleet)
+    passed_over: tuple[PassedOver, ...] = ()  # by source
 
     def judged(self, fail_on: str, baseline: Baseline | None) -> AuditResult:
         """The same runs judged against ``fail_on`` and ``baseline`` (None: every finding at or
         above ``fail_on`` fails)."""
         runs = tuple(_judge(r, fail_on, baseline) for r in self.runs)
-        return AuditResult(runs, self.errors, fail_on, baseline, self.shard)
+        return AuditResult(runs, self.errors, fail_on, baseline, self.shard, self.passed_over)
 
     def summary(self) -> dict[str, int | None]:
         status = Counter(r.status for r in self.runs)
@@ -542,19 +604,25 @@ def audit(
     cfg = doctor_config(s)
     for rule in cfg.rules():  # bad --select/--ignore/--set: one usage error, before any work
         cfg.params_for(rule)
-    sources, errors = expand(paths, since)
+    passed: list[PassedOver] = []
+    sources, errors = expand(paths, since, passed)
     sources = [src for src in sources if in_shard(src.key, shard)]
     errors = [e for e in errors if in_shard(e.source, shard)]
+    passed = [p for p in passed if in_shard(p.source, shard)]
     results = _run_all(sources, column_map, cfg, jobs, progress) if sources else []
     found: list[tuple[str, dict[str, Any]]] = []
     for src, result in zip(sources, results):
         if "error" in result:
             errors.append(AuditError(src.key, result["error"]))
+        if "skip" in result:
+            passed.append(PassedOver(src.key, str(result["skip"])))
         found += [(src.key, record) for record in result.get("runs", [])]
+        passed += [PassedOver(_inside(src, p), why) for p, why in result.get("passed_over", [])]
     if not found and not errors and shard is None:
         when = f" modified since {since.isoformat()}" if since else ""
         raise InputError(f"no training log found{when} in {', '.join(paths)}")
     errors.sort(key=lambda e: (e.source, e.error))
+    passed.sort(key=lambda p: (p.source, p.why))
     label = f"{shard[0]}/{shard[1]}" if shard else None
-    return AuditResult(tuple(_labelled(found)), tuple(errors), shard=label).judged(s.fail_on,
-                                                                                   baseline)
+    return AuditResult(tuple(_labelled(found)), tuple(errors), shard=label,
+                       passed_over=tuple(passed)).judged(s.fail_on, baseline)

@@ -210,6 +210,9 @@ def audit(
     shard: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--shard", help="Audit only shard K of N (K/N): a partition of the sources stable "
         "across machines, for a CI matrix; join the JSON reports with audit-merge.")] = None,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Also list the files passed over and why (not logs, copies "
+        "of a run read from a richer log, earlier checkpoints).")] = False,
 ) -> None:
     """Audit many runs at once (for CI): a summary of every run found, worst first.
 
@@ -239,7 +242,7 @@ def audit(
         today = auditing.Baseline.of(result.runs)
         write_atomic(write_baseline, today.to_json(), force=force)
         result = result.judged(settings.fail_on, today)
-    _audit_report(result, format, output, force)
+    _audit_report(result, format, output, force, verbose)
     if html is not None:
         from grpo_doctor.api import write_audit_html
 
@@ -297,7 +300,8 @@ def _check_audit_format(format: str, output: Path | None) -> None:
         raise ConfigError("--format parquet writes a file: give --output FILE")
 
 
-def _audit_report(result, format: str, output: Path | None, force: bool) -> None:
+def _audit_report(result, format: str, output: Path | None, force: bool,
+                  verbose: bool = False) -> None:
     """An audit's (or merged audit's) report in ``format``, to stdout or ``output``."""
     import os
 
@@ -307,11 +311,12 @@ def _audit_report(result, format: str, output: Path | None, force: bool) -> None
     if format == "terminal" and os.environ.get("GITHUB_ACTIONS") == "true":
         sys.stdout.write(report.github_annotations(result))
     if format == "terminal" and output is None:
-        report.render_audit_terminal(result)
+        report.render_audit_terminal(result, verbose=verbose)
+    elif format == "terminal":
+        _emit(report.render_audit_text(result, verbose=verbose), output, force)
     else:
-        render = {"terminal": report.render_audit_text, "json": report.render_audit_json,
-                  "junit": report.render_audit_junit, "markdown": report.render_audit_markdown,
-                  "parquet": fleet.to_parquet}[format]
+        render = {"json": report.render_audit_json, "junit": report.render_audit_junit,
+                  "markdown": report.render_audit_markdown, "parquet": fleet.to_parquet}[format]
         _emit(render(result), output, force)
 
 

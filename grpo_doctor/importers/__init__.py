@@ -46,6 +46,7 @@ class Importer:
 
 # Module names under grpo_doctor.importers, in the order ties are broken.
 _MODULES = [
+    "run_folder",
     "tensorboard",
     "wandb_offline",
     "mlflow_store",

@@ -122,30 +122,35 @@ def build_table(result: AuditResult) -> Table:
     return table
 
 
-def _print(result: AuditResult, console: Console) -> None:
+def _print(result: AuditResult, console: Console, verbose: bool = False) -> None:
     from rich.text import Text
 
     console.print(build_table(result))
     console.print(Text(_headline(result), style="bold"))
     console.print(Text(_verdict(result)))
+    if verbose and result.passed_over:
+        console.print(Text(f"passed over ({len(result.passed_over)}):", style="bold"))
+        for item in result.passed_over:
+            console.print(Text(f"  {item.source}: {item.why}", style="dim"))
 
 
-def render_audit_terminal(result: AuditResult, console: Console | None = None) -> None:
+def render_audit_terminal(result: AuditResult, console: Console | None = None,
+                          verbose: bool = False) -> None:
     from rich.console import Console
 
     if console is None:
         console = Console()
         if not console.is_terminal and "COLUMNS" not in os.environ:
             console = Console(width=120)  # CI logs: room for the table
-    _print(result, console)
+    _print(result, console, verbose)
 
 
-def render_audit_text(result: AuditResult, width: int = 120) -> str:
+def render_audit_text(result: AuditResult, width: int = 120, verbose: bool = False) -> str:
     """The terminal report as plain text (no colour): for ``--output`` and logs."""
     from rich.console import Console
 
     console = Console(width=width, color_system=None, force_terminal=False, file=io.StringIO())
-    _print(result, console)
+    _print(result, console, verbose)
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 

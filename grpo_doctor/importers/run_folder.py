@@ -1,0 +1,284 @@
+"""One run's folder holding several logs of it (a Trainer output folder): one run, named after
+the folder.
+
+A Hugging Face / TRL output folder commonly holds the same run several times over:
+``trainer_state.json`` (and a prefix of it in every ``checkpoint-N/``), TensorBoard event files
+under ``runs/`` or ``tensorboard/``, a ``wandb/`` run, a ``metrics.csv`` the user wrote, a
+console capture. Read one by one they would be counted as several runs. Here they are the
+*copies* of one run: each is read with its own importer, the richest (most steps x metrics)
+is the run, the others are checked against it where they share steps and metrics (a
+disagreement is a note), and the ones passed over are listed with why.
+
+A folder is one run's folder when it holds at least two copies and something that only a
+run's own output holds: a trainer state (``trainer_state.json`` or ``checkpoint-N/``), or
+exactly one TensorBoard or W&B run. Only the latest trainer state is read (an earlier
+checkpoint's is a prefix of it). A folder of unrelated logs side by side (CSV exports of
+several runs) is not one run and is read file by file, as are multi-run tracker stores.
+``--input-format NAME`` or a file path still reads one copy alone.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
+from grpo_doctor.importers import (
+    HEAD_BYTES,
+    Importer,
+    LoadOptions,
+    detect_format,
+    importer_named,
+)
+from grpo_doctor.importers.tensorboard import walk_files
+from grpo_doctor.importers.trainer_state import STATE_FILE
+from grpo_doctor.store import Run
+
+FORMAT = "run-folder"
+_CHECKPOINT_PREFIX = "checkpoint-"
+#: Formats whose logs can be a copy of one run (tracker stores hold many runs: not copies).
+_COPY_FORMATS = frozenset({
+    "trainer-state", "tensorboard", "wandb-offline", "csv", "jsonl", "console", "parquet",
+    "long-csv", "wandb-csv", "tensorboard-csv", "notebook",
+})
+#: The format read first among copies equally rich (a trainer state carries the config).
+_PREFERENCE = ("trainer-state", "wandb-offline", "tensorboard", "parquet", "jsonl", "csv")
+_MAX_ENTRIES = 5000
+_MAX_PEEK = 50  # files looked at in a subfolder that is not the run's own
+#: The console sniffer's score for printed metric dicts or verl step lines (a table alone
+#: scores less).
+_CAPTURE_SCORE = 80
+_MAX_DEPTH = 4
+#: Relative tolerance when checking a copy's values against the run's (TensorBoard stores
+#: float32, JSON and CSV print float64).
+_RTOL = 1e-5
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One log of the run: a file or folder, and the importer that reads it."""
+
+    path: Path
+    format: str
+    label: str  # relative to the run's folder
+
+
+@dataclass(frozen=True)
+class Layout:
+    copies: tuple[Copy, ...]
+    passed_over: tuple[tuple[str, str], ...]  # (label, why) found but not read at all
+
+
+def _checkpoint_number(name: str) -> int | None:
+    tail = name[len(_CHECKPOINT_PREFIX):]
+    return int(tail) if name.startswith(_CHECKPOINT_PREFIX) and tail.isdigit() else None
+
+
+def _event_folders(folder: Path) -> list[Path]:
+    """Folders below ``folder`` that directly hold TensorBoard event files (one run each)."""
+    found = {p.parent for p in walk_files(folder, _MAX_DEPTH, _MAX_ENTRIES) if "tfevents" in p.name}
+    return sorted(found)
+
+
+def _wandb_runs(folder: Path) -> list[Path]:
+    try:
+        return sorted(c for c in folder.iterdir() if c.is_dir() and c.name.startswith(
+            ("offline-run-", "run-")) and any(c.glob("*.wandb")))
+    except OSError:
+        return []
+
+
+def _direct_log(path: Path) -> str | None:
+    """The format of a file directly in the folder, when it is a log that can be a copy."""
+    try:
+        imp = detect_format(path)
+    except (FormatError, InputError):
+        return None
+    if imp.name not in _COPY_FORMATS:
+        return None
+    # A .json is a log only as a trainer state: config.json, all_results.json ... are not.
+    if path.suffix.lower() == ".json" and imp.name != "trainer-state":
+        return None
+    # Text that only holds a table (a README) is not a capture of the run's training.
+    if imp.name == "console" and imp.sniff(path, _head(path)) < _CAPTURE_SCORE:
+        return None
+    return imp.name
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(HEAD_BYTES)
+    except OSError:
+        return b""
+
+
+def _holds_logs(folder: Path) -> bool:
+    """Whether a folder directly holds log files (a folder of other runs' logs)."""
+    try:
+        files = sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
+    except OSError:
+        return False
+    return any(_direct_log(f) is not None for f in files[:_MAX_PEEK])
+
+
+def layout(folder: Path) -> Layout | None:
+    """The copies of the run whose folder ``folder`` is, or None when it is not one run's."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)[:_MAX_ENTRIES]
+    except OSError:
+        return None
+    copies: list[Copy] = []
+    passed: list[tuple[str, str]] = []
+    checkpoints: list[tuple[int, Path]] = []
+    structured = 0  # TensorBoard and W&B runs
+    has_state = False
+    for entry in entries:
+        path = Path(entry.path)
+        if entry.name.startswith("."):
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = entry.is_file()
+        except OSError:
+            continue
+        if is_dir:
+            number = _checkpoint_number(entry.name)
+            if number is not None:
+                if (path / STATE_FILE).is_file():
+                    checkpoints.append((number, path / STATE_FILE))
+                continue
+            if entry.name == "wandb":
+                for run in _wandb_runs(path):
+                    copies.append(Copy(run, "wandb-offline", run.relative_to(folder).as_posix()))
+                    structured += 1
+                continue
+            events = _event_folders(path)
+            if not events and _holds_logs(path):
+                return None  # logs of other runs beside this one: a folder of runs
+            for found in events:
+                copies.append(Copy(found, "tensorboard", found.relative_to(folder).as_posix()))
+                structured += 1
+        elif is_file:
+            fmt = _direct_log(path)
+            if fmt is None:
+                continue
+            if fmt == "tensorboard":
+                structured += 1
+            if entry.name == STATE_FILE:
+                has_state = True
+            copies.append(Copy(path, fmt, entry.name))
+    if checkpoints:
+        checkpoints.sort()
+        if not has_state:
+            _, latest = checkpoints.pop()
+            copies.append(Copy(latest, "trainer-state", latest.relative_to(folder).as_posix()))
+            has_state = True
+        passed += [(p.relative_to(folder).as_posix(), "an earlier save of the same log_history")
+                   for _, p in checkpoints]
+    # Event files directly in the folder are one TensorBoard run: one copy, not one per file.
+    events = [c for c in copies if c.format == "tensorboard" and c.path.parent == folder
+              and c.path.is_file()]
+    if len(events) > 1:
+        copies = [c for c in copies if c not in events]
+        copies.append(Copy(folder, "tensorboard", "."))
+        structured -= len(events) - 1
+    if len(copies) < 2 or not (has_state or structured == 1):
+        return None
+    return Layout(tuple(copies), tuple(passed))
+
+
+def _sniff(path: Path, head: bytes) -> int:
+    if not path.is_dir():
+        return 0
+    return 97 if layout(path) is not None else 0
+
+
+def _size(run: Run) -> int:
+    """Steps x metrics holding a value: how much of the run a copy holds."""
+    logged = int(run.frame.notna().any().sum()) if len(run.frame) else 0
+    return run.n_steps * logged
+
+
+def _rank(fmt: str) -> int:
+    return _PREFERENCE.index(fmt) if fmt in _PREFERENCE else len(_PREFERENCE)
+
+
+def _disagreement(run: Run, other: Run) -> str | None:
+    """Where ``other`` holds values different from ``run``'s at shared steps and metrics."""
+    shared_steps = run.frame.index.intersection(other.frame.index)
+    metrics = [m for m in run.mapping if m in other.mapping]
+    if not len(shared_steps) or not metrics:
+        return "shares no step and metric with it" if metrics else None
+    worst: tuple[int, str, int, float, float] | None = None
+    for metric in metrics:
+        a = run.frame.loc[shared_steps, metric].to_numpy(dtype=np.float64)
+        b = other.frame.loc[shared_steps, metric].to_numpy(dtype=np.float64)
+        both = np.isfinite(a) & np.isfinite(b)
+        off = both & ~np.isclose(a, b, rtol=_RTOL, atol=1e-12)
+        if off.any() and (worst is None or off.sum() > worst[0]):
+            i = int(np.flatnonzero(off)[0])
+            worst = (int(off.sum()), metric, int(shared_steps[i]), float(a[i]), float(b[i]))
+    if worst is None:
+        return None
+    count, metric, step, mine, theirs = worst
+    return (f"{metric} differs at {count} of {len(shared_steps)} shared step(s) (step {step}: "
+            f"{theirs:.6g} there, {mine:.6g} here)")
+
+
+def _load(path: Path, options: LoadOptions) -> list[Run]:
+    found = layout(path)
+    if found is None:
+        raise FormatError(f"{path}: not one run's folder (no trainer state, TensorBoard or W&B "
+                          "run among at least two logs)")
+    read: list[tuple[Copy, Run]] = []
+    passed = list(found.passed_over)
+    one = LoadOptions(column_map=options.column_map, step_column=options.step_column)
+    for copy in found.copies:
+        try:
+            runs = importer_named(copy.format).load(copy.path, one)
+        except GrpoDoctorError as exc:
+            passed.append((copy.label, f"cannot be read ({str(exc).split(': ', 1)[-1]})"))
+            continue
+        runs = [r for r in runs if r.n_steps]
+        if len(runs) != 1:
+            why = "holds no logged step" if not runs else f"holds {len(runs)} runs"
+            passed.append((copy.label, why))
+            continue
+        read.append((copy, runs[0]))
+    if not read:
+        why = "; ".join(f"{label}: {reason}" for label, reason in passed[:3])
+        raise FormatError(f"{path}: no log of the run could be read ({why})")
+    read.sort(key=lambda cr: (-_size(cr[1]), _rank(cr[0].format), cr[0].label))
+    (best_copy, run), others = read[0], read[1:]
+    shape = f"{run.n_steps} steps x {int(run.frame.notna().any().sum())} metrics"
+    notes = [f"one run's folder: {len(found.copies)} log(s) of it found; read "
+             f"{best_copy.label} ({best_copy.format}, {shape}), the richest"]
+    config: dict = {}
+    for copy, other in others:
+        other_shape = f"{other.n_steps} x {int(other.frame.notna().any().sum())}"
+        passed.append((copy.label, f"a copy of the same run with less in it ({other_shape})"))
+        clash = _disagreement(run, other)
+        if clash:
+            notes.append(f"{copy.label} disagrees with {best_copy.label}: {clash}")
+        config.update(other.config)
+    passed.sort()
+    notes += [f"passed over {label}: {why}" for label, why in passed]
+    run.config = {**config, **run.config}
+    run.name = path.resolve().name
+    run.notes = [*notes, *run.notes]
+    run.passed_over = [(os.path.join(str(path), label), why) for label, why in passed]
+    return [run]
+
+
+IMPORTER = Importer(
+    name=FORMAT,
+    description="one run's folder holding several logs of it (a Trainer output folder): "
+                "the richest is read, the others checked against it",
+    sniff=_sniff,
+    load=_load,
+    reads_folders=True,
+)
