@@ -117,3 +117,30 @@ def test_a_bare_log_history_list_is_read():
     assert (run.first_step, run.last_step, run.n_steps) == (5, 200, 40)
     assert "train_runtime" in run.summary
     assert diagnose(run).check("entropy_blowup").fired
+
+
+def test_audit_lists_every_log_that_diagnose_reads():
+    """Console captures in .md/.txt/.log, bare log_history lists ... every file `diagnose`
+    reads is audited, with the runs `diagnose` finds in it, under its own path or the folder
+    that holds it as one run (a TensorBoard run folder)."""
+    from pathlib import Path
+
+    from grpo_doctor import audit as auditing
+    from grpo_doctor.errors import GrpoDoctorError
+
+    expected = set()
+    for path in sorted(p for p in REAL_RUNS.rglob("*") if p.is_file()):
+        try:
+            runs = load_runs(path)
+        except GrpoDoctorError:
+            continue
+        key = path.relative_to(REAL_RUNS).as_posix()
+        expected |= {(key, run.name) for run in runs}
+    result = auditing.audit([str(REAL_RUNS)], jobs=1)
+    audited = {(r.source, r.name) for r in result.runs}
+    missing = [(key, name) for key, name in expected
+               if not any(n == name and (key == s or key.startswith(s + "/"))
+                          for s, n in audited)]
+    assert not missing
+    assert {Path(s).parts[0] for s, _ in expected} >= {"trl-console", "log-history"}
+    assert not result.errors

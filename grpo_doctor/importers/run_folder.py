@@ -47,6 +47,12 @@ _COPY_FORMATS = frozenset({
 #: The format read first among copies equally rich (a trainer state carries the config).
 _PREFERENCE = ("trainer-state", "wandb-offline", "tensorboard", "parquet", "jsonl", "csv")
 _MAX_ENTRIES = 5000
+#: Where trainers put a run's TensorBoard files: HF ``runs/<date_host>/``, verl
+#: ``tensorboard_log/<project>/<experiment>/``, and the names people give ``logging_dir``.
+_TENSORBOARD_FOLDERS = frozenset({
+    "runs", "tensorboard", "tensorboard_log", "tensorboard_logs", "tb", "tb_log", "tb_logs",
+    "logs", "log",
+})
 _MAX_PEEK = 50  # files looked at in a subfolder that is not the run's own
 #: The console sniffer's score for printed metric dicts or verl step lines (a table alone
 #: scores less).
@@ -156,10 +162,11 @@ def layout(folder: Path) -> Layout | None:
                     copies.append(Copy(run, "wandb-offline", run.relative_to(folder).as_posix()))
                     structured += 1
                 continue
-            events = _event_folders(path)
-            if not events and _holds_logs(path):
-                return None  # logs of other runs beside this one: a folder of runs
-            for found in events:
+            if entry.name.lower() not in _TENSORBOARD_FOLDERS:
+                if _holds_logs(path):
+                    return None  # logs of other runs beside this one: a folder of runs
+                continue
+            for found in _event_folders(path):
                 copies.append(Copy(found, "tensorboard", found.relative_to(folder).as_posix()))
                 structured += 1
         elif is_file:

@@ -1,0 +1,178 @@
+"""One run, counted once: Trainer output folders holding several logs of one run.
+
+Each folder is built from fixtures of one synthetic run written by real writers (TensorBoard
+through tensorboardX, a W&B offline run through wandb, the CSV of the same values), plus the
+``trainer_state.json`` a Trainer saves (its ``log_history``: TRL's keys without the
+``train/`` prefix its TensorBoard and W&B callbacks add) and its checkpoints' prefixes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grpo_doctor import audit as auditing
+from grpo_doctor.importers import detect_format, load_run, load_runs
+from tests.test_cli import run_cli
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CSV = FIXTURES / "tensorboard" / "grpo_synthetic.csv"
+WANDB_RUN = FIXTURES / "wandb" / "wandb" / "offline-run-20250101_000000-grpofix1"
+FOLDERS = ["r08_lr1e-6", "r09_lr5e-6", "r10_beta0", "r11_beta0.1"]
+
+
+def log_history() -> list[dict[str, float]]:
+    with CSV.open() as fh:
+        rows = list(csv.DictReader(fh))
+    history = []
+    for row in rows:
+        entry: dict[str, float] = {}
+        for key, value in row.items():
+            if value and key != "step":
+                name = key.replace("eval/", "eval_").removeprefix("train/")
+                entry[name] = float(value)
+        history.append({**entry, "step": int(row["step"])})
+    return history
+
+
+def output_folder(folder: Path, *, top_state: bool = True, saves: tuple[int, ...] = (100, 200)
+                  ) -> Path:
+    """A Trainer output folder: metrics.csv, trainer_state.json, tensorboard/, wandb/ and
+    checkpoint-N/trainer_state.json."""
+    history = log_history()
+    shutil.copytree(FIXTURES / "tensorboard" / "simple_value", folder / "tensorboard")
+    shutil.copytree(WANDB_RUN, folder / "wandb" / WANDB_RUN.name)
+    shutil.copy(CSV, folder / "metrics.csv")
+    (folder / "README.md").write_text("# notes\n\n| lr | beta |\n|---|---|\n| 1 | 2 |\n")
+    (folder / "config.json").write_text('{"learning_rate": 1e-6}')
+    for step in saves:
+        (folder / f"checkpoint-{step}").mkdir()
+        state = {"global_step": step, "max_steps": 200, "log_history": history[:step]}
+        (folder / f"checkpoint-{step}" / "trainer_state.json").write_text(json.dumps(state))
+    if top_state:
+        shutil.copy(folder / f"checkpoint-{saves[-1]}" / "trainer_state.json", folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def runs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("outputs")
+    for name in FOLDERS:
+        output_folder(root / name)
+    # One copy that disagrees with the others: the CSV's reward edited at three steps.
+    edited = root / FOLDERS[2] / "metrics.csv"
+    lines = edited.read_text().splitlines()
+    for i in (10, 20, 30):
+        cells = lines[i].split(",")
+        cells[1] = "9.5"
+        lines[i] = ",".join(cells)
+    edited.write_text("\n".join(lines) + "\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def result(runs_root: Path) -> auditing.AuditResult:
+    return auditing.audit([str(runs_root)], jobs=1)
+
+
+def test_audit_reports_one_row_per_output_folder_named_after_it(result):
+    assert sorted(r.name for r in result.runs) == FOLDERS
+    assert sorted(r.label for r in result.runs) == FOLDERS
+    assert sorted(r.source for r in result.runs) == FOLDERS
+    assert not result.errors
+    # Read from the trainer state (as rich as the others, and it carries the config).
+    assert {r.record["run"]["format"] for r in result.runs} == {"trainer-state"}
+
+
+def test_copies_and_earlier_checkpoints_are_passed_over_with_why(result):
+    passed = {p.source: p.why for p in result.passed_over}
+    for name in FOLDERS:
+        assert passed[f"{name}/metrics.csv"] == "a copy of the same run with less in it (200 x 9)"
+        assert passed[f"{name}/tensorboard"].startswith("a copy of the same run")
+        assert passed[f"{name}/wandb/{WANDB_RUN.name}"].startswith("a copy of the same run")
+        for step in (100, 200):
+            assert passed[f"{name}/checkpoint-{step}/trainer_state.json"] == (
+                "an earlier save of the same log_history")
+    assert len(passed) == 5 * len(FOLDERS)
+
+
+def test_verbose_lists_what_was_passed_over(capsys, runs_root):
+    code, out, _ = run_cli(capsys, "audit", str(runs_root), "--jobs", "1")
+    assert code == 1 and "4 runs:" in out and "passed over" not in out
+    code, out, _ = run_cli(capsys, "audit", str(runs_root), "--jobs", "1", "-v")
+    assert "passed over (20):" in out
+    assert "r08_lr1e-6/checkpoint-100/trainer_state.json: an earlier save of the same " \
+           "log_history" in out
+
+
+def test_a_copy_that_disagrees_is_a_note(runs_root):
+    run = load_run(runs_root / FOLDERS[2])
+    assert ("metrics.csv disagrees with trainer_state.json: reward_mean differs at 3 of 200 "
+            "shared step(s) (step 10: 9.5 there, ") in " ".join(run.notes)
+    clean = load_run(runs_root / FOLDERS[0])
+    assert not any("disagrees" in n for n in clean.notes)
+
+
+def test_metrics_says_which_files_were_found_and_used(capsys, runs_root):
+    code, out, _ = run_cli(capsys, "metrics", str(runs_root / FOLDERS[0]))
+    assert code == 0
+    assert ("one run's folder: 4 log(s) of it found; read trainer_state.json (trainer-state, "
+            "200 steps x 9 metrics), the richest") in out
+    assert "passed over metrics.csv: a copy of the same run with less in it" in out
+
+
+def test_diagnose_reads_the_folder_as_one_run_or_one_copy_when_told(runs_root):
+    folder = runs_root / FOLDERS[0]
+    assert detect_format(folder).name == "run-folder"
+    (run,) = load_runs(folder)
+    assert run.name == FOLDERS[0] and run.source == str(folder / "trainer_state.json")
+    (tb,) = load_runs(folder, format="tensorboard")
+    assert tb.format == "tensorboard" and not any("one run's folder" in n for n in tb.notes)
+    (csv_run,) = load_runs(folder / "metrics.csv")
+    assert csv_run.format == "csv" and csv_run.name == "metrics"
+
+
+def test_the_richest_copy_is_read(tmp_path):
+    """The Trainer saved at step 100 and the run went on: TensorBoard has all 200 steps."""
+    folder = output_folder(tmp_path / "crashed", top_state=False, saves=(50, 100))
+    (folder / "metrics.csv").unlink()
+    shutil.rmtree(folder / "wandb")
+    run = load_run(folder)
+    assert run.format == "tensorboard" and run.n_steps == 200 and run.name == "crashed"
+    assert "passed over checkpoint-100/trainer_state.json: a copy of the same run with less " \
+           "in it (100 x 9)" in run.notes
+    assert run.config["max_steps"] == 200  # the copies' config fills in what the run lacks
+
+
+def test_a_folder_of_runs_side_by_side_is_not_one_run(tmp_path):
+    """Unrelated logs (and a subfolder of other logs) beside a TensorBoard folder."""
+    shutil.copytree(FIXTURES / "tensorboard" / "simple_value", tmp_path / "tensorboard")
+    shutil.copy(CSV, tmp_path / "a.csv")
+    (tmp_path / "more").mkdir()
+    shutil.copy(CSV, tmp_path / "more" / "b.csv")
+    result = auditing.audit([str(tmp_path)], jobs=1)
+    assert sorted(r.source for r in result.runs) == ["a.csv", "more/b.csv", "tensorboard"]
+
+
+def test_text_documents_are_audited_when_they_hold_a_training_log(tmp_path):
+    capture = (FIXTURES / "console" / "trl.log").read_text()
+    (tmp_path / "run_terminal.md").write_text("# run\n\n```\n" + capture + "```\n")
+    (tmp_path / "README.md").write_text("# results\n\n| model | score |\n|---|---|\n| a | 1 |\n")
+    result = auditing.audit([str(tmp_path)], jobs=1)
+    assert [r.source for r in result.runs] == ["run_terminal.md"]
+    assert not result.errors
+    (readme,) = [p for p in result.passed_over if p.source == "README.md"]
+    assert "training log" in readme.why  # not recognised, or recognised but empty
+
+
+def test_a_bare_log_history_list_is_audited(tmp_path):
+    (tmp_path / "step_logs.json").write_text(json.dumps(log_history()))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 512}))
+    result = auditing.audit([str(tmp_path)], jobs=1)
+    assert [(r.source, r.record["run"]["format"]) for r in result.runs] == [
+        ("step_logs.json", "trainer-state")]
+    assert [p.source for p in result.passed_over] == ["tokenizer_config.json"]
