@@ -12,6 +12,9 @@ from grpo_doctor.store import Run, build_run
 
 REPO = Path(__file__).resolve().parent.parent
 REAL_RUNS = Path(os.environ.get("GRPO_DOCTOR_REAL_RUNS", REPO.parent / "shared" / "real-runs"))
+if os.environ.get("GRPO_DOCTOR_REQUIRE_REAL_RUNS") == "1" and not REAL_RUNS.is_dir():
+    # CI sets this when the real runs are beside the checkout: never skip them silently.
+    raise RuntimeError(f"GRPO_DOCTOR_REQUIRE_REAL_RUNS=1 but {REAL_RUNS} is not a folder")
 
 
 def make_run(steps: np.ndarray | None = None, name: str = "test", **columns: np.ndarray) -> Run:
