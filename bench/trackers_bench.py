@@ -48,20 +48,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _measure import machine, measure
+from wandb_bench import expected_values, metric_names  # the same run as the W&B bench
 
 STORES = ("mlflow.db", "mlruns", "trackio", "swanlab")
 PROJECT = "bench"
 RUN = "bench-run"
-
-
-def metric_names(n: int) -> list[str]:
-    return [f"train/metric_{j:02d}" for j in range(n)]
-
-
-def expected_values(n_steps: int, n_metrics: int) -> np.ndarray:
-    rng = np.random.default_rng(0)
-    return np.cumsum(rng.normal(0, 0.01, (n_steps, n_metrics)), axis=0) + rng.uniform(
-        -1, 1, n_metrics)
 
 
 # --- writers (each in its own process) ---------------------------------------------------

@@ -27,13 +27,13 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
 from grpo_doctor.importers import (
-    HEAD_BYTES,
     Importer,
     LoadOptions,
     detect_format,
     importer_named,
 )
 from grpo_doctor.importers.tensorboard import walk_files
+from grpo_doctor.importers.tracker_store import head_of
 from grpo_doctor.importers.trainer_state import STATE_FILE
 from grpo_doctor.store import Run
 
@@ -109,17 +109,9 @@ def _direct_log(path: Path) -> str | None:
     if path.suffix.lower() == ".json" and imp.name != "trainer-state":
         return None
     # Text that only holds a table (a README) is not a capture of the run's training.
-    if imp.name == "console" and imp.sniff(path, _head(path)) < _CAPTURE_SCORE:
+    if imp.name == "console" and imp.sniff(path, head_of(path)) < _CAPTURE_SCORE:
         return None
     return imp.name
-
-
-def _head(path: Path) -> bytes:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(HEAD_BYTES)
-    except OSError:
-        return b""
 
 
 def _holds_logs(folder: Path) -> bool:

@@ -32,7 +32,7 @@ from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers.jsonl import read_text
 from grpo_doctor.importers.tensorboard import read_bytes
-from grpo_doctor.importers.tracker_store import TrackedRun, build_runs
+from grpo_doctor.importers.tracker_store import TrackedRun, build_runs, read_each
 from grpo_doctor.importers.wandb_offline import iter_log_records
 from grpo_doctor.store import Run
 
@@ -191,18 +191,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     files = _log_files(path)
     if not files:
         raise FormatError(f"{path}: no SwanLab run log (run-*/run-<id>.swanlab) found")
-    found: list[TrackedRun] = []
-    errors: list[FormatError] = []
-    for file in files:
-        try:
-            found.append(read_swanlab_log(file))
-        except FormatError as exc:
-            if len(files) == 1:
-                raise
-            errors.append(exc)
-    if not found:
-        raise errors[0]
-    notes = [f"{e}: skipped" for e in errors[:10]]
+    notes: list[str] = []
+    found = read_each(files, lambda f: [read_swanlab_log(f)], notes)
     return build_runs(found, path, FORMAT, options, notes)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,7 @@ from urllib.parse import quote
 import numpy as np
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
-from grpo_doctor.importers import LoadOptions
+from grpo_doctor.importers import LoadOptions, _read_head
 from grpo_doctor.importers.exports_long import long_frame
 from grpo_doctor.store import Run, build_run
 
@@ -33,6 +33,14 @@ LOCK_TIMEOUT = 2.0
 
 def is_sqlite(head: bytes) -> bool:
     return head.startswith(SQLITE_MAGIC)
+
+
+def head_of(path: Path) -> bytes:
+    """A file's first bytes for a sniffer (b"" when it cannot be read)."""
+    try:
+        return _read_head(path)
+    except InputError:
+        return b""
 
 
 def sqlite_error(path: Path, exc: BaseException) -> GrpoDoctorError:
@@ -159,6 +167,28 @@ class TrackedRun:
     config: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+def read_each(files: Sequence[Path], read: Callable[[Path], list[TrackedRun]],
+              notes: list[str]) -> list[TrackedRun]:
+    """The runs of each file; a file that cannot be read is a note, or the error itself when
+    it is the only file or no file could be read."""
+    found: list[TrackedRun] = []
+    errors: list[GrpoDoctorError] = []
+    for file in files:
+        try:
+            try:
+                found += read(file)
+            except sqlite3.Error as exc:
+                raise sqlite_error(file, exc) from exc
+        except (FormatError, InputError) as exc:
+            if len(files) == 1:
+                raise
+            errors.append(exc)
+            notes.append(f"{file.name}: skipped ({str(exc).split(': ', 1)[-1]})")
+    if not found and errors:
+        raise errors[0]
+    return found
 
 
 def distinct_names(runs: Sequence[TrackedRun]) -> list[str]:

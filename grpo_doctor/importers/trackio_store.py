@@ -27,15 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
-from grpo_doctor.importers import HEAD_BYTES, Importer, LoadOptions
+from grpo_doctor.errors import FormatError
+from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers.jsonl import to_number
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
     build_runs,
+    head_of,
     open_sqlite,
+    read_each,
     scan_rows,
-    sqlite_error,
     sqlite_tables,
     tables_of,
 )
@@ -50,21 +51,13 @@ def _is_trackio(tables: Mapping[str, set[str]] | None) -> bool:
     return tables is not None and tables.get("metrics", set()) >= _METRIC_COLUMNS
 
 
-def _head(path: Path) -> bytes:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(HEAD_BYTES)
-    except OSError:
-        return b""
-
-
 def _project_files(folder: Path) -> list[Path]:
     """The Trackio project databases directly in ``folder``."""
     try:
         files = sorted(f for f in folder.iterdir() if f.suffix == ".db" and f.is_file())
     except OSError:
         return []
-    return [f for f in files[:_MAX_PROJECTS] if _is_trackio(sqlite_tables(f, _head(f)))]
+    return [f for f in files[:_MAX_PROJECTS] if _is_trackio(sqlite_tables(f, head_of(f)))]
 
 
 def _sniff(path: Path, head: bytes) -> int:
@@ -180,21 +173,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
                               "folder")
     else:
         files = [path]
-    found: list[TrackedRun] = []
-    errors: list[GrpoDoctorError] = []
-    for file in files:
-        try:
-            try:
-                found += _read_project(file, notes)
-            except sqlite3.Error as exc:
-                raise sqlite_error(file, exc) from exc
-        except (FormatError, InputError) as exc:
-            if len(files) == 1:
-                raise
-            errors.append(exc)
-            notes.append(f"{file.name}: skipped ({str(exc).split(': ', 1)[-1]})")
-    if not found and errors:
-        raise errors[0]
+    found = read_each(files, lambda f: _read_project(f, notes), notes)
     return build_runs(found, path, FORMAT, options, notes)
 
 
