@@ -52,7 +52,6 @@ from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputE
 from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.importers import HEAD_BYTES, Importer, detect_format, load_runs, registry
-from grpo_doctor.importers.run_folder import FORMAT as RUN_FOLDER
 from grpo_doctor.importers.trainer_state import is_log_history_list
 from grpo_doctor.reporters.json_report import to_json_obj
 
@@ -165,9 +164,10 @@ def _is_file(entry: os.DirEntry) -> bool:
 
 def _owns(imp: Importer, folder: Path) -> bool:
     """Whether ``folder`` is one source of ``imp``: it holds the format's files itself (or the
-    ``checkpoint-N`` folders of a Trainer output folder) and no log of another format. One
-    run's folder is owned by its sniffer's word: its other logs are the run's copies."""
-    if imp.name == RUN_FOLDER:
+    ``checkpoint-N`` folders of a Trainer output folder) and no log of another format. A
+    folder claimed as a whole (one run's folder, an mlruns/ store) is owned by the sniffer's
+    word."""
+    if imp.whole_folder:
         return True
     own = False
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):

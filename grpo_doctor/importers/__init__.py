@@ -42,6 +42,9 @@ class Importer:
     sniff: Callable[[Path, bytes], int]
     load: Callable[[Path, LoadOptions], list[Run]]
     reads_folders: bool = False
+    # A folder its sniffer claims is one source as a whole, whatever else lies in it (an
+    # mlruns/ store, one run's folder): ``audit`` does not look inside.
+    whole_folder: bool = False
 
 
 # Module names under grpo_doctor.importers, in the order ties are broken.

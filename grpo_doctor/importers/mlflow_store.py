@@ -312,4 +312,5 @@ IMPORTER = Importer(
     sniff=_sniff,
     load=_load,
     reads_folders=True,
+    whole_folder=True,
 )

@@ -280,3 +280,19 @@ def test_sqlite_files_of_other_programs_are_not_runs(tmp_path):
     random.write_bytes(b":SWL" + bytes(100))
     with pytest.raises(FormatError, match="not a SwanLab run log"):
         load_runs(random)
+
+
+def test_audit_finds_every_store_and_every_run_in_it(stores, tmp_path):
+    from grpo_doctor import audit as auditing
+
+    root = tmp_path / "tracking"
+    shutil.copytree(MLRUNS, root / "mlruns")
+    shutil.copy(stores["mlflow.db"], root / "mlflow.db")
+    shutil.copytree(stores["trackio folder"], root / "trackio")
+    shutil.copytree(SWANLOG, root / "swanlog")
+    result = auditing.audit([str(root)], jobs=1)
+    assert not result.errors
+    found = sorted((r.source.split("/")[0], r.name) for r in result.runs)
+    assert found == sorted((store, name) for store in ("mlruns", "mlflow.db", "trackio",
+                                                        "swanlog")
+                           for name in (NAME, "short"))
