@@ -22,6 +22,7 @@ Several values logged at one step of one key: the last one logged is kept (noted
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import sqlite3
@@ -34,7 +35,7 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers import Importer, LoadOptions
-from grpo_doctor.importers.jsonl import read_text
+from grpo_doctor.importers.jsonl import read_text, to_number
 from grpo_doctor.importers.tensorboard import read_error
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
@@ -130,28 +131,37 @@ def _read_sqlite(path: Path, notes: list[str]
     return found, rows
 
 
+def _floats(column: np.ndarray) -> np.ndarray:
+    """A column of SQLite values as floats (SQLite does not enforce types: NULL or text that
+    is not a number becomes NaN)."""
+    try:
+        return column.astype(np.float64)
+    except (TypeError, ValueError):
+        out = [to_number(v) for v in column]
+        return np.array([np.nan if v is None else v for v in out], dtype=np.float64)
+
+
 def _attach_points(found: dict[str, TrackedRun], rows: list[tuple[Any, ...]]) -> None:
     """Split the metric rows (run, key, value, step, is_nan) by run, keeping their order."""
     if not rows:
         return
-    run_ids, keys, values, steps, nans = zip(*rows)
-    run_of = np.array(run_ids, dtype=object)
-    key_arr = np.array(keys, dtype=object)
-    value_arr = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-    step_arr = np.array([np.nan if s is None else s for s in steps], dtype=np.float64)
-    nan_arr = np.array(nans, dtype=bool) | np.isnan(value_arr)
+    table = np.array(rows, dtype=object)  # one C pass; columns are sliced from it
+    code_of = {run_id: i for i, run_id in enumerate(found)}
+    codes = np.fromiter(map(code_of.get, table[:, 0], itertools.repeat(-1)), dtype=np.int64,
+                        count=len(table))
+    key_arr = table[:, 1]
+    value_arr = _floats(table[:, 2])
+    step_arr = _floats(table[:, 3])
+    nan_arr = table[:, 4].astype(bool) | np.isnan(value_arr)
     value_arr[nan_arr] = np.nan
     value_arr = _real_values(value_arr)
-    order = np.argsort(run_of.astype(str), kind="stable")
-    sorted_runs = run_of[order]
-    bounds = np.flatnonzero(np.concatenate(([True], sorted_runs[1:] != sorted_runs[:-1])))
-    for start, end in zip(bounds, [*bounds[1:], len(order)]):
-        run = found.get(sorted_runs[start])
-        if run is None:
-            continue
-        idx = order[start:end]
-        run.steps, run.keys, run.values = step_arr[idx], key_arr[idx], value_arr[idx]
-        run.nan = nan_arr[idx]
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(found) + 1))
+    for i, run in enumerate(found.values()):
+        idx = order[bounds[i]:bounds[i + 1]]
+        if len(idx):
+            run.steps, run.keys, run.values = step_arr[idx], key_arr[idx], value_arr[idx]
+            run.nan = nan_arr[idx]
 
 
 # --- the file store -----------------------------------------------------------------------

@@ -163,11 +163,12 @@ def read_swanlab_log(path: Path) -> TrackedRun:
         except DecodeError:
             bad += 1
             continue
-        if record.HasField("scalar"):
-            scalar = record.scalar
-            if not scalar.key.startswith(_SYSTEM_PREFIX):
+        scalar = record.scalar
+        key = scalar.key  # "" unless a scalar record: the common case tested first
+        if key:
+            if not key.startswith(_SYSTEM_PREFIX):
                 steps.append(scalar.step)
-                keys.append(scalar.key)
+                keys.append(key)
                 values.append(scalar.value.number)
         elif record.HasField("start"):
             start = (record.start.project, record.start.name, record.start.id)

@@ -23,7 +23,7 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
 from grpo_doctor.importers import LoadOptions, _read_head
-from grpo_doctor.importers.exports_long import long_frame
+from grpo_doctor.importers.exports_long import Wide, long_frame
 from grpo_doctor.store import Run, build_run
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -155,7 +155,8 @@ def scan_rows(conn: sqlite3.Connection, query: str, notes: list[str], what: str,
 
 @dataclass
 class TrackedRun:
-    """One tracker run: its points as (step, key, value) rows, in the order they were logged."""
+    """One tracker run: its points as (step, key, value) rows in the order they were logged,
+    or (``wide``) as one row per logged dict with its step."""
 
     name: str
     run_id: str
@@ -167,6 +168,7 @@ class TrackedRun:
     config: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    wide: Wide | None = None  # rows may repeat a step: build_run keeps the last value logged
 
 
 def read_each(files: Sequence[Path], read: Callable[[Path], list[TrackedRun]],
@@ -210,13 +212,16 @@ def build_runs(found: Sequence[TrackedRun], path: Path, format: str, options: Lo
         picked = [(r, options.run) for r, n in pairs
                   if options.run in (n, r.name, r.run_id, f"{r.group}/{r.name}")]
         pairs = picked or pairs
-    empty = [n for r, n in pairs if not len(r.steps)]
+    empty = [n for r, n in pairs if not len(r.steps) and r.wide is None]
     out = []
     for tracked, name in pairs:
-        if not len(tracked.steps):
+        if tracked.wide is not None:
+            wide = tracked.wide
+        elif len(tracked.steps):
+            nan = np.isnan(tracked.values) if tracked.nan is None else tracked.nan
+            wide = long_frame(tracked.steps, tracked.keys, tracked.values, nan, str(path))
+        else:
             continue
-        nan = np.isnan(tracked.values) if tracked.nan is None else tracked.nan
-        wide = long_frame(tracked.steps, tracked.keys, tracked.values, nan, str(path))
         run_notes = [*notes, *tracked.notes, *wide.notes]
         if empty:
             run_notes.append(f"run(s) without a logged value left out: {', '.join(empty)}")

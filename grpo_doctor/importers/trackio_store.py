@@ -29,6 +29,7 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers.exports_long import Wide
 from grpo_doctor.importers.jsonl import to_number
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
@@ -126,30 +127,55 @@ def _read_project(path: Path, notes: list[str]) -> list[TrackedRun]:
             except sqlite3.Error:
                 notes.append("the configs table could not be read: runs without config")
     runs: dict[str, TrackedRun] = {}
-    columns: dict[str, tuple[list[float], list[str], list[float]]] = {}
+    logged_rows: dict[str, tuple[list[float], list[dict[str, Any]]]] = {}
     dicts, bad = _decode_rows([r[3] for r in rows])
     for (key, name, step, _), logged in zip(rows, dicts):
-        run = runs.get(key)
-        if run is None:
-            run = runs[key] = TrackedRun(name=str(name), run_id=str(key), group=project)
-            columns[key] = ([], [], [])
-        if logged is None or step is None:
-            continue
-        found: dict[str, float] = {}
-        _numbers(logged, "", found)
-        steps, keys, values = columns[key]
-        steps += [float(step)] * len(found)
-        keys += found.keys()
-        values += found.values()
+        if key not in runs:
+            runs[key] = TrackedRun(name=str(name), run_id=str(key), group=project)
+            logged_rows[key] = ([], [])
+        if logged is not None and step is not None:
+            logged_rows[key][0].append(float(step))
+            logged_rows[key][1].append(logged)
     if bad:
         notes.append(f"{bad} logged row(s) that are not JSON objects were skipped")
     for key, run in runs.items():
-        steps, keys, values = columns[key]
-        run.steps = np.array(steps, dtype=np.float64)
-        run.keys = keys
-        run.values = np.array(values, dtype=np.float64)
+        steps, logged = logged_rows[key]
+        if logged:
+            run.wide = _wide(steps, logged)
         run.config = _config(configs.get(key))
     return list(runs.values())
+
+
+def _wide(steps: list[float], logged: list[dict[str, Any]]) -> Wide:
+    """One row per ``trackio.log`` call, one float column per logged number. Columns that
+    pandas reads as numbers are taken whole; the others (text, "NaN" strings, nested dicts,
+    media) value by value."""
+    import pandas as pd
+
+    raw = pd.DataFrame.from_records(logged)
+    columns: dict[str, np.ndarray] = {}
+    explicit: dict[str, np.ndarray] = {}
+    n = len(raw)
+    for col in raw.columns:
+        series = raw[col]
+        if series.dtype.kind in "fiub":
+            columns[str(col)] = series.to_numpy(dtype=np.float64)
+            continue
+        for i, value in enumerate(series.to_numpy(dtype=object)):
+            found: dict[str, float] = {}
+            if isinstance(value, Mapping):
+                _numbers(value, str(col), found)
+            elif isinstance(value, (str, bool, int, float)) and not (
+                    isinstance(value, float) and value != value):  # NaN: a key not logged
+                num = to_number(value)
+                if num is not None:
+                    found[str(col)] = num
+            for name, num in found.items():
+                columns.setdefault(name, np.full(n, np.nan))[i] = num
+                if num != num:
+                    explicit.setdefault(name, np.zeros(n, dtype=bool))[i] = True
+    frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=range(n))
+    return Wide(frame, np.asarray(steps, dtype=np.float64), explicit)
 
 
 def _config(blob: Any) -> dict[str, Any]:

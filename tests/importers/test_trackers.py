@@ -98,7 +98,7 @@ def test_a_store_holds_every_run_and_run_picks_one(store, stores):
         assert list(short.frame["reward_mean"]) == [0.1, 0.5, 0.7]
     else:  # the other clients keep both: the last one logged wins, as everywhere else
         assert list(short.frame["reward_mean"]) == [0.1, 0.9, 0.7]
-        assert "1 repeated (step, metric) row(s): the last one was kept" in short.notes
+        assert any("the last" in n and "kept" in n for n in short.notes), short.notes
     with pytest.raises(InputError, match="no run named 'nope'"):
         load_runs(source, run="nope")
 
@@ -296,3 +296,44 @@ def test_audit_finds_every_store_and_every_run_in_it(stores, tmp_path):
     assert found == sorted((store, name) for store in ("mlruns", "mlflow.db", "trackio",
                                                         "swanlog")
                            for name in (NAME, "short"))
+
+
+TRACKIO_VALUES = """
+import os, sys
+os.environ["TRACKIO_DIR"] = sys.argv[1]
+import numpy as np, trackio
+trackio.init(project="kinds", name="kinds", config={"beta": 0.04})
+trackio.log({"train": {"reward": 0.5, "kl": 0.1}, "nanm": float("nan"), "infm": float("inf"),
+             "hist": trackio.Histogram(np.arange(10)), "text": "hello", "flag": True}, step=1)
+trackio.log({"train": {"reward": 0.6}, "nanm": 1.0}, step=2)
+trackio.finish()
+"""
+
+
+def test_trackio_nested_dicts_nan_inf_and_media_as_written_by_its_client(tmp_path):
+    pytest.importorskip("trackio")
+    proc = subprocess.run([sys.executable, "-c", TRACKIO_VALUES, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    run = load_run(tmp_path / "kinds.db")
+    assert run.config == {"beta": 0.04}
+    frame = run.frame
+    assert list(frame["reward_mean"]) == [0.5, 0.6] and frame.loc[1, "kl"] == 0.1
+    assert np.isnan(frame.loc[2, "kl"]) and "kl" not in run.nan_steps  # not logged: a gap
+    assert list(run.nan_steps["nanm"]) == [1] and frame.loc[2, "nanm"] == 1.0
+    assert frame.loc[1, "infm"] == np.inf and frame.loc[1, "flag"] == 1.0
+    assert not [c for c in frame.columns if c.startswith(("hist", "text"))]
+
+
+def test_mlflow_values_sqlite_did_not_type_check(tmp_path):
+    """SQLite stores what it is given: a NULL or a text value in the metrics table is a gap."""
+    db = unpack("mlflow/mlflow.db.gz", tmp_path)
+    conn = sqlite3.connect(db)
+    run_id = conn.execute("SELECT run_uuid FROM runs WHERE name = 'short'").fetchone()[0]
+    conn.executemany("INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) "
+                     "VALUES (?, ?, 0, ?, 3, 0)",
+                     [("odd", "oops", run_id), ("odd2", "0.25", run_id)])
+    conn.commit()
+    conn.close()
+    run = load_run(db, run="short")
+    assert np.isnan(run.frame.loc[3, "odd"]) and run.frame.loc[3, "odd2"] == 0.25
