@@ -81,16 +81,29 @@ def _numbers(obj: Mapping[str, Any], prefix: str, out: dict[str, float]) -> None
             out[name] = num
 
 
+def _json_parsers() -> list[Any]:
+    """orjson first where it is installed (trackio writes with it, and it parses ~3x faster
+    than the standard library; it refuses the NaN token, which json then reads)."""
+    try:
+        import orjson
+    except ImportError:
+        return [json.loads]
+    return [orjson.loads, json.loads]
+
+
 def _decode_rows(blobs: list[Any]) -> tuple[list[Any], int]:
     """The logged dicts: all rows parsed in one call when they are all valid JSON, else row
     by row (a row that is not a JSON object counts as bad and is None)."""
     texts = [b.encode("utf-8") if isinstance(b, str) else bytes(b or b"") for b in blobs]
-    try:
-        parsed = json.loads(b"[" + b",".join(texts) + b"]")
+    joined = b"[" + b",".join(texts) + b"]"
+    for loads in _json_parsers():
+        try:
+            parsed = loads(joined)
+        except (ValueError, RecursionError):
+            continue
         if len(parsed) == len(texts) and all(isinstance(p, dict) for p in parsed):
             return parsed, 0
-    except (ValueError, RecursionError):
-        pass
+        break
     out: list[Any] = []
     bad = 0
     for text in texts:

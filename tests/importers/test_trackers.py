@@ -337,3 +337,11 @@ def test_mlflow_values_sqlite_did_not_type_check(tmp_path):
     conn.close()
     run = load_run(db, run="short")
     assert np.isnan(run.frame.loc[3, "odd"]) and run.frame.loc[3, "odd2"] == 0.25
+
+
+def test_trackio_reads_the_same_without_orjson(stores, monkeypatch):
+    from grpo_doctor.importers import trackio_store
+
+    fast = load_run(stores["trackio.db"], run=NAME)
+    monkeypatch.setattr(trackio_store, "_json_parsers", lambda: [__import__("json").loads])
+    assert load_run(stores["trackio.db"], run=NAME).frame.equals(fast.frame)
