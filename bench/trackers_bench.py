@@ -264,7 +264,7 @@ def main() -> None:
     print(f"one run per store: {args.steps:,d} steps x {args.metrics} metrics = "
           f"{n_points:,d} points")
     head = (f"{'store':<10s} {'reader':<42s} {'pts ok':>9s} {'wall s':>7s} {'cpu s':>7s} "
-            f"{'x wall':>7s} {'peak MiB':>9s}")
+            f"{'x wall':>7s} {'x cpu':>6s} {'peak MiB':>9s}")
     print(head)
     print("-" * len(head))
     for kind in args.stores:
@@ -274,11 +274,12 @@ def main() -> None:
             if "error" in res:
                 print(f"{kind:<10s} {name:<42s} error: {res['error']}")
                 continue
-            ratio = (f"{res['seconds'] / ours['seconds']:>7.1f}" if "error" not in ours
-                     else f"{'-':>7s}")
+            ok = "error" not in ours
+            xw = f"{res['seconds'] / ours['seconds']:>7.1f}" if ok else f"{'-':>7s}"
+            xc = f"{res['cpu'] / ours['cpu']:>6.1f}" if ok else f"{'-':>6s}"
             print(f"{kind:<10s} {name:<42s} {res['points_ok']:>9,d} {res['seconds']:>7.2f} "
-                  f"{res['cpu']:>7.2f} {ratio} {res['peak_bytes'] / 2**20:>9.1f}")
-    print(f"pts ok: values read back equal to those logged, of {n_points:,d}; x wall: "
+                  f"{res['cpu']:>7.2f} {xw} {xc} {res['peak_bytes'] / 2**20:>9.1f}")
+    print(f"pts ok: values read back equal to those logged, of {n_points:,d}; x wall / x cpu: "
           "seconds / grpo-doctor's on the same store; peak: worker RSS high-water above its "
           "level before the read (the returned frame included)")
 
