@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import tempfile
 from pathlib import Path
@@ -54,6 +55,13 @@ IMPORTERS = {
     "parquet": ("run.parquet", ["parquet"]),
     "jsonl": ("run.jsonl", ["jsonl"]),
     "csv": ("run.csv", ["csv", "bad"]),
+    "mlflow": ("mlflow.db", ["mlflow"]),
+    "trackio": ("grpo.db", ["trackio"]),
+    "swanlab": ("run-fuzz.swanlab", sorted(
+        p.relative_to(FIXTURES).as_posix() for p in (FIXTURES / "swanlab" / "swanlog").glob(
+            "run-*"))),
+    # Reads folders only: a file given to it is refused in one line.
+    "run-folder": ("trainer_state.json", ["trainer_state/synthetic-run/checkpoint-12"]),
 }
 _SEED_BYTES = 24_000
 
@@ -64,7 +72,10 @@ def _seeds(folders: list[str]) -> list[bytes]:
         for path in sorted((FIXTURES / folder).iterdir()):
             sidecar = path.suffix == ".json" and path.name != "trainer_state.json"
             if path.is_file() and not sidecar:
-                out.append(path.read_bytes()[:_SEED_BYTES])
+                data = path.read_bytes()
+                if path.suffix == ".gz":  # a SQLite store, kept gzipped
+                    data = gzip.decompress(data)
+                out.append(data[:_SEED_BYTES])
     return out
 
 
