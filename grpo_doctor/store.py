@@ -56,8 +56,8 @@ class Run:
     restarts: int = 0
     notes: list[str] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
-    # Logs of this run found but not read (a copy with less in it, an earlier checkpoint):
-    # (path, why), for ``audit -v``.
+    # Logs of this run found but not read (a copy no richer than the one read, an earlier
+    # checkpoint): (path, why), for ``audit -v``.
     passed_over: list[tuple[str, str]] = field(default_factory=list)
     # metric -> (steps, values) with gaps and non-finite values dropped; filled on first use
     # and sliced (not recomputed) by ``truncated``, which replaying first alerts calls often.

@@ -91,9 +91,9 @@ def test_audit_reports_one_row_per_output_folder_named_after_it(result):
 def test_copies_and_earlier_checkpoints_are_passed_over_with_why(result):
     passed = {p.source: p.why for p in result.passed_over}
     for name in FOLDERS:
-        assert passed[f"{name}/metrics.csv"] == "a copy of the same run with less in it (200 x 9)"
-        assert passed[f"{name}/tensorboard"].startswith("a copy of the same run")
-        assert passed[f"{name}/wandb/{WANDB_RUN.name}"].startswith("a copy of the same run")
+        assert passed[f"{name}/metrics.csv"] == "another copy of the same run, no richer (200 x 9)"
+        assert passed[f"{name}/tensorboard"].startswith("another copy of the same run")
+        assert passed[f"{name}/wandb/{WANDB_RUN.name}"].startswith("another copy of the same run")
         for step in (100, 200):
             assert passed[f"{name}/checkpoint-{step}/trainer_state.json"] == (
                 "an earlier save of the same log_history")
@@ -122,7 +122,10 @@ def test_metrics_says_which_files_were_found_and_used(capsys, runs_root):
     assert code == 0
     assert ("one run's folder: 4 log(s) of it found; read trainer_state.json (trainer-state, "
             "200 steps x 9 metrics), the richest") in out
-    assert "passed over metrics.csv: a copy of the same run with less in it" in out
+    assert ("passed over other copies: metrics.csv (200 x 9), tensorboard (200 x 9), "
+            "wandb/offline-run-20250101_000000-grpofix1 (200 x 9); earlier checkpoints: "
+            "checkpoint-100/trainer_state.json, checkpoint-200/trainer_state.json") in " ".join(
+                out.split())
 
 
 def test_diagnose_reads_the_folder_as_one_run_or_one_copy_when_told(runs_root):
@@ -143,8 +146,8 @@ def test_the_richest_copy_is_read(tmp_path):
     shutil.rmtree(folder / "wandb")
     run = load_run(folder)
     assert run.format == "tensorboard" and run.n_steps == 200 and run.name == "crashed"
-    assert "passed over checkpoint-100/trainer_state.json: a copy of the same run with less " \
-           "in it (100 x 9)" in run.notes
+    assert ("passed over other copies: checkpoint-100/trainer_state.json (100 x 9); "
+            "earlier checkpoints: checkpoint-50/trainer_state.json") in run.notes
     assert run.config["max_steps"] == 200  # the copies' config fills in what the run lacks
 
 

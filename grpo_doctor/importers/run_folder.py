@@ -176,8 +176,7 @@ def layout(folder: Path) -> Layout | None:
             _, latest = checkpoints.pop()
             copies.append(Copy(latest, "trainer-state", latest.relative_to(folder).as_posix()))
             has_state = True
-        passed += [(p.relative_to(folder).as_posix(), "an earlier save of the same log_history")
-                   for _, p in checkpoints]
+        passed += [(p.relative_to(folder).as_posix(), _EARLIER) for _, p in checkpoints]
     # Event files directly in the folder are one TensorBoard run: one copy, not one per file.
     events = [c for c in copies if c.format == "tensorboard" and c.path.parent == folder
               and c.path.is_file()]
@@ -228,6 +227,22 @@ def _disagreement(run: Run, other: Run) -> str | None:
             f"{theirs:.6g} there, {mine:.6g} here)")
 
 
+_COPY = "another copy of the same run, no richer"
+_EARLIER = "an earlier save of the same log_history"
+
+
+def _passed_note(passed: list[tuple[str, str]]) -> str:
+    """One line naming every log passed over, grouped by why (``audit -v`` has each reason)."""
+    copies = [f"{label} {why.removeprefix(_COPY).strip()}" for label, why in passed
+              if why.startswith(_COPY)]
+    earlier = [label for label, why in passed if why == _EARLIER]
+    other = [f"{label} ({why})" for label, why in passed
+             if not why.startswith(_COPY) and why != _EARLIER]
+    parts = ([f"other copies: {', '.join(copies)}"] if copies else []) + (
+        [f"earlier checkpoints: {', '.join(earlier)}"] if earlier else []) + other
+    return "passed over " + "; ".join(parts)
+
+
 def _load(path: Path, options: LoadOptions) -> list[Run]:
     found = layout(path)
     if found is None:
@@ -259,13 +274,13 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     config: dict = {}
     for copy, other in others:
         other_shape = f"{other.n_steps} x {int(other.frame.notna().any().sum())}"
-        passed.append((copy.label, f"a copy of the same run with less in it ({other_shape})"))
+        passed.append((copy.label, f"{_COPY} ({other_shape})"))
         clash = _disagreement(run, other)
         if clash:
             notes.append(f"{copy.label} disagrees with {best_copy.label}: {clash}")
         config.update(other.config)
     passed.sort()
-    notes += [f"passed over {label}: {why}" for label, why in passed]
+    notes.insert(1, _passed_note(passed))
     run.config = {**config, **run.config}
     run.name = path.resolve().name
     run.notes = [*notes, *run.notes]
