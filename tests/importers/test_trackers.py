@@ -163,19 +163,21 @@ def test_locked_database_is_one_line(tmp_path, monkeypatch):
     assert len(load_runs(db)) == 2  # released: read as usual
 
 
-def test_locked_database_exits_2_with_one_line(tmp_path):
+def test_locked_database_exits_2_with_one_line(tmp_path, capsys, monkeypatch):
+    from tests.test_cli import run_cli
+
     db = unpack("mlflow/mlflow.db.gz", tmp_path)
+    monkeypatch.setattr(tracker_store, "LOCK_TIMEOUT", 0.05)
     writer = sqlite3.connect(db, isolation_level=None)
     writer.execute("BEGIN EXCLUSIVE")
     try:
-        proc = subprocess.run([sys.executable, "-m", "grpo_doctor", "diagnose", str(db)],
-                              capture_output=True, text=True, timeout=60)
+        code, out, err = run_cli(capsys, "diagnose", str(db))
     finally:
         writer.execute("ROLLBACK")
         writer.close()
-    assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "locked by another process" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "locked by another process" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("name", ["mlflow/mlflow.db.gz", "trackio/grpo.db.gz"])
