@@ -66,9 +66,37 @@ TENSOR_READERS = ("tbparse .tensors", "EventAccumulator Tensors")
 
 # --- data -------------------------------------------------------------------------------------
 
+# What TRL's GRPOTrainer logs through the HF Trainer's TensorBoardCallback ("train/" + the keys
+# of its metrics dict, in that order), with enough reward functions to make ``n_tags`` names.
+_TRL_HEAD = ["loss", "grad_norm", "learning_rate", "num_tokens", "completions/mean_length",
+             "completions/min_length", "completions/max_length", "completions/clipped_ratio",
+             "completions/mean_terminated_length", "completions/min_terminated_length",
+             "completions/max_terminated_length"]
+_TRL_TAIL = ["reward", "reward_std", "frac_reward_zero_std", "kl", "entropy",
+             "clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean",
+             "clip_ratio/high_max", "clip_ratio/region_mean", "epoch"]
+_REWARD_FUNCS = ["accuracy_reward", "format_reward", "tag_count_reward",
+                 "reasoning_steps_reward", "cosine_scaled_reward", "repetition_penalty_reward",
+                 "length_penalty_reward", "code_reward", "soft_overlong_punishment",
+                 "equation_reward_func", "xmlcount_reward_func", "int_reward_func",
+                 "strict_format_reward_func", "correctness_reward_func"]
 
-def tag_names(n_tags: int) -> list[str]:
-    return [f"train/metric_{i:02d}" for i in range(n_tags)]
+
+def tag_names(layout: str, n_tags: int) -> list[str]:
+    if layout == "uniform":
+        return [f"train/metric_{i:02d}" for i in range(n_tags)]
+    if layout == "two_lengths":
+        return [f"train/m{i}" for i in range(n_tags)]
+    funcs = [*_REWARD_FUNCS, *(f"reward_func_{i}" for i in range(n_tags))]
+    rewards = [f"rewards/{f}/{s}" for f in funcs for s in ("mean", "std")]
+    n_rewards = max(n_tags - len(_TRL_HEAD) - len(_TRL_TAIL), 0)
+    names = [*_TRL_HEAD, *rewards[:n_rewards], *_TRL_TAIL][:n_tags]
+    return ["train/" + n for n in names]
+
+
+def first_step(layout: str) -> int:
+    """The HF Trainer logs from global step 1; the uniform file starts at 0."""
+    return 0 if layout == "uniform" else 1
 
 
 def expected_values(n_tags: int, n_steps: int) -> np.ndarray:
@@ -78,29 +106,48 @@ def expected_values(n_tags: int, n_steps: int) -> np.ndarray:
     return (walk + rng.uniform(-1, 1, n_tags)).astype(np.float32)
 
 
-def _write_simple(folder: Path, tags: list[str], vals: np.ndarray) -> None:
+def _write_add_scalar(folder: Path, tags: list[str], vals: np.ndarray, step0: int,
+                      suffix: str = "") -> None:
+    """tensorboardX ``add_scalar``: the bytes torch.utils.tensorboard's ``add_scalar`` writes
+    too (``simple_value``, wall_time, step), which the HF Trainer's TensorBoardCallback, TRL
+    and verl's TensorBoard logger call once per metric."""
     from tensorboardX import SummaryWriter
 
-    w = SummaryWriter(str(folder), max_queue=10_000, flush_secs=3600)
+    w = SummaryWriter(str(folder), max_queue=10_000, flush_secs=3600, filename_suffix=suffix)
     add = w.add_scalar
-    for s, row in enumerate(vals.tolist()):
+    for s, row in enumerate(vals.tolist(), start=step0):
         for tag, v in zip(tags, row):
             add(tag, v, s)
     w.close()
 
 
-def _write_float_val(folder: Path, tags: list[str], vals: np.ndarray) -> None:
+def _write_multi(folder: Path, tags: list[str], vals: np.ndarray, step0: int) -> None:
+    """One event per step holding every tag's ``simple_value`` (TF1's ``merge_all`` +
+    ``FileWriter.add_summary``), written with tensorboard's ``EventFileWriter``."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    w = EventFileWriter(str(folder), max_queue_size=10_000, flush_secs=3600)
+    t0 = time.time()
+    for s, row in enumerate(vals.tolist(), start=step0):
+        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=t, simple_value=v)
+                                             for t, v in zip(tags, row)])
+        w.add_event(event_pb2.Event(wall_time=t0 + s * 0.01, step=s, summary=summary))
+    w.close()
+
+
+def _write_float_val(folder: Path, tags: list[str], vals: np.ndarray, step0: int) -> None:
     import tensorboard.summary as tbs
 
     w = tbs.Writer(str(folder))
     add = w.add_scalar
-    for s, row in enumerate(vals.tolist()):
+    for s, row in enumerate(vals.tolist(), start=step0):
         for tag, v in zip(tags, row):
             add(tag, v, s)
     w.close()
 
 
-def _write_tensor_content(folder: Path, tags: list[str], vals: np.ndarray) -> None:
+def _write_tensor_content(folder: Path, tags: list[str], vals: np.ndarray, step0: int) -> None:
     from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
@@ -111,25 +158,55 @@ def _write_tensor_content(folder: Path, tags: list[str], vals: np.ndarray) -> No
     )
     t0 = time.time()
     raw = vals.astype("<f4")
-    for s in range(raw.shape[0]):
+    for i in range(raw.shape[0]):
+        s = step0 + i
         for j, tag in enumerate(tags):
             ev = event_pb2.Event(wall_time=t0 + s * 0.01, step=s)
             value = ev.summary.value.add(tag=tag)
             value.tensor.CopyFrom(tensor_pb2.TensorProto(
-                dtype=types_pb2.DT_FLOAT, tensor_content=raw[s, j].tobytes()))
-            if s == 0:  # TF2 writes the plugin metadata on a tag's first event only
+                dtype=types_pb2.DT_FLOAT, tensor_content=raw[i, j].tobytes()))
+            if i == 0:  # TF2 writes the plugin metadata on a tag's first event only
                 value.metadata.CopyFrom(scalars)
             w.add_event(ev)
     w.close()
 
 
-WRITERS = {"simple": _write_simple, "float_val": _write_float_val,
-           "tensor_content": _write_tensor_content}
+def _write_restart(folder: Path, tags: list[str], vals: np.ndarray, step0: int) -> None:
+    """A run that stopped at 60% of its steps and was resumed from the checkpoint at 50%:
+    two ``add_scalar`` files whose steps overlap; the first file's overlapping values differ
+    (the later file's are the ones expected back)."""
+    n = len(vals)
+    stop, resume = n * 6 // 10, n // 2
+    first = vals[:stop].copy()
+    first[resume:] += 1.0
+    _write_add_scalar(folder, tags, first, step0, ".1")
+    _write_add_scalar(folder, tags, vals[resume:], step0 + resume, ".2")
 
 
-def event_file(cache: Path, variant: str, n_tags: int, n_steps: int, rewrite: bool) -> Path:
-    """The cached event file of ``variant`` (written first if missing)."""
-    folder = cache / f"tb-{n_tags}x{n_steps}" / variant
+# layout -> (writer, how it was written)
+LAYOUTS = {
+    "uniform": (_write_add_scalar, "tensorboardX add_scalar, one value per event, "
+                "tags train/metric_00..49 (one name length)"),
+    "hf": (_write_add_scalar, "add_scalar as the HF Trainer / TRL TensorBoardCallback writes: "
+           "one value per event, TRL's tag names (many lengths), steps from 1"),
+    "two_lengths": (_write_add_scalar, "hf layout with tags train/m0..m49 (two name lengths: "
+                    "ten of 8 bytes, then 9 bytes)"),
+    "multi": (_write_multi, "every tag of a step in one event (TF1 merge_all + add_summary), "
+              "TRL's tag names"),
+    "restart": (_write_add_scalar, "hf layout in two files: stopped at 60%, resumed from the "
+                "50% checkpoint"),
+    "float_val": (_write_float_val, "tensorboard.summary.Writer.add_scalar (tensor float_val, "
+                  "plugin metadata on every event), TRL's tag names"),
+    "tensor_content": (_write_tensor_content, "TF2 tf.summary.scalar layout (tensor_content, "
+                       "metadata on a tag's first event only), TRL's tag names"),
+}
+LAYOUTS["restart"] = (_write_restart, LAYOUTS["restart"][1])
+TENSOR_LAYOUTS = ("float_val", "tensor_content")
+
+
+def event_folder(cache: Path, layout: str, n_tags: int, n_steps: int, rewrite: bool) -> Path:
+    """The cached folder of ``layout``'s event file(s) (written first if missing)."""
+    folder = cache / f"tb-{n_tags}x{n_steps}" / layout
     done = folder / "DONE"
     if rewrite or not done.exists():
         import shutil
@@ -137,12 +214,12 @@ def event_file(cache: Path, variant: str, n_tags: int, n_steps: int, rewrite: bo
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         t0 = time.perf_counter()
-        WRITERS[variant](folder, tag_names(n_tags), expected_values(n_tags, n_steps))
-        print(f"  wrote {variant}: {n_tags * n_steps:,d} points in "
+        LAYOUTS[layout][0](folder, tag_names(layout, n_tags), expected_values(n_tags, n_steps),
+                           first_step(layout))
+        print(f"  wrote {layout}: {n_tags * n_steps:,d} points in "
               f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
         done.write_text("ok")
-    (path,) = sorted(folder.glob("*tfevents*"))
-    return path
+    return folder
 
 
 # --- readers (run inside a worker process) ----------------------------------------------------
@@ -218,7 +295,7 @@ def _long(reader: str, out: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
             stacked.to_numpy(np.float64))
 
 
-def worker(reader: str, path: Path, n_tags: int, n_steps: int, repeat: int,
+def worker(reader: str, path: Path, layout: str, n_tags: int, n_steps: int, repeat: int,
            traced: bool) -> None:
     _prepare(reader)
     if traced:  # allocations seen by tracemalloc (numpy's included), in a run of their own
@@ -228,8 +305,9 @@ def worker(reader: str, path: Path, n_tags: int, n_steps: int, repeat: int,
         return
     out, res = measure(lambda: _read(reader, path), repeat)
     tags, steps, values = _long(reader, out)
+    steps = steps - first_step(layout)
     want = expected_values(n_tags, n_steps)
-    names = {t: i for i, t in enumerate(tag_names(n_tags))}
+    names = {t: i for i, t in enumerate(tag_names(layout, n_tags))}
     col = np.array([names.get(t, -1) for t in tags], dtype=np.int64)
     inside = (col >= 0) & (steps >= 0) & (steps < n_steps)
     ok = np.zeros(len(values), dtype=bool)
@@ -243,75 +321,103 @@ def worker(reader: str, path: Path, n_tags: int, n_steps: int, repeat: int,
 # --- driver -----------------------------------------------------------------------------------
 
 
+def _median(xs: list[float]) -> float:
+    return float(np.median(xs))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tags", type=int, default=50)
     ap.add_argument("--steps", type=int, default=20_000)
-    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    ap.add_argument("--layouts", nargs="+", default=list(LAYOUTS), choices=list(LAYOUTS))
     ap.add_argument("--readers", nargs="+", default=[*READERS, *TENSOR_READERS],
                     choices=[*READERS, *TENSOR_READERS])
     ap.add_argument("--repeat", type=int, default=3,
-                    help="grpo-doctor runs per file (best time kept); the others run once")
+                    help="grpo-doctor runs per file and round (best time kept); the others "
+                    "run once per round")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run every comparison this many times; medians are reported")
     ap.add_argument("--cache", type=Path,
                     default=Path(tempfile.gettempdir()) / "grpo-doctor-bench")
     ap.add_argument("--rewrite", action="store_true", help="write the event files again")
     ap.add_argument("--traced-all", action="store_true",
                     help="tracemalloc peaks for every reader (slow: tbparse and "
                     "EventAccumulator take 2-3x longer traced); default grpo-doctor only")
-    ap.add_argument("--worker", nargs=2, metavar=("READER", "PATH"), help=argparse.SUPPRESS)
+    ap.add_argument("--worker", nargs=3, metavar=("READER", "PATH", "LAYOUT"),
+                    help=argparse.SUPPRESS)
     ap.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        worker(args.worker[0], Path(args.worker[1]), args.tags, args.steps, args.repeat,
-               args.traced)
+        worker(args.worker[0], Path(args.worker[1]), args.worker[2], args.tags, args.steps,
+               args.repeat, args.traced)
         return
 
     n_points = args.tags * args.steps
     frame_bytes = n_points * 8 + args.steps * 8  # float64 cells + the int64 step index
     print(f"TensorBoard: {args.tags} tags x {args.steps:,d} steps = {n_points:,d} points per "
-          f"file; float64 frame {frame_bytes / 2**20:.1f} MiB; {machine()}")
-    rows = []
-    for variant in args.variants:
-        path = event_file(args.cache, variant, args.tags, args.steps, args.rewrite)
-        size = path.stat().st_size
-        base = None
-        for reader in args.readers:
-            if reader in TENSOR_READERS and variant == "simple":
-                continue
-            wargs = [reader, str(path), "--tags", str(args.tags), "--steps", str(args.steps)]
-            res = run_worker(__file__, [*wargs, "--repeat",
-                                        str(args.repeat if reader == "grpo-doctor" else 1)])
-            if "error" not in res and (reader == "grpo-doctor" or args.traced_all):
-                res.update(run_worker(__file__, [*wargs, "--traced"]))
-            if reader == "grpo-doctor" and "error" not in res:
-                base = res
-            rows.append((variant, size, reader, res, base))
+          f"layout; float64 frame {frame_bytes / 2**20:.1f} MiB; {machine()}")
+    folders = {layout: event_folder(args.cache, layout, args.tags, args.steps, args.rewrite)
+               for layout in args.layouts}
+    # results[(layout, reader)] = one dict per round; ratios are taken within a round.
+    results: dict[tuple[str, str], list[dict]] = {}
+    for _round in range(args.rounds):
+        for layout in args.layouts:
+            folder = folders[layout]
+            for reader in args.readers:
+                if reader in TENSOR_READERS and layout not in TENSOR_LAYOUTS:
+                    continue
+                wargs = [reader, str(folder), layout, "--tags", str(args.tags),
+                         "--steps", str(args.steps)]
+                res = run_worker(__file__, [*wargs, "--repeat",
+                                            str(args.repeat if reader == "grpo-doctor" else 1)])
+                if "error" not in res and (reader == "grpo-doctor" or args.traced_all) \
+                        and _round == 0:
+                    res.update(run_worker(__file__, [*wargs, "--traced"]))
+                results.setdefault((layout, reader), []).append(res)
 
-    head = (f"{'file':<15s} {'MB':>4s} {'reader':<25s} {'pts ok':>10s} {'wall s':>7s} "
+    head = (f"{'layout':<15s} {'MB':>4s} {'reader':<25s} {'pts ok':>10s} {'wall s':>7s} "
             f"{'cpu s':>6s} {'k pts/s':>7s} {'x wall':>6s} {'x cpu':>6s} {'RSS MiB':>8s} "
             f"{'x frm':>5s} {'traced':>7s} {'x frm':>5s}")
+    print(f"medians of {args.rounds} round(s)" if args.rounds > 1 else "one round")
     print(head)
     print("-" * len(head))
-    for variant, size, reader, res, base in rows:
-        if "error" in res:
-            print(f"{variant:<15s} {size / 1e6:>4.0f} {reader:<25s} error: {res['error']}")
+    per_point: dict[str, float] = {}
+    for (layout, reader), runs in results.items():
+        size = sum(p.stat().st_size for p in folders[layout].glob("*tfevents*"))
+        errors = [r["error"] for r in runs if "error" in r]
+        if errors:
+            print(f"{layout:<15s} {size / 1e6:>4.0f} {reader:<25s} error: {errors[0]}")
             continue
-        sec, cpu = res["seconds"], res["cpu"]
-        rate = res["points_ok"] / sec / 1e3
-        xw = f"{sec / base['seconds']:>6.1f}" if base else f"{'-':>6s}"
-        xc = f"{cpu / base['cpu']:>6.1f}" if base else f"{'-':>6s}"
-        rss = res["peak_bytes"]
-        traced = (f"{res['traced_bytes'] / 2**20:>7.1f} {res['traced_bytes'] / frame_bytes:>5.1f}"
-                  if "traced_bytes" in res else f"{'-':>7s} {'-':>5s}")
-        print(f"{variant:<15s} {size / 1e6:>4.0f} {reader:<25s} {res['points_ok']:>10,d} "
+        base = results.get((layout, "grpo-doctor"))
+        sec = _median([r["seconds"] for r in runs])
+        cpu = _median([r["cpu"] for r in runs])
+        ok = min(r["points_ok"] for r in runs)
+        if reader == "grpo-doctor":
+            per_point[layout] = sec / max(ok, 1)
+        rate = ok / sec / 1e3
+        if base and not any("error" in r for r in base):
+            xw = f"{_median([r['seconds'] / b['seconds'] for r, b in zip(runs, base)]):>6.1f}"
+            xc = f"{_median([r['cpu'] / b['cpu'] for r, b in zip(runs, base)]):>6.1f}"
+        else:
+            xw = xc = f"{'-':>6s}"
+        rss = max(r["peak_bytes"] for r in runs)
+        traced = next((r["traced_bytes"] for r in runs if "traced_bytes" in r), None)
+        traced_s = (f"{traced / 2**20:>7.1f} {traced / frame_bytes:>5.1f}" if traced is not None
+                    else f"{'-':>7s} {'-':>5s}")
+        print(f"{layout:<15s} {size / 1e6:>4.0f} {reader:<25s} {ok:>10,d} "
               f"{sec:>7.2f} {cpu:>6.2f} {rate:>7.0f} {xw} {xc} {rss / 2**20:>8.1f} "
-              f"{rss / frame_bytes:>5.1f} {traced}")
-    print(f"pts ok: points returned with the value written, of {n_points:,d} per file. "
-          "x wall / x cpu: seconds / grpo-doctor's on the same file. RSS: resident-set "
-          "high-water above the level before the read; traced: tracemalloc peak (Python and "
-          "numpy allocations, in a separate run); x frm: / the float64 frame; both include "
-          "the frame returned.")
-    print("targets: grpo-doctor >= 30x faster than tbparse (~1M pts/s); peak <= 3x the frame")
+              f"{rss / frame_bytes:>5.1f} {traced_s}")
+    print(f"pts ok: points returned with the value written, of {n_points:,d} per layout. "
+          "x wall / x cpu: seconds / grpo-doctor's on the same file(s) in the same round "
+          "(median over rounds). RSS: resident-set high-water above the level before the "
+          "read (max over rounds); traced: tracemalloc peak (Python and numpy allocations, "
+          "in a separate run); x frm: / the float64 frame; both include the frame returned.")
+    if "multi" in per_point and "hf" in per_point:
+        print(f"grpo-doctor seconds per point, multi-value / one-value (hf) events: "
+              f"{per_point['multi'] / per_point['hf']:.2f}")
+    print("layouts: " + "; ".join(f"{k}: {LAYOUTS[k][1]}" for k in args.layouts))
+    print("targets: grpo-doctor >= 30x faster than tbparse on the hf layout; multi-value "
+          "events no slower per point than one-value ones; peak <= 3x the frame")
 
 
 if __name__ == "__main__":
