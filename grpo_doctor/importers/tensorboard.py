@@ -162,57 +162,89 @@ def _walk(data: memoryview, pos: int, limit: int | None = None) -> tuple[list[in
     return offsets, pos
 
 
-_PERIOD_MAX = 256  # records in the longest repeating pattern of record sizes looked for
+_LEARN_MIN = 64  # records followed one by one before a period of sizes is looked for
+_LEARN_MAX = 8192  # the longest stretch of sizes a period is learnt from
 _GUESS_MIN = 64
 _GUESS_MAX = 1 << 16
 
 
-def _period(sizes: list[int]) -> int | None:
-    """The shortest P such that the last P sizes repeat the P before them."""
-    r = np.asarray(sizes, dtype=np.int64)
-    half = min(_PERIOD_MAX, len(r) // 2)
-    if not half:
+def _smallest_period(sizes: np.ndarray) -> int | None:
+    """The smallest P <= len/2 such that ``sizes[i] == sizes[i + P]`` for every i."""
+    n = len(sizes)
+    if n < 2:
         return None
-    back = r[-2 : -2 - half : -1]  # r[-1 - P] for P = 1 .. half
-    for p in (np.flatnonzero(back == r[-1]) + 1).tolist():
-        if np.array_equal(r[-p:], r[-2 * p : -p]):
+    # P is a candidate when the last sizes recur P records earlier (checked on the last 16).
+    cands = np.arange(1, n // 2 + 1)
+    for j in range(n - min(16, n - 1), n):
+        back = j - cands
+        cands = cands[(back < 0) | (sizes[np.maximum(back, 0)] == sizes[j])]
+    for p in cands.tolist():
+        if np.array_equal(sizes[p:], sizes[:-p]):
             return p
     return None
 
 
-def _walk_all(b: _Buffer, pos: int) -> tuple[np.ndarray, int]:
+@dataclass
+class _SizeModel:
+    """What ``_walk_all`` learnt about a file's record sizes, kept from window to window:
+    the period of the pattern of sizes (the tags of a step, in order) and how many records
+    it was learnt from."""
+
+    period: int | None = None
+    learn: int = _LEARN_MIN
+
+
+def _walk_all(b: _Buffer, pos: int, model: _SizeModel | None = None) -> tuple[np.ndarray, int]:
     """``_walk(b.data, pos)``, without a Python step for most records.
 
-    Event files repeat a pattern of record sizes (the tags of each step in the same order),
-    so after some records followed one by one, the next ones are guessed to repeat the last
-    period of sizes, and the guess is checked in bulk: a record is taken only if the length
-    stored at its guessed start is the guessed one, it ends inside the buffer, and every
-    record before it was taken. That is the chain ``_walk`` follows, record for record;
-    where a guess fails, following resumes one by one.
+    Event files repeat a pattern of record sizes (the tags of each step in the same order).
+    Its period is learnt once, from sizes followed one by one over a stretch long enough to
+    hold it twice, and kept (in ``model``, from window to window). The next records are then
+    guessed to repeat the last period of sizes, and the guess is checked in bulk: a record is
+    taken only if the length stored at its guessed start is the guessed one, it ends inside
+    the buffer, and every record before it was taken. That is the chain ``_walk`` follows,
+    record for record. Where a guess fails (a step number one byte longer at 128 and 16,384,
+    an evaluation logged between two steps), one period is followed one by one and guessing
+    resumes with the same period; only a pattern that keeps failing soon is learnt again,
+    from a stretch twice as long.
     """
+    model = model if model is not None else _SizeModel()
     n = b.size
     data = b.data
     u64 = b.u64
     parts: list[np.ndarray] = []
-    recent: list[int] = []  # sizes of the last records taken
-    step = 16  # records to follow one by one before the next guess
-    guess = _GUESS_MIN
+    recent: list[int] = []  # sizes of the records taken since the last failed guess
+    early = 0  # guesses in a row that failed soon
+    misses = 0  # stretches in a row without a period
     while True:
-        offsets, stop = _walk(data, pos, step)
+        p = model.period
+        follow = max(p, 16) if p is not None else model.learn
+        offsets, stop = _walk(data, pos, follow)
         if offsets:
             parts.append(np.asarray(offsets, dtype=np.int64))
             recent.extend(np.diff(np.append(offsets, stop)).tolist())
-            del recent[: -2 * _PERIOD_MAX]
+            del recent[: -2 * _LEARN_MAX]
         pos = stop
-        if len(offsets) < step:
+        if len(offsets) < follow:
             break  # the chain ended
-        p = _period(recent)
         if p is None:
-            step = min(step * 2, 4096)
-            continue
+            if len(recent) < model.learn:
+                continue
+            p = _smallest_period(np.asarray(recent[-model.learn :], dtype=np.int64))
+            if p is None:
+                # Twice in a row (not a one-off break in the stretch): look over a longer one.
+                misses += 1
+                if misses >= 2:
+                    model.learn = min(model.learn * 2, _LEARN_MAX)
+                    misses = 0
+                continue
+            misses = 0
+            model.period = p
         pattern = np.asarray(recent[-p:], dtype=np.int64)
         rel = np.concatenate([[0], np.cumsum(pattern)[:-1]])
         span = int(pattern.sum())
+        guess = _GUESS_MIN
+        taken = 0
         while True:
             blocks = -(-guess // p)
             at = (pos + span * np.arange(blocks, dtype=np.int64)[:, None] + rel).reshape(-1)
@@ -223,15 +255,20 @@ def _walk_all(b: _Buffer, pos: int) -> tuple[np.ndarray, int]:
             if k:
                 parts.append(at[:k])
                 pos = int(at[k - 1] + size[k - 1])
-                recent.extend(size[max(k - 2 * _PERIOD_MAX, 0) : k].tolist())
-                del recent[: -2 * _PERIOD_MAX]
+                taken += k
             if k < len(at):
-                # The pattern changed: follow one by one for a while (longer each time a
-                # guess fails at once, so that irregular files do not pay for guessing).
-                step = 16 if k >= guess // 2 else min(step * 2, 4096)
-                guess = _GUESS_MIN
                 break
             guess = min(guess * 2, _GUESS_MAX)
+        recent = size[max(k - p, 0) : k].tolist() if k else recent[-p:]
+        if taken < max(2 * p, 4 * model.learn):
+            early += 1
+            if early >= 2:  # the pattern keeps breaking: learn it from a longer stretch
+                model.period = None
+                model.learn = min(model.learn * 2, _LEARN_MAX)
+                recent = []
+                early = 0
+        else:
+            early = 0
     offs = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     return offs, pos
 
@@ -315,6 +352,12 @@ def _payload_crcs(b: _Buffer, starts: np.ndarray, lengths: np.ndarray) -> np.nda
     return out
 
 
+def _payloads_valid(b: _Buffer, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    computed = _payload_crcs(b, starts, lengths)
+    masked = ((computed >> 15) | (computed << 17)) + np.uint32(_MASK_DELTA)
+    return masked == b.u32[starts + lengths]
+
+
 def _resync(b: _Buffer, pos: int) -> int | None:
     """The first offset at or after ``pos`` holding a valid record header, if any."""
     window = 1 << 20
@@ -328,7 +371,28 @@ def _resync(b: _Buffer, pos: int) -> int | None:
     return None
 
 
-def _frame(b: _Buffer, label: str) -> _Framing:
+_LENGTH_LUT_MAX = 1 << 16
+
+
+def _lengths_valid(b: _Buffer, offs: np.ndarray) -> np.ndarray:
+    """``_headers_valid`` of record starts: a header's CRC depends only on the length it
+    holds, so it is computed once per distinct length (records are mostly of a few)."""
+    lengths = b.u64[offs]
+    top = int(lengths.max()) if len(offs) else 0
+    if top >= _LENGTH_LUT_MAX:
+        return _headers_valid(b.u8, b.u32, offs)
+    present = np.zeros(top + 1, dtype=bool)
+    present[lengths] = True
+    lut = np.zeros(top + 1, dtype=np.uint32)
+    for length in np.flatnonzero(present).tolist():
+        lut[length] = masked_crc32c(_U64.pack(length))
+    return lut[lengths] == b.u32[offs + 8]
+
+
+def _frame(b: _Buffer, label: str, model: _SizeModel | None = None,
+           payloads: bool = True) -> _Framing:
+    """The records of a buffer: headers checked, payload CRCs too unless ``payloads`` is
+    False (then the caller checks them: ``_decode(..., verify=True)``)."""
     data = b.data
     n = b.size
     if n == 0:
@@ -340,8 +404,8 @@ def _frame(b: _Buffer, label: str) -> _Framing:
     truncated_at: int | None = None
     pos: int | None = 0
     while pos is not None and pos < n:
-        offs, stop = _walk_all(b, pos)
-        bad = np.flatnonzero(~_headers_valid(b.u8, b.u32, offs))
+        offs, stop = _walk_all(b, pos, model)
+        bad = np.flatnonzero(~_lengths_valid(b, offs))
         if len(bad):
             # A length whose CRC fails cannot be trusted: find the next valid header.
             good.append(offs[: bad[0]])
@@ -360,9 +424,7 @@ def _frame(b: _Buffer, label: str) -> _Framing:
     offs = np.concatenate(good)
     lengths = b.u64[offs].astype(np.int64)
     starts = offs + 12
-    computed = _payload_crcs(b, starts, lengths)
-    masked = ((computed >> 15) | (computed << 17)) + np.uint32(_MASK_DELTA)
-    ok = masked == b.u32[starts + lengths]
+    ok = _payloads_valid(b, starts, lengths) if payloads else np.ones(len(offs), dtype=bool)
     if not ok.all():
         corrupt.extend(offs[~ok].tolist())
         starts, lengths, offs = starts[ok], lengths[ok], offs[ok]
@@ -454,14 +516,6 @@ def _tensor_scalar(t: Any) -> float | None:
     return None
 
 
-@dataclass(frozen=True)
-class _Slot:
-    """Where the value sits in a group's records, relative to the summary field."""
-
-    offset: int
-    dtype: str
-
-
 def _find_slot(rbytes: bytes, tag_end: int, keys: tuple[bytes, ...], fmt: str,
                value: float) -> int | None:
     """The one offset in ``rbytes`` (after the tag) where ``value`` is stored after a key."""
@@ -484,7 +538,8 @@ _SLOT_KEYS: dict[str, tuple[tuple[bytes, ...], str]] = {
     "float_val": ((b"\x2a\x04", b"\x2d"), "<f"),
     "double_val": ((b"\x32\x08", b"\x31"), "<d"),
 }
-_NUMPY_DTYPE = {"<f": "<f4", "<d": "<f8", "<i": "<i4", "<q": "<i8", "<e": "<f2"}
+_DTYPES = ("<f4", "<f8", "<i4", "<i8", "<f2")  # a slot's dtype, by code
+_DTYPE_CODE = {"<f": 0, "<d": 1, "<i": 2, "<q": 3, "<e": 4}
 
 
 @dataclass
@@ -509,61 +564,269 @@ class _Points:
             self.tags.append(tag)
         return i
 
-    def add(self, tag: str, steps: np.ndarray, values: np.ndarray, order: np.ndarray,
-            tensor: bool) -> None:
-        n = len(steps)
-        self.tag_idx.append(np.full(n, self.tag_id(tag), dtype=np.int64))
-        self.steps.append(np.asarray(steps, dtype=np.int64))
-        self.values.append(np.asarray(values, dtype=np.float64))
-        self.order.append(np.asarray(order, dtype=np.int64))
-        self.tensor.append(np.full(n, tensor, dtype=bool))
+    def extend(self, tag_idx: np.ndarray, steps: np.ndarray, values: np.ndarray,
+               order: np.ndarray, tensor: np.ndarray) -> None:
+        self.tag_idx.append(tag_idx)
+        self.steps.append(steps)
+        self.values.append(values)
+        self.order.append(order)
+        self.tensor.append(tensor)
 
 
-def _group_spec(
-    event: Any, rbytes: bytes, tag_end: int, step: int
-) -> tuple[str, _Slot, str | None] | None:
-    """Parse a group's representative: (tag, value slot, plugin) when the bulk path applies."""
-    if event.WhichOneof("what") != "summary" or event.step != step:
-        return None
-    values = event.summary.value
-    if len(values) != 1:
-        return None
-    v = values[0]
-    plugin = v.metadata.plugin_data.plugin_name if v.HasField("metadata") else None
+# --- decoding in bulk: templates --------------------------------------------------------------
+#
+# Most events of a file differ from an earlier event of the same tag only in wall time, step and
+# value(s). An event parsed with protobuf becomes a template: its bytes, which of them vary (the
+# wall time, the step's varint, each value's bytes) and what each value is (tag, dtype, where).
+# Every other record of the same length and tag is compared with its template byte for byte
+# outside the varying bytes; a record that equals it is that event with other numbers, so its
+# step and values are read straight from the buffer, and its payload CRC follows from the
+# template's (CRC-32C is affine: only the varying bytes' contributions are added). Templates
+# are kept for the whole file (all its windows) and matched for all of them at once.
+
+_BULK_MIN_GROUP = 4  # records of a key in a window before a template is made for it
+_TEMPLATE_MAX_LENGTH = 4096
+_TEMPLATES_PER_KEY = 3
+
+
+@dataclass
+class _Template:
+    length: int
+    head: int  # has wall time * 32 + has step * 16 + the step varint's length
+    words: np.ndarray  # uint64: the payload 8 bytes at a time, varying bytes zeroed
+    masks: np.ndarray  # uint64: 0xFF on each byte that must equal the template's
+    crc0: int  # CRC-32C of the payload with its varying bytes zeroed
+    varying: list[int]  # positions of the varying bytes
+    slots: list[tuple[int, int, str, bool, int]]  # (offset, dtype code, tag, tensor, k)
+    plugins: list[tuple[str, int, str]]  # (tag, k, plugin)
+
+
+class _Templates:
+    """The templates of one event file, and the same stacked into arrays for matching."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[int, list[int]] = {}
+        self.items: list[_Template] = []
+        self._stacked: dict[str, Any] | None = None
+
+    def add(self, key: int, t: _Template | None) -> None:
+        ids = self.by_key.setdefault(key, [])
+        if t is None:
+            ids.append(-1)  # not a scalar layout: records of this key go one by one
+            return
+        ids.append(len(self.items))
+        self.items.append(t)
+        self._stacked = None
+
+    def stacked(self) -> dict[str, Any]:
+        if self._stacked is None:
+            items = self.items
+            n_words = np.array([len(t.words) for t in items], dtype=np.int64)
+            width = int(n_words.max())
+            words = np.zeros((len(items), width), dtype=np.uint64)
+            masks = np.zeros((len(items), width), dtype=np.uint64)
+            for i, t in enumerate(items):
+                words[i, : len(t.words)] = t.words
+                masks[i, : len(t.masks)] = t.masks
+            n_vary = np.array([len(t.varying) for t in items], dtype=np.int64)
+            n_slots = np.array([len(t.slots) for t in items], dtype=np.int64)
+            slots = [s for t in items for s in t.slots]
+            self._stacked = {
+                "width": width, "n_words": n_words,
+                "words": words.reshape(-1), "masks": masks.reshape(-1),
+                "length": np.array([t.length for t in items], dtype=np.int64),
+                "head": np.array([t.head for t in items], dtype=np.int64),
+                "crc0": np.array([t.crc0 for t in items], dtype=np.uint32),
+                "n_vary": n_vary, "vary_at": np.cumsum(n_vary) - n_vary,
+                "vary": np.array([p for t in items for p in t.varying], dtype=np.int64),
+                "n_slots": n_slots, "slot_at": np.cumsum(n_slots) - n_slots,
+                "slot_offset": np.array([s[0] for s in slots], dtype=np.int64),
+                "slot_dtype": np.array([s[1] for s in slots], dtype=np.int8),
+                "slot_tag": [s[2] for s in slots],
+                "slot_tensor": np.array([s[3] for s in slots], dtype=bool),
+                "slot_k": np.array([s[4] for s in slots], dtype=np.int64),
+            }
+        return self._stacked
+
+
+def _value_spec(v: Any) -> tuple[tuple[bytes, ...], str, float, bool] | None:
+    """(slot keys, struct format, value, is a tensor) of a scalar Summary.Value read in bulk."""
     kind = v.WhichOneof("value")
     if kind == "simple_value":
         keys, fmt = _SLOT_KEYS["simple_value"]
-        x = float(v.simple_value)
-    elif kind == "tensor":
-        t = v.tensor
-        x_or_none = _tensor_scalar(t)
-        if x_or_none is None:
-            return None
-        x = x_or_none
-        if t.tensor_content:
-            fmt = _CONTENT_FORMATS[t.dtype]
-            keys = (b"\x22" + bytes([struct.calcsize(fmt)]),)
-        elif len(t.float_val) == 1:
-            keys, fmt = _SLOT_KEYS["float_val"]
-        elif len(t.double_val) == 1:
-            keys, fmt = _SLOT_KEYS["double_val"]
-        else:
-            return None  # varint-encoded values: parsed one by one
+        return keys, fmt, float(v.simple_value), False
+    if kind != "tensor":
+        return None
+    t = v.tensor
+    x = _tensor_scalar(t)
+    if x is None:
+        return None
+    if t.tensor_content:
+        fmt = _CONTENT_FORMATS[t.dtype]
+        return (b"\x22" + bytes([struct.calcsize(fmt)]),), fmt, x, True
+    if len(t.float_val) == 1:
+        keys, fmt = _SLOT_KEYS["float_val"]
+    elif len(t.double_val) == 1:
+        keys, fmt = _SLOT_KEYS["double_val"]
     else:
+        return None  # varint-encoded values: parsed one by one
+    return keys, fmt, x, True
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """(value, position after it); (-1, pos) when it runs past the data or 10 bytes."""
+    value = shift = 0
+    for i in range(pos, min(pos + 10, len(data))):
+        value |= (data[i] & 0x7F) << shift
+        shift += 7
+        if data[i] < 0x80:
+            return value, i + 1
+    return -1, pos
+
+
+def _make_template(payload: bytes, step: int, has_wt: bool, has_step: bool, step_len: int,
+                   Event: Any, DecodeError: type[Exception]) -> _Template | None:
+    """The template of one record (parsed with protobuf), or None if not a scalar layout."""
+    length = len(payload)
+    if length > _TEMPLATE_MAX_LENGTH:
         return None
-    slot = _find_slot(rbytes, tag_end, keys, fmt, x)
-    if slot is None:
+    try:
+        event = Event.FromString(payload)
+    except DecodeError:
         return None
-    return v.tag, _Slot(slot, _NUMPY_DTYPE[fmt]), plugin
+    if event.WhichOneof("what") != "summary" or event.step != step:
+        return None
+    values = event.summary.value
+    varying = list(range(1, 9)) if has_wt else []
+    pos = 9 if has_wt else 0
+    if has_step:
+        varying.extend(range(pos + 1, pos + 1 + step_len))
+        pos += 1 + step_len
+    if pos >= length or payload[pos] != 0x2A:
+        return None
+    size, pos = _read_varint(payload, pos + 1)
+    if size < 0 or pos + size != length:
+        return None
+    ranges = []  # each Summary.Value's bytes
+    while pos < length:
+        if payload[pos] != 0x0A:
+            return None
+        size, pos = _read_varint(payload, pos + 1)
+        if size < 0 or pos + size > length:
+            return None
+        ranges.append((pos, pos + size))
+        pos += size
+    if not values or len(ranges) != len(values):
+        return None
+    slots: list[tuple[int, int, str, bool, int]] = []
+    plugins: list[tuple[str, int, str]] = []
+    for k, (v, (a, z)) in enumerate(zip(values, ranges)):
+        spec = _value_spec(v)
+        if spec is None or payload[a] != 0x0A:
+            return None
+        tag_len, tag_at = _read_varint(payload, a + 1)
+        if tag_len < 0:
+            return None
+        keys, fmt, x, is_tensor = spec
+        slot = _find_slot(payload[:z], tag_at + tag_len, keys, fmt, x)
+        if slot is None:
+            return None
+        k = min(k, 255)
+        slots.append((slot, _DTYPE_CODE[fmt], v.tag, is_tensor, k))
+        varying.extend(range(slot, slot + struct.calcsize(fmt)))
+        if v.HasField("metadata"):
+            plugins.append((v.tag, k, v.metadata.plugin_data.plugin_name))
+    zeroed = bytearray(payload)
+    keep = np.ones(length + (-length % 8), dtype=np.uint8)
+    keep[length:] = 0
+    for p in varying:
+        zeroed[p] = 0
+        keep[p] = 0
+    zeroed.extend(bytes(-length % 8))
+    return _Template(
+        length=length, head=has_wt * 32 + has_step * 16 + step_len,
+        words=np.frombuffer(bytes(zeroed), dtype="<u8").copy(),
+        masks=(keep * np.uint8(0xFF)).view("<u8").copy(),
+        crc0=crc32c.crc32c(bytes(zeroed[:length])), varying=varying, slots=slots,
+        plugins=plugins,
+    )
 
 
-_BULK_MIN_GROUP = 4
+_CRC_ROWS = np.zeros((0, 256), dtype=np.uint32)
 
 
-def _decode(b: _Buffer, fr: _Framing, file_no: int, label: str) -> _Points:
+def _crc_rows(count: int) -> np.ndarray:
+    """Row d: how CRC-32C changes when a byte d bytes before the end is x instead of 0
+    (``_crc_byte_table(d)``), for d < ``count``; grown as needed and kept."""
+    global _CRC_ROWS
+    have = len(_CRC_ROWS)
+    if have < count:
+        rows = np.empty((count, 256), dtype=np.uint32)
+        rows[:have] = _CRC_ROWS
+        row = _CRC_TABLE.copy() if not have else _CRC_ROWS[-1]
+        if not have:
+            rows[0] = row
+            have = 1
+        for d in range(have, count):
+            row = _CRC_TABLE[row & 0xFF] ^ (row >> 8)  # one more zero byte after it
+            rows[d] = row
+        _CRC_ROWS = rows
+    return _CRC_ROWS
+
+
+def _match(b: _Buffer, stk: dict[str, Any], s: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """Which records at ``s`` equal their template ``tid`` outside its varying bytes."""
+    ok = np.ones(len(s), dtype=bool)
+    n_words = stk["n_words"][tid]
+    uniform = bool((n_words == n_words[0]).all()) if len(n_words) else True
+    by_words = None if uniform else np.argsort(n_words, kind="stable")
+    ss = s if by_words is None else s[by_words]
+    base = (tid if by_words is None else tid[by_words]) * stk["width"]
+    nw = n_words if by_words is None else n_words[by_words]
+    okk = ok if by_words is None else np.ones(len(s), dtype=bool)
+    u64, words, masks = b.u64, stk["words"], stk["masks"]
+    for k in range(int(nw[-1]) if len(nw) else 0):
+        a = 0 if uniform else int(np.searchsorted(nw, k, side="right"))
+        at = base[a:] + k
+        okk[a:] &= (u64[ss[a:] + 8 * k] & masks[at]) == words[at]
+    if by_words is not None:
+        ok[by_words] = okk
+    return ok
+
+
+def _template_crcs(b: _Buffer, stk: dict[str, Any], s: np.ndarray, tid: np.ndarray
+                   ) -> np.ndarray:
+    """CRC-32C of each record's payload: its template's, plus its varying bytes' share."""
+    crc = stk["crc0"][tid]
+    n_vary = stk["n_vary"][tid]
+    rows = _crc_rows(int(stk["length"].max())).reshape(-1)
+    end = (stk["length"][tid] - 1) * 256  # row of the last byte, in the flat table
+    first = stk["vary_at"][tid]
+    vary = stk["vary"]
+    u8 = b.u8
+    for j in range(int(n_vary.max()) if len(n_vary) else 0):
+        sel = None if j < int(n_vary.min()) else np.flatnonzero(n_vary > j)
+        if sel is None:
+            p = vary[first + j]
+            crc ^= rows[end - p * 256 + u8[s + p]]
+        else:
+            p = vary[first[sel] + j]
+            crc[sel] ^= rows[end[sel] - p * 256 + u8[s[sel] + p]]
+    return crc
+
+
+class _Damaged(Exception):
+    """A payload CRC failed in a window read with ``verify``: read the file whole instead."""
+
+
+def _decode(b: _Buffer, fr: _Framing, file_no: int, label: str,
+            templates: _Templates | None = None, verify: bool = False) -> _Points:
+    """The scalar points of the framed records. With ``verify``, payload CRCs (not checked by
+    ``_frame``) are checked here, and a failure raises ``_Damaged``."""
     from google.protobuf.message import DecodeError
     from tensorboard.compat.proto.event_pb2 import Event
 
+    templates = templates if templates is not None else _Templates()
     pts = _Points(notes=list(fr.notes))
     u8 = b.u8
     s = fr.starts
@@ -573,15 +836,15 @@ def _decode(b: _Buffer, fr: _Framing, file_no: int, label: str) -> _Points:
     slow = np.ones(n, dtype=bool)
 
     if n:
-        # Event layout of a one-value summary: [wall_time] [step] summary{value{tag ...}}.
+        # Event layout: [wall_time] [step] summary{value{tag ...} ...}.
         has_wt = u8[s] == 0x09
         p = s + np.where(has_wt, 9, 0)
         has_step = u8[np.minimum(p, b.size)] == 0x10
-        step, vl = _varint(u8, np.minimum(p + 1, b.size))
+        step, step_len = _varint(u8, np.minimum(p + 1, b.size))
         step = np.where(has_step, step, 0)
-        ok = ~has_step | (vl > 0)
-        p = np.where(has_step, p + 1 + vl, p)
-        rp = p  # start of the summary field
+        step_len = np.where(has_step, step_len, 0)
+        ok = ~has_step | (step_len > 0)
+        p = np.where(has_step, p + 1 + step_len, p)
         pc = np.minimum(p, b.size)
         ok &= u8[pc] == 0x2A
         ls, vl = _varint(u8, pc + 1)
@@ -591,72 +854,125 @@ def _decode(b: _Buffer, fr: _Framing, file_no: int, label: str) -> _Points:
         ok &= u8[pc] == 0x0A
         lv, vl = _varint(u8, pc + 1)
         p3 = p2 + 1 + vl
-        ok &= (vl > 0) & (lv >= 0) & (p3 + lv == e)
+        ok &= (vl > 0) & (lv >= 0) & (p3 + lv <= e)
         pc = np.minimum(p3, b.size)
         ok &= u8[pc] == 0x0A
         lt, vl = _varint(u8, pc + 1)
         t0 = p3 + 1 + vl
-        ok &= (vl > 0) & (lt >= 0) & (lt <= 256) & (t0 + lt < e)
+        ok &= (vl > 0) & (lt >= 0) & (lt <= 256) & (t0 + lt < p3 + lv)
         cand = np.flatnonzero(ok)
         if len(cand):
-            slow = _bulk(b, pts, cand, rp, e, t0, lt, step, order, s, slow, Event, DecodeError)
+            head = (has_wt * 32 + has_step * 16 + step_len)[cand]
+            done = _bulk(b, pts, templates, cand, s, e, t0, lt, head, step, order, Event,
+                         DecodeError, verify)
+            slow[done] = False
 
     idx = np.flatnonzero(slow)
     if len(idx):
+        if verify and not _payloads_valid(b, s[idx], fr.lengths[idx]).all():
+            raise _Damaged
         _one_by_one(b, pts, idx, s, e, fr.offsets, order, Event, DecodeError, label)
     return pts
 
 
-def _bulk(b: _Buffer, pts: _Points, cand: np.ndarray, rp: np.ndarray, e: np.ndarray,
-          t0: np.ndarray, lt: np.ndarray, step: np.ndarray, order: np.ndarray, s: np.ndarray,
-          slow: np.ndarray, Event: Any, DecodeError: type[Exception]) -> np.ndarray:
-    """Decode the candidates group by group; returns the mask of records left for one-by-one."""
-    data = b.data
-    rlen = (e - rp)[cand]
-    hdr = (t0 - rp)[cand]
+def _bulk(b: _Buffer, pts: _Points, templates: _Templates, cand: np.ndarray, s: np.ndarray,
+          e: np.ndarray, t0: np.ndarray, lt: np.ndarray, head: np.ndarray, step: np.ndarray,
+          order: np.ndarray, Event: Any, DecodeError: type[Exception], verify: bool
+          ) -> np.ndarray:
+    """Decode the candidates that match a template; returns the records decoded."""
+    import pandas as pd
+
+    length = (e - s)[cand]
     key = _hash_bytes(b, t0[cand], lt[cand])
-    key ^= rlen.astype(np.uint64) * _HASH_KEYS[0]
-    key ^= hdr.astype(np.uint64) * _HASH_KEYS[1]
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    by_group = np.argsort(inverse, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=len(first)))])
-    views: dict[str, np.ndarray] = {}
-    for g in range(len(first)):
-        members = cand[by_group[bounds[g] : bounds[g + 1]]]
-        if len(members) < _BULK_MIN_GROUP:
-            continue
-        r = int(cand[first[g]])
-        r0, r1 = int(rp[r]), int(e[r])
-        try:
-            event = Event.FromString(data[int(s[r]) : r1])
-        except DecodeError:
-            continue
-        spec = _group_spec(event, bytes(data[r0:r1]), int(t0[r]) - r0, int(step[r]))
-        if spec is None:
-            continue
-        tag, slot, plugin = spec
-        # Every member must equal the representative outside the value, byte for byte
-        # (compared a little-endian word at a time; the value's bytes are masked out).
-        keep = np.ones(r1 - r0, dtype=bool)
-        keep[slot.offset : slot.offset + np.dtype(slot.dtype).itemsize] = False
-        keep = np.concatenate([keep, np.zeros(-len(keep) % 8, dtype=bool)])
-        masks = np.packbits(keep.reshape(-1, 8)[:, ::-1], axis=1).reshape(-1)
-        starts = rp[members]
-        same = np.ones(len(members), dtype=bool)
-        for k, mbyte in enumerate(masks.tolist()):
-            mask = np.uint64(sum(0xFF << (8 * i) for i in range(8) if mbyte >> i & 1))
-            same &= (b.u64[starts + 8 * k] & mask) == (b.u64[r0 + 8 * k] & mask)
-        members = members[same]
-        view = views.get(slot.dtype)
-        if view is None:
-            view = views[slot.dtype] = _strided(b.padded, slot.dtype)
-        values = view[rp[members] + slot.offset].astype(np.float64)
-        is_tensor = event.summary.value[0].WhichOneof("value") == "tensor"
-        pts.add(tag, step[members], values, order[members], is_tensor)
-        if plugin is not None:
-            pts.plugins.append((tag, int(order[members[0]]), plugin))
-        slow[members] = False
-    return slow
+    key ^= length.astype(np.uint64) * _HASH_KEYS[0]
+    key ^= ((t0 - s)[cand] * 64 + head).astype(np.uint64) * _HASH_KEYS[1]
+    codes, uniq = pd.factorize(key)  # ids in the order first seen
+    counts = np.bincount(codes, minlength=len(uniq))
+    tid = np.full(len(cand), -1, dtype=np.int64)
+    matched = np.zeros(len(cand), dtype=bool)
+    # Round r matches each key's records left so far against the key's r-th template, made
+    # from the first of them when there is none yet.
+    left = np.ones(len(cand), dtype=bool)
+    for r in range(_TEMPLATES_PER_KEY):
+        if r:
+            counts = np.bincount(codes[left], minlength=len(uniq))
+        firsts = _first_of_each(codes, left, len(uniq))
+        want = np.full(len(uniq), -1, dtype=np.int64)
+        for u, k in enumerate(uniq.tolist()):
+            ids = templates.by_key.get(k, [])
+            if len(ids) == r and counts[u] >= _BULK_MIN_GROUP:
+                i = int(cand[firsts[u]])
+                payload = bytes(b.data[int(s[i]) : int(e[i])])
+                h = int(head[firsts[u]])
+                templates.add(k, _make_template(payload, int(step[i]), bool(h & 32),
+                                                bool(h & 16), h & 15, Event, DecodeError))
+                ids = templates.by_key[k]
+            if len(ids) > r:
+                want[u] = ids[r]
+        try_now = left & (want[codes] >= 0)
+        if not try_now.any():
+            break
+        at = np.flatnonzero(try_now)
+        t = want[codes[at]]
+        stk = templates.stacked()
+        hit = (stk["length"][t] == length[at]) & (stk["head"][t] == head[at])
+        hit &= _match(b, stk, s[cand[at]], t)
+        tid[at[hit]] = t[hit]
+        matched[at[hit]] = True
+        left[at[hit]] = False
+        if not left.any():
+            break
+    m = np.flatnonzero(matched)
+    if not len(m):
+        return m
+    rec = cand[m]
+    t = tid[m]
+    stk = templates.stacked()
+    if verify:
+        crc = _template_crcs(b, stk, s[rec], t)
+        masked = ((crc >> 15) | (crc << 17)) + np.uint32(_MASK_DELTA)
+        if not (masked == b.u32[e[rec]]).all():
+            raise _Damaged
+    # One point per slot of each record, in record order.
+    n_slots = stk["n_slots"][t]
+    if bool((n_slots == 1).all()):
+        flat = stk["slot_at"][t]
+        point_rec = rec
+    else:
+        total = int(n_slots.sum())
+        which = np.repeat(np.arange(len(rec)), n_slots)
+        rank = np.arange(total) - np.repeat(np.cumsum(n_slots) - n_slots, n_slots)
+        flat = stk["slot_at"][t][which] + rank
+        point_rec = rec[which]
+    where = s[point_rec] + stk["slot_offset"][flat]
+    dtypes = stk["slot_dtype"][flat]
+    values = np.empty(len(flat), dtype=np.float64)
+    for code in np.unique(dtypes).tolist():
+        view = _strided(b.padded, _DTYPES[code])
+        sel = dtypes == code
+        values[sel] = view[where[sel]]
+    slot_ids = np.array([pts.tag_id(tag) for tag in stk["slot_tag"]], dtype=np.int64)
+    pts.extend(slot_ids[flat], step[point_rec], values,
+               order[point_rec] + stk["slot_k"][flat], stk["slot_tensor"][flat])
+    # The plugin named by a template's first record in this window.
+    with_plugins = [i for i, tpl in enumerate(templates.items) if tpl.plugins]
+    if with_plugins:
+        first_rec = np.full(len(templates.items), len(s), dtype=np.int64)
+        np.minimum.at(first_rec, t, rec)
+        for i in with_plugins:
+            r0 = int(first_rec[i])
+            if r0 < len(s):
+                for tag, k, plugin in templates.items[i].plugins:
+                    pts.plugins.append((tag, int(order[r0]) + k, plugin))
+    return rec
+
+
+def _first_of_each(codes: np.ndarray, keep: np.ndarray, n_codes: int) -> np.ndarray:
+    """The first index with ``keep`` of each code (len(codes) where there is none)."""
+    first = np.full(n_codes, len(codes), dtype=np.int64)
+    idx = np.flatnonzero(keep)
+    np.minimum.at(first, codes[idx], idx)
+    return first
 
 
 def _one_by_one(b: _Buffer, pts: _Points, idx: np.ndarray, s: np.ndarray, e: np.ndarray,
@@ -814,6 +1130,8 @@ def _read_points(path: Path, file_no: int, tag_ids: dict[str, int]) -> _FilePoin
             pos = 0  # file offset of the window
             rec_base = 0  # records before the window
             want = _WINDOW
+            model = _SizeModel()  # learnt in the first window, checked in the others
+            templates = _Templates()
             while True:
                 n = min(want, size - pos)
                 padded = bytearray(n + _Buffer._PAD)
@@ -822,7 +1140,7 @@ def _read_points(path: Path, file_no: int, tag_ids: dict[str, int]) -> _FilePoin
                 b = _Buffer(padded, got)
                 at_end = pos + got >= size or got < n
                 try:
-                    fr = _frame(b, label)
+                    fr = _frame(b, label, model, payloads=False)
                 except FormatError:
                     if pos == 0:
                         raise
@@ -840,7 +1158,10 @@ def _read_points(path: Path, file_no: int, tag_ids: dict[str, int]) -> _FilePoin
                             (length,) = _U64.unpack_from(b.data, 0)
                             want = max(want, int(length) + 16)
                             continue
-                pts = _decode(b, fr, file_no, label)
+                try:
+                    pts = _decode(b, fr, file_no, label, templates, verify=True)
+                except _Damaged:
+                    return _read_whole(path, file_no, tag_ids)
                 if len(pts.notes) > len(fr.notes):
                     return _read_whole(path, file_no, tag_ids)
                 _shift_orders(pts, rec_base)
