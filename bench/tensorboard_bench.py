@@ -250,7 +250,7 @@ def _read(reader: str, path: Path) -> Any:
     if reader == "grpo-doctor":
         from grpo_doctor import load_runs
 
-        return load_runs(path)[0].frame
+        return load_runs(path)[0]  # its frame, with canonical column names
     if reader == "tbparse":
         from tbparse import SummaryReader
 
@@ -289,6 +289,8 @@ def _long(reader: str, out: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
         values = np.array([float(np.asarray(v).reshape(-1)[0]) for v in out["value"]]) \
             if out["value"].dtype == object else out["value"].to_numpy(np.float64)
         return out["tag"].tolist(), out["step"].to_numpy(np.int64), values
+    if reader == "grpo-doctor":  # canonical names (reward_mean, ...) back to the tags logged
+        out = out.frame.rename(columns={c: out.mapping.get(c, c) for c in out.frame.columns})
     stacked = out.stack()  # wide frame: (step, tag) -> value, gaps dropped
     return (stacked.index.get_level_values(1).astype(str).tolist(),
             stacked.index.get_level_values(0).to_numpy(np.int64),

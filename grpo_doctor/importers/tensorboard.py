@@ -442,11 +442,14 @@ def _frame(b: _Buffer, label: str, model: _SizeModel | None = None,
 
 def _varint(u8: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Decode a protobuf varint at each position: (value as int64, byte length; 0 if bad)."""
-    n = len(pos)
-    value = np.zeros(n, dtype=np.uint64)
-    length = np.zeros(n, dtype=np.int64)
-    idx = np.arange(n)
-    for i in range(10):
+    byte = u8[pos]
+    more = byte >= 0x80
+    if not more.any():  # all one byte long (lengths, steps below 128): the common case
+        return byte.astype(np.int64), np.ones(len(pos), dtype=np.int64)
+    value = (byte & 0x7F).astype(np.uint64)
+    length = np.where(more, 0, 1)
+    idx = np.flatnonzero(more)
+    for i in range(1, 10):
         byte = u8[pos[idx] + i]
         value[idx] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * i)
         end = byte < 0x80
@@ -460,31 +463,8 @@ def _varint(u8: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _HASH_KEYS = np.random.default_rng(20240229).integers(
     1, 2**63, size=33, dtype=np.int64
 ).astype(np.uint64) | np.uint64(1)
-
-
-_ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-def _byte_mask(valid: np.ndarray) -> np.ndarray:
-    """uint64 masks keeping the low ``valid`` bytes (0 to 8) of a little-endian word."""
-    valid = np.clip(valid, 0, 8)
-    low = (np.uint64(1) << (np.uint64(8) * np.minimum(valid, 7).astype(np.uint64))) - np.uint64(1)
-    return np.where(valid >= 8, _ALL_ONES, low)
-
-
-def _hash_bytes(b: _Buffer, start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each byte string ``data[start:start+length]`` (length <= 256)."""
-    h = length.astype(np.uint64) * _HASH_KEYS[-1]
-    if not len(start):
-        return h
-    for k in range(-(-int(length.max()) // 8)):
-        # Words past a string's end are masked to zero; clip keeps the read in the buffer.
-        word = b.u64[np.minimum(start + 8 * k, b.size)]
-        h += (word & _byte_mask(length - 8 * k)) * _HASH_KEYS[k]
-    h ^= h >> np.uint64(31)
-    h *= np.uint64(0x9E3779B97F4A7C15)
-    h ^= h >> np.uint64(29)
-    return h
+# WORD_MASKS[i] keeps the low i bytes (0 to 8) of a little-endian uint64.
+_WORD_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(9)], dtype=np.uint64)
 
 
 def _same_value(a: float, b: float) -> bool:
@@ -774,49 +754,122 @@ def _crc_rows(count: int) -> np.ndarray:
     return _CRC_ROWS
 
 
-def _match(b: _Buffer, stk: dict[str, Any], s: np.ndarray, tid: np.ndarray) -> np.ndarray:
-    """Which records at ``s`` equal their template ``tid`` outside its varying bytes."""
-    ok = np.ones(len(s), dtype=bool)
-    n_words = stk["n_words"][tid]
-    uniform = bool((n_words == n_words[0]).all()) if len(n_words) else True
-    by_words = None if uniform else np.argsort(n_words, kind="stable")
-    ss = s if by_words is None else s[by_words]
-    base = (tid if by_words is None else tid[by_words]) * stk["width"]
-    nw = n_words if by_words is None else n_words[by_words]
-    okk = ok if by_words is None else np.ones(len(s), dtype=bool)
-    u64, words, masks = b.u64, stk["words"], stk["masks"]
-    for k in range(int(nw[-1]) if len(nw) else 0):
-        a = 0 if uniform else int(np.searchsorted(nw, k, side="right"))
-        at = base[a:] + k
-        okk[a:] &= (u64[ss[a:] + 8 * k] & masks[at]) == words[at]
-    if by_words is not None:
-        ok[by_words] = okk
-    return ok
+def _rows(b: _Buffer, starts: np.ndarray, width: int) -> np.ndarray:
+    """``width`` bytes (a multiple of 8) from each start, as aligned rows of uint64 (zeros past
+    the buffer). One gather of whole rows: numpy gathers unaligned words one by one, slowly."""
+    padded = b.padded
+    room = max(len(padded) - width + 1, 0)  # starts below this have a whole row in the buffer
+    rows = np.ndarray((room,), dtype=np.dtype((np.void, width)), buffer=padded, strides=(1,))
+    if not len(starts) or int(starts.max()) < room:
+        return rows[starts].view("<u8").reshape(len(starts), width // 8)
+    out = np.zeros((len(starts), width // 8), dtype=np.uint64)
+    fit = starts < room
+    out[fit] = rows[starts[fit]].view("<u8").reshape(-1, width // 8)
+    for i in np.flatnonzero(~fit).tolist():
+        tail = bytes(padded[int(starts[i]) : int(starts[i]) + width])
+        out[i] = np.frombuffer(tail.ljust(width, b"\0"), dtype="<u8")
+    return out
 
 
-def _template_crcs(b: _Buffer, stk: dict[str, Any], s: np.ndarray, tid: np.ndarray
-                   ) -> np.ndarray:
-    """CRC-32C of each record's payload: its template's, plus its varying bytes' share."""
+def _row_varint(r8: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_varint`` of each row of ``r8`` at column ``at`` (a varint running past the row is
+    bad: length 0)."""
+    last = r8.shape[1] - 1
+    rows = np.arange(len(r8))
+    at = np.minimum(at, last)
+    byte = r8[rows, at]
+    more = byte >= 0x80
+    if not more.any():
+        return byte.astype(np.int64), np.ones(len(r8), dtype=np.int64)
+    value = (byte & 0x7F).astype(np.uint64)
+    length = np.where(more, 0, 1)
+    idx = np.flatnonzero(more)
+    for i in range(1, 10):
+        col = at[idx] + i
+        inside = col <= last
+        idx = idx[inside]
+        if not len(idx):
+            break
+        byte = r8[idx, col[inside]]
+        value[idx] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * i)
+        end = byte < 0x80
+        length[idx[end]] = i + 1
+        idx = idx[~end]
+        if not len(idx):
+            break
+    return value.view(np.int64), length
+
+
+_ROW_KEYS = np.random.default_rng(20240301).integers(
+    1, 2**63, size=40, dtype=np.int64
+).astype(np.uint64) | np.uint64(1)
+
+
+def _row_hash(r: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of the bytes ``[start, start + length)`` of each row (within 320 bytes)."""
+    words = min(r.shape[1], len(_ROW_KEYS), -(-int((start + length).max()) // 8))
+    k8 = np.arange(0, 8 * words, 8)
+    lo = np.clip(start[:, None] - k8, 0, 8)
+    hi = np.clip((start + length)[:, None] - k8, 0, 8)
+    mask = _WORD_MASKS[hi] & ~_WORD_MASKS[lo]
+    h = ((r[:, :words] & mask) * _ROW_KEYS[:words]).sum(axis=1, dtype=np.uint64)
+    h += length.astype(np.uint64) * _HASH_KEYS[-1]
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(0x9E3779B97F4A7C15)
+    h ^= h >> np.uint64(29)
+    return h
+
+
+def _match(r: np.ndarray, stk: dict[str, Any], tid: np.ndarray) -> np.ndarray:
+    """Which rows equal their template ``tid`` outside its varying bytes."""
+    width = min(r.shape[1], stk["width"])
+    words = stk["words"].reshape(-1, stk["width"])[:, :width][tid]
+    masks = stk["masks"].reshape(-1, stk["width"])[:, :width][tid]
+    words ^= r[:, :width]
+    words &= masks
+    return ~words.any(axis=1)
+
+
+def _template_crcs(r8: np.ndarray, stk: dict[str, Any], tid: np.ndarray) -> np.ndarray:
+    """CRC-32C of each row's payload: its template's, plus its varying bytes' share."""
     crc = stk["crc0"][tid]
-    n_vary = stk["n_vary"][tid]
-    rows = _crc_rows(int(stk["length"].max())).reshape(-1)
-    end = (stk["length"][tid] - 1) * 256  # row of the last byte, in the flat table
-    first = stk["vary_at"][tid]
-    vary = stk["vary"]
-    u8 = b.u8
-    for j in range(int(n_vary.max()) if len(n_vary) else 0):
-        sel = None if j < int(n_vary.min()) else np.flatnonzero(n_vary > j)
-        if sel is None:
-            p = vary[first + j]
-            crc ^= rows[end - p * 256 + u8[s + p]]
+    table = _crc_rows(int(stk["length"].max())).reshape(-1)
+    end = (stk["length"][tid] - 1) * 256  # the last byte's row, in the flat table
+    n_vary, vary, vary_at = stk["n_vary"], stk["vary"], stk["vary_at"]
+    present = np.flatnonzero(np.bincount(tid, minlength=len(n_vary)))
+    low, top = int(n_vary[present].min()), int(n_vary[present].max())
+    rows = np.arange(len(r8))
+    first = nv = None
+    for j in range(top):
+        if j < low:
+            at = vary[vary_at[present] + j]
+            if (at == at[0]).all():  # the same byte in every template (wall time, step)
+                p = int(at[0])
+                crc ^= table[end - p * 256 + r8[:, p]]
+                continue
+        if first is None:
+            first, nv = vary_at[tid], n_vary[tid]
+        if j < low:
+            at = vary[first + j]
+            crc ^= table[end - at * 256 + r8[rows, at]]
         else:
-            p = vary[first[sel] + j]
-            crc[sel] ^= rows[end[sel] - p * 256 + u8[s[sel] + p]]
+            sel = np.flatnonzero(nv > j)
+            at = vary[first[sel] + j]
+            crc[sel] ^= table[end[sel] - at * 256 + r8[sel, at]]
     return crc
+
+
+def _row_bytes(r8: np.ndarray, rows: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
+    """``size`` bytes from column ``at`` of each row, as a contiguous (n, size) uint8 array."""
+    return r8[rows[:, None], at[:, None] + np.arange(size)]
 
 
 class _Damaged(Exception):
     """A payload CRC failed in a window read with ``verify``: read the file whole instead."""
+
+
+# Records are decoded in bulk by length class, each class in rows of its longest record.
+_ROW_CLASSES = (120, 504, _TEMPLATE_MAX_LENGTH)
 
 
 def _decode(b: _Buffer, fr: _Framing, file_no: int, label: str,
@@ -828,132 +881,156 @@ def _decode(b: _Buffer, fr: _Framing, file_no: int, label: str,
 
     templates = templates if templates is not None else _Templates()
     pts = _Points(notes=list(fr.notes))
-    u8 = b.u8
     s = fr.starts
-    e = s + fr.lengths
+    lengths = fr.lengths
     n = len(s)
     order = (np.int64(file_no) << np.int64(48)) | (np.arange(n, dtype=np.int64) << np.int64(8))
     slow = np.ones(n, dtype=bool)
-
-    if n:
-        # Event layout: [wall_time] [step] summary{value{tag ...} ...}.
-        has_wt = u8[s] == 0x09
-        p = s + np.where(has_wt, 9, 0)
-        has_step = u8[np.minimum(p, b.size)] == 0x10
-        step, step_len = _varint(u8, np.minimum(p + 1, b.size))
-        step = np.where(has_step, step, 0)
-        step_len = np.where(has_step, step_len, 0)
-        ok = ~has_step | (step_len > 0)
-        p = np.where(has_step, p + 1 + step_len, p)
-        pc = np.minimum(p, b.size)
-        ok &= u8[pc] == 0x2A
-        ls, vl = _varint(u8, pc + 1)
-        p2 = p + 1 + vl
-        ok &= (vl > 0) & (ls >= 0) & (p2 + ls == e)
-        pc = np.minimum(p2, b.size)
-        ok &= u8[pc] == 0x0A
-        lv, vl = _varint(u8, pc + 1)
-        p3 = p2 + 1 + vl
-        ok &= (vl > 0) & (lv >= 0) & (p3 + lv <= e)
-        pc = np.minimum(p3, b.size)
-        ok &= u8[pc] == 0x0A
-        lt, vl = _varint(u8, pc + 1)
-        t0 = p3 + 1 + vl
-        ok &= (vl > 0) & (lt >= 0) & (lt <= 256) & (t0 + lt < p3 + lv)
-        cand = np.flatnonzero(ok)
-        if len(cand):
-            head = (has_wt * 32 + has_step * 16 + step_len)[cand]
-            done = _bulk(b, pts, templates, cand, s, e, t0, lt, head, step, order, Event,
-                         DecodeError, verify)
+    low = 0
+    for high in _ROW_CLASSES:
+        if not n:
+            break
+        if low == 0 and int(lengths.max()) <= high:
+            idx = np.arange(n)
+        else:
+            idx = np.flatnonzero((lengths > low) & (lengths <= high))
+        low = high
+        if len(idx):
+            done = _bulk(b, pts, templates, idx, s, lengths, order, Event, DecodeError, verify)
             slow[done] = False
-
+        if len(idx) == n:
+            break
     idx = np.flatnonzero(slow)
     if len(idx):
-        if verify and not _payloads_valid(b, s[idx], fr.lengths[idx]).all():
+        if verify and not _payloads_valid(b, s[idx], lengths[idx]).all():
             raise _Damaged
-        _one_by_one(b, pts, idx, s, e, fr.offsets, order, Event, DecodeError, label)
+        _one_by_one(b, pts, idx, s, s + lengths, fr.offsets, order, Event, DecodeError, label)
     return pts
 
 
-def _bulk(b: _Buffer, pts: _Points, templates: _Templates, cand: np.ndarray, s: np.ndarray,
-          e: np.ndarray, t0: np.ndarray, lt: np.ndarray, head: np.ndarray, step: np.ndarray,
-          order: np.ndarray, Event: Any, DecodeError: type[Exception], verify: bool
-          ) -> np.ndarray:
-    """Decode the candidates that match a template; returns the records decoded."""
+def _bulk(b: _Buffer, pts: _Points, templates: _Templates, idx: np.ndarray, s: np.ndarray,
+          lengths: np.ndarray, order: np.ndarray, Event: Any, DecodeError: type[Exception],
+          verify: bool) -> np.ndarray:
+    """Decode the records ``idx`` that match a template; returns those decoded."""
     import pandas as pd
 
-    length = (e - s)[cand]
-    key = _hash_bytes(b, t0[cand], lt[cand])
+    length = lengths[idx]
+    width = (int(length.max()) + 4 + 7) // 8 * 8  # the payload and its CRC
+    r = _rows(b, s[idx], width)
+    r8 = r.view(np.uint8)
+    rows = np.arange(len(idx))
+    # Event layout: [wall_time] [step] summary{value{tag ...} ...}.
+    has_wt = r8[:, 0] == 0x09
+    p = np.where(has_wt, 9, 0)
+    has_step = r8[rows, p] == 0x10
+    step, step_len = _row_varint(r8, p + 1)
+    step = np.where(has_step, step, 0)
+    step_len = np.where(has_step, step_len, 0)
+    ok = ~has_step | (step_len > 0)
+    p = np.where(has_step, p + 1 + step_len, p)
+    ok &= r8[rows, np.minimum(p, width - 1)] == 0x2A
+    size, n = _row_varint(r8, p + 1)
+    p2 = p + 1 + n
+    ok &= (n > 0) & (size >= 0) & (p2 + size == length)
+    ok &= r8[rows, np.minimum(p2, width - 1)] == 0x0A
+    size, n = _row_varint(r8, p2 + 1)
+    p3 = p2 + 1 + n
+    value_end = p3 + size
+    ok &= (n > 0) & (size >= 0) & (value_end <= length)
+    ok &= r8[rows, np.minimum(p3, width - 1)] == 0x0A
+    tag_len, n = _row_varint(r8, p3 + 1)
+    t0 = p3 + 1 + n
+    ok &= (n > 0) & (tag_len >= 0) & (tag_len <= 256) & (t0 + tag_len < value_end)
+    ok &= t0 + tag_len <= 8 * len(_ROW_KEYS)
+    cand = np.flatnonzero(ok)
+    if not len(cand):
+        return cand
+    if len(cand) < len(idx):
+        r, r8, rows = r[cand], r8[cand], np.arange(len(cand))
+        length, step, t0, tag_len = length[cand], step[cand], t0[cand], tag_len[cand]
+        has_wt, has_step, step_len = has_wt[cand], has_step[cand], step_len[cand]
+    head = has_wt * 32 + has_step * 16 + step_len
+    key = _row_hash(r, t0, tag_len)
     key ^= length.astype(np.uint64) * _HASH_KEYS[0]
-    key ^= ((t0 - s)[cand] * 64 + head).astype(np.uint64) * _HASH_KEYS[1]
+    key ^= (t0 * 64 + head).astype(np.uint64) * _HASH_KEYS[1]
     codes, uniq = pd.factorize(key)  # ids in the order first seen
     counts = np.bincount(codes, minlength=len(uniq))
     tid = np.full(len(cand), -1, dtype=np.int64)
-    matched = np.zeros(len(cand), dtype=bool)
-    # Round r matches each key's records left so far against the key's r-th template, made
+    # Round j matches each key's records left so far against the key's j-th template, made
     # from the first of them when there is none yet.
     left = np.ones(len(cand), dtype=bool)
-    for r in range(_TEMPLATES_PER_KEY):
-        if r:
+    for j in range(_TEMPLATES_PER_KEY):
+        if j:
             counts = np.bincount(codes[left], minlength=len(uniq))
         firsts = _first_of_each(codes, left, len(uniq))
         want = np.full(len(uniq), -1, dtype=np.int64)
         for u, k in enumerate(uniq.tolist()):
             ids = templates.by_key.get(k, [])
-            if len(ids) == r and counts[u] >= _BULK_MIN_GROUP:
-                i = int(cand[firsts[u]])
-                payload = bytes(b.data[int(s[i]) : int(e[i])])
+            if len(ids) == j and counts[u] >= _BULK_MIN_GROUP:
+                i = int(idx[cand[firsts[u]]])
                 h = int(head[firsts[u]])
-                templates.add(k, _make_template(payload, int(step[i]), bool(h & 32),
+                payload = bytes(b.data[int(s[i]) : int(s[i] + lengths[i])])
+                templates.add(k, _make_template(payload, int(step[firsts[u]]), bool(h & 32),
                                                 bool(h & 16), h & 15, Event, DecodeError))
                 ids = templates.by_key[k]
-            if len(ids) > r:
-                want[u] = ids[r]
+            if len(ids) > j:
+                want[u] = ids[j]
         try_now = left & (want[codes] >= 0)
         if not try_now.any():
             break
-        at = np.flatnonzero(try_now)
-        t = want[codes[at]]
         stk = templates.stacked()
-        hit = (stk["length"][t] == length[at]) & (stk["head"][t] == head[at])
-        hit &= _match(b, stk, s[cand[at]], t)
+        if try_now.all():
+            t = want[codes]
+            hit = (stk["length"][t] == length) & (stk["head"][t] == head) & _match(r, stk, t)
+            at = np.arange(len(cand))
+        else:
+            at = np.flatnonzero(try_now)
+            t = want[codes[at]]
+            hit = (stk["length"][t] == length[at]) & (stk["head"][t] == head[at])
+            hit &= _match(r[at], stk, t)
         tid[at[hit]] = t[hit]
-        matched[at[hit]] = True
         left[at[hit]] = False
         if not left.any():
             break
-    m = np.flatnonzero(matched)
+    m = np.flatnonzero(~left)
     if not len(m):
         return m
-    rec = cand[m]
+    if len(m) < len(cand):
+        r8, rows = r8[m], np.arange(len(m))
+        length, step = length[m], step[m]
     t = tid[m]
+    rec = idx[cand[m]]
     stk = templates.stacked()
     if verify:
-        crc = _template_crcs(b, stk, s[rec], t)
+        crc = _template_crcs(r8, stk, t)
         masked = ((crc >> 15) | (crc << 17)) + np.uint32(_MASK_DELTA)
-        if not (masked == b.u32[e[rec]]).all():
+        stored = _row_bytes(r8, rows, length, 4).view("<u4").reshape(-1)
+        if not (masked == stored).all():
             raise _Damaged
     # One point per slot of each record, in record order.
     n_slots = stk["n_slots"][t]
     if bool((n_slots == 1).all()):
         flat = stk["slot_at"][t]
-        point_rec = rec
+        which = rows
     else:
         total = int(n_slots.sum())
-        which = np.repeat(np.arange(len(rec)), n_slots)
+        which = np.repeat(rows, n_slots)
         rank = np.arange(total) - np.repeat(np.cumsum(n_slots) - n_slots, n_slots)
         flat = stk["slot_at"][t][which] + rank
-        point_rec = rec[which]
-    where = s[point_rec] + stk["slot_offset"][flat]
+    where = stk["slot_offset"][flat]
     dtypes = stk["slot_dtype"][flat]
     values = np.empty(len(flat), dtype=np.float64)
-    for code in np.unique(dtypes).tolist():
-        view = _strided(b.padded, _DTYPES[code])
-        sel = dtypes == code
-        values[sel] = view[where[sel]]
+    codes_present = np.flatnonzero(np.bincount(dtypes, minlength=len(_DTYPES))).tolist()
+    for code in codes_present:
+        dt = np.dtype(_DTYPES[code])
+        if len(codes_present) == 1:
+            values[:] = _row_bytes(r8, which, where, dt.itemsize).view(dt).reshape(-1)
+        else:
+            sel = np.flatnonzero(dtypes == code)
+            values[sel] = _row_bytes(r8, which[sel], where[sel], dt.itemsize).view(dt).reshape(-1)
     slot_ids = np.array([pts.tag_id(tag) for tag in stk["slot_tag"]], dtype=np.int64)
-    pts.extend(slot_ids[flat], step[point_rec], values,
-               order[point_rec] + stk["slot_k"][flat], stk["slot_tensor"][flat])
+    pts.extend(slot_ids[flat], step[which], values, order[rec[which]] + stk["slot_k"][flat],
+               stk["slot_tensor"][flat])
     # The plugin named by a template's first record in this window.
     with_plugins = [i for i, tpl in enumerate(templates.items) if tpl.plugins]
     if with_plugins:
