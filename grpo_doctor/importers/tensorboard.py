@@ -807,12 +807,19 @@ _ROW_KEYS = np.random.default_rng(20240301).integers(
 
 def _row_hash(r: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
     """A 64-bit hash of the bytes ``[start, start + length)`` of each row (within 320 bytes)."""
+    import pandas as pd
+
     words = min(r.shape[1], len(_ROW_KEYS), -(-int((start + length).max()) // 8))
+    # The byte masks depend on (start, length) only: made once per distinct pair.
+    pair, pairs = pd.factorize(start * 1024 + length)
     k8 = np.arange(0, 8 * words, 8)
-    lo = np.clip(start[:, None] - k8, 0, 8)
-    hi = np.clip((start + length)[:, None] - k8, 0, 8)
-    mask = _WORD_MASKS[hi] & ~_WORD_MASKS[lo]
-    h = ((r[:, :words] & mask) * _ROW_KEYS[:words]).sum(axis=1, dtype=np.uint64)
+    lo = np.clip((pairs // 1024)[:, None] - k8, 0, 8)
+    hi = np.clip((pairs // 1024 + pairs % 1024)[:, None] - k8, 0, 8)
+    masks = _WORD_MASKS[hi] & ~_WORD_MASKS[lo]  # distinct pairs x words
+    h = np.zeros(len(r), dtype=np.uint64)
+    for k in range(words):  # a column at a time: no temporary of rows x words
+        if masks[:, k].any():
+            h += (r[:, k] & masks[pair, k]) * _ROW_KEYS[k]
     h += length.astype(np.uint64) * _HASH_KEYS[-1]
     h ^= h >> np.uint64(31)
     h *= np.uint64(0x9E3779B97F4A7C15)
@@ -823,11 +830,12 @@ def _row_hash(r: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarra
 def _match(r: np.ndarray, stk: dict[str, Any], tid: np.ndarray) -> np.ndarray:
     """Which rows equal their template ``tid`` outside its varying bytes."""
     width = min(r.shape[1], stk["width"])
-    words = stk["words"].reshape(-1, stk["width"])[:, :width][tid]
-    masks = stk["masks"].reshape(-1, stk["width"])[:, :width][tid]
-    words ^= r[:, :width]
-    words &= masks
-    return ~words.any(axis=1)
+    words = stk["words"].reshape(-1, stk["width"])
+    masks = stk["masks"].reshape(-1, stk["width"])
+    differ = np.zeros(len(r), dtype=np.uint64)
+    for k in range(width):  # a column at a time: no temporary of rows x words
+        differ |= (r[:, k] ^ words[tid, k]) & masks[tid, k]
+    return differ == 0
 
 
 def _template_crcs(r8: np.ndarray, stk: dict[str, Any], tid: np.ndarray) -> np.ndarray:
@@ -859,9 +867,12 @@ def _template_crcs(r8: np.ndarray, stk: dict[str, Any], tid: np.ndarray) -> np.n
     return crc
 
 
-def _row_bytes(r8: np.ndarray, rows: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
-    """``size`` bytes from column ``at`` of each row, as a contiguous (n, size) uint8 array."""
-    return r8[rows[:, None], at[:, None] + np.arange(size)]
+def _gather(b: _Buffer, at: np.ndarray, dtype: str) -> np.ndarray:
+    """One ``dtype`` value at each byte offset ``at`` (gathered as whole items, not words)."""
+    dt = np.dtype(dtype)
+    items = np.ndarray((len(b.padded) - dt.itemsize + 1,), dtype=np.dtype((np.void, dt.itemsize)),
+                       buffer=b.padded, strides=(1,))
+    return items[at].view(dt)
 
 
 class _Damaged(Exception):
@@ -908,6 +919,40 @@ def _decode(b: _Buffer, fr: _Framing, file_no: int, label: str,
     return pts
 
 
+def _layout(r8: np.ndarray, length: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The layout [wall_time] [step] summary{value{tag ...} ...} in each row: (whether it is
+    one, step, head = has wall time * 32 + has step * 16 + step varint length, tag start,
+    tag length)."""
+    last = r8.shape[1] - 1
+    rows = np.arange(len(r8))
+    has_wt = r8[:, 0] == 0x09
+    p = np.where(has_wt, 9, 0)
+    has_step = r8[rows, p] == 0x10
+    step, step_len = _row_varint(r8, p + 1)
+    step = np.where(has_step, step, 0)
+    step_len = np.where(has_step, step_len, 0)
+    head = has_wt * 32 + has_step * 16 + step_len
+    ok = ~has_step | (step_len > 0)
+    p = np.where(has_step, p + 1 + step_len, p)
+    del has_wt, has_step, step_len
+    ok &= r8[rows, np.minimum(p, last)] == 0x2A
+    size, n = _row_varint(r8, p + 1)
+    p += 1 + n
+    ok &= (n > 0) & (size >= 0) & (p + size == length)
+    ok &= r8[rows, np.minimum(p, last)] == 0x0A
+    size, n = _row_varint(r8, p + 1)
+    p += 1 + n
+    value_end = p + size
+    ok &= (n > 0) & (size >= 0) & (value_end <= length)
+    ok &= r8[rows, np.minimum(p, last)] == 0x0A
+    tag_len, n = _row_varint(r8, p + 1)
+    p += 1 + n
+    ok &= (n > 0) & (tag_len >= 0) & (tag_len <= 256) & (p + tag_len < value_end)
+    ok &= p + tag_len <= 8 * len(_ROW_KEYS)
+    return ok, step, head, p, tag_len
+
+
 def _bulk(b: _Buffer, pts: _Points, templates: _Templates, idx: np.ndarray, s: np.ndarray,
           lengths: np.ndarray, order: np.ndarray, Event: Any, DecodeError: type[Exception],
           verify: bool) -> np.ndarray:
@@ -918,41 +963,18 @@ def _bulk(b: _Buffer, pts: _Points, templates: _Templates, idx: np.ndarray, s: n
     width = (int(length.max()) + 4 + 7) // 8 * 8  # the payload and its CRC
     r = _rows(b, s[idx], width)
     r8 = r.view(np.uint8)
-    rows = np.arange(len(idx))
-    # Event layout: [wall_time] [step] summary{value{tag ...} ...}.
-    has_wt = r8[:, 0] == 0x09
-    p = np.where(has_wt, 9, 0)
-    has_step = r8[rows, p] == 0x10
-    step, step_len = _row_varint(r8, p + 1)
-    step = np.where(has_step, step, 0)
-    step_len = np.where(has_step, step_len, 0)
-    ok = ~has_step | (step_len > 0)
-    p = np.where(has_step, p + 1 + step_len, p)
-    ok &= r8[rows, np.minimum(p, width - 1)] == 0x2A
-    size, n = _row_varint(r8, p + 1)
-    p2 = p + 1 + n
-    ok &= (n > 0) & (size >= 0) & (p2 + size == length)
-    ok &= r8[rows, np.minimum(p2, width - 1)] == 0x0A
-    size, n = _row_varint(r8, p2 + 1)
-    p3 = p2 + 1 + n
-    value_end = p3 + size
-    ok &= (n > 0) & (size >= 0) & (value_end <= length)
-    ok &= r8[rows, np.minimum(p3, width - 1)] == 0x0A
-    tag_len, n = _row_varint(r8, p3 + 1)
-    t0 = p3 + 1 + n
-    ok &= (n > 0) & (tag_len >= 0) & (tag_len <= 256) & (t0 + tag_len < value_end)
-    ok &= t0 + tag_len <= 8 * len(_ROW_KEYS)
+    ok, step, head, t0, tag_len = _layout(r.view(np.uint8), length)
     cand = np.flatnonzero(ok)
+    del ok
     if not len(cand):
         return cand
     if len(cand) < len(idx):
-        r, r8, rows = r[cand], r8[cand], np.arange(len(cand))
-        length, step, t0, tag_len = length[cand], step[cand], t0[cand], tag_len[cand]
-        has_wt, has_step, step_len = has_wt[cand], has_step[cand], step_len[cand]
-    head = has_wt * 32 + has_step * 16 + step_len
+        r = r[cand]
+        length, step, head, t0, tag_len = (x[cand] for x in (length, step, head, t0, tag_len))
     key = _row_hash(r, t0, tag_len)
     key ^= length.astype(np.uint64) * _HASH_KEYS[0]
     key ^= (t0 * 64 + head).astype(np.uint64) * _HASH_KEYS[1]
+    del t0, tag_len
     codes, uniq = pd.factorize(key)  # ids in the order first seen
     counts = np.bincount(codes, minlength=len(uniq))
     tid = np.full(len(cand), -1, dtype=np.int64)
@@ -995,16 +1017,17 @@ def _bulk(b: _Buffer, pts: _Points, templates: _Templates, idx: np.ndarray, s: n
     m = np.flatnonzero(~left)
     if not len(m):
         return m
+    r8 = r.view(np.uint8)
+    rows = np.arange(len(m))
     if len(m) < len(cand):
-        r8, rows = r8[m], np.arange(len(m))
-        length, step = length[m], step[m]
+        r8, length, step = r8[m], length[m], step[m]
     t = tid[m]
     rec = idx[cand[m]]
     stk = templates.stacked()
     if verify:
         crc = _template_crcs(r8, stk, t)
         masked = ((crc >> 15) | (crc << 17)) + np.uint32(_MASK_DELTA)
-        stored = _row_bytes(r8, rows, length, 4).view("<u4").reshape(-1)
+        stored = _gather(b, s[rec] + length, "<u4")
         if not (masked == stored).all():
             raise _Damaged
     # One point per slot of each record, in record order.
@@ -1017,17 +1040,17 @@ def _bulk(b: _Buffer, pts: _Points, templates: _Templates, idx: np.ndarray, s: n
         which = np.repeat(rows, n_slots)
         rank = np.arange(total) - np.repeat(np.cumsum(n_slots) - n_slots, n_slots)
         flat = stk["slot_at"][t][which] + rank
-    where = stk["slot_offset"][flat]
+    where = s[rec[which]] + stk["slot_offset"][flat]
     dtypes = stk["slot_dtype"][flat]
     values = np.empty(len(flat), dtype=np.float64)
     codes_present = np.flatnonzero(np.bincount(dtypes, minlength=len(_DTYPES))).tolist()
     for code in codes_present:
-        dt = np.dtype(_DTYPES[code])
+        dt = _DTYPES[code]
         if len(codes_present) == 1:
-            values[:] = _row_bytes(r8, which, where, dt.itemsize).view(dt).reshape(-1)
+            values[:] = _gather(b, where, dt)
         else:
             sel = np.flatnonzero(dtypes == code)
-            values[sel] = _row_bytes(r8, which[sel], where[sel], dt.itemsize).view(dt).reshape(-1)
+            values[sel] = _gather(b, where[sel], dt)
     slot_ids = np.array([pts.tag_id(tag) for tag in stk["slot_tag"]], dtype=np.int64)
     pts.extend(slot_ids[flat], step[which], values, order[rec[which]] + stk["slot_k"][flat],
                stk["slot_tensor"][flat])
@@ -1137,7 +1160,7 @@ def read_event_file(path: Path, file_no: int = 0) -> _Points:
 # --- a run's points, read a window at a time --------------------------------------------------
 
 #: Bytes of an event file framed and decoded at a time: memory stays near the frame's size.
-_WINDOW = 2 << 20
+_WINDOW = 1 << 20
 
 
 @dataclass
