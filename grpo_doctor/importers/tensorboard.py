@@ -771,16 +771,29 @@ def _rows(b: _Buffer, starts: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-def _row_varint(r8: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``_varint`` of each row of ``r8`` at column ``at`` (a varint running past the row is
-    bad: length 0)."""
+def _byte_at(r8: np.ndarray, at: np.ndarray | int) -> np.ndarray:
+    """The byte at column ``at`` of each row (a column view when ``at`` is one number)."""
+    if isinstance(at, int):
+        return r8[:, min(at, r8.shape[1] - 1)]
+    return r8[np.arange(len(r8)), np.minimum(at, r8.shape[1] - 1)]
+
+
+def _same(x: np.ndarray) -> np.ndarray | int:
+    """``x`` as one int when all its values are equal (rows then read columns), else ``x``."""
+    return int(x[0]) if len(x) and int(x.min()) == int(x.max()) else x
+
+
+def _row_varint(r8: np.ndarray, at: np.ndarray | int
+                ) -> tuple[np.ndarray, np.ndarray | int]:
+    """``_varint`` of each row of ``r8`` at column ``at``: (value, byte length; 0 if bad, a
+    varint running past the row included); the length is one int when it is the same in
+    every row."""
     last = r8.shape[1] - 1
-    rows = np.arange(len(r8))
-    at = np.minimum(at, last)
-    byte = r8[rows, at]
+    byte = _byte_at(r8, at)
     more = byte >= 0x80
     if not more.any():
-        return byte.astype(np.int64), np.ones(len(r8), dtype=np.int64)
+        return byte.astype(np.int64), 1
+    at = np.broadcast_to(np.asarray(at, dtype=np.int64), (len(r8),))
     value = (byte & 0x7F).astype(np.uint64)
     length = np.where(more, 0, 1)
     idx = np.flatnonzero(more)
@@ -797,7 +810,7 @@ def _row_varint(r8: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         idx = idx[~end]
         if not len(idx):
             break
-    return value.view(np.int64), length
+    return value.view(np.int64), _same(length)
 
 
 _ROW_KEYS = np.random.default_rng(20240301).integers(
@@ -838,33 +851,38 @@ def _match(r: np.ndarray, stk: dict[str, Any], tid: np.ndarray) -> np.ndarray:
     return differ == 0
 
 
-def _template_crcs(r8: np.ndarray, stk: dict[str, Any], tid: np.ndarray) -> np.ndarray:
-    """CRC-32C of each row's payload: its template's, plus its varying bytes' share."""
-    crc = stk["crc0"][tid]
+def _template_crcs(r8: np.ndarray, stk: dict[str, Any], tid: np.ndarray, head: np.ndarray,
+                   which: np.ndarray, at: np.ndarray,
+                   groups: list[tuple[Any, np.ndarray]]) -> np.ndarray:
+    """CRC-32C of each row's payload: its template's, plus its varying bytes' share (the wall
+    time and step, read from the rows; each value's bytes, from ``groups``: (points, raw
+    bits) with ``which`` the row and ``at`` the offset of each point)."""
     table = _crc_rows(int(stk["length"].max())).reshape(-1)
     end = (stk["length"][tid] - 1) * 256  # the last byte's row, in the flat table
-    n_vary, vary, vary_at = stk["n_vary"], stk["vary"], stk["vary_at"]
-    present = np.flatnonzero(np.bincount(tid, minlength=len(n_vary)))
-    low, top = int(n_vary[present].min()), int(n_vary[present].max())
-    rows = np.arange(len(r8))
-    first = nv = None
-    for j in range(top):
-        if j < low:
-            at = vary[vary_at[present] + j]
-            if (at == at[0]).all():  # the same byte in every template (wall time, step)
-                p = int(at[0])
-                crc ^= table[end - p * 256 + r8[:, p]]
-                continue
-        if first is None:
-            first, nv = vary_at[tid], n_vary[tid]
-        if j < low:
-            at = vary[first + j]
-            crc ^= table[end - at * 256 + r8[rows, at]]
-        else:
-            sel = np.flatnonzero(nv > j)
-            at = vary[first[sel] + j]
-            crc[sel] ^= table[end[sel] - at * 256 + r8[sel, at]]
-    return crc
+    crc = stk["crc0"][tid]
+    heads = np.flatnonzero(np.bincount(head)).tolist()
+    for h in heads:
+        sel = slice(None) if len(heads) == 1 else np.flatnonzero(head == h)
+        varying = list(range(1, 9)) if h & 32 else []
+        if h & 16:
+            first = 10 if h & 32 else 1
+            varying.extend(range(first, first + (h & 15)))
+        part = crc[sel]
+        for p in varying:
+            part ^= table[end[sel] - p * 256 + r8[sel, p]]
+        crc[sel] = part
+    share = np.zeros(len(which), dtype=np.uint32)
+    point_end = end[which] - at * 256  # the first value byte's row, per point
+    for sel, raw in groups:
+        base = point_end[sel]
+        part = np.zeros(len(raw), dtype=np.uint32)
+        for i in range(raw.dtype.itemsize):
+            part ^= table[base - i * 256 + ((raw >> (8 * i)) & 0xFF).astype(np.intp)]
+        share[sel] = part
+    if len(which) == len(tid):
+        return crc ^ share
+    starts = np.flatnonzero(np.diff(which, prepend=-1))
+    return crc ^ np.bitwise_xor.reduceat(share, starts)
 
 
 def _gather(b: _Buffer, at: np.ndarray, dtype: str) -> np.ndarray:
@@ -923,34 +941,33 @@ def _layout(r8: np.ndarray, length: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The layout [wall_time] [step] summary{value{tag ...} ...} in each row: (whether it is
     one, step, head = has wall time * 32 + has step * 16 + step varint length, tag start,
-    tag length)."""
-    last = r8.shape[1] - 1
-    rows = np.arange(len(r8))
+    tag length). Positions that are the same in every row are kept as ints, so that bytes
+    are read as columns."""
     has_wt = r8[:, 0] == 0x09
-    p = np.where(has_wt, 9, 0)
-    has_step = r8[rows, p] == 0x10
+    p: np.ndarray | int = _same(np.where(has_wt, 9, 0))
+    has_step = _byte_at(r8, p) == 0x10
     step, step_len = _row_varint(r8, p + 1)
     step = np.where(has_step, step, 0)
     step_len = np.where(has_step, step_len, 0)
     head = has_wt * 32 + has_step * 16 + step_len
     ok = ~has_step | (step_len > 0)
-    p = np.where(has_step, p + 1 + step_len, p)
+    p = _same(np.where(has_step, p + 1 + step_len, p))
     del has_wt, has_step, step_len
-    ok &= r8[rows, np.minimum(p, last)] == 0x2A
+    ok &= _byte_at(r8, p) == 0x2A
     size, n = _row_varint(r8, p + 1)
-    p += 1 + n
+    p = p + 1 + n
     ok &= (n > 0) & (size >= 0) & (p + size == length)
-    ok &= r8[rows, np.minimum(p, last)] == 0x0A
+    ok &= _byte_at(r8, p) == 0x0A
     size, n = _row_varint(r8, p + 1)
-    p += 1 + n
+    p = p + 1 + n
     value_end = p + size
     ok &= (n > 0) & (size >= 0) & (value_end <= length)
-    ok &= r8[rows, np.minimum(p, last)] == 0x0A
+    ok &= _byte_at(r8, p) == 0x0A
     tag_len, n = _row_varint(r8, p + 1)
-    p += 1 + n
+    p = p + 1 + n
     ok &= (n > 0) & (tag_len >= 0) & (tag_len <= 256) & (p + tag_len < value_end)
     ok &= p + tag_len <= 8 * len(_ROW_KEYS)
-    return ok, step, head, p, tag_len
+    return ok, step, head, np.broadcast_to(np.asarray(p, dtype=np.int64), (len(r8),)), tag_len
 
 
 def _bulk(b: _Buffer, pts: _Points, templates: _Templates, idx: np.ndarray, s: np.ndarray,
@@ -1020,16 +1037,10 @@ def _bulk(b: _Buffer, pts: _Points, templates: _Templates, idx: np.ndarray, s: n
     r8 = r.view(np.uint8)
     rows = np.arange(len(m))
     if len(m) < len(cand):
-        r8, length, step = r8[m], length[m], step[m]
+        r8, length, step, head = r8[m], length[m], step[m], head[m]
     t = tid[m]
     rec = idx[cand[m]]
     stk = templates.stacked()
-    if verify:
-        crc = _template_crcs(r8, stk, t)
-        masked = ((crc >> 15) | (crc << 17)) + np.uint32(_MASK_DELTA)
-        stored = _gather(b, s[rec] + length, "<u4")
-        if not (masked == stored).all():
-            raise _Damaged
     # One point per slot of each record, in record order.
     n_slots = stk["n_slots"][t]
     if bool((n_slots == 1).all()):
@@ -1040,17 +1051,23 @@ def _bulk(b: _Buffer, pts: _Points, templates: _Templates, idx: np.ndarray, s: n
         which = np.repeat(rows, n_slots)
         rank = np.arange(total) - np.repeat(np.cumsum(n_slots) - n_slots, n_slots)
         flat = stk["slot_at"][t][which] + rank
-    where = s[rec[which]] + stk["slot_offset"][flat]
+    at = stk["slot_offset"][flat]
     dtypes = stk["slot_dtype"][flat]
     values = np.empty(len(flat), dtype=np.float64)
+    groups = []  # (points, their raw bits) per dtype
     codes_present = np.flatnonzero(np.bincount(dtypes, minlength=len(_DTYPES))).tolist()
     for code in codes_present:
-        dt = _DTYPES[code]
-        if len(codes_present) == 1:
-            values[:] = _gather(b, where, dt)
-        else:
-            sel = np.flatnonzero(dtypes == code)
-            values[sel] = _gather(b, where[sel], dt)
+        dt = np.dtype(_DTYPES[code])
+        sel = slice(None) if len(codes_present) == 1 else np.flatnonzero(dtypes == code)
+        raw = _gather(b, s[rec[which[sel]]] + at[sel], f"<u{dt.itemsize}")
+        values[sel] = raw.view(dt)
+        groups.append((sel, raw))
+    if verify:
+        crc = _template_crcs(r8, stk, t, head, which, at, groups)
+        masked = ((crc >> 15) | (crc << 17)) + np.uint32(_MASK_DELTA)
+        stored = _gather(b, s[rec] + length, "<u4")
+        if not (masked == stored).all():
+            raise _Damaged
     slot_ids = np.array([pts.tag_id(tag) for tag in stk["slot_tag"]], dtype=np.int64)
     pts.extend(slot_ids[flat], step[which], values, order[rec[which]] + stk["slot_k"][flat],
                stk["slot_tensor"][flat])
