@@ -374,19 +374,26 @@ def _resync(b: _Buffer, pos: int) -> int | None:
 _LENGTH_LUT_MAX = 1 << 16
 
 
-def _lengths_valid(b: _Buffer, offs: np.ndarray) -> np.ndarray:
-    """``_headers_valid`` of record starts: a header's CRC depends only on the length it
-    holds, so it is computed once per distinct length (records are mostly of a few)."""
-    lengths = b.u64[offs]
+_HEADER = np.dtype([("length", "<u8"), ("crc", "<u4")])
+
+
+def _lengths_valid(b: _Buffer, offs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_headers_valid`` of record starts, and the lengths they hold: a header's CRC depends
+    only on its length, so it is computed once per distinct length (records are mostly of a
+    few)."""
+    items = np.ndarray((len(b.padded) - 11,), dtype=np.dtype((np.void, 12)), buffer=b.padded,
+                       strides=(1,))
+    head = items[offs].view(_HEADER)
+    lengths, stored = head["length"], head["crc"]
     top = int(lengths.max()) if len(offs) else 0
     if top >= _LENGTH_LUT_MAX:
-        return _headers_valid(b.u8, b.u32, offs)
+        return _headers_valid(b.u8, b.u32, offs), lengths.astype(np.int64)
     present = np.zeros(top + 1, dtype=bool)
     present[lengths] = True
     lut = np.zeros(top + 1, dtype=np.uint32)
     for length in np.flatnonzero(present).tolist():
         lut[length] = masked_crc32c(_U64.pack(length))
-    return lut[lengths] == b.u32[offs + 8]
+    return lut[lengths] == stored, lengths.astype(np.int64)
 
 
 def _frame(b: _Buffer, label: str, model: _SizeModel | None = None,
@@ -400,19 +407,23 @@ def _frame(b: _Buffer, label: str, model: _SizeModel | None = None,
     if n < 12 or not _header_is_valid(data, 0):
         raise FormatError(f"{label}: not a TensorBoard event file (no valid record at byte 0)")
     good: list[np.ndarray] = []
+    good_lengths: list[np.ndarray] = []
     corrupt: list[int] = []
     truncated_at: int | None = None
     pos: int | None = 0
     while pos is not None and pos < n:
         offs, stop = _walk_all(b, pos, model)
-        bad = np.flatnonzero(~_lengths_valid(b, offs))
+        valid, held = _lengths_valid(b, offs)
+        bad = np.flatnonzero(~valid)
         if len(bad):
             # A length whose CRC fails cannot be trusted: find the next valid header.
             good.append(offs[: bad[0]])
+            good_lengths.append(held[: bad[0]])
             corrupt.append(int(offs[bad[0]]))
             pos = _resync(b, int(offs[bad[0]]) + 1)
             continue
         good.append(offs)
+        good_lengths.append(held)
         if stop >= n:
             break
         if n - stop < 12 or _header_is_valid(data, stop):
@@ -422,7 +433,7 @@ def _frame(b: _Buffer, label: str, model: _SizeModel | None = None,
         pos = _resync(b, stop + 1)
 
     offs = np.concatenate(good)
-    lengths = b.u64[offs].astype(np.int64)
+    lengths = np.concatenate(good_lengths)
     starts = offs + 12
     ok = _payloads_valid(b, starts, lengths) if payloads else np.ones(len(offs), dtype=bool)
     if not ok.all():
@@ -613,7 +624,8 @@ class _Templates:
             slots = [s for t in items for s in t.slots]
             self._stacked = {
                 "width": width, "n_words": n_words,
-                "words": words.reshape(-1), "masks": masks.reshape(-1),
+                # word k of every template, contiguous: matching gathers one column at a time
+                "words": np.ascontiguousarray(words.T), "masks": np.ascontiguousarray(masks.T),
                 "length": np.array([t.length for t in items], dtype=np.int64),
                 "head": np.array([t.head for t in items], dtype=np.int64),
                 "crc0": np.array([t.crc0 for t in items], dtype=np.uint32),
@@ -793,6 +805,17 @@ def _row_varint(r8: np.ndarray, at: np.ndarray | int
     more = byte >= 0x80
     if not more.any():
         return byte.astype(np.int64), 1
+    if isinstance(at, int):  # whole columns, no gathers
+        value = (byte & 0x7F).astype(np.uint64)
+        length = np.where(more, 0, 1)
+        for i in range(1, min(10, last - at + 1)):
+            byte = r8[:, at + i]
+            value |= ((byte & 0x7F).astype(np.uint64) << np.uint64(7 * i)) * more
+            length[more & (byte < 0x80)] = i + 1
+            more &= byte >= 0x80
+            if not more.any():
+                break
+        return value.view(np.int64), _same(length)
     at = np.broadcast_to(np.asarray(at, dtype=np.int64), (len(r8),))
     value = (byte & 0x7F).astype(np.uint64)
     length = np.where(more, 0, 1)
@@ -843,11 +866,10 @@ def _row_hash(r: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarra
 def _match(r: np.ndarray, stk: dict[str, Any], tid: np.ndarray) -> np.ndarray:
     """Which rows equal their template ``tid`` outside its varying bytes."""
     width = min(r.shape[1], stk["width"])
-    words = stk["words"].reshape(-1, stk["width"])
-    masks = stk["masks"].reshape(-1, stk["width"])
+    words, masks = stk["words"], stk["masks"]
     differ = np.zeros(len(r), dtype=np.uint64)
     for k in range(width):  # a column at a time: no temporary of rows x words
-        differ |= (r[:, k] ^ words[tid, k]) & masks[tid, k]
+        differ |= (r[:, k] ^ words[k][tid]) & masks[k][tid]
     return differ == 0
 
 
@@ -858,7 +880,7 @@ def _template_crcs(r8: np.ndarray, stk: dict[str, Any], tid: np.ndarray, head: n
     time and step, read from the rows; each value's bytes, from ``groups``: (points, raw
     bits) with ``which`` the row and ``at`` the offset of each point)."""
     table = _crc_rows(int(stk["length"].max())).reshape(-1)
-    end = (stk["length"][tid] - 1) * 256  # the last byte's row, in the flat table
+    end = ((stk["length"][tid] - 1) * 256).astype(np.int32)  # last byte's row, flat table
     crc = stk["crc0"][tid]
     heads = np.flatnonzero(np.bincount(head)).tolist()
     for h in heads:
@@ -872,12 +894,12 @@ def _template_crcs(r8: np.ndarray, stk: dict[str, Any], tid: np.ndarray, head: n
             part ^= table[end[sel] - p * 256 + r8[sel, p]]
         crc[sel] = part
     share = np.zeros(len(which), dtype=np.uint32)
-    point_end = end[which] - at * 256  # the first value byte's row, per point
+    point_end = end[which] - (at * 256).astype(np.int32)  # first value byte's row, per point
     for sel, raw in groups:
         base = point_end[sel]
         part = np.zeros(len(raw), dtype=np.uint32)
         for i in range(raw.dtype.itemsize):
-            part ^= table[base - i * 256 + ((raw >> (8 * i)) & 0xFF).astype(np.intp)]
+            part ^= table[base - i * 256 + ((raw >> (8 * i)) & 0xFF).astype(np.int32)]
         share[sel] = part
     if len(which) == len(tid):
         return crc ^ share
