@@ -33,7 +33,7 @@ import os
 import re
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1325,6 +1325,62 @@ def _read_whole(path: Path, file_no: int, tag_ids: dict[str, int]) -> _FilePoint
     return _FilePoints([chunk] if chunk is not None else [], pts.plugins, pts.texts, pts.notes)
 
 
+def _read_simple(path: Path, file_no: int, tag_ids: dict[str, int]) -> _FilePoints:
+    """The reference reader the fast one is tested against: the whole file at once, records
+    followed one at a time, both CRCs checked per record, every record parsed by protobuf.
+    Slow, and meant to stay obviously right: it shares only ``_one_by_one`` and the run
+    assembly with the fast path."""
+    from google.protobuf.message import DecodeError
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    data = read_bytes(path)
+    label = str(path)
+    n = len(data)
+    if n == 0:
+        raise FormatError(f"{label}: the file is empty")
+    if n < 12 or not _header_is_valid(data, 0):
+        raise FormatError(f"{label}: not a TensorBoard event file (no valid record at byte 0)")
+    good: list[int] = []
+    lengths: list[int] = []
+    corrupt: list[int] = []
+    truncated_at: int | None = None
+    pos: int | None = 0
+    while pos is not None and pos < n:
+        if n - pos < 12:
+            truncated_at = pos
+            break
+        if not _header_is_valid(data, pos):
+            corrupt.append(pos)  # a length that cannot be trusted: the next valid header
+            pos = next((q for q in range(pos + 1, n - 11) if _header_is_valid(data, q)), None)
+            continue
+        (length,) = _U64.unpack_from(data, pos)
+        if pos + 16 + length > n:
+            truncated_at = pos
+            break
+        (stored,) = _U32.unpack_from(data, pos + 12 + length)
+        if masked_crc32c(data[pos + 12 : pos + 12 + length]) == stored:
+            good.append(pos)
+            lengths.append(length)
+        else:
+            corrupt.append(pos)
+        pos += 16 + length
+    corrupt.sort()
+    notes = [f"corrupt record at byte {where} skipped" for where in corrupt[:_MAX_NOTES]]
+    if len(corrupt) > _MAX_NOTES:
+        notes.append(f"{len(corrupt) - _MAX_NOTES} more corrupt records skipped")
+    if truncated_at is not None:
+        notes.append(truncation_note(truncated_at))
+    b = _Buffer(bytearray(data) + bytes(_Buffer._PAD), n)
+    offsets = np.asarray(good, dtype=np.int64)
+    s = offsets + 12
+    e = s + np.asarray(lengths, dtype=np.int64)
+    order = (np.int64(file_no) << np.int64(48)) | (np.arange(len(s), dtype=np.int64) << 8)
+    pts = _Points(notes=notes)
+    _one_by_one(b, pts, np.arange(len(s)), s, e, offsets, order, Event, DecodeError, label)
+    chunk = _compact(pts, tag_ids)
+    return _FilePoints([chunk] if chunk is not None else [], pts.plugins, pts.texts, pts.notes)
+
+
 _malloc_trim: Any = None
 
 
@@ -1443,8 +1499,12 @@ def _event_file_key(path: Path) -> tuple[int, str]:
     return (int(m.group(1)) if m else 0, path.name)
 
 
-def _load_run(name: str, files: list[Path], source: str, options: LoadOptions) -> Run | None:
-    """One run from its event files, oldest first; None when they hold no scalar."""
+def _load_run(name: str, files: list[Path], source: str, options: LoadOptions,
+              read: Callable[[Path, int, dict[str, int]], _FilePoints] | None = None
+              ) -> Run | None:
+    """One run from its event files, oldest first; None when they hold no scalar. ``read``
+    reads one file's points (``_read_points``; tests pass ``_read_simple``)."""
+    read = read or _read_points
     files = sorted(files, key=_event_file_key)
     notes: list[str] = []
     errors: list[FormatError] = []
@@ -1455,7 +1515,7 @@ def _load_run(name: str, files: list[Path], source: str, options: LoadOptions) -
     files_read = files_with_points = 0
     for file_no, path in enumerate(files):
         try:
-            got = _read_points(path, file_no, tag_ids)
+            got = read(path, file_no, tag_ids)
         except FormatError as exc:
             if len(files) == 1:
                 raise
@@ -1599,7 +1659,8 @@ def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
     return out
 
 
-def _load(path: Path, options: LoadOptions) -> list[Run]:
+def _load(path: Path, options: LoadOptions,
+          read: Callable[[Path, int, dict[str, int]], _FilePoints] | None = None) -> list[Run]:
     found = _discover(path)
     if not found:
         raise FormatError(f"{path}: no TensorBoard event files (*tfevents*) found")
@@ -1607,7 +1668,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         found = [f for f in found if f[0] == options.run]
     runs = []
     for name, files, source in found:
-        run = _load_run(name, files, source, options)
+        run = _load_run(name, files, source, options, read)
         if run is not None:
             runs.append(run)
         elif len(found) == 1:

@@ -418,3 +418,207 @@ def test_real_tensorboard_run() -> None:
     assert run.has("reward_mean") and run.has("grad_norm")
     assert run.notes == []
     assert "beta" in run.config  # the HF TrainingArguments text summary
+
+
+# --- the fast reader against the reference reader ---------------------------------------------
+#
+# ``tb._read_simple`` follows records one at a time, checks both CRCs per record with the crc32c
+# package and parses every record with protobuf. The fast reader (windows, a learnt period of
+# record sizes, templates matched in bulk, CRCs from the templates' shares) must give the same
+# runs, notes and errors on every file: written by tensorboard's own EventFileWriter in the
+# layouts real writers produce, then possibly damaged.
+
+
+def _same_runs(path: Path) -> None:
+    def load(read: object) -> list[Run] | str:
+        try:
+            return tb._load(path, LoadOptions(), read=read)  # type: ignore[arg-type]
+        except GrpoDoctorError as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    fast, simple = load(None), load(tb._read_simple)
+    if isinstance(fast, str) or isinstance(simple, str):
+        assert fast == simple
+        return
+    assert [r.name for r in fast] == [r.name for r in simple]
+    for a, b in zip(fast, simple):
+        assert list(a.frame.columns) == list(b.frame.columns)
+        assert a.frame.index.equals(b.frame.index)
+        np.testing.assert_array_equal(a.frame.to_numpy(), b.frame.to_numpy())
+        assert a.notes == b.notes
+        assert a.config == b.config
+        assert a.restarts == b.restarts
+        assert a.nan_steps.keys() == b.nan_steps.keys()
+        for key in a.nan_steps:
+            np.testing.assert_array_equal(a.nan_steps[key], b.nan_steps[key])
+
+
+_ENCODINGS = ("simple_value", "float_val", "double_content", "float_content")
+
+
+def _value(tag: str, x: float, encoding: str, first: bool) -> object:
+    from tensorboard.compat.proto import summary_pb2, tensor_pb2, types_pb2
+    from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
+
+    if encoding == "simple_value":  # tensorboardX / torch add_scalar
+        return summary_pb2.Summary.Value(tag=tag, simple_value=x)
+    if encoding == "float_val":  # tensorboard.summary.Writer: metadata on every event
+        t = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT, float_val=[x],
+                                   tensor_shape=TensorShapeProto())
+        v = summary_pb2.Summary.Value(tag=tag, tensor=t)
+        v.metadata.plugin_data.plugin_name = "scalars"
+        return v
+    # TF2: tensor_content, metadata on a tag's first event only
+    dtype, fmt = ((types_pb2.DT_DOUBLE, "<d") if encoding == "double_content"
+                  else (types_pb2.DT_FLOAT, "<f"))
+    t = tensor_pb2.TensorProto(dtype=dtype, tensor_content=struct.pack(fmt, x),
+                               tensor_shape=TensorShapeProto())
+    v = summary_pb2.Summary.Value(tag=tag, tensor=t)
+    if first:
+        v.metadata.plugin_data.plugin_name = "scalars"
+    return v
+
+
+def _write_events(folder: Path, tags: list[str], steps: list[int], per_event: int,
+                  encoding: str, extras: set[int], seed: int, suffix: str = "") -> None:
+    """A step's tags logged in order, ``per_event`` values per event; at the steps in
+    ``extras`` an evaluation value, a text summary and a histogram in between."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    rng = np.random.default_rng(seed)
+    w = EventFileWriter(str(folder), filename_suffix=suffix)
+    t0 = 1.7e9 + seed
+    for i, step in enumerate(steps):
+        values = [_value(tag, float(np.float32(rng.normal())), encoding, i == 0)
+                  for tag in tags]
+        if rng.random() < 0.05:
+            values[0] = _value(tags[0], float("nan"), encoding, i == 0)
+        for a in range(0, len(values), per_event):
+            summary = summary_pb2.Summary(value=values[a : a + per_event])
+            w.add_event(event_pb2.Event(wall_time=t0 + i, step=step, summary=summary))
+        if step in extras:
+            text = tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING,
+                                          string_val=[b'{"a": 1}'])
+            histo = summary_pb2.HistogramProto(min=0, max=1, num=2, sum=1, bucket_limit=[1],
+                                               bucket=[2])
+            for v in (summary_pb2.Summary.Value(tag="eval/loss", simple_value=float(step)),
+                      summary_pb2.Summary.Value(tag="args/text_summary", tensor=text),
+                      summary_pb2.Summary.Value(tag="completion_lengths", histo=histo)):
+                w.add_event(event_pb2.Event(wall_time=t0 + i + 0.5, step=step,
+                                            summary=summary_pb2.Summary(value=[v])))
+    w.close()
+
+
+_TAG = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_/0123456789", min_size=1, max_size=48)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    tags=st.lists(_TAG, min_size=1, max_size=12, unique=True),
+    first=st.sampled_from([0, 1, 100, 16_370]),
+    n_steps=st.integers(1, 60),
+    per_event=st.integers(1, 12),
+    encoding=st.sampled_from(_ENCODINGS),
+    extra_every=st.sampled_from([0, 7, 25]),
+    restart=st.booleans(),
+    window=st.sampled_from([64, 700, 4096, 1 << 20]),
+    damage=st.sampled_from(["none", "none", "flip", "cut", "junk"]),
+    where=st.floats(0, 1),
+    seed=st.integers(0, 2**16),
+)
+def test_fast_reader_equals_the_reference_reader(
+    tags: list[str], first: int, n_steps: int, per_event: int, encoding: str,
+    extra_every: int, restart: bool, window: int, damage: str, where: float, seed: int,
+) -> None:
+    steps = list(range(first, first + n_steps))
+    extras = {s for s in steps if extra_every and s % extra_every == 0}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "run"
+        folder.mkdir()
+        _write_events(folder, ["train/" + t for t in tags], steps, per_event, encoding,
+                      extras, seed, ".a")
+        if restart:  # resumed from a checkpoint halfway: the steps overlap
+            _write_events(folder, ["train/" + t for t in tags], steps[len(steps) // 2 :],
+                          per_event, encoding, set(), seed + 1, ".b")
+        if damage != "none":
+            path = sorted(folder.glob("*tfevents*"))[-1]
+            data = bytearray(path.read_bytes())
+            at = int(where * (len(data) - 1))
+            if damage == "flip":
+                data[at] ^= 0x5A
+            elif damage == "cut":
+                data = data[: max(at, 1)]
+            else:
+                data[at:at] = bytes(range(7, 40))
+            path.write_bytes(bytes(data))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(tb, "_WINDOW", window)
+            _same_runs(folder)
+
+
+@pytest.mark.parametrize("folder", [*RUN_FOLDERS, ""])
+def test_fixtures_read_the_same_as_the_reference(folder: str) -> None:
+    _same_runs(FIX / folder)
+
+
+@pytest.mark.skipif(not (REAL_RUNS / "tensorboard").is_dir(), reason="real runs not present")
+def test_real_run_reads_the_same_as_the_reference() -> None:
+    _same_runs(REAL_RUNS / "tensorboard")
+
+
+# --- the fast path holds on real layouts ------------------------------------------------------
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    calls: list[int] = []
+    original = getattr(tb, name)
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(len(args[2]) if name == "_one_by_one" else 1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tb, name, counting)
+    return calls
+
+
+@pytest.mark.parametrize("layout", ["two_lengths", "trl_names", "multi_value", "float_val"])
+def test_writer_layouts_stay_on_the_fast_path(tmp_path: Path, layout: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # 300 steps from 1: the step varint grows at 128; several windows; the period of record
+    # sizes is learnt once and carried from window to window.
+    if layout == "two_lengths":  # train/m0 .. train/m49: ten names of 8 bytes, then 9
+        tags = [f"train/m{i}" for i in range(50)]
+    else:
+        tags = ["train/loss", "train/grad_norm", "train/learning_rate", "train/kl",
+                "train/rewards/accuracy_reward/mean", "train/rewards/accuracy_reward/std",
+                "train/completions/mean_length", "train/frac_reward_zero_std", "train/epoch"]
+    per_event = len(tags) if layout == "multi_value" else 1
+    encoding = "float_val" if layout == "float_val" else "simple_value"
+    _write_events(tmp_path, tags, list(range(1, 301)), per_event, encoding, {150}, 0)
+    monkeypatch.setattr(tb, "_WINDOW", 16 << 10)
+    walks = _count_calls(monkeypatch, "_walk")
+    slow = _count_calls(monkeypatch, "_one_by_one")
+    whole = _count_calls(monkeypatch, "_read_whole")
+    run = load_run(tmp_path)
+    assert run.n_steps == 300
+    assert not whole  # no window fell back to the whole-file reader
+    assert sum(slow) <= 5  # the text, histogram and evaluation events at step 150, and step 1
+    # Records followed one by one: a few stretches per window, not a few per step.
+    windows = -(-next(tmp_path.glob("*tfevents*")).stat().st_size // (16 << 10))
+    assert len(walks) <= 4 * windows, (len(walks), windows)
+    _same_runs(tmp_path)
+
+
+def test_smallest_period() -> None:
+    sizes = np.array(([40] * 10 + [41] * 40) * 3)
+    assert tb._smallest_period(sizes) == 50  # not 1, though the last 40 sizes are equal
+    assert tb._smallest_period(np.array([5] * 64)) == 1
+    assert tb._smallest_period(np.array([1, 2, 3] * 20 + [1])) == 3
+    assert tb._smallest_period(np.arange(64)) is None
+
+
+def test_crc_rows_are_the_byte_tables() -> None:
+    rows = tb._crc_rows(300)
+    for d in (0, 1, 7, 8, 63, 64, 299):
+        np.testing.assert_array_equal(rows[d], tb._crc_byte_table(d))
