@@ -37,7 +37,6 @@ from grpo_doctor.importers.tensorboard import (
     _HASH_KEYS,
     _Buffer,
     _varint,
-    read_bytes,
     truncation_note,
     walk_files,
 )
@@ -48,6 +47,7 @@ _HEADER = struct.Struct("<4sHB")
 _IDENT = 0xBEE1
 _BLOCK = 32768
 _CHUNK = struct.Struct("<IHB")
+_CHUNK_DTYPE = np.dtype([("crc", "<u4"), ("length", "<u2"), ("kind", "u1")])
 _FULL, _FIRST, _MIDDLE, _LAST = 1, 2, 3, 4
 _TYPE_CRC = {t: zlib.crc32(bytes([t])) for t in (_FULL, _FIRST, _MIDDLE, _LAST)}
 _MAX_NOTES = 10
@@ -238,14 +238,15 @@ class _RunLog:
 
 def read_wandb_log(path: Path) -> _RunLog:
     """Everything grpo-doctor uses from one ``run-<id>.wandb`` file."""
-    data = read_bytes(path)
+    b = _Buffer.read(path)
+    data = b.data
     if len(data) < _HEADER.size or data[:4] != MAGIC:
         raise FormatError(f"{path}: not a W&B run file (no ':W&B' header)")
 
     from google.protobuf.message import DecodeError
     from wandb.proto import wandb_internal_pb2 as pb
 
-    log = _read_in_bulk(data, _new_log(path, data), pb, DecodeError)
+    log = _read_in_bulk(b, _new_log(path, data), pb, DecodeError)
     if log is not None:
         return log
     log = _new_log(path, data)
@@ -467,31 +468,110 @@ def _parse_batch(b: _Buffer, starts: np.ndarray, ends: np.ndarray) -> dict[str, 
     return out
 
 
-def _read_in_bulk(data: bytes, log: _RunLog, pb: Any, decode_error: type[Exception]
+def _clean_log_spans(b: _Buffer) -> tuple[_Buffer, np.ndarray, np.ndarray] | None:
+    """Where each record of a clean log lies: (buffer, starts, ends), records in order, as
+    ``iter_log_records`` yields them; None when the log is not clean (a bad CRC, a chunk
+    that does not fit, a cut tail, a broken FIRST..LAST sequence), so that the generator,
+    with its notes, reads it instead.
+
+    Chunks never cross a block, so every block is walked at once, chunk by chunk; a record
+    split over blocks is joined after the file's bytes, in a new buffer."""
+    n = b.size
+    u8 = b.u8
+    blocks = -(-n // _BLOCK)
+    block_end = np.arange(1, blocks + 1, dtype=np.int64) * _BLOCK
+    pos = block_end - _BLOCK
+    pos[0] = _HEADER.size
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (position, length, kind)
+    while len(pos):
+        alive = (block_end - pos >= _CHUNK.size) & (pos < n)  # else a trailer, or the end
+        pos, block_end = pos[alive], block_end[alive]
+        if not len(pos):
+            break
+        if int(pos.max()) + _CHUNK.size > n:
+            return None  # a cut chunk header at the end
+        left = block_end - pos
+        head = u8[pos[:, None] + np.arange(_CHUNK.size)].copy().view(_CHUNK_DTYPE).reshape(-1)
+        length = head["length"].astype(np.int64)
+        kind = head["kind"].astype(np.int64)
+        zero = (kind == 0) & (length == 0) & (head["crc"] == 0)  # pre-allocated: block done
+        pos, length, kind, left = pos[~zero], length[~zero], kind[~zero], left[~zero]
+        block_end = block_end[~zero]
+        if ((kind < _FULL) | (kind > _LAST) | (length > left - _CHUNK.size)).any():
+            return None
+        if int((pos + _CHUNK.size + length).max(initial=0)) > n:
+            return None
+        found.append((pos, length, kind))
+        pos = pos + _CHUNK.size + length
+    if not found:
+        return b, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    at = np.concatenate([f[0] for f in found])
+    by_pos = np.argsort(at, kind="stable")
+    at = at[by_pos]
+    length = np.concatenate([f[1] for f in found])[by_pos]
+    kind = np.concatenate([f[2] for f in found])[by_pos]
+    # Chunk CRCs: zlib.crc32(data, crc32(kind)), one C call each.
+    data = b.data
+    starts = at + _CHUNK.size
+    ends = starts + length
+    init = np.array([0, *(_TYPE_CRC[t] for t in (_FULL, _FIRST, _MIDDLE, _LAST))],
+                    dtype=np.int64)[kind]
+    crc = zlib.crc32
+    got = np.fromiter(map(crc, map(data.__getitem__, map(slice, starts.tolist(), ends.tolist())),
+                          init.tolist()), dtype=np.uint32, count=len(at))
+    stored = b.u32[at]
+    if not (got == stored).all():
+        return None
+    split = np.flatnonzero(kind != _FULL)
+    if not len(split):
+        return b, starts, ends
+    # Records over several blocks: FIRST, MIDDLE..., LAST in a row, joined after the file.
+    kinds = kind[split].tolist()
+    extra = bytearray()
+    joined_at: list[tuple[int, int, int]] = []  # (first chunk, start in extra, end)
+    i = 0
+    while i < len(kinds):
+        if kinds[i] != _FIRST:
+            return None
+        j = i + 1
+        while j < len(kinds) and kinds[j] == _MIDDLE and split[j] == split[j - 1] + 1:
+            j += 1
+        if j >= len(kinds) or kinds[j] != _LAST or split[j] != split[j - 1] + 1:
+            return None
+        a = len(extra)
+        for c in split[i : j + 1].tolist():
+            extra += data[int(starts[c]) : int(ends[c])]
+        joined_at.append((int(split[i]), a, len(extra)))
+        i = j + 1
+    whole = bytearray(n + len(extra) + _Buffer._PAD)
+    whole[:n] = data
+    whole[n : n + len(extra)] = extra
+    out = _Buffer(whole, n + len(extra))
+    keep = kind == _FULL
+    firsts = np.array([f for f, _, _ in joined_at], dtype=np.int64)
+    keep[firsts] = True
+    starts, ends = starts.copy(), ends.copy()
+    starts[firsts] = n + np.array([a for _, a, _ in joined_at], dtype=np.int64)
+    ends[firsts] = n + np.array([z for _, _, z in joined_at], dtype=np.int64)
+    return out, starts[keep], ends[keep]
+
+
+def _read_in_bulk(b: _Buffer, log: _RunLog, pb: Any, decode_error: type[Exception]
                   ) -> _RunLog | None:
     """``read_wandb_log`` in bulk; None when the file needs reading record by record."""
-    records = iter_log_records(data, log.notes)
     keys: dict[tuple[int, int], tuple[str, bytes]] = {}  # (kind, key-bytes hash) -> key
     texts: dict[str, _JsonTexts] = {}
     unreadable = 0
     parse = pb.Record.FromString
     item_types = {1: pb.HistoryItem.FromString, 2: pb.SummaryItem.FromString}
     try:
-        while True:
-            batch = list(itertools.islice(records, _BULK_BATCH))
-            if not batch:
-                break
-            lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
-            ends = np.cumsum(lengths)
-            starts = ends - lengths
-            joined = b"".join(batch)
-            del batch
-            b = _Buffer(bytearray(joined) + bytes(_Buffer._PAD), len(joined))
-            got = _parse_batch(b, starts, ends)
+        for buf, starts, ends in _batches(b, log):
+            data = buf.data
+            got = _parse_batch(buf, starts, ends)
             kind = got["kind"]
             for r in np.flatnonzero(kind == 0).tolist():  # run, config, metric, stats, ...
                 try:
-                    rec = parse(joined[starts[r] : ends[r]])
+                    rec = parse(data[starts[r] : ends[r]])
                 except decode_error:
                     unreadable += 1
                     continue
@@ -499,7 +579,7 @@ def _read_in_bulk(data: bytes, log: _RunLog, pb: Any, decode_error: type[Excepti
                 if other in ("history", "summary"):
                     raise _Odd
                 _apply_record(log, rec, other)
-            _take_items(log, b, joined, got, keys, texts, item_types, decode_error)
+            _take_items(log, buf, data, got, keys, texts, item_types, decode_error)
     except _Odd:
         return None
     for key, col in texts.items():
@@ -509,20 +589,57 @@ def _read_in_bulk(data: bytes, log: _RunLog, pb: Any, decode_error: type[Excepti
     return log
 
 
-def _gather_joined(u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> bytes:
-    """The byte strings ``u8[start:start + length]``, each followed by a comma, as one."""
-    total = int(lengths.sum())
+def _batches(b: _Buffer, log: _RunLog) -> Iterator[tuple[_Buffer, np.ndarray, np.ndarray]]:
+    """The log's records, ``_BULK_BATCH`` at a time: (buffer, starts, ends)."""
+    spans = _clean_log_spans(b)
+    if spans is not None:
+        buf, starts, ends = spans
+        for a in range(0, len(starts), _BULK_BATCH):
+            yield buf, starts[a : a + _BULK_BATCH], ends[a : a + _BULK_BATCH]
+        return
+    records = iter_log_records(b.data, log.notes)
+    while True:
+        batch = list(itertools.islice(records, _BULK_BATCH))
+        if not batch:
+            return
+        lengths = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+        ends = np.cumsum(lengths)
+        joined = b"".join(batch)
+        del batch
+        yield _Buffer(bytearray(joined) + bytes(_Buffer._PAD), len(joined)), ends - lengths, ends
+
+
+def _gather_joined(b: _Buffer, starts: np.ndarray, lengths: np.ndarray,
+                   sep: int | None = 0x2C) -> np.ndarray:
+    """The byte strings ``[start, start + length)`` of the buffer, each followed by ``sep``
+    (unless None), one after the other, as a uint8 array.
+
+    Short strings (numbers) are gathered as fixed-width rows, one gather each, and packed
+    with a mask; numpy would gather them byte by byte otherwise."""
     count = len(lengths)
-    out = np.full(total + count, 0x2C, dtype=np.uint8)
+    extra = 0 if sep is None else 1
+    if not count:
+        return np.zeros(0, dtype=np.uint8)
+    width = int(lengths.max()) + extra
+    if width <= _Buffer._PAD:
+        rows = np.ndarray((len(b.padded) - width + 1,), dtype=np.dtype((np.void, width)),
+                          buffer=b.padded, strides=(1,))
+        m = rows[starts].view(np.uint8).reshape(count, width)
+        if sep is not None:
+            m[np.arange(count), lengths] = sep
+        return m[np.arange(width) < (lengths + extra)[:, None]]
+    total = int(lengths.sum())
+    out = np.full(total + extra * count, 0x2C if sep is None else sep, dtype=np.uint8)
     if total:
-        packed = np.cumsum(lengths) - lengths  # where each string starts without commas
+        packed = np.cumsum(lengths + extra) - lengths - extra  # each string's start in out
         k = np.arange(total, dtype=np.int64)
-        out[k + np.repeat(np.arange(count, dtype=np.int64), lengths)] = (
-            u8[k + np.repeat(starts - packed, lengths)])
-    return out.tobytes()
+        base = np.repeat(np.arange(count, dtype=np.int64), lengths)
+        within = k - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        out[packed[base] + within] = b.u8[starts[base] + within]
+    return out
 
 
-def _take_items(log: _RunLog, b: _Buffer, joined: bytes, got: dict[str, np.ndarray],
+def _take_items(log: _RunLog, b: _Buffer, joined: memoryview, got: dict[str, np.ndarray],
                 keys: dict[tuple[int, int], tuple[str, bytes]], texts: dict[str, _JsonTexts],
                 item_types: dict[int, Any], decode_error: type[Exception]) -> None:
     import pandas as pd
@@ -552,7 +669,7 @@ def _take_items(log: _RunLog, b: _Buffer, joined: bytes, got: dict[str, np.ndarr
     _check(same)
     names: list[str] = []
     for hv, f in zip(uniq.tolist(), first.tolist()):
-        kb = joined[k0[f] : k1[f]]
+        kb = bytes(joined[k0[f] : k1[f]])
         k = int(item_kind[f])
         known = keys.get((k, hv))
         if known is None:
@@ -579,7 +696,7 @@ def _take_items(log: _RunLog, b: _Buffer, joined: bytes, got: dict[str, np.ndarr
     small = key_id[mine].astype(np.int16 if len(id_names) < 2**15 else np.int64)
     order = mine[np.argsort(small, kind="stable")]  # radix sort for int16
     lengths = v1[order] - v0[order]
-    text = _gather_joined(b.u8, v0[order], lengths)
+    text = _gather_joined(b, v0[order], lengths).tobytes()
     cut = np.cumsum(lengths + 1)  # each value's end + 1 in ``text`` (a comma follows)
     bounds = np.flatnonzero(np.diff(key_id[order])) + 1
     segments = list(zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)]))
@@ -618,13 +735,13 @@ def _take_items(log: _RunLog, b: _Buffer, joined: bytes, got: dict[str, np.ndarr
         # protobuf would refuse a whole record over a value that is not UTF-8: check them all
         # (those holding a byte >= 0x80, found by the largest byte of each value).
         a, z = v0[mine], v1[mine]
-        bounds = np.empty(2 * len(mine), dtype=np.int64)
-        bounds[0::2] = a
-        bounds[1::2] = z
-        top = np.maximum.reduceat(b.u8, bounds)[0::2]
-        for j in np.flatnonzero((z > a) & (top >= 0x80)).tolist():
+        some = np.flatnonzero(z > a)
+        values = _gather_joined(b, a[some], (z - a)[some], None)
+        top = (np.maximum.reduceat(values, np.cumsum(z - a)[some] - (z - a)[some])
+               if (values >= 0x80).any() else np.zeros(len(some), dtype=np.uint8))
+        for j in some[top >= 0x80].tolist():
             try:
-                joined[int(a[j]) : int(z[j])].decode("utf-8")
+                bytes(joined[int(a[j]) : int(z[j])]).decode("utf-8")
             except UnicodeDecodeError:
                 raise _Odd from None
         ids_in = key_id[mine]
@@ -638,7 +755,7 @@ def _take_items(log: _RunLog, b: _Buffer, joined: bytes, got: dict[str, np.ndarr
             if li < 0:
                 continue  # a history key only
             j = mine[li]
-            summary[id_names[int(key_id[j])]] = joined[v0[j] : v1[j]].decode("utf-8")
+            summary[id_names[int(key_id[j])]] = bytes(joined[v0[j] : v1[j]]).decode("utf-8")
 
 
 def _apply_config(config: dict[str, Any], updates: Any, removes: Any) -> None:
