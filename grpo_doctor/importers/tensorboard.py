@@ -122,7 +122,7 @@ class _Buffer:
 
     _PAD = 64
 
-    def __init__(self, padded: bytearray, size: int) -> None:
+    def __init__(self, padded: bytearray | np.ndarray, size: int) -> None:
         self.size = size
         self.padded = padded
         self.data = memoryview(padded)[:size]
@@ -131,14 +131,17 @@ class _Buffer:
         self.u64 = _strided(padded, "<u8")
 
     @classmethod
-    def read(cls, path: Path) -> _Buffer:
+    def read(cls, path: Path, room: int = 0) -> _Buffer:
+        """A whole file, with ``room`` spare bytes (then the zero padding) after it."""
         try:
             with path.open("rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
-                padded = bytearray(size + cls._PAD)
+                # Not a bytearray: it would be zero-filled first, a second pass over the file.
+                padded = np.empty(size + room + cls._PAD, dtype=np.uint8)
                 size = fh.readinto(memoryview(padded)[:size])  # a live file may have grown
         except OSError as exc:
             raise read_error(path, exc) from exc
+        padded[size : size + cls._PAD] = 0  # the room beyond stays untouched (not resident)
         return cls(padded, size)
 
 

@@ -238,7 +238,9 @@ class _RunLog:
 
 def read_wandb_log(path: Path) -> _RunLog:
     """Everything grpo-doctor uses from one ``run-<id>.wandb`` file."""
-    b = _Buffer.read(path)
+    # Room after the file for the records split over blocks (joined there, see
+    # ``_clean_log_spans``): a few percent of the file in wandb-core's logs.
+    b = _Buffer.read(path, room=_ROOM)
     data = b.data
     if len(data) < _HEADER.size or data[:4] != MAGIC:
         raise FormatError(f"{path}: not a W&B run file (no ':W&B' header)")
@@ -322,6 +324,7 @@ def _apply_record(log: _RunLog, rec: Any, kind: str | None) -> None:
 # is exactly what protobuf would parse.
 
 _BULK_BATCH = 8192  # records decoded together
+_ROOM = 8 << 20  # bytes of room after a log for its records split over blocks
 _MAX_KEY_BYTES = 256
 _WORD_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
@@ -543,10 +546,15 @@ def _clean_log_spans(b: _Buffer) -> tuple[_Buffer, np.ndarray, np.ndarray] | Non
             extra += data[int(starts[c]) : int(ends[c])]
         joined_at.append((int(split[i]), a, len(extra)))
         i = j + 1
-    whole = bytearray(n + len(extra) + _Buffer._PAD)
-    whole[:n] = data
-    whole[n : n + len(extra)] = extra
-    out = _Buffer(whole, n + len(extra))
+    if len(b.padded) >= n + len(extra) + _Buffer._PAD:  # in the room left after the file
+        b.padded[n : n + len(extra)] = np.frombuffer(extra, dtype=np.uint8)
+        b.padded[n + len(extra) : n + len(extra) + _Buffer._PAD] = 0
+        out = _Buffer(b.padded, n + len(extra))
+    else:
+        whole = bytearray(n + len(extra) + _Buffer._PAD)
+        whole[:n] = data
+        whole[n : n + len(extra)] = extra
+        out = _Buffer(whole, n + len(extra))
     keep = kind == _FULL
     firsts = np.array([f for f, _, _ in joined_at], dtype=np.int64)
     keep[firsts] = True
