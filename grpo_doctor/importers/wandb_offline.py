@@ -165,7 +165,12 @@ def _is_number(v: Any) -> bool:
 
 
 def _column(rows: list[int], texts: list[str] | _JsonTexts) -> tuple[list[int], list[Any], int]:
-    """Parse one key's JSON values in one go; items that are not JSON are dropped."""
+    """Parse one key's JSON values in one go; items that are not JSON are dropped. Plain
+    numbers come back as one float64 array."""
+    if isinstance(texts, _JsonTexts):
+        numbers = texts.numbers()
+        if numbers is not None:
+            return rows, numbers, 0  # type: ignore[return-value]
     try:
         joined = texts.joined() if isinstance(texts, _JsonTexts) else ",".join(texts)
         values = _loads("[" + joined + "]")
@@ -193,6 +198,8 @@ def _float(v: float) -> float:
 
 def _to_numeric(values: list[Any]) -> tuple[np.ndarray, np.ndarray, int] | None:
     """(float values, logged-NaN mask, non-numeric count), or None if no value is a number."""
+    if isinstance(values, np.ndarray):
+        return values, np.isnan(values), 0
     kinds = set(map(type, values))
     if kinds <= {int, float, bool}:
         try:
@@ -330,31 +337,102 @@ _WORD_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1],
 
 
 class _JsonTexts:
-    """One key's history values as comma-joined JSON texts (one per batch of records), so
-    that no str is made per value; iterating yields the values one by one."""
+    """One key's history values, one piece per batch of records: ASCII values back to back
+    (bytes), or comma-joined text where one is not ASCII (str); no str is made per value.
+    Iterating yields the values one by one; ``numbers`` reads them all at once."""
 
-    __slots__ = ("lengths", "pieces")
+    __slots__ = ("lengths", "pieces", "rows")
 
     def __init__(self) -> None:
-        self.pieces: list[str] = []
+        self.pieces: list[bytes | str] = []
         self.lengths: list[np.ndarray] = []
+        self.rows: list[np.ndarray] = []
 
-    def add(self, text: str, lengths: np.ndarray) -> None:
-        self.pieces.append(text)
+    def add(self, piece: bytes | str, lengths: np.ndarray, rows: np.ndarray) -> None:
+        self.pieces.append(piece)
         self.lengths.append(lengths)
+        self.rows.append(rows)
 
     def __len__(self) -> int:
         return sum(len(n) for n in self.lengths)
 
     def joined(self) -> str:
-        return ",".join(self.pieces)
+        return ",".join(",".join(self._values(p, n)) if isinstance(p, bytes) else p
+                        for p, n in zip(self.pieces, self.lengths))
+
+    @staticmethod
+    def _values(piece: bytes | str, lengths: np.ndarray) -> Iterator[str]:
+        pos = 0
+        step = 1 if isinstance(piece, str) else 0  # the commas between values
+        for n in lengths.tolist():
+            value = piece[pos : pos + n]
+            yield value.decode("ascii") if isinstance(value, bytes) else value
+            pos += n + step
 
     def __iter__(self) -> Iterator[str]:
-        for text, lengths in zip(self.pieces, self.lengths):
-            pos = 0
-            for n in lengths.tolist():
-                yield text[pos : pos + n]
-                pos += n + 1
+        for piece, lengths in zip(self.pieces, self.lengths):
+            yield from self._values(piece, lengths)
+
+    def numbers(self) -> np.ndarray | None:
+        """All values as float64, exactly as ``json.loads`` and ``float`` read them, when
+        every one is a plain JSON number; else None."""
+        if not all(isinstance(p, bytes) for p in self.pieces):
+            return None
+        lengths = np.concatenate(self.lengths) if self.lengths else np.zeros(0, np.int32)
+        return _json_numbers(b"".join(self.pieces), lengths)  # type: ignore[arg-type]
+
+
+_NUMBER_BYTES = np.zeros(256, dtype=bool)
+_NUMBER_BYTES[list(b"0123456789.eE+-")] = True
+_DIGIT = np.zeros(256, dtype=bool)
+_DIGIT[list(b"0123456789")] = True
+
+
+def _json_numbers(data: bytes, lengths: np.ndarray) -> np.ndarray | None:
+    """The JSON numbers in ``data`` (back to back, ``lengths`` bytes each) as float64, as
+    ``float(json.loads(x))`` would give them; None when one is not a plain JSON number.
+
+    Arrow's parser (correctly rounded, like Python's) reads them; it also takes "+1", ".5",
+    "1.", "1.e5", "-.5", "01", which JSON does not, so those are looked for first, and it
+    reads the JSON integer -0 as -0.0 where Python has 0."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    count = len(lengths)
+    if not count:
+        return np.zeros(0, dtype=np.float64)
+    d = np.frombuffer(data, dtype=np.uint8)
+    if (lengths <= 0).any() or not _NUMBER_BYTES[d].all():
+        return None
+    ends = np.cumsum(lengths, dtype=np.int64)
+    starts = ends - lengths
+    first = starts + (d[starts] == 0x2D)  # after an optional minus
+    if (first >= ends).any() or not _DIGIT[d[first]].all():
+        return None
+    zero = np.flatnonzero((d[first] == 0x30) & (first + 1 < ends))
+    if len(zero) and _DIGIT[d[first[zero] + 1]].any():
+        return None  # a leading zero
+    dots = np.flatnonzero(d == 0x2E)
+    if len(dots):  # each between two digits of its own number
+        is_start = np.zeros(len(d) + 1, dtype=bool)
+        is_start[starts] = True
+        is_start[-1] = True
+        if is_start[dots].any() or is_start[dots + 1].any():
+            return None
+        if not (_DIGIT[d[dots - 1]].all() and _DIGIT[d[dots + 1]].all()):
+            return None
+    offsets = np.concatenate([[0], ends]).astype(np.int64)
+    try:
+        strings = pa.Array.from_buffers(pa.large_string(), count,
+                                        [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        values = pc.cast(strings, pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    values = np.array(values, dtype=np.float64)  # writable
+    for i in np.flatnonzero((values == 0) & np.signbit(values)).tolist():
+        if not any(c in data[starts[i] : ends[i]] for c in b".eE"):
+            values[i] = 0.0  # the integer -0
+    return values
 
 
 class _Odd(Exception):
@@ -591,7 +669,7 @@ def _read_in_bulk(b: _Buffer, log: _RunLog, pb: Any, decode_error: type[Exceptio
     except _Odd:
         return None
     for key, col in texts.items():
-        log.columns[key] = (log.columns[key][0], col)  # type: ignore[assignment]
+        log.columns[key] = (np.concatenate(col.rows), col)  # type: ignore[assignment]
     if unreadable:
         log.notes.append(f"{unreadable} unreadable record(s) skipped")
     return log
@@ -704,8 +782,8 @@ def _take_items(log: _RunLog, b: _Buffer, joined: memoryview, got: dict[str, np.
     small = key_id[mine].astype(np.int16 if len(id_names) < 2**15 else np.int64)
     order = mine[np.argsort(small, kind="stable")]  # radix sort for int16
     lengths = v1[order] - v0[order]
-    text = _gather_joined(b, v0[order], lengths).tobytes()
-    cut = np.cumsum(lengths + 1)  # each value's end + 1 in ``text`` (a comma follows)
+    text = _gather_joined(b, v0[order], lengths, None).tobytes()  # values back to back
+    cut = np.cumsum(lengths)  # each value's end in ``text``
     bounds = np.flatnonzero(np.diff(key_id[order])) + 1
     segments = list(zip([0, *bounds.tolist()], [*bounds.tolist(), len(order)]))
     segments = segments if len(order) else []
@@ -713,23 +791,20 @@ def _take_items(log: _RunLog, b: _Buffer, joined: memoryview, got: dict[str, np.
     for a, z in segments:
         name = id_names[int(key_id[order[a]])]
         x = int(cut[a - 1]) if a else 0
-        raw = text[x : int(cut[z - 1]) - 1]
-        try:
-            piece = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _Odd from None
-        if len(piece) == len(raw):
-            value_lengths = lengths[a:z].astype(np.int32)
-        else:
-            value_lengths = np.array([len(raw[x:y].decode("utf-8")) for x, y in zip(
-                (cut[a:z] - lengths[a:z] - 1 - x).tolist(), (cut[a:z] - 1 - x).tolist())],
-                dtype=np.int32)
-        col = log.columns.get(name)
-        if col is None:
-            col = log.columns[name] = ([], [])
+        raw = text[x : int(cut[z - 1])]
+        value_lengths = lengths[a:z].astype(np.int32)
+        if not raw.isascii():  # kept as text, comma-joined, lengths in characters
+            ends = (cut[a:z] - x).tolist()
+            try:
+                values = [raw[p:q].decode("utf-8") for p, q in zip([0, *ends[:-1]], ends)]
+            except UnicodeDecodeError:
+                raise _Odd from None
+            raw = ",".join(values)  # type: ignore[assignment]
+            value_lengths = np.array([len(v) for v in values], dtype=np.int32)
+        if name not in log.columns:
+            log.columns[name] = ([], [])  # the rows and texts are set at the end
             texts[name] = _JsonTexts()
-        col[0].extend(row_of[rec[order[a:z]]].tolist())
-        texts[name].add(piece, value_lengths)
+        texts[name].add(raw, value_lengths, row_of[rec[order[a:z]]])
     step_rec = got["step_rec"]
     if len(step_rec):
         by_row = np.argsort(step_rec, kind="stable")
@@ -819,6 +894,13 @@ def _build_frame(log: _RunLog) -> tuple[Any, dict[str, np.ndarray], np.ndarray, 
     for key, (rows, texts) in log.columns.items():
         r, values, bad = _column(rows, texts)
         bad_json += bad
+        if isinstance(values, np.ndarray):  # plain numbers
+            if key in parsed:
+                parsed[key][0].extend(np.asarray(r).tolist())
+                parsed[key][1].extend(values.tolist())
+            else:
+                parsed[key] = (r, values)  # type: ignore[assignment]
+            continue
         # Older writers log a whole dict under one key: flatten it here.
         if dict in set(map(type, values)):  # JSON values: a dict is exactly a dict
             for row, v in zip(r, values):
@@ -832,6 +914,8 @@ def _build_frame(log: _RunLog) -> tuple[Any, dict[str, np.ndarray], np.ndarray, 
                     dest[0].append(row)
                     dest[1].append(leaf)
         elif key in parsed:  # the same key came flattened from a dict as well
+            if isinstance(parsed[key][1], np.ndarray):
+                parsed[key] = (np.asarray(parsed[key][0]).tolist(), parsed[key][1].tolist())
             parsed[key][0].extend(r)
             parsed[key][1].extend(values)
         else:
@@ -881,9 +965,12 @@ def _steps(log: _RunLog, parsed: dict[str, tuple[list[int], list[Any]]],
     steps = np.full(n, np.nan, dtype=np.float64)
     if "_step" in parsed:
         rows, values = parsed["_step"]
-        for r, v in zip(rows, values):
-            if _is_number(v):
-                steps[r] = float(v)
+        if isinstance(values, np.ndarray):
+            steps[np.asarray(rows, dtype=np.int64)] = values
+        else:
+            for r, v in zip(rows, values):
+                if _is_number(v):
+                    steps[r] = float(v)
     missing = np.isnan(steps)
     if missing.any() and log.step_num:
         for r, num in log.step_num.items():
@@ -894,9 +981,12 @@ def _steps(log: _RunLog, parsed: dict[str, tuple[list[int], list[Any]]],
         runtime = np.full(n, np.inf)
         if "_runtime" in parsed:
             rows, values = parsed["_runtime"]
-            for r, v in zip(rows, values):
-                if _is_number(v):
-                    runtime[r] = float(v)
+            if isinstance(values, np.ndarray):
+                runtime[np.asarray(rows, dtype=np.int64)] = values
+            else:
+                for r, v in zip(rows, values):
+                    if _is_number(v):
+                        runtime[r] = float(v)
         steps = np.argsort(np.argsort(runtime, kind="stable"), kind="stable").astype(np.float64)
         notes.append("no _step in the history: steps are records in _runtime order")
     return steps
