@@ -289,3 +289,97 @@ def test_damaged_real_log_and_framed_junk_never_crash(
             data[pos] = byte
     _try_load(bytes(data))
     _try_load(write_log(junk))  # valid framing around arbitrary record bytes
+
+
+# --- the bulk paths against the record-by-record ones -------------------------------------------
+
+
+def _spans_as_records(data: bytes) -> list[bytes] | None:
+    b = wo._Buffer(bytearray(data) + bytes(wo._Buffer._PAD), len(data))
+    spans = wo._clean_log_spans(b)
+    if spans is None:
+        return None
+    buf, starts, ends = spans
+    return [bytes(buf.data[s:e]) for s, e in zip(starts.tolist(), ends.tolist())]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.binary(min_size=0, max_size=40_000), max_size=12),
+       st.sampled_from(["none", "flip", "cut", "zeros"]), st.floats(0, 1))
+def test_block_framing_in_bulk_equals_the_generator(
+    records: list[bytes], damage: str, where: float
+) -> None:
+    # Records of any size: FULL chunks, and FIRST/MIDDLE/LAST ones across blocks.
+    data = bytearray(write_log(records))
+    at = 7 + int(where * max(len(data) - 8, 0))
+    if damage == "flip" and len(data) > 8:
+        data[at] ^= 0x20
+    elif damage == "cut":
+        data = data[:at]
+    elif damage == "zeros":  # pre-allocated space after the last record
+        data += bytes(BLOCK - len(data) % BLOCK + BLOCK)
+    notes: list[str] = []
+    expected = list(wo.iter_log_records(bytes(data), notes))
+    got = _spans_as_records(bytes(data))
+    if got is not None:  # taken only when the generator would note nothing
+        assert got == expected
+        assert notes == []
+    elif damage == "none":
+        pytest.fail("a clean log was not framed in bulk")
+
+
+def test_real_log_is_framed_in_bulk() -> None:
+    data = RUN_FILE.read_bytes()
+    notes: list[str] = []
+    assert _spans_as_records(data) == list(wo.iter_log_records(data, notes))
+    assert notes == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(json.dumps),
+    st.integers(-(10**30), 10**30).map(str),
+    st.sampled_from(["-0", "0", "-0.0", "0e0", "1E+05", "2.5e-324", "1e400", "-1e400",
+                     "1.00000000000000011102230246251565404236316680908203125",
+                     "1" + "0" * 400, "+1", ".5", "1.", "01", "-01", "1.e5", "-.5", "00",
+                     "1e", "--1", "NaN", "Infinity", "true", "null", '"1"', " 1", "1_0"]),
+), min_size=1, max_size=40))
+def test_numbers_in_bulk_equal_json(tokens: list[str]) -> None:
+    def reference() -> np.ndarray | None:
+        try:
+            values = [json.loads(t) for t in tokens]
+        except ValueError:
+            return None
+        if not all(type(v) in (int, float) for v in values):
+            return None
+        return np.array([wo._float(v) for v in values], dtype=np.float64)
+
+    data = "".join(tokens).encode()
+    lengths = np.array([len(t.encode()) for t in tokens], dtype=np.int32)
+    got = wo._json_numbers(data, lengths)
+    want = reference()
+    if want is None:
+        assert got is None  # not every token a JSON number: left to json.loads
+    elif got is not None:  # None is allowed (json.loads then reads them)
+        np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+    if want is not None and all(t.lstrip("-")[:1].isdigit() for t in tokens):
+        assert got is not None  # plain numbers are read in bulk
+
+
+def test_plain_numbers_take_the_bulk_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[bool] = []
+    original = wo._JsonTexts.numbers
+
+    def numbers(self: wo._JsonTexts) -> np.ndarray | None:
+        got = original(self)
+        parsed.append(got is not None)
+        return got
+
+    monkeypatch.setattr(wo._JsonTexts, "numbers", numbers)
+    fast = load_run(HF_DIR)
+    assert parsed and sum(parsed) >= len(parsed) - 1  # every key of numbers, in bulk
+    monkeypatch.setattr(wo._JsonTexts, "numbers", lambda self: None)
+    slow = load_run(HF_DIR)  # json.loads of the same texts
+    assert list(fast.frame.columns) == list(slow.frame.columns)
+    np.testing.assert_array_equal(fast.frame.to_numpy(), slow.frame.to_numpy())
+    assert fast.summary == slow.summary and fast.notes == slow.notes
