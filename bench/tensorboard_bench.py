@@ -1,43 +1,58 @@
 """TensorBoard import speed and memory: grpo-doctor's importer vs tbparse vs EventAccumulator,
 side by side on the same event files in the same run.
 
-    python bench/tensorboard_bench.py                       # 50 tags x 20k steps = 1M points
+    python bench/tensorboard_bench.py                       # 7 layouts, 50 tags x 20k steps
+    python bench/tensorboard_bench.py --rounds 3            # medians of 3 rounds
+    python bench/tensorboard_bench.py --layouts hf --readers grpo-doctor tbparse
     python bench/tensorboard_bench.py --steps 2000          # a quicker check (100k points)
-    python bench/tensorboard_bench.py --variants simple --readers grpo-doctor tbparse
 
-Targets: grpo-doctor >= 30x tbparse (about 1M points/s) with CRCs verified, and a peak memory
-<= 3x the float64 frame it returns (steps x tags x 8 bytes).
+Targets: grpo-doctor >= 30x tbparse on the HF layout (1M points) with CRCs verified;
+multi-value events no slower per point than one-value ones; a peak memory <= 3x the float64
+frame it returns (steps x tags x 8 bytes).
 
-Three files, one scalar event per point, as the writers users have write them:
+Layouts, 1M points each (50 tags x 20,000 steps), as the writers users have write them:
 
-* ``simple``: tensorboardX ``SummaryWriter.add_scalar`` (``simple_value``; torch, Lightning
-  and HF write the same encoding);
+* ``uniform``: tensorboardX ``add_scalar`` (``simple_value``), tags ``train/metric_00`` ..
+  ``train/metric_49``, all one name length, steps from 0;
+* ``hf``: ``add_scalar`` as the HF Trainer's ``TensorBoardCallback`` calls it for TRL's
+  GRPOTrainer (torch.utils.tensorboard writes the same bytes as tensorboardX): one value per
+  event, TRL's metric names under ``train/`` (many name lengths), global steps from 1, so the
+  step varint grows at 128 and 16,384 (the headline layout);
+* ``two_lengths``: the same with tags ``train/m0`` .. ``train/m49`` (ten names of 8 bytes,
+  forty of 9), the file issue 18 measured;
+* ``multi``: every tag of a step in one event (TF1's ``merge_all`` + ``add_summary``),
+  written with tensorboard's ``EventFileWriter``;
+* ``restart``: the ``hf`` layout in two files, the run stopped at 60% and resumed from the
+  checkpoint at 50% (the first file's overlapping values differ; the later ones are expected);
 * ``float_val``: tensorboard's own ``tensorboard.summary.Writer.add_scalar`` (a tensor with
-  ``float_val`` and the scalars plugin on every event);
+  ``float_val`` and the scalars plugin on every event), TRL's names;
 * ``tensor_content``: the TF2 layout (``tf.summary.scalar``: a tensor with 4 raw
-  ``tensor_content`` bytes, plugin metadata on a tag's first event only), written with
-  tensorboard's ``EventFileWriter``.
+  ``tensor_content`` bytes, plugin metadata on a tag's first event only), TRL's names,
+  written with tensorboard's ``EventFileWriter``.
 
-Files are cached under ``$TMPDIR/grpo-doctor-bench/tb-<tags>x<steps>/`` (writing 1M points takes
-about a minute per file); ``--rewrite`` writes them again.
+Files are cached under ``$TMPDIR/grpo-doctor-bench/tb-<tags>x<steps>/<layout>/`` (writing 1M
+points takes one to two minutes per layout); ``--rewrite`` writes them again.
 
-Readers, each timed in a fresh subprocess (modules imported before the clock starts):
+Readers, each timed in a fresh subprocess (modules imported before the clock starts), given
+the layout's folder:
 
-* ``grpo-doctor``: ``grpo_doctor.load_runs(file)`` (format detection, TFRecord framing with
+* ``grpo-doctor``: ``grpo_doctor.load_runs(folder)`` (format detection, TFRecord framing with
   both CRCs verified, decoding, pivot, ``build_run``): a wide float64 frame;
-* ``tbparse``: ``tbparse.SummaryReader(file).scalars`` (its long frame; tbparse parses in
+* ``tbparse``: ``tbparse.SummaryReader(folder).scalars`` (its long frame; tbparse parses in
   ``__init__``);
-* ``EventAccumulator``: ``event_accumulator.EventAccumulator(file, size_guidance={'scalars': 0,
-  'tensors': 0})``, ``Reload()``, then ``Scalars(tag)`` for every tag into a wide frame;
-* on the tensor files also ``tbparse .tensors`` and ``EventAccumulator Tensors`` (+
+* ``EventAccumulator``: ``event_accumulator.EventAccumulator(folder, size_guidance={'scalars':
+  0, 'tensors': 0})``, ``Reload()``, then ``Scalars(tag)`` for every tag into a wide frame;
+* on the tensor layouts also ``tbparse .tensors`` and ``EventAccumulator Tensors`` (+
   ``tensor_util.make_ndarray`` per event): the routes a user has to find when ``.scalars`` /
   ``Scalars`` come back empty.
 
-Peak memory is the resident-set high-water mark above the resident set just before the read
-(``/proc/self/clear_refs`` resets it; ``ru_maxrss`` above the post-import level where that is
-not allowed), so it counts C allocations (protobuf, pyarrow) that tracemalloc cannot see, and
-it includes the returned frame itself. "pts ok" says how many points came back with the value
-written (float32 compare) out of the points written.
+``--rounds N`` runs every comparison N times; the table shows medians (ratios are taken
+within each round, then their median). Peak memory is the resident-set high-water mark above
+the resident set just before the read (``/proc/self/clear_refs`` resets it; ``ru_maxrss``
+above the post-import level where that is not allowed), so it counts C allocations
+(protobuf, pyarrow) that tracemalloc cannot see, and it includes the returned frame itself.
+"pts ok" says how many points came back with the value written (float32 compare) out of the
+points written; a reader returning duplicates (tbparse on the restart) counts each once.
 """
 
 from __future__ import annotations

@@ -35,7 +35,9 @@ from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers.tensorboard import (
     _HASH_KEYS,
+    _WORD_MASKS,
     _Buffer,
+    _rows,
     _varint,
     truncation_note,
     walk_files,
@@ -333,7 +335,6 @@ def _apply_record(log: _RunLog, rec: Any, kind: str | None) -> None:
 _BULK_BATCH = 8192  # records decoded together
 _ROOM = 8 << 20  # bytes of room after a log for its records split over blocks
 _MAX_KEY_BYTES = 256
-_WORD_MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
 
 class _JsonTexts:
@@ -725,6 +726,22 @@ def _gather_joined(b: _Buffer, starts: np.ndarray, lengths: np.ndarray,
     return out
 
 
+def _has_high_byte(b: _Buffer, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Whether each byte string ``[start, start + length)`` holds a byte >= 0x80."""
+    out = np.zeros(len(starts), dtype=bool)
+    short = lengths <= _Buffer._PAD
+    if short.any():  # one gather per string, as a row
+        width = int(lengths[short].max(initial=1))
+        rows = np.ndarray((len(b.padded) - width + 1,), dtype=np.dtype((np.void, width)),
+                          buffer=b.padded, strides=(1,))
+        m = rows[starts[short]].view(np.uint8).reshape(-1, width)
+        out[short] = ((m >= 0x80) & (np.arange(width) < lengths[short][:, None])).any(axis=1)
+    for j in np.flatnonzero(~short).tolist():
+        s = int(starts[j])
+        out[j] = bool((b.u8[s : s + int(lengths[j])] >= 0x80).any())
+    return out
+
+
 def _take_items(log: _RunLog, b: _Buffer, joined: memoryview, got: dict[str, np.ndarray],
                 keys: dict[tuple[int, int], tuple[str, bytes]], texts: dict[str, _JsonTexts],
                 item_types: dict[int, Any], decode_error: type[Exception]) -> None:
@@ -738,8 +755,11 @@ def _take_items(log: _RunLog, b: _Buffer, joined: memoryview, got: dict[str, np.
         raise _Odd
     # Each distinct key's bytes are parsed once; every item is checked byte for byte against
     # the first item of its hash in the batch, and that one against the bytes seen before.
-    words = [b.u64[k0 + w] & _WORD_MASKS[np.clip(klen - w, 0, 8)]
-             for w in range(0, int(klen.max()) if len(klen) else 0, 8)]
+    width = -(-int(klen.max()) // 8) * 8 if len(klen) else 0
+    key_rows = _rows(b, k0, width)  # each key's bytes in one gather, as aligned words
+    words = [key_rows[:, j] & _WORD_MASKS[np.clip(klen - 8 * j, 0, 8)]
+             for j in range(width // 8)]
+    del key_rows
     h = klen.astype(np.uint64) * _HASH_KEYS[-1] + item_kind.astype(np.uint64)
     for j, word in enumerate(words):
         h += word * _HASH_KEYS[j]
@@ -818,11 +838,7 @@ def _take_items(log: _RunLog, b: _Buffer, joined: memoryview, got: dict[str, np.
         # protobuf would refuse a whole record over a value that is not UTF-8: check them all
         # (those holding a byte >= 0x80, found by the largest byte of each value).
         a, z = v0[mine], v1[mine]
-        some = np.flatnonzero(z > a)
-        values = _gather_joined(b, a[some], (z - a)[some], None)
-        top = (np.maximum.reduceat(values, np.cumsum(z - a)[some] - (z - a)[some])
-               if (values >= 0x80).any() else np.zeros(len(some), dtype=np.uint8))
-        for j in some[top >= 0x80].tolist():
+        for j in np.flatnonzero(_has_high_byte(b, a, z - a)).tolist():
             try:
                 bytes(joined[int(a[j]) : int(z[j])]).decode("utf-8")
             except UnicodeDecodeError:

@@ -383,3 +383,34 @@ def test_plain_numbers_take_the_bulk_parser(monkeypatch: pytest.MonkeyPatch) -> 
     assert list(fast.frame.columns) == list(slow.frame.columns)
     np.testing.assert_array_equal(fast.frame.to_numpy(), slow.frame.to_numpy())
     assert fast.summary == slow.summary and fast.notes == slow.notes
+
+
+@pytest.mark.parametrize("value", ['"caf\\u00e9 ok"', "XX"])
+def test_summary_text_beyond_ascii_reads_as_record_by_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    records = [history({"_step": i, "train.loss": 1.0 / (i + 1)}) for i in range(40)]
+    for i in range(40):
+        rec = pb.Record()
+        item = rec.summary.update.add()
+        item.nested_key.extend(["train", "loss"])
+        item.value_json = json.dumps(1.0 / (i + 1))
+        note = rec.summary.update.add()
+        note.nested_key.append("note")
+        note.value_json = value if value != "XX" else '"XX"'
+        raw = rec.SerializeToString()
+        if value == "XX" and i == 20:  # bytes that are not UTF-8: protobuf refuses the record
+            raw = raw.replace(b"XX", b"\xff\xfe")
+        elif value != "XX":
+            raw = raw.replace(b"caf\\u00e9", "café".encode())  # raw UTF-8, as wandb-core writes
+        records.append(raw)
+    path = tmp_path / "run-text.wandb"
+    path.write_bytes(write_log(records))
+    (bulk,) = load_file(path)
+    monkeypatch.setattr(wo, "_read_in_bulk", lambda *args: None)
+    (slow,) = load_file(path)
+    assert bulk.frame.equals(slow.frame)
+    assert bulk.summary == slow.summary
+    assert bulk.notes == slow.notes
