@@ -12,18 +12,30 @@ Scalars come in three encodings: ``simple_value`` (torch, tensorboardX, TF1), a 
 with raw ``tensor_content`` bytes (TF2). Tensors count only when their tag's plugin is
 "scalars", or when no plugin was ever named for the tag and the tensor holds a single number.
 
-Speed: most events of one tag differ only in wall time, step and value, so records are decoded
-in bulk with numpy. Records of one tag and layout are grouped, one of them is parsed with
-protobuf to find where the value sits, and the group's other records are checked byte for byte
-against it (outside the value) before their values are read straight from the buffer. Anything
-else (first events, multi-value summaries, histograms, text) is parsed record by record.
-Record boundaries are found by guessing that the record sizes repeat their last period and
-checking the guess in bulk, and payload CRCs of records of one length are computed together
-from the bytes where they differ (CRC-32C is affine), so no Python step runs per record.
+Speed: most events of one tag differ from its earlier ones only in wall time, step and
+value(s), so records are decoded in bulk with numpy, with no Python step per record:
+
+* Record boundaries: the pattern of record sizes (the tags of a step, in order) repeats. Its
+  period is learnt once per file, from sizes followed one by one over a stretch long enough to
+  hold it twice, and kept from window to window; the next records are guessed to repeat it and
+  the guess is checked against the stored lengths in bulk. Where a guess fails (the step varint
+  one byte longer at 128 and 16,384, an evaluation logged between steps) one period is followed
+  one by one and guessing resumes; only a pattern that keeps failing soon is learnt again.
+* Templates: a record parsed with protobuf becomes a template (its bytes, which bytes vary:
+  wall time, step, each value; each value's tag, dtype and place), for one value per event or
+  several (``_make_template``). Records are gathered as rows (one gather per record: numpy
+  gathers unaligned words one at a time, slowly), keyed by length and tag, and compared with
+  their template byte for byte outside the varying bytes, all templates at once; a record that
+  equals its template is that event with other numbers, read straight from its row.
+* Payload CRCs of those records follow from the template's (CRC-32C is affine): only the
+  varying bytes' shares are added, read from the rows' columns and the values' raw bits.
+* Anything else (first events, histograms, text, records of no template) is parsed record by
+  record. ``_read_simple`` is the plain reader the tests hold all this against.
 
 Memory: a run is read ``_WINDOW`` bytes at a time into compact per-window points, which are
-written into the wide grid window by window; the peak stays near three times the float64 frame
-however big the file (a file with damaged records is read whole, as before).
+written into the wide grid window by window; the peak stays near 2.5 times the float64 frame
+however big the file (a file with damaged records is read whole by the same decoder, after its
+framing has checked every CRC, so that its notes are those of the whole file).
 """
 
 from __future__ import annotations

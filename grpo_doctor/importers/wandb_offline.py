@@ -12,9 +12,14 @@ History items carry their key as ``nested_key`` (wandb-core) or ``key`` (older w
 JSON value. Nested keys are joined with "/"; media (a group holding ``_type``), text and lists
 are skipped; ``_step`` is the step unless ``define_metric("*", step_metric=...)`` named another.
 
-Speed: history and summary records in wandb-core's layout are taken apart in bulk with numpy
-(``_read_in_bulk``), a key's values kept as one JSON text per batch; a file holding any
-history or summary record in another layout is read record by record with protobuf.
+Speed: a clean log's chunks are framed for all its 32 KiB blocks at once (chunks never cross
+a block; ``_clean_log_spans``), each chunk's CRC one C call; records split over blocks are
+joined after the file. History and summary records in wandb-core's layout are then taken
+apart in bulk with numpy (``_read_in_bulk``), a key's values kept as one piece of bytes per
+batch, and a key whose values are all plain JSON numbers is read by Arrow's correctly rounded
+parser in one call (``_json_numbers``, which first refuses what JSON refuses). A file holding
+any history or summary record in another layout, or any damage, is read record by record
+with protobuf, with the notes the generator ``iter_log_records`` makes.
 """
 
 from __future__ import annotations
