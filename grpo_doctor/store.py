@@ -296,7 +296,7 @@ def build_run(
     for key, mask in col_nan.items():
         if mask.any():
             nan_steps[key] = np.unique(step_int[mask])
-    if n_dup or n_restarts or not frame.index.is_monotonic_increasing:
+    if n_dup or not frame.index.is_monotonic_increasing:  # (a merged restart is already sorted)
         # Keep the last value logged for each step and metric (a resumed run overwrites).
         order = np.argsort(step_int, kind="stable")
         frame = frame.iloc[order]
