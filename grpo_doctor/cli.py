@@ -161,9 +161,11 @@ def diagnose(
 
         _emit(render_to_text(result.diagnosis, result.run, verbose=verbose), output, force)
     else:
+        from grpo_doctor.reporters.escape import commands_stopped
         from grpo_doctor.reporters.terminal import render_terminal
 
-        render_terminal(result.diagnosis, result.run, verbose=verbose)
+        with commands_stopped():
+            render_terminal(result.diagnosis, result.run, verbose=verbose)
     raise typer.Exit(api.exit_code([result.diagnosis], settings.fail_on, strict=strict))
 
 
@@ -311,7 +313,10 @@ def _audit_report(result, format: str, output: Path | None, force: bool,
     if format == "terminal" and os.environ.get("GITHUB_ACTIONS") == "true":
         sys.stdout.write(report.github_annotations(result))
     if format == "terminal" and output is None:
-        report.render_audit_terminal(result, verbose=verbose)
+        from grpo_doctor.reporters.escape import commands_stopped
+
+        with commands_stopped():
+            report.render_audit_terminal(result, verbose=verbose)
     elif format == "terminal":
         _emit(report.render_audit_text(result, verbose=verbose), output, force)
     else:
@@ -408,12 +413,14 @@ def fetch(
     if settings is None:
         return
     from grpo_doctor import api
+    from grpo_doctor.reporters.escape import commands_stopped
     from grpo_doctor.reporters.terminal import render_terminal
 
     diagnoses = []
     for path in paths:
         for result in api.diagnose_source(str(path), settings):
-            render_terminal(result.diagnosis, result.run)
+            with commands_stopped():
+                render_terminal(result.diagnosis, result.run)
             diagnoses.append(result.diagnosis)
     raise typer.Exit(api.exit_code(diagnoses, settings.fail_on))
 
@@ -440,12 +447,14 @@ def metrics(
     """Show what was read: runs, steps, restarts, and canonical metric -> source column."""
     from grpo_doctor import api
     from grpo_doctor.importers import load_runs
+    from grpo_doctor.reporters.escape import commands_stopped
     from grpo_doctor.reporters.metrics_report import render_metrics
 
     settings = _settings(config, map, [], [], [], None)
     runs = load_runs(source, format=input_format, column_map=api.checked_map(
         settings.column_map), step_column=step_column, run=run)
-    sys.stdout.write(render_metrics(runs))
+    with commands_stopped():
+        sys.stdout.write(render_metrics(runs))
 
 
 @app.command()
@@ -554,17 +563,67 @@ def watch(
                                output=format, once=once, max_polls=max_polls))
 
 
-#: Exit code of an internal error (a bug in grpo-doctor), never 1: 1 is a finding. The other
-#: codes are in grpo_doctor.api (kept apart so --help imports nothing heavy).
+#: Exit codes besides 0/1/2 (those are in grpo_doctor.api; kept apart so --help imports
+#: nothing heavy). An internal error (a bug) is never 1: 1 is a finding.
+EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
 #: What an internal error asks of the user.
 REPORT_HINT = ("this is a bug in grpo-doctor: please report it with the command that caused "
                "it (GRPO_DOCTOR_DEBUG=1 prints the traceback)")
 
 
+def _say(line: str) -> None:
+    """One line on stderr, whatever stderr can encode."""
+    from grpo_doctor.reporters.escape import terminal
+
+    try:
+        sys.stderr.write(f"grpo-doctor: {terminal(line)}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _tolerant_streams() -> None:
+    """Characters stdout or stderr cannot encode (PYTHONIOENCODING=ascii, a C locale) become
+    replacement characters instead of a crash."""
+    import contextlib
+
+    for stream, errors in ((sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a closed or odd stream
+                reconfigure(errors=errors)
+
+
+def _detach_stdout() -> None:
+    """After stdout failed (a closed pipe, a full disk): point it at /dev/null, so the
+    interpreter's last flush does not fail a second time with a traceback."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _stdout_failed() -> OSError | None:
+    """The error stdout gives on a flush, if it cannot take what was written to it."""
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        return exc
+    except ValueError:  # closed
+        return None
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point with the error boundary: own errors and usage errors -> one line, exit 2;
-    anything else (a bug) -> one line, exit 3. With no arguments, the help."""
+    """Entry point with the error boundary: one line on stderr for every failure, and one exit
+    code per outcome: 0/1 the diagnosis, 2 a usage or input error, 3 an internal error, 130
+    interrupted. With no arguments, the help."""
     import os
 
     from grpo_doctor.errors import GrpoDoctorError
@@ -576,29 +635,52 @@ def main(argv: list[str] | None = None) -> None:
         from click.exceptions import Abort  # type: ignore
         from click.exceptions import ClickException as UsageError
 
+    _tolerant_streams()
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         code = app(args=args or ["--help"], standalone_mode=False, prog_name="grpo-doctor")
+        failed = _stdout_failed()
+        if failed is not None:
+            raise failed
     except GrpoDoctorError as exc:
-        sys.stderr.write(f"grpo-doctor: error: {exc}\n")
-        sys.exit(2)
-    except Abort:
-        sys.stderr.write("grpo-doctor: interrupted\n")
-        sys.exit(130)
+        _say(f"error: {exc}")
+        sys.exit(EXIT_USAGE)
+    except (Abort, KeyboardInterrupt):
+        _say("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
     except UsageError as exc:
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-        sys.stderr.write(f"grpo-doctor: error: {' '.join(str(message).split())}\n")
-        sys.exit(2)
-    except KeyboardInterrupt:
-        sys.stderr.write("grpo-doctor: interrupted\n")
-        sys.exit(130)
+        _say(f"error: {' '.join(str(message).split())}")
+        sys.exit(EXIT_USAGE)
     except BrokenPipeError:
+        _detach_stdout()  # the reader went away (| head): not an error
         sys.exit(0)
+    except OSError as exc:
+        import errno
+
+        failed = _stdout_failed()
+        if failed is None and (exc.filename is not None or exc.errno not in (
+                errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)):
+            _internal(exc)
+        failed = failed or exc
+        _detach_stdout()
+        _say(f"error: cannot write to stdout ({failed.strerror or failed})")
+        sys.exit(EXIT_USAGE)
+    except MemoryError:
+        _say("error: out of memory (the input is too large for this machine?)")
+        sys.exit(EXIT_USAGE)
     except Exception as exc:
         if os.environ.get("GRPO_DOCTOR_DEBUG"):
             raise
-        text = " ".join(str(exc).split())[:300]
-        sys.stderr.write(f"grpo-doctor: internal error: {type(exc).__name__}"
-                         f"{': ' + text if text else ''}; {REPORT_HINT}\n")
-        sys.exit(EXIT_INTERNAL)
+        _internal(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _internal(exc: BaseException) -> None:
+    import os
+
+    if os.environ.get("GRPO_DOCTOR_DEBUG"):
+        raise exc
+    text = " ".join(str(exc).split())[:300]
+    _say(f"internal error: {type(exc).__name__}{': ' + text if text else ''}; {REPORT_HINT}")
+    sys.exit(EXIT_INTERNAL)

@@ -75,6 +75,7 @@ from grpo_doctor.importers import (
     importer_named,
 )
 from grpo_doctor.metrics import map_columns
+from grpo_doctor.reporters.escape import json_dumps, terminal
 from grpo_doctor.rules.base import fmt
 from grpo_doctor.store import Run
 
@@ -111,12 +112,13 @@ class Alert:
         return "cleared" if self.cleared else "alert"
 
     def line(self) -> str:
-        """One line for a log or a terminal."""
+        """One line for a log or a terminal (the summary's names from the log escaped: one
+        line, no control sequence)."""
         if self.cleared:
             was = self.previous.value if self.previous is not None else "raised"
             return (f"CLEARED {self.mode} (was {was}, first alerted at step "
                     f"{fmt(self.first_alert_step)}): cleared at step {fmt(self.step)}. "
-                    f"{self.summary}")
+                    f"{terminal(self.summary)}")
         what = f"{self.severity.value.upper()} {self.mode}"
         if self.previous is not None:
             what += f" (escalated from {self.previous.value}"
@@ -124,7 +126,8 @@ class Alert:
                 what += f", first alerted at step {fmt(self.previous_first_alert_step)}"
             what += ")"
         return (f"{what}: first alert at step {fmt(self.first_alert_step)}, onset "
-                f"{fmt(self.onset_step)}, seen at step {fmt(self.step)}. {self.summary}")
+                f"{fmt(self.onset_step)}, seen at step {fmt(self.step)}. "
+                f"{terminal(self.summary)}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -1648,11 +1651,11 @@ def status_line(watcher: Watcher, *, named: bool = False) -> str:
     """The last status in one line (``named``: starting with the run's name)."""
     run = watcher.run
     if run is None:
-        return f"status: no data yet from {watcher.path} ({watcher.polls} poll(s))"
+        return f"status: no data yet from {terminal(watcher.path)} ({watcher.polls} poll(s))"
     found = [f"{c.mode} {c.status.value} (first alert at step {fmt(c.first_alert_step)})"
              for c in watcher.checks if c.fired]
     what = "; ".join(found) if found else "no failure mode found"
-    who = f"{run.name}: " if named else ""
+    who = f"{terminal(run.name)}: " if named else ""
     return (f"status: {who}{watcher.status} at step {fmt(run.last_step)} ({fmt(run.n_steps)} "
             f"steps, {watcher.polls} poll(s)): {what}")
 
@@ -1673,14 +1676,14 @@ def _panel(watcher: Watcher, interval: float) -> Any:
     from rich.text import Text
 
     run = watcher.run
-    title = f"grpo-doctor watch · {run.name if run else watcher.path}"
+    title = Text(f"grpo-doctor watch · {terminal(run.name if run else watcher.path)}")
     if run is None:
         what = "waiting for data in" if watcher.polls else "reading"
-        return Panel(Text(f"{what} {watcher.path} · poll {watcher.polls} · every {interval:g} s "
-                          f"· Ctrl-C to stop"), title=title, title_align="left")
-    head = Text(f"{watcher.format} · step {fmt(run.last_step)} · {fmt(run.n_steps)} steps · "
-                f"poll {watcher.polls} ({watcher.last_poll_seconds:.2f} s) · every {interval:g} s "
-                f"· Ctrl-C to stop")
+        return Panel(Text(f"{what} {terminal(watcher.path)} · poll {watcher.polls} · every "
+                          f"{interval:g} s · Ctrl-C to stop"), title=title, title_align="left")
+    head = Text(f"{terminal(watcher.format)} · step {fmt(run.last_step)} · "
+                f"{fmt(run.n_steps)} steps · poll {watcher.polls} "
+                f"({watcher.last_poll_seconds:.2f} s) · every {interval:g} s · Ctrl-C to stop")
     fired = [c for c in watcher.checks if c.fired]
     ok = sum(c.status is Status.OK for c in watcher.checks)
     skipped = sum(c.status is Status.SKIPPED for c in watcher.checks)
@@ -1693,8 +1696,9 @@ def _panel(watcher: Watcher, interval: float) -> Any:
             body.add_column(name, no_wrap=name != "summary", overflow="ellipsis")
         for c in sorted(fired, key=lambda c: -c.status.rank):
             style = "bold red" if c.status is Status.CRITICAL else "yellow"
-            body.add_row(c.mode, Text(c.status.value, style=style), fmt(c.first_alert_step),
-                         fmt(c.onset_step), c.summary)
+            body.add_row(Text(c.mode), Text(c.status.value, style=style),
+                         Text(fmt(c.first_alert_step)), Text(fmt(c.onset_step)),
+                         Text(terminal(c.summary)))
     border = {"critical": "red", "warning": "yellow"}.get(watcher.status, "green")
     return Panel(Group(head, body), title=title, title_align="left", border_style=border)
 
@@ -1716,17 +1720,17 @@ def _fleet_panel(watcher: WatchAll, interval: float) -> Any:
     for w in members:
         run = w.run
         if run is None:
-            table.add_row(Text(str(w.path)), Text("no data", style="dim"), "–", "")
+            table.add_row(Text(terminal(w.path)), Text("no data", style="dim"), "–", "")
             continue
         status = w.status
         if RUN_SEVERITY.get(status, 0) > RUN_SEVERITY.get(worst, 0):
             worst = status
         found = ", ".join(f"{c.mode}@{fmt(c.first_alert_step)}" for c in w.checks if c.fired)
         style = {"critical": "bold red", "warning": "yellow"}.get(status, "green")
-        table.add_row(Text(run.name), Text(status, style=style), fmt(run.last_step),
+        table.add_row(Text(terminal(run.name)), Text(status, style=style), fmt(run.last_step),
                       Text(found or "–"))
     border = {"critical": "red", "warning": "yellow"}.get(worst, "green")
-    return Panel(Group(head, table), title=f"grpo-doctor watch · {watcher.path}",
+    return Panel(Group(head, table), title=Text(f"grpo-doctor watch · {terminal(watcher.path)}"),
                  title_align="left", border_style=border)
 
 
@@ -1741,9 +1745,9 @@ def _live_panel(watcher: Watcher | WatchAll, interval: float) -> Any:
     from rich.text import Text
 
     what = "waiting for data in" if watcher.polls else "reading"
-    return Panel(Text(f"{what} {watcher.path} · poll {watcher.polls} · every {interval:g} s · "
-                      f"Ctrl-C to stop"), title=f"grpo-doctor watch · {watcher.path}",
-                 title_align="left")
+    return Panel(Text(f"{what} {terminal(watcher.path)} · poll {watcher.polls} · every "
+                      f"{interval:g} s · Ctrl-C to stop"),
+                 title=Text(f"grpo-doctor watch · {terminal(watcher.path)}"), title_align="left")
 
 
 def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
@@ -1775,7 +1779,7 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
                   and not once)
 
     def say(line: str) -> None:
-        err.write(f"grpo-doctor: {line}\n")
+        err.write(f"grpo-doctor: {terminal(line)}\n")  # names from the log: one safe line
         err.flush()
 
     console: Any = None
@@ -1783,6 +1787,7 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
     if show_panel:
         from rich.console import Console
         from rich.live import Live
+        from rich.text import Text
 
         console = Console(file=out)
         live_view = Live(_live_panel(watcher, interval), console=console, refresh_per_second=4,
@@ -1790,14 +1795,15 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
 
     def emit(alert: Alert) -> None:
         if output == "json":
-            out.write(json.dumps(alert.to_dict(), ensure_ascii=False, default=str) + "\n")
+            out.write(json_dumps(alert.to_dict(), default=str) + "\n")
             out.flush()
         else:
-            line = f"{alert.run}: {alert.line()}" if _several(watcher) else alert.line()
+            line = (f"{terminal(alert.run)}: {alert.line()}" if _several(watcher)
+                    else alert.line())
             if console is not None:
                 style = {Status.CRITICAL: "bold red", Status.WARNING: "yellow"}.get(
                     alert.severity, "green")
-                console.print(line, style=style, highlight=False, soft_wrap=True)
+                console.print(Text(line, style=style), highlight=False, soft_wrap=True)
             else:
                 out.write(line + "\n")
                 out.flush()
@@ -1814,16 +1820,16 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
         members = _members(watcher)
         if not members:
             if output == "json":
-                out.write(json.dumps({"event": "status", "status": "no data", "run": None,
+                out.write(json_dumps({"event": "status", "status": "no data", "run": None,
                                       "source": str(watcher.path), "step": None,
                                       "n_steps": 0, "polls": watcher.polls, "findings": []})
                           + "\n")
             else:
-                out.write(f"status: no data yet from {watcher.path} ({watcher.polls} "
-                          f"poll(s))\n")
+                out.write(f"status: no data yet from {terminal(watcher.path)} "
+                          f"({watcher.polls} poll(s))\n")
         for member in members:
             if output == "json":
-                out.write(json.dumps(status_dict(member), default=str) + "\n")
+                out.write(json_dumps(status_dict(member), default=str) + "\n")
             else:
                 out.write(status_line(member, named=_several(watcher)) + "\n")
         out.flush()

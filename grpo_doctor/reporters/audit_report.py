@@ -1,25 +1,26 @@
 """Reports of ``grpo-doctor audit``: a terminal summary table, JSON, JUnit XML, Markdown and
 GitHub Actions annotations, all rendered from an :class:`~grpo_doctor.audit.AuditResult`.
 
-Text from logs (run names, sources, summaries) is never markup: rich gets ``Text`` objects,
-Markdown goes through :func:`~grpo_doctor.reporters.markdown.escape`, JUnit is built with
-ElementTree, annotations are escaped per GitHub's rules. rich is imported only by the terminal
-renderers and the progress bar.
+Text from logs (run names, sources, summaries, error reasons) goes through the function of
+:mod:`grpo_doctor.reporters.escape` for each output: rich gets ``Text`` objects of
+``escape.terminal`` text, never markup; Markdown ``escape.markdown``; JUnit is built with
+ElementTree from ``escape.xml`` text; annotations use GitHub's own escaping. rich is imported
+only by the terminal renderers and the progress bar.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import os
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.audit import AuditedRun, AuditResult, ProgressFn
-from grpo_doctor.reporters.markdown import escape
+from grpo_doctor.reporters import escape as esc
+from grpo_doctor.reporters.escape import markdown as escape
+from grpo_doctor.reporters.escape import terminal
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,8 +30,6 @@ _STYLE = {"healthy": "green", "warning": "yellow", "critical": "bold red", "erro
           "inconclusive": "blue"}
 _ICON = {"healthy": "✅ healthy", "warning": "⚠️ warning", "critical": "🛑 critical",
          "inconclusive": "❔ inconclusive"}
-#: What XML 1.0 cannot hold, even escaped (control characters from a corrupt log).
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 #: Failing findings detailed in Markdown (a step summary has a size limit).
 MARKDOWN_DETAILS = 50
 
@@ -77,7 +76,7 @@ def _verdict(result: AuditResult) -> str:
 
 def render_audit_json(result: AuditResult) -> str:
     """The ``--format json`` document (runs are already cleaned by the JSON reporter)."""
-    return json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return esc.json_dumps(result.to_dict(), indent=2, allow_nan=False) + "\n"
 
 
 # --- terminal ----------------------------------------------------------------------------
@@ -91,7 +90,7 @@ def _findings_text(run: AuditedRun):  # -> rich.text.Text
         if i:
             text.append(", ")
         failing = check["mode"] in run.failing
-        text.append(check["mode"], style=_STYLE[check["status"]] + " bold" * failing)
+        text.append(terminal(check["mode"]), style=_STYLE[check["status"]] + " bold" * failing)
         text.append(_onset(check))
         tag = _tag(run, check["mode"])
         if tag:
@@ -113,12 +112,12 @@ def build_table(result: AuditResult) -> Table:
         status = Text(run.status, style=_STYLE[run.status])
         if run.failing:
             status.append(" ✗", style="bold red")
-        table.add_row(Text(run.label), status, _findings_text(run),
+        table.add_row(Text(terminal(run.label)), status, _findings_text(run),
                       Text(f"{run.record['run']['n_steps']:,}"),
-                      Text(str(run.record["run"]["format"])))
+                      Text(terminal(run.record["run"]["format"])))
     for err in result.errors:
-        table.add_row(Text(err.source), Text("error", style=_STYLE["error"]), Text(err.error),
-                      Text(""), Text(""))
+        table.add_row(Text(terminal(err.source)), Text("error", style=_STYLE["error"]),
+                      Text(terminal(err.error)), Text(""), Text(""))
     return table
 
 
@@ -179,16 +178,8 @@ def progress_bar(enabled: bool) -> Iterator[ProgressFn | None]:
 # --- GitHub Actions annotations -----------------------------------------------------------
 
 
-def _gh_data(text: object) -> str:
-    return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _gh_property(text: object) -> str:
-    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def _annotation(level: str, title: str, message: str) -> str:
-    return f"::{level} title={_gh_property(title)}::{_gh_data(message)}\n"
+    return f"::{level} title={esc.annotation_property(title)}::{esc.annotation_data(message)}\n"
 
 
 def github_annotations(result: AuditResult) -> str:
@@ -253,7 +244,7 @@ def render_audit_markdown(result: AuditResult, heading_level: int = 2) -> str:
 
 
 def _x(text: object) -> str:
-    return _NOT_XML.sub("\ufffd", str(text))
+    return esc.xml(text)
 
 
 def _suite(parent: ET.Element, name: str, counts: dict[str, int]) -> ET.Element:

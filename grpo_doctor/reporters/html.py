@@ -16,7 +16,6 @@ The same chart specification is drawn to PNG with matplotlib (``render_png``, th
 
 from __future__ import annotations
 
-import html
 import io
 import json
 import math
@@ -32,7 +31,7 @@ import pandas as pd
 
 from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION, Check, Diagnosis
 from grpo_doctor.metrics import Metric
-from grpo_doctor.reporters import evidence
+from grpo_doctor.reporters import escape, evidence
 from grpo_doctor.reporters.outline import by_onset, cause_text
 from grpo_doctor.rules import rule_named
 from grpo_doctor.rules.base import fmt
@@ -95,9 +94,8 @@ DASHBOARD = (REWARD, ENTROPY, KL, ZSF, RSTD, GRAD, LENGTH, LOGP)
 MAX_PANELS = 3
 
 
-def esc(text: object) -> str:
-    """Any text from a log, safe in HTML content and in quoted attributes."""
-    return html.escape(str(text), quote=True)
+#: Any text from a log, safe in HTML content and in quoted attributes.
+esc = escape.html
 
 
 # --- series: what one metric looks like on a chart ------------------------------------------

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
 from grpo_doctor.findings import Diagnosis
+from grpo_doctor.reporters.escape import json_dumps
 
 
 def _clean(obj: Any) -> Any:
@@ -39,4 +39,4 @@ def to_json_obj(diagnosis: Diagnosis) -> dict[str, Any]:
 
 
 def render_json(diagnosis: Diagnosis) -> str:
-    return json.dumps(to_json_obj(diagnosis), indent=2, ensure_ascii=False, allow_nan=False)
+    return json_dumps(to_json_obj(diagnosis), indent=2, allow_nan=False)

@@ -8,10 +8,9 @@ comment still reads as prose: ``0.5-5``, ``(DAPO)`` and ``kl_drift`` stay as the
 
 from __future__ import annotations
 
-import re
-
 from grpo_doctor.findings import Check, Diagnosis
 from grpo_doctor.reporters import evidence
+from grpo_doctor.reporters.escape import markdown as escape
 from grpo_doctor.reporters.outline import (
     by_onset,
     cause_text,
@@ -24,31 +23,6 @@ from grpo_doctor.reporters.outline import (
 
 _ICON = {"ok": "✅ ok", "warning": "⚠️ warning", "critical": "🛑 critical", "skipped": "➖ skipped"}
 _RUN_ICON = {"healthy": "✅", "warning": "⚠️", "critical": "🛑", "inconclusive": "❔"}
-
-#: Characters that are Markdown syntax wherever they stand: backslash, code spans, emphasis
-#: and strikethrough, links and images, table cells. ``<`` opens inline HTML or an autolink
-#: only before a letter, ``/``, ``!`` or ``?`` (there it becomes ``&lt;``, so that no raw tag
-#: is left in the source either).
-_ALWAYS = r"\\`*~\[\]|"
-#: ``_`` opens or closes emphasis only at a word boundary (``kl_drift`` is safe as it is), and
-#: ``&`` is syntax only when it starts an entity (``&amp;``, ``&#38;``).
-_INLINE = re.compile(rf"[{_ALWAYS}]|<(?=[A-Za-z/!?])|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])"
-                     r"|&(?=#?[0-9A-Za-z]+;)")
-#: What starts a block when it starts a line: a heading, a quote, a list item, a numbered list
-#: item, a setext underline or a thematic break.
-_BLOCK_START = re.compile(r"^(\s*)(#{1,6}(?=\s|$)|>|[-+](?=\s|$)|=+\s*$|-{3,}\s*$"
-                          r"|\d{1,9}(?=[.)](?:\s|$)))")
-
-
-def escape(text: object) -> str:
-    """Text (a name from a log, a summary quoting one) that renders literally in Markdown and
-    the HTML it becomes, with a backslash only before what Markdown would read as syntax. One
-    line: newlines become spaces."""
-    s = " ".join(str(text).splitlines()) if "\n" in str(text) or "\r" in str(text) else str(text)
-    s = _INLINE.sub(lambda m: "&lt;" if m.group() == "<" else "\\" + m.group(), s)
-    return _BLOCK_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not
-                                                    m.group(2)[0].isdigit()
-                                                    else m.group(2) + "\\"), s, count=1)
 
 
 def _step(x: int | None) -> str:

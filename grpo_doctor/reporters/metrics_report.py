@@ -3,35 +3,36 @@
 from __future__ import annotations
 
 from grpo_doctor.hints import unmapped_hints
+from grpo_doctor.reporters.escape import terminal as t
 from grpo_doctor.store import Run
 
 
 def render_metrics(runs: list[Run]) -> str:
     out = []
     for run in runs:
-        out.append(f"run {run.name} ({run.format}) from {run.source}")
+        out.append(f"run {t(run.name)} ({t(run.format)}) from {t(run.source)}")
         out.append(f"  steps: {run.n_steps:,} logged, {run.first_step}..{run.last_step} "
-                   f"(step from {run.step_source}); duplicate steps: {run.duplicate_steps}; "
+                   f"(step from {t(run.step_source)}); duplicate steps: {run.duplicate_steps}; "
                    f"restarts: {run.restarts}")
         for note in run.notes:
-            out.append(f"  note: {note}")
+            out.append(f"  note: {t(note)}")
         out.append("  canonical metric -> source column")
         width = max((len(k) for k in run.mapping), default=0)
         for canonical, source in run.mapping.items():
             extra = []
             if canonical in run.conversions:
-                extra.append(run.conversions[canonical])
+                extra.append(t(run.conversions[canonical]))
             if canonical in run.proxies:
-                extra.append("proxy: " + run.proxies[canonical])
+                extra.append("proxy: " + t(run.proxies[canonical]))
             n = int(run.frame[canonical].notna().sum()) if canonical in run.frame else 0
             tail = f"  [{'; '.join(extra)}]" if extra else ""
-            out.append(f"    {canonical:<{width}} <- {source}  ({n:,} values){tail}")
+            out.append(f"    {t(canonical):<{width}} <- {t(source)}  ({n:,} values){tail}")
         if run.unmapped:
-            out.append(f"  unmapped ({len(run.unmapped)}): {', '.join(run.unmapped)}")
+            out.append(f"  unmapped ({len(run.unmapped)}): {t(', '.join(run.unmapped))}")
         for hint in unmapped_hints(run):
-            out.append(f"  hint: {hint}")
+            out.append(f"  hint: {t(hint)}")
         if run.nan_steps:
-            bad = ", ".join(f"{k} ({len(v)})" for k, v in run.nan_steps.items())
+            bad = ", ".join(f"{t(k)} ({len(v)})" for k, v in run.nan_steps.items())
             out.append(f"  logged NaN: {bad}")
         out.append("")
     return "\n".join(out)

@@ -13,13 +13,13 @@ What a practitioner reads in ten seconds, top to bottom:
 
 ``-v`` adds the full table of checks (a sparkline of each key metric on wide terminals) and
 every check's evidence. Wrapped lines hang under their first word; nothing is wider than the
-console. Log-supplied text goes through :func:`_safe` and is never rich markup.
+console. Log-supplied text goes through ``_safe`` (``escape.terminal``: one line, no control
+sequence, no bidi reordering, no workflow command) and is never rich markup.
 """
 
 from __future__ import annotations
 
 import io
-import re
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -28,6 +28,7 @@ from rich.text import Text
 
 from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.reporters import evidence
+from grpo_doctor.reporters.escape import terminal as _safe
 from grpo_doctor.reporters.outline import (
     by_onset,
     cause_text,
@@ -52,16 +53,6 @@ MAX_PLAN = 6
 TABLE_WIDTH = 100
 #: Sparklines in the full table need room.
 TREND_WIDTH = 110
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _safe(text: object) -> str:
-    """Text from a log (names, paths, and the summaries that quote them), as one terminal line:
-    control characters become visible escapes. The one function every piece of log-supplied
-    text passes through here; rich is given it as ``Text``, never as markup."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
-
 
 def _step(x: int | None) -> str:
     return "–" if x is None else f"{x:,}"
