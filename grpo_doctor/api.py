@@ -98,29 +98,40 @@ def require_metrics(run: Run) -> None:
                      f"{how}")
 
 
-def write_audit_html(result, settings: Settings, folder: str | os.PathLike[str], *,
-                     force: bool = False) -> Path:
-    """One HTML report per audited run in ``folder`` and an ``index.html`` linking them
-    (worst first; unreadable sources listed as errors). Runs are read again here: the audit's
-    workers return their diagnoses as plain records, without the curves a chart needs."""
+def _page_name(index: int, label: str) -> str:
     import re
 
-    from grpo_doctor.atomic import write_atomic
-    from grpo_doctor.reporters.html import IndexEntry, index_entry, render_html, render_index
+    return f"{index + 1:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', label)[:80]}.html"
 
+
+def audit_html_paths(result, folder: str | os.PathLike[str]) -> list[Path]:
+    """The files ``write_audit_html`` writes: one page per run, then ``index.html``."""
     out = Path(folder)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out}: --html for an audit takes a folder")
+    return [out / _page_name(i, run.label) for i, run in enumerate(result.runs)] + [
+        out / "index.html"]
+
+
+def write_audit_html(result, settings: Settings, folder: str | os.PathLike[str], *,
+                     force: bool = False) -> Path:
+    """One HTML report per audited run in ``folder`` and an ``index.html`` linking them
+    (worst first; unreadable sources listed as errors). Every file is checked before any is
+    written. Runs are read again here: the audit's workers return their diagnoses as plain
+    records, without the curves a chart needs."""
+    from grpo_doctor.atomic import check_all, write
+    from grpo_doctor.reporters.html import IndexEntry, index_entry, render_html, render_index
+
+    *pages, index = check_all(audit_html_paths(result, folder), force=force)
     entries: list[IndexEntry] = []
     cfg = doctor_config(settings)
-    for i, audited in enumerate(result.runs):
+    for audited, page in zip(result.runs, pages):
         source = audited.record["run"]["source"]
         runs = load_runs(source, column_map=checked_map(settings.column_map))
         run = next((r for r in runs if r.name == audited.name), runs[0])
         diagnosis = diagnose(run, cfg)
-        name = f"{i + 1:04d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', audited.label)[:80]}.html"
-        write_atomic(out / name, render_html(diagnosis, run, settings.params), force=force)
-        entries.append(index_entry(diagnosis, name))
+        write(page, render_html(diagnosis, run, settings.params))
+        entries.append(index_entry(diagnosis, page.path.name))
     entries += [IndexEntry(name=e.source, status="error", findings=(e.error,))
                 for e in result.errors]
-    return write_atomic(out / "index.html", render_index(entries), force=force)
+    return write(index, render_index(entries))

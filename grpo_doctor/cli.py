@@ -93,6 +93,14 @@ def _write_charts(result: Result, params: Mapping[str, Mapping[str, float]], htm
         render_png(result.diagnosis, result.run, png, settings_params=params, force=force)
 
 
+def _check_outputs(force: bool, *paths: Path | None) -> None:
+    """Every file a command will write, checked before any is written (and before the work,
+    where the names are known then): a refused target leaves nothing half done."""
+    from grpo_doctor.atomic import check_all
+
+    check_all(paths, force=force)
+
+
 @app.command()
 def diagnose(
     source: Annotated[Optional[str], typer.Argument(  # noqa: UP045
@@ -138,6 +146,7 @@ def diagnose(
         from grpo_doctor.reporters.html import require_matplotlib
 
         require_matplotlib()
+    _check_outputs(force, output, html)
     path = str(api.example_path(example)) if example else source
     results = api.diagnose_source(path, settings, input_format=input_format, run=run,
                                   step_column=step_column)
@@ -146,6 +155,10 @@ def diagnose(
         raise ConfigError(f"{path} holds {len(results)} runs ({names}); pick one with --run "
                           f"NAME, or check them all with `grpo-doctor audit`")
     result = results[0]
+    if png is not None:
+        from grpo_doctor.reporters.html import png_paths
+
+        _check_outputs(force, output, html, *png_paths(result.diagnosis, png))
     if html is not None or png is not None:
         _write_charts(result, settings.params, html, png, force)
     if format == "json":
@@ -236,10 +249,17 @@ def audit(
     settings = _settings(config, map, set, select, ignore, fail_on)
     accepted = auditing.Baseline.load(baseline) if baseline is not None else None
     cutoff = auditing.parse_since(since) if since is not None else None
+    html_index = html / "index.html" if html is not None else None
+    _check_outputs(force, write_baseline, output, html_index)
     with report.progress_bar(sys.stderr.isatty()) as progress:
         result = auditing.audit(paths, settings, jobs=jobs, since=cutoff, progress=progress,
                                 baseline=accepted,
                                 shard=fleet.parse_shard(shard) if shard else None)
+    if html is not None:
+        from grpo_doctor.api import audit_html_paths
+
+        _check_outputs(force, write_baseline if result.runs else None, output,
+                       *audit_html_paths(result, html))
     if write_baseline is not None and result.runs:
         today = auditing.Baseline.of(result.runs)
         write_atomic(write_baseline, today.to_json(), force=force)

@@ -653,8 +653,9 @@ def _fetch_into_cache(api: Any, entity: str, project: str, run_id: str, parquet:
     }
     tick()  # the last point at which an abandoned fetch stops: nothing written yet
     _clean_stale_temps(parquet.parent, run_id)
-    write_atomic(parquet, data, force=True)
-    write_atomic(meta_path, json.dumps(meta, indent=1, default=str) + "\n", force=True)
+    write_atomic(parquet, data, force=True, in_place=False)
+    write_atomic(meta_path, json.dumps(meta, indent=1, default=str) + "\n", force=True,
+                 in_place=False)
     _notify(progress, FetchEvent("done", label, rows=n_rows, total=n_rows, path=parquet))
     return parquet
 

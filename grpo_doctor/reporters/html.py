@@ -1461,29 +1461,37 @@ def require_matplotlib() -> None:
         raise ConfigError(PNG_HINT) from None
 
 
+def _png_jobs(diagnosis: Diagnosis, run: Run | None, ctx: _Context | None
+              ) -> list[tuple[str, Chart | None, str]]:
+    """(file name, chart, heading) of each PNG: one per finding, or the dashboard."""
+    name = diagnosis.run.name
+    jobs: list[tuple[str, Chart | None, str]] = []
+    for check in diagnosis.findings:
+        heading = (f"{name} — {check.mode} ({check.status.value}): onset "
+                   f"{_step(check.onset_step)}, first alert {_step(check.first_alert_step)}")
+        chart = finding_chart(check, run, ctx) if run is not None and ctx else None
+        jobs.append((f"{_slug(check.mode)}.png", chart, heading))
+    if not jobs:
+        chart = dashboard_chart(diagnosis, run, ctx) if run is not None and ctx else None
+        jobs.append(("dashboard.png", chart, f"{name} — {diagnosis.status}"))
+    return jobs
+
+
+def png_paths(diagnosis: Diagnosis, folder: str | Path) -> list[Path]:
+    """The files ``render_png`` writes for ``diagnosis`` into ``folder``."""
+    return [Path(folder) / file for file, _, _ in _png_jobs(diagnosis, None, None)]
+
+
 def render_png(diagnosis: Diagnosis, run: Run, folder: str | Path, *,
                settings_params: Mapping[str, Mapping[str, float]] | None = None,
                force: bool = False) -> list[Path]:
     """One PNG per finding (``<mode>.png``), or ``dashboard.png`` for a healthy run, written
-    atomically into ``folder``; an existing file is replaced only with ``force``."""
+    atomically into ``folder``; an existing file is replaced only with ``force``, and every
+    file is checked before any is written."""
     require_matplotlib()
-    from grpo_doctor.atomic import write_atomic
-    from grpo_doctor.errors import InputError
+    from grpo_doctor.atomic import check_all, write
 
-    ctx = _Context(diagnosis, settings_params)
-    name = diagnosis.run.name
-    jobs: list[tuple[str, Chart, str]] = []
-    for check in diagnosis.findings:
-        heading = (f"{name} — {check.mode} ({check.status.value}): onset "
-                   f"{_step(check.onset_step)}, first alert {_step(check.first_alert_step)}")
-        jobs.append((f"{_slug(check.mode)}.png", finding_chart(check, run, ctx), heading))
-    if not jobs:
-        jobs.append(("dashboard.png", dashboard_chart(diagnosis, run, ctx),
-                     f"{name} — {diagnosis.status}"))
-    if not force:  # refuse before writing any, not halfway through
-        for file, _, _ in jobs:
-            if (Path(folder) / file).exists():
-                raise InputError(f"{Path(folder) / file}: already exists; pass --force to "
-                                 f"replace it")
-    return [write_atomic(Path(folder) / file, _png(chart, heading), force=force)
-            for file, chart, heading in jobs]
+    jobs = _png_jobs(diagnosis, run, _Context(diagnosis, settings_params))
+    targets = check_all([Path(folder) / file for file, _, _ in jobs], force=force)
+    return [write(target, _png(chart, heading))
+            for target, (_, chart, heading) in zip(targets, jobs) if chart is not None]
