@@ -403,10 +403,10 @@ def test_interrupted_fetch_leaves_the_cache_consistent(server, env, capsys, monk
     server.add_run(grpo_run())
     real_write = wandb_api.write_atomic
 
-    def write_then_interrupt(path, data, *, force=False):
+    def write_then_interrupt(path, data, **kwargs):
         if str(path).endswith(".json"):
             raise KeyboardInterrupt
-        return real_write(path, data, force=force)
+        return real_write(path, data, **kwargs)
 
     monkeypatch.setattr(wandb_api, "write_atomic", write_then_interrupt)
     code, out, err = cli(capsys, "fetch", RUN)
