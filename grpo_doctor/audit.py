@@ -49,6 +49,7 @@ from grpo_doctor.api import (
 from grpo_doctor.config import Settings, failing_statuses
 from grpo_doctor.engine import DoctorConfig, diagnose
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
+from grpo_doctor.files import check_input, read_bytes
 from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.importers import HEAD_BYTES, Importer, detect_format, load_runs, registry
@@ -472,16 +473,20 @@ class Baseline:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Baseline:
         where = os.fspath(path)
+        if not os.path.lexists(where):
+            raise ConfigError(f"{where}: baseline not found (write one with --write-baseline)")
         try:
-            data = json.loads(Path(where).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{where}: baseline not found (write one with "
-                              f"--write-baseline)") from None
-        except OSError as exc:
-            raise ConfigError(f"{where}: cannot read the baseline ({exc.strerror or exc})"
-                              ) from None
-        except ValueError as exc:
-            raise ConfigError(f"{where}: the baseline is not valid JSON ({exc})") from None
+            check_input(where)
+            text = read_bytes(Path(where)).decode("utf-8")
+            data = json.loads(text)
+        except GrpoDoctorError as exc:
+            raise ConfigError(str(exc)) from None
+        except RecursionError:
+            raise ConfigError(f"{where}: the baseline is nested too deeply to be a "
+                              f"grpo-doctor baseline") from None
+        except ValueError as exc:  # not UTF-8, not JSON
+            raise ConfigError(f"{where}: the baseline is not valid JSON "
+                              f"({' '.join(str(exc).split())})") from None
         if not isinstance(data, dict):
             data = {}
         items = data.get("findings")

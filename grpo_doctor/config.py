@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grpo_doctor.errors import ConfigError
+from grpo_doctor.errors import ConfigError, GrpoDoctorError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -52,13 +52,20 @@ class Settings:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    from grpo_doctor.files import check_input, read_bytes
+
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        check_input(path)
+        text = read_bytes(path).decode("utf-8")
+        return tomllib.loads(text)
+    except GrpoDoctorError as exc:
+        raise ConfigError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: invalid TOML (not UTF-8 text)") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML ({exc})") from exc
+        raise ConfigError(f"{path}: invalid TOML ({' '.join(str(exc).split())})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML (nested too deeply)") from None
 
 
 def find_config(start: Path | None = None) -> Path | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_doctor.errors import ConfigError, FormatError, InputError
+from grpo_doctor.files import check_input
 from grpo_doctor.store import Run
 
 #: How many leading bytes a sniffer sees.
@@ -86,6 +87,7 @@ def format_names() -> list[str]:
 
 
 def _read_head(path: Path) -> bytes:
+    check_input(path)  # a FIFO or a device is refused, never opened
     try:
         with path.open("rb") as fh:
             return fh.read(HEAD_BYTES)
@@ -157,8 +159,7 @@ def load_runs(
         runs = load_wandb_uri(text, options)
     else:
         path = Path(text)
-        if not path.exists():
-            raise InputError(f"{path}: no such file or folder")
+        check_input(path)
         if not os.access(path, os.R_OK):
             raise InputError(f"{path}: permission denied")
         if format:

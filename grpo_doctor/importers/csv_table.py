@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.errors import FormatError
+from grpo_doctor.files import check_size, read_bytes, read_error
 from grpo_doctor.importers import Importer, LoadOptions
-from grpo_doctor.importers.tensorboard import read_error
 from grpo_doctor.metrics import find_run_column
 from grpo_doctor.store import Run, build_run
 
@@ -109,6 +109,10 @@ def read_csv_frame(path: Path, notes: list[str] | None = None):
     import pyarrow.csv as pacsv
 
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        check_size(path, path.stat().st_size)
+    except OSError as exc:
+        raise read_error(path, exc) from exc
     if _header_width(path, delimiter) > MAX_COLUMNS:
         raise FormatError(
             f"{path}: the header has more than {MAX_COLUMNS:,} columns (not a training log)"
@@ -150,10 +154,7 @@ def read_csv_frame(path: Path, notes: list[str] | None = None):
                 data[name] = col.to_pandas()
         return pd.DataFrame(data), explicit
     # Fallback for ragged rows and non-UTF-8 bytes: the csv module is forgiving.
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise read_error(path, exc) from exc
+    raw = read_bytes(path)
     said = notes if notes is not None else []
     try:
         text = raw.decode("utf-8-sig")

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.errors import FormatError
+from grpo_doctor.files import read_bytes
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers.csv_table import looks_like_text
-from grpo_doctor.importers.tensorboard import read_error
 from grpo_doctor.store import Run, build_run, check_table_size
 
 _NUMBER = re.compile(
@@ -55,10 +55,7 @@ def to_number(value: Any) -> float | None:
 
 def read_text(path: Path) -> str:
     """A text file's content; undecodable bytes replaced, NUL bytes dropped."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise read_error(path, exc) from exc
+    data = read_bytes(path)
     return data.decode("utf-8", errors="replace").lstrip("\ufeff").replace("\x00", "")
 
 

@@ -15,11 +15,17 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError
+from grpo_doctor.files import human_bytes, max_read_bytes
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers.jsonl import read_json
 from grpo_doctor.store import Run, build_run
 
 _MAGIC = b"PAR1"
+#: A table past these is refused before it is decompressed: a parquet file of a megabyte can
+#: expand to a hundred million rows, which takes minutes and gigabytes to tabulate. 1M steps x
+#: 64 metrics (or 10M x 6) is still read.
+MAX_ROWS = 1 << 24
+MAX_CELLS = 1 << 26
 
 
 def _part_files(folder: Path) -> list[Path]:
@@ -40,10 +46,37 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+def _check_expansion(files: list[Path]) -> None:
+    """Refuse, from the files' metadata alone, a table too large to decompress."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = cells = size = 0
+    for f in files:
+        try:
+            meta = pq.read_metadata(f)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise FormatError(f"{f}: not a readable parquet file ({_one_line(exc)})") from exc
+        rows += meta.num_rows
+        cells += meta.num_rows * max(meta.num_columns, 1)
+        size += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    where = files[0] if len(files) == 1 else files[0].parent
+    if rows > MAX_ROWS or cells > MAX_CELLS:
+        raise FormatError(f"{where}: the parquet data expands to {rows:,} rows x "
+                          f"{cells // max(rows, 1):,} column(s), more than grpo-doctor "
+                          f"tabulates ({MAX_ROWS:,} rows, {MAX_CELLS:,} cells); not a training "
+                          f"log?")
+    if size > max_read_bytes():
+        raise FormatError(f"{where}: the parquet data expands to {human_bytes(size)}, more "
+                          f"than the {human_bytes(max_read_bytes())} grpo-doctor reads into "
+                          f"memory (GRPO_DOCTOR_MAX_READ_MB raises the limit)")
+
+
 def _read_table(files: list[Path]):  # -> pyarrow.Table
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    _check_expansion(files)
     tables = []
     for f in files:
         try:

@@ -53,7 +53,8 @@ from typing import Any
 import crc32c
 import numpy as np
 
-from grpo_doctor.errors import FormatError, InputError
+from grpo_doctor.errors import FormatError
+from grpo_doctor.files import read_error
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.store import Run, build_run, check_table_size
 
@@ -1185,21 +1186,6 @@ def _one_by_one(b: _Buffer, pts: _Points, idx: np.ndarray, s: np.ndarray, e: np.
         pts.tensor.append(np.asarray(tensor, dtype=bool))
 
 
-def read_error(path: Path, exc: OSError) -> InputError:
-    """The one-line error for a file that cannot be read."""
-    if isinstance(exc, PermissionError):
-        return InputError(f"{path}: permission denied")
-    return InputError(f"{path}: cannot read ({exc.strerror or exc})")
-
-
-def read_bytes(path: Path) -> bytes:
-    """A whole file, or an InputError naming it."""
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise read_error(path, exc) from exc
-
-
 def truncation_note(offset: int) -> str:
     return f"truncated final record at byte {offset} (run still being written?)"
 
@@ -1497,7 +1483,7 @@ def _text_config(texts: list[tuple[str, int, str]]) -> dict[str, Any]:
             continue
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(parsed, dict):
             continue

@@ -203,7 +203,7 @@ def read_cached_meta(parquet: Path) -> dict[str, Any] | None:
     meta_path = parquet.with_suffix(".json")
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(meta, dict) or not isinstance(meta.get("rows"), int):
         return None

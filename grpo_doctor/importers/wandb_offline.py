@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.errors import FormatError
+from grpo_doctor.files import read_bytes
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers.tensorboard import (
     _HASH_KEYS,

@@ -1,0 +1,104 @@
+"""Reading input files safely: only regular files (and folders), only as much as memory allows.
+
+A FIFO, a character device (``/dev/zero``, a terminal) or a socket named as a log would block
+a reader forever or feed it without end; they are refused up front with one line. A whole-file
+read (CSV, JSON, text logs, W&B logs) is refused past ``max_read_bytes()``, before anything is
+read; importers that stream (TensorBoard) are not capped by size.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from grpo_doctor.errors import InputError
+
+#: Whole-file reads past this many bytes are refused (GRPO_DOCTOR_MAX_READ_MB raises it).
+DEFAULT_MAX_READ_BYTES = 4 << 30
+
+
+def max_read_bytes() -> int:
+    text = os.environ.get("GRPO_DOCTOR_MAX_READ_MB", "").strip()
+    if text:
+        try:
+            return max(1, int(float(text) * (1 << 20)))
+        except ValueError:
+            pass
+    return DEFAULT_MAX_READ_BYTES
+
+
+def kind(mode: int) -> str | None:
+    """What a file that is neither a regular file nor a folder is (None for those two)."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def refuse(path: Path, what: str) -> InputError:
+    return InputError(f"{path}: is {what}, not a regular file")
+
+
+def check_input(path: str | os.PathLike[str]) -> os.stat_result:
+    """``path`` is a folder or a regular file: its stat; else the one-line error (never
+    opened, so a FIFO or a device cannot block or flood the read)."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file or folder") from None
+    except PermissionError:
+        raise InputError(f"{p}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    what = kind(st.st_mode)
+    if what is not None:
+        raise refuse(p, what)
+    return st
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"  # pragma: no cover
+
+
+def check_size(path: str | os.PathLike[str], size: int) -> None:
+    """Refuse a whole-file read of ``size`` bytes past ``max_read_bytes()``."""
+    limit = max_read_bytes()
+    if size > limit:
+        raise InputError(f"{path}: the file is {human_bytes(size)}, more than the "
+                         f"{human_bytes(limit)} grpo-doctor reads into memory "
+                         f"(GRPO_DOCTOR_MAX_READ_MB raises the limit)")
+
+
+def read_error(path: Path, exc: OSError) -> InputError:
+    """The one-line error for a file that cannot be read."""
+    if isinstance(exc, PermissionError):
+        return InputError(f"{path}: permission denied")
+    return InputError(f"{path}: cannot read ({exc.strerror or exc})")
+
+
+def read_bytes(path: Path) -> bytes:
+    """The whole content of a regular file within the size limit, or an InputError naming
+    it."""
+    try:
+        with path.open("rb") as fh:
+            st = os.fstat(fh.fileno())
+            what = kind(st.st_mode)
+            if what is not None:
+                raise refuse(path, what)
+            check_size(path, st.st_size)
+            return fh.read(max_read_bytes() + 1)
+    except OSError as exc:
+        raise read_error(path, exc) from exc
