@@ -28,10 +28,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import threading
+import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from glob import glob
@@ -49,7 +53,8 @@ from grpo_doctor.api import (
 from grpo_doctor.config import Settings, failing_statuses
 from grpo_doctor.engine import DoctorConfig, diagnose
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
-from grpo_doctor.files import check_input, read_bytes
+from grpo_doctor.files import check_input, read_bytes, walk
+from grpo_doctor.files import kind as file_kind
 from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.importers import HEAD_BYTES, Importer, detect_format, load_runs, registry
@@ -80,6 +85,8 @@ _TEXT_DOCS = frozenset({".md", ".txt", ".log", ".out"})
 #: Files that are logs by their name: not recognised means broken, an error row.
 _LOG_SUFFIXES = frozenset({".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq", ".wandb"})
 _SKIP_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
+#: Folders searched below an audited folder; deeper ones are an error row, not searched.
+MAX_DEPTH = 64
 _CHECKPOINT = re.compile(r"checkpoint-\d+")
 _GLOB_MAGIC = re.compile(r"[*?[]")
 _FORMATS_LIST = re.compile(r"; formats: [^)]*")
@@ -209,31 +216,57 @@ def folder_owner(folder: Path) -> Importer | None:
     return None
 
 
-def _walk(folder: Path, root: Path, errors: list[AuditError],
-          passed: list[PassedOver]) -> Iterator[Source]:
-    owner = folder_owner(folder)
-    if owner is not None:
-        yield Source(str(folder), _rel(folder, root), format=owner.name)
-        return
+def _special(entry: os.DirEntry) -> str | None:
+    """Why a folder entry that is neither a folder nor a regular file cannot be read."""
     try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        st = entry.stat(follow_symlinks=True)
+    except FileNotFoundError:
+        return f"is a broken link (to {os.readlink(entry.path)!r})" if entry.is_symlink() \
+            else None
     except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    what = file_kind(st.st_mode)
+    return f"is {what}, not a regular file" if what else None
+
+
+def _walk(top: Path, root: Path, errors: list[AuditError],
+          passed: list[PassedOver]) -> Iterator[Source]:
+    """The sources under ``top``, without recursion; links to folders are followed, each
+    folder once (a link loop ends there); a tree deeper than ``MAX_DEPTH`` is an error row
+    for the folder whose subfolders were not searched."""
+
+    def unlistable(folder: Path, exc: OSError) -> None:
         errors.append(AuditError(_rel(folder, root), f"{folder}: cannot list the folder "
                                  f"({exc.strerror or exc})"))
-        return
-    for entry in entries:
-        path = Path(entry.path)
-        if entry.is_dir(follow_symlinks=False):
-            if entry.name.startswith(".") or entry.name in _SKIP_FOLDERS:
-                passed.append(PassedOver(_rel(path, root) + "/", "folder not searched"))
+
+    def too_deep(folder: Path) -> None:
+        errors.append(AuditError(_rel(folder, root), f"{folder}: more than {MAX_DEPTH} folders "
+                                 f"deep; the folders below it were not searched"))
+
+    for folder, dirs, files in walk(top, max_depth=MAX_DEPTH, follow_links=True,
+                                    on_error=unlistable, on_too_deep=too_deep):
+        owner = folder_owner(folder)
+        if owner is not None:
+            yield Source(str(folder), _rel(folder, root), format=owner.name)
+            dirs.clear()
+            continue
+        kept = []
+        for d in dirs:
+            if d.name.startswith(".") or d.name in _SKIP_FOLDERS:
+                passed.append(PassedOver(_rel(Path(d.path), root) + "/", "folder not searched"))
             else:
-                yield from _walk(path, root, errors, passed)
-        elif _is_file(entry):
-            why = passed_over_reason(path)
-            if why is None:
-                yield Source(str(path), _rel(path, root))
-            else:
-                passed.append(PassedOver(_rel(path, root), why))
+                kept.append(d)
+        dirs[:] = kept
+        for entry in files:
+            path = Path(entry.path)
+            if _is_file(entry):
+                why = passed_over_reason(path)
+                if why is None:
+                    yield Source(str(path), _rel(path, root))
+                else:
+                    passed.append(PassedOver(_rel(path, root), why))
+            elif _named_like_a_log(path) and (why := _special(entry)):
+                errors.append(AuditError(_rel(path, root), f"{path}: {why}"))
 
 
 def _glob_root(pattern: str) -> Path:
@@ -251,11 +284,11 @@ def _newest_mtime(path: Path) -> float:
     if path.is_file():
         return path.stat().st_mtime
     newest = path.stat().st_mtime
-    for folder, dirs, files in os.walk(path):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in files:
+    for _folder, dirs, files in walk(path, max_depth=MAX_DEPTH):
+        dirs[:] = [d for d in dirs if not d.name.startswith(".")]
+        for entry in files:
             try:
-                newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime)
+                newest = max(newest, entry.stat().st_mtime)
             except OSError:
                 continue
     return newest
@@ -387,10 +420,11 @@ def _run_all(sources: list[Source], column_map: dict[str, str], cfg: DoctorConfi
             if progress:
                 progress(i + 1, total)
         return results
-    pool = ProcessPoolExecutor(max_workers=workers)
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
     try:
-        futures = {pool.submit(diagnose_one, src, column_map, cfg): i
-                   for i, src in enumerate(sources)}
+        with _sigint_deferred():  # workers are forked here: they start with SIGINT ignored
+            futures = {pool.submit(diagnose_one, src, column_map, cfg): i
+                       for i, src in enumerate(sources)}
         for done, future in enumerate(as_completed(futures), 1):
             try:
                 results[futures[future]] = future.result()
@@ -399,9 +433,49 @@ def _run_all(sources: list[Source], column_map: dict[str, str], cfg: DoctorConfi
                     "error": f"internal error: {type(exc).__name__}: {_one_line(exc)}"}
             if progress:
                 progress(done, total)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:
+        _stop(pool)  # Ctrl-C (or any error): the workers are stopped, not waited for
+        raise
+    pool.shutdown(wait=True, cancel_futures=True)
     return results
+
+
+def _ignore_sigint() -> None:
+    """Worker initializer: Ctrl-C reaches the whole process group; the parent handles it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C back while workers are being forked (a child forked with Python's
+    handler would print a traceback), then raise it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pending:
+        raise KeyboardInterrupt
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now: cancel what has not started, terminate the workers, reap them."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        with suppress(Exception):
+            proc.terminate()
+    deadline = time.monotonic() + 5.0
+    for proc in processes:
+        with suppress(Exception):
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join(1.0)
 
 
 # --- results -----------------------------------------------------------------------------

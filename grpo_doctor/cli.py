@@ -659,6 +659,8 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         code = app(args=args or ["--help"], standalone_mode=False, prog_name="grpo-doctor")
+        if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C into Exit(130), silently
+            raise KeyboardInterrupt
         failed = _stdout_failed()
         if failed is not None:
             raise failed
@@ -667,6 +669,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_USAGE)
     except (Abort, KeyboardInterrupt):
         _say("interrupted")
+        if argv is None:
+            _exit_now(EXIT_INTERRUPTED)
         sys.exit(EXIT_INTERRUPTED)
     except UsageError as exc:
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
@@ -675,6 +679,10 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         _detach_stdout()  # the reader went away (| head): not an error
         sys.exit(0)
+    except SystemExit as exc:
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            sys.exit(0)  # typer's own answer to a closed pipe (EPIPE) is exit 1: not a finding
+        raise
     except OSError as exc:
         import errno
 
@@ -694,6 +702,19 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _internal(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _exit_now(code: int) -> None:
+    """Exit with ``code`` without the interpreter's shutdown: a Ctrl-C that landed inside a C
+    extension's start-up can leave CPython marked to re-raise SIGINT at exit (status -2
+    instead of 130), and the pool's exit handler has nothing left to wait for."""
+    import contextlib
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def _internal(exc: BaseException) -> None:

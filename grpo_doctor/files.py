@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from grpo_doctor.errors import InputError
@@ -102,3 +103,67 @@ def read_bytes(path: Path) -> bytes:
             return fh.read(max_read_bytes() + 1)
     except OSError as exc:
         raise read_error(path, exc) from exc
+
+
+# --- folders -----------------------------------------------------------------------------
+
+
+def _key(st: os.stat_result) -> tuple[int, int]:
+    return (st.st_dev, st.st_ino)
+
+
+def walk(root: str | os.PathLike[str], *, max_depth: int | None = None,
+         follow_links: bool = False,
+         on_error: Callable[[Path, OSError], None] | None = None,
+         on_too_deep: Callable[[Path], None] | None = None,
+         ) -> Iterator[tuple[Path, list[os.DirEntry[str]], list[os.DirEntry[str]]]]:
+    """``os.walk`` without recursion (a tree thousands of folders deep is no RecursionError):
+    ``(folder, dirs, files)`` top-down in name order; the caller may prune ``dirs`` in place.
+
+    Folders more than ``max_depth`` below ``root`` are not entered (``on_too_deep(folder)``
+    names the folder whose subfolders were left out). With ``follow_links``, a link to a folder
+    is entered once: a folder already walked (a loop, or a second link to it) is not entered
+    again. ``on_error(folder, exc)`` hears about a folder that cannot be listed.
+    """
+    top = Path(root)
+    seen: set[tuple[int, int]] = set()
+    try:
+        seen.add(_key(os.stat(top)))
+    except OSError as exc:
+        if on_error is not None:
+            on_error(top, exc)
+        return
+    stack: list[tuple[Path, int]] = [(top, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            if on_error is not None:
+                on_error(folder, exc)
+            continue
+        dirs: list[os.DirEntry[str]] = []
+        files: list[os.DirEntry[str]] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=follow_links)
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files).append(entry)
+        yield folder, dirs, files
+        if not dirs:
+            continue
+        if max_depth is not None and depth >= max_depth:
+            if on_too_deep is not None:
+                on_too_deep(folder)
+            continue
+        for entry in reversed(dirs):
+            try:
+                key = _key(entry.stat(follow_symlinks=True))
+            except OSError:
+                continue
+            if key in seen:
+                continue
+            seen.add(key)
+            stack.append((Path(entry.path), depth + 1))
