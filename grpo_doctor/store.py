@@ -183,6 +183,134 @@ def _text_notes(found: list[tuple[str, int, str]]) -> list[str]:
     return notes
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_INTEGER_TEXT = r"[+-]?\d+"
+
+
+def integer_steps(values: pd.Series | np.ndarray | Sequence[Any]
+                  ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Steps as exact int64, and the rows that have none, by reason.
+
+    Integer columns are taken exactly (no float round trip, which would merge 2^62+1 and
+    2^62+2); a float or text step must be a whole number within the 64-bit range. Returns
+    (steps, masks): ``steps`` holds 0 where a row has no valid step, and ``masks`` maps
+    ``missing`` / ``fractional`` / ``out_of_range`` to the rows dropped for that reason.
+    """
+    series = values if isinstance(values, pd.Series) else pd.Series(
+        values if isinstance(values, np.ndarray) else list(values))
+    n = len(series)
+    steps = np.zeros(n, dtype=np.int64)
+    missing = np.zeros(n, dtype=bool)
+    fractional = np.zeros(n, dtype=bool)
+    out_of_range = np.zeros(n, dtype=bool)
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        steps = series.to_numpy(dtype=np.int64)
+    elif pd.api.types.is_integer_dtype(dtype) and not series.hasnans:
+        arr = series.to_numpy()
+        if arr.dtype.kind == "u":
+            out_of_range = arr > _INT64_MAX
+            steps = np.where(out_of_range, 0, arr).astype(np.int64)
+        else:
+            steps = arr.astype(np.int64)
+    else:
+        exact: dict[int, int] = {}
+        numbers: pd.Series = series
+        if not pd.api.types.is_numeric_dtype(dtype):
+            # Whole numbers written as text (or Python ints beyond int64) are read exactly.
+            numbers = series.astype("string").str.strip()
+            whole = numbers.str.fullmatch(_INTEGER_TEXT).fillna(False).to_numpy(dtype=bool)
+            for i in np.flatnonzero(whole):
+                digits = numbers.iloc[i]
+                # Past 20 digits it is out of range anyway (and int() refuses 4,300 digits).
+                exact[int(i)] = int(digits) if len(digits) <= 21 else 1 << 64
+            numbers = numbers.mask(whole)  # read exactly above; no float conversion needed
+        floats = pd.to_numeric(numbers, errors="coerce").to_numpy(dtype=np.float64,
+                                                                    na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            missing = np.isnan(floats)
+            infinite = np.isinf(floats)  # a number too long for a float: beyond any range
+            fractional = ~missing & ~infinite & (floats != np.floor(floats))
+            out_of_range = infinite | (~missing & ~fractional & ((floats >= 2.0 ** 63)
+                                                                 | (floats < -2.0 ** 63)))
+        good = ~(missing | fractional | out_of_range)
+        steps[good] = floats[good].astype(np.int64)
+        for i, value in exact.items():
+            missing[i] = fractional[i] = False
+            out_of_range[i] = not (_INT64_MIN <= value <= _INT64_MAX)
+            steps[i] = value if not out_of_range[i] else 0
+    return steps, {"missing": missing, "fractional": fractional, "out_of_range": out_of_range}
+
+
+def _example(values: Any, mask: np.ndarray) -> str:
+    """One of the dropped step values, as logged (for the note)."""
+    try:
+        value = values.iloc[int(np.flatnonzero(mask)[0])] if isinstance(values, pd.Series) \
+            else values[int(np.flatnonzero(mask)[0])]
+    except (IndexError, TypeError, KeyError):
+        return ""
+    text = str(value)
+    return f" (e.g. {text if len(text) <= 40 else text[:37] + '...'})"
+
+
+def _step_notes(values: Any, masks: Mapping[str, np.ndarray]) -> list[str]:
+    """What dropping rows without a valid step did, truthfully (never called repeats)."""
+    notes = []
+    if masks["missing"].any():
+        notes.append(f"{int(masks['missing'].sum())} row(s) without a step were dropped")
+    if masks["fractional"].any():
+        notes.append(f"{int(masks['fractional'].sum())} row(s) with a step that is not a whole "
+                     f"number{_example(values, masks['fractional'])} were dropped")
+    if masks["out_of_range"].any():
+        notes.append(f"{int(masks['out_of_range'].sum())} row(s) with a step beyond the 64-bit "
+                     f"integer range{_example(values, masks['out_of_range'])} were dropped")
+    return notes
+
+
+def _copy_quality(values: np.ndarray) -> tuple[bool, int]:
+    """(varies, finite values) of one copy of a column."""
+    finite = values[np.isfinite(values)]
+    return (bool(len(finite)) and bool(finite.min() != finite.max()), int(len(finite)))
+
+
+def resolve_duplicates(raw: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """One column per name: of copies under one name, the one with the signal is kept (one
+    that varies over one that is constant, then the one with more finite values, then the
+    last), and a note says which copy was used and why."""
+    names = [str(c) for c in raw.columns]
+    if len(set(names)) == len(names):
+        return raw, []
+    positions: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        positions.setdefault(name, []).append(i)
+    keep: list[int] = []
+    notes: list[str] = []
+    for name, where in positions.items():
+        if len(where) == 1:
+            keep.append(where[0])
+            continue
+        values = [_to_float(raw.iloc[:, i])[0] for i in where]
+        quality = [_copy_quality(v) for v in values]
+        best = max(range(len(where)), key=lambda k: (quality[k], k))
+        keep.append(where[best])
+        others = [k for k in range(len(where)) if k != best]
+        if all(np.array_equal(values[best], values[k], equal_nan=True) for k in others):
+            why = "the copies are identical"
+        elif quality[best][0] and not all(quality[k][0] for k in others):
+            why = "it varies; the other copy is constant" if len(others) == 1 else \
+                "it varies; other copies are constant"
+        elif any(quality[best][1] > quality[k][1] for k in others):
+            why = f"it has the most values ({quality[best][1]:,})"
+        else:
+            why = "the copies differ; the last one was kept"
+        notes.append(f"the column {name!r} appears {len(where)} times: the copy in column "
+                     f"{where[best] + 1} of the header was used ({why})")
+    keep.sort()
+    out = raw.iloc[:, keep].copy(deep=False)
+    out.columns = [names[i] for i in keep]
+    return out, notes
+
+
 def _order_note(n_dup: int, n_restarts: int | None) -> str | None:
     """What sorting and de-duplicating the steps did, for the report."""
     went_back = (f"the step went backwards {n_restarts} time(s) (a resumed run?)"
@@ -218,35 +346,34 @@ def build_run(
     """
     raw = raw.copy(deep=False)
     raw.columns = [str(c) for c in raw.columns]
-    if len(set(raw.columns)) != len(raw.columns):
-        raw = raw.loc[:, ~pd.Index(raw.columns).duplicated(keep="last")]
-    note_list = list(notes)
+    raw, duplicate_notes = resolve_duplicates(raw)
+    note_list = list(notes) + duplicate_notes
 
     if steps is not None:
-        step_values = np.asarray(steps, dtype=np.float64)
+        step_values: Any = steps
         step_source = "given"
     else:
         col = step_column if step_column is not None else find_step_column(raw.columns)
         if step_column is not None and step_column not in raw.columns:
             raise ConfigError(f"step column {step_column!r} not found in {source}")
         if col is not None:
-            step_values, _ = _to_float(raw[col])
+            step_values = raw[col].reset_index(drop=True)
             raw = raw.drop(columns=[col])
             step_source = col
         else:
-            step_values = np.arange(len(raw), dtype=np.float64)
+            step_values = np.arange(len(raw), dtype=np.int64)
             step_source = "row order"
             if len(raw):
                 note_list.append("no step column found: steps are row numbers")
 
-    bad_step = ~np.isfinite(step_values)
+    step_int, step_masks = integer_steps(step_values)
+    bad_step = step_masks["missing"] | step_masks["fractional"] | step_masks["out_of_range"]
     if bad_step.any():
-        note_list.append(f"{int(bad_step.sum())} row(s) without a step were dropped")
+        note_list.extend(_step_notes(step_values, step_masks))
         raw = raw.loc[~bad_step]
-        step_values = step_values[~bad_step]
+        step_int = step_int[~bad_step]
         if explicit_nan:
             explicit_nan = {k: np.asarray(v)[~bad_step] for k, v in explicit_nan.items()}
-    step_int = np.round(step_values).astype(np.int64)
 
     # Restarts: the step went backwards in file order (a resumed run writing over old steps).
     n_restarts = int((np.diff(step_int) < 0).sum()) if restarts is None else restarts

@@ -389,6 +389,8 @@ class LiveStore:
             raw = rows.values.get(mode)
         if raw is None or len(raw) != rows.count or not np.isfinite(raw).all():
             return None
+        if not ((raw == np.round(raw)) & (np.abs(raw) <= 2.0 ** 53)).all():
+            return None  # a fractional or huge step: the importer's rebuild says what it did
         return np.round(raw).astype(np.int64)
 
     def _combine(self, base: dict[str, float], new: Mapping[str, float]) -> dict[str, float]:

@@ -190,7 +190,7 @@ def _with_steps(source: str, runs: list[Run]) -> list[Run]:
     while looking like a diagnosis. An error when no run has one."""
     kept = [r for r in runs if r.n_steps]
     if not kept:
-        why = next((n for r in runs for n in r.notes if "without a step" in n), None)
+        why = next((n for r in runs for n in r.notes if "step" in n and "dropped" in n), None)
         raise InputError(f"{source}: no logged steps found" + (f" ({why})" if why else ""))
     if len(kept) < len(runs):
         empty = ", ".join(r.name for r in runs if not r.n_steps)

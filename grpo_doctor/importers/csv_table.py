@@ -82,7 +82,7 @@ def _numeric_frame(table):  # -> (pandas.DataFrame, explicit-NaN masks) | None
     names = [str(n) for n in table.column_names]
     if len(set(names)) != len(names) or not all(
         pa.types.is_floating(t) or pa.types.is_integer(t) for t in table.schema.types
-    ):
+    ) or any(_beyond_float(col) for col in table.columns):
         return None
     block = np.empty((len(names), table.num_rows), dtype=np.float64)
     explicit = {}
@@ -97,6 +97,17 @@ def _numeric_frame(table):  # -> (pandas.DataFrame, explicit-NaN masks) | None
         if nan.any():
             explicit[name] = nan
     return pd.DataFrame(block.T, columns=names, copy=False), explicit
+
+
+def _beyond_float(col) -> bool:
+    """An integer column holding values a float64 cannot tell apart (a step of 2^62 + k)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_integer(col.type) or col.null_count == len(col):
+        return False
+    bounds = pc.min_max(col)
+    return max(abs(bounds["min"].as_py()), abs(bounds["max"].as_py())) > 1 << 53
 
 
 def read_csv_frame(path: Path, notes: list[str] | None = None):
@@ -138,21 +149,34 @@ def read_csv_frame(path: Path, notes: list[str] | None = None):
         numeric = _numeric_frame(table)
         if numeric is not None:
             return numeric
-        data = {}
+        data: list[object] = []
         explicit = {}
+        repeated = {n for n in names if names.count(n) > 1}
         for name, col in zip(names, table.columns):
-            if pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
+            if _beyond_float(col) and not col.null_count:
+                data.append(col.to_numpy())  # kept exact: it may be the step
+            elif pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
                 vals = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
                 nulls = col.is_null().to_numpy(zero_copy_only=False)
                 nan = np.isnan(vals) & ~nulls
+                if name in repeated:
+                    # Copies under one name: the store picks one, so a logged NaN is written
+                    # as the word the store reads as NaN evidence rather than keyed by name.
+                    cells = pd.Series(vals, dtype=object)
+                    cells[nulls] = None
+                    cells[nan] = "nan"
+                    data.append(cells)
+                    continue
                 if nan.any():
                     explicit[name] = nan
-                data[name] = vals
+                data.append(vals)
             elif pa.types.is_boolean(col.type):
-                data[name] = col.to_numpy(zero_copy_only=False).astype(np.float64)
+                data.append(col.to_numpy(zero_copy_only=False).astype(np.float64))
             else:
-                data[name] = col.to_pandas()
-        return pd.DataFrame(data), explicit
+                data.append(col.to_pandas())
+        frame = pd.DataFrame(dict(enumerate(data)))
+        frame.columns = names
+        return frame, explicit
     # Fallback for ragged rows and non-UTF-8 bytes: the csv module is forgiving.
     raw = read_bytes(path)
     said = notes if notes is not None else []

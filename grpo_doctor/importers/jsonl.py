@@ -33,6 +33,13 @@ _NUMBER = re.compile(
 Record = dict[str, float]
 
 
+def _int_as_float(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an int too large for a float
+        return math.inf if value > 0 else -math.inf
+
+
 def to_number(value: Any) -> float | None:
     """A logged value as a float, or None when it is not a number (text, None, lists ...).
 
@@ -41,11 +48,10 @@ def to_number(value: Any) -> float | None:
     """
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, (int, float)):
-        try:
-            return float(value)
-        except OverflowError:  # an int too large for a float
-            return math.inf if value > 0 else -math.inf
+    if isinstance(value, int):
+        return _int_as_float(value)
+    if isinstance(value, float):
+        return value
     if isinstance(value, str):
         text = value.strip()
         if len(text) <= 64 and _NUMBER.fullmatch(text):
@@ -81,12 +87,19 @@ def flatten(obj: Mapping[str, Any], sep: str = "/", prefix: str = "") -> dict[st
     return out
 
 
-def numeric_record(obj: Mapping[str, Any], drop: Iterable[str] = ()) -> Record:
-    """The numeric entries of a (flat) mapping as floats; other entries are left out."""
+def numeric_record(obj: Mapping[str, Any], drop: Iterable[str] = (), *,
+                   exact_ints: bool = False) -> Record:
+    """The numeric entries of a (flat) mapping as floats; other entries are left out.
+
+    ``exact_ints``: an integer that a float cannot hold exactly but int64 may (2^53 < |v| <
+    2^64) stays an int, so that a step of 2^62 + k stays itself (``records_frame`` keeps it)."""
     skip = set(drop)
     out: Record = {}
     for key, value in obj.items():
         if key in skip:
+            continue
+        if exact_ints and type(value) is int and 1 << 53 < abs(value) < 1 << 64:
+            out[str(key)] = value  # type: ignore[assignment]
             continue
         num = to_number(value)
         if num is not None:
@@ -109,9 +122,13 @@ def records_frame(
     check_table_size(source, len(records), len(columns), sum(len(r) for r in records))
     data = np.full((len(records), len(columns)), np.nan)
     nan_cells: list[tuple[int, int]] = []
+    exact: dict[str, dict[int, int]] = {}  # integers beyond 2^53, kept for a step column
     for i, record in enumerate(records):
         for key, value in record.items():
             j = columns[key]
+            if type(value) is int:  # from numeric_record(..., exact_ints=True)
+                exact.setdefault(key, {})[i] = value
+                value = float(value)
             data[i, j] = value
             if value != value:
                 nan_cells.append((i, j))
@@ -119,7 +136,13 @@ def records_frame(
     explicit: dict[str, np.ndarray] = {}
     for i, j in nan_cells:
         explicit.setdefault(names[j], np.zeros(len(records), dtype=bool))[i] = True
-    return pd.DataFrame(data, columns=names), explicit
+    frame = pd.DataFrame(data, columns=names)
+    for key, cells in exact.items():
+        column = frame[key].astype(object)
+        for i, value in cells.items():
+            column.iat[i] = value
+        frame[key] = column
+    return frame, explicit
 
 
 def _parse_lines(text: str) -> tuple[list[Record], int]:
@@ -140,7 +163,7 @@ def _parse_lines(text: str) -> tuple[list[Record], int]:
         # verl's file logger writes {"step": N, "data": {metrics}}: the metrics are the data.
         if set(obj) == {"step", "data"} and isinstance(obj["data"], dict):
             obj = {"step": obj["step"], **obj["data"]}
-        record = numeric_record(flatten(obj))
+        record = numeric_record(flatten(obj), exact_ints=True)
         if record:
             records.append(record)
     return records, bad
