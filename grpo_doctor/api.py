@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from grpo_doctor.config import Settings, failing_statuses
 from grpo_doctor.engine import DoctorConfig, diagnose
@@ -31,7 +32,24 @@ def exit_code(diagnoses: list[Diagnosis], fail_on: str, *, strict: bool = False)
 
 
 def doctor_config(settings: Settings) -> DoctorConfig:
+    """The engine's configuration. With every check ignored a run is inconclusive (the
+    Diagnosis says so), never healthy; its report names the config that ignored them."""
     return DoctorConfig(params=settings.params, select=settings.select, ignore=settings.ignore)
+
+
+def applied_config(settings: Settings) -> dict[str, Any]:
+    """What a report says about its configuration: the file applied (None: defaults and
+    command line only), the checks ignored (by --ignore, --select or the file), and the
+    thresholds overridden."""
+    from grpo_doctor.rules import RULES
+
+    run = {r.id for r in doctor_config(settings).rules()}
+    return {"file": settings.source, "ignored": [r.id for r in RULES if r.id not in run],
+            "overrides": {rule: dict(values) for rule, values in settings.params.items()}}
+
+
+def with_config(diagnosis: Diagnosis, settings: Settings) -> Diagnosis:
+    return replace(diagnosis, config=applied_config(settings))
 
 
 def checked_map(column_map: dict[str, str]) -> dict[str, str]:
@@ -77,7 +95,7 @@ def diagnose_source(
     for r in runs:
         require_metrics(r)
     cfg = doctor_config(s)
-    return [Result(r, diagnose(r, cfg)) for r in runs]
+    return [Result(r, with_config(diagnose(r, cfg), s)) for r in runs]
 
 
 def require_metrics(run: Run) -> None:
@@ -129,7 +147,7 @@ def write_audit_html(result, settings: Settings, folder: str | os.PathLike[str],
         source = audited.record["run"]["source"]
         runs = load_runs(source, column_map=checked_map(settings.column_map))
         run = next((r for r in runs if r.name == audited.name), runs[0])
-        diagnosis = diagnose(run, cfg)
+        diagnosis = with_config(diagnose(run, cfg), settings)
         write(page, render_html(diagnosis, run, settings.params))
         entries.append(index_entry(diagnosis, page.path.name))
     entries += [IndexEntry(name=e.source, status="error", findings=(e.error,))

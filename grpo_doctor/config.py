@@ -13,6 +13,7 @@ critical_ratio = 0.05
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -69,27 +70,63 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def find_config(start: Path | None = None) -> Path | None:
-    """grpo-doctor.toml, or a pyproject.toml with [tool.grpo-doctor], from ``start`` upwards."""
+    """grpo-doctor.toml, or a pyproject.toml with [tool.grpo-doctor], from ``start`` upwards.
+
+    A pyproject.toml that is not valid TOML is an error, not a file without settings: the
+    settings it may hold would otherwise be dropped without a word."""
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         own = folder / "grpo-doctor.toml"
-        if own.is_file():
+        if own.exists():
             return own
         project = folder / "pyproject.toml"
-        if project.is_file():
-            try:
-                if "grpo-doctor" in _read_toml(project).get("tool", {}):
-                    return project
-            except ConfigError:
-                return None
+        if project.exists():
+            tool = _read_toml(project).get("tool", {})
+            if isinstance(tool, dict) and "grpo-doctor" in tool:
+                return project
     return None
 
 
 def _table(path: Path) -> dict[str, Any]:
     data = _read_toml(path)
     if path.name == "pyproject.toml":
-        return dict(data.get("tool", {}).get("grpo-doctor", {}))
+        table = data.get("tool", {}).get("grpo-doctor", {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.grpo-doctor] must be a table")
+        return dict(table)
     return data
+
+
+def check_params(params: Mapping[str, Mapping[str, float]], where: str) -> None:
+    """Every rule named exists, every parameter is one of its own, every value is finite."""
+    from grpo_doctor.rules import RULES, rule_named
+
+    for key, values in params.items():
+        try:
+            rule = rule_named(key)
+        except KeyError:
+            raise ConfigError(f"{where}: unknown rule {key!r}; rules: "
+                              f"{', '.join(r.id for r in RULES)}") from None
+        defaults = rule.defaults()
+        for name, value in values.items():
+            if name not in defaults:
+                raise ConfigError(f"{where}: {rule.id} has no parameter {name!r}; it has "
+                                  f"{', '.join(defaults)}")
+            if not math.isfinite(value):
+                raise ConfigError(f"{where}: {rule.id}.{name} must be a finite number, got "
+                                  f"{value!r}")
+
+
+def check_modes(names: Iterable[str], where: str) -> None:
+    """Every failure mode named (in select or ignore) exists."""
+    from grpo_doctor.rules import RULES, rule_named
+
+    for name in names:
+        try:
+            rule_named(name)
+        except KeyError:
+            raise ConfigError(f"{where}: unknown failure mode {name!r}; modes: "
+                              f"{', '.join(r.id for r in RULES)}") from None
 
 
 def _strs(value: Any, what: str, path: Path) -> tuple[str, ...]:
@@ -118,22 +155,29 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
                                                    column_map.values()):
         raise ConfigError(f"{path}: [map] must map canonical metrics to column names")
     params: dict[str, dict[str, float]] = {}
-    for rule, values in table.get("rules", {}).items():
+    rules = table.get("rules", {})
+    if not isinstance(rules, dict):
+        raise ConfigError(f"{path}: [rules] must be a table of rule tables")
+    for rule, values in rules.items():
         if not isinstance(values, dict):
             raise ConfigError(f"{path}: [rules.{rule}] must be a table of parameters")
-        try:
-            params[rule.replace("-", "_")] = {k: float(v) for k, v in values.items()}
-        except (TypeError, ValueError):
-            raise ConfigError(f"{path}: [rules.{rule}] parameters must be numbers") from None
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                   for v in values.values()):
+            raise ConfigError(f"{path}: [rules.{rule}] parameters must be numbers")
+        params[rule.replace("-", "_")] = {k: float(v) for k, v in values.items()}
+    check_params(params, str(path))
     fail_on = str(table.get("fail-on", table.get("fail_on", "critical")))
     if fail_on not in FAIL_ON:
         raise ConfigError(f"{path}: fail-on must be one of {', '.join(FAIL_ON)}")
+    select = _strs(table.get("select", []), "select", path)
+    ignore = _strs(table.get("ignore", []), "ignore", path)
+    check_modes(select, f"{path}: select")
+    check_modes(ignore, f"{path}: ignore")
     return Settings(
-        column_map=dict(column_map), params=params,
-        select=_strs(table.get("select", []), "select", path),
-        ignore=_strs(table.get("ignore", []), "ignore", path),
+        column_map=dict(column_map), params=params, select=select, ignore=ignore,
         fail_on=fail_on, source=str(path),
     )
+
 
 
 def parse_assignments(items: Iterable[str], what: str) -> dict[str, str]:
@@ -152,14 +196,22 @@ def merge(settings: Settings, *, column_map: Mapping[str, str] = {},
           ignore: Iterable[str] = (), fail_on: str | None = None) -> Settings:
     """Command-line values on top of file settings (the command line wins)."""
     params = {k: dict(v) for k, v in settings.params.items()}
+    given: dict[str, dict[str, float]] = {}
     for key, value in sets.items():
         rule, dot, name = key.rpartition(".")
         if not dot or not rule:
             raise ConfigError(f"--set takes RULE.PARAM=VALUE, got {key}={value}")
         try:
-            params.setdefault(rule.replace("-", "_"), {})[name] = float(value)
+            number = float(value)
         except ValueError:
             raise ConfigError(f"--set {key}: {value!r} is not a number") from None
+        given.setdefault(rule.replace("-", "_"), {})[name] = number
+    select, ignore = tuple(select), tuple(ignore)
+    check_params(given, "--set")
+    check_modes(select, "--select")
+    check_modes(ignore, "--ignore")
+    for rule, values in given.items():
+        params.setdefault(rule, {}).update(values)
     if fail_on is not None and fail_on not in FAIL_ON:
         raise ConfigError(f"--fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     return Settings(

@@ -151,6 +151,9 @@ class Diagnosis:
     root_cause: RootCause | None = None
     plan: tuple[PlanItem, ...] = ()
     hints: tuple[str, ...] = ()  # unmapped columns that look like a metric a check needs
+    #: The configuration applied ({"file", "ignored", "overrides"}; see api.applied_config),
+    #: None when the caller did not record it.
+    config: dict[str, Any] | None = None
 
     @property
     def judged(self) -> tuple[Check, ...]:
@@ -214,4 +217,5 @@ class Diagnosis:
             "root_cause": self.root_cause.to_dict() if self.root_cause else None,
             "plan": [p.to_dict() for p in self.plan],
             "hints": list(self.hints),
+            "config": self.config,
         }

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from grpo_doctor.api import checked_map, doctor_config
+from grpo_doctor.api import applied_config, checked_map, doctor_config
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import assemble, check_rule
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
@@ -153,7 +153,8 @@ class Monitor:
     """
 
     def __init__(self, settings: Settings | None = None) -> None:
-        cfg = doctor_config(settings or Settings())
+        self._settings = settings or Settings()
+        cfg = doctor_config(self._settings)
         self._rules = cfg.rules()
         self._params = {rule.id: cfg.params_for(rule) for rule in self._rules}
         self.alerted: dict[str, Alert] = {}
@@ -223,7 +224,7 @@ class Monitor:
         run = self.run
         if run is None:
             return None
-        return assemble(run, self.checks)
+        return replace(assemble(run, self.checks), config=applied_config(self._settings))
 
     def severities(self) -> dict[str, int]:
         """0 ok / 1 warning / 2 critical per mode that could be checked (skipped ones left out)."""

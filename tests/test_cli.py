@@ -42,8 +42,10 @@ def test_diagnose_example_json_contract(capsys):
                              "json")
     assert code == 1
     d = json.loads(out)
-    assert set(d) == V1_KEYS | {"status_reason", "notes", "root_cause", "plan", "hints"}
+    assert set(d) == V1_KEYS | {"status_reason", "notes", "root_cause", "plan", "hints",
+                                "config"}
     assert d["schema_version"] == 2 and d["status"] == "critical"
+    assert d["config"] == {"file": None, "ignored": [], "overrides": {}}
     assert set(d["run"]) == {"name", "source", "format", "first_step", "last_step", "n_steps"}
     for c in d["checks"]:
         assert set(c) == V1_CHECK_KEYS | {"incidents"}

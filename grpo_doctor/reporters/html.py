@@ -31,7 +31,7 @@ import pandas as pd
 
 from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION, Check, Diagnosis
 from grpo_doctor.metrics import Metric
-from grpo_doctor.reporters import escape, evidence
+from grpo_doctor.reporters import config_line, escape, evidence
 from grpo_doctor.reporters.outline import by_onset, cause_text
 from grpo_doctor.rules import rule_named
 from grpo_doctor.rules.base import fmt
@@ -1160,6 +1160,7 @@ def _header(diagnosis: Diagnosis) -> str:
     info = diagnosis.run
     status = diagnosis.status
     metrics = ", ".join(diagnosis.metrics) or "none recognised"
+    config = config_line(diagnosis.config)
     return (
         f'<header class="card top" style="--st:{STATUS_COLOR[status]}">'
         f'{_badge(status)}<h1>{esc(info.name)}</h1>'
@@ -1167,7 +1168,9 @@ def _header(diagnosis: Diagnosis) -> str:
         f'–{_step(info.last_step)}</b> ({info.n_steps:,} logged) · '
         f'{len(diagnosis.findings)} finding(s)</p>'
         f'<p class="meta">source <code>{esc(info.source)}</code></p>'
-        f'<p class="meta">metrics: {esc(metrics)}</p>{_verdict(diagnosis)}</header>')
+        f'<p class="meta">metrics: {esc(metrics)}</p>'
+        + (f'<p class="meta">{esc(config)}</p>' if config else '')
+        + f'{_verdict(diagnosis)}</header>')
 
 
 def _verdict(diagnosis: Diagnosis) -> str:

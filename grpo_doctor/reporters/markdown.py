@@ -9,7 +9,7 @@ comment still reads as prose: ``0.5-5``, ``(DAPO)`` and ``kl_drift`` stay as the
 from __future__ import annotations
 
 from grpo_doctor.findings import Check, Diagnosis
-from grpo_doctor.reporters import evidence
+from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.escape import markdown as escape
 from grpo_doctor.reporters.outline import (
     by_onset,
@@ -54,6 +54,7 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
         f"steps {_step(run.first_step)}–{_step(run.last_step)} ({run.n_steps:,} logged) · "
         f"{escape(run.format)} · {escape(run.source)}",
         "",
+        *([escape(config), ""] if (config := config_line(diagnosis.config)) else []),
     ]
     cause = diagnosis.root_cause
     said = cause_text(diagnosis)

@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grpo_doctor.findings import Check, Diagnosis, Status
-from grpo_doctor.reporters import evidence
+from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.escape import terminal as _safe
 from grpo_doctor.reporters.outline import (
     by_onset,
@@ -104,7 +104,11 @@ def _header(diagnosis: Diagnosis, width: int, verbose: bool) -> list[RenderableT
         source = "…" + source[-(room - 1):] if room > 12 else ""
     second = Text(facts + (f" · {source}" if source else ""), style="dim")
     second.overflow = "fold"
-    return [first, second]
+    out: list[RenderableType] = [first, second]
+    if (config := config_line(diagnosis.config)) is not None:
+        out.append(_hang("config: ", _safe(config[len("config: "):]), head_style="dim",
+                         body_style="dim"))
+    return out
 
 
 def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
