@@ -629,11 +629,63 @@ def _read_from(path: Path, offset: int) -> bytes:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
 
 
-def _size(path: Path) -> int | None:
+#: Bytes at each end of what was consumed of a file, compared to tell an append from a rewrite.
+_MARK_BYTES = 4096
+
+
+def _marks(path: Path, offset: int) -> tuple[int, int]:
+    """Checksums of the first and the last ``_MARK_BYTES`` of the first ``offset`` bytes."""
+    if offset <= 0:
+        return (0, 0)
     try:
-        return path.stat().st_size
-    except OSError:
-        return None
+        with path.open("rb") as fh:
+            head = fh.read(min(offset, _MARK_BYTES))
+            fh.seek(max(0, offset - _MARK_BYTES))
+            tail = fh.read(min(offset, _MARK_BYTES))
+    except FileNotFoundError:
+        raise Restarted(f"{path} disappeared") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    return (zlib.crc32(head), zlib.crc32(tail))
+
+
+@dataclass
+class FileIdentity:
+    """What a watched file was when it was last read: its inode, size and modification time,
+    and checksums of the ends of what was consumed. ``changed`` tells new bytes from nothing
+    new, and raises ``Restarted`` for a file replaced (another inode), truncated, or rewritten
+    in place (same inode, the consumed bytes differ: a size check alone misses a rewrite to
+    the same length)."""
+
+    inode: tuple[int, int] | None = None
+    size: int = -1
+    mtime: int = -1
+    consumed: int = 0
+    marks: tuple[int, int] = (0, 0)
+
+    def changed(self, path: Path) -> bool:
+        """Whether ``path`` may hold new bytes since ``mark``; raises ``Restarted``."""
+        try:
+            st = path.stat()
+        except OSError:
+            raise Restarted(f"{path} disappeared") from None
+        inode = (st.st_dev, st.st_ino)
+        if self.inode is not None and inode != self.inode:
+            raise Restarted(f"{path} was replaced")
+        if st.st_size < self.consumed:
+            raise Restarted(f"{path} shrank from {self.consumed} to {st.st_size} bytes")
+        if (st.st_size, st.st_mtime_ns) == (self.size, self.mtime):
+            return False
+        if self.consumed and _marks(path, self.consumed) != self.marks:
+            raise Restarted(f"{path} was rewritten")
+        self.inode, self.size, self.mtime = inode, st.st_size, st.st_mtime_ns
+        return st.st_size > self.consumed
+
+    def mark(self, path: Path, consumed: int) -> None:
+        """``consumed`` bytes of ``path`` have been read."""
+        if consumed != self.consumed:
+            self.consumed = consumed
+            self.marks = _marks(path, consumed)
 
 
 class Source:
@@ -665,20 +717,11 @@ class _TextSource(Source):
         super().__init__(path, options)
         self.format = self.importer_name
         self.offset = 0
-        self._seen = -1
-        self._inode: int | None = None
+        self.identity = FileIdentity()
 
     def _new_text(self, final: bool) -> str | None:
-        try:
-            st = self.path.stat()
-        except OSError:
-            raise Restarted(f"{self.path} disappeared") from None
-        if self._inode is not None and st.st_ino != self._inode:
-            raise Restarted(f"{self.path} was replaced")
-        self._inode = st.st_ino
-        if st.st_size == self._seen and not final:
+        if not self.identity.changed(self.path) and not final:
             return None
-        self._seen = st.st_size
         data = _read_from(self.path, self.offset)
         cut = len(data) if final else data.rfind(b"\n") + 1
         if cut <= 0:
@@ -687,6 +730,7 @@ class _TextSource(Source):
         if self.offset == 0:
             text = text.lstrip("\ufeff")
         self.offset += cut
+        self.identity.mark(self.path, self.offset)
         return text
 
     def _load_snapshot(self) -> Run | None:
@@ -873,7 +917,7 @@ class ConsoleSource(_TextSource):
 @dataclass
 class _FileState:
     offset: int = 0  # end of the last complete record consumed
-    seen: int = -1  # the file size at the last read
+    identity: FileIdentity = field(default_factory=FileIdentity)
     records: int = 0
 
 
@@ -924,12 +968,11 @@ class TensorBoardSource(Source):
             if state is None:
                 state = self.files[path] = _FileState()
                 structural = True
-            size = _size(path)
-            if size is None or size == state.seen:
+            if not state.identity.changed(path):
                 continue
-            state.seen = size
             changed = True
             rows, odd = self._read_file(path, state)
+            state.identity.mark(path, state.offset)
             structural = structural or odd
             if rows is not None:
                 parts.append(rows)
@@ -1086,7 +1129,7 @@ class WandbSource(Source):
         super().__init__(path, options)
         self.file: Path | None = None
         self.tail = _LevelDBTail()
-        self.seen = -1
+        self.identity = FileIdentity()
         self.media: set[str] = set()
         self.target: dict[str, str] = {}
 
@@ -1114,13 +1157,12 @@ class WandbSource(Source):
         path = self._locate()
         if path is None:
             return None
-        size = _size(path)
-        if size is None or size == self.seen:
+        if not self.identity.changed(path):
             return None
-        self.seen = size
         corrupt = self.tail.corrupt
         structural = self.tail.pos == 0
         records = self.tail.feed(_read_from(path, self.tail.pos))
+        self.identity.mark(path, self.tail.pos)
         structural = structural or self.tail.corrupt > corrupt
         steps: list[float] = []
         rows: list[dict[str, float]] = []
@@ -1376,10 +1418,11 @@ class Watcher:
         try:
             delta = self.source.read(final)
         except Restarted:
-            # The log was truncated or replaced: start over on what it holds now.
+            # The log was truncated, replaced or rewritten: start over on what it holds now.
+            # The monitor keeps the alerts it sent: the same finding in the rewritten log is
+            # not news (an escalation still is).
             self.restarts += 1
             self.source, self.store = None, None
-            self.monitor = Monitor(self.settings)
             return self._poll(final)
         if delta is None or not (delta.rows.count or delta.structural):
             return []
