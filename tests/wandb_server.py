@@ -238,6 +238,9 @@ class FakeWandb:
                 "parquetUrls": urls, "liveData": live_steps}}}}}
         if kind == "history_page":
             lo, hi, size = variables["minStep"], variables["maxStep"], variables["pageSize"]
+            if not -(1 << 31) <= size < 1 << 31:  # GraphQL Int is 32 bits, as W&B enforces
+                return {"errors": [{"message": f"Int cannot represent non 32-bit signed "
+                                               f"integer value: {size}"}]}
             page = [json.dumps(r) for r in live if lo <= r["_step"] < hi][:size]
             return {"data": {"project": {"run": {"history": page}}}}
         return {"errors": [{"message": f"fake server: unhandled {kind}"}]}

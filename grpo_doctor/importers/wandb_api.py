@@ -46,7 +46,7 @@ from urllib.parse import urlparse
 from grpo_doctor.atomic import write_atomic
 from grpo_doctor.errors import ConfigError, FetchError, GrpoDoctorError
 from grpo_doctor.importers import LoadOptions
-from grpo_doctor.store import Run
+from grpo_doctor.store import Run, check_table_size
 
 T = TypeVar("T")
 
@@ -349,6 +349,12 @@ def _is_transient(exc: BaseException) -> bool:
                                    "connection closed", ": eof"))
 
 
+#: What wandb-core (Go) and Python say when a response body is not JSON.
+_NOT_JSON = ("invalid character", "looking for beginning of value",
+             "unexpected end of json input", "cannot unmarshal", "expecting value: line",
+             "jsondecodeerror")
+
+
 def _explain(exc: BaseException, *, what: str, base_url: str, policy: RetryPolicy) -> FetchError:
     """One line saying what went wrong, from whatever the wandb client raised."""
     if isinstance(exc, FetchError):
@@ -358,6 +364,13 @@ def _explain(exc: BaseException, *, what: str, base_url: str, policy: RetryPolic
     status = _status_of(exc)
     m = re.search(r"giving up after (\d+) attempt", low)
     attempts = f" after {m.group(1)} attempts" if m else ""
+    if any(s in low for s in _NOT_JSON):
+        # An HTML page or random bytes where GraphQL JSON belongs: wandb reports it as a
+        # failed credential check, but the key was never judged.
+        return _FatalFetchError(f"the server at {base_url} did not answer as a W&B server "
+                                f"(not JSON: a captive portal, a proxy's login page or another "
+                                f"service at that address?); check WANDB_BASE_URL and the "
+                                f"network")
     auth_error = any(type(e).__name__ == "AuthenticationError" for e in _chain(exc))
     if status in (401, 403) or (auth_error and status is None and "connect" not in low
                                 and "timeout" not in low and "deadline" not in low):
@@ -529,11 +542,15 @@ def _watched(fn: Callable[[Callable[[], None]], T], *, budget: float, what: str,
 # --- one run -------------------------------------------------------------------------------
 
 
-def _scalar_columns(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list[Any]], set[str]]:
+def _scalar_columns(rows: Sequence[Mapping[str, Any]], source: str = ""
+                    ) -> tuple[dict[str, list[Any]], set[str]]:
     """Rows -> one list per key (None where a row lacks it). Nested dicts become ``a.b``;
-    media, histograms, strings and lists are left out (their keys are returned)."""
+    media, histograms, strings and lists are left out (their keys are returned).
+
+    The cells are gathered sparsely first: a history that logs a new key at each step is
+    refused (``check_table_size``) before its steps x keys table is allocated."""
     n = len(rows)
-    cols: dict[str, list[Any]] = {}
+    cells: dict[str, list[tuple[int, Any]]] = {}
     dropped: set[str] = set()
 
     def put(i: int, key: str, value: Any) -> None:
@@ -551,34 +568,46 @@ def _scalar_columns(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list[A
         elif not isinstance(value, (int, float)):
             dropped.add(key)
             return
-        col = cols.get(key)
-        if col is None:
-            col = cols[key] = [None] * n
-        col[i] = value
+        cells.setdefault(key, []).append((i, value))
 
     for i, row in enumerate(rows):
         for key, value in row.items():
             put(i, str(key), value)
+    check_table_size(source, n, len(cells), sum(len(c) for c in cells.values()))
+    cols: dict[str, list[Any]] = {}
+    for key, found in cells.items():
+        col = cols[key] = [None] * n
+        for i, value in found:
+            col[i] = value
     return cols, dropped - set(cols)
 
 
-def history_table(rows: Sequence[Mapping[str, Any]]) -> tuple[bytes, int, list[str]]:
+def _int64_steps(values: Sequence[Any]) -> bool:
+    """Whether every ``_step`` is a whole number int64 can hold exactly (else the column is
+    written as floats, and the importer drops and notes the rows it cannot use)."""
+    return all((isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < 1 << 63)
+               or (isinstance(v, float) and v.is_integer() and abs(v) < 2.0 ** 53)
+               for v in values)
+
+
+def history_table(rows: Sequence[Mapping[str, Any]], source: str = ""
+                  ) -> tuple[bytes, int, list[str]]:
     """Parquet bytes of the history rows (sorted by ``_step``), the row count, and the keys
     left out. A key a row lacks is null (a gap); a logged NaN stays NaN."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if rows and all("_step" in r for r in rows):
+    if rows and all(isinstance(r.get("_step"), (int, float)) for r in rows):
         rows = sorted(rows, key=lambda r: r["_step"])
-    cols, dropped = _scalar_columns(rows)
+    cols, dropped = _scalar_columns(rows, source)
     arrays: dict[str, Any] = {}
     order = (["_step"] if "_step" in cols else []) + [k for k in cols if k != "_step"]
     for key in order:
         values = cols[key]
-        if key == "_step" and None not in values:
+        if key == "_step" and None not in values and _int64_steps(values):
             arrays[key] = pa.array([int(v) for v in values], type=pa.int64())
         else:
-            arrays[key] = pa.array([None if v is None else float(v) for v in values],
+            arrays[key] = pa.array([None if v is None else _as_float(v) for v in values],
                                    type=pa.float64())
     table = pa.table(arrays) if arrays else pa.table({"_step": pa.array([], pa.int64())})
     buf = io.BytesIO()
@@ -586,23 +615,120 @@ def history_table(rows: Sequence[Mapping[str, Any]]) -> tuple[bytes, int, list[s
     return buf.getvalue(), table.num_rows, sorted(dropped)
 
 
+def _as_float(value: int | float) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an int too large for a float
+        return math.inf if value > 0 else -math.inf
+
+
 def _json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+#: The widest step window one live-history request may ask for: wandb-core sends the window's
+#: width as the GraphQL ``samples`` argument, an Int (32 bits).
+MAX_LIVE_SPAN = 1 << 30
+
+_LIVE_STEPS_QUERY = """
+query RunLiveSteps($entity: String!, $project: String!, $name: String!, $liveKeys: [String!]!) {
+    project(name: $project, entityName: $entity) {
+        run(name: $name) { parquetHistory(liveKeys: $liveKeys) { liveData } }
+    }
+}
+"""
+
+
+def _live_steps(run: Any) -> list[int] | None:
+    """The steps of the rows not yet exported to parquet (the same ``parquetHistory`` query
+    wandb-core makes), sorted; None when they cannot be asked for."""
+    try:
+        data = run._exec(_LIVE_STEPS_QUERY, liveKeys=["_step"])
+        live = data["project"]["run"]["parquetHistory"]["liveData"] or []
+    except Exception:  # an older client or server: page as wandb does
+        return None
+    steps = set()
+    for item in live:
+        step = item.get("_step") if isinstance(item, dict) else None
+        if isinstance(step, (int, float)) and not isinstance(step, bool) and step == step \
+                and abs(step) < 2.0 ** 63:
+            steps.add(int(step))
+    return sorted(steps)
+
+
+def _windows(min_step: int, stop: int, live: list[int] | None
+             ) -> Iterator[tuple[int, int, bool]]:
+    """Step windows [lo, hi) to ask for, and whether each may be empty without news.
+
+    Below the first live step, rows come from the exported parquet files that wandb-core reads
+    locally: windows grow (doubling) over empty stretches, so a history whose steps jump to
+    1e7 or 2^62 is crossed in a few dozen requests rather than one per thousand steps. From the
+    first live step on, each request goes to the server, so windows cover only the live steps
+    known to exist, at most ``PAGE_SIZE`` of them and ``MAX_LIVE_SPAN`` wide."""
+    first_live = live[0] if live else stop
+    lo, width = min_step, PAGE_SIZE
+    while lo < min(first_live, stop):
+        hi = min(lo + width, first_live, stop)
+        # A window reaching the first live step makes wandb-core query the server too.
+        if hi >= first_live and hi - lo > MAX_LIVE_SPAN:
+            hi = max(lo + 1, first_live - 1)
+        empty = yield lo, hi, True
+        width = PAGE_SIZE if not empty else min(width * 2, 1 << 62)
+        lo = hi
+    if live is None:  # not known: page the rest as wandb does, a page at a time
+        while lo < stop:
+            yield lo, min(lo + PAGE_SIZE, stop), False
+            lo += PAGE_SIZE
+        return
+    i = 0
+    ahead = [s for s in live if s >= lo]
+    while i < len(ahead):
+        start = ahead[i]
+        j = i + 1
+        while j < len(ahead) and j - i < PAGE_SIZE and ahead[j] - start < MAX_LIVE_SPAN:
+            j += 1
+        yield start, ahead[j - 1] + 1, False
+        i = j
+
+
 def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None]
           ) -> list[dict[str, Any]]:
+    """Every history row, paged over the steps that exist (see ``_windows``).
+
+    Paging drives wandb's ``HistoryScan`` one window at a time (its ``page_offset`` and
+    ``page_size`` then ``_load_next``, what its iterator does with fixed windows); a client
+    without them is iterated as it comes."""
     try:
         scan = run.scan_history(page_size=PAGE_SIZE, use_cache=False)
     except TypeError:  # pragma: no cover - wandb < 0.27 has no parquet cache to bypass
         scan = run.scan_history(page_size=PAGE_SIZE)
     rows: list[dict[str, Any]] = []
-    for row in scan:
-        rows.append(row)
-        if len(rows) % PAGE_SIZE == 0:
+    stop = getattr(scan, "_stop_step", None)
+    if not (isinstance(stop, int) and hasattr(scan, "_load_next")
+            and hasattr(scan, "page_offset")):  # pragma: no cover - another wandb
+        for row in scan:
+            rows.append(row)
+            if len(rows) % PAGE_SIZE == 0:
+                tick()
+                on_rows(len(rows))
+        on_rows(len(rows))
+        return rows
+    windows = _windows(int(getattr(scan, "min_step", 0)), stop, _live_steps(run))
+    try:
+        lo, hi, _ = next(windows)
+        while True:
             tick()
+            scan.page_offset, scan.page_size = lo, hi - lo
+            scan._load_next()
+            # A gap is a key a row lacks: dropped at once, so that a wide exported table
+            # (a new key at each step) does not sit here as millions of Nones.
+            page = [{k: v for k, v in row.items() if v is not None} for row in scan.rows]
+            scan.rows = []
+            rows.extend(page)
             on_rows(len(rows))
-    on_rows(len(rows))
+            lo, hi, _ = windows.send(not page)
+    except StopIteration:
+        pass
     return rows
 
 
@@ -637,7 +763,7 @@ def _fetch_into_cache(api: Any, entity: str, project: str, run_id: str, parquet:
             attempt += 1
             tick()
 
-    data, n_rows, _dropped = history_table(rows)
+    data, n_rows, _dropped = history_table(rows, label)
     config = _json_safe(dict(run.config))
     summary_src = getattr(run, "summary_metrics", None)
     summary = _json_safe(dict(summary_src if summary_src is not None else run.summary))
