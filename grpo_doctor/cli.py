@@ -656,6 +656,12 @@ def main(argv: list[str] | None = None) -> None:
         from click.exceptions import ClickException as UsageError
 
     _tolerant_streams()
+    if not os.environ.get("GRPO_DOCTOR_DEBUG"):
+        import warnings
+
+        # numpy's overflow and all-NaN warnings on extreme logs are noise on a user's stderr;
+        # the report says what the data held.
+        warnings.simplefilter("ignore", RuntimeWarning)
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         code = app(args=args or ["--help"], standalone_mode=False, prog_name="grpo-doctor")

@@ -145,7 +145,11 @@ def _rolling(values: np.ndarray, segment: np.ndarray, window: int, *,
     grouped = pd.Series(values).groupby(segment, sort=True).rolling(
         window, center=center, min_periods=1)
     out = grouped.median() if how == "median" else grouped.mean()
-    return out.to_numpy(dtype=np.float64)
+    smooth = out.to_numpy(dtype=np.float64, copy=True)
+    # Near the float limit a median of two values overflows: the point keeps its own value.
+    overflow = ~np.isfinite(smooth)
+    smooth[overflow] = values[overflow]
+    return smooth
 
 
 def metric_series(run: Run, metric: str) -> Series | None:
@@ -505,6 +509,10 @@ def _title(mode: str) -> str:
 # --- axes ------------------------------------------------------------------------------------
 
 
+#: The largest magnitude an axis reaches: its span and padding stay finite.
+_AXIS_LIMIT = 1e300
+
+
 #: An axis is cut to the body of the data when the points beyond it are at most this share...
 OUTLIER_SHARE = 0.05
 #: ... and showing them would take at least this many times the body's height.
@@ -564,10 +572,20 @@ def y_axis(panel: Panel) -> Axis:
                     hi = t.value
                 if lo - reach <= t.value < lo:
                     lo = t.value
+    # Values near the float limit (a grad norm of 1e308) would make the span, the padding and
+    # the ticks overflow: the axis stops short of it and the point is drawn at its edge.
     if panel.log:
-        lo, hi = max(lo, 1e-300), max(hi, lo * 10 if hi <= lo else hi)
-        pad = (math.log10(hi) - math.log10(lo)) * 0.06 or 0.3
-        return Axis(lo / 10 ** pad, hi * 10 ** pad, True, clipped)
+        lo, hi = min(max(lo, 1e-300), _AXIS_LIMIT / 10), min(hi, _AXIS_LIMIT)
+        clipped = clipped or hi < float(v.max())
+        hi = max(hi, lo * 10 if hi <= lo else hi)
+        log_lo, log_hi = math.log10(lo), math.log10(hi)
+        pad = (log_hi - log_lo) * 0.06 or 0.3
+        edge = math.log10(_AXIS_LIMIT)
+        return Axis(10 ** max(log_lo - pad, -edge), 10 ** min(log_hi + pad, edge), True,
+                    clipped)
+    if max(abs(lo), abs(hi)) > _AXIS_LIMIT:
+        lo, hi = max(lo, -_AXIS_LIMIT), min(hi, _AXIS_LIMIT)
+        lo, clipped = min(lo, hi), True
     if hi - lo <= 1e-12 * max(1.0, abs(hi)):
         half = max(abs(hi) * 0.1, 1e-6)
         lo, hi = lo - half, hi + half
@@ -586,7 +604,7 @@ def beyond_axis(panel: Panel, axis: Axis) -> tuple[np.ndarray, np.ndarray]:
 def linear_ticks(lo: float, hi: float, n: int = 5) -> tuple[list[float], float]:
     """Round ticks (steps of 1, 2, 2.5 or 5 x 10^k) over [lo, hi], as close to n as can be."""
     span = hi - lo
-    if not span > 0:
+    if not (span > 0 and math.isfinite(span)):
         return [lo], 1.0
     mag = 10 ** math.floor(math.log10(span / max(n, 1)))
     best: tuple[float, float] | None = None
