@@ -657,6 +657,8 @@ def step_label(v: float) -> str:
 
 
 def _log_label(v: float) -> str:
+    if not (math.isfinite(v) and v > 0):
+        return ""
     return tick_label(v, 10 ** math.floor(math.log10(v)))
 
 
@@ -1428,12 +1430,15 @@ def _png(chart: Chart, heading: str) -> bytes:
                 ax.text(0.995, t.value, t.label, transform=ax.get_yaxis_transform(),
                         ha="right", va="bottom", fontsize=8, color=color, fontweight="bold",
                         path_effects=[patheffects.withStroke(linewidth=3, foreground="white")])
-        idx = envelope(s.values, s.segment)
+        # Drawn within the axis (values near the float limit break matplotlib's tick maths).
+        raw = np.clip(s.values, yaxis.lo, yaxis.hi)
+        smooth = np.clip(s.smooth, yaxis.lo, yaxis.hi)
+        idx = envelope(raw, s.segment)
         if not s.smooth_only:
-            ax.plot(*_with_breaks(s.steps[idx], s.values[idx], s.segment[idx]),
+            ax.plot(*_with_breaks(s.steps[idx], raw[idx], s.segment[idx]),
                     color=panel.color, lw=0.8, alpha=0.4, label="raw")
-        idx = envelope(s.smooth, s.segment)
-        ax.plot(*_with_breaks(s.steps[idx], s.smooth[idx], s.segment[idx]), color=panel.color,
+        idx = envelope(smooth, s.segment)
+        ax.plot(*_with_breaks(s.steps[idx], smooth[idx], s.segment[idx]), color=panel.color,
                 lw=1.9, label=s.smooth_label if s.smooth_only else "rolling median")
         marks = {m.kind: m for m in panel.markers}
         if "onset" in marks and "alert" in marks and marks["alert"].step > marks["onset"].step:
@@ -1453,6 +1458,9 @@ def _png(chart: Chart, heading: str) -> bytes:
                         ms=5, color=panel.color, clip_on=False, zorder=5,
                         label="value beyond the axis" if i == 0 else None)
         ax.set_ylim(yaxis.lo, yaxis.hi)
+        if panel.log:
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _log_label(v)))
+            ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _pos: ""))
         if panel.percent:
             ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         title = panel.title + (f" — {panel.status}" if panel.status else "")
