@@ -66,6 +66,7 @@ from grpo_doctor.api import applied_config, checked_map, doctor_config
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import assemble, check_rule
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
+from grpo_doctor.files import walk
 from grpo_doctor.findings import RUN_SEVERITY, Check, Diagnosis, Status
 from grpo_doctor.importers import (
     Importer,
@@ -1279,13 +1280,10 @@ class ReloadSource(Source):
         if self.path.is_file():
             return (one(self.path),)
         out = []
-        for folder, _dirs, files in os.walk(self.path):
-            depth = Path(folder).relative_to(self.path).parts
-            if len(depth) > 2:
-                continue
-            for f in files:
+        for _folder, _dirs, files in walk(self.path, max_depth=2):
+            for entry in files:
                 with contextlib.suppress(OSError):
-                    out.append(one(Path(folder) / f))
+                    out.append(one(Path(entry.path)))
         return tuple(sorted(out))
 
     def read(self, final: bool = False) -> Delta | None:

@@ -54,7 +54,7 @@ import crc32c
 import numpy as np
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.files import read_error
+from grpo_doctor.files import read_error, walk
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.store import Run, build_run, check_table_size
 
@@ -1646,12 +1646,11 @@ def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
     if path.is_file():
         return [(path.resolve().parent.name or path.name, [path], str(path))]
     by_folder: dict[Path, list[Path]] = {}
-    for folder, dirs, files in os.walk(path):
-        dirs.sort()
-        found = [Path(folder) / f for f in sorted(files) if _is_event_file(f)]
+    for folder, _dirs, files in walk(path):  # no recursion: a deep tree is no RecursionError
+        found = [Path(e.path) for e in files if _is_event_file(e.name)]
         found = [f for f in found if f.is_file()]
         if found:
-            by_folder[Path(folder)] = found
+            by_folder[folder] = found
     out = []
     for folder, files in by_folder.items():
         rel = folder.relative_to(path).as_posix()
