@@ -143,7 +143,7 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
         path = find_config()
     if path is None:
         return Settings()
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"{path}: config file not found")
     table = _table(path)
     known = {"map", "rules", "select", "ignore", "fail-on", "fail_on"}

@@ -158,12 +158,13 @@ def walk(root: str | os.PathLike[str], *, max_depth: int | None = None,
             if on_too_deep is not None:
                 on_too_deep(folder)
             continue
-        for entry in reversed(dirs):
+        below = []
+        for entry in dirs:  # in name order: of two ways to one folder, the first is kept
             try:
                 key = _key(entry.stat(follow_symlinks=True))
             except OSError:
                 continue
-            if key in seen:
-                continue
-            seen.add(key)
-            stack.append((Path(entry.path), depth + 1))
+            if key not in seen:
+                seen.add(key)
+                below.append((Path(entry.path), depth + 1))
+        stack.extend(reversed(below))

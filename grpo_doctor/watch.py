@@ -66,7 +66,7 @@ from grpo_doctor.api import applied_config, checked_map, doctor_config
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import assemble, check_rule
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
-from grpo_doctor.files import walk
+from grpo_doctor.files import check_input, walk
 from grpo_doctor.findings import RUN_SEVERITY, Check, Diagnosis, Status
 from grpo_doctor.importers import (
     Importer,
@@ -1323,6 +1323,8 @@ class Watcher:
                  format: str | None = None, run: str | None = None,
                  step_column: str | None = None) -> None:
         self.path = Path(path)
+        if self.path.exists():
+            check_input(self.path)  # a FIFO or a device: refused now, not at the first poll
         self.settings = settings or Settings()
         self.options = LoadOptions(column_map=checked_map(self.settings.column_map),
                                    step_column=step_column, run=run)
@@ -1447,6 +1449,8 @@ class WatchAll:
                  format: str | None = None, run: str | None = None,
                  step_column: str | None = None) -> None:
         self.path = Path(path)
+        if self.path.exists():
+            check_input(self.path)  # a FIFO or a device: refused now, not at the first poll
         self.settings = settings or Settings()
         self._format = format
         self._run = run  # only the run(s) of this name

@@ -38,8 +38,21 @@ with each:
   no-log-history/trainer_state.json
                                 a trainer state without log_history
 
+Steps and columns, over a second base run (200 steps, numpy seed 12: entropy falling 98% in
+its first 120 steps with the reward flat, an entropy collapse):
+
+  steps-beyond-int64.csv        steps 10^19 + i: beyond what int64 holds
+  steps-1e30.csv                steps 10^30 + i
+  steps-2p62.csv                steps 2^62 + i: int64, but a float64 cannot tell them apart
+  steps-some-beyond.csv         steps 1..150, then 50 rows at 10^19 + i
+  steps-half.csv                steps 0, 0.5, 1, 1.5, ...: half are not whole numbers
+  duplicate-entropy.csv         two 'entropy' columns: the first collapses, the second is 1.0
+  duplicate-entropy-last.csv    the same with the collapsing copy second
+
 Made at test time instead (too big, or not storable in git): a folder with a symlink loop, an
-unreadable file, and a single 50 MB line.
+unreadable file, a single 50 MB line, devices, FIFOs and sockets, file names holding control
+characters, a 100M-row parquet file, a 5 GiB sparse file, a baseline nested 100,000 deep and a
+folder tree 1,000 levels deep.
 """
 
 from __future__ import annotations
@@ -141,6 +154,43 @@ def csv_files(data: dict[str, np.ndarray]) -> None:
     write("bom.csv", b"\xef\xbb\xbf" + good.encode("utf-8"))
 
 
+# --- steps and columns ------------------------------------------------------------------------
+
+
+def collapse_run(n: int = 200) -> dict[str, np.ndarray]:
+    """An entropy collapse: entropy falls 98% over the first 120 steps, the reward stays flat."""
+    rng = np.random.default_rng(12)
+    i = np.arange(n, dtype=np.float64)
+    entropy = 1.0 - 0.98 * np.minimum(i, 120) / 120 + rng.normal(0, 0.004, n)
+    return {"entropy": np.round(np.maximum(entropy, 0.005), 4),
+            "reward": np.round(0.5 + rng.normal(0, 0.01, n), 4)}
+
+
+def step_files() -> None:
+    data = collapse_run()
+    n = len(data["entropy"])
+
+    def table(steps: list[str], columns: dict[str, np.ndarray]) -> str:
+        lines = ["step," + ",".join(columns)]
+        lines += [",".join([s, *(f"{v:.4f}" for v in (c[r] for c in columns.values()))])
+                  for r, s in enumerate(steps)]
+        return "\n".join(lines) + "\n"
+
+    write("steps-beyond-int64.csv", table([str(10**19 + i) for i in range(n)], data))
+    write("steps-1e30.csv", table([str(10**30 + i) for i in range(n)], data))
+    write("steps-2p62.csv", table([str(2**62 + i) for i in range(n)], data))
+    write("steps-some-beyond.csv", table([str(i + 1) for i in range(150)]
+                                         + [str(10**19 + i) for i in range(n - 150)], data))
+    write("steps-half.csv", table([f"{i / 2:g}" for i in range(n)], data))
+    flat = np.ones(n)
+    lines = table([str(i + 1) for i in range(n)], {"entropy": data["entropy"],
+                                                    "reward": data["reward"], "entropy2": flat})
+    write("duplicate-entropy.csv", lines.replace("entropy2", "entropy", 1))
+    lines = table([str(i + 1) for i in range(n)], {"entropy2": flat, "reward": data["reward"],
+                                                    "entropy": data["entropy"]})
+    write("duplicate-entropy-last.csv", lines.replace("entropy2", "entropy", 1))
+
+
 # --- TensorBoard ---------------------------------------------------------------------------------
 
 
@@ -238,6 +288,7 @@ def main() -> None:
     BAD.mkdir(parents=True)
     data = base_run()
     csv_files(data)
+    step_files()
     tensorboard_files(data)
     wandb_files(data)
     json_files()

@@ -16,6 +16,9 @@ import json
 import os
 import re
 import shutil
+import stat
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -496,3 +499,638 @@ def test_a_read_only_folder_is_one_line_and_leaves_nothing(capsys, tmp_path):
         assert list(folder.iterdir()) == []
     finally:
         folder.chmod(0o700)
+
+
+# === A hostile environment: nothing replaced, nothing injected, nothing hung =================
+#
+# Devices and FIFOs are made in a temp folder (mknod of a character device needs root: those
+# tests are skipped otherwise); the real /dev/null is never a target.
+
+HEALTHY = ["diagnose", "--example", "healthy", "-f", "json"]
+NEEDS_ROOT = pytest.mark.skipif(not IS_ROOT, reason="mknod of a character device needs root")
+
+
+def _char_device(path: Path, major: int, minor: int) -> Path:
+    os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(major, minor))
+    return path
+
+
+def _is_char_device(path: Path) -> bool:
+    return stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+# --- writes: only ever rename over a regular file --------------------------------------------
+
+
+@NEEDS_ROOT
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_a_null_device_is_written_into_and_stays_a_device(capsys, tmp_path, force):
+    null = _char_device(tmp_path / "null", 1, 3)
+    for option in ("-o", "--html"):
+        code, out, err = run_cli(capsys, *HEALTHY, option, str(null), *force)
+        assert (code, err) == (0, "") and _is_char_device(null)
+    code, out, err = run_cli(capsys, "audit", str(BAD / "inf.csv"), "--jobs", "1",
+                             "--write-baseline", str(null), *force)
+    assert code == 0 and err == "" and _is_char_device(null)  # judged against itself
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]  # no temp file left
+
+
+@NEEDS_ROOT
+def test_a_full_device_is_one_line(capsys, tmp_path):
+    full = _char_device(tmp_path / "full", 1, 7)
+    assert_error(capsys, [*HEALTHY, "-o", str(full), "--force"],
+                 f"{full}: cannot write (No space left on device)")
+    assert _is_char_device(full)
+
+
+def _socket(path: Path):
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    return sock
+
+
+@pytest.mark.parametrize("what,message", [
+    ("mem", "is a device, not a regular file"),
+    ("socket", "is a socket, not a regular file"),
+    ("folder", "is a folder"),
+    ("broken-link", "is a broken link (it points to 'nowhere'); not writing through it"),
+])
+def test_other_special_targets_are_refused_and_never_opened(capsys, tmp_path, what, message):
+    target = tmp_path / what
+    keep = None
+    if what == "mem":
+        if not IS_ROOT:
+            pytest.skip("mknod of a character device needs root")
+        _char_device(target, 1, 1)  # /dev/mem's numbers: never to be opened for writing
+    elif what == "socket":
+        keep = _socket(target)
+    elif what == "folder":
+        target.mkdir()
+    else:
+        target.symlink_to("nowhere")
+    try:
+        for force in ([], ["--force"]):
+            for option in ("-o", "--html"):
+                code, out, err = run_cli(capsys, *HEALTHY, option, str(target), *force)
+                assert code == 2 and err.startswith(f"grpo-doctor: error: {target}: {message}")
+                assert "--force" not in err and err.count("\n") == 1
+    finally:
+        if keep is not None:
+            keep.close()
+    assert os.path.lexists(target) and not (tmp_path / "nowhere").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [what]
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_is_written_into_when_read_and_refused_when_not(capsys, tmp_path):
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader is there before the write
+    try:
+        code, out, err = run_cli(capsys, *HEALTHY, "-o", str(fifo))
+        got = b""
+        while chunk := os.read(reader, 1 << 16):
+            got += chunk
+    finally:
+        os.close(reader)
+    assert (code, err) == (0, "") and json.loads(got)["status"] == "healthy"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert_error(capsys, [*HEALTHY, "-o", str(fifo)],
+                 f"{fifo}: a FIFO that nobody reads; start its reader first")
+
+
+def test_dev_stdout_is_stdout_whatever_it_is(tmp_path):
+    out = tmp_path / "out.json"
+    with out.open("w") as fh:
+        p = subprocess.run([sys.executable, "-m", "grpo_doctor", *HEALTHY, "-o", "/dev/stdout"],
+                           stdout=fh, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert (p.returncode, p.stderr) == (0, "")
+    assert json.loads(out.read_text())["status"] == "healthy"
+    assert os.path.islink("/dev/stdout")
+
+
+def test_a_link_to_a_report_stays_a_link(capsys, tmp_path):
+    real = tmp_path / "reports" / "r.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "latest.json"
+    link.symlink_to(real)
+    code, _, err = run_cli(capsys, *HEALTHY, "-o", str(link), "--force")
+    assert (code, err) == (0, "") and link.is_symlink()
+    assert json.loads(real.read_text())["status"] == "healthy"
+
+
+def test_of_concurrent_writers_without_force_exactly_one_wins(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from grpo_doctor.atomic import plan, write
+    from grpo_doctor.errors import InputError
+
+    target = tmp_path / "baseline.json"
+    planned = [plan(target) for _ in range(3)]  # all three see no file yet
+
+    def attempt(i: int) -> str:
+        try:
+            write(planned[i], f"writer {i}\n")
+            return "won"
+        except InputError as exc:
+            return str(exc)
+
+    with ThreadPoolExecutor(3) as pool:
+        outcomes = list(pool.map(attempt, range(3)))
+    assert outcomes.count("won") == 1
+    assert outcomes.count(f"{target}: already exists; pass --force to replace it") == 2
+    winner = outcomes.index("won")
+    assert target.read_text() == f"writer {winner}\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["baseline.json"]
+
+
+def test_audit_html_into_a_used_folder_writes_nothing(capsys, tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name in ("a", "b"):
+        shutil.copy(BAD / "inf.csv", runs / f"{name}.csv")
+    report = tmp_path / "report"
+    code, _, err = run_cli(capsys, "audit", str(runs), "--jobs", "1", "--html", str(report))
+    assert code == 1 and err == ""
+    before = {p.name: p.read_bytes() for p in report.iterdir()}
+    shutil.copy(BAD / "bom.csv", runs / "c.csv")  # a new run: a new page name
+    baseline = tmp_path / "baseline.json"
+    assert_error(capsys, ["audit", str(runs), "--jobs", "1", "--html", str(report),
+                          "--write-baseline", str(baseline)],
+                 f"{report / 'index.html'}: already exists; pass --force to replace it")
+    assert {p.name: p.read_bytes() for p in report.iterdir()} == before
+    assert not baseline.exists()
+
+
+def test_a_used_page_name_stops_the_audit_html_before_any_page(capsys, tmp_path):
+    shutil.copy(BAD / "inf.csv", tmp_path / "a.csv")
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "0001-a.html").write_text("precious")
+    assert_error(capsys, ["audit", str(tmp_path / "a.csv"), "--jobs", "1", "--html",
+                          str(report)],
+                 f"{report / '0001-a.html'}: already exists; pass --force to replace it")
+    assert [p.name for p in report.iterdir()] == ["0001-a.html"]
+
+
+# --- names are data everywhere ---------------------------------------------------------------
+
+#: A file name and column names an attacker (or a broken logger) could write.
+INJECTED_NAME = "run\n::error title=PWNED::x\n.csv"
+ESCAPES = "\x1b]0;TITLE\x07\x1b[2J##[add-mask]x\u202e\x00"
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _hostile_tree(tmp_path: Path) -> Path:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name in (INJECTED_NAME, "ok.csv"):
+        text = (BAD / "steps-2p62.csv").read_text().replace("entropy", "ent\x1b[31mropy\u202e")
+        (runs / name).write_text(text.replace("step", "step", 1))
+    (runs / "broken\n::warning::y\n.csv").write_bytes(b"\x00\x01 not a log")
+    return runs
+
+
+def _commands(text: str) -> list[str]:
+    """The lines a GitHub Actions runner would read as workflow commands (outside a
+    ::stop-commands:: stretch): '::name ...' at a line's start, '##[' anywhere."""
+    found, token = [], None
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if token is not None:
+            token = None if stripped == f"::{token}::" else token
+            continue
+        if m := re.match(r"::stop-commands::(\S+)", stripped):
+            token = m.group(1)
+            continue
+        if stripped.startswith("::") or ("##[" in line and not stripped.startswith("::")):
+            found.append(line)
+    return found
+
+
+def test_a_file_name_cannot_forge_a_workflow_command(capsys, tmp_path, monkeypatch):
+    runs = _hostile_tree(tmp_path)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, out, err = run_cli(capsys, "audit", str(runs), "--jobs", "1",
+                             "--map", "entropy=ent\x1b[31mropy\u202e")
+    assert code == 1
+    commands = _commands(out) + _commands(err)
+    ours = re.compile(r"::(error|warning|notice) title=grpo-doctor [a-z_ ]+::[^\n]*$")
+    assert commands and all(ours.match(c) for c in commands), commands
+    assert not any("PWNED" in c.split("::")[1] for c in commands)  # never a command's title
+    assert "::error title=grpo-doctor entropy_collapse::run%0A::error title=PWNED::x%0A: " \
+           "entropy collapsed" in out
+    assert not RAW.search(out + err)
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "markdown", "json", "junit"])
+def test_control_characters_never_reach_an_audit_report(capsys, tmp_path, fmt):
+    runs = _hostile_tree(tmp_path)
+    code, out, err = run_cli(capsys, "audit", str(runs), "--jobs", "1", "-f", fmt,
+                             "--map", "entropy=ent\x1b[31mropy\u202e")
+    assert code == 1 and not RAW.search(out + err)
+    assert all(not line.lstrip().startswith("::") for line in out.split("\n"))
+    if fmt == "json":
+        doc = json.loads(out)
+        assert {r["audit"]["source"] for r in doc["runs"]} == {INJECTED_NAME, "ok.csv"}
+        assert doc["runs"][0]["metrics"]["entropy"] == "ent\x1b[31mropy\u202e"  # exact data
+    if fmt == "junit":
+        ET.fromstring(out.split("\n", 1)[1])  # well-formed XML 1.0
+
+
+def test_control_characters_never_reach_diagnose_metrics_or_the_error_line(capsys, tmp_path):
+    runs = _hostile_tree(tmp_path)
+    path = runs / INJECTED_NAME
+    maps = ["--map", "entropy=ent\x1b[31mropy\u202e"]
+    for args in (["diagnose", str(path), *maps], ["diagnose", str(path), "-f", "markdown",
+                                                  *maps],
+                 ["diagnose", str(path), "-f", "json", *maps], ["metrics", str(path)]):
+        code, out, err = run_cli(capsys, *args)
+        assert code in (0, 1) and err == "" and not RAW.search(out)
+        assert all(not line.lstrip().startswith("::") for line in out.split("\n"))
+    broken = runs / "broken\n::warning::y\n.csv"
+    code, out, err = run_cli(capsys, "diagnose", str(broken))
+    assert code == 2 and err.count("\n") == 1 and "broken\\n::warning::y\\n.csv" in err
+    html = tmp_path / "r.html"
+    run_cli(capsys, "diagnose", str(path), *maps, "-f", "json", "--html", str(html))
+    assert not RAW.search(html.read_text())
+
+
+def test_watch_shows_markup_and_escapes_in_paths_literally(tmp_path):
+    import io
+
+    from grpo_doctor.watch import Watcher, run_watch
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    folder = tmp_path / "runs" / "[/b]\x1b[2J"
+    folder.mkdir(parents=True)
+    shutil.copy(BAD / "steps-2p62.csv", folder / "run.csv")
+    out = Terminal()
+    code = run_watch(Watcher(folder / "run.csv"), interval=0, max_polls=2, out=out,
+                     err=io.StringIO(), sleep=lambda s: None)
+    assert code == 0 and "status: critical" in out.getvalue()
+    code = run_watch(Watcher(folder / "run.csv"), once=True, out=(plain := io.StringIO()),
+                     err=io.StringIO(), output="json")
+    assert code == 0 and "\x1b" not in plain.getvalue()
+
+
+# --- hangs: inputs are regular files of bounded size -------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_is_refused_wherever_a_file_is_read(capsys, tmp_path):
+    fifo = tmp_path / "run.csv"
+    os.mkfifo(fifo)
+    said = f"{fifo}: is a FIFO (named pipe), not a regular file"
+    for args in (["diagnose", str(fifo)], ["diagnose", str(fifo), "--input-format", "csv"],
+                 ["metrics", str(fifo)], ["watch", str(fifo), "--once"],
+                 ["watch", str(fifo), "--max-polls", "1", "--interval", "0"],
+                 ["diagnose", "--example", "healthy", "--config", str(fifo)],
+                 ["audit", str(BAD / "inf.csv"), "--baseline", str(fifo)]):
+        assert_error(capsys, args, said)
+    code, out, err = run_cli(capsys, "audit", str(tmp_path), str(BAD / "inf.csv"), "--jobs",
+                             "1", "-f", "json")
+    assert code == 1 and json.loads(out)["errors"] == [{"source": "run.csv", "error": said}]
+
+
+@NEEDS_ROOT
+@pytest.mark.timeout(60)
+def test_an_endless_device_is_refused_before_a_byte_is_read(capsys, tmp_path):
+    zero = _char_device(tmp_path / "zero", 1, 5)
+    for fmt in ("csv", "console", "jsonl", "tensorboard"):
+        assert_error(capsys, ["diagnose", str(zero), "--input-format", fmt],
+                     f"{zero}: is a character device, not a regular file")
+
+
+@pytest.mark.timeout(60)
+def test_a_whole_file_read_is_capped(capsys, tmp_path):
+    huge = tmp_path / "huge.csv"
+    with huge.open("wb") as fh:  # sparse: 5 GiB that take no disk
+        fh.write(b"step,reward\n")
+        fh.truncate(5 << 30)
+    for fmt in ("csv", "jsonl", "console"):
+        assert_error(capsys, ["diagnose", str(huge), "--input-format", fmt],
+                     f"{huge}: the file is 5.0 GiB, more than the 4.0 GiB grpo-doctor reads "
+                     f"into memory (GRPO_DOCTOR_MAX_READ_MB raises the limit)")
+
+
+@pytest.mark.timeout(120)
+def test_a_small_parquet_that_expands_to_100m_rows_is_refused(capsys, tmp_path):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "history.parquet"
+    zeros = pa.table({"reward": pa.array(np.zeros(20_000_000))})
+    with pq.ParquetWriter(path, zeros.schema, compression="zstd") as writer:
+        for _ in range(5):
+            writer.write_table(zeros, row_group_size=20_000_000)
+    assert path.stat().st_size < 2 << 20
+    assert_error(capsys, ["diagnose", str(path)],
+                 f"{path}: the parquet data expands to 100,000,000 rows x 1 column(s), more "
+                 f"than grpo-doctor tabulates (16,777,216 rows, 67,108,864 cells); not a "
+                 f"training log?")
+
+
+def _session_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.timeout(180)
+def test_ctrl_c_during_a_parallel_audit_exits_130_cleanly(tmp_path):
+    import signal
+    import time
+
+    from grpo_doctor.api import example_path
+
+    for i in range(24):
+        shutil.copy(example_path("entropy-collapse"), tmp_path / f"r{i}.csv")
+    for delay in (0.4, 1.2, 2.0):  # while importing, while forking the workers, while working
+        p = subprocess.Popen([sys.executable, "-m", "grpo_doctor", "audit", str(tmp_path),
+                              "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+        time.sleep(delay)
+        os.killpg(p.pid, signal.SIGINT)  # what Ctrl-C sends: the whole process group
+        try:
+            out, err = p.communicate(timeout=30)
+        finally:
+            if _session_alive(p.pid):
+                os.killpg(p.pid, signal.SIGKILL)
+        if p.returncode in (0, 1):
+            continue  # finished before the signal came
+        assert (p.returncode, err) == (130, "grpo-doctor: interrupted\n"), (delay, err)
+        time.sleep(0.5)
+        assert not _session_alive(p.pid), "a worker outlived the audit"
+
+
+# --- steps are integers in range; duplicate columns ---------------------------------------------
+
+
+@pytest.mark.parametrize("name,message", [
+    ("steps-beyond-int64.csv", "no logged steps found (200 row(s) with a step beyond the 64-bit "
+                               "integer range (e.g. 1e+19) were dropped)"),
+    ("steps-1e30.csv", "no logged steps found (200 row(s) with a step beyond the 64-bit integer "
+                       "range (e.g. 1e+30) were dropped)"),
+])
+def test_steps_beyond_int64_never_collapse_into_one(capsys, name, message):
+    assert_error(capsys, ["diagnose", str(BAD / name)], f"{BAD / name}: {message}")
+
+
+@pytest.mark.parametrize("name,n_steps,note", [
+    ("steps-2p62.csv", 200, None),
+    ("steps-some-beyond.csv", 150, "50 row(s) with a step beyond the 64-bit integer range "
+                                   "(e.g. 1e+19) were dropped"),
+    ("steps-half.csv", 100, "100 row(s) with a step that is not a whole number (e.g. 0.5) were "
+                            "dropped"),
+])
+def test_odd_steps_are_kept_exactly_or_dropped_with_a_true_note(capsys, name, n_steps, note):
+    code, report, notes = diagnosis(capsys, BAD / name)
+    assert report["run"]["n_steps"] == n_steps
+    assert notes == ([note] if note else [])
+    assert not any("repeat" in n for n in notes)
+    assert check(report, "entropy_collapse")["status"] == "critical"  # the collapse is found
+
+
+def test_steps_2p62_stay_distinct_in_json_lines(capsys, tmp_path):
+    path = tmp_path / "run.jsonl"
+    rows = [{"step": 2**62 + i, "entropy": 1.0 - 0.0049 * i, "reward": 0.5} for i in range(200)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, report, notes = diagnosis(capsys, path)
+    assert report["run"]["first_step"] == 2**62 and report["run"]["n_steps"] == 200
+
+
+@pytest.mark.parametrize("name,column", [("duplicate-entropy.csv", 2),
+                                         ("duplicate-entropy-last.csv", 4)])
+def test_of_two_entropy_columns_the_one_with_the_signal_is_used(capsys, name, column):
+    code, report, notes = diagnosis(capsys, BAD / name)
+    assert check(report, "entropy_collapse")["status"] == "critical"
+    assert notes == [f"the column 'entropy' appears 2 times: the copy in column {column} of the "
+                     f"header was used (it varies; the other copy is constant)"]
+
+
+# --- configuration visible and strict -------------------------------------------------------------
+
+
+def _ignore_all() -> str:
+    return "ignore = [" + ", ".join(f'"{m}"' for m in check_modes()) + "]\n"
+
+
+def test_ignoring_every_check_is_never_healthy(capsys, tmp_path, monkeypatch):
+    (tmp_path / "grpo-doctor.toml").write_text(_ignore_all())
+    sub = tmp_path / "deep" / "er"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)  # the config is found upwards
+    config = tmp_path / "grpo-doctor.toml"
+    for args in (HEALTHY, ["diagnose", "--example", "healthy"],
+                 ["audit", str(BAD / "inf.csv"), "--jobs", "1"]):
+        assert_error(capsys, args, f"every check is ignored (by {config} and --select/--ignore)"
+                                   f": nothing would be diagnosed")
+
+
+def test_every_report_says_which_config_and_which_checks_were_ignored(capsys, tmp_path,
+                                                                       monkeypatch):
+    config = tmp_path / "grpo-doctor.toml"
+    config.write_text('ignore = ["kl_drift"]\n[rules.entropy_collapse]\ncritical_ratio = 0.05\n')
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, *HEALTHY, "--ignore", "tool_spam")
+    assert json.loads(out)["config"] == {
+        "file": str(config), "ignored": ["kl_drift", "tool_spam"],
+        "overrides": {"entropy_collapse": {"critical_ratio": 0.05}}}
+    line = (f"config: {config} · checks ignored: kl_drift, tool_spam · thresholds set: "
+            f"entropy_collapse.critical_ratio=0.05")
+    code, out, _ = run_cli(capsys, "diagnose", "--example", "healthy", "--ignore", "tool_spam")
+    assert line in " ".join(out.split())
+    code, out, _ = run_cli(capsys, "diagnose", "--example", "healthy", "-f", "markdown")
+    assert re.sub(r"\\(.)", r"\1", out).count(f"config: {config} · checks ignored: kl_drift")
+    code, out, _ = run_cli(capsys, "audit", str(BAD / "inf.csv"), "--jobs", "1", "-f", "json")
+    assert json.loads(out)["runs"][0]["config"]["ignored"] == ["kl_drift"]
+
+
+@pytest.mark.parametrize("name,text,message", [
+    ("pyproject.toml", '[project]\nname = "x"\n[tool.grpo-doctor]\nignore = ["kl_drift"\n',
+     "invalid TOML (Unclosed array (at end of document))"),
+    ("pyproject.toml", '[project\nname = "x"\n', "invalid TOML (Expected ']' at the end of a "
+                                                  "table declaration (at line 1, column 9))"),
+    ("grpo-doctor.toml", "[rules.kl_drfit]\nstop_kl = 20\n", "unknown rule 'kl_drfit'; rules: "),
+    ("grpo-doctor.toml", "[rules.kl_drift]\nstop_kl = nan\n",
+     "kl_drift.stop_kl must be a finite number, got nan"),
+    ("grpo-doctor.toml", "[rules.kl_drift]\nstop_kl = true\n",
+     "[rules.kl_drift] parameters must be numbers"),
+    ("grpo-doctor.toml", 'select = ["kl_drfit"]\n', "select: unknown failure mode 'kl_drfit'"),
+])
+def test_a_bad_config_file_is_one_line(capsys, tmp_path, monkeypatch, name, text, message):
+    (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    assert_error(capsys, HEALTHY, f"{tmp_path / name}: {message}", prefix=True)
+
+
+@pytest.mark.parametrize("assignment,message", [
+    ("kl_drfit.stop_kl=20", "--set: unknown rule 'kl_drfit'; rules: "),
+    ("kl_drift.stop_kl=nan", "--set: kl_drift.stop_kl must be a finite number, got nan"),
+    ("kl_drift.stop_kl=1e999", "--set: kl_drift.stop_kl must be a finite number, got inf"),
+    ("kl_drift.stop_kl=-inf", "--set: kl_drift.stop_kl must be a finite number, got -inf"),
+])
+def test_set_is_strict(capsys, assignment, message):
+    for command in (HEALTHY, ["audit", str(BAD / "inf.csv"), "--jobs", "1"],
+                    ["watch", str(BAD / "inf.csv"), "--once"]):
+        assert_error(capsys, [*command, "--set", assignment], message, prefix=True)
+
+
+# --- one exit code per outcome ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"},
+                                 {"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0",
+                                  "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}])
+def test_output_that_cannot_be_encoded_degrades_to_replacement_characters(env):
+    for fmt in ("terminal", "markdown"):
+        p = subprocess.run([sys.executable, "-m", "grpo_doctor", "diagnose", "--example",
+                            "healthy", "-f", fmt],
+                           capture_output=True, env={**os.environ, **env}, timeout=120)
+        assert (p.returncode, p.stderr) == (0, b""), p.stderr
+        assert b"?" in p.stdout and p.stdout.decode("ascii")  # '·', '–', '✅' replaced
+
+
+@NEEDS_ROOT
+def test_stdout_on_a_full_disk_is_one_line(tmp_path):
+    full = _char_device(tmp_path / "full", 1, 7)
+    with full.open("w") as fh:
+        p = subprocess.run([sys.executable, "-m", "grpo_doctor", "diagnose", "--example",
+                            "healthy"], stdout=fh, stderr=subprocess.PIPE, text=True,
+                           timeout=120)
+    assert (p.returncode, p.stderr) == (
+        2, "grpo-doctor: error: cannot write to stdout (No space left on device)\n")
+
+
+def test_a_closed_pipe_is_not_a_finding(tmp_path):
+    p = subprocess.Popen([sys.executable, "-m", "grpo_doctor", "diagnose", "--example",
+                          "healthy", "-f", "json"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()
+    assert (p.wait(timeout=120), p.stderr.read()) == (0, b"")
+
+
+def test_an_internal_error_is_one_line_with_a_hint_and_exit_3(capsys, monkeypatch):
+    from grpo_doctor import engine
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(engine, "check_rule", broken)
+    code, out, err = run_cli(capsys, *HEALTHY)
+    assert (code, out) == (3, "")
+    assert err == ("grpo-doctor: internal error: ZeroDivisionError: a bug; this is a bug in "
+                   "grpo-doctor: please report it with the command that caused it "
+                   "(GRPO_DOCTOR_DEBUG=1 prints the traceback)\n")
+
+
+def test_a_grad_norm_near_the_float_limit_draws(capsys, tmp_path):
+    path = tmp_path / "huge-grad.csv"
+    lines = ["step,grad_norm,reward,entropy"]
+    for i in range(200):
+        grad = 1.0 + 0.01 * (i % 3) if i < 100 else 1.7e308 * (1 if i % 2 else 0.5)
+        lines.append(f"{i},{grad!r},{0.1 + 0.001 * i},{1 - 0.001 * i}")
+    path.write_text("\n".join(lines) + "\n")
+    html = tmp_path / "r.html"
+    code, out, err = run_cli(capsys, "diagnose", str(path), "-f", "json", "--html", str(html))
+    assert code == 1 and err == "" and "grad_explosion" in html.read_text()
+    pytest.importorskip("matplotlib")
+    code, out, err = run_cli(capsys, "diagnose", str(path), "-f", "json", "--png",
+                             str(tmp_path / "png"))
+    assert code == 1 and err == "" and (tmp_path / "png" / "grad_explosion.png").exists()
+
+
+def test_a_baseline_nested_100000_deep_is_one_line(capsys, tmp_path):
+    deep = tmp_path / "baseline.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert_error(capsys, ["audit", str(BAD / "inf.csv"), "--baseline", str(deep)],
+                 f"{deep}: the baseline is nested too deeply to be a grpo-doctor baseline")
+
+
+# --- folders: no recursion, links followed once -------------------------------------------------
+
+
+def test_a_folder_tree_1000_levels_deep_is_an_error_row(capsys, tmp_path):
+    top = tmp_path / "runs"
+    top.mkdir()
+    shutil.copy(BAD / "inf.csv", top / "a.csv")
+    here = os.getcwd()
+    os.chdir(top)
+    try:
+        for _ in range(1000):
+            os.mkdir("d")
+            os.chdir("d")
+        shutil.copy(BAD / "bom.csv", "deep.csv")
+    finally:
+        os.chdir(here)
+    code, out, err = run_cli(capsys, "audit", str(top), "--jobs", "1", "-f", "json")
+    doc = json.loads(out)
+    assert code == 1 and err == "" and [r["run"]["name"] for r in doc["runs"]] == ["a"]
+    (error,) = doc["errors"]
+    assert error["source"] == "/".join(["d"] * 64)
+    assert error["error"].endswith("more than 64 folders deep; the folders below it were not "
+                                   "searched")
+
+
+def test_a_linked_run_folder_is_audited_once(capsys, tmp_path):
+    elsewhere = tmp_path / "elsewhere" / "exp1"
+    shutil.copytree(TB_RUN, elsewhere)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "exp1").symlink_to(elsewhere, target_is_directory=True)
+    (runs / "again").symlink_to(elsewhere, target_is_directory=True)  # the same folder twice
+    (runs / "loop").symlink_to(runs, target_is_directory=True)
+    code, out, err = run_cli(capsys, "audit", str(runs), "--jobs", "1", "-f", "json")
+    doc = json.loads(out)
+    assert err == "" and doc["errors"] == []
+    assert [r["audit"]["source"] for r in doc["runs"]] == ["again"]
+
+
+# --- watch remembers what it sent -----------------------------------------------------------------
+
+
+def test_watch_does_not_repeat_alerts_when_the_log_is_rewritten(tmp_path):
+    from grpo_doctor.watch import Watcher
+
+    log = tmp_path / "run.csv"
+    content = (BAD / "duplicate-entropy.csv").read_text()
+    log.write_text(content)
+    watcher = Watcher(log)
+    assert "entropy_collapse" in [a.mode for a in watcher.poll()]
+    for _ in range(3):  # the trainer rewrites its log (a new file under the same name)
+        tmp = tmp_path / "run.tmp"
+        tmp.write_text(content)
+        os.replace(tmp, log)
+        assert watcher.poll() == []
+    assert watcher.restarts == 3
+
+
+def test_watch_sees_a_rewrite_to_the_same_size(tmp_path):
+    from grpo_doctor.watch import Watcher
+
+    log = tmp_path / "run.csv"
+    content = (BAD / "steps-2p62.csv").read_text()
+    log.write_text(content)
+    watcher = Watcher(log)
+    watcher.poll()
+    assert watcher.status == "critical"
+    lines = content.splitlines()
+    flat = [lines[0]] + [",".join([line.split(",")[0], "0.9900", line.split(",")[2]])
+                         for line in lines[1:]]
+    same_size = "\n".join(flat) + "\n"
+    assert len(same_size) == len(content)
+    with log.open("r+") as fh:  # in place: same inode, same size
+        fh.write(same_size)
+    os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns + 1_000_000))
+    watcher.poll()
+    assert watcher.restarts == 1 and watcher.status == "healthy"

@@ -85,9 +85,10 @@ def terminal(text: object) -> str:
 
 
 def annotation_data(text: object) -> str:
-    """The message of a GitHub workflow command (after the second ``::``)."""
+    """The message of a GitHub workflow command (after the second ``::``); ``##[`` is broken
+    up too, although the runner reads this line as the command it starts with."""
     s = str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return visible(s)
+    return visible(s).replace(_LEGACY_COMMAND, "#\\#[")
 
 
 def annotation_property(text: object) -> str:
