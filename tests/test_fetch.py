@@ -123,7 +123,9 @@ def test_fetch_run_full_history_config_and_summary(server, env):
     frame = pd.read_parquet(path)
     assert len(frame) == N and frame["_step"].tolist() == list(range(N))
     meta = json.loads(path.with_suffix(".json").read_text())
-    assert set(meta) == {"name", "id", "state", "config", "summary", "fetched_at", "url", "rows"}
+    assert set(meta) == {"name", "id", "state", "config", "summary", "fetched_at", "url", "rows",
+                         "notes"}
+    assert meta["notes"] == []
     assert meta["name"] == "grpo-qwen" and meta["id"] == "abc12345"
     assert meta["state"] == "finished" and meta["rows"] == N
     assert meta["config"] == {"learning_rate": 5e-6, "beta": 0.04, "num_generations": 8}
@@ -420,3 +422,62 @@ def test_interrupted_fetch_leaves_the_cache_consistent(server, env, capsys, monk
     code, out, err = cli(capsys, "fetch", RUN)
     assert code == 0 and server.count("run") == before + 1  # fetched again, not trusted
     assert cache_files(env) == ["ent/proj/abc12345.json", "ent/proj/abc12345.parquet"]
+
+
+# --- hostile histories and servers (issue 14) ------------------------------------------------
+
+
+def _jump(offset: int) -> list[dict[str, Any]]:
+    """1,000 steps, then 1,000 more starting at ``offset``: a history with a huge empty span."""
+    rows = make_rows(1000)
+    return rows + [dict(r, _step=offset + r["_step"]) for r in make_rows(1000)]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("offset,history", [(10**7, "live"), (2**62, "split"),
+                                            (2**62, "parquet")])
+def test_fetch_pages_over_steps_that_exist(server, env, offset, history):
+    server.add_run(grpo_run(rows=_jump(offset), history=history))
+    path = wandb_api.fetch_run("ent", "proj", "abc12345", cache_dir=env / "cache")
+    steps = pd.read_parquet(path)["_step"].tolist()
+    assert steps == list(range(1000)) + [offset + i for i in range(1000)]
+    assert server.count("history_page") <= 3  # not one per thousand steps of the gap
+
+
+def test_fetch_refuses_a_history_too_sparse_to_tabulate(server, env, capsys):
+    server.add_run(grpo_run(rows=[{"_step": i, f"k{i}": 1.0} for i in range(12_000)],
+                            history="live"))
+    code, out, err = cli(capsys, "fetch", RUN)
+    assert (code, out) == (2, "")
+    assert err == ("grpo-doctor: error: ent/proj/abc12345: 12,000 steps x 12,001 metrics "
+                   "holding 24,000 values is too sparse to tabulate (not a training log?)\n")
+    assert cache_files(env) == []
+
+
+@pytest.mark.parametrize("body", [
+    b"<!DOCTYPE html><html><head><title>Hotel Wi-Fi</title></head><body>Log in</body></html>",
+    bytes(range(256)) * 8,
+])
+def test_a_server_that_is_not_wandb_is_not_a_rejected_key(server, env, capsys, body):
+    server.add_run(grpo_run())
+    server.fail("any", status=200, body=body, headers={"Content-Type": "text/html"},
+                times=1000)
+    code, out, err = cli(capsys, "fetch", RUN)
+    assert (code, out) == (2, "")
+    assert err == (f"grpo-doctor: error: the server at {server.base_url} did not answer as a "
+                   f"W&B server (not JSON: a captive portal, a proxy's login page or another "
+                   f"service at that address?); check WANDB_BASE_URL and the network\n")
+
+
+def test_fetched_steps_beyond_int64_or_fractional_are_dropped_with_a_note(server, env):
+    rows = make_rows(300)
+    rows[-1] = dict(rows[-1], _step=10**19)
+    rows[-2] = dict(rows[-2], _step=297.5)
+    server.add_run(grpo_run(rows=rows, history="live"))
+    (run,) = load_runs(str(wandb_api.fetch_run("ent", "proj", "abc12345",
+                                               cache_dir=env / "cache")))
+    assert run.n_steps == 298 and run.last_step == 297
+    assert run.notes[:2] == [
+        "the W&B server lists 1 row(s) whose step is not a whole number (e.g. 297.5); the "
+        "wandb client reads them at the whole step below",
+        "1 row(s) at a step beyond the 64-bit integer range (e.g. 1e+19) could not be fetched"]

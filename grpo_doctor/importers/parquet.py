@@ -144,6 +144,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         notes.append(f"{len(skipped)} non-scalar column(s) left out: {', '.join(skipped[:5])}")
     if "_note" in meta:
         notes.append(meta["_note"])
+    fetched = meta.get("notes")  # what the fetch could not take as it was
+    notes += [n for n in fetched if isinstance(n, str)] if isinstance(fetched, list) else []
     config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
     summary = meta.get("summary") if isinstance(meta.get("summary"), dict) else {}
     name = meta.get("name") if isinstance(meta.get("name"), str) and meta.get("name") else None

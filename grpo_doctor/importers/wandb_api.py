@@ -11,10 +11,11 @@ file) and with its cache on would reuse a download cut off halfway; this module'
 stands in for it.
 
 The cache is ``<cache>/<entity>/<project>/<run_id>.parquet`` plus ``<run_id>.json``
-(``{"name", "id", "state", "config", "summary", "fetched_at", "url", "rows"}``), the layout the
-parquet importer reads. Both are written atomically, parquet first, so the cache never holds a
-half-written file and a run counts as cached only once its JSON names its row count. A finished
-run is served from the cache without a request; any other state is fetched again.
+(``{"name", "id", "state", "config", "summary", "fetched_at", "url", "rows", "notes"}``), the
+layout the parquet importer reads (``notes`` say what could not be fetched as it was). Both
+are written atomically, parquet first, so the cache never holds a half-written file and a run
+counts as cached only once its JSON names its row count. A finished run is served from the
+cache without a request; any other state is fetched again.
 
 Retries: wandb-core's HTTP client retries 429 (honouring ``Retry-After``), 5xx and connection
 errors, with the bounds given here (``retries``, exponential backoff from ``backoff`` to
@@ -639,21 +640,37 @@ query RunLiveSteps($entity: String!, $project: String!, $name: String!, $liveKey
 """
 
 
-def _live_steps(run: Any) -> list[int] | None:
+def _live_steps(run: Any) -> tuple[list[int] | None, list[str]]:
     """The steps of the rows not yet exported to parquet (the same ``parquetHistory`` query
-    wandb-core makes), sorted; None when they cannot be asked for."""
+    wandb-core makes), sorted, and notes on the steps that cannot be fetched as they are; None
+    when they cannot be asked for."""
     try:
         data = run._exec(_LIVE_STEPS_QUERY, liveKeys=["_step"])
         live = data["project"]["run"]["parquetHistory"]["liveData"] or []
     except Exception:  # an older client or server: page as wandb does
-        return None
-    steps = set()
+        return None, []
+    steps: set[int] = set()
+    fractional: list[float] = []
+    beyond: list[Any] = []
     for item in live:
         step = item.get("_step") if isinstance(item, dict) else None
-        if isinstance(step, (int, float)) and not isinstance(step, bool) and step == step \
-                and abs(step) < 2.0 ** 63:
+        if not isinstance(step, (int, float)) or isinstance(step, bool) or step != step:
+            continue
+        if abs(step) >= 2.0 ** 63:
+            beyond.append(step)
+        else:
+            if isinstance(step, float) and not step.is_integer():
+                fractional.append(step)
             steps.add(int(step))
-    return sorted(steps)
+    notes = []
+    if fractional:
+        notes.append(f"the W&B server lists {len(fractional)} row(s) whose step is not a whole "
+                     f"number (e.g. {fractional[0]:g}); the wandb client reads them at the "
+                     f"whole step below")
+    if beyond:
+        notes.append(f"{len(beyond)} row(s) at a step beyond the 64-bit integer range (e.g. "
+                     f"{float(beyond[0]):g}) could not be fetched")
+    return sorted(steps), notes
 
 
 def _windows(min_step: int, stop: int, live: list[int] | None
@@ -692,8 +709,9 @@ def _windows(min_step: int, stop: int, live: list[int] | None
 
 
 def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None]
-          ) -> list[dict[str, Any]]:
-    """Every history row, paged over the steps that exist (see ``_windows``).
+          ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every history row, paged over the steps that exist (see ``_windows``), and notes on the
+    rows that could not be fetched as they are.
 
     Paging drives wandb's ``HistoryScan`` one window at a time (its ``page_offset`` and
     ``page_size`` then ``_load_next``, what its iterator does with fixed windows); a client
@@ -712,8 +730,9 @@ def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None]
                 tick()
                 on_rows(len(rows))
         on_rows(len(rows))
-        return rows
-    windows = _windows(int(getattr(scan, "min_step", 0)), stop, _live_steps(run))
+        return rows, []
+    live, notes = _live_steps(run)
+    windows = _windows(int(getattr(scan, "min_step", 0)), stop, live)
     try:
         lo, hi, _ = next(windows)
         while True:
@@ -729,7 +748,7 @@ def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None]
             lo, hi, _ = windows.send(not page)
     except StopIteration:
         pass
-    return rows
+    return rows, notes
 
 
 def _fetch_into_cache(api: Any, entity: str, project: str, run_id: str, parquet: Path,
@@ -748,7 +767,7 @@ def _fetch_into_cache(api: Any, entity: str, project: str, run_id: str, parquet:
     attempt = 0
     while True:
         try:
-            rows = _scan(run, tick, lambda n: _notify(
+            rows, notes = _scan(run, tick, lambda n: _notify(
                 progress, FetchEvent("rows", label, rows=n, total=total or None)))
             break
         except _Cancelled:
@@ -776,6 +795,7 @@ def _fetch_into_cache(api: Any, entity: str, project: str, run_id: str, parquet:
         "fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "url": getattr(run, "url", None) or f"{base_url}/{entity}/{project}/runs/{run_id}",
         "rows": n_rows,
+        "notes": notes,
     }
     tick()  # the last point at which an abandoned fetch stops: nothing written yet
     _clean_stale_temps(parquet.parent, run_id)
