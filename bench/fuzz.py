@@ -5,6 +5,16 @@ message is not one line, or an input that takes longer than ``--timeout`` second
     python bench/fuzz.py --target tensorboard --seconds 120
     python bench/fuzz.py --target all --seconds 300      # each target in turn, 300 s each
     python bench/fuzz.py --target console --engine hypothesis --seconds 60
+    python bench/fuzz.py --target environment            # the hostile-environment cases
+    python bench/fuzz.py --target environment --package-root ../main   # ... of another checkout
+
+``--target environment`` is not random: it runs the table of hostile-environment cases in
+``bench/fuzz_environment.py`` (devices, FIFOs and sockets as inputs and outputs, file names that
+forge workflow commands, Ctrl-C during a parallel audit, steps beyond int64, configuration that
+ignores everything, unencodable stdout, a full disk, trees 1,000 deep ...) through the CLI in
+subprocesses, and prints one line per case: ok, or what went wrong (hang, traceback, exit code,
+a device replaced, a raw control character, a wrong answer). Run as root to include the cases
+that need ``mknod``.
 
 Engines: atheris (``pip install atheris``; coverage-guided libFuzzer over the grpo_doctor
 bytecode) when it is installed, else hypothesis run for the time budget (random bytes and
@@ -261,7 +271,11 @@ def replay(target: str, path: Path, timeout: float, parse_only: bool) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", choices=[*TARGETS, "all"], default="all")
+    parser.add_argument("--target", choices=[*TARGETS, "all", "environment"], default="all")
+    parser.add_argument("--package-root", type=Path, default=None,
+                        help="environment: run the cases against this checkout of grpo-doctor")
+    parser.add_argument("--case", default=None, help="environment: only cases whose name "
+                        "holds this")
     parser.add_argument("--seconds", type=int, default=120, help="budget per target")
     parser.add_argument("--timeout", type=float, default=10.0,
                         help="seconds one input may take before it is a finding")
@@ -278,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("libfuzzer", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
+    if args.target == "environment":
+        from bench.fuzz_environment import run_cases
+
+        return run_cases(args.package_root, only=args.case)
     if args.engine == "atheris-child":
         atheris_child(args.target, args.timeout, args.artifacts, args.parse_only,
                       args.libfuzzer)

@@ -34,3 +34,26 @@ def ar1(seed: int, n: int, sigma: float, rho: float = 0.6) -> np.ndarray:
     for i in range(1, n):
         out[i] = rho * out[i - 1] + e[i]
     return out
+
+
+def remove_tree(top: Path) -> None:
+    """``shutil.rmtree`` without recursion: it recurses once per level, so a tree 1,000 folders
+    deep (a bad-input case) would end in a RecursionError and be left behind."""
+    stack, names = [os.open(top, os.O_RDONLY)], [""]
+    while stack:
+        fd = stack[-1]
+        child = None
+        for entry in os.scandir(fd):
+            if entry.is_dir(follow_symlinks=False):
+                child = entry.name
+                break
+            os.unlink(entry.name, dir_fd=fd)
+        if child is not None:
+            stack.append(os.open(child, os.O_RDONLY, dir_fd=fd))
+            names.append(child)
+            continue
+        os.close(stack.pop())
+        name = names.pop()
+        if stack:
+            os.rmdir(name, dir_fd=stack[-1])
+    os.rmdir(top)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import remove_tree
 from tests.test_cli import run_cli
 
 BAD = Path(__file__).resolve().parent / "fixtures" / "bad"
@@ -1060,19 +1061,29 @@ def test_a_baseline_nested_100000_deep_is_one_line(capsys, tmp_path):
 # --- folders: no recursion, links followed once -------------------------------------------------
 
 
-def test_a_folder_tree_1000_levels_deep_is_an_error_row(capsys, tmp_path):
+@pytest.fixture
+def deep_tree(tmp_path):
+    """runs/a.csv and runs/d/d/.../d (1,000 levels)/deep.csv; removed without recursion
+    afterwards (pytest's own clean-up would fail on it and leave it behind)."""
     top = tmp_path / "runs"
     top.mkdir()
     shutil.copy(BAD / "inf.csv", top / "a.csv")
-    here = os.getcwd()
-    os.chdir(top)
+    fd = os.open(top, os.O_RDONLY)
     try:
-        for _ in range(1000):
-            os.mkdir("d")
-            os.chdir("d")
-        shutil.copy(BAD / "bom.csv", "deep.csv")
+        for _ in range(1000):  # relative to the last folder: no path grows past PATH_MAX
+            os.mkdir("d", dir_fd=fd)
+            fd, parent = os.open("d", os.O_RDONLY, dir_fd=fd), fd
+            os.close(parent)
+        with open(os.open("deep.csv", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "wb") as fh:
+            fh.write((BAD / "bom.csv").read_bytes())
     finally:
-        os.chdir(here)
+        os.close(fd)
+    yield top
+    remove_tree(top)
+
+
+def test_a_folder_tree_1000_levels_deep_is_an_error_row(capsys, deep_tree):
+    top = deep_tree
     code, out, err = run_cli(capsys, "audit", str(top), "--jobs", "1", "-f", "json")
     doc = json.loads(out)
     assert code == 1 and err == "" and [r["run"]["name"] for r in doc["runs"]] == ["a"]

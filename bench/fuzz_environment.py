@@ -1,0 +1,498 @@
+"""The hostile-environment cases of ``bench/fuzz.py --target environment``: what an attacker or
+an unlucky CI machine does around grpo-doctor rather than inside one file's bytes.
+
+Each case builds what it needs in a temp folder (devices with ``mknod`` when running as root,
+FIFOs, sockets, file names holding control characters, a 100M-row parquet file, a tree 1,000
+folders deep ...), runs the real CLI in a subprocess with a time limit, and judges the outcome:
+
+* **hang** - the command did not end within the limit;
+* **traceback** - a Python traceback on stderr;
+* **exit** - an exit code outside the case's expected set (0/1 diagnosis, 2 input error, 130
+  Ctrl-C; 3 is an internal error and never expected);
+* **stderr** - more than one line on stderr for an error;
+* **replaced** - a device, FIFO or socket given as a target is no longer one;
+* **raw** - a control character, ESC or bidi override in the output, or a line a GitHub
+  Actions runner would read as a workflow command outside a ``::stop-commands::`` stretch;
+* **wrong** - the case's own check (a healthy verdict for a run nothing could check, a file
+  written where nothing may be, rows lost ...).
+
+``--package-root DIR`` runs the cases against another checkout (``PYTHONPATH=DIR``), to compare
+before and after a change. The real ``/dev`` is never a target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.helpers import remove_tree  # a tree 1,000 deep defeats shutil.rmtree
+
+BAD = ROOT / "tests" / "fixtures" / "bad"
+EXAMPLES = ROOT / "grpo_doctor" / "examples"
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+#: Control characters, ESC, C1 and bidi controls: never raw in an output.
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+@dataclass
+class Outcome:
+    code: int | None  # None: killed after the time limit
+    out: str
+    err: str
+    seconds: float
+
+
+@dataclass
+class Verdict:
+    case: str
+    summary: str  # what happened, in a few words
+    problems: list[str]
+
+
+class Env:
+    """One case's temp folder and the way it runs the CLI."""
+
+    def __init__(self, folder: Path, package_root: Path | None, timeout: float) -> None:
+        self.dir = folder
+        self.timeout = timeout
+        self.env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        self.env.pop("GITHUB_ACTIONS", None)
+        if package_root is not None:
+            self.env["PYTHONPATH"] = str(package_root)
+
+    def run(self, *args: str, env: dict[str, str] | None = None, stdout: object = None,
+            timeout: float | None = None, sigint_after: float | None = None) -> Outcome:
+        start = time.monotonic()
+        proc = subprocess.Popen([sys.executable, "-m", "grpo_doctor", *args], cwd=self.dir,
+                                env={**self.env, **(env or {})},
+                                stdout=stdout if stdout is not None else subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        if sigint_after is not None:
+            time.sleep(sigint_after)
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=timeout or self.timeout)
+            code: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            code = None
+        finally:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)  # a worker left behind
+        text = (out or b"").decode("utf-8", "replace"), (err or b"").decode("utf-8", "replace")
+        return Outcome(code, *text, time.monotonic() - start)
+
+    def copy(self, source: Path, name: str) -> Path:
+        target = self.dir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target)
+        return target
+
+    def device(self, name: str, major: int, minor: int) -> Path:
+        path = self.dir / name
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(major, minor))
+        return path
+
+
+def _commands(text: str) -> list[str]:
+    """Lines an Actions runner would read as workflow commands (outside stop-commands)."""
+    found, token = [], None
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if token is not None:
+            token = None if stripped == f"::{token}::" else token
+            continue
+        if m := re.match(r"::stop-commands::(\S+)", stripped):
+            token = m.group(1)
+            continue
+        if (stripped.startswith("::") and not re.match(
+                r"::(error|warning|notice) title=grpo-doctor [a-z_ ]+::", stripped)) \
+                or ("##[" in line and not stripped.startswith("::")):
+            found.append(line)
+    return found
+
+
+def judge(case: str, o: Outcome, expect: set[int], *, extra: list[str] | None = None,
+          what: str = "") -> Verdict:
+    problems = list(extra or [])
+    if o.code is None:
+        problems.append(f"hang (> {o.seconds:.0f} s)")
+    if "Traceback" in o.err:
+        problems.append("traceback")
+    if o.code is not None and o.code not in expect:
+        problems.append(f"exit {o.code}")
+    if o.code == 2 and o.err.count("\n") != 1:
+        problems.append("stderr not one line")
+    if RAW.search(o.out) or RAW.search(o.err):
+        problems.append("raw control character")
+    if _commands(o.out) or _commands(o.err):
+        problems.append("workflow command")
+    line = (o.err.strip().splitlines() or [""])[-1]
+    summary = what or (f"exit {o.code}" + (f": {line[:90]}" if line else ""))
+    return Verdict(case, summary, problems)
+
+
+# --- the cases ---------------------------------------------------------------------------------
+# Each takes an Env and returns a Verdict.
+
+HEALTHY = ["diagnose", "--example", "healthy", "-f", "json"]
+
+
+def needs_root(fn: Callable[[Env], Verdict]) -> Callable[[Env], Verdict]:
+    fn.needs_root = True  # type: ignore[attr-defined]
+    return fn
+
+
+@needs_root
+def output_null_device(e: Env) -> Verdict:
+    null = e.device("null", 1, 3)
+    o = e.run(*HEALTHY, "-o", "null", "--force")
+    kept = stat.S_ISCHR(os.lstat(null).st_mode)
+    return judge("-o <null device> --force", o, {0}, extra=[] if kept else ["replaced"],
+                 what=f"exit {o.code}; {'still a device' if kept else 'became a regular file'}")
+
+
+@needs_root
+def output_full_device(e: Env) -> Verdict:
+    e.device("full", 1, 7)
+    return judge("-o <full device>", e.run(*HEALTHY, "-o", "full", "--force"), {2})
+
+
+@needs_root
+def output_mem_device(e: Env) -> Verdict:
+    mem = e.device("mem", 1, 1)
+    o = e.run(*HEALTHY, "-o", "mem", "--force")
+    kept = stat.S_ISCHR(os.lstat(mem).st_mode)
+    return judge("-o <other device> --force", o, {2}, extra=[] if kept else ["replaced"])
+
+
+def output_fifo_no_reader(e: Env) -> Verdict:
+    os.mkfifo(e.dir / "fifo")
+    o = e.run(*HEALTHY, "-o", "fifo", "--force", timeout=30)
+    kept = stat.S_ISFIFO(os.lstat(e.dir / "fifo").st_mode)
+    return judge("-o <FIFO nobody reads>", o, {2}, extra=[] if kept else ["replaced"])
+
+
+def output_fifo_reader(e: Env) -> Verdict:
+    fifo = e.dir / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    o = e.run(*HEALTHY, "-o", "fifo", "--force", timeout=30)
+    reader.join(5)
+    ok = bool(got) and b'"status"' in got[0] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    return judge("-o <FIFO with a reader>", o, {0}, extra=[] if ok else ["wrong"],
+                 what=f"exit {o.code}; reader got {len(got[0]) if got else 0} bytes")
+
+
+def output_socket(e: Env) -> Verdict:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(e.dir / "sock"))
+    try:
+        o = e.run(*HEALTHY, "-o", "sock", "--force")
+    finally:
+        sock.close()
+    kept = stat.S_ISSOCK(os.lstat(e.dir / "sock").st_mode)
+    return judge("-o <socket> --force", o, {2}, extra=[] if kept else ["replaced"])
+
+
+def output_dev_stdout(e: Env) -> Verdict:
+    with (e.dir / "out.json").open("wb") as fh:
+        o = e.run(*HEALTHY, "-o", "/dev/stdout", stdout=fh)
+    ok = json.loads((e.dir / "out.json").read_text() or "{}").get("status") == "healthy"
+    return judge("-o /dev/stdout > file", o, {0}, extra=[] if ok else ["wrong"],
+                 what=f"exit {o.code}; report {'in' if ok else 'not in'} the file")
+
+
+def concurrent_baselines(e: Env) -> Verdict:
+    e.copy(BAD / "inf.csv", "runs/a.csv")
+    procs = [subprocess.Popen([sys.executable, "-m", "grpo_doctor", "audit", "runs", "--jobs",
+                               "1", "--write-baseline", "base.json"], cwd=e.dir, env=e.env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for _ in range(3)]
+    codes = [p.wait(timeout=e.timeout) for p in procs]
+    errs = [p.stderr.read().decode() for p in procs if p.stderr]
+    won = sum(c == 0 for c in codes)
+    return Verdict("3 concurrent --write-baseline", f"{won} of 3 wrote; exits {codes}",
+                   [] if won == 1 and all("Traceback" not in x for x in errs) else ["wrong"])
+
+
+def audit_html_used_folder(e: Env) -> Verdict:
+    e.copy(BAD / "inf.csv", "runs/a.csv")
+    e.run("audit", "runs", "--jobs", "1", "--html", "report")
+    before = sorted(p.name for p in (e.dir / "report").iterdir())
+    e.copy(BAD / "bom.csv", "other/z.csv")  # another audit: new page names, the same index
+    o = e.run("audit", "other", "--jobs", "1", "--html", "report")
+    after = sorted(p.name for p in (e.dir / "report").iterdir())
+    return judge("audit --html <used folder>", o, {2},
+                 extra=[] if after == before else ["wrote into the used folder"],
+                 what=f"exit {o.code}; {len(after) - len(before)} new file(s)")
+
+
+def workflow_injection(e: Env) -> Verdict:
+    e.copy(EXAMPLES / "entropy-collapse.csv", "runs/run\n::error title=PWNED::x\n.csv")
+    o = e.run("audit", "runs", "--jobs", "1", env={"GITHUB_ACTIONS": "true"})
+    forged = [c for c in o.out.split("\n") if "title=PWNED" in c.split("::", 2)[1:2]
+              or c.lstrip().startswith("::error title=PWNED")]
+    return judge("file name forging ::error (GITHUB_ACTIONS)", o, {1},
+                 extra=["forged command"] if forged else [],
+                 what=f"exit {o.code}; {len(forged)} forged command(s)")
+
+
+def escapes_in_names(e: Env) -> Verdict:
+    text = (EXAMPLES / "entropy-collapse.csv").read_text()
+    e.dir.joinpath("\x1b]0;TITLE\x07\u202erun.csv").write_text(
+        text.replace("train/entropy", "train/ent\x1b[2J\u202eropy"))
+    outs = [e.run(cmd, "\x1b]0;TITLE\x07\u202erun.csv") for cmd in ("metrics", "diagnose")]
+    worst = max(outs, key=lambda o: bool(RAW.search(o.out + o.err)))
+    return judge("ESC/bidi in file and column names", worst, {0, 1})
+
+
+def fifo_inputs(e: Env) -> Verdict:
+    os.mkfifo(e.dir / "run.csv")
+    shutil.copy(BAD / "inf.csv", e.dir / "ok.csv")
+    runs = [e.run("diagnose", "run.csv", timeout=20),
+            e.run("diagnose", "run.csv", "--input-format", "csv", timeout=20),
+            e.run("audit", "ok.csv", "--baseline", "run.csv", timeout=20),
+            e.run("watch", "run.csv", "--once", timeout=20)]
+    hung = sum(o.code is None for o in runs)
+    worst = next((o for o in runs if o.code != 2), runs[0])
+    return judge("FIFO as input (diagnose, --input-format, --baseline, watch)", worst, {2},
+                 what=f"{hung} of {len(runs)} hung; exits {[o.code for o in runs]}")
+
+
+@needs_root
+def endless_device_input(e: Env) -> Verdict:
+    e.device("zero", 1, 5)
+    return judge("--input-format csv <zero device>",
+                 e.run("diagnose", "zero", "--input-format", "csv", timeout=30), {2})
+
+
+def parquet_100m_rows(e: Env) -> Verdict:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    zeros = pa.table({"reward": pa.array(np.zeros(20_000_000))})
+    with pq.ParquetWriter(e.dir / "h.parquet", zeros.schema, compression="zstd") as writer:
+        for _ in range(5):
+            writer.write_table(zeros, row_group_size=20_000_000)
+    o = e.run("diagnose", "h.parquet", timeout=60)
+    return judge("0.4 MB parquet of 100M rows", o, {2}, what=f"exit {o.code} in {o.seconds:.1f} s")
+
+
+def ctrl_c_audit(e: Env) -> Verdict:
+    for i in range(24):
+        e.copy(EXAMPLES / "entropy-collapse.csv", f"runs/r{i}.csv")
+    outcomes = [e.run("audit", "runs", "--jobs", "2", sigint_after=delay, timeout=30)
+                for delay in (0.5, 1.2, 2.0)]
+    bad = [o for o in outcomes if o.code not in (0, 1, 130) or "Traceback" in o.err]
+    return judge("Ctrl-C during audit --jobs 2 (x3)", bad[0] if bad else outcomes[-1],
+                 {0, 1, 130}, what=f"exits {[o.code for o in outcomes]}")
+
+
+def steps_beyond_int64(e: Env) -> Verdict:
+    o = e.run("diagnose", str(BAD / "steps-beyond-int64.csv"), "-f", "json")
+    healthy = o.code == 0 and '"status": "healthy"' in o.out
+    return judge("steps 1e19+i", o, {2}, extra=["healthy"] if healthy else [])
+
+
+def steps_2p62(e: Env) -> Verdict:
+    o = e.run("diagnose", str(BAD / "steps-2p62.csv"), "-f", "json")
+    n = json.loads(o.out)["run"]["n_steps"] if o.code in (0, 1) else None
+    return judge("steps 2^62+i (an entropy collapse)", o, {1},
+                 extra=[] if n == 200 else ["rows lost"], what=f"exit {o.code}; {n} steps")
+
+
+def steps_half(e: Env) -> Verdict:
+    o = e.run("diagnose", str(BAD / "steps-half.csv"), "-f", "markdown")
+    lie = "repeat a step" in o.out
+    return judge("steps 0, 0.5, 1, ...", o, {1}, extra=["note says repeats"] if lie else [],
+                 what=f"exit {o.code}; {'repeats' if lie else 'not whole numbers'} noted")
+
+
+def duplicate_entropy(e: Env) -> Verdict:
+    o = e.run("diagnose", str(BAD / "duplicate-entropy.csv"), "-f", "json")
+    found = '"status": "critical"' in o.out
+    return judge("two entropy columns, the 2nd constant", o, {1},
+                 extra=[] if found else ["collapse missed"],
+                 what=f"exit {o.code}; collapse {'found' if found else 'missed'}")
+
+
+def ignore_everything(e: Env) -> Verdict:
+    from grpo_doctor.rules import RULES
+
+    (e.dir / "grpo-doctor.toml").write_text(
+        "ignore = [" + ", ".join(f'"{r.id}"' for r in RULES) + "]\n")
+    o = e.run("diagnose", "--example", "entropy-collapse")
+    healthy = "HEALTHY" in o.out or "No failure mode found" in o.out
+    return judge("grpo-doctor.toml ignoring every check", o, {2},
+                 extra=["healthy"] if healthy else [])
+
+
+def invalid_pyproject(e: Env) -> Verdict:
+    (e.dir / "pyproject.toml").write_text('[tool.grpo-doctor]\nfail-on = "never"\nx = [\n')
+    return judge("pyproject.toml with a TOML error", e.run("diagnose", "--example", "kl-drift"),
+                 {2})
+
+
+def set_nan(e: Env) -> Verdict:
+    return judge("--set kl_drift.stop_kl=nan", e.run(*HEALTHY, "--set", "kl_drift.stop_kl=nan"),
+                 {2})
+
+
+def set_unknown_rule(e: Env) -> Verdict:
+    return judge("--set kl_drfit.stop_kl=1", e.run(*HEALTHY, "--set", "kl_drfit.stop_kl=1"), {2})
+
+
+def ascii_stdout(e: Env) -> Verdict:
+    return judge("PYTHONIOENCODING=ascii", e.run("diagnose", "--example", "entropy-collapse",
+                                                 "-f", "markdown",
+                                                 env={"PYTHONIOENCODING": "ascii"}), {1})
+
+
+@needs_root
+def stdout_full(e: Env) -> Verdict:
+    full = e.device("full", 1, 7)
+    with full.open("wb") as fh:
+        o = e.run("diagnose", "--example", "healthy", stdout=fh)
+    return judge("stdout on a full disk", o, {2})
+
+
+def grad_near_max_float(e: Env) -> Verdict:
+    lines = ["step,grad_norm,reward,entropy"]
+    lines += [f"{i},{1.0 if i < 100 else 1.7e308 * (1 if i % 2 else 0.5)!r},{0.1 + 0.001 * i},"
+              f"{1 - 0.001 * i}" for i in range(200)]
+    (e.dir / "g.csv").write_text("\n".join(lines) + "\n")
+    return judge("grad norm 1.7e308 --html", e.run("diagnose", "g.csv", "-f", "json", "--html",
+                                                   "g.html"), {0, 1})
+
+
+def deep_baseline(e: Env) -> Verdict:
+    (e.dir / "b.json").write_text("[" * 100_000 + "]" * 100_000)
+    return judge("baseline nested 100,000 deep",
+                 e.run("audit", str(BAD / "inf.csv"), "--baseline", "b.json"), {2})
+
+
+def deep_tree(e: Env) -> Verdict:
+    e.copy(BAD / "inf.csv", "runs/a.csv")
+    folder = str(e.dir / "runs")
+    fd = os.open(folder, os.O_RDONLY)
+    for _ in range(1000):  # relative to the last folder: paths never grow past PATH_MAX
+        os.mkdir("d", dir_fd=fd)
+        nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = nxt
+    os.close(fd)
+    o = e.run("audit", "runs", "--jobs", "1", "-f", "json")
+    runs = _runs(o)
+    return judge("folder tree 1,000 deep + a run", o, {1},
+                 extra=[] if runs == 1 else ["runs lost"], what=f"exit {o.code}; {runs} run(s)")
+
+
+def _runs(o: Outcome) -> int:
+    try:
+        return len(json.loads(o.out)["runs"])
+    except (ValueError, KeyError, TypeError):
+        return 0
+
+
+def linked_run_folder(e: Env) -> Verdict:
+    shutil.copytree(ROOT / "tests" / "fixtures" / "tensorboard" / "simple_value",
+                    e.dir / "elsewhere" / "exp1")
+    (e.dir / "runs").mkdir()
+    (e.dir / "runs" / "exp1").symlink_to(e.dir / "elsewhere" / "exp1")
+    (e.dir / "runs" / "loop").symlink_to(e.dir / "runs")
+    shutil.copy(BAD / "inf.csv", e.dir / "runs" / "a.csv")
+    o = e.run("audit", "runs", "--jobs", "1", "-f", "json")
+    runs = _runs(o)
+    return judge("symlinked run folder + a link loop", o, {1},
+                 extra=[] if runs == 2 else ["a run passed over silently"],
+                 what=f"exit {o.code}; {runs} of 2 runs")
+
+
+def watch_markup_path_on_a_terminal(e: Env) -> Verdict:
+    import pty
+
+    folder = e.dir / "runs" / "[/b]"
+    folder.mkdir(parents=True)
+    shutil.copy(EXAMPLES / "entropy-collapse.csv", folder / "run.csv")
+    master, slave = pty.openpty()
+    try:
+        o = e.run("watch", str(folder / "run.csv"), "--max-polls", "2", "--interval", "0",
+                  stdout=slave)
+    finally:
+        os.close(slave)
+        os.close(master)
+    return judge("watch runs/[/b]/run.csv on a terminal", o, {0})
+
+
+def watch_rewrite(e: Env) -> Verdict:
+    code = ("import os, sys; from grpo_doctor.watch import Watcher; "
+            "w = Watcher('run.csv'); n = len(w.poll())\n"
+            "for _ in range(3):\n"
+            "    open('t.csv', 'w').write(open('run.csv').read()); os.replace('t.csv', 'run.csv');"
+            " n += len(w.poll())\nprint(n)")
+    shutil.copy(EXAMPLES / "entropy-collapse.csv", e.dir / "run.csv")
+    p = subprocess.run([sys.executable, "-c", code], cwd=e.dir, env=e.env, capture_output=True,
+                       text=True, timeout=e.timeout)
+    alerts = int(p.stdout.strip() or -1)
+    return Verdict("watch: log rewritten 3 times", f"{alerts} alerts (2 findings)",
+                   [] if alerts == 2 else ["repeated alerts"])
+
+
+CASES: list[Callable[[Env], Verdict]] = [
+    output_null_device, output_full_device, output_mem_device, output_fifo_no_reader,
+    output_fifo_reader, output_socket, output_dev_stdout, concurrent_baselines,
+    audit_html_used_folder, workflow_injection, escapes_in_names, fifo_inputs,
+    endless_device_input, parquet_100m_rows, ctrl_c_audit, steps_beyond_int64, steps_2p62,
+    steps_half, duplicate_entropy, ignore_everything, invalid_pyproject, set_nan,
+    set_unknown_rule, ascii_stdout, stdout_full, grad_near_max_float, deep_baseline, deep_tree,
+    linked_run_folder, watch_markup_path_on_a_terminal, watch_rewrite,
+]
+
+
+def run_cases(package_root: Path | None = None, timeout: float = 120.0,
+              only: str | None = None) -> int:
+    """Run every case; print a table; 1 if any has a problem."""
+    failed = 0
+    width = max(len(c.__name__) for c in CASES)
+    for fn in CASES:
+        if only and only not in fn.__name__:
+            continue
+        if getattr(fn, "needs_root", False) and not IS_ROOT:
+            print(f"{fn.__name__:<{width}}  skipped (needs root for mknod)")
+            continue
+        folder = Path(tempfile.mkdtemp(prefix="grpo-doctor-env-"))
+        try:
+            verdict = fn(Env(folder, package_root, timeout))
+        except Exception as exc:  # the harness itself: report, go on
+            verdict = Verdict(fn.__name__, f"harness error: {type(exc).__name__}: {exc}",
+                              ["harness"])
+        finally:
+            remove_tree(folder)
+        failed += bool(verdict.problems)
+        mark = "ok " if not verdict.problems else "BAD"
+        problems = f"  [{', '.join(verdict.problems)}]" if verdict.problems else ""
+        print(f"{fn.__name__:<{width}}  {mark}  {verdict.case}: {verdict.summary}{problems}",
+              flush=True)
+    print(f"{failed} case(s) with a problem")
+    return 1 if failed else 0
