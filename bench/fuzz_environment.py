@@ -41,7 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.helpers import remove_tree  # a tree 1,000 deep defeats shutil.rmtree
+from tests.helpers import remove_tree, workflow_commands
 
 BAD = ROOT / "tests" / "fixtures" / "bad"
 EXAMPLES = ROOT / "grpo_doctor" / "examples"
@@ -111,22 +111,13 @@ class Env:
         return path
 
 
+#: grpo-doctor's own annotations: the workflow commands it is meant to print.
+_OURS = re.compile(r"\s*::(error|warning|notice) title=grpo-doctor [a-z_ ]+::")
+
+
 def _commands(text: str) -> list[str]:
-    """Lines an Actions runner would read as workflow commands (outside stop-commands)."""
-    found, token = [], None
-    for line in text.split("\n"):
-        stripped = line.lstrip()
-        if token is not None:
-            token = None if stripped == f"::{token}::" else token
-            continue
-        if m := re.match(r"::stop-commands::(\S+)", stripped):
-            token = m.group(1)
-            continue
-        if (stripped.startswith("::") and not re.match(
-                r"::(error|warning|notice) title=grpo-doctor [a-z_ ]+::", stripped)) \
-                or ("##[" in line and not stripped.startswith("::")):
-            found.append(line)
-    return found
+    """Workflow commands in ``text`` that are not grpo-doctor's own annotations."""
+    return [line for line in workflow_commands(text) if not _OURS.match(line)]
 
 
 def judge(case: str, o: Outcome, expect: set[int], *, extra: list[str] | None = None,

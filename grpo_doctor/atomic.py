@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from grpo_doctor.errors import InputError
+from grpo_doctor.files import kind as file_kind
 
 Kind = Literal["new", "replace", "stdout", "stderr", "device"]
 
@@ -84,15 +85,7 @@ def _writable_device(st: os.stat_result) -> bool:
 
 
 def _what(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "is a folder"
-    if stat.S_ISSOCK(mode):
-        return "is a socket"
-    if stat.S_ISBLK(mode):
-        return "is a block device"
-    if stat.S_ISCHR(mode):
-        return "is a device"
-    return "is not a regular file"
+    return "is a folder" if stat.S_ISDIR(mode) else f"is {file_kind(mode) or 'a regular file'}"
 
 
 def plan(path: str | os.PathLike[str], *, force: bool = False, in_place: bool = True) -> Target:

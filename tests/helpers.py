@@ -57,3 +57,22 @@ def remove_tree(top: Path) -> None:
         if stack:
             os.rmdir(name, dir_fd=stack[-1])
     os.rmdir(top)
+
+
+def workflow_commands(text: str) -> list[str]:
+    """The lines a GitHub Actions runner would read as workflow commands: '::name ...' at a
+    line's start (after spaces), '##[' anywhere, outside a '::stop-commands::TOKEN' stretch."""
+    import re
+
+    found, token = [], None
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if token is not None:
+            token = None if stripped == f"::{token}::" else token
+            continue
+        if m := re.match(r"::stop-commands::(\S+)", stripped):
+            token = m.group(1)
+            continue
+        if stripped.startswith("::") or "##[" in line:
+            found.append(line)
+    return found

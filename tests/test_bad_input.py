@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import remove_tree
+from tests.helpers import remove_tree, workflow_commands
 from tests.test_cli import run_cli
 
 BAD = Path(__file__).resolve().parent / "fixtures" / "bad"
@@ -553,7 +553,7 @@ def _socket(path: Path):
 
 
 @pytest.mark.parametrize("what,message", [
-    ("mem", "is a device, not a regular file"),
+    ("mem", "is a character device, not a regular file"),
     ("socket", "is a socket, not a regular file"),
     ("folder", "is a folder"),
     ("broken-link", "is a broken link (it points to 'nowhere'); not writing through it"),
@@ -695,30 +695,13 @@ def _hostile_tree(tmp_path: Path) -> Path:
     return runs
 
 
-def _commands(text: str) -> list[str]:
-    """The lines a GitHub Actions runner would read as workflow commands (outside a
-    ::stop-commands:: stretch): '::name ...' at a line's start, '##[' anywhere."""
-    found, token = [], None
-    for line in text.split("\n"):
-        stripped = line.lstrip()
-        if token is not None:
-            token = None if stripped == f"::{token}::" else token
-            continue
-        if m := re.match(r"::stop-commands::(\S+)", stripped):
-            token = m.group(1)
-            continue
-        if stripped.startswith("::") or ("##[" in line and not stripped.startswith("::")):
-            found.append(line)
-    return found
-
-
 def test_a_file_name_cannot_forge_a_workflow_command(capsys, tmp_path, monkeypatch):
     runs = _hostile_tree(tmp_path)
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     code, out, err = run_cli(capsys, "audit", str(runs), "--jobs", "1",
                              "--map", "entropy=ent\x1b[31mropy\u202e")
     assert code == 1
-    commands = _commands(out) + _commands(err)
+    commands = workflow_commands(out) + workflow_commands(err)
     ours = re.compile(r"::(error|warning|notice) title=grpo-doctor [a-z_ ]+::[^\n]*$")
     assert commands and all(ours.match(c) for c in commands), commands
     assert not any("PWNED" in c.split("::")[1] for c in commands)  # never a command's title
