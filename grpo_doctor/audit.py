@@ -54,11 +54,12 @@ from grpo_doctor.api import (
 from grpo_doctor.config import Settings, failing_statuses
 from grpo_doctor.engine import DoctorConfig, diagnose
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
-from grpo_doctor.files import check_input, read_bytes, walk
 from grpo_doctor.files import kind as file_kind
+from grpo_doctor.files import walk
 from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.importers import HEAD_BYTES, Importer, detect_format, load_runs, registry
+from grpo_doctor.importers.jsonl import read_json
 from grpo_doctor.importers.trainer_state import is_log_history_list
 from grpo_doctor.reporters.json_report import to_json_obj
 
@@ -552,17 +553,9 @@ class Baseline:
         if not os.path.lexists(where):
             raise ConfigError(f"{where}: baseline not found (write one with --write-baseline)")
         try:
-            check_input(where)
-            text = read_bytes(Path(where)).decode("utf-8")
-            data = json.loads(text)
+            data = read_json(Path(where), "the baseline is not valid JSON")
         except GrpoDoctorError as exc:
             raise ConfigError(str(exc)) from None
-        except RecursionError:
-            raise ConfigError(f"{where}: the baseline is nested too deeply to be a "
-                              f"grpo-doctor baseline") from None
-        except ValueError as exc:  # not UTF-8, not JSON
-            raise ConfigError(f"{where}: the baseline is not valid JSON "
-                              f"({' '.join(str(exc).split())})") from None
         if not isinstance(data, dict):
             data = {}
         items = data.get("findings")

@@ -302,6 +302,7 @@ def compare(
     if format not in ("terminal", "json", "markdown"):
         raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
     settings = _settings(config, map, set, [], [], None)
+    _check_outputs(force, output, html)
     comparison, runs = compare_sources(sources, settings, input_format=input_format)
     if html is not None:
         from grpo_doctor.atomic import write_atomic
@@ -309,7 +310,13 @@ def compare(
         write_atomic(html, report.render_compare_html(comparison, runs), force=force)
     render = {"terminal": report.render_compare_text, "json": report.render_compare_json,
               "markdown": report.render_compare_markdown}[format]
-    _emit(render(comparison), output, force)
+    if format == "terminal" and output is None:
+        from grpo_doctor.reporters.escape import commands_stopped
+
+        with commands_stopped():
+            sys.stdout.write(render(comparison))
+    else:
+        _emit(render(comparison), output, force)
 
 
 def _check_audit_format(format: str, output: Path | None) -> None:

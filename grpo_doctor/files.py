@@ -92,8 +92,12 @@ def read_error(path: Path, exc: OSError) -> InputError:
 
 def read_bytes(path: Path) -> bytes:
     """The whole content of a regular file within the size limit, or an InputError naming
-    it."""
+    it. A FIFO or a device is refused before it is opened (opening a FIFO waits for a
+    writer)."""
     try:
+        what = kind(os.stat(path).st_mode)
+        if what is not None:
+            raise refuse(path, what)
         with path.open("rb") as fh:
             st = os.fstat(fh.fileno())
             what = kind(st.st_mode)

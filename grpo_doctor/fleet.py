@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -25,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from grpo_doctor.errors import ConfigError
+from grpo_doctor.errors import ConfigError, GrpoDoctorError
 from grpo_doctor.findings import SCHEMA_VERSION, Status
 from grpo_doctor.store import Run
 
@@ -78,15 +77,15 @@ def run_context(run: Run) -> dict[str, Any]:
 
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """One audit JSON report, checked to be one."""
+    from grpo_doctor.importers.jsonl import read_json
+
     where = os.fspath(path)
+    if not os.path.lexists(where):
+        raise ConfigError(f"{where}: no such file")
     try:
-        doc = json.loads(Path(where).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{where}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read the report ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise ConfigError(f"{where}: not valid JSON ({exc})") from None
+        doc = read_json(Path(where), "not valid JSON")
+    except GrpoDoctorError as exc:
+        raise ConfigError(str(exc)) from None
     if not (isinstance(doc, dict) and doc.get("schema_version") == SCHEMA_VERSION
             and isinstance(doc.get("runs"), list) and isinstance(doc.get("errors"), list)
             and isinstance(doc.get("summary"), dict)):

@@ -915,10 +915,17 @@ def test_ignoring_every_check_is_never_healthy(capsys, tmp_path, monkeypatch):
     sub.mkdir(parents=True)
     monkeypatch.chdir(sub)  # the config is found upwards
     config = tmp_path / "grpo-doctor.toml"
-    for args in (HEALTHY, ["diagnose", "--example", "healthy"],
-                 ["audit", str(BAD / "inf.csv"), "--jobs", "1"]):
-        assert_error(capsys, args, f"every check is ignored (by {config} and --select/--ignore)"
-                                   f": nothing would be diagnosed")
+    code, out, err = run_cli(capsys, *HEALTHY)
+    report = json.loads(out)
+    assert (code, err, report["status"]) == (0, "", "inconclusive")
+    assert report["status_reason"] == "no check could judge it: every check was ignored"
+    assert report["config"]["file"] == str(config)
+    assert report["config"]["ignored"] == check_modes()
+    code, out, err = run_cli(capsys, "diagnose", "--example", "healthy", "--strict")
+    assert code == 1 and "HEALTHY" not in out and "No failure mode found" not in out
+    assert "INCONCLUSIVE" in out and f"config: {config}" in " ".join(out.split())
+    code, out, err = run_cli(capsys, "audit", str(BAD / "inf.csv"), "--jobs", "1", "-f", "json")
+    assert [r["status"] for r in json.loads(out)["runs"]] == ["inconclusive"]
 
 
 def test_every_report_says_which_config_and_which_checks_were_ignored(capsys, tmp_path,
@@ -1038,7 +1045,7 @@ def test_a_baseline_nested_100000_deep_is_one_line(capsys, tmp_path):
     deep = tmp_path / "baseline.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     assert_error(capsys, ["audit", str(BAD / "inf.csv"), "--baseline", str(deep)],
-                 f"{deep}: the baseline is nested too deeply to be a grpo-doctor baseline")
+                 f"{deep}: the baseline is not valid JSON (nested too deeply)")
 
 
 # --- folders: no recursion, links followed once -------------------------------------------------

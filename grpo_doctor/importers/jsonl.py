@@ -71,7 +71,9 @@ def read_json(path: Path, what: str) -> Any:
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}: {what} ({exc.msg} at line {exc.lineno})") from exc
-    except (ValueError, RecursionError) as exc:
+    except RecursionError as exc:
+        raise FormatError(f"{path}: {what} (nested too deeply)") from exc
+    except ValueError as exc:
         raise FormatError(f"{path}: {what}") from exc
 
 

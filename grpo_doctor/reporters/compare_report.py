@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from grpo_doctor.compare import Comparison, MetricComparison
+from grpo_doctor.reporters.escape import json_dumps, terminal
+from grpo_doctor.reporters.escape import markdown as md
 from grpo_doctor.reporters.json_report import _clean
-from grpo_doctor.reporters.markdown import escape as md
 from grpo_doctor.rules.base import fmt
 from grpo_doctor.store import Run
 
@@ -138,15 +139,14 @@ def render_compare_text(comparison: Comparison, width: int = 80) -> str:
     if any(text for _, text in causes):
         lines += ["", "Root cause"]
         lines += [_cut(f"  {letter(i)} {text}", width) for i, text in causes if text]
-    return "\n".join(lines) + "\n"
+    return "\n".join(terminal(line) for line in lines) + "\n"  # names from logs escaped
 
 
 # --- JSON ------------------------------------------------------------------------------------
 
 
 def render_compare_json(comparison: Comparison) -> str:
-    return json.dumps(_clean(comparison.to_dict()), indent=2, ensure_ascii=False,
-                      allow_nan=False) + "\n"
+    return json_dumps(_clean(comparison.to_dict()), indent=2, allow_nan=False) + "\n"
 
 
 # --- Markdown --------------------------------------------------------------------------------
