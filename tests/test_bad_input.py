@@ -1097,6 +1097,17 @@ def test_a_linked_run_folder_is_audited_once(capsys, tmp_path):
     assert [r["audit"]["source"] for r in doc["runs"]] == ["again"]
 
 
+def test_a_linked_tensorboard_run_is_read_by_diagnose_once(capsys, tmp_path):
+    store = tmp_path / "store" / "exp1"
+    shutil.copytree(TB_RUN, store)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "exp1").symlink_to(store, target_is_directory=True)
+    (runs / "up").symlink_to(tmp_path, target_is_directory=True)  # a loop through the parent
+    code, report, _ = diagnosis(capsys, runs)
+    assert report["run"]["name"] == "exp1" and report["run"]["n_steps"] == 200
+
+
 # --- watch remembers what it sent -----------------------------------------------------------------
 
 

@@ -40,6 +40,7 @@ framing has checked every CRC, so that its notes are those of the whole file).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -1601,10 +1602,15 @@ def _is_event_file(name: str) -> bool:
 
 
 def walk_files(root: Path, max_depth: int, max_entries: int | None = None) -> Iterator[Path]:
-    """Files below ``root``, breadth first, at most ``max_depth`` folders down (links not
-    followed, hidden folders skipped) and, if given, ``max_entries`` entries looked at."""
+    """Files below ``root``, breadth first, at most ``max_depth`` folders down (a link to a
+    folder followed once: a loop ends there; hidden folders skipped) and, if given,
+    ``max_entries`` entries looked at."""
     queue = [(root, 0)]
     seen = 0
+    folders: set[tuple[int, int]] = set()
+    with contextlib.suppress(OSError):
+        st = root.stat()
+        folders.add((st.st_dev, st.st_ino))
     while queue:
         folder, depth = queue.pop(0)
         try:
@@ -1616,9 +1622,12 @@ def walk_files(root: Path, max_depth: int, max_entries: int | None = None) -> It
             if max_entries is not None and seen > max_entries:
                 return
             try:
-                if entry.is_dir(follow_symlinks=False):
+                if entry.is_dir():
                     if depth < max_depth and not entry.name.startswith("."):
-                        queue.append((Path(entry.path), depth + 1))
+                        st = entry.stat()
+                        if (st.st_dev, st.st_ino) not in folders:
+                            folders.add((st.st_dev, st.st_ino))
+                            queue.append((Path(entry.path), depth + 1))
                 elif entry.is_file(follow_symlinks=False):
                     yield Path(entry.path)
             except OSError:
@@ -1646,7 +1655,8 @@ def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
     if path.is_file():
         return [(path.resolve().parent.name or path.name, [path], str(path))]
     by_folder: dict[Path, list[Path]] = {}
-    for folder, _dirs, files in walk(path):  # no recursion: a deep tree is no RecursionError
+    # No recursion (a deep tree is no RecursionError); a linked folder is read, each folder once.
+    for folder, _dirs, files in walk(path, follow_links=True):
         found = [Path(e.path) for e in files if _is_event_file(e.name)]
         found = [f for f in found if f.is_file()]
         if found:
