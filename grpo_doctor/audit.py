@@ -234,8 +234,9 @@ def _special(entry: os.DirEntry) -> str | None:
 def _walk(top: Path, root: Path, errors: list[AuditError],
           passed: list[PassedOver]) -> Iterator[Source]:
     """The sources under ``top``, without recursion; links to folders are followed, each
-    folder once (a link loop ends there); a tree deeper than ``MAX_DEPTH`` is an error row
-    for the folder whose subfolders were not searched."""
+    folder once (a second way to one folder, a link loop, is passed over with why); a tree
+    deeper than ``MAX_DEPTH`` is an error row for the folder whose subfolders were not
+    searched."""
 
     def unlistable(folder: Path, exc: OSError) -> None:
         errors.append(AuditError(_rel(folder, root), f"{folder}: cannot list the folder "
@@ -245,8 +246,12 @@ def _walk(top: Path, root: Path, errors: list[AuditError],
         errors.append(AuditError(_rel(folder, root), f"{folder}: more than {MAX_DEPTH} folders "
                                  f"deep; the folders below it were not searched"))
 
+    def again(entry: os.DirEntry) -> None:
+        passed.append(PassedOver(_rel(Path(entry.path), root) + "/",
+                                 "a link to a folder searched already"))
+
     for folder, dirs, files in walk(top, max_depth=MAX_DEPTH, follow_links=True,
-                                    on_error=unlistable, on_too_deep=too_deep):
+                                    on_error=unlistable, on_too_deep=too_deep, on_repeat=again):
         owner = folder_owner(folder)
         if owner is not None:
             yield Source(str(folder), _rel(folder, root), format=owner.name)
@@ -400,8 +405,8 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig,
                 return {"skip": "no training log in it (no metric grpo-doctor knows)"}
             for run in runs:
                 require_metrics(run)
-            return {"runs": [{**to_json_obj(replace(diagnose(run, cfg), config=config)), "context": run_context(run)}
-                             for run in runs],
+            return {"runs": [{**to_json_obj(replace(diagnose(run, cfg), config=config)),
+                              "context": run_context(run)} for run in runs],
                     "passed_over": [[p, why] for run in runs for p, why in run.passed_over]}
     except GrpoDoctorError as exc:
         return {"error": _one_line(exc)}

@@ -120,6 +120,7 @@ def walk(root: str | os.PathLike[str], *, max_depth: int | None = None,
          follow_links: bool = False,
          on_error: Callable[[Path, OSError], None] | None = None,
          on_too_deep: Callable[[Path], None] | None = None,
+         on_repeat: Callable[[os.DirEntry[str]], None] | None = None,
          ) -> Iterator[tuple[Path, list[os.DirEntry[str]], list[os.DirEntry[str]]]]:
     """``os.walk`` without recursion (a tree thousands of folders deep is no RecursionError):
     ``(folder, dirs, files)`` top-down in name order; the caller may prune ``dirs`` in place.
@@ -127,7 +128,8 @@ def walk(root: str | os.PathLike[str], *, max_depth: int | None = None,
     Folders more than ``max_depth`` below ``root`` are not entered (``on_too_deep(folder)``
     names the folder whose subfolders were left out). With ``follow_links``, a link to a folder
     is entered once: a folder already walked (a loop, or a second link to it) is not entered
-    again. ``on_error(folder, exc)`` hears about a folder that cannot be listed.
+    again, and ``on_repeat(entry)`` hears of it. ``on_error(folder, exc)`` hears about a
+    folder that cannot be listed.
     """
     top = Path(root)
     seen: set[tuple[int, int]] = set()
@@ -171,4 +173,6 @@ def walk(root: str | os.PathLike[str], *, max_depth: int | None = None,
             if key not in seen:
                 seen.add(key)
                 below.append((Path(entry.path), depth + 1))
+            elif on_repeat is not None:
+                on_repeat(entry)
         stack.extend(reversed(below))

@@ -923,7 +923,7 @@ def test_ignoring_every_check_is_never_healthy(capsys, tmp_path, monkeypatch):
     assert report["config"]["ignored"] == check_modes()
     code, out, err = run_cli(capsys, "diagnose", "--example", "healthy", "--strict")
     assert code == 1 and "HEALTHY" not in out and "No failure mode found" not in out
-    assert "INCONCLUSIVE" in out and f"config: {config}" in " ".join(out.split())
+    assert "INCONCLUSIVE" in out and f"config:{config}" in "".join(out.split())  # wrapped
     code, out, err = run_cli(capsys, "audit", str(BAD / "inf.csv"), "--jobs", "1", "-f", "json")
     assert [r["status"] for r in json.loads(out)["runs"]] == ["inconclusive"]
 
@@ -940,7 +940,7 @@ def test_every_report_says_which_config_and_which_checks_were_ignored(capsys, tm
     line = (f"config: {config} · checks ignored: kl_drift, tool_spam · thresholds set: "
             f"entropy_collapse.critical_ratio=0.05")
     code, out, _ = run_cli(capsys, "diagnose", "--example", "healthy", "--ignore", "tool_spam")
-    assert line in " ".join(out.split())
+    assert "".join(line.split()) in "".join(out.split())  # however the terminal wrapped it
     code, out, _ = run_cli(capsys, "diagnose", "--example", "healthy", "-f", "markdown")
     assert re.sub(r"\\(.)", r"\1", out).count(f"config: {config} · checks ignored: kl_drift")
     code, out, _ = run_cli(capsys, "audit", str(BAD / "inf.csv"), "--jobs", "1", "-f", "json")

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.errors import FormatError
+from grpo_doctor.files import read_bytes
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers.jsonl import read_text
-from grpo_doctor.importers.tensorboard import read_bytes
 from grpo_doctor.importers.tracker_store import TrackedRun, build_runs, read_each
 from grpo_doctor.importers.wandb_offline import iter_log_records
 from grpo_doctor.store import Run
@@ -99,6 +99,8 @@ def _log_files(path: Path) -> list[Path]:
 
 
 def _has_magic(path: Path) -> bool:
+    if not path.is_file():  # a FIFO named like a log is never opened (it would wait)
+        return False
     try:
         with path.open("rb") as fh:
             return fh.read(len(MAGIC)) == MAGIC
