@@ -798,7 +798,7 @@ def test_a_whole_file_read_is_capped(capsys, tmp_path):
     with huge.open("wb") as fh:  # sparse: 5 GiB that take no disk
         fh.write(b"step,reward\n")
         fh.truncate(5 << 30)
-    for fmt in ("csv", "jsonl", "console"):
+    for fmt in ("csv", "jsonl", "console", "tensorboard", "wandb-offline"):
         assert_error(capsys, ["diagnose", str(huge), "--input-format", fmt],
                      f"{huge}: the file is 5.0 GiB, more than the 4.0 GiB grpo-doctor reads "
                      f"into memory (GRPO_DOCTOR_MAX_READ_MB raises the limit)")

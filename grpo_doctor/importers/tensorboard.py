@@ -55,7 +55,8 @@ import crc32c
 import numpy as np
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.files import read_error, walk
+from grpo_doctor.files import check_size, read_bytes, read_error, refuse, walk
+from grpo_doctor.files import kind as file_kind
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.store import Run, build_run, check_table_size
 
@@ -146,10 +147,15 @@ class _Buffer:
 
     @classmethod
     def read(cls, path: Path, room: int = 0) -> _Buffer:
-        """A whole file, with ``room`` spare bytes (then the zero padding) after it."""
+        """A whole file, with ``room`` spare bytes (then the zero padding) after it. A FIFO or a
+        device is refused before it is opened (a FIFO would wait for a writer), and so is a
+        file past the whole-file read limit (``files.check_size``)."""
         try:
+            if (what := file_kind(os.stat(path).st_mode)) is not None:
+                raise refuse(path, what)
             with path.open("rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
+                check_size(path, size)
                 # Not a bytearray: it would be zero-filled first, a second pass over the file.
                 padded = np.empty(size + room + cls._PAD, dtype=np.uint8)
                 size = fh.readinto(memoryview(padded)[:size])  # a live file may have grown

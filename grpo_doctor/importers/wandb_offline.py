@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.files import read_bytes
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers.tensorboard import (
     _HASH_KEYS,
@@ -1056,6 +1055,8 @@ def _nest(flat: dict[str, Any]) -> dict[str, Any]:
 
 
 def _has_magic(path: Path) -> bool:
+    if not path.is_file():  # a FIFO named like a log is never opened (it would wait)
+        return False
     try:
         with path.open("rb") as fh:
             return fh.read(4) == MAGIC
