@@ -798,10 +798,26 @@ def test_a_whole_file_read_is_capped(capsys, tmp_path):
     with huge.open("wb") as fh:  # sparse: 5 GiB that take no disk
         fh.write(b"step,reward\n")
         fh.truncate(5 << 30)
-    for fmt in ("csv", "jsonl", "console", "tensorboard", "wandb-offline"):
+    for fmt in ("csv", "jsonl", "console"):
         assert_error(capsys, ["diagnose", str(huge), "--input-format", fmt],
                      f"{huge}: the file is 5.0 GiB, more than the 4.0 GiB grpo-doctor reads "
                      f"into memory (GRPO_DOCTOR_MAX_READ_MB raises the limit)")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name,start", [
+    ("events.out.tfevents.1.huge", next(TB_RUN.iterdir())),
+    ("run-huge.wandb", BAD / "wandb-corrupt" / "run-badblock.wandb"),
+])
+def test_an_event_file_or_wandb_log_past_the_read_limit_is_refused(capsys, tmp_path, name,
+                                                                    start):
+    huge = tmp_path / name
+    with huge.open("wb") as fh:  # a real log's first records, then sparse: 5 GiB of no disk
+        fh.write(start.read_bytes()[:4096])
+        fh.truncate(5 << 30)
+    assert_error(capsys, ["diagnose", str(huge)],
+                 f"{huge}: the file is 5.0 GiB, more than the 4.0 GiB grpo-doctor reads into "
+                 f"memory (GRPO_DOCTOR_MAX_READ_MB raises the limit)")
 
 
 @pytest.mark.timeout(120)
