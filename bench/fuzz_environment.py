@@ -335,8 +335,10 @@ def ignore_everything(e: Env) -> Verdict:
         "ignore = [" + ", ".join(f'"{r.id}"' for r in RULES) + "]\n")
     o = e.run("diagnose", "--example", "entropy-collapse")
     healthy = "HEALTHY" in o.out or "No failure mode found" in o.out
-    return judge("grpo-doctor.toml ignoring every check", o, {2},
-                 extra=["healthy"] if healthy else [])
+    said = "INCONCLUSIVE" in o.out
+    return judge("grpo-doctor.toml ignoring every check", o, {0},
+                 extra=["healthy"] if healthy else [] if said else ["not inconclusive"],
+                 what=f"exit {o.code}; {'healthy' if healthy else 'inconclusive' if said else '?'}")
 
 
 def invalid_pyproject(e: Env) -> Verdict:
