@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from grpo_doctor.errors import ConfigError
-from grpo_doctor.findings import Check, Diagnosis, RunInfo, Status
+from grpo_doctor.findings import Check, Diagnosis, Incident, RunInfo, Status
 from grpo_doctor.metrics import candidate_keys
 from grpo_doctor.rules import RULES, Rule, Skip, rule_named
-from grpo_doctor.rules.base import fmt
+from grpo_doctor.rules.base import fmt, step_text
 from grpo_doctor.store import Run
 
 #: Prefixes tried in the coarse scan for the first alert.
@@ -109,15 +109,21 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
         return Check(rule.id, Status.SKIPPED, str(exc), reason=str(exc))
     alert = first_alert(rule, run, params) if (out.fired and with_first_alert) else None
     onset, summary = out.onset_step, out.summary
+    incidents = out.incidents
     if alert is not None and onset is not None and alert < onset:
         # A monitor could call it at ``alert``, so it had begun by then: the onset estimate
-        # was late, or an earlier episode (one the run came back from) raised it first.
-        span = (run.last_step or 0) - (run.first_step or 0)
-        moved = summary.replace(f"from step {fmt(onset)}", f"from step {fmt(alert)}")
-        if moved != summary and onset - alert <= 0.1 * span:
-            summary = moved
+        # was late, or an earlier episode, one the run came back from, raised it first.
+        cleared = _cleared(rule, run, params, alert, onset)
+        if cleared is None:
+            summary = summary.replace(f"from step {fmt(onset)}", f"from step {fmt(alert)}")
         else:
-            summary = f"{summary} (first raised at step {fmt(alert)}, by an earlier episode)"
+            episode = Incident(
+                metric=out.key_metric or "", step=alert, peak_step=alert,
+                peak=_value_at(run, out.key_metric, alert), threshold=float("nan"),
+                recovered_step=cleared, severity=Status.WARNING,
+                summary=f"first raised at step {step_text(alert)} by an earlier episode, "
+                        f"which had cleared by step {step_text(cleared)}")
+            incidents = (episode, *incidents)
         onset = alert
     evidence = dict(out.evidence)
     proxies = {m: run.proxies[m] for m in (rule.requires + ((out.key_metric,) if
@@ -127,8 +133,42 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
     return Check(
         mode=rule.id, status=out.status, summary=summary, onset_step=onset,
         first_alert_step=alert, evidence=evidence, remedies=out.remedies if out.fired else (),
-        key_metric=out.key_metric, incidents=out.incidents,
+        key_metric=out.key_metric, incidents=incidents,
     )
+
+
+def _cleared(rule: Rule, run: Run, params: Mapping[str, float], alert: int, onset: int
+             ) -> int | None:
+    """The first logged step after ``alert`` whose prefix no longer raises the finding, if
+    it comes before ``onset`` (the finding came, went, and came back: two episodes); None when
+    it stayed raised (the onset estimate was merely late)."""
+    steps = run.steps
+    between = steps[(steps > alert) & (steps < onset)]
+    if not len(between):
+        return None
+    grid = np.unique(np.linspace(0, len(between) - 1, min(len(between), SCAN_POINTS))
+                     .round().astype(int))
+    lo = -1  # index known to raise (-1: the alert itself)
+    for idx in grid:
+        if not _raises(rule, run, params, int(between[idx])):
+            hi = int(idx)
+            break
+        lo = int(idx)
+    else:
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _raises(rule, run, params, int(between[mid])):
+            lo = mid
+        else:
+            hi = mid
+    return int(between[hi])
+
+
+def _value_at(run: Run, metric: str | None, step: int) -> float:
+    if not metric or metric not in run.frame.columns or step not in run.frame.index:
+        return float("nan")
+    return float(run.frame.at[step, metric])
 
 
 def diagnose(run: Run, config: DoctorConfig | None = None, *,

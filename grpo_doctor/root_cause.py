@@ -21,7 +21,7 @@ import numpy as np
 from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import fmt, series
+from grpo_doctor.rules.base import fmt, series, step_text
 from grpo_doctor.store import Run
 from grpo_doctor.trends import rolling_median
 
@@ -151,10 +151,14 @@ def first_action(run: Run, root: Event,
     remedies = [r for r in check.remedies if not str(r).startswith("nothing urgent")]
     lr = next((r for r in remedies if isinstance(r, knobs.Remedy)
                and r.knob is knobs.LEARNING_RATE), None)
-    if root.critical and check.mode in ("kl_drift", "grad_explosion") and check.incidents:
+    if root.critical and check.mode in ("kl_drift", "grad_explosion") and (
+            0 < len(check.incidents) < 3):
         then = f", then {lr}" if lr is not None else ""
-        return knobs.Remedy(f"roll back to a checkpoint from before step {fmt(root.step)}{then}",
-                            knob=lr.knob if lr is not None else None,
+        where = (f"roll back to a checkpoint from before step {step_text(root.step)}"
+                 if root.step > (run.first_step or 0) else
+                 "restart from the initial checkpoint (the blow-up came with the first logged "
+                 "updates)")
+        return knobs.Remedy(f"{where}{then}", knob=lr.knob if lr is not None else None,
                             factor=lr.factor if lr is not None else None,
                             rollback_step=root.step)
     if remedies:
@@ -169,22 +173,27 @@ def _lr(x: float) -> str:
 
 def _lr_overshoot(run: Run) -> tuple[int, float, float] | None:
     """(step of the reward peak, lr there, the lr's maximum) when a learning-rate warm-up
-    carried the lr well past where the reward peaked and the reward then fell."""
+    carried the lr well past where the reward peaked and the reward then fell: the lr rose
+    several-fold from its start, its maximum came after the peak, and the reward gave back
+    half its gain (a gain many times its noise). A schedule that decays is never an overshoot.
+    """
     ls, lr = series(run, Metric.LEARNING_RATE.value)
     rs, r = series(run, Metric.REWARD_MEAN.value)
     if len(lr) < 10 or len(r) < 20 or lr[0] <= 0:
         return None
     smooth = rolling_median(r, max(5, len(r) // 20) | 1)
     peak = int(np.argmax(smooth))
-    start, now = float(np.median(smooth[:max(3, len(r) // 10)])), float(np.median(r[-5:]))
-    gain = smooth[peak] - start
-    if gain <= 0 or (smooth[peak] - now) / gain < 0.3 or peak > 0.9 * len(r):
+    start, now = float(np.median(r[:max(3, len(r) // 20)])), float(np.median(r[-5:]))
+    gain = float(smooth[peak]) - start
+    noise = 1.4826 * float(np.median(np.abs(np.diff(r)))) / np.sqrt(2)
+    if gain <= max(0.0, 6 * noise) or (smooth[peak] - now) / gain < 0.5 or peak > 0.9 * len(r):
         return None
     peak_step = int(rs[peak])
     lr_peak = float(np.interp(peak_step, ls, lr))
-    lr_max = float(lr.max())
-    # A warm-up, not a decay: the lr rose several-fold, and kept rising past the peak.
-    if lr_max < 3 * float(lr[0]) or lr_max < 1.5 * lr_peak or lr_peak <= 0:
+    top = int(np.argmax(lr))
+    lr_max = float(lr[top])
+    if (lr_max < 3 * float(lr[0]) or lr_max < 1.5 * lr_peak or lr_peak <= 0
+            or int(ls[top]) <= peak_step):
         return None
     return peak_step, lr_peak, lr_max
 

@@ -141,6 +141,11 @@ def fmt(x: float | int | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def step_text(step: float | int) -> str:
+    """A step as the log writes it (no thousands separator: a user greps for it)."""
+    return str(int(step))
+
+
 def change(start: float, end: float) -> str:
     """How far a positive quantity moved, as a person says it: "up 40%", "down 90%", "x93"."""
     if start <= 0 or end < 0:

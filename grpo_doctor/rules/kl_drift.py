@@ -49,6 +49,7 @@ from grpo_doctor.rules.base import (
     head_tail,
     series,
     snap_to_logged,
+    step_text,
 )
 from grpo_doctor.rules.signals import reward_progress
 from grpo_doctor.store import Run
@@ -77,7 +78,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         return Outcome(inc.worst(early), f"KL incident: {inc.describe(early)}",
                        onset_step=early[0].step,
                        evidence={"threshold": f"KL > {fmt(p['stop_kl'])} (stop)"},
-                       remedies=_incident_remedies(run, early[0].step), key_metric=KL,
+                       remedies=_incident_remedies(run, early), key_metric=KL,
                        incidents=tuple(early))
     k0, kc = head_tail(k, frac=0.2)
     trend = mann_kendall(steps, k)
@@ -123,7 +124,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         evidence["threshold"] = f"KL > {fmt(p['stop_kl'])} (stop)"
         summary = f"KL incident: {inc.describe(incidents)}; KL by the end {fmt(kc)}"
         return Outcome(status, summary, onset_step=first.step, evidence=evidence,
-                       remedies=_incident_remedies(run, first.step), key_metric=KL,
+                       remedies=_incident_remedies(run, incidents), key_metric=KL,
                        incidents=tuple(incidents))
 
     knot = trend_onset(steps, k, k0, kc)
@@ -151,15 +152,25 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    remedies=tuple(remedies), key_metric=KL, incidents=tuple(incidents))
 
 
-def _incident_remedies(run: Run, step: int) -> tuple[str, ...]:
-    return (
-        knobs.rollback(step, f"roll back to a checkpoint from before step {fmt(step)} and find "
-                       "what blew up there (a bad batch, the lr, the reward)"),
-        knobs.scale(run, knobs.KL_COEF, 2.0, why="tighter leash",
-                    fallback="adaptive KL with target ~1.0"),
-        knobs.scale(run, knobs.LEARNING_RATE, 0.5),
-        _reference_update(run),
-    )
+def _incident_remedies(run: Run, incidents: list) -> tuple[str, ...]:
+    """What to do about KL incidents: a roll-back only for a blow-up the run did not shrug
+    off; for a spike it came back from, or spikes that keep recurring, look at those batches."""
+    first = incidents[0]
+    worst = max(incidents, key=lambda i: i.peak)
+    leash = knobs.scale(run, knobs.KL_COEF, 2.0, why="tighter leash",
+                        fallback="adaptive KL with target ~1.0")
+    if len(incidents) >= 3:
+        look = (f"KL spikes keep coming back ({len(incidents)} episodes, up to {fmt(worst.peak)} "
+                f"at step {step_text(worst.peak_step)}): inspect those batches (a reward or "
+                "verifier bug, rare tokens with huge ratios)")
+    elif first.severity is Status.CRITICAL and first.step > (run.first_step or 0):
+        look = knobs.rollback(first.step, f"roll back to a checkpoint from before step "
+                              f"{step_text(first.step)} and find what blew up there (a bad "
+                              "batch, the lr, the reward)")
+    else:
+        look = (f"look at the batch of step {step_text(first.step)}: one update moved the "
+                f"policy far (KL {fmt(first.peak)}) and the run came back")
+    return (look, leash, knobs.scale(run, knobs.LEARNING_RATE, 0.5), _reference_update(run))
 
 
 def _reference_update(run: Run) -> str:

@@ -155,13 +155,20 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     why = ", reward not improving" if stalled else ""
     summary = (f"length hacking: {'; '.join(s['shape'] for s in shapes)}, from step "
                f"{fmt(onset)}{why}")
-    remedies = (
-        "overlong shaping: soft penalty near the length budget, or drop truncated samples "
-        "(DAPO)",
-        knobs.scale(run, knobs.MAX_LENGTH, 2.0, why="if the task needs longer answers")
-        if pinned else "length-normalise the reward; gate any length/cost reward on correctness",
-        "check the reward for a length preference (correlate reward with length)",
-    )
+    if pinned:
+        remedies: tuple[str, ...] = (
+            "overlong shaping: soft penalty near the length budget, or drop truncated samples "
+            "(DAPO)",
+            knobs.scale(run, knobs.MAX_LENGTH, 2.0, why="if the task needs longer answers"),
+            "check the reward for a length preference (correlate reward with length)",
+        )
+    elif any(s.get("collapse") for s in shapes):
+        remedies = _collapse_remedies()
+    else:
+        remedies = (
+            "length-normalise the reward; gate any length/cost reward on correctness",
+            "check the reward for a length preference (correlate reward with length)",
+        )
     if collapses:
         onset = min(onset, collapses[0].step)
         summary += f"; earlier: {inc.describe(collapses, 1)}"
