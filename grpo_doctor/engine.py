@@ -17,7 +17,7 @@ from grpo_doctor.errors import ConfigError
 from grpo_doctor.findings import Check, Diagnosis, Incident, RunInfo, Status
 from grpo_doctor.metrics import candidate_keys
 from grpo_doctor.rules import RULES, Rule, Skip, rule_named
-from grpo_doctor.rules.base import fmt, step_text
+from grpo_doctor.rules.base import step_text
 from grpo_doctor.store import Run
 
 #: Prefixes tried in the coarse scan for the first alert.
@@ -115,7 +115,8 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
         # was late, or an earlier episode, one the run came back from, raised it first.
         cleared = _cleared(rule, run, params, alert, onset)
         if cleared is None:
-            summary = summary.replace(f"from step {fmt(onset)}", f"from step {fmt(alert)}")
+            summary = summary.replace(f"from step {step_text(onset)}",
+                                      f"from step {step_text(alert)}")
         else:
             episode = Incident(
                 metric=out.key_metric or "", step=alert, peak_step=alert,

@@ -21,7 +21,7 @@ import numpy as np
 from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import fmt, series, step_text
+from grpo_doctor.rules.base import series, step_text
 from grpo_doctor.store import Run
 from grpo_doctor.trends import rolling_median
 
@@ -120,8 +120,8 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check]
     summary = root.summary
     if overshoot is not None:
         peak_step, lr_peak, lr_max = overshoot
-        summary = (f"the learning rate: the reward peaked at step {fmt(peak_step)}, where the "
-                   f"lr was {_lr(lr_peak)}, and fell as the lr rose to {_lr(lr_max)}; "
+        summary = (f"the learning rate: the reward peaked at step {step_text(peak_step)}, where "
+                   f"the lr was {_lr(lr_peak)}, and fell as the lr rose to {_lr(lr_max)}; "
                    f"first sign: {root.check.mode} ({root.summary})")
     cause = RootCause(root.check.mode, root.step, summary, str(lead))
     return cause, _plan(events, checks, root, lead)
@@ -146,7 +146,7 @@ def first_action(run: Run, root: Event,
         peak_step, lr_peak, lr_max = overshoot
         return knobs.Remedy(
             f"learning_rate {_lr(lr_max)} -> {_lr(lr_peak)} (its value when the reward peaked), "
-            f"restarting from the checkpoint nearest step {fmt(peak_step)}",
+            f"restarting from the checkpoint nearest step {step_text(peak_step)}",
             knob=knobs.LEARNING_RATE, factor=lr_peak / lr_max, rollback_step=peak_step)
     remedies = [r for r in check.remedies if not str(r).startswith("nothing urgent")]
     lr = next((r for r in remedies if isinstance(r, knobs.Remedy)
@@ -164,7 +164,7 @@ def first_action(run: Run, root: Event,
     if remedies:
         top = remedies[0]
         return top if isinstance(top, knobs.Remedy) else knobs.Remedy(str(top))
-    return knobs.Remedy(f"look at the run's samples around step {fmt(root.step)}")
+    return knobs.Remedy(f"look at the run's samples around step {step_text(root.step)}")
 
 
 def _lr(x: float) -> str:

@@ -6,7 +6,8 @@ What it detects
     the zero-std fraction when logged (TRL frac_reward_zero_std, NeMo-RL pct_mixed, ROLL
     mixed_groups_ratio, as 1 - effective ratio), else from the steps whose reward std is zero.
     Also the multi-reward form: a reward component that never moves (always wrong, say) gives
-    no signal however the total varies.
+    no signal however the total varies; critical when it is the correctness term (the task's
+    own reward never fired), a warning for another term.
 
 Why it matters
     GRPO's advantage is (r - mean)/std within a group: a group of equal rewards contributes
@@ -53,8 +54,10 @@ from grpo_doctor.rules.base import (
     head_tail,
     series,
     snap_to_logged,
+    step_text,
 )
 from grpo_doctor.rules.signals import (
+    component_kind,
     late_points,
     learning,
     reward_progress,
@@ -195,22 +198,29 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         overall_text = (f"{overall:.0%} over the run" if metric == ZSF
                         else f"{overall:.0%} of all steps")
         summary = (f"advantage collapse: {share} over the last {k} logged points "
-                   f"({overall_text}), from step {fmt(onset)}{why}")
+                   f"({overall_text}), from step {step_text(onset)}{why}")
     else:
-        status = Status.WARNING
+        # A correctness-like term that never moved means the task itself was never rewarded:
+        # whatever the other terms teach, nothing teaches the task.
+        task_dead = any(component_kind(n) == "correctness" for n, _, _ in pinned)
+        status = Status.CRITICAL if task_dead else Status.WARNING
         names = ", ".join(f"{n} (always {fmt(v)} over {c} steps)" for n, v, c in pinned)
-        summary = f"reward component(s) never moved, giving no signal: {names}"
+        summary = (f"reward component(s) never moved, giving no signal: {names}"
+                   + ("; the task's own reward never fired" if task_dead else ""))
         evidence["threshold"] = "a reward component constant over the whole run"
     remedies = [
         "dynamic sampling: drop all-0/all-1 groups and refill the batch (DAPO)",
         knobs.scale(run, knobs.GROUP_SIZE, 2.0, why="more chances of a mixed group")
-        if knobs.current(run, knobs.GROUP_SIZE)[0] else "raise the group size G (8 -> 16 -> 32)",
+        if knobs.current(run, knobs.GROUP_SIZE)[0] else
+        "raise the group size G (e.g. to 16-32: more chances of a mixed group)",
         "curriculum: start from easier prompts, filter prompts the policy always solves",
         "normalise each reward component separately before weighting",
     ]
     if pinned:
-        remedies.insert(0, "check the pinned reward function: it may be broken (parsing, "
-                        "wrong field) or the task too hard for it to ever fire")
+        which = ", ".join(n for n, _, _ in pinned)
+        remedies.insert(0, f"check the reward function(s) that never changed ({which}) on a "
+                        "few completions: broken parsing, a wrong field, or a task too hard for "
+                        "them to ever fire")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=metric)
 

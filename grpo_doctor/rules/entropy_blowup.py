@@ -47,6 +47,7 @@ from grpo_doctor.rules.base import (
     fmt,
     series,
     snap_to_logged,
+    step_text,
 )
 from grpo_doctor.rules.signals import late_points, reward_progress, rising
 from grpo_doctor.store import Run
@@ -117,7 +118,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     why = f", with {', '.join(corroboration)}" if corroboration else ""
     after = f", now {fmt(late)}" if late < 0.8 * peak else ""
     summary = (f"entropy blow-up: entropy {change(base, peak)}, from {fmt(base)} to {fmt(peak)}, "
-               f"from step {fmt(onset)}{why}{after}")
+               f"from step {step_text(onset)}{why}{after}")
     remedies = (
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
         knobs.set_to(run, knobs.CLIP_HIGH, "0.2-0.24", why="less room for rare tokens")

@@ -59,6 +59,7 @@ from grpo_doctor.rules.base import (
     head_tail,
     series,
     snap_to_logged,
+    step_text,
 )
 from grpo_doctor.rules.signals import late_level, late_points, learning, rising, task_solved
 from grpo_doctor.store import Run
@@ -255,7 +256,7 @@ def _floor_collapse(run: Run, steps: np.ndarray, h: np.ndarray, p: Mapping[str, 
     evidence = {**evidence, "entropy_now": round(late, 6), "floor": p["floor"],
                 "threshold": f"entropy < {fmt(p['floor'])} nats"}
     when = ("on every logged step" if onset == int(steps[0]) and smooth.max() < p["floor"]
-            else f"from step {fmt(onset)}")
+            else f"from step {step_text(onset)}")
     summary = (f"entropy collapsed: {fmt(late)} nats, below the {fmt(p['floor'])}-nat floor "
                f"of near-deterministic sampling, {when} (the samples of a group are "
                "near-identical)")

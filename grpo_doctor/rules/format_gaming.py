@@ -46,6 +46,7 @@ from grpo_doctor.rules.base import (
     head_tail,
     series,
     snap_to_logged,
+    step_text,
 )
 from grpo_doctor.rules.signals import component_kind, components
 from grpo_doctor.store import Run
@@ -126,7 +127,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     summary = (f"format gaming: {share:.0%} of the reward gain ({fmt(total_gain)}) comes from "
                f"{', '.join(fmt_cols)} while {', '.join(declined)} fell"
                + (" and the held-out score fell" if heldout_down else "")
-               + f", from step {fmt(onset)}")
+               + f", from step {step_text(onset)}")
     remedies = (
         f"gate {name} on correctness (multiply instead of add), or lower its weight",
         "normalise each reward component separately before weighting",

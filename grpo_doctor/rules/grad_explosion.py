@@ -46,7 +46,7 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series, step_text
 from grpo_doctor.store import Run
 from grpo_doctor.trends import robust_spikes
 from grpo_doctor.trends.episodes import stretches_above
@@ -151,7 +151,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     evidence["corroboration"] = corroboration
     peak = float(g[idx].max()) if len(idx) else float(g.max())
     summary = (f"gradient norm exploding: {', '.join(corroboration) or 'unrecovered spike'}; "
-               f"peak {fmt(peak)} against a baseline of {fmt(baseline)}, from step {fmt(onset)}")
+               f"peak {fmt(peak)} against a baseline of {fmt(baseline)}, from step "
+               f"{step_text(onset)}")
     if bursts:
         status = inc.merge_status(status, inc.worst(bursts))
         onset = min(onset, bursts[0].step)

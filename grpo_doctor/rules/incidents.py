@@ -14,7 +14,7 @@ import numpy as np
 
 from grpo_doctor.findings import Incident, Status
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.base import fmt, series
+from grpo_doctor.rules.base import fmt, series, step_text
 from grpo_doctor.store import Run
 from grpo_doctor.trends.episodes import Episode, falls, stretches_above
 
@@ -49,21 +49,21 @@ def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
     nan_after = [int(v[v > step][0]) for m, v in run.nan_steps.items()
                  if m in (Metric.LOSS.value, GRAD, Metric.KL.value) and np.any(v > step)]
     if nan_after:
-        out.append(f"NaN followed at step {fmt(min(nan_after))}")
+        out.append(f"NaN followed at step {step_text(min(nan_after))}")
     return out
 
 
 def _span(steps: np.ndarray, ep: Episode) -> str:
     if ep.length == 1:
-        return f"at step {fmt(int(steps[ep.start]))}"
-    return (f"from step {fmt(int(steps[ep.start]))} to {fmt(int(steps[ep.end]))} "
+        return f"at step {step_text(int(steps[ep.start]))}"
+    return (f"from step {step_text(int(steps[ep.start]))} to {step_text(int(steps[ep.end]))} "
             f"({ep.length} logged points)")
 
 
 def _back(steps: np.ndarray, ep: Episode, where: str) -> str:
     if ep.recovered is None:
         return f"still {where} at the last logged step"
-    return f"back {where} at step {fmt(int(steps[ep.recovered]))}"
+    return f"back {where} at step {step_text(int(steps[ep.recovered]))}"
 
 
 def above(run: Run, metric: str, name: str, threshold: float, *, sustained: int,
@@ -102,7 +102,7 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
     never came back; a warning when it did after staying down at least ``2 * within`` points
     (a dip that is back within a few points is a bad batch, however deep)."""
     steps, v = series(run, metric)
-    if len(v) < 4:
+    if len(v) < 8:  # fewer points than that cannot tell a crash from a noisy batch
         return []
     smooth = _smooth(v)
     # Noise: the typical step-to-step change (robust), so a reward scored on one group per
@@ -118,11 +118,13 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
     for ep in falls(v, amount, within):
         if ep.recovered is not None and ep.recovered - ep.start < 2 * within:
             continue  # back within a few points: a bad batch, not an incident
+        if ep.recovered is None and len(v) - 1 - ep.peak < 2:
+            continue  # at the very end: too soon to say it never came back
         if held and np.ptp(v[max(0, ep.start - 4):ep.start + 1]) > amount / 2:
             continue  # no level to fall from: a series swinging between its extremes
         start_level, bottom = float(smooth[ep.start]), float(smooth[ep.peak])
         text = (f"{name} crashed from {fmt(start_level)} to {fmt(bottom)} between steps "
-                f"{fmt(int(steps[ep.start]))} and {fmt(int(steps[ep.peak]))}; "
+                f"{fmt(int(steps[ep.start]))} and {step_text(int(steps[ep.peak]))}; "
                 + ("it never came back" if ep.recovered is None else
                    f"back above {fmt((start_level + bottom) / 2)} at step "
                    f"{fmt(int(steps[ep.recovered]))}"))

@@ -105,7 +105,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     remedies = [
         knobs.scale(run, knobs.KL_COEF, 2.0, why="tighter leash",
                     fallback="adaptive KL with target ~1.0"),
-        "adaptive KL controller: raise beta while KL exceeds a target (e.g. 1.0)",
+        knobs.Remedy("adaptive KL controller: raise beta while KL exceeds a target (e.g. 1.0)",
+                     knobs.KL_COEF),
         _reference_update(run),
     ]
     if incidents:
@@ -139,9 +140,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     evidence["corroboration"] = corroboration
     evidence["threshold"] = f"sustained KL {band}"
     why = f", {', '.join(corroboration)}" if corroboration else ""
-    direction = "rose" if kc > k0 else "stayed high"
-    summary = (f"KL {direction} from {fmt(k0)} to {fmt(kc)} (band {band}) from step "
-               f"{fmt(onset)}{why}")
+    moved = (f"rose from {fmt(k0)} to {fmt(kc)}" if kc > k0 else
+             f"has stayed high ({fmt(k0)} at the start, {fmt(kc)} now)")
+    summary = f"KL {moved} (band {band}) from step {step_text(onset)}{why}"
     if incidents:
         status = inc.merge_status(status, inc.worst(incidents))
         onset = min(onset, incidents[0].step)

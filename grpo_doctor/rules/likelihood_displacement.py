@@ -50,6 +50,7 @@ from grpo_doctor.rules.base import (
     head_tail,
     series,
     snap_to_logged,
+    step_text,
 )
 from grpo_doctor.rules.signals import reward_progress, rising
 from grpo_doctor.store import Run
@@ -140,7 +141,7 @@ def _crash_outcome(run: Run, crashes: list, evidence: dict[str, object],
 
 def _remedies(run: Run, step: int) -> tuple[str, ...]:
     return (
-        knobs.rollback(step, f"roll back to a checkpoint from before step {fmt(step)}: one "
+        knobs.rollback(step, f"roll back to a checkpoint from before step {step_text(step)}: one "
                        "update moved the policy far from everything it had learned"),
         knobs.scale(run, knobs.LEARNING_RATE, 0.1, why="a single update did this"),
         knobs.scale(run, knobs.KL_COEF, 2.0, fallback="a KL coefficient above 0"),

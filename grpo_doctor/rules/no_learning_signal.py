@@ -45,7 +45,7 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series, step_text
 from grpo_doctor.rules.knobs import Remedy
 from grpo_doctor.store import Run
 
@@ -166,20 +166,20 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         )
     elif solved:
         status = Status.WARNING
-        summary = (f"nothing left to learn since step {fmt(start)}: {dead}, the best it ever "
+        summary = (f"nothing left to learn since step {step_text(start)}: {dead}, the best it ever "
                    "reached (the task is solved)")
         remedies = ("stop here, or continue on harder prompts",
                     "dynamic sampling / filter prompts every group already solves")
     else:
         at = int(steps[i - 1])
         blown = any(not c.startswith("the reward") for c in cause)
-        why = (f"; after a catastrophic update at step {fmt(at)}: {', '.join(cause)}" if blown
-               else f"; after {cause[0]} by step {fmt(at)}" if cause else "")
-        summary = f"no learning signal since step {fmt(start)}: {dead}{why}"
+        why = (f"; after a catastrophic update at step {step_text(at)}: {', '.join(cause)}" if blown
+               else f"; after {cause[0]} by step {step_text(at)}" if cause else "")
+        summary = f"no learning signal since step {step_text(start)}: {dead}{why}"
         beta, _ = knobs.current(run, knobs.KL_COEF)
         if not blown:
             remedies = (
-                knobs.rollback(at, f"roll back to a checkpoint from before step {fmt(at)}, "
+                knobs.rollback(at, f"roll back to a checkpoint from before step {step_text(at)}, "
                                "before the reward fell"),
                 "find what moved first (entropy, KL, length, grad norm): the reward lags",
                 knobs.scale(run, knobs.LEARNING_RATE, 0.5),

@@ -6,7 +6,10 @@ What it detects
 
 Why it matters
     One NaN in the loss or gradient poisons the weights: everything after it is noise, and
-    optimizers with NaN-skipping hide it until the run is dead. Always critical.
+    optimizers with NaN-skipping hide it until the run is dead. Critical when the NaN is in the
+    loss, the gradient, the reward or the log-prob (or the loss and gradient were not logged
+    finite at those steps); a warning when only a logged statistic (KL, entropy) went NaN while
+    the loss and gradient stayed finite.
 
 How it is detected
     The importers keep a logged NaN apart from a gap; the rule reports the first non-finite
@@ -19,7 +22,9 @@ False positives
 Remedies
     Lower the learning rate; clip gradients (max_grad_norm 1.0); keep the lm_head and the loss
     in fp32 under bf16/fp16; guard log(0) in the KL estimator (k3 on near-zero probabilities);
-    check the reward function for division by zero; resume from the last finite checkpoint.
+    check the reward function for division by zero; resume from the last finite checkpoint. A
+    NaN from the first logged step is a setup problem (precision, the estimator, the reward
+    function), not an instability a smaller learning rate would fix.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, fmt
+from grpo_doctor.rules.base import Outcome, Param, Rule, step_text
 from grpo_doctor.store import Run
 
 WATCHED = (
@@ -40,6 +45,11 @@ WATCHED = (
 )
 
 PARAMS = (Param("min_bad_values", 1, "non-finite values needed to fire"),)
+
+
+#: A NaN here means the update itself was NaN (or computed from NaN): the weights are poisoned.
+UPDATE = (Metric.LOSS.value, Metric.GRAD_NORM.value, Metric.REWARD_MEAN.value,
+          Metric.LOG_PROB_MEAN.value)
 
 
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
@@ -61,20 +71,54 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if total < p["min_bad_values"] or first is None:
         return Outcome(Status.OK, "no NaN or inf in " + ", ".join(
             m for m in WATCHED if m in run.frame.columns), key_metric=_key(run))
-    names = ", ".join(f"{m} ({v['count']}x from step {fmt(v['first_step'])})"
+    names = ", ".join(f"{m} ({v['count']} value(s) from step {step_text(v['first_step'])})"
                       for m, v in bad.items())
-    summary = f"non-finite values first at step {fmt(first)}: {names}"
-    remedies = (
-        knobs.scale(run, knobs.LEARNING_RATE, 0.5),
-        knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
-        or "clip gradients (max_grad_norm 1.0)",
-        "keep lm_head and loss in fp32 under bf16/fp16; guard log(0) in the KL estimator",
-        knobs.rollback(first, f"resume from the last checkpoint before step {fmt(first)}"),
-    )
+    summary = f"non-finite values first at step {step_text(first)}: {names}"
+    # A NaN only in a logged statistic (KL, entropy) while the loss and the gradient stayed
+    # finite at those steps did not reach the weights: the estimator, not the training, broke.
+    updates = [u for u in (Metric.LOSS.value, Metric.GRAD_NORM.value) if run.has(u)]
+    reached = any(m in UPDATE for m in bad) or not updates or any(
+        not _finite_at(run, u, _bad_steps(run, m)) for m in bad for u in updates)
+    status = Status.CRITICAL if reached else Status.WARNING
+    if not reached:
+        summary += (f" ({' and '.join(updates)} stayed finite: the weights were not "
+                    "touched)")
+    # The first logged step of a log that starts with training (not an excerpt from later).
+    at_start = first <= (run.first_step or 0) and (run.first_step or 0) <= 20
+    setup = ("keep lm_head and the loss in fp32 under bf16/fp16; guard log(0) in the KL "
+             "estimator; check the reward function for division by zero")
+    if at_start:
+        summary += "; from the first logged step: a setup problem, not an instability"
+        remedies: tuple[str, ...] = (setup, knobs.set_to(run, knobs.GRAD_CLIP, "1.0",
+                                                         why="clip gradients")
+                                     or "clip gradients (max_grad_norm 1.0)")
+    else:
+        remedies = (
+            knobs.rollback(first, f"resume from the last checkpoint before step "
+                                  f"{step_text(first)}"),
+            knobs.scale(run, knobs.LEARNING_RATE, 0.5),
+            knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
+            or "clip gradients (max_grad_norm 1.0)",
+            setup,
+        )
     key = next(iter(bad))
-    return Outcome(Status.CRITICAL, summary, onset_step=first,
+    return Outcome(status, summary, onset_step=first,
                    evidence={"non_finite": bad, "threshold": "any NaN or inf"},
                    remedies=remedies, key_metric=key)
+
+
+def _bad_steps(run: Run, metric: str) -> np.ndarray:
+    col = run.frame[metric].to_numpy()
+    return np.union1d(run.steps[np.isinf(col)],
+                      run.nan_steps.get(metric, np.zeros(0, dtype=np.int64)))
+
+
+def _finite_at(run: Run, metric: str, steps: np.ndarray) -> bool:
+    """Whether ``metric`` was logged as a finite number at every one of ``steps``."""
+    if metric not in run.frame.columns:
+        return False
+    values = run.frame[metric].reindex(steps).to_numpy(dtype=np.float64)
+    return bool(len(values)) and bool(np.all(np.isfinite(values)))
 
 
 def _key(run: Run) -> str | None:

@@ -44,10 +44,10 @@ from grpo_doctor.rules.base import (
     Param,
     Rule,
     Skip,
-    fmt,
     head_tail,
     series,
     snap_to_logged,
+    step_text,
 )
 from grpo_doctor.rules.signals import late_points, rising
 from grpo_doctor.store import Run
@@ -135,7 +135,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     summary = (f"ratio instability: {'; '.join(str(h['signal']) for h in hits)}"
                + "".join(f" ({h['late_share']:.0%} of recent steps)" for h in hits[:1]
                          if "late_share" in h)
-               + f", from step {fmt(onset)}" + (", with grad norm rising" if grad else ""))
+               + f", from step {step_text(onset)}" + (", with grad norm rising" if grad else ""))
     remedies = (
         "fewer PPO epochs / mini-batches per rollout batch",
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),

@@ -50,6 +50,7 @@ from grpo_doctor.rules.base import (
     head_tail,
     series,
     snap_to_logged,
+    step_text,
 )
 from grpo_doctor.rules.signals import component_kind, components, late_points
 from grpo_doctor.store import Run
@@ -148,7 +149,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     onset = min(int(f["onset"]) for f in forms)
     evidence["forms"] = forms
     evidence["threshold"] = "; ".join(f["form"] for f in forms)
-    summary = f"reward hacking: {'; '.join(f['form'] for f in forms)}, from step {fmt(onset)}"
+    summary = f"reward hacking: {'; '.join(f['form'] for f in forms)}, from step {step_text(onset)}"
     remedies = (
         "audit the highest-reward samples by hand; add a second verifier or a process reward",
         knobs.scale(run, knobs.KL_COEF, 2.0, why="keep a KL anchor",

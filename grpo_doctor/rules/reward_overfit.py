@@ -39,7 +39,16 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series, snap_to_logged
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    fmt,
+    series,
+    snap_to_logged,
+    step_text,
+)
 from grpo_doctor.store import Run
 from grpo_doctor.trends import mann_kendall, rolling_median
 
@@ -95,14 +104,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             return _crashes_only(run, crashes, evidence)
         text = f"reward {fmt(start)} -> {fmt(now)}"
         if smooth[peak] > max(start, now) + 0.1 * (abs(smooth[peak]) or 1.0):
-            text += f" (peak {fmt(float(smooth[peak]))} at step {fmt(int(steps[peak]))})"
+            text += f" (peak {fmt(float(smooth[peak]))} at step {step_text(int(steps[peak]))})"
         return Outcome(Status.OK, text, evidence=evidence, key_metric=REWARD)
     onset = snap_to_logged(run, REWARD, steps[peak])
     status = Status.CRITICAL if lost >= p["giveback_critical"] else Status.WARNING
     evidence["threshold"] = f"gave back >= {p['giveback']:.0%} of the gain after the peak"
     share = "all of the gain and more" if lost > 1 else f"{lost:.0%} of the gain"
     summary = (f"reward over-fitting: reward rose {fmt(start)} -> {fmt(float(smooth[peak]))} "
-               f"then fell to {fmt(now)} ({share} lost) from step {fmt(onset)}")
+               f"then fell to {fmt(now)} ({share} lost) from step {step_text(onset)}")
     if crashes:
         status = inc.merge_status(status, inc.worst(crashes))
         onset = min(onset, crashes[0].step)
@@ -129,7 +138,7 @@ def _crashes_only(run: Run, crashes: list, evidence: dict[str, object] | None = 
 def _remedies(run: Run, step: int, crash: bool = False) -> tuple[str, ...]:
     where = "from before the crash" if crash else "nearest the peak"
     return (
-        knobs.rollback(step, f"roll back to the checkpoint {where} (step {fmt(step)})"),
+        knobs.rollback(step, f"roll back to the checkpoint {where} (step {step_text(step)})"),
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
         "check which signal moved first (entropy, KL, log-prob, grad norm): the reward lags",
         "more diverse prompts / a larger prompt pool",

@@ -208,8 +208,9 @@ CASES = [
     Case("zero-std noisy but healthy", "advantage_collapse", zero_std_healthy_noisy, ("ok",)),
     Case("reward std zero on most late steps", "advantage_collapse", reward_std_zero_most_steps,
          ("critical",), onset=40, tolerance=15),
+    # The task's own reward never fired: nothing teaches the task (critical).
     Case("pinned accuracy component", "advantage_collapse", pinned_accuracy_component,
-         ("warning",), onset=1, tolerance=0),
+         ("critical",), onset=1, tolerance=0),
     Case("KL climbs to 8", "kl_drift", kl_climbs, ("critical", "warning"), onset=500,
          tolerance=120),
     Case("KL one spike", "kl_drift", kl_one_spike, ("ok",)),
