@@ -139,8 +139,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         i = max(i, int(np.searchsorted(steps, gradless[0])))
     n_dead = len(r) - i
     if gradless is None or n_dead < max(p["min_points"], p["min_fraction"] * len(r)):
-        text = "the reward moves and gradients flow" if gradless is None else (
-            "gradients vanish at times, but the reward still moves")
+        # Say only what the log shows: the end of the log is not a dead stretch.
+        how = ("the grad norm" if run.has(GRAD) else "the loss") + " is not 0 at the end"
+        text = (f"no dead stretch at the end of the log ({how})" if gradless is None else
+                "no dead stretch at the end of the log (the reward still moves)")
         return Outcome(Status.OK, text, evidence=evidence, key_metric=REWARD)
     how = gradless[1]
     start = int(steps[i])
