@@ -4,6 +4,7 @@ tiny GRPO runs (tests/fixtures/corpus and tests/fixtures/compare, both made by c
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grpo_doctor.compare import compare_runs, compare_sources
@@ -13,7 +14,7 @@ from grpo_doctor.reporters.compare_report import (
     render_compare_markdown,
     render_compare_text,
 )
-from tests.helpers import make_run
+from tests.helpers import REAL_RUNS, make_run
 from tests.test_cli import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -22,6 +23,13 @@ HEALTHY_S1 = FIXTURES / "corpus" / "01_healthy_s1"  # TRL names, TensorBoard, se
 SEEDS = [FIXTURES / "compare" / "01_healthy_s1_rl2", FIXTURES / "compare" / "02_healthy_s1_rl3"]
 LR_30X = FIXTURES / "compare" / "03_lr_too_high_trl"  # healthy_s1 with lr 1e-4 -> 3e-3
 LR_30X_VERL = FIXTURES / "corpus" / "08_lr_too_high"  # the same run under verl's names, no config
+#: One config and seed run twice (Qwen2.5-7B, GSM8K, logged every 5 steps: 40 points): healthy,
+#: then collapsing with an entropy blow-up from step ~140 (see the real runs' README).
+NIPS = REAL_RUNS / "trl-console"
+NIPS_HEALTHY = NIPS / "nips-grpo-dynamics_exp2_vanilla_rho1.0_seed42.log"
+NIPS_BLOWUP = NIPS / "nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+#: Four short runs (32 updates each): PPO and GRPO, seeds 42 and 123 of each.
+FOUR_RUNS = REAL_RUNS / "csv" / "ppo-vs-grpo-math-rlvr_four_run_training_metrics.csv"
 #: Seeds of the corpus's base recipe whose pre-trained bases are alike (held-out 0.42, 0.48, 0.41).
 CORPUS_SEEDS = [FIXTURES / "corpus" / n for n in ("02_healthy_s2", "03_healthy_s3",
                                                   "04_healthy_s4")]
@@ -133,8 +141,6 @@ def test_a_source_holding_several_runs_is_refused(tmp_path):
 
 
 def test_findings_diff_and_root_cause_fallback():
-    import numpy as np
-
     from grpo_doctor.engine import diagnose
 
     n = 400
@@ -152,3 +158,41 @@ def test_findings_diff_and_root_cause_fallback():
     # A diagnosis without root_cause (before the verdict's root cause) reads as None.
     assert all(rc is None or hasattr(rc, "to_dict") for rc in c.root_causes)
     assert len(c.to_dict()["findings"]["root_cause"]) == 2
+
+
+def test_a_short_log_parts_where_a_late_blow_up_begins():
+    """40 logged points, every 5 steps: entropy 100x from 70% of the run on parts there."""
+    n = 40
+    steps = np.arange(5, 5 * n + 1, 5)
+    rng = np.random.default_rng(3)
+    entropy = [0.1 * (1 + 0.1 * rng.standard_normal(n)) for _ in range(2)]
+    entropy[1][28:] *= 100
+    reward = [0.8 + 0.05 * rng.standard_normal(n) for _ in range(2)]
+    runs = [make_run(steps, name=f"run{i}", entropy=entropy[i], reward=reward[i])
+            for i in range(2)]
+    c = compare_runs(runs)
+    assert c.metrics["entropy"].diverges_at == 145
+    assert c.metrics["reward_mean"].diverges_at is None
+    text = render_compare_text(c)
+    assert "B parts from A at step 145 on entropy" in text and "no metric parts" not in text
+
+
+@pytest.mark.skipif(not NIPS_BLOWUP.exists(), reason="real runs not present")
+def test_one_config_run_twice_parts_where_the_second_run_blew_up():
+    c, _ = compare_sources([NIPS_HEALTHY, NIPS_BLOWUP])
+    blow_up = ("entropy", "truncation_ratio", "response_length_mean")
+    for metric in blow_up:  # entropy 0.05 -> 5, completions pinned at the cap from ~140
+        assert 120 <= c.metrics[metric].diverges_at <= 160, metric
+    p = c.metrics["entropy"].partings[1]
+    assert p.level_b > 10 * p.level_a
+    # The three-log excursion at steps 40-50 that recovered is not where they part.
+    assert all(m.diverges_at is None or m.diverges_at >= 120
+               for name, m in c.metrics.items() if name in (*blow_up, "reward_mean"))
+
+
+@pytest.mark.skipif(not FOUR_RUNS.exists(), reason="real runs not present")
+def test_real_seeds_of_32_updates_do_not_part():
+    runs = {r.name.split("_")[0] + r.name.split("_")[3]: r for r in load_runs(FOUR_RUNS)}
+    for algo in ("ppo", "grpo"):
+        c = compare_runs([runs[algo + "seed42"], runs[algo + "seed123"]])
+        assert [m for m, x in c.metrics.items() if x.diverges_at is not None] == [], algo
