@@ -308,15 +308,16 @@ def compare(
         from grpo_doctor.atomic import write_atomic
 
         write_atomic(html, report.render_compare_html(comparison, runs), force=force)
-    render = {"terminal": report.render_compare_text, "json": report.render_compare_json,
-              "markdown": report.render_compare_markdown}[format]
     if format == "terminal" and output is None:
         from grpo_doctor.reporters.escape import commands_stopped
 
         with commands_stopped():
-            sys.stdout.write(render(comparison))
-    else:
-        _emit(render(comparison), output, force)
+            report.render_compare_terminal(comparison)  # as wide as the console
+        return
+    render = {"terminal": lambda c: report.render_compare_text(c, width=120),
+              "json": report.render_compare_json,
+              "markdown": report.render_compare_markdown}[format]
+    _emit(render(comparison), output, force)
 
 
 def _check_audit_format(format: str, output: Path | None) -> None:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grpo_doctor.compare import compare_runs, compare_sources
 from grpo_doctor.importers import load_runs
@@ -196,3 +198,82 @@ def test_real_seeds_of_32_updates_do_not_part():
     for algo in ("ppo", "grpo"):
         c = compare_runs([runs[algo + "seed42"], runs[algo + "seed123"]])
         assert [m for m, x in c.metrics.items() if x.diverges_at is not None] == [], algo
+
+
+#: Two real run names (Unsloth notebooks) alike for their first 47 characters.
+ALIKE = ["gpt_oss_(20B)_Reinforcement_Learning_2048_Game_BF16__2025-10-17_c2f44ed1_46a6a6",
+         "gpt_oss_(20B)_Reinforcement_Learning_2048_Game__2025-10-05_a8e47adc_d43132"]
+
+
+def _alike_runs(tmp_path):
+    """Two CSV logs named ``ALIKE`` deep in a folder; the second's entropy collapses, so its
+    diagnosis has a root cause with a long summary."""
+    n = 300
+    steps = np.arange(1, n + 1)
+    folder = tmp_path / "experiments" / "unsloth-notebooks" / "reinforcement-learning-2048"
+    folder.mkdir(parents=True)
+    entropy = [np.full(n, 0.8) + 0.01 * np.sin(steps), 0.8 * np.exp(-steps / 60) + 0.01]
+    reward = [np.linspace(0.2, 0.8, n), np.full(n, 0.3) + 0.01 * np.sin(steps)]
+    paths = []
+    for name, e, r in zip(ALIKE, entropy, reward):
+        path = folder / f"{name}.csv"
+        rows = ["step,entropy,reward"] + [f"{s},{x},{y}" for s, x, y in zip(steps, e, r)]
+        path.write_text("\n".join(rows) + "\n")
+        paths.append(path)
+    return paths
+
+
+def _run_label(text, letter):
+    return next(line for line in text.splitlines() if line.startswith(f"  {letter}  ")).split()[-1]
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_runs_named_alike_stay_apart_and_nothing_is_cut_or_too_wide(tmp_path, width):
+    paths = _alike_runs(tmp_path)
+    c, _ = compare_sources(paths)
+    text = render_compare_text(c, width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    a, b = _run_label(text, "A"), _run_label(text, "B")
+    assert a != b
+    if width == 200:
+        assert [a, b] == ALIKE
+    else:  # shortened around where they differ
+        assert len(a) < len(ALIKE[0]) and "BF16" in a and "2025-10-05" in b
+    flat = "".join(text.split())  # wrapped lines joined: the full paths and root cause
+    assert all(str(p) in flat for p in paths)
+    cause = c.root_causes[1]
+    assert cause is not None and "".join(cause.summary.split()) in flat
+
+
+def test_run_labels():
+    from grpo_doctor.reporters.compare_report import run_labels
+
+    assert run_labels(["short", "other"], 20) == ["short", "other"]
+    assert run_labels(["a_long_name_one_x", "b_long_name_two_y"], 10) == ["a_long_na…",
+                                                                          "b_long_na…"]
+    seeds = ["qwen2.5-7b-grpo-lr1e-6-seed1", "qwen2.5-7b-grpo-lr1e-6-seed2"]
+    assert run_labels(seeds, 20) == ["qwen2.…-lr1e-6-seed1", "qwen2.…-lr1e-6-seed2"]
+    assert run_labels(["x" * 40 + "1", "x" * 40 + "2"], 12) == ["xxxx…xxxxxx1", "xxxx…xxxxxx2"]
+
+
+@given(st.lists(st.text(alphabet="ab_-.1", min_size=1, max_size=60), min_size=2, max_size=4,
+                unique=True), st.integers(8, 50))
+def test_run_labels_fit_and_keep_two_names_apart(names, room):
+    from grpo_doctor.reporters.compare_report import run_labels
+
+    labels = run_labels(names, room)
+    assert all(len(label) <= room for label in labels)
+    assert all(label == name for name, label in zip(names, labels) if len(name) <= room)
+    if len(names) == 2:
+        assert labels[0] != labels[1]
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_the_terminal_report_is_as_wide_as_the_console(tmp_path, capsys, monkeypatch, columns):
+    paths = _alike_runs(tmp_path)
+    monkeypatch.setenv("COLUMNS", columns)
+    code, out, err = run_cli(capsys, "compare", *map(str, paths))
+    assert code == 0 and err == ""
+    assert max(len(line) for line in out.splitlines()) <= int(columns)
+    assert _run_label(out, "A") != _run_label(out, "B")
+    assert (_run_label(out, "A") == ALIKE[0]) == (columns == "200")

@@ -8,6 +8,7 @@ each parting step marked. Runs are lettered A (the reference), B, C ... so lines
 from __future__ import annotations
 
 import json
+import os
 import string
 from collections.abc import Sequence
 from typing import Any
@@ -84,62 +85,157 @@ def _root_cause(rc: Any) -> str | None:
 
 # --- text (terminal) -------------------------------------------------------------------------
 
+#: A run's name gets its own line below this much room beside the run's facts.
+MIN_NAME_ROOM = 16
+#: Where separators split a name into words (a middle cut starts at a word).
+_SEPARATORS = "_-./ :"
 
-def render_compare_text(comparison: Comparison, width: int = 80) -> str:
-    """The terminal report: runs, config diff, where they part, findings; fits ``width``."""
+
+def run_labels(names: Sequence[str], room: int) -> list[str]:
+    """Each name in at most ``room`` characters, told apart where the full names differ.
+
+    Names that fit stay whole. Longer ones are cut at the end; when that makes two different
+    names look alike (``gpt_oss_(20B)_Reinforcement_Learn…`` twice), each keeps its head, then
+    ``…``, then the words from where it differs from the names it would be taken for
+    (``gpt_oss_(20B…Game_BF16__2025-10-1…``); failing that, its end."""
+    room = max(2, room)
+    cut = [_cut(name, room) for name in names]
+    if _told_apart(names, cut):
+        return cut
+    middle = [name if len(name) <= room else _around(name, _differs_at(name, names), room)
+              for name in names]
+    if _told_apart(names, middle):
+        return middle
+    tail = [name if len(name) <= room else "…" + name[-(room - 1):] for name in names]
+    return tail if _told_apart(names, tail) else cut
+
+
+def _told_apart(names: Sequence[str], labels: Sequence[str]) -> bool:
+    """Different names get different labels."""
+    return len(set(zip(names, labels))) == len(set(labels))
+
+
+def _differs_at(name: str, names: Sequence[str]) -> int:
+    """The first position where ``name`` differs from the most alike other name."""
+    return max((len(os.path.commonprefix([name, other]))  # noqa: RUF071 (names, not paths)
+                for other in names if other != name), default=0)
+
+
+def _around(name: str, at: int, room: int) -> str:
+    """``name`` in ``room`` characters: its head, ``…``, then from the word holding ``at``."""
+    start = at
+    while start > 0 and name[start - 1] not in _SEPARATORS:
+        start -= 1
+    if start > 0 and at - start < 2:  # the difference starts a word: keep the word before
+        start -= 1
+        while start > 0 and name[start - 1] not in _SEPARATORS:
+            start -= 1
+    head = max(1, room // 3)
+    body = room - head - 1
+    if at - start > body - 2:  # a long word: keep the difference itself in view
+        start = at - body // 2
+    start = min(start, len(name) - body)  # what is left fills the room
+    if start <= head:
+        return _cut(name, room)
+    rest = name[start:]
+    return name[:head] + "…" + (rest if len(rest) <= body else rest[:body - 1] + "…")
+
+
+def _run_head(i: int, run: dict[str, Any]) -> str:
+    """A run's letter, status, format and steps, in columns (its name follows)."""
+    steps = f"steps {run['first_step'] or 0:,}–{run['last_step'] or 0:,}"
+    return f"  {letter(i)}  {run['status']:<8} {run['format']:<13} {steps:<17} "
+
+
+def _report(comparison: Comparison, width: int) -> list[Any]:
+    """The terminal report as rich renderables for ``width`` columns: every line fits, names
+    are shortened so that runs stay told apart, lists and root causes wrap (never cut)."""
+    from rich.text import Text
+
+    from grpo_doctor.reporters.terminal import _hang
+
+    def hang(head: str, body: str) -> Any:
+        return _hang(head, terminal(body), head_style="")
+
     runs = comparison.runs
-    lines = [f"grpo-doctor compare: {len(runs)} runs; A is the reference", ""]
-    for i, r in enumerate(runs):
-        steps = f"steps {r['first_step'] or 0:,}–{r['last_step'] or 0:,}"
-        head = f"  {letter(i)}  {r['status']:<8} {r['format']:<13} {steps:<17} "
-        lines.append(head + _cut(str(r["name"]), width - len(head)))
-        lines.append(_cut(f"     {r['source']}", width))
-    lines += ["", "Config diff"]
+    out: list[Any] = [Text(f"grpo-doctor compare: {len(runs)} runs; A is the reference"),
+                      Text("")]
+    heads = [_run_head(i, r) for i, r in enumerate(runs)]
+    room = width - max(len(h) for h in heads)
+    own_line = room < MIN_NAME_ROOM
+    labels = run_labels([terminal(r["name"]) for r in runs], width - 5 if own_line else room)
+    for head, label, r in zip(heads, labels, runs):
+        if own_line:
+            out += [Text(_cut(head.rstrip(), width)), Text(f"     {label}")]
+        else:
+            out.append(Text(head + label))
+        out.append(hang("     ", str(r["source"])))
+    out += [Text(""), Text("Config diff")]
     diff = comparison.config_diff
     everywhere = [k for k, v in diff.items() if all(x is not None for x in v)
                   or k in comparison.config_origin]
     partial = [k for k in diff if k not in everywhere]
     if not diff:
-        lines.append("  no difference in the configs read")
-    key_w = min(28, max((len(k) for k in everywhere[:MAX_KEYS]), default=0))
-    for key in everywhere[:MAX_KEYS]:
+        out.append(Text("  no difference in the configs read"))
+    shown = everywhere[:MAX_KEYS]
+    key_w = min(max(12, width // 3), max((len(k) for k in shown), default=0))
+    for key in shown:
         cells = "  ".join(f"{letter(i)} {_value(v)}" for i, v in enumerate(diff[key]))
-        lines.append(_cut(f"  {_cut(key, key_w):<{key_w}}  {cells}", width))
+        out.append(hang(f"  {_cut(terminal(key), key_w):<{key_w}}  ", cells))
         origin = comparison.config_origin.get(key)
         if origin and any(o and o.startswith("logged") for o in origin):
             where = ", ".join(f"{letter(i)}: {o}" for i, o in enumerate(origin)
                               if o and o.startswith("logged"))
-            lines.append(_cut(f"  {'':<{key_w}}  ({where})", width))
+            out.append(hang(" " * (key_w + 4), f"({where})"))
     rest = everywhere[MAX_KEYS:] + partial
     if rest:
         what = "key(s) differ or are only in some runs' configs"
-        lines.append(_cut(f"  {len(rest)} more {what}: {', '.join(rest)}", width))
-        lines.append("  (--format json lists every value)")
-    lines += ["", "Where they part (first step beyond the runs' own noise)"]
+        out.append(hang("  ", f"{len(rest)} more {what}: {', '.join(rest)}"))
+        out.append(Text("  (--format json lists every value)"))
+    out += [Text(""), Text("Where they part (first step beyond the runs' own noise)")]
     found = partings(comparison)
     for _, metric, i, _ in found:
-        lines.append(_cut("  " + parting_line(comparison, metric, i), width))
+        who, _, said = parting_line(comparison, metric, i).partition(" ")
+        out.append(hang(f"  {who} ", said))
     if not found:
-        lines.append("  no metric parts: the runs agree within their noise")
+        out.append(Text("  no metric parts: the runs agree within their noise"))
     steady = [m for m, c in comparison.metrics.items() if c.diverges_at is None]
     if steady and found:
-        lines.append(_cut(f"  no parting on: {', '.join(steady)}", width))
+        out.append(hang("  no parting on: ", ", ".join(steady)))
     not_compared = [m for m, c in comparison.metrics.items() if not all(c.logged)]
     if not_compared:
-        lines.append(_cut(f"  not logged by every run: {', '.join(not_compared)}", width))
-    lines += ["", "Findings"]
+        out.append(hang("  not logged by every run: ", ", ".join(not_compared)))
+    out += [Text(""), Text("Findings")]
     if not comparison.findings:
-        lines.append("  no failure mode in any run")
-    mode_w = max((len(m) for m in comparison.findings), default=0)
+        out.append(Text("  no failure mode in any run"))
+    mode_w = min(max(12, width // 3), max((len(m) for m in comparison.findings), default=0))
     for mode in comparison.findings:
         cells = "  ".join(f"{letter(i)} {_finding_cell(comparison, mode, i)}"
                           for i in range(len(runs)))
-        lines.append(_cut(f"  {mode:<{mode_w}}  {cells}", width))
+        out.append(hang(f"  {_cut(terminal(mode), mode_w):<{mode_w}}  ", cells))
     causes = [(i, _root_cause(rc)) for i, rc in enumerate(comparison.root_causes)]
     if any(text for _, text in causes):
-        lines += ["", "Root cause"]
-        lines += [_cut(f"  {letter(i)} {text}", width) for i, text in causes if text]
-    return "\n".join(terminal(line) for line in lines) + "\n"  # names from logs escaped
+        out += [Text(""), Text("Root cause")]
+        out += [hang(f"  {letter(i)} ", text) for i, text in causes if text]
+    return out
+
+
+def render_compare_text(comparison: Comparison, width: int = 80) -> str:
+    """The terminal report as text ``width`` columns wide: runs, config diff, where they part,
+    findings, root causes (for ``--output``, tests and logs)."""
+    from rich.console import Group
+
+    from grpo_doctor.reporters.terminal import as_text
+
+    return as_text(Group(*_report(comparison, width)), width)
+
+
+def render_compare_terminal(comparison: Comparison, console: Any = None) -> None:
+    """The terminal report on ``console`` (stdout by default), as wide as it is."""
+    from rich.console import Console, Group
+
+    console = console or Console(highlight=False)
+    console.print(Group(*_report(comparison, console.width)), highlight=False)
 
 
 # --- JSON ------------------------------------------------------------------------------------

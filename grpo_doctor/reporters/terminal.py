@@ -278,9 +278,15 @@ def render_to_text(diagnosis: Diagnosis, run: Run | None = None, width: int = 12
                    verbose: bool = False, color: bool = False) -> str:
     """The report as text for a console ``width`` columns wide (no colour unless ``color``:
     then ANSI codes, as on a terminal), e.g. for ``--output``, tests and logs."""
+    return as_text(build(diagnosis, run, verbose, width), width, color=color)
+
+
+def as_text(renderable: RenderableType, width: int, *, color: bool = False) -> str:
+    """What ``renderable`` prints on a console ``width`` columns wide, as text without
+    trailing spaces (ANSI codes only with ``color``)."""
     console = Console(width=width, file=io.StringIO(), highlight=False,
                       color_system="truecolor" if color else None, force_terminal=color,
                       legacy_windows=False)
-    console.print(build(diagnosis, run, verbose, width), highlight=False)
+    console.print(renderable, highlight=False)
     text = console.file.getvalue()  # type: ignore[attr-defined]
     return "".join(line.rstrip(" ") + "\n" for line in text.splitlines())
