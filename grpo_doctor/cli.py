@@ -276,12 +276,16 @@ def audit(
 def compare(
     sources: Annotated[list[str], typer.Argument(
         help="Two or more runs, any source diagnose reads (wandb://... too); the first is the "
-        "reference.")],
+        "reference. SOURCE#RUN picks one run of a source holding several; such a source "
+        "given alone (or after the reference) gives all its runs.")],
     format: Annotated[str, typer.Option(
         "--format", "-f", help="Report format: terminal, json or markdown.")] = "terminal",
     html: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--html", help="Also write a self-contained HTML page with the runs' curves overlaid "
         "and the parting steps marked.")] = None,
+    run: Annotated[list[str], typer.Option(
+        "--run", help="Pick runs by name (or run id) from the sources holding several, in this "
+        "order; repeat for each.")] = [],  # noqa: B006
     map: MapOpt = [],  # noqa: B006
     set: SetOpt = [],  # noqa: B006
     config: ConfigOpt = None,
@@ -303,7 +307,7 @@ def compare(
         raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
     settings = _settings(config, map, set, [], [], None)
     _check_outputs(force, output, html)
-    comparison, runs = compare_sources(sources, settings, input_format=input_format)
+    comparison, runs = compare_sources(sources, settings, input_format=input_format, picks=run)
     if html is not None:
         from grpo_doctor.atomic import write_atomic
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from grpo_doctor.config import Settings
@@ -107,6 +108,7 @@ class Comparison:
     metrics: dict[str, MetricComparison]
     findings: dict[str, FindingComparison]
     root_causes: tuple[Any, ...] = field(default=())  # per run: its diagnosis' root cause
+    notes: tuple[str, ...] = ()  # how sources holding several runs became runs
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--format json`` document (``schema_version`` 1 of the compare contract)."""
@@ -120,6 +122,7 @@ class Comparison:
                 "modes": {k: f.to_dict() for k, f in self.findings.items()},
                 "root_cause": [_as_data(rc) for rc in self.root_causes],
             },
+            "notes": list(self.notes),
         }
 
 
@@ -293,26 +296,116 @@ def compare_runs(runs: Sequence[Run], diagnoses: Sequence[Diagnosis] | None = No
     )
 
 
-def compare_sources(sources: Sequence[str | os.PathLike[str]], settings: Settings | None = None,
-                    *, input_format: str | None = None) -> tuple[Comparison, list[Run]]:
-    """Load one run from each source (any source ``diagnose`` reads), diagnose each with
-    ``settings``, and compare them; also returns the runs (for charts)."""
-    from grpo_doctor.api import checked_map, doctor_config
+def split_source(text: str) -> tuple[str, str | None]:
+    """``SOURCE#RUN`` as (SOURCE, RUN): one run of a source holding several, by name (or run
+    id where the format has them, as ``diagnose --run``). A path that exists as written (a
+    ``#`` in a file name) is a source; so is text whose part before ``#`` is no source."""
+    source, sep, run = text.rpartition("#")
+    if not sep or not source or not run:
+        return text, None
+    if not text.startswith("wandb://") and (Path(text).exists() or not Path(source).exists()):
+        return text, None
+    return source, run
+
+
+def load_compared(sources: Sequence[str | os.PathLike[str]], picks: Sequence[str] = (), *,
+                  input_format: str | None = None, column_map: dict[str, str] | None = None
+                  ) -> tuple[list[Run], list[str]]:
+    """The runs to compare, in order, and notes on how sources holding several became runs.
+
+    A source gives its one run; ``SOURCE#RUN`` the run it names; a source holding several
+    runs gives those ``picks`` names (``--run``, in their order), else all of them, said in a
+    note. The first source must give one run (the reference), unless it is the only source
+    or its runs were picked by name: which of several would be the reference is not guessed.
+    """
     from grpo_doctor.importers import load_runs
 
-    if len(sources) < 2:
+    given: list[tuple[str, list[Run], bool]] = []  # source, its runs, picked by name
+    for item in sources:
+        source, name = split_source(os.fspath(item))
+        found = load_runs(source, format=input_format, column_map=column_map, run=name)
+        if name is not None and len(found) > 1:
+            raise ConfigError(f"{source} holds {len(found)} runs named {name!r}; pick one by "
+                              "its run id")
+        given.append((source, found, name is not None))
+    if picks:
+        _pick_runs(given, picks, input_format, column_map)
+    runs: list[Run] = []
+    notes: list[str] = []
+    for k, (source, found, named) in enumerate(given):
+        if len(found) > 1 and not named:
+            names = _names(found)
+            if k == 0 and len(given) > 1:
+                raise ConfigError(f"{source} holds {len(found)} runs ({names}) and, given "
+                                  f"first, would be the reference: pick its run with "
+                                  f"{source}#RUN or --run RUN")
+            first = ", the first as the reference" if k == 0 else ""
+            notes.append(f"{source} holds {len(found)} runs: all compared{first} (pick some "
+                         "with SOURCE#RUN or --run NAME)")
+        runs += found
+    if len(runs) < 2:
+        raise ConfigError("compare needs at least two runs (the first is the reference)")
+    return runs, notes
+
+
+def _names(runs: Sequence[Run]) -> str:
+    return ", ".join(r.name for r in runs[:8]) + (", ..." if len(runs) > 8 else "")
+
+
+def _pick_runs(given: list[tuple[str, list[Run], bool]], picks: Sequence[str],
+               input_format: str | None, column_map: dict[str, str] | None) -> None:
+    """Narrow each source of ``given`` holding several runs (not already picked with
+    ``SOURCE#RUN``) to the runs ``picks`` name, in their order; every pick must name a run."""
+    several = [k for k, (_, found, named) in enumerate(given) if len(found) > 1 and not named]
+    if not several:
+        raise ConfigError(f"--run {picks[0]}: no source given holds several runs")
+    used: set[str] = set()
+    for k in several:
+        source, found, _ = given[k]
+        chosen = _picked(source, found, picks, input_format, column_map)
+        if not chosen:
+            raise ConfigError(f"{source} holds {len(found)} runs ({_names(found)}); "
+                              f"--run {', '.join(picks)} names none of them")
+        used |= {pick for pick, _ in chosen}
+        given[k] = (source, [run for _, run in chosen], True)
+    unused = [pick for pick in picks if pick not in used]
+    if unused:
+        sources = ", ".join(given[k][0] for k in several)
+        raise ConfigError(f"--run {unused[0]}: no run of that name in {sources}")
+
+
+def _picked(source: str, found: list[Run], picks: Sequence[str], input_format: str | None,
+            column_map: dict[str, str] | None) -> list[tuple[str, Run]]:
+    """The runs of ``source`` (already read as ``found``) that ``picks`` name, in their order:
+    by name, else by run id as its importer matches them."""
+    from grpo_doctor.errors import InputError
+    from grpo_doctor.importers import load_runs
+
+    chosen: list[tuple[str, Run]] = []
+    for pick in picks:
+        named = [r for r in found if r.name == pick]
+        if not named:
+            try:
+                named = load_runs(source, format=input_format, column_map=column_map, run=pick)
+            except InputError:  # not a run of this source
+                continue
+        chosen += [(pick, r) for r in named]
+    return chosen
+
+
+def compare_sources(sources: Sequence[str | os.PathLike[str]], settings: Settings | None = None,
+                    *, input_format: str | None = None, picks: Sequence[str] = ()
+                    ) -> tuple[Comparison, list[Run]]:
+    """Load the runs ``sources`` give (see :func:`load_compared`: ``SOURCE#RUN``, ``picks``
+    from sources holding several, else all their runs), diagnose each with ``settings``, and
+    compare them with the first; also returns the runs (for charts)."""
+    from grpo_doctor.api import checked_map, doctor_config
+
+    if not sources:
         raise ConfigError("compare needs at least two runs (the first is the reference)")
     s = settings or Settings()
-    column_map = checked_map(s.column_map)
+    runs, notes = load_compared(sources, picks, input_format=input_format,
+                                column_map=checked_map(s.column_map))
     cfg = doctor_config(s)
-    runs: list[Run] = []
-    for source in sources:
-        found = load_runs(source, format=input_format, column_map=column_map)
-        if len(found) > 1:
-            names = ", ".join(r.name for r in found[:8])
-            raise ConfigError(f"{os.fspath(source)} holds {len(found)} runs ({names}); compare "
-                              "takes one run per source")
-        runs += found
     diagnoses = [diagnose(run, cfg) for run in runs]
-    return compare_runs(runs, diagnoses), runs
-
+    return replace(compare_runs(runs, diagnoses), notes=tuple(notes)), runs

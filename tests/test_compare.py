@@ -84,7 +84,7 @@ def test_json_schema_and_reports(runs, capsys):
     assert code == 0 and err == ""
     d = json.loads(out)
     assert set(d) == {"schema_version", "runs", "config_diff", "config_origin", "metrics",
-                      "findings"}
+                      "findings", "notes"}
     assert d["schema_version"] == 1 and [r["name"] for r in d["runs"]] == [
         "01_healthy_s1", "01_healthy_s1_rl2", "03_lr_too_high_trl"]
     assert set(d["runs"][0]) >= {"name", "source", "format", "first_step", "last_step",
@@ -133,13 +133,88 @@ def test_html_option_and_bad_input(capsys, tmp_path):
     assert code == 2 and "no such file or folder" in err and "Traceback" not in err
 
 
-def test_a_source_holding_several_runs_is_refused(tmp_path):
-    rows = ["run_id,step,reward"] + [f"{r},{i},0.5" for r in ("a", "b") for i in range(1, 30)]
-    (tmp_path / "two.csv").write_text("\n".join(rows) + "\n")
-    from grpo_doctor.errors import ConfigError
+def _three_runs(tmp_path):
+    """One CSV holding runs a, b, c (a run_id column); c's reward is far above a's and b's."""
+    rows = ["run_id,step,reward,entropy"]
+    for run, lift in (("a", 0.0), ("b", 0.0), ("c", 0.4)):
+        rows += [f"{run},{i},{0.4 + lift + 0.01 * ((i * 7) % 5)},{0.5 + 0.01 * (i % 3)}"
+                 for i in range(1, 41)]
+    path = tmp_path / "three.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
 
-    with pytest.raises(ConfigError, match="holds 2 runs"):
-        compare_sources([str(tmp_path / "two.csv"), str(HEALTHY_S1)])
+
+def test_a_source_holding_several_runs_gives_them_all_or_those_picked(tmp_path):
+    three = _three_runs(tmp_path)
+    c, runs = compare_sources([three])  # alone: all its runs, the first as the reference
+    assert [r.name for r in runs] == ["a", "b", "c"]
+    assert c.notes == (f"{three} holds 3 runs: all compared, the first as the reference "
+                       "(pick some with SOURCE#RUN or --run NAME)",)
+    assert c.metrics["reward_mean"].partings[1] is None
+    assert c.metrics["reward_mean"].partings[2] is not None
+    c, runs = compare_sources([f"{three}#c", f"{three}#b"])  # SOURCE#RUN, in that order
+    assert [r.name for r in runs] == ["c", "b"] and c.notes == ()
+    c, runs = compare_sources([three], picks=["b", "a"])  # --run, in its order
+    assert [r.name for r in runs] == ["b", "a"] and c.notes == ()
+    c, runs = compare_sources([HEALTHY_S1, three])  # after a reference: all its runs
+    assert [r.name for r in runs] == ["01_healthy_s1", "a", "b", "c"]
+    assert c.notes == (f"{three} holds 3 runs: all compared (pick some with SOURCE#RUN or "
+                       "--run NAME)",)
+    c, runs = compare_sources([three, HEALTHY_S1], picks=["b"])
+    assert [r.name for r in runs] == ["b", "01_healthy_s1"]
+
+
+def test_which_run_of_several_is_meant_is_never_guessed(tmp_path):
+    from grpo_doctor.errors import ConfigError, InputError
+
+    three = _three_runs(tmp_path)
+    with pytest.raises(ConfigError, match=r"holds 3 runs \(a, b, c\) and, given first, would be "
+                       r"the reference: pick its run with .*three.csv#RUN or --run RUN"):
+        compare_sources([three, HEALTHY_S1])
+    with pytest.raises(InputError, match="no run named 'd'"):
+        compare_sources([f"{three}#d", HEALTHY_S1])
+    with pytest.raises(ConfigError, match=r"--run d: no run of that name in .*three\.csv"):
+        compare_sources([three], picks=["a", "d"])
+    with pytest.raises(ConfigError, match="--run a: no source given holds several runs"):
+        compare_sources([HEALTHY_S1, SEEDS[0]], picks=["a"])
+    with pytest.raises(ConfigError, match="compare needs at least two runs"):
+        compare_sources([f"{three}#a"])
+
+
+def test_a_hash_in_a_file_name_is_part_of_the_path(tmp_path):
+    rows = ["step,reward"] + [f"{i},0.5" for i in range(1, 30)]
+    odd = tmp_path / "exp#1.csv"
+    odd.write_text("\n".join(rows) + "\n")
+    c, runs = compare_sources([odd, HEALTHY_S1])
+    assert runs[0].name == "exp#1"
+
+
+def test_cli_picks_runs_and_says_when_it_compares_them_all(tmp_path, capsys):
+    three = _three_runs(tmp_path)
+    code, out, err = run_cli(capsys, "compare", str(three), "--format", "json")
+    assert code == 0 and err == ""
+    d = json.loads(out)
+    assert [r["name"] for r in d["runs"]] == ["a", "b", "c"] and len(d["notes"]) == 1
+    code, out, err = run_cli(capsys, "compare", str(three), "--run", "c", "--run", "a")
+    assert code == 0 and "B parts from A" in out and "note:" not in out
+    code, out, err = run_cli(capsys, "compare", str(three))
+    assert code == 0 and "note: " in out and "holds 3 runs: all compared" in " ".join(out.split())
+    code, out, err = run_cli(capsys, "compare", str(three), str(HEALTHY_S1))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "would be the reference" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(not FOUR_RUNS.exists(), reason="real runs not present")
+def test_the_four_run_csv_compares_whole_or_by_run(capsys):
+    c, runs = compare_sources([FOUR_RUNS])
+    assert len(runs) == 4 and [r.name.split("_")[0] for r in runs] == ["ppo", "ppo", "grpo",
+                                                                        "grpo"]
+    entropy = c.metrics["entropy"]  # PPO's and GRPO's entropies are not comparable: they part
+    assert entropy.partings[1] is None and None not in entropy.partings[2:]
+    grpo = [r.name for r in runs[2:]]
+    code, out, err = run_cli(capsys, "compare", *(f"{FOUR_RUNS}#{name}" for name in grpo),
+                             "--format", "json")
+    assert code == 0 and [r["name"] for r in json.loads(out)["runs"]] == grpo
 
 
 def test_findings_diff_and_root_cause_fallback():

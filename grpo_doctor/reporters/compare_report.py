@@ -170,6 +170,7 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
         else:
             out.append(Text(head + label))
         out.append(hang("     ", str(r["source"])))
+    out += [hang("  note: ", note) for note in comparison.notes]
     out += [Text(""), Text("Config diff")]
     diff = comparison.config_diff
     everywhere = [k for k, v in diff.items() if all(x is not None for x in v)
@@ -256,6 +257,7 @@ def render_compare_markdown(comparison: Comparison) -> str:
         ref = " (reference)" if i == 0 else ""
         lines.append(f"| {letter(i)}{ref} | {md(r['name'])} | {r['status']} | "
                      f"{md(r['format'])} | {r['first_step'] or 0:,}–{r['last_step'] or 0:,} |")
+    lines += [f"\n> note: {md(note)}" for note in comparison.notes]
     lines += ["", "### Config diff", ""]
     if comparison.config_diff:
         lines += ["| key | " + " | ".join(letter(i) for i in range(len(runs))) + " |",
@@ -332,7 +334,9 @@ def render_compare_html(comparison: Comparison, runs: Sequence[Run]) -> str:
     body = [f'<header class="card top" style="--st:#1f5fae"><h1>grpo-doctor compare</h1>'
             f'<p class="meta">{len(runs)} runs; A is the reference</p><table><thead><tr>'
             f'<th>run</th><th>name</th><th>status</th><th>format</th><th>steps</th>'
-            f'<th>source</th></tr></thead><tbody>{rows}</tbody></table></header>']
+            f'<th>source</th></tr></thead><tbody>{rows}</tbody></table>'
+            + "".join(f'<p class="muted">note: {esc(note)}</p>' for note in comparison.notes)
+            + '</header>']
     diff_rows = "".join(
         f"<tr><td>{esc(k)}</td>" + "".join(f"<td>{esc(_value(v))}</td>" for v in values)
         + "</tr>" for k, values in comparison.config_diff.items())
