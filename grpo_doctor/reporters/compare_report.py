@@ -209,11 +209,11 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
     out += [Text(""), Text("Findings")]
     if not comparison.findings:
         out.append(Text("  no failure mode in any run"))
-    mode_w = min(max(12, width // 3), max((len(m) for m in comparison.findings), default=0))
+    mode_w = max((len(m) for m in comparison.findings), default=0)
     for mode in comparison.findings:
         cells = "  ".join(f"{letter(i)} {_finding_cell(comparison, mode, i)}"
                           for i in range(len(runs)))
-        out.append(hang(f"  {_cut(terminal(mode), mode_w):<{mode_w}}  ", cells))
+        out.append(hang(f"  {terminal(mode):<{mode_w}}  ", cells))
     causes = [(i, _root_cause(rc)) for i, rc in enumerate(comparison.root_causes)]
     if any(text for _, text in causes):
         out += [Text(""), Text("Root cause")]
