@@ -352,3 +352,14 @@ def test_the_terminal_report_is_as_wide_as_the_console(tmp_path, capsys, monkeyp
     assert max(len(line) for line in out.splitlines()) <= int(columns)
     assert _run_label(out, "A") != _run_label(out, "B")
     assert (_run_label(out, "A") == ALIKE[0]) == (columns == "200")
+
+
+def test_names_from_logs_are_shown_literally_in_the_terminal_report():
+    n = 60
+    steps = np.arange(1, n + 1)
+    runs = [make_run(steps, name=name, entropy=np.full(n, 0.5) + 0.01 * np.sin(steps * k),
+                     reward=np.linspace(0.2, 0.6, n)) for k, name in
+            enumerate(["base\x1b[2J\nrun", "##[error]other\u202erun"], 1)]
+    text = render_compare_text(compare_runs(runs), 80)
+    assert "\x1b" not in text and "\u202e" not in text and "##[" not in text
+    assert "base\\x1b[2J\\nrun" in text and "\\u202erun" in text
