@@ -352,3 +352,51 @@ def test_audit_html_folder_has_an_index_linking_each_report(capsys, tmp_path):
         if page != "index.html":
             assert page in index and "<svg" in (out / page).read_text()
     assert "broken.csv" in index
+
+
+def _nan_from(path, step, n=1200):
+    """A run whose loss turns NaN at ``step`` (an onset printed with a thousands comma)."""
+    rows = ["step,train/loss,train/reward,train/kl"]
+    rows += [f"{i},{'nan' if i >= step else 0.5},{0.3 + i / (4 * n)},{0.01}" for i in
+             range(1, n + 1)]
+    path.write_text("\n".join(rows) + "\n")
+
+
+def _first_cells_and_tokens(text):
+    """The run cells (first column) and every word of the findings column, line by line."""
+    cells, words = [], []
+    for line in text.splitlines():
+        parts = line.split(" │ ")
+        if len(parts) == 5:
+            cells.append(parts[0].strip())
+            words += parts[2].split()
+    return cells, words
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_the_table_fits_the_terminal_without_cutting_a_step_or_a_name(capsys, tmp_path,
+                                                                      monkeypatch, width):
+    """At 80 columns no line is wider, no ``mode@step`` or number is cut in two, and long
+    run names are shortened from the left (kept apart) instead of wrapped mid-word."""
+    long = "nips-grpo-dynamics_exp1a_rho{}_seed{}_{}"
+    for rho, seed, example in (("0.50", 43, "entropy-collapse"), ("1.00", 42, "kl-drift"),
+                               ("0.70", 44, "grad-explosion")):
+        _copy(example, tmp_path / (long.format(rho, seed, example) + ".csv"))
+    for stamp in ("120223", "181457"):  # names that differ only before a shared end
+        _copy("entropy-collapse", tmp_path / f"20251022_{stamp}_run_terminal.csv")
+    _nan_from(tmp_path / "agent-r1-30_nan_step1083_a_very_long_run_name.csv", 1083)
+    result = auditing.audit([str(tmp_path)], jobs=1)
+    expected = {f"{c['mode']}@{c['onset_step']:,}" for r in result.runs for c in r.findings}
+    assert "numerical_failure@1,083" in expected and len(result.runs) == 6
+    monkeypatch.setenv("COLUMNS", str(width))
+    _, out, _ = run_cli(capsys, "audit", str(tmp_path), "-j", "1")
+    for text in (out, report.render_audit_text(result, width=width)):
+        lines = text.splitlines()
+        assert max(len(line) for line in lines) <= width
+        cells, words = _first_cells_and_tokens(text)
+        assert expected <= {w.rstrip(",") for w in words}  # every token whole, on one line
+        names = [c for c in cells if c]  # one line per name
+        assert len(names) == len(set(names)) == len(result.runs)
+        for name in names:
+            assert sum(name.strip("…") in r.label for r in result.runs) == 1
+        assert any(n.startswith("…") and n.endswith("seed43_entropy-collapse") for n in names)

@@ -150,3 +150,22 @@ def test_audit_lists_every_log_that_diagnose_reads():
     assert not missing
     assert {Path(s).parts[0] for s, _ in expected} >= {"trl-console", "log-history"}
     assert {e.source for e in result.errors} <= refused
+
+
+def test_the_audit_table_of_real_runs_fits_80_columns(capsys, monkeypatch):
+    """The user's report: at 80 columns ``numerical_failure@83`` and ``entropy_collapse@30,``
+    were cut in two and run names wrapped over three lines."""
+    from grpo_doctor import audit as auditing
+    from tests.test_cli import run_cli
+
+    folders = [str(REAL_RUNS / f) for f in ("trl-console", "issue-snippets")]
+    result = auditing.audit(folders, jobs=1)
+    tokens = {f"{c['mode']}@{c['onset_step']:,}" for r in result.runs for c in r.findings}
+    assert {"numerical_failure@83", "entropy_collapse@30"} <= tokens
+    monkeypatch.setenv("COLUMNS", "80")
+    _, out, _ = run_cli(capsys, "audit", *folders, "-j", "1")
+    rows = [line.split(" │ ") for line in out.splitlines() if line.count(" │ ") == 4]
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert tokens <= {w.rstrip(",") for row in rows for w in row[2].split()}
+    names = [row[0].strip() for row in rows if row[0].strip()]
+    assert len(names) == len(set(names)) == len(result.runs) + len(result.errors)

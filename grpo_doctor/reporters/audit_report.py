@@ -21,6 +21,7 @@ from grpo_doctor.audit import AuditedRun, AuditResult, ProgressFn
 from grpo_doctor.reporters import escape as esc
 from grpo_doctor.reporters.escape import markdown as escape
 from grpo_doctor.reporters.escape import terminal
+from grpo_doctor.reporters.fit import shorten_apart
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -98,25 +99,70 @@ def _findings_text(run: AuditedRun):  # -> rich.text.Text
     return text if run.findings else Text("–", style="dim")
 
 
-def build_table(result: AuditResult) -> Table:
+#: Separators between the audit table's 5 columns (" │ " each).
+_TABLE_GAPS = 4 * 3
+
+
+def _finding_tokens(run: AuditedRun) -> list[str]:
+    """What the findings cell must never break inside: each ``mode@step`` with its tag and
+    the comma after it."""
+    tokens = [f"{terminal(c['mode'])}{_onset(c)}" for c in run.findings]
+    return [t + "," if i < len(tokens) - 1 else t for i, t in enumerate(tokens)]
+
+
+def _column_widths(result: AuditResult, width: int) -> tuple[int | None, int]:
+    """(width of the run column, or None when every name fits; the findings column's least
+    width: its longest ``mode@step,`` token, so no step is cut in two)."""
+    from rich.cells import cell_len
+
+    runs, errors = result.runs, result.errors
+    status = [r.status + " ✗" * bool(r.failing) for r in runs] + ["error"] * bool(errors)
+    steps = [f"{r.record['run']['n_steps']:,}" for r in runs]
+    formats = [terminal(r.record["run"]["format"]) for r in runs]
+    tokens = [t for r in runs for t in _finding_tokens(r)]
+    fixed = sum(max([cell_len(h), *map(cell_len, col)]) for h, col in
+                (("status", status), ("steps", steps), ("format", formats)))
+    least = max([len("findings"), *map(cell_len, tokens)])
+    room = width - _TABLE_GAPS - fixed
+    names = [cell_len(terminal(r.label)) for r in runs] + [cell_len(terminal(e.source))
+                                                           for e in errors]
+    findings = [cell_len(", ".join(_finding_tokens(r))) for r in runs]
+    longest = max([len("run"), *names])
+    if longest + max([least, *findings]) <= room:
+        return None, least
+    # Findings wrap cleanly between tokens, names only by shortening: the names get what
+    # half the room for findings (at least their longest token) leaves.
+    run_width = min(longest, room - max(least, min(max(findings, default=0), room // 2)))
+    return max(run_width, min(longest, 8)), least
+
+
+def build_table(result: AuditResult, width: int | None = None) -> Table:
+    """The summary table; with ``width`` (the terminal's) it fits: long run names are
+    shortened from the left (their distinguishing end kept), a finding's ``mode@step`` is
+    never broken."""
     from rich.table import Table
     from rich.text import Text
 
+    run_width, least = _column_widths(result, width) if width else (None, 0)
+    labels = [terminal(r.label) for r in result.runs] + [terminal(e.source)
+                                                         for e in result.errors]
+    if run_width is not None:
+        labels = shorten_apart(labels, run_width)
     table = Table(show_edge=False, pad_edge=False, title_justify="left")
-    table.add_column("run", overflow="fold")
+    table.add_column("run", overflow="fold", width=run_width, no_wrap=run_width is not None)
     table.add_column("status", no_wrap=True)
-    table.add_column("findings (onset step)", overflow="fold", ratio=1)
+    table.add_column("findings (onset step)", overflow="fold", ratio=1, min_width=least)
     table.add_column("steps", justify="right", no_wrap=True)
     table.add_column("format", no_wrap=True)
-    for run in result.runs:
+    for run, label in zip(result.runs, labels):
         status = Text(run.status, style=_STYLE[run.status])
         if run.failing:
             status.append(" ✗", style="bold red")
-        table.add_row(Text(terminal(run.label)), status, _findings_text(run),
+        table.add_row(Text(label), status, _findings_text(run),
                       Text(f"{run.record['run']['n_steps']:,}"),
                       Text(terminal(run.record["run"]["format"])))
-    for err in result.errors:
-        table.add_row(Text(terminal(err.source)), Text("error", style=_STYLE["error"]),
+    for err, label in zip(result.errors, labels[len(result.runs):]):
+        table.add_row(Text(label), Text("error", style=_STYLE["error"]),
                       Text(terminal(err.error)), Text(""), Text(""))
     return table
 
@@ -124,7 +170,7 @@ def build_table(result: AuditResult) -> Table:
 def _print(result: AuditResult, console: Console, verbose: bool = False) -> None:
     from rich.text import Text
 
-    console.print(build_table(result))
+    console.print(build_table(result, console.width))
     console.print(Text(_headline(result), style="bold"))
     console.print(Text(_verdict(result)))
     if verbose and result.passed_over:
