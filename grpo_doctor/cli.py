@@ -493,7 +493,10 @@ def metrics(
 def explain(mode: Annotated[str, typer.Argument(help="A failure mode, e.g. entropy-collapse.")]
             ) -> None:
     """Print a rule's documentation: what it detects, why, how, false positives, remedies."""
+    import shutil
+
     from grpo_doctor.errors import ConfigError
+    from grpo_doctor.reporters.rule_doc import render_explain
     from grpo_doctor.rules import RULES, rule_named
 
     try:
@@ -501,41 +504,18 @@ def explain(mode: Annotated[str, typer.Argument(help="A failure mode, e.g. entro
     except KeyError:
         raise ConfigError(f"unknown failure mode {mode!r}; modes: "
                           f"{', '.join(r.id for r in RULES)}") from None
-    lines = [f"{rule.id} — {rule.title}", "", rule.doc.strip(), "", "Parameters (defaults):"]
-    lines += [f"    {p.name} = {p.default:g}    {p.help}" for p in rule.params]
-    lines += ["", f"Needs: {_needs(rule)}"]
-    sys.stdout.write("\n".join(lines) + "\n")
-
-
-def _needs(rule) -> str:
-    """What a rule needs logged, in words (``rules`` and ``explain``)."""
-    if rule.requires:
-        return " and ".join(rule.requires)
-    groups = ["+".join(g) for g in rule.requires_any]
-    if len(groups) > 2 and not any("+" in g for g in groups):
-        return "one of " + ", ".join(groups)
-    if groups:
-        return " or ".join(groups)
-    return "no metric declared (the rule says when a run cannot be judged)"
+    sys.stdout.write(render_explain(rule, shutil.get_terminal_size().columns))
 
 
 @app.command()
 def rules() -> None:
     """List the failure modes grpo-doctor checks and what each needs logged."""
     import shutil
-    import textwrap
 
+    from grpo_doctor.reporters.rule_doc import render_rules
     from grpo_doctor.rules import RULES
 
-    width = max(len(r.id) for r in RULES) + 2
-    columns = max(60, shutil.get_terminal_size().columns)
-    for r in RULES:
-        needs = _needs(r)
-        line = f"{r.id:<{width}}{r.title}"
-        if not needs.startswith("no metric"):
-            line += f"; needs {needs}"
-        sys.stdout.write(textwrap.fill(line, columns, subsequent_indent=" " * width,
-                                       break_on_hyphens=False) + "\n")
+    sys.stdout.write(render_rules(RULES, shutil.get_terminal_size().columns))
 
 
 @app.command()

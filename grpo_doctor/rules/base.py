@@ -49,8 +49,10 @@ class Rule:
     """One failure mode.
 
     ``requires``: every one of these canonical metrics must be logged. ``requires_any``: at least
-    one of these groups must be fully logged (alternative signals). The module docstring is the
-    rule's user documentation, with the sections What / Why / How / False positives / Remedies.
+    one of these groups must be fully logged (alternative signals). ``needs``: what else the
+    rule needs, in words, when it says so only in its ``Skip`` (reward components named like
+    a kind); ``grpo-doctor rules`` shows it. The module docstring is the rule's user
+    documentation, with the sections What / Why / How / False positives / Remedies.
     """
 
     id: str
@@ -61,6 +63,7 @@ class Rule:
     requires: tuple[str, ...] = ()
     requires_any: tuple[tuple[str, ...], ...] = ()
     min_points: int = 8
+    needs: str = ""
 
     def defaults(self) -> dict[str, float]:
         return {p.name: p.default for p in self.params}

@@ -143,4 +143,6 @@ RULE = Rule(
     detect=detect,
     params=PARAMS,
     doc=__doc__ or "",
+    needs="a format-like and a correctness-like reward component (format, xml, tag... "
+    "and correct, accuracy, answer... in their names)",
 )

@@ -169,4 +169,6 @@ RULE = Rule(
     params=PARAMS,
     doc=__doc__ or "",
     requires=(REWARD,),
+    needs="one of heldout_score, kl or an anti-cheat reward component (cheat, hack, "
+    "violation... in its name)",
 )

@@ -1,0 +1,89 @@
+"""A rule's documentation for a person (``grpo-doctor explain``) and the list of rules with
+what each needs logged (``grpo-doctor rules``), as plain text wrapped to a width.
+
+A rule's docstring is reStructuredText-light: paragraphs indented under section titles, and
+``names`` in double backquotes; on a terminal they read as plain ``names`` without the marks.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Iterable, Iterator
+
+from grpo_doctor.rules.base import Rule
+
+_LITERAL = re.compile(r"``(.+?)``")
+#: Narrower than this, wrapping helps no one; the text is wrapped as if this wide.
+MIN_WIDTH = 40
+
+
+def plain(text: str) -> str:
+    """RST inline literals as plain text: ````window_steps```` -> ``window_steps``."""
+    return _LITERAL.sub(r"\1", text)
+
+
+def needs(rule: Rule) -> str:
+    """What a rule needs logged, in words: its required metrics, its alternatives, and what
+    it says only when it skips (``Rule.needs``); what ``diagnose`` would skip it for."""
+    parts = []
+    if rule.requires:
+        parts.append(" and ".join(rule.requires))
+    groups = ["+".join(g) for g in rule.requires_any]
+    if len(groups) > 2 and not any("+" in g for g in groups):
+        parts.append("one of " + ", ".join(groups))
+    elif groups:
+        parts.append(" or ".join(groups))
+    if rule.needs:
+        parts.append(rule.needs)
+    return " and ".join(parts)
+
+
+def _fill(text: str, width: int, first: str, rest: str) -> str:
+    return textwrap.fill(text, max(width, MIN_WIDTH), initial_indent=first,
+                         subsequent_indent=rest, break_on_hyphens=False,
+                         break_long_words=False)
+
+
+def _paragraphs(doc: str) -> Iterator[tuple[str, str]]:
+    """(indent, text) of each paragraph of a docstring (lines of one indent, run together);
+    ("", "") for a blank line."""
+    indent, lines = "", []
+    for line in textwrap.dedent(doc).strip("\n").splitlines():
+        here = line[:len(line) - len(line.lstrip())]
+        if not line.strip() or here != indent:
+            if lines:
+                yield indent, " ".join(lines)
+            lines = []
+            if not line.strip():
+                yield "", ""
+                continue
+            indent = here
+        lines.append(line.strip())
+    if lines:
+        yield indent, " ".join(lines)
+
+
+def render_explain(rule: Rule, width: int) -> str:
+    """``grpo-doctor explain``: the docstring, its parameters and needs, wrapped to ``width``."""
+    out = [_fill(f"{rule.id} — {rule.title}", width, "", "    "), ""]
+    out += [_fill(plain(text), width, indent, indent) if text else ""
+            for indent, text in _paragraphs(rule.doc)]
+    out += ["", "Parameters (defaults):"]
+    out += [_fill(f"{p.name} = {p.default:g}    {plain(p.help)}", width, "    ", " " * 8)
+            for p in rule.params]
+    what = needs(rule)
+    out += ["", _fill(f"Needs: {what or 'no metric declared'}", width, "", " " * 7)]
+    return "\n".join(out) + "\n"
+
+
+def render_rules(rules: Iterable[Rule], width: int) -> str:
+    """``grpo-doctor rules``: one entry per rule, its title and what it needs."""
+    rules = list(rules)
+    column = max(len(r.id) for r in rules) + 2
+    lines = []
+    for r in rules:
+        what = needs(r)
+        line = f"{r.id:<{column}}{r.title}" + (f"; needs {what}" if what else "")
+        lines.append(_fill(line, width, "", " " * column))
+    return "\n".join(lines) + "\n"
