@@ -38,8 +38,10 @@ MapOpt = Annotated[list[str], typer.Option(
     "--map", help="Map a column: CANONICAL=COLUMN, e.g. entropy=policy/ent (repeatable).")]
 SetOpt = Annotated[list[str], typer.Option(
     "--set", help="Override a threshold: RULE.PARAM=VALUE, e.g. kl_drift.stop_kl=20.")]
-SelectOpt = Annotated[list[str], typer.Option("--select", help="Run only these modes.")]
-IgnoreOpt = Annotated[list[str], typer.Option("--ignore", help="Skip these modes.")]
+SelectOpt = Annotated[list[str], typer.Option(
+    "--select", help="Run only these modes (comma-separated, or the option repeated).")]
+IgnoreOpt = Annotated[list[str], typer.Option(
+    "--ignore", help="Skip these modes (comma-separated, or the option repeated).")]
 ConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--config", help="Config file (default: grpo-doctor.toml or pyproject.toml "
     "[tool.grpo-doctor], searched upwards).")]

@@ -117,6 +117,12 @@ def check_params(params: Mapping[str, Mapping[str, float]], where: str) -> None:
                                   f"{value!r}")
 
 
+def mode_list(items: Iterable[str]) -> tuple[str, ...]:
+    """Failure modes as given to --select/--ignore or in a config: each item may hold several,
+    comma-separated (``--select kl_drift,entropy_collapse``); blanks dropped."""
+    return tuple(name.strip() for item in items for name in item.split(",") if name.strip())
+
+
 def check_modes(names: Iterable[str], where: str) -> None:
     """Every failure mode named (in select or ignore) exists."""
     from grpo_doctor.rules import RULES, rule_named
@@ -169,8 +175,8 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
     fail_on = str(table.get("fail-on", table.get("fail_on", "critical")))
     if fail_on not in FAIL_ON:
         raise ConfigError(f"{path}: fail-on must be one of {', '.join(FAIL_ON)}")
-    select = _strs(table.get("select", []), "select", path)
-    ignore = _strs(table.get("ignore", []), "ignore", path)
+    select = mode_list(_strs(table.get("select", []), "select", path))
+    ignore = mode_list(_strs(table.get("ignore", []), "ignore", path))
     check_modes(select, f"{path}: select")
     check_modes(ignore, f"{path}: ignore")
     return Settings(
@@ -206,7 +212,7 @@ def merge(settings: Settings, *, column_map: Mapping[str, str] = {},
         except ValueError:
             raise ConfigError(f"--set {key}: {value!r} is not a number") from None
         given.setdefault(rule.replace("-", "_"), {})[name] = number
-    select, ignore = tuple(select), tuple(ignore)
+    select, ignore = mode_list(select), mode_list(ignore)
     check_params(given, "--set")
     check_modes(select, "--select")
     check_modes(ignore, "--ignore")

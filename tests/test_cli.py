@@ -202,3 +202,28 @@ def test_a_folder_holding_one_log_file_is_that_log(capsys, tmp_path):
     (tmp_path / "notes.txt").write_text("nothing to see\n")
     code, out, _ = run_cli(capsys, "diagnose", str(tmp_path), "-f", "json")
     assert code == 1 and json.loads(out)["run"]["name"] == "metrics"
+
+
+def _judged(out):
+    return {c["mode"] for c in json.loads(out)["checks"]}
+
+
+def test_select_and_ignore_take_comma_separated_lists_or_repetition(capsys):
+    base = ["diagnose", "--example", "kl-drift", "-f", "json"]
+    for select in (["--select", "kl_drift,entropy-collapse"],
+                   ["--select", "kl_drift", "--select", "entropy_collapse"],
+                   ["--select", " kl_drift , ", "--select", "entropy_collapse"]):
+        code, out, err = run_cli(capsys, *base, *select)
+        assert err == "" and _judged(out) == {"kl_drift", "entropy_collapse"}
+    code, out, _ = run_cli(capsys, *base, "--ignore", "kl_drift,reward_hacking", "--ignore",
+                           "tool_spam")
+    assert json.loads(out)["config"]["ignored"] == ["kl_drift", "reward_hacking", "tool_spam"]
+    code, _, err = run_cli(capsys, *base, "--select", "kl_drift,kl_drfit")
+    assert code == 2 and "--select: unknown failure mode 'kl_drfit'" in err
+
+
+def test_a_config_list_may_be_comma_separated_too(capsys, tmp_path, monkeypatch):
+    (tmp_path / "grpo-doctor.toml").write_text('ignore = "kl_drift, tool_spam"\n')
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "diagnose", "--example", "kl-drift", "-f", "json")
+    assert json.loads(out)["config"]["ignored"] == ["kl_drift", "tool_spam"]
