@@ -28,6 +28,21 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+def _show_version(value: bool) -> None:
+    if value:
+        import grpo_doctor
+
+        sys.stdout.write(f"grpo-doctor {grpo_doctor.__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option(
+        "--version", callback=_show_version, is_eager=True,
+        help="Print the version and exit.")] = False) -> None:
+    """Options of grpo-doctor itself (before the command)."""
+
+
 # Options defined once, reused by every command that takes them.
 FormatOpt = Annotated[str, typer.Option("--format", "-f",
                                         help="Report format: terminal, json or markdown.")]

@@ -227,3 +227,16 @@ def test_a_config_list_may_be_comma_separated_too(capsys, tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     code, out, _ = run_cli(capsys, "diagnose", "--example", "kl-drift", "-f", "json")
     assert json.loads(out)["config"]["ignored"] == ["kl_drift", "tool_spam"]
+
+
+def test_version_comes_from_the_package_metadata(capsys):
+    from importlib.metadata import version
+
+    import grpo_doctor
+
+    code, out, err = run_cli(capsys, "--version")
+    assert (code, out, err) == (0, f"grpo-doctor {version('grpo-doctor')}\n", "")
+    assert grpo_doctor.__version__ == version("grpo-doctor")
+    p = subprocess.run([sys.executable, "-m", "grpo_doctor", "--version"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and p.stdout == out
