@@ -98,7 +98,8 @@ def _table(path: Path) -> dict[str, Any]:
 
 
 def check_params(params: Mapping[str, Mapping[str, float]], where: str) -> None:
-    """Every rule named exists, every parameter is one of its own, every value is finite."""
+    """Every rule named exists, every parameter is one of its own, every value is finite and
+    within the parameter's bounds (no negative threshold)."""
     from grpo_doctor.rules import RULES, rule_named
 
     for key, values in params.items():
@@ -107,14 +108,17 @@ def check_params(params: Mapping[str, Mapping[str, float]], where: str) -> None:
         except KeyError:
             raise ConfigError(f"{where}: unknown rule {key!r}; rules: "
                               f"{', '.join(r.id for r in RULES)}") from None
-        defaults = rule.defaults()
+        own = {p.name: p for p in rule.params}
         for name, value in values.items():
-            if name not in defaults:
+            if name not in own:
                 raise ConfigError(f"{where}: {rule.id} has no parameter {name!r}; it has "
-                                  f"{', '.join(defaults)}")
+                                  f"{', '.join(own)}")
             if not math.isfinite(value):
                 raise ConfigError(f"{where}: {rule.id}.{name} must be a finite number, got "
                                   f"{value!r}")
+            bounds = own[name].out_of_bounds(value)
+            if bounds is not None:
+                raise ConfigError(f"{where}: {rule.id}.{name} must be {bounds}, got {value:g}")
 
 
 def mode_list(items: Iterable[str]) -> tuple[str, ...]:

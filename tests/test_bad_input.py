@@ -977,6 +977,8 @@ def test_every_report_says_which_config_and_which_checks_were_ignored(capsys, tm
     ("grpo-doctor.toml", "[rules.kl_drift]\nstop_kl = true\n",
      "[rules.kl_drift] parameters must be numbers"),
     ("grpo-doctor.toml", 'select = ["kl_drfit"]\n', "select: unknown failure mode 'kl_drfit'"),
+    ("grpo-doctor.toml", "[rules.kl_drift]\nstop_kl = -5\n",
+     "kl_drift.stop_kl must be at least 0, got -5"),
 ])
 def test_a_bad_config_file_is_one_line(capsys, tmp_path, monkeypatch, name, text, message):
     (tmp_path / name).write_text(text)
@@ -989,11 +991,31 @@ def test_a_bad_config_file_is_one_line(capsys, tmp_path, monkeypatch, name, text
     ("kl_drift.stop_kl=nan", "--set: kl_drift.stop_kl must be a finite number, got nan"),
     ("kl_drift.stop_kl=1e999", "--set: kl_drift.stop_kl must be a finite number, got inf"),
     ("kl_drift.stop_kl=-inf", "--set: kl_drift.stop_kl must be a finite number, got -inf"),
+    ("kl_drift.stop_kl=-5", "--set: kl_drift.stop_kl must be at least 0, got -5"),
+    ("entropy_collapse.critical_ratio=-0.1",
+     "--set: entropy_collapse.critical_ratio must be at least 0, got -0.1"),
 ])
 def test_set_is_strict(capsys, assignment, message):
     for command in (HEALTHY, ["audit", str(BAD / "inf.csv"), "--jobs", "1"],
                     ["watch", str(BAD / "inf.csv"), "--once"]):
         assert_error(capsys, [*command, "--set", assignment], message, prefix=True)
+
+
+def test_every_threshold_default_is_within_its_bounds_and_bounds_are_enforced(capsys):
+    from grpo_doctor.config import check_params
+    from grpo_doctor.errors import ConfigError
+    from grpo_doctor.rules import RULES, Param
+
+    for rule in RULES:
+        for p in rule.params:
+            assert p.out_of_bounds(p.default) is None, (rule.id, p.name)
+            assert p.out_of_bounds(-1e-9) == "at least 0", (rule.id, p.name)  # none negative
+        check_params({rule.id: {p.name: 0.0 for p in rule.params}}, "--set")  # 0 is allowed
+    share = Param("share", 0.5, "a share", min=0.0, max=1.0)
+    assert share.out_of_bounds(1.5) == share.out_of_bounds(-0.5) == "between 0 and 1"
+    assert Param("x", 1.0, "no bound", min=None).out_of_bounds(-3.0) is None
+    with pytest.raises(ConfigError, match="must be at least 0, got -5"):
+        check_params({"kl_drift": {"stop_kl": -5.0}}, "--set")
 
 
 # --- one exit code per outcome ------------------------------------------------------------------

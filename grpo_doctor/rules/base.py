@@ -16,11 +16,25 @@ from grpo_doctor.store import Run
 
 @dataclass(frozen=True)
 class Param:
-    """A tunable threshold: name, the chapter's default, and what it means."""
+    """A tunable threshold: name, the chapter's default, what it means, and the values it can
+    take (``min``/``max``, None for no bound): thresholds are ratios, shares, levels and
+    counts, none of them negative, so ``min`` is 0 unless a rule says otherwise."""
 
     name: str
     default: float
     help: str
+    min: float | None = 0.0
+    max: float | None = None
+
+    def out_of_bounds(self, value: float) -> str | None:
+        """Why ``value`` cannot be this threshold ("at least 0"), or None when it can."""
+        low = self.min is not None and value < self.min
+        high = self.max is not None and value > self.max
+        if not (low or high):
+            return None
+        if self.min is not None and self.max is not None:
+            return f"between {self.min:g} and {self.max:g}"
+        return f"at least {self.min:g}" if low else f"at most {self.max:g}"
 
 
 @dataclass(frozen=True)
