@@ -12,7 +12,8 @@ Three steps:
    no training log ...), with its reason kept for ``-v``; one that looks like a log (``.csv``,
    ``.jsonl``, ``.parquet``, event files ...) but cannot be read becomes an error row. Glob
    patterns expand like folders; ``wandb://entity/project`` goes to
-   :func:`grpo_doctor.importers.load_runs`.
+   :func:`grpo_doctor.importers.load_runs`. A path named that does not exist (or a pattern
+   matching nothing) is an error row too, unless nothing else could be read.
 2. **Diagnose** every source, in a process pool. A worker loads and diagnoses and sends back
    plain dicts (the ``diagnose`` JSON contract), never frames. Any failure is an error row with
    a one-line reason: one bad file never stops the rest.
@@ -326,7 +327,9 @@ def expand(paths: Sequence[str], since: datetime | None = None,
         elif _GLOB_MAGIC.search(arg):
             matches = sorted(glob(arg, recursive=True))
             if not matches:
-                raise InputError(f"{arg}: the pattern matches no file or folder")
+                errors.append(AuditError(arg, f"{arg}: the pattern matches no file or folder",
+                                         missing=True))
+                continue
             root = _glob_root(arg)
             for match in map(Path, matches):
                 if match.is_dir():
@@ -338,8 +341,8 @@ def expand(paths: Sequence[str], since: datetime | None = None,
                         add(Source(str(match), _rel(match, root)))
                     else:
                         passed.append(PassedOver(_rel(match, root), why))
-        else:
-            raise InputError(f"{arg}: no such file or folder")
+        else:  # an error row: the other paths are still audited
+            errors.append(AuditError(arg, f"{arg}: no such file or folder", missing=True))
     out = list(sources.values())
     if since is not None:
         cutoff = since.timestamp()
@@ -495,6 +498,7 @@ class AuditError:
 
     source: str
     error: str
+    missing: bool = field(default=False, compare=False)  # a path named that does not exist
 
     def to_dict(self) -> dict[str, str]:
         return {"source": self.source, "error": self.error}
@@ -671,8 +675,8 @@ def audit(
     ``shard=(K, N)``: only the sources of shard K of N (see :mod:`grpo_doctor.fleet`).
 
     ``jobs``: worker processes (default: one per CPU; 1 runs in this process). Raises
-    :class:`~grpo_doctor.errors.GrpoDoctorError` for bad settings, a path that does not exist,
-    or when nothing that could be a log is found.
+    :class:`~grpo_doctor.errors.GrpoDoctorError` for bad settings, or when nothing that could
+    be a log is found (a path that does not exist is an error row, unless it is all there is).
     """
     if not paths:
         raise ConfigError("give at least one log, folder, glob pattern or wandb:// source")
@@ -698,7 +702,9 @@ def audit(
             passed.append(PassedOver(src.key, str(result["skip"])))
         found += [(src.key, record) for record in result.get("runs", [])]
         passed += [PassedOver(_inside(src, p), why) for p, why in result.get("passed_over", [])]
-    if not found and not errors and shard is None:
+    if not found and shard is None and all(e.missing for e in errors):
+        if errors:  # nothing to read but paths that do not exist: as a usage error
+            raise InputError(errors[0].error)
         when = f" modified since {since.isoformat()}" if since else ""
         raise InputError(f"no training log found{when} in {', '.join(paths)}")
     errors.sort(key=lambda e: (e.source, e.error))

@@ -400,3 +400,28 @@ def test_the_table_fits_the_terminal_without_cutting_a_step_or_a_name(capsys, tm
         for name in names:
             assert sum(name.strip("…") in r.label for r in result.runs) == 1
         assert any(n.startswith("…") and n.endswith("seed43_entropy-collapse") for n in names)
+
+
+def test_a_named_path_that_does_not_exist_is_an_error_row(capsys, tmp_path):
+    """`audit good_dir nosuch` audits good_dir and reports nosuch, as a named unreadable file
+    is; only when nothing at all could be read is it a usage error (exit 2)."""
+    good = tmp_path / "good"
+    _copy("healthy", good / "healthy.csv")
+    missing, pattern = str(tmp_path / "nosuch"), str(tmp_path / "no" / "*.csv")
+    code, out, err = run_cli(capsys, "audit", str(good), missing, pattern, "-j", "1", "-f",
+                             "json")
+    report = json.loads(out)
+    assert (code, err) == (0, "") and [r["status"] for r in report["runs"]] == ["healthy"]
+    assert sorted(report["errors"], key=str) == sorted([
+        {"source": missing, "error": f"{missing}: no such file or folder"},
+        {"source": pattern, "error": f"{pattern}: the pattern matches no file or folder"}],
+        key=str)
+    assert run_cli(capsys, "audit", str(good), missing, "-j", "1", "--strict")[0] == 1
+    code, out, _ = run_cli(capsys, "audit", str(good), missing, "-j", "1")
+    assert code == 0 and "1 healthy; 1 unreadable" in out
+    (tmp_path / "broken.csv").write_bytes(b"\x00\x01")  # nothing readable: exit 2, both rows
+    code, out, _ = run_cli(capsys, "audit", str(tmp_path / "broken.csv"), missing, "-f", "json")
+    assert code == 2 and len(json.loads(out)["errors"]) == 2
+    code, out, err = run_cli(capsys, "audit", missing, str(tmp_path / "also-missing"))
+    assert (code, out) == (2, "") and err == f"grpo-doctor: error: {missing}: no such file or " \
+        "folder\n"
