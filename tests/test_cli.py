@@ -204,6 +204,26 @@ def test_a_folder_holding_one_log_file_is_that_log(capsys, tmp_path):
     assert code == 1 and json.loads(out)["run"]["name"] == "metrics"
 
 
+def test_a_folder_holding_several_logs_says_so(capsys, tmp_path):
+    """Not "folder format not recognised": what the folder holds, and what to do instead."""
+    import shutil
+
+    from grpo_doctor.api import example_path
+
+    names = ["a_run.csv", "b_run.csv", "c_run.csv", "d_run.csv", "e_run.csv"]
+    for name in names[:4]:
+        shutil.copy(example_path("healthy"), tmp_path / name)
+    (tmp_path / "notes.txt").write_text("nothing to see\n")
+    code, out, err = run_cli(capsys, "diagnose", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err == (f"grpo-doctor: error: {tmp_path} holds 4 training logs (a_run.csv, "
+                   "b_run.csv, c_run.csv, d_run.csv): diagnose one of them, or audit the "
+                   "folder\n")
+    shutil.copy(example_path("healthy"), tmp_path / names[4])
+    _, _, err = run_cli(capsys, "diagnose", str(tmp_path))
+    assert "holds 5 training logs (a_run.csv, b_run.csv, c_run.csv, d_run.csv, ...)" in err
+
+
 def _judged(out):
     return {c["mode"] for c in json.loads(out)["checks"]}
 

@@ -169,3 +169,12 @@ def test_the_audit_table_of_real_runs_fits_80_columns(capsys, monkeypatch):
     assert tokens <= {w.rstrip(",") for row in rows for w in row[2].split()}
     names = [row[0].strip() for row in rows if row[0].strip()]
     assert len(names) == len(set(names)) == len(result.runs) + len(result.errors)
+
+
+def test_diagnosing_a_folder_of_separate_logs_names_them(capsys):
+    from tests.test_cli import run_cli
+
+    folder = REAL_RUNS / "trainer-state"
+    code, _, err = run_cli(capsys, "diagnose", str(folder))
+    assert code == 2 and err.startswith(f"grpo-doctor: error: {folder} holds 4 training logs (")
+    assert "_trainer_state.json, " in err and "diagnose one of them, or audit the folder" in err

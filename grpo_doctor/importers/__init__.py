@@ -119,20 +119,33 @@ def detect_format(path: Path) -> Importer:
     return scored[0][2]
 
 
-def _single_log_in(folder: Path) -> Path | None:
-    """The one file directly in ``folder`` that some importer recognises, if exactly one."""
+#: Files of a folder tried as logs when the folder itself is not one.
+MAX_FOLDER_FILES = 200
+
+
+def _logs_in(folder: Path) -> tuple[list[Path], bool]:
+    """The files directly in ``folder`` that some importer recognises, and whether there were
+    more files than were tried."""
     try:
         files = sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
     except OSError:
-        return None
+        return [], False
     logs = []
-    for f in files[:200]:
+    for f in files[:MAX_FOLDER_FILES]:
         try:
             detect_format(f)
         except (FormatError, InputError):
             continue
         logs.append(f)
-    return logs[0] if len(logs) == 1 else None
+    return logs, len(files) > MAX_FOLDER_FILES
+
+
+def _several_logs(folder: Path, logs: list[Path], more: bool) -> FormatError:
+    """A folder holding separate logs is not one run: say what it holds and what to do."""
+    names = ", ".join(f.name for f in logs[:4]) + (", ..." if len(logs) > 4 else "")
+    count = f"at least {len(logs)}" if more else str(len(logs))
+    return FormatError(f"{folder} holds {count} training logs ({names}): diagnose one of them, "
+                       f"or audit the folder")
 
 
 def importer_named(name: str) -> Importer:
@@ -169,10 +182,12 @@ def load_runs(
                 imp = detect_format(path)
             except FormatError:
                 # A run folder holding one log file (e.g. metrics.csv): read that file.
-                only = _single_log_in(path) if path.is_dir() else None
-                if only is None:
+                logs, more = _logs_in(path) if path.is_dir() else ([], False)
+                if len(logs) > 1:
+                    raise _several_logs(path, logs, more) from None
+                if not logs:
                     raise
-                path, imp = only, detect_format(only)
+                path, imp = logs[0], detect_format(logs[0])
         runs = imp.load(path, options)
     if run is not None:
         picked = [r for r in runs if r.name == run]
