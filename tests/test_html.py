@@ -342,6 +342,43 @@ def test_one_raw_spike_does_not_flatten_the_drift_that_matters(n):
     assert "25 at step" in svg and "beyond the axis" in svg
 
 
+@pytest.mark.parametrize("at", [0.5, 0.95])
+def test_png_labels_the_points_beyond_the_axis_as_the_html_does(at):
+    """The PNG writes the value and step of the most extreme point above (and below) the axis
+    beside its edge, as the HTML does, inside the picture: the spike the finding is about."""
+    pytest.importorskip("matplotlib")
+    from grpo_doctor.reporters.html import (
+        _Context,
+        beyond_axis_labels,
+        finding_chart,
+        png_figure,
+        svg_chart,
+        y_axis,
+    )
+
+    n = 200
+    t = np.arange(n)
+    kl = 0.1 + 1.1 * t / n + np.abs(ar1(1, n, 0.03))
+    spike, dip = int(n * at), n // 4
+    kl[spike], kl[spike - 3], kl[dip] = 25.0, 19.0, -30.0
+    run = make_run(train__kl=kl, train__reward=0.5 + ar1(2, n, 0.02))
+    d = diagnose(run)
+    chart = finding_chart(d.check("kl_drift"), run, _Context(d, None))
+    labels = [text for _, _, text in beyond_axis_labels(chart.panels[0],
+                                                        y_axis(chart.panels[0]))]
+    assert labels == [f"25 at step {spike + 1}", f"-30 at step {dip + 1}"]
+    svg, _ = svg_chart(chart)
+    assert all(label in svg for label in labels)
+    fig = png_figure(chart, "kl_drift")
+    fig.canvas.draw()
+    drawn = [t for ax in fig.axes for t in ax.texts if t.get_gid() == "beyond-axis-label"]
+    assert [t.get_text() for t in drawn] == labels
+    box = fig.bbox
+    for text in drawn:
+        extent = text.get_window_extent()
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()
+
+
 def test_a_curve_without_outliers_keeps_its_whole_range():
     from grpo_doctor.reporters.html import Panel, metric_series, y_axis
 

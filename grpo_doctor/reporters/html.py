@@ -601,6 +601,19 @@ def beyond_axis(panel: Panel, axis: Axis) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(s.values > axis.hi), np.flatnonzero(s.values < axis.lo)
 
 
+def beyond_axis_labels(panel: Panel, axis: Axis) -> list[tuple[int, bool, str]]:
+    """(index, above, text) of the most extreme raw point above the axis and of the one
+    below it: the value a chart writes beside its edge ("17.8 at step 71"), so the spike a
+    finding is about is read even when the axis keeps to the body of the data."""
+    s = panel.series
+    out = []
+    for idx, above in zip(beyond_axis(panel, axis), (True, False)):
+        if len(idx):
+            worst = int(idx[np.argmax(s.values[idx])] if above else idx[np.argmin(s.values[idx])])
+            out.append((worst, above, f"{fmt(s.values[worst])} at step {fmt(s.steps[worst])}"))
+    return out
+
+
 def linear_ticks(lo: float, hi: float, n: int = 5) -> tuple[list[float], float]:
     """Round ticks (steps of 1, 2, 2.5 or 5 x 10^k) over [lo, hi], as close to n as can be."""
     span = hi - lo
@@ -952,10 +965,11 @@ class _SvgChart:
                        f'stroke="#ffffff" stroke-width="0.8"><title>{esc(fmt(s.values[i]))} '
                        f'at step {fmt(s.steps[i])} (beyond the axis)</title></path>')
                 self.parts.append(out)
-            worst = idx[np.argmax(s.values[idx])] if top else idx[np.argmin(s.values[idx])]
+        for worst, top, label in beyond_axis_labels(p, ax):
+            y = box.y + 1 if top else box.y + box.h - 1
+            tip = 8 if top else -8
             x = float(xs[worst])
             right = x + 6 + _text_w("00000000000") <= box.x + box.w
-            label = f"{fmt(s.values[worst])} at step {fmt(s.steps[worst])}"
             self.parts.append(
                 f'<text class="clipped-label" x="{x + 6 if right else x - 6:.1f}" '
                 f'y="{y + (tip + 2 if top else tip - 2):.1f}" '
@@ -1399,6 +1413,13 @@ def _with_breaks(steps: np.ndarray, values: np.ndarray, segment: np.ndarray
 
 
 def _png(chart: Chart, heading: str) -> bytes:
+    buf = io.BytesIO()
+    png_figure(chart, heading).savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def png_figure(chart: Chart, heading: str) -> Any:
+    """The matplotlib Figure of one PNG chart (what ``--png`` saves)."""
     from matplotlib import patheffects
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -1415,6 +1436,7 @@ def _png(chart: Chart, heading: str) -> bytes:
     flat = list(axes.flat)
     for ax in flat[len(chart.panels):]:
         ax.set_visible(False)
+    lo_step, hi_step = chart.steps
     for i, (panel, ax) in enumerate(zip(chart.panels, flat)):
         s, yaxis = panel.series, y_axis(panel)
         if panel.log:
@@ -1457,6 +1479,16 @@ def _png(chart: Chart, heading: str) -> bytes:
                 ax.plot(s.steps[idx], np.full(len(idx), edge), ls="none", marker=marker,
                         ms=5, color=panel.color, clip_on=False, zorder=5,
                         label="value beyond the axis" if i == 0 else None)
+        for worst, top, label in beyond_axis_labels(panel, yaxis):
+            # Beside its mark, inside the plot: to its left when the mark is near the right.
+            frac = (s.steps[worst] - lo_step) / max(hi_step - lo_step, 1e-12)
+            ax.annotate(label, (s.steps[worst], yaxis.hi if top else yaxis.lo),
+                        xytext=(-6 if frac > 0.8 else 6, -9 if top else 9),
+                        textcoords="offset points", ha="right" if frac > 0.8 else "left",
+                        va="top" if top else "bottom", fontsize=8, color=panel.color,
+                        annotation_clip=False, zorder=6, gid="beyond-axis-label",
+                        path_effects=[patheffects.withStroke(linewidth=3,
+                                                             foreground="white")])
         ax.set_ylim(yaxis.lo, yaxis.hi)
         if panel.log:
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _log_label(v)))
@@ -1468,16 +1500,14 @@ def _png(chart: Chart, heading: str) -> bytes:
                      color=STATUS_COLOR.get(panel.status or "", "#1f2937"))
         ax.grid(True, color="#e5e7eb", lw=0.6)
         ax.tick_params(labelsize=8)
-        if i == 0:
-            ax.legend(loc="upper left", fontsize=7.5, ncols=3, framealpha=0.85)
-    lo, hi = chart.steps
-    flat[0].set_xlim(lo, hi if hi > lo else lo + 1)
+    # Below the panels, not over the data: nothing it could hide (a spike's label, a mark).
+    fig.legend(*flat[0].get_legend_handles_labels(), loc="outside lower left", fontsize=7.5,
+               ncols=6, frameon=False)
+    flat[0].set_xlim(lo_step, hi_step if hi_step > lo_step else lo_step + 1)
     flat[0].xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: step_label(v)))
     for ax in axes[-1]:
         ax.set_xlabel("step", fontsize=9)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
+    return fig
 
 
 def require_matplotlib() -> None:
