@@ -205,6 +205,7 @@ class Monitor:
             checks.append(check)
         self.checks = tuple(checks)
         self.run = run
+        new.sort(key=lambda a: _step_order(a.first_alert_step))  # as the log raised them
         self.alerts.extend(new)
         return new
 
@@ -230,6 +231,16 @@ class Monitor:
     def severities(self) -> dict[str, int]:
         """0 ok / 1 warning / 2 critical per mode that could be checked (skipped ones left out)."""
         return {c.mode: c.status.rank for c in self.checks if c.status is not Status.SKIPPED}
+
+
+def _step_order(step: int | None) -> tuple[bool, int]:
+    """Sort key: by step, an unknown step last."""
+    return step is None, step or 0
+
+
+def _by_first_alert(checks: Sequence[Check]) -> list[Check]:
+    """The findings among ``checks``, in the order they were first alerted."""
+    return sorted((c for c in checks if c.fired), key=lambda c: _step_order(c.first_alert_step))
 
 
 def _onset_by(check: Check) -> Check:
@@ -1691,7 +1702,7 @@ def status_dict(watcher: Watcher) -> dict[str, Any]:
         "n_steps": run.n_steps if run is not None else 0, "polls": watcher.polls,
         "findings": [{"mode": c.mode, "status": c.status.value,
                       "first_alert_step": c.first_alert_step, "onset_step": c.onset_step}
-                     for c in watcher.checks if c.fired],
+                     for c in _by_first_alert(watcher.checks)],
     }
 
 
@@ -1701,7 +1712,7 @@ def status_line(watcher: Watcher, *, named: bool = False) -> str:
     if run is None:
         return f"status: no data yet from {terminal(watcher.path)} ({watcher.polls} poll(s))"
     found = [f"{c.mode} {c.status.value} (first alert at step {fmt(c.first_alert_step)})"
-             for c in watcher.checks if c.fired]
+             for c in _by_first_alert(watcher.checks)]
     what = "; ".join(found) if found else "no failure mode found"
     who = f"{terminal(run.name)}: " if named else ""
     return (f"status: {who}{watcher.status} at step {fmt(run.last_step)} ({fmt(run.n_steps)} "

@@ -396,6 +396,28 @@ def test_exit_on_critical_on_a_log_that_is_already_critical(capsys: pytest.Captu
     assert code == 0 and "no failure mode found" in out
 
 
+def test_once_prints_its_alerts_in_the_order_they_were_raised(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """grad_explosion is alerted at step 651, numerical_failure (checked first) at 740: the
+    alerts, and the last status, list them by first-alert step, not in the order of the
+    checks."""
+    path = str(EXAMPLES / "grad-explosion.csv")
+    _, out, _ = run_cli(capsys, "watch", path, "--once")
+    alerts = [line for line in out.splitlines() if not line.startswith("status:")]
+    steps = [int(line.split("first alert at step ")[1].split(",")[0]) for line in alerts]
+    assert [line.split()[1].rstrip(":") for line in alerts][:2] == ["grad_explosion",
+                                                                    "numerical_failure"]
+    assert steps == sorted(steps) and len(steps) >= 2
+    status = out.splitlines()[-1]
+    assert status.index("grad_explosion") < status.index("numerical_failure")
+    _, out, _ = run_cli(capsys, "watch", path, "--once", "--format", "json")
+    events = [json.loads(line) for line in out.splitlines()]
+    steps = [e["first_alert_step"] for e in events if e["event"] == "alert"]
+    assert steps == sorted(steps)
+    last = [f["first_alert_step"] for f in events[-1]["findings"]]
+    assert last == sorted(last) and len(last) >= 2
+
+
 def test_json_lines_and_max_polls(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "watch", str(EXAMPLES / "kl-drift.csv"), "--format", "json",
                            "--max-polls", "2", "--interval", "0")
