@@ -267,6 +267,24 @@ def test_verbose_shows_every_check_and_its_evidence(failing):
     assert "Every check:" not in render_to_text(failing.diagnosis, failing.run, 160)
 
 
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_long_source_path_is_shortened_from_the_left_not_wrapped(failing, verbose):
+    """`-v` wrapped the path mid-word ("…declare-a100-0" / ".3275755.0"): it is shortened
+    from the left, keeping the file name, with or without -v."""
+    name = "events.out.tfevents.1740427850.declare-a100-0.3275755.0"
+    source = "/work/shared/real-runs/some/deeper/folder/tensorboard/" + name
+    diagnosis = replace(failing.diagnosis, run=replace(failing.diagnosis.run, source=source))
+    lines = render_to_text(diagnosis, failing.run, 80, verbose=verbose).splitlines()
+    assert max(len(line) for line in lines) <= 80
+    (holder,) = [line for line in lines[:4] if line.endswith(name[-20:])]  # its end, whole
+    shown = holder.split(" · ")[-1]
+    assert shown.startswith("…") and source.endswith(shown[1:]) and len(shown) > 30
+    assert not any(line.strip() and source.endswith(line.strip()) and line != holder
+                   for line in lines)  # no wrapped tail of it
+    if verbose:  # a line of its own: as much of the path as the terminal holds
+        assert holder == "…" + source[-79:]
+
+
 def test_evidence_reads_as_text_with_units():
     from grpo_doctor.reporters.evidence import items, value
 

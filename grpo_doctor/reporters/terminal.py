@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
@@ -29,6 +30,7 @@ from rich.text import Text
 from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.escape import terminal as _safe
+from grpo_doctor.reporters.fit import shorten_left
 from grpo_doctor.reporters.outline import (
     by_onset,
     cause_text,
@@ -100,11 +102,16 @@ def _header(diagnosis: Diagnosis, width: int, verbose: bool) -> list[RenderableT
     facts += f" · {_safe(info.format)}"
     source = _safe(info.source)
     room = width - len(facts) - 3
-    if not verbose and len(source) > room:
-        source = "…" + source[-(room - 1):] if room > 12 else ""
-    second = Text(facts + (f" · {source}" if source else ""), style="dim")
+    # A path too long for its room is shortened from the left (its file name kept), never
+    # wrapped mid-word; -v gives it a line of its own first.
+    own_line = verbose and cell_len(source) > room
+    if not own_line and cell_len(source) > room:
+        source = shorten_left(source, room) if room > 12 else ""
+    second = Text(facts + (f" · {source}" if source and not own_line else ""), style="dim")
     second.overflow = "fold"
     out: list[RenderableType] = [first, second]
+    if own_line:
+        out.append(Text(shorten_left(source, width), style="dim"))
     if (config := config_line(diagnosis.config)) is not None:
         out.append(_hang("config: ", _safe(config[len("config: "):]), head_style="dim",
                          body_style="dim"))
