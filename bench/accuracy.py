@@ -2,6 +2,10 @@
 
     python bench/accuracy.py [--corpus tests/fixtures/corpus] [--real ../shared/real-runs]
 
+The real runs are read from --real, else $GRPO_DOCTOR_REAL_RUNS, else ../shared/real-runs
+beside the checkout (as the tests read them); when they are not there it says so and scores
+the corpus alone.
+
 Scores every labeled run of a corpus folder (its ``labels.json``, written by corpus/label.py)
 and of the shared real runs (labels in bench/real_runs_labels.json, transcribed from their
 README). Per failure mode it prints:
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from collections import defaultdict
@@ -132,12 +137,20 @@ def load_labels(corpus: Path | None, real: Path | None) -> list[dict]:
     return entries
 
 
+def default_real_runs() -> Path:
+    """Where the real runs are, as tests/helpers.py finds them."""
+    return Path(os.environ.get("GRPO_DOCTOR_REAL_RUNS", ROOT.parent / "shared" / "real-runs"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=ROOT / "tests" / "fixtures" / "corpus")
-    ap.add_argument("--real", type=Path, default=ROOT.parent / "shared" / "real-runs")
+    ap.add_argument("--real", type=Path, default=default_real_runs())
     ap.add_argument("--verbose", "-v", action="store_true")
     args = ap.parse_args()
+    if not args.real.is_dir():
+        print(f"real runs not found at {args.real} (set GRPO_DOCTOR_REAL_RUNS or --real): "
+              "scoring the corpus only")
 
     hits: dict[str, list[bool]] = defaultdict(list)
     leads: dict[str, list[int]] = defaultdict(list)
