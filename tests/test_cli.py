@@ -260,3 +260,30 @@ def test_version_comes_from_the_package_metadata(capsys):
     p = subprocess.run([sys.executable, "-m", "grpo_doctor", "--version"], capture_output=True,
                        text=True)
     assert p.returncode == 0 and p.stdout == out
+
+
+def test_the_readme_config_examples_load_alike_and_demo_exits_0(capsys, tmp_path):
+    """The README's pyproject.toml table and its grpo-doctor.toml (no [tool.grpo-doctor]
+    header: the table is the top level) are the same settings; `demo` exits 0 on the critical
+    run it shows, as the README says."""
+    import re
+    from pathlib import Path
+
+    from grpo_doctor.config import load_settings
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    pyproject, own = re.findall(r"```toml\n(.*?)```", section, re.S)
+    assert "[tool.grpo-doctor]" in pyproject and "[tool." not in own
+    assert "no `[tool.grpo-doctor]` header" in section
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "pyproject.toml").write_text(pyproject)
+    (tmp_path / "b" / "grpo-doctor.toml").write_text(own)
+    a = load_settings(tmp_path / "a" / "pyproject.toml")
+    b = load_settings(tmp_path / "b" / "grpo-doctor.toml")
+    assert (a.column_map, a.params, a.ignore, a.fail_on) == (
+        b.column_map, b.params, b.ignore, b.fail_on) and a.ignore == ("kl_drift",)
+    code, out, _ = run_cli(capsys, "demo")
+    assert code == 0 and "CRITICAL" in out
+    assert "`demo` exits 0 whatever it finds" in " ".join(readme.split())
