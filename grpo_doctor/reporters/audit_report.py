@@ -21,7 +21,7 @@ from grpo_doctor.audit import AuditedRun, AuditResult, ProgressFn
 from grpo_doctor.reporters import escape as esc
 from grpo_doctor.reporters.escape import markdown as escape
 from grpo_doctor.reporters.escape import terminal
-from grpo_doctor.reporters.fit import shorten_apart
+from grpo_doctor.reporters.fit import run_labels
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -147,7 +147,7 @@ def build_table(result: AuditResult, width: int | None = None) -> Table:
     labels = [terminal(r.label) for r in result.runs] + [terminal(e.source)
                                                          for e in result.errors]
     if run_width is not None:
-        labels = shorten_apart(labels, run_width)
+        labels = run_labels(labels, run_width, keep_end=True)
     table = Table(show_edge=False, pad_edge=False, title_justify="left")
     table.add_column("run", overflow="fold", width=run_width, no_wrap=run_width is not None)
     table.add_column("status", no_wrap=True)

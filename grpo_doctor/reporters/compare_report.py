@@ -8,7 +8,6 @@ each parting step marked. Runs are lettered A (the reference), B, C ... so lines
 from __future__ import annotations
 
 import json
-import os
 import string
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +15,8 @@ from typing import Any
 from grpo_doctor.compare import Comparison, MetricComparison
 from grpo_doctor.reporters.escape import json_dumps, terminal
 from grpo_doctor.reporters.escape import markdown as md
+from grpo_doctor.reporters.fit import cut as _cut
+from grpo_doctor.reporters.fit import run_labels
 from grpo_doctor.reporters.json_report import _clean
 from grpo_doctor.rules.base import fmt
 from grpo_doctor.store import Run
@@ -35,10 +36,6 @@ def _value(v: Any) -> str:
         text = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
         return text if len(text) <= 24 else text[:21] + "..."
     return fmt(v)
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
 
 
 def partings(comparison: Comparison) -> list[tuple[int, str, int, MetricComparison]]:
@@ -87,60 +84,6 @@ def _root_cause(rc: Any) -> str | None:
 
 #: A run's name gets its own line below this much room beside the run's facts.
 MIN_NAME_ROOM = 16
-#: Where separators split a name into words (a middle cut starts at a word).
-_SEPARATORS = "_-./ :"
-
-
-def run_labels(names: Sequence[str], room: int) -> list[str]:
-    """Each name in at most ``room`` characters, told apart where the full names differ.
-
-    Names that fit stay whole. Longer ones are cut at the end; when that makes two different
-    names look alike (``gpt_oss_(20B)_Reinforcement_Learn…`` twice), each keeps its head, then
-    ``…``, then the words from where it differs from the names it would be taken for
-    (``gpt_oss_(20B…Game_BF16__2025-10-1…``); failing that, its end."""
-    room = max(2, room)
-    cut = [_cut(name, room) for name in names]
-    if _told_apart(names, cut):
-        return cut
-    middle = [name if len(name) <= room else _around(name, _differs_at(name, names), room)
-              for name in names]
-    if _told_apart(names, middle):
-        return middle
-    tail = [name if len(name) <= room else "…" + name[-(room - 1):] for name in names]
-    return tail if _told_apart(names, tail) else cut
-
-
-def _told_apart(names: Sequence[str], labels: Sequence[str]) -> bool:
-    """Different names get different labels."""
-    return len(set(zip(names, labels))) == len(set(labels))
-
-
-def _differs_at(name: str, names: Sequence[str]) -> int:
-    """The first position where ``name`` differs from the most alike other name."""
-    return max((len(os.path.commonprefix([name, other]))  # noqa: RUF071 (names, not paths)
-                for other in names if other != name), default=0)
-
-
-def _around(name: str, at: int, room: int) -> str:
-    """``name`` in ``room`` characters: its head, ``…``, then from the word holding ``at``."""
-    start = at
-    while start > 0 and name[start - 1] not in _SEPARATORS:
-        start -= 1
-    if start > 0 and at - start < 2:  # the difference starts a word: keep the word before
-        start -= 1
-        while start > 0 and name[start - 1] not in _SEPARATORS:
-            start -= 1
-    head = max(1, room // 3)
-    body = room - head - 1
-    if at - start > body - 2:  # a long word: keep the difference itself in view
-        start = at - body // 2
-    start = min(start, len(name) - body)  # what is left fills the room
-    if start <= head:
-        return _cut(name, room)
-    rest = name[start:]
-    return name[:head] + "…" + (rest if len(rest) <= body else rest[:body - 1] + "…")
-
-
 def _run_head(i: int, run: dict[str, Any]) -> str:
     """A run's letter, status, format and steps, in columns (its name follows)."""
     steps = f"steps {run['first_step'] or 0:,}–{run['last_step'] or 0:,}"
