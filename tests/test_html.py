@@ -4,6 +4,7 @@ the CLI's --html and --png; and the page loaded in a real headless browser (Debi
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -377,6 +378,33 @@ def test_png_labels_the_points_beyond_the_axis_as_the_html_does(at):
     for text in drawn:
         extent = text.get_window_extent()
         assert box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()
+
+
+def test_an_outlier_near_the_float_limit_is_labelled_short_and_fits():
+    """1.7e308 is written as such (not 309 digits), and the PNG lays out without warning."""
+    pytest.importorskip("matplotlib")
+    import warnings
+
+    from grpo_doctor.reporters.html import (
+        _Context,
+        beyond_axis_labels,
+        finding_chart,
+        png_figure,
+        svg_chart,
+        y_axis,
+    )
+
+    grad = np.where(np.arange(200) < 100, 1.0 + 0.01 * (np.arange(200) % 3), 1.7e308)
+    run = make_run(grad_norm=grad, reward=np.linspace(0.1, 0.3, 200))
+    d = diagnose(run)
+    chart = finding_chart(d.check("grad_explosion"), run, _Context(d, None))
+    panel = chart.panels[0]
+    assert [t for _, _, t in beyond_axis_labels(panel, y_axis(panel))] == [
+        "1.7e308 at step 101"]
+    assert "1.7e308 at step 101" in svg_chart(chart)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # e.g. constrained layout collapsing
+        png_figure(chart, "grad_explosion").savefig(io.BytesIO(), format="png")
 
 
 def test_a_curve_without_outliers_keeps_its_whole_range():

@@ -610,7 +610,8 @@ def beyond_axis_labels(panel: Panel, axis: Axis) -> list[tuple[int, bool, str]]:
     for idx, above in zip(beyond_axis(panel, axis), (True, False)):
         if len(idx):
             worst = int(idx[np.argmax(s.values[idx])] if above else idx[np.argmin(s.values[idx])])
-            out.append((worst, above, f"{fmt(s.values[worst])} at step {fmt(s.steps[worst])}"))
+            out.append((worst, above, f"{_value_text(s.values[worst])} at step "
+                                      f"{fmt(s.steps[worst])}"))
     return out
 
 
@@ -661,6 +662,11 @@ def tick_label(v: float, step: float, percent: bool = False) -> str:
     if exponent <= 0 and f"{step / 10 ** exponent:.2f}" == "2.50":
         decimals += 1
     return f"{v:,.{decimals}f}"
+
+
+def _value_text(v: float) -> str:
+    """A value written beside a chart (an outlier's label): short at any magnitude."""
+    return tick_label(float(v), 0.0)
 
 
 def step_label(v: float) -> str:
@@ -962,8 +968,9 @@ class _SvgChart:
                 out = (f'<path class="clipped" data-step="{s.steps[i]:g}" '
                        f'data-value="{s.values[i]:.6g}" d="M{x - 4:.1f},{y + tip:.1f} '
                        f'L{x + 4:.1f},{y + tip:.1f} L{x:.1f},{y:.1f} Z" fill="{p.color}" '
-                       f'stroke="#ffffff" stroke-width="0.8"><title>{esc(fmt(s.values[i]))} '
-                       f'at step {fmt(s.steps[i])} (beyond the axis)</title></path>')
+                       f'stroke="#ffffff" stroke-width="0.8"><title>'
+                       f'{esc(_value_text(s.values[i]))} at step {fmt(s.steps[i])} (beyond the '
+                       f'axis)</title></path>')
                 self.parts.append(out)
         for worst, top, label in beyond_axis_labels(p, ax):
             y = box.y + 1 if top else box.y + box.h - 1
