@@ -403,6 +403,7 @@ def test_an_outlier_near_the_float_limit_is_labelled_short_and_fits():
         "1.7e308 at step 101"]
     assert "1.7e308 at step 101" in svg_chart(chart)[0]
     with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow, as the CLI does
         warnings.simplefilter("error", UserWarning)  # e.g. constrained layout collapsing
         png_figure(chart, "grad_explosion").savefig(io.BytesIO(), format="png")
 
