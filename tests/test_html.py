@@ -380,6 +380,7 @@ def test_png_labels_the_points_beyond_the_axis_as_the_html_does(at):
         assert box.x0 <= extent.x0 and extent.x1 <= box.x1, text.get_text()
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's overflow, as the CLI does
 def test_an_outlier_near_the_float_limit_is_labelled_short_and_fits():
     """1.7e308 is written as such (not 309 digits), and the PNG lays out without warning."""
     pytest.importorskip("matplotlib")
@@ -403,7 +404,7 @@ def test_an_outlier_near_the_float_limit_is_labelled_short_and_fits():
         "1.7e308 at step 101"]
     assert "1.7e308 at step 101" in svg_chart(chart)[0]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow, as the CLI does
+        warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("error", UserWarning)  # e.g. constrained layout collapsing
         png_figure(chart, "grad_explosion").savefig(io.BytesIO(), format="png")
 
