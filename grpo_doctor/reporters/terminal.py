@@ -1,4 +1,4 @@
-"""The terminal report, verdict first. The only library module that imports rich.
+"""The terminal report, verdict first (with audit_report and fit, the modules that use rich).
 
 What a practitioner reads in ten seconds, top to bottom:
 

@@ -146,7 +146,7 @@ def fmt(x: float | int | None, digits: int = 3) -> str:
     """A number as a person reads it: 0.31, 2e-06, 1,400."""
     if x is None:
         return "n/a"
-    if isinstance(x, (int, np.integer)) or (float(x).is_integer() and abs(x) >= 100):
+    if isinstance(x, (int, np.integer)) or (float(x).is_integer() and 100 <= abs(x) < 1e15):
         return f"{int(x):,}"
     x = float(x)
     if x == 0:
