@@ -23,7 +23,7 @@ from grpo_doctor.importers import wandb_offline as wo
 from grpo_doctor.importers.incremental import Restarted
 from grpo_doctor.live_store import Rows
 from tests.importers.common import FIXTURES
-from tests.importers.test_wandb_offline import BLOCK, write_log
+from tests.importers.test_wandb_offline import BLOCK, damaged, write_log
 
 OPTIONS = LoadOptions()
 PIECES = settings(max_examples=15, deadline=None,
@@ -243,15 +243,7 @@ def test_wandb_framing_resumed_in_pieces_equals_the_whole_log(
         sizes: list[int], damage: str, where: float, data: st.DataObject) -> None:
     # Records of any size: FULL chunks, and FIRST/MIDDLE/LAST ones across blocks, which a
     # piece can end between.
-    log = bytearray(write_log([_record(i, n) for i, n in enumerate(sizes)]))
-    at = 7 + int(where * max(len(log) - 8, 0))
-    if damage == "flip" and len(log) > 8:
-        log[at] ^= 0x20
-    elif damage == "cut":
-        log = log[:at]
-    elif damage == "zeros":  # pre-allocated space after the last record
-        log += bytes(BLOCK - len(log) % BLOCK + BLOCK)
-    log = bytes(log)
+    log = damaged(write_log([_record(i, n) for i, n in enumerate(sizes)]), damage, where)
     notes: list[str] = []
     expected = list(wo.iter_log_records(log, notes))
     whole = wo.LogFraming()
