@@ -359,10 +359,10 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
             if has_data and not checked_wandb:
                 checked_wandb = True
                 for send in wandb_senders:
-                    problem = send.problem()
-                    if problem:
-                        send.disabled = problem
-                        say(f"warning: {problem}")
+                    why = send.problem()
+                    if why:
+                        send.disabled = why
+                        say(f"warning: {why}")
             for alert in alerts:
                 emit(alert)
             printer.refresh()

@@ -99,7 +99,7 @@ class LogFraming:
         pending = None if self.pending is None else tuple(bytes(c) for c in self.pending)
         return LogPosition(self.pos, pending)
 
-    def records(self, data: bytes) -> Iterator[bytes]:
+    def records(self, data: bytes | memoryview) -> Iterator[bytes]:
         """The complete records in ``data``, the log's bytes from ``position`` on."""
         base = self.pos
         n = base + len(data)
@@ -146,7 +146,7 @@ class LogFraming:
         self.pos, self.pending = pos, pending
 
 
-def iter_log_records(data: bytes, notes: list[str]) -> Iterator[bytes]:
+def iter_log_records(data: bytes | memoryview, notes: list[str]) -> Iterator[bytes]:
     """The records of a whole ``.wandb`` log (after its header), noting corruption and a cut
     tail."""
     framing = LogFraming()

@@ -3,19 +3,54 @@ the last status of each run watched. Names from a log are escaped (``escape.term
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from grpo_doctor.findings import RUN_SEVERITY, Status
+from grpo_doctor.findings import RUN_SEVERITY, Check, Status
 from grpo_doctor.monitor import by_first_alert
 from grpo_doctor.reporters.escape import json_dumps, terminal
 from grpo_doctor.rules.base import fmt
 
 if TYPE_CHECKING:
     from grpo_doctor.monitor import Alert
-    from grpo_doctor.watch import WatchAll, Watcher
+    from grpo_doctor.store import Run
 
 
-def status_dict(watcher: Watcher) -> dict[str, Any]:
+class Watched(Protocol):
+    """What is shown of one watched run (``watch.Watcher``)."""
+
+    path: Path
+    polls: int
+    last_poll_seconds: float
+
+    @property
+    def run(self) -> Run | None: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def checks(self) -> tuple[Check, ...]: ...
+
+    @property
+    def format(self) -> str | None: ...
+
+
+class Watch(Protocol):
+    """What is shown of a watch (``watch.Watcher``, or ``watch.WatchAll`` of several runs)."""
+
+    path: Path
+    polls: int
+    last_poll_seconds: float
+
+    @property
+    def several(self) -> bool: ...
+
+    def members(self) -> Sequence[Watched]: ...
+
+
+def status_dict(watcher: Watched) -> dict[str, Any]:
     """The last status as a JSON object (``--format json``)."""
     run = watcher.run
     return {
@@ -29,7 +64,7 @@ def status_dict(watcher: Watcher) -> dict[str, Any]:
     }
 
 
-def status_line(watcher: Watcher, *, named: bool = False) -> str:
+def status_line(watcher: Watched, *, named: bool = False) -> str:
     """The last status in one line (``named``: starting with the run's name)."""
     run = watcher.run
     if run is None:
@@ -43,7 +78,7 @@ def status_line(watcher: Watcher, *, named: bool = False) -> str:
 
 
 
-def _panel(watcher: Watcher, interval: float) -> Any:
+def _panel(watcher: Watched, interval: float) -> Any:
     """The live status panel on a terminal."""
     from rich.console import Group
     from rich.panel import Panel
@@ -78,7 +113,7 @@ def _panel(watcher: Watcher, interval: float) -> Any:
     return Panel(Group(head, body), title=title, title_align="left", border_style=border)
 
 
-def _fleet_panel(watcher: Watcher | WatchAll, interval: float) -> Any:
+def _fleet_panel(watcher: Watch, interval: float) -> Any:
     """The live panel of a folder of runs: one row per run."""
     from rich.console import Group
     from rich.panel import Panel
@@ -109,7 +144,7 @@ def _fleet_panel(watcher: Watcher | WatchAll, interval: float) -> Any:
                  title_align="left", border_style=border)
 
 
-def live_panel(watcher: Watcher | WatchAll, interval: float) -> Any:
+def live_panel(watcher: Watch, interval: float) -> Any:
     """The live panel: one run's findings, or one row per run of a folder of runs."""
     if watcher.several:
         return _fleet_panel(watcher, interval)
@@ -130,7 +165,7 @@ class LiveOutput:
     live panel when ``panel``) or a JSON object (``json``), and at the end the last status of
     every run."""
 
-    def __init__(self, watcher: Watcher | WatchAll, out: Any, *, output: str = "terminal",
+    def __init__(self, watcher: Watch, out: Any, *, output: str = "terminal",
                  panel: bool = False, interval: float = 10.0) -> None:
         self.watcher = watcher
         self.out = out
