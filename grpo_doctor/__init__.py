@@ -16,7 +16,7 @@ _EXPORTS = {
     "load_run": "grpo_doctor.importers",
     "load_runs": "grpo_doctor.importers",
     "diagnose": "grpo_doctor.engine",
-    "DoctorConfig": "grpo_doctor.engine",
+    "DoctorConfig": "grpo_doctor.config",
     "Diagnosis": "grpo_doctor.findings",
     "Check": "grpo_doctor.findings",
     "Finding": "grpo_doctor.findings",
@@ -28,7 +28,8 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
-    from grpo_doctor.engine import DoctorConfig, diagnose  # noqa: F401
+    from grpo_doctor.config import DoctorConfig  # noqa: F401
+    from grpo_doctor.engine import diagnose  # noqa: F401
     from grpo_doctor.errors import GrpoDoctorError  # noqa: F401
     from grpo_doctor.findings import Check, Diagnosis, Status  # noqa: F401
     from grpo_doctor.findings import Check as Finding  # noqa: F401

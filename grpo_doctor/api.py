@@ -8,12 +8,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from grpo_doctor.config import Settings, failing_statuses
-from grpo_doctor.engine import DoctorConfig, diagnose
-from grpo_doctor.errors import ConfigError, InputError
+from grpo_doctor.config import DoctorConfig, Settings, failing_statuses
+from grpo_doctor.engine import diagnose
+from grpo_doctor.errors import InputError
 from grpo_doctor.findings import Diagnosis
 from grpo_doctor.importers import load_runs
-from grpo_doctor.metrics import parse_metric
 from grpo_doctor.store import Run
 
 #: Nothing at or above --fail-on.
@@ -31,32 +30,24 @@ def exit_code(diagnoses: list[Diagnosis], fail_on: str, *, strict: bool = False)
     return EXIT_FINDINGS if any(d.status in bad for d in diagnoses) else EXIT_OK
 
 
+# The config helpers are methods of Settings (grpo_doctor.config); these names stay for the
+# commands that call them.
+
+
 def doctor_config(settings: Settings) -> DoctorConfig:
-    """The engine's configuration. With every check ignored a run is inconclusive (the
-    Diagnosis says so), never healthy; its report names the config that ignored them."""
-    return DoctorConfig(params=settings.params, select=settings.select, ignore=settings.ignore)
+    return settings.doctor_config()
 
 
 def applied_config(settings: Settings) -> dict[str, Any]:
-    """What a report says about its configuration: the file applied (None: defaults and
-    command line only), the checks ignored (by --ignore, --select or the file), and the
-    thresholds overridden."""
-    from grpo_doctor.rules import RULES
-
-    run = {r.id for r in doctor_config(settings).rules()}
-    return {"file": settings.source, "ignored": [r.id for r in RULES if r.id not in run],
-            "overrides": {rule: dict(values) for rule, values in settings.params.items()}}
+    return settings.applied_config()
 
 
 def with_config(diagnosis: Diagnosis, settings: Settings) -> Diagnosis:
-    return replace(diagnosis, config=applied_config(settings))
+    return replace(diagnosis, config=settings.applied_config())
 
 
 def checked_map(column_map: dict[str, str]) -> dict[str, str]:
-    try:
-        return {parse_metric(k): v for k, v in column_map.items()}
-    except ValueError as exc:
-        raise ConfigError(f"--map: {exc}") from None
+    return Settings(column_map=column_map).checked_map()
 
 
 # --- bundled example runs -------------------------------------------------------------------

@@ -18,9 +18,12 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.errors import ConfigError, GrpoDoctorError
+
+if TYPE_CHECKING:
+    from grpo_doctor.rules import Rule
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,6 +44,37 @@ def failing_statuses(fail_on: str, *, strict: bool = False) -> frozenset[str]:
 
 
 @dataclass(frozen=True)
+class DoctorConfig:
+    """What the engine is told: rule parameters, which rules run."""
+
+    params: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    def params_for(self, rule: Rule) -> dict[str, float]:
+        values = rule.defaults()
+        for key, value in self.params.get(rule.id, {}).items():
+            if key not in values:
+                raise ConfigError(
+                    f"{rule.id} has no parameter {key!r}; it has {', '.join(values)}"
+                )
+            values[key] = float(value)
+        return values
+
+    def rules(self) -> list[Rule]:
+        from grpo_doctor.rules import RULES, rule_named
+
+        try:
+            selected = [rule_named(n) for n in self.select] if self.select else list(RULES)
+            ignored = {rule_named(n).id for n in self.ignore}
+        except KeyError as exc:
+            raise ConfigError(
+                f"unknown failure mode {exc.args[0]!r}; modes: {', '.join(r.id for r in RULES)}"
+            ) from None
+        return [r for r in selected if r.id not in ignored]
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything a user can configure, merged from file and command line."""
 
@@ -50,6 +84,31 @@ class Settings:
     ignore: tuple[str, ...] = ()
     fail_on: str = "critical"
     source: str | None = None  # the file the settings came from
+
+    def doctor_config(self) -> DoctorConfig:
+        """The engine's configuration. With every check ignored a run is inconclusive (the
+        Diagnosis says so), never healthy; its report names the config that ignored them."""
+        return DoctorConfig(params=self.params, select=self.select, ignore=self.ignore)
+
+    def applied_config(self) -> dict[str, Any]:
+        """What a report says about its configuration: the file applied (None: defaults and
+        command line only), the checks ignored (by --ignore, --select or the file), and the
+        thresholds overridden."""
+        from grpo_doctor.rules import RULES
+
+        run = {r.id for r in self.doctor_config().rules()}
+        return {"file": self.source, "ignored": [r.id for r in RULES if r.id not in run],
+                "overrides": {rule: dict(values) for rule, values in self.params.items()}}
+
+    def checked_map(self) -> dict[str, str]:
+        """``column_map`` keyed by canonical metric names; a ConfigError (``--map: ...``) for a
+        name that is not one."""
+        from grpo_doctor.metrics import parse_metric
+
+        try:
+            return {parse_metric(k): v for k, v in self.column_map.items()}
+        except ValueError as exc:
+            raise ConfigError(f"--map: {exc}") from None
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -9,48 +9,19 @@ raises, then bisection narrows it to the logged step where it first does.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
-from grpo_doctor.errors import ConfigError
+from grpo_doctor.config import DoctorConfig
 from grpo_doctor.findings import Check, Diagnosis, Incident, RunInfo, Status
 from grpo_doctor.metrics import candidate_keys
-from grpo_doctor.rules import RULES, Rule, Skip, rule_named
+from grpo_doctor.rules import Rule, Skip
 from grpo_doctor.rules.base import step_text
 from grpo_doctor.store import Run
 
 #: Prefixes tried in the coarse scan for the first alert.
 SCAN_POINTS = 48
-
-
-@dataclass(frozen=True)
-class DoctorConfig:
-    """What a user can set: rule parameters, which rules run."""
-
-    params: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-
-    def params_for(self, rule: Rule) -> dict[str, float]:
-        values = rule.defaults()
-        for key, value in self.params.get(rule.id, {}).items():
-            if key not in values:
-                raise ConfigError(
-                    f"{rule.id} has no parameter {key!r}; it has {', '.join(values)}"
-                )
-            values[key] = float(value)
-        return values
-
-    def rules(self) -> list[Rule]:
-        try:
-            selected = [rule_named(n) for n in self.select] if self.select else list(RULES)
-            ignored = {rule_named(n).id for n in self.ignore}
-        except KeyError as exc:
-            raise ConfigError(
-                f"unknown failure mode {exc.args[0]!r}; modes: {', '.join(r.id for r in RULES)}"
-            ) from None
-        return [r for r in selected if r.id not in ignored]
 
 
 def _missing(rule: Rule, run: Run) -> str | None:

@@ -120,7 +120,7 @@ class Run:
         )
 
 
-def _to_float(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def column_floats(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Numeric values of a column and a mask of cells that explicitly said NaN.
 
     Text that is not a number ("No Log", "", "-") becomes a gap; "nan" is kept as NaN evidence
@@ -289,7 +289,7 @@ def resolve_duplicates(raw: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         if len(where) == 1:
             keep.append(where[0])
             continue
-        values = [_to_float(raw.iloc[:, i])[0] for i in where]
+        values = [column_floats(raw.iloc[:, i])[0] for i in where]
         quality = [_copy_quality(v) for v in values]
         best = max(range(len(where)), key=lambda k: (quality[k], k))
         keep.append(where[best])
@@ -396,7 +396,7 @@ def build_run(
     nan_masks: dict[str, np.ndarray] = {}
     text_found: list[tuple[str, int, str]] = []
     for col in raw.columns:
-        vals, nan_mask = _to_float(raw[col])
+        vals, nan_mask = column_floats(raw[col])
         if (~np.isnan(vals)).any() or nan_mask.any():  # a numeric column, not a text one
             count, example = _text_cells(raw[col], vals, nan_mask)
             if count:

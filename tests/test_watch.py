@@ -23,8 +23,10 @@ import pytest
 from grpo_doctor import diagnose, load_run
 from grpo_doctor.cli import main
 from grpo_doctor.findings import Status
+from grpo_doctor.monitor import Alert
+from grpo_doctor.notifiers import WandbNotifier
 from grpo_doctor.store import Run
-from grpo_doctor.watch import Alert, WandbNotifier, Watcher, run_watch
+from grpo_doctor.watch import Watcher, run_watch
 from tests.helpers import ar1
 
 FIX = Path(__file__).parent / "fixtures"

@@ -12,10 +12,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.files import check_input
 from grpo_doctor.store import Run
+
+if TYPE_CHECKING:
+    from grpo_doctor.live_store import Rows
 
 #: How many leading bytes a sniffer sees.
 HEAD_BYTES = 64 * 1024
@@ -31,11 +35,45 @@ class LoadOptions:
 
 
 @dataclass(frozen=True)
+class Delta:
+    """What one incremental read brought: the new rows, the state to resume from, and whether
+    more than rows changed (a new file or column set, a config record, corruption), which only
+    a rebuild (``Incremental.load``) can express."""
+
+    rows: Rows
+    state: Any
+    structural: bool = False
+
+
+@dataclass(frozen=True)
+class Incremental:
+    """An importer's reader for a log that is still being written (``watch``).
+
+    ``read(path, state, options, final)`` reads what was appended after ``state`` (None: from
+    the start) and returns the new rows and the state to resume from. A partly written last
+    line or record is left for the next read, unless ``final`` (the log is complete: a last
+    line without a newline is read, as ``load`` reads it). A state is small, opaque and never
+    changed in place: reading again from an earlier state reads the same bytes again. It raises
+    ``importers.incremental.Restarted`` when the log shrank, was replaced or was rewritten.
+
+    ``load(path, state, options)`` is the Run the importer's ``load`` reads from the bytes
+    ``state`` has consumed (None while they hold none). ``policy`` is how rows logged at one
+    step combine (``live_store.LiveStore``): ``"last"`` or ``"update"``.
+    """
+
+    read: Callable[[Path, Any, LoadOptions, bool], Delta]
+    load: Callable[[Path, Any, LoadOptions], Run | None]
+    policy: str = "last"
+
+
+@dataclass(frozen=True)
 class Importer:
     """A source format: how to recognise it and how to read it into runs.
 
     ``sniff(path, head)`` returns a confidence from 0 (not mine) to 100 (certainly mine);
-    ``head`` is the first ``HEAD_BYTES`` of a file, or ``b""`` for a folder.
+    ``head`` is the first ``HEAD_BYTES`` of a file, or ``b""`` for a folder. ``incremental``
+    reads a growing log from where it left off; without one, ``watch`` reads the source whole
+    again whenever its files change.
     """
 
     name: str
@@ -46,6 +84,7 @@ class Importer:
     # A folder its sniffer claims is one source as a whole, whatever else lies in it (an
     # mlruns/ store, one run's folder): ``audit`` does not look inside.
     whole_folder: bool = False
+    incremental: Incremental | None = None
 
 
 # Module names under grpo_doctor.importers, in the order ties are broken.

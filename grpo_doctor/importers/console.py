@@ -37,8 +37,9 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import HEAD_BYTES, Importer, LoadOptions
+from grpo_doctor.importers import HEAD_BYTES, Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.csv_table import looks_like_text
+from grpo_doctor.importers.incremental import TextPosition, read_lines, rows_from_records
 from grpo_doctor.importers.jsonl import (
     Record,
     flatten,
@@ -47,6 +48,7 @@ from grpo_doctor.importers.jsonl import (
     records_frame,
     to_number,
 )
+from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns
 from grpo_doctor.store import Run, build_run
 
@@ -894,9 +896,45 @@ def log_to_run(log: ConsoleLog, path: Path, format: str, options: LoadOptions,
     )
 
 
+# --- a growing log, read from where the last read stopped (``watch``) -----------------------------
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """Where reading a growing console log resumes, and whether a verl line was read: only
+    then are new verl lines rows; other shapes are parsed whole (``_load_read``), since a
+    printed dict's step can depend on what is printed after it."""
+
+    at: TextPosition = field(default_factory=TextPosition)
+    verl: bool = False
+
+
+def _read_new(path: Path, state: _Tail | None, options: LoadOptions, final: bool) -> Delta:
+    state = state or _Tail()
+    text, at = read_lines(path, state.at, final)
+    if text is None:
+        return Delta(Rows(), _Tail(at, state.verl))
+    steps, records = _verl_records(split_segments(text))
+    rows = rows_from_records(records, steps=steps)
+    return Delta(rows, _Tail(at, state.verl or bool(records)), structural=not state.verl)
+
+
+def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | None:
+    if state is None or state.at.offset == 0:
+        return None
+    with path.open("rb") as fh:
+        data = fh.read(state.at.offset)
+    log = parse_console(data.decode("utf-8", errors="replace").lstrip("\ufeff")
+                        .replace("\x00", ""))
+    if not log.kind:
+        return None
+    return log_to_run(log, path, "console", options)
+
+
 IMPORTER = Importer(
     name="console",
     description="console logs: verl 'step:N - key:value' lines, printed HF/TRL dicts, tables",
     sniff=_sniff,
     load=_load,
+    incremental=Incremental(read=_read_new, load=_load_read, policy="update"),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +12,11 @@ import pandas as pd
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.files import check_size, read_bytes, read_error
-from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
+from grpo_doctor.importers.incremental import TextPosition, load_prefix, read_lines
+from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import find_run_column
-from grpo_doctor.store import Run, build_run
+from grpo_doctor.store import Run, build_run, column_floats
 
 _TEXT_SUFFIXES = {".csv", ".tsv", ".txt"}
 
@@ -241,9 +244,95 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     ]
 
 
+# --- a growing CSV, read from where the last read stopped (``watch``) -----------------------------
+
+_BOOL_WORDS = {"true": 1.0, "false": 0.0}
+
+
+def _text_cells(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSV cells (strings) as ``_load`` reads them: numbers, ``nan`` as a logged NaN, ``inf``,
+    an empty cell or other text as a gap, true/false as a boolean column is read."""
+    try:
+        values = cells.astype(np.float64)  # numbers, nan and inf words: the common case
+    except ValueError:
+        series = pd.Series(cells, dtype="string").replace("", pd.NA)
+        values, explicit = column_floats(series)
+        words = series.str.strip().str.lower().to_numpy(dtype=object, na_value="")
+        for word, value in _BOOL_WORDS.items():
+            values[words == word] = value
+        return values, explicit
+    return values, np.isnan(values)
+
+
+def _csv_cells(text: str, width: int, delimiter: str) -> list[np.ndarray]:
+    """The cells of CSV lines, one array of strings per column (short rows padded, long ones
+    cut, blank lines skipped, as ``_load`` reads them)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    names = [f"c{i}" for i in range(width)]
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(text.encode("utf-8")),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(names, pa.string()),
+                                                 strings_can_be_null=False),
+        )
+        return [col.to_numpy(zero_copy_only=False).astype(object) for col in table.columns]
+    except pa.ArrowInvalid:  # ragged rows: the csv module is forgiving
+        csv.field_size_limit(1 << 30)
+        body = [(r + [""] * width)[:width]
+                for r in csv.reader(io.StringIO(text), delimiter=delimiter) if r]
+        return [np.array([r[j] for r in body], dtype=object) for j in range(width)]
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """Where reading a growing CSV resumes: the lines read, its header, the rows so far."""
+
+    at: TextPosition = field(default_factory=TextPosition)
+    header: tuple[str, ...] | None = None
+    count: int = 0
+    several_runs: bool = False  # a run column: each row may start another run
+
+
+def _read_new(path: Path, state: _Tail | None, options: LoadOptions, final: bool) -> Delta:
+    """The rows appended after ``state``; the header, and any row of a file holding several
+    runs, are structural (a rebuild reads them)."""
+    state = state or _Tail()
+    text, at = read_lines(path, state.at, final)
+    if text is None:
+        return Delta(Rows(), _Tail(at, state.header, state.count, state.several_runs))
+    header, several_runs = state.header, state.several_runs
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    structural = False
+    if header is None:
+        first, _, text = text.partition("\n")
+        header = tuple(next(csv.reader([first.rstrip("\r")], delimiter=delimiter), []))
+        several_runs = find_run_column(header) is not None
+        structural = True
+    values: dict[str, np.ndarray] = {}
+    explicit: dict[str, np.ndarray] = {}
+    count = 0
+    if text.strip():
+        cells = _csv_cells(text, len(header), delimiter)
+        count = len(cells[0]) if cells else 0
+        for name, column in zip(header, cells):  # a repeated name: the last one wins
+            values[name], explicit[name] = _text_cells(column)
+    rows = Rows(values, explicit, None, state.count, count)
+    return Delta(rows, _Tail(at, header, state.count + count, several_runs),
+                 structural or several_runs)
+
+
+def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | None:
+    return load_prefix(_load, path, state.at.offset, options) if state is not None else None
+
+
 IMPORTER = Importer(
     name="csv",
     description="wide CSV, one row per logged step (step column detected, else row order)",
     sniff=_sniff,
     load=_load,
+    incremental=Incremental(read=_read_new, load=_load_read),
 )

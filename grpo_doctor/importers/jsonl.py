@@ -13,6 +13,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,15 @@ import pandas as pd
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.files import read_bytes
-from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.csv_table import looks_like_text
+from grpo_doctor.importers.incremental import (
+    TextPosition,
+    load_prefix,
+    read_lines,
+    rows_from_records,
+)
+from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run, build_run, check_table_size
 
 _NUMBER = re.compile(
@@ -208,9 +216,35 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     ]
 
 
+# --- a growing file, read from where the last read stopped (``watch``) ----------------------------
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """Where reading a growing JSON-lines file resumes: the lines read, the records so far."""
+
+    at: TextPosition = field(default_factory=TextPosition)
+    count: int = 0
+
+
+def _read_new(path: Path, state: _Tail | None, options: LoadOptions, final: bool) -> Delta:
+    state = state or _Tail()
+    text, at = read_lines(path, state.at, final)
+    if text is None:
+        return Delta(Rows(), _Tail(at, state.count))
+    records, _bad = _parse_lines(text)
+    rows = rows_from_records(records, first_index=state.count)
+    return Delta(rows, _Tail(at, state.count + len(records)))
+
+
+def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | None:
+    return load_prefix(_load, path, state.at.offset, options) if state is not None else None
+
+
 IMPORTER = Importer(
     name="jsonl",
     description="JSON lines, one object per logged step (nested keys joined with '/')",
     sniff=_sniff,
     load=_load,
+    incremental=Incremental(read=_read_new, load=_load_read),
 )

@@ -46,8 +46,8 @@ import os
 import re
 import struct
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,9 @@ import numpy as np
 from grpo_doctor.errors import FormatError
 from grpo_doctor.files import check_size, read_bytes, read_error, refuse, walk
 from grpo_doctor.files import kind as file_kind
-from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
+from grpo_doctor.importers.incremental import FileIdentity, SeveralRuns, read_from, snapshot
+from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run, build_run, check_table_size
 
 _U64 = struct.Struct("<Q")
@@ -1696,10 +1698,150 @@ def _load(path: Path, options: LoadOptions,
     return runs
 
 
+# --- a growing run, read record by record from where each file left off (``watch``) -------------
+
+
+@dataclass(frozen=True)
+class _FileTail:
+    offset: int = 0  # end of the last complete record consumed
+    identity: FileIdentity = field(default_factory=FileIdentity)
+    records: int = 0
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """Where reading a growing TensorBoard run resumes: the run (found at the first read) and
+    each of its event files' tail, and the plugin named for each tag so far."""
+
+    name: str | None = None
+    run_source: str = ""
+    folder: Path | None = None  # None: the run is one event file
+    files: Mapping[Path, _FileTail] = field(default_factory=dict)
+    plugin_of: Mapping[str, str] = field(default_factory=dict)
+
+
+def _tail_files(path: Path, state: _Tail, options: LoadOptions) -> tuple[_Tail, list[Path] | None]:
+    """The run's event files now (None: no run yet); the run is found at the first call."""
+    if state.name is None:
+        found = _discover(path)
+        if options.run is not None:
+            found = [f for f in found if f[0] == options.run]
+        if not found:
+            return state, None
+        if len(found) > 1:
+            raise SeveralRuns(str(path), [f[0] for f in found])
+        name, _files, run_source = found[0]
+        folder = None if path.is_file() else Path(run_source)
+        state = replace(state, name=name, run_source=run_source, folder=folder)
+    if state.folder is None:
+        return state, [path]
+    try:
+        files = [p for p in state.folder.iterdir() if _is_event_file(p.name) and p.is_file()]
+    except OSError:
+        return state, []
+    return state, sorted(files, key=_event_file_key)
+
+
+def _read_new(path: Path, state: _Tail | None, options: LoadOptions, final: bool) -> Delta:
+    """The points appended to the run's event files since ``state``, one row per step. A new
+    file, a corrupt record, a text summary, or a tag's first plugin is structural."""
+    state, files = _tail_files(path, state or _Tail(), options)
+    if files is None:
+        return Delta(Rows(), state)
+    structural = False
+    parts: list[Rows] = []
+    tails = dict(state.files)
+    plugin_of = dict(state.plugin_of)
+    for file in files:
+        tail = tails.get(file)
+        if tail is None:
+            tail = _FileTail()
+            structural = True
+        new, identity = tail.identity.changed(file)
+        tail = replace(tail, identity=identity)
+        if new:
+            rows, odd, tail = _read_tail(file, tail, plugin_of)
+            tail = replace(tail, identity=tail.identity.marked(file, tail.offset))
+            structural = structural or odd
+            if rows is not None:
+                parts.append(rows)
+        tails[file] = tail
+    state = replace(state, files=tails, plugin_of=plugin_of)
+    return Delta(Rows.concat(parts), state, structural)
+
+
+def _read_tail(path: Path, tail: _FileTail, plugin_of: dict[str, str]
+               ) -> tuple[Rows | None, bool, _FileTail]:
+    """The whole records after ``tail`` in one event file, pivoted to rows (``plugin_of``
+    gains the plugins named there); whether anything but clean scalar records was read."""
+    data = read_from(path, tail.offset)
+    if len(data) < 12:
+        return None, False, tail
+    buf = _Buffer(bytearray(data) + bytes(_Buffer._PAD), len(data))
+    try:
+        framing = _frame(buf, str(path))
+    except FormatError:
+        # No record starts where the last one ended: corruption. Skip to the next header.
+        nxt = _resync(buf, 1)
+        if nxt is None:
+            return None, False, tail
+        rows, _odd, tail = _read_tail(path, replace(tail, offset=tail.offset + nxt), plugin_of)
+        return rows, True, tail
+    if not len(framing.offsets):
+        return None, False, tail
+    odd = any(not n.startswith("truncated final record") for n in framing.notes)
+    points = _decode(buf, framing, 0, str(path))
+    odd = odd or bool(points.texts) or len(points.notes) > len(framing.notes)
+    tail = replace(tail, offset=tail.offset + int(framing.offsets[-1] + framing.lengths[-1] + 16),
+                   records=tail.records + len(framing.offsets))
+    for name, _order, plugin in sorted(points.plugins, key=lambda t: t[1]):
+        if name not in plugin_of:
+            plugin_of[name] = plugin
+            odd = True  # a plugin named for the first time may refuse earlier points
+    if not points.tag_idx:
+        return None, odd, tail
+    tag = np.concatenate(points.tag_idx)
+    step = np.concatenate(points.steps)
+    value = np.concatenate(points.values)
+    order = np.concatenate(points.order)
+    tensor = np.concatenate(points.tensor)
+    refused = np.array([plugin_of.get(t, "") not in ("", "scalars") for t in points.tags],
+                       dtype=bool)
+    keep = ~(tensor & refused[tag])
+    if not keep.any():
+        return None, odd, tail
+    steps, grid, explicit, _ = _pivot(tag[keep], step[keep], value[keep], order[keep],
+                                      len(points.tags))
+    present = ~np.isnan(grid) | explicit
+    cols = np.flatnonzero(present.any(axis=0))
+    rows = Rows({points.tags[j]: grid[:, j] for j in cols},
+                {points.tags[j]: explicit[:, j] for j in cols},
+                steps.astype(np.float64), 0, len(steps))
+    return rows, odd, tail
+
+
+def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | None:
+    """The run ``_load`` reads from the records ``state`` has consumed of each file."""
+    if state is None or state.name is None:
+        return None
+    files = [(p, t.offset) for p, t in state.files.items() if t.offset > 0]
+    if not files:
+        return None
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="grpo-doctor-watch-") as tmp:
+        copies = [snapshot(p, size, Path(tmp)) for p, size in files]
+        try:
+            return _load_run(state.name, copies, state.run_source, options)
+        except FormatError:
+            return None
+
+
 IMPORTER = Importer(
     name="tensorboard",
     description="TensorBoard event files (*tfevents*): a file, a run folder, or a folder of runs",
     sniff=_sniff,
     load=_load,
     reads_folders=True,
+    incremental=Incremental(read=_read_new, load=_load_read, policy="update"),
 )

@@ -30,14 +30,21 @@ import math
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
+from grpo_doctor.importers.incremental import (
+    FileIdentity,
+    SeveralRuns,
+    read_from,
+    rows_from_records,
+    snapshot,
+)
 from grpo_doctor.importers.tensorboard import (
     _HASH_KEYS,
     _WORD_MASKS,
@@ -47,6 +54,7 @@ from grpo_doctor.importers.tensorboard import (
     truncation_note,
     walk_files,
 )
+from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run, build_run, check_table_size
 
 MAGIC = b":W&B"
@@ -63,54 +71,89 @@ _SNIFF_MAX_ENTRIES = 5000
 _INTERNAL = ("_runtime", "_timestamp", "_step")
 
 
-def iter_log_records(data: bytes, notes: list[str]) -> Iterator[bytes]:
-    """The records of a ``.wandb`` log (after its header), noting corruption and truncation."""
-    n = len(data)
-    pos = _HEADER.size
-    pending: list[bytes] | None = None
-    corrupt: list[int] = []
-    while True:
-        left = _BLOCK - pos % _BLOCK
-        if left < _CHUNK.size:  # block trailer: zero padding
-            pos += left
-            continue
-        if pos + _CHUNK.size > n:
-            if pos < n and any(data[pos:]):
-                notes.append(truncation_note(pos))
+@dataclass(frozen=True)
+class LogPosition:
+    """Where reading a ``.wandb`` log resumes: the offset after the last chunk read, and the
+    chunks read so far of a record whose last chunk is not (yet) there."""
+
+    offset: int = 0
+    pending: tuple[bytes, ...] | None = None
+
+
+class LogFraming:
+    """The LevelDB-log framing of a ``.wandb`` log, read from a ``LogPosition`` over the bytes
+    that follow it (``records``), so that a growing log is framed as it grows: a chunk not yet
+    fully written is read again next time. After ``records``: ``position`` to resume from,
+    ``corrupt`` (the offsets of chunks with a bad CRC, each losing the rest of its block) and
+    ``cut`` (the bytes end inside a chunk)."""
+
+    def __init__(self, start: LogPosition | None = None) -> None:
+        start = start or LogPosition()
+        self.pos = start.offset
+        self.pending: list[bytes] | None = None if start.pending is None else list(start.pending)
+        self.corrupt: list[int] = []
+        self.cut = False
+
+    @property
+    def position(self) -> LogPosition:
+        pending = None if self.pending is None else tuple(bytes(c) for c in self.pending)
+        return LogPosition(self.pos, pending)
+
+    def records(self, data: bytes | memoryview) -> Iterator[bytes]:
+        """The complete records in ``data``, the log's bytes from ``position`` on."""
+        base = self.pos
+        n = base + len(data)
+        pos = base
+        if pos == 0:
+            if len(data) < _HEADER.size:
+                return
+            pos = _HEADER.size
+        pending = self.pending
+        while True:
+            left = _BLOCK - pos % _BLOCK
+            if left < _CHUNK.size:  # block trailer: zero padding
+                pos += left
+                continue
+            if pos + _CHUNK.size > n:
+                self.cut = pos < n and any(data[pos - base :])
+                break
+            crc, length, kind = _CHUNK.unpack_from(data, pos - base)
+            if kind == 0 and length == 0 and crc == 0:  # pre-allocated zeros
+                pos += left
+                continue
+            end = pos + _CHUNK.size + length
+            fits = length <= left - _CHUNK.size
+            if end > n and kind in _TYPE_CRC and fits:
+                self.cut = True  # not fully written (yet)
+                break
+            chunk = data[pos + _CHUNK.size - base : end - base]
+            if kind not in _TYPE_CRC or not fits or zlib.crc32(chunk, _TYPE_CRC[kind]) != crc:
+                self.corrupt.append(pos)
                 pending = None
-            break
-        crc, length, kind = _CHUNK.unpack_from(data, pos)
-        if kind == 0 and length == 0 and crc == 0:  # pre-allocated zeros
-            pos += left
-            continue
-        end = pos + _CHUNK.size + length
-        if end > n and kind in _TYPE_CRC and length <= left - _CHUNK.size:
-            notes.append(truncation_note(pos))
-            pending = None
-            break
-        chunk = data[pos + _CHUNK.size : end]
-        if (
-            kind not in _TYPE_CRC
-            or length > left - _CHUNK.size
-            or zlib.crc32(chunk, _TYPE_CRC[kind]) != crc
-        ):
-            corrupt.append(pos)
-            pending = None
-            pos += left  # the length cannot be trusted: drop the rest of the block
-            continue
-        pos = end
-        if kind == _FULL:
-            pending = None
-            yield chunk
-        elif kind == _FIRST:
-            pending = [chunk]
-        elif pending is not None:  # a MIDDLE or LAST whose FIRST was lost is dropped
-            pending.append(chunk)
-            if kind == _LAST:
-                yield b"".join(pending)
+                pos += left  # the length cannot be trusted: drop the rest of the block
+                continue
+            pos = end
+            if kind == _FULL:
                 pending = None
-    if pending is not None:
-        notes.append(truncation_note(pos))
+                yield chunk
+            elif kind == _FIRST:
+                pending = [chunk]
+            elif pending is not None:  # a MIDDLE or LAST whose FIRST was lost is dropped
+                pending.append(chunk)
+                if kind == _LAST:
+                    yield b"".join(pending)
+                    pending = None
+        self.pos, self.pending = pos, pending
+
+
+def iter_log_records(data: bytes | memoryview, notes: list[str]) -> Iterator[bytes]:
+    """The records of a whole ``.wandb`` log (after its header), noting corruption and a cut
+    tail."""
+    framing = LogFraming()
+    yield from framing.records(data)
+    if framing.cut or framing.pending is not None:
+        notes.append(truncation_note(framing.pos))
+    corrupt = framing.corrupt
     notes[:0] = [f"corrupt block at byte {p} skipped" for p in corrupt[:_MAX_NOTES]]
     if len(corrupt) > _MAX_NOTES:
         notes.insert(_MAX_NOTES, f"{len(corrupt) - _MAX_NOTES} more corrupt blocks skipped")
@@ -1143,10 +1186,170 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     return runs
 
 
+# --- a growing run, read record by record from where the last read stopped (``watch``) ----------
+
+
+@dataclass(frozen=True)
+class WandbTarget:
+    """The W&B run being watched, for ``--notify wandb``."""
+
+    entity: str
+    project: str
+    run_id: str
+    offline: bool
+    folder: Path
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """Where reading a growing ``.wandb`` log resumes: the log (found at the first read), its
+    framing, the media keys seen (their fields are not metrics) and the run named so far."""
+
+    file: Path | None = None
+    at: LogPosition = field(default_factory=LogPosition)
+    identity: FileIdentity = field(default_factory=FileIdentity)
+    media: frozenset[str] = frozenset()
+    target: tuple[tuple[str, str], ...] = ()  # entity, project, run_id as far as known
+
+
+def _tail_file(path: Path, state: _Tail, options: LoadOptions) -> Path | None:
+    if state.file is not None:
+        return state.file
+    files = sorted(_log_files(path))
+    if options.run is not None:
+        want = options.run
+        files = [f for f in files if want in (f.parent.name, f.stem, f.stem[4:])
+                 or f.parent.name.endswith(f"-{want}")]
+    if not files:
+        return None
+    if len(files) > 1:
+        raise SeveralRuns(str(path), [f.parent.name for f in files], "W&B runs",
+                          "--run (its folder name or run id)")
+    return files[0]
+
+
+def _read_new(path: Path, state: _Tail | None, options: LoadOptions, final: bool) -> Delta:
+    """The history rows appended since ``state``. The log's first records, a run, config or
+    step-metric record, a corrupt chunk, an unreadable record or a history row without a step
+    are structural."""
+    from google.protobuf.message import DecodeError
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    state = state or _Tail()
+    file = _tail_file(path, state, options)
+    if file is None:
+        return Delta(Rows(), state)
+    new, identity = state.identity.changed(file)
+    if not new:
+        return Delta(Rows(), replace(state, file=file, identity=identity))
+    structural = state.at.offset == 0
+    framing = LogFraming(state.at)
+    records = list(framing.records(read_from(file, state.at.offset)))
+    identity = identity.marked(file, framing.pos)
+    structural = structural or bool(framing.corrupt)
+    media = set(state.media)
+    target = dict(state.target)
+    steps: list[float] = []
+    rows: list[dict[str, float]] = []
+    for raw in records:
+        try:
+            rec = pb.Record.FromString(raw)  # type: ignore[attr-defined]
+        except DecodeError:
+            structural = True
+            continue
+        kind = rec.WhichOneof("record_type")
+        if kind == "history":
+            step, row = _history_row(rec.history, media)
+            if step is None:
+                structural = True
+                continue
+            steps.append(step)
+            rows.append(row)
+        elif kind == "run":
+            run = rec.run
+            for key, value in (("entity", run.entity), ("project", run.project),
+                               ("run_id", run.run_id)):
+                if value:
+                    target[key] = value
+            structural = True
+        elif kind == "config" or (kind == "metric" and rec.metric.glob_name == "*"
+                                  and rec.metric.step_metric):
+            structural = True
+    state = _Tail(file, framing.position, identity, frozenset(media), tuple(target.items()))
+    return Delta(rows_from_records(rows, steps=steps), state, structural)
+
+
+def _history_row(hist: Any, media: set[str]) -> tuple[float | None, dict[str, float]]:
+    """One history record as ``read_wandb_log`` and ``_build_frame`` read it: (step, numeric
+    cells). ``media`` gains the media keys it holds."""
+    items = {("/".join(i.nested_key) if i.nested_key else i.key): i.value_json
+             for i in hist.item}
+    media.update(k[: -len("/_type")] for k in items if k.endswith("/_type"))
+    step: float | None = None
+    row: dict[str, float] = {}
+    for key, text in items.items():
+        try:
+            value = _loads(text)
+        except ValueError:
+            continue
+        if key == "_step":
+            if _is_number(value):
+                step = _float(value)
+            continue
+        if key in _INTERNAL or key == "_wandb" or key.startswith("_wandb/"):
+            continue
+        flat: dict[str, Any] = {}
+        if isinstance(value, dict):
+            _flatten(key, value, flat)
+        else:
+            flat[key] = value
+        for k, v in flat.items():
+            if k.endswith("/_type") or any(k.startswith(m + "/") for m in media):
+                continue
+            if _is_number(v):
+                row[k] = _float(v)
+    if step is None and hist.HasField("step"):
+        step = float(hist.step.num)
+    return step, row
+
+
+def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | None:
+    """The run ``_load`` reads from the records ``state`` has consumed."""
+    if state is None or state.file is None or state.at.offset == 0:
+        return None
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="grpo-doctor-watch-") as tmp:
+        copy = snapshot(state.file, state.at.offset, Path(tmp))
+        try:
+            log = read_wandb_log(copy)
+        except FormatError:
+            return None
+    log.path = state.file
+    if log.n_rows == 0:
+        return None
+    name = options.run or _run_names([log])[0]
+    try:
+        return _load_log(log, name, options)
+    except FormatError:
+        return None
+
+
+def live_target(state: _Tail | None) -> WandbTarget | None:
+    """The W&B run an incremental read (``state``) has found, once its run record is read."""
+    target = dict(state.target) if state is not None else {}
+    if state is None or state.file is None or "run_id" not in target:
+        return None
+    folder = state.file.parent
+    return WandbTarget(target.get("entity", ""), target.get("project", ""), target["run_id"],
+                       folder.name.startswith("offline-run"), folder)
+
+
 IMPORTER = Importer(
     name="wandb-offline",
     description="W&B run folders (wandb/offline-run-*, wandb/run-*) or run-<id>.wandb files",
     sniff=_sniff,
     load=_load,
     reads_folders=True,
+    incremental=Incremental(read=_read_new, load=_load_read),
 )

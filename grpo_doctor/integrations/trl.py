@@ -37,10 +37,9 @@ except ImportError as exc:  # pragma: no cover - exercised with transformers hid
         "(or pip install transformers)"
     ) from exc
 
-from grpo_doctor.api import checked_map
 from grpo_doctor.config import Settings
+from grpo_doctor.monitor import Alert, Monitor
 from grpo_doctor.store import Run
-from grpo_doctor.watch import Alert, Monitor
 
 if TYPE_CHECKING:
     from transformers import TrainerControl, TrainerState, TrainingArguments
@@ -68,7 +67,7 @@ class DoctorCallback(TrainerCallback):
         self.stop_on = stop_on
         self.settings = settings or Settings()
         self.print_alerts = print_alerts
-        self.column_map = checked_map(self.settings.column_map)
+        self.column_map = self.settings.checked_map()
         self.monitor = Monitor(self.settings)
         self.history: list[dict[str, Any]] = []
         self.stopped_at: int | None = None  # the step at which it stopped training

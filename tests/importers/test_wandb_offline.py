@@ -303,14 +303,9 @@ def _spans_as_records(data: bytes) -> list[bytes] | None:
     return [bytes(buf.data[s:e]) for s, e in zip(starts.tolist(), ends.tolist())]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.binary(min_size=0, max_size=40_000), max_size=12),
-       st.sampled_from(["none", "flip", "cut", "zeros"]), st.floats(0, 1))
-def test_block_framing_in_bulk_equals_the_generator(
-    records: list[bytes], damage: str, where: float
-) -> None:
-    # Records of any size: FULL chunks, and FIRST/MIDDLE/LAST ones across blocks.
-    data = bytearray(write_log(records))
+def damaged(log: bytes, damage: str, where: float) -> bytes:
+    """``log`` with a bit flipped, cut, or followed by pre-allocated zeros, at ``where`` (0-1)."""
+    data = bytearray(log)
     at = 7 + int(where * max(len(data) - 8, 0))
     if damage == "flip" and len(data) > 8:
         data[at] ^= 0x20
@@ -318,9 +313,20 @@ def test_block_framing_in_bulk_equals_the_generator(
         data = data[:at]
     elif damage == "zeros":  # pre-allocated space after the last record
         data += bytes(BLOCK - len(data) % BLOCK + BLOCK)
+    return bytes(data)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.binary(min_size=0, max_size=40_000), max_size=12),
+       st.sampled_from(["none", "flip", "cut", "zeros"]), st.floats(0, 1))
+def test_block_framing_in_bulk_equals_the_generator(
+    records: list[bytes], damage: str, where: float
+) -> None:
+    # Records of any size: FULL chunks, and FIRST/MIDDLE/LAST ones across blocks.
+    data = damaged(write_log(records), damage, where)
     notes: list[str] = []
-    expected = list(wo.iter_log_records(bytes(data), notes))
-    got = _spans_as_records(bytes(data))
+    expected = list(wo.iter_log_records(data, notes))
+    got = _spans_as_records(data)
     if got is not None:  # taken only when the generator would note nothing
         assert got == expected
         assert notes == []

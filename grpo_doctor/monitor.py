@@ -1,0 +1,184 @@
+"""Alerting on a growing run: the rules over successive Runs, one alert per new, escalated or
+cleared finding. Used by ``watch`` and by the trainer callback (``grpo_doctor.integrations.trl``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from grpo_doctor.config import Settings
+from grpo_doctor.engine import assemble, check_rule
+from grpo_doctor.findings import Check, Diagnosis, Status
+from grpo_doctor.reporters.escape import terminal
+from grpo_doctor.rules.base import fmt
+from grpo_doctor.store import Run
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A finding that newly fired (or escalated) at one poll, or one that cleared (severity
+    ``ok``: it was raised before and no longer is)."""
+
+    mode: str
+    severity: Status  # warning or critical; ok when the finding cleared
+    first_alert_step: int | None  # as ``diagnose`` computes it on the data seen at this poll
+    onset_step: int | None
+    summary: str
+    step: int | None  # the last logged step when the alert was raised
+    previous: Status | None = None  # the severity alerted before (an escalation), else None
+    previous_first_alert_step: int | None = None  # what the earlier alert of the mode carried
+    remedies: tuple[str, ...] = ()
+    run: str = ""
+    source: str = ""
+
+    @property
+    def cleared(self) -> bool:
+        return self.severity is Status.OK
+
+    @property
+    def escalated(self) -> bool:
+        return self.previous is not None and not self.cleared
+
+    @property
+    def event(self) -> str:
+        return "cleared" if self.cleared else "alert"
+
+    def line(self) -> str:
+        """One line for a log or a terminal (the summary's names from the log escaped: one
+        line, no control sequence)."""
+        if self.cleared:
+            was = self.previous.value if self.previous is not None else "raised"
+            return (f"CLEARED {self.mode} (was {was}, first alerted at step "
+                    f"{fmt(self.first_alert_step)}): cleared at step {fmt(self.step)}. "
+                    f"{terminal(self.summary)}")
+        what = f"{self.severity.value.upper()} {self.mode}"
+        if self.previous is not None:
+            what += f" (escalated from {self.previous.value}"
+            if self.previous_first_alert_step != self.first_alert_step:
+                what += f", first alerted at step {fmt(self.previous_first_alert_step)}"
+            what += ")"
+        return (f"{what}: first alert at step {fmt(self.first_alert_step)}, onset "
+                f"{fmt(self.onset_step)}, seen at step {fmt(self.step)}. "
+                f"{terminal(self.summary)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "event": self.event, "mode": self.mode, "severity": self.severity.value,
+            "previous": self.previous.value if self.previous is not None else None,
+            "previous_first_alert_step": self.previous_first_alert_step,
+            "first_alert_step": self.first_alert_step, "onset_step": self.onset_step,
+            "step": self.step, "summary": self.summary, "remedies": list(self.remedies),
+            "run": self.run, "source": self.source,
+        }
+
+
+class Monitor:
+    """The alerting half of a watch: the rules over successive Runs of one growing log.
+
+    ``evaluate`` checks every rule without the first-alert replay, and replays only for a mode
+    that newly fired or escalated, so the alert carries the ``first_alert_step`` that
+    ``diagnose`` would report on the same Run. What it shows is stable: an escalation keeps the
+    mode's first-alert step (it never moves backwards), and a finding that keeps its severity
+    keeps the onset, first alert and summary it had when it last changed; a finding that clears
+    is reported once as cleared (and alerts again if it comes back). Used by :class:`Watcher`
+    and by the trainer callback (``grpo_doctor.integrations.trl``).
+    """
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self._settings = settings or Settings()
+        cfg = self._settings.doctor_config()
+        self._rules = cfg.rules()
+        self._params = {rule.id: cfg.params_for(rule) for rule in self._rules}
+        self.alerted: dict[str, Alert] = {}
+        self.alerts: list[Alert] = []
+        self.checks: tuple[Check, ...] = ()
+        self.run: Run | None = None
+        self._shown: dict[str, Check] = {}  # each raised finding as it last changed
+        self._cleared_at: dict[str, int | None] = {}  # the step each mode last cleared at
+
+    def evaluate(self, run: Run) -> list[Alert]:
+        """Every rule on ``run``; the alerts it raises (new modes, escalations, and findings
+        that cleared)."""
+        new: list[Alert] = []
+        checks: list[Check] = []
+        for rule in self._rules:
+            params = self._params[rule.id]
+            check = check_rule(rule, run, params, with_first_alert=False)
+            prev = self.alerted.get(rule.id)
+            if check.fired and (prev is None or check.status.rank > prev.severity.rank):
+                check = self._raised(check_rule(rule, run, params), prev, run)
+                alert = Alert(
+                    mode=rule.id, severity=check.status, first_alert_step=check.first_alert_step,
+                    onset_step=check.onset_step, summary=check.summary, step=run.last_step,
+                    previous=prev.severity if prev is not None else None,
+                    previous_first_alert_step=prev.first_alert_step if prev is not None else None,
+                    remedies=check.remedies, run=run.name, source=run.source,
+                )
+                self.alerted[rule.id] = alert
+                self._shown[rule.id] = check
+                new.append(alert)
+            elif check.fired and prev is not None:
+                shown = self._shown[rule.id]
+                if check.status is shown.status:
+                    check = shown  # unchanged: as it was shown
+                else:  # eased (critical -> warning): shown anew, its first alert kept
+                    check = _onset_by(replace(check, first_alert_step=prev.first_alert_step))
+                    self._shown[rule.id] = check
+            elif prev is not None and check.status is Status.OK:
+                shown = self._shown.pop(rule.id)
+                del self.alerted[rule.id]
+                self._cleared_at[rule.id] = run.last_step
+                new.append(Alert(
+                    mode=rule.id, severity=Status.OK, first_alert_step=prev.first_alert_step,
+                    onset_step=shown.onset_step, summary=check.summary, step=run.last_step,
+                    previous=shown.status, previous_first_alert_step=prev.first_alert_step,
+                    run=run.name, source=run.source))
+            checks.append(check)
+        self.checks = tuple(checks)
+        self.run = run
+        new.sort(key=lambda a: _step_order(a.first_alert_step))  # as the log raised them
+        self.alerts.extend(new)
+        return new
+
+    def _raised(self, check: Check, prev: Alert | None, run: Run) -> Check:
+        """A finding newly raised or escalated, as it is shown: an escalation keeps the mode's
+        first alert; a finding back after it cleared is first alerted after that."""
+        first = check.first_alert_step
+        if prev is not None and prev.first_alert_step is not None:
+            first = prev.first_alert_step
+        elif check.mode in self._cleared_at:
+            cleared = self._cleared_at[check.mode]
+            if first is None or (cleared is not None and first <= cleared):
+                first = run.last_step
+        return _onset_by(replace(check, first_alert_step=first))
+
+    def diagnosis(self) -> Diagnosis | None:
+        """The latest checks as a Diagnosis (first-alert steps from the alerts raised)."""
+        run = self.run
+        if run is None:
+            return None
+        return replace(assemble(run, self.checks), config=self._settings.applied_config())
+
+    def severities(self) -> dict[str, int]:
+        """0 ok / 1 warning / 2 critical per mode that could be checked (skipped ones left out)."""
+        return {c.mode: c.status.rank for c in self.checks if c.status is not Status.SKIPPED}
+
+
+def _step_order(step: int | None) -> tuple[bool, int]:
+    """Sort key: by step, an unknown step last."""
+    return step is None, step or 0
+
+
+def by_first_alert(checks: Sequence[Check]) -> list[Check]:
+    """The findings among ``checks``, in the order they were first alerted."""
+    return sorted((c for c in checks if c.fired), key=lambda c: _step_order(c.first_alert_step))
+
+
+def _onset_by(check: Check) -> Check:
+    """A finding alerted at some step had begun by then: its onset is no later."""
+    first, onset = check.first_alert_step, check.onset_step
+    if first is not None and onset is not None and first < onset:
+        return replace(check, onset_step=first)
+    return check

@@ -1,0 +1,231 @@
+"""What ``watch`` shows: alert lines (or JSON lines), the live status panel on a terminal, and
+the last status of each run watched. Names from a log are escaped (``escape.terminal``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from grpo_doctor.findings import RUN_SEVERITY, Check, Status
+from grpo_doctor.monitor import by_first_alert
+from grpo_doctor.reporters.escape import json_dumps, terminal
+from grpo_doctor.rules.base import fmt
+
+if TYPE_CHECKING:
+    from grpo_doctor.monitor import Alert
+    from grpo_doctor.store import Run
+
+
+class Watched(Protocol):
+    """What is shown of one watched run (``watch.Watcher``)."""
+
+    path: Path
+    polls: int
+    last_poll_seconds: float
+
+    @property
+    def run(self) -> Run | None: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def checks(self) -> tuple[Check, ...]: ...
+
+    @property
+    def format(self) -> str | None: ...
+
+
+class Watch(Protocol):
+    """What is shown of a watch (``watch.Watcher``, or ``watch.WatchAll`` of several runs)."""
+
+    path: Path
+    polls: int
+    last_poll_seconds: float
+
+    @property
+    def several(self) -> bool: ...
+
+    def members(self) -> Sequence[Watched]: ...
+
+
+def status_dict(watcher: Watched) -> dict[str, Any]:
+    """The last status as a JSON object (``--format json``)."""
+    run = watcher.run
+    return {
+        "event": "status", "status": watcher.status if run is not None else "no data",
+        "run": run.name if run is not None else None, "source": str(watcher.path),
+        "step": run.last_step if run is not None else None,
+        "n_steps": run.n_steps if run is not None else 0, "polls": watcher.polls,
+        "findings": [{"mode": c.mode, "status": c.status.value,
+                      "first_alert_step": c.first_alert_step, "onset_step": c.onset_step}
+                     for c in by_first_alert(watcher.checks)],
+    }
+
+
+def status_line(watcher: Watched, *, named: bool = False) -> str:
+    """The last status in one line (``named``: starting with the run's name)."""
+    run = watcher.run
+    if run is None:
+        return f"status: no data yet from {terminal(watcher.path)} ({watcher.polls} poll(s))"
+    found = [f"{c.mode} {c.status.value} (first alert at step {fmt(c.first_alert_step)})"
+             for c in by_first_alert(watcher.checks)]
+    what = "; ".join(found) if found else "no failure mode found"
+    who = f"{terminal(run.name)}: " if named else ""
+    return (f"status: {who}{watcher.status} at step {fmt(run.last_step)} ({fmt(run.n_steps)} "
+            f"steps, {watcher.polls} poll(s)): {what}")
+
+
+
+def _panel(watcher: Watched, interval: float) -> Any:
+    """The live status panel on a terminal."""
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    run = watcher.run
+    title = Text(f"grpo-doctor watch · {terminal(run.name if run else watcher.path)}")
+    if run is None:
+        what = "waiting for data in" if watcher.polls else "reading"
+        return Panel(Text(f"{what} {terminal(watcher.path)} · poll {watcher.polls} · every "
+                          f"{interval:g} s · Ctrl-C to stop"), title=title, title_align="left")
+    head = Text(f"{terminal(watcher.format)} · step {fmt(run.last_step)} · "
+                f"{fmt(run.n_steps)} steps · poll {watcher.polls} "
+                f"({watcher.last_poll_seconds:.2f} s) · every {interval:g} s · Ctrl-C to stop")
+    fired = [c for c in watcher.checks if c.fired]
+    ok = sum(c.status is Status.OK for c in watcher.checks)
+    skipped = sum(c.status is Status.SKIPPED for c in watcher.checks)
+    if not fired:
+        body: Any = Text(f"no failure mode found · {ok} checks ok, {skipped} skipped",
+                         style="green")
+    else:
+        body = Table(box=None, pad_edge=False, expand=True)
+        for name in ("mode", "status", "first alert", "onset", "summary"):
+            body.add_column(name, no_wrap=name != "summary", overflow="ellipsis")
+        for c in sorted(fired, key=lambda c: -c.status.rank):
+            style = "bold red" if c.status is Status.CRITICAL else "yellow"
+            body.add_row(Text(c.mode), Text(c.status.value, style=style),
+                         Text(fmt(c.first_alert_step)), Text(fmt(c.onset_step)),
+                         Text(terminal(c.summary)))
+    border = {"critical": "red", "warning": "yellow"}.get(watcher.status, "green")
+    return Panel(Group(head, body), title=title, title_align="left", border_style=border)
+
+
+def _fleet_panel(watcher: Watch, interval: float) -> Any:
+    """The live panel of a folder of runs: one row per run."""
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    members = watcher.members()
+    head = Text(f"{len(members)} run(s) · poll {watcher.polls} "
+                f"({watcher.last_poll_seconds:.2f} s) · every {interval:g} s · Ctrl-C to stop")
+    table = Table(box=None, pad_edge=False, expand=True)
+    for name in ("run", "status", "step", "findings (first alert)"):
+        table.add_column(name, no_wrap=name != "findings (first alert)", overflow="ellipsis")
+    worst = "healthy"
+    for w in members:
+        run = w.run
+        if run is None:
+            table.add_row(Text(terminal(w.path)), Text("no data", style="dim"), "–", "")
+            continue
+        status = w.status
+        if RUN_SEVERITY.get(status, 0) > RUN_SEVERITY.get(worst, 0):
+            worst = status
+        found = ", ".join(f"{c.mode}@{fmt(c.first_alert_step)}" for c in w.checks if c.fired)
+        style = {"critical": "bold red", "warning": "yellow"}.get(status, "green")
+        table.add_row(Text(terminal(run.name)), Text(status, style=style), fmt(run.last_step),
+                      Text(found or "–"))
+    border = {"critical": "red", "warning": "yellow"}.get(worst, "green")
+    return Panel(Group(head, table), title=Text(f"grpo-doctor watch · {terminal(watcher.path)}"),
+                 title_align="left", border_style=border)
+
+
+def live_panel(watcher: Watch, interval: float) -> Any:
+    """The live panel: one run's findings, or one row per run of a folder of runs."""
+    if watcher.several:
+        return _fleet_panel(watcher, interval)
+    members = watcher.members()
+    if members:
+        return _panel(members[0], interval)
+    from rich.panel import Panel
+    from rich.text import Text
+
+    what = "waiting for data in" if watcher.polls else "reading"
+    return Panel(Text(f"{what} {terminal(watcher.path)} · poll {watcher.polls} · every "
+                      f"{interval:g} s · Ctrl-C to stop"),
+                 title=Text(f"grpo-doctor watch · {terminal(watcher.path)}"), title_align="left")
+
+
+class LiveOutput:
+    """Writes a watch to ``out``: each alert as a line (``output`` terminal, styled under a
+    live panel when ``panel``) or a JSON object (``json``), and at the end the last status of
+    every run."""
+
+    def __init__(self, watcher: Watch, out: Any, *, output: str = "terminal",
+                 panel: bool = False, interval: float = 10.0) -> None:
+        self.watcher = watcher
+        self.out = out
+        self.output = output
+        self.interval = interval
+        self.console: Any = None
+        self.live: Any = None
+        if panel:
+            from rich.console import Console
+            from rich.live import Live
+
+            self.console = Console(file=out)
+            self.live = Live(live_panel(watcher, interval), console=self.console,
+                             refresh_per_second=4, transient=True)
+
+    def start(self) -> None:
+        if self.live is not None:
+            self.live.start()
+
+    def refresh(self) -> None:
+        if self.live is not None:
+            self.live.update(live_panel(self.watcher, self.interval))
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def alert(self, alert: Alert) -> None:
+        out = self.out
+        if self.output == "json":
+            out.write(json_dumps(alert.to_dict(), default=str) + "\n")
+            out.flush()
+            return
+        line = f"{terminal(alert.run)}: {alert.line()}" if self.watcher.several else alert.line()
+        if self.console is not None:
+            from rich.text import Text
+
+            style = {Status.CRITICAL: "bold red", Status.WARNING: "yellow"}.get(
+                alert.severity, "green")
+            self.console.print(Text(line, style=style), highlight=False, soft_wrap=True)
+        else:
+            out.write(line + "\n")
+            out.flush()
+
+    def statuses(self) -> None:
+        """The last status of every run watched (a line, or a JSON object, each)."""
+        watcher, out = self.watcher, self.out
+        members = watcher.members()
+        if not members:
+            if self.output == "json":
+                out.write(json_dumps({"event": "status", "status": "no data", "run": None,
+                                      "source": str(watcher.path), "step": None,
+                                      "n_steps": 0, "polls": watcher.polls, "findings": []})
+                          + "\n")
+            else:
+                out.write(f"status: no data yet from {terminal(watcher.path)} "
+                          f"({watcher.polls} poll(s))\n")
+        for member in members:
+            if self.output == "json":
+                out.write(json_dumps(status_dict(member), default=str) + "\n")
+            else:
+                out.write(status_line(member, named=watcher.several) + "\n")
+        out.flush()
