@@ -68,7 +68,7 @@ from grpo_doctor.reporters.json_report import to_json_obj
 ProgressFn = Callable[[int, int], None]
 
 #: Worst first.
-SEVERITY = RUN_SEVERITY
+SEVERITY = RUN_SEVERITY  # kept for callers of the 0.x API
 #: The baseline file's own format (its findings list); apart from the report's contract.
 BASELINE_VERSION = 1
 

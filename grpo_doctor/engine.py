@@ -17,8 +17,8 @@ from grpo_doctor.config import DoctorConfig
 from grpo_doctor.findings import Check, Diagnosis, Incident, RunInfo, Status
 from grpo_doctor.metrics import candidate_keys
 from grpo_doctor.rules import Rule, Skip
-from grpo_doctor.rules.base import step_text
 from grpo_doctor.store import Run
+from grpo_doctor.text import step_text
 
 #: Prefixes tried in the coarse scan for the first alert.
 SCAN_POINTS = 48

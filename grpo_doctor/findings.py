@@ -40,9 +40,19 @@ class Status(str, Enum):
 
 _RANK = {Status.SKIPPED: -1, Status.OK: 0, Status.WARNING: 1, Status.CRITICAL: 2}
 
-#: A run's verdict, worst first, and its rank (higher is worse).
+#: A run's verdict, worst first, and its rank (higher is worse). The one severity order:
+#: everything that ranks runs or checks reads it from here. "error" is an audited source that
+#: could not be read at all, worse than any verdict.
 RUN_STATUSES = ("critical", "warning", "inconclusive", "healthy")
-RUN_SEVERITY = {"critical": 3, "warning": 2, "inconclusive": 1, "healthy": 0}
+RUN_SEVERITY = {s: len(RUN_STATUSES) - 1 - i for i, s in enumerate(RUN_STATUSES)}
+SOURCE_SEVERITY = {"error": len(RUN_STATUSES), **RUN_SEVERITY}
+
+
+def check_rank(severity: str) -> int:
+    """The rank of a check severity named by a user ("warning" or "critical")."""
+    if severity not in (Status.WARNING.value, Status.CRITICAL.value):
+        raise ValueError(f"must be critical or warning, got {severity!r}")
+    return Status(severity).rank
 
 
 @dataclass(frozen=True)

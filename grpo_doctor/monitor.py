@@ -12,8 +12,8 @@ from grpo_doctor.config import Settings
 from grpo_doctor.engine import assemble, check_rule
 from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.reporters.escape import terminal
-from grpo_doctor.rules.base import fmt
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt
 
 
 @dataclass(frozen=True)

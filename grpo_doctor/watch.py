@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from grpo_doctor.config import Settings
 from grpo_doctor.errors import ConfigError, GrpoDoctorError
 from grpo_doctor.files import check_input
-from grpo_doctor.findings import Check, Diagnosis
+from grpo_doctor.findings import Check, Diagnosis, check_rank
 from grpo_doctor.importers import LoadOptions, importer_named
 from grpo_doctor.importers.incremental import LiveSource, Restarted, SeveralRuns, open_live
 from grpo_doctor.live_store import LiveStore
@@ -58,9 +58,6 @@ from grpo_doctor.store import Run
 
 if TYPE_CHECKING:
     from grpo_doctor.importers.wandb_offline import WandbTarget
-
-_EXIT_RANK = {"critical": 2, "warning": 1}
-
 
 class Watcher:
     """Follows one growing run and re-checks it at each ``poll`` (see the module docstring).
@@ -307,14 +304,15 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
 
     out = out or sys.stdout
     err = err or sys.stderr
-    if exit_on is not None and exit_on not in _EXIT_RANK:
-        raise ConfigError(f"--exit-on must be critical or warning, got {exit_on!r}")
+    try:
+        threshold = 99 if exit_on is None else check_rank(exit_on)
+    except ValueError as e:
+        raise ConfigError(f"--exit-on {e}") from None
     if output not in ("terminal", "json"):
         raise ConfigError(f"--format must be terminal or json, got {output!r}")
     senders = notifiers(notify, watcher)
     wandb_senders = [s for s in senders if isinstance(s, WandbNotifier)]
     pause = sleep or time.sleep
-    threshold = _EXIT_RANK.get(exit_on or "", 99)
     show_panel = (output == "terminal" and (out.isatty() if live is None else live)
                   and not once)
 

@@ -38,6 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised with transformers hid
     ) from exc
 
 from grpo_doctor.config import Settings
+from grpo_doctor.findings import check_rank
 from grpo_doctor.monitor import Alert, Monitor
 from grpo_doctor.store import Run
 
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
 #: Prefix of the values the callback logs; never read back as metrics.
 PREFIX = "doctor/"
-_STOP_RANK = {"critical": 2, "warning": 1, "never": None, None: None}
 
 
 class DoctorCallback(TrainerCallback):
@@ -61,7 +61,7 @@ class DoctorCallback(TrainerCallback):
                  settings: Settings | None = None, *, print_alerts: bool = True) -> None:
         if every_n_steps < 1:
             raise ValueError(f"every_n_steps must be at least 1, got {every_n_steps}")
-        if stop_on not in _STOP_RANK:
+        if stop_on not in ("critical", "warning", "never", None):
             raise ValueError(f"stop_on must be critical, warning or None, got {stop_on!r}")
         self.every_n_steps = int(every_n_steps)
         self.stop_on = stop_on
@@ -149,7 +149,7 @@ class DoctorCallback(TrainerCallback):
         if state.log_history and state.log_history[-1].get("step") == step:
             state.log_history[-1].update(values)
         self._report(new, state)
-        rank = _STOP_RANK[self.stop_on]
+        rank = None if self.stop_on in (None, "never") else check_rank(self.stop_on)
         if rank is not None and any(a.severity.rank >= rank for a in new):
             control.should_training_stop = True
             self.stopped_at = step

@@ -18,8 +18,8 @@ from grpo_doctor.reporters.escape import markdown as md
 from grpo_doctor.reporters.fit import cut as _cut
 from grpo_doctor.reporters.fit import run_labels
 from grpo_doctor.reporters.json_report import _clean
-from grpo_doctor.rules.base import fmt
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt
 
 #: Config keys listed by name before the rest are counted.
 MAX_KEYS = 12

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.findings import Check
-from grpo_doctor.rules.base import fmt
+from grpo_doctor.text import fmt
 
 #: Keys a report shows elsewhere (the threshold beside the summary) or never (internals).
 SHOWN_APART = frozenset({"threshold"})

@@ -29,13 +29,13 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION, Check, Diagnosis
+from grpo_doctor.findings import SCHEMA_VERSION, SOURCE_SEVERITY, Check, Diagnosis
 from grpo_doctor.metrics import Metric
 from grpo_doctor.reporters import config_line, escape, evidence
 from grpo_doctor.reporters.outline import by_onset, cause_text
 from grpo_doctor.rules import rule_named
-from grpo_doctor.rules.base import fmt
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt
 
 #: Points drawn per line at most (min/max envelope beyond).
 MAX_POINTS = 1500
@@ -1367,7 +1367,7 @@ def index_entry(diagnosis: Diagnosis, href: str | None) -> IndexEntry:
                       f"{_step(info.last_step)}")
 
 
-_SEVERITY = {"error": 4, **RUN_SEVERITY}
+_SEVERITY = SOURCE_SEVERITY
 
 
 def _as_entry(e: IndexEntry | Mapping[str, Any]) -> IndexEntry:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from grpo_doctor.findings import RUN_SEVERITY, Check, Status
 from grpo_doctor.monitor import by_first_alert
 from grpo_doctor.reporters.escape import json_dumps, terminal
-from grpo_doctor.rules.base import fmt
+from grpo_doctor.text import fmt
 
 if TYPE_CHECKING:
     from grpo_doctor.monitor import Alert

@@ -45,17 +45,7 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric, is_reward_component
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import (
-    Outcome,
-    Param,
-    Rule,
-    Skip,
-    fmt,
-    head_tail,
-    series,
-    snap_to_logged,
-    step_text,
-)
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import (
     component_kind,
     late_points,
@@ -64,6 +54,7 @@ from grpo_doctor.rules.signals import (
     unsolved_equal_share,
 )
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import level_shift_onset, mann_kendall
 
 ZSF = Metric.ZERO_STD_FRACTION.value

@@ -38,19 +38,10 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import (
-    Outcome,
-    Param,
-    Rule,
-    Skip,
-    change,
-    fmt,
-    series,
-    snap_to_logged,
-    step_text,
-)
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, series, snap_to_logged
 from grpo_doctor.rules.signals import late_points, reward_progress, rising
 from grpo_doctor.store import Run
+from grpo_doctor.text import change, fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median, trend_onset
 
 ENTROPY = Metric.ENTROPY.value

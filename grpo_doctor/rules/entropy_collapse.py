@@ -55,14 +55,13 @@ from grpo_doctor.rules.base import (
     Rule,
     Skip,
     aligned,
-    fmt,
     head_tail,
     series,
     snap_to_logged,
-    step_text,
 )
 from grpo_doctor.rules.signals import late_level, late_points, learning, rising, task_solved
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import (
     decisive_short_fall,
     largest_relative_drop,

@@ -37,19 +37,10 @@ import numpy as np
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.base import (
-    Outcome,
-    Param,
-    Rule,
-    Skip,
-    fmt,
-    head_tail,
-    series,
-    snap_to_logged,
-    step_text,
-)
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import component_kind, components
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, trend_onset
 
 PARAMS = (

@@ -46,8 +46,9 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series, step_text
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, series
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import robust_spikes
 from grpo_doctor.trends.episodes import stretches_above
 

@@ -41,19 +41,10 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import (
-    Outcome,
-    Param,
-    Rule,
-    Skip,
-    fmt,
-    head_tail,
-    series,
-    snap_to_logged,
-    step_text,
-)
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import reward_progress, rising
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import largest_relative_drop, mann_kendall, trend_onset
 
 LOGP = Metric.LOG_PROB_MEAN.value

@@ -45,9 +45,10 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, fmt, series, step_text
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, series
 from grpo_doctor.rules.knobs import Remedy
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt, step_text
 
 REWARD = Metric.REWARD_MEAN.value
 GRAD = Metric.GRAD_NORM.value

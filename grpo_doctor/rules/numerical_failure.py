@@ -36,8 +36,9 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, step_text
+from grpo_doctor.rules.base import Outcome, Param, Rule
 from grpo_doctor.store import Run
+from grpo_doctor.text import step_text
 
 WATCHED = (
     Metric.LOSS.value, Metric.KL.value, Metric.GRAD_NORM.value, Metric.ENTROPY.value,

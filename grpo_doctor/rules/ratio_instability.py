@@ -39,18 +39,10 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import (
-    Outcome,
-    Param,
-    Rule,
-    Skip,
-    head_tail,
-    series,
-    snap_to_logged,
-    step_text,
-)
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import late_points, rising
 from grpo_doctor.store import Run
+from grpo_doctor.text import step_text
 from grpo_doctor.trends import level_shift_onset, mann_kendall
 
 PARAMS = (

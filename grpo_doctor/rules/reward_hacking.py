@@ -46,14 +46,13 @@ from grpo_doctor.rules.base import (
     Rule,
     Skip,
     aligned,
-    fmt,
     head_tail,
     series,
     snap_to_logged,
-    step_text,
 )
 from grpo_doctor.rules.signals import component_kind, components, late_points
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median
 
 REWARD = Metric.REWARD_MEAN.value

@@ -30,18 +30,10 @@ from collections.abc import Mapping
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.base import (
-    Outcome,
-    Param,
-    Rule,
-    Skip,
-    fmt,
-    head_tail,
-    series,
-    snap_to_logged,
-)
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import reward_progress
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt
 from grpo_doctor.trends import level_shift_onset, mann_kendall
 
 TOOLS = Metric.TOOL_CALLS.value

@@ -1,0 +1,36 @@
+"""Numbers and steps as a person reads them, shared by rules, reporters and the live monitor."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def fmt(x: float | int | None, digits: int = 3) -> str:
+    """A number as a person reads it: 0.31, 2e-06, 1,400."""
+    if x is None:
+        return "n/a"
+    if isinstance(x, (int, np.integer)) or (float(x).is_integer() and 100 <= abs(x) < 1e15):
+        return f"{int(x):,}"
+    x = float(x)
+    if x == 0:
+        return "0"
+    if 1000 <= abs(x) < 1e6:
+        return f"{x:,.0f}"
+    if abs(x) < 1e-3 or abs(x) >= 1e5:
+        return f"{x:.{max(1, digits - 2)}g}" if abs(x) < 1e-3 else f"{x:.3g}"
+    return f"{x:.{digits}g}"
+
+
+def step_text(step: float | int) -> str:
+    """A step as the log writes it (no thousands separator: a user greps for it)."""
+    return str(int(step))
+
+
+def change(start: float, end: float) -> str:
+    """How far a positive quantity moved, as a person says it: "up 40%", "down 90%", "x93"."""
+    if start <= 0 or end < 0:
+        return f"{fmt(start)} -> {fmt(end)}"
+    ratio = end / start
+    if ratio >= 2:
+        return f"x{ratio:.0f}" if ratio >= 10 else f"x{ratio:.1f}"
+    return f"up {ratio - 1:.0%}" if ratio >= 1 else f"down {1 - ratio:.0%}"
