@@ -11,16 +11,11 @@ from typing import Any
 from grpo_doctor.config import DoctorConfig, Settings, failing_statuses
 from grpo_doctor.engine import diagnose
 from grpo_doctor.errors import InputError
+from grpo_doctor.exit_codes import EXIT_FINDINGS, EXIT_OK
 from grpo_doctor.findings import Diagnosis
+from grpo_doctor.hints import require_metrics
 from grpo_doctor.importers import load_runs
 from grpo_doctor.store import Run
-
-#: Nothing at or above --fail-on.
-EXIT_OK = 0
-#: A finding at or above --fail-on.
-EXIT_FINDINGS = 1
-#: A usage or input error (one line on stderr).
-EXIT_ERROR = 2
 
 
 def exit_code(diagnoses: list[Diagnosis], fail_on: str, *, strict: bool = False) -> int:
@@ -87,24 +82,6 @@ def diagnose_source(
         require_metrics(r)
     cfg = doctor_config(s)
     return [Result(r, with_config(diagnose(r, cfg), s)) for r in runs]
-
-
-def require_metrics(run: Run) -> None:
-    """Refuse a run in which not one column is a metric grpo-doctor knows: nothing could be
-    checked, and a report would only say so at length. Names the columns and how to map."""
-    if run.mapping:
-        return
-    from grpo_doctor.hints import unmapped_hints
-
-    shown = ", ".join(run.unmapped[:8]) + (", ..." if len(run.unmapped) > 8 else "")
-    hints = unmapped_hints(run)
-    example = run.unmapped[0] if run.unmapped else "COLUMN"
-    how = (" ".join(h.option for h in hints) if hints else
-           f"--map CANONICAL=COLUMN, e.g. --map reward_mean={example} (the metrics each check "
-           "needs: grpo-doctor rules)")
-    columns = f"columns: {shown}" if shown else "no columns"
-    raise InputError(f"{run.source}: no metric grpo-doctor knows ({columns}); map yours with "
-                     f"{how}")
 
 
 def _page_name(index: int, label: str) -> str:

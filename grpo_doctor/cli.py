@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from grpo_doctor.exit_codes import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -592,11 +594,7 @@ def watch(
                                output=format, once=once, max_polls=max_polls))
 
 
-#: Exit codes besides 0/1/2 (those are in grpo_doctor.api; kept apart so --help imports
-#: nothing heavy). An internal error (a bug) is never 1: 1 is a finding.
-EXIT_USAGE = 2
-EXIT_INTERNAL = 3
-EXIT_INTERRUPTED = 130
+EXIT_USAGE = EXIT_ERROR
 #: What an internal error asks of the user.
 REPORT_HINT = ("this is a bug in grpo-doctor: please report it with the command that caused "
                "it (GRPO_DOCTOR_DEBUG=1 prints the traceback)")

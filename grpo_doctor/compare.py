@@ -16,7 +16,8 @@ The first run is the reference; every other run is compared with it, in three pa
    alert per run and what changed against the reference (appears, disappears, escalates,
    eases, onset moved), and each run's root cause where the diagnosis names one.
 
-Pure data in, pure data out: reporters live in ``reporters/compare_report.py``.
+Pure data in, pure data out: the result types are in ``comparison.py``, reporters in
+``reporters/compare_report.py``.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from grpo_doctor.comparison import Comparison, FindingComparison, MetricComparison
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import diagnose
 from grpo_doctor.errors import ConfigError
@@ -43,101 +45,16 @@ from grpo_doctor.trends.divergence import (
     parting,
 )
 
-SCHEMA_VERSION = 1
-
 #: The knobs compared under one name whatever the framework called them.
-KNOBS: dict[str, knobs.Knob] = {
-    "learning_rate": knobs.LEARNING_RATE, "kl_coef": knobs.KL_COEF,
-    "temperature": knobs.TEMPERATURE, "group_size": knobs.GROUP_SIZE,
-    "entropy_coef": knobs.ENTROPY_COEF, "clip_ratio_high": knobs.CLIP_HIGH,
-    "max_grad_norm": knobs.GRAD_CLIP, "max_response_length": knobs.MAX_LENGTH,
-}
+KNOBS = knobs.BY_NAME
 #: Canonical metrics in report order (reward components and the rest follow by name).
 _ORDER = {m.value: i for i, m in enumerate(Metric)}
-
-
-@dataclass(frozen=True)
-class MetricComparison:
-    """One canonical metric across the runs."""
-
-    metric: str
-    partings: tuple[Parting | None, ...]  # per run; None for the reference and runs that don't
-    logged: tuple[bool, ...]  # per run
-    window: tuple[int, int] | None  # the steps ``values`` are means over
-    values: tuple[float | None, ...]  # each run's mean over ``window``
-
-    @property
-    def diverges_at(self) -> int | None:
-        steps = [p.step for p in self.partings if p is not None]
-        return min(steps) if steps else None
-
-    def to_dict(self) -> dict[str, Any]:
-        by_run: list[dict[str, Any] | None] = [None]
-        for logged, p in zip(self.logged[1:], self.partings[1:]):
-            if not logged:
-                by_run.append({"logged": False, "diverges_at": None})
-            elif p is None:
-                by_run.append({"logged": True, "diverges_at": None})
-            else:
-                by_run.append({"logged": True, "diverges_at": p.step, "z": p.z, "p": p.p,
-                               "window": list(p.window), "values": [p.level_a, p.level_b]})
-        return {"diverges_at": self.diverges_at, "values": list(self.values),
-                "window": list(self.window) if self.window else None, "by_run": by_run}
-
-
-@dataclass(frozen=True)
-class FindingComparison:
-    """One failure mode raised in at least one run."""
-
-    mode: str
-    statuses: tuple[str | None, ...]  # per run; None when the run has no such check
-    onsets: tuple[int | None, ...]
-    first_alerts: tuple[int | None, ...]
-    changes: tuple[str | None, ...]  # per run against the reference; None for the reference
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"status": list(self.statuses), "onset_step": list(self.onsets),
-                "first_alert_step": list(self.first_alerts), "change": list(self.changes)}
-
-
-@dataclass(frozen=True)
-class Comparison:
-    runs: tuple[dict[str, Any], ...]  # name, source, format, first/last step, n_steps, status
-    config_diff: dict[str, list[Any]]  # knobs first, then raw keys
-    config_origin: dict[str, list[str | None]]  # knob -> where each run's value came from
-    metrics: dict[str, MetricComparison]
-    findings: dict[str, FindingComparison]
-    root_causes: tuple[Any, ...] = field(default=())  # per run: its diagnosis' root cause
-    notes: tuple[str, ...] = ()  # how sources holding several runs became runs
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``--format json`` document (``schema_version`` 1 of the compare contract)."""
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "runs": [dict(r) for r in self.runs],
-            "config_diff": {k: list(v) for k, v in self.config_diff.items()},
-            "config_origin": {k: list(v) for k, v in self.config_origin.items()},
-            "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
-            "findings": {
-                "modes": {k: f.to_dict() for k, f in self.findings.items()},
-                "root_cause": [_as_data(rc) for rc in self.root_causes],
-            },
-            "notes": list(self.notes),
-        }
 
 
 # --- config ----------------------------------------------------------------------------------
 
 
-def knob_value(run: Run, knob: knobs.Knob) -> tuple[Any, str | None]:
-    """A knob's value in ``run`` and where it came from: its config, else the logged metric's
-    peak (a schedule's configured value), else (None, None)."""
-    value, origin = knobs.current(run, knob)
-    if origin is not None and origin.startswith("logged") and knob.metric:
-        _, logged = run.finite_series(knob.metric)
-        if len(logged):  # a schedule's peak is its configured value; its last is not
-            return float(logged.max()), f"logged {knob.metric} (peak)"
-    return value, origin
+knob_value = knobs.configured_value
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -258,15 +175,6 @@ def compare_findings(diagnoses: Sequence[Diagnosis]) -> dict[str, FindingCompari
             changes=(None, *(_change(checks[0], c) for c in checks[1:])),
         )
     return out
-
-
-def _as_data(value: Any) -> Any:
-    """A root cause as JSON data, whatever shape the diagnosis gives it (None when none)."""
-    if value is None:
-        return None
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    return value if isinstance(value, (str, int, float, dict, list)) else str(value)
 
 
 # --- the whole comparison --------------------------------------------------------------------
@@ -399,13 +307,11 @@ def compare_sources(sources: Sequence[str | os.PathLike[str]], settings: Setting
     """Load the runs ``sources`` give (see :func:`load_compared`: ``SOURCE#RUN``, ``picks``
     from sources holding several, else all their runs), diagnose each with ``settings``, and
     compare them with the first; also returns the runs (for charts)."""
-    from grpo_doctor.api import checked_map, doctor_config
-
     if not sources:
         raise ConfigError("compare needs at least two runs (the first is the reference)")
     s = settings or Settings()
     runs, notes = load_compared(sources, picks, input_format=input_format,
-                                column_map=checked_map(s.column_map))
-    cfg = doctor_config(s)
+                                column_map=s.checked_map())
+    cfg = s.doctor_config()
     diagnoses = [diagnose(run, cfg) for run in runs]
     return replace(compare_runs(runs, diagnoses), notes=tuple(notes)), runs

@@ -24,8 +24,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from grpo_doctor.audit_result import AuditedRun, AuditError, AuditResult, Baseline, labelled
+from grpo_doctor.discovery import newest_mtime
 from grpo_doctor.errors import ConfigError, GrpoDoctorError
 from grpo_doctor.findings import SCHEMA_VERSION, Status
+from grpo_doctor.rules.knobs import BY_NAME as KNOBS
+from grpo_doctor.rules.knobs import configured_value
 from grpo_doctor.store import Run
 
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
@@ -57,17 +61,14 @@ def in_shard(key: str, shard: tuple[int, int] | None) -> bool:
 
 def run_context(run: Run) -> dict[str, Any]:
     """The run's log modified time (UTC, ISO 8601; None for a wandb:// run) and the GRPO knobs
-    of its config (``compare.KNOBS``; the logged value where the config lacks one)."""
-    from grpo_doctor.audit import _newest_mtime
-    from grpo_doctor.compare import KNOBS, knob_value
-
+    of its config (``knobs.BY_NAME``; the logged value where the config lacks one)."""
     modified = None
     if not run.source.startswith("wandb://") and os.path.exists(run.source):
-        stamp = _newest_mtime(Path(run.source))
+        stamp = newest_mtime(Path(run.source))
         modified = datetime.fromtimestamp(stamp, tz=timezone.utc).isoformat(timespec="seconds")
     config = {}
     for name, knob in KNOBS.items():
-        value, _ = knob_value(run, knob)
+        value, _ = configured_value(run, knob)
         config[name] = float(value) if isinstance(value, (int, float)) else None
     return {"modified": modified, "config": config}
 
@@ -121,8 +122,6 @@ def _check_shards(docs: Sequence[tuple[str, dict[str, Any]]]) -> None:
 
 def merge(paths: Iterable[str | os.PathLike[str]]):
     """The :class:`~grpo_doctor.audit.AuditResult` of the whole audit from its shard reports."""
-    from grpo_doctor.audit import AuditedRun, AuditError, AuditResult, Baseline, _labelled
-
     docs = [(os.fspath(p), load_report(p)) for p in paths]
     if not docs:
         raise ConfigError("give the JSON reports to merge (audit --shard K/N --format json)")
@@ -141,7 +140,7 @@ def merge(paths: Iterable[str | os.PathLike[str]]):
             found.append((key[0], record))
         errors += [AuditError(str(e.get("source")), str(e.get("error"))) for e in doc["errors"]]
     runs = []
-    for run in _labelled(found):
+    for run in labelled(found):
         audit = judged[(run.source, run.name)]
         new, worsened = audit.get("new"), audit.get("worsened")
         runs.append(AuditedRun(run.source, run.label, run.record,
@@ -155,7 +154,7 @@ def merge(paths: Iterable[str | os.PathLike[str]]):
 
 # --- rows for DuckDB / pandas --------------------------------------------------------------
 
-#: The table's columns, in order (``config_*`` follow: one per knob of ``compare.KNOBS``).
+#: The table's columns, in order (``config_*`` follow: one per knob of ``knobs.BY_NAME``).
 COLUMNS = ("run", "label", "source", "format", "run_status", "failing", "mode", "status",
            "severity", "onset_step", "first_alert_step", "first_step", "last_step", "n_steps",
            "summary", "modified")
@@ -163,8 +162,6 @@ COLUMNS = ("run", "label", "source", "format", "run_status", "failing", "mode", 
 
 def rows(result) -> list[dict[str, Any]]:
     """One row per (run, check) of an audit, and one per unreadable source (status ``error``)."""
-    from grpo_doctor.compare import KNOBS
-
     out = []
     for run in result.runs:
         info = run.record["run"]
@@ -193,8 +190,6 @@ def to_parquet(result) -> bytes:
 
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from grpo_doctor.compare import KNOBS
 
     schema = pa.schema(
         [("run", pa.string()), ("label", pa.string()), ("source", pa.string()),

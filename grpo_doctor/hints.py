@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpo_doctor.errors import InputError
 from grpo_doctor.metrics import Metric
 from grpo_doctor.store import Run
 
@@ -101,3 +102,19 @@ def unmapped_hints(run: Run) -> list[Hint]:
                 used.add(column)
                 break
     return hints
+
+
+def require_metrics(run: Run) -> None:
+    """Refuse a run in which not one column is a metric grpo-doctor knows: nothing could be
+    checked, and a report would only say so at length. Names the columns and how to map."""
+    if run.mapping:
+        return
+    shown = ", ".join(run.unmapped[:8]) + (", ..." if len(run.unmapped) > 8 else "")
+    hints = unmapped_hints(run)
+    example = run.unmapped[0] if run.unmapped else "COLUMN"
+    how = (" ".join(h.option for h in hints) if hints else
+           f"--map CANONICAL=COLUMN, e.g. --map reward_mean={example} (the metrics each check "
+           "needs: grpo-doctor rules)")
+    columns = f"columns: {shown}" if shown else "no columns"
+    raise InputError(f"{run.source}: no metric grpo-doctor knows ({columns}); map yours with "
+                     f"{how}")

@@ -218,7 +218,7 @@ class WatchAll:
     def _sources(self) -> list[Path]:
         """The runs to watch now: the path itself (a file, or a folder that is one run), or
         the run folders and log files under it."""
-        from grpo_doctor.audit import classify, expand
+        from grpo_doctor.discovery import classify, expand
 
         if not self.path.is_dir():
             return [self.path] if self.path.exists() else []

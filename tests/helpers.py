@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from grpo_doctor.store import Run, build_run
 
@@ -76,3 +77,14 @@ def workflow_commands(text: str) -> list[str]:
         if stripped.startswith("::") or "##[" in line:
             found.append(line)
     return found
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the CLI in this process: (exit code, stdout, stderr). The ``cli`` fixture
+    (conftest.py) wraps it."""
+    from grpo_doctor.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err

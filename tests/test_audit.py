@@ -13,7 +13,7 @@ from grpo_doctor.api import example_path
 from grpo_doctor.errors import FetchError
 from grpo_doctor.importers import load_runs
 from grpo_doctor.reporters import audit_report as report
-from tests.test_cli import run_cli
+from tests.helpers import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: One source of each fixture format, where the fixture exists (they are built by others).

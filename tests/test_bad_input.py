@@ -24,8 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import remove_tree, workflow_commands
-from tests.test_cli import run_cli
+from tests.helpers import remove_tree, run_cli, workflow_commands
 
 BAD = Path(__file__).resolve().parent / "fixtures" / "bad"
 PACKAGE = Path(__file__).resolve().parents[1] / "grpo_doctor"

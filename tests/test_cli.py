@@ -6,15 +6,7 @@ import sys
 
 import pytest
 
-from grpo_doctor.cli import main
-
-
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
+from tests.helpers import run_cli
 
 # What a consumer of schema_version 1 reads: version 2 only adds keys, so these stay.
 V1_KEYS = {"schema_version", "run", "metrics", "checks", "status"}

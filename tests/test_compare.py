@@ -16,8 +16,7 @@ from grpo_doctor.reporters.compare_report import (
     render_compare_markdown,
     render_compare_text,
 )
-from tests.helpers import REAL_RUNS, make_run
-from tests.test_cli import run_cli
+from tests.helpers import REAL_RUNS, make_run, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HEALTHY_S1 = FIXTURES / "corpus" / "01_healthy_s1"  # TRL names, TensorBoard, seed 1

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from grpo_doctor.api import example_path
 from grpo_doctor.compare import KNOBS
 from grpo_doctor.fleet import COLUMNS, parse_shard, shard_of
-from tests.test_cli import run_cli
+from tests.helpers import run_cli
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 #: Few checks keep the many audits of these tests quick; the shard logic does not care.

@@ -20,7 +20,6 @@ import pandas as pd
 import pytest
 
 from grpo_doctor import api
-from grpo_doctor.cli import main
 from grpo_doctor.engine import diagnose
 from grpo_doctor.reporters.html import (
     IndexEntry,
@@ -30,7 +29,7 @@ from grpo_doctor.reporters.html import (
     render_index,
 )
 from grpo_doctor.store import Run, build_run
-from tests.helpers import REAL_RUNS, ar1, make_run
+from tests.helpers import REAL_RUNS, ar1, make_run, run_cli
 
 EXAMPLES = ["healthy", "entropy-collapse", "kl-drift", "likelihood-displacement",
             "grad-explosion", "advantage-collapse"]
@@ -467,12 +466,6 @@ def test_index_page():
 
 # --- the command line ----------------------------------------------------------------------
 
-
-def run_cli(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def test_cli_html_written_and_never_overwritten_without_force(capsys, tmp_path):

@@ -33,7 +33,7 @@ from grpo_doctor.trends import (
     rolling_median,
     trend_onset,
 )
-from tests.test_cli import run_cli
+from tests.helpers import run_cli
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FAST = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -152,18 +152,17 @@ def test_audit_lists_every_log_that_diagnose_reads():
     assert {e.source for e in result.errors} <= refused
 
 
-def test_the_audit_table_of_real_runs_fits_80_columns(capsys, monkeypatch):
+def test_the_audit_table_of_real_runs_fits_80_columns(cli, monkeypatch):
     """The user's report: at 80 columns ``numerical_failure@83`` and ``entropy_collapse@30,``
     were cut in two and run names wrapped over three lines."""
     from grpo_doctor import audit as auditing
-    from tests.test_cli import run_cli
 
     folders = [str(REAL_RUNS / f) for f in ("trl-console", "issue-snippets")]
     result = auditing.audit(folders, jobs=1)
     tokens = {f"{c['mode']}@{c['onset_step']:,}" for r in result.runs for c in r.findings}
     assert {"numerical_failure@83", "entropy_collapse@30"} <= tokens
     monkeypatch.setenv("COLUMNS", "80")
-    _, out, _ = run_cli(capsys, "audit", *folders, "-j", "1")
+    _, out, _ = cli("audit", *folders, "-j", "1")
     rows = [line.split(" │ ") for line in out.splitlines() if line.count(" │ ") == 4]
     assert max(len(line) for line in out.splitlines()) <= 80
     assert tokens <= {w.rstrip(",") for row in rows for w in row[2].split()}
@@ -171,10 +170,8 @@ def test_the_audit_table_of_real_runs_fits_80_columns(capsys, monkeypatch):
     assert len(names) == len(set(names)) == len(result.runs) + len(result.errors)
 
 
-def test_diagnosing_a_folder_of_separate_logs_names_them(capsys):
-    from tests.test_cli import run_cli
-
-    folder = REAL_RUNS / "trainer-state"
-    code, _, err = run_cli(capsys, "diagnose", str(folder))
+def test_diagnosing_a_folder_of_separate_logs_names_them(cli, real_runs):
+    folder = real_runs / "trainer-state"
+    code, _, err = cli("diagnose", str(folder))
     assert code == 2 and err.startswith(f"grpo-doctor: error: {folder} holds 4 training logs (")
     assert "_trainer_state.json, " in err and "diagnose one of them, or audit the folder" in err

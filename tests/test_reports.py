@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from grpo_doctor import api
-from grpo_doctor.cli import EXIT_INTERNAL, main
+from grpo_doctor.cli import EXIT_INTERNAL
 from grpo_doctor.engine import diagnose
 from grpo_doctor.errors import GrpoDoctorError
 from grpo_doctor.findings import Diagnosis
@@ -28,7 +28,7 @@ from grpo_doctor.reporters.json_report import render_json
 from grpo_doctor.reporters.markdown import escape, render_markdown
 from grpo_doctor.reporters.terminal import render_to_text
 from grpo_doctor.store import Run
-from tests.helpers import REAL_RUNS
+from tests.helpers import REAL_RUNS, run_cli
 from tests.rules.cases import CASES
 
 WIDTHS = (60, 80, 160)
@@ -36,12 +36,6 @@ HEALTHY_MAX_LINES = 15
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def cells(line: str) -> int:

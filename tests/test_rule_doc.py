@@ -8,8 +8,7 @@ from grpo_doctor.engine import diagnose
 from grpo_doctor.findings import Status
 from grpo_doctor.reporters.rule_doc import needs
 from grpo_doctor.rules import RULES
-from tests.helpers import make_run
-from tests.test_cli import run_cli
+from tests.helpers import make_run, run_cli
 
 
 @pytest.mark.parametrize("width", [80, 132])

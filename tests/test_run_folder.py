@@ -17,7 +17,7 @@ import pytest
 
 from grpo_doctor import audit as auditing
 from grpo_doctor.importers import detect_format, load_run, load_runs
-from tests.test_cli import run_cli
+from tests.helpers import run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CSV = FIXTURES / "tensorboard" / "grpo_synthetic.csv"

@@ -11,8 +11,8 @@ import pytest
 
 from grpo_doctor.engine import diagnose
 from grpo_doctor.store import Run
+from tests.helpers import run_cli
 from tests.rules import history
-from tests.test_cli import run_cli
 
 
 def _csv(run: Run, path) -> str:

@@ -21,13 +21,12 @@ import pandas as pd
 import pytest
 
 from grpo_doctor import diagnose, load_run
-from grpo_doctor.cli import main
 from grpo_doctor.findings import Status
 from grpo_doctor.monitor import Alert
 from grpo_doctor.notifiers import WandbNotifier
 from grpo_doctor.store import Run
 from grpo_doctor.watch import Watcher, run_watch
-from tests.helpers import ar1
+from tests.helpers import ar1, run_cli
 
 FIX = Path(__file__).parent / "fixtures"
 EXAMPLES = Path(__file__).parent.parent / "grpo_doctor" / "examples"
@@ -374,12 +373,6 @@ def test_a_wandb_run_grown_in_pieces(tmp_path: Path) -> None:
 
 # --- the command line ---------------------------------------------------------------------------
 
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exc.value.code or 0), out, err
 
 
 def test_exit_on_critical_on_a_log_that_is_already_critical(capsys: pytest.CaptureFixture[str]

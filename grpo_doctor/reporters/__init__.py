@@ -3,8 +3,6 @@ rich; the others are plain text so they can run anywhere (CI logs, pull requests
 
 from __future__ import annotations
 
-REPORT_FORMATS = ("terminal", "json", "markdown")
-
 
 def config_line(config: dict | None) -> str | None:
     """What a report says about its configuration (``Diagnosis.config``), in one line of plain

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from grpo_doctor.audit import AuditedRun, AuditResult, ProgressFn
+from grpo_doctor.audit_result import AuditedRun, AuditResult, ProgressFn
 from grpo_doctor.reporters import escape as esc
 from grpo_doctor.reporters.escape import markdown as escape
 from grpo_doctor.reporters.escape import terminal

@@ -12,7 +12,7 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from grpo_doctor.compare import Comparison, MetricComparison
+from grpo_doctor.comparison import Comparison, MetricComparison
 from grpo_doctor.reporters.escape import json_dumps, terminal
 from grpo_doctor.reporters.escape import markdown as md
 from grpo_doctor.reporters.fit import cut as _cut

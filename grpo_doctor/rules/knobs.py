@@ -161,3 +161,22 @@ def set_to(run: Run, knob: Knob, target: str, *, why: str = "", unless_at_least:
 
 KNOBS = (LEARNING_RATE, KL_COEF, TEMPERATURE, GROUP_SIZE, ENTROPY_COEF, CLIP_HIGH, GRAD_CLIP,
          MAX_LENGTH)
+
+#: The knobs under one name whatever the framework called them (compare's config diff, the
+#: fleet table's ``config_*`` columns).
+BY_NAME: dict[str, Knob] = {
+    "learning_rate": LEARNING_RATE, "kl_coef": KL_COEF, "temperature": TEMPERATURE,
+    "group_size": GROUP_SIZE, "entropy_coef": ENTROPY_COEF, "clip_ratio_high": CLIP_HIGH,
+    "max_grad_norm": GRAD_CLIP, "max_response_length": MAX_LENGTH,
+}
+
+
+def configured_value(run: Run, knob: Knob) -> tuple[Any, str | None]:
+    """A knob's value in ``run`` and where it came from: its config, else the logged metric's
+    peak (a schedule's configured value), else (None, None)."""
+    value, origin = current(run, knob)
+    if origin is not None and origin.startswith("logged") and knob.metric:
+        _, logged = run.finite_series(knob.metric)
+        if len(logged):  # a schedule's peak is its configured value; its last is not
+            return float(logged.max()), f"logged {knob.metric} (peak)"
+    return value, origin

@@ -164,7 +164,7 @@ def test_locked_database_is_one_line(tmp_path, monkeypatch):
 
 
 def test_locked_database_exits_2_with_one_line(tmp_path, capsys, monkeypatch):
-    from tests.test_cli import run_cli
+    from tests.helpers import run_cli
 
     db = unpack("mlflow/mlflow.db.gz", tmp_path)
     monkeypatch.setattr(tracker_store, "LOCK_TIMEOUT", 0.05)

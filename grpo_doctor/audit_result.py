@@ -1,0 +1,199 @@
+"""What an audit found: each run's diagnosis record, the sources that could not be read, the
+baseline of accepted findings, and how the findings were judged against ``--fail-on``. Plain data,
+shared by the audit, the fleet merge and the audit reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_doctor.config import failing_statuses
+from grpo_doctor.errors import ConfigError, GrpoDoctorError
+from grpo_doctor.exit_codes import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
+from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION
+from grpo_doctor.importers.jsonl import read_json
+
+#: ``progress(done, total)``: called once the sources are known, then after each source.
+ProgressFn = Callable[[int, int], None]
+
+#: Worst first.
+SEVERITY = RUN_SEVERITY  # kept for callers of the 0.x API
+#: The baseline file's own format (its findings list); apart from the report's contract.
+BASELINE_VERSION = 1
+
+
+# --- results -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditError:
+    """A source that could not be read, and the one-line reason."""
+
+    source: str
+    error: str
+    missing: bool = field(default=False, compare=False)  # a path named that does not exist
+
+    def to_dict(self) -> dict[str, str]:
+        return {"source": self.source, "error": self.error}
+
+
+@dataclass(frozen=True)
+class PassedOver:
+    """A file or folder found and not read, and why (listed by ``audit -v``)."""
+
+    source: str
+    why: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"source": self.source, "why": self.why}
+
+
+@dataclass(frozen=True)
+class AuditedRun:
+    """One run's diagnosis (the ``diagnose`` JSON contract) and how the audit judged it."""
+
+    source: str  # relative to the audited root
+    label: str  # the run's name, qualified by its source where names repeat
+    record: dict[str, Any]
+    failing: tuple[str, ...] = ()  # modes that fail the audit
+    new: tuple[str, ...] | None = None  # with a baseline: findings not in it
+    worsened: tuple[str, ...] | None = None  # with a baseline: warning -> critical
+
+    @property
+    def name(self) -> str:
+        return str(self.record["run"]["name"])
+
+    @property
+    def status(self) -> str:
+        return str(self.record["status"])
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        return [c for c in self.record["checks"] if c["status"] in ("warning", "critical")]
+
+    def to_dict(self) -> dict[str, Any]:
+        audit = {"source": self.source, "label": self.label, "failing": list(self.failing),
+                 "new": None if self.new is None else list(self.new),
+                 "worsened": None if self.worsened is None else list(self.worsened)}
+        return {**self.record, "audit": audit}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Accepted findings: (run name, source relative to the root, mode) -> status."""
+
+    findings: Mapping[tuple[str, str, str], str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, runs: Sequence[AuditedRun]) -> Baseline:
+        return cls({(r.name, r.source, c["mode"]): c["status"] for r in runs
+                    for c in r.findings})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Baseline:
+        where = os.fspath(path)
+        if not os.path.lexists(where):
+            raise ConfigError(f"{where}: baseline not found (write one with --write-baseline)")
+        try:
+            data = read_json(Path(where), "the baseline is not valid JSON")
+        except GrpoDoctorError as exc:
+            raise ConfigError(str(exc)) from None
+        if not isinstance(data, dict):
+            data = {}
+        items = data.get("findings")
+        if data.get("schema_version") != BASELINE_VERSION or not isinstance(items, list):
+            raise ConfigError(f"{where}: not a grpo-doctor baseline (schema_version "
+                              f"{BASELINE_VERSION} with a findings list expected)")
+        out: dict[tuple[str, str, str], str] = {}
+        for item in items:
+            keys = ("run", "source", "mode", "status")
+            if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in keys):
+                raise ConfigError(f"{where}: each baseline finding needs run, source, mode and "
+                                  f"status strings, got {item!r}")
+            out[(item["run"], item["source"], item["mode"])] = item["status"]
+        return cls(out)
+
+    def to_json(self) -> str:
+        items = [{"run": run, "source": source, "mode": mode, "status": status}
+                 for (run, source, mode), status in sorted(self.findings.items(),
+                                                           key=lambda kv: (kv[0][1], *kv[0]))]
+        doc = {"schema_version": BASELINE_VERSION, "findings": items}
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    runs: tuple[AuditedRun, ...]  # worst first, then by label
+    errors: tuple[AuditError, ...]  # by source
+    fail_on: str = "critical"
+    baseline: Baseline | None = None
+    shard: str | None = None  # "K/N" when this is one shard of an audit (grpo_doctor.fleet)
+    passed_over: tuple[PassedOver, ...] = ()  # by source
+
+    def judged(self, fail_on: str, baseline: Baseline | None) -> AuditResult:
+        """The same runs judged against ``fail_on`` and ``baseline`` (None: every finding at or
+        above ``fail_on`` fails)."""
+        runs = tuple(_judge(r, fail_on, baseline) for r in self.runs)
+        return AuditResult(runs, self.errors, fail_on, baseline, self.shard, self.passed_over)
+
+    def summary(self) -> dict[str, int | None]:
+        status = Counter(r.status for r in self.runs)
+        with_baseline = self.baseline is not None
+        return {
+            "runs": len(self.runs), "critical": status["critical"], "warning": status["warning"],
+            "healthy": status["healthy"], "inconclusive": status["inconclusive"],
+            "errors": len(self.errors),
+            "new": sum(len(r.new or ()) for r in self.runs) if with_baseline else None,
+            "worsened": sum(len(r.worsened or ()) for r in self.runs) if with_baseline else None,
+            "failing": sum(len(r.failing) for r in self.runs),
+        }
+
+    def exit_code(self, *, strict: bool = False) -> int:
+        """2 when no run could be read; 1 for a failing finding, for an inconclusive run under
+        ``--fail-on inconclusive`` or ``strict``, or (``strict``) an error row; else 0."""
+        if not self.runs and self.shard is None:  # a shard may hold no run
+            return EXIT_ERROR
+        unjudged = "inconclusive" in failing_statuses(self.fail_on, strict=strict) and any(
+            r.status == "inconclusive" for r in self.runs)
+        if any(r.failing for r in self.runs) or unjudged or (strict and self.errors):
+            return EXIT_FINDINGS
+        return EXIT_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--format json`` document."""
+        doc = {"schema_version": SCHEMA_VERSION, "runs": [r.to_dict() for r in self.runs],
+               "errors": [e.to_dict() for e in self.errors], "summary": self.summary()}
+        return {**doc, "shard": self.shard} if self.shard else doc
+
+
+def _judge(run: AuditedRun, fail_on: str, baseline: Baseline | None) -> AuditedRun:
+    failing, new, worsened = [], [], []
+    for check in run.findings:
+        mode, status = check["mode"], check["status"]
+        accepted = None if baseline is None else baseline.findings.get((run.name, run.source,
+                                                                        mode))
+        if baseline is not None and accepted is None:
+            new.append(mode)
+        elif accepted == "warning" and status == "critical":
+            worsened.append(mode)
+        if status in failing_statuses(fail_on) and (baseline is None or mode in new + worsened):
+            failing.append(mode)
+    keep = baseline is not None
+    return AuditedRun(run.source, run.label, run.record, tuple(failing),
+                      tuple(new) if keep else None, tuple(worsened) if keep else None)
+
+
+def labelled(found: list[tuple[str, dict[str, Any]]]) -> list[AuditedRun]:
+    names = Counter(record["run"]["name"] for _, record in found)
+    runs = []
+    for source, record in found:
+        name = str(record["run"]["name"])
+        label = name if names[name] == 1 else f"{name} ({source})"
+        runs.append(AuditedRun(source, label, record))
+    return sorted(runs, key=lambda r: (-SEVERITY.get(r.status, 0), r.label, r.source))

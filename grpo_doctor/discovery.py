@@ -1,0 +1,313 @@
+"""Which files and folders under a path are runs (``audit`` and ``watch`` of a folder).
+
+A file named on the command line is always a source. A folder is searched recursively: a folder
+that a folder-reading importer owns is one source and is not descended into; other files are
+tried one by one, and a file no importer recognises is passed over only when it is clearly not
+a log (its reason kept for ``-v``). See :mod:`grpo_doctor.audit` for the whole audit.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from glob import glob
+from pathlib import Path
+
+from grpo_doctor.audit_result import AuditError, PassedOver
+from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError
+from grpo_doctor.files import kind as file_kind
+from grpo_doctor.files import walk
+from grpo_doctor.importers import HEAD_BYTES, Importer, detect_format, registry
+from grpo_doctor.importers.trainer_state import is_log_history_list
+
+#: Files never tried when found in a folder: clearly not training logs.
+_NOT_LOGS = frozenset({
+    ".py", ".pyc", ".pyi", ".pyx", ".c", ".h", ".cc", ".cpp", ".rs", ".go", ".java", ".js",
+    ".ts", ".sh", ".bat", ".ps1", ".rst", ".tex", ".html", ".htm", ".css", ".xml",
+    ".yaml", ".yml", ".toml", ".cfg", ".ini", ".conf", ".lock", ".png", ".jpg", ".jpeg", ".gif",
+    ".svg", ".webp", ".bmp", ".ico", ".pdf", ".mp4", ".mp3", ".wav", ".gz", ".tgz", ".zip",
+    ".tar", ".bz2", ".xz", ".zst", ".7z", ".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".h5",
+    ".onnx", ".gguf", ".npy", ".npz", ".pkl", ".pickle", ".model", ".vocab", ".tiktoken", ".so",
+    ".dll", ".exe", ".whl", ".pem", ".key",
+})
+#: Text documents that may hold a console capture (``diagnose`` reads them): tried, and passed
+#: over (with the reason, for ``-v``) when they hold no training log.
+TEXT_DOCS = frozenset({".md", ".txt", ".log", ".out"})
+#: Files that are logs by their name: not recognised means broken, an error row.
+_LOG_SUFFIXES = frozenset({".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq", ".wandb"})
+_SKIP_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
+#: Folders searched below an audited folder; deeper ones are an error row, not searched.
+MAX_DEPTH = 64
+_CHECKPOINT = re.compile(r"checkpoint-\d+")
+_GLOB_MAGIC = re.compile(r"[*?[]")
+
+
+
+# --- sources ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """One thing to load: a file, a folder one importer owns, or a wandb:// URI."""
+
+    path: str
+    key: str  # relative to the audited root (posix), or the URI: what a baseline stores
+    explicit: bool = False  # named on the command line: never passed over silently
+    format: str | None = None  # the importer that owns a folder source
+
+
+def is_uri(text: str) -> bool:
+    return text.startswith("wandb://")
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        rel = path.relative_to(root).as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    return path.resolve().name if rel == "." else rel
+
+
+def _named_like_a_log(path: Path) -> bool:
+    return path.suffix.lower() in _LOG_SUFFIXES or "tfevents" in path.name
+
+
+def _json_log(path: Path) -> bool:
+    """A ``.json`` that is a log: a trainer state (``log_history``), or JSON lines (several
+    lines, each an object). Not: an API response, a config, a tokenizer."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError:
+        return True  # let the importer say what is wrong
+    if b'"log_history"' in head or is_log_history_list(head):
+        return True
+    return sum(1 for line in head.splitlines() if line.lstrip().startswith(b"{")) >= 2
+
+
+def passed_over_reason(path: Path) -> str | None:
+    """Why a file found in a folder is not tried at all, or None when it is tried."""
+    if path.name.startswith("."):
+        return "hidden"
+    if path.suffix.lower() in _NOT_LOGS:
+        return f"not a log ({path.suffix.lower()} file)"
+    if path.suffix.lower() == ".json" and not _json_log(path):
+        return "a .json that is neither a trainer state nor JSON lines"
+    return None
+
+
+def classify(path: Path, *, explicit: bool = False) -> Importer | None:
+    """The importer for a file, or None for a file that is clearly not a log (passed over).
+
+    Raises the detection error for a file named on the command line, or one that looks like a
+    log (by its name) but that no importer recognises.
+    """
+    if not explicit and passed_over_reason(path) is not None:
+        return None
+    try:
+        imp = detect_format(path)
+    except FormatError:
+        if explicit or _named_like_a_log(path):
+            raise
+        return None
+    return imp
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    """A regular file (following links); a link loop or a vanished entry is not."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def _owns(imp: Importer, folder: Path) -> bool:
+    """Whether ``folder`` is one source of ``imp``: it holds the format's files itself (or the
+    ``checkpoint-N`` folders of a Trainer output folder) and no log of another format. A
+    folder claimed as a whole (one run's folder, an mlruns/ store) is owned by the sniffer's
+    word."""
+    if imp.whole_folder:
+        return True
+    own = False
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            own = own or bool(_CHECKPOINT.fullmatch(entry.name) and imp.sniff(path, b"") > 0)
+            continue
+        if not _is_file(entry):
+            continue
+        try:
+            kind = classify(path)
+        except GrpoDoctorError:
+            return False  # a broken log: look at the files one by one, so it is reported
+        if kind is not None:
+            if kind.name != imp.name:
+                return False
+            own = True
+    return own
+
+
+def folder_owner(folder: Path) -> Importer | None:
+    """The folder-reading importer that owns ``folder`` as one source, if any."""
+    scored = []
+    for order, imp in enumerate(registry()):
+        if imp.reads_folders:
+            try:
+                score = imp.sniff(folder, b"")
+            except (OSError, GrpoDoctorError):
+                score = 0
+            if score > 0:
+                scored.append((-score, order, imp))
+    for _, _, imp in sorted(scored, key=lambda t: (t[0], t[1])):
+        try:
+            if _owns(imp, folder):
+                return imp
+        except OSError:
+            return None
+    return None
+
+
+def _special(entry: os.DirEntry) -> str | None:
+    """Why a folder entry that is neither a folder nor a regular file cannot be read."""
+    try:
+        st = entry.stat(follow_symlinks=True)
+    except FileNotFoundError:
+        return f"is a broken link (to {os.readlink(entry.path)!r})" if entry.is_symlink() \
+            else None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    what = file_kind(st.st_mode)
+    return f"is {what}, not a regular file" if what else None
+
+
+def _walk(top: Path, root: Path, errors: list[AuditError],
+          passed: list[PassedOver]) -> Iterator[Source]:
+    """The sources under ``top``, without recursion; links to folders are followed, each
+    folder once (a second way to one folder, a link loop, is passed over with why); a tree
+    deeper than ``MAX_DEPTH`` is an error row for the folder whose subfolders were not
+    searched."""
+
+    def unlistable(folder: Path, exc: OSError) -> None:
+        errors.append(AuditError(_rel(folder, root), f"{folder}: cannot list the folder "
+                                 f"({exc.strerror or exc})"))
+
+    def too_deep(folder: Path) -> None:
+        errors.append(AuditError(_rel(folder, root), f"{folder}: more than {MAX_DEPTH} folders "
+                                 f"deep; the folders below it were not searched"))
+
+    def again(entry: os.DirEntry) -> None:
+        passed.append(PassedOver(_rel(Path(entry.path), root) + "/",
+                                 "a link to a folder searched already"))
+
+    for folder, dirs, files in walk(top, max_depth=MAX_DEPTH, follow_links=True,
+                                    on_error=unlistable, on_too_deep=too_deep, on_repeat=again):
+        owner = folder_owner(folder)
+        if owner is not None:
+            yield Source(str(folder), _rel(folder, root), format=owner.name)
+            dirs.clear()
+            continue
+        kept = []
+        for d in dirs:
+            if d.name.startswith(".") or d.name in _SKIP_FOLDERS:
+                passed.append(PassedOver(_rel(Path(d.path), root) + "/", "folder not searched"))
+            else:
+                kept.append(d)
+        dirs[:] = kept
+        for entry in files:
+            path = Path(entry.path)
+            if _is_file(entry):
+                why = passed_over_reason(path)
+                if why is None:
+                    yield Source(str(path), _rel(path, root))
+                else:
+                    passed.append(PassedOver(_rel(path, root), why))
+            elif _named_like_a_log(path) and (why := _special(entry)):
+                errors.append(AuditError(_rel(path, root), f"{path}: {why}"))
+
+
+def _glob_root(pattern: str) -> Path:
+    """The folder a glob pattern starts from: its parts before the first wildcard."""
+    parts = Path(pattern).parts
+    fixed = []
+    for part in parts:
+        if _GLOB_MAGIC.search(part):
+            break
+        fixed.append(part)
+    return Path(*fixed) if fixed else Path(".")
+
+
+def newest_mtime(path: Path) -> float:
+    if path.is_file():
+        return path.stat().st_mtime
+    newest = path.stat().st_mtime
+    for _folder, dirs, files in walk(path, max_depth=MAX_DEPTH):
+        dirs[:] = [d for d in dirs if not d.name.startswith(".")]
+        for entry in files:
+            try:
+                newest = max(newest, entry.stat().st_mtime)
+            except OSError:
+                continue
+    return newest
+
+
+def expand(paths: Sequence[str], since: datetime | None = None,
+           passed: list[PassedOver] | None = None) -> tuple[list[Source], list[AuditError]]:
+    """The sources behind ``paths`` (files, folders, glob patterns, wandb:// URIs), each once,
+    and the folders that could not be listed. ``since`` keeps files modified since then;
+    ``passed`` collects what was found and not tried, and why."""
+    sources: dict[str, Source] = {}
+    errors: list[AuditError] = []
+    passed = [] if passed is None else passed
+
+    def add(src: Source) -> None:
+        key = src.path if is_uri(src.path) else os.path.realpath(src.path)
+        sources.setdefault(key, src)
+
+    for arg in paths:
+        path = Path(arg)
+        if is_uri(arg):
+            add(Source(arg, arg, explicit=True))
+        elif path.is_dir():
+            for src in _walk(path, path, errors, passed):
+                add(src)
+        elif path.exists():
+            add(Source(arg, path.name, explicit=True))
+        elif _GLOB_MAGIC.search(arg):
+            matches = sorted(glob(arg, recursive=True))
+            if not matches:
+                errors.append(AuditError(arg, f"{arg}: the pattern matches no file or folder",
+                                         missing=True))
+                continue
+            root = _glob_root(arg)
+            for match in map(Path, matches):
+                if match.is_dir():
+                    for src in _walk(match, root, errors, passed):
+                        add(src)
+                elif match.is_file():
+                    why = passed_over_reason(match)
+                    if why is None:
+                        add(Source(str(match), _rel(match, root)))
+                    else:
+                        passed.append(PassedOver(_rel(match, root), why))
+        else:  # an error row: the other paths are still audited
+            errors.append(AuditError(arg, f"{arg}: no such file or folder", missing=True))
+    out = list(sources.values())
+    if since is not None:
+        cutoff = since.timestamp()
+        out = [s for s in out if is_uri(s.path) or newest_mtime(Path(s.path)) >= cutoff]
+    return out, errors
+
+
+def parse_since(text: str) -> datetime:
+    """``--since``: a date (``2025-01-31``, local midnight) or an ISO time (``...T12:00Z``)."""
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise ConfigError(f"--since takes a date or an ISO time (2025-01-31, "
+                          f"2025-01-31T12:00:00Z), got {text!r}") from None
