@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from grpo_doctor.exit_codes import EXIT_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from grpo_doctor.api import Result
 
@@ -92,7 +92,10 @@ def _settings(config: Path | None, maps: list[str], sets: list[str], select: lis
 
 def _emit(text: str | bytes, output: Path | None, force: bool) -> None:
     if output is None:
-        sys.stdout.write(text)
+        if isinstance(text, bytes):  # parquet: only to a file (the command refuses stdout)
+            sys.stdout.buffer.write(text)
+        else:
+            sys.stdout.write(text)
         return
     from grpo_doctor.atomic import write_atomic
 
@@ -167,6 +170,7 @@ def diagnose(
         require_matplotlib()
     _check_outputs(force, output, html)
     path = str(api.example_path(example)) if example else source
+    assert path is not None  # checked above: a source or an example
     results = api.diagnose_source(path, settings, input_format=input_format, run=run,
                                   step_column=step_column)
     if len(results) > 1:
@@ -371,9 +375,10 @@ def _audit_report(result, format: str, output: Path | None, force: bool,
     elif format == "terminal":
         _emit(report.render_audit_text(result, verbose=verbose), output, force)
     else:
-        render = {"json": report.render_audit_json, "junit": report.render_audit_junit,
-                  "markdown": report.render_audit_markdown, "parquet": fleet.to_parquet}[format]
-        _emit(render(result), output, force)
+        renderers: dict[str, Callable[[Any], str | bytes]] = {
+            "json": report.render_audit_json, "junit": report.render_audit_junit,
+            "markdown": report.render_audit_markdown, "parquet": fleet.to_parquet}
+        _emit(renderers[format](result), output, force)
 
 
 @app.command("audit-merge")
@@ -660,7 +665,7 @@ def main(argv: list[str] | None = None) -> None:
         from typer.exceptions import TyperException as UsageError
     except ImportError:  # pragma: no cover - older typer on real click
         from click.exceptions import Abort  # type: ignore
-        from click.exceptions import ClickException as UsageError
+        from click.exceptions import ClickException as UsageError  # type: ignore[assignment]
 
     _tolerant_streams()
     if not os.environ.get("GRPO_DOCTOR_DEBUG"):

@@ -33,7 +33,7 @@ from grpo_doctor.comparison import Comparison, FindingComparison, MetricComparis
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import diagnose
 from grpo_doctor.errors import ConfigError
-from grpo_doctor.findings import Diagnosis
+from grpo_doctor.findings import Check, Diagnosis
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.store import Run
@@ -161,7 +161,7 @@ def compare_findings(diagnoses: Sequence[Diagnosis]) -> dict[str, FindingCompari
         modes += [c.mode for c in diagnosis.findings if c.mode not in modes]
     out = {}
     for mode in modes:
-        checks = []
+        checks: list[Check | None] = []
         for diagnosis in diagnoses:
             try:
                 checks.append(diagnosis.check(mode))

@@ -235,10 +235,10 @@ def integer_steps(values: pd.Series | np.ndarray | Sequence[Any]
                                                                  | (floats < -2.0 ** 63)))
         good = ~(missing | fractional | out_of_range)
         steps[good] = floats[good].astype(np.int64)
-        for i, value in exact.items():
-            missing[i] = fractional[i] = False
-            out_of_range[i] = not (_INT64_MIN <= value <= _INT64_MAX)
-            steps[i] = value if not out_of_range[i] else 0
+        for row, value in exact.items():
+            missing[row] = fractional[row] = False
+            out_of_range[row] = not (_INT64_MIN <= value <= _INT64_MAX)
+            steps[row] = value if not out_of_range[row] else 0
     return steps, {"missing": missing, "fractional": fractional, "out_of_range": out_of_range}
 
 

@@ -246,6 +246,7 @@ def compare_chart(comparison: Comparison, runs: Sequence[Run], metric: str):
     colors = [h.SERIES_COLORS[i % len(h.SERIES_COLORS)] for i in range(len(runs))]
     names = [f"{letter(i)} {runs[i].name}" for i in range(len(runs))]
     base = series[0]
+    assert base is not None, "drawn only for metrics the reference logged"
     overlays = tuple((s, c) for s, c in zip(series[1:], colors[1:]) if s is not None)
     labels = tuple(n for s, n in zip(series[1:], names[1:]) if s is not None)
     markers = tuple(h.Marker(p.step, "onset", f"{letter(i)} parts at {p.step:,}")
