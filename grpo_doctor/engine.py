@@ -16,7 +16,8 @@ import numpy as np
 from grpo_doctor.config import DoctorConfig
 from grpo_doctor.findings import Check, Diagnosis, Incident, RunInfo, Status
 from grpo_doctor.metrics import candidate_keys
-from grpo_doctor.rules import Rule, Skip
+from grpo_doctor.rules import Outcome, Rule, Skip
+from grpo_doctor.rules.base import ONSET, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import step_text
 
@@ -37,9 +38,22 @@ def _missing(rule: Rule, run: Run) -> str | None:
     return None
 
 
+def judge(rule: Rule, run: Run, params: Mapping[str, float]) -> Outcome:
+    """``rule.detect`` on ``run`` with the rule's minimum of logged points enforced: on a
+    shorter log, what the rule can still tell from it (its short-log reader), else a ``Skip``
+    saying how many points it needs. Raises ``Skip``."""
+    need = rule.points_needed(params)
+    if need and len(series(run, rule.counted_metric)[1]) < need:
+        out = rule.short_log(run, params) if rule.short_log else None
+        if out is None:
+            raise Skip(f"needs at least {int(need)} logged {rule.points}")
+        return out
+    return rule.detect(run, params)
+
+
 def _raises(rule: Rule, run: Run, params: Mapping[str, float], last_step: int) -> bool:
     try:
-        return rule.detect(run.truncated(last_step), params).fired
+        return judge(rule, run.truncated(last_step), params).fired
     except Skip:
         return False
 
@@ -75,19 +89,18 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
     if reason:
         return Check(rule.id, Status.SKIPPED, reason.split(" (", 1)[0], reason=reason)
     try:
-        out = rule.detect(run, params)
+        out = judge(rule, run, params)
     except Skip as exc:
         return Check(rule.id, Status.SKIPPED, str(exc), reason=str(exc))
     alert = first_alert(rule, run, params) if (out.fired and with_first_alert) else None
-    onset, summary = out.onset_step, out.summary
+    onset = shown = out.onset_step  # shown: the onset step the summary names
     incidents = out.incidents
     if alert is not None and onset is not None and alert < onset:
         # A monitor could call it at ``alert``, so it had begun by then: the onset estimate
         # was late, or an earlier episode, one the run came back from, raised it first.
         cleared = _cleared(rule, run, params, alert, onset)
         if cleared is None:
-            summary = summary.replace(f"from step {step_text(onset)}",
-                                      f"from step {step_text(alert)}")
+            shown = alert
         else:
             episode = Incident(
                 metric=out.key_metric or "", step=alert, peak_step=alert,
@@ -97,6 +110,7 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
                         f"which had cleared by step {step_text(cleared)}")
             incidents = (episode, *incidents)
         onset = alert
+    summary = out.summary if shown is None else out.summary.replace(ONSET, step_text(shown))
     evidence = dict(out.evidence)
     proxies = {m: run.proxies[m] for m in (rule.requires + ((out.key_metric,) if
                out.key_metric else ())) if m in run.proxies}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, _unbound
 
 _MODULES = [
     "numerical_failure",
@@ -25,7 +25,11 @@ _MODULES = [
 
 
 def _load() -> tuple[Rule, ...]:
-    return tuple(importlib.import_module(f"grpo_doctor.rules.{m}").RULE for m in _MODULES)
+    rules = tuple(importlib.import_module(f"grpo_doctor.rules.{m}").RULE for m in _MODULES)
+    for rule in rules:
+        if rule.detect is _unbound:
+            raise TypeError(f"rule {rule.id}: no function decorated with @RULE.detects")
+    return rules
 
 
 RULES: tuple[Rule, ...] = _load()

@@ -45,7 +45,17 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric, is_reward_component
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
+from grpo_doctor.rules.base import (
+    ONSET,
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    head_tail,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.plot import ZERO_SHARE, Plot, Threshold, ZeroShare, ladder
 from grpo_doctor.rules.signals import (
     component_kind,
     late_points,
@@ -54,19 +64,27 @@ from grpo_doctor.rules.signals import (
     unsolved_equal_share,
 )
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt, step_text
+from grpo_doctor.text import fmt
 from grpo_doctor.trends import level_shift_onset, mann_kendall
 
 ZSF = Metric.ZERO_STD_FRACTION.value
 RSTD = Metric.REWARD_STD.value
 GSTD = Metric.GROUP_REWARD_STD.value
 
-PARAMS = (
-    Param("warn_fraction", 0.5, "zero-std share of groups (or steps) that warns"),
-    Param("critical_fraction", 0.8, "zero-std share that is critical on its own"),
-    Param("late_fraction", 0.2, "share of the log, at its end, the level is read over"),
-    Param("zero_std_eps", 1e-6, "a reward std at or below this counts as zero"),
-    Param("min_component_steps", 10, "logged steps before a never-moving component counts"),
+RULE = Rule(
+    id="advantage_collapse",
+    title="Advantage collapse (zero-variance groups)",
+    doc=__doc__ or "",
+    requires_any=((ZSF,), (GSTD,), (RSTD,)),
+    plot=Plot(zero_share=ZeroShare(of=(RSTD, GSTD), eps="zero_std_eps",
+                                   window="late_fraction")),
+    params=(
+        Param("warn_fraction", 0.5, "zero-std share of groups (or steps) that warns"),
+        Param("critical_fraction", 0.8, "zero-std share that is critical on its own"),
+        Param("late_fraction", 0.2, "share of the log, at its end, the level is read over"),
+        Param("zero_std_eps", 1e-6, "a reward std at or below this counts as zero"),
+        Param("min_component_steps", 10, "logged steps before a never-moving component counts"),
+    ),
 )
 
 
@@ -95,6 +113,16 @@ def _pinned_components(run: Run, p: Mapping[str, float]) -> list[tuple[str, floa
     return out
 
 
+@RULE.draws
+def lines(p: Mapping[str, float], evidence: Mapping[str, object]
+          ) -> dict[str, tuple[Threshold, ...]]:
+    zero = ladder([(p["warn_fraction"], f"warning {p['warn_fraction']:.0%}", "warning"),
+                   (p["critical_fraction"], f"critical {p['critical_fraction']:.0%}",
+                    "critical")], True)
+    return {ZSF: zero, ZERO_SHARE: zero}
+
+
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     metric, steps, z, what = _signal(run, p)
     # The zero-std fraction is itself a share over many groups: a few logged points (each an
@@ -189,7 +217,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         overall_text = (f"{overall:.0%} over the run" if metric == ZSF
                         else f"{overall:.0%} of all steps")
         summary = (f"advantage collapse: {share} over the last {k} logged points "
-                   f"({overall_text}), from step {step_text(onset)}{why}")
+                   f"({overall_text}), from step {ONSET}{why}")
     else:
         # A correctness-like term that never moved means the task itself was never rewarded:
         # whatever the other terms teach, nothing teaches the task.
@@ -214,13 +242,3 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                         "them to ever fire")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=metric)
-
-
-RULE = Rule(
-    id="advantage_collapse",
-    title="Advantage collapse (zero-variance groups)",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires_any=((ZSF,), (GSTD,), (RSTD,)),
-)

@@ -1,5 +1,7 @@
-"""What a rule is: data (id, title, required metrics, parameters with the chapter's defaults,
-documentation) plus a pure ``detect`` function over a run's metric store. No I/O, no printing.
+"""What a rule is: data declared at the top of its module (id, title, required metrics,
+parameters with the chapter's defaults, the logged points it needs, what its chart draws,
+documentation) plus a pure ``detect`` function over a run's metric store, bound to it by the
+``@RULE.detects`` decorator. No I/O, no printing.
 """
 
 from __future__ import annotations
@@ -11,7 +13,13 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.findings import Incident, Status
+from grpo_doctor.rules.plot import Lines, Plot
 from grpo_doctor.store import Run
+from grpo_doctor.text import step_text
+
+#: Where a summary names its onset step: the engine writes the step there, moved to the first
+#: alert when a monitor could have called the finding earlier than the rule's estimate.
+ONSET = "{onset}"
 
 
 @dataclass(frozen=True)
@@ -39,7 +47,10 @@ class Param:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What ``detect`` returns; the engine adds the first-alert step and remedies' order."""
+    """What ``detect`` returns; the engine adds the first-alert step and remedies' order.
+
+    ``summary`` holds ``ONSET`` where it names ``onset_step`` ("... from step {onset}"); the
+    engine fills it in."""
 
     status: Status
     summary: str
@@ -54,33 +65,86 @@ class Outcome:
         return self.status in (Status.WARNING, Status.CRITICAL)
 
 
+def onset_text(step: int, onset: int) -> str:
+    """How a summary names ``step``: the onset slot when it is the outcome's ``onset``, which
+    the engine may move; else the step itself (an earlier incident took the onset)."""
+    return ONSET if step == onset else step_text(step)
+
+
 class Skip(Exception):
     """Raised by ``detect`` when the run cannot be judged (too short, a metric all gaps)."""
 
 
+Detect = Callable[[Run, Mapping[str, float]], Outcome]
+#: What a rule can still tell from a log shorter than its ``min_points`` (an incident already
+#: visible, a fall already decisive): an outcome, None to skip, or a ``Skip`` of its own words.
+ShortLog = Callable[[Run, Mapping[str, float]], Outcome | None]
+
+
+def _unbound(run: Run, params: Mapping[str, float]) -> Outcome:
+    raise NotImplementedError("this rule's module defines no @RULE.detects function")
+
+
 @dataclass(frozen=True)
 class Rule:
-    """One failure mode.
+    """One failure mode, declared at the top of its module.
 
     ``requires``: every one of these canonical metrics must be logged. ``requires_any``: at least
     one of these groups must be fully logged (alternative signals). ``needs``: what else the
     rule needs, in words, when it says so only in its ``Skip`` (reward components named like
-    a kind); ``grpo-doctor rules`` shows it. The module docstring is the rule's user
-    documentation, with the sections What / Why / How / False positives / Remedies.
+    a kind); ``grpo-doctor rules`` shows it. ``min_points``: finite logged points of
+    ``points_of`` (default: the first required metric) below which the engine does not run
+    ``detect`` but the rule's short-log reader, else skips with "needs at least N logged
+    {points}"; an int, or the name of the parameter that sets it (0: no minimum). ``plot``:
+    what its chart draws; ``lines``: its threshold lines (``@RULE.draws``). The module
+    docstring is the rule's user documentation, with the sections What / Why / How / False
+    positives / Remedies.
     """
 
     id: str
     title: str
-    detect: Callable[[Run, Mapping[str, float]], Outcome]
     params: tuple[Param, ...]
     doc: str
     requires: tuple[str, ...] = ()
     requires_any: tuple[tuple[str, ...], ...] = ()
-    min_points: int = 8
     needs: str = ""
+    min_points: int | str = 0
+    points_of: str = ""
+    points: str = "values"
+    plot: Plot = field(default_factory=Plot)
+    # Bound once, at import, by the decorators below (the functions come later in the module).
+    detect: Detect = field(default=_unbound, compare=False)
+    short_log: ShortLog | None = field(default=None, compare=False)
+    lines: Lines | None = field(default=None, compare=False)
+
+    def detects(self, fn: Detect) -> Detect:
+        """Decorator: ``fn`` is this rule's ``detect``."""
+        object.__setattr__(self, "detect", fn)
+        return fn
+
+    def reads_short_logs(self, fn: ShortLog) -> ShortLog:
+        """Decorator: ``fn`` says what a log shorter than ``min_points`` still shows."""
+        object.__setattr__(self, "short_log", fn)
+        return fn
+
+    def draws(self, fn: Lines) -> Lines:
+        """Decorator: ``fn`` gives this rule's threshold lines per metric."""
+        object.__setattr__(self, "lines", fn)
+        return fn
 
     def defaults(self) -> dict[str, float]:
         return {p.name: p.default for p in self.params}
+
+    def points_needed(self, params: Mapping[str, float]) -> float:
+        """The minimum of logged points under ``params`` (0: none)."""
+        if isinstance(self.min_points, str):
+            return params[self.min_points]
+        return self.min_points
+
+    @property
+    def counted_metric(self) -> str:
+        """The metric whose logged points ``min_points`` counts."""
+        return self.points_of or (self.requires[0] if self.requires else "")
 
     @property
     def cli_name(self) -> str:

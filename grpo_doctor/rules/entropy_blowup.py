@@ -38,26 +38,33 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, series, snap_to_logged
+from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, series, snap_to_logged
 from grpo_doctor.rules.signals import late_points, reward_progress, rising
 from grpo_doctor.store import Run
-from grpo_doctor.text import change, fmt, step_text
+from grpo_doctor.text import change, fmt
 from grpo_doctor.trends import mann_kendall, rolling_median, trend_onset
 
 ENTROPY = Metric.ENTROPY.value
 
-PARAMS = (
-    Param("rise", 0.5, "sustained entropy above its baseline by this share warns"),
-    Param("min_rise", 0.2, "and by at least this many nats (a rise from ~0 is noise)"),
-    Param("alpha", 0.01, "significance of the upward trend up to the peak"),
-    Param("warmup_fraction", 0.1, "share of the log at its start that is not a baseline"),
+RULE = Rule(
+    id="entropy_blowup",
+    title="Entropy blow-up",
+    doc=__doc__ or "",
+    requires=(ENTROPY,),
+    min_points=12,
+    points="entropy values",
+    params=(
+        Param("rise", 0.5, "sustained entropy above its baseline by this share warns"),
+        Param("min_rise", 0.2, "and by at least this many nats (a rise from ~0 is noise)"),
+        Param("alpha", 0.01, "significance of the upward trend up to the peak"),
+        Param("warmup_fraction", 0.1, "share of the log at its start that is not a baseline"),
+    ),
 )
 
 
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, h = series(run, ENTROPY)
-    if len(h) < 12:
-        raise Skip("needs at least 12 logged entropy values")
     smooth = rolling_median(h, 5)
     head = float(np.median(h[: max(3, len(h) // 20)]))
     peak_i = int(np.argmax(smooth))
@@ -109,7 +116,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     why = f", with {', '.join(corroboration)}" if corroboration else ""
     after = f", now {fmt(late)}" if late < 0.8 * peak else ""
     summary = (f"entropy blow-up: entropy {change(base, peak)}, from {fmt(base)} to {fmt(peak)}, "
-               f"from step {step_text(onset)}{why}{after}")
+               f"from step {ONSET}{why}{after}")
     remedies = (
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
         knobs.set_to(run, knobs.CLIP_HIGH, "0.2-0.24", why="less room for rare tokens")
@@ -118,13 +125,3 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=ENTROPY)
-
-
-RULE = Rule(
-    id="entropy_blowup",
-    title="Entropy blow-up",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires=(ENTROPY,),
-)

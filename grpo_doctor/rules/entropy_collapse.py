@@ -50,6 +50,7 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import (
+    ONSET,
     Outcome,
     Param,
     Rule,
@@ -59,9 +60,10 @@ from grpo_doctor.rules.base import (
     series,
     snap_to_logged,
 )
+from grpo_doctor.rules.plot import Plot, Threshold, ladder, number
 from grpo_doctor.rules.signals import late_level, late_points, learning, rising, task_solved
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt, step_text
+from grpo_doctor.text import fmt
 from grpo_doctor.trends import (
     decisive_short_fall,
     largest_relative_drop,
@@ -71,20 +73,31 @@ from grpo_doctor.trends import (
 )
 
 ENTROPY = Metric.ENTROPY.value
+REWARD = Metric.REWARD_MEAN.value
 
-PARAMS = (
-    Param("drop_fraction", 0.5, "share of entropy lost within window_steps that warns"),
-    Param("window_steps", 1000, "span of steps the drop is measured over"),
-    Param("critical_ratio", 0.1, "entropy below this fraction of its start is critical"),
-    Param("alpha", 0.01, "significance of the monotone decline (Mann-Kendall, Hamed-Rao)"),
-    Param("floor", 0.02, "mean token entropy (nats) below which sampling is near-deterministic: "
-          "a collapse whatever the start (healthy runs of every size seen stay above 0.05)"),
+RULE = Rule(
+    id="entropy_collapse",
+    title="Entropy collapse",
+    doc=__doc__ or "",
+    requires=(ENTROPY,),
+    min_points=8,
+    points="entropy values",
+    plot=Plot(metrics=(ENTROPY, REWARD)),
+    params=(
+        Param("drop_fraction", 0.5, "share of entropy lost within window_steps that warns"),
+        Param("window_steps", 1000, "span of steps the drop is measured over"),
+        Param("critical_ratio", 0.1, "entropy below this fraction of its start is critical"),
+        Param("alpha", 0.01, "significance of the monotone decline (Mann-Kendall, Hamed-Rao)"),
+        Param("floor", 0.02, "mean token entropy (nats) below which sampling is near-"
+              "deterministic: a collapse whatever the start (healthy runs of every size seen "
+              "stay above 0.05)"),
+    ),
 )
 
 
 def cui_fit(run: Run) -> dict[str, float] | None:
     """Fit R = -a*exp(H) + b on steps where both are logged; ceiling at H=0 is b - a."""
-    _, h, r = aligned(run, ENTROPY, Metric.REWARD_MEAN.value)
+    _, h, r = aligned(run, ENTROPY, REWARD)
     if len(h) < 8 or np.ptp(h) == 0:
         return None
     x = np.exp(np.clip(h, -50, 50))
@@ -102,7 +115,7 @@ def _short_collapse(run: Run, steps: np.ndarray, h: np.ndarray, p: Mapping[str, 
     onset = int(steps[0])
     summary = (f"entropy collapsed: fell {1 - h[-1] / h[0]:.0%} from {fmt(h[0])} to "
                f"{fmt(h[-1])} over {len(h)} logged points without recovering, from step "
-               f"{fmt(onset)}")
+               f"{ONSET}")
     evidence = {"entropy": [round(float(x), 6) for x in h], "steps": [int(s) for s in steps],
                 "threshold": f"fall below {p['critical_ratio']:g} x start "
                              f"(too few points for a trend test)"}
@@ -123,19 +136,38 @@ def _remedies(run: Run) -> list[str]:
     ]
 
 
-def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+@RULE.draws
+def lines(p: Mapping[str, float], evidence: Mapping[str, object]
+          ) -> dict[str, tuple[Threshold, ...]]:
+    """The warning line at what a ``drop_fraction`` loss leaves of the start, the critical one
+    at ``critical_ratio`` of it (the start is the check's evidence: none when it did not run)."""
+    start = number(evidence, "entropy_start")
+    if start is None or start <= 0:
+        return {}
+    keep = 1 - p["drop_fraction"]
+    return {ENTROPY: ladder([(keep * start, f"{keep:.0%} of start ({fmt(keep * start)})",
+                              "warning"),
+                             (p["critical_ratio"] * start, f"{p['critical_ratio']:.0%} of start "
+                              f"({fmt(p['critical_ratio'] * start)})", "critical")], False)}
+
+
+@RULE.reads_short_logs
+def short_log(run: Run, p: Mapping[str, float]) -> Outcome:
+    """Near-deterministic sampling is a collapse whatever the start was (a log that begins
+    after the fall): a level needs a few points, not a trend. So is a decisive fall."""
     steps, h = series(run, ENTROPY)
-    few = len(h) < 8
-    # Near-deterministic sampling is a collapse whatever the start was (a log that begins
-    # after the fall): a level needs a few points, not a trend.
     at_floor = len(h) >= 3 and float(np.median(h[-late_points(len(h), 0.1, 3):])) < p["floor"]
-    if few and not at_floor and not decisive_short_fall(h, p["critical_ratio"]):
+    if at_floor:
+        return _floor_collapse(run, steps, h, p, {})
+    if not decisive_short_fall(h, p["critical_ratio"]):
         raise Skip("needs at least 8 logged entropy values (or a fall below "
                    f"{p['critical_ratio']:g} x its start)")
-    if few and not at_floor:
-        return _short_collapse(run, steps, h, p)
-    if few:
-        return _floor_collapse(run, steps, h, p, {})
+    return _short_collapse(run, steps, h, p)
+
+
+@RULE.detects
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    steps, h = series(run, ENTROPY)
     h0, hc = head_tail(h, head_frac=0.02)  # bad runs collapse within the first 10%
     if h0 <= 0:
         raise Skip("entropy's starting level is not positive")
@@ -233,7 +265,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                              f"steps")
     why = f" with {', '.join(corroboration)}" if corroboration else ""
     summary = (f"{kind}: entropy fell {1 - ratio:.0%} from {fmt(h0)} to {fmt(hc)} from step "
-               f"{fmt(onset)}{why}{headroom}")
+               f"{ONSET}{why}{headroom}")
     remedies = _remedies(run)
     if benign:
         remedies = [
@@ -255,7 +287,7 @@ def _floor_collapse(run: Run, steps: np.ndarray, h: np.ndarray, p: Mapping[str, 
     evidence = {**evidence, "entropy_now": round(late, 6), "floor": p["floor"],
                 "threshold": f"entropy < {fmt(p['floor'])} nats"}
     when = ("on every logged step" if onset == int(steps[0]) and smooth.max() < p["floor"]
-            else f"from step {step_text(onset)}")
+            else f"from step {ONSET}")
     summary = (f"entropy collapsed: {fmt(late)} nats, below the {fmt(p['floor'])}-nat floor "
                f"of near-deterministic sampling, {when} (the samples of a group are "
                "near-identical)")
@@ -272,13 +304,3 @@ def _length_collapse(run: Run) -> str | None:
     if l0 > 0 and lc <= 0.3 * l0 and lc <= 10:
         return f"completions shrank to {fmt(lc)} tokens (from {fmt(l0)})"
     return None
-
-
-RULE = Rule(
-    id="entropy_collapse",
-    title="Entropy collapse",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires=(ENTROPY,),
-)

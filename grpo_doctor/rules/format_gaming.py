@@ -37,15 +37,31 @@ import numpy as np
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
+from grpo_doctor.rules.base import (
+    ONSET,
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    head_tail,
+    series,
+    snap_to_logged,
+)
 from grpo_doctor.rules.signals import component_kind, components
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt, step_text
+from grpo_doctor.text import fmt
 from grpo_doctor.trends import mann_kendall, trend_onset
 
-PARAMS = (
-    Param("format_share", 0.8, "share of the total reward gain carried by format components"),
-    Param("min_gain", 0.1, "total reward gain (in units of its range) needed to judge"),
+RULE = Rule(
+    id="format_gaming",
+    title="Format gaming",
+    doc=__doc__ or "",
+    needs="a format-like and a correctness-like reward component (format, xml, tag... "
+    "and correct, accuracy, answer... in their names)",
+    params=(
+        Param("format_share", 0.8, "share of the total reward gain carried by format components"),
+        Param("min_gain", 0.1, "total reward gain (in units of its range) needed to judge"),
+    ),
 )
 
 
@@ -75,6 +91,7 @@ def component_weights(run: Run, cols: dict[str, str]) -> dict[str, float]:
     return {n: float(w) for n, w in zip(cols, coef[:-1])}
 
 
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     comps = components(run)
     fmt_cols = {n: c for n, c in comps.items() if component_kind(n) == "format"}
@@ -118,7 +135,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     summary = (f"format gaming: {share:.0%} of the reward gain ({fmt(total_gain)}) comes from "
                f"{', '.join(fmt_cols)} while {', '.join(declined)} fell"
                + (" and the held-out score fell" if heldout_down else "")
-               + f", from step {step_text(onset)}")
+               + f", from step {ONSET}")
     remedies = (
         f"gate {name} on correctness (multiply instead of add), or lower its weight",
         "normalise each reward component separately before weighting",
@@ -126,14 +143,3 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=col)
-
-
-RULE = Rule(
-    id="format_gaming",
-    title="Format gaming",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    needs="a format-like and a correctness-like reward component (format, xml, tag... "
-    "and correct, accuracy, answer... in their names)",
-)

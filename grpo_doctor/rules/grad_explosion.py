@@ -46,29 +46,52 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, series
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, onset_text, series
+from grpo_doctor.rules.plot import Plot, Threshold, ladder, number
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt, step_text
+from grpo_doctor.text import fmt
 from grpo_doctor.trends import robust_spikes
 from grpo_doctor.trends.episodes import stretches_above
 
 GRAD = Metric.GRAD_NORM.value
+REWARD = Metric.REWARD_MEAN.value
 
-PARAMS = (
-    Param("spike_ratio", 5.0, "a spike is at least this many times the trailing median"),
-    Param("z_threshold", 6.0, "robust z (log scale) a spike must exceed"),
-    Param("window", 20, "trailing points the baseline is taken over"),
-    Param("warmup_fraction", 0.05, "share of the log at its start that is ignored"),
-    Param("sustained_ratio", 5.0, "late median over baseline that counts as inflation"),
-    Param("recurring_spikes", 3, "spikes (after warm-up) within recurrence_window that make a "
-          "pattern"),
-    Param("recurrence_window", 0.15, "share of the logged span the recurring spikes fall in"),
-    Param("burst_ratio", 10.0, "a burst is at least this many times the run's own level"),
-    Param("burst_points", 3, "consecutive logged points a burst must last"),
-    Param("far_ratio", 100.0, "a burst this many times the run's level is critical"),
+RULE = Rule(
+    id="grad_explosion",
+    title="Gradient explosion",
+    doc=__doc__ or "",
+    requires=(GRAD,),
+    plot=Plot(metrics=(GRAD, REWARD), spikes="spike_steps"),
+    params=(
+        Param("spike_ratio", 5.0, "a spike is at least this many times the trailing median"),
+        Param("z_threshold", 6.0, "robust z (log scale) a spike must exceed"),
+        Param("window", 20, "trailing points the baseline is taken over"),
+        Param("warmup_fraction", 0.05, "share of the log at its start that is ignored"),
+        Param("sustained_ratio", 5.0, "late median over baseline that counts as inflation"),
+        Param("recurring_spikes", 3, "spikes (after warm-up) within recurrence_window that make a "
+              "pattern"),
+        Param("recurrence_window", 0.15, "share of the logged span the recurring spikes fall in"),
+        Param("burst_ratio", 10.0, "a burst is at least this many times the run's own level"),
+        Param("burst_points", 3, "consecutive logged points a burst must last"),
+        Param("far_ratio", 100.0, "a burst this many times the run's level is critical"),
+    ),
 )
 
 
+@RULE.draws
+def lines(p: Mapping[str, float], evidence: Mapping[str, object]
+          ) -> dict[str, tuple[Threshold, ...]]:
+    """The baseline, and ``sustained_ratio`` (warning) and twice it (critical) times it."""
+    base = number(evidence, "baseline")
+    if base is None or base <= 0:
+        return {}
+    r = p["sustained_ratio"]
+    return {GRAD: (Threshold(base, f"baseline {fmt(base)}", "info"),
+                   *ladder([(r * base, f"{fmt(r)}x baseline", "warning"),
+                            (2 * r * base, f"{fmt(2 * r)}x baseline", "critical")], True))}
+
+
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, g = series(run, GRAD, reduce="max")
     # A norm of (nearly) 0 is a step without gradient (all groups equal), not a level: with
@@ -151,12 +174,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                              else f"late median >= {fmt(p['sustained_ratio'])}x baseline")
     evidence["corroboration"] = corroboration
     peak = float(g[idx].max()) if len(idx) else float(g.max())
+    first = min(onset, bursts[0].step) if bursts else onset  # an earlier burst is the onset
     summary = (f"gradient norm exploding: {', '.join(corroboration) or 'unrecovered spike'}; "
                f"peak {fmt(peak)} against a baseline of {fmt(baseline)}, from step "
-               f"{step_text(onset)}")
+               f"{onset_text(onset, first)}")
     if bursts:
         status = inc.merge_status(status, inc.worst(bursts))
-        onset = min(onset, bursts[0].step)
+        onset = first
         summary += f"; burst: {inc.describe(bursts, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=_remedies(run),
                    key_metric=GRAD, incidents=tuple(bursts))
@@ -190,13 +214,3 @@ def _bursts(run: Run, steps: np.ndarray, g: np.ndarray, p: Mapping[str, float]):
         episodes.append(ep)
     return inc.above(run, GRAD, "grad norm", threshold, sustained=10**9,
                      far=p["far_ratio"] / p["burst_ratio"], episodes=episodes, points=(steps, g))
-
-
-RULE = Rule(
-    id="grad_explosion",
-    title="Gradient explosion",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires=(GRAD,),
-)

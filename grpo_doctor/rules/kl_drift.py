@@ -40,37 +40,70 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    head_tail,
+    onset_text,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.plot import Plot, Threshold, ladder
 from grpo_doctor.rules.signals import reward_progress
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median, trend_onset
 
 KL = Metric.KL.value
+REWARD = Metric.REWARD_MEAN.value
 
-PARAMS = (
-    Param("drift_kl", 0.5, "sustained KL above this, and rising, is drifting (warning)"),
-    Param("adapt_kl", 5.0, "sustained KL above this is dangerous (critical with stalled reward)"),
-    Param("stop_kl", 10.0, "sustained KL above this is critical: stop and update the reference"),
-    Param("alpha", 0.01, "significance of the upward trend (Mann-Kendall, Hamed-Rao)"),
-    Param("sustained_points", 3, "logged points above stop_kl that make an incident critical"),
-    Param("far_factor", 10.0, "a KL this many times stop_kl, even once, is critical"),
+RULE = Rule(
+    id="kl_drift",
+    title="KL drift from the reference",
+    doc=__doc__ or "",
+    requires=(KL,),
+    min_points=8,
+    points="KL values",
+    plot=Plot(metrics=(KL, REWARD)),
+    params=(
+        Param("drift_kl", 0.5, "sustained KL above this, and rising, is drifting (warning)"),
+        Param("adapt_kl", 5.0,
+              "sustained KL above this is dangerous (critical with stalled reward)"),
+        Param("stop_kl", 10.0,
+              "sustained KL above this is critical: stop and update the reference"),
+        Param("alpha", 0.01, "significance of the upward trend (Mann-Kendall, Hamed-Rao)"),
+        Param("sustained_points", 3, "logged points above stop_kl that make an incident critical"),
+        Param("far_factor", 10.0, "a KL this many times stop_kl, even once, is critical"),
+    ),
 )
 
 
+@RULE.draws
+def lines(p: Mapping[str, float], evidence: Mapping[str, object]
+          ) -> dict[str, tuple[Threshold, ...]]:
+    return {KL: ladder([(p["drift_kl"], f"drifting {fmt(p['drift_kl'])}", "warning"),
+                        (p["adapt_kl"], f"dangerous {fmt(p['adapt_kl'])}", "danger"),
+                        (p["stop_kl"], f"stop {fmt(p['stop_kl'])}", "critical")], True)}
+
+
+@RULE.reads_short_logs
+def short_log(run: Run, p: Mapping[str, float]) -> Outcome | None:
+    """Too short for a trend, not for an incident: KL above the stop line is one at once."""
+    early = inc.above(run, KL, "KL", p["stop_kl"], sustained=int(p["sustained_points"]),
+                      far=p["far_factor"])
+    if not early:
+        return None
+    return Outcome(inc.worst(early), f"KL incident: {inc.describe(early)}",
+                   onset_step=early[0].step,
+                   evidence={"threshold": f"KL > {fmt(p['stop_kl'])} (stop)"},
+                   remedies=_incident_remedies(run, early), key_metric=KL,
+                   incidents=tuple(early))
+
+
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, k = series(run, KL)
-    if len(k) < 8:
-        # Too short for a trend, not for an incident: KL above the stop line is one at once.
-        early = inc.above(run, KL, "KL", p["stop_kl"], sustained=int(p["sustained_points"]),
-                          far=p["far_factor"])
-        if not early:
-            raise Skip("needs at least 8 logged KL values")
-        return Outcome(inc.worst(early), f"KL incident: {inc.describe(early)}",
-                       onset_step=early[0].step,
-                       evidence={"threshold": f"KL > {fmt(p['stop_kl'])} (stop)"},
-                       remedies=_incident_remedies(run, early), key_metric=KL,
-                       incidents=tuple(early))
     k0, kc = head_tail(k, frac=0.2)
     trend = mann_kendall(steps, k)
     smooth = rolling_median(k, 5)
@@ -133,10 +166,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     why = f", {', '.join(corroboration)}" if corroboration else ""
     moved = (f"rose from {fmt(k0)} to {fmt(kc)}" if kc > k0 else
              f"has stayed high ({fmt(k0)} at the start, {fmt(kc)} now)")
-    summary = f"KL {moved} (band {band}) from step {step_text(onset)}{why}"
+    knot = onset
     if incidents:
         status = inc.merge_status(status, inc.worst(incidents))
         onset = min(onset, incidents[0].step)
+    summary = f"KL {moved} (band {band}) from step {onset_text(knot, onset)}{why}"
+    if incidents:
         summary += f"; earlier KL incident: {inc.describe(incidents, 1)}"
     if status == Status.CRITICAL:
         remedies.insert(0, "stop, update the reference to the last good checkpoint, restart")
@@ -172,13 +207,3 @@ def _reference_update(run: Run) -> str:
     if span >= 10_000:
         return "update the reference policy periodically (e.g. every 5,000 steps)"
     return "reset the reference policy to the last good checkpoint when KL passes the target"
-
-
-RULE = Rule(
-    id="kl_drift",
-    title="KL drift from the reference",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires=(KL,),
-)

@@ -37,7 +37,16 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    head_tail,
+    onset_text,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.plot import Plot, Threshold, ladder
 from grpo_doctor.rules.signals import late_points, reward_progress, task_progress
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
@@ -52,12 +61,23 @@ LEN = Metric.RESPONSE_LENGTH_MEAN.value
 LEN_MAX = Metric.RESPONSE_LENGTH_MAX.value
 TRUNC = Metric.TRUNCATION_RATIO.value
 HELDOUT = Metric.HELDOUT_SCORE.value
+REWARD = Metric.REWARD_MEAN.value
 
-PARAMS = (
-    Param("truncation", 0.5, "share of completions truncated that counts as pinned"),
-    Param("truncation_critical", 0.8, "share truncated that is critical"),
-    Param("growth", 1.5, "late/early length ratio that counts as drift"),
-    Param("collapse_ratio", 0.3, "late/early length ratio that counts as collapse"),
+RULE = Rule(
+    id="length_hacking",
+    title="Length hacking (runaway, pinned or collapsing length)",
+    doc=__doc__ or "",
+    requires_any=((LEN,), (TRUNC,)),
+    min_points=3,
+    points_of=LEN,
+    points="response lengths",
+    plot=Plot(metrics=(LEN, TRUNC, REWARD)),
+    params=(
+        Param("truncation", 0.5, "share of completions truncated that counts as pinned"),
+        Param("truncation_critical", 0.8, "share truncated that is critical"),
+        Param("growth", 1.5, "late/early length ratio that counts as drift"),
+        Param("collapse_ratio", 0.3, "late/early length ratio that counts as collapse"),
+    ),
 )
 
 
@@ -88,10 +108,23 @@ def _pinned(run: Run, p) -> dict | None:
     return None
 
 
+@RULE.draws
+def lines(p: Mapping[str, float], evidence: Mapping[str, object]
+          ) -> dict[str, tuple[Threshold, ...]]:
+    return {TRUNC: ladder([(p["truncation"], f"pinned {p['truncation']:.0%}", "warning"),
+                           (p["truncation_critical"], f"critical {p['truncation_critical']:.0%}",
+                            "critical")], True)}
+
+
+@RULE.reads_short_logs
+def short_log(run: Run, p: Mapping[str, float]) -> Outcome | None:
+    """A few lengths are enough when the truncation share is logged: it tells the pile-up."""
+    return detect(run, p) if run.has(TRUNC) else None
+
+
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, m = series(run, LEN)
-    if len(m) < 3 and not run.has(TRUNC):
-        raise Skip("needs at least 3 logged response lengths")
     shapes = []
     pinned = _pinned(run, p)
     if pinned:
@@ -145,8 +178,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                 "threshold": "; ".join(_threshold(s, p) for s in shapes),
                 "reward_improving": progress.improving if progress.logged else None}
     why = ", reward not improving" if stalled else ""
+    first = min(onset, collapses[0].step) if collapses else onset  # an earlier collapse
     summary = (f"length hacking: {'; '.join(s['shape'] for s in shapes)}, from step "
-               f"{fmt(onset)}{why}")
+               f"{onset_text(onset, first)}{why}")
     if pinned:
         remedies: tuple[str, ...] = (
             "overlong shaping: soft penalty near the length budget, or drop truncated samples "
@@ -162,7 +196,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             "check the reward for a length preference (correlate reward with length)",
         )
     if collapses:
-        onset = min(onset, collapses[0].step)
+        onset = first
         summary += f"; earlier: {inc.describe(collapses, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=str(shapes[0]["metric"]), incidents=tuple(collapses))
@@ -184,13 +218,3 @@ def _collapse_remedies() -> tuple[str, ...]:
         "gate any length/cost reward on correctness; length-normalise the reward",
         "check the reward for a length preference (correlate reward with length)",
     )
-
-
-RULE = Rule(
-    id="length_hacking",
-    title="Length hacking (runaway, pinned or collapsing length)",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires_any=((LEN,), (TRUNC,)),
-)

@@ -35,39 +35,80 @@ Remedies
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
+from grpo_doctor.rules.base import (
+    Outcome,
+    Param,
+    Rule,
+    head_tail,
+    onset_text,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.plot import Plot, Threshold, number
 from grpo_doctor.rules.signals import reward_progress, rising
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import largest_relative_drop, mann_kendall, trend_onset
 
 LOGP = Metric.LOG_PROB_MEAN.value
+GRAD = Metric.GRAD_NORM.value
 
-PARAMS = (
-    Param("decline_fraction", 0.3, "share of log pi's magnitude lost within window_steps"),
-    Param("window_steps", 500, "span of steps the decline is measured over"),
-    Param("alpha", 0.01, "significance of the monotone decline (Mann-Kendall, Hamed-Rao)"),
-    Param("crash_nats", 1.0, "a fall of the mean log-prob this large (nats) within "
-          "crash_points is a crash"),
-    Param("crash_points", 5, "logged points a crash happens within"),
+RULE = Rule(
+    id="likelihood_displacement",
+    title="Lazy likelihood displacement (LLD)",
+    doc=__doc__ or "",
+    requires=(LOGP,),
+    min_points=8,
+    points="log-prob values",
+    plot=Plot(metrics=(LOGP, GRAD)),
+    params=(
+        Param("decline_fraction", 0.3, "share of log pi's magnitude lost within window_steps"),
+        Param("window_steps", 500, "span of steps the decline is measured over"),
+        Param("alpha", 0.01, "significance of the monotone decline (Mann-Kendall, Hamed-Rao)"),
+        Param("crash_nats", 1.0, "a fall of the mean log-prob this large (nats) within "
+              "crash_points is a crash"),
+        Param("crash_points", 5, "logged points a crash happens within"),
+    ),
 )
 
 
+@RULE.draws
+def lines(p: Mapping[str, float], evidence: Mapping[str, object]
+          ) -> dict[str, tuple[Threshold, ...]]:
+    """The starting level, and the warning line ``decline_fraction`` of |log pi| below it."""
+    start = number(evidence, "log_prob_start")
+    if start is None:
+        return {}
+    line = start - p["decline_fraction"] * abs(start)
+    return {LOGP: (Threshold(start, f"start {fmt(start)}", "info"),
+                   Threshold(line, f"|log π| +{p['decline_fraction']:.0%} ({fmt(line)})",
+                             "warning", (-math.inf, line)))}
+
+
+@RULE.reads_short_logs
+def short_log(run: Run, p: Mapping[str, float]) -> Outcome | None:
+    """Too short for a trend, not for a crash of a whole nat."""
+    crashes = _crashes(run, p)
+    return _crash_outcome(run, crashes, {}, p) if crashes else None
+
+
+def _crashes(run: Run, p: Mapping[str, float]) -> list:
+    # A fall of a whole nat is no noise: no steady level before it is asked for.
+    return inc.crashes(run, LOGP, "mean log-prob", share=0.5, within=int(p["crash_points"]),
+                       min_drop=p["crash_nats"], held=False)
+
+
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, lp = series(run, LOGP)
-    # A fall of a whole nat is no noise: no steady level before it is asked for.
-    crashes = inc.crashes(run, LOGP, "mean log-prob", share=0.5, within=int(p["crash_points"]),
-                          min_drop=p["crash_nats"], held=False)
-    if len(lp) < 8 and not crashes:
-        raise Skip("needs at least 8 logged log-prob values")
-    if len(lp) < 8:
-        return _crash_outcome(run, crashes, {}, p)
+    crashes = _crashes(run, p)
     l0, lc = head_tail(lp)
     trend = mann_kendall(steps, lp)
     drop = largest_relative_drop(steps, lp, p["window_steps"])
@@ -102,9 +143,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if progress.logged and progress.improving:
         reward_note = "; reward still rising, so the reward curve hides it"
     why = f", with {', '.join(phase3)}" if phase3 else ""
+    first = min(onset, crashes[0].step) if crashes else onset  # an earlier crash is the onset
     summary = (f"likelihood displacement: mean log-prob fell from {fmt(l0)} to {fmt(lc)} "
                f"(|log pi| up {frac:.0%} within {fmt(p['window_steps'])} steps) from step "
-               f"{fmt(onset)}{why}{reward_note}")
+               f"{onset_text(onset, first)}{why}{reward_note}")
     remedies = (
         knobs.scale(run, knobs.LEARNING_RATE, 0.3 if phase3 else 0.5),
         knobs.scale(run, knobs.KL_COEF, 2.0),
@@ -114,7 +156,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     )
     if crashes:
         status = inc.merge_status(status, inc.worst(crashes))
-        onset = min(onset, crashes[0].step)
+        onset = first
         summary += f"; {inc.describe(crashes, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=LOGP, incidents=tuple(crashes))
@@ -139,13 +181,3 @@ def _remedies(run: Run, step: int) -> tuple[str, ...]:
         knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
         or "clip gradients (max_grad_norm 1.0)",
     )
-
-
-RULE = Rule(
-    id="likelihood_displacement",
-    title="Lazy likelihood displacement (LLD)",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires=(LOGP,),
-)

@@ -45,7 +45,7 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, series
+from grpo_doctor.rules.base import Outcome, Param, Rule, series
 from grpo_doctor.rules.knobs import Remedy
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
@@ -54,14 +54,23 @@ REWARD = Metric.REWARD_MEAN.value
 GRAD = Metric.GRAD_NORM.value
 LOSS = Metric.LOSS.value
 
-PARAMS = (
-    Param("min_points", 5, "logged points the dead stretch must last"),
-    Param("min_fraction", 0.1, "share of the log the dead stretch must cover"),
-    Param("zero_grad", 1e-8, "a gradient norm at or below this is no gradient"),
-    Param("reward_band", 0.05, "share of the reward's range over the run it may move and "
-          "still be flat"),
-    Param("cause_window", 5, "logged points before the stretch searched for its cause"),
-    Param("stop_kl", 10.0, "a KL above this right before the stretch is a blown-up update"),
+RULE = Rule(
+    id="no_learning_signal",
+    title="No learning signal (a dead run)",
+    doc=__doc__ or "",
+    requires_any=((REWARD, GRAD), (REWARD, LOSS)),
+    min_points="min_points",
+    points_of=REWARD,
+    points="rewards",
+    params=(
+        Param("min_points", 5, "logged points the dead stretch must last"),
+        Param("min_fraction", 0.1, "share of the log the dead stretch must cover"),
+        Param("zero_grad", 1e-8, "a gradient norm at or below this is no gradient"),
+        Param("reward_band", 0.05, "share of the reward's range over the run it may move and "
+              "still be flat"),
+        Param("cause_window", 5, "logged points before the stretch searched for its cause"),
+        Param("stop_kl", 10.0, "a KL above this right before the stretch is a blown-up update"),
+    ),
 )
 
 
@@ -128,10 +137,9 @@ def _cause(run: Run, steps: np.ndarray, r: np.ndarray, i: int, p: Mapping[str, f
     return found
 
 
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, r = series(run, REWARD)
-    if len(r) < p["min_points"]:
-        raise Skip(f"needs at least {int(p['min_points'])} logged rewards")
     span = float(np.ptp(r))
     i = _flat_suffix(r, p["reward_band"] * span)
     gradless = _gradless_since(run, p)
@@ -203,13 +211,3 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     onset = int(steps[max(0, i - 1)]) if cause else start
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=remedies, key_metric=REWARD)
-
-
-RULE = Rule(
-    id="no_learning_signal",
-    title="No learning signal (a dead run)",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires_any=((REWARD, GRAD), (REWARD, LOSS)),
-)

@@ -37,6 +37,7 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule
+from grpo_doctor.rules.plot import Plot
 from grpo_doctor.store import Run
 from grpo_doctor.text import step_text
 
@@ -45,7 +46,14 @@ WATCHED = (
     Metric.REWARD_MEAN.value, Metric.LOG_PROB_MEAN.value,
 )
 
-PARAMS = (Param("min_bad_values", 1, "non-finite values needed to fire"),)
+RULE = Rule(
+    id="numerical_failure",
+    title="Numerical failure (NaN/inf)",
+    doc=__doc__ or "",
+    requires_any=tuple((m,) for m in WATCHED),
+    plot=Plot(metrics=(Metric.LOSS.value, Metric.GRAD_NORM.value), metrics_in="non_finite"),
+    params=(Param("min_bad_values", 1, "non-finite values needed to fire"),),
+)
 
 
 #: A NaN here means the update itself was NaN (or computed from NaN): the weights are poisoned.
@@ -53,6 +61,7 @@ UPDATE = (Metric.LOSS.value, Metric.GRAD_NORM.value, Metric.REWARD_MEAN.value,
           Metric.LOG_PROB_MEAN.value)
 
 
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     bad: dict[str, dict[str, object]] = {}
     first: int | None = None
@@ -124,13 +133,3 @@ def _finite_at(run: Run, metric: str, steps: np.ndarray) -> bool:
 
 def _key(run: Run) -> str | None:
     return next((m for m in WATCHED if m in run.frame.columns), None)
-
-
-RULE = Rule(
-    id="numerical_failure",
-    title="Numerical failure (NaN/inf)",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires_any=tuple((m,) for m in WATCHED),
-)

@@ -39,21 +39,42 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
+from grpo_doctor.rules.base import (
+    ONSET,
+    Outcome,
+    Param,
+    Rule,
+    Skip,
+    head_tail,
+    series,
+    snap_to_logged,
+)
+from grpo_doctor.rules.plot import Plot, Threshold, ladder
 from grpo_doctor.rules.signals import late_points, rising
 from grpo_doctor.store import Run
-from grpo_doctor.text import step_text
+from grpo_doctor.text import fmt
 from grpo_doctor.trends import level_shift_onset, mann_kendall
 
-PARAMS = (
-    Param("max_ratio", 3.0, "PPO ratio max above this is out of range"),
-    Param("min_ratio", 0.3, "PPO ratio min below this is out of range"),
-    Param("clip_fraction", 0.2, "clip fraction above this is out of range"),
-    Param("is_ratio_max", 5.0, "train-vs-inference importance ratio max above this"),
-    Param("mismatch_growth", 10.0, "late/early train-inference mismatch that is out of range"),
-    Param("late_share", 0.3, "share of recent steps out of range that fires"),
-    Param("burst_window", 10, "logged steps a burst is counted over"),
-    Param("burst_share", 0.5, "share of a burst window out of range that fires"),
+REWARD = Metric.REWARD_MEAN.value
+
+RULE = Rule(
+    id="ratio_instability",
+    title="Importance-ratio instability",
+    doc=__doc__ or "",
+    requires_any=((Metric.RATIO_MAX.value,), (Metric.RATIO_MIN.value,),
+                  (Metric.CLIP_FRACTION.value,), (Metric.IS_RATIO_MAX.value,),
+                  (Metric.MISMATCH_KL.value,)),
+    plot=Plot(metrics=(Metric.CLIP_FRACTION.value, REWARD)),
+    params=(
+        Param("max_ratio", 3.0, "PPO ratio max above this is out of range"),
+        Param("min_ratio", 0.3, "PPO ratio min below this is out of range"),
+        Param("clip_fraction", 0.2, "clip fraction above this is out of range"),
+        Param("is_ratio_max", 5.0, "train-vs-inference importance ratio max above this"),
+        Param("mismatch_growth", 10.0, "late/early train-inference mismatch that is out of range"),
+        Param("late_share", 0.3, "share of recent steps out of range that fires"),
+        Param("burst_window", 10, "logged steps a burst is counted over"),
+        Param("burst_share", 0.5, "share of a burst window out of range that fires"),
+    ),
 )
 
 
@@ -85,6 +106,19 @@ def _excursion(run: Run, metric: str, out_of_range, label: str, p) -> dict | Non
             "late_median": float(np.median(v[-k:]))}
 
 
+@RULE.draws
+def lines(p: Mapping[str, float], evidence: Mapping[str, object]
+          ) -> dict[str, tuple[Threshold, ...]]:
+    """Each ratio's out-of-range line, the band beyond it."""
+    bounds = ((Metric.RATIO_MAX.value, "max_ratio", True),
+              (Metric.RATIO_MIN.value, "min_ratio", False),
+              (Metric.CLIP_FRACTION.value, "clip_fraction", True),
+              (Metric.IS_RATIO_MAX.value, "is_ratio_max", True))
+    return {metric: ladder([(p[name], f"out of range {fmt(p[name])}", "warning")], upward)
+            for metric, name, upward in bounds}
+
+
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     hits = []
     checks = [
@@ -127,7 +161,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     summary = (f"ratio instability: {'; '.join(str(h['signal']) for h in hits)}"
                + "".join(f" ({h['late_share']:.0%} of recent steps)" for h in hits[:1]
                          if "late_share" in h)
-               + f", from step {step_text(onset)}" + (", with grad norm rising" if grad else ""))
+               + f", from step {ONSET}" + (", with grad norm rising" if grad else ""))
     remedies = (
         "fewer PPO epochs / mini-batches per rollout batch",
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
@@ -136,15 +170,3 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=str(hits[0]["metric"]))
-
-
-RULE = Rule(
-    id="ratio_instability",
-    title="Importance-ratio instability",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires_any=((Metric.RATIO_MAX.value,), (Metric.RATIO_MIN.value,),
-                  (Metric.CLIP_FRACTION.value,), (Metric.IS_RATIO_MAX.value,),
-                  (Metric.MISMATCH_KL.value,)),
-)

@@ -41,6 +41,7 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import (
+    ONSET,
     Outcome,
     Param,
     Rule,
@@ -50,20 +51,30 @@ from grpo_doctor.rules.base import (
     series,
     snap_to_logged,
 )
+from grpo_doctor.rules.plot import Plot
 from grpo_doctor.rules.signals import component_kind, components, late_points
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt, step_text
+from grpo_doctor.text import fmt
 from grpo_doctor.trends import mann_kendall, rolling_median
 
 REWARD = Metric.REWARD_MEAN.value
 KL = Metric.KL.value
 HELDOUT = Metric.HELDOUT_SCORE.value
 
-PARAMS = (
-    Param("heldout_drop", 0.3, "share of the held-out peak lost since"),
-    Param("efficiency_drop", 0.25, "late reward-per-sqrt(KL) below this share of the early"),
-    Param("min_kl", 1.0, "KL the efficiency test needs to have reached"),
-    Param("cheat_share", 0.1, "share of recent steps with the anti-cheat component negative"),
+RULE = Rule(
+    id="reward_hacking",
+    title="Reward hacking",
+    doc=__doc__ or "",
+    requires=(REWARD,),
+    plot=Plot(metrics=(REWARD, KL, HELDOUT)),
+    needs="one of heldout_score, kl or an anti-cheat reward component (cheat, hack, "
+    "violation... in its name)",
+    params=(
+        Param("heldout_drop", 0.3, "share of the held-out peak lost since"),
+        Param("efficiency_drop", 0.25, "late reward-per-sqrt(KL) below this share of the early"),
+        Param("min_kl", 1.0, "KL the efficiency test needs to have reached"),
+        Param("cheat_share", 0.1, "share of recent steps with the anti-cheat component negative"),
+    ),
 )
 
 
@@ -131,6 +142,7 @@ def _cheat_attempts(run: Run, p) -> dict | None:
     return None
 
 
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     has_cheat = any(component_kind(n) == "cheat" for n in components(run))
     if not (run.has(HELDOUT) or run.has(KL) or has_cheat):
@@ -148,7 +160,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     onset = min(int(f["onset"]) for f in forms)
     evidence["forms"] = forms
     evidence["threshold"] = "; ".join(f["form"] for f in forms)
-    summary = f"reward hacking: {'; '.join(f['form'] for f in forms)}, from step {step_text(onset)}"
+    summary = f"reward hacking: {'; '.join(f['form'] for f in forms)}, from step {ONSET}"
     remedies = (
         "audit the highest-reward samples by hand; add a second verifier or a process reward",
         knobs.scale(run, knobs.KL_COEF, 2.0, why="keep a KL anchor",
@@ -159,15 +171,3 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     key = HELDOUT if turnover else (KL if any("KL" in f["form"] for f in forms) else REWARD)
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=key if run.has(key) else None)
-
-
-RULE = Rule(
-    id="reward_hacking",
-    title="Reward hacking",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires=(REWARD,),
-    needs="one of heldout_score, kl or an anti-cheat reward component (cheat, hack, "
-    "violation... in its name)",
-)

@@ -39,29 +39,47 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, series, snap_to_logged
+from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text, series, snap_to_logged
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median
 
 REWARD = Metric.REWARD_MEAN.value
 
-PARAMS = (
-    Param("giveback", 0.5, "share of the reward gain lost after the peak that warns"),
-    Param("giveback_critical", 0.8, "share lost that is critical"),
-    Param("min_after", 0.2, "share of the log that must follow the peak"),
-    Param("alpha", 0.01, "significance of the post-peak decline"),
-    Param("crash_share", 0.6, "share of the reward's range lost that makes a crash"),
-    Param("crash_points", 5, "logged points a crash happens within"),
+RULE = Rule(
+    id="reward_overfit",
+    title="Reward over-fitting (rises, then falls)",
+    doc=__doc__ or "",
+    requires=(REWARD,),
+    min_points=8,
+    points="rewards",
+    params=(
+        Param("giveback", 0.5, "share of the reward gain lost after the peak that warns"),
+        Param("giveback_critical", 0.8, "share lost that is critical"),
+        Param("min_after", 0.2, "share of the log that must follow the peak"),
+        Param("alpha", 0.01, "significance of the post-peak decline"),
+        Param("crash_share", 0.6, "share of the reward's range lost that makes a crash"),
+        Param("crash_points", 5, "logged points a crash happens within"),
+    ),
 )
 
 
+@RULE.reads_short_logs
+def short_log(run: Run, p: Mapping[str, float]) -> Outcome | None:
+    """Too short for a rise and a fall, not for a crash."""
+    crashes = _crashes(run, p)
+    return _crashes_only(run, crashes) if crashes else None
+
+
+def _crashes(run: Run, p: Mapping[str, float]) -> list:
+    return inc.crashes(run, REWARD, "reward", share=p["crash_share"],
+                       within=int(p["crash_points"]))
+
+
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, r = series(run, REWARD)
-    crashes = inc.crashes(run, REWARD, "reward", share=p["crash_share"],
-                          within=int(p["crash_points"]))
-    if len(r) < 8 and not crashes:
-        raise Skip("needs at least 8 logged rewards")
+    crashes = _crashes(run, p)
     if len(r) < 30:
         return _crashes_only(run, crashes)
     w = max(5, len(r) // 20) | 1
@@ -102,11 +120,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     status = Status.CRITICAL if lost >= p["giveback_critical"] else Status.WARNING
     evidence["threshold"] = f"gave back >= {p['giveback']:.0%} of the gain after the peak"
     share = "all of the gain and more" if lost > 1 else f"{lost:.0%} of the gain"
+    first = min(onset, crashes[0].step) if crashes else onset  # an earlier crash is the onset
     summary = (f"reward over-fitting: reward rose {fmt(start)} -> {fmt(float(smooth[peak]))} "
-               f"then fell to {fmt(now)} ({share} lost) from step {step_text(onset)}")
+               f"then fell to {fmt(now)} ({share} lost) from step {onset_text(onset, first)}")
     if crashes:
         status = inc.merge_status(status, inc.worst(crashes))
-        onset = min(onset, crashes[0].step)
+        onset = first
         summary += f"; {inc.describe(crashes, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=_remedies(run, int(steps[peak])), key_metric=REWARD,
@@ -135,13 +154,3 @@ def _remedies(run: Run, step: int, crash: bool = False) -> tuple[str, ...]:
         "check which signal moved first (entropy, KL, log-prob, grad norm): the reward lags",
         "more diverse prompts / a larger prompt pool",
     )
-
-
-RULE = Rule(
-    id="reward_overfit",
-    title="Reward over-fitting (rises, then falls)",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires=(REWARD,),
-)

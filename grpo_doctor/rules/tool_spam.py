@@ -30,7 +30,15 @@ from collections.abc import Mapping
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, head_tail, series, snap_to_logged
+from grpo_doctor.rules.base import (
+    ONSET,
+    Outcome,
+    Param,
+    Rule,
+    head_tail,
+    series,
+    snap_to_logged,
+)
 from grpo_doctor.rules.signals import reward_progress
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
@@ -38,16 +46,23 @@ from grpo_doctor.trends import level_shift_onset, mann_kendall
 
 TOOLS = Metric.TOOL_CALLS.value
 
-PARAMS = (
-    Param("surge", 3.0, "late/early tool-call rate that counts as a surge"),
-    Param("min_calls", 1.0, "absolute rise in calls per sample needed as well"),
+RULE = Rule(
+    id="tool_spam",
+    title="Tool-call spam",
+    doc=__doc__ or "",
+    requires=(TOOLS,),
+    min_points=8,
+    points="tool-call rates",
+    params=(
+        Param("surge", 3.0, "late/early tool-call rate that counts as a surge"),
+        Param("min_calls", 1.0, "absolute rise in calls per sample needed as well"),
+    ),
 )
 
 
+@RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, c = series(run, TOOLS)
-    if len(c) < 8:
-        raise Skip("needs at least 8 logged tool-call rates")
     c0, cc = head_tail(c)
     trend = mann_kendall(steps, c)
     ratio = cc / c0 if c0 > 0 else float("inf") if cc > 0 else 1.0
@@ -61,7 +76,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     status = Status.CRITICAL if progress.logged and not progress.improving else Status.WARNING
     evidence["threshold"] = f"tool calls >= {p['surge']:g}x their start"
     summary = (f"tool spam: tool calls per sample rose {fmt(c0)} -> {fmt(cc)} from step "
-               f"{fmt(onset)}" + (", reward not improving" if status == Status.CRITICAL else ""))
+               f"{ONSET}" + (", reward not improving" if status == Status.CRITICAL else ""))
     remedies = (
         "cap tool calls / turns per episode",
         "pay for tool use only through a correct final answer, or give each call a cost",
@@ -69,13 +84,3 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=TOOLS)
-
-
-RULE = Rule(
-    id="tool_spam",
-    title="Tool-call spam",
-    detect=detect,
-    params=PARAMS,
-    doc=__doc__ or "",
-    requires=(TOOLS,),
-)
