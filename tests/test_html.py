@@ -228,6 +228,31 @@ def test_user_thresholds_are_the_ones_drawn():
     assert {0.5, 4.0, 8.0} <= set(thresholds(kl)) and 10.0 not in thresholds(kl)
 
 
+def test_threshold_lines_come_from_the_rule_not_the_reporter(monkeypatch):
+    """Rename kl_drift's stop_kl and its line: the reporter still draws it, at the renamed
+    parameter's value and with the rule's label (it reads the rule's lines, knows no names)."""
+    from dataclasses import replace
+
+    from grpo_doctor import rules
+    from grpo_doctor.rules.plot import ladder
+
+    (result,) = api.diagnose_source(api.example_path("kl-drift"))
+    kl_drift = rules.rule_named("kl_drift")
+    params = tuple(replace(p, name="halt_kl") if p.name == "stop_kl" else p
+                   for p in kl_drift.params)
+
+    def lines(p, evidence):
+        return {"kl": ladder([(p["halt_kl"], f"halt at {p['halt_kl']:g}", "critical")], True)}
+
+    renamed = replace(kl_drift, params=params, lines=lines)
+    monkeypatch.setattr(rules, "RULES", tuple(renamed if r.id == "kl_drift" else r
+                                              for r in rules.RULES))
+    text = render_html(result.diagnosis, result.run, {"kl_drift": {"halt_kl": 7.5}})
+    kl = panels(chart(parse(text), "kl_drift"))[0]
+    labels = " ".join(t.all_text() for t in kl.iter("text", "threshold-label"))
+    assert thresholds(kl) == [7.5] and "halt at 7.5" in labels and "stop" not in labels
+
+
 def test_numerical_failure_marks_the_nan_steps(pages):
     result, page, _ = pages["grad-explosion"]
     check = result.diagnosis.check("numerical_failure")

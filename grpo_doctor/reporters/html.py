@@ -20,7 +20,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,11 +29,13 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from grpo_doctor import rules
 from grpo_doctor.findings import SCHEMA_VERSION, SOURCE_SEVERITY, Check, Diagnosis
 from grpo_doctor.metrics import Metric
 from grpo_doctor.reporters import config_line, escape, evidence
 from grpo_doctor.reporters.outline import by_onset, cause_text
-from grpo_doctor.rules import rule_named
+from grpo_doctor.rules import Rule, rule_named
+from grpo_doctor.rules.plot import ZERO_SHARE, Plot, Threshold
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 
@@ -53,8 +55,6 @@ LOGP = Metric.LOG_PROB_MEAN.value
 LENGTH = Metric.RESPONSE_LENGTH_MEAN.value
 TRUNC = Metric.TRUNCATION_RATIO.value
 LOSS = Metric.LOSS.value
-#: The derived series advantage collapse reads when only a reward std is logged.
-ZERO_SHARE = "zero_std_share"
 
 STATUS_COLOR = {
     "critical": "#c62828", "warning": "#b86e00", "ok": "#2e7d32", "healthy": "#2e7d32",
@@ -77,18 +77,6 @@ LABELS = {
 FRACTIONS = {ZSF, TRUNC, ZERO_SHARE, Metric.CLIP_FRACTION.value,
              Metric.ALL_CORRECT_FRACTION.value, Metric.ALL_WRONG_FRACTION.value}
 
-#: The metrics drawn under each finding's key metric (those logged).
-RELATED: dict[str, tuple[str, ...]] = {
-    "entropy_collapse": (ENTROPY, REWARD),
-    "kl_drift": (KL, REWARD),
-    "advantage_collapse": (REWARD,),
-    "likelihood_displacement": (LOGP, GRAD),
-    "grad_explosion": (GRAD, REWARD),
-    "numerical_failure": (LOSS, GRAD),
-    "length_hacking": (LENGTH, TRUNC, REWARD),
-    "ratio_instability": (Metric.CLIP_FRACTION.value, REWARD),
-    "reward_hacking": (REWARD, KL, Metric.HELDOUT_SCORE.value),
-}
 #: A run's dashboard, in this order (those logged; reward std only without zero-std fraction).
 DASHBOARD = (REWARD, ENTROPY, KL, ZSF, RSTD, GRAD, LENGTH, LOGP)
 MAX_PANELS = 3
@@ -217,16 +205,6 @@ def envelope(values: np.ndarray, segment: np.ndarray, max_points: int = MAX_POIN
 
 
 @dataclass(frozen=True)
-class Threshold:
-    """A rule's threshold on a metric: a line, and optionally the band it opens (lo, hi)."""
-
-    value: float
-    label: str
-    level: str  # info | warning | danger | critical
-    band: tuple[float, float] | None = None
-
-
-@dataclass(frozen=True)
 class Marker:
     step: int
     kind: str  # onset | alert
@@ -297,74 +275,30 @@ class _Context:
                 values[key] = float(value)
         return values
 
-    def evidence(self, mode: str, key: str) -> float | None:
+    def evidence(self, mode: str) -> Mapping[str, Any]:
+        """The evidence of the check of ``mode``; empty when it did not run."""
         try:
-            value = self.diagnosis.check(mode).evidence.get(key)
+            return self.diagnosis.check(mode).evidence
         except KeyError:
-            return None
-        return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
-
-
-_INF = math.inf
-
-
-def _ladder(lines: Sequence[tuple[float, str, str]], upward: bool) -> tuple[Threshold, ...]:
-    """Thresholds whose bands run from each line to the next (upward) or down to the next."""
-    out = []
-    for i, (value, label, level) in enumerate(lines):
-        nxt = lines[i + 1][0] if i + 1 < len(lines) else (_INF if upward else -_INF)
-        out.append(Threshold(value, label, level,
-                             (value, nxt) if upward else (nxt, value)))
-    return tuple(out)
+            return {}
 
 
 def thresholds_for(metric: str, ctx: _Context) -> tuple[Threshold, ...]:
-    """The rules' thresholds on ``metric``, in its units."""
-    if metric == KL and (p := ctx.params("kl_drift")):
-        return _ladder([(p["drift_kl"], f"drifting {fmt(p['drift_kl'])}", "warning"),
-                        (p["adapt_kl"], f"dangerous {fmt(p['adapt_kl'])}", "danger"),
-                        (p["stop_kl"], f"stop {fmt(p['stop_kl'])}", "critical")], True)
-    if metric == ENTROPY and (p := ctx.params("entropy_collapse")):
-        start = ctx.evidence("entropy_collapse", "entropy_start")
-        if start is None or start <= 0:
-            return ()
-        keep = 1 - p["drop_fraction"]
-        return _ladder([(keep * start, f"{keep:.0%} of start ({fmt(keep * start)})", "warning"),
-                        (p["critical_ratio"] * start, f"{p['critical_ratio']:.0%} of start "
-                         f"({fmt(p['critical_ratio'] * start)})", "critical")], False)
-    if metric in (ZSF, ZERO_SHARE) and (p := ctx.params("advantage_collapse")):
-        return _ladder([(p["warn_fraction"], f"warning {p['warn_fraction']:.0%}", "warning"),
-                        (p["critical_fraction"], f"critical {p['critical_fraction']:.0%}",
-                         "critical")], True)
-    if metric == GRAD and (p := ctx.params("grad_explosion")):
-        base = ctx.evidence("grad_explosion", "baseline")
-        if base is None or base <= 0:
-            return ()
-        r = p["sustained_ratio"]
-        return (Threshold(base, f"baseline {fmt(base)}", "info"),
-                *_ladder([(r * base, f"{fmt(r)}x baseline", "warning"),
-                          (2 * r * base, f"{fmt(2 * r)}x baseline", "critical")], True))
-    if metric == LOGP and (p := ctx.params("likelihood_displacement")):
-        start = ctx.evidence("likelihood_displacement", "log_prob_start")
-        if start is None:
-            return ()
-        line = start - p["decline_fraction"] * abs(start)
-        return (Threshold(start, f"start {fmt(start)}", "info"),
-                Threshold(line, f"|log π| +{p['decline_fraction']:.0%} ({fmt(line)})",
-                          "warning", (-_INF, line)))
-    if metric == TRUNC and (p := ctx.params("length_hacking")):
-        return _ladder([(p["truncation"], f"pinned {p['truncation']:.0%}", "warning"),
-                        (p["truncation_critical"], f"critical {p['truncation_critical']:.0%}",
-                         "critical")], True)
-    ratio_params = {Metric.RATIO_MAX.value: ("max_ratio", True),
-                    Metric.RATIO_MIN.value: ("min_ratio", False),
-                    Metric.CLIP_FRACTION.value: ("clip_fraction", True),
-                    Metric.IS_RATIO_MAX.value: ("is_ratio_max", True)}
-    if metric in ratio_params and (p := ctx.params("ratio_instability")):
-        name, upward = ratio_params[metric]
-        if name in p:
-            return _ladder([(p[name], f"out of range {fmt(p[name])}", "warning")], upward)
+    """The rules' thresholds on ``metric``, in its units: the lines of the first rule that
+    draws any on it (each rule's ``lines``, from its parameters and its check's evidence)."""
+    for rule in rules.RULES:
+        if rule.lines is not None:
+            lines = rule.lines(ctx.params(rule.id), ctx.evidence(rule.id)).get(metric)
+            if lines:
+                return tuple(lines)
     return ()
+
+
+def _rule(mode: str) -> Rule | None:
+    try:
+        return rule_named(mode)
+    except KeyError:
+        return None
 
 
 def _is_fraction(metric: str, s: Series) -> bool:
@@ -441,25 +375,27 @@ def _step_range(run: Run) -> tuple[float, float]:
 def finding_chart(check: Check, run: Run, ctx: _Context) -> Chart:
     """The chart of one finding: its key metric on top, the corroborating metrics below."""
     key = check.key_metric
-    metrics = [m for m in ((key,) if key else ()) + RELATED.get(check.mode, (REWARD,))]
-    if check.mode == "numerical_failure":
-        bad = check.evidence.get("non_finite")
-        if isinstance(bad, Mapping):
-            metrics[1:1] = [str(m) for m in bad]
+    rule = _rule(check.mode)
+    plot = rule.plot if rule is not None else Plot()
+    metrics = [m for m in ((key,) if key else ()) + plot.metrics]
+    if plot.metrics_in:
+        more = check.evidence.get(plot.metrics_in)
+        if isinstance(more, Mapping):
+            metrics[1:1] = [str(m) for m in more]
     markers = _markers(check)
     color = STATUS_COLOR.get(check.status.value, STATUS_COLOR["critical"])
-    spikes = tuple(int(s) for s in _listed(check.evidence.get("spike_steps"))
-                   if isinstance(s, (int, float)) and math.isfinite(s))
+    spikes = tuple(int(s) for s in _listed(check.evidence.get(plot.spikes))
+                   if isinstance(s, (int, float)) and math.isfinite(s)) if plot.spikes else ()
+    zero = plot.zero_share
     panels: list[Panel] = []
     seen: set[str] = set()
     for metric in metrics:
         if metric in seen or len(panels) >= MAX_PANELS:
             continue
         seen.add(metric)
-        if check.mode == "advantage_collapse" and metric in (RSTD, GSTD) and metric == key:
-            p = ctx.params("advantage_collapse")
-            share = zero_share_series(run, metric, p.get("zero_std_eps", 1e-6),
-                                      p.get("late_fraction", 0.2))
+        if zero is not None and metric in zero.of and metric == key:
+            p = ctx.params(check.mode)
+            share = zero_share_series(run, metric, p[zero.eps], p[zero.window])
             if share is not None:
                 panels.append(Panel(LABELS[ZERO_SHARE], share, SERIES_COLORS[0],
                                     note=share.smooth_label, percent=True,
@@ -467,7 +403,7 @@ def finding_chart(check: Check, run: Run, ctx: _Context) -> Chart:
                                     marker_color=color))
         panel = _panel(run, metric, ctx, SERIES_COLORS[len(panels) % len(SERIES_COLORS)],
                        finding=True, markers=markers, marker_color=color,
-                       spikes=spikes if metric == GRAD and metric == key else ())
+                       spikes=spikes if metric == key else ())
         if panel is not None:
             panels.append(panel)
     return Chart(id=f"chart-{_slug(check.mode)}", title=_title(check.mode),
