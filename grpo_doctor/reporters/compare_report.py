@@ -1,7 +1,7 @@
 """Reports of a comparison of runs (``grpo-doctor compare``): text, JSON, Markdown and HTML.
 
 Every format renders from ``Comparison.to_dict()``-level data; the HTML page reuses the
-diagnosis report's chart machinery (``reporters/html.py``) with the runs' curves overlaid and
+diagnosis report's chart machinery (``reporters/html/``) with the runs' curves overlaid and
 each parting step marked. Runs are lettered A (the reference), B, C ... so lines stay short.
 """
 
