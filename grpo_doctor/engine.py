@@ -17,7 +17,8 @@ from grpo_doctor.config import DoctorConfig
 from grpo_doctor.findings import Check, Diagnosis, Incident, RunInfo, Status
 from grpo_doctor.metrics import candidate_keys
 from grpo_doctor.rules import Outcome, Rule, Skip
-from grpo_doctor.rules.base import ONSET, series
+from grpo_doctor.rules.base import ONSET
+from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
 from grpo_doctor.text import step_text
 

@@ -21,7 +21,7 @@ import numpy as np
 from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import series
+from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
 from grpo_doctor.text import step_text
 from grpo_doctor.trends import rolling_median

@@ -45,17 +45,9 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric, is_reward_component
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import (
-    ONSET,
-    Outcome,
-    Param,
-    Rule,
-    Skip,
-    head_tail,
-    series,
-    snap_to_logged,
-)
+from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import ZERO_SHARE, Plot, Threshold, ZeroShare, ladder
+from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import (
     component_kind,
     late_points,

@@ -10,10 +10,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from grpo_doctor.findings import Incident, Status
 from grpo_doctor.rules.plot import Lines, Plot
+from grpo_doctor.rules.points import (  # noqa: F401 (re-exported: rules.base.series)
+    MAX_SERIES,
+    aligned,
+    head_tail,
+    series,
+    snap_to_logged,
+)
 from grpo_doctor.store import Run
 from grpo_doctor.text import step_text
 
@@ -149,71 +154,3 @@ class Rule:
     @property
     def cli_name(self) -> str:
         return self.id.replace("_", "-")
-
-
-# --- helpers every rule uses ----------------------------------------------------------------
-
-
-#: Longer series are binned to this many points before a rule looks at them, so every rule
-#: costs about the same on 10^4 and 10^6 logged steps.
-MAX_SERIES = 2000
-
-
-def series(run: Run, metric: str, reduce: str = "median") -> tuple[np.ndarray, np.ndarray]:
-    """Finite (step, value) pairs of one metric; gaps and NaN/inf dropped.
-
-    Beyond ``MAX_SERIES`` points, equal-count bins: each the median of its values (``reduce
-    ="max"`` keeps spikes visible) at the last step of the bin, so a bin's value is what was
-    known at its step.
-    """
-    steps, values = run.finite_series(metric)
-    n = len(values)
-    if n <= MAX_SERIES:
-        return steps, values
-    cached = run._derived.get((metric, reduce))
-    if cached is not None:
-        return cached
-    size = -(-n // MAX_SERIES)
-    full = (n // size) * size
-    agg = np.max if reduce == "max" else np.median
-    s = steps[size - 1:full:size]
-    v = agg(values[:full].reshape(-1, size), axis=1)
-    if full < n:
-        s = np.append(s, steps[-1])
-        v = np.append(v, agg(values[full:]))
-    run._derived[(metric, reduce)] = (s, v)
-    return s, v
-
-
-def aligned(run: Run, a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Steps where both metrics were logged as finite numbers, and their values there."""
-    sa, va = series(run, a)
-    sb, vb = series(run, b)
-    steps, ia, ib = np.intersect1d(sa, sb, assume_unique=True, return_indices=True)
-    return steps, va[ia], vb[ib]
-
-
-def head_tail(values: np.ndarray, frac: float = 0.1, min_n: int = 3,
-              head_frac: float | None = None) -> tuple[float, float]:
-    """Median of the first ``head_frac`` (default ``frac``) and of the last ``frac`` of the
-    points, at least ``min_n`` each."""
-    n = len(values)
-
-    def size(f: float) -> int:
-        return min(max(min_n, round(n * f)), max(1, n // 2))
-
-    return (float(np.median(values[: size(frac if head_frac is None else head_frac)])),
-            float(np.median(values[-size(frac):])))
-
-
-def snap_to_logged(run: Run, metric: str, step: float) -> int:
-    """The logged step of ``metric`` nearest ``step`` (binning can produce in-between steps)."""
-    steps, _ = run.finite_series(metric)
-    if len(steps) == 0:
-        return int(round(step))
-    i = int(np.searchsorted(steps, step))
-    if i >= len(steps):
-        return int(steps[-1])
-    if i > 0 and abs(steps[i - 1] - step) <= abs(steps[i] - step):
-        return int(steps[i - 1])
-    return int(steps[i])

@@ -38,7 +38,8 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, series, snap_to_logged
+from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule
+from grpo_doctor.rules.points import series, snap_to_logged
 from grpo_doctor.rules.signals import late_points, reward_progress, rising
 from grpo_doctor.store import Run
 from grpo_doctor.text import change, fmt

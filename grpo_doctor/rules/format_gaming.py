@@ -37,16 +37,8 @@ import numpy as np
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.base import (
-    ONSET,
-    Outcome,
-    Param,
-    Rule,
-    Skip,
-    head_tail,
-    series,
-    snap_to_logged,
-)
+from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
+from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import component_kind, components
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt

@@ -46,8 +46,9 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, onset_text, series
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, onset_text
 from grpo_doctor.rules.plot import Plot, Threshold, ladder, number
+from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import robust_spikes

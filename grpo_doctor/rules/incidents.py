@@ -14,7 +14,7 @@ import numpy as np
 
 from grpo_doctor.findings import Incident, Status
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.base import series
+from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends.episodes import Episode, falls, stretches_above

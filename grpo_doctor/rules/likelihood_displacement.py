@@ -42,16 +42,9 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import (
-    Outcome,
-    Param,
-    Rule,
-    head_tail,
-    onset_text,
-    series,
-    snap_to_logged,
-)
+from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.plot import Plot, Threshold, number
+from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import reward_progress, rising
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text

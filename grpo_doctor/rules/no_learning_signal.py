@@ -45,8 +45,9 @@ import numpy as np
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, series
+from grpo_doctor.rules.base import Outcome, Param, Rule
 from grpo_doctor.rules.knobs import Remedy
+from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 

@@ -39,7 +39,8 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text, series, snap_to_logged
+from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
+from grpo_doctor.rules.points import series, snap_to_logged
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.base import head_tail, series
+from grpo_doctor.rules.points import head_tail, series
 from grpo_doctor.store import Run
 from grpo_doctor.trends import mann_kendall, rolling_median
 

@@ -30,15 +30,8 @@ from collections.abc import Mapping
 
 from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.base import (
-    ONSET,
-    Outcome,
-    Param,
-    Rule,
-    head_tail,
-    series,
-    snap_to_logged,
-)
+from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule
+from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import reward_progress
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt

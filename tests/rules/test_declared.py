@@ -1,0 +1,58 @@
+"""What a rule declares is what the engine and the reporters do: its minimum of logged points,
+its short-log reader, the onset slot of its summary."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grpo_doctor.config import DoctorConfig
+from grpo_doctor.engine import check_rule, diagnose
+from grpo_doctor.findings import Status
+from grpo_doctor.rules import RULES, rule_named
+from grpo_doctor.rules.base import ONSET
+from tests.helpers import make_run
+from tests.rules.cases import CASES
+
+
+def test_every_rule_declares_a_detect_and_its_minimum_counts_a_metric():
+    for rule in RULES:
+        assert rule.detect.__module__ == f"grpo_doctor.rules.{rule.id}"
+        if rule.min_points:
+            assert rule.counted_metric, rule.id
+            assert isinstance(rule.min_points, int) or rule.min_points in rule.defaults()
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if isinstance(r.min_points, int)
+                                  and r.min_points], ids=lambda r: r.id)
+def test_a_flat_log_one_point_short_is_skipped_with_the_declared_count(rule):
+    """One point fewer than the rule declares, of a flat metric (no incident, no fall for a
+    short-log reader to see): skipped, saying how many points of what it needs."""
+    n = rule.min_points - 1
+    run = make_run(**{rule.counted_metric: np.full(n, 0.5)})
+    check = check_rule(rule, run, rule.defaults())
+    assert check.status is Status.SKIPPED
+    assert check.reason.startswith(f"needs at least {rule.min_points} logged {rule.points}")
+
+
+def test_a_minimum_set_by_a_parameter_follows_the_users_value():
+    rule = rule_named("no_learning_signal")
+    run = make_run(reward=np.zeros(10), grad_norm=np.zeros(10))
+    assert check_rule(rule, run, rule.defaults()).status is not Status.SKIPPED
+    check = check_rule(rule, run, {**rule.defaults(), "min_points": 12})
+    assert check.status is Status.SKIPPED and check.reason == "needs at least 12 logged rewards"
+
+
+def test_a_short_log_is_read_by_the_rules_short_log_reader():
+    """Five KL points, one far above the stop line: too few for a trend, not for an incident."""
+    rule = rule_named("kl_drift")
+    run = make_run(kl=np.array([0.01, 0.02, 150.0, 0.03, 0.02]))
+    check = check_rule(rule, run, rule.defaults())
+    assert check.status is Status.CRITICAL and check.summary.startswith("KL incident")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_the_engine_fills_every_onset_slot(case):
+    diagnosis = diagnose(case.build(), DoctorConfig())
+    for check in diagnosis.checks:
+        assert ONSET not in check.summary, check
