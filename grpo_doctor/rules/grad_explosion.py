@@ -175,13 +175,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                              else f"late median >= {fmt(p['sustained_ratio'])}x baseline")
     evidence["corroboration"] = corroboration
     peak = float(g[idx].max()) if len(idx) else float(g.max())
-    first = min(onset, bursts[0].step) if bursts else onset  # an earlier burst is the onset
+    earliest = min(onset, bursts[0].step) if bursts else onset  # an earlier burst is the onset
     summary = (f"gradient norm exploding: {', '.join(corroboration) or 'unrecovered spike'}; "
                f"peak {fmt(peak)} against a baseline of {fmt(baseline)}, from step "
-               f"{onset_text(onset, first)}")
+               f"{onset_text(onset, earliest)}")
     if bursts:
         status = inc.merge_status(status, inc.worst(bursts))
-        onset = first
+        onset = earliest
         summary += f"; burst: {inc.describe(bursts, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=_remedies(run),
                    key_metric=GRAD, incidents=tuple(bursts))

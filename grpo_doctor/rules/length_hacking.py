@@ -171,9 +171,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                 "threshold": "; ".join(_threshold(s, p) for s in shapes),
                 "reward_improving": progress.improving if progress.logged else None}
     why = ", reward not improving" if stalled else ""
-    first = min(onset, collapses[0].step) if collapses else onset  # an earlier collapse
+    earliest = min(onset, collapses[0].step) if collapses else onset  # an earlier collapse
     summary = (f"length hacking: {'; '.join(s['shape'] for s in shapes)}, from step "
-               f"{onset_text(onset, first)}{why}")
+               f"{onset_text(onset, earliest)}{why}")
     if pinned:
         remedies: tuple[str, ...] = (
             "overlong shaping: soft penalty near the length budget, or drop truncated samples "
@@ -189,7 +189,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             "check the reward for a length preference (correlate reward with length)",
         )
     if collapses:
-        onset = first
+        onset = earliest
         summary += f"; earlier: {inc.describe(collapses, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=str(shapes[0]["metric"]), incidents=tuple(collapses))

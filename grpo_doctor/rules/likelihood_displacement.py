@@ -136,10 +136,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if progress.logged and progress.improving:
         reward_note = "; reward still rising, so the reward curve hides it"
     why = f", with {', '.join(phase3)}" if phase3 else ""
-    first = min(onset, crashes[0].step) if crashes else onset  # an earlier crash is the onset
+    earliest = min(onset, crashes[0].step) if crashes else onset  # an earlier crash is the onset
     summary = (f"likelihood displacement: mean log-prob fell from {fmt(l0)} to {fmt(lc)} "
                f"(|log pi| up {frac:.0%} within {fmt(p['window_steps'])} steps) from step "
-               f"{onset_text(onset, first)}{why}{reward_note}")
+               f"{onset_text(onset, earliest)}{why}{reward_note}")
     remedies = (
         knobs.scale(run, knobs.LEARNING_RATE, 0.3 if phase3 else 0.5),
         knobs.scale(run, knobs.KL_COEF, 2.0),
@@ -149,7 +149,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     )
     if crashes:
         status = inc.merge_status(status, inc.worst(crashes))
-        onset = first
+        onset = earliest
         summary += f"; {inc.describe(crashes, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=LOGP, incidents=tuple(crashes))

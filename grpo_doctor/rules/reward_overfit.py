@@ -121,12 +121,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     status = Status.CRITICAL if lost >= p["giveback_critical"] else Status.WARNING
     evidence["threshold"] = f"gave back >= {p['giveback']:.0%} of the gain after the peak"
     share = "all of the gain and more" if lost > 1 else f"{lost:.0%} of the gain"
-    first = min(onset, crashes[0].step) if crashes else onset  # an earlier crash is the onset
+    earliest = min(onset, crashes[0].step) if crashes else onset  # an earlier crash is the onset
     summary = (f"reward over-fitting: reward rose {fmt(start)} -> {fmt(float(smooth[peak]))} "
-               f"then fell to {fmt(now)} ({share} lost) from step {onset_text(onset, first)}")
+               f"then fell to {fmt(now)} ({share} lost) from step {onset_text(onset, earliest)}")
     if crashes:
         status = inc.merge_status(status, inc.worst(crashes))
-        onset = first
+        onset = earliest
         summary += f"; {inc.describe(crashes, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=_remedies(run, int(steps[peak])), key_metric=REWARD,

@@ -364,8 +364,8 @@ class _SvgChart:
             if below:
                 notes.append("below the chart: " + ", ".join(below))
         if ax.clipped:
-            above, below = beyond_axis(p, ax)
-            notes.append(f"{len(above) + len(below)} outlier(s) beyond the axis, marked at "
+            high, low = beyond_axis(p, ax)
+            notes.append(f"{len(high) + len(low)} outlier(s) beyond the axis, marked at "
                          f"its edge")
         if p.note:
             notes.append(p.note)
