@@ -155,7 +155,7 @@ def _cleared(rule: Rule, run: Run, params: Mapping[str, float], alert: int, onse
 def _value_at(run: Run, metric: str | None, step: int) -> float:
     if not metric or metric not in run.frame.columns or step not in run.frame.index:
         return float("nan")
-    return float(run.frame.at[step, metric])
+    return float(run.frame.at[step, metric])  # type: ignore[arg-type]
 
 
 def diagnose(run: Run, config: DoctorConfig | None = None, *,

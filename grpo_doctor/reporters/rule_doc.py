@@ -48,7 +48,7 @@ def _fill(text: str, width: int, first: str, rest: str) -> str:
 def _paragraphs(doc: str) -> Iterator[tuple[str, str]]:
     """(indent, text) of each paragraph of a docstring (lines of one indent, run together);
     ("", "") for a blank line."""
-    indent, lines = "", []
+    indent, lines = "", list[str]()
     for line in textwrap.dedent(doc).strip("\n").splitlines():
         here = line[:len(line) - len(line.lstrip())]
         if not line.strip() or here != indent:

@@ -94,7 +94,7 @@ def _signal(run: Run, p: Mapping[str, float]) -> tuple[str, np.ndarray, np.ndarr
 
 
 def _pinned_components(run: Run, p: Mapping[str, float]) -> list[tuple[str, float, int]]:
-    out = []
+    out: list[tuple[str, float, int]] = []
     comps = [c for c in run.frame.columns if is_reward_component(c)]
     if len(comps) < 2:
         return out

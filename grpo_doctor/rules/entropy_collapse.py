@@ -111,7 +111,7 @@ def _short_collapse(run: Run, steps: np.ndarray, h: np.ndarray, p: Mapping[str, 
                 "threshold": f"fall below {p['critical_ratio']:g} x start "
                              f"(too few points for a trend test)"}
     return Outcome(Status.CRITICAL, summary, onset_step=onset, evidence=evidence,
-                   remedies=_remedies(run), key_metric=ENTROPY)
+                   remedies=tuple(_remedies(run)), key_metric=ENTROPY)
 
 
 def _remedies(run: Run) -> list[str]:

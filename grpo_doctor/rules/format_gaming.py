@@ -42,7 +42,7 @@ from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import component_kind, components
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
-from grpo_doctor.trends import mann_kendall, trend_onset
+from grpo_doctor.trends import TrendTest, mann_kendall, trend_onset
 
 RULE = Rule(
     id="format_gaming",
@@ -57,7 +57,7 @@ RULE = Rule(
 )
 
 
-def _gain(run: Run, col: str) -> tuple[float, float, object]:
+def _gain(run: Run, col: str) -> tuple[float, float, TrendTest]:
     steps, v = series(run, col)
     a, b = head_tail(v, frac=0.2)
     return b - a, float(np.ptp(v)) or 1e-12, mann_kendall(steps, v)

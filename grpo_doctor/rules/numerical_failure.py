@@ -63,7 +63,7 @@ UPDATE = (Metric.LOSS.value, Metric.GRAD_NORM.value, Metric.REWARD_MEAN.value,
 
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
-    bad: dict[str, dict[str, object]] = {}
+    bad: dict[str, dict[str, int]] = {}
     first: int | None = None
     for metric in WATCHED:
         if metric not in run.frame.columns:
@@ -77,7 +77,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             bad[metric] = {"first_step": s, "count": len(all_bad),
                            "nan": len(nan_steps), "inf": len(inf_steps)}
             first = s if first is None else min(first, s)
-    total = sum(int(v["count"]) for v in bad.values())  # type: ignore[call-overload]
+    total = sum(v["count"] for v in bad.values())
     if total < p["min_bad_values"] or first is None:
         return Outcome(Status.OK, "no NaN or inf in " + ", ".join(
             m for m in WATCHED if m in run.frame.columns), key_metric=_key(run))
