@@ -86,7 +86,7 @@ def _parser(target: str):  # -> Callable[[Path], object]
 
         return lambda path: _build_frame(read_wandb_log(path))
     from grpo_doctor.importers.console import parse_console
-    from grpo_doctor.importers.jsonl import read_text
+    from grpo_doctor.importers._common import read_text
 
     return lambda path: parse_console(read_text(path))
 

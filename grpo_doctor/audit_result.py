@@ -17,7 +17,7 @@ from grpo_doctor.config import failing_statuses
 from grpo_doctor.errors import ConfigError, GrpoDoctorError
 from grpo_doctor.exit_codes import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
 from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION
-from grpo_doctor.importers.jsonl import read_json
+from grpo_doctor.importers._common import read_json
 
 #: ``progress(done, total)``: called once the sources are known, then after each source.
 ProgressFn = Callable[[int, int], None]

@@ -78,7 +78,7 @@ def run_context(run: Run) -> dict[str, Any]:
 
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """One audit JSON report, checked to be one."""
-    from grpo_doctor.importers.jsonl import read_json
+    from grpo_doctor.importers._common import read_json
 
     where = os.fspath(path)
     if not os.path.lexists(where):

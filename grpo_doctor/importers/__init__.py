@@ -16,14 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.files import check_input
+from grpo_doctor.importers._common import HEAD_BYTES as HEAD_BYTES
+from grpo_doctor.importers._common import read_head
 from grpo_doctor.store import Run
 
 if TYPE_CHECKING:
     from grpo_doctor.live_store import Rows
-
-#: How many leading bytes a sniffer sees.
-HEAD_BYTES = 64 * 1024
-
 
 @dataclass(frozen=True)
 class LoadOptions:
@@ -77,7 +75,6 @@ class Importer:
     """
 
     name: str
-    description: str
     sniff: Callable[[Path, bytes], int]
     load: Callable[[Path, LoadOptions], list[Run]]
     reads_folders: bool = False
@@ -108,37 +105,17 @@ _MODULES = [
 
 
 def registry() -> list[Importer]:
-    """Every importer that is installed, in tie-break order."""
-    out = []
-    for mod in _MODULES:
-        try:
-            module = importlib.import_module(f"grpo_doctor.importers.{mod}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"grpo_doctor.importers.{mod}":
-                continue  # not built yet
-            raise
-        out.append(module.IMPORTER)
-    return out
+    """Every importer, in tie-break order."""
+    return [importlib.import_module(f"grpo_doctor.importers.{mod}").IMPORTER for mod in _MODULES]
 
 
 def format_names() -> list[str]:
     return [imp.name for imp in registry()]
 
 
-def _read_head(path: Path) -> bytes:
-    check_input(path)  # a FIFO or a device is refused, never opened
-    try:
-        with path.open("rb") as fh:
-            return fh.read(HEAD_BYTES)
-    except PermissionError as exc:
-        raise InputError(f"{path}: permission denied") from exc
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-
-
 def detect_format(path: Path) -> Importer:
     """The importer whose sniffer is most confident about ``path``."""
-    head = b"" if path.is_dir() else _read_head(path)
+    head = b"" if path.is_dir() else read_head(path)
     scored = []
     for order, imp in enumerate(registry()):
         if path.is_dir() and not imp.reads_folders:

@@ -37,17 +37,10 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import HEAD_BYTES, Delta, Importer, Incremental, LoadOptions
-from grpo_doctor.importers.csv_table import looks_like_text
+from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
+from grpo_doctor.importers._common import HEAD_BYTES, looks_like_text, read_text, to_number
+from grpo_doctor.importers._records import Record, flatten, numeric_record, records_frame
 from grpo_doctor.importers.incremental import TextPosition, read_lines, rows_from_records
-from grpo_doctor.importers.jsonl import (
-    Record,
-    flatten,
-    numeric_record,
-    read_text,
-    records_frame,
-    to_number,
-)
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns
 from grpo_doctor.store import Run, build_run
@@ -933,7 +926,6 @@ def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | N
 
 IMPORTER = Importer(
     name="console",
-    description="console logs: verl 'step:N - key:value' lines, printed HF/TRL dicts, tables",
     sniff=_sniff,
     load=_load,
     incremental=Incremental(read=_read_new, load=_load_read, policy="update"),

@@ -13,7 +13,8 @@ import pandas as pd
 from grpo_doctor.errors import FormatError
 from grpo_doctor.files import check_size, read_bytes, read_error
 from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
-from grpo_doctor.importers.incremental import TextPosition, load_prefix, read_lines
+from grpo_doctor.importers._common import first_line, looks_like_text
+from grpo_doctor.importers.incremental import TextPosition, prefix_loader, read_lines
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import find_run_column
 from grpo_doctor.store import Run, build_run, column_floats
@@ -21,30 +22,8 @@ from grpo_doctor.store import Run, build_run, column_floats
 _TEXT_SUFFIXES = {".csv", ".tsv", ".txt"}
 
 
-#: Control bytes that text (UTF-8 or a legacy 8-bit encoding) almost never holds.
-_CONTROL_BYTES = bytes([*range(1, 9), 11, *range(14, 27), *range(28, 32), 127])
 #: Columns a CSV header may hold; more is not a training log (and would take minutes to read).
 MAX_COLUMNS = 20_000
-
-
-def looks_like_text(head: bytes) -> bool:
-    sample = head[:4096]
-    if not sample or b"\x00" in sample:
-        return False
-    try:
-        sample.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # A multi-byte character cut at the 4 KiB boundary is still text; so is text in a
-        # legacy 8-bit encoding (cp1252, latin-1): no NUL and (almost) no control bytes.
-        if exc.start < 4090:
-            controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
-            return controls * 100 <= len(sample)
-    return True
-
-
-def first_line(head: bytes) -> str:
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
-    return text.split("\n", 1)[0].strip("\r")
 
 
 def _sniff(path: Path, head: bytes) -> int:
@@ -325,14 +304,9 @@ def _read_new(path: Path, state: _Tail | None, options: LoadOptions, final: bool
                  structural or several_runs)
 
 
-def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | None:
-    return load_prefix(_load, path, state.at.offset, options) if state is not None else None
-
-
 IMPORTER = Importer(
     name="csv",
-    description="wide CSV, one row per logged step (step column detected, else row order)",
     sniff=_sniff,
     load=_load,
-    incremental=Incremental(read=_read_new, load=_load_read),
+    incremental=Incremental(read=_read_new, load=prefix_loader(_load)),
 )

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import HEAD_BYTES, Importer, LoadOptions
-from grpo_doctor.importers.csv_table import first_line, looks_like_text, read_csv_frame
+from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers._common import HEAD_BYTES, first_line, looks_like_text
+from grpo_doctor.importers.csv_table import read_csv_frame
 from grpo_doctor.metrics import find_step_column
 from grpo_doctor.store import Run, build_run
 
@@ -111,7 +112,6 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
 
 IMPORTER = Importer(
     name="wandb-csv",
-    description="W&B chart CSV export: Step, '<run> - <metric>' columns (__MIN/__MAX dropped)",
     sniff=_sniff,
     load=_load,
 )

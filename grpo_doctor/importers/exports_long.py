@@ -16,9 +16,9 @@ import pandas as pd
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Importer, LoadOptions
-from grpo_doctor.importers.csv_table import looks_like_text, read_csv_frame
+from grpo_doctor.importers._common import looks_like_text, to_number
+from grpo_doctor.importers.csv_table import read_csv_frame
 from grpo_doctor.importers.exports import csv_header
-from grpo_doctor.importers.jsonl import to_number
 from grpo_doctor.metrics import find_step_column
 from grpo_doctor.store import Run, build_run, check_table_size
 
@@ -139,7 +139,6 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
 
 IMPORTER = Importer(
     name="long-csv",
-    description="long/tidy CSV: step, metric (key/name/tag), value columns; pivoted per metric",
     sniff=_sniff,
     load=_load,
 )

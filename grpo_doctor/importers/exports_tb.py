@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.importers import HEAD_BYTES, Importer, LoadOptions
-from grpo_doctor.importers.csv_table import looks_like_text, read_csv_frame
+from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers._common import head_of, looks_like_text
+from grpo_doctor.importers.csv_table import read_csv_frame
 from grpo_doctor.importers.exports import csv_header
 from grpo_doctor.importers.exports_long import long_frame, numeric_values
 from grpo_doctor.metrics import ALIASES, map_columns, normalize_key
@@ -39,20 +40,12 @@ def _is_tb_header(head: bytes) -> bool:
     return [c.strip().lower() for c in csv_header(head)] == _HEADER
 
 
-def _read_head(path: Path) -> bytes:
-    try:
-        with path.open("rb") as fh:
-            return fh.read(HEAD_BYTES)
-    except OSError:
-        return b""
-
-
 def _tb_files(folder: Path) -> list[Path]:
     try:
         candidates = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".csv")
     except OSError as exc:
         raise InputError(f"{folder}: cannot list the folder ({exc.strerror or exc})") from exc
-    return [p for p in candidates if p.is_file() and _is_tb_header(_read_head(p))]
+    return [p for p in candidates if p.is_file() and _is_tb_header(head_of(p))]
 
 
 def _spellings(tag: str) -> list[str]:
@@ -154,7 +147,6 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
 
 IMPORTER = Importer(
     name="tensorboard-csv",
-    description="TensorBoard CSV downloads (Wall time,Step,Value): a file, or a folder of them",
     sniff=_sniff,
     load=_load,
     reads_folders=True,

@@ -21,14 +21,8 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.files import walk
-from grpo_doctor.importers import (
-    Delta,
-    Importer,
-    LoadOptions,
-    _read_head,
-    detect_format,
-    importer_named,
-)
+from grpo_doctor.importers import Delta, Importer, LoadOptions, detect_format, importer_named
+from grpo_doctor.importers._common import read_head
 from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run
 
@@ -177,6 +171,15 @@ def load_prefix(load: Callable[[Path, LoadOptions], list[Run]], path: Path, size
     return pick_run(runs, options, str(path), source=str(path))
 
 
+def prefix_loader(load: Callable[[Path, LoadOptions], list[Run]]
+                  ) -> Callable[[Path, Any, LoadOptions], Run | None]:
+    """``Incremental.load`` for a text importer whose state keeps its ``TextPosition`` in
+    ``at``: ``load`` of the bytes read so far."""
+    def load_read(path: Path, state: Any, options: LoadOptions) -> Run | None:
+        return load_prefix(load, path, state.at.offset, options) if state is not None else None
+    return load_read
+
+
 def pick_run(runs: list[Run], options: LoadOptions, where: str, *,
              source: str | None = None) -> Run | None:
     """The run ``options.run`` names, or the only one; ``source`` replaces a snapshot's path.
@@ -197,7 +200,7 @@ def rows_from_records(records: Sequence[Mapping[str, float]], *,
                       steps: Sequence[float] | np.ndarray | None = None,
                       first_index: int = 0) -> Rows:
     """Rows from dicts, as the importers that read dicts turn them into a frame."""
-    from grpo_doctor.importers.jsonl import records_frame
+    from grpo_doctor.importers._records import records_frame
 
     frame, explicit = records_frame(records)
     values = {str(c): frame[c].to_numpy(dtype=np.float64) for c in frame.columns}
@@ -269,7 +272,7 @@ def open_live(path: Path, options: LoadOptions, format: str | None = None) -> Li
     (None until then); ``format`` names it (as ``--input-format``)."""
     if not path.exists():
         return None
-    head = b"" if path.is_dir() else _read_head(path)
+    head = b"" if path.is_dir() else read_head(path)
     if path.is_file() and not head:
         return None
     if format is not None:

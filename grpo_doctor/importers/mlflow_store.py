@@ -36,7 +36,7 @@ import numpy as np
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.files import read_error
 from grpo_doctor.importers import Importer, LoadOptions
-from grpo_doctor.importers.jsonl import read_text, to_number
+from grpo_doctor.importers._common import read_text, to_number
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
     build_runs,
@@ -318,7 +318,6 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
 
 IMPORTER = Importer(
     name=FORMAT,
-    description="MLflow tracking stores: mlflow.db (SQLite) or an mlruns/ folder",
     sniff=_sniff,
     load=_load,
     reads_folders=True,

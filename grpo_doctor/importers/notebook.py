@@ -21,6 +21,7 @@ from typing import Any
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers._common import read_json, to_number
 from grpo_doctor.importers.console import (
     Table,
     log_to_run,
@@ -28,7 +29,6 @@ from grpo_doctor.importers.console import (
     parse_text_tables,
     tables_frame,
 )
-from grpo_doctor.importers.jsonl import read_json, to_number
 from grpo_doctor.metrics import map_columns
 from grpo_doctor.store import Run, build_run
 
@@ -229,7 +229,6 @@ def _sniff(path: Path, head: bytes) -> int:
 
 IMPORTER = Importer(
     name="notebook",
-    description="Jupyter notebook (.ipynb) with the Trainer's progress table in a cell output",
     sniff=_sniff,
     load=_load,
 )

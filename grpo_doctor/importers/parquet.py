@@ -17,7 +17,7 @@ import pandas as pd
 from grpo_doctor.errors import FormatError, GrpoDoctorError
 from grpo_doctor.files import human_bytes, max_read_bytes
 from grpo_doctor.importers import Importer, LoadOptions
-from grpo_doctor.importers.jsonl import read_json
+from grpo_doctor.importers._common import read_json
 from grpo_doctor.store import Run, build_run
 
 _MAGIC = b"PAR1"
@@ -160,7 +160,6 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
 
 IMPORTER = Importer(
     name="parquet",
-    description="parquet history table (W&B history export: _step + metric columns)",
     sniff=_sniff,
     load=_load,
     reads_folders=True,

@@ -32,8 +32,7 @@ from grpo_doctor.importers import (
     detect_format,
     importer_named,
 )
-from grpo_doctor.importers.tensorboard import walk_files
-from grpo_doctor.importers.tracker_store import head_of
+from grpo_doctor.importers._common import head_of, walk_files
 from grpo_doctor.importers.trainer_state import STATE_FILE
 from grpo_doctor.store import Run
 
@@ -290,8 +289,6 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
 
 IMPORTER = Importer(
     name=FORMAT,
-    description="one run's folder holding several logs of it (a Trainer output folder): "
-                "the richest is read, the others checked against it",
     sniff=_sniff,
     load=_load,
     reads_folders=True,

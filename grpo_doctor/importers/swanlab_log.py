@@ -31,7 +31,7 @@ import numpy as np
 from grpo_doctor.errors import FormatError
 from grpo_doctor.files import read_bytes
 from grpo_doctor.importers import Importer, LoadOptions
-from grpo_doctor.importers.jsonl import read_text
+from grpo_doctor.importers._common import has_magic, read_text
 from grpo_doctor.importers.tracker_store import TrackedRun, build_runs, read_each
 from grpo_doctor.importers.wandb_offline import iter_log_records
 from grpo_doctor.store import Run
@@ -98,23 +98,13 @@ def _log_files(path: Path) -> list[Path]:
     return found
 
 
-def _has_magic(path: Path) -> bool:
-    if not path.is_file():  # a FIFO named like a log is never opened (it would wait)
-        return False
-    try:
-        with path.open("rb") as fh:
-            return fh.read(len(MAGIC)) == MAGIC
-    except OSError:
-        return False
-
-
 def _sniff(path: Path, head: bytes) -> int:
     if path.is_dir():
         try:
             logs = _log_files(path)
         except OSError:
             return 0
-        return 90 if logs and _has_magic(logs[0]) else 0
+        return 90 if logs and has_magic(logs[0], MAGIC) else 0
     if head.startswith(MAGIC):
         return 95 if path.suffix == ".swanlab" else 85
     return 0
@@ -201,7 +191,6 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
 
 IMPORTER = Importer(
     name=FORMAT,
-    description="SwanLab local/offline runs: swanlog/, a run-*/ folder or run-<id>.swanlab",
     sniff=_sniff,
     load=_load,
     reads_folders=True,

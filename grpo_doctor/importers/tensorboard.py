@@ -40,13 +40,12 @@ framing has checked every CRC, so that its notes are those of the whole file).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import struct
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -58,6 +57,7 @@ from grpo_doctor.errors import FormatError
 from grpo_doctor.files import check_size, read_bytes, read_error, refuse, walk
 from grpo_doctor.files import kind as file_kind
 from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
+from grpo_doctor.importers._common import truncation_note, walk_files
 from grpo_doctor.importers.incremental import FileIdentity, SeveralRuns, read_from, snapshot
 from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run, build_run, check_table_size
@@ -1195,10 +1195,6 @@ def _one_by_one(b: _Buffer, pts: _Points, idx: np.ndarray, s: np.ndarray, e: np.
         pts.tensor.append(np.asarray(tensor, dtype=bool))
 
 
-def truncation_note(offset: int) -> str:
-    return f"truncated final record at byte {offset} (run still being written?)"
-
-
 def read_event_file(path: Path, file_no: int = 0) -> _Points:
     """Every scalar point in one event file (before the per-tag plugin filter)."""
     b = _Buffer.read(path)
@@ -1609,39 +1605,6 @@ def _is_event_file(name: str) -> bool:
     return "tfevents" in name
 
 
-def walk_files(root: Path, max_depth: int, max_entries: int | None = None) -> Iterator[Path]:
-    """Files below ``root``, breadth first, at most ``max_depth`` folders down (a link to a
-    folder followed once: a loop ends there; hidden folders skipped) and, if given,
-    ``max_entries`` entries looked at."""
-    queue = [(root, 0)]
-    seen = 0
-    folders: set[tuple[int, int]] = set()
-    with contextlib.suppress(OSError):
-        st = root.stat()
-        folders.add((st.st_dev, st.st_ino))
-    while queue:
-        folder, depth = queue.pop(0)
-        try:
-            entries = sorted(os.scandir(folder), key=lambda d: d.name)
-        except OSError:
-            continue
-        for entry in entries:
-            seen += 1
-            if max_entries is not None and seen > max_entries:
-                return
-            try:
-                if entry.is_dir():
-                    if depth < max_depth and not entry.name.startswith("."):
-                        st = entry.stat()
-                        if (st.st_dev, st.st_ino) not in folders:
-                            folders.add((st.st_dev, st.st_ino))
-                            queue.append((Path(entry.path), depth + 1))
-                elif entry.is_file(follow_symlinks=False):
-                    yield Path(entry.path)
-            except OSError:
-                continue
-
-
 def _sniff(path: Path, head: bytes) -> int:
     try:
         if path.is_dir():
@@ -1839,7 +1802,6 @@ def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | N
 
 IMPORTER = Importer(
     name="tensorboard",
-    description="TensorBoard event files (*tfevents*): a file, a run folder, or a folder of runs",
     sniff=_sniff,
     load=_load,
     reads_folders=True,

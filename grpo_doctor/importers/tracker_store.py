@@ -22,7 +22,7 @@ from urllib.parse import quote
 import numpy as np
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
-from grpo_doctor.importers import LoadOptions, _read_head
+from grpo_doctor.importers import LoadOptions
 from grpo_doctor.importers.exports_long import Wide, long_frame
 from grpo_doctor.store import Run, build_run
 
@@ -33,14 +33,6 @@ LOCK_TIMEOUT = 2.0
 
 def is_sqlite(head: bytes) -> bool:
     return head.startswith(SQLITE_MAGIC)
-
-
-def head_of(path: Path) -> bytes:
-    """A file's first bytes for a sniffer (b"" when it cannot be read)."""
-    try:
-        return _read_head(path)
-    except InputError:
-        return b""
 
 
 def sqlite_error(path: Path, exc: BaseException) -> GrpoDoctorError:

@@ -29,12 +29,11 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Importer, LoadOptions
+from grpo_doctor.importers._common import head_of, to_number
 from grpo_doctor.importers.exports_long import Wide
-from grpo_doctor.importers.jsonl import to_number
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
     build_runs,
-    head_of,
     open_sqlite,
     read_each,
     scan_rows,
@@ -218,7 +217,6 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
 
 IMPORTER = Importer(
     name=FORMAT,
-    description="Trackio projects: a <project>.db SQLite file or the trackio folder of them",
     sniff=_sniff,
     load=_load,
     reads_folders=True,

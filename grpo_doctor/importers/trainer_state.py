@@ -15,8 +15,8 @@ from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers import Importer, LoadOptions
-from grpo_doctor.importers.csv_table import looks_like_text
-from grpo_doctor.importers.jsonl import numeric_record, read_json, records_frame
+from grpo_doctor.importers._common import looks_like_text, read_json
+from grpo_doctor.importers._records import numeric_record, records_frame
 from grpo_doctor.store import Run, build_run
 
 STATE_FILE = "trainer_state.json"
@@ -155,8 +155,6 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
 
 IMPORTER = Importer(
     name="trainer-state",
-    description="Hugging Face trainer_state.json (file, checkpoint or output folder), or a "
-                "bare log_history JSON list",
     sniff=_sniff,
     load=_load,
     reads_folders=True,

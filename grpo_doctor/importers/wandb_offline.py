@@ -38,6 +38,7 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
+from grpo_doctor.importers._common import has_magic, truncation_note, walk_files
 from grpo_doctor.importers.incremental import (
     FileIdentity,
     SeveralRuns,
@@ -45,15 +46,7 @@ from grpo_doctor.importers.incremental import (
     rows_from_records,
     snapshot,
 )
-from grpo_doctor.importers.tensorboard import (
-    _HASH_KEYS,
-    _WORD_MASKS,
-    _Buffer,
-    _rows,
-    _varint,
-    truncation_note,
-    walk_files,
-)
+from grpo_doctor.importers.tensorboard import _HASH_KEYS, _WORD_MASKS, _Buffer, _rows, _varint
 from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run, build_run, check_table_size
 
@@ -1097,22 +1090,12 @@ def _nest(flat: dict[str, Any]) -> dict[str, Any]:
 # --- discovery, sniffing, loading -------------------------------------------------------------
 
 
-def _has_magic(path: Path) -> bool:
-    if not path.is_file():  # a FIFO named like a log is never opened (it would wait)
-        return False
-    try:
-        with path.open("rb") as fh:
-            return fh.read(4) == MAGIC
-    except OSError:
-        return False
-
-
 def _log_files(path: Path, max_entries: int | None = None) -> Iterator[Path]:
     if path.is_file():
         yield path
         return
     for p in walk_files(path, _MAX_DEPTH, max_entries):
-        if p.name.endswith(".wandb") and _has_magic(p):
+        if p.name.endswith(".wandb") and has_magic(p, MAGIC):
             yield p
 
 
@@ -1347,7 +1330,6 @@ def live_target(state: _Tail | None) -> WandbTarget | None:
 
 IMPORTER = Importer(
     name="wandb-offline",
-    description="W&B run folders (wandb/offline-run-*, wandb/run-*) or run-<id>.wandb files",
     sniff=_sniff,
     load=_load,
     reads_folders=True,

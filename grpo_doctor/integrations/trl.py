@@ -83,7 +83,7 @@ class DoctorCallback(TrainerCallback):
 
     def run(self) -> Run | None:
         """The logged history as a Run, read as ``trainer_state.json``'s ``log_history`` is."""
-        from grpo_doctor.importers.jsonl import records_frame
+        from grpo_doctor.importers._records import records_frame
         from grpo_doctor.importers.trainer_state import _history_records
         from grpo_doctor.store import build_run
 

@@ -7,7 +7,9 @@ import pytest
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import LoadOptions, load_runs
-from grpo_doctor.importers.jsonl import IMPORTER, flatten, records_frame, to_number
+from grpo_doctor.importers._common import to_number
+from grpo_doctor.importers._records import flatten, records_frame
+from grpo_doctor.importers.jsonl import IMPORTER
 from tests.importers.common import FIXTURES, write
 
 
