@@ -447,7 +447,7 @@ def fetch(
     way into the default cache.
     """
     from grpo_doctor.errors import ConfigError
-    from grpo_doctor.importers import wandb_api
+    from grpo_doctor.remote import wandb_api
 
     entity, project, run_id = wandb_api.parse_path(target)
     if run_id is not None and (state or tag or since or limit is not None):

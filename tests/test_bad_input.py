@@ -437,7 +437,7 @@ def check_modes() -> list[str]:
 
 
 def test_wandb_names_never_become_paths(capsys, tmp_path):
-    wandb_api = pytest.importorskip("grpo_doctor.importers.wandb_api")
+    wandb_api = pytest.importorskip("grpo_doctor.remote.wandb_api")
     from grpo_doctor.errors import FetchError
 
     for bad in ("..", "../etc", "a/../b", "/etc", ".hidden", "-rf", "a b", "x" * 129, "",

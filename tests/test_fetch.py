@@ -20,7 +20,8 @@ import pytest
 
 from grpo_doctor.cli import main
 from grpo_doctor.errors import FetchError
-from grpo_doctor.importers import load_runs, wandb_api
+from grpo_doctor.importers import load_runs
+from grpo_doctor.remote import wandb_api
 from tests.wandb_server import FakeRun, FakeWandb, make_rows
 
 KEY = "0123456789abcdef0123456789abcdef01234567"  # a dummy 40-character API key

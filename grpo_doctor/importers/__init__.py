@@ -183,7 +183,7 @@ def load_runs(
     options = LoadOptions(column_map=dict(column_map or {}), step_column=step_column, run=run)
     text = os.fspath(source)
     if text.startswith("wandb://"):
-        from grpo_doctor.importers.wandb_api import load_wandb_uri
+        from grpo_doctor.remote.wandb_api import load_wandb_uri
 
         runs = load_wandb_uri(text, options)
     else:

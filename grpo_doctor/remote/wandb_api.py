@@ -29,7 +29,6 @@ watchdog gives up on a call that makes no progress for longer than all of that a
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import math
 import os
@@ -47,7 +46,17 @@ from urllib.parse import urlparse
 from grpo_doctor.atomic import write_atomic
 from grpo_doctor.errors import ConfigError, FetchError, GrpoDoctorError
 from grpo_doctor.importers import LoadOptions
-from grpo_doctor.store import Run, check_table_size
+from grpo_doctor.remote.wandb_cache import (
+    cache_paths,
+    clean_stale_temps,
+    default_cache_dir,
+    load_cached,
+    parse_path,
+    read_cached_meta,
+    safe_name,
+)
+from grpo_doctor.remote.wandb_history import history_table
+from grpo_doctor.store import Run
 
 T = TypeVar("T")
 
@@ -56,7 +65,7 @@ STATES = ("running", "finished", "crashed", "failed", "killed", "preempting", "p
           "pending")
 
 #: Entity, project and run id: what may become a path component of the cache.
-_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")
+
 
 #: History rows read per scan page (wandb's own default; the server pages live rows by it).
 PAGE_SIZE = 1000
@@ -143,88 +152,6 @@ class RetryPolicy:
         per_try = max(1.0, math.ceil(max(self.timeout, self.download_timeout)))
         per_wait = max(1.0, math.ceil(self.max_backoff), self.max_retry_after)
         return (self.retries + 1) * per_try + self.retries * per_wait + 5.0
-
-
-# --- names and paths -----------------------------------------------------------------------
-
-
-def safe_name(value: str, what: str) -> str:
-    """``value`` if it may be a path component (letters, digits, ``.``, ``_``, ``-``)."""
-    if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value):
-        raise FetchError(
-            f"invalid wandb {what} {value!r}: only letters, digits, '.', '_' and '-' are "
-            f"allowed (at most 128, not starting with '.' or '-')"
-        )
-    return value
-
-
-def parse_path(text: str) -> tuple[str, str, str | None]:
-    """``entity/project[/run_id]`` (also ``wandb://...`` and the UI's ``.../runs/<id>``)."""
-    raw = text
-    if text.startswith("wandb://"):
-        text = text[len("wandb://"):]
-    elif text.startswith(("http://", "https://")):
-        text = urlparse(text).path
-    parts = text.rstrip("/").split("/")
-    if len(parts) == 4 and parts[2] == "runs":
-        parts = [parts[0], parts[1], parts[3]]
-    if len(parts) not in (2, 3) or not all(parts):
-        raise FetchError(f"{raw!r}: expected ENTITY/PROJECT or ENTITY/PROJECT/RUN_ID")
-    entity = safe_name(parts[0], "entity")
-    project = safe_name(parts[1], "project")
-    run_id = safe_name(parts[2], "run id") if len(parts) == 3 else None
-    return entity, project, run_id
-
-
-def default_cache_dir() -> Path:
-    """``$GRPO_DOCTOR_CACHE_DIR``, else the user cache folder (``platformdirs``)."""
-    env = os.environ.get("GRPO_DOCTOR_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    try:
-        import platformdirs
-    except ImportError:  # pragma: no cover - platformdirs comes with wandb
-        return Path.home() / ".cache" / "grpo-doctor"
-    return Path(platformdirs.user_cache_dir("grpo-doctor", appauthor=False))
-
-
-def cache_paths(cache_dir: Path, entity: str, project: str, run_id: str) -> tuple[Path, Path]:
-    """(parquet, json) of a run in the cache; refuses anything that would leave it."""
-    folder = cache_dir / safe_name(entity, "entity") / safe_name(project, "project")
-    stem = safe_name(run_id, "run id")
-    parquet, meta = folder / f"{stem}.parquet", folder / f"{stem}.json"
-    root = cache_dir.resolve()
-    if not parquet.resolve().is_relative_to(root):  # a symlinked folder pointing elsewhere
-        raise FetchError(f"{parquet}: leaves the cache folder {cache_dir}")
-    return parquet, meta
-
-
-def read_cached_meta(parquet: Path) -> dict[str, Any] | None:
-    """The JSON beside a cached run if the pair is complete and consistent, else None."""
-    meta_path = parquet.with_suffix(".json")
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(meta, dict) or not isinstance(meta.get("rows"), int):
-        return None
-    try:
-        import pyarrow.parquet as pq
-
-        n = pq.read_metadata(parquet).num_rows
-    except Exception:  # missing or unreadable parquet: not cached
-        return None
-    return meta if n == meta["rows"] else None
-
-
-def _clean_stale_temps(folder: Path, stem: str, older_than: float = 3600.0) -> None:
-    """Temp files an interrupted fetch left behind (``.<stem>.parquet.*.tmp``)."""
-    now = time.time()
-    with contextlib.suppress(OSError):
-        for tmp in folder.glob(f".{stem}.*.tmp"):
-            with contextlib.suppress(OSError):
-                if now - tmp.stat().st_mtime > older_than:
-                    tmp.unlink()
 
 
 # --- progress ------------------------------------------------------------------------------
@@ -543,86 +470,6 @@ def _watched(fn: Callable[[Callable[[], None]], T], *, budget: float, what: str,
 # --- one run -------------------------------------------------------------------------------
 
 
-def _scalar_columns(rows: Sequence[Mapping[str, Any]], source: str = ""
-                    ) -> tuple[dict[str, list[Any]], set[str]]:
-    """Rows -> one list per key (None where a row lacks it). Nested dicts become ``a.b``;
-    media, histograms, strings and lists are left out (their keys are returned).
-
-    The cells are gathered sparsely first: a history that logs a new key at each step is
-    refused (``check_table_size``) before its steps x keys table is allocated."""
-    n = len(rows)
-    cells: dict[str, list[tuple[int, Any]]] = {}
-    dropped: set[str] = set()
-
-    def put(i: int, key: str, value: Any) -> None:
-        if value is None:
-            return
-        if isinstance(value, bool):
-            value = float(value)
-        elif isinstance(value, dict):
-            if "_type" in value:
-                dropped.add(key)
-                return
-            for k, v in value.items():
-                put(i, f"{key}.{k}", v)
-            return
-        elif not isinstance(value, (int, float)):
-            dropped.add(key)
-            return
-        cells.setdefault(key, []).append((i, value))
-
-    for i, row in enumerate(rows):
-        for key, value in row.items():
-            put(i, str(key), value)
-    check_table_size(source, n, len(cells), sum(len(c) for c in cells.values()))
-    cols: dict[str, list[Any]] = {}
-    for key, found in cells.items():
-        col = cols[key] = [None] * n
-        for i, value in found:
-            col[i] = value
-    return cols, dropped - set(cols)
-
-
-def _int64_steps(values: Sequence[Any]) -> bool:
-    """Whether every ``_step`` is a whole number int64 can hold exactly (else the column is
-    written as floats, and the importer drops and notes the rows it cannot use)."""
-    return all((isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < 1 << 63)
-               or (isinstance(v, float) and v.is_integer() and abs(v) < 2.0 ** 53)
-               for v in values)
-
-
-def history_table(rows: Sequence[Mapping[str, Any]], source: str = ""
-                  ) -> tuple[bytes, int, list[str]]:
-    """Parquet bytes of the history rows (sorted by ``_step``), the row count, and the keys
-    left out. A key a row lacks is null (a gap); a logged NaN stays NaN."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if rows and all(isinstance(r.get("_step"), (int, float)) for r in rows):
-        rows = sorted(rows, key=lambda r: r["_step"])
-    cols, dropped = _scalar_columns(rows, source)
-    arrays: dict[str, Any] = {}
-    order = (["_step"] if "_step" in cols else []) + [k for k in cols if k != "_step"]
-    for key in order:
-        values = cols[key]
-        if key == "_step" and None not in values and _int64_steps(values):
-            arrays[key] = pa.array([int(v) for v in values], type=pa.int64())
-        else:
-            arrays[key] = pa.array([None if v is None else _as_float(v) for v in values],
-                                   type=pa.float64())
-    table = pa.table(arrays) if arrays else pa.table({"_step": pa.array([], pa.int64())})
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
-    return buf.getvalue(), table.num_rows, sorted(dropped)
-
-
-def _as_float(value: int | float) -> float:
-    try:
-        return float(value)
-    except OverflowError:  # an int too large for a float
-        return math.inf if value > 0 else -math.inf
-
-
 def _json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
@@ -798,7 +645,7 @@ def _fetch_into_cache(api: Any, entity: str, project: str, run_id: str, parquet:
         "notes": notes,
     }
     tick()  # the last point at which an abandoned fetch stops: nothing written yet
-    _clean_stale_temps(parquet.parent, run_id)
+    clean_stale_temps(parquet.parent, run_id)
     write_atomic(parquet, data, force=True, in_place=False)
     write_atomic(meta_path, json.dumps(meta, indent=1, default=str) + "\n", force=True,
                  in_place=False)
@@ -1007,13 +854,6 @@ def _collect(futures: Mapping[Future[Path], str], pending: set[Future[Path]],
                 failures.append((run_id, str(exc)))
             else:
                 raise exc
-
-
-def load_cached(parquet: Path, options: LoadOptions) -> list[Run]:
-    """Read a cached run through the parquet importer (which reads the JSON beside it)."""
-    from grpo_doctor.importers.parquet import IMPORTER
-
-    return IMPORTER.load(parquet, options)
 
 
 def load_wandb_uri(uri: str, options: LoadOptions) -> list[Run]:
