@@ -38,6 +38,7 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
+from grpo_doctor.importers._bytes import HASH_KEYS, WORD_MASKS, Buffer, gather_rows, varint
 from grpo_doctor.importers._common import has_magic, truncation_note, walk_files
 from grpo_doctor.importers.incremental import (
     FileIdentity,
@@ -46,7 +47,6 @@ from grpo_doctor.importers.incremental import (
     rows_from_records,
     snapshot,
 )
-from grpo_doctor.importers.tensorboard import _HASH_KEYS, _WORD_MASKS, _Buffer, _rows, _varint
 from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run, build_run, check_table_size
 
@@ -290,7 +290,7 @@ def read_wandb_log(path: Path) -> _RunLog:
     """Everything grpo-doctor uses from one ``run-<id>.wandb`` file."""
     # Room after the file for the records split over blocks (joined there, see
     # ``_clean_log_spans``): a few percent of the file in wandb-core's logs.
-    b = _Buffer.read(path, room=_ROOM)
+    b = Buffer.read(path, room=_ROOM)
     data = b.data
     if len(data) < _HEADER.size or data[:4] != MAGIC:
         raise FormatError(f"{path}: not a W&B run file (no ':W&B' header)")
@@ -487,7 +487,7 @@ def _varints(u8: np.ndarray, pos: np.ndarray, max_bytes: int
     first = u8[pos]
     if not len(first) or first.max() < 0x80:  # all one byte long: the common case
         return first.astype(np.int64), 1
-    value, length = _varint(u8, pos)
+    value, length = varint(u8, pos)
     if len(length) and not ((length > 0) & (length <= max_bytes)).all():
         raise _Odd
     return value, length
@@ -498,7 +498,7 @@ def _check(ok: np.ndarray) -> None:
         raise _Odd
 
 
-def _parse_batch(b: _Buffer, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
+def _parse_batch(b: Buffer, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
     """The history and summary records of a batch, field by field across the batch.
 
     Returns the kind of each record (0 other, 1 history, 2 summary), its items in (record,
@@ -508,7 +508,7 @@ def _parse_batch(b: _Buffer, starts: np.ndarray, ends: np.ndarray) -> dict[str, 
     size = b.size
     p = starts.copy()
     has_num = (p < ends) & (u8[np.minimum(p, size)] == 0x08)
-    _num, num_len = _varint(u8, p + 1)
+    _num, num_len = varint(u8, p + 1)
     p = np.where(has_num, p + 1 + num_len, p)
     inside = p < ends
     tag = u8[np.minimum(p, size)]
@@ -572,7 +572,7 @@ def _parse_batch(b: _Buffer, starts: np.ndarray, ends: np.ndarray) -> dict[str, 
             s0 = sc + 1 + n
             s1 = s0 + length
             _check(s1 == end[sa])
-            num, n = _varint(u8, s0 + 1)
+            num, n = varint(u8, s0 + 1)
             empty = length == 0
             _check(empty | ((u8[s0] == 0x08) & (n > 0) & (n <= 9) & (s0 + 1 + n == s1)))
             step_rec.append(ours[sa])
@@ -591,7 +591,7 @@ def _parse_batch(b: _Buffer, starts: np.ndarray, ends: np.ndarray) -> dict[str, 
     return out
 
 
-def _clean_log_spans(b: _Buffer) -> tuple[_Buffer, np.ndarray, np.ndarray] | None:
+def _clean_log_spans(b: Buffer) -> tuple[Buffer, np.ndarray, np.ndarray] | None:
     """Where each record of a clean log lies: (buffer, starts, ends), records in order, as
     ``iter_log_records`` yields them; None when the log is not clean (a bad CRC, a chunk
     that does not fit, a cut tail, a broken FIRST..LAST sequence), so that the generator,
@@ -666,15 +666,15 @@ def _clean_log_spans(b: _Buffer) -> tuple[_Buffer, np.ndarray, np.ndarray] | Non
             extra += data[int(starts[c]) : int(ends[c])]
         joined_at.append((int(split[i]), a, len(extra)))
         i = j + 1
-    if len(b.padded) >= n + len(extra) + _Buffer._PAD:  # in the room left after the file
+    if len(b.padded) >= n + len(extra) + Buffer._PAD:  # in the room left after the file
         b.padded[n : n + len(extra)] = np.frombuffer(extra, dtype=np.uint8)
-        b.padded[n + len(extra) : n + len(extra) + _Buffer._PAD] = 0
-        out = _Buffer(b.padded, n + len(extra))
+        b.padded[n + len(extra) : n + len(extra) + Buffer._PAD] = 0
+        out = Buffer(b.padded, n + len(extra))
     else:
-        whole = bytearray(n + len(extra) + _Buffer._PAD)
+        whole = bytearray(n + len(extra) + Buffer._PAD)
         whole[:n] = data
         whole[n : n + len(extra)] = extra
-        out = _Buffer(whole, n + len(extra))
+        out = Buffer(whole, n + len(extra))
     keep = kind == _FULL
     firsts = np.array([f for f, _, _ in joined_at], dtype=np.int64)
     keep[firsts] = True
@@ -684,7 +684,7 @@ def _clean_log_spans(b: _Buffer) -> tuple[_Buffer, np.ndarray, np.ndarray] | Non
     return out, starts[keep], ends[keep]
 
 
-def _read_in_bulk(b: _Buffer, log: _RunLog, pb: Any, decode_error: type[Exception]
+def _read_in_bulk(b: Buffer, log: _RunLog, pb: Any, decode_error: type[Exception]
                   ) -> _RunLog | None:
     """``read_wandb_log`` in bulk; None when the file needs reading record by record."""
     keys: dict[tuple[int, int], tuple[str, bytes]] = {}  # (kind, key-bytes hash) -> key
@@ -717,7 +717,7 @@ def _read_in_bulk(b: _Buffer, log: _RunLog, pb: Any, decode_error: type[Exceptio
     return log
 
 
-def _batches(b: _Buffer, log: _RunLog) -> Iterator[tuple[_Buffer, np.ndarray, np.ndarray]]:
+def _batches(b: Buffer, log: _RunLog) -> Iterator[tuple[Buffer, np.ndarray, np.ndarray]]:
     """The log's records, ``_BULK_BATCH`` at a time: (buffer, starts, ends)."""
     spans = _clean_log_spans(b)
     if spans is not None:
@@ -734,10 +734,10 @@ def _batches(b: _Buffer, log: _RunLog) -> Iterator[tuple[_Buffer, np.ndarray, np
         ends = np.cumsum(lengths)
         joined = b"".join(batch)
         del batch
-        yield _Buffer(bytearray(joined) + bytes(_Buffer._PAD), len(joined)), ends - lengths, ends
+        yield Buffer(bytearray(joined) + bytes(Buffer._PAD), len(joined)), ends - lengths, ends
 
 
-def _gather_joined(b: _Buffer, starts: np.ndarray, lengths: np.ndarray,
+def _gather_joined(b: Buffer, starts: np.ndarray, lengths: np.ndarray,
                    sep: int | None = 0x2C) -> np.ndarray:
     """The byte strings ``[start, start + length)`` of the buffer, each followed by ``sep``
     (unless None), one after the other, as a uint8 array.
@@ -749,7 +749,7 @@ def _gather_joined(b: _Buffer, starts: np.ndarray, lengths: np.ndarray,
     if not count:
         return np.zeros(0, dtype=np.uint8)
     width = int(lengths.max()) + extra
-    if width <= _Buffer._PAD:
+    if width <= Buffer._PAD:
         rows = np.ndarray((len(b.padded) - width + 1,), dtype=np.dtype((np.void, width)),
                           buffer=b.padded, strides=(1,))
         m = rows[starts].view(np.uint8).reshape(count, width)
@@ -767,10 +767,10 @@ def _gather_joined(b: _Buffer, starts: np.ndarray, lengths: np.ndarray,
     return out
 
 
-def _has_high_byte(b: _Buffer, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def _has_high_byte(b: Buffer, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Whether each byte string ``[start, start + length)`` holds a byte >= 0x80."""
     out = np.zeros(len(starts), dtype=bool)
-    short = lengths <= _Buffer._PAD
+    short = lengths <= Buffer._PAD
     if short.any():  # one gather per string, as a row
         width = int(lengths[short].max(initial=1))
         rows = np.ndarray((len(b.padded) - width + 1,), dtype=np.dtype((np.void, width)),
@@ -783,7 +783,7 @@ def _has_high_byte(b: _Buffer, starts: np.ndarray, lengths: np.ndarray) -> np.nd
     return out
 
 
-def _take_items(log: _RunLog, b: _Buffer, joined: memoryview, got: dict[str, np.ndarray],
+def _take_items(log: _RunLog, b: Buffer, joined: memoryview, got: dict[str, np.ndarray],
                 keys: dict[tuple[int, int], tuple[str, bytes]], texts: dict[str, _JsonTexts],
                 item_types: dict[int, Any], decode_error: type[Exception]) -> None:
     import pandas as pd
@@ -797,13 +797,13 @@ def _take_items(log: _RunLog, b: _Buffer, joined: memoryview, got: dict[str, np.
     # Each distinct key's bytes are parsed once; every item is checked byte for byte against
     # the first item of its hash in the batch, and that one against the bytes seen before.
     width = -(-int(klen.max()) // 8) * 8 if len(klen) else 0
-    key_rows = _rows(b, k0, width)  # each key's bytes in one gather, as aligned words
-    words = [key_rows[:, j] & _WORD_MASKS[np.clip(klen - 8 * j, 0, 8)]
+    key_rows = gather_rows(b, k0, width)  # each key's bytes in one gather, as aligned words
+    words = [key_rows[:, j] & WORD_MASKS[np.clip(klen - 8 * j, 0, 8)]
              for j in range(width // 8)]
     del key_rows
-    h = klen.astype(np.uint64) * _HASH_KEYS[-1] + item_kind.astype(np.uint64)
+    h = klen.astype(np.uint64) * HASH_KEYS[-1] + item_kind.astype(np.uint64)
     for j, word in enumerate(words):
-        h += word * _HASH_KEYS[j]
+        h += word * HASH_KEYS[j]
     h ^= h >> np.uint64(31)
     h *= np.uint64(0x9E3779B97F4A7C15)
     inverse, uniq = pd.factorize(h)  # hashing, not sorting: ids in the order first seen

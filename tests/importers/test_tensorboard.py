@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from grpo_doctor.errors import FormatError, GrpoDoctorError
 from grpo_doctor.importers import LoadOptions, detect_format, load_run, load_runs
 from grpo_doctor.importers import tensorboard as tb
+from grpo_doctor.importers.tensorboard import decode as tb_decode
+from grpo_doctor.importers.tensorboard import framing as tb_framing
 from grpo_doctor.store import Run
 from tests.helpers import REAL_RUNS
 from tests.importers.common import FIXTURES
@@ -140,7 +142,7 @@ def test_hf_text_summary_becomes_config_and_histograms_are_skipped() -> None:
 
 def test_bulk_decoder_agrees_with_record_by_record(monkeypatch: pytest.MonkeyPatch) -> None:
     fast = {f: load_run(FIX / f).frame for f in RUN_FOLDERS}
-    monkeypatch.setattr(tb, "_BULK_MIN_GROUP", 10**9)
+    monkeypatch.setattr(tb_decode, "_BULK_MIN_GROUP", 10**9)
     for folder, frame in fast.items():
         slow = load_run(FIX / folder).frame
         assert frame.equals(slow), folder
@@ -148,13 +150,13 @@ def test_bulk_decoder_agrees_with_record_by_record(monkeypatch: pytest.MonkeyPat
 
 def test_most_records_take_the_bulk_path(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[int] = []
-    original = tb._one_by_one
+    original = tb_decode._one_by_one
 
     def counting(b, pts, idx, *args, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(len(idx))
         return original(b, pts, idx, *args, **kwargs)
 
-    monkeypatch.setattr(tb, "_one_by_one", counting)
+    monkeypatch.setattr(tb_decode, "_one_by_one", counting)
     for folder in ("simple_value", "tensor_float_val", "tensor_content"):
         seen.clear()
         load_run(FIX / folder)
@@ -572,13 +574,14 @@ def test_real_run_reads_the_same_as_the_reference() -> None:
 
 def _count_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
     calls: list[int] = []
-    original = getattr(tb, name)
+    module = {"_walk": tb_framing, "_one_by_one": tb_decode}.get(name, tb)
+    original = getattr(module, name)
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(len(args[2]) if name == "_one_by_one" else 1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(tb, name, counting)
+    monkeypatch.setattr(module, name, counting)
     return calls
 
 
@@ -612,13 +615,13 @@ def test_writer_layouts_stay_on_the_fast_path(tmp_path: Path, layout: str,
 
 def test_smallest_period() -> None:
     sizes = np.array(([40] * 10 + [41] * 40) * 3)
-    assert tb._smallest_period(sizes) == 50  # not 1, though the last 40 sizes are equal
-    assert tb._smallest_period(np.array([5] * 64)) == 1
-    assert tb._smallest_period(np.array([1, 2, 3] * 20 + [1])) == 3
-    assert tb._smallest_period(np.arange(64)) is None
+    assert tb_framing._smallest_period(sizes) == 50  # not 1, though the last 40 sizes are equal
+    assert tb_framing._smallest_period(np.array([5] * 64)) == 1
+    assert tb_framing._smallest_period(np.array([1, 2, 3] * 20 + [1])) == 3
+    assert tb_framing._smallest_period(np.arange(64)) is None
 
 
 def test_crc_rows_are_the_byte_tables() -> None:
-    rows = tb._crc_rows(300)
+    rows = tb_framing._crc_rows(300)
     for d in (0, 1, 7, 8, 63, 64, 299):
-        np.testing.assert_array_equal(rows[d], tb._crc_byte_table(d))
+        np.testing.assert_array_equal(rows[d], tb_framing._crc_byte_table(d))

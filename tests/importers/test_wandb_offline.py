@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from grpo_doctor.errors import FormatError, GrpoDoctorError
 from grpo_doctor.importers import LoadOptions, detect_format, load_run, load_runs
 from grpo_doctor.importers import wandb_offline as wo
+from grpo_doctor.importers._bytes import Buffer
 from grpo_doctor.store import Run
 from tests.importers.common import FIXTURES
 from tests.importers.test_tensorboard import CSV, assert_same
@@ -295,7 +296,7 @@ def test_damaged_real_log_and_framed_junk_never_crash(
 
 
 def _spans_as_records(data: bytes) -> list[bytes] | None:
-    b = wo._Buffer(bytearray(data) + bytes(wo._Buffer._PAD), len(data))
+    b = Buffer(bytearray(data) + bytes(Buffer._PAD), len(data))
     spans = wo._clean_log_spans(b)
     if spans is None:
         return None

@@ -1,0 +1,683 @@
+"""TensorBoard event files (``*tfevents*``): one run per folder that holds event files.
+
+The TFRecord framing is read here, not by tensorboard's loaders: those check CRCs in pure
+Python and keep a 10,000-point reservoir per tag (research note ``importers-research.md`` §1).
+Each record is ``uint64 length | uint32 masked_crc32c(length) | data | uint32
+masked_crc32c(data)``; both CRCs are checked with the ``crc32c`` C package. A record with a
+bad CRC is skipped and noted, a truncated last record (a live run) ends the file quietly with a
+note, and every scalar event is kept.
+
+Scalars come in three encodings: ``simple_value`` (torch, tensorboardX, TF1), a tensor with
+``float_val``/``double_val``/… (``tensorboard.plugins.scalar.summary_v2.scalar_pb``) and a tensor
+with raw ``tensor_content`` bytes (TF2). Tensors count only when their tag's plugin is
+"scalars", or when no plugin was ever named for the tag and the tensor holds a single number.
+
+Speed: most events of one tag differ from its earlier ones only in wall time, step and
+value(s), so records are decoded in bulk with numpy, with no Python step per record:
+
+* Record boundaries: the pattern of record sizes (the tags of a step, in order) repeats. Its
+  period is learnt once per file, from sizes followed one by one over a stretch long enough to
+  hold it twice, and kept from window to window; the next records are guessed to repeat it and
+  the guess is checked against the stored lengths in bulk. Where a guess fails (the step varint
+  one byte longer at 128 and 16,384, an evaluation logged between steps) one period is followed
+  one by one and guessing resumes; only a pattern that keeps failing soon is learnt again.
+* Templates: a record parsed with protobuf becomes a template (its bytes, which bytes vary:
+  wall time, step, each value; each value's tag, dtype and place), for one value per event or
+  several (``_make_template``). Records are gathered as rows (one gather per record: numpy
+  gathers unaligned words one at a time, slowly), keyed by length and tag, and compared with
+  their template byte for byte outside the varying bytes, all templates at once; a record that
+  equals its template is that event with other numbers, read straight from its row.
+* Payload CRCs of those records follow from the template's (CRC-32C is affine): only the
+  varying bytes' shares are added, read from the rows' columns and the values' raw bits.
+* Anything else (first events, histograms, text, records of no template) is parsed record by
+  record. ``_read_simple`` is the plain reader the tests hold all this against.
+
+Memory: a run is read ``_WINDOW`` bytes at a time into compact per-window points, which are
+written into the wide grid window by window; the peak stays near 2.5 times the float64 frame
+however big the file (a file with damaged records is read whole by the same decoder, after its
+framing has checked every CRC, so that its notes are those of the whole file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grpo_doctor.errors import FormatError
+from grpo_doctor.files import read_bytes, read_error, walk
+from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
+from grpo_doctor.importers._bytes import Buffer
+from grpo_doctor.importers._common import truncation_note, walk_files
+from grpo_doctor.importers.incremental import FileIdentity, SeveralRuns, read_from, snapshot
+from grpo_doctor.importers.tensorboard.decode import (
+    _Damaged,
+    _decode,
+    _one_by_one,
+    _Points,
+    _Templates,
+    read_event_file,
+)
+from grpo_doctor.importers.tensorboard.framing import (
+    _U32,
+    _U64,
+    _corruption_notes,
+    _frame,
+    _header_is_valid,
+    _resync,
+    _SizeModel,
+    masked_crc32c,
+)
+from grpo_doctor.live_store import Rows
+from grpo_doctor.store import Run, build_run, check_table_size
+
+_SNIFF_MAX_DEPTH = 4
+_SNIFF_MAX_ENTRIES = 5000
+
+# --- a run's points, read a window at a time --------------------------------------------------
+
+#: Bytes of an event file framed and decoded at a time: memory stays near the frame's size.
+_WINDOW = 1 << 20
+
+
+@dataclass
+class _Chunk:
+    """Points of one stretch of a run's event files, in file order, in compact dtypes:
+    ``code`` is tag id * 2 + (1 if the value was a tensor)."""
+
+    code: np.ndarray
+    step: np.ndarray
+    value: np.ndarray
+
+
+@dataclass
+class _FilePoints:
+    chunks: list[_Chunk] = field(default_factory=list)
+    plugins: list[tuple[str, int, str]] = field(default_factory=list)
+    texts: list[tuple[str, int, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _compact(pts: _Points, tag_ids: dict[str, int]) -> _Chunk | None:
+    """``pts`` as one chunk in file order (``order``), with run-wide tag ids."""
+    if not pts.tag_idx:
+        return None
+    ids = np.array([tag_ids.setdefault(t, len(tag_ids)) for t in pts.tags], dtype=np.int64)
+    parts = len(pts.tag_idx)
+    tag = ids[pts.tag_idx[0]] if parts == 1 else ids[np.concatenate(pts.tag_idx)]
+    order = pts.order[0] if parts == 1 else np.concatenate(pts.order)
+    # Bulk groups are runs in file order: the stable sort (timsort) merges them cheaply.
+    by_order = np.argsort(order, kind="stable")
+    tensor = pts.tensor[0] if parts == 1 else np.concatenate(pts.tensor)
+    code = tag[by_order] * 2 + tensor[by_order]
+    step = (pts.steps[0] if parts == 1 else np.concatenate(pts.steps))[by_order]
+    value = (pts.values[0] if parts == 1 else np.concatenate(pts.values))[by_order]
+    code = code.astype(np.int16 if len(tag_ids) < 2**14 else np.int32)
+    if len(step) and step.min() >= -(2**31) and step.max() < 2**31:
+        step = step.astype(np.int32)
+    small = value.astype(np.float32)
+    if np.array_equal(small, value, equal_nan=True):  # float32 values: kept exactly
+        value = small
+    return _Chunk(code, step, value)
+
+
+def _shift_orders(pts: _Points, base: int) -> None:
+    """Window-relative record numbers in ``pts`` to file-relative ones."""
+    if not base:
+        return
+    shift = base << 8
+    pts.order = [o + shift for o in pts.order]
+    pts.plugins = [(t, o + shift, p) for t, o, p in pts.plugins]
+    pts.texts = [(t, o + shift, x) for t, o, x in pts.texts]
+
+
+def _read_points(path: Path, file_no: int, tag_ids: dict[str, int]) -> _FilePoints:
+    """Every scalar point in one event file, as chunks.
+
+    The file is read ``_WINDOW`` bytes at a time, each window ending at a record boundary,
+    so that memory is bounded by the points, not the file. Notes and order are those of
+    ``read_event_file``: should a window hold anything but clean records (corruption, an
+    unreadable record), the whole file is read again at once by ``read_event_file``.
+    """
+    label = str(path)
+    out = _FilePoints()
+    try:
+        with path.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            pos = 0  # file offset of the window
+            rec_base = 0  # records before the window
+            want = _WINDOW
+            model = _SizeModel()  # learnt in the first window, checked in the others
+            templates = _Templates()
+            while True:
+                n = min(want, size - pos)
+                padded = bytearray(n + Buffer._PAD)
+                fh.seek(pos)
+                got = fh.readinto(memoryview(padded)[:n])
+                b = Buffer(padded, got)
+                at_end = pos + got >= size or got < n
+                try:
+                    fr = _frame(b, label, model, payloads=False)
+                except FormatError:
+                    if pos == 0:
+                        raise
+                    return _read_whole(path, file_no, tag_ids)
+                count = len(fr.offsets)
+                stop = int(fr.offsets[-1] + fr.lengths[-1] + 16) if count else 0
+                if fr.notes:
+                    if len(fr.notes) > 1 or not fr.notes[0].startswith("truncated final"):
+                        return _read_whole(path, file_no, tag_ids)
+                    if at_end:
+                        fr.notes = [truncation_note(pos + stop)]
+                    else:
+                        fr.notes = []
+                        if not count:  # one record longer than the window: widen it
+                            (length,) = _U64.unpack_from(b.data, 0)
+                            want = max(want, int(length) + 16)
+                            continue
+                try:
+                    pts = _decode(b, fr, file_no, label, templates, verify=True)
+                except _Damaged:
+                    return _read_whole(path, file_no, tag_ids)
+                if len(pts.notes) > len(fr.notes):
+                    return _read_whole(path, file_no, tag_ids)
+                _shift_orders(pts, rec_base)
+                chunk = _compact(pts, tag_ids)
+                if chunk is not None:
+                    out.chunks.append(chunk)
+                out.plugins.extend(pts.plugins)
+                out.texts.extend(pts.texts)
+                out.notes.extend(pts.notes)
+                if at_end or not count:
+                    return out
+                pos += stop
+                rec_base += count
+                want = _WINDOW
+    except OSError as exc:
+        raise read_error(path, exc) from exc
+
+
+def _read_whole(path: Path, file_no: int, tag_ids: dict[str, int]) -> _FilePoints:
+    pts = read_event_file(path, file_no)
+    chunk = _compact(pts, tag_ids)
+    return _FilePoints([chunk] if chunk is not None else [], pts.plugins, pts.texts, pts.notes)
+
+
+def _read_simple(path: Path, file_no: int, tag_ids: dict[str, int]) -> _FilePoints:
+    """The reference reader the fast one is tested against: the whole file at once, records
+    followed one at a time, both CRCs checked per record, every record parsed by protobuf.
+    Slow, and meant to stay obviously right: it shares only ``_one_by_one`` and the run
+    assembly with the fast path."""
+    from google.protobuf.message import DecodeError
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    data = read_bytes(path)
+    label = str(path)
+    n = len(data)
+    if n == 0:
+        raise FormatError(f"{label}: the file is empty")
+    if n < 12 or not _header_is_valid(data, 0):
+        raise FormatError(f"{label}: not a TensorBoard event file (no valid record at byte 0)")
+    good: list[int] = []
+    lengths: list[int] = []
+    corrupt: list[int] = []
+    truncated_at: int | None = None
+    pos: int | None = 0
+    while pos is not None and pos < n:
+        if n - pos < 12:
+            truncated_at = pos
+            break
+        if not _header_is_valid(data, pos):
+            corrupt.append(pos)  # a length that cannot be trusted: the next valid header
+            pos = next((q for q in range(pos + 1, n - 11) if _header_is_valid(data, q)), None)
+            continue
+        (length,) = _U64.unpack_from(data, pos)
+        if pos + 16 + length > n:
+            truncated_at = pos
+            break
+        (stored,) = _U32.unpack_from(data, pos + 12 + length)
+        if masked_crc32c(data[pos + 12 : pos + 12 + length]) == stored:
+            good.append(pos)
+            lengths.append(length)
+        else:
+            corrupt.append(pos)
+        pos += 16 + length
+    notes = _corruption_notes(corrupt, truncated_at)
+    b = Buffer(bytearray(data) + bytes(Buffer._PAD), n)
+    offsets = np.asarray(good, dtype=np.int64)
+    s = offsets + 12
+    e = s + np.asarray(lengths, dtype=np.int64)
+    order = (np.int64(file_no) << np.int64(48)) | (np.arange(len(s), dtype=np.int64) << 8)
+    pts = _Points(notes=notes)
+    _one_by_one(b, pts, np.arange(len(s)), s, e, offsets, order, Event, DecodeError, label)
+    chunk = _compact(pts, tag_ids)
+    return _FilePoints([chunk] if chunk is not None else [], pts.plugins, pts.texts, pts.notes)
+
+
+_malloc_trim: Any = None
+
+
+def _return_freed_memory() -> None:
+    """Give the heap memory freed so far back to the OS (glibc only; elsewhere nothing).
+
+    Reading a big file leaves megabytes of freed temporaries in the heap, which glibc keeps,
+    while the grid and the frame are then mapped afresh: without this the resident set would
+    hold both.
+    """
+    global _malloc_trim
+    if _malloc_trim is None:
+        _malloc_trim = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+            except (OSError, AttributeError):
+                pass
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+def _kept(chunk: _Chunk, refused: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A chunk's (tag, step, value) without the tensors of refused tags."""
+    code = chunk.code
+    if refused is None:
+        return code >> 1, chunk.step, chunk.value
+    tag = code >> 1
+    keep = ~(((code & 1) == 1) & refused[tag])
+    return tag[keep], chunk.step[keep], chunk.value[keep]
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` by sorting (numpy 2.4's hashing unique takes ~0.5 s per 1M ints)."""
+    s = np.sort(values)
+    return s[np.concatenate(([True], s[1:] != s[:-1]))] if len(s) else s
+
+
+def _grid(chunks: list[_Chunk], refused: np.ndarray | None, n_tags: int, source: str = ""
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None:
+    """Wide grid (steps x used tags) of the chunks, the last point logged winning each cell.
+
+    Returns (steps, used tag ids in first-logged order, grid, logged-NaN mask, points
+    replaced), or None when no point is kept. Chunks are in file order, so writing them in
+    turn leaves the last point logged in each cell; each is dropped from ``chunks`` once
+    written, so that the points and the grid are not held in full at once.
+    """
+    first_seen = np.full(n_tags, np.iinfo(np.int64).max, dtype=np.int64)
+    step_sets = []
+    total = 0
+    for chunk in chunks:
+        tag, step, _value = _kept(chunk, refused)
+        if len(tag):
+            np.minimum.at(first_seen, tag, np.arange(total, total + len(tag)))
+            step_sets.append(_distinct(step))
+            total += len(tag)
+    if not total:
+        return None
+    steps = _distinct(np.concatenate(step_sets)).astype(np.int64)
+    used = np.flatnonzero(first_seen < np.iinfo(np.int64).max)
+    used = used[np.argsort(first_seen[used], kind="stable")]
+    column = np.full(n_tags, -1, dtype=np.int64)
+    column[used] = np.arange(len(used))
+    check_table_size(source, len(steps), len(used), total)
+    grid = np.full((len(steps), len(used)), np.nan, dtype=np.float64)
+    written = np.zeros(grid.shape, dtype=bool)
+    cells = grid.reshape(-1)
+    marks = written.reshape(-1)
+    n_written = 0
+    for i, chunk in enumerate(chunks):
+        chunks[i] = None  # type: ignore[call-overload]
+        tag, step, value = _kept(chunk, refused)
+        if not len(tag):
+            continue
+        cell = np.searchsorted(steps, step) * len(used) + column[tag]
+        marks[cell] = True
+        now = int(np.count_nonzero(marks))
+        if now - n_written < len(cell):
+            # A cell written twice (here or before): keep this chunk's last point per cell.
+            _, last = np.unique(cell[::-1], return_index=True)
+            last = len(cell) - 1 - last
+            cell, value = cell[last], value[last]
+        cells[cell] = value
+        n_written = now
+    explicit = written & np.isnan(grid)
+    return steps, used, grid, explicit, total - n_written
+
+
+# --- one run from its event files -------------------------------------------------------------
+
+
+def _text_config(texts: list[tuple[str, int, str]]) -> dict[str, Any]:
+    """Hugging Face writes TrainingArguments (and the model config) as JSON text summaries."""
+    config: dict[str, Any] = {}
+    for tag, _order, text in sorted(texts, key=lambda t: t[1]):
+        if not tag.endswith("text_summary"):
+            continue
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(parsed, dict):
+            continue
+        name = tag[: -len("/text_summary")] if tag.endswith("/text_summary") else tag
+        if name in ("args", "hparams", "config"):
+            config.update(parsed)
+        else:
+            config[name] = parsed
+    return config
+
+
+def _event_file_key(path: Path) -> tuple[int, str]:
+    m = re.search(r"tfevents\.(\d+)", path.name)
+    return (int(m.group(1)) if m else 0, path.name)
+
+
+def _load_run(name: str, files: list[Path], source: str, options: LoadOptions,
+              read: Callable[[Path, int, dict[str, int]], _FilePoints] | None = None
+              ) -> Run | None:
+    """One run from its event files, oldest first; None when they hold no scalar. ``read``
+    reads one file's points (``_read_points``; tests pass ``_read_simple``)."""
+    read = read or _read_points
+    files = sorted(files, key=_event_file_key)
+    notes: list[str] = []
+    errors: list[FormatError] = []
+    tag_ids: dict[str, int] = {}  # run-wide tag ids
+    chunks: list[_Chunk] = []
+    plugins: list[tuple[str, int, str]] = []
+    texts: list[tuple[str, int, str]] = []
+    files_read = files_with_points = 0
+    for file_no, path in enumerate(files):
+        try:
+            got = read(path, file_no, tag_ids)
+        except FormatError as exc:
+            if len(files) == 1:
+                raise
+            errors.append(exc)
+            notes.append(f"{path.name}: skipped ({str(exc).split(': ', 1)[-1]})")
+            continue
+        prefix = f"{path.name}: " if len(files) > 1 else ""
+        notes.extend(prefix + note for note in got.notes)
+        files_read += 1
+        if got.chunks:
+            files_with_points += 1
+            chunks.extend(got.chunks)
+        plugins.extend(got.plugins)
+        texts.extend(got.texts)
+    got = None  # the chunks list alone holds the points: _grid frees them as it goes
+    _return_freed_memory()
+    if not files_read and errors:
+        raise errors[0]
+    if not chunks:
+        return None
+
+    # A tensor counts only when its tag's plugin (from the first event naming one) is
+    # "scalars", or when no plugin was ever named for the tag.
+    plugin_of: dict[str, str] = {}
+    for t, _o, plugin in sorted(plugins, key=lambda x: x[1]):
+        plugin_of.setdefault(t, plugin)
+    names = [""] * len(tag_ids)
+    for t, i in tag_ids.items():
+        names[i] = t
+    refused = np.array([plugin_of.get(t, "") not in ("", "scalars") for t in names], dtype=bool)
+    pivoted = _grid(chunks, refused if refused.any() else None, len(names), source)
+    if pivoted is None:
+        return None
+    frame_steps, used, grid, explicit, n_replaced = pivoted
+    _return_freed_memory()
+
+    import pandas as pd
+
+    columns = [names[i] for i in used]
+    frame = pd.DataFrame(grid, columns=columns, copy=False)
+    explicit_nan = {columns[j]: explicit[:, j] for j in range(len(used)) if explicit[:, j].any()}
+    restarts = max(files_with_points - 1, 0)
+    if restarts:
+        notes.append(
+            f"{files_with_points} event files merged ({restarts} restart(s)); where steps "
+            f"overlap the later file's value is kept ({n_replaced} value(s) replaced)"
+        )
+    return build_run(
+        frame, name=name, source=source, format="tensorboard",
+        steps=frame_steps if options.step_column is None else None,
+        step_column=options.step_column, config=_text_config(texts),
+        column_map=options.column_map, explicit_nan=explicit_nan, notes=notes,
+        restarts=restarts,
+    )
+
+
+def _pivot(tag: np.ndarray, step: np.ndarray, value: np.ndarray, order: np.ndarray,
+           n_tags: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Wide grid (steps x tags), the last point logged winning each cell; logged-NaN mask."""
+    steps, row = np.unique(step, return_inverse=True)
+    cell = row.astype(np.int64) * n_tags + tag
+    n_cells = len(steps) * n_tags
+    counts = np.bincount(cell, minlength=n_cells)
+    n_replaced = int(len(cell) - np.count_nonzero(counts))
+    if n_replaced:
+        latest = np.full(n_cells, np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(latest, cell, order)
+        win = order == latest[cell]
+        cell, value = cell[win], value[win]
+    grid = np.full(n_cells, np.nan, dtype=np.float64)
+    grid[cell] = value
+    explicit = np.zeros(n_cells, dtype=bool)
+    explicit[cell] = np.isnan(value)
+    return steps, grid.reshape(len(steps), n_tags), explicit.reshape(len(steps), n_tags), n_replaced
+
+
+# --- discovery, sniffing, loading -------------------------------------------------------------
+
+
+def _is_event_file(name: str) -> bool:
+    return "tfevents" in name
+
+
+def _sniff(path: Path, head: bytes) -> int:
+    try:
+        if path.is_dir():
+            return 90 if any(
+                _is_event_file(p.name)
+                for p in walk_files(path, _SNIFF_MAX_DEPTH, _SNIFF_MAX_ENTRIES)
+            ) else 0
+    except OSError:
+        return 0
+    if _header_is_valid(head):
+        return 95 if _is_event_file(path.name) else 80
+    # Named like an event file but not one: a low claim, so that a sniffer recognising the
+    # content (a CSV named *tfevents*) wins, and otherwise the error says what is wrong.
+    return 10 if _is_event_file(path.name) else 0
+
+
+def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
+    """(run name, event files, source) for each folder that directly holds event files."""
+    if path.is_file():
+        return [(path.resolve().parent.name or path.name, [path], str(path))]
+    by_folder: dict[Path, list[Path]] = {}
+    # No recursion (a deep tree is no RecursionError); a linked folder is read, each folder once.
+    for folder, _dirs, files in walk(path, follow_links=True):
+        found = [Path(e.path) for e in files if _is_event_file(e.name)]
+        found = [f for f in found if f.is_file()]
+        if found:
+            by_folder[folder] = found
+    out = []
+    for folder, files in by_folder.items():
+        rel = folder.relative_to(path).as_posix()
+        name = path.resolve().name if rel == "." else rel
+        out.append((name, files, str(folder)))
+    return out
+
+
+def _load(path: Path, options: LoadOptions,
+          read: Callable[[Path, int, dict[str, int]], _FilePoints] | None = None) -> list[Run]:
+    found = _discover(path)
+    if not found:
+        raise FormatError(f"{path}: no TensorBoard event files (*tfevents*) found")
+    if options.run is not None and any(name == options.run for name, _, _ in found):
+        found = [f for f in found if f[0] == options.run]
+    runs = []
+    for name, files, source in found:
+        run = _load_run(name, files, source, options, read)
+        if run is not None:
+            runs.append(run)
+        elif len(found) == 1:
+            what = "file" if len(files) == 1 else "files"
+            where = files[0] if len(files) == 1 else source
+            raise FormatError(f"{where}: no scalar events in TensorBoard {what}")
+    if not runs:
+        raise FormatError(f"{path}: no scalar events in any TensorBoard file")
+    return runs
+
+
+# --- a growing run, read record by record from where each file left off (``watch``) -------------
+
+
+@dataclass(frozen=True)
+class _FileTail:
+    offset: int = 0  # end of the last complete record consumed
+    identity: FileIdentity = field(default_factory=FileIdentity)
+    records: int = 0
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """Where reading a growing TensorBoard run resumes: the run (found at the first read) and
+    each of its event files' tail, and the plugin named for each tag so far."""
+
+    name: str | None = None
+    run_source: str = ""
+    folder: Path | None = None  # None: the run is one event file
+    files: Mapping[Path, _FileTail] = field(default_factory=dict)
+    plugin_of: Mapping[str, str] = field(default_factory=dict)
+
+
+def _tail_files(path: Path, state: _Tail, options: LoadOptions) -> tuple[_Tail, list[Path] | None]:
+    """The run's event files now (None: no run yet); the run is found at the first call."""
+    if state.name is None:
+        found = _discover(path)
+        if options.run is not None:
+            found = [f for f in found if f[0] == options.run]
+        if not found:
+            return state, None
+        if len(found) > 1:
+            raise SeveralRuns(str(path), [f[0] for f in found])
+        name, _files, run_source = found[0]
+        folder = None if path.is_file() else Path(run_source)
+        state = replace(state, name=name, run_source=run_source, folder=folder)
+    if state.folder is None:
+        return state, [path]
+    try:
+        files = [p for p in state.folder.iterdir() if _is_event_file(p.name) and p.is_file()]
+    except OSError:
+        return state, []
+    return state, sorted(files, key=_event_file_key)
+
+
+def _read_new(path: Path, state: _Tail | None, options: LoadOptions, final: bool) -> Delta:
+    """The points appended to the run's event files since ``state``, one row per step. A new
+    file, a corrupt record, a text summary, or a tag's first plugin is structural."""
+    state, files = _tail_files(path, state or _Tail(), options)
+    if files is None:
+        return Delta(Rows(), state)
+    structural = False
+    parts: list[Rows] = []
+    tails = dict(state.files)
+    plugin_of = dict(state.plugin_of)
+    for file in files:
+        tail = tails.get(file)
+        if tail is None:
+            tail = _FileTail()
+            structural = True
+        new, identity = tail.identity.changed(file)
+        tail = replace(tail, identity=identity)
+        if new:
+            rows, odd, tail = _read_tail(file, tail, plugin_of)
+            tail = replace(tail, identity=tail.identity.marked(file, tail.offset))
+            structural = structural or odd
+            if rows is not None:
+                parts.append(rows)
+        tails[file] = tail
+    state = replace(state, files=tails, plugin_of=plugin_of)
+    return Delta(Rows.concat(parts), state, structural)
+
+
+def _read_tail(path: Path, tail: _FileTail, plugin_of: dict[str, str]
+               ) -> tuple[Rows | None, bool, _FileTail]:
+    """The whole records after ``tail`` in one event file, pivoted to rows (``plugin_of``
+    gains the plugins named there); whether anything but clean scalar records was read."""
+    data = read_from(path, tail.offset)
+    if len(data) < 12:
+        return None, False, tail
+    buf = Buffer(bytearray(data) + bytes(Buffer._PAD), len(data))
+    try:
+        framing = _frame(buf, str(path))
+    except FormatError:
+        # No record starts where the last one ended: corruption. Skip to the next header.
+        nxt = _resync(buf, 1)
+        if nxt is None:
+            return None, False, tail
+        rows, _odd, tail = _read_tail(path, replace(tail, offset=tail.offset + nxt), plugin_of)
+        return rows, True, tail
+    if not len(framing.offsets):
+        return None, False, tail
+    odd = any(not n.startswith("truncated final record") for n in framing.notes)
+    points = _decode(buf, framing, 0, str(path))
+    odd = odd or bool(points.texts) or len(points.notes) > len(framing.notes)
+    tail = replace(tail, offset=tail.offset + int(framing.offsets[-1] + framing.lengths[-1] + 16),
+                   records=tail.records + len(framing.offsets))
+    for name, _order, plugin in sorted(points.plugins, key=lambda t: t[1]):
+        if name not in plugin_of:
+            plugin_of[name] = plugin
+            odd = True  # a plugin named for the first time may refuse earlier points
+    if not points.tag_idx:
+        return None, odd, tail
+    tag = np.concatenate(points.tag_idx)
+    step = np.concatenate(points.steps)
+    value = np.concatenate(points.values)
+    order = np.concatenate(points.order)
+    tensor = np.concatenate(points.tensor)
+    refused = np.array([plugin_of.get(t, "") not in ("", "scalars") for t in points.tags],
+                       dtype=bool)
+    keep = ~(tensor & refused[tag])
+    if not keep.any():
+        return None, odd, tail
+    steps, grid, explicit, _ = _pivot(tag[keep], step[keep], value[keep], order[keep],
+                                      len(points.tags))
+    present = ~np.isnan(grid) | explicit
+    cols = np.flatnonzero(present.any(axis=0))
+    rows = Rows({points.tags[j]: grid[:, j] for j in cols},
+                {points.tags[j]: explicit[:, j] for j in cols},
+                steps.astype(np.float64), 0, len(steps))
+    return rows, odd, tail
+
+
+def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | None:
+    """The run ``_load`` reads from the records ``state`` has consumed of each file."""
+    if state is None or state.name is None:
+        return None
+    files = [(p, t.offset) for p, t in state.files.items() if t.offset > 0]
+    if not files:
+        return None
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="grpo-doctor-watch-") as tmp:
+        copies = [snapshot(p, size, Path(tmp)) for p, size in files]
+        try:
+            return _load_run(state.name, copies, state.run_source, options)
+        except FormatError:
+            return None
+
+
+IMPORTER = Importer(
+    name="tensorboard",
+    sniff=_sniff,
+    load=_load,
+    reads_folders=True,
+    incremental=Incremental(read=_read_new, load=_load_read, policy="update"),
+)
