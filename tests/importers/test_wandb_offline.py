@@ -22,6 +22,8 @@ from grpo_doctor.errors import FormatError, GrpoDoctorError
 from grpo_doctor.importers import LoadOptions, detect_format, load_run, load_runs
 from grpo_doctor.importers import wandb_offline as wo
 from grpo_doctor.importers._bytes import Buffer
+from grpo_doctor.importers.wandb_offline import bulk as wo_bulk
+from grpo_doctor.importers.wandb_offline import log as wo_log
 from grpo_doctor.store import Run
 from tests.importers.common import FIXTURES
 from tests.importers.test_tensorboard import CSV, assert_same
@@ -297,7 +299,7 @@ def test_damaged_real_log_and_framed_junk_never_crash(
 
 def _spans_as_records(data: bytes) -> list[bytes] | None:
     b = Buffer(bytearray(data) + bytes(Buffer._PAD), len(data))
-    spans = wo._clean_log_spans(b)
+    spans = wo_log._clean_log_spans(b)
     if spans is None:
         return None
     buf, starts, ends = spans
@@ -363,7 +365,7 @@ def test_numbers_in_bulk_equal_json(tokens: list[str]) -> None:
 
     data = "".join(tokens).encode()
     lengths = np.array([len(t.encode()) for t in tokens], dtype=np.int32)
-    got = wo._json_numbers(data, lengths)
+    got = wo_bulk._json_numbers(data, lengths)
     want = reference()
     if want is None:
         assert got is None  # not every token a JSON number: left to json.loads
@@ -375,17 +377,17 @@ def test_numbers_in_bulk_equal_json(tokens: list[str]) -> None:
 
 def test_plain_numbers_take_the_bulk_parser(monkeypatch: pytest.MonkeyPatch) -> None:
     parsed: list[bool] = []
-    original = wo._JsonTexts.numbers
+    original = wo_bulk._JsonTexts.numbers
 
-    def numbers(self: wo._JsonTexts) -> np.ndarray | None:
+    def numbers(self: wo_bulk._JsonTexts) -> np.ndarray | None:
         got = original(self)
         parsed.append(got is not None)
         return got
 
-    monkeypatch.setattr(wo._JsonTexts, "numbers", numbers)
+    monkeypatch.setattr(wo_bulk._JsonTexts, "numbers", numbers)
     fast = load_run(HF_DIR)
     assert parsed and sum(parsed) >= len(parsed) - 1  # every key of numbers, in bulk
-    monkeypatch.setattr(wo._JsonTexts, "numbers", lambda self: None)
+    monkeypatch.setattr(wo_bulk._JsonTexts, "numbers", lambda self: None)
     slow = load_run(HF_DIR)  # json.loads of the same texts
     assert list(fast.frame.columns) == list(slow.frame.columns)
     np.testing.assert_array_equal(fast.frame.to_numpy(), slow.frame.to_numpy())

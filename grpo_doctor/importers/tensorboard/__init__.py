@@ -36,6 +36,9 @@ Memory: a run is read ``_WINDOW`` bytes at a time into compact per-window points
 written into the wide grid window by window; the peak stays near 2.5 times the float64 frame
 however big the file (a file with damaged records is read whole by the same decoder, after its
 framing has checked every CRC, so that its notes are those of the whole file).
+
+Modules: ``framing`` (records and CRCs), ``decode`` (records into points, record by record
+and in bulk); this one reads windows into a run's grid, finds runs and follows live files.
 """
 
 from __future__ import annotations
