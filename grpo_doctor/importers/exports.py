@@ -9,16 +9,14 @@ The export holds only the points the chart drew (sampled), which a note says.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Importer, LoadOptions
-from grpo_doctor.importers._common import HEAD_BYTES, first_line, looks_like_text
-from grpo_doctor.importers.csv_table import read_csv_frame
+from grpo_doctor.importers._common import HEAD_BYTES, looks_like_text
+from grpo_doctor.importers._csv import csv_header, read_csv_frame
 from grpo_doctor.metrics import find_step_column
 from grpo_doctor.store import Run, build_run
 
@@ -33,14 +31,6 @@ def split_run_metric(column: str) -> tuple[str, str] | None:
     run, _, metric = column.rpartition(_SEP)
     run, metric = run.strip(), metric.strip()
     return (run, metric) if run and metric else None
-
-
-def csv_header(head: bytes) -> list[str]:
-    """The column names in the first line of a CSV head (empty when it cannot be parsed)."""
-    try:
-        return next(csv.reader(io.StringIO(first_line(head))), [])
-    except csv.Error:
-        return []
 
 
 def _sniff(path: Path, head: bytes) -> int:

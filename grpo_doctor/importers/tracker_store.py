@@ -3,7 +3,7 @@
 Their runs are read directly, never through the trackers' packages: a SQLite file is opened
 read-only with the standard library (one-line errors for a locked, damaged or unreadable
 database), and each run's points, a (step, key, value) row per logged value, are pivoted with
-the long-CSV importer's ``long_frame`` (a value logged twice at one step: the last one logged
+``_long.long_frame`` (a value logged twice at one step: the last one logged
 is kept and counted) into a :class:`~grpo_doctor.store.Run`.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
 from grpo_doctor.importers import LoadOptions
-from grpo_doctor.importers.exports_long import Wide, long_frame
+from grpo_doctor.importers._long import Wide, long_frame
 from grpo_doctor.store import Run, build_run
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

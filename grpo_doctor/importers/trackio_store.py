@@ -30,7 +30,7 @@ import numpy as np
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers._common import head_of, to_number
-from grpo_doctor.importers.exports_long import Wide
+from grpo_doctor.importers._long import Wide
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
     build_runs,
