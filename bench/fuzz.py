@@ -85,8 +85,8 @@ def _parser(target: str):  # -> Callable[[Path], object]
         from grpo_doctor.importers.wandb_offline import _build_frame, read_wandb_log
 
         return lambda path: _build_frame(read_wandb_log(path))
-    from grpo_doctor.importers.console import parse_console
     from grpo_doctor.importers._common import read_text
+    from grpo_doctor.importers.console import parse_console
 
     return lambda path: parse_console(read_text(path))
 
