@@ -37,9 +37,9 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers._common import HEAD_BYTES, looks_like_text, read_text, to_number
 from grpo_doctor.importers._records import Record, flatten, numeric_record, records_frame
+from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import TextPosition, read_lines, rows_from_records
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers._common import first_line, looks_like_text
 from grpo_doctor.importers._csv import read_csv_frame
+from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import TextPosition, prefix_loader, read_lines
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import find_run_column

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers._common import HEAD_BYTES, looks_like_text
 from grpo_doctor.importers._csv import csv_header, read_csv_frame
+from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.metrics import find_step_column
 from grpo_doctor.store import Run, build_run
 

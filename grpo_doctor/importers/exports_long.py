@@ -12,10 +12,10 @@ from pathlib import Path
 import pandas as pd
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers._common import looks_like_text
 from grpo_doctor.importers._csv import csv_header, read_csv_frame
 from grpo_doctor.importers._long import long_frame, numeric_values
+from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.metrics import find_step_column
 from grpo_doctor.store import Run, build_run
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers._common import head_of, looks_like_text
 from grpo_doctor.importers._csv import csv_header, read_csv_frame
 from grpo_doctor.importers._long import long_frame, numeric_values
+from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.metrics import ALIASES, map_columns, normalize_key
 from grpo_doctor.store import Run, build_run
 

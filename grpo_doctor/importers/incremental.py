@@ -21,8 +21,9 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.files import walk
-from grpo_doctor.importers import Delta, Importer, LoadOptions, detect_format, importer_named
+from grpo_doctor.importers import detect_format, importer_named
 from grpo_doctor.importers._common import read_head
+from grpo_doctor.importers.base import Delta, Importer, LoadOptions
 from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run
 

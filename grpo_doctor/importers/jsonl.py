@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers._common import looks_like_text, read_text
 from grpo_doctor.importers._records import Record, flatten, numeric_record, records_frame
+from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import (
     TextPosition,
     prefix_loader,

@@ -35,8 +35,8 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.files import read_error
-from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers._common import read_text, to_number
+from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
     build_runs,

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers._common import read_json, to_number
+from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.console import (
     Table,
     log_to_run,

@@ -16,8 +16,8 @@ import pandas as pd
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError
 from grpo_doctor.files import human_bytes, max_read_bytes
-from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers._common import read_json
+from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.store import Run, build_run
 
 _MAGIC = b"PAR1"

@@ -26,13 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
-from grpo_doctor.importers import (
-    Importer,
-    LoadOptions,
-    detect_format,
-    importer_named,
-)
+from grpo_doctor.importers import detect_format, importer_named
 from grpo_doctor.importers._common import head_of, walk_files
+from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.trainer_state import STATE_FILE
 from grpo_doctor.store import Run
 

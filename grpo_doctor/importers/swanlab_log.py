@@ -30,8 +30,8 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.files import read_bytes
-from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers._common import has_magic, read_text
+from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.tracker_store import TrackedRun, build_runs, read_each
 from grpo_doctor.importers.wandb_offline.log import iter_log_records
 from grpo_doctor.store import Run

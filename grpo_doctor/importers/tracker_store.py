@@ -22,8 +22,8 @@ from urllib.parse import quote
 import numpy as np
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
-from grpo_doctor.importers import LoadOptions
 from grpo_doctor.importers._long import Wide, long_frame
+from grpo_doctor.importers.base import LoadOptions
 from grpo_doctor.store import Run, build_run
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

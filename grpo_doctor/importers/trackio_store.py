@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers._common import head_of, to_number
 from grpo_doctor.importers._long import Wide
+from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
     build_runs,

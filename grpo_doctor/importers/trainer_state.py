@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.importers import Importer, LoadOptions
 from grpo_doctor.importers._common import looks_like_text, read_json
 from grpo_doctor.importers._records import numeric_record, records_frame
+from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.store import Run, build_run
 
 STATE_FILE = "trainer_state.json"

@@ -45,7 +45,7 @@ from urllib.parse import urlparse
 
 from grpo_doctor.atomic import write_atomic
 from grpo_doctor.errors import ConfigError, FetchError, GrpoDoctorError
-from grpo_doctor.importers import LoadOptions
+from grpo_doctor.importers.base import LoadOptions
 from grpo_doctor.remote.wandb_cache import (
     cache_paths,
     clean_stale_temps,

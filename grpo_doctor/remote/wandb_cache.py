@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from grpo_doctor.errors import FetchError
-from grpo_doctor.importers import LoadOptions
+from grpo_doctor.importers.base import LoadOptions
 from grpo_doctor.store import Run
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}")

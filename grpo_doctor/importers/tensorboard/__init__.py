@@ -56,9 +56,9 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.files import read_bytes, read_error, walk
-from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers._bytes import Buffer
 from grpo_doctor.importers._common import truncation_note, walk_files
+from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import FileIdentity, SeveralRuns, read_from, snapshot
 from grpo_doctor.importers.tensorboard.decode import (
     _Damaged,

@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers._bytes import Buffer
 from grpo_doctor.importers._common import has_magic, walk_files
+from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import (
     FileIdentity,
     SeveralRuns,
