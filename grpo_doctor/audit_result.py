@@ -84,6 +84,17 @@ class AuditedRun:
         return {**self.record, "audit": audit}
 
 
+def read_json_option(path: str, missing: str, invalid: str) -> Any:
+    """A JSON file a user named in an option (a baseline, a shard report): a file that is not
+    there or not JSON is a usage error (exit 2), said in one line."""
+    if not os.path.lexists(path):
+        raise ConfigError(f"{path}: {missing}")
+    try:
+        return read_json(Path(path), invalid)
+    except GrpoDoctorError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class Baseline:
     """Accepted findings: (run name, source relative to the root, mode) -> status."""
@@ -98,12 +109,8 @@ class Baseline:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Baseline:
         where = os.fspath(path)
-        if not os.path.lexists(where):
-            raise ConfigError(f"{where}: baseline not found (write one with --write-baseline)")
-        try:
-            data = read_json(Path(where), "the baseline is not valid JSON")
-        except GrpoDoctorError as exc:
-            raise ConfigError(str(exc)) from None
+        data = read_json_option(where, "baseline not found (write one with --write-baseline)",
+                                "the baseline is not valid JSON")
         if not isinstance(data, dict):
             data = {}
         items = data.get("findings")

@@ -24,9 +24,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from grpo_doctor.audit_result import AuditedRun, AuditError, AuditResult, Baseline, labelled
+from grpo_doctor.audit_result import (
+    AuditedRun,
+    AuditError,
+    AuditResult,
+    Baseline,
+    labelled,
+    read_json_option,
+)
 from grpo_doctor.discovery import newest_mtime
-from grpo_doctor.errors import ConfigError, GrpoDoctorError
+from grpo_doctor.errors import ConfigError
 from grpo_doctor.findings import SCHEMA_VERSION, Status
 from grpo_doctor.rules.knobs import BY_NAME as KNOBS
 from grpo_doctor.rules.knobs import configured_value
@@ -78,15 +85,8 @@ def run_context(run: Run) -> dict[str, Any]:
 
 def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     """One audit JSON report, checked to be one."""
-    from grpo_doctor.importers._common import read_json
-
     where = os.fspath(path)
-    if not os.path.lexists(where):
-        raise ConfigError(f"{where}: no such file")
-    try:
-        doc = read_json(Path(where), "not valid JSON")
-    except GrpoDoctorError as exc:
-        raise ConfigError(str(exc)) from None
+    doc = read_json_option(where, "no such file", "not valid JSON")
     if not (isinstance(doc, dict) and doc.get("schema_version") == SCHEMA_VERSION
             and isinstance(doc.get("runs"), list) and isinstance(doc.get("errors"), list)
             and isinstance(doc.get("summary"), dict)):

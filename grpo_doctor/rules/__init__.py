@@ -25,11 +25,16 @@ _MODULES = [
 
 
 def _load() -> tuple[Rule, ...]:
-    rules = tuple(importlib.import_module(f"grpo_doctor.rules.{m}").RULE for m in _MODULES)
-    for rule in rules:
+    rules = []
+    for name in _MODULES:
+        module = importlib.import_module(f"grpo_doctor.rules.{name}")
+        rule = module.RULE
         if rule.detect is _unbound:
             raise TypeError(f"rule {rule.id}: no function decorated with @RULE.detects")
-    return rules
+        if not rule.doc:  # the module docstring is the rule's documentation
+            object.__setattr__(rule, "doc", module.__doc__ or "")
+        rules.append(rule)
+    return tuple(rules)
 
 
 RULES: tuple[Rule, ...] = _load()

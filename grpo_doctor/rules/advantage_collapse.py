@@ -64,9 +64,7 @@ RSTD = Metric.REWARD_STD.value
 GSTD = Metric.GROUP_REWARD_STD.value
 
 RULE = Rule(
-    id="advantage_collapse",
-    title="Advantage collapse (zero-variance groups)",
-    doc=__doc__ or "",
+    "advantage_collapse", "Advantage collapse (zero-variance groups)",
     requires_any=((ZSF,), (GSTD,), (RSTD,)),
     plot=Plot(zero_share=ZeroShare(of=(RSTD, GSTD), eps="zero_std_eps",
                                    window="late_fraction")),

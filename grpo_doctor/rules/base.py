@@ -109,7 +109,7 @@ class Rule:
     id: str
     title: str
     params: tuple[Param, ...]
-    doc: str
+    doc: str = ""  # the module docstring, filled in by the registry
     requires: tuple[str, ...] = ()
     requires_any: tuple[tuple[str, ...], ...] = ()
     needs: str = ""

@@ -48,12 +48,8 @@ from grpo_doctor.trends import mann_kendall, rolling_median, trend_onset
 ENTROPY = Metric.ENTROPY.value
 
 RULE = Rule(
-    id="entropy_blowup",
-    title="Entropy blow-up",
-    doc=__doc__ or "",
-    requires=(ENTROPY,),
-    min_points=12,
-    points="entropy values",
+    "entropy_blowup", "Entropy blow-up",
+    requires=(ENTROPY,), min_points=12, points="entropy values",
     params=(
         Param("rise", 0.5, "sustained entropy above its baseline by this share warns"),
         Param("min_rise", 0.2, "and by at least this many nats (a rise from ~0 is noise)"),

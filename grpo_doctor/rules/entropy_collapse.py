@@ -67,12 +67,8 @@ ENTROPY = Metric.ENTROPY.value
 REWARD = Metric.REWARD_MEAN.value
 
 RULE = Rule(
-    id="entropy_collapse",
-    title="Entropy collapse",
-    doc=__doc__ or "",
-    requires=(ENTROPY,),
-    min_points=8,
-    points="entropy values",
+    "entropy_collapse", "Entropy collapse",
+    requires=(ENTROPY,), min_points=8, points="entropy values",
     plot=Plot(metrics=(ENTROPY, REWARD)),
     params=(
         Param("drop_fraction", 0.5, "share of entropy lost within window_steps that warns"),

@@ -45,9 +45,7 @@ from grpo_doctor.text import fmt
 from grpo_doctor.trends import TrendTest, mann_kendall, trend_onset
 
 RULE = Rule(
-    id="format_gaming",
-    title="Format gaming",
-    doc=__doc__ or "",
+    "format_gaming", "Format gaming",
     needs="a format-like and a correctness-like reward component (format, xml, tag... "
     "and correct, accuracy, answer... in their names)",
     params=(

@@ -58,11 +58,8 @@ GRAD = Metric.GRAD_NORM.value
 REWARD = Metric.REWARD_MEAN.value
 
 RULE = Rule(
-    id="grad_explosion",
-    title="Gradient explosion",
-    doc=__doc__ or "",
-    requires=(GRAD,),
-    plot=Plot(metrics=(GRAD, REWARD), spikes="spike_steps"),
+    "grad_explosion", "Gradient explosion",
+    requires=(GRAD,), plot=Plot(metrics=(GRAD, REWARD), spikes="spike_steps"),
     params=(
         Param("spike_ratio", 5.0, "a spike is at least this many times the trailing median"),
         Param("z_threshold", 6.0, "robust z (log scale) a spike must exceed"),

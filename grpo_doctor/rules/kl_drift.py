@@ -52,13 +52,8 @@ KL = Metric.KL.value
 REWARD = Metric.REWARD_MEAN.value
 
 RULE = Rule(
-    id="kl_drift",
-    title="KL drift from the reference",
-    doc=__doc__ or "",
-    requires=(KL,),
-    min_points=8,
-    points="KL values",
-    plot=Plot(metrics=(KL, REWARD)),
+    "kl_drift", "KL drift from the reference",
+    requires=(KL,), min_points=8, points="KL values", plot=Plot(metrics=(KL, REWARD)),
     params=(
         Param("drift_kl", 0.5, "sustained KL above this, and rising, is drifting (warning)"),
         Param("adapt_kl", 5.0,

@@ -57,13 +57,8 @@ HELDOUT = Metric.HELDOUT_SCORE.value
 REWARD = Metric.REWARD_MEAN.value
 
 RULE = Rule(
-    id="length_hacking",
-    title="Length hacking (runaway, pinned or collapsing length)",
-    doc=__doc__ or "",
-    requires_any=((LEN,), (TRUNC,)),
-    min_points=3,
-    points_of=LEN,
-    points="response lengths",
+    "length_hacking", "Length hacking (runaway, pinned or collapsing length)",
+    requires_any=((LEN,), (TRUNC,)), min_points=3, points_of=LEN, points="response lengths",
     plot=Plot(metrics=(LEN, TRUNC, REWARD)),
     params=(
         Param("truncation", 0.5, "share of completions truncated that counts as pinned"),

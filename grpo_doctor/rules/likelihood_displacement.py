@@ -54,13 +54,8 @@ LOGP = Metric.LOG_PROB_MEAN.value
 GRAD = Metric.GRAD_NORM.value
 
 RULE = Rule(
-    id="likelihood_displacement",
-    title="Lazy likelihood displacement (LLD)",
-    doc=__doc__ or "",
-    requires=(LOGP,),
-    min_points=8,
-    points="log-prob values",
-    plot=Plot(metrics=(LOGP, GRAD)),
+    "likelihood_displacement", "Lazy likelihood displacement (LLD)",
+    requires=(LOGP,), min_points=8, points="log-prob values", plot=Plot(metrics=(LOGP, GRAD)),
     params=(
         Param("decline_fraction", 0.3, "share of log pi's magnitude lost within window_steps"),
         Param("window_steps", 500, "span of steps the decline is measured over"),

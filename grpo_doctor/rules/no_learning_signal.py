@@ -56,12 +56,8 @@ GRAD = Metric.GRAD_NORM.value
 LOSS = Metric.LOSS.value
 
 RULE = Rule(
-    id="no_learning_signal",
-    title="No learning signal (a dead run)",
-    doc=__doc__ or "",
-    requires_any=((REWARD, GRAD), (REWARD, LOSS)),
-    min_points="min_points",
-    points_of=REWARD,
+    "no_learning_signal", "No learning signal (a dead run)",
+    requires_any=((REWARD, GRAD), (REWARD, LOSS)), min_points="min_points", points_of=REWARD,
     points="rewards",
     params=(
         Param("min_points", 5, "logged points the dead stretch must last"),

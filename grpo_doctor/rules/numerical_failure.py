@@ -47,9 +47,7 @@ WATCHED = (
 )
 
 RULE = Rule(
-    id="numerical_failure",
-    title="Numerical failure (NaN/inf)",
-    doc=__doc__ or "",
+    "numerical_failure", "Numerical failure (NaN/inf)",
     requires_any=tuple((m,) for m in WATCHED),
     plot=Plot(metrics=(Metric.LOSS.value, Metric.GRAD_NORM.value), metrics_in="non_finite"),
     params=(Param("min_bad_values", 1, "non-finite values needed to fire"),),

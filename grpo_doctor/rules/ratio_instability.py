@@ -50,9 +50,7 @@ from grpo_doctor.trends import level_shift_onset, mann_kendall
 REWARD = Metric.REWARD_MEAN.value
 
 RULE = Rule(
-    id="ratio_instability",
-    title="Importance-ratio instability",
-    doc=__doc__ or "",
+    "ratio_instability", "Importance-ratio instability",
     requires_any=((Metric.RATIO_MAX.value,), (Metric.RATIO_MIN.value,),
                   (Metric.CLIP_FRACTION.value,), (Metric.IS_RATIO_MAX.value,),
                   (Metric.MISMATCH_KL.value,)),

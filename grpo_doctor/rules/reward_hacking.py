@@ -53,11 +53,8 @@ KL = Metric.KL.value
 HELDOUT = Metric.HELDOUT_SCORE.value
 
 RULE = Rule(
-    id="reward_hacking",
-    title="Reward hacking",
-    doc=__doc__ or "",
-    requires=(REWARD,),
-    plot=Plot(metrics=(REWARD, KL, HELDOUT)),
+    "reward_hacking", "Reward hacking",
+    requires=(REWARD,), plot=Plot(metrics=(REWARD, KL, HELDOUT)),
     needs="one of heldout_score, kl or an anti-cheat reward component (cheat, hack, "
     "violation... in its name)",
     params=(

@@ -48,12 +48,8 @@ from grpo_doctor.trends import mann_kendall, rolling_median
 REWARD = Metric.REWARD_MEAN.value
 
 RULE = Rule(
-    id="reward_overfit",
-    title="Reward over-fitting (rises, then falls)",
-    doc=__doc__ or "",
-    requires=(REWARD,),
-    min_points=8,
-    points="rewards",
+    "reward_overfit", "Reward over-fitting (rises, then falls)",
+    requires=(REWARD,), min_points=8, points="rewards",
     params=(
         Param("giveback", 0.5, "share of the reward gain lost after the peak that warns"),
         Param("giveback_critical", 0.8, "share lost that is critical"),

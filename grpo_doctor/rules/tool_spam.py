@@ -40,12 +40,8 @@ from grpo_doctor.trends import level_shift_onset, mann_kendall
 TOOLS = Metric.TOOL_CALLS.value
 
 RULE = Rule(
-    id="tool_spam",
-    title="Tool-call spam",
-    doc=__doc__ or "",
-    requires=(TOOLS,),
-    min_points=8,
-    points="tool-call rates",
+    "tool_spam", "Tool-call spam",
+    requires=(TOOLS,), min_points=8, points="tool-call rates",
     params=(
         Param("surge", 3.0, "late/early tool-call rate that counts as a surge"),
         Param("min_calls", 1.0, "absolute rise in calls per sample needed as well"),
