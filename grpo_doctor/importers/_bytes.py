@@ -14,7 +14,7 @@ from grpo_doctor.files import check_size, read_error, refuse
 from grpo_doctor.files import kind as file_kind
 
 
-def _strided(buf: bytes | bytearray, dtype: str) -> np.ndarray:
+def _strided(buf: bytes | bytearray | np.ndarray, dtype: str) -> np.ndarray:
     """A view of ``buf`` holding one (unaligned) element at every byte offset."""
     dt = np.dtype(dtype)
     count = max(len(buf) - dt.itemsize + 1, 0)
@@ -30,7 +30,8 @@ class Buffer:
     def __init__(self, padded: bytearray | np.ndarray, size: int) -> None:
         self.size = size
         self.padded = padded
-        self.data = memoryview(padded)[:size]
+        # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12.
+        self.data = memoryview(padded)[:size]  # type: ignore[arg-type]
         self.u8 = np.frombuffer(padded, dtype=np.uint8)
         self.u32 = _strided(padded, "<u4")
         self.u64 = _strided(padded, "<u8")
@@ -48,7 +49,9 @@ class Buffer:
                 check_size(path, size)
                 # Not a bytearray: it would be zero-filled first, a second pass over the file.
                 padded = np.empty(size + room + cls._PAD, dtype=np.uint8)
-                size = fh.readinto(memoryview(padded)[:size])  # a live file may have grown
+                # A live file may have grown. (The ignore: numpy's stubs declare
+                # ndarray.__buffer__ only for Python >= 3.12.)
+                size = fh.readinto(memoryview(padded)[:size])  # type: ignore[arg-type]
         except OSError as exc:
             raise read_error(path, exc) from exc
         padded[size : size + cls._PAD] = 0  # the room beyond stays untouched (not resident)

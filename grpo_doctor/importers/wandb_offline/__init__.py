@@ -92,7 +92,8 @@ def read_wandb_log(path: Path) -> _RunLog:
     if log is not None:
         return log
     log = _new_log(path, data)
-    parse = pb.Record.FromString
+    # wandb's generated protobuf modules make their messages at import time: no stub has them.
+    parse = pb.Record.FromString  # type: ignore[attr-defined]
     columns = log.columns
     unreadable = 0
     for raw in iter_log_records(data, log.notes):
@@ -174,7 +175,7 @@ def _build_frame(log: _RunLog) -> tuple[Any, dict[str, np.ndarray], np.ndarray, 
                 parsed[key][0].extend(np.asarray(r).tolist())
                 parsed[key][1].extend(values.tolist())
             else:
-                parsed[key] = (r, values)  # type: ignore[assignment]
+                parsed[key] = (r, values)
             continue
         # Older writers log a whole dict under one key: flatten it here.
         if dict in set(map(type, values)):  # JSON values: a dict is exactly a dict
@@ -189,8 +190,9 @@ def _build_frame(log: _RunLog) -> tuple[Any, dict[str, np.ndarray], np.ndarray, 
                     dest[0].append(row)
                     dest[1].append(leaf)
         elif key in parsed:  # the same key came flattened from a dict as well
-            if isinstance(parsed[key][1], np.ndarray):
-                parsed[key] = (np.asarray(parsed[key][0]).tolist(), parsed[key][1].tolist())
+            rows_before, values_before = parsed[key]
+            if isinstance(values_before, np.ndarray):
+                parsed[key] = (np.asarray(rows_before).tolist(), values_before.tolist())
             parsed[key][0].extend(r)
             parsed[key][1].extend(values)
         else:

@@ -48,7 +48,9 @@ class LogFraming:
     def __init__(self, start: LogPosition | None = None) -> None:
         start = start or LogPosition()
         self.pos = start.offset
-        self.pending: list[bytes] | None = None if start.pending is None else list(start.pending)
+        # Chunks are views of the bytes being framed (copied to bytes only in ``position``).
+        self.pending: list[bytes | memoryview] | None = (
+            None if start.pending is None else list(start.pending))
         self.corrupt: list[int] = []
         self.cut = False
 
@@ -57,7 +59,7 @@ class LogFraming:
         pending = None if self.pending is None else tuple(bytes(c) for c in self.pending)
         return LogPosition(self.pos, pending)
 
-    def records(self, data: bytes | memoryview) -> Iterator[bytes]:
+    def records(self, data: bytes | memoryview) -> Iterator[bytes | memoryview]:
         """The complete records in ``data``, the log's bytes from ``position`` on."""
         base = self.pos
         n = base + len(data)
@@ -104,7 +106,7 @@ class LogFraming:
         self.pos, self.pending = pos, pending
 
 
-def iter_log_records(data: bytes | memoryview, notes: list[str]) -> Iterator[bytes]:
+def iter_log_records(data: bytes | memoryview, notes: list[str]) -> Iterator[bytes | memoryview]:
     """The records of a whole ``.wandb`` log (after its header), noting corruption and a cut
     tail."""
     framing = LogFraming()
@@ -192,10 +194,13 @@ def _clean_log_spans(b: Buffer) -> tuple[Buffer, np.ndarray, np.ndarray] | None:
             extra += data[int(starts[c]) : int(ends[c])]
         joined_at.append((int(split[i]), a, len(extra)))
         i = j + 1
-    if len(b.padded) >= n + len(extra) + Buffer._PAD:  # in the room left after the file
-        b.padded[n : n + len(extra)] = np.frombuffer(extra, dtype=np.uint8)
-        b.padded[n + len(extra) : n + len(extra) + Buffer._PAD] = 0
-        out = Buffer(b.padded, n + len(extra))
+    padded = b.padded
+    # In the room left after the file: only ``Buffer.read``'s array has any (a bytearray could
+    # not take the slice assignments below).
+    if isinstance(padded, np.ndarray) and len(padded) >= n + len(extra) + Buffer._PAD:
+        padded[n : n + len(extra)] = np.frombuffer(extra, dtype=np.uint8)
+        padded[n + len(extra) : n + len(extra) + Buffer._PAD] = 0
+        out = Buffer(padded, n + len(extra))
     else:
         whole = bytearray(n + len(extra) + Buffer._PAD)
         whole[:n] = data

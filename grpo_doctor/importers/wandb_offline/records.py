@@ -140,7 +140,7 @@ class _RunLog:
     notes: list[str] = field(default_factory=list)
 
 
-def _new_log(path: Path, data: bytes) -> _RunLog:
+def _new_log(path: Path, data: bytes | memoryview) -> _RunLog:
     _magic, ident, version = _HEADER.unpack_from(data, 0)
     log = _RunLog(path=path)
     if ident != _IDENT or version != 0:
