@@ -40,7 +40,7 @@ def numeric_values(
 
 
 def long_frame(
-    steps: np.ndarray, names: Sequence[str], values: np.ndarray, nan: np.ndarray,
+    steps: np.ndarray, names: Sequence[str] | np.ndarray, values: np.ndarray, nan: np.ndarray,
     source: str = "",
 ) -> Wide:
     """Pivot (step, name, value) rows; a repeated (step, name) keeps the last value written.

@@ -41,7 +41,7 @@ def numeric_record(obj: Mapping[str, Any], drop: Iterable[str] = (), *,
         if key in skip:
             continue
         if exact_ints and type(value) is int and 1 << 53 < abs(value) < 1 << 64:
-            out[str(key)] = value  # type: ignore[assignment]
+            out[str(key)] = value
             continue
         num = to_number(value)
         if num is not None:

@@ -154,7 +154,7 @@ class TrackedRun:
     run_id: str
     group: str = ""  # the experiment or project: qualifies names that repeat
     steps: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    keys: Sequence[str] = ()
+    keys: Sequence[str] | np.ndarray = ()  # an array (of str) when taken from a table
     values: np.ndarray = field(default_factory=lambda: np.zeros(0))
     nan: np.ndarray | None = None  # where a NaN was logged (default: every NaN value)
     config: dict[str, Any] = field(default_factory=dict)
