@@ -769,12 +769,12 @@ def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
             for m in _TRAINER_ARG.finditer(text):
                 config.setdefault(m.group(1), _coerce(m.group(2)))
         # The substring tests keep a huge line from costing a slow regex scan per pattern.
-        m = _LOGGING_STEPS.search(text) if "logging_steps" in text else None
-        if m:
-            config.setdefault("logging_steps", int(m.group(1)))
-        m = _TOTAL_STEPS.search(text) if "steps:" in text else None
-        if m:
-            config.setdefault("total_training_steps", int(m.group(1)))
+        logging = _LOGGING_STEPS.search(text) if "logging_steps" in text else None
+        if logging:
+            config.setdefault("logging_steps", int(logging.group(1)))
+        total = _TOTAL_STEPS.search(text) if "steps:" in text else None
+        if total:
+            config.setdefault("total_training_steps", int(total.group(1)))
     return config
 
 

@@ -35,7 +35,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
@@ -521,8 +521,9 @@ def _live_steps(run: Any) -> tuple[list[int] | None, list[str]]:
 
 
 def _windows(min_step: int, stop: int, live: list[int] | None
-             ) -> Iterator[tuple[int, int, bool]]:
-    """Step windows [lo, hi) to ask for, and whether each may be empty without news.
+             ) -> Generator[tuple[int, int, bool], bool, None]:
+    """Step windows [lo, hi) to ask for, and whether each may be empty without news; sent
+    whether the window asked for came back empty.
 
     Below the first live step, rows come from the exported parquet files that wandb-core reads
     locally: windows grow (doubling) over empty stretches, so a history whose steps jump to
