@@ -110,9 +110,15 @@ def _is_progress_table(header: Sequence[str]) -> bool:
     return len(header) >= 2 and header[0].strip().lower() in _STEP_HEADERS
 
 
+def _mime_data(output: dict[str, Any]) -> dict[str, Any]:
+    """A cell output's ``data`` (its value per MIME type); empty when missing or malformed."""
+    data = output.get("data")
+    return data if isinstance(data, dict) else {}
+
+
 def _output_tables(output: dict[str, Any]) -> tuple[list[Table], str]:
     """The tables in one cell output, and its text (for the log-line fallback)."""
-    data = output.get("data") if isinstance(output.get("data"), dict) else {}
+    data = _mime_data(output)
     html = _text(data.get("text/html"))
     text = _text(data.get("text/plain")) + "\n" + _text(output.get("text"))
     tables = html_tables(html) if "<table" in html else []
@@ -122,7 +128,7 @@ def _output_tables(output: dict[str, Any]) -> tuple[list[Table], str]:
 
 
 def _progress(output: dict[str, Any]) -> tuple[int, int] | None:
-    data = output.get("data") if isinstance(output.get("data"), dict) else {}
+    data = _mime_data(output)
     m = _PROGRESS.search(_text(data.get("text/html")))
     return (int(m.group(1)), int(m.group(2))) if m else None
 

@@ -396,6 +396,7 @@ def _load_run(name: str, files: list[Path], source: str, options: LoadOptions,
     plugins: list[tuple[str, int, str]] = []
     texts: list[tuple[str, int, str]] = []
     files_read = files_with_points = 0
+    got: _FilePoints | None  # None once its chunks are taken (below)
     for file_no, path in enumerate(files):
         try:
             got = read(path, file_no, tag_ids)
@@ -504,8 +505,8 @@ def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
         return [(path.resolve().parent.name or path.name, [path], str(path))]
     by_folder: dict[Path, list[Path]] = {}
     # No recursion (a deep tree is no RecursionError); a linked folder is read, each folder once.
-    for folder, _dirs, files in walk(path, follow_links=True):
-        found = [Path(e.path) for e in files if _is_event_file(e.name)]
+    for folder, _dirs, entries in walk(path, follow_links=True):
+        found = [Path(e.path) for e in entries if _is_event_file(e.name)]
         found = [f for f in found if f.is_file()]
         if found:
             by_folder[folder] = found
