@@ -88,3 +88,24 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
         main(list(args))
     out, err = capsys.readouterr()
     return int(exc.value.code or 0), out, err
+
+
+def shown_as(label: str, name: str) -> bool:
+    """``label`` is a recognisable showing of ``name``: the name itself, or ``head…tail`` with
+    ``head`` a start of the name and ``tail`` an end of it (either may be empty, not both),
+    together shorter than the name, and one of them at least 8 characters (a word or two a
+    reader knows the run by, not ``…e0`` or ``g…``)."""
+    if label == name:
+        return True
+    if label.count("…") != 1:
+        return False
+    head, tail = label.split("…")
+    return (name.startswith(head) and name.endswith(tail) and len(head) + len(tail) < len(name)
+            and max(len(head), len(tail)) >= 8)
+
+
+def names_told_apart(labels: list[str], names: list[str]) -> bool:
+    """Each label is unique and shows its own name and no other."""
+    return len(set(labels)) == len(labels) and all(
+        [shown_as(label, other) for other in names] == [other == name for other in names]
+        for label, name in zip(labels, names))

@@ -8,7 +8,7 @@ import pytest
 
 from grpo_doctor.engine import diagnose
 from grpo_doctor.importers import load_runs
-from tests.helpers import REAL_RUNS
+from tests.helpers import REAL_RUNS, names_told_apart
 
 pytestmark = pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared real runs not present")
 
@@ -119,14 +119,21 @@ def test_a_bare_log_history_list_is_read():
     assert diagnose(run).check("entropy_blowup").fired
 
 
-def test_audit_lists_every_log_that_diagnose_reads():
+@pytest.fixture(scope="module")
+def audited():
+    """The audit of the whole real-runs folder (once for the tests that read it)."""
+    from grpo_doctor import audit as auditing
+
+    return auditing.audit([str(REAL_RUNS)], jobs=1)
+
+
+def test_audit_lists_every_log_that_diagnose_reads(audited):
     """Console captures in .md/.txt/.log, bare log_history lists ... every file `diagnose`
     reads is audited, with the runs `diagnose` finds in it, under its own path or the folder
     that holds it as one run (a TensorBoard run folder); a file `diagnose` refuses is an
     error row or passed over, never a run."""
     from pathlib import Path
 
-    from grpo_doctor import audit as auditing
     from grpo_doctor.api import require_metrics
     from grpo_doctor.errors import GrpoDoctorError
 
@@ -142,11 +149,11 @@ def test_audit_lists_every_log_that_diagnose_reads():
             refused.add(key)
             continue
         expected |= {(key, run.name) for run in runs}
-    result = auditing.audit([str(REAL_RUNS)], jobs=1)
-    audited = {(r.source, r.name) for r in result.runs}
+    result = audited
+    runs = {(r.source, r.name) for r in result.runs}
     missing = [(key, name) for key, name in expected
                if not any(n == name and (key == s or key.startswith(s + "/"))
-                          for s, n in audited)]
+                          for s, n in runs)]
     assert not missing
     assert {Path(s).parts[0] for s, _ in expected} >= {"trl-console", "log-history"}
     assert {e.source for e in result.errors} <= refused
@@ -163,11 +170,41 @@ def test_the_audit_table_of_real_runs_fits_80_columns(cli, monkeypatch):
     assert {"numerical_failure@83", "entropy_collapse@30"} <= tokens
     monkeypatch.setenv("COLUMNS", "80")
     _, out, _ = cli("audit", *folders, "-j", "1")
-    rows = [line.split(" │ ") for line in out.splitlines() if line.count(" │ ") == 4]
+    rows = [line.split(" │ ") for line in out.splitlines() if line.count(" │ ") == 3]
     assert max(len(line) for line in out.splitlines()) <= 80
     assert tokens <= {w.rstrip(",") for row in rows for w in row[2].split()}
     names = [row[0].strip() for row in rows if row[0].strip()]
     assert len(names) == len(set(names)) == len(result.runs) + len(result.errors)
+
+
+def test_at_80_columns_the_audit_table_gives_the_run_names_the_room(audited):
+    """The user's report: at 80 columns the run column was 15 wide (``…260720T035927Z`` for
+    four runs whose names tell apart at their start, ``Llama_FP8_GRPO`` and ``…35307e0_c9fea5``
+    for one run in two formats) while status and format took 14 each, and findings were in
+    rule order under an "onset step" header. Now each shown name is unique and shows its own
+    run and no other (tests/helpers.py ``shown_as``: the name, or a start and an end of it
+    around ``…``, one of them 8 characters or more), and findings come by onset."""
+    from grpo_doctor.reporters.audit_report import render_audit_text
+
+    text = render_audit_text(audited, width=80)
+    rows = [line.split(" │ ") for line in text.splitlines() if " │ " in line]
+    assert max(len(line) for line in text.splitlines()) <= 80
+    labels = [row[0].strip() for row in rows if row[0].strip()]
+    assert len(labels) == len(audited.runs) + len(audited.errors)
+    assert names_told_apart(labels, [r.label for r in audited.runs]
+                            + [e.source for e in audited.errors])
+    shown = dict(zip([r.label for r in audited.runs], labels))
+    assert shown["ppo_formal_1p5b_seed42_composite_20260720T020928Z"].startswith("ppo_formal")
+    assert shown["Llama_FP8_GRPO__2025-11-25_b35307e0_c9fea5"].startswith("Llama_FP8")
+    assert min(len(label) for label in labels if "…" in label) >= 24
+    onsets: dict[str, list[int]] = {}
+    for row in rows:  # a run's findings, wrapped over its lines
+        if row[0].strip():
+            run = onsets.setdefault(row[0].strip(), [])
+        run += [int(w.rstrip(",").split("@")[1].replace(",", "")) for w in row[2].split()
+                if "@" in w]
+    assert all(steps == sorted(steps) for steps in onsets.values())
+    assert any(len(set(steps)) > 2 for steps in onsets.values())
 
 
 def test_diagnosing_a_folder_of_separate_logs_names_them(cli, real_runs):

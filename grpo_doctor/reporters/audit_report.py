@@ -15,13 +15,14 @@ import os
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.audit_result import AuditedRun, AuditResult, ProgressFn
 from grpo_doctor.reporters import escape as esc
 from grpo_doctor.reporters.escape import markdown as escape
 from grpo_doctor.reporters.escape import terminal
-from grpo_doctor.reporters.fit import run_labels
+from grpo_doctor.reporters.fit import both_ends
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -46,6 +47,13 @@ def _tag(run: AuditedRun, mode: str) -> str:
 def _accepted(run: AuditedRun, mode: str) -> bool:
     """A finding the baseline accepts (neither new nor worsened)."""
     return run.new is not None and not _tag(run, mode)
+
+
+def _in_onset_order(run: AuditedRun) -> list[dict[str, Any]]:
+    """The run's findings by onset step (the columns say "onset step"); those without one
+    last, the rule order kept among equal onsets."""
+    return sorted(run.findings, key=lambda c: (c.get("onset_step") is None,
+                                               c.get("onset_step") or 0))
 
 
 def _onset(check: dict[str, Any]) -> str:
@@ -87,7 +95,7 @@ def _findings_text(run: AuditedRun):  # -> rich.text.Text
     from rich.text import Text
 
     text = Text()
-    for i, check in enumerate(run.findings):
+    for i, check in enumerate(_in_onset_order(run)):
         if i:
             text.append(", ")
         failing = check["mode"] in run.failing
@@ -99,71 +107,97 @@ def _findings_text(run: AuditedRun):  # -> rich.text.Text
     return text if run.findings else Text("–", style="dim")
 
 
-#: Separators between the audit table's 5 columns (" │ " each).
-_TABLE_GAPS = 4 * 3
+#: A column separator (" │ ").
+_GAP = 3
+#: Room a shortened run name needs to stay recognisable (``ppo_formal_1p5b…20260720T020928Z``):
+#: before the names get less, the table drops its format column, then shortens ``inconclusive``.
+_NAME_ROOM = 32
+#: The status words of a narrow table.
+_SHORT_STATUS = {"inconclusive": "inconcl."}
 
 
 def _finding_tokens(run: AuditedRun) -> list[str]:
     """What the findings cell must never break inside: each ``mode@step`` with its tag and
     the comma after it."""
-    tokens = [f"{terminal(c['mode'])}{_onset(c)}" for c in run.findings]
+    tokens = [f"{terminal(c['mode'])}{_onset(c)}" for c in _in_onset_order(run)]
     return [t + "," if i < len(tokens) - 1 else t for i, t in enumerate(tokens)]
 
 
-def _column_widths(result: AuditResult, width: int) -> tuple[int | None, int]:
-    """(width of the run column, or None when every name fits; the findings column's least
-    width: its longest ``mode@step,`` token, so no step is cut in two)."""
+@dataclass(frozen=True)
+class _Layout:
+    run_width: int | None  # None: every name fits whole
+    findings_width: int  # the findings column's least width: its longest ``mode@step,``
+    with_format: bool = True
+    short_status: bool = False
+
+    def status(self, status: str) -> str:
+        return _SHORT_STATUS.get(status, status) if self.short_status else status
+
+
+def _layout(result: AuditResult, width: int) -> _Layout:
+    """How the table fits ``width`` columns. The run names get the room first (at least
+    ``_NAME_ROOM`` when they need it), the findings wrap between tokens; the format column,
+    secondary (the source is in JSON and -v), goes before the names would be cut below
+    ``_NAME_ROOM``, then ``inconclusive`` is shortened."""
     from rich.cells import cell_len
 
     runs, errors = result.runs, result.errors
-    status = [r.status + " ✗" * bool(r.failing) for r in runs] + ["error"] * bool(errors)
-    steps = [f"{r.record['run']['n_steps']:,}" for r in runs]
-    formats = [terminal(r.record["run"]["format"]) for r in runs]
     tokens = [t for r in runs for t in _finding_tokens(r)]
-    fixed = sum(max([cell_len(h), *map(cell_len, col)]) for h, col in
-                (("status", status), ("steps", steps), ("format", formats)))
     least = max([len("findings"), *map(cell_len, tokens)])
-    room = width - _TABLE_GAPS - fixed
+    findings = max([least, *(cell_len(", ".join(_finding_tokens(r))) for r in runs)])
     names = [cell_len(terminal(r.label)) for r in runs] + [cell_len(terminal(e.source))
                                                            for e in errors]
-    findings = [cell_len(", ".join(_finding_tokens(r))) for r in runs]
     longest = max([len("run"), *names])
-    if longest + max([least, *findings]) <= room:
-        return None, least
-    # Findings wrap cleanly between tokens, names only by shortening: the names get what
-    # half the room for findings (at least their longest token) leaves.
-    run_width = min(longest, room - max(least, min(max(findings, default=0), room // 2)))
-    return max(run_width, min(longest, 8)), least
+    steps = max([len("steps"), *(len(f"{r.record['run']['n_steps']:,}") for r in runs)])
+    formats = max([len("format"), *(cell_len(terminal(r.record["run"]["format"]))
+                                    for r in runs)])
+    layout = _Layout(None, least)
+    for with_format, short in ((True, False), (False, False), (False, True)):
+        layout = _Layout(None, least, with_format, short)
+        status = max([len("status"), *(len(layout.status(r.status) + " ✗" * bool(r.failing))
+                                       for r in runs), len("error") * bool(errors)])
+        room = width - _GAP * (3 + with_format) - status - steps - formats * with_format
+        if longest + findings <= room:
+            return layout
+        # findings get their least width, and up to what leaves the names _NAME_ROOM
+        run_width = min(longest, room - max(least, min(findings, room - _NAME_ROOM)))
+        layout = _Layout(max(run_width, min(longest, 8)), least, with_format, short)
+        if run_width >= min(longest, _NAME_ROOM):
+            return layout
+    return layout
 
 
 def build_table(result: AuditResult, width: int | None = None) -> Table:
-    """The summary table; with ``width`` (the terminal's) it fits: long run names are
-    shortened from the left (their distinguishing end kept), a finding's ``mode@step`` is
-    never broken."""
+    """The summary table; with ``width`` (the terminal's) it fits: long run names keep their
+    start and end (:func:`~grpo_doctor.reporters.fit.both_ends`), a finding's ``mode@step``
+    is never broken, a narrow table has no format column."""
     from rich.table import Table
     from rich.text import Text
 
-    run_width, least = _column_widths(result, width) if width else (None, 0)
+    layout = _layout(result, width) if width else _Layout(None, 0)
+    run_width = layout.run_width
     labels = [terminal(r.label) for r in result.runs] + [terminal(e.source)
                                                          for e in result.errors]
     if run_width is not None:
-        labels = run_labels(labels, run_width, keep_end=True)
+        labels = both_ends(labels, run_width)
     table = Table(show_edge=False, pad_edge=False, title_justify="left")
     table.add_column("run", overflow="fold", width=run_width, no_wrap=run_width is not None)
     table.add_column("status", no_wrap=True)
-    table.add_column("findings (onset step)", overflow="fold", ratio=1, min_width=least)
+    table.add_column("findings (onset step)", overflow="fold", ratio=1,
+                     min_width=layout.findings_width)
     table.add_column("steps", justify="right", no_wrap=True)
-    table.add_column("format", no_wrap=True)
+    if layout.with_format:
+        table.add_column("format", no_wrap=True)
     for run, label in zip(result.runs, labels):
-        status = Text(run.status, style=_STYLE[run.status])
+        status = Text(layout.status(run.status), style=_STYLE[run.status])
         if run.failing:
             status.append(" ✗", style="bold red")
-        table.add_row(Text(label), status, _findings_text(run),
-                      Text(f"{run.record['run']['n_steps']:,}"),
-                      Text(terminal(run.record["run"]["format"])))
+        cells = [Text(label), status, _findings_text(run),
+                 Text(f"{run.record['run']['n_steps']:,}")]
+        table.add_row(*cells, *[Text(terminal(run.record["run"]["format"]))] * layout.with_format)
     for err, label in zip(result.errors, labels[len(result.runs):]):
         table.add_row(Text(label), Text("error", style=_STYLE["error"]),
-                      Text(terminal(err.error)), Text(""), Text(""))
+                      Text(terminal(err.error)), Text(""), *[Text("")] * layout.with_format)
     return table
 
 
@@ -258,7 +292,7 @@ def render_audit_markdown(result: AuditResult, heading_level: int = 2) -> str:
                   "|---|---|---|---|---|---|"]
     for run in result.runs:
         found = []
-        for check in run.findings:
+        for check in _in_onset_order(run):
             tag = _tag(run, check["mode"])
             item = f"{escape(check['mode'])}{escape(_onset(check))}"
             item += f" **{tag}**" if tag else ""

@@ -106,3 +106,63 @@ def run_labels(names: Sequence[str], room: int, *, keep_end: bool = False) -> li
         if _told_apart(names, every):
             return every
     return first
+
+
+
+#: Where a head or a tail may end between words (a dot is inside ``Qwen2.5`` or ``rho0.50``).
+_WORD_BREAKS = "_-/ :#"
+
+
+def _common_suffix(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
+
+
+def _at_word(name: str, cut: int) -> bool:
+    """A cut at ``cut`` falls between words (next to a separator, or at an end)."""
+    return cut in (0, len(name)) or name[cut - 1] in _WORD_BREAKS or name[cut] in _WORD_BREAKS
+
+
+def _both_ends(name: str, room: int, others: Sequence[str]) -> str:
+    """``name[:h] + "…" + name[-t:]`` told apart from ``others``, or "" when none is."""
+    alike = [(len(os.path.commonprefix([name, o])), _common_suffix(name, o))  # noqa: RUF071
+             for o in others]
+    same_start = max((p for p, _ in alike), default=0)
+    same_end = max((s for _, s in alike), default=0)
+    best: tuple[tuple[bool, int, int, int, int], str] | None = None
+    for head in range(room):
+        # the tail must tell the name apart from those its head does not
+        least = max((s + 1 for p, s in alike if head <= p), default=0)
+        for tail in range(least, room - head):
+            if not (head or tail):
+                continue
+            aligned = _at_word(name, head) + _at_word(name, len(name) - tail)
+            start = name[:head].rstrip(_WORD_BREAKS)
+            end = name[len(name) - tail:].lstrip(_WORD_BREAKS)
+            telling = max(0, len(start) - same_start) + max(0, len(end) - same_end)
+            key = (head >= room // 4, aligned, telling, len(start) + len(end), len(start))
+            if best is None or key > best[0]:
+                best = (key, start + ELLIPSIS + end)
+    return "" if best is None else best[1]
+
+
+def both_ends(names: Sequence[str], room: int) -> list[str]:
+    """Each name in at most ``room`` characters, its start and end kept and its middle cut
+    (``ppo_formal_1p5b…20260720T020928Z``), told apart from the other names.
+
+    A name that fits is kept whole. A longer one becomes ``head…tail``: ``head`` a start and
+    ``tail`` an end of the name (either may be empty, not both), separators next to ``…``
+    dropped. For every other name, the head is longer than their common start or the tail
+    longer than their common end, so no two labels are equal. Among such cuts it takes, in
+    order: cuts between words (next to ``_ - / : #`` or a space), the most characters beyond
+    what the name shares with the most alike other (its start and its end), the most
+    characters kept, the longer head (a run's name usually says first what it is). When no
+    cut tells the names apart (a tiny room) it falls back to :func:`run_labels`."""
+    room = max(2, room)
+    labels = [name if len(name) <= room else
+              _both_ends(name, room, [o for o in names if o != name]) for name in names]
+    if all(labels) and _told_apart(names, labels):
+        return labels
+    return run_labels(names, room, keep_end=True)
