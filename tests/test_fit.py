@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grpo_doctor.reporters.fit import run_labels, shorten_left
+from grpo_doctor.reporters.fit import both_ends, run_labels, shorten_left
 
 
 def test_keep_end_keeps_the_end_that_tells_runs_apart():
@@ -34,3 +34,21 @@ def test_labels_fit_and_keep_different_names_apart(names, room, keep_end):
     assert all(label == name for name, label in zip(names, labels) if len(name) <= room)
     if len(names) == 2:
         assert labels[0] != labels[1]
+
+
+def test_both_ends_keeps_the_start_and_the_end_that_tell_runs_apart():
+    runs = ["ppo_formal_1p5b_seed42_composite_20260720T020928Z",
+            "ppo_formal_1p5b_seed123_20260720T043732Z", "Llama_FP8_GRPO",
+            "Llama_FP8_GRPO__2025-11-25_b35307e0_c9fea5"]
+    assert both_ends(runs, 32) == ["ppo_formal_1p5b…20260720T020928Z",
+                                   "ppo_formal_1p5b…20260720T043732Z", "Llama_FP8_GRPO",
+                                   "Llama_FP8…11-25_b35307e0_c9fea5"]
+
+
+@given(st.lists(st.text(alphabet="ab_-.1", min_size=1, max_size=60), min_size=2, max_size=6,
+                unique=True), st.integers(8, 50))
+def test_both_ends_fits_and_tells_names_apart(names, room):
+    labels = both_ends(names, room)
+    assert all(len(label) <= room for label in labels)
+    assert all(label == name for name, label in zip(names, labels) if len(name) <= room)
+    assert len(set(labels)) == len(labels)
