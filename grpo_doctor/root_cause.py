@@ -3,8 +3,12 @@
 Findings and the incidents in their history go on a timeline by step. The probable root cause
 is the earliest event that can explain every critical finding after it (``CAN_CAUSE``, the
 domain's causal chains: a blown-up update explains everything after it; entropy collapse
-explains equal-reward groups; reward lags everything). Its "do this first" action uses the log
-itself where it can: the learning rate when the reward peaked, the step to roll back to.
+explains equal-reward groups; reward lags everything). A critical finding before it that it
+cannot explain is a problem of its own (its remedies are in the plan); but a warning is never
+named over a critical finding that began before or with it and that it cannot explain. When no
+event explains them all, the earliest of the worst findings is named. Its "do this first"
+action uses the log itself where it can: the learning rate when the reward peaked, the step to
+roll back to.
 
 The plan merges the remedies of every finding: one change per knob (the strongest asked for),
 each saying which findings it answers, root cause first. Pure functions of the checks and the
@@ -55,7 +59,10 @@ CAN_CAUSE: dict[str, frozenset[str]] = {
         "entropy_collapse", "advantage_collapse"}),
     "format_gaming": frozenset({"reward_hacking", "reward_overfit", "length_hacking",
                                 "advantage_collapse", "entropy_collapse"}),
-    "length_hacking": frozenset({"advantage_collapse", "reward_overfit", "reward_hacking"}),
+    # Completions cut at the cap or collapsed to a few tokens hold no answer: every group
+    # scores alike (zero advantage), the reward falls, and nothing is left to learn from.
+    "length_hacking": frozenset({"advantage_collapse", "reward_overfit", "reward_hacking",
+                                 "no_learning_signal"}),
     "advantage_collapse": frozenset({"no_learning_signal", "reward_overfit"}),
     "no_learning_signal": frozenset({"advantage_collapse", "reward_overfit", "length_hacking",
                                      "entropy_collapse"}),
@@ -129,12 +136,16 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check]
 
 
 def _explains(event: Event, worst: Sequence[Check]) -> bool:
+    """``event`` can have brought about every one of ``worst`` that began at or after it
+    (its own finding aside); a warning must also explain those that began before or with it
+    (a warning is not named over a critical finding it cannot explain)."""
     causes = CAN_CAUSE.get(event.check.mode, frozenset())
     if event.check.mode == "no_learning_signal" and event.check.evidence.get("cause"):
         causes = _ALL  # a dead run names the catastrophic update that explains the rest
-    return all(c.mode == event.check.mode or c.mode in causes
-               for c in worst if (c.onset_step if c.onset_step is not None else 0) >= event.step
-               or c.mode == event.check.mode)
+    warning = event.check.status is not Status.CRITICAL and any(
+        c.status is Status.CRITICAL for c in worst)
+    return all(c.mode == event.check.mode or c.mode in causes for c in worst
+               if warning or (c.onset_step if c.onset_step is not None else 0) >= event.step)
 
 
 def first_action(run: Run, root: Event,

@@ -101,6 +101,25 @@ def test_the_collapse_names_its_root_cause():
     assert d.check("no_learning_signal").fired  # grad norm 0 on the last logs, reward 0
 
 
+def test_a_length_collapse_is_the_root_cause_of_what_follows():
+    """rho=0.50: completions crash from 234 to 2.65 tokens from step 10 (a warning: length
+    came back), then the reward crashes and nothing is left to learn from. Completions with
+    no answer in them explain the rest; the entropy blow-up at step 40 was named before."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    assert (d.root_cause.mode, d.root_cause.step) == ("length_hacking", 10)
+    assert d.plan[0].action == d.root_cause.first_action and "length" in d.plan[0].action
+    # Two independent problems: the cap hit from step 10 cannot bring about the entropy
+    # collapse at 30, which explains what follows it; the earlier one is a problem of its own.
+    path = "trl-console/20251022_181457_run_terminal.md"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    assert (d.root_cause.mode, d.root_cause.step) == ("entropy_collapse", 30)
+    assert d.check("length_hacking").status.value == "critical"
+    assert "length_hacking" in {m for item in d.plan for m in item.modes}
+
+
 def test_two_runs_in_one_log_first_is_nan():
     path = "trl-console/RLDecisionAgent_train_grpo.log"
     _present(path)

@@ -187,3 +187,23 @@ def test_json_incidents_and_root_cause(capsys, tmp_path):
                                        "recovered_step", "metric", "severity", "summary"}
     healthy = json.loads(run_cli(capsys, "diagnose", "--example", "healthy", "-f", "json")[1])
     assert healthy["root_cause"] is None and healthy["plan"] == []
+
+
+def test_a_warning_is_not_named_root_cause_over_a_critical_it_cannot_explain():
+    """A critical reward_hacking at step 10 that entropy blow-up cannot bring about: the
+    warning at step 20 is not the root cause, though it could explain what comes after it."""
+    from grpo_doctor.findings import Check, Status
+    from grpo_doctor.root_cause import root_cause_and_plan
+    from tests.helpers import make_run
+
+    run = make_run(np.arange(1, 41), reward=np.linspace(0, 1, 40))
+    checks = [Check("reward_hacking", Status.CRITICAL, "hacked", onset_step=10),
+              Check("entropy_blowup", Status.WARNING, "blow-up", onset_step=20),
+              Check("no_learning_signal", Status.CRITICAL, "dead", onset_step=30)]
+    cause, _ = root_cause_and_plan(run, checks)
+    assert cause is not None and cause.mode != "entropy_blowup"
+    # a warning that can explain every critical finding, earlier ones included, is named
+    checks[0] = Check("grad_explosion", Status.CRITICAL, "spike", onset_step=20)
+    checks[1] = Check("kl_drift", Status.WARNING, "drift", onset_step=10)
+    cause, _ = root_cause_and_plan(run, checks)
+    assert cause is not None and (cause.mode, cause.step) == ("kl_drift", 10)
