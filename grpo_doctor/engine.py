@@ -39,12 +39,18 @@ def _missing(rule: Rule, run: Run) -> str | None:
     return None
 
 
+def _logged_points(rule: Rule, run: Run) -> int:
+    """The finite logged points ``rule.min_points`` counts (see ``Rule.counted_metrics``)."""
+    counts = [len(series(run, m)[1]) for m in rule.counted_metrics if run.has(m)]
+    return max(counts) if counts else (run.n_steps if not rule.counted_metrics else 0)
+
+
 def judge(rule: Rule, run: Run, params: Mapping[str, float]) -> Outcome:
     """``rule.detect`` on ``run`` with the rule's minimum of logged points enforced: on a
     shorter log, what the rule can still tell from it (its short-log reader), else a ``Skip``
     saying how many points it needs. Raises ``Skip``."""
     need = rule.points_needed(params)
-    if need and len(series(run, rule.counted_metric)[1]) < need:
+    if need and _logged_points(rule, run) < need:
         out = rule.short_log(run, params) if rule.short_log else None
         if out is None:
             raise Skip(f"needs at least {int(need)} logged {rule.points}")

@@ -98,7 +98,8 @@ class Rule:
     one of these groups must be fully logged (alternative signals). ``needs``: what else the
     rule needs, in words, when it says so only in its ``Skip`` (reward components named like
     a kind); ``grpo-doctor rules`` shows it. ``min_points``: finite logged points of
-    ``points_of`` (default: the first required metric) below which the engine does not run
+    ``points_of`` (default: the first required metric, else the most logged alternative of
+    ``requires_any``, else the run's logged steps) below which the engine does not run
     ``detect`` but the rule's short-log reader, else skips with "needs at least N logged
     {points}"; an int, or the name of the parameter that sets it (0: no minimum). ``plot``:
     what its chart draws; ``lines``: its threshold lines (``@RULE.draws``). The module
@@ -147,9 +148,15 @@ class Rule:
         return self.min_points
 
     @property
-    def counted_metric(self) -> str:
-        """The metric whose logged points ``min_points`` counts."""
-        return self.points_of or (self.requires[0] if self.requires else "")
+    def counted_metrics(self) -> tuple[str, ...]:
+        """The metrics whose logged points ``min_points`` counts (the most logged of them):
+        ``points_of``, else the first required metric, else every alternative of
+        ``requires_any``; none: the run's logged steps are counted."""
+        if self.points_of:
+            return (self.points_of,)
+        if self.requires:
+            return self.requires[:1]
+        return tuple(dict.fromkeys(m for group in self.requires_any for m in group))
 
     @property
     def cli_name(self) -> str:

@@ -48,6 +48,7 @@ RULE = Rule(
     "format_gaming", "Format gaming",
     needs="a format-like and a correctness-like reward component (format, xml, tag... "
     "and correct, accuracy, answer... in their names)",
+    min_points=8, points="steps",  # a gain and its share need a trend
     params=(
         Param("format_share", 0.8, "share of the total reward gain carried by format components"),
         Param("min_gain", 0.1, "total reward gain (in units of its range) needed to judge"),
@@ -81,13 +82,25 @@ def component_weights(run: Run, cols: dict[str, str]) -> dict[str, float]:
     return {n: float(w) for n, w in zip(cols, coef[:-1])}
 
 
-@RULE.detects
-def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+def _format_and_correctness(run: Run) -> tuple[dict[str, str], dict[str, str]]:
     comps = components(run)
     fmt_cols = {n: c for n, c in comps.items() if component_kind(n) == "format"}
     cor_cols = {n: c for n, c in comps.items() if component_kind(n) == "correctness"}
     if not fmt_cols or not cor_cols:
         raise Skip("needs a format-like and a correctness-like reward component")
+    return fmt_cols, cor_cols
+
+
+@RULE.reads_short_logs
+def short_log(run: Run, p: Mapping[str, float]) -> None:
+    """Nothing to tell from a short log; but a missing component is the first thing missing."""
+    _format_and_correctness(run)
+
+
+@RULE.detects
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    comps = components(run)
+    fmt_cols, cor_cols = _format_and_correctness(run)
     total = Metric.REWARD_MEAN.value
     if run.has(total):
         total_gain, total_range, _ = _gain(run, total)

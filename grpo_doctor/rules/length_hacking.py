@@ -58,7 +58,8 @@ REWARD = Metric.REWARD_MEAN.value
 
 RULE = Rule(
     "length_hacking", "Length hacking (runaway, pinned or collapsing length)",
-    requires_any=((LEN,), (TRUNC,)), min_points=3, points_of=LEN, points="response lengths",
+    requires_any=((LEN,), (TRUNC,)), min_points=3,
+    points="response lengths or truncation shares",
     plot=Plot(metrics=(LEN, TRUNC, REWARD)),
     params=(
         Param("truncation", 0.5, "share of completions truncated that counts as pinned"),
@@ -106,8 +107,9 @@ def lines(p: Mapping[str, float], evidence: Mapping[str, object]
 
 @RULE.reads_short_logs
 def short_log(run: Run, p: Mapping[str, float]) -> Outcome | None:
-    """A few lengths are enough when the truncation share is logged: it tells the pile-up."""
-    return detect(run, p) if run.has(TRUNC) else None
+    """One or two truncation shares can show the pile-up; they show no health."""
+    out = detect(run, p) if run.has(TRUNC) else None
+    return out if out is not None and out.fired else None
 
 
 @RULE.detects

@@ -48,7 +48,10 @@ WATCHED = (
 
 RULE = Rule(
     "numerical_failure", "Numerical failure (NaN/inf)",
-    requires_any=tuple((m,) for m in WATCHED),
+    # One NaN is decisive at once (the short-log reader); no NaN in one or two steps is not
+    # evidence of health.
+    requires_any=tuple((m,) for m in WATCHED), min_points=3,
+    points="loss, KL, grad-norm, entropy, reward or log-prob values",
     plot=Plot(metrics=(Metric.LOSS.value, Metric.GRAD_NORM.value), metrics_in="non_finite"),
     params=(Param("min_bad_values", 1, "non-finite values needed to fire"),),
 )
@@ -131,3 +134,10 @@ def _finite_at(run: Run, metric: str, steps: np.ndarray) -> bool:
 
 def _key(run: Run) -> str | None:
     return next((m for m in WATCHED if m in run.frame.columns), None)
+
+
+@RULE.reads_short_logs
+def short_log(run: Run, p: Mapping[str, float]) -> Outcome | None:
+    """One NaN is a failure however short the log; one or two finite steps show no health."""
+    out = detect(run, p)
+    return out if out.fired else None

@@ -54,6 +54,8 @@ RULE = Rule(
     requires_any=((Metric.RATIO_MAX.value,), (Metric.RATIO_MIN.value,),
                   (Metric.CLIP_FRACTION.value,), (Metric.IS_RATIO_MAX.value,),
                   (Metric.MISMATCH_KL.value,)),
+    # every excursion needs 8 points of its metric: fewer, and nothing was checked
+    min_points=8, points="ratio, clip-fraction or mismatch values",
     plot=Plot(metrics=(Metric.CLIP_FRACTION.value, REWARD)),
     params=(
         Param("max_ratio", 3.0, "PPO ratio max above this is out of range"),

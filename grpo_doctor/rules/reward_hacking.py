@@ -54,7 +54,8 @@ HELDOUT = Metric.HELDOUT_SCORE.value
 
 RULE = Rule(
     "reward_hacking", "Reward hacking",
-    requires=(REWARD,), plot=Plot(metrics=(REWARD, KL, HELDOUT)),
+    # the least any of its signals needs (a held-out turnover: 5 points)
+    requires=(REWARD,), min_points=5, points="rewards", plot=Plot(metrics=(REWARD, KL, HELDOUT)),
     needs="one of heldout_score, kl or an anti-cheat reward component (cheat, hack, "
     "violation... in its name)",
     params=(
@@ -130,11 +131,21 @@ def _cheat_attempts(run: Run, p) -> dict | None:
     return None
 
 
+def _require_a_signal(run: Run) -> None:
+    if not (run.has(HELDOUT) or run.has(KL) or any(component_kind(n) == "cheat"
+                                                   for n in components(run))):
+        raise Skip("needs a held-out score, KL or an anti-cheat reward component")
+
+
+@RULE.reads_short_logs
+def short_log(run: Run, p: Mapping[str, float]) -> None:
+    """Nothing to tell from a short log; but a missing signal is the first thing missing."""
+    _require_a_signal(run)
+
+
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
-    has_cheat = any(component_kind(n) == "cheat" for n in components(run))
-    if not (run.has(HELDOUT) or run.has(KL) or has_cheat):
-        raise Skip("needs a held-out score, KL or an anti-cheat reward component")
+    _require_a_signal(run)
     forms = [f for f in (_heldout_turnover(run, p), _efficiency_collapse(run, p),
                          _cheat_attempts(run, p)) if f]
     evidence: dict[str, object] = {}

@@ -19,7 +19,7 @@ def test_every_rule_declares_a_detect_and_its_minimum_counts_a_metric():
     for rule in RULES:
         assert rule.detect.__module__ == f"grpo_doctor.rules.{rule.id}"
         if rule.min_points:
-            assert rule.counted_metric, rule.id
+            assert rule.points, rule.id
             assert isinstance(rule.min_points, int) or rule.min_points in rule.defaults()
 
 
@@ -29,10 +29,33 @@ def test_a_flat_log_one_point_short_is_skipped_with_the_declared_count(rule):
     """One point fewer than the rule declares, of a flat metric (no incident, no fall for a
     short-log reader to see): skipped, saying how many points of what it needs."""
     n = rule.min_points - 1
-    run = make_run(**{rule.counted_metric: np.full(n, 0.5)})
+    # what rules that read short logs check first (a signal or component they need) is there
+    logged = {*(rule.counted_metrics or ("reward",)), "kl", "rewards/format_reward",
+              "rewards/accuracy_reward"}
+    run = make_run(**{m: np.full(n, 0.5) for m in logged})
     check = check_rule(rule, run, rule.defaults())
     assert check.status is Status.SKIPPED
     assert check.reason.startswith(f"needs at least {rule.min_points} logged {rule.points}")
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_no_check_passes_on_one_or_two_logged_steps(n):
+    """The user's report: one logged step (every metric finite, nothing out of range) listed
+    ratio_instability, reward_hacking and length_hacking as passed, two steps
+    numerical_failure, reward_hacking and format_gaming. A check judges a log long enough to
+    tell, or reads a short one for something decisive (an incident); else it is skipped."""
+    columns = {"loss": 0.1, "grad_norm": 0.5, "kl": 0.01, "reward": 0.8, "reward_std": 0.3,
+               "clip_fraction": 0.05, "response_length_mean": 300.0, "truncation_ratio": 0.1,
+               "rewards/format_reward": 0.5, "rewards/accuracy_reward": 0.3, "entropy": 0.6}
+    run = make_run(**{k: np.full(n, v) for k, v in columns.items()})
+    checks = diagnose(run, DoctorConfig()).checks
+    assert [c.mode for c in checks if c.status is Status.OK] == []
+    # one NaN is decisive on one step
+    nan = make_run(**{**{k: np.full(1, v) for k, v in columns.items()},
+                      "loss": np.array(["nan"], dtype=object)})  # a logged NaN, not a gap
+    check = next(c for c in diagnose(nan, DoctorConfig()).checks
+                 if c.mode == "numerical_failure")
+    assert check.status is Status.CRITICAL
 
 
 def test_a_minimum_set_by_a_parameter_follows_the_users_value():
