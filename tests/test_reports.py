@@ -279,6 +279,19 @@ def test_a_long_source_path_is_shortened_from_the_left_not_wrapped(failing, verb
         assert holder == "…" + source[-79:]
 
 
+@pytest.mark.parametrize("width", [80, 40])
+def test_a_long_run_name_stays_on_the_status_line_shortened(failing, width):
+    """At 80 columns a long run name went to a line of its own, broken mid-token, leaving
+    "WARNING · " with nothing after it: it stays on the status line, cut with …."""
+    name = "OpenEnv_gpt_oss_(20B)_Reinforcement_Learning_2048_Game__2025-11-25_8a1c943e_2b8cd9"
+    diagnosis = replace(failing.diagnosis, run=replace(failing.diagnosis.run, name=name))
+    first, second = render_to_text(diagnosis, failing.run, width).splitlines()[:2]
+    status = diagnosis.status.upper()
+    assert first.startswith(f"{status} · OpenEnv_gpt_oss_") and first.endswith("…")
+    assert len(first) == width and name.startswith(first[len(status) + 3:-1])
+    assert second.startswith("steps ")
+
+
 def test_evidence_reads_as_text_with_units():
     from grpo_doctor.reporters.evidence import items, value
 

@@ -30,7 +30,7 @@ from rich.text import Text
 from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.escape import terminal as _safe
-from grpo_doctor.reporters.fit import shorten_left
+from grpo_doctor.reporters.fit import shorten_left, shorten_right
 from grpo_doctor.reporters.outline import (
     by_onset,
     cause_text,
@@ -95,8 +95,11 @@ def _indented(body: Text | str, indent: int, *, style: str = "") -> _Hanging:
 def _header(diagnosis: Diagnosis, width: int, verbose: bool) -> list[RenderableType]:
     info = diagnosis.run
     status = diagnosis.status
+    # Status and name stay on one line: a name too long for it keeps its start (the file
+    # name on the next line keeps the end).
+    name = shorten_right(_safe(info.name), max(1, width - len(status) - 3))
     first = Text.assemble((status.upper(), _STATUS_STYLE.get(status, "bold")), " · ",
-                          (_safe(info.name), "bold"))
+                          (name, "bold"))
     first.overflow = "fold"
     facts = f"steps {_step(info.first_step)}–{_step(info.last_step)} ({info.n_steps:,} logged)"
     facts += f" · {_safe(info.format)}"
