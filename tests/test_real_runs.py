@@ -108,6 +108,18 @@ def test_an_earlier_episode_says_what_it_was():
     assert d.root_cause.summary == episode.summary
 
 
+def test_an_entropy_level_is_not_read_as_the_reward():
+    """"with reward falling, now 4.42" read as a reward of 4.42; it is the entropy's median
+    over the late points (the last logged entropy is 2.47)."""
+    path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0]).check("entropy_blowup")
+    assert "now 4.42" not in check.summary
+    assert check.summary.endswith("; entropy since down to a median 4.42 nats over the last 8 "
+                                  "logged points")
+    assert check.evidence["now_means"] == "median entropy over the last 8 logged points"
+
+
 def test_the_collapse_names_its_root_cause():
     path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
     _present(path)
