@@ -40,3 +40,8 @@ def plural(n: int, word: str, words: str | None = None) -> str:
     """``n`` and the noun in its number: "1 value", "2 values", "3 runs" (``words``: an
     irregular plural, "1 entry" / "2 entries")."""
     return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
+def agree(n: int, one: str, many: str) -> str:
+    """The word that agrees with a count of ``n``: ``agree(n, "was", "were")``."""
+    return one if n == 1 else many

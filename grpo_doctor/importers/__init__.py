@@ -23,6 +23,7 @@ from grpo_doctor.files import check_input
 from grpo_doctor.importers._common import HEAD_BYTES, read_head
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.store import Run
+from grpo_doctor.text import agree
 
 # Module names under grpo_doctor.importers, in the order ties are broken.
 _MODULES = [
@@ -164,9 +165,10 @@ def _with_steps(source: str, runs: list[Run]) -> list[Run]:
         why = next((n for r in runs for n in r.notes if "step" in n and "dropped" in n), None)
         raise InputError(f"{source}: no logged steps found" + (f" ({why})" if why else ""))
     if len(kept) < len(runs):
-        empty = ", ".join(r.name for r in runs if not r.n_steps)
+        names = [r.name for r in runs if not r.n_steps]
+        what = f"{agree(len(names), 'a run', 'runs')} without a logged step left out"
         for run in kept:
-            run.notes.append(f"run(s) without a logged step left out: {empty}")
+            run.notes.append(f"{what}: {', '.join(names)}")
     return kept
 
 
