@@ -212,6 +212,17 @@ class Diagnosis:
     def findings(self) -> tuple[Check, ...]:
         return tuple(c for c in self.checks if c.fired)
 
+    def __repr__(self) -> str:
+        # Short: a notebook cell showing a Diagnosis prints this, not kilobytes of evidence.
+        found = ", ".join(f"{c.mode}:{c.status.value}@{c.onset_step}" for c in self.findings)
+        return f"Diagnosis(run={self.run.name!r}, status={self.status!r}, findings=[{found}])"
+
+    def _repr_markdown_(self) -> str:
+        """The Markdown report, which Jupyter shows for a Diagnosis at the end of a cell."""
+        from grpo_doctor.reporters.markdown import render_markdown  # a display hook only
+
+        return render_markdown(self)
+
     def check(self, mode: str) -> Check:
         for c in self.checks:
             if c.mode == mode:

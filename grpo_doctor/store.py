@@ -68,6 +68,11 @@ class Run:
     _derived: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        # Short: the frame, notes and config are a notebook cell's kilobytes, not a summary.
+        return (f"Run(name={self.name!r}, format={self.format!r}, steps={self.n_steps} "
+                f"({self.first_step}..{self.last_step}), metrics={len(self.mapping)})")
+
     def finite_series(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
         """(steps, values) of ``metric`` where it was logged as a finite number."""
         cached = self._finite.get(metric)

@@ -173,13 +173,15 @@ def _with_steps(source: str, runs: list[Run]) -> list[Run]:
 
 
 def load_run(source: str | os.PathLike[str], **options: object) -> Run:
-    """The one run held by ``source``; an error naming the runs if there are several."""
+    """The one run held by ``source`` (``run="NAME"`` picks one of several); an error naming
+    the runs if there are several and none was picked."""
     runs = load_runs(source, **options)  # type: ignore[arg-type]
     if len(runs) > 1:
         names = ", ".join(r.name for r in runs[:10])
         more = f" and {len(runs) - 10} more" if len(runs) > 10 else ""
         raise InputError(
-            f"{os.fspath(source)} holds {len(runs)} runs ({names}{more}); pick one with --run NAME"
+            f"{os.fspath(source)} holds {len(runs)} runs ({names}{more}); pick one with "
+            f"load_run(path, run=NAME), or read them all with load_runs(path)"
         )
     return runs[0]
 
