@@ -23,7 +23,7 @@ from grpo_doctor.files import check_input
 from grpo_doctor.importers._common import HEAD_BYTES, read_head
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.store import Run
-from grpo_doctor.text import agree
+from grpo_doctor.text import agree, plural
 
 # Module names under grpo_doctor.importers, in the order ties are broken.
 _MODULES = [
@@ -105,6 +105,17 @@ def _several_logs(folder: Path, logs: list[Path], more: bool) -> FormatError:
                        f"or audit the folder")
 
 
+def _no_log(folder: Path) -> FormatError:
+    """A folder that is no log and holds none: said as ``audit`` says it, and what was there."""
+    try:
+        files = sum(1 for f in folder.iterdir() if not f.name.startswith("."))
+    except OSError:
+        files = 0
+    held = (f" ({plural(files, 'entry', 'entries')}, none a log in a format grpo-doctor reads: "
+            f"{', '.join(format_names())})" if files else " (the folder is empty)")
+    return FormatError(f"no training log found in {folder}{held}")
+
+
 def importer_named(name: str) -> Importer:
     for imp in registry():
         if imp.name == name:
@@ -142,6 +153,8 @@ def load_runs(
                 logs, more = _logs_in(path) if path.is_dir() else ([], False)
                 if len(logs) > 1:
                     raise _several_logs(path, logs, more) from None
+                if not logs and path.is_dir():
+                    raise _no_log(path) from None
                 if not logs:
                     raise
                 path, imp = logs[0], detect_format(logs[0])
