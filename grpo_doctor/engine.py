@@ -159,7 +159,8 @@ def _earlier_episode(rule: Rule, run: Run, params: Mapping[str, float], metric: 
     if metric and metric in run.frame.columns:
         during = run.frame[metric].loc[alert:cleared - 1].dropna()
         if len(during):
-            peak_step, peak = int(during.idxmax()), float(during.max())
+            at = int(np.argmax(during.to_numpy()))
+            peak_step, peak = int(during.index[at]), float(during.iloc[at])
     return Incident(metric=metric or "", step=alert, peak_step=peak_step, peak=peak,
                     threshold=float("nan"), recovered_step=cleared, severity=Status.WARNING,
                     summary=f"{what}; raised at step {step_text(alert)}, cleared by step "
