@@ -202,8 +202,8 @@ def test_a_folder_of_loops_and_no_log_is_not_a_training_log(capsys, tmp_path):
     (folder / "self").symlink_to("self")
     (folder / "up").symlink_to("..")
     assert_error(capsys, ["diagnose", str(folder)],
-                 f"{folder}: not a training log grpo-doctor can read (folder format not "
-                 "recognised; formats: ", prefix=True)
+                 f"no training log found in {folder} (2 entries, none a log in a format "
+                 "grpo-doctor reads: ", prefix=True)
 
 
 def test_audit_of_a_folder_with_symlink_loops(capsys, tmp_path):
