@@ -218,7 +218,8 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
     known = {"map", "rules", "select", "ignore", "fail-on", "fail_on"}
     unknown = set(table) - known
     if unknown:
-        raise ConfigError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}")
+        raise ConfigError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(sorted(unknown))}")
     column_map = table.get("map", {})
     if not isinstance(column_map, dict) or not all(isinstance(v, str) for v in
                                                    column_map.values()):

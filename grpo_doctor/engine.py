@@ -109,12 +109,7 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
         if cleared is None:
             shown = alert
         else:
-            episode = Incident(
-                metric=out.key_metric or "", step=alert, peak_step=alert,
-                peak=_value_at(run, out.key_metric, alert), threshold=float("nan"),
-                recovered_step=cleared, severity=Status.WARNING,
-                summary=f"first raised at step {step_text(alert)} by an earlier episode, "
-                        f"which had cleared by step {step_text(cleared)}")
+            episode = _earlier_episode(rule, run, params, out.key_metric, alert, cleared)
             incidents = (episode, *incidents)
         onset = alert
     summary = out.summary if shown is None else out.summary.replace(ONSET, step_text(shown))
@@ -156,6 +151,26 @@ def _cleared(rule: Rule, run: Run, params: Mapping[str, float], alert: int, onse
         else:
             hi = mid
     return int(between[hi])
+
+
+def _earlier_episode(rule: Rule, run: Run, params: Mapping[str, float], metric: str | None,
+                     alert: int, cleared: int) -> Incident:
+    """The episode that raised the finding at ``alert`` and was over by ``cleared``, in the
+    rule's own words as a monitor at ``alert`` would have said them (what it saw, its level
+    and threshold), then when it was raised and cleared."""
+    said = judge(rule, run.truncated(alert), params)
+    what = said.summary.replace(ONSET, step_text(said.onset_step if said.onset_step is not None
+                                                 else alert))
+    peak_step, peak = alert, _value_at(run, metric, alert)
+    if metric and metric in run.frame.columns:
+        during = run.frame[metric].loc[alert:cleared - 1].dropna()
+        if len(during):
+            at = int(np.argmax(during.to_numpy()))
+            peak_step, peak = int(during.index[at]), float(during.iloc[at])
+    return Incident(metric=metric or "", step=alert, peak_step=peak_step, peak=peak,
+                    threshold=float("nan"), recovered_step=cleared, severity=Status.WARNING,
+                    summary=f"{what}; raised at step {step_text(alert)}, cleared by step "
+                            f"{step_text(cleared)}")
 
 
 def _value_at(run: Run, metric: str | None, step: int) -> float:

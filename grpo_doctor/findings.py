@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from grpo_doctor.text import plural
+
 SCHEMA_VERSION = 2
 
 #: The mode that checks for NaN/inf: it runs on any log, so it is no evidence of health alone.
@@ -192,15 +194,16 @@ class Diagnosis:
         skipped = [c for c in self.checks if c.status is Status.SKIPPED]
         short = sum(1 for c in skipped if "at least" in (c.reason or ""))
         if self.run.n_steps < MIN_STEPS_FOR_HEALTHY and len(judged) >= MIN_CHECKS_FOR_HEALTHY:
-            return (f"{self.run.n_steps} logged step(s) are too few to call it healthy (at least "
-                    f"{MIN_STEPS_FOR_HEALTHY} needed)")
-        ran = (f"only {len(judged)} check(s) could judge it ({', '.join(judged)})" if judged
+            return (f"{plural(self.run.n_steps, 'logged step')} "
+                    f"{'is' if self.run.n_steps == 1 else 'are'} too few to call it healthy "
+                    f"(at least {MIN_STEPS_FOR_HEALTHY} needed)")
+        ran = (f"only {plural(len(judged), 'check')} could judge it ({', '.join(judged)})" if judged
                else "no check could judge it")
         why = []
         if len(skipped) - short:
             why.append(f"{len(skipped) - short} need metrics that are not logged")
         if short:
-            why.append(f"{short} need a longer log ({self.run.n_steps} logged step(s))")
+            why.append(f"{short} need a longer log ({plural(self.run.n_steps, 'logged step')})")
         if not self.checks:
             why.append("every check was ignored")
         return ran + (f": {', '.join(why)}" if why else "")
@@ -208,6 +211,17 @@ class Diagnosis:
     @property
     def findings(self) -> tuple[Check, ...]:
         return tuple(c for c in self.checks if c.fired)
+
+    def __repr__(self) -> str:
+        # Short: a notebook cell showing a Diagnosis prints this, not kilobytes of evidence.
+        found = ", ".join(f"{c.mode}:{c.status.value}@{c.onset_step}" for c in self.findings)
+        return f"Diagnosis(run={self.run.name!r}, status={self.status!r}, findings=[{found}])"
+
+    def _repr_markdown_(self) -> str:
+        """The Markdown report, which Jupyter shows for a Diagnosis at the end of a cell."""
+        from grpo_doctor.reporters.markdown import render_markdown  # a display hook only
+
+        return render_markdown(self)
 
     def check(self, mode: str) -> Check:
         for c in self.checks:

@@ -38,6 +38,7 @@ from grpo_doctor.findings import SCHEMA_VERSION, Status
 from grpo_doctor.rules.knobs import BY_NAME as KNOBS
 from grpo_doctor.rules.knobs import configured_value
 from grpo_doctor.store import Run
+from grpo_doctor.text import agree
 
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
@@ -116,8 +117,8 @@ def _check_shards(docs: Sequence[tuple[str, dict[str, Any]]]) -> None:
     (n,) = totals
     missing = [f"{k}/{n}" for k in range(1, n + 1) if k not in seen]
     if missing:
-        raise ConfigError(f"shard(s) {', '.join(missing)} missing: the merge would not be the "
-                          "whole audit")
+        raise ConfigError(f"{agree(len(missing), 'shard', 'shards')} {', '.join(missing)} "
+                          "missing: the merge would not be the whole audit")
 
 
 def merge(paths: Iterable[str | os.PathLike[str]]):

@@ -17,6 +17,7 @@ import pandas as pd
 
 from grpo_doctor.errors import ConfigError, FormatError
 from grpo_doctor.metrics import find_step_column, map_columns
+from grpo_doctor.text import agree, plural
 
 _NAN_WORDS = {"nan", "-nan", "+nan", "nan(ind)", "-nan(ind)"}
 _INF_WORDS = {"inf": np.inf, "+inf": np.inf, "infinity": np.inf, "+infinity": np.inf,
@@ -66,6 +67,11 @@ class Run:
     # Derived series (binned views) of this exact Run; never carried into a truncated one.
     _derived: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        # Short: the frame, notes and config are a notebook cell's kilobytes, not a summary.
+        return (f"Run(name={self.name!r}, format={self.format!r}, steps={self.n_steps} "
+                f"({self.first_step}..{self.last_step}), metrics={len(self.mapping)})")
 
     def finite_series(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
         """(steps, values) of ``metric`` where it was logged as a finite number."""
@@ -175,10 +181,12 @@ def _text_notes(found: list[tuple[str, int, str]]) -> list[str]:
     notes = []
     for col, count, example in found[:_MAX_TEXT_NOTES]:
         shown = example if len(example) <= 40 else example[:37] + "..."
-        notes.append(f"{col}: {count} cell(s) that are not numbers were read as gaps "
+        notes.append(f"{col}: {plural(count, 'cell')} that "
+                     f"{agree(count, 'is not a number was', 'are not numbers were')} read as gaps "
                      f"(e.g. {shown!r})")
     if len(found) > _MAX_TEXT_NOTES:
-        notes.append(f"{len(found) - _MAX_TEXT_NOTES} more column(s) hold cells that are not "
+        notes.append(f"{plural(len(found) - _MAX_TEXT_NOTES, 'more column')} "
+                     f"{agree(len(found) - _MAX_TEXT_NOTES, 'holds', 'hold')} cells that are not "
                      "numbers (read as gaps)")
     return notes
 
@@ -257,13 +265,16 @@ def _step_notes(values: Any, masks: Mapping[str, np.ndarray]) -> list[str]:
     """What dropping rows without a valid step did, truthfully (never called repeats)."""
     notes = []
     if masks["missing"].any():
-        notes.append(f"{int(masks['missing'].sum())} row(s) without a step were dropped")
+        notes.append(f"{plural(int(masks['missing'].sum()), 'row')} without a step "
+                     f"{agree(int(masks['missing'].sum()), 'was', 'were')} dropped")
     if masks["fractional"].any():
-        notes.append(f"{int(masks['fractional'].sum())} row(s) with a step that is not a whole "
-                     f"number{_example(values, masks['fractional'])} were dropped")
+        notes.append(f"{plural(int(masks['fractional'].sum()), 'row')} with a step that is not a "
+                     f"whole number{_example(values, masks['fractional'])} "
+                     f"{agree(int(masks['fractional'].sum()), 'was', 'were')} dropped")
     if masks["out_of_range"].any():
-        notes.append(f"{int(masks['out_of_range'].sum())} row(s) with a step beyond the 64-bit "
-                     f"integer range{_example(values, masks['out_of_range'])} were dropped")
+        notes.append(f"{plural(int(masks['out_of_range'].sum()), 'row')} with a step beyond the "
+                     f"64-bit integer range{_example(values, masks['out_of_range'])} "
+                     f"{agree(int(masks['out_of_range'].sum()), 'was', 'were')} dropped")
     return notes
 
 
@@ -313,10 +324,11 @@ def resolve_duplicates(raw: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 def _order_note(n_dup: int, n_restarts: int | None) -> str | None:
     """What sorting and de-duplicating the steps did, for the report."""
-    went_back = (f"the step went backwards {n_restarts} time(s) (a resumed run?)"
+    went_back = (f"the step went backwards {plural(n_restarts, 'time')} (a resumed run?)"
                  if n_restarts else "")
     if n_dup:
-        what = f"{n_dup} row(s) repeat a step logged before: the last value logged was kept"
+        what = (f"{plural(n_dup, 'row')} {agree(n_dup, 'repeats', 'repeat')} a step logged "
+                "before: the last value logged was kept")
         return f"{went_back}; {what}" if went_back else what
     if went_back:
         return f"{went_back}: rows were sorted by step"
@@ -387,7 +399,8 @@ def build_run(
         missing = [src for src in column_map.values() if src not in raw.columns]
         if missing:
             raise ConfigError(
-                f"--map names column(s) not in {source}: {', '.join(map(repr, missing))}"
+                f"--map names {agree(len(missing), 'a column', 'columns')} not in {source}: "
+                f"{', '.join(map(repr, missing))}"
             )
     counts = {c: int(raw[c].notna().sum()) for c in raw.columns}
     cm = map_columns(raw.columns, column_map, counts)

@@ -34,3 +34,14 @@ def change(start: float, end: float) -> str:
     if ratio >= 2:
         return f"x{ratio:.0f}" if ratio >= 10 else f"x{ratio:.1f}"
     return f"up {ratio - 1:.0%}" if ratio >= 1 else f"down {1 - ratio:.0%}"
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``n`` and the noun in its number: "1 value", "2 values", "3 runs" (``words``: an
+    irregular plural, "1 entry" / "2 entries")."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
+def agree(n: int, one: str, many: str) -> str:
+    """The word that agrees with a count of ``n``: ``agree(n, "was", "were")``."""
+    return one if n == 1 else many

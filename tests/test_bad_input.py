@@ -118,14 +118,14 @@ TRUNCATED = "truncated final record at byte 9912 (run still being written?)"
     ("no-step.csv", {"first_step": 0, "last_step": 59},
      ["no step column found: steps are row numbers"]),
     ("non-numeric.csv", {"n_steps": 60},
-     ["reward: 3 cell(s) that are not numbers were read as gaps (e.g. 'abc')"]),
+     ["reward: 3 cells that are not numbers were read as gaps (e.g. 'abc')"]),
     ("duplicate-steps.csv", {"n_steps": 60},
-     ["the step went backwards 1 time(s) (a resumed run?); 10 row(s) repeat a step logged "
+     ["the step went backwards 1 time (a resumed run?); 10 rows repeat a step logged "
       "before: the last value logged was kept"]),
     ("short-rows.csv", {"n_steps": 60},
-     ["20 row(s) have fewer cells than the header: the missing cells are gaps"]),
+     ["20 rows have fewer cells than the header: the missing cells are gaps"]),
     ("long-rows.csv", {"n_steps": 60},
-     ["2 row(s) have more cells than the header: the extra cells were left out"]),
+     ["2 rows have more cells than the header: the extra cells were left out"]),
     ("latin1.csv", {"n_steps": 60},
      ["the file is not valid UTF-8: undecodable bytes were replaced (U+FFFD)"]),
     ("tb-truncated", {"format": "tensorboard", "last_step": 40}, [TRUNCATED]),
@@ -202,8 +202,8 @@ def test_a_folder_of_loops_and_no_log_is_not_a_training_log(capsys, tmp_path):
     (folder / "self").symlink_to("self")
     (folder / "up").symlink_to("..")
     assert_error(capsys, ["diagnose", str(folder)],
-                 f"{folder}: not a training log grpo-doctor can read (folder format not "
-                 "recognised; formats: ", prefix=True)
+                 f"no training log found in {folder} (2 entries, none a log in a format "
+                 "grpo-doctor reads: ", prefix=True)
 
 
 def test_audit_of_a_folder_with_symlink_loops(capsys, tmp_path):
@@ -286,7 +286,7 @@ def test_a_50_mb_printed_dict_keeps_only_its_first_mib(capsys, tmp_path):
     path.write_text("{'loss': 0.5, " + "'reward': 1.0, " * ((50 << 20) // 15) + "\n")
     code, report, notes = diagnosis(capsys, path)
     assert report["run"]["n_steps"] == 1
-    assert "1 printed dict(s) were cut off or not plain literals: only their complete numeric " \
+    assert "1 printed dict was cut off or not plain literals: only their complete numeric " \
            "entries were read" in notes
 
 
@@ -835,7 +835,7 @@ def test_a_small_parquet_that_expands_to_100m_rows_is_refused(capsys, tmp_path):
             writer.write_table(zeros, row_group_size=20_000_000)
     assert path.stat().st_size < 2 << 20
     assert_error(capsys, ["diagnose", str(path)],
-                 f"{path}: the parquet data expands to 100,000,000 rows x 1 column(s), more "
+                 f"{path}: the parquet data expands to 100,000,000 rows x 1 column, more "
                  f"than grpo-doctor tabulates (16,777,216 rows, 67,108,864 cells); not a "
                  f"training log?")
 
@@ -879,9 +879,9 @@ def test_ctrl_c_during_a_parallel_audit_exits_130_cleanly(tmp_path):
 
 
 @pytest.mark.parametrize("name,message", [
-    ("steps-beyond-int64.csv", "no logged steps found (200 row(s) with a step beyond the 64-bit "
+    ("steps-beyond-int64.csv", "no logged steps found (200 rows with a step beyond the 64-bit "
                                "integer range (e.g. 1e+19) were dropped)"),
-    ("steps-1e30.csv", "no logged steps found (200 row(s) with a step beyond the 64-bit integer "
+    ("steps-1e30.csv", "no logged steps found (200 rows with a step beyond the 64-bit integer "
                        "range (e.g. 1e+30) were dropped)"),
 ])
 def test_steps_beyond_int64_never_collapse_into_one(capsys, name, message):
@@ -890,9 +890,9 @@ def test_steps_beyond_int64_never_collapse_into_one(capsys, name, message):
 
 @pytest.mark.parametrize("name,n_steps,note", [
     ("steps-2p62.csv", 200, None),
-    ("steps-some-beyond.csv", 150, "50 row(s) with a step beyond the 64-bit integer range "
+    ("steps-some-beyond.csv", 150, "50 rows with a step beyond the 64-bit integer range "
                                    "(e.g. 1e+19) were dropped"),
-    ("steps-half.csv", 100, "100 row(s) with a step that is not a whole number (e.g. 0.5) were "
+    ("steps-half.csv", 100, "100 rows with a step that is not a whole number (e.g. 0.5) were "
                             "dropped"),
 ])
 def test_odd_steps_are_kept_exactly_or_dropped_with_a_true_note(capsys, name, n_steps, note):

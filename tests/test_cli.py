@@ -216,6 +216,17 @@ def test_a_folder_holding_several_logs_says_so(capsys, tmp_path):
     assert "holds 5 training logs (a_run.csv, b_run.csv, c_run.csv, d_run.csv, ...)" in err
 
 
+def test_an_empty_folder_says_no_training_log_as_audit_does(capsys, tmp_path):
+    """Not "folder format not recognised; formats: run-folder, ...": no log in it."""
+    code, out, err = run_cli(capsys, "diagnose", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err == f"grpo-doctor: error: no training log found in {tmp_path} (the folder is empty)\n"
+    (tmp_path / "notes.txt").write_text("nothing to see\n")
+    _, _, err = run_cli(capsys, "diagnose", str(tmp_path))
+    assert err.startswith(f"grpo-doctor: error: no training log found in {tmp_path} (1 entry, "
+                          "none a log in a format grpo-doctor reads: run-folder, ")
+
+
 def _judged(out):
     return {c["mode"] for c in json.loads(out)["checks"]}
 

@@ -479,6 +479,6 @@ def test_fetched_steps_beyond_int64_or_fractional_are_dropped_with_a_note(server
                                                cache_dir=env / "cache")))
     assert run.n_steps == 298 and run.last_step == 297
     assert run.notes[:2] == [
-        "the W&B server lists 1 row(s) whose step is not a whole number (e.g. 297.5); the "
-        "wandb client reads them at the whole step below",
-        "1 row(s) at a step beyond the 64-bit integer range (e.g. 1e+19) could not be fetched"]
+        "the W&B server lists 1 row whose step is not a whole number (e.g. 297.5); the "
+        "wandb client reads it at the whole step below",
+        "1 row at a step beyond the 64-bit integer range (e.g. 1e+19) could not be fetched"]

@@ -103,7 +103,7 @@ def test_merge_refuses_what_is_not_the_whole_audit(capsys, tree, tmp_path):
         (tmp_path / f"s{k}.json").write_text(out)
     code, _, err = run_cli(capsys, "audit-merge", str(tmp_path / "s1.json"),
                            str(tmp_path / "s2.json"))
-    assert code == 2 and err.strip().endswith("shard(s) 3/3 missing: the merge would not be "
+    assert code == 2 and err.strip().endswith("shard 3/3 missing: the merge would not be "
                                               "the whole audit")
     code, _, err = run_cli(capsys, "audit-merge", str(tmp_path / "s1.json"),
                            str(tmp_path / "s1.json"))

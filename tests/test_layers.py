@@ -51,6 +51,9 @@ def _imports(module: str) -> set[str]:
 
 
 GRAPH = {m: _imports(m) for m in MODULES}
+#: The one import allowed to run upward: Diagnosis._repr_markdown_, the notebook display hook,
+#: renders the Markdown report (called by Jupyter only, never by the package itself).
+DISPLAY_HOOKS = {("grpo_doctor.findings", "grpo_doctor.reporters.markdown")}
 
 
 def _top(module: str) -> str:
@@ -93,6 +96,8 @@ def test_no_import_cycle():
         index[v] = low[v] = len(index)
         stack.append(v)
         for w in GRAPH[v]:
+            if (v, w) in DISPLAY_HOOKS:
+                continue
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])

@@ -93,6 +93,33 @@ def test_the_recovered_kl_blowup_is_an_incident_with_its_recovery():
     assert incident.peak == pytest.approx(17.8, rel=0.01)
 
 
+def test_an_earlier_episode_says_what_it_was():
+    """The root cause read "first raised at step 44 by an earlier episode, which had cleared
+    by step 50", naming nothing: it says what the rule saw then (KL, its level, its band)."""
+    path = ("notebook-tables/gpt_oss_(20B)_Reinforcement_Learning_2048_Game_BF16__2025-10-17_"
+            "c2f44ed1_46a6a6.csv")
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    episode = d.check("kl_drift").incidents[0]
+    assert (episode.step, episode.recovered_step) == (44, 50) and episode.metric == "kl"
+    assert episode.summary.startswith("KL rose from ") and "(band 0.5-5" in episode.summary
+    assert episode.summary.endswith("raised at step 44, cleared by step 50")
+    assert episode.peak == pytest.approx(0.865, abs=0.001) and episode.peak_step == 48
+    assert d.root_cause.summary == episode.summary
+
+
+def test_an_entropy_level_is_not_read_as_the_reward():
+    """"with reward falling, now 4.42" read as a reward of 4.42; it is the entropy's median
+    over the late points (the last logged entropy is 2.47)."""
+    path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0]).check("entropy_blowup")
+    assert "now 4.42" not in check.summary
+    assert check.summary.endswith("; entropy since down to a median 4.42 nats over the last 8 "
+                                  "logged points")
+    assert check.evidence["now_means"] == "median entropy over the last 8 logged points"
+
+
 def test_the_collapse_names_its_root_cause():
     path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
     _present(path)

@@ -279,6 +279,19 @@ def test_a_long_source_path_is_shortened_from_the_left_not_wrapped(failing, verb
         assert holder == "…" + source[-79:]
 
 
+@pytest.mark.parametrize("width", [80, 40])
+def test_a_long_run_name_stays_on_the_status_line_shortened(failing, width):
+    """At 80 columns a long run name went to a line of its own, broken mid-token, leaving
+    "WARNING · " with nothing after it: it stays on the status line, cut with …."""
+    name = "OpenEnv_gpt_oss_(20B)_Reinforcement_Learning_2048_Game__2025-11-25_8a1c943e_2b8cd9"
+    diagnosis = replace(failing.diagnosis, run=replace(failing.diagnosis.run, name=name))
+    first, second = render_to_text(diagnosis, failing.run, width).splitlines()[:2]
+    status = diagnosis.status.upper()
+    assert first.startswith(f"{status} · OpenEnv_gpt_oss_") and first.endswith("…")
+    assert len(first) == width and name.startswith(first[len(status) + 3:-1])
+    assert second.startswith("steps ")
+
+
 def test_evidence_reads_as_text_with_units():
     from grpo_doctor.reporters.evidence import items, value
 
@@ -326,3 +339,73 @@ def test_an_internal_error_is_one_line_and_exit_3(capsys, monkeypatch):
     assert code == EXIT_INTERNAL == 3
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("grpo-doctor: internal error: RuntimeError: the reporter broke over")
+
+
+def test_counts_agree_with_their_nouns():
+    from grpo_doctor.text import agree, plural
+
+    assert [plural(n, "value") for n in (0, 1, 2, 1000)] == [
+        "0 values", "1 value", "2 values", "1,000 values"]
+    assert plural(2, "entry", "entries") == "2 entries"
+    assert (agree(1, "was", "were"), agree(3, "was", "were")) == ("was", "were")
+
+
+def test_no_message_says_thing_s():
+    """"1 value(s)": every count in a message agrees with its noun (text.plural)."""
+    import io
+    import tokenize
+
+    import grpo_doctor
+
+    said = []
+    strings = (tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING))
+    for path in Path(grpo_doctor.__file__).parent.rglob("*.py"):
+        for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+            if tok.type in strings and not tok.string.startswith(('"""', "'''")) and \
+                    re.search(r"[a-z]\(s\)(?![}\w])", tok.string):
+                said.append(f"{path.name}:{tok.start[0]}")
+    assert said == []
+
+
+def test_skip_reasons_have_no_brackets_inside_brackets(case_diagnoses):
+    """"grad_explosion (needs at least 8 logged non-zero grad-norm values (it was 0 on 4 of
+    4))": a skip reason in the skipped line holds no parentheses of its own."""
+    from grpo_doctor.reporters.outline import skipped_line
+    from tests.helpers import make_run
+
+    g = np.zeros(12)
+    g[:3] = 0.5
+    zero_grads = diagnose(make_run(train__grad_norm=g, train__loss=np.linspace(1, 0, 12)))
+    assert zero_grads.check("grad_explosion").summary == (
+        "needs at least 8 logged non-zero grad-norm values, and it was 0 on 9 of 12")
+    for d in [zero_grads, *(d for _, d in case_diagnoses.values())]:
+        for reason in re.findall(r"\(([^;]*)\)(?:;|$)", skipped_line(d.checks)):
+            assert "(" not in reason, skipped_line(d.checks)
+
+
+def test_a_window_longer_than_the_run_says_it_covered_the_whole_run():
+    from grpo_doctor.reporters.evidence import items
+
+    assert dict(items({"window_steps": 1000}, span=199))["window steps"] == \
+        "1,000 (longer than the run: the whole run)"
+    assert dict(items({"window_steps": 1000}, span=5000))["window steps"] == "1,000"
+    assert dict(items({"window_steps": 1000}))["window steps"] == "1,000"
+
+
+def test_metrics_says_where_the_steps_came_from():
+    """`metrics` printed "(step from given)": it says the importer's own steps, the step
+    column, or row order."""
+    import pandas as pd
+
+    from grpo_doctor.reporters.metrics_report import render_metrics
+    from grpo_doctor.store import build_run
+    from tests.helpers import make_run
+
+    given = render_metrics([make_run(train__loss=np.ones(3))])
+    frame = pd.DataFrame({"global_step": [5, 10], "loss": [1.0, 2.0]})
+    column = render_metrics([build_run(frame, name="c", source="c.csv", format="csv")])
+    rows = render_metrics([build_run(frame.drop(columns="global_step"), name="r",
+                                     source="r.csv", format="csv")])
+    assert "(steps as the test importer read them)" in given and "given" not in given
+    assert "(step column: global_step)" in column
+    assert "(steps: row order, no step column)" in rows

@@ -70,3 +70,40 @@ def test_rules_says_what_diagnose_skips_for(capsys, monkeypatch):
     for rule in RULES:
         assert needs(rule), rule.id  # every check says what it needs
         assert " ".join(needs(rule).split()) in " ".join(entries[rule.id].split())
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_a_wrapped_parameter_help_hangs_under_its_first_column(capsys, monkeypatch, rule):
+    """"adapt_kl = 5    sustained KL ... (critical with stalled" wrapped to "        reward)",
+    under nothing: wrapped lines of a help start in the column where the help starts."""
+    monkeypatch.setenv("COLUMNS", "80")
+    _, out, _ = run_cli(capsys, "explain", rule.cli_name)
+    lines = out.split("Parameters (defaults):\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    column = None
+    for line in lines:
+        head = next((p for p in rule.params if line.startswith(f"    {p.name} = ")), None)
+        if head is not None:
+            column = len(line) - len(line.split(f"{head.default:g}", 1)[1].lstrip())
+        else:
+            assert column is not None and line[:column].strip() == "" and line[column] != " "
+
+
+def test_the_kl_bands_do_not_overlap_and_agree_with_the_parameters():
+    """The docstring said "5-20 dangerous ... > 10 stop": bands that overlap. They are the
+    spec's bands (failure-modes.md), each starting where the one before ends, and the rule's
+    thresholds are named with their defaults."""
+    import re
+
+    from grpo_doctor.reporters.rule_doc import plain
+
+    rule = next(r for r in RULES if r.id == "kl_drift")
+    doc = " ".join(plain(rule.doc).split())
+    bands = doc.split("in the usual bands: ", 1)[1].split(". And", 1)[0]
+    lows = [float(x) for x in re.findall(r"(?:^|; )([\d.]+)-[\d.]+ ", bands)]
+    highs = [float(x) for x in re.findall(r"(?:^|; )[\d.]+-([\d.]+) ", bands)]
+    first = float(re.match(r"< ([\d.]+) normal", bands).group(1))
+    last = float(re.search(r"; > ([\d.]+) ", bands).group(1))
+    assert [first, *highs] == [*lows, last] == [0.5, 5, 20]
+    params = {p.name: p.default for p in rule.params}
+    assert params["drift_kl"] == 0.5 and params["adapt_kl"] == 5
+    assert f"stop_kl, {params['stop_kl']:g}, inside this band" in bands

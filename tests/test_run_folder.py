@@ -112,7 +112,7 @@ def test_verbose_lists_what_was_passed_over(capsys, runs_root):
 def test_a_copy_that_disagrees_is_a_note(runs_root):
     run = load_run(runs_root / FOLDERS[2])
     assert ("metrics.csv disagrees with trainer_state.json: reward_mean differs at 3 of 200 "
-            "shared step(s) (step 10: 9.5 there, ") in " ".join(run.notes)
+            "shared steps (step 10: 9.5 there, ") in " ".join(run.notes)
     clean = load_run(runs_root / FOLDERS[0])
     assert not any("disagrees" in n for n in clean.notes)
 
@@ -120,7 +120,7 @@ def test_a_copy_that_disagrees_is_a_note(runs_root):
 def test_metrics_says_which_files_were_found_and_used(capsys, runs_root):
     code, out, _ = run_cli(capsys, "metrics", str(runs_root / FOLDERS[0]))
     assert code == 0
-    assert ("one run's folder: 4 log(s) of it found; read trainer_state.json (trainer-state, "
+    assert ("one run's folder: 4 logs of it found; read trainer_state.json (trainer-state, "
             "200 steps x 9 metrics), the richest") in out
     assert ("passed over other copies: metrics.csv (200 x 9), tensorboard (200 x 9), "
             "wandb/offline-run-20250101_000000-grpofix1 (200 x 9); earlier checkpoints: "

@@ -23,6 +23,7 @@ from grpo_doctor.files import check_input
 from grpo_doctor.importers._common import HEAD_BYTES, read_head
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.store import Run
+from grpo_doctor.text import agree, plural
 
 # Module names under grpo_doctor.importers, in the order ties are broken.
 _MODULES = [
@@ -104,6 +105,17 @@ def _several_logs(folder: Path, logs: list[Path], more: bool) -> FormatError:
                        f"or audit the folder")
 
 
+def _no_log(folder: Path) -> FormatError:
+    """A folder that is no log and holds none: said as ``audit`` says it, and what was there."""
+    try:
+        files = sum(1 for f in folder.iterdir() if not f.name.startswith("."))
+    except OSError:
+        files = 0
+    held = (f" ({plural(files, 'entry', 'entries')}, none a log in a format grpo-doctor reads: "
+            f"{', '.join(format_names())})" if files else " (the folder is empty)")
+    return FormatError(f"no training log found in {folder}{held}")
+
+
 def importer_named(name: str) -> Importer:
     for imp in registry():
         if imp.name == name:
@@ -141,6 +153,8 @@ def load_runs(
                 logs, more = _logs_in(path) if path.is_dir() else ([], False)
                 if len(logs) > 1:
                     raise _several_logs(path, logs, more) from None
+                if not logs and path.is_dir():
+                    raise _no_log(path) from None
                 if not logs:
                     raise
                 path, imp = logs[0], detect_format(logs[0])
@@ -164,20 +178,23 @@ def _with_steps(source: str, runs: list[Run]) -> list[Run]:
         why = next((n for r in runs for n in r.notes if "step" in n and "dropped" in n), None)
         raise InputError(f"{source}: no logged steps found" + (f" ({why})" if why else ""))
     if len(kept) < len(runs):
-        empty = ", ".join(r.name for r in runs if not r.n_steps)
+        names = [r.name for r in runs if not r.n_steps]
+        what = f"{agree(len(names), 'a run', 'runs')} without a logged step left out"
         for run in kept:
-            run.notes.append(f"run(s) without a logged step left out: {empty}")
+            run.notes.append(f"{what}: {', '.join(names)}")
     return kept
 
 
 def load_run(source: str | os.PathLike[str], **options: object) -> Run:
-    """The one run held by ``source``; an error naming the runs if there are several."""
+    """The one run held by ``source`` (``run="NAME"`` picks one of several); an error naming
+    the runs if there are several and none was picked."""
     runs = load_runs(source, **options)  # type: ignore[arg-type]
     if len(runs) > 1:
         names = ", ".join(r.name for r in runs[:10])
         more = f" and {len(runs) - 10} more" if len(runs) > 10 else ""
         raise InputError(
-            f"{os.fspath(source)} holds {len(runs)} runs ({names}{more}); pick one with --run NAME"
+            f"{os.fspath(source)} holds {len(runs)} runs ({names}{more}); pick one with "
+            f"load_run(path, run=NAME), or read them all with load_runs(path)"
         )
     return runs[0]
 

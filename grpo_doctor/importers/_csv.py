@@ -15,6 +15,7 @@ import pandas as pd
 from grpo_doctor.errors import FormatError
 from grpo_doctor.files import check_size, read_bytes, read_error
 from grpo_doctor.importers._common import first_line
+from grpo_doctor.text import plural
 
 #: Columns a CSV header may hold; more is not a training log (and would take minutes to read).
 MAX_COLUMNS = 20_000
@@ -172,9 +173,11 @@ def read_csv_frame(path: Path, notes: list[str] | None = None):
     short = sum(len(r) < width for r in rows[1:])
     long = sum(len(r) > width for r in rows[1:])
     if short:
-        said.append(f"{short} row(s) have fewer cells than the header: the missing cells are gaps")
+        said.append(f"{plural(short, 'row')} {'has' if short == 1 else 'have'} fewer cells than "
+                    "the header: the missing cells are gaps")
     if long:
-        said.append(f"{long} row(s) have more cells than the header: the extra cells were "
+        said.append(f"{plural(long, 'row')} {'has' if long == 1 else 'have'} more cells than the "
+                    "header: the extra cells were "
                     "left out")
     body = [(r + [""] * width)[:width] for r in rows[1:]]
     frame = pd.DataFrame(body, columns=header, dtype="string")

@@ -13,6 +13,7 @@ import pandas as pd
 
 from grpo_doctor.importers._common import to_number
 from grpo_doctor.store import check_table_size
+from grpo_doctor.text import agree, plural
 
 
 @dataclass
@@ -49,13 +50,15 @@ def long_frame(
     notes = []
     bad = ~np.isfinite(rows["step"].to_numpy(dtype=np.float64))
     if bad.any():
-        notes.append(f"{int(bad.sum())} row(s) without a step were dropped")
+        notes.append(f"{plural(int(bad.sum()), 'row')} without a step "
+                     f"{agree(int(bad.sum()), 'was', 'were')} dropped")
         rows = rows.loc[~bad]
     rows["step"] = np.round(rows["step"].to_numpy(dtype=np.float64)).astype(np.int64)
     deduped = rows.drop_duplicates(["step", "name"], keep="last")
     if len(deduped) < len(rows):
         notes.append(
-            f"{len(rows) - len(deduped)} repeated (step, metric) row(s): the last one was kept"
+            f"{plural(len(rows) - len(deduped), 'repeated (step, metric) row')}: the last one "
+            "was kept"
         )
     order = list(pd.unique(deduped["name"]))
     check_table_size(source, deduped["step"].nunique(), len(order), len(deduped))

@@ -44,6 +44,7 @@ from grpo_doctor.importers.incremental import TextPosition, read_lines, rows_fro
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns
 from grpo_doctor.store import Run, build_run
+from grpo_doctor.text import agree, plural
 
 _TEXT_SUFFIXES = {".log", ".txt", ".md", ".out", ".err", ".stdout", ".stderr"}
 _NOT_CONSOLE = {".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".ipynb", ".parquet"}
@@ -481,7 +482,7 @@ def _summary_steps(found: Sequence[_Printed], summary: dict[str, Any], bar_total
     every = total // n
     return _ordinal_steps(found, every), (
         f"steps inferred from the run's end: {n} log lines over its {total} steps "
-        f"(one every {every})")
+        f"(one every {'step' if every == 1 else f'{every} steps'})")
 
 
 def _is_eval(printed: _Printed) -> bool:
@@ -587,8 +588,8 @@ def _run_log(segments: Sequence[Segment], run: _PrintedRun, config: dict[str, An
     salvaged = sum(p.salvaged for p in found)
     if salvaged:
         log.notes.append(
-            f"{salvaged} printed dict(s) were cut off or not plain literals: "
-            "only their complete numeric entries were read"
+            f"{plural(salvaged, 'printed dict')} {agree(salvaged, 'was', 'were')} cut off or "
+            "not plain literals: only their complete numeric entries were read"
         )
     return log
 
@@ -601,8 +602,9 @@ def _dict_log(segments: Sequence[Segment], log: ConsoleLog, source: str = "") ->
     left_out = sum(len(r.dicts) for r in runs if r not in rl) if rl else 0
     logs = [_run_log(segments, r, log.config, source) for r in (rl or runs)]
     if left_out:
-        logs[0].notes.append(f"{left_out} log line(s) of an earlier training without RL "
-                             "metrics (supervised fine-tuning?) were left out")
+        logs[0].notes.append(f"{plural(left_out, 'log line')} of an earlier training "
+                             "without RL metrics (supervised fine-tuning?) "
+                             f"{agree(left_out, 'was', 'were')} left out")
     last = logs[-1]
     log.kind, log.frame, log.explicit, log.steps = last.kind, last.frame, last.explicit, last.steps
     log.summary.update(last.summary)

@@ -19,6 +19,7 @@ from grpo_doctor.importers._csv import csv_header, read_csv_frame
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.metrics import find_step_column
 from grpo_doctor.store import Run, build_run
+from grpo_doctor.text import plural
 
 _SEP = " - "
 _BANDS = ("__MIN", "__MAX")
@@ -59,12 +60,14 @@ def _notes(header: Sequence[str], x: str, runs: dict[str, dict[str, str]]) -> li
     dup = [c for c, n in Counter(header).items() if n > 1]
     if dup:
         notes.append(
-            f"{len(dup)} column name(s) repeat (W&B display names are not unique): "
+            f"{plural(len(dup), 'column name')} {'repeats' if len(dup) == 1 else 'repeat'} "
+            "(W&B display names are not unique): "
             "the last of each was read"
         )
     other = [c for c in header if c != x and not c.endswith(_BANDS) and not split_run_metric(c)]
     if other:
-        notes.append(f"column(s) without a run name were left out: {', '.join(other[:5])}")
+        notes.append(f"{'a column' if len(other) == 1 else 'columns'} without a run name "
+                     f"{'was' if len(other) == 1 else 'were'} left out: {', '.join(other[:5])}")
     return notes
 
 

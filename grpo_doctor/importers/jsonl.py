@@ -24,6 +24,7 @@ from grpo_doctor.importers.incremental import (
 )
 from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run, build_run
+from grpo_doctor.text import agree, plural
 
 
 def _parse_lines(text: str) -> tuple[list[Record], int]:
@@ -77,7 +78,9 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     if not records:
         raise FormatError(f"{path}: no line is a JSON object with a numeric value")
     frame, explicit = records_frame(records, str(path))
-    notes = [f"{bad} line(s) were not JSON objects and were skipped"] if bad else []
+    notes = [f"{plural(bad, 'line')} "
+             f"{agree(bad, 'was not a JSON object', 'were not JSON objects')} and "
+             f"{agree(bad, 'was', 'were')} skipped"] if bad else []
     return [
         build_run(
             frame, name=path.stem, source=str(path), format="jsonl",

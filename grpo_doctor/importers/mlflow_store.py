@@ -48,6 +48,7 @@ from grpo_doctor.importers.tracker_store import (
     unreadable_sqlite,
 )
 from grpo_doctor.store import Run
+from grpo_doctor.text import agree, plural
 
 FORMAT = "mlflow"
 _TABLES = ("experiments", "runs", "metrics", "params")
@@ -127,7 +128,7 @@ def _read_sqlite(path: Path, notes: list[str]
             conn, f"SELECT run_uuid, key, value, {step}, {is_nan} FROM metrics", notes,
             "metric rows", path)
     if deleted:
-        notes.append(f"{deleted} deleted run(s) left out")
+        notes.append(f"{plural(deleted, 'deleted run')} left out")
     return found, rows
 
 
@@ -257,8 +258,9 @@ def _parse_metric_file(key: str, file: Path, notes: list[str]
         steps.append(step)
         values.append(value)
     if bad:
-        notes.append(f"metric {key!r}: {bad} line(s) that are not 'timestamp value step' "
-                     "were skipped")
+        notes.append(f"metric {key!r}: {plural(bad, 'line')} that "
+                     f"{agree(bad, 'is', 'are')} not 'timestamp value step' "
+                     f"{agree(bad, 'was', 'were')} skipped")
     return steps, values
 
 
@@ -302,7 +304,7 @@ def _load_files(path: Path, options: LoadOptions) -> list[Run]:
             run.values = np.array(values, dtype=np.float64)
         found.append(run)
     if deleted:
-        notes.append(f"{deleted} deleted run(s) left out")
+        notes.append(f"{plural(deleted, 'deleted run')} left out")
     if not found:
         raise FormatError(f"{path}: no MLflow run found")
     if len(found) == 1 and not len(found[0].steps) and found[0].notes:

@@ -19,6 +19,7 @@ from grpo_doctor.files import human_bytes, max_read_bytes
 from grpo_doctor.importers._common import read_json
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.store import Run, build_run
+from grpo_doctor.text import plural
 
 _MAGIC = b"PAR1"
 #: A table past these is refused before it is decompressed: a parquet file of a megabyte can
@@ -63,7 +64,7 @@ def _check_expansion(files: list[Path]) -> None:
     where = files[0] if len(files) == 1 else files[0].parent
     if rows > MAX_ROWS or cells > MAX_CELLS:
         raise FormatError(f"{where}: the parquet data expands to {rows:,} rows x "
-                          f"{cells // max(rows, 1):,} column(s), more than grpo-doctor "
+                          f"{plural(cells // max(rows, 1), 'column')}, more than grpo-doctor "
                           f"tabulates ({MAX_ROWS:,} rows, {MAX_CELLS:,} cells); not a training "
                           f"log?")
     if size > max_read_bytes():
@@ -141,7 +142,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     meta = _metadata(path)
     notes = []
     if skipped:
-        notes.append(f"{len(skipped)} non-scalar column(s) left out: {', '.join(skipped[:5])}")
+        notes.append(f"{plural(len(skipped), 'non-scalar column')} left out: "
+                     f"{', '.join(skipped[:5])}")
     if "_note" in meta:
         notes.append(meta["_note"])
     fetched = meta.get("notes")  # what the fetch could not take as it was

@@ -31,6 +31,7 @@ from grpo_doctor.importers._common import head_of, walk_files
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.trainer_state import STATE_FILE
 from grpo_doctor.store import Run
+from grpo_doctor.text import agree, plural
 
 FORMAT = "run-folder"
 _CHECKPOINT_PREFIX = "checkpoint-"
@@ -218,7 +219,8 @@ def _disagreement(run: Run, other: Run) -> str | None:
     if worst is None:
         return None
     count, metric, step, mine, theirs = worst
-    return (f"{metric} differs at {count} of {len(shared_steps)} shared step(s) (step {step}: "
+    return (f"{metric} differs at {count} of {len(shared_steps)} shared "
+            f"{agree(len(shared_steps), 'step', 'steps')} (step {step}: "
             f"{theirs:.6g} there, {mine:.6g} here)")
 
 
@@ -264,7 +266,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     read.sort(key=lambda cr: (-_size(cr[1]), _rank(cr[0].format), cr[0].label))
     (best_copy, run), others = read[0], read[1:]
     shape = f"{run.n_steps} steps x {int(run.frame.notna().any().sum())} metrics"
-    notes = [f"one run's folder: {len(found.copies)} log(s) of it found; read "
+    notes = [f"one run's folder: {plural(len(found.copies), 'log')} of it found; read "
              f"{best_copy.label} ({best_copy.format}, {shape}), the richest"]
     config: dict = {}
     for copy, other in others:

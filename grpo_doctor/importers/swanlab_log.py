@@ -35,6 +35,7 @@ from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.tracker_store import TrackedRun, build_runs, read_each
 from grpo_doctor.importers.wandb_offline.log import iter_log_records
 from grpo_doctor.store import Run
+from grpo_doctor.text import agree, plural
 
 FORMAT = "swanlab"
 MAGIC = b":SWL"
@@ -167,7 +168,9 @@ def read_swanlab_log(path: Path) -> TrackedRun:
         elif record.HasField("finish"):
             state = _STATES.get(record.finish.state, str(record.finish.state))
     if bad:
-        notes.append(f"{bad} record(s) that are not SwanLab records were skipped")
+        notes.append(f"{plural(bad, 'record')} that "
+                     f"{agree(bad, 'is not a SwanLab record was', 'are not SwanLab records were')} "
+                     "skipped")
     project, name, run_id = start or ("", "", "")
     folder = path.parent
     summary: dict[str, Any] = {"state": state or "running (no finish record)"}

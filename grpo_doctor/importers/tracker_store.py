@@ -25,6 +25,7 @@ from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
 from grpo_doctor.importers._long import Wide, long_frame
 from grpo_doctor.importers.base import LoadOptions
 from grpo_doctor.store import Run, build_run
+from grpo_doctor.text import agree
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Seconds to wait for a writer's lock before saying the database is locked.
@@ -216,7 +217,9 @@ def build_runs(found: Sequence[TrackedRun], path: Path, format: str, options: Lo
             continue
         run_notes = [*notes, *tracked.notes, *wide.notes]
         if empty:
-            run_notes.append(f"run(s) without a logged value left out: {', '.join(empty)}")
+            run_notes.append(f"{agree(len(empty), 'a run', 'runs')} without a logged value "
+                             "left out: "
+                             f"{', '.join(empty)}")
         out.append(build_run(
             wide.frame, name=name, source=str(path), format=format,
             steps=wide.steps if options.step_column is None else None,

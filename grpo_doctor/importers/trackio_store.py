@@ -41,6 +41,7 @@ from grpo_doctor.importers.tracker_store import (
     tables_of,
 )
 from grpo_doctor.store import Run
+from grpo_doctor.text import agree, plural
 
 FORMAT = "trackio"
 _METRIC_COLUMNS = {"run_name", "step", "metrics"}
@@ -149,7 +150,9 @@ def _read_project(path: Path, notes: list[str]) -> list[TrackedRun]:
             logged_rows[key][0].append(float(step))
             logged_rows[key][1].append(logged)
     if bad:
-        notes.append(f"{bad} logged row(s) that are not JSON objects were skipped")
+        notes.append(f"{plural(bad, 'logged row')} that "
+                     f"{agree(bad, 'is not a JSON object was', 'are not JSON objects were')} "
+                     "skipped")
     for key, run in runs.items():
         steps, logged = logged_rows[key]
         if logged:

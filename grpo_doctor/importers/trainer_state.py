@@ -18,6 +18,7 @@ from grpo_doctor.importers._common import looks_like_text, read_json
 from grpo_doctor.importers._records import numeric_record, records_frame
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.store import Run, build_run
+from grpo_doctor.text import plural
 
 STATE_FILE = "trainer_state.json"
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
@@ -50,7 +51,8 @@ def _state_file(path: Path) -> tuple[Path | None, list[str]]:
     if latest is None:
         return None, []
     state, count = latest
-    return state, [f"read {state.parent.name}/{STATE_FILE}, the latest of {count} checkpoint(s)"]
+    return state, [f"read {state.parent.name}/{STATE_FILE}, the latest of "
+                   f"{plural(count, 'checkpoint')}"]
 
 
 def _sniff(path: Path, head: bytes) -> int:

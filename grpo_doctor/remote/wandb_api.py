@@ -57,6 +57,7 @@ from grpo_doctor.remote.wandb_cache import (
 )
 from grpo_doctor.remote.wandb_history import history_table
 from grpo_doctor.store import Run
+from grpo_doctor.text import agree, plural
 
 T = TypeVar("T")
 
@@ -511,11 +512,14 @@ def _live_steps(run: Any) -> tuple[list[int] | None, list[str]]:
             steps.add(int(step))
     notes = []
     if fractional:
-        notes.append(f"the W&B server lists {len(fractional)} row(s) whose step is not a whole "
-                     f"number (e.g. {fractional[0]:g}); the wandb client reads them at the "
+        notes.append(f"the W&B server lists {plural(len(fractional), 'row')} whose step "
+                     "is not a whole "
+                     f"number (e.g. {fractional[0]:g}); the wandb client reads "
+                     f"{agree(len(fractional), 'it', 'them')} at the "
                      f"whole step below")
     if beyond:
-        notes.append(f"{len(beyond)} row(s) at a step beyond the 64-bit integer range (e.g. "
+        notes.append(f"{plural(len(beyond), 'row')} at a step beyond the 64-bit integer range "
+                     "(e.g. "
                      f"{float(beyond[0]):g}) could not be fetched")
     return sorted(steps), notes
 

@@ -133,7 +133,8 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
             out.append(hang(" " * (key_w + 4), f"({where})"))
     rest = everywhere[MAX_KEYS:] + partial
     if rest:
-        what = "key(s) differ or are only in some runs' configs"
+        what = ("key differs or is only in some runs' configs" if len(rest) == 1 else
+                "keys differ or are only in some runs' configs")
         out.append(hang("  ", f"{len(rest)} more {what}: {', '.join(rest)}"))
         out.append(Text("  (--format json lists every value)"))
     out += [Text(""), Text("Where they part (first step beyond the runs' own noise)")]

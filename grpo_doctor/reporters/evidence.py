@@ -123,13 +123,23 @@ def label(key: str) -> str:
     return str(key).replace("_", " ")
 
 
-def items(evidence: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+def items(evidence: Mapping[str, Any] | None, *, span: int | None = None
+          ) -> list[tuple[str, str]]:
     """The evidence as (label, text) pairs, in the rule's order, blanks and the threshold left
-    out (reports show the threshold beside the summary)."""
+    out (reports show the threshold beside the summary). A window of steps longer than the
+    run's ``span`` (its last step minus its first) says it covered the whole run."""
     if not isinstance(evidence, Mapping):
         return []
-    return [(label(k), value(str(k), v)) for k, v in evidence.items()
-            if str(k) not in SHOWN_APART and not blank(v)]
+    out = []
+    for k, v in evidence.items():
+        if str(k) in SHOWN_APART or blank(v):
+            continue
+        text = value(str(k), v)
+        if span is not None and str(k).endswith("window_steps") and \
+                isinstance(as_plain(v), (int, float)) and as_plain(v) > span:
+            text += " (longer than the run: the whole run)"
+        out.append((label(k), text))
+    return out
 
 
 def threshold(check: Check) -> str | None:

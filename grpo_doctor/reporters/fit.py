@@ -42,6 +42,12 @@ def shorten_left(text: str, width: int) -> str:
     return ELLIPSIS + "".join(reversed(out)) if width >= 1 else ""
 
 
+def shorten_right(text: str, width: int) -> str:
+    """``text`` if it fits in ``width`` terminal cells, else as much of its start as fits and
+    an ellipsis (a run name keeps the words it starts with)."""
+    return shorten_left(text[::-1], width)[::-1]
+
+
 def _told_apart(names: Sequence[str], labels: Sequence[str]) -> bool:
     """Different names get different labels."""
     return len(set(zip(names, labels))) == len(set(labels))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from grpo_doctor.findings import RUN_SEVERITY, Check, Status
 from grpo_doctor.monitor import by_first_alert
 from grpo_doctor.reporters.escape import json_dumps, terminal
-from grpo_doctor.text import fmt
+from grpo_doctor.text import fmt, plural
 
 if TYPE_CHECKING:
     from grpo_doctor.monitor import Alert
@@ -68,13 +68,14 @@ def status_line(watcher: Watched, *, named: bool = False) -> str:
     """The last status in one line (``named``: starting with the run's name)."""
     run = watcher.run
     if run is None:
-        return f"status: no data yet from {terminal(watcher.path)} ({watcher.polls} poll(s))"
+        return (f"status: no data yet from {terminal(watcher.path)} "
+                f"({plural(watcher.polls, 'poll')})")
     found = [f"{c.mode} {c.status.value} (first alert at step {fmt(c.first_alert_step)})"
              for c in by_first_alert(watcher.checks)]
     what = "; ".join(found) if found else "no failure mode found"
     who = f"{terminal(run.name)}: " if named else ""
     return (f"status: {who}{watcher.status} at step {fmt(run.last_step)} ({fmt(run.n_steps)} "
-            f"steps, {watcher.polls} poll(s)): {what}")
+            f"steps, {plural(watcher.polls, 'poll')}): {what}")
 
 
 
@@ -121,7 +122,7 @@ def _fleet_panel(watcher: Watch, interval: float) -> Any:
     from rich.text import Text
 
     members = watcher.members()
-    head = Text(f"{len(members)} run(s) · poll {watcher.polls} "
+    head = Text(f"{plural(len(members), 'run')} · poll {watcher.polls} "
                 f"({watcher.last_poll_seconds:.2f} s) · every {interval:g} s · Ctrl-C to stop")
     table = Table(box=None, pad_edge=False, expand=True)
     for name in ("run", "status", "step", "findings (first alert)"):
@@ -222,7 +223,7 @@ class LiveOutput:
                           + "\n")
             else:
                 out.write(f"status: no data yet from {terminal(watcher.path)} "
-                          f"({watcher.polls} poll(s))\n")
+                          f"({plural(watcher.polls, 'poll')})\n")
         for member in members:
             if self.output == "json":
                 out.write(json_dumps(status_dict(member), default=str) + "\n")

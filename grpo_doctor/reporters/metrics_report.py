@@ -7,12 +7,22 @@ from grpo_doctor.reporters.escape import terminal as t
 from grpo_doctor.store import Run
 
 
+def _step_source(run: Run) -> str:
+    """Where the steps came from, in words: the importer's own step field, a column, or row
+    order."""
+    if run.step_source == "given":
+        return f"steps as the {t(run.format)} importer read them"
+    if run.step_source == "row order":
+        return "steps: row order, no step column"
+    return f"step column: {t(run.step_source)}"
+
+
 def render_metrics(runs: list[Run]) -> str:
     out = []
     for run in runs:
         out.append(f"run {t(run.name)} ({t(run.format)}) from {t(run.source)}")
         out.append(f"  steps: {run.n_steps:,} logged, {run.first_step}..{run.last_step} "
-                   f"(step from {t(run.step_source)}); duplicate steps: {run.duplicate_steps}; "
+                   f"({_step_source(run)}); duplicate steps: {run.duplicate_steps}; "
                    f"restarts: {run.restarts}")
         for note in run.notes:
             out.append(f"  note: {t(note)}")

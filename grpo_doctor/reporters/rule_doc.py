@@ -70,8 +70,14 @@ def render_explain(rule: Rule, width: int) -> str:
     out += [_fill(plain(text), width, indent, indent) if text else ""
             for indent, text in _paragraphs(rule.doc)]
     out += ["", "Parameters (defaults):"]
-    out += [_fill(f"{p.name} = {p.default:g}    {plain(p.help)}", width, "    ", " " * 8)
-            for p in rule.params]
+    heads = [f"{p.name} = {p.default:g}" for p in rule.params]
+    # The helps start in one column and their wrapped lines hang under it; a name too long
+    # for that to leave room keeps its own column.
+    column = max(map(len, heads), default=0) + 4
+    for head, p in zip(heads, rule.params):
+        at = column if column <= max(width, MIN_WIDTH) // 2 else len(head) + 4
+        out.append(_fill(f"{head:<{at - 4}}    {plain(p.help)}", width, "    ",
+                         " " * (4 + at)))
     what = needs(rule)
     out += ["", _fill(f"Needs: {what or 'no metric declared'}", width, "", " " * 7)]
     return "\n".join(out) + "\n"

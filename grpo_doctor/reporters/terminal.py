@@ -30,7 +30,7 @@ from rich.text import Text
 from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.escape import terminal as _safe
-from grpo_doctor.reporters.fit import shorten_left
+from grpo_doctor.reporters.fit import shorten_left, shorten_right
 from grpo_doctor.reporters.outline import (
     by_onset,
     cause_text,
@@ -42,6 +42,7 @@ from grpo_doctor.reporters.outline import (
 )
 from grpo_doctor.reporters.sparkline import sparkline
 from grpo_doctor.store import Run
+from grpo_doctor.text import plural
 
 _STYLE = {"ok": "green", "warning": "yellow", "critical": "bold red", "skipped": "dim"}
 _STATUS_STYLE = {"healthy": "bold green", "warning": "bold yellow", "critical": "bold red",
@@ -95,8 +96,11 @@ def _indented(body: Text | str, indent: int, *, style: str = "") -> _Hanging:
 def _header(diagnosis: Diagnosis, width: int, verbose: bool) -> list[RenderableType]:
     info = diagnosis.run
     status = diagnosis.status
+    # Status and name stay on one line: a name too long for it keeps its start (the file
+    # name on the next line keeps the end).
+    name = shorten_right(_safe(info.name), max(1, width - len(status) - 3))
     first = Text.assemble((status.upper(), _STATUS_STYLE.get(status, "bold")), " · ",
-                          (_safe(info.name), "bold"))
+                          (name, "bold"))
     first.overflow = "fold"
     facts = f"steps {_step(info.first_step)}–{_step(info.last_step)} ({info.n_steps:,} logged)"
     facts += f" · {_safe(info.format)}"
@@ -135,8 +139,8 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
     return out
 
 
-def _finding(check: Check, verbose: bool, with_remedies: bool, said: str | None
-             ) -> list[RenderableType]:
+def _finding(check: Check, verbose: bool, with_remedies: bool, said: str | None,
+             span: int | None = None) -> list[RenderableType]:
     """One finding: heading, one sentence (unless the root cause line said it), threshold,
     incidents (and with ``-v`` the evidence)."""
     status = check.status.value
@@ -159,18 +163,24 @@ def _finding(check: Check, verbose: bool, with_remedies: bool, said: str | None
     for incident in shown:
         out.append(_hang("    incident: ", _safe(incident.summary), head_style="dim"))
     if len(shown) < len(incidents):
-        out.append(_indented(f"and {len(incidents) - len(shown)} more incident(s) (-v)", 4,
+        out.append(_indented(f"and {plural(len(incidents) - len(shown), 'more incident')} (-v)", 4,
                              style="dim"))
     if verbose:
-        out += _evidence(check, 4)
+        out += _evidence(check, 4, span)
     if with_remedies:
         out += [_hang("    • ", _safe(r)) for r in check.remedies]
     return out
 
 
-def _evidence(check: Check, indent: int) -> list[RenderableType]:
+def _evidence(check: Check, indent: int, span: int | None = None) -> list[RenderableType]:
     return [_hang(" " * indent + f"{key}: ", _safe(text), head_style="dim", body_style="dim")
-            for key, text in evidence.items(check.evidence)]
+            for key, text in evidence.items(check.evidence, span=span)]
+
+
+def _span(diagnosis: Diagnosis) -> int | None:
+    """How many steps the run's log spans (a window longer than this is the whole run)."""
+    first, last = diagnosis.run.first_step, diagnosis.run.last_step
+    return None if first is None or last is None else last - first
 
 
 def _plan(diagnosis: Diagnosis, verbose: bool) -> list[RenderableType]:
@@ -227,7 +237,7 @@ def _full_table(diagnosis: Diagnosis, run: Run | None, width: int) -> list[Rende
                             f"{_step(c.first_alert_step)}")
             out += [head, _indented(_safe(c.summary), 4)]
             if not c.fired:
-                out += _evidence(c, 4)
+                out += _evidence(c, 4, _span(diagnosis))
         return out
     table = Table(show_edge=False, pad_edge=False, expand=False)
     table.add_column("check", no_wrap=True)
@@ -247,7 +257,7 @@ def _full_table(diagnosis: Diagnosis, run: Run | None, width: int) -> list[Rende
         table.add_row(*cells, Text(_safe(c.summary)))
     out.append(table)
     for c in diagnosis.checks:
-        if not c.fired and (lines := _evidence(c, 4)):
+        if not c.fired and (lines := _evidence(c, 4, _span(diagnosis))):
             out += [Text(_safe(c.mode), style="bold"), *lines]
     return out
 
@@ -263,7 +273,7 @@ def build(diagnosis: Diagnosis, run: Run | None = None, verbose: bool = False,
         for check in findings:
             said = cause_text(diagnosis) if cause is not None and cause.mode == check.mode \
                 else None
-            parts += _finding(check, verbose, not diagnosis.plan, said)
+            parts += _finding(check, verbose, not diagnosis.plan, said, _span(diagnosis))
         plan = _plan(diagnosis, verbose)
         if plan:
             parts += [Text(""), *plan]

@@ -56,7 +56,7 @@ from grpo_doctor.rules.signals import (
     unsolved_equal_share,
 )
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt
+from grpo_doctor.text import agree, fmt
 from grpo_doctor.trends import level_shift_onset, mann_kendall
 
 ZSF = Metric.ZERO_STD_FRACTION.value
@@ -157,8 +157,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         if not progress.logged or progress.improving:
             names = ", ".join(n for n, _, _ in pinned)
             return Outcome(Status.OK, f"{what}: {late:.0%} over the last {k} logged points; "
-                           f"note: reward component(s) {names} never moved, the others carry "
-                           f"the signal", evidence=evidence, key_metric=metric)
+                           f"note: reward {agree(len(pinned), 'component', 'components')} "
+                           f"{names} never moved, the others carry the signal",
+                           evidence=evidence, key_metric=metric)
     if not fired and not pinned:
         return Outcome(Status.OK, f"{what}: {late:.0%} over the last {k} logged points "
                        f"(effective groups {1 - late:.0%})", evidence=evidence, key_metric=metric)
@@ -214,7 +215,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         task_dead = any(component_kind(n) == "correctness" for n, _, _ in pinned)
         status = Status.CRITICAL if task_dead else Status.WARNING
         names = ", ".join(f"{n} (always {fmt(v)} over {c} steps)" for n, v, c in pinned)
-        summary = (f"reward component(s) never moved, giving no signal: {names}"
+        summary = (f"reward {agree(len(pinned), 'component', 'components')} never moved, "
+                   f"giving no signal: {names}"
                    + ("; the task's own reward never fired" if task_dead else ""))
         evidence["threshold"] = "a reward component constant over the whole run"
     remedies = [
@@ -227,7 +229,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     ]
     if pinned:
         which = ", ".join(n for n, _, _ in pinned)
-        remedies.insert(0, f"check the reward function(s) that never changed ({which}) on a "
+        remedies.insert(0, f"check the reward {agree(len(pinned), 'function', 'functions')} "
+                        f"that never changed ({which}) on a "
                         "few completions: broken parsing, a wrong field, or a task too hard for "
                         "them to ever fire")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,

@@ -72,10 +72,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     low_i = warm + int(np.argmin(smooth[warm:peak_i])) if peak_i > warm else 0
     base_i, base = (low_i, float(smooth[low_i])) if peak_i > warm and smooth[low_i] < head \
         else (0, head)
-    late = float(np.median(h[-late_points(len(h)):]))
+    late_n = late_points(len(h))
+    late = float(np.median(h[-late_n:]))  # "now": the late median, not the last value
     evidence: dict[str, object] = {"entropy_baseline": round(base, 6),
                                    "entropy_peak_sustained": round(peak, 6),
-                                   "entropy_now": round(late, 6), "peak_step": int(steps[peak_i])}
+                                   "entropy_now": round(late, 6),
+                                   "now_means": f"median entropy over the last {late_n} logged "
+                                                 "points",
+                                   "peak_step": int(steps[peak_i])}
     rise = peak / base - 1 if base > 0 else 0.0
     evidence["rise"] = round(rise, 3)
     climb = mann_kendall(steps[base_i:peak_i + 1], h[base_i:peak_i + 1]) \
@@ -111,7 +115,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     evidence["threshold"] = (f"sustained entropy >= {1 + p['rise']:g} x its baseline and "
                              f"+{p['min_rise']:g} nats, significant climb")
     why = f", with {', '.join(corroboration)}" if corroboration else ""
-    after = f", now {fmt(late)}" if late < 0.8 * peak else ""
+    after = (f"; entropy since down to a median {fmt(late)} nats over the last {late_n} logged "
+             "points" if late < 0.8 * peak else "")
     summary = (f"entropy blow-up: entropy {change(base, peak)}, from {fmt(base)} to {fmt(peak)}, "
                f"from step {ONSET}{why}{after}")
     remedies = (

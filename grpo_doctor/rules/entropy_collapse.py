@@ -147,8 +147,8 @@ def short_log(run: Run, p: Mapping[str, float]) -> Outcome:
     if at_floor:
         return _floor_collapse(run, steps, h, p, {})
     if not decisive_short_fall(h, p["critical_ratio"]):
-        raise Skip("needs at least 8 logged entropy values (or a fall below "
-                   f"{p['critical_ratio']:g} x its start)")
+        raise Skip("needs at least 8 logged entropy values, or a fall below "
+                   f"{p['critical_ratio']:g} x its start")
     return _short_collapse(run, steps, h, p)
 
 

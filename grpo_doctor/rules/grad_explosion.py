@@ -50,7 +50,7 @@ from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, onset_text
 from grpo_doctor.rules.plot import Plot, Threshold, ladder, number
 from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt
+from grpo_doctor.text import fmt, plural
 from grpo_doctor.trends import robust_spikes
 from grpo_doctor.trends.episodes import stretches_above
 
@@ -98,7 +98,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     zero = int((~flowing).sum())
     g_steps, g = steps[flowing], g[flowing]
     if len(g) < 8:
-        why = f" (it was 0 on {zero} of {zero + len(g)})" if zero else ""
+        why = f", and it was 0 on {zero} of {zero + len(g)}" if zero else ""
         raise Skip(f"needs at least 8 logged non-zero grad-norm values{why}")
     bursts = _bursts(run, g_steps, g, p)
     warm = max(3, int(round(len(g) * p["warmup_fraction"])))
@@ -138,7 +138,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if bursts:
         evidence["bursts"] = len(bursts)
     if not (unrecovered or recurring or inflated):
-        note = (f"; {len(idx)} spike(s) (max {max(ratios):.1f}x) recovered" if len(idx)
+        note = (f"; {plural(len(idx), 'spike')} (max {max(ratios):.1f}x) recovered" if len(idx)
                 else "")
         if zero:
             note += f"; about 0 (no gradient) on {zero} logged steps"

@@ -2,9 +2,11 @@
 
 What it detects
     KL(pi || pi_ref) rising and staying high, in the usual bands: < 0.5 normal; 0.5-5
-    drifting (warning when rising); 5-20 dangerous, likely reward hacking; > 10 stop. And every
-    incident in the run's history: KL above ``stop_kl`` at any logged step, even when the run
-    came back below it later.
+    drifting, controllable (above ``drift_kl`` and rising: a warning); 5-20 dangerous, likely
+    reward hacking (above ``adapt_kl``: adapt beta, critical with stalled reward; above
+    ``stop_kl``, 10, inside this band: critical, stop); > 20 almost certainly collapsed. And
+    every incident in the run's history: KL above ``stop_kl`` at any logged step, even when
+    the run came back below it later.
 
 Why it matters
     KL is the leash. A policy far from the reference is usually exploiting the verifier or the

@@ -24,7 +24,10 @@ Remedies
     in fp32 under bf16/fp16; guard log(0) in the KL estimator (k3 on near-zero probabilities);
     check the reward function for division by zero; resume from the last finite checkpoint. A
     NaN from the first logged step is a setup problem (precision, the estimator, the reward
-    function), not an instability a smaller learning rate would fix.
+    function), not an instability a smaller learning rate would fix. When only a logged
+    statistic went non-finite (the loss and gradient stayed finite), nothing is rolled back
+    and the learning rate is left alone: the remedies are about how the statistic is computed
+    (log(0) in the KL estimator, padded tokens not masked, log-probs in low precision).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule
 from grpo_doctor.rules.plot import Plot
 from grpo_doctor.store import Run
-from grpo_doctor.text import step_text
+from grpo_doctor.text import plural, step_text
 
 WATCHED = (
     Metric.LOSS.value, Metric.KL.value, Metric.GRAD_NORM.value, Metric.ENTROPY.value,
@@ -82,7 +85,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if total < p["min_bad_values"] or first is None:
         return Outcome(Status.OK, "no NaN or inf in " + ", ".join(
             m for m in WATCHED if m in run.frame.columns), key_metric=_key(run))
-    names = ", ".join(f"{m} ({v['count']} value(s) from step {step_text(v['first_step'])})"
+    names = ", ".join(f"{m} ({plural(v['count'], 'value')} from step "
+                      f"{step_text(v['first_step'])})"
                       for m, v in bad.items())
     summary = f"non-finite values first at step {step_text(first)}: {names}"
     # A NaN only in a logged statistic (KL, entropy) while the loss and the gradient stayed
@@ -92,17 +96,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         not _finite_at(run, u, _bad_steps(run, m)) for m in bad for u in updates)
     status = Status.CRITICAL if reached else Status.WARNING
     if not reached:
-        summary += (f" ({' and '.join(updates)} stayed finite: the weights were not "
-                    "touched)")
+        summary += f"; {' and '.join(updates)} stayed finite: the weights were not touched"
     # The first logged step of a log that starts with training (not an excerpt from later).
     at_start = first <= (run.first_step or 0) and (run.first_step or 0) <= 20
     setup = ("keep lm_head and the loss in fp32 under bf16/fp16; guard log(0) in the KL "
              "estimator; check the reward function for division by zero")
     if at_start:
         summary += "; from the first logged step: a setup problem, not an instability"
-        remedies: tuple[str, ...] = (setup, knobs.set_to(run, knobs.GRAD_CLIP, "1.0",
-                                                         why="clip gradients")
-                                     or "clip gradients (max_grad_norm 1.0)")
+    if not reached:
+        # Nothing to roll back and no step size to blame: the statistic's computation broke.
+        remedies: tuple[str, ...] = _measurement_remedies(sorted(bad))
+    elif at_start:
+        remedies = (setup, knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
+                    or "clip gradients (max_grad_norm 1.0)")
     else:
         remedies = (
             knobs.rollback(first, f"resume from the last checkpoint before step "
@@ -116,6 +122,22 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     return Outcome(status, summary, onset_step=first,
                    evidence={"non_finite": bad, "threshold": "any NaN or inf"},
                    remedies=remedies, key_metric=key)
+
+
+def _measurement_remedies(metrics: list[str]) -> tuple[str, ...]:
+    """What to check when only logged statistics (KL, entropy) went non-finite while the loss
+    and gradient stayed finite: how they are computed, not the training."""
+    out = []
+    if Metric.KL.value in metrics:
+        out.append("check the KL estimator for log(0): a -inf log-prob from the policy or the "
+                   "reference model (clamp the log-ratio before exp in k3)")
+    if Metric.ENTROPY.value in metrics:
+        out.append("check the entropy computation: log-softmax of the logits, not log of "
+                   "softmax probabilities")
+    out += [f"mask padded tokens out of the {' and '.join(metrics)} average (an all-padding "
+            "or empty sequence gives 0/0)",
+            "compute the reference and policy log-probs in fp32 (bf16 log-softmax underflows)"]
+    return tuple(out)
 
 
 def _bad_steps(run: Run, metric: str) -> np.ndarray:

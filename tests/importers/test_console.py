@@ -177,7 +177,18 @@ def test_steps_from_the_closing_summary_when_stdout_was_buffered(tmp_path):
                "'train_steps_per_second': 0.5, 'train_loss': 0.2, 'epoch': 0.01}\n")
     (run,) = load_runs(write(tmp_path / "run.log", bars + "\n" + dicts + summary))
     assert list(run.frame.index) == [3, 6, 9, 12]
-    assert any("4 log lines over its 12 steps (one every 3)" in n for n in run.notes)
+    assert any("4 log lines over its 12 steps (one every 3 steps)" in n for n in run.notes)
+
+
+def test_steps_inferred_one_a_step_say_so_in_words(tmp_path):
+    """The note said "(one every 1)"."""
+    bars = "\r".join(_bar(n, 4) for n in range(5))
+    dicts = "".join(f"{{'loss': 0.{k}, 'reward': {k}.0, 'epoch': 0.0}}\n" for k in range(1, 5))
+    summary = ("{'train_runtime': 8.0, 'train_samples_per_second': 2.0, "
+               "'train_steps_per_second': 0.5, 'train_loss': 0.2, 'epoch': 0.01}\n")
+    (run,) = load_runs(write(tmp_path / "run.log", bars + "\n" + dicts + summary))
+    assert list(run.frame.index) == [1, 2, 3, 4]
+    assert any("4 log lines over its 4 steps (one every step)" in n for n in run.notes)
 
 
 def test_a_summary_that_does_not_divide_is_not_used(tmp_path):
@@ -206,7 +217,7 @@ def test_sft_before_grpo_and_two_trainings_in_one_log(tmp_path):
     grpo = "".join(f"{{'loss': 0.{k}, 'reward': {k}.0, 'kl': 0.1}}\n" for k in range(1, 3))
     (run,) = load_runs(write(tmp_path / "one.log", sft + end + grpo))
     assert run.n_steps == 2 and "reward_mean" in run.mapping
-    assert any("3 log line(s) of an earlier training without RL metrics" in n
+    assert any("3 log lines of an earlier training without RL metrics" in n
                for n in run.notes)
     first, second = load_runs(write(tmp_path / "two.log", grpo + end + grpo + grpo))
     assert (first.name, second.name) == ("two#1", "two#2")

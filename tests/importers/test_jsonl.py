@@ -17,7 +17,7 @@ def test_fixture_counts_the_broken_line():
     (run,) = load_runs(FIXTURES / "jsonl" / "run.jsonl")
     assert run.mapping["reward_mean"] == "train/reward"
     assert run.mapping["reward_component/format_reward"] == "rewards/format_reward/mean"
-    assert "1 line(s) were not JSON objects and were skipped" in run.notes
+    assert "1 line was not a JSON object and was skipped" in run.notes
 
 
 @pytest.mark.parametrize("value,expected", [

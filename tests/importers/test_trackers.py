@@ -116,7 +116,7 @@ def test_runs_are_picked_by_id_too(stores):
 def test_deleted_mlflow_runs_are_left_out(store, stores):
     runs = load_runs(stores[store])
     assert "discarded" not in {r.name for r in runs}
-    assert "1 deleted run(s) left out" in runs[0].notes
+    assert "1 deleted run left out" in runs[0].notes
 
 
 def test_mlflow_stores_nan_and_inf_as_logged(tmp_path):
@@ -231,7 +231,7 @@ def test_swanlab_folder_without_its_log_is_one_line(tmp_path):
     run = tmp_path / "swanlog" / "run-20250101_000000-abcdefgh"
     (run / "files").mkdir(parents=True)
     (run / "files" / "config.yaml").write_text("lr:\n  value: 1\n")
-    with pytest.raises(FormatError, match="format not recognised"):
+    with pytest.raises(FormatError, match=r"no training log found in .*swanlog \(1 entry, "):
         load_runs(tmp_path / "swanlog")
 
 

@@ -18,7 +18,7 @@ def test_output_folder_reads_the_latest_checkpoint():
     assert run.name == "synthetic-run"
     assert run.source.endswith("checkpoint-12/trainer_state.json")
     assert run.last_step == 12
-    assert any("latest of 2 checkpoint(s)" in n for n in run.notes)
+    assert any("latest of 2 checkpoints" in n for n in run.notes)
 
 
 def test_train_and_eval_entries_at_one_step_are_one_row():

@@ -108,7 +108,7 @@ def test_run_folder_and_file_round_trip(source: Path, expected: Run) -> None:
     assert run.summary["best_reward"] == pytest.approx(float(np.nanmax(
         expected.frame["reward_mean"])))
     assert not any(k.startswith("_wandb") for k in run.summary)
-    assert any("2 non-scalar key(s) skipped" in n for n in run.notes)
+    assert any("2 non-scalar keys skipped" in n for n in run.notes)
 
 
 def test_nested_dicts_are_flattened_with_slashes() -> None:

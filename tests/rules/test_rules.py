@@ -30,3 +30,27 @@ def test_every_rule_is_documented_and_has_firing_and_quiet_cases(rule):
     modes = [c for c in CASES if c.mode == rule.id]
     assert any(c.onset is not None for c in modes), f"{rule.id} has no firing case"
     assert any(c.statuses == ("ok",) for c in modes), f"{rule.id} has no quiet case"
+
+
+def test_a_nan_only_in_the_kl_asks_about_its_computation_not_a_rollback():
+    """The loss and the grad norm stayed finite while the KL went NaN at step 300: the plan
+    said "resume from the last checkpoint" and "learning_rate -> half", remedies for poisoned
+    weights; it asks about the KL's computation instead."""
+    import numpy as np
+
+    from tests.helpers import ar1, make_run
+
+    n = 400
+    kl = (0.05 + 0.01 * np.abs(ar1(5, n, 1.0))).astype(object)
+    kl[299] = "nan"
+    run = make_run(train__loss=0.01 * ar1(6, n, 1.0), train__grad_norm=0.4 + 0.01 * ar1(7, n, 1.0),
+                   train__kl=kl, train__learning_rate=np.full(n, 4.6e-7))
+    d = diagnose(run)
+    check = d.check("numerical_failure")
+    assert check.status.value == "warning" and check.onset_step == 300
+    assert check.summary == ("non-finite values first at step 300: kl (1 value from step 300); "
+                             "loss and grad_norm stayed finite: the weights were not touched")
+    assert check.remedies[0].startswith("check the KL estimator for log(0)")
+    assert any("mask padded tokens out of the kl average" in r for r in check.remedies)
+    said = " ".join(check.remedies + tuple(step.action for step in d.plan))
+    assert "resume" not in said and "learning_rate" not in said and "checkpoint" not in said

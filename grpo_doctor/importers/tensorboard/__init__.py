@@ -80,6 +80,7 @@ from grpo_doctor.importers.tensorboard.framing import (
 )
 from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run, build_run, check_table_size
+from grpo_doctor.text import plural
 
 _SNIFF_MAX_DEPTH = 4
 _SNIFF_MAX_ENTRIES = 5000
@@ -444,8 +445,8 @@ def _load_run(name: str, files: list[Path], source: str, options: LoadOptions,
     restarts = max(files_with_points - 1, 0)
     if restarts:
         notes.append(
-            f"{files_with_points} event files merged ({restarts} restart(s)); where steps "
-            f"overlap the later file's value is kept ({n_replaced} value(s) replaced)"
+            f"{files_with_points} event files merged ({plural(restarts, 'restart')}); where steps "
+            f"overlap the later file's value is kept ({plural(n_replaced, 'value')} replaced)"
         )
     return build_run(
         frame, name=name, source=source, format="tensorboard",

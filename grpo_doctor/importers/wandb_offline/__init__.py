@@ -68,6 +68,7 @@ from grpo_doctor.importers.wandb_offline.records import (
 )
 from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run, build_run, check_table_size
+from grpo_doctor.text import agree, plural
 
 _MAX_DEPTH = 4
 _SNIFF_MAX_ENTRIES = 5000
@@ -125,7 +126,7 @@ def read_wandb_log(path: Path) -> _RunLog:
         else:
             _apply_record(log, rec, kind)
     if unreadable:
-        log.notes.append(f"{unreadable} unreadable record(s) skipped")
+        log.notes.append(f"{plural(unreadable, 'unreadable record')} skipped")
     return log
 
 
@@ -224,11 +225,13 @@ def _build_frame(log: _RunLog) -> tuple[Any, dict[str, np.ndarray], np.ndarray, 
 
     notes: list[str] = []
     if bad_json:
-        notes.append(f"{bad_json} history value(s) that are not JSON skipped")
+        notes.append(f"{plural(bad_json, 'history value')} that {agree(bad_json, 'is', 'are')} not "
+                     "JSON skipped")
     if skipped:
         names = sorted(skipped)
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        notes.append(f"{len(names)} non-scalar key(s) skipped (media, text, lists): {shown}")
+        notes.append(f"{plural(len(names), 'non-scalar key')} skipped (media, text, lists): "
+                     f"{shown}")
 
     steps = _steps(log, parsed, notes)
     frame = pd.DataFrame(data, index=pd.RangeIndex(n))

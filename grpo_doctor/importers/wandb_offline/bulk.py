@@ -15,6 +15,7 @@ import numpy as np
 from grpo_doctor.importers._bytes import HASH_KEYS, WORD_MASKS, Buffer, gather_rows, varint
 from grpo_doctor.importers.wandb_offline.log import _clean_log_spans, iter_log_records
 from grpo_doctor.importers.wandb_offline.records import _apply_record, _loads, _RunLog
+from grpo_doctor.text import plural
 
 # --- history and summary records in bulk ------------------------------------------------------
 #
@@ -298,7 +299,7 @@ def _read_in_bulk(b: Buffer, log: _RunLog, pb: Any, decode_error: type[Exception
     for key, col in texts.items():
         log.columns[key] = (np.concatenate(col.rows), col)  # type: ignore[assignment]
     if unreadable:
-        log.notes.append(f"{unreadable} unreadable record(s) skipped")
+        log.notes.append(f"{plural(unreadable, 'unreadable record')} skipped")
     return log
 
 

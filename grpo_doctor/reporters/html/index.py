@@ -17,6 +17,7 @@ from grpo_doctor.reporters.html.page import (
     _badge,
     _step,
 )
+from grpo_doctor.text import plural
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def render_index(entries: Iterable[IndexEntry | Mapping[str, Any]],
         f"<title>{esc(title)}</title><style>{_CSS}</style></head>\n"
         f'<body data-ready="1"><main><header class="card top" '
         f'style="--st:{STATUS_COLOR.get(worst, "#6b7280")}"><h1>{esc(title)}</h1>'
-        f'<p class="meta">{len(rows)} run(s) · {summary}</p></header>'
+        f'<p class="meta">{plural(len(rows), "run")} · {summary}</p></header>'
         '<section class="card"><table class="index"><thead><tr><th>run</th><th>status</th>'
         '<th>findings</th><th>steps</th><th>source</th></tr></thead><tbody>'
         + "".join(body) + "</tbody></table></section></main></body></html>\n"

@@ -24,6 +24,7 @@ from grpo_doctor.reporters.html.svg import (
 )
 from grpo_doctor.reporters.outline import by_onset, cause_text
 from grpo_doctor.store import Run
+from grpo_doctor.text import plural
 
 
 def _json_script(element_id: str, data: object) -> str:
@@ -62,7 +63,7 @@ def _header(diagnosis: Diagnosis) -> str:
         f'{_badge(status)}<h1>{esc(info.name)}</h1>'
         f'<p class="meta">format <b>{esc(info.format)}</b> · steps <b>{_step(info.first_step)}'
         f'–{_step(info.last_step)}</b> ({info.n_steps:,} logged) · '
-        f'{len(diagnosis.findings)} finding(s)</p>'
+        f'{plural(len(diagnosis.findings), "finding")}</p>'
         f'<p class="meta">source <code>{esc(info.source)}</code></p>'
         f'<p class="meta">metrics: {esc(metrics)}</p>'
         + (f'<p class="meta">{esc(config)}</p>' if config else '')

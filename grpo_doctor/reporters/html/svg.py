@@ -35,7 +35,7 @@ from grpo_doctor.reporters.html.series import (
     bad_stretches,
     envelope,
 )
-from grpo_doctor.text import fmt
+from grpo_doctor.text import fmt, plural
 
 _FONT = 11.0
 
@@ -365,7 +365,7 @@ class _SvgChart:
                 notes.append("below the chart: " + ", ".join(below))
         if ax.clipped:
             high, low = beyond_axis(p, ax)
-            notes.append(f"{len(high) + len(low)} outlier(s) beyond the axis, marked at "
+            notes.append(f"{plural(len(high) + len(low), 'outlier')} beyond the axis, marked at "
                          f"its edge")
         if p.note:
             notes.append(p.note)

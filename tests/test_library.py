@@ -1,0 +1,42 @@
+"""The package as a Python user meets it: errors in Python's words, and short reprs for a
+notebook (a cell ending in a Diagnosis shows its Markdown report)."""
+
+import pytest
+
+import grpo_doctor
+from grpo_doctor.errors import InputError
+from tests.helpers import REPO
+
+WIDE = REPO / "tests" / "fixtures" / "csv" / "wide.csv"
+
+
+def _three_runs(tmp_path):
+    rows = ["run_id,step,reward"] + [f"{run},{i},{0.1 * i}" for run in "abc"
+                                     for i in range(1, 21)]
+    path = tmp_path / "multi.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_load_run_on_several_runs_names_the_keyword_not_the_cli_option(tmp_path):
+    path = _three_runs(tmp_path)
+    with pytest.raises(InputError) as raised:
+        grpo_doctor.load_run(path)
+    assert str(raised.value) == (f"{path} holds 3 runs (a, b, c); pick one with "
+                                 "load_run(path, run=NAME), or read them all with "
+                                 "load_runs(path)")
+    assert "--run" not in str(raised.value)
+    assert grpo_doctor.load_run(path, run="b").name == "b"  # what it says works
+    assert [r.name for r in grpo_doctor.load_runs(path)] == ["a", "b", "c"]
+
+
+def test_a_diagnosis_and_a_run_show_short_in_a_notebook():
+    run = grpo_doctor.load_run(WIDE)
+    diagnosis = grpo_doctor.diagnose(run)
+    assert repr(run) == "Run(name='wide', format='csv', steps=12 (1..12), metrics=9)"
+    assert repr(diagnosis) == ("Diagnosis(run='wide', status='warning', "
+                               "findings=[numerical_failure:warning@7])")
+    from grpo_doctor.reporters.markdown import render_markdown
+
+    assert diagnosis._repr_markdown_() == render_markdown(diagnosis)
+    assert diagnosis._repr_markdown_().startswith("## ")
