@@ -169,8 +169,10 @@ def _earlier_episode(rule: Rule, run: Run, params: Mapping[str, float], metric: 
             peak_step, peak = int(during.index[at]), float(during.iloc[at])
     return Incident(metric=metric or "", step=alert, peak_step=peak_step, peak=peak,
                     threshold=float("nan"), recovered_step=cleared, severity=Status.WARNING,
-                    summary=f"{what}; raised at step {step_text(alert)}, cleared by step "
-                            f"{step_text(cleared)}")
+                    # The rule's words are what it saw then ("it never came back" was true
+                    # at the alert), so they are dated, and the clearing follows.
+                    summary=f"at step {step_text(alert)}, as seen then: {what}; cleared by "
+                            f"step {step_text(cleared)}")
 
 
 def _value_at(run: Run, metric: str | None, step: int) -> float:

@@ -93,7 +93,7 @@ def test_the_recovered_kl_blowup_is_an_incident_with_its_recovery():
     assert incident.peak == pytest.approx(17.8, rel=0.01)
 
 
-def test_an_earlier_episode_says_what_it_was():
+def test_an_earlier_episode_says_what_it_was():  # and when it was seen so
     """The root cause read "first raised at step 44 by an earlier episode, which had cleared
     by step 50", naming nothing: it says what the rule saw then (KL, its level, its band)."""
     path = ("notebook-tables/gpt_oss_(20B)_Reinforcement_Learning_2048_Game_BF16__2025-10-17_"
@@ -102,8 +102,8 @@ def test_an_earlier_episode_says_what_it_was():
     d = diagnose(load_runs(REAL_RUNS / path)[0])
     episode = d.check("kl_drift").incidents[0]
     assert (episode.step, episode.recovered_step) == (44, 50) and episode.metric == "kl"
-    assert episode.summary.startswith("KL rose from ") and "(band 0.5-5" in episode.summary
-    assert episode.summary.endswith("raised at step 44, cleared by step 50")
+    assert episode.summary.startswith("at step 44, as seen then: KL rose from ")
+    assert "(band 0.5-5" in episode.summary and episode.summary.endswith("cleared by step 50")
     assert episode.peak == pytest.approx(0.865, abs=0.001) and episode.peak_step == 48
     assert d.root_cause.summary == episode.summary
 
