@@ -76,7 +76,7 @@ def diagnose_source(
 ) -> list[Result]:
     """Load every run in ``source`` and diagnose each (the work behind ``diagnose``)."""
     s = settings or Settings()
-    runs = load_runs(source, format=input_format, column_map=checked_map(s.column_map),
+    runs = load_runs(source, format=input_format, column_map=s.checked_map(),
                      step_column=step_column, run=run)
     for r in runs:
         require_metrics(r)
@@ -113,7 +113,7 @@ def write_audit_html(result, settings: Settings, folder: str | os.PathLike[str],
     cfg = doctor_config(settings)
     for audited, page in zip(result.runs, pages):
         source = audited.record["run"]["source"]
-        runs = load_runs(source, column_map=checked_map(settings.column_map))
+        runs = load_runs(source, column_map=settings.checked_map())
         run = next((r for r in runs if r.name == audited.name), runs[0])
         diagnosis = with_config(diagnose(run, cfg), settings)
         write(page, render_html(diagnosis, run, settings.params))

@@ -501,14 +501,13 @@ def metrics(
     step_column: StepOpt = None,
 ) -> None:
     """Show what was read: runs, steps, restarts, and canonical metric -> source column."""
-    from grpo_doctor import api
     from grpo_doctor.importers import load_runs
     from grpo_doctor.reporters.escape import commands_stopped
     from grpo_doctor.reporters.metrics_report import render_metrics
 
     settings = _settings(config, map, [], [], [], None)
-    runs = load_runs(source, format=input_format, column_map=api.checked_map(
-        settings.column_map), step_column=step_column, run=run)
+    runs = load_runs(source, format=input_format, column_map=settings.checked_map(),
+                     step_column=step_column, run=run)
     with commands_stopped():
         sys.stdout.write(render_metrics(runs))
 

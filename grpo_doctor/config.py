@@ -84,6 +84,8 @@ class Settings:
     ignore: tuple[str, ...] = ()
     fail_on: str = "critical"
     source: str | None = None  # the file the settings came from
+    # The column_map keys that came from the config file (not overridden on the command line).
+    map_from_file: frozenset[str] = frozenset()
 
     def doctor_config(self) -> DoctorConfig:
         """The engine's configuration. With every check ignored a run is inconclusive (the
@@ -101,12 +103,13 @@ class Settings:
                 "overrides": {rule: dict(values) for rule, values in self.params.items()}}
 
     def checked_map(self) -> dict[str, str]:
-        """``column_map`` keyed by canonical metric names; a ConfigError (``--map: ...``) for a
-        name that is not one."""
-        from grpo_doctor.metrics import parse_metric
+        """``column_map`` keyed by canonical metric names (a ``ColumnMap``: the file's entries
+        optional per log); a ConfigError (``--map: ...``) for a name that is not one."""
+        from grpo_doctor.metrics import ColumnMap, parse_metric
 
         try:
-            return {parse_metric(k): v for k, v in self.column_map.items()}
+            return ColumnMap({parse_metric(k): v for k, v in self.column_map.items()},
+                             optional=[parse_metric(k) for k in self.map_from_file])
         except ValueError as exc:
             raise ConfigError(f"--map: {exc}") from None
 
@@ -245,7 +248,7 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
     check_modes(ignore, f"{path}: ignore")
     return Settings(
         column_map=dict(column_map), params=params, select=select, ignore=ignore,
-        fail_on=fail_on, source=str(path),
+        fail_on=fail_on, source=str(path), map_from_file=frozenset(column_map),
     )
 
 
@@ -288,4 +291,5 @@ def merge(settings: Settings, *, column_map: Mapping[str, str] = {},
         column_map={**settings.column_map, **column_map}, params=params,
         select=tuple(select) or settings.select, ignore=settings.ignore + tuple(ignore),
         fail_on=fail_on or settings.fail_on, source=settings.source,
+        map_from_file=settings.map_from_file - set(column_map),
     )

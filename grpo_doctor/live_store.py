@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from grpo_doctor.metrics import map_columns
+from grpo_doctor.metrics import ColumnMap, map_columns
 from grpo_doctor.store import Run
 
 
@@ -119,7 +119,8 @@ class LiveStore:
         if policy not in ("last", "update"):
             raise ValueError(policy)
         self.policy = policy
-        self.column_map = dict(column_map or {})
+        self.column_map = (column_map if isinstance(column_map, ColumnMap)
+                           else dict(column_map or {}))
         self.run: Run | None = None
         self.rebuilds = 0
         self._fast = False

@@ -356,6 +356,20 @@ class ColumnMapping:
 _TOTAL_NAMES = {"total", "total_reward", "sum", "overall", "combined", "reward", "all"}
 
 
+class ColumnMap(dict[str, str]):
+    """A user's column map (canonical metric -> the log's column). ``optional``: the canonical
+    names mapped by a config file, which applies to every log it finds (runs of other
+    frameworks lack the column: their entry is left out); a map given on the command line names
+    a column this log must have (a typo is an error)."""
+
+    def __init__(self, mapping: Mapping[str, str] = {}, optional: Iterable[str] = ()) -> None:
+        super().__init__(mapping)
+        self.optional = frozenset(optional)
+
+    def __reduce__(self):  # audit sends it to worker processes
+        return (ColumnMap, (dict(self), self.optional))
+
+
 def map_columns(
     columns: Iterable[str],
     user_map: Mapping[str, str] | None = None,

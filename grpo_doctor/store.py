@@ -396,6 +396,10 @@ def build_run(
         note_list.append(note)
 
     if column_map:
+        # A config file's entries apply where the log has the column (see ColumnMap).
+        optional: frozenset[str] = getattr(column_map, "optional", frozenset())
+        column_map = {k: v for k, v in column_map.items()
+                      if v in raw.columns or k not in optional}
         missing = [src for src in column_map.values() if src not in raw.columns]
         if missing:
             raise ConfigError(

@@ -145,7 +145,7 @@ class Watcher:
 
     def _poll(self, final: bool) -> list[Alert]:
         if self.source is None:
-            self.source = open_live(self.path, self.options, self._format)
+            self.source = open_live(self.path, self.options, self._format, final=final)
             if self.source is None:
                 return []
             self.store = LiveStore(self.source.policy, self.options.column_map)

@@ -1,6 +1,7 @@
 """The command line, driven as a user drives it: exit codes, outputs, one-line errors."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -290,3 +291,37 @@ def test_the_readme_config_examples_load_alike_and_demo_exits_0(capsys, tmp_path
     code, out, _ = run_cli(capsys, "demo")
     assert code == 0 and "CRITICAL" in out
     assert "`demo` exits 0 whatever it finds" in " ".join(readme.split())
+
+
+def _run_with_columns(folder, entropy_column: str) -> str:
+    """A small healthy-looking run whose entropy is logged as ``entropy_column``."""
+    import numpy as np
+
+    steps = np.arange(1, 41)
+    lines = [f"step,reward,{entropy_column}"]
+    lines += [f"{s},{0.2 + 0.01 * s:.3f},{1.0 - 0.001 * s:.4f}" for s in steps]
+    path = folder / f"{entropy_column.replace('/', '_')}.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_a_config_file_map_applies_where_the_log_has_the_column(capsys, tmp_path, monkeypatch):
+    """The README's config maps entropy = "policy/entropy": a project-wide file meets logs of
+    other frameworks, which lack the column; it applies where the column is, and only a
+    --map on the command line (a typo for this log) is an error."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "grpo-doctor.toml").write_text('[map]\nentropy = "ent_of_my_trainer"\n')
+    has = _run_with_columns(tmp_path, "ent_of_my_trainer")  # no framework's name: the map's
+    lacks = _run_with_columns(tmp_path, "actor/entropy")
+    code, out, err = run_cli(capsys, "metrics", has)
+    assert code == 0 and re.search(r"entropy +<- ent_of_my_trainer", out)
+    code, out, err = run_cli(capsys, "metrics", lacks)
+    assert code == 0 and err == "" and re.search(r"entropy +<- actor/entropy", out)
+    code, _, err = run_cli(capsys, "diagnose", lacks, "--map", "entropy=ent_of_my_trainer")
+    assert code == 2 and "--map names a column not in" in err
+    # In audit's worker processes too (the map crosses a process boundary).
+    code, out, err = run_cli(capsys, "audit", str(tmp_path), "-j", "2", "-f", "json")
+    doc = json.loads(out)
+    assert doc["errors"] == [] and len(doc["runs"]) == 2
+    mapped = {r["run"]["name"]: r["metrics"] for r in doc["runs"]}
+    assert all("entropy" in metrics for metrics in mapped.values()), mapped

@@ -26,7 +26,7 @@ from grpo_doctor.monitor import Alert
 from grpo_doctor.notifiers import WandbNotifier
 from grpo_doctor.store import Run
 from grpo_doctor.watch import Watcher, run_watch
-from tests.helpers import ar1, run_cli
+from tests.helpers import REAL_RUNS, ar1, run_cli
 
 FIX = Path(__file__).parent / "fixtures"
 EXAMPLES = Path(__file__).parent.parent / "grpo_doctor" / "examples"
@@ -702,3 +702,59 @@ def test_a_log_holding_several_runs_is_watched_run_by_run(tmp_path: Path) -> Non
     alerts = watcher.poll(final=True)
     assert sorted(w.run.name for w in watcher.members()) == ["collapsing", "steady"]
     assert {a.run for a in alerts} == {"collapsing"}
+
+
+def _watch_grown_from(tmp_path: Path, lines: list[str], first_metrics: int) -> Watcher:
+    """Grow a log line by line, polling at each line, as a trainer's start-up then metrics."""
+    log = tmp_path / "live.log"
+    log.write_text("")
+    watcher = Watcher(log)
+    with log.open("a", encoding="utf-8") as fh:
+        for i, line in enumerate(lines):
+            fh.write(line)
+            fh.flush()
+            watcher.poll()
+            if i < first_metrics:
+                assert watcher.source is None  # still waiting: nothing is a metric yet
+    watcher.poll(final=True)
+    return watcher
+
+
+def test_a_log_that_starts_with_start_up_lines_waits_for_its_metrics(tmp_path: Path) -> None:
+    """verl and TRL print hundreds of lines (Ray, config, model loading) before the first
+    metrics: a watch started with the job must wait, not stop at its first poll."""
+    start_up = [f"(TaskRunner pid=41) loading shard {i} of the model, config key_{i}=value\n"
+                for i in range(40)]
+    metrics = [f"step:{s} - critic/score/mean:{0.1 + 0.01 * s:.3f} - actor/entropy_loss:"
+               f"{1.2 - 0.001 * s:.4f} - actor/grad_norm:0.5\n" for s in range(1, 31)]
+    watcher = _watch_grown_from(tmp_path, start_up + metrics, len(start_up))
+    assert watcher.run is not None and watcher.run.n_steps == 30
+
+
+def test_a_text_file_that_never_becomes_a_log_is_an_error_once_complete(capsys, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("nothing here is a metric\n" * 20)
+    code, _, err = run_cli(capsys, "watch", str(notes), "--once")
+    assert code == 2 and "not a training log" in err
+
+
+REAL_VERL = REAL_RUNS / "verl-console" / "Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538.log"
+
+
+@pytest.mark.skipif(not REAL_VERL.is_file(), reason="shared real runs not present")
+def test_a_real_verl_log_watched_from_its_first_line(tmp_path: Path) -> None:
+    text = REAL_VERL.read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if "step:" in line and " - " in line)
+    assert first > 100  # the start-up this test is about
+    step = 25  # poll every 25 lines: a trainer writes many lines between two polls
+    log = tmp_path / "live.log"
+    log.write_text("")
+    watcher = Watcher(log)
+    for i in range(0, len(lines), step):
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write("".join(lines[i:i + step]))
+        watcher.poll()
+    watcher.poll(final=True)
+    assert watcher.run is not None
+    assert watcher.run.n_steps == load_run(REAL_VERL).n_steps

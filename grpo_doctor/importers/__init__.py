@@ -22,6 +22,7 @@ from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.files import check_input
 from grpo_doctor.importers._common import HEAD_BYTES, read_head
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
+from grpo_doctor.metrics import ColumnMap
 from grpo_doctor.store import Run
 from grpo_doctor.text import agree, plural
 
@@ -132,7 +133,9 @@ def load_runs(
     run: str | None = None,
 ) -> list[Run]:
     """Every run held by ``source`` (a file or folder; ``wandb://entity/project/run``)."""
-    options = LoadOptions(column_map=dict(column_map or {}), step_column=step_column, run=run)
+    # A ColumnMap keeps its optional (config-file) entries; a plain mapping is copied.
+    cmap = column_map if isinstance(column_map, ColumnMap) else dict(column_map or {})
+    options = LoadOptions(column_map=cmap, step_column=step_column, run=run)
     text = os.fspath(source)
     if text.startswith("wandb://"):
         from grpo_doctor.remote.wandb_api import load_wandb_uri

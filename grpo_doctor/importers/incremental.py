@@ -22,7 +22,7 @@ import numpy as np
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.files import walk
 from grpo_doctor.importers import detect_format, importer_named
-from grpo_doctor.importers._common import read_head
+from grpo_doctor.importers._common import looks_like_text, read_head
 from grpo_doctor.importers.base import Delta, Importer, LoadOptions
 from grpo_doctor.live_store import Rows
 from grpo_doctor.store import Run
@@ -268,9 +268,18 @@ class LiveSource:
         return self._last
 
 
-def open_live(path: Path, options: LoadOptions, format: str | None = None) -> LiveSource | None:
+#: Files a trainer's console is captured in: a comma in their first lines is prose, not a CSV
+#: header, until the log is complete.
+_CONSOLE_SUFFIXES = frozenset({".log", ".out", ".txt", ".err"})
+
+
+def open_live(path: Path, options: LoadOptions, format: str | None = None, *,
+              final: bool = False) -> LiveSource | None:
     """The live source for the log at ``path``, once there is enough of it to tell its format
-    (None until then); ``format`` names it (as ``--input-format``)."""
+    (None until then); ``format`` names it (as ``--input-format``). A text file that is not
+    yet recognisable waits too: a trainer prints hundreds of lines of start-up (Ray, config,
+    model loading) before its first metrics. ``final``: the file is complete, so one that is
+    still not a log is an error."""
     if not path.exists():
         return None
     head = b"" if path.is_dir() else read_head(path)
@@ -282,9 +291,11 @@ def open_live(path: Path, options: LoadOptions, format: str | None = None) -> Li
         try:
             imp = detect_format(path)
         except FormatError:
-            if path.is_dir() or b"\n" not in head:
-                return None  # an empty folder, a first line still being written
+            if path.is_dir() or b"\n" not in head or (looks_like_text(head) and not final):
+                return None  # an empty folder, a first line, start-up lines before metrics
             raise
         if imp.name in ("csv", "jsonl", "console") and b"\n" not in head:
             return None  # told from a partial first line: wait for the line to end
+        if imp.name == "csv" and path.suffix.lower() in _CONSOLE_SUFFIXES and not final:
+            return None  # a start-up line with a comma, not a table: wait for the metrics
     return LiveSource(imp, path, options)
