@@ -32,6 +32,9 @@ class Alert:
     remedies: tuple[str, ...] = ()
     run: str = ""
     source: str = ""
+    #: What the steps count: "log line" for a log with no step in it, whose steps are the
+    #: order of its metric lines until the run's end tells the step count (diagnose then).
+    step_unit: str = "step"
 
     @property
     def cleared(self) -> bool:
@@ -48,19 +51,20 @@ class Alert:
     def line(self) -> str:
         """One line for a log or a terminal (the summary's names from the log escaped: one
         line, no control sequence)."""
+        unit = self.step_unit
         if self.cleared:
             was = self.previous.value if self.previous is not None else "raised"
-            return (f"CLEARED {self.mode} (was {was}, first alerted at step "
-                    f"{fmt(self.first_alert_step)}): cleared at step {fmt(self.step)}. "
+            return (f"CLEARED {self.mode} (was {was}, first alerted at {unit} "
+                    f"{fmt(self.first_alert_step)}): cleared at {unit} {fmt(self.step)}. "
                     f"{terminal(self.summary)}")
         what = f"{self.severity.value.upper()} {self.mode}"
         if self.previous is not None:
             what += f" (escalated from {self.previous.value}"
             if self.previous_first_alert_step != self.first_alert_step:
-                what += f", first alerted at step {fmt(self.previous_first_alert_step)}"
+                what += f", first alerted at {unit} {fmt(self.previous_first_alert_step)}"
             what += ")"
-        return (f"{what}: first alert at step {fmt(self.first_alert_step)}, onset "
-                f"{fmt(self.onset_step)}, seen at step {fmt(self.step)}. "
+        return (f"{what}: first alert at {unit} {fmt(self.first_alert_step)}, onset "
+                f"{fmt(self.onset_step)}, seen at {unit} {fmt(self.step)}. "
                 f"{terminal(self.summary)}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,7 +74,7 @@ class Alert:
             "previous_first_alert_step": self.previous_first_alert_step,
             "first_alert_step": self.first_alert_step, "onset_step": self.onset_step,
             "step": self.step, "summary": self.summary, "remedies": list(self.remedies),
-            "run": self.run, "source": self.source,
+            "run": self.run, "source": self.source, "step_unit": self.step_unit,
         }
 
 
@@ -115,6 +119,7 @@ class Monitor:
                     previous=prev.severity if prev is not None else None,
                     previous_first_alert_step=prev.first_alert_step if prev is not None else None,
                     remedies=check.remedies, run=run.name, source=run.source,
+                    step_unit=_step_unit(run),
                 )
                 self.alerted[rule.id] = alert
                 self._shown[rule.id] = check
@@ -134,7 +139,7 @@ class Monitor:
                     mode=rule.id, severity=Status.OK, first_alert_step=prev.first_alert_step,
                     onset_step=shown.onset_step, summary=check.summary, step=run.last_step,
                     previous=shown.status, previous_first_alert_step=prev.first_alert_step,
-                    run=run.name, source=run.source))
+                    run=run.name, source=run.source, step_unit=_step_unit(run)))
             checks.append(check)
         self.checks = tuple(checks)
         self.run = run
@@ -182,3 +187,9 @@ def _onset_by(check: Check) -> Check:
     if first is not None and onset is not None and first < onset:
         return replace(check, onset_step=first)
     return check
+
+
+def _step_unit(run: Run) -> str:
+    from grpo_doctor.importers.console import LOG_LINE_STEPS
+
+    return "log line" if LOG_LINE_STEPS in run.notes else "step"

@@ -94,6 +94,12 @@ _STEP_WORDS = {k.lower() for k in STEP_KEYS} | {"global_steps"}
 Table = tuple[list[str], list[list[str]]]
 
 
+#: The note of a log with no step anywhere (no step key, no progress bar, no run's end): its
+#: steps are the order of its metric lines, which a live monitor says in its alerts.
+LOG_LINE_STEPS = ("no step in the log: steps are log-line numbers (1st logged line = 1), "
+                  "not trainer steps")
+
+
 @dataclass
 class Segment:
     """A piece of printed text: a line, a ``\\r`` fragment, or one Ray process's part of a line."""
@@ -527,10 +533,7 @@ def _dict_steps(
         return _ordinal_steps(found, logging_steps), (
             f"no step in the log: steps are log-line numbers times logging_steps={logging_steps}"
         )
-    return _ordinal_steps(found, 1), (
-        "no step in the log: steps are log-line numbers (1st logged line = 1), "
-        "not trainer steps"
-    )
+    return _ordinal_steps(found, 1), LOG_LINE_STEPS
 
 
 #: Canonical metrics only an RL trainer logs: a printed run without any is a supervised
