@@ -142,12 +142,16 @@ class AuditResult:
     baseline: Baseline | None = None
     shard: str | None = None  # "K/N" when this is one shard of an audit (grpo_doctor.fleet)
     passed_over: tuple[PassedOver, ...] = ()  # by source
+    # ``--since``: the cutoff (ISO), when no run was modified after it. A quiet day for a
+    # nightly audit: no run to judge is then not an error.
+    nothing_since: str | None = None
 
     def judged(self, fail_on: str, baseline: Baseline | None) -> AuditResult:
         """The same runs judged against ``fail_on`` and ``baseline`` (None: every finding at or
         above ``fail_on`` fails)."""
         runs = tuple(_judge(r, fail_on, baseline) for r in self.runs)
-        return AuditResult(runs, self.errors, fail_on, baseline, self.shard, self.passed_over)
+        return AuditResult(runs, self.errors, fail_on, baseline, self.shard, self.passed_over,
+                           self.nothing_since)
 
     def summary(self) -> dict[str, int | None]:
         status = Counter(r.status for r in self.runs)
@@ -164,8 +168,8 @@ class AuditResult:
     def exit_code(self, *, strict: bool = False) -> int:
         """2 when no run could be read; 1 for a failing finding, for an inconclusive run under
         ``--fail-on inconclusive`` or ``strict``, or (``strict``) an error row; else 0."""
-        if not self.runs and self.shard is None:  # a shard may hold no run
-            return EXIT_ERROR
+        if not self.runs and self.shard is None and self.nothing_since is None:
+            return EXIT_ERROR  # a shard may hold no run; so may a quiet day under --since
         unjudged = "inconclusive" in failing_statuses(self.fail_on, strict=strict) and any(
             r.status == "inconclusive" for r in self.runs)
         if any(r.failing for r in self.runs) or unjudged or (strict and self.errors):

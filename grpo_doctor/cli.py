@@ -287,6 +287,11 @@ def audit(
         today = auditing.Baseline.of(result.runs)
         write_atomic(write_baseline, today.to_json(), force=force)
         result = result.judged(settings.fail_on, today)
+    if result.nothing_since is not None:
+        from grpo_doctor.reporters.escape import terminal as safe
+
+        sys.stderr.write(f"grpo-doctor: no training log modified since {result.nothing_since} "
+                         f"in {safe(', '.join(paths))}\n")
     _audit_report(result, format, output, force, verbose)
     if html is not None:
         from grpo_doctor.api import write_audit_html
