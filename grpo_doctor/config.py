@@ -61,6 +61,16 @@ class DoctorConfig:
             values[key] = float(value)
         return values
 
+    def applied(self, file: str | None = None) -> dict[str, Any]:
+        """What a report says about this configuration: the config ``file`` applied (None:
+        defaults, command line or library only), the checks ignored (by ignore, select or the
+        file) and the thresholds overridden (the JSON contract's ``config``)."""
+        from grpo_doctor.rules import RULES
+
+        run = {r.id for r in self.rules()}
+        return {"file": file, "ignored": [r.id for r in RULES if r.id not in run],
+                "overrides": {rule: dict(values) for rule, values in self.params.items()}}
+
     def rules(self) -> list[Rule]:
         from grpo_doctor.rules import RULES, rule_named
 
@@ -96,11 +106,7 @@ class Settings:
         """What a report says about its configuration: the file applied (None: defaults and
         command line only), the checks ignored (by --ignore, --select or the file), and the
         thresholds overridden."""
-        from grpo_doctor.rules import RULES
-
-        run = {r.id for r in self.doctor_config().rules()}
-        return {"file": self.source, "ignored": [r.id for r in RULES if r.id not in run],
-                "overrides": {rule: dict(values) for rule, values in self.params.items()}}
+        return self.doctor_config().applied(self.source)
 
     def checked_map(self) -> dict[str, str]:
         """``column_map`` keyed by canonical metric names (a ``ColumnMap``: the file's entries

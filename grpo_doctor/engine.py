@@ -187,7 +187,7 @@ def diagnose(run: Run, config: DoctorConfig | None = None, *,
     cfg = config or DoctorConfig()
     checks = [check_rule(rule, run, cfg.params_for(rule), with_first_alert=with_first_alert)
               for rule in cfg.rules()]
-    return assemble(run, checks)
+    return replace(assemble(run, checks), config=cfg.applied())
 
 
 def assemble(run: Run, checks: Sequence[Check]) -> Diagnosis:

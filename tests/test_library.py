@@ -40,3 +40,19 @@ def test_a_diagnosis_and_a_run_show_short_in_a_notebook():
 
     assert diagnosis._repr_markdown_() == render_markdown(diagnosis)
     assert diagnosis._repr_markdown_().startswith("## ")
+
+
+def test_the_library_dict_is_the_cli_json(capsys):
+    """The README: ``to_dict()`` is exactly the JSON contract; the library's diagnosis said
+    ``config: None`` where the CLI said what was applied."""
+    import json
+
+    from grpo_doctor import diagnose, load_run
+    from grpo_doctor.config import DoctorConfig
+    from tests.helpers import REPO, run_cli
+
+    path = str(REPO / "grpo_doctor" / "examples" / "kl-drift.csv")
+    _, out, _ = run_cli(capsys, "diagnose", path, "-f", "json")
+    assert diagnose(load_run(path)).to_dict() == json.loads(out)
+    ignored = diagnose(load_run(path), DoctorConfig(ignore=("kl_drift",))).to_dict()["config"]
+    assert ignored == {"file": None, "ignored": ["kl_drift"], "overrides": {}}
