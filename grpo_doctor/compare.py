@@ -181,7 +181,9 @@ def compare_findings(diagnoses: Sequence[Diagnosis]) -> dict[str, FindingCompari
 
 
 def _run_info(run: Run, diagnosis: Diagnosis) -> dict[str, Any]:
-    return {**diagnosis.run.to_dict(), "status": diagnosis.status}
+    # config_keys: how many config values the log held (0: none read, nothing to compare).
+    return {**diagnosis.run.to_dict(), "status": diagnosis.status,
+            "config_keys": len(knobs.flatten(run.config)) if run.config else 0}
 
 
 def compare_runs(runs: Sequence[Run], diagnoses: Sequence[Diagnosis] | None = None

@@ -362,3 +362,18 @@ def test_names_from_logs_are_shown_literally_in_the_terminal_report():
     text = render_compare_text(compare_runs(runs), 80)
     assert "\x1b" not in text and "\u202e" not in text and "##[" not in text
     assert "base\\x1b[2J\\nrun" in text and "\\u202erun" in text
+
+
+def test_runs_without_any_config_say_so_not_no_difference(capsys):
+    """Two CSVs hold no config: "no difference in the configs read" claimed a comparison that
+    never happened."""
+    from tests.helpers import REPO, run_cli
+
+    examples = REPO / "grpo_doctor" / "examples"
+    code, out, _ = run_cli(capsys, "compare", str(examples / "healthy.csv"),
+                           str(examples / "kl-drift.csv"))
+    assert "no config in any run's log: nothing to compare" in out
+    assert "no difference in the configs read" not in out
+    _, out, _ = run_cli(capsys, "compare", str(examples / "healthy.csv"),
+                        str(examples / "kl-drift.csv"), "-f", "json")
+    assert [r["config_keys"] for r in json.loads(out)["runs"]] == [0, 0]

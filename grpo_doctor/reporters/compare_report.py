@@ -120,7 +120,12 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
                   or k in comparison.config_origin]
     partial = [k for k in diff if k not in everywhere]
     if not diff:
-        out.append(Text("  no difference in the configs read"))
+        without = [letter(i) for i, r in enumerate(runs) if not r.get("config_keys", 1)]
+        if len(without) == len(runs):
+            out.append(Text("  no config in any run's log: nothing to compare"))
+        else:
+            out.append(Text("  no difference in the configs read" + (
+                f" (none in run {', '.join(without)})" if without else "")))
     shown = everywhere[:MAX_KEYS]
     key_w = min(max(12, width // 3), max((len(k) for k in shown), default=0))
     for key in shown:
