@@ -155,7 +155,8 @@ def _change(ref: Any, other: Any) -> str:
 
 
 def compare_findings(diagnoses: Sequence[Diagnosis]) -> dict[str, FindingComparison]:
-    """Every failure mode raised in at least one run, with what changed per run."""
+    """Every failure mode raised in at least one run, with what changed per run, in the
+    order they began."""
     modes: list[str] = []
     for diagnosis in diagnoses:
         modes += [c.mode for c in diagnosis.findings if c.mode not in modes]
@@ -174,7 +175,15 @@ def compare_findings(diagnoses: Sequence[Diagnosis]) -> dict[str, FindingCompari
             first_alerts=tuple(c.first_alert_step if c else None for c in checks),
             changes=(None, *(_change(checks[0], c) for c in checks[1:])),
         )
-    return out
+    # In the order they began (the earliest onset in any run that raised them), as diagnose
+    # lists findings; a mode with no onset goes last.
+    def began(mode: str) -> float:
+        f = out[mode]
+        onsets = [o for o, st in zip(f.onsets, f.statuses) if o is not None
+                  and st in ("warning", "critical")]
+        return min(onsets, default=float("inf"))
+
+    return {mode: out[mode] for mode in sorted(out, key=began)}
 
 
 # --- the whole comparison --------------------------------------------------------------------

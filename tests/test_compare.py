@@ -377,3 +377,14 @@ def test_runs_without_any_config_say_so_not_no_difference(capsys):
     _, out, _ = run_cli(capsys, "compare", str(examples / "healthy.csv"),
                         str(examples / "kl-drift.csv"), "-f", "json")
     assert [r["config_keys"] for r in json.loads(out)["runs"]] == [0, 0]
+
+
+def test_findings_are_compared_in_the_order_they_began():
+    """compare listed no_learning_signal@145 before advantage_collapse@40 (the order the
+    diagnosis' checks run in), unlike diagnose, which lists findings by onset."""
+    path = REAL_RUNS / "trl-console" / "nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    if not path.is_file():
+        pytest.skip("shared real runs not present")
+    comparison, _ = compare_sources([str(path), str(path)])
+    onsets = [min(o for o in f.onsets if o is not None) for f in comparison.findings.values()]
+    assert len(onsets) >= 3 and onsets == sorted(onsets)
