@@ -513,8 +513,14 @@ def metrics(
     settings = _settings(config, map, [], [], [], None)
     runs = load_runs(source, format=input_format, column_map=settings.checked_map(),
                      step_column=step_column, run=run)
+    import os
+    import shutil
+
+    # Wrapped on a terminal or when COLUMNS says a width; one line per item into a pipe.
+    on_screen = sys.stdout.isatty() or "COLUMNS" in os.environ
+    width = shutil.get_terminal_size().columns if on_screen else None
     with commands_stopped():
-        sys.stdout.write(render_metrics(runs))
+        sys.stdout.write(render_metrics(runs, width))
 
 
 @app.command()

@@ -325,3 +325,20 @@ def test_a_config_file_map_applies_where_the_log_has_the_column(capsys, tmp_path
     assert doc["errors"] == [] and len(doc["runs"]) == 2
     mapped = {r["run"]["name"]: r["metrics"] for r in doc["runs"]}
     assert all("entropy" in metrics for metrics in mapped.values()), mapped
+
+
+def test_metrics_wraps_to_the_terminal_and_not_into_a_pipe(capsys, tmp_path, monkeypatch):
+    """`metrics` printed 123 unmapped names on one line at any width."""
+    names = [f"val-aux/openai/gsm8k/component_{i}/mean@1" for i in range(40)]
+    path = tmp_path / ("a_rather_long_run_folder_name_" * 3 + "metrics.csv")
+    rows = [",".join(["step", "reward", *names])]
+    rows += [",".join([str(s), f"{0.1 * s:.2f}", *["1.0"] * len(names)]) for s in range(1, 6)]
+    path.write_text("\n".join(rows) + "\n")
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli(capsys, "metrics", str(path))
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+    assert all(name in out.replace("\n", " ") for name in names)  # wrapped at commas, whole
+    assert "(5 values)" in out
+    monkeypatch.delenv("COLUMNS")
+    code, out, _ = run_cli(capsys, "metrics", str(path))  # captured: not a terminal
+    assert code == 0 and any(len(line) > 80 for line in out.splitlines())

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from grpo_doctor.hints import unmapped_hints
 from grpo_doctor.reporters.escape import terminal as t
+from grpo_doctor.reporters.fit import shorten_left
 from grpo_doctor.store import Run
+from grpo_doctor.text import plural
 
 
 def _step_source(run: Run) -> str:
@@ -17,17 +21,23 @@ def _step_source(run: Run) -> str:
     return f"step column: {t(run.step_source)}"
 
 
-def render_metrics(runs: list[Run]) -> str:
-    out = []
+def render_metrics(runs: list[Run], width: int | None = None) -> str:
+    """The report; ``width``: wrap to it (a continuation hangs under its line's text), a
+    source path shortened from the left; None: one line per item (for a pipe)."""
+    out: list[str] = []
     for run in runs:
-        out.append(f"run {t(run.name)} ({t(run.format)}) from {t(run.source)}")
+        head = f"run {t(run.name)} ({t(run.format)}) from "
+        source = t(run.source)
+        if width is not None:
+            source = shorten_left(source, max(20, width - len(head)))
+        out.append(head + source)
         out.append(f"  steps: {run.n_steps:,} logged, {run.first_step}..{run.last_step} "
                    f"({_step_source(run)}); duplicate steps: {run.duplicate_steps}; "
                    f"restarts: {run.restarts}")
         for note in run.notes:
             out.append(f"  note: {t(note)}")
         out.append("  canonical metric -> source column")
-        width = max((len(k) for k in run.mapping), default=0)
+        name_w = max((len(k) for k in run.mapping), default=0)
         for canonical, source in run.mapping.items():
             extra = []
             if canonical in run.conversions:
@@ -36,7 +46,8 @@ def render_metrics(runs: list[Run]) -> str:
                 extra.append("proxy: " + t(run.proxies[canonical]))
             n = int(run.frame[canonical].notna().sum()) if canonical in run.frame else 0
             tail = f"  [{'; '.join(extra)}]" if extra else ""
-            out.append(f"    {t(canonical):<{width}} <- {t(source)}  ({n:,} values){tail}")
+            count = plural(n, "value")
+            out.append(f"    {t(canonical):<{name_w}} <- {t(source)}  ({count}){tail}")
         if run.unmapped:
             out.append(f"  unmapped ({len(run.unmapped)}): {t(', '.join(run.unmapped))}")
         for hint in unmapped_hints(run):
@@ -45,4 +56,20 @@ def render_metrics(runs: list[Run]) -> str:
             bad = ", ".join(f"{t(k)} ({len(v)})" for k, v in run.nan_steps.items())
             out.append(f"  logged NaN: {bad}")
         out.append("")
-    return "\n".join(out)
+    if width is None:
+        return "\n".join(out)
+    return "\n".join(_wrapped(line, width) for line in out)
+
+
+def _wrapped(line: str, width: int) -> str:
+    """``line`` wrapped to ``width``, continuations under the text after its label
+    ("  unmapped (12): ", "  note: ", "    entropy <- ")."""
+    if len(line) <= width:
+        return line
+    body = len(line) - len(line.lstrip())
+    for mark in (": ", "<- "):
+        at = line.find(mark, body)
+        if 0 <= at < width // 2:
+            body = at + len(mark)
+            break
+    return textwrap.fill(line, width, subsequent_indent=" " * body, break_on_hyphens=False)
