@@ -432,3 +432,19 @@ def test_a_named_path_that_does_not_exist_is_an_error_row(capsys, tmp_path):
     code, out, err = run_cli(capsys, "audit", missing, str(tmp_path / "also-missing"))
     assert (code, out) == (2, "") and err == f"grpo-doctor: error: {missing}: no such file or " \
         "folder\n"
+
+
+def test_a_new_tag_stays_with_its_finding_when_the_cell_wraps(capsys, tmp_path, monkeypatch):
+    """At 80 columns "(new)" wrapped to the next line, beside the next finding:
+    "advantage_collapse@40" / "(new), length_hacking@45" read as tagging the wrong one."""
+    runs = tmp_path / "runs"
+    _copy("entropy-collapse", runs / "a_run_with_a_long_enough_name_to_squeeze.csv")
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps({"schema_version": 1, "findings": []}))
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli(capsys, "audit", str(runs), "-j", "1", "--baseline", str(base))
+    assert code == 1 and "(new)" in out
+    cells = [line.split(" │ ")[2].strip() for line in out.splitlines()
+             if line.count(" │ ") >= 3]
+    assert cells and not any(c.startswith("(") for c in cells)
+    assert all(" (new)" not in c for c in cells)

@@ -102,8 +102,8 @@ def _findings_text(run: AuditedRun):  # -> rich.text.Text
         text.append(terminal(check["mode"]), style=_STYLE[check["status"]] + " bold" * failing)
         text.append(_onset(check))
         tag = _tag(run, check["mode"])
-        if tag:
-            text.append(f" ({tag})", style="bold")
+        if tag:  # joined to its finding: a wrap never puts it beside the next one
+            text.append(f"({tag})", style="bold")
     return text if run.findings else Text("–", style="dim")
 
 
@@ -119,7 +119,9 @@ _SHORT_STATUS = {"inconclusive": "inconcl."}
 def _finding_tokens(run: AuditedRun) -> list[str]:
     """What the findings cell must never break inside: each ``mode@step`` with its tag and
     the comma after it."""
-    tokens = [f"{terminal(c['mode'])}{_onset(c)}" for c in _in_onset_order(run)]
+    tokens = [f"{terminal(c['mode'])}{_onset(c)}" + (f"({t})" if (t := _tag(run, c["mode"]))
+                                                      else "")
+              for c in _in_onset_order(run)]
     return [t + "," if i < len(tokens) - 1 else t for i, t in enumerate(tokens)]
 
 
