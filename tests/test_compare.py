@@ -388,3 +388,13 @@ def test_findings_are_compared_in_the_order_they_began():
     comparison, _ = compare_sources([str(path), str(path)])
     onsets = [min(o for o in f.onsets if o is not None) for f in comparison.findings.values()]
     assert len(onsets) >= 3 and onsets == sorted(onsets)
+
+
+def test_runs_of_one_file_name_its_path_once():
+    """The four runs of one CSV repeated its path under every run."""
+    path = REAL_RUNS / "csv" / "ppo-vs-grpo-math-rlvr_four_run_training_metrics.csv"
+    if not path.is_file():
+        pytest.skip("shared real runs not present")
+    comparison, _ = compare_sources([str(path)])
+    text = render_compare_text(comparison, 200)
+    assert len(comparison.runs) == 4 and text.count(str(path)) == 1

@@ -107,12 +107,16 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
     room = width - max(len(h) for h in heads)
     own_line = room < MIN_NAME_ROOM
     labels = run_labels([terminal(r["name"]) for r in runs], width - 5 if own_line else room)
+    previous = None
     for head, label, r in zip(heads, labels, runs):
         if own_line:
             out += [Text(_cut(head.rstrip(), width)), Text(f"     {label}")]
         else:
             out.append(Text(head + label))
-        out.append(hang("     ", str(r["source"])))
+        source = str(r["source"])
+        if source != previous:  # runs of one file: its path once (whole: wrapped, never cut)
+            out.append(hang("     ", source))
+        previous = source
     out += [hang("  note: ", note) for note in comparison.notes]
     out += [Text(""), Text("Config diff")]
     diff = comparison.config_diff
