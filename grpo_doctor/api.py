@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
-from grpo_doctor.config import DoctorConfig, Settings, failing_statuses
+from grpo_doctor.config import Settings, failing_statuses
 from grpo_doctor.engine import diagnose
 from grpo_doctor.errors import InputError
 from grpo_doctor.exit_codes import EXIT_FINDINGS, EXIT_OK
@@ -23,26 +22,6 @@ def exit_code(diagnoses: list[Diagnosis], fail_on: str, *, strict: bool = False)
     never; ``strict``: inconclusive fails too), else 1."""
     bad = failing_statuses(fail_on, strict=strict)
     return EXIT_FINDINGS if any(d.status in bad for d in diagnoses) else EXIT_OK
-
-
-# The config helpers are methods of Settings (grpo_doctor.config); these names stay for the
-# commands that call them.
-
-
-def doctor_config(settings: Settings) -> DoctorConfig:
-    return settings.doctor_config()
-
-
-def applied_config(settings: Settings) -> dict[str, Any]:
-    return settings.applied_config()
-
-
-def with_config(diagnosis: Diagnosis, settings: Settings) -> Diagnosis:
-    return replace(diagnosis, config=settings.applied_config())
-
-
-def checked_map(column_map: dict[str, str]) -> dict[str, str]:
-    return Settings(column_map=column_map).checked_map()
 
 
 # --- bundled example runs -------------------------------------------------------------------
@@ -80,8 +59,8 @@ def diagnose_source(
                      step_column=step_column, run=run)
     for r in runs:
         require_metrics(r)
-    cfg = doctor_config(s)
-    return [Result(r, with_config(diagnose(r, cfg), s)) for r in runs]
+    cfg = s.doctor_config()
+    return [Result(r, diagnose(r, cfg)) for r in runs]
 
 
 def _page_name(index: int, label: str) -> str:
@@ -110,12 +89,12 @@ def write_audit_html(result, settings: Settings, folder: str | os.PathLike[str],
 
     *pages, index = check_all(audit_html_paths(result, folder), force=force)
     entries: list[IndexEntry] = []
-    cfg = doctor_config(settings)
+    cfg = settings.doctor_config()
     for audited, page in zip(result.runs, pages):
         source = audited.record["run"]["source"]
         runs = load_runs(source, column_map=settings.checked_map())
         run = next((r for r in runs if r.name == audited.name), runs[0])
-        diagnosis = with_config(diagnose(run, cfg), settings)
+        diagnosis = diagnose(run, cfg)
         write(page, render_html(diagnosis, run, settings.params))
         entries.append(index_entry(diagnosis, page.path.name))
     entries += [IndexEntry(name=e.source, status="error", findings=(e.error,))

@@ -35,7 +35,6 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager, suppress
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -100,8 +99,8 @@ def _text_doc(src: Source) -> bool:
             and Path(src.path).suffix.lower() in TEXT_DOCS)
 
 
-def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig,
-                 config: dict[str, Any] | None = None) -> dict[str, Any]:
+def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
+                 ) -> dict[str, Any]:
     """Load and diagnose one source: ``{"runs": [contract, ...], "passed_over": [[path,
     why], ...]}``, ``{"error": reason}``, or ``{"skip": reason}`` for a file that is not a
     log. Never raises."""
@@ -124,7 +123,7 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig,
                 return {"skip": "no training log in it (no metric grpo-doctor knows)"}
             for run in runs:
                 require_metrics(run)
-            return {"runs": [{**to_json_obj(replace(diagnose(run, cfg), config=config)),
+            return {"runs": [{**to_json_obj(diagnose(run, cfg)),
                               "context": run_context(run)} for run in runs],
                     "passed_over": [[p, why] for run in runs for p, why in run.passed_over]}
     except GrpoDoctorError as exc:
@@ -134,7 +133,7 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig,
 
 
 def _run_all(sources: list[Source], column_map: dict[str, str], cfg: DoctorConfig,
-             config: dict[str, Any], jobs: int | None, progress: ProgressFn | None
+             jobs: int | None, progress: ProgressFn | None
              ) -> list[dict[str, Any]]:
     total = len(sources)
     results: list[dict[str, Any]] = [{} for _ in sources]
@@ -143,14 +142,14 @@ def _run_all(sources: list[Source], column_map: dict[str, str], cfg: DoctorConfi
     workers = min(jobs or os.cpu_count() or 1, total)
     if workers <= 1:
         for i, src in enumerate(sources):
-            results[i] = diagnose_one(src, column_map, cfg, config)
+            results[i] = diagnose_one(src, column_map, cfg)
             if progress:
                 progress(i + 1, total)
         return results
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
     try:
         with _sigint_deferred():  # workers are forked here: they start with SIGINT ignored
-            futures = {pool.submit(diagnose_one, src, column_map, cfg, config): i
+            futures = {pool.submit(diagnose_one, src, column_map, cfg): i
                        for i, src in enumerate(sources)}
         for done, future in enumerate(as_completed(futures), 1):
             try:
@@ -237,7 +236,7 @@ def audit(
     sources = [src for src in sources if in_shard(src.key, shard)]
     errors = [e for e in errors if in_shard(e.source, shard)]
     passed = [p for p in passed if in_shard(p.source, shard)]
-    results = (_run_all(sources, column_map, cfg, s.applied_config(), jobs, progress)
+    results = (_run_all(sources, column_map, cfg, jobs, progress)
                if sources else [])
     found: list[tuple[str, dict[str, Any]]] = []
     for src, result in zip(sources, results):

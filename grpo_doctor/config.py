@@ -50,6 +50,7 @@ class DoctorConfig:
     params: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    file: str | None = None  # the config file these came from (None: defaults, flags, code)
 
     def params_for(self, rule: Rule) -> dict[str, float]:
         values = rule.defaults()
@@ -61,14 +62,14 @@ class DoctorConfig:
             values[key] = float(value)
         return values
 
-    def applied(self, file: str | None = None) -> dict[str, Any]:
-        """What a report says about this configuration: the config ``file`` applied (None:
+    def applied(self) -> dict[str, Any]:
+        """What a report says about this configuration: the config file applied (None:
         defaults, command line or library only), the checks ignored (by ignore, select or the
         file) and the thresholds overridden (the JSON contract's ``config``)."""
         from grpo_doctor.rules import RULES
 
         run = {r.id for r in self.rules()}
-        return {"file": file, "ignored": [r.id for r in RULES if r.id not in run],
+        return {"file": self.file, "ignored": [r.id for r in RULES if r.id not in run],
                 "overrides": {rule: dict(values) for rule, values in self.params.items()}}
 
     def rules(self) -> list[Rule]:
@@ -100,13 +101,14 @@ class Settings:
     def doctor_config(self) -> DoctorConfig:
         """The engine's configuration. With every check ignored a run is inconclusive (the
         Diagnosis says so), never healthy; its report names the config that ignored them."""
-        return DoctorConfig(params=self.params, select=self.select, ignore=self.ignore)
+        return DoctorConfig(params=self.params, select=self.select, ignore=self.ignore,
+                            file=self.source)
 
     def applied_config(self) -> dict[str, Any]:
         """What a report says about its configuration: the file applied (None: defaults and
         command line only), the checks ignored (by --ignore, --select or the file), and the
         thresholds overridden."""
-        return self.doctor_config().applied(self.source)
+        return self.doctor_config().applied()
 
     def checked_map(self) -> dict[str, str]:
         """``column_map`` keyed by canonical metric names (a ``ColumnMap``: the file's entries

@@ -163,7 +163,7 @@ class Diagnosis:
     root_cause: RootCause | None = None
     plan: tuple[PlanItem, ...] = ()
     hints: tuple[str, ...] = ()  # unmapped columns that look like a metric a check needs
-    #: The configuration applied ({"file", "ignored", "overrides"}; see api.applied_config),
+    #: The configuration applied ({"file", "ignored", "overrides"}; see DoctorConfig.applied),
     #: None when the caller did not record it.
     config: dict[str, Any] | None = None
 
