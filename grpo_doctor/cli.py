@@ -729,6 +729,13 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("GRPO_DOCTOR_DEBUG"):
             raise
         _internal(exc)
+    if argv is None:
+        import signal
+
+        # The command is done and reported: a Ctrl-C now would only interrupt the interpreter's
+        # shutdown (the pool's exit handlers), which CPython then reports as killed by SIGINT
+        # (status -2) in place of the command's own exit code.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -875,6 +875,21 @@ def test_ctrl_c_during_a_parallel_audit_exits_130_cleanly(tmp_path):
         assert not _session_alive(p.pid), "a worker outlived the audit"
 
 
+def test_a_ctrl_c_after_the_command_finished_cannot_turn_its_exit_into_a_signal():
+    """Ctrl-C in the ~0.1 s between an audit's report and the process's end (the pool's exit
+    handlers) ended it as killed by SIGINT (status -2), neither its code nor 130: once the
+    command is done, the CLI ignores SIGINT through its shutdown."""
+    probe = ("import atexit, signal, sys\n"
+             "atexit.register(lambda: print('ignored' if signal.getsignal(signal.SIGINT)"
+             " is signal.SIG_IGN else 'live'))\n"
+             "sys.argv = ['grpo-doctor', 'examples']\n"
+             "from grpo_doctor.cli import main\n"
+             "main()\n")
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and p.stdout.splitlines()[-1] == "ignored", p.stderr
+
+
 # --- steps are integers in range; duplicate columns ---------------------------------------------
 
 
