@@ -229,6 +229,22 @@ def test_plan_once_with_the_findings_it_answers(failing):
         assert f"and {len(d.plan) - 6} more (-v)" in short
 
 
+def test_a_root_cause_dated_by_its_own_words_says_its_step_once(failing):
+    """An earlier episode's words begin "at step N, as seen then"; the root-cause line does
+    not put "at step N:" before them again."""
+    d = failing.diagnosis
+    episode = "at step 12, as seen then: KL rose from 0.003 to 0.589; cleared by step 50"
+    dated = replace(d, root_cause=replace(d.root_cause, step=12, summary=episode))
+    line = render_to_text(dated, failing.run, 400).splitlines()[2]
+    assert line == (f"root cause: {d.root_cause.mode} at step 12, as seen then: KL rose from "
+                    "0.003 to 0.589; cleared by step 50")
+    assert (f"**Root cause**: {d.root_cause.mode} at step 12, as seen then: KL rose"
+            in render_markdown(dated))
+    undated = replace(d, root_cause=replace(d.root_cause, step=12, summary="KL rose"))
+    assert f"root cause: {d.root_cause.mode} at step 12: KL rose" in render_to_text(
+        undated, failing.run, 400)
+
+
 def test_passed_and_skipped_each_one_line_with_what_to_log(failing):
     text = render_to_text(failing.diagnosis, failing.run, 400)
     passed = [line for line in text.splitlines() if line.startswith("passed: ")]

@@ -13,6 +13,7 @@ from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.escape import markdown as escape
 from grpo_doctor.reporters.outline import (
     by_onset,
+    cause_after_mode,
     cause_text,
     extra_hints,
     passed,
@@ -59,8 +60,8 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
     cause = diagnosis.root_cause
     said = cause_text(diagnosis)
     if cause is not None:
-        where = f" at step {_step(cause.step)}" if cause.step is not None else ""
-        lines += [f"**Root cause**: {escape(cause.mode)}{where}: {escape(said)}  ",
+        lines += [f"**Root cause**: {escape(cause.mode)}"
+                  f"{escape(cause_after_mode(diagnosis, _step))}  ",
                   f"**Do this first**: {escape(cause.first_action)}", ""]
     elif diagnosis.status_reason:
         lines += [f"**Inconclusive**: {escape(diagnosis.status_reason)}.", ""]

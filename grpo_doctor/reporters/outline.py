@@ -5,9 +5,10 @@ cause in words, and the one line of skipped checks with what each needs."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from grpo_doctor.findings import Check, Diagnosis, Status
+from grpo_doctor.text import step_text
 
 _NEEDS = re.compile(r"needs (.+?)(?:: not logged|,? none logged)\b.*")
 _MAP_OPTION = re.compile(r"--map \S+=[^\s)]+")
@@ -50,6 +51,20 @@ def cause_text(diagnosis: Diagnosis) -> str | None:
     except KeyError:
         return cause.summary
     return sentence(check) if cause.summary == check.summary else cause.summary
+
+
+def cause_after_mode(diagnosis: Diagnosis, step: Callable[[int], str]) -> str:
+    """What follows the root cause's mode on its line: " at step N: <its words>", or, when
+    its words are an earlier episode already dated at N ("at step N, as seen then: ..."),
+    those words with the step said once."""
+    cause = diagnosis.root_cause
+    what = cause_text(diagnosis) or ""
+    if cause is None or cause.step is None:
+        return f": {what}"
+    dated = f"at step {step_text(cause.step)}, "
+    if what.startswith(dated):
+        return f" at step {step(cause.step)}, {what[len(dated):]}"
+    return f" at step {step(cause.step)}: {what}"
 
 
 def skip_reason(check: Check) -> str:

@@ -33,6 +33,7 @@ from grpo_doctor.reporters.escape import terminal as _safe
 from grpo_doctor.reporters.fit import shorten_left, shorten_right
 from grpo_doctor.reporters.outline import (
     by_onset,
+    cause_after_mode,
     cause_text,
     extra_hints,
     passed,
@@ -126,10 +127,8 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
     out: list[RenderableType] = []
     cause = diagnosis.root_cause
     if cause is not None:
-        what = cause_text(diagnosis) or ""
-        where = f" at step {_step(cause.step)}" if cause.step is not None else ""
         out.append(_hang("root cause: ", Text.assemble(
-            (_safe(cause.mode), "bold"), f"{where}: {_safe(what)}")))
+            (_safe(cause.mode), "bold"), _safe(cause_after_mode(diagnosis, _step)))))
         out.append(_hang("do this first: ", _safe(cause.first_action)))
     elif diagnosis.status_reason:
         out.append(_hang("inconclusive: ", _safe(diagnosis.status_reason), head_style="bold blue"))
