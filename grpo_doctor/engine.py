@@ -18,6 +18,7 @@ from grpo_doctor.findings import Check, Diagnosis, Incident, RunInfo, Status
 from grpo_doctor.metrics import candidate_keys
 from grpo_doctor.rules import Outcome, Rule, Skip
 from grpo_doctor.rules.base import ONSET
+from grpo_doctor.rules.incidents import without_ongoing
 from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
 from grpo_doctor.text import step_text
@@ -159,8 +160,8 @@ def _earlier_episode(rule: Rule, run: Run, params: Mapping[str, float], metric: 
     rule's own words as a monitor at ``alert`` would have said them (what it saw, its level
     and threshold), then when it was raised and cleared."""
     said = judge(rule, run.truncated(alert), params)
-    what = said.summary.replace(ONSET, step_text(said.onset_step if said.onset_step is not None
-                                                 else alert))
+    what = without_ongoing(said.summary.replace(
+        ONSET, step_text(said.onset_step if said.onset_step is not None else alert)))
     peak_step, peak = alert, _value_at(run, metric, alert)
     if metric and metric in run.frame.columns:
         during = run.frame[metric].loc[alert:cleared - 1].dropna()

@@ -142,6 +142,8 @@ def _explains(event: Event, worst: Sequence[Check]) -> bool:
     causes = CAN_CAUSE.get(event.check.mode, frozenset())
     if event.check.mode == "no_learning_signal" and event.check.evidence.get("cause"):
         causes = _ALL  # a dead run names the catastrophic update that explains the rest
+    if event.check.evidence.get("offset_from_start"):
+        causes = frozenset()  # a KL offset present from the first step moved nothing
     warning = event.check.status is not Status.CRITICAL and any(
         c.status is Status.CRITICAL for c in worst)
     return all(c.mode == event.check.mode or c.mode in causes for c in worst

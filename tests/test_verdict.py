@@ -207,3 +207,85 @@ def test_a_warning_is_not_named_root_cause_over_a_critical_it_cannot_explain():
     checks[1] = Check("kl_drift", Status.WARNING, "drift", onset_step=10)
     cause, _ = root_cause_and_plan(run, checks)
     assert cause is not None and (cause.mode, cause.step) == ("kl_drift", 10)
+
+
+# A KL offset from the first step, incidents still going on, rewards stuck at one value --------
+
+def _kl_offset_run(first_step: int):
+    from tests.helpers import ar1, make_run
+
+    n = 100
+    rng = np.random.default_rng(3)
+    steps = np.arange(first_step, first_step + n)
+    return make_run(steps=steps, kl=0.6 + 0.1 * ar1(1, n, 0.5),
+                    reward=-5.5 + rng.normal(0, 1.5, n),
+                    **{"completions/clipped_ratio": np.full(n, 0.95)})
+
+
+def test_kl_high_from_the_first_step_is_an_offset_not_a_drift_and_causes_nothing():
+    d = diagnose(_kl_offset_run(1))
+    kl = d.check("kl_drift")
+    assert kl.status.value == "warning" and kl.onset_step == 1
+    assert "differed from the start" in kl.summary and "drift" not in kl.evidence["threshold"]
+    assert kl.remedies[0].startswith("check the reference model")
+    # The offset explains nothing: the truncation that began with it is the root cause.
+    assert d.root_cause.mode == "length_hacking"
+
+
+def test_kl_high_at_the_start_of_a_log_that_begins_mid_run_is_still_drift():
+    kl = diagnose(_kl_offset_run(500)).check("kl_drift")
+    assert kl.status.value == "warning" and "differed from the start" not in kl.summary
+    assert "drifting" in kl.summary
+
+
+def test_an_incident_still_going_on_says_still_above_and_a_later_one_is_not_earlier():
+    from tests.helpers import make_run
+
+    n = 800
+    kl = np.linspace(0.1, 9.3, n)
+    kl[737] = 10.02
+    kl[739:] = np.linspace(10.5, 12.1, n - 739)
+    d = diagnose(make_run(kl=kl, reward=np.full(n, 0.3) + 0.01 * np.sin(np.arange(n))))
+    check = d.check("kl_drift")
+    assert check.status.value == "critical"
+    ongoing = [i for i in check.incidents if i.recovered_step is None]
+    assert ongoing and "still above 10 at the last logged step" in ongoing[0].summary
+    assert "earlier KL incident" not in check.summary  # both began after the drift did
+    assert "; then KL above 10 from step 740" in check.summary
+    assert "peak 10.02 at step 738" in " ".join(i.summary for i in check.incidents)
+
+
+def test_an_earlier_episode_does_not_say_it_never_came_back():
+    from grpo_doctor.rules.incidents import without_ongoing
+
+    crash = "reward crashed from 0.9 to 0.075 between steps 25 and 40"
+    assert without_ongoing(f"{crash}; it never came back") == crash
+    assert without_ongoing("KL above 10 at step 5, peak 12 at step 5; still above 10 at the "
+                           "last logged step; then the reward froze at 0") == (
+        "KL above 10 at step 5, peak 12 at step 5; then the reward froze at 0")
+
+
+def test_groups_all_scoring_one_value_put_the_reward_before_dynamic_sampling():
+    from tests.helpers import make_run
+
+    n = 72
+    reward = np.zeros(n)
+    reward[[5, 17, 30, 41, 55, 63, 66, 70]] = [0.25, 0.5, 0.25, 0.75, 0.25, 0.5, 0.25, 0.5]
+    d = diagnose(make_run(reward=reward, reward_std=(reward > 0) * 0.3,
+                          frac_reward_zero_std=np.where(reward > 0, 0.5, 1.0)))
+    adv = d.check("advantage_collapse")
+    assert adv.status.value == "critical"
+    assert "the reward was exactly 0 on 89% of logged steps" in adv.summary
+    assert str(adv.remedies[0]).startswith("check the reward function")
+    dynamic = next(str(r) for r in adv.remedies if str(r).startswith("dynamic sampling"))
+    assert "it would drop most of the batch" in dynamic
+
+
+def test_a_short_log_whose_reward_dipped_and_came_back_does_not_say_no_crash():
+    from tests.helpers import make_run
+
+    reward = np.array([0.9, 0.75, 0.875, 0.975, 0.775, 0.9, 0.725, 0.075, 0.025, 0.5, 0.825,
+                       0.9, 0.875, 0.95])
+    check = diagnose(make_run(reward=reward)).check("reward_overfit")
+    assert check.status.value == "ok"
+    assert check.summary.startswith("no lasting reward crash; reward dipped to 0.025 at step 9")

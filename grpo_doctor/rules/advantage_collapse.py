@@ -91,6 +91,19 @@ def _signal(run: Run, p: Mapping[str, float]) -> tuple[str, np.ndarray, np.ndarr
     raise Skip("needs zero_std_fraction or reward_std with at least 10 logged values")
 
 
+def _stuck_reward(run: Run, share: float = 0.5) -> tuple[float, float] | None:
+    """(value, share of logged steps) when the mean reward is exactly one value on at least
+    ``share`` of the logged steps: every sample scored the same (all wrong, or a reward that
+    cannot tell samples apart), step after step."""
+    _, r = series(run, Metric.REWARD_MEAN.value)
+    if len(r) < 5:
+        return None
+    values, counts = np.unique(r, return_counts=True)
+    top = int(np.argmax(counts))
+    at = counts[top] / len(r)
+    return (float(values[top]), float(at)) if at >= share else None
+
+
 def _pinned_components(run: Run, p: Mapping[str, float]) -> list[tuple[str, float, int]]:
     out: list[tuple[str, float, int]] = []
     comps = [c for c in run.frame.columns if is_reward_component(c)]
@@ -219,14 +232,28 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    f"giving no signal: {names}"
                    + ("; the task's own reward never fired" if task_dead else ""))
         evidence["threshold"] = "a reward component constant over the whole run"
+    stuck = _stuck_reward(run) if fired else None
+    dynamic = "dynamic sampling: drop all-0/all-1 groups and refill the batch (DAPO)"
+    if stuck is not None:
+        value, share = stuck
+        evidence["reward_stuck_at"] = {"value": value, "share_of_steps": round(share, 3)}
+        summary += f"; the reward was exactly {fmt(value)} on {share:.0%} of logged steps"
+        # Groups that all score the same value are not a sampling problem: dynamic sampling
+        # would drop nearly the whole batch. The reward (or the task's reach) is.
+        dynamic += "; here it would drop most of the batch, so fix the reward first"
     remedies = [
-        "dynamic sampling: drop all-0/all-1 groups and refill the batch (DAPO)",
+        dynamic,
         knobs.scale(run, knobs.GROUP_SIZE, 2.0, why="more chances of a mixed group")
         if knobs.current(run, knobs.GROUP_SIZE)[0] else
         "raise the group size G (e.g. to 16-32: more chances of a mixed group)",
         "curriculum: start from easier prompts, filter prompts the policy always solves",
         "normalise each reward component separately before weighting",
     ]
+    if stuck is not None:
+        remedies.insert(0, f"check the reward function on a few completions (parsing, a wrong "
+                        f"field): it gave exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged "
+                        "steps; then make the reward reachable: easier prompts or a lower "
+                        "curriculum level, partial credit, an SFT warm-up on the output format")
     if pinned:
         which = ", ".join(n for n, _, _ in pinned)
         remedies.insert(0, f"check the reward {agree(len(pinned), 'function', 'functions')} "

@@ -8,6 +8,7 @@ way in every rule, and to say what followed an incident (``aftermath``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -61,10 +62,32 @@ def _span(steps: np.ndarray, ep: Episode) -> str:
             f"({ep.length} logged points)")
 
 
-def _back(steps: np.ndarray, ep: Episode, where: str) -> str:
+#: What an incident still going on at the end of the log says of itself ("as seen then" by a
+#: monitor, it is false once the run came back).
+NEVER_BACK = "it never came back"
+STILL_ABOVE = "still above {} at the last logged step"
+_ONGOING = re.compile(rf"; (?:{NEVER_BACK}|still above [^;]+? at the last logged step)(?=;|$)")
+
+
+def without_ongoing(text: str) -> str:
+    """``text`` without the clauses that say an incident was still going on (true when it was
+    written, at a first alert; not once the episode cleared)."""
+    return _ONGOING.sub("", text)
+
+
+def _back(steps: np.ndarray, ep: Episode, threshold: str) -> str:
     if ep.recovered is None:
-        return f"still {where} at the last logged step"
-    return f"back {where} at step {step_text(int(steps[ep.recovered]))}"
+        return STILL_ABOVE.format(threshold)
+    return f"back below {threshold} at step {step_text(int(steps[ep.recovered]))}"
+
+
+def _past(x: float, threshold: float) -> str:
+    """``x`` with the digits it takes to read as beyond ``threshold`` (a peak of 10.02 over
+    a line at 10 is "10.02", not "10")."""
+    for digits in range(3, 7):
+        if fmt(x, digits) != fmt(threshold, digits):
+            return fmt(x, digits)
+    return fmt(x, 7)
 
 
 def above(run: Run, metric: str, name: str, threshold: float, *, sustained: int,
@@ -82,8 +105,8 @@ def above(run: Run, metric: str, name: str, threshold: float, *, sustained: int,
         start = int(steps[ep.start])
         harm = aftermath(run, int(steps[ep.end])) if harm_escalates else []
         severe = ep.length >= sustained or peak >= far * threshold or bool(harm)
-        text = (f"{name} above {fmt(threshold)} {_span(steps, ep)}, peak {fmt(peak)} at step "
-                f"{fmt(int(steps[ep.peak]))}; {_back(steps, ep, 'below ' + fmt(threshold))}")
+        text = (f"{name} above {fmt(threshold)} {_span(steps, ep)}, peak {_past(peak, threshold)} "
+                f"at step {step_text(int(steps[ep.peak]))}; {_back(steps, ep, fmt(threshold))}")
         if harm:
             text += f"; then {', '.join(harm)}"
         out.append(Incident(
@@ -96,12 +119,14 @@ def above(run: Run, metric: str, name: str, threshold: float, *, sustained: int,
 
 def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
             min_drop: float = 0.0, noise_units: float = 4.0,
-            of_level: float | None = None, held: bool = True) -> list[Incident]:
+            of_level: float | None = None, held: bool = True,
+            brief: list[Incident] | None = None) -> list[Incident]:
     """Fast falls of ``metric``: at least ``share`` of its smoothed range (and ``min_drop``,
     and ``noise_units`` times its noise) lost within ``within`` logged points, from a level
     ``held`` for the 5 points before (within half the fall). Critical when it
     never came back; a warning when it did after staying down at least ``2 * within`` points
-    (a dip that is back within a few points is a bad batch, however deep)."""
+    (a dip that is back within a few points is a bad batch, however deep: such dips are
+    appended to ``brief`` when given, so a caller can say it saw them)."""
     steps, v = series(run, metric)
     if len(v) < 8:  # fewer points than that cannot tell a crash from a noisy batch
         return []
@@ -117,16 +142,25 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
                  noise_units * noise)
     out = []
     for ep in falls(v, amount, within):
-        if ep.recovered is not None and ep.recovered - ep.start < 2 * within:
-            continue  # back within a few points: a bad batch, not an incident
         if ep.recovered is None and len(v) - 1 - ep.peak < 2:
             continue  # at the very end: too soon to say it never came back
         if held and np.ptp(v[max(0, ep.start - 4):ep.start + 1]) > amount / 2:
             continue  # no level to fall from: a series swinging between its extremes
         start_level, bottom = float(smooth[ep.start]), float(smooth[ep.peak])
+        if ep.recovered is not None and ep.recovered - ep.start < 2 * within:
+            if brief is not None:  # back within a few points: a bad batch, not an incident
+                low = ep.start + int(np.argmin(v[ep.start:ep.recovered + 1]))
+                brief.append(Incident(
+                    metric=metric, step=int(steps[min(ep.start + 1, ep.peak)]),
+                    peak_step=int(steps[low]), peak=float(v[low]),
+                    threshold=start_level - amount, recovered_step=int(steps[ep.recovered]),
+                    summary=f"{name} dipped to {fmt(float(v[low]))} at step "
+                            f"{step_text(int(steps[low]))}, back by step "
+                            f"{step_text(int(steps[ep.recovered]))}"))
+            continue
         text = (f"{name} crashed from {fmt(start_level)} to {fmt(bottom)} between steps "
                 f"{fmt(int(steps[ep.start]))} and {step_text(int(steps[ep.peak]))}; "
-                + ("it never came back" if ep.recovered is None else
+                + (NEVER_BACK if ep.recovered is None else
                    f"back above {fmt((start_level + bottom) / 2)} at step "
                    f"{fmt(int(steps[ep.recovered]))}"))
         out.append(Incident(

@@ -156,13 +156,38 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     why = f", {', '.join(corroboration)}" if corroboration else ""
     moved = (f"rose from {fmt(k0)} to {fmt(kc)}" if kc > k0 else
              f"has stayed high ({fmt(k0)} at the start, {fmt(kc)} now)")
+    # KL is ~0 at a run's first update (policy = reference). High from the very first step
+    # and not rising is an offset between the two, not a drift: a reference of other
+    # weights, dtype or quantization (an FP8 policy against a bf16 reference), or the KL
+    # estimator.
+    from_start = (run.first_step is not None and run.first_step <= 1 and k0 >= p["drift_kl"]
+                  and not (trend.increasing(p["alpha"]) and kc > k0) and kc < p["adapt_kl"])
+    if from_start:
+        onset = int(steps[0])
+        evidence["offset_from_start"] = True
+        evidence["threshold"] = f"KL >= {fmt(p['drift_kl'])} from the first logged step"
+        remedies.insert(0, "check the reference model: the same checkpoint, dtype and "
+                        "quantization as the policy at step 0 (KL should start near 0)")
     knot = onset
     if incidents:
         status = inc.merge_status(status, inc.worst(incidents))
         onset = min(onset, incidents[0].step)
     summary = f"KL {moved} (band {band}) from step {onset_text(knot, onset)}{why}"
-    if incidents:
-        summary += f"; earlier KL incident: {inc.describe(incidents, 1)}"
+    if from_start:
+        summary = (f"KL already {fmt(k0)} at step {step_text(int(steps[0]))}, the first "
+                   f"logged, and not rising ({fmt(kc)} now){why}: policy and reference "
+                   "differed from the start (a reference of other weights or precision), "
+                   "not a drift")
+    earlier = [i for i in incidents if i.step < knot]
+    later = [i for i in incidents if i.step >= knot]
+    if earlier:
+        summary += f"; earlier KL incident: {inc.describe(earlier, 1)}"
+    if later:
+        # The one a reader needs is the episode still going on at the end, else the worst.
+        shown = next((i for i in reversed(later) if i.recovered_step is None),
+                     max(later, key=lambda i: i.peak))
+        more = f" (and {len(later) - 1} more)" if len(later) > 1 else ""
+        summary += f"; then {shown.summary}{more}"
     if status == Status.CRITICAL:
         remedies.insert(0, "stop, update the reference to the last good checkpoint, restart")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,

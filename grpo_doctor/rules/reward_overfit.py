@@ -68,17 +68,18 @@ def short_log(run: Run, p: Mapping[str, float]) -> Outcome | None:
     return _crashes_only(run, crashes) if crashes else None
 
 
-def _crashes(run: Run, p: Mapping[str, float]) -> list:
+def _crashes(run: Run, p: Mapping[str, float], brief: list | None = None) -> list:
     return inc.crashes(run, REWARD, "reward", share=p["crash_share"],
-                       within=int(p["crash_points"]))
+                       within=int(p["crash_points"]), brief=brief)
 
 
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, r = series(run, REWARD)
-    crashes = _crashes(run, p)
+    brief: list = []
+    crashes = _crashes(run, p, brief)
     if len(r) < 30:
-        return _crashes_only(run, crashes)
+        return _crashes_only(run, crashes, brief=brief)
     w = max(5, len(r) // 20) | 1
     smooth = rolling_median(r, w)
     peak = int(np.argmax(smooth))
@@ -129,12 +130,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    incidents=tuple(crashes))
 
 
-def _crashes_only(run: Run, crashes: list, evidence: dict[str, object] | None = None
-                  ) -> Outcome:
+def _crashes_only(run: Run, crashes: list, evidence: dict[str, object] | None = None,
+                  brief: list | None = None) -> Outcome:
     evidence = dict(evidence or {})
     if not crashes:
-        return Outcome(Status.OK, "no reward crash (a rise then fall needs 30 logged rewards "
-                       "to judge)", evidence=evidence, key_metric=REWARD)
+        # A deep dip that was back within a few points is a bad batch, not a crash; it is
+        # said, so "no crash" never reads as "the reward never fell".
+        dips = f"; {inc.describe(brief, 1)}" if brief else ""
+        return Outcome(Status.OK, f"no lasting reward crash{dips} (a rise then fall needs 30 "
+                       "logged rewards to judge)", evidence=evidence, key_metric=REWARD)
     first = crashes[0]
     evidence["threshold"] = f"reward below {fmt(first.threshold)} within a few logged points"
     summary = f"reward crash: {inc.describe(crashes)}"
