@@ -592,7 +592,8 @@ def _run_log(segments: Sequence[Segment], run: _PrintedRun, config: dict[str, An
     if salvaged:
         log.notes.append(
             f"{plural(salvaged, 'printed dict')} {agree(salvaged, 'was', 'were')} cut off or "
-            "not plain literals: only their complete numeric entries were read"
+            f"not plain literals: only {agree(salvaged, 'its', 'their')} complete numeric "
+            "entries were read"
         )
     return log
 

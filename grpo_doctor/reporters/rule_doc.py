@@ -53,7 +53,7 @@ def _paragraphs(doc: str) -> Iterator[tuple[str, str]]:
         here = line[:len(line) - len(line.lstrip())]
         if not line.strip() or here != indent:
             if lines:
-                yield indent, " ".join(lines)
+                yield indent, _join(lines)
             lines = []
             if not line.strip():
                 yield "", ""
@@ -61,7 +61,16 @@ def _paragraphs(doc: str) -> Iterator[tuple[str, str]]:
             indent = here
         lines.append(line.strip())
     if lines:
-        yield indent, " ".join(lines)
+        yield indent, _join(lines)
+
+
+def _join(lines: list[str]) -> str:
+    """Lines run together; a word hyphenated across a line break ("near-" / "deterministic")
+    stays one word."""
+    out = ""
+    for line in lines:
+        out += line if not out or re.search(r"[A-Za-z]-$", out) else " " + line
+    return out
 
 
 def render_explain(rule: Rule, width: int) -> str:

@@ -138,10 +138,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if bursts:
         evidence["bursts"] = len(bursts)
     if not (unrecovered or recurring or inflated):
-        note = (f"; {plural(len(idx), 'spike')} (max {max(ratios):.1f}x) recovered" if len(idx)
+        note = (f"; {plural(len(idx), 'spike')} (max {fmt(max(ratios))}x) recovered" if len(idx)
                 else "")
         if zero:
-            note += f"; about 0 (no gradient) on {zero} logged steps"
+            note += f"; about 0 (no gradient) on {plural(zero, 'logged step')}"
         if not bursts:
             return Outcome(Status.OK, f"grad norm steady around {fmt(baseline)}{note}",
                            evidence=evidence, key_metric=GRAD)
@@ -163,7 +163,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if later_nan:
         corroboration.append("NaN followed")
     if inflated:
-        corroboration.append(f"level inflated {inflation:.1f}x")
+        corroboration.append(f"level inflated {fmt(inflation)}x")
     if recurring:
         corroboration.append(f"{len(idx)} spikes")
     status = Status.CRITICAL if (later_nan or (inflated and (recurring or unrecovered))
