@@ -210,7 +210,11 @@ class Diagnosis:
 
     @property
     def findings(self) -> tuple[Check, ...]:
-        return tuple(c for c in self.checks if c.fired)
+        """The checks that fired, in the order they began (the reports' order; ``checks``
+        keeps the rules' order)."""
+        fired = [c for c in self.checks if c.fired]
+        return tuple(sorted(fired, key=lambda c: c.onset_step if c.onset_step is not None
+                            else float("inf")))
 
     def __repr__(self) -> str:
         # Short: a notebook cell showing a Diagnosis prints this, not kilobytes of evidence.

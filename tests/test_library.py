@@ -56,3 +56,12 @@ def test_the_library_dict_is_the_cli_json(capsys):
     assert diagnose(load_run(path)).to_dict() == json.loads(out)
     ignored = diagnose(load_run(path), DoctorConfig(ignore=("kl_drift",))).to_dict()["config"]
     assert ignored == {"file": None, "ignored": ["kl_drift"], "overrides": {}}
+
+
+def test_a_diagnosis_lists_its_findings_in_the_order_they_began():
+    run = grpo_doctor.load_run(REPO / "tests/fixtures/corpus/20_lr_warmup_to_0.3")
+    d = grpo_doctor.diagnose(run)
+    onsets = [c.onset_step for c in d.findings]
+    assert len(onsets) >= 3 and onsets == sorted(onsets)
+    assert [c.mode for c in d.checks] == [c.mode for c in sorted(
+        d.checks, key=lambda c: [r.id for r in grpo_doctor.rules.RULES].index(c.mode))]
