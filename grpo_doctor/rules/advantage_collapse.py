@@ -235,9 +235,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     stuck = _stuck_reward(run) if fired else None
     dynamic = "dynamic sampling: drop all-0/all-1 groups and refill the batch (DAPO)"
     if stuck is not None:
-        value, share = stuck
-        evidence["reward_stuck_at"] = {"value": value, "share_of_steps": round(share, 3)}
-        summary += f"; the reward was exactly {fmt(value)} on {share:.0%} of logged steps"
+        value, on = stuck
+        evidence["reward_stuck_at"] = {"value": value, "share_of_steps": round(on, 3)}
+        summary += f"; the reward was exactly {fmt(value)} on {on:.0%} of logged steps"
         # Groups that all score the same value are not a sampling problem: dynamic sampling
         # would drop nearly the whole batch. The reward (or the task's reach) is.
         dynamic += "; here it would drop most of the batch, so fix the reward first"
