@@ -760,21 +760,33 @@ def test_a_real_verl_log_watched_from_its_first_line(tmp_path: Path) -> None:
     assert watcher.run.n_steps == load_run(REAL_VERL).n_steps
 
 
-def test_alerts_on_a_log_with_no_step_say_log_line(tmp_path: Path) -> None:
+def _trl_dict(i: int) -> str:
+    """The i-th dict a failing GRPO run prints: the reward falls and its groups go flat."""
+    return (f"{{'loss': 0.0, 'reward': {max(0.0, 0.5 - 0.02 * i):.3f}, 'reward_std': 0.0, "
+            f"'frac_reward_zero_std': 1.0, 'kl': {0.01 * i:.3f}, 'grad_norm': 0.0, "
+            f"'epoch': {i / 100:.2f}}}")
+
+
+def test_alerts_on_a_log_with_no_step_say_log_line(capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path) -> None:
     """A printed-dict log with no step key and no progress bar is numbered by its lines while
-    it runs; the run's end may later map them to trainer steps, so the alert must not call a
-    log line a step."""
-    lines = [f"{{'loss': 0.0, 'reward': {0.5 - 0.02 * i:.3f}, 'reward_std': 0.0, "
-             f"'frac_reward_zero_std': 1.0, 'kl': {0.01 * i:.3f}, 'grad_norm': 0.0, "
-             f"'epoch': {i / 100:.2f}}}\n" for i in range(1, 41)]
+    it runs; the run's end may later map them to trainer steps, so no number shown (alert,
+    finding summary, status) may call a log line a step."""
     log = tmp_path / "train.log"
-    log.write_text("".join(lines))
+    log.write_text("".join(_trl_dict(i) + "\n" for i in range(1, 41)))
     watcher = Watcher(log)
     alerts = watcher.poll(final=True)
     assert alerts and all(a.step_unit == "log line" for a in alerts)
     assert all(" at log line " in a.line() and " at step " not in a.line() for a in alerts)
     assert all(a.to_dict()["step_unit"] == "log line" for a in alerts)
+    assert any("log line" in a.summary for a in alerts)  # "from log line 27", not "from step"
+    _, out, _ = run_cli(capsys, "watch", str(log), "--once")
+    assert "step" not in out.replace("_std", ""), out
+    assert out.splitlines()[-1].startswith("status: critical at log line 40 (40 log lines, ")
+    _, out, _ = run_cli(capsys, "watch", str(log), "--once", "--format", "json")
+    assert json.loads(out.splitlines()[-1])["step_unit"] == "log line"
     csv = tmp_path / "run.csv"
     csv.write_text("step,reward,frac_reward_zero_std\n" + "".join(
         f"{s},{0.5 - 0.01 * s:.3f},1.0\n" for s in range(1, 41)))
     assert all(a.step_unit == "step" for a in Watcher(csv).poll(final=True))
+
