@@ -790,3 +790,57 @@ def test_alerts_on_a_log_with_no_step_say_log_line(capsys: pytest.CaptureFixture
         f"{s},{0.5 - 0.01 * s:.3f},1.0\n" for s in range(1, 41)))
     assert all(a.step_unit == "step" for a in Watcher(csv).poll(final=True))
 
+
+def _buffered_trl_log(total: int = 200, every: int = 5, batch: int = 7) -> bytes:
+    """A TRL console log captured to a file: tqdm's bar (stderr, unbuffered) at every step,
+    cleared and redrawn at each step the Trainer prints a dict; the dicts (stdout, buffered)
+    reach the file ``batch`` at a time, long after their steps; the closing summary at the
+    end."""
+    out = ["***** Running training *****\n", "  Total optimization steps = 200\n"]
+    pending: list[str] = []
+    for step in range(1, total + 1):
+        bar = f"\r{100 * step // total:3d}%|{'#' * (10 * step // total):10}| {step}/{total} " \
+              f"[00:{step:02d}<00:00,  4.60s/it]"
+        out.append(bar)
+        if step % every:
+            continue
+        out.append("\r" + " " * 48 + "\r")  # tqdm.write clears the bar...
+        pending.append(_trl_dict(step // every) + "\n")
+        if len(pending) > batch:  # ...the print fills stdout's buffer: the first batch lands
+            out += pending[:batch]
+            pending = pending[batch:]
+        out.append(bar)  # ...and redraws it
+    summary = "{'train_runtime': 920.0, 'train_samples_per_second': 1.7, " \
+              "'train_steps_per_second': 0.217, 'train_loss': 0.0, 'epoch': 0.4}\n"
+    return "".join([*out, "\n", *pending, summary]).encode()
+
+
+def test_a_buffered_trl_log_is_watched_in_trainer_steps(capsys: pytest.CaptureFixture[str],
+                                                        tmp_path: Path) -> None:
+    """Each dict reaches the file 35 steps after it was logged; read live, it still gets the
+    trainer step the finished log gives it (from the bar's clears), so alerts, onsets, their
+    summaries and the status are in trainer steps, the ones ``diagnose`` gives."""
+    data = _buffered_trl_log()
+    path = tmp_path / "train.log"
+    path.write_bytes(b"")
+    watcher = Watcher(path)
+    cuts = sorted(random.Random(7).sample(range(1, len(data)), 60))
+    _grow(path, data, cuts, watcher)
+    finished = load_run(path)
+    assert list(finished.frame.index) == list(range(5, 201, 5))
+    _same_run(watcher.run, finished)
+    offline = diagnose(finished)
+    assert offline.findings
+    for check in offline.findings:
+        first = next(a for a in watcher.alerts if a.mode == check.mode)
+        assert first.step_unit == "step" and first.step % 5 == 0
+        assert first.first_alert_step == check.first_alert_step, (check.mode, first)
+    # Part of the log, as a watch started late finds it: the same steps, named steps.
+    part = tmp_path / "part.log"
+    part.write_bytes(data[:data.index(b"\n", len(data) * 2 // 3) + 1])
+    _, out, _ = run_cli(capsys, "watch", str(part), "--once")
+    assert "log line" not in out
+    last = load_run(part).last_step
+    assert last % 5 == 0 and last > 100
+    assert out.splitlines()[-1].startswith(f"status: critical at step {last} ")
+
