@@ -5,6 +5,7 @@ builds from the same bytes; alerts carry the first-alert step that ``diagnose`` 
 from __future__ import annotations
 
 import json
+import os
 import queue
 import random
 import shlex
@@ -844,3 +845,35 @@ def test_a_buffered_trl_log_is_watched_in_trainer_steps(capsys: pytest.CaptureFi
     assert last % 5 == 0 and last > 100
     assert out.splitlines()[-1].startswith(f"status: critical at step {last} ")
 
+
+def _old(path: Path) -> None:
+    """A log its writer last touched a minute ago (quiet for longer than a poll interval)."""
+    then = time.time() - 60
+    os.utime(path, (then, then))
+
+
+def test_a_last_line_without_newline_is_read_when_the_watch_stops(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """A finished log often ends without a newline: polls leave that line (it may be still
+    being written), the read as the watch stops takes it once the log has been quiet for a
+    poll interval, so the last status counts it as ``diagnose`` does."""
+    path = tmp_path / "run.csv"
+    path.write_text("step,reward\n" + "".join(f"{s},{0.5 + s / 1000}\n" for s in range(1, 40))
+                    + "40,0.54")
+    _old(path)
+    code, out, _ = run_cli(capsys, "watch", str(path), "--max-polls", "2", "--interval", "0")
+    assert code == 0
+    assert " at step 40 (40 steps, 2 polls)" in out.splitlines()[-1]
+
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(time, "sleep", interrupted)  # Ctrl-C while waiting for the next poll
+    _, out, _ = run_cli(capsys, "watch", str(path))
+    assert " at step 40 (40 steps, 1 poll)" in out.splitlines()[-1]
+    # Written a moment ago: the writer may be in the middle of that line, left unread.
+    soon = time.time() + 60
+    os.utime(path, (soon, soon))
+    _, out, _ = run_cli(capsys, "watch", str(path))
+    assert " at step 39 (39 steps, 1 poll)" in out.splitlines()[-1]
