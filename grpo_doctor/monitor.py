@@ -13,7 +13,7 @@ from grpo_doctor.engine import assemble, check_rule
 from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.reporters.escape import terminal
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt
+from grpo_doctor.text import fmt, in_log_lines
 
 
 @dataclass(frozen=True)
@@ -107,19 +107,19 @@ class Monitor:
         that cleared)."""
         new: list[Alert] = []
         checks: list[Check] = []
+        unit = step_unit(run)
         for rule in self._rules:
             params = self._params[rule.id]
-            check = check_rule(rule, run, params, with_first_alert=False)
+            check = _in_unit(check_rule(rule, run, params, with_first_alert=False), unit)
             prev = self.alerted.get(rule.id)
             if check.fired and (prev is None or check.status.rank > prev.severity.rank):
-                check = self._raised(check_rule(rule, run, params), prev, run)
+                check = self._raised(_in_unit(check_rule(rule, run, params), unit), prev, run)
                 alert = Alert(
                     mode=rule.id, severity=check.status, first_alert_step=check.first_alert_step,
                     onset_step=check.onset_step, summary=check.summary, step=run.last_step,
                     previous=prev.severity if prev is not None else None,
                     previous_first_alert_step=prev.first_alert_step if prev is not None else None,
-                    remedies=check.remedies, run=run.name, source=run.source,
-                    step_unit=_step_unit(run),
+                    remedies=check.remedies, run=run.name, source=run.source, step_unit=unit,
                 )
                 self.alerted[rule.id] = alert
                 self._shown[rule.id] = check
@@ -139,7 +139,7 @@ class Monitor:
                     mode=rule.id, severity=Status.OK, first_alert_step=prev.first_alert_step,
                     onset_step=shown.onset_step, summary=check.summary, step=run.last_step,
                     previous=shown.status, previous_first_alert_step=prev.first_alert_step,
-                    run=run.name, source=run.source, step_unit=_step_unit(run)))
+                    run=run.name, source=run.source, step_unit=unit))
             checks.append(check)
         self.checks = tuple(checks)
         self.run = run
@@ -189,7 +189,18 @@ def _onset_by(check: Check) -> Check:
     return check
 
 
-def _step_unit(run: Run) -> str:
+def step_unit(run: Run) -> str:
+    """What ``run``'s steps count: "log line" for a console log with no step in it (its
+    metric lines numbered in order until the run's end tells the trainer steps), else "step"."""
     from grpo_doctor.importers.console import LOG_LINE_STEPS
 
     return "log line" if LOG_LINE_STEPS in run.notes else "step"
+
+
+def _in_unit(check: Check, unit: str) -> Check:
+    """``check`` with its text in ``unit``: on a run numbered by log lines, a summary or a
+    remedy that says "step N" would pass a log line off as a trainer step."""
+    if unit == "step":
+        return check
+    return replace(check, summary=in_log_lines(check.summary),
+                   remedies=tuple(in_log_lines(r) for r in check.remedies))

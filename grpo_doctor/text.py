@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 
@@ -24,6 +26,16 @@ def fmt(x: float | int | None, digits: int = 3) -> str:
 def step_text(step: float | int) -> str:
     """A step as the log writes it (no thousands separator: a user greps for it)."""
     return str(int(step))
+
+
+#: "step N", "steps N and M", "N steps": a step word next to a number, in a rule's text.
+_STEP_WORD = re.compile(r"\bstep(s?)\b(?=\s+\d)|(?<=\d\s)step(s?)\b")
+
+
+def in_log_lines(text: str) -> str:
+    """A rule's text about a run whose steps are its log lines (a console log with no step in
+    it, read live): each "step N" says "log line N", so no number is called a trainer step."""
+    return _STEP_WORD.sub(lambda m: "log line" + (m.group(1) or m.group(2) or ""), text)
 
 
 def change(start: float, end: float) -> str:

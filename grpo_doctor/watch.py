@@ -10,9 +10,10 @@ What is guaranteed
 ------------------
 * ``poll`` reads only what was appended since the previous poll, through the format's
   incremental reader (``Importer.incremental``): a partially written last line (CSV, JSONL,
-  console) or record (TensorBoard, W&B) is left for the next poll, and event files that appear
-  in a TensorBoard run folder are picked up. Other formats are read whole again when their
-  files change.
+  console) or record (TensorBoard, W&B) is left for the next poll (a last line is read when
+  the watch stops, if the log was quiet for a poll interval: ``Watcher.finish``), and event
+  files that appear in a TensorBoard run folder are picked up. Other formats are read whole
+  again when their files change.
 * The Run it checks is the Run ``diagnose`` builds from the bytes read so far: rebuilt by the
   format's own importer whenever anything but new rows changed, and otherwise extended in place
   (``live_store.LiveStore``), with the same steps, values, logged-NaN evidence and mapping.
@@ -38,6 +39,7 @@ O(log n) rule evaluations, only for a mode that newly fired or escalated.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -49,6 +51,7 @@ from grpo_doctor.files import check_input
 from grpo_doctor.findings import Check, Diagnosis, check_rank
 from grpo_doctor.importers import LoadOptions, importer_named
 from grpo_doctor.importers.incremental import LiveSource, Restarted, SeveralRuns, open_live
+from grpo_doctor.interrupts import interrupt_on_sigterm
 from grpo_doctor.live_store import LiveStore
 from grpo_doctor.monitor import Alert, Monitor
 from grpo_doctor.notifiers import WandbNotifier, notifiers
@@ -142,6 +145,14 @@ class Watcher:
             return self._poll(final)
         finally:
             self.last_poll_seconds = time.perf_counter() - start
+
+    def finish(self, quiet: float) -> list[Alert]:
+        """The last read as the watch stops: a last line without a newline (a finished log
+        often ends so) is complete once the log was unchanged for ``quiet`` s. Not while
+        polling: buffered output is flushed mid-line, then may pause for minutes."""
+        if self.source is None or not self.source.quiet_for(quiet):
+            return []
+        return self._poll(final=True)  # not a poll: --max-polls N reports N
 
     def _poll(self, final: bool) -> list[Alert]:
         if self.source is None:
@@ -287,6 +298,15 @@ class WatchAll:
         return alerts
 
 
+    def finish(self, quiet: float) -> list[Alert]:
+        """``Watcher.finish`` of each run (one that fails it keeps its last poll's status)."""
+        alerts: list[Alert] = []
+        for watcher in list(self.watchers.values()):
+            with contextlib.suppress(GrpoDoctorError):
+                alerts += watcher.finish(quiet)
+        return alerts
+
+
 def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
               exit_on: str | None = None, notify: Sequence[str] = (), output: str = "terminal",
               once: bool = False, max_polls: int | None = None, live: bool | None = None,
@@ -330,6 +350,10 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
                 say(f"warning: {warning}")
 
     def finish(code: int) -> int:
+        # A second Ctrl-C stops the last read. --once has read the log whole already.
+        with contextlib.suppress(KeyboardInterrupt):
+            for alert in [] if once else watcher.finish(max(interval, 1.0)):
+                emit(alert)
         printer.stop()
         for send in wandb_senders:
             send.close()
@@ -339,7 +363,7 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
     if not once and not show_panel and output == "terminal":
         say(f"watching {watcher.path} every {interval:g} s (Ctrl-C to stop)")
     printer.start()
-    stop_on_term = _interrupt_on_sigterm()
+    stop_on_term = interrupt_on_sigterm()
     checked_wandb = False
     waiting_said = False
     problems_said = 0
@@ -373,25 +397,3 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
         return finish(0)
     finally:
         stop_on_term()
-
-
-def _interrupt_on_sigterm() -> Callable[[], None]:
-    """Let SIGTERM (a job script stopping the watch) end it as Ctrl-C does; returns the undo."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except (ValueError, OSError):  # pragma: no cover - platforms without SIGTERM handlers
-        return lambda: None
-
-    def restore() -> None:
-        signal.signal(signal.SIGTERM, previous)
-
-    return restore

@@ -5,6 +5,7 @@ builds from the same bytes; alerts carry the first-alert step that ``diagnose`` 
 from __future__ import annotations
 
 import json
+import os
 import queue
 import random
 import shlex
@@ -760,21 +761,119 @@ def test_a_real_verl_log_watched_from_its_first_line(tmp_path: Path) -> None:
     assert watcher.run.n_steps == load_run(REAL_VERL).n_steps
 
 
-def test_alerts_on_a_log_with_no_step_say_log_line(tmp_path: Path) -> None:
+def _trl_dict(i: int) -> str:
+    """The i-th dict a failing GRPO run prints: the reward falls and its groups go flat."""
+    return (f"{{'loss': 0.0, 'reward': {max(0.0, 0.5 - 0.02 * i):.3f}, 'reward_std': 0.0, "
+            f"'frac_reward_zero_std': 1.0, 'kl': {0.01 * i:.3f}, 'grad_norm': 0.0, "
+            f"'epoch': {i / 100:.2f}}}")
+
+
+def test_alerts_on_a_log_with_no_step_say_log_line(capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path) -> None:
     """A printed-dict log with no step key and no progress bar is numbered by its lines while
-    it runs; the run's end may later map them to trainer steps, so the alert must not call a
-    log line a step."""
-    lines = [f"{{'loss': 0.0, 'reward': {0.5 - 0.02 * i:.3f}, 'reward_std': 0.0, "
-             f"'frac_reward_zero_std': 1.0, 'kl': {0.01 * i:.3f}, 'grad_norm': 0.0, "
-             f"'epoch': {i / 100:.2f}}}\n" for i in range(1, 41)]
+    it runs; the run's end may later map them to trainer steps, so no number shown (alert,
+    finding summary, status) may call a log line a step."""
     log = tmp_path / "train.log"
-    log.write_text("".join(lines))
+    log.write_text("".join(_trl_dict(i) + "\n" for i in range(1, 41)))
     watcher = Watcher(log)
     alerts = watcher.poll(final=True)
     assert alerts and all(a.step_unit == "log line" for a in alerts)
     assert all(" at log line " in a.line() and " at step " not in a.line() for a in alerts)
     assert all(a.to_dict()["step_unit"] == "log line" for a in alerts)
+    assert any("log line" in a.summary for a in alerts)  # "from log line 27", not "from step"
+    _, out, _ = run_cli(capsys, "watch", str(log), "--once")
+    assert "step" not in out.replace("_std", ""), out
+    assert out.splitlines()[-1].startswith("status: critical at log line 40 (40 log lines, ")
+    _, out, _ = run_cli(capsys, "watch", str(log), "--once", "--format", "json")
+    assert json.loads(out.splitlines()[-1])["step_unit"] == "log line"
     csv = tmp_path / "run.csv"
     csv.write_text("step,reward,frac_reward_zero_std\n" + "".join(
         f"{s},{0.5 - 0.01 * s:.3f},1.0\n" for s in range(1, 41)))
     assert all(a.step_unit == "step" for a in Watcher(csv).poll(final=True))
+
+
+def _buffered_trl_log(total: int = 200, every: int = 5, batch: int = 7) -> bytes:
+    """A TRL console log captured to a file: tqdm's bar (stderr, unbuffered) at every step,
+    cleared and redrawn at each step the Trainer prints a dict; the dicts (stdout, buffered)
+    reach the file ``batch`` at a time, long after their steps; the closing summary at the
+    end."""
+    out = ["***** Running training *****\n", "  Total optimization steps = 200\n"]
+    pending: list[str] = []
+    for step in range(1, total + 1):
+        bar = f"\r{100 * step // total:3d}%|{'#' * (10 * step // total):10}| {step}/{total} " \
+              f"[00:{step:02d}<00:00,  4.60s/it]"
+        out.append(bar)
+        if step % every:
+            continue
+        out.append("\r" + " " * 48 + "\r")  # tqdm.write clears the bar...
+        pending.append(_trl_dict(step // every) + "\n")
+        if len(pending) > batch:  # ...the print fills stdout's buffer: the first batch lands
+            out += pending[:batch]
+            pending = pending[batch:]
+        out.append(bar)  # ...and redraws it
+    summary = "{'train_runtime': 920.0, 'train_samples_per_second': 1.7, " \
+              "'train_steps_per_second': 0.217, 'train_loss': 0.0, 'epoch': 0.4}\n"
+    return "".join([*out, "\n", *pending, summary]).encode()
+
+
+def test_a_buffered_trl_log_is_watched_in_trainer_steps(capsys: pytest.CaptureFixture[str],
+                                                        tmp_path: Path) -> None:
+    """Each dict reaches the file 35 steps after it was logged; read live, it still gets the
+    trainer step the finished log gives it (from the bar's clears), so alerts, onsets, their
+    summaries and the status are in trainer steps, the ones ``diagnose`` gives."""
+    data = _buffered_trl_log()
+    path = tmp_path / "train.log"
+    path.write_bytes(b"")
+    watcher = Watcher(path)
+    cuts = sorted(random.Random(7).sample(range(1, len(data)), 60))
+    _grow(path, data, cuts, watcher)
+    finished = load_run(path)
+    assert list(finished.frame.index) == list(range(5, 201, 5))
+    _same_run(watcher.run, finished)
+    offline = diagnose(finished)
+    assert offline.findings
+    for check in offline.findings:
+        first = next(a for a in watcher.alerts if a.mode == check.mode)
+        assert first.step_unit == "step" and first.step % 5 == 0
+        assert first.first_alert_step == check.first_alert_step, (check.mode, first)
+    # Part of the log, as a watch started late finds it: the same steps, named steps.
+    part = tmp_path / "part.log"
+    part.write_bytes(data[:data.index(b"\n", len(data) * 2 // 3) + 1])
+    _, out, _ = run_cli(capsys, "watch", str(part), "--once")
+    assert "log line" not in out
+    last = load_run(part).last_step
+    assert last % 5 == 0 and last > 100
+    assert out.splitlines()[-1].startswith(f"status: critical at step {last} ")
+
+
+def _old(path: Path) -> None:
+    """A log its writer last touched a minute ago (quiet for longer than a poll interval)."""
+    then = time.time() - 60
+    os.utime(path, (then, then))
+
+
+def test_a_last_line_without_newline_is_read_when_the_watch_stops(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    """A finished log often ends without a newline: polls leave that line (it may be still
+    being written), the read as the watch stops takes it once the log has been quiet for a
+    poll interval, so the last status counts it as ``diagnose`` does."""
+    path = tmp_path / "run.csv"
+    path.write_text("step,reward\n" + "".join(f"{s},{0.5 + s / 1000}\n" for s in range(1, 40))
+                    + "40,0.54")
+    _old(path)
+    code, out, _ = run_cli(capsys, "watch", str(path), "--max-polls", "2", "--interval", "0")
+    assert code == 0
+    assert " at step 40 (40 steps, 2 polls)" in out.splitlines()[-1]
+
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(time, "sleep", interrupted)  # Ctrl-C while waiting for the next poll
+    _, out, _ = run_cli(capsys, "watch", str(path))
+    assert " at step 40 (40 steps, 1 poll)" in out.splitlines()[-1]
+    # Written a moment ago: the writer may be in the middle of that line, left unread.
+    soon = time.time() + 60
+    os.utime(path, (soon, soon))
+    _, out, _ = run_cli(capsys, "watch", str(path))
+    assert " at step 39 (39 steps, 1 poll)" in out.splitlines()[-1]

@@ -417,8 +417,13 @@ def _progress_between(segments: Sequence[Segment], start: int, stop: int
 
 def _bar_steps(windows: Sequence[list[tuple[int, int]]], pick: int) -> list[int] | None:
     """One step per dict from the progress bars in its window (``pick`` 0: the first bar, -1:
-    the last), if every window has a bar of the training total and they never go back."""
-    totals = Counter(w[0][1] for w in windows if w)
+    the last), if every window has a bar of the training total and they never go back.
+
+    The training bar is the one most often drawn nearest a dict (the ``pick`` of each window):
+    counting every bar would let start-up bars (model shards, vLLM prompts) outnumber it in
+    the first windows, so the first dicts of a log read live would get other steps than the
+    finished log gives them."""
+    totals = Counter(w[pick][1] for w in windows if w)
     if not totals:
         return None
     total = totals.most_common(1)[0][0]
@@ -466,6 +471,57 @@ def _progress_before_steps(segments: Sequence[Segment], found: Sequence[_Printed
             if k + 1 < len(steps) and guess >= steps[k + 1]:
                 return None
             steps[k] = guess
+    return steps
+
+
+def _bar_clears(segments: Sequence[Segment], start: int, stop: int
+                ) -> list[tuple[int, int, int]]:
+    """(segment, bar position, bar total) of each time tqdm cleared its bar: a blank fragment
+    (``\\r`` + spaces) right after a bar, before the bar is redrawn at the same position or
+    other text is flushed in between. Several blanks in a row (bars cleared together) are one."""
+    out = []
+    bar: tuple[int, int] | None = None  # the bar last drawn, if nothing came after it
+    for i in range(start, stop):
+        text = segments[i].text
+        if not text:
+            continue
+        if text.strip():
+            m = _PROGRESS.search(text)
+            bar = (int(m.group(1)), int(m.group(2))) if m else None
+        elif bar is not None:
+            out.append((i, *bar))
+            bar = None
+    return out
+
+
+def _clear_steps(segments: Sequence[Segment], found: Sequence[_Printed], start: int
+                 ) -> list[int] | None:
+    """Each dict's step from the bar positions where tqdm cleared the training bar to print a
+    line, the k-th clear being the k-th dict's (None unless that holds together).
+
+    The Trainer prints each logged dict with ``tqdm.write``: it clears the bar, writes the
+    dict to stdout and redraws the bar at the same position. With stdout buffered (a log
+    captured to a file) the dicts reach the file in batches, long after their bars, but the
+    clears mark the steps where they were written, in order. Every dict must come after its
+    clear, on the training bar (its most frequent total), and training dicts at increasing
+    steps. Only clears before a dict count, so the steps of a log's first n dicts are the same
+    in any part of it that holds them: the steps a live ``watch`` shows are the finished log's.
+    """
+    clears = _bar_clears(segments, start, found[-1].index)
+    totals = Counter(t for _, _, t in clears)
+    if not totals:
+        return None
+    total = totals.most_common(1)[0][0]
+    clears = [c for c in clears if c[2] == total]
+    if len(clears) < len(found):
+        return None
+    steps: list[int] = []
+    for (at, step, _), printed in zip(clears, found):
+        if at >= printed.index or step < 1 or (steps and step < steps[-1]):
+            return None
+        if steps and step == steps[-1] and not _is_eval(printed):
+            return None  # two training dicts at one step: a clear was not a dict's
+        steps.append(step)
     return steps
 
 
@@ -518,6 +574,9 @@ def _dict_steps(
     explicit = [_explicit_step(p.value) for p in found]
     if all(s is not None for s in explicit):
         return [int(s) for s in explicit if s is not None], None
+    progress = _clear_steps(segments, found, start)
+    if progress is not None:
+        return progress, "steps read from the training progress bar"
     # The Trainer advances its bar to step N, then prints step N's dict (and tqdm may redraw
     # the bar below it): the last bar before a dict is its step, else the first one after.
     progress = _progress_before_steps(segments, found, start)

@@ -257,6 +257,17 @@ class LiveSource:
         self.state = delta.state
         return delta
 
+    def quiet_for(self, seconds: float) -> bool:
+        """Whether nothing of the run (its file, or the files of its folder) was modified in
+        the last ``seconds``: its writer has paused at least that long."""
+        import time
+
+        try:
+            stamps = _files_stamp(self.path)
+        except OSError:
+            return False
+        return bool(stamps) and max(m for _, m, _ in stamps) <= time.time_ns() - seconds * 1e9
+
     def rebuild(self) -> Run | None:
         if self.reader is not None:
             return self.reader.load(self.path, self.state, self.options)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from grpo_doctor.findings import RUN_SEVERITY, Check, Status
-from grpo_doctor.monitor import by_first_alert
+from grpo_doctor.monitor import by_first_alert, step_unit
 from grpo_doctor.reporters.escape import json_dumps, terminal
 from grpo_doctor.text import fmt, plural
 
@@ -58,6 +58,7 @@ def status_dict(watcher: Watched) -> dict[str, Any]:
         "run": run.name if run is not None else None, "source": str(watcher.path),
         "step": run.last_step if run is not None else None,
         "n_steps": run.n_steps if run is not None else 0, "polls": watcher.polls,
+        "step_unit": step_unit(run) if run is not None else "step",
         "findings": [{"mode": c.mode, "status": c.status.value,
                       "first_alert_step": c.first_alert_step, "onset_step": c.onset_step}
                      for c in by_first_alert(watcher.checks)],
@@ -70,12 +71,13 @@ def status_line(watcher: Watched, *, named: bool = False) -> str:
     if run is None:
         return (f"status: no data yet from {terminal(watcher.path)} "
                 f"({plural(watcher.polls, 'poll')})")
-    found = [f"{c.mode} {c.status.value} (first alert at step {fmt(c.first_alert_step)})"
+    unit = step_unit(run)  # a log with no step: its line numbers, never called steps
+    found = [f"{c.mode} {c.status.value} (first alert at {unit} {fmt(c.first_alert_step)})"
              for c in by_first_alert(watcher.checks)]
     what = "; ".join(found) if found else "no failure mode found"
     who = f"{terminal(run.name)}: " if named else ""
-    return (f"status: {who}{watcher.status} at step {fmt(run.last_step)} ({fmt(run.n_steps)} "
-            f"steps, {plural(watcher.polls, 'poll')}): {what}")
+    return (f"status: {who}{watcher.status} at {unit} {fmt(run.last_step)} "
+            f"({plural(run.n_steps, unit)}, {plural(watcher.polls, 'poll')}): {what}")
 
 
 
@@ -92,8 +94,9 @@ def _panel(watcher: Watched, interval: float) -> Any:
         what = "waiting for data in" if watcher.polls else "reading"
         return Panel(Text(f"{what} {terminal(watcher.path)} · poll {watcher.polls} · every "
                           f"{interval:g} s · Ctrl-C to stop"), title=title, title_align="left")
-    head = Text(f"{terminal(watcher.format)} · step {fmt(run.last_step)} · "
-                f"{fmt(run.n_steps)} steps · poll {watcher.polls} "
+    unit = step_unit(run)
+    head = Text(f"{terminal(watcher.format)} · {unit} {fmt(run.last_step)} · "
+                f"{plural(run.n_steps, unit)} · poll {watcher.polls} "
                 f"({watcher.last_poll_seconds:.2f} s) · every {interval:g} s · Ctrl-C to stop")
     fired = [c for c in watcher.checks if c.fired]
     ok = sum(c.status is Status.OK for c in watcher.checks)
@@ -219,7 +222,8 @@ class LiveOutput:
             if self.output == "json":
                 out.write(json_dumps({"event": "status", "status": "no data", "run": None,
                                       "source": str(watcher.path), "step": None,
-                                      "n_steps": 0, "polls": watcher.polls, "findings": []})
+                                      "n_steps": 0, "polls": watcher.polls,
+                                      "step_unit": "step", "findings": []})
                           + "\n")
             else:
                 out.write(f"status: no data yet from {terminal(watcher.path)} "

@@ -5,6 +5,7 @@ import pytest
 
 from grpo_doctor.errors import GrpoDoctorError
 from grpo_doctor.importers import detect_format, load_runs
+from grpo_doctor.importers.console import parse_console
 from tests.helpers import REAL_RUNS
 
 pytestmark = pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared real runs not present")
@@ -60,12 +61,13 @@ def test_trl_console(path):
 
 # Steps as the real-runs README states them: (first, last, logged, how the steps were found).
 TRL_STEPS = {
-    # stdout buffered apart from tqdm's bar: the closing summary (runtime x steps/s = 200
-    # steps) over 40 training dicts says one log every 5 steps.
-    "nips-grpo-dynamics_exp1a_rho1.00_seed42.log": (5, 200, 40, "run's end"),
-    "nips-grpo-dynamics_exp1a_rho0.50_seed43.log": (5, 200, 40, "run's end"),
-    "nips-grpo-dynamics_exp2_vanilla_rho1.0_seed42.log": (5, 200, 40, "run's end"),
-    "nips-grpo-dynamics_gate2_rho0.70_seed43.log": (1, 200, 200, "run's end"),
+    # stdout buffered apart from tqdm's bar: the dicts come in batches long after their
+    # bars, but tqdm cleared the bar at each step a dict was written (the closing summary,
+    # runtime x steps/s = 200 steps over 40 dicts, agrees: one log every 5 steps).
+    "nips-grpo-dynamics_exp1a_rho1.00_seed42.log": (5, 200, 40, "progress bar"),
+    "nips-grpo-dynamics_exp1a_rho0.50_seed43.log": (5, 200, 40, "progress bar"),
+    "nips-grpo-dynamics_exp2_vanilla_rho1.0_seed42.log": (5, 200, 40, "progress bar"),
+    "nips-grpo-dynamics_gate2_rho0.70_seed43.log": (1, 200, 200, "progress bar"),
     # the bar advanced to step N before step N's dict; SFT dicts before GRPO are left out
     "SCU_TSC_docker_run.log": (5, 345, 69, "progress bar"),
     # timed out at step 73: no summary, the bars give the steps
@@ -85,6 +87,23 @@ def test_trl_console_steps(name):
     if name.startswith("SCU"):
         assert any("supervised fine-tuning" in note for note in run.notes)
         assert "reward_mean" in run.mapping
+
+
+@pytest.mark.parametrize("name", sorted(TRL_STEPS))
+def test_trl_console_steps_of_a_log_still_being_written(name):
+    """Any part of the log that ends with a dict line gives its dicts the steps the finished
+    log gives them (what ``watch`` shows while the run goes on)."""
+    path = REAL_RUNS / "trl-console" / name
+    if not path.is_file():
+        pytest.skip(f"{name} not present")
+    data = path.read_bytes()
+    (finished,) = load_runs(path)
+    ends = [k + 1 for k in range(len(data)) if data[k] == 0x0A]
+    dict_ends = [end for start, end in zip([0, *ends], ends) if b"{'" in data[start:end]]
+    for end in dict_ends[::max(1, len(dict_ends) // 12)]:
+        part = parse_console(data[:end].decode("utf-8", errors="replace"))
+        if part.kind == "dict" and part.steps:
+            assert part.steps == list(finished.frame.index[:len(part.steps)]), end
 
 
 def test_two_trainings_in_one_log_are_two_runs():
