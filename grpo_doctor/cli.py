@@ -45,38 +45,54 @@ def _options(version: Annotated[bool, typer.Option(
     """Options of grpo-doctor itself (before the command)."""
 
 
+def _force(*outputs: str) -> Any:
+    """The --force option of a command writing ``outputs`` (its own options, named in its
+    help)."""
+    return typer.Option("--force", help=f"Replace an existing {outputs[0]} file." if
+                        len(outputs) == 1 else
+                        f"Replace existing output files ({', '.join(outputs)}).")
+
+
 # Options defined once, reused by every command that takes them.
-FormatOpt = Annotated[str, typer.Option("--format", "-f",
+FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
                                         help="Report format: terminal, json or markdown.")]
 FailOnOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer needs Optional
-    "--fail-on", help="Exit 1 at or above: critical (default), warning, inconclusive (anything "
+    "--fail-on", metavar="LEVEL",
+    help="Exit 1 at or above: critical (default), warning, inconclusive (anything "
     "short of healthy), never.")]
 MapOpt = Annotated[list[str], typer.Option(
-    "--map", help="Map a column: CANONICAL=COLUMN, e.g. entropy=policy/ent (repeatable).")]
+    "--map", metavar="CANONICAL=COLUMN",
+    help="Read a canonical metric from this column, e.g. entropy=policy/ent (repeatable).")]
 SetOpt = Annotated[list[str], typer.Option(
-    "--set", help="Override a threshold: RULE.PARAM=VALUE, e.g. kl_drift.stop_kl=20.")]
+    "--set", metavar="RULE.PARAM=VALUE",
+    help="Override a rule's threshold, e.g. kl_drift.stop_kl=20.")]
 SelectOpt = Annotated[list[str], typer.Option(
-    "--select", help="Run only these modes (comma-separated, or the option repeated).")]
+    "--select", metavar="MODES",
+    help="Run only these modes (comma-separated, or the option repeated).")]
 IgnoreOpt = Annotated[list[str], typer.Option(
-    "--ignore", help="Skip these modes (comma-separated, or the option repeated).")]
+    "--ignore", metavar="MODES",
+    help="Skip these modes (comma-separated, or the option repeated).")]
 ConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
-    "--config", help="Config file (default: grpo-doctor.toml or pyproject.toml "
+    "--config", metavar="FILE", help="Config file (default: grpo-doctor.toml or pyproject.toml "
     "[tool.grpo-doctor], searched upwards).")]
 RunOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "--run", help="Pick one run by name from a source holding several.")]
+    "--run", metavar="NAME", help="Pick one run by name from a source holding several.")]
 InputFormatOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "--input-format", "--from", help="Read the source as this format instead of detecting it.")]
+    "--input-format", "--from", metavar="FORMAT",
+    help="Read the source as this format instead of detecting it.")]
 StepOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "--step-column", help="The column holding the step (default: detected).")]
+    "--step-column", metavar="COLUMN", help="The column holding the step (default: detected).")]
 OutputOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
-    "--output", "-o", help="Write the report to this file (atomically) instead of stdout.")]
-ForceOpt = Annotated[bool, typer.Option(
-    "--force", help="Replace existing output files (--output, --html, --png).")]
+    "--output", "-o", metavar="FILE",
+    help="Write the report to this file (atomically) instead of stdout.")]
+ForceOpt = Annotated[bool, _force("--output", "--html", "--png")]
 HtmlOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
-    "--html", help="Also write a self-contained HTML report (charts with onsets and thresholds "
+    "--html", metavar="FILE",
+    help="Also write a self-contained HTML report (charts with onsets and thresholds "
     "marked) to this file.")]
 PngOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
-    "--png", help="Also write one PNG chart per finding (a dashboard for a healthy run) into "
+    "--png", metavar="FOLDER",
+    help="Also write one PNG chart per finding (a dashboard for a healthy run) into "
     "this folder, for pull-request comments; needs grpo-doctor[plot].")]
 
 
@@ -129,7 +145,8 @@ def diagnose(
         help="A log: CSV, TensorBoard, wandb offline, trainer_state.json, console log, "
         "notebook, parquet, JSONL, or wandb://entity/project/run.")] = None,
     example: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--example", help="Diagnose a bundled example run instead (see `examples`).")] = None,
+        "--example", metavar="NAME",
+        help="Diagnose a bundled example run instead (see `examples`).")] = None,
     format: FormatOpt = "terminal",
     fail_on: FailOnOpt = None,
     map: MapOpt = [],  # noqa: B006
@@ -206,18 +223,21 @@ def diagnose(
 
 
 AuditFormatOpt = Annotated[str, typer.Option(
-    "--format", "-f", help="Report format: terminal, json, junit, markdown, or parquet (one row "
+    "--format", "-f", metavar="FORMAT",
+    help="Report format: terminal, json, junit, markdown, or parquet (one row "
     "per run and check; needs --output).")]
 BaselineOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
-    "--baseline", help="Accepted findings (from --write-baseline): only new or worsened "
+    "--baseline", metavar="FILE",
+    help="Accepted findings (from --write-baseline): only new or worsened "
     "findings fail.")]
 WriteBaselineOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
-    "--write-baseline", help="Write today's findings to this file as the accepted baseline.")]
+    "--write-baseline", metavar="FILE",
+    help="Write today's findings to this file as the accepted baseline.")]
 SinceOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "--since", help="Only logs modified since this date or ISO time (2025-01-31, "
+    "--since", metavar="DATE", help="Only logs modified since this date or ISO time (2025-01-31, "
     "2025-01-31T12:00Z).")]
 JobsOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
-    "--jobs", "-j", help="Worker processes (default: one per CPU; 1: no pool).")]
+    "--jobs", "-j", metavar="N", help="Worker processes (default: one per CPU; 1: no pool).")]
 StrictOpt = Annotated[bool, typer.Option(
     "--strict", help="Unreadable logs and inconclusive runs (too little logged to judge) also "
     "exit 1 (by default they are reported only).")]
@@ -242,11 +262,13 @@ def audit(
     config: ConfigOpt = None,
     output: OutputOpt = None,
     html: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--html", help="Also write one HTML report per run into this folder, with an "
+        "--html", metavar="FOLDER",
+        help="Also write one HTML report per run into this folder, with an "
         "index.html linking them.")] = None,
-    force: ForceOpt = False,
+    force: Annotated[bool, _force("--output", "--html", "--write-baseline")] = False,
     shard: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--shard", help="Audit only shard K of N (K/N): a partition of the sources stable "
+        "--shard", metavar="K/N",
+        help="Audit only shard K of N (K/N): a partition of the sources stable "
         "across machines, for a CI matrix; join the JSON reports with audit-merge.")] = None,
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Also list the files passed over and why (not logs, copies "
@@ -307,19 +329,22 @@ def compare(
         "reference. SOURCE#RUN picks one run of a source holding several; such a source "
         "given alone (or after the reference) gives all its runs.")],
     format: Annotated[str, typer.Option(
-        "--format", "-f", help="Report format: terminal, json or markdown.")] = "terminal",
+        "--format", "-f", metavar="FORMAT",
+        help="Report format: terminal, json or markdown.")] = "terminal",
     html: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--html", help="Also write a self-contained HTML page with the runs' curves overlaid "
+        "--html", metavar="FILE",
+        help="Also write a self-contained HTML page with the runs' curves overlaid "
         "and the parting steps marked.")] = None,
     run: Annotated[list[str], typer.Option(
-        "--run", help="Pick runs by name (or run id) from the sources holding several, in this "
+        "--run", metavar="NAME",
+        help="Pick runs by name (or run id) from the sources holding several, in this "
         "order; repeat for each.")] = [],  # noqa: B006
     map: MapOpt = [],  # noqa: B006
     set: SetOpt = [],  # noqa: B006
     config: ConfigOpt = None,
     input_format: InputFormatOpt = None,
     output: OutputOpt = None,
-    force: ForceOpt = False,
+    force: Annotated[bool, _force("--output", "--html")] = False,
 ) -> None:
     """Compare runs with the first: config diff, where they part, findings diff.
 
@@ -392,7 +417,7 @@ def audit_merge(
         help="JSON reports of audit shards (audit --shard K/N --format json).")],
     format: AuditFormatOpt = "terminal",
     output: OutputOpt = None,
-    force: ForceOpt = False,
+    force: Annotated[bool, _force("--output")] = False,
     strict: StrictOpt = False,
 ) -> None:
     """Join shard reports into the report of the whole audit, with its exit code.
@@ -415,26 +440,32 @@ def fetch(
         help="A W&B project (every run matching the filters) or one run (its id, from the "
         "run's URL).")],
     out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--out", help="Cache folder (default: $GRPO_DOCTOR_CACHE_DIR or the user cache "
+        "--out", metavar="FOLDER",
+        help="Cache folder (default: $GRPO_DOCTOR_CACHE_DIR or the user cache "
         "folder); runs go to OUT/ENTITY/PROJECT/RUN_ID.parquet + .json.")] = None,
     state: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--state", help="Only runs in this state: finished, running, crashed, failed, ... "
+        "--state", metavar="STATE",
+        help="Only runs in this state: finished, running, crashed, failed, ... "
         "(comma-separated for several).")] = None,
     tag: Annotated[list[str], typer.Option(
-        "--tag", help="Only runs with this tag (repeatable: runs with every tag).")] = [],  # noqa: B006
+        "--tag", metavar="TAG",
+        help="Only runs with this tag (repeatable: runs with every tag).")] = [],  # noqa: B006
     since: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--since", help="Only runs created on or after this date (2026-01-31, or ISO 8601).")
+        "--since", metavar="DATE",
+        help="Only runs created on or after this date (2026-01-31, or ISO 8601).")
     ] = None,
     limit: Annotated[Optional[int], typer.Option(  # noqa: UP045
-        "--limit", min=1, help="At most N runs, newest first.")] = None,
+        "--limit", min=1, metavar="N", help="At most N runs, newest first.")] = None,
     jobs: Annotated[int, typer.Option(
-        "--jobs", "-j", min=1, max=32, help="Runs fetched at once.")] = 4,
+        "--jobs", "-j", min=1, max=32, metavar="N", help="Runs fetched at once.")] = 4,
     refresh: Annotated[bool, typer.Option(
         "--refresh", help="Fetch again even when a finished run is already cached.")] = False,
     timeout: Annotated[Optional[float], typer.Option(  # noqa: UP045
-        "--timeout", min=1, help="Seconds to wait for one request (default 30).")] = None,
+        "--timeout", min=1, metavar="SECONDS",
+        help="Seconds to wait for one request (default 30).")] = None,
     retries: Annotated[Optional[int], typer.Option(  # noqa: UP045
-        "--retries", min=1, help="Retries of a request on 429, 5xx and network errors, with "
+        "--retries", min=1, metavar="N",
+        help="Retries of a request on 429, 5xx and network errors, with "
         "exponential backoff (default 4).")] = None,
     run_diagnose: Annotated[bool, typer.Option(
         "--diagnose", help="Diagnose each fetched run once the fetch is done (exit code as "
@@ -566,20 +597,23 @@ def watch(
         help="A growing log: TensorBoard folder or file, W&B run folder, CSV, JSONL or console "
         "log (other formats are read again whenever they change), or a folder of runs.")],
     interval: Annotated[float, typer.Option(
-        "--interval", min=0.0, help="Seconds between polls.")] = 10.0,
+        "--interval", min=0.0, metavar="SECONDS", help="Seconds between polls.")] = 10.0,
     exit_on: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--exit-on", help="Exit 1 as soon as a finding at or above this severity appears: "
+        "--exit-on", metavar="LEVEL",
+        help="Exit 1 as soon as a finding at or above this severity appears: "
         "critical or warning (default: keep watching).")] = None,
     notify: Annotated[list[str], typer.Option(
-        "--notify", help="On each alert: 'wandb' (a W&B alert on the watched run) or "
+        "--notify", metavar="TARGET",
+        help="On each alert: 'wandb' (a W&B alert on the watched run) or "
         "'cmd:COMMAND' (run it with the alert as JSON on stdin); repeatable.")] = [],  # noqa: B006
     format: Annotated[str, typer.Option(
-        "--format", "-f", help="Output: terminal (a live panel on a terminal, plain lines "
+        "--format", "-f", metavar="FORMAT",
+        help="Output: terminal (a live panel on a terminal, plain lines "
         "otherwise) or json (one JSON object per line).")] = "terminal",
     once: Annotated[bool, typer.Option(
         "--once", help="Read the log as it is now, print its alerts and status, exit.")] = False,
     max_polls: Annotated[Optional[int], typer.Option(  # noqa: UP045
-        "--max-polls", min=1, help="Stop after this many polls.")] = None,
+        "--max-polls", min=1, metavar="N", help="Stop after this many polls.")] = None,
     map: MapOpt = [],  # noqa: B006
     set: SetOpt = [],  # noqa: B006
     select: SelectOpt = [],  # noqa: B006

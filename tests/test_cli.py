@@ -342,3 +342,39 @@ def test_metrics_wraps_to_the_terminal_and_not_into_a_pipe(capsys, tmp_path, mon
     monkeypatch.delenv("COLUMNS")
     code, out, _ = run_cli(capsys, "metrics", str(path))  # captured: not a terminal
     assert code == 0 and any(len(line) > 80 for line in out.splitlines())
+
+
+COMMANDS = ["diagnose", "audit", "compare", "audit-merge", "fetch", "demo", "metrics",
+            "explain", "rules", "examples", "watch"]
+
+
+def _options_help(capsys, command: str) -> str:
+    code, out, _ = run_cli(capsys, command, "--help")
+    assert code == 0
+    return out.split("\nOptions:\n", 1)[1] if "\nOptions:\n" in out else ""
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_shows_readable_metavars_not_python_types(capsys, monkeypatch, command):
+    """`--map <list[str]>`: every option taking a value names what it takes."""
+    monkeypatch.setenv("COLUMNS", "200")
+    options = _options_help(capsys, command)
+    assert re.findall(r"<[a-zA-Z][\w\[\], ]*>", options) == []
+    if "--map" in options:
+        assert "--map CANONICAL=COLUMN" in options
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_force_names_only_the_commands_own_outputs(capsys, monkeypatch, command):
+    """compare and audit-merge listed --png (and audit-merge --html), which they lack."""
+    monkeypatch.setenv("COLUMNS", "200")
+    entries = re.split(r"\n(?=  -)", "\n" + _options_help(capsys, command))  # one per option
+    force = next((e for e in entries if e.strip().startswith("--force")), None)
+    if force is None:
+        return
+    named = re.findall(r"--[\w-]+", force.split("--force", 1)[1])
+    assert all(any(re.match(rf"\s+(-\w, )?{o}\b", e) for e in entries) for o in named)
+    expected = {"diagnose": ["--output", "--html", "--png"],
+                "audit": ["--output", "--html", "--write-baseline"],
+                "compare": ["--output", "--html"], "audit-merge": ["--output"]}
+    assert named == expected[command]

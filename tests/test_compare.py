@@ -313,8 +313,13 @@ def test_runs_named_alike_stay_apart_and_nothing_is_cut_or_too_wide(tmp_path, wi
         assert [a, b] == ALIKE
     else:  # shortened around where they differ
         assert len(a) < len(ALIKE[0]) and "BF16" in a and "2025-10-05" in b
-    flat = "".join(text.split())  # wrapped lines joined: the full paths and root cause
-    assert all(str(p) in flat for p in paths)
+    # each path on a line of its own, whole or (too long for it) its end: the file name, or
+    # as much of its end as the line holds
+    lines = [line.strip() for line in text.splitlines()]
+    for path in paths:
+        assert any(line == str(path) or (line.startswith("…") and str(path).endswith(line[1:])
+                   and (path.name in line or len(line) == width - 5)) for line in lines), path
+    flat = "".join(text.split())  # wrapped lines joined: the root cause
     cause = c.root_causes[1]
     assert cause is not None and "".join(cause.summary.split()) in flat
 
@@ -399,3 +404,71 @@ def test_runs_of_one_file_name_its_path_once():
     text = render_compare_text(comparison, 200)
     path_lines = [line for line in text.splitlines() if line.strip() == str(path)]
     assert len(comparison.runs) == 4 and len(path_lines) == 1
+
+
+def _config_rows(text: str) -> list[str]:
+    """The config diff's rows that start with a key: the key as shown (before "  A ")."""
+    section = text.split("Config diff\n", 1)[1].split("\n\n", 1)[0]
+    return [line[2:].split("  A ", 1)[0].strip() for line in section.splitlines()
+            if line.startswith("  ") and not line.startswith("   ") and "  A " in line]
+
+
+def _path_token_whole(text: str, path: str) -> bool:
+    """``path`` is on one line: whole, or its end after ``…`` (never split across lines)."""
+    return any(token == path or (token.startswith("…") and path.endswith(token[1:]))
+               for line in text.splitlines() for token in line.split())
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_verl_config_keys_stay_told_apart_and_paths_whole(real_runs, width):
+    """At 80 columns `actor_rollout_ref.actor.p…  A 2  B 4` and `…  A 64  B 128` looked like
+    one key; values were cut with "..." and the paths broken mid-token onto a new line."""
+    paths = sorted(str(p) for p in (real_runs / "verl-console").glob("*.log"))
+    comparison, _ = compare_sources(paths)
+    text = render_compare_text(comparison, width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    rows = _config_rows(text)
+    assert len(rows) == 12 and len(set(rows)) == len(rows), rows
+    # a dotted key keeps its last component, the knob a user looks for
+    assert any(row.endswith("ppo_micro_batch_size") and row.startswith("act") for row in rows)
+    assert any(row.endswith("tensor_model_parallel_size") or row.endswith("parallel_size")
+               for row in rows)
+    assert "..." not in text and "..." not in render_compare_markdown(comparison)
+    assert all(_path_token_whole(text, path) for path in paths)
+    assert "sft_model_path/global_step_58" in text  # values fit whole where they can
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_a_note_naming_a_path_keeps_it_on_one_line(width):
+    """The note "PATH holds 4 runs" broke the path mid-token at 60 and 80 columns."""
+    if not FOUR_RUNS.is_file():
+        pytest.skip("shared real runs not present")
+    comparison, _ = compare_sources([str(FOUR_RUNS)])
+    text = render_compare_text(comparison, width)
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "holds 4 runs" in text and _path_token_whole(text, str(FOUR_RUNS))
+
+
+def test_cells_of_the_findings_table_are_never_split(real_runs):
+    """At 60 columns `B critical@45` ended a line and `(escalates)` began the next."""
+    paths = sorted(str(p) for p in (real_runs / "trl-console").glob("nips-grpo-dynamics_*"))
+    comparison, _ = compare_sources(paths)
+    text = render_compare_text(comparison, 60)
+    assert max(len(line) for line in text.splitlines()) <= 60
+    findings = text.split("\nFindings\n", 1)[1].split("\n\n", 1)[0]
+    assert "B critical@45 (escalates)" in findings
+    assert not any(line.strip().startswith("(") for line in findings.splitlines())
+    for line in text.splitlines():  # "205 vs 408" together
+        assert not line.rstrip().endswith(" vs") and not line.lstrip().startswith("vs ")
+
+
+def test_values_that_differ_never_look_alike():
+    """nips runs' learning rates 9.79e-05 and 0.0001 both showed as 0.0001."""
+    from grpo_doctor.reporters.compare_report import values_text
+
+    assert values_text([9.789473684210527e-05, 1e-4]) == ["9.8e-05", "0.0001"]
+    assert values_text([1e-4, 1e-4, 3e-3]) == ["0.0001", "0.0001", "0.003"]
+    paths = ["/home/tiger/data/gsm8k/train.parquet", "data/gsm8k/train.parquet"]
+    short = values_text(paths, 20)
+    assert short[0] != short[1] and all(len(s) <= 20 for s in short)
+    assert all("…" in s for s in short)

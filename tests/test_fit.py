@@ -3,7 +3,14 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grpo_doctor.reporters.fit import both_ends, run_labels, shorten_left
+from grpo_doctor.reporters.fit import (
+    both_ends,
+    fit_words,
+    key_labels,
+    pack,
+    run_labels,
+    shorten_left,
+)
 
 
 def test_keep_end_keeps_the_end_that_tells_runs_apart():
@@ -52,3 +59,42 @@ def test_both_ends_fits_and_tells_names_apart(names, room):
     assert all(len(label) <= room for label in labels)
     assert all(label == name for name, label in zip(names, labels) if len(name) <= room)
     assert len(set(labels)) == len(labels)
+
+
+VERL_KEYS = ["actor_rollout_ref.actor.ppo_micro_batch_size",
+             "actor_rollout_ref.actor.ppo_mini_batch_size", "actor_rollout_ref.model.path",
+             "actor_rollout_ref.rollout.prompt_length",
+             "actor_rollout_ref.rollout.response_length",
+             "actor_rollout_ref.rollout.tensor_model_parallel_size", "critic.model.path",
+             "critic.ppo_micro_batch_size", "data.max_prompt_length"]
+
+
+def test_key_labels_keep_the_last_component_and_tell_keys_apart():
+    assert key_labels(VERL_KEYS, 32) == [
+        "actor…actor.ppo_micro_batch_size", "actor…actor.ppo_mini_batch_size",
+        "actor_rollout_ref.model.path", "actor…rollout.prompt_length",
+        "actor…rollout.response_length", "actor…tensor_model_parallel_size",
+        "critic.model.path", "critic.ppo_micro_batch_size", "data.max_prompt_length"]
+
+
+@given(st.lists(st.text(alphabet="ab_.1", min_size=1, max_size=50), min_size=2, max_size=6,
+                unique=True), st.integers(6, 40))
+def test_key_labels_fit_and_tell_keys_apart(keys, room):
+    labels = key_labels(keys, room)
+    assert all(len(label) <= room for label in labels)
+    assert all(label == key for key, label in zip(keys, labels) if len(key) <= room)
+    assert len(set(labels)) == len(labels)
+
+
+def test_pack_keeps_cells_whole():
+    cells = ["A warning@10", "B critical@45 (escalates)", "C ok (disappears)"]
+    assert pack(cells, 38) == ["A warning@10", "B critical@45 (escalates)",
+                               "C ok (disappears)"]
+    assert pack(cells, 80) == ["  ".join(cells)]
+    assert pack(["a", "b", "c"], 3, sep=" ") == ["a b", "c"]
+
+
+def test_fit_words_shortens_only_a_word_too_long_for_the_line():
+    text = "/runs/exp/some/long/folder/metrics.csv holds 4 runs"
+    assert fit_words(text, 20) == "…/folder/metrics.csv holds 4 runs"
+    assert fit_words(text, 80) == text

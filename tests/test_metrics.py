@@ -95,3 +95,41 @@ def test_total_is_not_a_component_and_names_keep_their_case():
     cm = map_columns(["rewards/total_reward", "rewards/ToolAccuracy/mean"])
     assert cm.mapping["reward_mean"] == "rewards/total_reward"
     assert cm.mapping["reward_component/ToolAccuracy"] == "rewards/ToolAccuracy/mean"
+
+
+def test_metrics_header_keeps_the_path_whole_on_a_line_at_80_columns(cli, real_runs,
+                                                                       monkeypatch):
+    """The header wrapped, then showed only `…raining_metrics.csv` on an empty line."""
+    path = real_runs / "csv" / "ppo-vs-grpo-math-rlvr_four_run_training_metrics.csv"
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = cli("metrics", str(path))
+    lines = out.splitlines()
+    assert code == 0 and max(len(line) for line in lines) <= 80
+    heads = [i for i, line in enumerate(lines) if line.startswith("run ")]
+    assert len(heads) == 4
+    for i in heads:  # the path whole on a line of its own (79 characters fit in 80)
+        assert lines[i].endswith(" (csv) from") and lines[i + 1] == f"  {path}"
+    assert not any(line.lstrip().startswith("…") and " " not in line.strip() and
+                   "metrics.csv" not in line for line in lines)
+
+
+def test_metrics_rows_hang_under_their_text_and_never_split_a_count(cli, real_runs,
+                                                                    monkeypatch):
+    """Wrapped rows fell back to column 4 and split "(39 values)" across lines."""
+    path = next((real_runs / "tensorboard").glob("events*"))
+    for columns in (80, 60):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        code, out, _ = cli("metrics", str(path))
+        lines = out.splitlines()
+        assert code == 0 and max(len(line) for line in lines) <= columns
+        assert not any(line.rstrip().endswith("(39") or line.strip() == "values)"
+                       for line in lines)
+        rows = out.split("canonical metric -> source column\n", 1)[1].split("  unmapped")[0]
+        for line in rows.splitlines():  # a continuation hangs beyond the name's column 4
+            assert line.startswith("    ") and (not line.startswith("     ")
+                                                or line.startswith("      ")), line
+        assert path.name in out  # the header keeps the file name whole
+    monkeypatch.setenv("COLUMNS", "80")
+    _, out, _ = cli("metrics", str(path))
+    assert "    response_length_mean                  <- train/completion_length\n" \
+           "                                             (39 values)" in out

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from grpo_doctor.comparison import Comparison, MetricComparison
 from grpo_doctor.reporters.escape import json_dumps, terminal
 from grpo_doctor.reporters.escape import markdown as md
+from grpo_doctor.reporters.fit import (
+    both_ends,
+    fit_words,
+    key_labels,
+    pack,
+    run_labels,
+    shorten_left,
+)
 from grpo_doctor.reporters.fit import cut as _cut
-from grpo_doctor.reporters.fit import run_labels
 from grpo_doctor.reporters.json_report import _clean
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
@@ -29,13 +36,33 @@ def letter(i: int) -> str:
     return string.ascii_uppercase[i] if i < 26 else f"R{i + 1}"
 
 
-def _value(v: Any) -> str:
+#: A config value longer than this is shortened in the Markdown and HTML tables.
+MAX_VALUE = 60
+
+
+def _value(v: Any, digits: int = 3) -> str:
     if v is None:
         return "–"
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        text = json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
-        return text if len(text) <= 24 else text[:21] + "..."
-    return fmt(v)
+        return json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
+    return fmt(v, digits)
+
+
+def values_text(values: Sequence[Any], room: int | None = None,
+                escape: Callable[[str], str] = str) -> list[str]:
+    """Each run's value of one config key as text, different values told apart: numbers
+    with as many digits as that takes (9.79e-05 and 0.0001, not 0.0001 twice); with a
+    ``room``, in at most that many characters, text shortened in the middle (its start and
+    end kept). ``escape`` makes each safe for where it is shown, before it is measured."""
+    distinct = len({repr(v) for v in values})
+    for digits in range(3, 18):
+        texts = [_value(v, digits) for v in values]
+        if len(set(texts)) == distinct:
+            break
+    else:
+        texts = [repr(v) if isinstance(v, float) else _value(v) for v in values]
+    texts = [escape(text) for text in texts]
+    return texts if room is None else both_ends(texts, room)
 
 
 def partings(comparison: Comparison) -> list[tuple[int, str, int, MetricComparison]]:
@@ -92,13 +119,21 @@ def _run_head(i: int, run: dict[str, Any]) -> str:
 
 def _report(comparison: Comparison, width: int) -> list[Any]:
     """The terminal report as rich renderables for ``width`` columns: every line fits, names
-    are shortened so that runs stay told apart, lists and root causes wrap (never cut)."""
+    and config keys are shortened so that they stay told apart, lists and root causes wrap
+    between words, cells (``B critical@45 (escalates)``) stay whole, a path too long for its
+    line keeps its end (the file name)."""
     from rich.text import Text
 
     from grpo_doctor.reporters.terminal import _hang
 
     def hang(head: str, body: str) -> Any:
-        return _hang(head, terminal(body), head_style="")
+        """``body`` after ``head``, wrapped between words under its first one."""
+        return _hang(head, fit_words(terminal(body), max(1, width - len(head))), head_style="")
+
+    def cells(head: str, items: Sequence[str], sep: str = "  ") -> Any:
+        """``items`` (escaped) after ``head``, as many on a line as fit, none broken."""
+        return _hang(head, "\n".join(pack(items, max(1, width - len(head)), sep)),
+                     head_style="")
 
     runs = comparison.runs
     out: list[Any] = [Text(f"grpo-doctor compare: {len(runs)} runs; A is the reference"),
@@ -114,43 +149,18 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
         else:
             out.append(Text(head + label))
         source = str(r["source"])
-        if source != previous:  # runs of one file: its path once (whole: wrapped, never cut)
-            out.append(hang("     ", source))
+        if source != previous:  # runs of one file: its path once, on its own line
+            out.append(Text("     " + shorten_left(terminal(source), width - 5)))
         previous = source
     out += [hang("  note: ", note) for note in comparison.notes]
     out += [Text(""), Text("Config diff")]
-    diff = comparison.config_diff
-    everywhere = [k for k, v in diff.items() if all(x is not None for x in v)
-                  or k in comparison.config_origin]
-    partial = [k for k in diff if k not in everywhere]
-    if not diff:
-        without = [letter(i) for i, r in enumerate(runs) if not r.get("config_keys", 1)]
-        if len(without) == len(runs):
-            out.append(Text("  no config in any run's log: nothing to compare"))
-        else:
-            out.append(Text("  no difference in the configs read" + (
-                f" (none in run {', '.join(without)})" if without else "")))
-    shown = everywhere[:MAX_KEYS]
-    key_w = min(max(12, width // 3), max((len(k) for k in shown), default=0))
-    for key in shown:
-        cells = "  ".join(f"{letter(i)} {_value(v)}" for i, v in enumerate(diff[key]))
-        out.append(hang(f"  {_cut(terminal(key), key_w):<{key_w}}  ", cells))
-        origin = comparison.config_origin.get(key)
-        if origin and any(o and o.startswith("logged") for o in origin):
-            where = ", ".join(f"{letter(i)}: {o}" for i, o in enumerate(origin)
-                              if o and o.startswith("logged"))
-            out.append(hang(" " * (key_w + 4), f"({where})"))
-    rest = everywhere[MAX_KEYS:] + partial
-    if rest:
-        what = ("key differs or is only in some runs' configs" if len(rest) == 1 else
-                "keys differ or are only in some runs' configs")
-        out.append(hang("  ", f"{len(rest)} more {what}: {', '.join(rest)}"))
-        out.append(Text("  (--format json lists every value)"))
+    out += _config_diff(comparison, width, hang, cells)
     out += [Text(""), Text("Where they part (first step beyond the runs' own noise)")]
     found = partings(comparison)
     for _, metric, i, _ in found:
-        who, _, said = parting_line(comparison, metric, i).partition(" ")
-        out.append(hang(f"  {who} ", said))
+        who, _, said = terminal(parting_line(comparison, metric, i)).partition(" ")
+        words, _, levels = said.rpartition(": ")  # "0.663 vs 0.757" stays on one line
+        out.append(cells(f"  {who} ", [*f"{words}:".split(" "), levels], sep=" "))
     if not found:
         out.append(Text("  no metric parts: the runs agree within their noise"))
     steady = [m for m, c in comparison.metrics.items() if c.diverges_at is None]
@@ -162,15 +172,65 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
     out += [Text(""), Text("Findings")]
     if not comparison.findings:
         out.append(Text("  no failure mode in any run"))
-    mode_w = max((len(m) for m in comparison.findings), default=0)
+    mode_w = max((len(terminal(m)) for m in comparison.findings), default=0)
     for mode in comparison.findings:
-        cells = "  ".join(f"{letter(i)} {_finding_cell(comparison, mode, i)}"
-                          for i in range(len(runs)))
-        out.append(hang(f"  {terminal(mode):<{mode_w}}  ", cells))
+        out.append(cells(f"  {terminal(mode):<{mode_w}}  ",
+                         [f"{letter(i)} {_finding_cell(comparison, mode, i)}"
+                          for i in range(len(runs))]))
     causes = [(i, _root_cause(rc)) for i, rc in enumerate(comparison.root_causes)]
     if any(text for _, text in causes):
         out += [Text(""), Text("Root cause")]
         out += [hang(f"  {letter(i)} ", text) for i, text in causes if text]
+    return out
+
+
+def _config_diff(comparison: Comparison, width: int, hang: Any, cells: Any) -> list[Any]:
+    """The config diff's lines: the keys every run has, each with its runs' values (keys and
+    values shortened where they must be, told apart), then the rest by name."""
+    from rich.text import Text
+
+    runs = comparison.runs
+    diff = comparison.config_diff
+    out: list[Any] = []
+    everywhere = [k for k, v in diff.items() if all(x is not None for x in v)
+                  or k in comparison.config_origin]
+    partial = [k for k in diff if k not in everywhere]
+    if not diff:
+        without = [letter(i) for i, r in enumerate(runs) if not r.get("config_keys", 1)]
+        if len(without) == len(runs):
+            out.append(Text("  no config in any run's log: nothing to compare"))
+        else:
+            out.append(Text("  no difference in the configs read" + (
+                f" (none in run {', '.join(without)})" if without else "")))
+    shown = everywhere[:MAX_KEYS]
+    keys = [terminal(k) for k in shown]
+    tag_w = max(len(letter(i)) for i in range(len(runs))) + 1  # "A "
+
+    whole = {key: values_text(diff[key], escape=terminal) for key in shown}
+    # Keys whole when every row then fits on its line, else in at most 2/5 of the width.
+    longest = max((len(k) for k in keys), default=0)
+    key_w = longest if all(4 + longest + sum(tag_w + len(t) + 2 for t in texts) - 2 <= width
+                           for texts in whole.values()) else min(longest,
+                                                                 max(12, width * 2 // 5))
+    value_room = max(4, width - key_w - 4 - tag_w)
+    for key, label in zip(shown, key_labels(keys, key_w)):
+        texts = both_ends(whole[key], value_room)
+        out.append(cells(f"  {label:<{key_w}}  ",
+                         [f"{letter(i)} {text}" for i, text in enumerate(texts)]))
+        origin = comparison.config_origin.get(key)
+        if origin and any(o and o.startswith("logged") for o in origin):
+            by_origin: dict[str, list[str]] = {}
+            for i, o in enumerate(origin):
+                if o and o.startswith("logged"):
+                    by_origin.setdefault(o, []).append(letter(i))
+            where = [f"{', '.join(who)}: {o}" for o, who in by_origin.items()]
+            out.append(hang(" " * (key_w + 4), f"({'; '.join(where)})"))
+    rest = everywhere[MAX_KEYS:] + partial
+    if rest:
+        what = ("key differs or is only in some runs' configs" if len(rest) == 1 else
+                "keys differ or are only in some runs' configs")
+        out.append(hang("  ", f"{len(rest)} more {what}: {', '.join(rest)}"))
+        out.append(Text("  (--format json lists every value)"))
     return out
 
 
@@ -216,7 +276,8 @@ def render_compare_markdown(comparison: Comparison) -> str:
         lines += ["| key | " + " | ".join(letter(i) for i in range(len(runs))) + " |",
                   "|---|" + "---|" * len(runs)]
         for key, values in comparison.config_diff.items():
-            lines.append(f"| {md(key)} | " + " | ".join(md(_value(v)) for v in values) + " |")
+            lines.append(f"| {md(key)} | " + " | ".join(
+                md(text) for text in values_text(values, MAX_VALUE)) + " |")
     else:
         lines.append("No difference in the configs read.")
     lines += ["", "### Where they part", ""]
@@ -292,7 +353,8 @@ def render_compare_html(comparison: Comparison, runs: Sequence[Run]) -> str:
             + "".join(f'<p class="muted">note: {esc(note)}</p>' for note in comparison.notes)
             + '</header>']
     diff_rows = "".join(
-        f"<tr><td>{esc(k)}</td>" + "".join(f"<td>{esc(_value(v))}</td>" for v in values)
+        f"<tr><td>{esc(k)}</td>" + "".join(f"<td>{esc(text)}</td>"
+                                           for text in values_text(values, MAX_VALUE))
         + "</tr>" for k, values in comparison.config_diff.items())
     heads = "".join(f"<th>{letter(i)}</th>" for i in range(len(runs)))
     body.append('<section class="card" id="config"><h2>Config diff</h2>' + (

@@ -172,3 +172,58 @@ def both_ends(names: Sequence[str], room: int) -> list[str]:
     if all(labels) and _told_apart(names, labels):
         return labels
     return run_labels(names, room, keep_end=True)
+
+
+def _dotted_cut(key: str, room: int, others: Sequence[str]) -> str:
+    """``start…end`` of a dotted ``key`` in ``room`` characters, its end from a dot on (the
+    last component whole), told apart from ``others``; "" when no such cut fits."""
+    alike = [(len(os.path.commonprefix([key, o])), _common_suffix(key, o))  # noqa: RUF071
+             for o in others]
+    best: tuple[tuple[bool, bool, int, int], str] | None = None
+    for dot in (i for i, char in enumerate(key) if char == "."):
+        tail = key[dot + 1:]
+        for head in range(room - len(tail)):
+            start = key[:head].rstrip("._-")
+            if not all(len(start) > p or len(tail) > s for p, s in alike):
+                continue
+            between_words = not head or key[head] in "._-" or key[head - 1] in "._-"
+            score = (bool(start), between_words, tail.count(".") + 1, len(start))
+            if best is None or score > best[0]:
+                best = (score, start + ELLIPSIS + tail)
+    return "" if best is None else best[1]
+
+
+def key_labels(keys: Sequence[str], room: int) -> list[str]:
+    """Each dotted config key in at most ``room`` characters, told apart from the others.
+
+    A key that fits is kept whole. A longer one keeps its start and, from a dot on, its end:
+    as many of its last components as fit, the last one whole (the knob a user looks for:
+    ``actor…rollout.response_length``); where the last component alone leaves no room, its
+    start and end as :func:`both_ends` cuts them."""
+    room = max(2, room)
+    labels = []
+    for key in keys:
+        others = [o for o in keys if o != key]
+        labels.append(key if len(key) <= room else
+                      _dotted_cut(key, room, others) or _both_ends(key, room, others))
+    if all(labels) and _told_apart(keys, labels):
+        return labels
+    return both_ends(keys, room)
+
+
+def pack(cells: Sequence[str], room: int, sep: str = "  ") -> list[str]:
+    """``cells`` joined by ``sep`` into lines of at most ``room`` characters, each cell whole
+    on one line (a cell longer than ``room`` gets a line of its own)."""
+    lines: list[str] = []
+    for cell in cells:
+        if lines and len(lines[-1]) + len(sep) + len(cell) <= room:
+            lines[-1] += sep + cell
+        else:
+            lines.append(cell)
+    return lines
+
+
+def fit_words(text: str, room: int) -> str:
+    """``text`` with every word longer than ``room`` shortened from the left (a path keeps
+    its file name), so that wrapping it at spaces never breaks a word."""
+    return " ".join(shorten_left(word, room) for word in text.split(" "))
