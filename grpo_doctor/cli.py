@@ -93,7 +93,7 @@ HtmlOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
 PngOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--png", metavar="FOLDER",
     help="Also write one PNG chart per finding (a dashboard for a healthy run) into "
-    "this folder, for pull-request comments; needs grpo-doctor[plot].")]
+    "this folder, for pull-request comments; needs the plot extra (matplotlib).")]
 
 
 def _settings(config: Path | None, maps: list[str], sets: list[str], select: list[str],

@@ -513,7 +513,8 @@ def test_cli_png_without_matplotlib_is_one_clear_line(capsys, tmp_path, monkeypa
     code, out, err = run_cli(capsys, "diagnose", "--example", "kl-drift", "--png",
                              str(tmp_path / "png"))
     assert code == 2 and out == ""
-    assert err == "grpo-doctor: error: install grpo-doctor[plot] for --png\n"
+    assert err == ("grpo-doctor: error: --png needs matplotlib: install the plot extra (from a "
+                   "clone: pip install '.[plot]')\n")
     assert not (tmp_path / "png").exists()
 
 

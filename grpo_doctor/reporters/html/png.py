@@ -39,7 +39,7 @@ from grpo_doctor.reporters.html.series import (
 from grpo_doctor.store import Run
 
 #: What a missing matplotlib says (the ``plot`` extra).
-PNG_HINT = "install grpo-doctor[plot] for --png"
+PNG_HINT = "--png needs matplotlib: install the plot extra (from a clone: pip install '.[plot]')"
 
 
 def _with_breaks(steps: np.ndarray, values: np.ndarray, segment: np.ndarray
