@@ -286,7 +286,7 @@ def test_a_50_mb_printed_dict_keeps_only_its_first_mib(capsys, tmp_path):
     path.write_text("{'loss': 0.5, " + "'reward': 1.0, " * ((50 << 20) // 15) + "\n")
     code, report, notes = diagnosis(capsys, path)
     assert report["run"]["n_steps"] == 1
-    assert "1 printed dict was cut off or not plain literals: only their complete numeric " \
+    assert "1 printed dict was cut off or not plain literals: only its complete numeric " \
            "entries were read" in notes
 
 

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -100,14 +102,17 @@ def test_total_is_not_a_component_and_names_keep_their_case():
 def test_metrics_header_keeps_the_path_whole_on_a_line_at_80_columns(cli, real_runs,
                                                                        monkeypatch):
     """The header wrapped, then showed only `…raining_metrics.csv` on an empty line."""
-    path = real_runs / "csv" / "ppo-vs-grpo-math-rlvr_four_run_training_metrics.csv"
+    # A relative path of a known length (an absolute one depends on where the checkout is):
+    # too long to share the header's line, short enough for a line of its own.
+    monkeypatch.chdir(real_runs.parent)
+    path = Path(real_runs.name) / "csv" / "ppo-vs-grpo-math-rlvr_four_run_training_metrics.csv"
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = cli("metrics", str(path))
     lines = out.splitlines()
     assert code == 0 and max(len(line) for line in lines) <= 80
     heads = [i for i, line in enumerate(lines) if line.startswith("run ")]
     assert len(heads) == 4
-    for i in heads:  # the path whole on a line of its own (79 characters fit in 80)
+    for i in heads:  # the path whole on a line of its own
         assert lines[i].endswith(" (csv) from") and lines[i + 1] == f"  {path}"
     assert not any(line.lstrip().startswith("…") and " " not in line.strip() and
                    "metrics.csv" not in line for line in lines)
