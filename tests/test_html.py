@@ -29,7 +29,8 @@ from grpo_doctor.reporters.html import (
     render_index,
 )
 from grpo_doctor.store import Run, build_run
-from tests.helpers import REAL_RUNS, ar1, make_run, run_cli
+from grpo_doctor.text import fmt
+from tests.helpers import REAL_RUNS, REPO, ar1, make_run, run_cli
 
 EXAMPLES = ["healthy", "entropy-collapse", "kl-drift", "likelihood-displacement",
             "grad-explosion", "advantage-collapse"]
@@ -666,3 +667,15 @@ def test_browser_loads_a_real_run(browser, tmp_path):
     dom, console = load(browser, page)
     assert console == [] and ready(dom)
     assert "advantage_collapse" in dom
+
+
+def test_a_blowup_chart_draws_the_blowup_line_not_the_collapse_lines():
+    """Entropy charts drew the first rule's lines on entropy (entropy_collapse's '% of start')
+    whatever the finding; a blow-up's lines come from its baseline."""
+    result = api.diagnose_source(REPO / "tests/fixtures/corpus/22_entropy_bonus_0.5")[0]
+    assert result.diagnosis.check("entropy_blowup").fired
+    assert not result.diagnosis.check("entropy_collapse").fired
+    page = render_html(result.diagnosis, result.run)
+    base = result.diagnosis.check("entropy_blowup").evidence["entropy_baseline"]
+    assert "blow-up (" in page and f"baseline {fmt(base)} x1.5" in page
+    assert "of start (" not in page

@@ -39,6 +39,7 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule
+from grpo_doctor.rules.plot import Threshold, ladder, number
 from grpo_doctor.rules.points import series, snap_to_logged
 from grpo_doctor.rules.signals import late_points, reward_progress, rising
 from grpo_doctor.store import Run
@@ -57,6 +58,20 @@ RULE = Rule(
         Param("warmup_fraction", 0.1, "share of the log at its start that is not a baseline"),
     ),
 )
+
+
+@RULE.draws
+def lines(p: Mapping[str, float], evidence: Mapping[str, object]
+          ) -> dict[str, tuple[Threshold, ...]]:
+    """The blow-up line: the baseline raised by ``rise`` and by ``min_rise`` nats (the
+    baseline is the check's evidence: none when it did not run)."""
+    base = number(evidence, "entropy_baseline")
+    if base is None:
+        return {}
+    line = max(base * (1 + p["rise"]), base + p["min_rise"])
+    return {ENTROPY: ladder([(line, f"blow-up ({fmt(line)}: baseline {fmt(base)} x"
+                              f"{1 + p['rise']:g} and +{fmt(p['min_rise'])})", "warning")],
+                            True)}
 
 
 @RULE.detects

@@ -119,6 +119,12 @@ class _Context:
                 values[key] = float(value)
         return values
 
+    def fired(self, mode: str) -> bool:
+        try:
+            return self.diagnosis.check(mode).fired
+        except KeyError:
+            return False
+
     def evidence(self, mode: str) -> Mapping[str, Any]:
         """The evidence of the check of ``mode``; empty when it did not run."""
         try:
@@ -127,10 +133,15 @@ class _Context:
             return {}
 
 
-def thresholds_for(metric: str, ctx: _Context) -> tuple[Threshold, ...]:
-    """The rules' thresholds on ``metric``, in its units: the lines of the first rule that
-    draws any on it (each rule's ``lines``, from its parameters and its check's evidence)."""
-    for rule in rules.RULES:
+def thresholds_for(metric: str, ctx: _Context, mode: str | None = None
+                   ) -> tuple[Threshold, ...]:
+    """The rules' thresholds on ``metric``, in its units (each rule's ``lines``, from its
+    parameters and its check's evidence): those of the finding ``mode`` the chart is about,
+    else of the first rule that fired and draws on it, else of the first rule that draws on
+    it (a blow-up's chart never shows the collapse lines)."""
+    fired = [r for r in rules.RULES if ctx.fired(r.id)]
+    first = [r for r in rules.RULES if r.id == mode]
+    for rule in first + fired + list(rules.RULES):
         if rule.lines is not None:
             lines = rule.lines(ctx.params(rule.id), ctx.evidence(rule.id)).get(metric)
             if lines:
@@ -183,8 +194,8 @@ def _source_note(run: Run, metric: str) -> str:
 
 def _panel(run: Run, metric: str, ctx: _Context, color: str, *, finding: bool,
            markers: tuple[Marker, ...] = (), status: str | None = None,
-           marker_color: str = STATUS_COLOR["critical"], spikes: tuple[int, ...] = ()
-           ) -> Panel | None:
+           marker_color: str = STATUS_COLOR["critical"], spikes: tuple[int, ...] = (),
+           mode: str | None = None) -> Panel | None:
     series = metric_series(run, metric)
     if series is None:
         return None
@@ -194,7 +205,7 @@ def _panel(run: Run, metric: str, ctx: _Context, color: str, *, finding: bool,
     return Panel(
         title=LABELS.get(metric, metric), series=series, color=color,
         note=_source_note(run, metric), log=log,
-        percent=_is_fraction(metric, series), thresholds=thresholds_for(metric, ctx),
+        percent=_is_fraction(metric, series), thresholds=thresholds_for(metric, ctx, mode),
         markers=markers, spikes=spikes, status=status, marker_color=marker_color,
         fit_thresholds=finding,
     )
@@ -243,11 +254,12 @@ def finding_chart(check: Check, run: Run, ctx: _Context) -> Chart:
             if share is not None:
                 panels.append(Panel(LABELS[ZERO_SHARE], share, SERIES_COLORS[0],
                                     note=share.smooth_label, percent=True,
-                                    thresholds=thresholds_for(ZERO_SHARE, ctx), markers=markers,
+                                    thresholds=thresholds_for(ZERO_SHARE, ctx, check.mode),
+                                    markers=markers,
                                     marker_color=color))
         panel = _panel(run, metric, ctx, SERIES_COLORS[len(panels) % len(SERIES_COLORS)],
                        finding=True, markers=markers, marker_color=color,
-                       spikes=spikes if metric == key else ())
+                       spikes=spikes if metric == key else (), mode=check.mode)
         if panel is not None:
             panels.append(panel)
     return Chart(id=f"chart-{_slug(check.mode)}", title=_title(check.mode),
