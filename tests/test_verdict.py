@@ -289,3 +289,21 @@ def test_a_short_log_whose_reward_dipped_and_came_back_does_not_say_no_crash():
     check = diagnose(make_run(reward=reward)).check("reward_overfit")
     assert check.status.value == "ok"
     assert check.summary.startswith("no lasting reward crash; reward dipped to 0.025 at step 9")
+
+
+def test_equal_groups_with_the_task_reward_never_firing_are_critical_on_a_short_log():
+    """39 logs (too few for corroboration alone), the correctness reward 0 on every one."""
+    from tests.helpers import make_run
+
+    n = 39
+    rng = np.random.default_rng(5)
+    fmt_reward = np.clip(0.4 + 0.02 * np.arange(n) + rng.normal(0, 0.05, n), 0, 1)
+    std = np.resize([0, 0, 0.2, 0, 0, 0, 0.2, 0, 0, 0.2], n)  # 0 on 70% of steps
+    d = diagnose(make_run(reward=fmt_reward, reward_std=std,
+                          rewards__format_reward_func=fmt_reward,
+                          rewards__equation_reward_func=np.zeros(n)))
+    adv = d.check("advantage_collapse")
+    assert adv.status.value == "critical"
+    assert "the task's own reward never fired: equation_reward_func always 0" in adv.summary
+    assert "task's reward never moving" in adv.evidence["threshold"]
+    assert "too hard for it to ever fire" in str(adv.remedies[0])

@@ -18,7 +18,8 @@ How it is detected
     The late level (median of the last 20% of logged points) of the zero-std fraction, or the
     share of zero-reward-std steps over the same window, against ``warn_fraction`` and
     ``critical_fraction``. Corroboration (reward not improving, entropy falling) raises a
-    warning to critical. The onset is a mean-shift change point on the signal, where the
+    warning to critical on a log of 40 points or more; the correctness term never moving
+    does so on any log. The onset is a mean-shift change point on the signal, where the
     high-collapse regime began.
 
 False positives
@@ -165,6 +166,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if pinned:
         evidence["pinned_components"] = {n: {"value": v, "steps": c} for n, v, c in pinned}
     fired = late >= p["warn_fraction"]
+    # A correctness-like term that never moved means the task itself was never rewarded:
+    # whatever the other terms teach, nothing teaches the task.
+    dead = [(n, v, c) for n, v, c in pinned if component_kind(n) == "correctness"]
     if pinned and not fired:
         progress = reward_progress(run, float(run.steps[0]))
         if not progress.logged or progress.improving:
@@ -197,7 +201,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             corroboration.append(f"entropy down {1 - hc / h0:.0%}")
     evidence["corroboration"] = corroboration
 
-    solving = progress.logged and progress.improving
+    solving = progress.logged and progress.improving and not dead  # not the task: the rest
     if fired and solving and late < p["critical_fraction"]:
         # Equal-reward groups while the reward still rises are mostly all-correct ones: the
         # policy is solving its prompts. Convergence, not a collapse; say so and move on.
@@ -207,12 +211,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        key_metric=metric)
     if fired:
         # Corroboration only escalates on a log long enough to judge a trend in the reward
-        # (a live monitor would otherwise go critical on the noisy first few dozen steps).
-        critical = late >= p["critical_fraction"] or (bool(corroboration) and len(z) >= 40)
+        # (a live monitor would otherwise go critical on the noisy first few dozen steps);
+        # the task's own reward never moving needs no trend.
+        critical = (late >= p["critical_fraction"] or bool(dead)
+                    or (bool(corroboration) and len(z) >= 40))
         status = Status.CRITICAL if critical else Status.WARNING
         evidence["threshold"] = (f"zero-std share >= {p['critical_fraction']:.0%}" if late >=
                                  p["critical_fraction"] else
-                                 f"zero-std share >= {p['warn_fraction']:.0%}")
+                                 f"zero-std share >= {p['warn_fraction']:.0%}"
+                                 + (" and the task's reward never moving" if dead else ""))
         why = f" with {', '.join(corroboration)}" if corroboration else ""
         share = (f"the reward std was 0 on {late:.0%} of steps" if metric != ZSF else
                  f"{late:.0%} of groups had equal rewards without being solved (all-wrong or "
@@ -222,10 +229,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                         else f"{overall:.0%} of all steps")
         summary = (f"advantage collapse: {share} over the last {k} logged points "
                    f"({overall_text}), from step {ONSET}{why}")
+        if dead:
+            summary += "; the task's own reward never fired: " + ", ".join(
+                f"{n} always {fmt(v)} over {c} steps" for n, v, c in dead)
     else:
-        # A correctness-like term that never moved means the task itself was never rewarded:
-        # whatever the other terms teach, nothing teaches the task.
-        task_dead = any(component_kind(n) == "correctness" for n, _, _ in pinned)
+        task_dead = bool(dead)
         status = Status.CRITICAL if task_dead else Status.WARNING
         names = ", ".join(f"{n} (always {fmt(v)} over {c} steps)" for n, v, c in pinned)
         summary = (f"reward {agree(len(pinned), 'component', 'components')} never moved, "
@@ -259,6 +267,6 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         remedies.insert(0, f"check the reward {agree(len(pinned), 'function', 'functions')} "
                         f"that never changed ({which}) on a "
                         "few completions: broken parsing, a wrong field, or a task too hard for "
-                        "them to ever fire")
+                        f"{agree(len(pinned), 'it', 'them')} to ever fire")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=metric)
