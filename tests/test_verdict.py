@@ -307,3 +307,20 @@ def test_equal_groups_with_the_task_reward_never_firing_are_critical_on_a_short_
     assert "the task's own reward never fired: equation_reward_func always 0" in adv.summary
     assert "task's reward never moving" in adv.evidence["threshold"]
     assert "too hard for it to ever fire" in str(adv.remedies[0])
+
+
+def test_a_reward_rising_on_format_alone_is_said_as_correctness_not_improving():
+    from grpo_doctor.rules.signals import learning
+    from tests.helpers import make_run
+
+    n = 60
+    rng = np.random.default_rng(8)
+    fmt_term = np.linspace(0.1, 1.0, n)
+    correct = 0.2 + rng.normal(0, 0.03, n)
+    run = make_run(reward=fmt_term + correct, frac_reward_zero_std=np.full(n, 0.7),
+                   rewards__format_reward_func=fmt_term, rewards__correct_answer=correct)
+    progress = learning(run, 1)
+    assert not progress.improving
+    assert progress.stalled_words() == "correctness not improving (the reward rose on other terms)"
+    adv = diagnose(run).check("advantage_collapse")
+    assert adv.fired and "with correctness not improving (the reward rose" in adv.summary

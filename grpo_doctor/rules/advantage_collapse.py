@@ -193,7 +193,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     progress = learning(run, float(onset))
     corroboration = []
     if progress.logged and not progress.improving:
-        corroboration.append("reward " + ("falling" if progress.declining else "not improving"))
+        corroboration.append(progress.stalled_words())
     h_steps, h = series(run, Metric.ENTROPY.value)
     if len(h) >= 8 and mann_kendall(h_steps, h).decreasing(0.01):
         h0, hc = head_tail(h)

@@ -120,7 +120,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "correctness_gain": {n: round(g, 4) for n, (g, _, _) in cor.items()},
     }
     share = fmt_gain / total_gain if total_gain > 0 else 0.0
-    evidence["format_share_of_gain"] = round(share, 3)
+    evidence["format_share_of_gain"] = round(share, 4)  # shown as the summary rounds it
     if (total_gain <= p["min_gain"] * total_range or share < p["format_share"] or improved
             or not declined):
         note = ("; note: the gain is format only, correctness has not improved yet"

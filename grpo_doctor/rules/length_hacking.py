@@ -40,7 +40,13 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.plot import Plot, Threshold, ladder
 from grpo_doctor.rules.points import head_tail, series, snap_to_logged
-from grpo_doctor.rules.signals import late_points, reward_progress, task_progress
+from grpo_doctor.rules.signals import (
+    component_kind,
+    components,
+    late_points,
+    reward_progress,
+    task_progress,
+)
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import (
@@ -130,8 +136,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             if progress.logged and not progress.improving:
                 shapes.append({"shape": f"length drifted x{lc / l0:.1f} ({fmt(l0)} -> "
                                         f"{fmt(lc)} tokens) without "
-                                        + ("held-out gains" if run.has(HELDOUT) else "reward")
-                                        + " to show for it",
+                                        + _task_signal(run) + " to show for it",
                                "onset": snap_to_logged(run, LEN, knot), "metric": LEN})
         collapsed = (l0 > 0 and lc / l0 <= p["collapse_ratio"] and trend.decreasing(0.01)
                      if long_enough else decisive_short_fall(m, p["collapse_ratio"]))
@@ -190,6 +195,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         summary += f"; earlier: {inc.describe(collapses, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=str(shapes[0]["metric"]), incidents=tuple(collapses))
+
+
+def _task_signal(run: Run) -> str:
+    """What ``task_progress`` judged: the held-out score, the correctness-like reward terms,
+    else the reward."""
+    if len(series(run, HELDOUT)[1]) >= 10:  # as many as a progress test needs
+        return "held-out gains"
+    if any(component_kind(n) == "correctness" and len(series(run, col)[1]) >= 10
+           for n, col in components(run).items()):
+        return "correctness gains"
+    return "reward"
 
 
 def _threshold(shape: dict, p: Mapping[str, float]) -> str:

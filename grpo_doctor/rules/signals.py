@@ -23,6 +23,16 @@ class RewardProgress:
     start: float | None = None  # reward (median) around ``since``
     end: float | None = None  # reward (median) at the end
     best: float | None = None  # best smoothed reward over the run
+    #: Why a rising reward is not progress (``learning``): None when the reward itself is
+    #: what did not improve.
+    not_the_task: str | None = None
+
+    def stalled_words(self) -> str:
+        """What did not improve, as a report says it ("reward not improving", or "correctness
+        not improving" when the reward rose on other terms)."""
+        if self.not_the_task:
+            return self.not_the_task
+        return "reward falling" if self.declining else "reward not improving"
 
 
 def reward_progress(run: Run, since: float, alpha: float = 0.05,
@@ -81,8 +91,10 @@ def learning(run: Run, since: float) -> RewardProgress:
              if component_kind(name) == "correctness"]
     parts = [pr for pr in parts if pr.logged]
     if (held.logged and held.declining) or (parts and not any(pr.improving for pr in parts)):
+        why = ("held-out score falling" if held.logged and held.declining else
+               "correctness not improving (the reward rose on other terms)")
         return RewardProgress(True, False, progress.declining, progress.start, progress.end,
-                              progress.best)
+                              progress.best, not_the_task=why)
     return progress
 
 
