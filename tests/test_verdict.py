@@ -324,3 +324,14 @@ def test_a_reward_rising_on_format_alone_is_said_as_correctness_not_improving():
     assert progress.stalled_words() == "correctness not improving (the reward rose on other terms)"
     adv = diagnose(run).check("advantage_collapse")
     assert adv.fired and "with correctness not improving (the reward rose" in adv.summary
+
+
+def test_a_truncation_pile_up_on_a_short_log_begins_where_it_crossed_the_line():
+    """A 3-step debug run: 1.7% truncated at step 1, then 100% and 99%."""
+    from tests.helpers import make_run
+
+    run = make_run(steps=np.array([1, 2, 3]), reward=np.zeros(3),
+                   **{"response_length/clip_ratio": np.array([0.0166, 1.0, 0.99]),
+                      "response_length/mean": np.array([61.0, 512.0, 509.0])})
+    check = diagnose(run).check("length_hacking")
+    assert check.status.value == "critical" and check.onset_step == 2

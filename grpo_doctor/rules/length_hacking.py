@@ -82,8 +82,10 @@ def _pinned(run: Run, p) -> dict | None:
         k = late_points(len(t), min_n=2 if len(t) < 10 else 5)
         late = float(np.median(t[-k:]))
         if late >= p["truncation"]:
+            # Already piled up at the start, the onset is the first step at the line (not
+            # the first logged one when that one was still below it).
             start = level_shift_onset(steps, t)[0] if np.median(t[:k]) < p["truncation"] \
-                else steps[0]
+                else steps[int(np.argmax(t >= p["truncation"]))]
             return {"shape": f"{late:.0%} of completions truncated at the cap",
                     "share": late, "onset": snap_to_logged(run, TRUNC, start), "metric": TRUNC}
         return None
