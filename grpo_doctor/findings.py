@@ -21,9 +21,10 @@ SCHEMA_VERSION = 2
 NAN_CHECK = "numerical_failure"
 #: Checks (besides the NaN check) that must have judged a run before it is called healthy.
 MIN_CHECKS_FOR_HEALTHY = 2
-#: Logged steps a run needs before silence means health: the trend tests need 8 points, and a
-#: level read off a handful of steps says little.
-MIN_STEPS_FOR_HEALTHY = 10
+#: Logged steps a run needs before silence means health: the trend tests need 8 points and
+#: have little power below 20; the 0/1 zero-std signal needs 20; a level read off a handful
+#: of steps says little (an 11-step excerpt of a run is not a healthy run).
+MIN_STEPS_FOR_HEALTHY = 20
 
 
 class Status(str, Enum):

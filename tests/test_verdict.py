@@ -11,8 +11,10 @@ import pytest
 
 from grpo_doctor.engine import diagnose
 from grpo_doctor.store import Run
-from tests.helpers import run_cli
+from tests.helpers import REPO, run_cli
 from tests.rules import history
+
+CORPUS = REPO / "tests" / "fixtures" / "corpus"
 
 
 def _csv(run: Run, path) -> str:
@@ -335,3 +337,14 @@ def test_a_truncation_pile_up_on_a_short_log_begins_where_it_crossed_the_line():
                       "response_length/mean": np.array([61.0, 512.0, 509.0])})
     check = diagnose(run).check("length_hacking")
     assert check.status.value == "critical" and check.onset_step == 2
+
+
+def test_an_eleven_step_excerpt_of_a_healthy_run_is_inconclusive_and_twenty_are_enough():
+    from grpo_doctor import load_run
+
+    run = load_run(CORPUS / "01_healthy_s1")
+    assert diagnose(run).status == "healthy"
+    steps = run.frame.index
+    short = diagnose(run.truncated(int(steps[10])))
+    assert short.status == "inconclusive" and "11 logged steps are too few" in short.status_reason
+    assert diagnose(run.truncated(int(steps[19]))).status == "healthy"
