@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -13,7 +14,7 @@ from grpo_doctor.api import example_path
 from grpo_doctor.errors import FetchError
 from grpo_doctor.importers import load_runs
 from grpo_doctor.reporters import audit_report as report
-from tests.helpers import names_told_apart, run_cli
+from tests.helpers import REPO, names_told_apart, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: One source of each fixture format, where the fixture exists (they are built by others).
@@ -448,3 +449,14 @@ def test_a_new_tag_stays_with_its_finding_when_the_cell_wraps(capsys, tmp_path, 
              if line.count(" │ ") >= 3]
     assert cells and not any(c.startswith("(") for c in cells)
     assert all(" (new)" not in c for c in cells)
+
+
+def test_markdown_details_failing_findings_in_the_order_they_began(tmp_path):
+    shutil.copytree(REPO / "tests/fixtures/corpus/20_lr_warmup_to_0.3", tmp_path / "warmup")
+    res = auditing.audit([str(tmp_path)], jobs=1)
+    md = report.render_audit_markdown(res)
+    (run,) = res.runs
+    onsets = {c["mode"]: c["onset_step"] for c in run.findings}
+    detailed = re.findall(r"^#+ warmup: (\w+) \(", md, flags=re.M)
+    assert len(detailed) >= 3
+    assert [onsets[m] for m in detailed] == sorted(onsets[m] for m in detailed)

@@ -305,7 +305,7 @@ def render_audit_markdown(result: AuditResult, heading_level: int = 2) -> str:
     if result.errors:
         lines += ["", f"{h}# Unreadable sources", "", "| source | error |", "|---|---|"]
         lines += [f"| {escape(e.source)} | {escape(e.error)} |" for e in result.errors]
-    failing = [(run, c) for run in result.runs for c in run.findings
+    failing = [(run, c) for run in result.runs for c in _in_onset_order(run)
                if c["mode"] in run.failing]
     if failing:
         lines += ["", f"{h}# Failing findings"]
