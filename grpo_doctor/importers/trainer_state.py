@@ -127,12 +127,29 @@ def _history_records(
     return list(by_step.values()), summary, skipped
 
 
+#: Top-level keys of a trainer state that say where training got to, not how it was set up:
+#: the run's summary, never its config (two runs stopped at different steps do not differ
+#: in a setting).
+_PROGRESS = frozenset({
+    "epoch", "global_step", "total_flos", "num_input_tokens_seen", "best_metric",
+    "best_model_checkpoint", "best_global_step", "is_local_process_zero",
+    "is_world_process_zero", "is_hyper_param_search", "trial_name", "trial_params",
+})
+
+
+def _scalars(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in state.items()
+            if k != "log_history" and (v is None or isinstance(v, (str, int, float, bool)))}
+
+
 def _config(state: dict[str, Any]) -> dict[str, Any]:
     """The trainer state's top-level settings (max_steps, logging_steps, train_batch_size ...)."""
-    return {
-        k: v for k, v in state.items()
-        if k != "log_history" and (v is None or isinstance(v, (str, int, float, bool)))
-    }
+    return {k: v for k, v in _scalars(state).items() if k not in _PROGRESS}
+
+
+def _progress(state: dict[str, Any]) -> dict[str, Any]:
+    """Where training got to (global_step, epoch, total_flos ...)."""
+    return {k: v for k, v in _scalars(state).items() if k in _PROGRESS}
 
 
 def _load(path: Path, options: LoadOptions) -> list[Run]:
@@ -150,7 +167,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         build_run(
             frame, name=_run_name(state_path), source=str(state_path), format="trainer-state",
             step_column=options.step_column or "step", column_map=options.column_map,
-            explicit_nan=explicit, config=_config(state), notes=notes, summary=summary,
+            explicit_nan=explicit, config=_config(state), notes=notes,
+            summary={**_progress(state), **summary},
         )
     ]
 
