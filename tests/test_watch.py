@@ -4,6 +4,7 @@ builds from the same bytes; alerts carry the first-alert step that ``diagnose`` 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import queue
@@ -877,3 +878,24 @@ def test_a_last_line_without_newline_is_read_when_the_watch_stops(
     os.utime(path, (soon, soon))
     _, out, _ = run_cli(capsys, "watch", str(path))
     assert " at step 39 (39 steps, 1 poll)" in out.splitlines()[-1]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_alerts_wrap_to_a_terminal_with_a_hanging_indent_and_stay_one_line_in_a_pipe(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    path = EXAMPLES / "grad-explosion.csv"
+    tty, pipe = _Terminal(), io.StringIO()
+    assert run_watch(Watcher(path), once=True, out=tty, err=io.StringIO()) == 0
+    assert run_watch(Watcher(path), once=True, out=pipe, err=io.StringIO()) == 0
+    piped = pipe.getvalue().splitlines()
+    shown = tty.getvalue().splitlines()
+    assert max(len(line) for line in piped) > 80  # one line per alert, for grep
+    assert max(len(line) for line in shown) <= 80
+    heads = [line for line in shown if not line.startswith("    ")]
+    assert len(heads) == len(piped)  # each alert or status starts a line, the rest hang
+    assert " ".join(line.strip() for line in shown) == " ".join(piped)

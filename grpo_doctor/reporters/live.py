@@ -209,10 +209,24 @@ class LiveOutput:
 
             style = {Status.CRITICAL: "bold red", Status.WARNING: "yellow"}.get(
                 alert.severity, "green")
-            self.console.print(Text(line, style=style), highlight=False, soft_wrap=True)
+            self.console.print(Text(self._fit(line), style=style), highlight=False,
+                               soft_wrap=True)
         else:
-            out.write(line + "\n")
+            out.write(self._fit(line) + "\n")
             out.flush()
+
+    def _fit(self, line: str) -> str:
+        """On a terminal, ``line`` wrapped to its width with a hanging indent; into a file or
+        a pipe, one line per alert (what a log scraper or ``grep`` wants)."""
+        isatty = getattr(self.out, "isatty", None)
+        if not (callable(isatty) and isatty()):
+            return line
+        import shutil
+        import textwrap
+
+        width = max(40, shutil.get_terminal_size().columns)
+        return textwrap.fill(line, width, subsequent_indent="    ", break_long_words=False,
+                             break_on_hyphens=False)
 
     def statuses(self) -> None:
         """The last status of every run watched (a line, or a JSON object, each)."""
@@ -232,5 +246,5 @@ class LiveOutput:
             if self.output == "json":
                 out.write(json_dumps(status_dict(member), default=str) + "\n")
             else:
-                out.write(status_line(member, named=watcher.several) + "\n")
+                out.write(self._fit(status_line(member, named=watcher.several)) + "\n")
         out.flush()
