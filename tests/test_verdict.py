@@ -348,3 +348,15 @@ def test_an_eleven_step_excerpt_of_a_healthy_run_is_inconclusive_and_twenty_are_
     short = diagnose(run.truncated(int(steps[10])))
     assert short.status == "inconclusive" and "11 logged steps are too few" in short.status_reason
     assert diagnose(run.truncated(int(steps[19]))).status == "healthy"
+
+
+def test_the_weight_of_a_reward_term_that_never_varies_is_unknown_not_0():
+    from tests.helpers import make_run
+
+    n = 30
+    fmt_term = np.linspace(0, 1, n)
+    check = diagnose(make_run(reward=fmt_term, rewards__format_reward_func=fmt_term,
+                              rewards__equation_reward_func=np.zeros(n))).check("format_gaming")
+    weights = check.evidence["component_weights"]
+    assert weights["equation_reward_func"] == "unknown (it never varies)"
+    assert weights["format_reward_func"] == pytest.approx(1.0)

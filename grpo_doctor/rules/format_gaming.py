@@ -62,6 +62,11 @@ def _gain(run: Run, col: str) -> tuple[float, float, TrendTest]:
     return b - a, float(np.ptp(v)) or 1e-12, mann_kendall(steps, v)
 
 
+def _varies(run: Run, col: str) -> bool:
+    v = series(run, col)[1]
+    return bool(len(v)) and float(np.ptp(v)) > 0
+
+
 def component_weights(run: Run, cols: dict[str, str]) -> dict[str, float]:
     """The weight of each component in the total reward, recovered by least squares where the
     total is logged and the components explain it (R^2 >= 0.9); else 1 each (unknown)."""
@@ -116,7 +121,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     declined = [n for n, (g, rng, t) in cor.items() if g < 0 and t.decreasing(0.01)]
     evidence: dict[str, object] = {
         "total_gain": round(total_gain, 4), "format_gain_weighted": round(fmt_gain, 4),
-        "component_weights": {n: round(w, 3) for n, w in weights.items()},
+        # A term that never varies has no weight the total can reveal (least squares gives it 0).
+        "component_weights": {n: round(w, 3) if _varies(run, comps[n])
+                              else "unknown (it never varies)" for n, w in weights.items()},
         "correctness_gain": {n: round(g, 4) for n, (g, _, _) in cor.items()},
     }
     share = fmt_gain / total_gain if total_gain > 0 else 0.0
