@@ -48,6 +48,15 @@ def refuse(path: Path, what: str) -> InputError:
     return InputError(f"{path}: is {what}, not a regular file")
 
 
+def watched_input(path: str | os.PathLike[str]) -> Path:
+    """``path`` to follow as it grows: refused now when it is a FIFO or a device, not at the
+    first poll; a path not there yet is fine (training may not have started)."""
+    p = Path(path)
+    if p.exists():
+        check_input(p)
+    return p
+
+
 def check_input(path: str | os.PathLike[str]) -> os.stat_result:
     """``path`` is a folder or a regular file: its stat; else the one-line error (never
     opened, so a FIFO or a device cannot block or flood the read)."""

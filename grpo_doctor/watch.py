@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.config import Settings
 from grpo_doctor.errors import ConfigError, GrpoDoctorError
-from grpo_doctor.files import check_input
+from grpo_doctor.files import watched_input
 from grpo_doctor.findings import Check, Diagnosis, check_rank
 from grpo_doctor.importers import LoadOptions, importer_named
 from grpo_doctor.importers.incremental import LiveSource, Restarted, SeveralRuns, open_live
@@ -72,9 +72,7 @@ class Watcher:
     def __init__(self, path: str | os.PathLike[str], settings: Settings | None = None, *,
                  format: str | None = None, run: str | None = None,
                  step_column: str | None = None) -> None:
-        self.path = Path(path)
-        if self.path.exists():
-            check_input(self.path)  # a FIFO or a device: refused now, not at the first poll
+        self.path = watched_input(path)
         self.settings = settings or Settings()
         self.options = LoadOptions(column_map=self.settings.checked_map(),
                                    step_column=step_column, run=run)
@@ -194,9 +192,7 @@ class WatchAll:
     def __init__(self, path: str | os.PathLike[str], settings: Settings | None = None, *,
                  format: str | None = None, run: str | None = None,
                  step_column: str | None = None) -> None:
-        self.path = Path(path)
-        if self.path.exists():
-            check_input(self.path)  # a FIFO or a device: refused now, not at the first poll
+        self.path = watched_input(path)
         self.settings = settings or Settings()
         self._format = format
         self._run = run  # only the run(s) of this name

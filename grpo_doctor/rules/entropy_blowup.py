@@ -60,20 +60,6 @@ RULE = Rule(
 )
 
 
-@RULE.draws
-def lines(p: Mapping[str, float], evidence: Mapping[str, object]
-          ) -> dict[str, tuple[Threshold, ...]]:
-    """The blow-up line: the baseline raised by ``rise`` and by ``min_rise`` nats (the
-    baseline is the check's evidence: none when it did not run)."""
-    base = number(evidence, "entropy_baseline")
-    if base is None:
-        return {}
-    line = max(base * (1 + p["rise"]), base + p["min_rise"])
-    return {ENTROPY: ladder([(line, f"blow-up ({fmt(line)}: baseline {fmt(base)} x"
-                              f"{1 + p['rise']:g} and +{fmt(p['min_rise'])})", "warning")],
-                            True)}
-
-
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, h = series(run, ENTROPY)
@@ -142,3 +128,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=ENTROPY)
+
+
+@RULE.draws
+def lines(p: Mapping[str, float], evidence: Mapping[str, object]
+          ) -> dict[str, tuple[Threshold, ...]]:
+    """The blow-up line: the baseline raised by ``rise`` and by ``min_rise`` nats (the
+    baseline is the check's evidence: none when it did not run)."""
+    base = number(evidence, "entropy_baseline")
+    if base is None:
+        return {}
+    line = max(base * (1 + p["rise"]), base + p["min_rise"])
+    return {ENTROPY: ladder([(line, f"blow-up ({fmt(line)}: baseline {fmt(base)} x"
+                              f"{1 + p['rise']:g} and +{fmt(p['min_rise'])})", "warning")],
+                            True)}
