@@ -3,9 +3,11 @@
 Each format module (``tensorboard`` and ``wandb_offline`` are packages) defines ``IMPORTER``,
 an :class:`Importer`. What several importers share lives in the ``_``-prefixed modules
 (``_common``: file heads, text sniffing, numbers, small files; ``_records``: dicts into a frame;
-``_csv``, ``_long``: CSV and long rows; ``_bytes``: numpy byte primitives of the binary logs)
-and ``incremental`` (reading a growing log); importers take helpers from there, never from one
-another. ``wandb://`` sources are fetched by ``grpo_doctor.remote``.
+``_csv``, ``_long``: CSV and long rows; ``_tables``: progress tables pasted as text; ``_bytes``:
+numpy byte primitives of the binary logs) and ``incremental`` (reading a growing log); importers
+take helpers from there, never from one another (the notebook importer reads a cell's console
+output with the console importer's parser). ``wandb://`` sources are fetched by
+``grpo_doctor.remote``.
 
 Modules are imported only when a format is being detected or loaded, and heavy packages
 (tensorboard, wandb, pyarrow) only inside ``load``; so ``grpo-doctor --help`` stays fast.

@@ -39,6 +39,7 @@ import pandas as pd
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers._common import HEAD_BYTES, looks_like_text, read_text, to_number
 from grpo_doctor.importers._records import Record, flatten, numeric_record, records_frame
+from grpo_doctor.importers._tables import parse_text_tables, table_header, tables_frame
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import TextPosition, read_lines, rows_from_records
 from grpo_doctor.live_store import Rows
@@ -84,14 +85,11 @@ _TRAINER_ARG = re.compile(
 )
 _TOTAL_STEPS = re.compile(r"\bTotal (?:training )?steps:\s*(\d+)")
 _OVERRIDE = re.compile(r"\+{0,2}([A-Za-z_][\w-]*(?:\.[\w-]+)+)=(.*)", re.DOTALL)
-_TABLE_STEP_NAMES = {"step", "steps", "global_step", "_step", "train/global_step", "iteration"}
-_TABLE_SEPARATOR = re.compile(r"^[\s|:+\-=]+$")
 _KV_LINE = re.compile(
     rf"^\s*([A-Za-z_][\w.@-]*(?:\s*/\s*[\w.@-]+)*)\s*[:=]\s*({_NUM})\s*,?\s*$", re.IGNORECASE
 )
 _STEP_WORDS = {k.lower() for k in STEP_KEYS} | {"global_steps"}
 
-Table = tuple[list[str], list[list[str]]]
 
 
 #: The note of a log with no step anywhere (no step key, no progress bar, no run's end): its
@@ -696,65 +694,6 @@ def _logging_steps(config: dict[str, Any]) -> int | None:
     return None
 
 
-# --- tables -------------------------------------------------------------------------------------
-
-
-def _cells(line: str, delim: str) -> list[str]:
-    text = line.strip()
-    if delim == "|":
-        text = text.strip("|")
-    return [c.strip().strip("*`").strip() for c in text.split(delim)]
-
-
-def _table_header(line: str) -> tuple[str, list[str]] | None:
-    for delim in ("|", "\t"):
-        if delim in line:
-            cells = _cells(line, delim)
-            if len(cells) >= 2 and cells[0].lower() in _TABLE_STEP_NAMES and all(cells):
-                return delim, cells
-    return None
-
-
-def parse_text_tables(lines: Sequence[str]) -> list[Table]:
-    """Progress tables printed as text: a ``Step | ... `` (or tab-separated) header, then rows."""
-    tables: list[Table] = []
-    i = 0
-    while i < len(lines):
-        found = _table_header(lines[i])
-        i += 1
-        if found is None:
-            continue
-        delim, header = found
-        rows: list[list[str]] = []
-        while i < len(lines) and delim in lines[i]:
-            if _table_header(lines[i]) is not None:
-                break
-            if not _TABLE_SEPARATOR.match(lines[i]):
-                cells = _cells(lines[i], delim)
-                if len(cells) <= len(header):
-                    rows.append(cells + [""] * (len(header) - len(cells)))
-            i += 1
-        if rows:
-            tables.append((header, rows))
-    return tables
-
-
-def tables_frame(tables: Sequence[Table]) -> pd.DataFrame:
-    """Rows of several tables as one text frame keyed by ``Step`` (a later cell at a step wins)."""
-    columns: dict[str, None] = {"Step": None}
-    by_step: dict[str, dict[str, str]] = {}
-    for header, rows in tables:
-        names = ["Step", *header[1:]]
-        for name in names:
-            columns.setdefault(name, None)
-        for row in rows:
-            step = row[0]
-            cells = by_step.setdefault(step, {"Step": step})
-            cells.update({n: v for n, v in zip(names[1:], row[1:]) if v})
-    data = {c: [row.get(c) for row in by_step.values()] for c in columns}
-    return pd.DataFrame(data, dtype="string")
-
-
 # --- key: value blocks --------------------------------------------------------------------------
 
 
@@ -922,7 +861,7 @@ def _sniff(path: Path, head: bytes) -> int:
     if _has_metric_dict(text):
         return 80 + bonus
     lines = text.splitlines()
-    if any(_table_header(line) for line in lines):
+    if any(table_header(line) for line in lines):
         return 65 + bonus
     if sum(1 for line in lines if _kv_line(line)) >= 3:
         return 25 + bonus

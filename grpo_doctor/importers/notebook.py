@@ -21,14 +21,9 @@ from typing import Any
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers._common import read_json, to_number
+from grpo_doctor.importers._tables import Table, parse_text_tables, tables_frame
 from grpo_doctor.importers.base import Importer, LoadOptions
-from grpo_doctor.importers.console import (
-    Table,
-    log_to_run,
-    parse_console,
-    parse_text_tables,
-    tables_frame,
-)
+from grpo_doctor.importers.console import log_to_run, parse_console
 from grpo_doctor.metrics import map_columns
 from grpo_doctor.store import Run, build_run
 
