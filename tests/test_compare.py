@@ -2,6 +2,7 @@
 tiny GRPO runs (tests/fixtures/corpus and tests/fixtures/compare, both made by corpus/)."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -298,7 +299,12 @@ def _alike_runs(tmp_path):
 
 
 def _run_label(text, letter):
-    return next(line for line in text.splitlines() if line.startswith(f"  {letter}  ")).split()[-1]
+    """The run's name as the report shows it: beside its facts, or on the next line when it
+    would not fit there."""
+    lines = text.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.startswith(f"  {letter}  "))
+    last = lines[i].split()[-1]
+    return lines[i + 1].strip() if re.fullmatch(r"[\d,]+–[\d,]+", last) else last
 
 
 @pytest.mark.parametrize("width", [80, 200])
@@ -472,3 +478,11 @@ def test_values_that_differ_never_look_alike():
     short = values_text(paths, 20)
     assert short[0] != short[1] and all(len(s) <= 20 for s in short)
     assert all("…" in s for s in short)
+
+
+def test_a_name_too_long_to_sit_beside_its_facts_gets_a_line_of_its_own_whole():
+    names = ["UnslothGRPO_checkpoint-250_trainer_state", "Gemma-3-RL-Finetuning_checkpoint-250"]
+    runs = [make_run(name=n, reward=np.linspace(0, 1, 30) + i) for i, n in enumerate(names)]
+    text = render_compare_text(compare_runs(runs), 80)
+    assert [_run_label(text, "A"), _run_label(text, "B")] == names
+    assert max(len(line) for line in text.splitlines()) <= 80

@@ -111,6 +111,8 @@ def _root_cause(rc: Any) -> str | None:
 
 #: A run's name gets its own line below this much room beside the run's facts.
 MIN_NAME_ROOM = 16
+
+
 def _run_head(i: int, run: dict[str, Any]) -> str:
     """A run's letter, status, format and steps, in columns (its name follows)."""
     steps = f"steps {run['first_step'] or 0:,}–{run['last_step'] or 0:,}"
@@ -140,8 +142,10 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
                       Text("")]
     heads = [_run_head(i, r) for i, r in enumerate(runs)]
     room = width - max(len(h) for h in heads)
-    own_line = room < MIN_NAME_ROOM
-    labels = run_labels([terminal(r["name"]) for r in runs], width - 5 if own_line else room)
+    names = [terminal(r["name"]) for r in runs]
+    # A name that would be cut beside the facts gets a line of its own, where more of it fits.
+    own_line = room < MIN_NAME_ROOM or max(len(n) for n in names) > room
+    labels = run_labels(names, width - 5 if own_line else room)
     previous = None
     for head, label, r in zip(heads, labels, runs):
         if own_line:
