@@ -1,5 +1,6 @@
 """Names fitted into a terminal's room (reporters/fit.py): cut, kept apart, never wrapped."""
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -52,10 +53,11 @@ def test_both_ends_keeps_the_start_and_the_end_that_tell_runs_apart():
                                    "Llama_FP8…11-25_b35307e0_c9fea5"]
 
 
-@given(st.lists(st.text(alphabet="ab_-.1", min_size=1, max_size=60), min_size=2, max_size=6,
-                unique=True), st.integers(8, 50))
-def test_both_ends_fits_and_tells_names_apart(names, room):
-    labels = both_ends(names, room)
+@pytest.mark.parametrize("labels_of", [both_ends, key_labels], ids=["names", "keys"])
+@given(names=st.lists(st.text(alphabet="ab_-.1", min_size=1, max_size=60), min_size=2,
+                      max_size=6, unique=True), room=st.integers(8, 50))
+def test_labels_fit_keep_what_fits_and_tell_names_apart(labels_of, names, room):
+    labels = labels_of(names, room)
     assert all(len(label) <= room for label in labels)
     assert all(label == name for name, label in zip(names, labels) if len(name) <= room)
     assert len(set(labels)) == len(labels)
@@ -75,15 +77,6 @@ def test_key_labels_keep_the_last_component_and_tell_keys_apart():
         "actor_rollout_ref.model.path", "actor…rollout.prompt_length",
         "actor…rollout.response_length", "actor…tensor_model_parallel_size",
         "critic.model.path", "critic.ppo_micro_batch_size", "data.max_prompt_length"]
-
-
-@given(st.lists(st.text(alphabet="ab_.1", min_size=1, max_size=50), min_size=2, max_size=6,
-                unique=True), st.integers(6, 40))
-def test_key_labels_fit_and_tell_keys_apart(keys, room):
-    labels = key_labels(keys, room)
-    assert all(len(label) <= room for label in labels)
-    assert all(label == key for key, label in zip(keys, labels) if len(key) <= room)
-    assert len(set(labels)) == len(labels)
 
 
 def test_pack_keeps_cells_whole():
