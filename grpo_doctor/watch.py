@@ -293,7 +293,6 @@ class WatchAll:
         self.last_poll_seconds = time.perf_counter() - start
         return alerts
 
-
     def finish(self, quiet: float) -> list[Alert]:
         """``Watcher.finish`` of each run (one that fails it keeps its last poll's status)."""
         alerts: list[Alert] = []
