@@ -8,6 +8,10 @@ ignore = ["kl_drift"]
 entropy = "policy/ent"
 [tool.grpo-doctor.rules.entropy_collapse]
 critical_ratio = 0.05
+[tool.grpo-doctor.recipe.learning_rate]   # the chapter's recipe, your ranges (recipe.py)
+high = 1e-4
+[tool.grpo-doctor.config]       # the training run's settings, for logs that hold none
+learning_rate = 3e-3
 ```
 """
 
@@ -51,6 +55,20 @@ class DoctorConfig:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     file: str | None = None  # the config file these came from (None: defaults, flags, code)
+    #: The recipe's ranges overridden ({"learning_rate": {"high": 1e-4}}; see recipe.py).
+    recipe: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: The training run's own settings, for logs that hold none (the file's ``[config]``):
+    #: a log's own config wins where both set a key.
+    run_config: Mapping[str, Any] = field(default_factory=dict)
+
+    def settings_of_recipe(self):
+        """The recipe with this configuration's overrides (``recipe.SETTINGS`` when none)."""
+        from grpo_doctor import recipe
+
+        try:
+            return recipe.with_overrides(self.recipe)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
     def params_for(self, rule: Rule) -> dict[str, float]:
         values = rule.defaults()
@@ -69,8 +87,13 @@ class DoctorConfig:
         from grpo_doctor.rules import RULES
 
         run = {r.id for r in self.rules()}
-        return {"file": self.file, "ignored": [r.id for r in RULES if r.id not in run],
-                "overrides": {rule: dict(values) for rule, values in self.params.items()}}
+        out = {"file": self.file, "ignored": [r.id for r in RULES if r.id not in run],
+               "overrides": {rule: dict(values) for rule, values in self.params.items()}}
+        if self.recipe:
+            out["recipe"] = {k: dict(v) for k, v in self.recipe.items()}
+        if self.run_config:
+            out["run_config"] = dict(self.run_config)
+        return out
 
     def rules(self) -> list[Rule]:
         from grpo_doctor.rules import RULES, rule_named
@@ -97,12 +120,14 @@ class Settings:
     source: str | None = None  # the file the settings came from
     # The column_map keys that came from the config file (not overridden on the command line).
     map_from_file: frozenset[str] = frozenset()
+    recipe: dict[str, dict[str, float]] = field(default_factory=dict)  # [recipe.<knob>]
+    run_config: dict[str, Any] = field(default_factory=dict)  # [config]
 
     def doctor_config(self) -> DoctorConfig:
         """The engine's configuration. With every check ignored a run is inconclusive (the
         Diagnosis says so), never healthy; its report names the config that ignored them."""
         return DoctorConfig(params=self.params, select=self.select, ignore=self.ignore,
-                            file=self.source)
+                            file=self.source, recipe=self.recipe, run_config=self.run_config)
 
     def applied_config(self) -> dict[str, Any]:
         """What a report says about its configuration: the file applied (None: defaults and
@@ -226,7 +251,7 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
     table = _table(path)
-    known = {"map", "rules", "select", "ignore", "fail-on", "fail_on"}
+    known = {"map", "rules", "select", "ignore", "fail-on", "fail_on", "recipe", "config"}
     unknown = set(table) - known
     if unknown:
         raise ConfigError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} "
@@ -254,10 +279,30 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
     ignore = mode_list(_strs(table.get("ignore", []), "ignore", path))
     check_modes(select, f"{path}: select")
     check_modes(ignore, f"{path}: ignore")
+    recipe_table = table.get("recipe", {})
+    if not isinstance(recipe_table, dict) or not all(isinstance(v, dict)
+                                                     for v in recipe_table.values()):
+        raise ConfigError(f"{path}: [recipe] must be a table of knob tables "
+                          "([recipe.learning_rate] high = 1e-4)")
+    check_recipe(recipe_table, str(path))
+    run_config = table.get("config", {})
+    if not isinstance(run_config, dict):
+        raise ConfigError(f"{path}: [config] must be a table of the run's settings")
     return Settings(
         column_map=dict(column_map), params=params, select=select, ignore=ignore,
         fail_on=fail_on, source=str(path), map_from_file=frozenset(column_map),
+        recipe={k: dict(v) for k, v in recipe_table.items()}, run_config=dict(run_config),
     )
+
+
+def check_recipe(overrides: Mapping[str, Mapping[str, Any]], where: str) -> None:
+    """Every knob named exists in the recipe and takes the ranges given."""
+    from grpo_doctor import recipe
+
+    try:
+        recipe.with_overrides(overrides)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 
@@ -300,4 +345,5 @@ def merge(settings: Settings, *, column_map: Mapping[str, str] = {},
         select=tuple(select) or settings.select, ignore=settings.ignore + tuple(ignore),
         fail_on=fail_on or settings.fail_on, source=settings.source,
         map_from_file=settings.map_from_file - set(column_map),
+        recipe=settings.recipe, run_config=settings.run_config,
     )

@@ -3,8 +3,9 @@
 Every output format (terminal, JSON, Markdown, JUnit, HTML) renders from ``to_dict()``, so
 they can never disagree. The JSON form is a versioned contract (``SCHEMA_VERSION``): version 2
 only added keys to version 1 (``incidents`` per check; ``notes``, ``root_cause``, ``plan``,
-``hints`` and ``status_reason`` at the top; ``inconclusive`` as a status), so version-1 readers
-keep working.
+``hints``, ``setup`` and ``status_reason`` at the top; ``inconclusive`` as a status;
+``root_cause.knob``/``setup`` and ``plan[].treats``/``knob``/``rollback_step`` later), so
+version-1 readers keep working.
 """
 
 from __future__ import annotations
@@ -132,27 +133,42 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class RootCause:
-    """The earliest finding that explains the others, and the one thing to do first."""
+    """The earliest finding that explains the others, and the one thing to do first.
+
+    ``knob`` is the setting outside the recipe that caused it, when the config names one:
+    {"name", "value", "recipe", "source"}. ``setup`` is True when the run was wrong from its
+    first logged step (a setup problem, not a training dynamic)."""
 
     mode: str
     step: int | None
     summary: str
     first_action: str
+    knob: dict[str, Any] | None = None
+    setup: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "step": self.step, "summary": self.summary,
-                "first_action": self.first_action}
+                "first_action": self.first_action, "knob": self.knob, "setup": self.setup}
+
+
+#: What a plan item treats: the root cause, a finding the root cause explains (fixing the
+#: cause should clear it), or a finding of its own.
+TREATS = ("root_cause", "consequence", "finding")
 
 
 @dataclass(frozen=True)
 class PlanItem:
-    """One action of the merged plan and the findings it answers."""
+    """One action of the merged plan, the findings it answers and what it treats."""
 
     action: str
     modes: tuple[str, ...]
+    treats: str = "root_cause"
+    knob: str | None = None  # the setting it changes (the recipe's name), if any
+    rollback_step: int | None = None  # the step it rolls back to before, if it does
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "for": list(self.modes)}
+        return {"action": self.action, "for": list(self.modes), "treats": self.treats,
+                "knob": self.knob, "rollback_step": self.rollback_step}
 
 
 @dataclass(frozen=True)
@@ -167,6 +183,9 @@ class Diagnosis:
     #: The configuration applied ({"file", "ignored", "overrides"}; see DoctorConfig.applied),
     #: None when the caller did not record it.
     config: dict[str, Any] | None = None
+    #: The run's settings read from its config, each with its verdict against the chapter's
+    #: recipe (``recipe.Reading.to_dict``): knobs the config does not set are left out.
+    setup: tuple[dict[str, Any], ...] = ()
 
     @property
     def judged(self) -> tuple[Check, ...]:
@@ -247,4 +266,5 @@ class Diagnosis:
             "plan": [p.to_dict() for p in self.plan],
             "hints": list(self.hints),
             "config": self.config,
+            "setup": list(self.setup),
         }

@@ -23,6 +23,19 @@ def fmt(x: float | int | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def knob_value(x: float) -> str:
+    """A setting's value as a config file writes it: 1e-4, 2.5e-6, 0.04, 1024, 1e9."""
+    x = float(x)
+    if x == 0 or not np.isfinite(x):
+        return f"{x:g}"
+    if abs(x) < 1e-3 or abs(x) >= 1e7:
+        mantissa, _, exponent = f"{x:.1e}".partition("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    if float(x).is_integer():
+        return str(int(x))
+    return f"{x:.4g}"
+
+
 def step_text(step: float | int) -> str:
     """A step as the log writes it (no thousands separator: a user greps for it)."""
     return str(int(step))

@@ -61,7 +61,7 @@ class Outcome:
     summary: str
     onset_step: int | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
-    remedies: tuple[str, ...] = ()
+    remedies: tuple[str | None, ...] = ()  # None: a remedy that does not apply here
     key_metric: str | None = None
     incidents: tuple[Incident, ...] = ()
 

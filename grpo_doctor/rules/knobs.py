@@ -14,6 +14,7 @@ import numpy as np
 
 from grpo_doctor.metrics import Metric
 from grpo_doctor.store import Run
+from grpo_doctor.text import knob_value
 
 
 class Remedy(str):
@@ -133,7 +134,7 @@ def current(run: Run, knob: Knob) -> tuple[float | None, str | None]:
 
 
 def _num(x: float) -> str:
-    return f"{x:.3g}" if abs(x) < 1e-2 or abs(x) >= 1e4 else f"{x:.4g}"
+    return knob_value(x)
 
 
 def scale(run: Run, knob: Knob, factor: float, *, why: str = "", fallback: str = ""
@@ -149,14 +150,49 @@ def scale(run: Run, knob: Knob, factor: float, *, why: str = "", fallback: str =
 
 def set_to(run: Run, knob: Knob, target: str, *, why: str = "", unless_at_least: float | None
            = None) -> Remedy | None:
-    """'rollout temperature 0.7 -> 1.0' (or 'set ... to 1.0'); None if already at or above."""
+    """'rollout temperature 0.7 -> 1.0' (or 'set ... to 1.0'); None when the knob is already
+    at the target (within a target range such as "0.2-0.24") or, with ``unless_at_least``,
+    at or above that: a remedy never sets a knob to the value it has."""
     value, _ = current(run, knob)
     tail = f" ({why})" if why else ""
     if value is not None:
         if unless_at_least is not None and value >= unless_at_least:
             return None
+        if within(value, target):
+            return None
         return Remedy(f"{knob.label} {_num(value)} -> {target}{tail}", knob)
     return Remedy(f"set {knob.label} to {target}{tail}", knob)
+
+
+def clip_gradients(run: Run, why: str = "clip gradients") -> Remedy | None:
+    """Gradient clipping at 1.0 as a remedy, or None when the run already clips at 1.0 or
+    tighter (asking for it again would change nothing)."""
+    value, _ = current(run, GRAD_CLIP)
+    if value is None:
+        return Remedy("clip gradients (max_grad_norm 1.0)", GRAD_CLIP)
+    if value <= 0 or value >= 1e3:
+        return Remedy(f"{GRAD_CLIP.label} {_num(value)} -> 1.0 (clipping is off: {why})",
+                      GRAD_CLIP)
+    if value <= 1.0 + 1e-9:
+        return None
+    return Remedy(f"{GRAD_CLIP.label} {_num(value)} -> 1.0 ({why})", GRAD_CLIP)
+
+
+def present(*remedies: str | None) -> tuple[str, ...]:
+    """The remedies that apply (a helper returns None for a change the run already has)."""
+    return tuple(r for r in remedies if r)
+
+
+def within(value: float, target: str) -> bool:
+    """Whether ``value`` already is ``target``: a number ("1.0") or a range ("0.001-0.01")."""
+    low, sep, high = target.partition("-") if not target.startswith("-") else (target, "", "")
+    try:
+        lo = float(low)
+        hi = float(high) if sep else lo
+    except ValueError:
+        return False
+    tol = 1e-9 * max(abs(lo), abs(hi), 1e-12)
+    return lo - tol <= value <= hi + tol
 
 
 KNOBS = (LEARNING_RATE, KL_COEF, TEMPERATURE, GROUP_SIZE, ENTROPY_COEF, CLIP_HIGH, GRAD_CLIP,

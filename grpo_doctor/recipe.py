@@ -1,0 +1,667 @@
+"""The source chapter's setup knowledge: its safe starting recipe (section 8) and, per knob, the
+failure modes the chapter links to a value outside it.
+
+One ``Setting`` per knob: the names every framework gives it (TRL's ``GRPOConfig``, verl's
+config tree and command line, OpenRLHF's flags, NeMo-RL's YAML, a W&B config, Hugging Face's
+``args`` and ``model_config`` text), the recipe's value and range, when a value is *far*
+outside (so far that it alone explains the modes linked to it), and the modes each side of the
+range risks. A link is *primary* when the chapter (or the mechanism, for the knobs it does not
+cover) names the knob as a cause of that mode, and *contributing* when it only makes it
+likelier. Every range is a documented default a user can override (``[recipe.<knob>]`` in the
+config file: ``low``, ``high``, ``far``).
+
+The chapter's recipe (8.1 and 8.4): learning rate 1e-6, never 5e-6 or more; G 8-16 to start
+(16 in the recipe); beta 0.01-0.05; entropy bonus 0.001-0.01; rollout temperature 1.0 (1.0-1.2
+as a remedy); clip 0.8 / 1.28 (Clip-Higher); reference update every 5,000 steps; adaptive KL
+with target 1.0; overlong shaping and dynamic sampling on; likelihood regularisation 0.001.
+Gradient clipping, updates per batch, loss aggregation and precision are not in the chapter:
+their recipe is the frameworks' own defaults (``max_grad_norm`` 1.0, one update per batch,
+token-level aggregation as DAPO and Dr. GRPO argue, bf16 or fp32 master weights).
+
+A setting outside the recipe is evidence only where a finding the chapter links to it fired:
+many healthy runs use a learning rate above 1e-6 (LoRA adapters, small models) or beta 0
+(TRL's default). Pure functions of a run's config; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from grpo_doctor.rules import knobs
+from grpo_doctor.text import knob_value
+
+#: The verdicts a reading can get. "outside" verdicts: high, low, off, unsafe.
+OK, HIGH, LOW, OFF, UNSAFE, NOT_SET, UNKNOWN = (
+    "ok", "high", "low", "off", "unsafe", "not set", "unknown")
+OUTSIDE = frozenset({HIGH, LOW, OFF, UNSAFE})
+
+#: How many times the LoRA learning rate may exceed a full fine-tune's: the optimum for a LoRA
+#: adapter sits about 10x higher (Schulman et al., "LoRA Without Regret", 2025).
+LORA_LR_SCALE = 10.0
+
+#: A pseudo-mode: one update that moved the policy too far (a dead run's cause, a KL or
+#: gradient-norm blow-up at one step). Knobs that make single updates large link to it.
+CATASTROPHIC_UPDATE = "catastrophic_update"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A failure mode a value on one side of the recipe risks."""
+
+    mode: str
+    primary: bool = True
+
+
+def _links(primary: Iterable[str] = (), contributing: Iterable[str] = ()) -> tuple[Link, ...]:
+    return (tuple(Link(m) for m in primary)
+            + tuple(Link(m, primary=False) for m in contributing))
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One knob of the recipe."""
+
+    id: str  # the name reports use (TRL's where it has one)
+    names: tuple[str, ...]  # config keys, full dotted or their last parts, first found wins
+    recipe: str  # the recipe's value as the chapter gives it
+    source: str  # where it comes from: the chapter's section, or the frameworks' default
+    low: float | None = None  # the range (None: no bound on that side)
+    high: float | None = None
+    far: float = 10.0  # a value beyond the range by this factor is far outside
+    risks: Mapping[str, tuple[Link, ...]] = field(default_factory=dict)  # verdict -> links
+    why: Mapping[str, str] = field(default_factory=dict)  # verdict -> what the chapter says
+    target: str = ""  # what to set it to when outside (a verdict-specific one in ``targets``)
+    targets: Mapping[str, str] = field(default_factory=dict)
+    metric: str | None = None  # a logged metric holding its value (learning rate, beta)
+    kind: str = "number"  # number | flag | choice | dtype
+    off_when_zero: bool = False  # 0 switches the knob off (beta, entropy bonus, clipping)
+    off_above: float | None = None  # a value this large means "off" (max_grad_norm 1e9)
+    ok_values: tuple[str, ...] = ()  # a choice's values inside the recipe
+    note_only: bool = False  # never a cause: only reported (preflight, notes)
+
+    @property
+    def range_text(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"{_num(self.low)}-{_num(self.high)}"
+        if self.high is not None:
+            return f"below {_num(self.high)}"
+        if self.low is not None:
+            return f"at least {_num(self.low)}"
+        return self.recipe
+
+
+# --- the recipe ---------------------------------------------------------------------------------
+
+_ENTROPY_COLLAPSE, _ADV, _KL, _LLD = (
+    "entropy_collapse", "advantage_collapse", "kl_drift", "likelihood_displacement")
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "learning_rate", knobs.LEARNING_RATE.names, "1e-6 (never start at 5e-6 or more)",
+        "chapter 8.1, 8.4", low=None, high=5e-6, far=100.0, metric=knobs.LEARNING_RATE.metric,
+        risks={HIGH: _links(
+            primary=(CATASTROPHIC_UPDATE, _KL, "grad_explosion", "ratio_instability", _LLD,
+                     "numerical_failure", "entropy_blowup"),
+            contributing=(_ENTROPY_COLLAPSE, "reward_overfit"))},
+        why={HIGH: "each update takes too large a step: the recipe starts at 1e-6 and never "
+                   "at 5e-6 or more"},
+    ),
+    Setting(
+        "beta", knobs.KL_COEF.names, "0.01 (0.01-0.05), adaptive with target 1.0",
+        "chapter 8.1, 8.4", low=0.01, high=0.05, far=20.0, metric=knobs.KL_COEF.metric,
+        off_when_zero=True,
+        risks={OFF: _links(primary=(_KL,), contributing=(
+                   CATASTROPHIC_UPDATE, _ENTROPY_COLLAPSE, "reward_hacking", "format_gaming")),
+               LOW: _links(primary=(_KL,), contributing=(_ENTROPY_COLLAPSE, "reward_hacking"))},
+        why={OFF: "no KL leash: nothing holds the policy near the reference",
+             LOW: "too weak a KL leash (a beta this small lets the policy run "
+                  "off and grow over-confident)",
+             HIGH: "a strong KL leash slows learning"},
+        target="0.01-0.05",
+    ),
+    Setting(
+        "num_generations", knobs.GROUP_SIZE.names, "16 (8-16 to start; 32-64 against "
+        "equal-reward groups)", "chapter 3.3, 8.1, 8.4", low=8, high=64, far=4.0,
+        risks={LOW: _links(primary=(_ADV,), contributing=("no_learning_signal",))},
+        why={LOW: "a small group is often all-equal: zero advantage, no gradient"},
+        target="16",
+    ),
+    Setting(
+        "temperature", knobs.TEMPERATURE.names, "1.0 (1.0-1.2)", "chapter 2.3, 8.1",
+        low=1.0, high=1.2, far=1.6,
+        risks={LOW: _links(primary=(_ENTROPY_COLLAPSE,), contributing=(_ADV,)),
+               HIGH: _links(primary=("entropy_blowup",))},
+        why={LOW: "a low rollout temperature sharpens the sampling distribution: groups of "
+                  "near-identical samples",
+             HIGH: "a high rollout temperature samples rare tokens the policy then learns"},
+        target="1.0",
+    ),
+    Setting(
+        "entropy_coef", (*knobs.ENTROPY_COEF.names, "entropy_loss_coef"),
+        "0.005 (0.001-0.01)", "chapter 2.4, 8.1, 8.4", low=0.001, high=0.01, far=10.0,
+        off_when_zero=True,
+        risks={HIGH: _links(primary=("entropy_blowup",), contributing=(_LLD, _KL)),
+               OFF: _links(contributing=(_ENTROPY_COLLAPSE,)),
+               LOW: _links(contributing=(_ENTROPY_COLLAPSE,))},
+        why={HIGH: "an entropy bonus this large rewards randomness itself: it drives entropy "
+                   "up",
+             OFF: "no entropy bonus (the recipe adds 0.005 against entropy collapse)"},
+        targets={HIGH: "0.005 (or remove it)", OFF: "0.005", LOW: "0.005"},
+    ),
+    Setting(
+        "epsilon", ("actor_rollout_ref.actor.clip_ratio_low", "actor_rollout_ref.actor.clip_ratio",
+                    "loss_fn.ratio_clip_min", "clip_ratio_low", "eps_clip_low", "eps_clip",
+                    "epsilon", "clip_ratio", "cliprange", "clip_range", "clip_low"),
+        "0.2 (ratios clipped below at 0.8)", "chapter 8.4", low=0.1, high=0.3, far=2.5,
+        risks={HIGH: _links(primary=("ratio_instability",), contributing=(
+                   "entropy_blowup", _LLD))},
+        why={HIGH: "a wide lower clip lets negative-advantage updates push token "
+                   "probabilities far down"},
+        target="0.2",
+    ),
+    Setting(
+        "epsilon_high", (*knobs.CLIP_HIGH.names, "loss_fn.ratio_clip_max", "clip_high"),
+        "0.28 (Clip-Higher: ratios clipped above at 1.28)", "chapter 2.4, 8.4 (DAPO)",
+        low=0.2, high=0.35, far=2.0,
+        risks={LOW: _links(contributing=(_ENTROPY_COLLAPSE,)),
+               HIGH: _links(primary=("entropy_blowup", "ratio_instability"))},
+        why={LOW: "a symmetric clip stops rare tokens from growing (Clip-Higher keeps "
+                  "exploration)",
+             HIGH: "a wide upper clip lets rare tokens grow fast"},
+        target="0.28",
+    ),
+    Setting(
+        "max_grad_norm", (*knobs.GRAD_CLIP.names, "clip_grad", "max_norm"), "1.0",
+        "the frameworks' default (TRL, verl, OpenRLHF)", low=None, high=10.0, far=10.0,
+        off_when_zero=True, off_above=1e3,
+        risks={OFF: _links(primary=(CATASTROPHIC_UPDATE, "grad_explosion"),
+                           contributing=("numerical_failure", _KL)),
+               HIGH: _links(contributing=(CATASTROPHIC_UPDATE, "grad_explosion"))},
+        why={OFF: "no gradient clipping: one bad batch can move the policy anywhere",
+             HIGH: "a clip this loose rarely acts"},
+        target="1.0",
+    ),
+    Setting(
+        "max_completion_length",
+        (*knobs.MAX_LENGTH.names, "actor_rollout_ref.rollout.response_length", "max_tokens"),
+        "long enough for the task's answers (no completion cut at the cap)",
+        "the log: truncation at the cap", kind="number",
+        risks={LOW: _links(primary=("length_hacking",), contributing=(_ADV,))},
+        why={LOW: "too small a completion budget: answers are cut before they end"},
+    ),
+    Setting(
+        "overlong_shaping", ("reward_model.overlong_buffer.enable",
+                             "reward_model.reward_kwargs.overlong_buffer_cfg.enable",
+                             "overlong_buffer.enable", "mask_truncated_completions",
+                             "overlong_buffer_len", "overlong_penalty", "overlong_filtering"),
+        "on (DAPO overlong reward shaping)", "chapter 8.4", kind="flag",
+        risks={OFF: _links(contributing=("length_hacking",))},
+        why={OFF: "truncated completions are scored as if they had ended"},
+        target="on", note_only=True,
+    ),
+    Setting(
+        "dynamic_sampling", ("algorithm.filter_groups.enable", "filter_groups.enable",
+                             "dynamic_sampling", "dynamic_filtering", "use_dynamic_sampling",
+                             "grpo.use_dynamic_sampling"),
+        "on (DAPO: skip all-0 / all-1 groups)", "chapter 3.3, 8.4", kind="flag",
+        risks={OFF: _links(contributing=(_ADV,))},
+        why={OFF: "equal-reward groups stay in the batch and dilute it"},
+        target="on", note_only=True,
+    ),
+    Setting(
+        "loss_type", ("actor_rollout_ref.actor.loss_agg_mode", "loss_agg_mode", "loss_type"),
+        "token-level aggregation (token-mean; TRL: dapo, dr_grpo or bnpo)",
+        "DAPO and Dr. GRPO (not in the chapter)", kind="choice",
+        ok_values=("token-mean", "token_mean", "dapo", "dr_grpo", "bnpo",
+                   "seq-mean-token-sum", "seq-mean-token-sum-norm"),
+        risks={OFF: _links(contributing=("length_hacking",))},
+        why={OFF: "a per-sequence mean weighs each token of a long completion less: long "
+                  "wrong answers are penalised less"},
+        target="token-mean", note_only=True,
+    ),
+    Setting(
+        "num_iterations", ("actor_rollout_ref.actor.ppo_epochs", "ppo_epochs", "max_epochs",
+                           "num_iterations", "num_ppo_epochs", "update_epochs"),
+        "1 (on-policy: one update per batch)", "the frameworks' default", low=1, high=2,
+        far=4.0,
+        risks={HIGH: _links(primary=("ratio_instability",), contributing=(
+                   _KL, CATASTROPHIC_UPDATE))},
+        why={HIGH: "every extra pass over a batch moves the policy further from the one that "
+                   "sampled it"},
+        target="1",
+    ),
+    Setting(
+        "ref_model_sync_steps", ("actor_rollout_ref.ref.update_steps", "ref_update_steps",
+                                 "ref_model_sync_steps", "reference_update_steps"),
+        "every 5,000 steps", "chapter 3 (KL drift), 8.4", kind="number", note_only=True,
+        risks={OFF: _links(contributing=(_KL,))},
+        why={OFF: "the reference never moves: KL grows with every step of a long run"},
+    ),
+    Setting(
+        "adaptive_kl", ("algorithm.kl_ctrl.type", "kl_ctrl.type", "adaptive_kl", "kl_target",
+                        "target_kl", "adaptive_kl_ctrl"),
+        "on, target 1.0", "chapter 4.3, 8.2, 8.4", kind="flag", note_only=True,
+        risks={OFF: _links(contributing=(_KL,))},
+        why={OFF: "a fixed beta does not tighten as KL grows"},
+    ),
+    Setting(
+        "dtype", ("model_config.dtype", "model_config.torch_dtype",
+                  "model_init_kwargs.dtype", "model_init_kwargs.torch_dtype",
+                  "actor_rollout_ref.actor.fsdp_config.param_dtype",
+                  "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype",
+                  "actor_rollout_ref.model.dtype", "policy.precision", "torch_dtype",
+                  "param_dtype", "dtype", "precision"),
+        "bf16 (or fp32 master weights)", "the frameworks' default (not in the chapter)",
+        kind="dtype",
+        risks={UNSAFE: _links(primary=("numerical_failure", CATASTROPHIC_UPDATE),
+                              contributing=(_KL, "grad_explosion", "no_learning_signal")),
+               LOW: _links(contributing=("numerical_failure",))},
+        why={UNSAFE: "fp16 weights and optimizer states without loss scaling overflow and "
+                     "underflow: updates turn to inf/NaN or garbage",
+             LOW: "fp16 mixed precision depends on its loss scaler"},
+        targets={UNSAFE: "bfloat16 (or fp32 master weights)", LOW: "bf16"},
+    ),
+)
+
+BY_ID: dict[str, Setting] = {s.id: s for s in SETTINGS}
+
+#: Keys that mean the run trains a LoRA adapter (its learning rate runs ~10x higher); TRL's
+#: ``use_peft`` decides where present (its ``lora_r`` has a default even without PEFT).
+_LORA_KEYS = ("lora_rank", "actor_rollout_ref.model.lora_rank", "peft_config.r", "lora.r",
+              "lora_r")
+
+
+# --- readings -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One knob as a run (or a config) set it, and its verdict against the recipe."""
+
+    setting: Setting
+    value: Any  # as configured: a number, text or flag (None: not set)
+    source: str | None  # the config key, "logged <metric> (peak)", or None
+    verdict: str  # ok | high | low | off | unsafe | not set | unknown
+    far: bool = False  # so far outside that it alone explains what it risks
+    factor: float | None = None  # how many times beyond the range (None: not a number)
+    lora: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.setting.id
+
+    @property
+    def outside(self) -> bool:
+        return self.verdict in OUTSIDE
+
+    @property
+    def links(self) -> tuple[Link, ...]:
+        return tuple(self.setting.risks.get(self.verdict, ()))
+
+    def risks(self, mode: str) -> Link | None:
+        return next((lk for lk in self.links if lk.mode == mode), None)
+
+    @property
+    def value_text(self) -> str:
+        return _value_text(self.value)
+
+    @property
+    def recipe_text(self) -> str:
+        s = self.setting
+        if s.id == "learning_rate" and self.lora:
+            return f"{s.recipe}; x{LORA_LR_SCALE:g} for a LoRA adapter"
+        return s.recipe
+
+    @property
+    def target(self) -> str:
+        """What the recipe sets it to (empty when it says nothing concrete)."""
+        s = self.setting
+        if s.id == "learning_rate" and self.verdict == HIGH:
+            full = 1e-6 * (LORA_LR_SCALE if self.lora else 1.0)
+            if self.far:
+                return _num(full)
+            return _num(float(self.value) * 0.5)
+        if s.id == "max_completion_length" and isinstance(self.value, (int, float)):
+            return f"{int(self.value) * 2}"
+        return s.targets.get(self.verdict, s.target)
+
+    def how_far(self) -> str:
+        """'600x the recipe's 5e-6 ceiling', '0 switches it off (the recipe's 0.01 ...)'."""
+        s = self.setting
+        where = "the recipe's"
+        if self.verdict == OFF and s.kind == "number":
+            return f"{self.value_text} switches it off ({where} {s.recipe})"
+        if self.factor is not None and self.verdict == HIGH:
+            bound = s.high if s.high is not None else 0.0
+            if s.id == "learning_rate" and self.lora:
+                bound *= LORA_LR_SCALE
+            what = "ceiling" if s.low is None else "range " + s.range_text
+            if s.id == "learning_rate" and self.factor <= 1.0 + 1e-9:
+                return f"at {where} {_num(bound)} limit, which it says never to reach"
+            if self.factor >= 1.95:
+                return f"{self.factor:.0f}x {where} {_num(bound)} {what}" if s.low is None \
+                    else f"{self.factor:.0f}x the top of {where} {s.range_text}"
+            return f"above {where} {_num(bound) if s.low is None else s.range_text}"
+        if self.verdict == LOW and s.low is not None:
+            return f"below {where} {s.range_text}"
+        if self.outside:
+            return f"outside {where} {s.recipe}"
+        return f"within {where} {s.recipe}"
+
+    def sentence(self) -> str:
+        """'entropy_coef 0.5 is 50x the top of the recipe's 0.001-0.01'."""
+        return f"{self.id} {self.value_text} is {self.how_far()}" if self.verdict != OFF \
+            or self.setting.kind != "number" else f"{self.id} {self.how_far()}"
+
+    def fix(self) -> str:
+        """'entropy_coef 0.5 -> 0.005 (or remove it)'."""
+        target = self.target
+        if not target:
+            return f"change {self.id} (now {self.value_text}; recipe {self.recipe_text})"
+        return f"{self.id} {self.value_text} -> {target}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.id, "value": _jsonable(self.value), "source": self.source,
+                "recipe": self.recipe_text, "verdict": self.verdict, "far": self.far,
+                "risks": [{"mode": lk.mode, "primary": lk.primary} for lk in self.links]}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Every knob read from a run's config, with its verdict."""
+
+    readings: tuple[Reading, ...]
+    lora: bool = False
+
+    def __iter__(self):
+        return iter(self.readings)
+
+    def get(self, setting_id: str) -> Reading | None:
+        return next((r for r in self.readings if r.id == setting_id), None)
+
+    @property
+    def known(self) -> tuple[Reading, ...]:
+        return tuple(r for r in self.readings if r.verdict not in (NOT_SET,))
+
+    @property
+    def outside(self) -> tuple[Reading, ...]:
+        return tuple(r for r in self.readings if r.outside)
+
+    def causes(self, modes: Iterable[str], *, critical: bool = True) -> list[Reading]:
+        """The knobs outside the recipe that could have caused ``modes``, most likely first:
+        far outside before merely outside, a primary link before a contributing one, then the
+        furthest out. A knob merely outside with only a contributing link is never a cause
+        (it is in the plan); merely outside with a primary link needs a critical finding."""
+        wanted = set(modes)
+        found = []
+        for r in self.readings:
+            if not r.outside or r.setting.note_only:
+                continue
+            links = [lk for lk in r.links if lk.mode in wanted]
+            if not links:
+                continue
+            primary = any(lk.primary for lk in links)
+            if not r.far and not (primary and critical):
+                continue
+            found.append((r.far, primary, math.log10(r.factor) if r.factor else 0.0, r))
+        found.sort(key=lambda t: (not t[0], not t[1], -t[2]))
+        return [t[3] for t in found]
+
+    def linked(self, modes: Iterable[str]) -> list[Reading]:
+        """Every knob outside the recipe with any link to ``modes`` (notes included)."""
+        wanted = set(modes)
+        return [r for r in self.readings if r.outside and any(lk.mode in wanted
+                                                              for lk in r.links)]
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        return [r.to_dict() for r in self.known]
+
+
+# --- reading a config ---------------------------------------------------------------------------
+
+
+def flat_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's config flattened with dots; Hugging Face's ``args``/``model_config`` text and a
+    W&B config's ``{"value": ...}`` wrappers unwrapped."""
+    flat = knobs.flatten(config)
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        if key.endswith(".value") and key[:-6] not in flat:
+            key = key[:-6]  # a W&B config.yaml: {"lr": {"value": 1e-6}}
+        out[key] = value
+    return out
+
+
+def lookup(flat: Mapping[str, Any], names: Iterable[str]) -> tuple[Any, str | None]:
+    """The first of ``names`` that ``flat`` holds (a full dotted key, or its last parts), with
+    its key; (None, None) when none. A null value counts as not set."""
+    for name in names:
+        for key, value in flat.items():
+            if (key == name or key.endswith("." + name)) and value is not None \
+                    and value != "":
+                return value, key
+    return None, None
+
+
+def _is_lora(flat: Mapping[str, Any]) -> bool:
+    use_peft, _ = lookup(flat, ("use_peft",))
+    if use_peft is not None:
+        return bool(as_flag(use_peft))
+    for name in _LORA_KEYS:
+        value, _ = lookup(flat, (name,))
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            if value:
+                return True
+        else:
+            number = as_number(value)
+            if number is not None and number > 0:
+                return True
+    return False
+
+
+def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTINGS,
+                logged: Mapping[str, float] | None = None) -> Setup:
+    """Every setting's reading from ``config`` (``logged``: a metric's configured value where
+    the config lacks the knob, e.g. the learning rate's logged peak)."""
+    flat = flat_config(config)
+    lora = _is_lora(flat)
+    readings = []
+    for s in settings:
+        value, key = lookup(flat, s.names)
+        if value is None and s.metric and logged and s.metric in logged:
+            value, key = logged[s.metric], f"logged {s.metric} (peak)"
+        readings.append(judge(s, value, key, flat, lora))
+    return Setup(tuple(readings), lora)
+
+
+def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:
+    """``read_config`` of a Run's config, with the logged learning rate and beta as the
+    values of a config that lacks them."""
+    logged = {}
+    for s in settings:
+        if s.metric and s.metric in run.frame.columns:
+            _, values = run.finite_series(s.metric)
+            if len(values):
+                logged[s.metric] = float(values.max()) if s.id == "learning_rate" \
+                    else float(values[-1])
+    return read_config(run.config or {}, settings, logged)
+
+
+def as_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if not math.isnan(x) else None
+
+
+def as_flag(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value != 0
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1", "adaptive"):
+        return True
+    if text in ("false", "no", "off", "0", "none", "null", "fixed"):
+        return False
+    return None
+
+
+_FP16 = ("float16", "fp16", "half", "torch.float16", "16", "16-mixed", "16-true")
+_BF16 = ("bfloat16", "bf16", "torch.bfloat16", "bf16-mixed", "bf16-true")
+_FP32 = ("float32", "fp32", "float", "torch.float32", "32", "32-true", "auto")
+
+
+def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | None = None,
+          lora: bool = False) -> Reading:
+    """The verdict on ``value`` for setting ``s``."""
+    flat = flat or {}
+    if s.kind == "dtype":
+        return _judge_dtype(s, value, key, flat)
+    if value is None:
+        return Reading(s, None, None, NOT_SET, lora=lora)
+    if s.kind == "flag":
+        flag = as_flag(value)
+        if s.id == "adaptive_kl" and key and key.endswith(("kl_target", "target_kl")):
+            flag = as_number(value) is not None and (as_number(value) or 0) > 0
+        if s.id == "overlong_shaping" and key and key.endswith("overlong_buffer_len"):
+            flag = (as_number(value) or 0) > 0
+        if flag is None:
+            return Reading(s, value, key, UNKNOWN)
+        return Reading(s, value, key, OK if flag else OFF)
+    if s.kind == "choice":
+        text = str(value).strip().lower()
+        return Reading(s, value, key, OK if text in s.ok_values else OFF)
+    x = as_number(value)
+    if x is None:
+        if s.off_when_zero and as_flag(value) is False:
+            return Reading(s, value, key, OFF, far=s.off_above is not None)
+        return Reading(s, value, key, UNKNOWN)
+    if s.id == "ref_model_sync_steps":
+        return Reading(s, value, key, OK if x > 0 else OFF)
+    if (s.off_when_zero and x <= 0) or (s.off_above is not None and x >= s.off_above) or (
+            math.isinf(x)):
+        # Off: no clipping is as far from the recipe as it gets; beta 0 and no entropy bonus
+        # are common defaults (TRL's), evidence only with a symptom.
+        return Reading(s, value, key, OFF, far=s.off_above is not None)
+    high = s.high * (LORA_LR_SCALE if lora and s.id == "learning_rate" else 1.0) \
+        if s.high is not None else None
+    if high is not None and x > high * (1 + 1e-9) and not (
+            s.id == "learning_rate" and x == high):
+        factor = x / high if high > 0 else math.inf
+        return Reading(s, value, key, HIGH, far=factor >= s.far, factor=factor, lora=lora)
+    if s.id == "learning_rate" and high is not None and x >= high:
+        # "never 5e-6 or more": the ceiling itself is outside the recipe
+        return Reading(s, value, key, HIGH, far=False, factor=1.0, lora=lora)
+    if s.low is not None and x < s.low * (1 - 1e-9):
+        factor = s.low / x if x > 0 else math.inf
+        return Reading(s, value, key, LOW, far=factor >= s.far, factor=factor, lora=lora)
+    return Reading(s, value, key, OK, lora=lora)
+
+
+def _judge_dtype(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any]) -> Reading:
+    """Pure fp16 (fp16 weights and optimizer states, no fp32 master copy) is unsafe; fp16
+    mixed precision (fp32 weights, a loss scaler) is outside the recipe's bf16; bf16 and fp32
+    are inside it."""
+    fp16_flag = as_flag(lookup(flat, ("fp16",))[0])
+    weights = str(value).strip().lower() if value is not None else None
+    if weights is not None and weights.startswith("torch."):
+        weights = weights[len("torch."):]
+    if weights in _FP16:
+        return Reading(s, value, key, UNSAFE, far=True)
+    if weights in _BF16 or weights in _FP32:
+        if fp16_flag:  # fp32/auto weights trained under fp16 autocast with a loss scaler
+            return Reading(s, "fp16 (mixed)", "fp16", LOW)
+        return Reading(s, value, key, OK)
+    if fp16_flag:
+        return Reading(s, "fp16 (mixed)", "fp16", LOW)
+    bf16 = as_flag(lookup(flat, ("bf16",))[0])
+    if bf16:
+        return Reading(s, "bf16", "bf16", OK)
+    if value is None:
+        return Reading(s, None, None, NOT_SET)
+    return Reading(s, value, key, UNKNOWN)
+
+
+def notes(setup: Setup, checks: Iterable[Any]) -> tuple[str, ...]:
+    """One note for the settings far outside the recipe that no fired finding is linked to:
+    evidence of nothing here, worth a look (a healthy run stays healthy)."""
+    fired = {c.mode for c in checks if getattr(c, "fired", False)}
+    quiet = [r for r in setup.outside if r.far and not r.setting.note_only
+             and not any(lk.mode in fired or (lk.mode == CATASTROPHIC_UPDATE and fired)
+                         for lk in r.links)]
+    if not quiet:
+        return ()
+    return ("setup far outside the recipe, with no finding it causes here: "
+            + "; ".join(r.sentence() for r in quiet),)
+
+
+def replace_verdict(reading: Reading, verdict: str) -> Reading:
+    """``reading`` with the verdict the log gave it (a completion budget the log shows too
+    small, whatever its number)."""
+    return replace(reading, verdict=verdict)
+
+
+# --- overrides ----------------------------------------------------------------------------------
+
+
+def with_overrides(overrides: Mapping[str, Mapping[str, float]],
+                   settings: Iterable[Setting] = SETTINGS) -> tuple[Setting, ...]:
+    """The recipe with a user's ranges: ``{"learning_rate": {"high": 1e-4}}`` (keys ``low``,
+    ``high``, ``far``). Unknown knobs or keys raise ValueError with what exists."""
+    by_id = {s.id: s for s in settings}
+    for name, values in overrides.items():
+        if name not in by_id:
+            raise ValueError(f"no recipe knob {name!r}; knobs: {', '.join(by_id)}")
+        bad = set(values) - {"low", "high", "far"}
+        if bad:
+            raise ValueError(f"recipe knob {name} takes low, high and far, not "
+                             f"{', '.join(sorted(bad))}")
+        for k, v in values.items():
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) \
+                    or v < 0 or (k == "far" and v < 1):
+                raise ValueError(f"recipe knob {name}.{k} must be a finite number"
+                                 f"{' of at least 1' if k == 'far' else ' of at least 0'}, "
+                                 f"got {v!r}")
+        changes: dict[str, Any] = {k: float(v) for k, v in values.items()}
+        by_id[name] = replace(by_id[name], **changes)
+    return tuple(by_id.values())
+
+
+# --- text ---------------------------------------------------------------------------------------
+
+
+def _num(x: float) -> str:
+    return knob_value(x)
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    x = as_number(value)
+    if x is not None:
+        if math.isinf(x):
+            return "inf"
+        return _num(x) if abs(x) < 1e6 else f"{x:.3g}"
+    return str(value)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    x = as_number(value)
+    if x is not None and math.isfinite(x):
+        return x
+    return str(value)
+
+
+#: Reading functions callers may want without knowing the layout.
+ReadingFilter = Callable[[Reading], bool]
