@@ -16,7 +16,7 @@ import numpy as np
 from grpo_doctor.config import DoctorConfig
 from grpo_doctor.findings import Check, Diagnosis, Incident, RunInfo, Status
 from grpo_doctor.metrics import candidate_keys
-from grpo_doctor.rules import Outcome, Rule, Skip
+from grpo_doctor.rules import Outcome, Rule, Skip, knobs
 from grpo_doctor.rules.base import ONSET
 from grpo_doctor.rules.incidents import without_ongoing
 from grpo_doctor.rules.points import series
@@ -107,12 +107,20 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
         # A monitor could call it at ``alert``, so it had begun by then: the onset estimate
         # was late, or an earlier episode, one the run came back from, raised it first.
         cleared = _cleared(rule, run, params, alert, onset)
-        if cleared is None:
-            shown = alert
+        receded = _receded(run, out.key_metric, alert, onset)
+        if cleared is None and receded is None:
+            onset = shown = alert  # the onset estimate was merely late
         else:
-            episode = _earlier_episode(rule, run, params, out.key_metric, alert, cleared)
+            # An earlier episode raised it first: an incident. When what raised it went most
+            # of the way back before the episode the rule dates (a bump, then the real thing),
+            # the onset stays where the real thing began; else the finding began at the alert.
+            end = cleared if cleared is not None else receded
+            assert end is not None
+            episode = _earlier_episode(rule, run, params, out.key_metric, alert, end,
+                                       "cleared" if cleared is not None else "mostly receded")
             incidents = (episode, *incidents)
-        onset = alert
+            if receded is None:
+                onset = alert
     summary = out.summary if shown is None else out.summary.replace(ONSET, step_text(shown))
     evidence = dict(out.evidence)
     proxies = {m: run.proxies[m] for m in (rule.requires + ((out.key_metric,) if
@@ -121,7 +129,8 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
         evidence["proxies"] = proxies
     return Check(
         mode=rule.id, status=out.status, summary=summary, onset_step=onset,
-        first_alert_step=alert, evidence=evidence, remedies=out.remedies if out.fired else (),
+        first_alert_step=alert, evidence=evidence,
+        remedies=knobs.present(*out.remedies) if out.fired else (),
         key_metric=out.key_metric, incidents=incidents,
     )
 
@@ -154,8 +163,34 @@ def _cleared(rule: Rule, run: Run, params: Mapping[str, float], alert: int, onse
     return int(between[hi])
 
 
+#: Logged points between a first alert and a later onset for the alert to count as another
+#: episode when the metric receded in between (fewer: the onset estimate is merely late).
+RECEDED_GAP = 5
+
+
+def _receded(run: Run, metric: str | None, alert: int, onset: int) -> int | None:
+    """The first logged step between ``alert`` and ``onset`` where ``metric`` went back most of
+    the way to its level before the alert (nearer the earlier median than to its value at the
+    alert), when the two are at least ``RECEDED_GAP`` logged points apart; else None."""
+    if not metric or metric not in run.frame.columns:
+        return None
+    col = run.frame[metric].dropna()
+    col = col[np.isfinite(col.to_numpy(dtype=np.float64))]
+    idx = col.index.to_numpy()
+    before = col[idx < alert]
+    between = col[(idx > alert) & (idx < onset)]
+    if len(before) < 3 or len(between) < RECEDED_GAP or alert not in col.index:
+        return None
+    level, at_alert = float(before.median()), float(col.loc[alert])
+    reach = abs(at_alert - level)
+    if reach == 0:
+        return None
+    back = between[np.abs(between.to_numpy(dtype=np.float64) - level) < reach / 2]
+    return int(back.index[0]) if len(back) else None
+
+
 def _earlier_episode(rule: Rule, run: Run, params: Mapping[str, float], metric: str | None,
-                     alert: int, cleared: int) -> Incident:
+                     alert: int, cleared: int, how: str = "cleared") -> Incident:
     """The episode that raised the finding at ``alert`` and was over by ``cleared``, in the
     rule's own words as a monitor at ``alert`` would have said them (what it saw, its level
     and threshold), then when it was raised and cleared."""
@@ -172,7 +207,7 @@ def _earlier_episode(rule: Rule, run: Run, params: Mapping[str, float], metric: 
                     threshold=float("nan"), recovered_step=cleared, severity=Status.WARNING,
                     # The rule's words are what it saw then ("it never came back" was true
                     # at the alert), so they are dated, and the clearing follows.
-                    summary=f"at step {step_text(alert)}, as seen then: {what}; cleared by "
+                    summary=f"at step {step_text(alert)}, as seen then: {what}; {how} by "
                             f"step {step_text(cleared)}")
 
 
@@ -186,14 +221,35 @@ def diagnose(run: Run, config: DoctorConfig | None = None, *,
              with_first_alert: bool = True) -> Diagnosis:
     """Every selected rule over ``run``; never raises for a rule that cannot run."""
     cfg = config or DoctorConfig()
+    run = with_given_config(run, cfg.run_config)
     checks = [check_rule(rule, run, cfg.params_for(rule), with_first_alert=with_first_alert)
               for rule in cfg.rules()]
-    return replace(assemble(run, checks), config=cfg.applied())
+    return replace(assemble(run, checks, cfg), config=cfg.applied())
 
 
-def assemble(run: Run, checks: Sequence[Check]) -> Diagnosis:
-    """The Diagnosis of ``checks`` on ``run``: the run's facts, the root cause and the plan,
-    and a ``--map`` hint wherever a check was skipped for a metric an unmapped column holds."""
+def with_given_config(run: Run, given: Mapping[str, object]) -> Run:
+    """``run`` with the settings a user gave (the config file's ``[config]``) where its log
+    sets none: the log's own config wins where both set a knob."""
+    if not given:
+        return run
+    from grpo_doctor.recipe import flat_config
+
+    own = flat_config(run.config) if run.config else {}
+    added = {k: v for k, v in given.items()
+             if not any(key == k or key.endswith("." + k) for key in own)}
+    if not added:
+        return run
+    note = (f"settings from the config file's [config] (the log holds none of them): "
+            f"{', '.join(sorted(added))}")
+    return replace(run, config={**run.config, **added}, notes=[*run.notes, note])
+
+
+def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = None
+             ) -> Diagnosis:
+    """The Diagnosis of ``checks`` on ``run``: the run's facts, its settings against the
+    recipe, the root cause and the plan, and a ``--map`` hint wherever a check was skipped for
+    a metric an unmapped column holds."""
+    from grpo_doctor import recipe
     from grpo_doctor.hints import unmapped_hints
     from grpo_doctor.root_cause import root_cause_and_plan
 
@@ -201,10 +257,12 @@ def assemble(run: Run, checks: Sequence[Check]) -> Diagnosis:
     hints = unmapped_hints(run)
     by_metric = {h.metric: h for h in hints}
     checks = [_with_hint(c, by_metric) for c in checks]
-    cause, plan = root_cause_and_plan(run, checks)
+    setup = recipe.read_run(run, (config or DoctorConfig()).settings_of_recipe())
+    cause, plan = root_cause_and_plan(run, checks, setup)
+    notes = tuple(run.notes) + recipe.notes(setup, checks)
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
-                     notes=tuple(run.notes), root_cause=cause, plan=plan,
-                     hints=tuple(str(h) for h in hints))
+                     notes=notes, root_cause=cause, plan=plan,
+                     hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))
 
 
 def _with_hint(check: Check, hints: Mapping[str, object]) -> Check:

@@ -24,8 +24,9 @@ def sentence(check: Check) -> str:
 
 
 def by_onset(diagnosis: Diagnosis) -> list[Check]:
-    """The findings in the order they began (the root cause's timeline: a finding's first
-    incident or its onset; upstream first at a tie)."""
+    """The findings in the order they began: by the onset each shows (an earlier episode it
+    came back from is an incident, not its start), upstream first at a tie (the root cause's
+    timeline)."""
     from grpo_doctor.root_cause import timeline
 
     findings = list(diagnosis.findings)
@@ -36,8 +37,8 @@ def by_onset(diagnosis: Diagnosis) -> list[Check]:
     first: dict[str, int] = {}
     for rank, event in enumerate(events):
         first.setdefault(event.check.mode, rank)
-    return sorted(findings, key=lambda c: (first.get(c.mode, len(events)),
-                                           c.onset_step if c.onset_step is not None else 0))
+    return sorted(findings, key=lambda c: (c.onset_step if c.onset_step is not None else 0,
+                                           first.get(c.mode, len(events))))
 
 
 def cause_text(diagnosis: Diagnosis) -> str | None:

@@ -21,6 +21,7 @@ _MODULES = [
     "tool_spam",
     "reward_overfit",
     "entropy_blowup",
+    "no_progress",
 ]
 
 

@@ -93,8 +93,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             and ((climb is not None and climb.increasing(p["alpha"])) or held)):
         return Outcome(Status.OK, f"entropy {fmt(base)} -> peak {fmt(peak)}, now {fmt(late)}: "
                        f"no blow-up", evidence=evidence, key_metric=ENTROPY)
-    onset = snap_to_logged(run, ENTROPY, trend_onset(steps[base_i:peak_i + 1],
-                                                     h[base_i:peak_i + 1], base, peak))
+    start_i = _final_climb(h, smooth, base_i, peak_i,
+                           max(base * (1 + p["rise"]), base + p["min_rise"]))
+    onset = snap_to_logged(run, ENTROPY, trend_onset(steps[start_i:peak_i + 1],
+                                                     h[start_i:peak_i + 1], base, peak)
+                           if peak_i - start_i >= 3 else steps[min(start_i + 1, peak_i)])
     corroboration = []
     if rising(run, Metric.GRAD_NORM.value, 0.01):
         corroboration.append("grad norm rising")
@@ -128,6 +131,20 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=ENTROPY)
+
+
+def _final_climb(h: np.ndarray, smooth: np.ndarray, base_i: int, peak_i: int, line: float
+                 ) -> int:
+    """Where the climb to the peak starts: the last point below the blow-up line before the
+    peak, walked back down the slope that leads to it. An earlier bump that receded below
+    the line is not the blow-up's start (the climb the user must roll back before is)."""
+    below = np.flatnonzero(h[base_i:peak_i] < line)
+    if not len(below):
+        return base_i
+    k = base_i + int(below[-1])
+    while k > base_i and smooth[k - 1] < smooth[k]:
+        k -= 1
+    return k
 
 
 @RULE.draws

@@ -2,9 +2,9 @@
 
 What it detects
     A format-like reward component (format, xml, tag, think, structure in its name) carrying
-    at least ``format_share`` (80%) of the total reward gain, while a correctness-like
-    component (correct, accuracy, answer, check, ...) significantly declines: the answers are
-    traded for the format.
+    at least ``format_share`` (80%) of the total reward gain, while no correctness-like
+    component (correct, accuracy, answer, check, ...) improves: the answers are traded for
+    the format, or were never learned.
 
 Why it matters
     When everything moves into the tags that earn the format reward, the curve says the run is
@@ -16,12 +16,12 @@ How it is detected
     weighs them (recovered by least squares when the total is logged). A correctness component
     counts as improved when its gain is significant (Mann-Kendall, Hamed-Rao corrected) or
     exceeds 10% of its range, declined when it significantly falls. Critical when the held-out
-    score falls too.
+    score falls too, or when a correctness term never moved at all over ``long_log`` logged
+    steps.
 
 False positives
-    Format is usually learned first, and short runs often learn nothing else: format-only
-    gains with correctness flat are reported as ok with a note, not as gaming. Runs with a
-    single reward function cannot be judged (skipped).
+    Format is usually learned first: over a short log a format-only gain is a warning, not
+    critical. Runs with a single reward function cannot be judged (skipped).
 
 Remedies
     Gate the format reward on correctness (or multiply instead of add); lower its weight once
@@ -39,7 +39,7 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.points import head_tail, series, snap_to_logged
-from grpo_doctor.rules.signals import component_kind, components
+from grpo_doctor.rules.signals import component_kind, components, sparse_improving
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import TrendTest, mann_kendall, trend_onset
@@ -52,6 +52,8 @@ RULE = Rule(
     params=(
         Param("format_share", 0.8, "share of the total reward gain carried by format components"),
         Param("min_gain", 0.1, "total reward gain (in units of its range) needed to judge"),
+        Param("long_log", 100, "logged steps over which a correctness term that never moved "
+              "is critical"),
     ),
 )
 
@@ -117,7 +119,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     fmt_gain = sum(weights[n] * _gain(run, c)[0] for n, c in fmt_cols.items())
     cor = {n: _gain(run, c) for n, c in cor_cols.items()}
     improved = [n for n, (g, rng, t) in cor.items() if (g > 0 and t.increasing(0.05))
-                or g > 0.1 * rng]
+                or g > 0.1 * rng or sparse_improving(run, cor_cols[n])]
     declined = [n for n, (g, rng, t) in cor.items() if g < 0 and t.decreasing(0.01)]
     evidence: dict[str, object] = {
         "total_gain": round(total_gain, 4), "format_gain_weighted": round(fmt_gain, 4),
@@ -128,25 +130,44 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     }
     share = fmt_gain / total_gain if total_gain > 0 else 0.0
     evidence["format_share_of_gain"] = round(share, 4)  # shown as the summary rounds it
+    # A correctness term that never moved (the same value on every logged step): not one
+    # answer was ever judged differently, so the task was never learned.
+    pinned = [n for n, c in cor_cols.items() if not _varies(run, c)]
+    evidence["correctness_never_moved"] = pinned
+    # The format gain must be a trend, not noise on a flat start (a short log whose task term
+    # never moved would otherwise fire on the first wiggle).
+    trending = any(_gain(run, c)[2].increasing(0.05) for c in fmt_cols.values()) or (
+        run.has(total) and _gain(run, total)[2].increasing(0.01))
     if (total_gain <= p["min_gain"] * total_range or share < p["format_share"] or improved
-            or not declined):
-        note = ("; note: the gain is format only, correctness has not improved yet"
-                if share >= p["format_share"] and not improved and total_gain > 0 else "")
+            or not (declined or trending)):
         return Outcome(Status.OK, f"reward gain {fmt(total_gain)}, {share:.0%} from format; "
-                       f"correctness improving: {', '.join(improved) or 'no'}{note}",
+                       f"correctness improving: {', '.join(improved) or 'no'}",
                        evidence=evidence, key_metric=next(iter(fmt_cols.values())))
     name, col = max(fmt_cols.items(), key=lambda kv: _gain(run, kv[1])[0])
     steps, v = series(run, col)
     onset = snap_to_logged(run, col, trend_onset(steps, v, *head_tail(v, frac=0.2)))
     h_steps, h = series(run, Metric.HELDOUT_SCORE.value)
     heldout_down = len(h) >= 5 and mann_kendall(h_steps, h).decreasing(0.05)
-    status = Status.CRITICAL if heldout_down else Status.WARNING
-    evidence["threshold"] = f"format share of the gain >= {p['format_share']:.0%}"
+    long_dead = bool(pinned) and len(run.steps) >= p["long_log"]
+    status = Status.CRITICAL if heldout_down or long_dead else Status.WARNING
+    evidence["threshold"] = (f"format share of the gain >= {p['format_share']:.0%} with no "
+                             "correctness term improving")
+    if declined:
+        task = f"while {', '.join(declined)} fell"
+    elif pinned:
+        task = (f"while {', '.join(pinned)} never moved (the same value on all "
+                f"{len(series(run, cor_cols[pinned[0]])[1])} logged steps: no answer was ever "
+                "judged right)")
+    else:
+        task = f"while {', '.join(cor_cols)} did not improve"
     summary = (f"format gaming: {share:.0%} of the reward gain ({fmt(total_gain)}) comes from "
-               f"{', '.join(fmt_cols)} while {', '.join(declined)} fell"
+               f"{', '.join(fmt_cols)} {task}"
                + (" and the held-out score fell" if heldout_down else "")
                + f", from step {ONSET}")
     remedies = (
+        f"inspect completions against {pinned[0]}: it never moved, so no answer was ever "
+        "judged right (a parser that never matches, or a task too hard); the reward the run "
+        "gained is format only" if pinned else None,
         f"gate {name} on correctness (multiply instead of add), or lower its weight",
         "normalise each reward component separately before weighting",
         "check the format pattern: a lenient regex is easy to satisfy without solving",

@@ -19,7 +19,8 @@ How it is detected
     points are used, so a spike is called the moment it is logged. Warm-up (the first
     ``warmup_fraction`` of the log) is ignored. It fires on ``recurring_spikes`` spikes within
     ``recurrence_window`` of the run, on a spike the norm does not come back from, or on the
-    level inflating. A spike after which the norm returns to its baseline is recovered (ok).
+    level inflating (to at least ``min_inflated_norm``). A spike after which the norm returns
+    to its baseline is recovered (ok).
     Steps whose norm is 0 or nearly (under 1% of its 90th percentile: every group of the
     batch had equal rewards, no gradient) are no level and are left out. A burst is judged
     against the upper quartile of the whole log (so a burst at the first logged steps, before
@@ -42,7 +43,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from grpo_doctor.findings import Status
+from grpo_doctor.findings import Incident, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
@@ -66,6 +67,8 @@ RULE = Rule(
         Param("window", 20, "trailing points the baseline is taken over"),
         Param("warmup_fraction", 0.05, "share of the log at its start that is ignored"),
         Param("sustained_ratio", 5.0, "late median over baseline that counts as inflation"),
+        Param("min_inflated_norm", 1.0, "an inflated late median below this is no explosion "
+              "(under the usual clip of 1.0: no update is larger for it)"),
         Param("recurring_spikes", 3, "spikes (after warm-up) within recurrence_window that make a "
               "pattern"),
         Param("recurrence_window", 0.15, "share of the logged span the recurring spikes fall in"),
@@ -101,6 +104,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         why = f", and it was 0 on {zero} of {zero + len(g)}" if zero else ""
         raise Skip(f"needs at least 8 logged non-zero grad-norm values{why}")
     bursts = _bursts(run, g_steps, g, p)
+    bursts = sorted(bursts + _harmful_spikes(run, g_steps, g, p, bursts), key=lambda i: i.step)
     warm = max(3, int(round(len(g) * p["warmup_fraction"])))
     spikes = robust_spikes(g, window=int(p["window"]), z_threshold=p["z_threshold"],
                            ratio_threshold=p["spike_ratio"])
@@ -132,7 +136,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     spike_steps = g_steps[idx]
     recurring = len(idx) >= n_rec and bool(np.any(
         spike_steps[n_rec - 1:] - spike_steps[: len(spike_steps) - n_rec + 1] <= window))
-    inflated = inflation >= p["sustained_ratio"]
+    # A level that grew from 0.07 to 0.6 is a symptom of something else (the policy
+    # changing fast), not an explosion: the usual clip at 1.0 never acts on it.
+    inflated = inflation >= p["sustained_ratio"] and late >= p["min_inflated_norm"]
     if zero:
         evidence["zero_steps"] = zero
     if bursts:
@@ -184,10 +190,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    key_metric=GRAD, incidents=tuple(bursts))
 
 
-def _remedies(run: Run) -> tuple[str, ...]:
+def _remedies(run: Run) -> tuple[str | None, ...]:
     return (
-        knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
-        or "clip gradients (max_grad_norm 1.0)",
+        knobs.clip_gradients(run),
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
         "check train-inference mismatch: truncated/masked importance sampling, fp32 lm_head",
     )
@@ -212,3 +217,35 @@ def _bursts(run: Run, steps: np.ndarray, g: np.ndarray, p: Mapping[str, float]):
         episodes.append(ep)
     return inc.above(run, GRAD, "grad norm", threshold, sustained=10**9,
                      far=p["far_ratio"] / p["burst_ratio"], episodes=episodes, points=(steps, g))
+
+
+def _harmful_spikes(run: Run, steps: np.ndarray, g: np.ndarray, p: Mapping[str, float],
+                    known: list) -> list:
+    """Single norms ``burst_ratio`` x the level of the flowing norms logged just before them
+    (at least two of the last ten) after which the run came to harm (``inc.aftermath``): one
+    update that broke the run. A spike the run shrugged off is no finding (healthy runs have
+    them); nor is one inside a burst already found."""
+    out = []
+    taken = {i.step for i in known}
+    all_steps, all_g = series(run, GRAD, reduce="max")
+    for i in range(2, len(g)):
+        before = g[max(0, i - 10):i]
+        level = float(np.median(before))
+        if level <= 0 or g[i] < p["burst_ratio"] * level or int(steps[i]) in taken:
+            continue
+        nxt = all_g[all_steps > steps[i]][:1]
+        if len(nxt) and nxt[0] >= p["burst_ratio"] * level:
+            continue  # not a single update: a burst (judged by _bursts)
+        harm = inc.aftermath(run, int(steps[i]))
+        if not harm:
+            continue
+        step = int(steps[i])
+        out.append(Incident(
+            metric=GRAD, step=step, peak_step=step, peak=float(g[i]),
+            threshold=float(p["burst_ratio"] * level), recovered_step=None,
+            summary=f"one update at step {step}: grad norm {fmt(float(g[i]))}, "
+                    f"{g[i] / level:.0f}x its level before ({fmt(level)}); then "
+                    f"{', '.join(harm)}",
+            severity=Status.CRITICAL))
+        break  # the first one broke the run; what follows is its aftermath
+    return out

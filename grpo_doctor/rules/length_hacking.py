@@ -84,10 +84,19 @@ def _pinned(run: Run, p) -> dict | None:
         if late >= p["truncation"]:
             # Already piled up at the start, the onset is the first step at the line (not
             # the first logged one when that one was still below it).
-            start = level_shift_onset(steps, t)[0] if np.median(t[:k]) < p["truncation"] \
+            early = float(np.median(t[:k]))
+            start = level_shift_onset(steps, t)[0] if early < p["truncation"] \
                 else steps[int(np.argmax(t >= p["truncation"]))]
-            return {"shape": f"{late:.0%} of completions truncated at the cap",
-                    "share": late, "onset": snap_to_logged(run, TRUNC, start), "metric": TRUNC}
+            # Cut at the cap from the first logs on: the budget, not the training, is wrong.
+            from_start = early >= p["truncation"] and t[0] >= p["truncation"] and (
+                steps[0] <= 20)
+            cap = float(series(run, LEN_MAX)[1].max()) if run.has(LEN_MAX) else None
+            return {"shape": f"{late:.0%} of completions truncated at the cap"
+                    + (" from the first logged step" if from_start else ""),
+                    "share": late, "onset": snap_to_logged(run, TRUNC, start), "metric": TRUNC,
+                    "from_start": from_start, "early_share": early, "cap": cap,
+                    "cut": f"{max(late, early):.0%} of completions were cut at the cap from the "
+                           "first log"}
         return None
     # No truncation metric: the mean length sitting at the largest length ever logged.
     steps, m = series(run, LEN)
@@ -99,9 +108,14 @@ def _pinned(run: Run, p) -> dict | None:
     k = late_points(len(m))
     share = float(at_cap[-k:].mean())
     if share >= p["truncation"] and at_cap.sum() >= 3:
+        # Every completion cut at the first logged step already: the budget is too small.
+        from_start = bool(at_cap[0]) and steps[0] <= 20
         return {"shape": f"mean length at the cap ({fmt(cap)} tokens) on {share:.0%} of recent "
-                         f"steps", "share": share, "onset": int(steps[np.argmax(at_cap)]),
-                "metric": LEN}
+                         f"steps" + (", from the first logged step" if from_start else ""),
+                "share": share, "onset": int(steps[np.argmax(at_cap)]), "metric": LEN,
+                "from_start": from_start, "early_share": float(at_cap.mean()), "cap": cap,
+                "cut": f"every completion was cut at the cap on {at_cap.mean():.0%} of logged "
+                       "steps, the first one among them"}
     return None
 
 
@@ -171,15 +185,27 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         s.get("collapse") and m[-1] <= 5 for s in shapes)
     status = Status.CRITICAL if severe or (stalled and len(shapes) >= 1 and pinned) or (
         stalled and any(s.get("collapse") for s in shapes)) else Status.WARNING
-    evidence = {"shapes": [{k: v for k, v in s.items() if k != "collapse"} for s in shapes],
+    evidence: dict[str, object] = {"shapes": [{k: v for k, v in s.items()
+                            if k in ("shape", "share", "onset", "metric")} for s in shapes],
                 "threshold": "; ".join(_threshold(s, p) for s in shapes),
                 "reward_improving": progress.improving if progress.logged else None}
     why = ", reward not improving" if stalled else ""
     earliest = min(onset, collapses[0].step) if collapses else onset  # an earlier collapse
     summary = (f"length hacking: {'; '.join(s['shape'] for s in shapes)}, from step "
                f"{onset_text(onset, earliest)}{why}")
-    if pinned:
+    if pinned and pinned.get("from_start"):
+        share = max(float(pinned["share"]), float(pinned["early_share"]))
+        evidence.update({"truncated_from_start": True, "truncated_share": round(share, 3),
+                         "cap": pinned["cap"], "truncated_text": pinned["cut"]})
         remedies: tuple[str, ...] = (
+            knobs.scale(run, knobs.MAX_LENGTH, 2.0,
+                        why=f"{pinned['cut']}: the budget is too small for the task"),
+            "once answers fit: overlong shaping (a soft penalty near the budget); dropping "
+            f"truncated samples now would drop {share:.0%} of the batch",
+            "check the reward for a length preference (correlate reward with length)",
+        )
+    elif pinned:
+        remedies = (
             "overlong shaping: soft penalty near the length budget, or drop truncated samples "
             "(DAPO)",
             knobs.scale(run, knobs.MAX_LENGTH, 2.0, why="if the task needs longer answers"),
@@ -221,8 +247,9 @@ def _threshold(shape: dict, p: Mapping[str, float]) -> str:
 
 def _collapse_remedies() -> tuple[str, ...]:
     return (
-        "look at the short completions: a length or cost reward the policy learned to game, "
-        "or an early stop token",
+        "look at the short completions: the bare answer means the reward pays it without the "
+        "reasoning (make the format/think term count: gate the answer reward on it); else a "
+        "length or cost reward the policy learned to game, or an early stop token",
         "gate any length/cost reward on correctness; length-normalise the reward",
         "check the reward for a length preference (correlate reward with length)",
     )

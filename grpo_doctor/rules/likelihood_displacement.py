@@ -160,12 +160,11 @@ def _crash_outcome(run: Run, crashes: list, evidence: dict[str, object],
                    incidents=tuple(crashes))
 
 
-def _remedies(run: Run, step: int) -> tuple[str, ...]:
+def _remedies(run: Run, step: int) -> tuple[str | None, ...]:
     return (
         knobs.rollback(step, f"roll back to a checkpoint from before step {step_text(step)}: one "
                        "update moved the policy far from everything it had learned"),
         knobs.scale(run, knobs.LEARNING_RATE, 0.1, why="a single update did this"),
         knobs.scale(run, knobs.KL_COEF, 2.0, fallback="a KL coefficient above 0"),
-        knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
-        or "clip gradients (max_grad_norm 1.0)",
+        knobs.clip_gradients(run),
     )

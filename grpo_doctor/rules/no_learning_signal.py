@@ -21,7 +21,9 @@ How it is detected
     at most ``zero_grad`` (or every logged loss is exactly 0) and the reward moves by at most
     ``reward_band`` of its range over the run. The ``cause_window`` logged points before the
     stretch are searched for the cause. Critical: the run is not learning; a warning when the
-    reward is flat at the best it ever reached (the task is solved: nothing left to learn).
+    reward is flat at the best it ever reached with the task's own score (held-out, or the
+    correctness terms) at its best too (the task is solved: nothing left to learn); without
+    that evidence a flat best is not called solved.
 
 False positives
     Small groups on an easy task give stretches of zero gradient while the reward still moves:
@@ -47,7 +49,8 @@ from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule
 from grpo_doctor.rules.knobs import Remedy
-from grpo_doctor.rules.points import series
+from grpo_doctor.rules.points import head_tail, series
+from grpo_doctor.rules.signals import component_kind, components, task_solved
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 
@@ -134,6 +137,23 @@ def _cause(run: Run, steps: np.ndarray, r: np.ndarray, i: int, p: Mapping[str, f
     return found
 
 
+def _task_at_best(run: Run) -> bool:
+    """Correctness evidence that a flat reward is a solved task: the log proves it solved
+    (``task_solved``), or the held-out score, else every correctness-like component, ends
+    within 10% of its range of its best and is not a term that never moved."""
+    if task_solved(run):
+        return True
+    held = series(run, Metric.HELDOUT_SCORE.value)[1]
+    cols = [held] if len(held) >= 3 else [
+        series(run, col)[1] for name, col in components(run).items()
+        if component_kind(name) == "correctness"]
+    cols = [v for v in cols if len(v) >= 3]
+    if not cols:
+        return False
+    return all(np.ptp(v) > 0 and head_tail(v, frac=0.2)[1] >= v.max() - 0.1 * np.ptp(v)
+               for v in cols)
+
+
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, r = series(run, REWARD)
@@ -165,18 +185,29 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     status = Status.CRITICAL
     if i == 0:
         summary = f"no learning signal from the first logged step: {dead} (it never varied)"
-        remedies: tuple[str, ...] = (
+        remedies: tuple[str | None, ...] = (
             Remedy(f"check the reward function on a few completions: it returned "
                    f"{fmt(level)} for (nearly) every one (broken parsing, a wrong field, or a "
                    "task it can never or always reward)"),
             "an easier curriculum (or filter prompts) so that some completions differ",
             "dynamic sampling: drop groups whose rewards are all equal and refill the batch",
         )
-    elif solved:
+    elif solved and _task_at_best(run):
         status = Status.WARNING
         summary = (f"nothing left to learn since step {step_text(start)}: {dead}, the best it ever "
-                   "reached (the task is solved)")
+                   "reached, with the task's own score at its best (the task is solved)")
         remedies = ("stop here, or continue on harder prompts",
+                    "dynamic sampling / filter prompts every group already solves")
+    elif solved:
+        # Flat at its best, but nothing in the log says the answers are right: a format term
+        # at its maximum looks the same as a solved task.
+        status = Status.WARNING
+        summary = (f"no learning signal since step {step_text(start)}: {dead}, the best it "
+                   "ever reached; the log does not show the task solved (no correctness or "
+                   "held-out signal at its best)")
+        remedies = ("check a few completions against the task: solved (continue on harder "
+                    "prompts) or stuck on what the reward pays without solving it (fix the "
+                    "reward)",
                     "dynamic sampling / filter prompts every group already solves")
     else:
         at = int(steps[i - 1])
@@ -202,8 +233,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             Remedy(f"{knobs.KL_COEF.label} 0 -> 0.01-0.04: a KL leash keeps one bad update "
                    "from walking the policy away" if beta == 0 else
                    "keep a KL coefficient above 0 (0.01-0.04)", knobs.KL_COEF),
-            knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
-            or "clip gradients (max_grad_norm 1.0)",
+            knobs.clip_gradients(run),
         )
     onset = int(steps[max(0, i - 1)]) if cause else start
     return Outcome(status, summary, onset_step=onset, evidence=evidence,

@@ -105,17 +105,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         summary += "; from the first logged step: a setup problem, not an instability"
     if not reached:
         # Nothing to roll back and no step size to blame: the statistic's computation broke.
-        remedies: tuple[str, ...] = _measurement_remedies(sorted(bad))
+        remedies: tuple[str | None, ...] = _measurement_remedies(sorted(bad))
     elif at_start:
-        remedies = (setup, knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
-                    or "clip gradients (max_grad_norm 1.0)")
+        # Wrong from the first update: clipping cannot fix a NaN the setup produces.
+        remedies = (setup,)
     else:
         remedies = (
             knobs.rollback(first, f"resume from the last checkpoint before step "
                                   f"{step_text(first)}"),
             knobs.scale(run, knobs.LEARNING_RATE, 0.5),
-            knobs.set_to(run, knobs.GRAD_CLIP, "1.0", why="clip gradients")
-            or "clip gradients (max_grad_norm 1.0)",
+            knobs.clip_gradients(run),
             setup,
         )
     key = next(iter(bad))

@@ -17,7 +17,9 @@ How it is detected
     (1) Rolling-median held-out score: its peak is not at the end, it has since lost
     ``heldout_drop`` of the peak's size, while the train reward after the peak has not fallen.
     (2) Efficiency (delta reward / delta sqrt(KL)) over the first and the second half of the KL
-    rise. (3) Share of late steps where the anti-cheat component is negative. Critical when the
+    rise. (3) Share of late steps where the anti-cheat component is negative (not when it is
+    negative only on steps whose completions were all cut at the cap: cut before writing
+    anything is not cheating). Critical when the
     held-out score turns over, or when two forms agree.
 
 False positives
@@ -51,6 +53,7 @@ from grpo_doctor.trends import mann_kendall, rolling_median
 REWARD = Metric.REWARD_MEAN.value
 KL = Metric.KL.value
 HELDOUT = Metric.HELDOUT_SCORE.value
+TRUNC = Metric.TRUNCATION_RATIO.value
 
 RULE = Rule(
     "reward_hacking", "Reward hacking",
@@ -122,6 +125,8 @@ def _cheat_attempts(run: Run, p) -> dict | None:
         if len(v) < 8:
             continue
         neg = v < 0
+        if _truncation_explains(run, steps, neg):
+            continue
         k = late_points(len(v), 0.5)
         share = float(neg[-k:].mean())
         if share >= p["cheat_share"] or neg.mean() >= 2 * p["cheat_share"]:
@@ -129,6 +134,20 @@ def _cheat_attempts(run: Run, p) -> dict | None:
                             f"steps ({int(neg.sum())} of {len(v)} overall)",
                     "component": name, "onset": int(steps[np.argmax(neg)])}
     return None
+
+
+def _truncation_explains(run: Run, steps: np.ndarray, penalised: np.ndarray) -> bool:
+    """The anti-cheat penalty fell only on steps where every completion was cut at the
+    length cap: a completion cut before it wrote anything fails the check without cheating
+    (a code task scores "no function" as a violation)."""
+    if not run.has(TRUNC) or not penalised.any():
+        return False
+    t_steps, t = series(run, TRUNC)
+    at = np.isin(steps, t_steps)
+    if not at[penalised].all():
+        return False
+    cut = dict(zip(t_steps.tolist(), t.tolist()))
+    return all(cut[int(s)] >= 0.99 for s in steps[penalised])
 
 
 def _require_a_signal(run: Run) -> None:
@@ -160,12 +179,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     evidence["forms"] = forms
     evidence["threshold"] = "; ".join(f["form"] for f in forms)
     summary = f"reward hacking: {'; '.join(f['form'] for f in forms)}, from step {ONSET}"
+    caught = next((f["component"] for f in forms if f.get("component")), None)
     remedies = (
+        f"inspect the completions that {caught} penalised: what they tried (forbidden "
+        "imports, tampering with the checker) is what the policy is learning; then make the "
+        "check stricter and the penalty larger than any reward it could gain" if caught else
         "audit the highest-reward samples by hand; add a second verifier or a process reward",
         knobs.scale(run, knobs.KL_COEF, 2.0, why="keep a KL anchor",
                     fallback="hard KL cap"),
         "stop at the held-out peak and resume from that checkpoint" if turnover else
-        "make the exploited check stricter (the anti-cheat or verifier rule)",
+        None if caught else "make the exploited check stricter (the anti-cheat or verifier "
+        "rule)",
     )
     key = HELDOUT if turnover else (KL if any("KL" in f["form"] for f in forms) else REWARD)
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,

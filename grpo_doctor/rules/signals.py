@@ -159,6 +159,29 @@ def task_solved(run: Run, frac: float = 0.2) -> bool:
     return score is not None and head_tail(score[1], frac=frac)[1] >= 0.9
 
 
+def mean_gain(run: Run, col: str, frac: float = 0.2) -> float:
+    """Late minus early mean of ``col`` (the first and last ``frac`` of its points): a sparse
+    0/1 correctness term (right on a few samples a step) has a median of 0 at both ends
+    however much it improved."""
+    v = series(run, col)[1]
+    k = max(1, int(len(v) * frac))
+    return float(np.mean(v[-k:]) - np.mean(v[:k])) if len(v) >= 2 else 0.0
+
+
+def sparse_improving(run: Run, col: str, share: float = 0.1) -> bool:
+    """The mean of ``col`` rose by ``share`` of its range or more (see ``mean_gain``)."""
+    v = series(run, col)[1]
+    rng = float(np.ptp(v)) if len(v) else 0.0
+    return rng > 0 and mean_gain(run, col) > share * rng
+
+
+def sparse_declining(run: Run, col: str, share: float = 0.1) -> bool:
+    """The mean of ``col`` fell by ``share`` of its range or more (see ``mean_gain``)."""
+    v = series(run, col)[1]
+    rng = float(np.ptp(v)) if len(v) else 0.0
+    return rng > 0 and mean_gain(run, col) < -share * rng
+
+
 def rising(run: Run, metric: str, alpha: float = 0.05) -> bool:
     """A significant upward trend in ``metric`` (False when it is not logged)."""
     steps, v = series(run, metric)

@@ -402,6 +402,52 @@ def entropy_rises_with_reward() -> Run:
 CASES.append(Case("entropy rises with reward (Clip-Higher)", "entropy_blowup",
                   entropy_rises_with_reward, ("ok",)))
 
+
+# --- format gains while the task term never moves; no progress --------------------------------
+
+def format_gain_answer_never_right() -> Run:
+    """The answer check pays -2 on every step (never a right answer); the format term climbs
+    0 -> 3 from step 40: the whole gain is format."""
+    n = 120
+    t = np.arange(1, n + 1)
+    fmt_r = np.clip(3 * sig((t - 40) / 8) + ar1(74, n, 0.1), 0, 3)
+    answer = np.full(n, -2.0)
+    return make_run(steps=t, **{"rewards/format_reward/mean": fmt_r,
+                                "rewards/check_answer/mean": answer, "reward": fmt_r + answer})
+
+
+def slowly_backwards() -> Run:
+    """Reward 0.8 -> 0.65 and correctness 0.10 -> 0.03 over 80 steps: not learning."""
+    n = 80
+    t = np.arange(1, n + 1)
+    correct = np.clip(0.1 - 0.07 * t / n + ar1(75, n, 0.02), 0, 1)
+    reward = 0.8 - 0.15 * t / n + ar1(76, n, 0.04)
+    return make_run(steps=t, **{"rewards/correctness_reward_func/mean": correct,
+                                "reward": reward})
+
+
+def rose_then_plateaued() -> Run:
+    """Reward 0.2 -> 0.8 by step 60, flat at 0.8 for 140 more: converged, not stalled."""
+    n = 200
+    t = np.arange(1, n + 1)
+    return make_run(steps=t, reward=0.2 + 0.6 * np.clip(t / 60, 0, 1) + ar1(77, n, 0.03))
+
+
+def flat_short_run() -> Run:
+    """40 flat logs: too short to call a stall."""
+    t = np.arange(1, 41)
+    return make_run(steps=t, reward=0.3 + ar1(78, 40, 0.05))
+
+
+CASES += [
+    Case("format gains, the answer never right", "format_gaming",
+         format_gain_answer_never_right, ("critical",), onset=25, tolerance=15),
+    Case("slowly backwards", "no_progress", slowly_backwards, ("warning",), onset=1,
+         tolerance=0),
+    Case("rose, then plateaued", "no_progress", rose_then_plateaued, ("ok",)),
+    Case("flat, short", "no_progress", flat_short_run, ("ok", "skipped")),
+]
+
 # --- history: incidents, absolute levels, dead runs (tests/rules/history.py) ------------------
 
 CASES += [

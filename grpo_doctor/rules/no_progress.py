@@ -1,0 +1,139 @@
+"""No progress: a run that is not learning its task, though nothing listed broke.
+
+What it detects
+    Over at least ``min_points`` logged points, neither the train reward nor any signal of the
+    task (the held-out score, else the correctness-like reward components) improved, the
+    reward now sits clearly below the best level it reached, and the reward or a task signal
+    declined (a significant downward trend, a late level a quarter of its range below its
+    early one, or for a task term its mean down a tenth of its range: a correctness term
+    right on a few samples a step has a median of 0 throughout): the run is going slowly
+    backwards.
+
+Why it matters
+    "Healthy" must mean "learning", not merely "none of the listed modes fired". A run whose
+    reward drifts from 0.80 to 0.68 while its correctness term falls from 0.10 to 0.02 burns
+    GPU hours for nothing; no collapse detector sees it because nothing collapsed.
+
+How it is detected
+    Progress as every rule judges it (``reward_progress``: a significant Mann-Kendall trend or
+    a late level a quarter of the reward's range above the early one) for the reward and for
+    each task signal, over the whole log. "At its best" is the late median within
+    ``best_margin`` of the reward's smoothed range below its best smoothed level, or a task
+    the log proves nearly solved: a run that rose and then plateaued has progressed (its
+    late level is above its early one) and a converged run sits at its best; neither fires.
+
+False positives
+    A run too short to learn anything yet (fewer than ``min_points`` logged points) is not
+    judged. Curriculum stages that make the reward harder on purpose look like this: read the
+    onset against them.
+
+Remedies
+    Check the reward on a few completions against the task (does it pay right answers?);
+    check the learning rate is not too low for the setup (LoRA adapters need ~10x a full
+    fine-tune's); easier prompts or a larger group if most groups score alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from grpo_doctor.findings import Status
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import knobs
+from grpo_doctor.rules.base import Outcome, Param, Rule
+from grpo_doctor.rules.points import head_tail, series
+from grpo_doctor.rules.signals import (
+    component_kind,
+    components,
+    reward_progress,
+    sparse_declining,
+    sparse_improving,
+    task_solved,
+)
+from grpo_doctor.store import Run
+from grpo_doctor.text import fmt
+from grpo_doctor.trends import rolling_median
+
+REWARD = Metric.REWARD_MEAN.value
+HELDOUT = Metric.HELDOUT_SCORE.value
+
+RULE = Rule(
+    "no_progress", "No progress (not learning the task)",
+    requires=(REWARD,), min_points="min_points", points="rewards",
+    params=(
+        Param("min_points", 50, "logged reward points needed to judge progress"),
+        Param("best_margin", 0.25, "late level this share of the reward's range below its best "
+              "counts as not at its best"),
+    ),
+)
+
+
+def _task_signals(run: Run) -> dict[str, str]:
+    """Name -> column of what measures the task: the held-out score, else the correctness
+    components."""
+    if run.has(HELDOUT) and len(series(run, HELDOUT)[1]) >= 5:
+        return {"held-out score": HELDOUT}
+    return {name: col for name, col in components(run).items()
+            if component_kind(name) == "correctness"}
+
+
+@RULE.detects
+def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    steps, r = series(run, REWARD)
+    since = float(steps[0])
+    reward = reward_progress(run, since)
+    task = {name: reward_progress(run, since, metric=col)
+            for name, col in _task_signals(run).items()}
+    task = {n: pr for n, pr in task.items() if pr.logged}
+    smooth = rolling_median(r, max(5, len(r) // 20) | 1)
+    best = float(smooth.max())
+    start, now = head_tail(r, frac=0.2)
+    span = float(np.ptp(smooth)) or 1e-12
+    below_best = (best - now) / span
+    evidence: dict[str, object] = {
+        "reward_start": round(float(start), 6), "reward_now": round(float(now), 6),
+        "reward_best": round(best, 6), "below_best_share_of_range": round(below_best, 3),
+        "reward_improving": reward.improving,
+        "task_improving": {n: pr.improving for n, pr in task.items()},
+    }
+    signals = _task_signals(run)
+    improving = [n for n, pr in task.items() if pr.improving
+                 or sparse_improving(run, signals[n])]
+    if (reward.improving or sparse_improving(run, REWARD)) and (not task or improving):
+        return Outcome(Status.OK, f"the reward improved ({fmt(start)} -> {fmt(now)})",
+                       evidence=evidence, key_metric=REWARD)
+    if improving:
+        return Outcome(Status.OK, f"the task improved ({', '.join(improving)})",
+                       evidence=evidence, key_metric=REWARD)
+    # Going backwards, as every rule judges a decline: a flat run of noise is not evidence.
+    backwards = reward.declining or any(
+        pr.declining or sparse_declining(run, signals[n]) for n, pr in task.items())
+    if below_best < p["best_margin"] or task_solved(run) or not backwards:
+        return Outcome(Status.OK, f"reward {fmt(start)} -> {fmt(now)}, at its best level "
+                       f"({fmt(best)}): converged, not stalled", evidence=evidence,
+                       key_metric=REWARD)
+    evidence["threshold"] = (f"no improvement over {len(r)} logged points and the reward "
+                             f"{p['best_margin']:.0%}+ of its range below its best")
+    worse = [f"{n} {fmt(pr.start)} -> {fmt(pr.end)}" for n, pr in task.items()
+             if pr.start is not None and pr.end is not None]
+    summary = (f"no progress: over {len(r)} logged points the reward went "
+               f"{fmt(start)} -> {fmt(now)} (best {fmt(best)})"
+               + (f", {', '.join(worse)}" if worse else "")
+               + ": the run is not learning its task")
+    remedies = (
+        "check the reward on a few completions against the task: does it pay right answers, "
+        "and only them?",
+        _lr_remedy(run),
+        "easier prompts (or a larger group) if most groups score alike",
+    )
+    return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
+                   remedies=remedies, key_metric=REWARD)
+
+
+def _lr_remedy(run: Run) -> str:
+    value, _ = knobs.configured_value(run, knobs.LEARNING_RATE)
+    now = f" (now {knobs.knob_value(float(value))})" if isinstance(value, (int, float)) else ""
+    return (f"check the learning rate is not too low for the setup{now}: the recipe's 1e-6 "
+            "is for a full fine-tune, a LoRA adapter needs about 10x")
