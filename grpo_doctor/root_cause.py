@@ -6,13 +6,27 @@ domain's causal chains: a blown-up update explains everything after it; entropy 
 explains equal-reward groups; reward lags everything). A critical finding before it that it
 cannot explain is a problem of its own (its remedies are in the plan); but a warning is never
 named over a critical finding that began before or with it and that it cannot explain. When no
-event explains them all, the earliest of the worst findings is named. Its "do this first"
-action uses the log itself where it can: the learning rate when the reward peaked, the step to
-roll back to.
+event explains them all, the earliest of the worst findings is named.
 
-The plan merges the remedies of every finding: one change per knob (the strongest asked for),
-each saying which findings it answers, root cause first. Pure functions of the checks and the
-run's metric store.
+What to do first answers that cause, in this order of evidence:
+
+1. a learning-rate warm-up that carried the lr past where the reward peaked (the lr then);
+2. a setup problem, the run wrong from its first logged step: completions cut at the cap from
+   the start (raise the budget), NaN from the first update or a policy that never moved (dtype,
+   loss scaling, optimizer epsilon; never clipping), KL high at the first step (the
+   reference);
+3. the run's config: a knob outside the chapter's recipe (``recipe``) that the chapter links to
+   the root cause's mode, with its value, the recipe's and why, after a roll-back to a logged
+   step before the cause (or a restart from the initial model when the run was wrong from its
+   first logged step);
+4. a blow-up at one step: roll back before it, then smaller updates;
+5. the root finding's own first remedy.
+
+The plan: that first action, the other settings outside the recipe that the chapter links to
+the cause, the root cause's remedies, then findings of their own, then the remedies of the
+findings the root cause explains (marked ``consequence``: fixing the cause should clear them).
+One change per knob (the strongest asked for), one roll-back, nothing that sets a knob to the
+value it already has. Pure functions of the checks, the run's metric store and its config.
 """
 
 from __future__ import annotations
@@ -22,19 +36,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpo_doctor import recipe
 from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
-from grpo_doctor.text import step_text
+from grpo_doctor.text import fmt, knob_value, step_text
 from grpo_doctor.trends import rolling_median
 
 _ALL = frozenset({
     "numerical_failure", "entropy_collapse", "advantage_collapse", "kl_drift",
     "likelihood_displacement", "grad_explosion", "ratio_instability", "reward_hacking",
     "length_hacking", "format_gaming", "tool_spam", "reward_overfit", "entropy_blowup",
-    "no_learning_signal",
+    "no_learning_signal", "no_progress",
 })
 #: What each mode can bring about later in a run (besides itself).
 CAN_CAUSE: dict[str, frozenset[str]] = {
@@ -46,39 +61,48 @@ CAN_CAUSE: dict[str, frozenset[str]] = {
     "likelihood_displacement": frozenset({
         "entropy_blowup", "grad_explosion", "numerical_failure", "reward_overfit",
         "no_learning_signal", "ratio_instability", "length_hacking", "kl_drift",
-        "advantage_collapse"}),
+        "advantage_collapse", "no_progress"}),
     "entropy_blowup": frozenset({
         "length_hacking", "reward_overfit", "no_learning_signal", "advantage_collapse",
         "grad_explosion", "numerical_failure", "kl_drift", "likelihood_displacement",
-        "ratio_instability"}),
+        "ratio_instability", "no_progress"}),
     "entropy_collapse": frozenset({
         "advantage_collapse", "length_hacking", "no_learning_signal", "reward_overfit",
-        "format_gaming", "likelihood_displacement", "grad_explosion", "ratio_instability"}),
+        "format_gaming", "likelihood_displacement", "grad_explosion", "ratio_instability",
+        "no_progress"}),
     "reward_hacking": frozenset({
         "kl_drift", "length_hacking", "format_gaming", "reward_overfit", "tool_spam",
-        "entropy_collapse", "advantage_collapse"}),
+        "entropy_collapse", "advantage_collapse", "no_progress"}),
     "format_gaming": frozenset({"reward_hacking", "reward_overfit", "length_hacking",
-                                "advantage_collapse", "entropy_collapse"}),
+                                "advantage_collapse", "entropy_collapse", "kl_drift",
+                                "no_progress"}),
     # Completions cut at the cap or collapsed to a few tokens hold no answer: every group
     # scores alike (zero advantage), the reward falls, and nothing is left to learn from.
     "length_hacking": frozenset({"advantage_collapse", "reward_overfit", "reward_hacking",
-                                 "no_learning_signal"}),
-    "advantage_collapse": frozenset({"no_learning_signal", "reward_overfit"}),
+                                 "no_learning_signal", "no_progress"}),
+    "advantage_collapse": frozenset({"no_learning_signal", "reward_overfit", "no_progress"}),
     "no_learning_signal": frozenset({"advantage_collapse", "reward_overfit", "length_hacking",
-                                     "entropy_collapse"}),
+                                     "entropy_collapse", "no_progress"}),
     "tool_spam": frozenset({"reward_hacking", "length_hacking", "reward_overfit"}),
     "reward_overfit": frozenset(),
+    "no_progress": frozenset(),
 }
-#: At one step, the more upstream mode is the cause.
-_ORDER = ("grad_explosion", "kl_drift", "ratio_instability", "likelihood_displacement",
-          "numerical_failure", "entropy_blowup", "entropy_collapse", "no_learning_signal",
-          "reward_hacking", "format_gaming", "tool_spam", "length_hacking",
-          "advantage_collapse", "reward_overfit")
+#: At one step, the more upstream mode is the cause. Reward design (hacking, format gaming)
+#: comes before the KL drift it drives.
+_ORDER = ("grad_explosion", "numerical_failure", "reward_hacking", "format_gaming",
+          "kl_drift", "ratio_instability", "likelihood_displacement", "entropy_blowup",
+          "entropy_collapse", "no_learning_signal", "tool_spam", "length_hacking",
+          "advantage_collapse", "reward_overfit", "no_progress")
 _RANK = {m: i for i, m in enumerate(_ORDER)}
 #: What a policy destroyed by one update shows; their remedies cannot revive it.
 _SYMPTOMS_OF_A_DEAD_RUN = frozenset({
     "advantage_collapse", "length_hacking", "reward_overfit", "entropy_collapse",
-    "entropy_blowup", "format_gaming", "reward_hacking", "tool_spam"})
+    "entropy_blowup", "format_gaming", "reward_hacking", "tool_spam", "no_progress"})
+#: Modes that leave the policy damaged from their onset on: the checkpoints after it are
+#: not worth continuing from (a collapse or a stall leaves them usable).
+_DESTRUCTIVE = frozenset({
+    "entropy_blowup", "grad_explosion", "kl_drift", "numerical_failure", "ratio_instability",
+    "likelihood_displacement", "no_learning_signal"})
 #: Modes a learning rate too high for the run can bring about.
 _LR_MODES = frozenset({
     "entropy_collapse", "kl_drift", "grad_explosion", "ratio_instability", "numerical_failure",
@@ -94,6 +118,8 @@ class Event:
     check: Check
     summary: str
     critical: bool
+    incident: bool = False  # an episode in the finding's history (a blow-up at one step ...)
+    recovered: bool = False  # an episode the run came back from (within the log)
 
 
 def timeline(checks: Sequence[Check]) -> list[Event]:
@@ -105,34 +131,49 @@ def timeline(checks: Sequence[Check]) -> list[Event]:
             continue
         steps = set()
         for i in c.incidents:
-            events.append(Event(i.step, c, i.summary, i.severity is Status.CRITICAL))
+            events.append(Event(i.step, c, i.summary, i.severity is Status.CRITICAL, True,
+                                i.recovered_step is not None))
             steps.add(i.step)
         if c.onset_step is not None and c.onset_step not in steps:
             events.append(Event(c.onset_step, c, c.summary, c.status is Status.CRITICAL))
     return sorted(events, key=lambda e: (e.step, _RANK.get(e.check.mode, 99)))
 
 
-def root_cause_and_plan(run: Run, checks: Sequence[Check]
+def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup | None = None
                         ) -> tuple[RootCause | None, tuple[PlanItem, ...]]:
-    """The probable root cause (None when nothing fired) and the merged plan."""
+    """The probable root cause (None when nothing fired) and the merged plan. ``setup``: the
+    run's settings against the recipe (read from ``run.config`` when not given)."""
+    if any(c.fired and c.mode != "no_progress" for c in checks):
+        # "Not learning" is the verdict of last resort: beside a finding that names what
+        # broke it says nothing more, and its remedies would only crowd the plan.
+        checks = [c for c in checks if c.mode != "no_progress"]
     events = timeline(checks)
     if not events:
         return None, ()
+    setup = setup if setup is not None else recipe.read_run(run)
     findings = [c for c in checks if c.fired]
     worst = [c for c in findings if c.status is Status.CRITICAL] or findings
-    root = next((e for e in events if _explains(e, worst)), None)
+    # An episode the run came back from is not the cause of what broke after it.
+    root = next((e for e in events if _explains(e, worst) and not e.recovered), None)
     if root is None:  # nothing explains everything: the earliest of the worst findings
         root = next(e for e in events if e.check in worst)
-    overshoot = _lr_overshoot(run) if root.check.mode in _LR_MODES else None
-    lead = first_action(run, root, overshoot)
-    summary = root.summary
-    if overshoot is not None:
-        peak_step, lr_peak, lr_max = overshoot
-        summary = (f"the learning rate: the reward peaked at step {step_text(peak_step)}, where "
-                   f"the lr was {_lr(lr_peak)}, and fell as the lr rose to {_lr(lr_max)}; "
-                   f"first sign: {root.check.mode} ({root.summary})")
-    cause = RootCause(root.check.mode, root.step, summary, str(lead))
-    return cause, _plan(events, checks, root, lead)
+    cheating = _cheat_attempts(events)
+    if cheating is not None and root.check.mode not in ("numerical_failure",):
+        # The anti-cheat check caught the policy trying: whatever else is wrong, that is
+        # what to look at first (a larger budget or a smaller step will not stop it).
+        root = cheating
+    lead = _first_action(run, root, setup, checks)
+    cause = RootCause(root.check.mode, root.step, lead.summary or root.summary,
+                      str(lead.remedy), knob=lead.knob.to_cause() if lead.knob else None,
+                      setup=lead.setup)
+    return cause, _plan(run, events, checks, root, lead, setup)
+
+
+def _cheat_attempts(events: Sequence[Event]) -> Event | None:
+    """The reward-hacking finding when an anti-cheat reward term caught attempts."""
+    return next((e for e in events if e.check.mode == "reward_hacking" and not e.incident
+                 and any(f.get("component") for f in e.check.evidence.get("forms", ())
+                         if isinstance(f, dict))), None)
 
 
 def _explains(event: Event, worst: Sequence[Check]) -> bool:
@@ -144,45 +185,248 @@ def _explains(event: Event, worst: Sequence[Check]) -> bool:
         causes = _ALL  # a dead run names the catastrophic update that explains the rest
     if event.check.evidence.get("offset_from_start"):
         causes = frozenset()  # a KL offset present from the first step moved nothing
-    warning = event.check.status is not Status.CRITICAL and any(
-        c.status is Status.CRITICAL for c in worst)
+    warning = not event.critical and any(c.status is Status.CRITICAL for c in worst)
     return all(c.mode == event.check.mode or c.mode in causes for c in worst
                if warning or (c.onset_step if c.onset_step is not None else 0) >= event.step)
 
 
-def first_action(run: Run, root: Event,
-                 overshoot: tuple[int, float, float] | None = None) -> knobs.Remedy:
-    """The one thing to do first, from the log where it can: the lr when the reward peaked
-    (a warm-up that overshot: ``overshoot``), the step to roll back to (an incident), else the
-    root finding's own first remedy."""
+# --- the first action ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Knob:
+    """A setting named as the cause: its reading and why it is one."""
+
+    reading: recipe.Reading
+
+    def to_cause(self) -> dict:
+        r = self.reading
+        return {"name": r.id, "value": recipe._jsonable(r.value), "recipe": r.recipe_text,
+                "source": r.source}
+
+
+@dataclass(frozen=True)
+class _Lead:
+    """The first action and what it rests on."""
+
+    remedy: knobs.Remedy
+    summary: str = ""  # the root cause's summary when the action changes what it says
+    knob: _Knob | None = None
+    setup: bool = False  # a setup problem: wrong from the first logged step
+    extra_knobs: tuple[recipe.Reading, ...] = ()  # other settings outside the recipe it names
+
+
+def first_action(run: Run, root: Event, overshoot: tuple[int, float, float] | None = None
+                 ) -> knobs.Remedy:
+    """The one thing to do first (see the module's docstring), from the log and the run's own
+    config."""
+    return _first_action(run, root, recipe.read_run(run), (root.check,), overshoot).remedy
+
+
+def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[Check],
+                  overshoot: tuple[int, float, float] | None = None) -> _Lead:
     check = root.check
+    if overshoot is None and check.mode in _LR_MODES:
+        overshoot = _lr_overshoot(run)
     if overshoot is not None:
         peak_step, lr_peak, lr_max = overshoot
-        return knobs.Remedy(
-            f"learning_rate {_lr(lr_max)} -> {_lr(lr_peak)} (its value when the reward peaked), "
-            f"restarting from the checkpoint nearest step {step_text(peak_step)}",
-            knob=knobs.LEARNING_RATE, factor=lr_peak / lr_max, rollback_step=peak_step)
+        lr = setup.get("learning_rate")
+        return _Lead(
+            knobs.Remedy(
+                f"learning_rate {_lr(lr_max)} -> {_lr(lr_peak)} (its value when the reward "
+                f"peaked), restarting from the checkpoint nearest step {step_text(peak_step)}",
+                knob=knobs.LEARNING_RATE, factor=lr_peak / lr_max, rollback_step=peak_step),
+            summary=(f"the learning rate: the reward peaked at step {step_text(peak_step)}, "
+                     f"where the lr was {_lr(lr_peak)}, and fell as the lr rose to "
+                     f"{_lr(lr_max)}; first sign: {check.mode} ({root.summary})"),
+            knob=_Knob(lr) if lr is not None and lr.outside else None)
+    from_start = _from_first_step(run, root)
+    problem = _setup_problem(run, root, setup, checks) if from_start else None
+    if problem is not None:
+        return problem
+    causes = setup.causes(_linked_modes(root), critical=root.critical)
+    if causes and not _reward_never_fired(check):
+        return _knob_action(run, root, causes, from_start)
     remedies = [r for r in check.remedies if not str(r).startswith("nothing urgent")]
-    lr = next((r for r in remedies if isinstance(r, knobs.Remedy)
+    lr_remedy = next((r for r in remedies if isinstance(r, knobs.Remedy)
                and r.knob is knobs.LEARNING_RATE), None)
     if root.critical and check.mode in ("kl_drift", "grad_explosion") and (
             0 < len(check.incidents) < 3):
-        then = f", then {lr}" if lr is not None else ""
-        where = (f"roll back to a checkpoint from before step {step_text(root.step)}"
-                 if root.step > (run.first_step or 0) else
-                 "restart from the initial checkpoint (the blow-up came with the first logged "
-                 "updates)")
-        return knobs.Remedy(f"{where}{then}", knob=lr.knob if lr is not None else None,
-                            factor=lr.factor if lr is not None else None,
-                            rollback_step=root.step)
+        then = f", then {lr_remedy}" if lr_remedy is not None else ""
+        return _Lead(knobs.Remedy(f"{_rollback_words(run, root.step)}{then}",
+                                  knob=lr_remedy.knob if lr_remedy is not None else None,
+                                  factor=lr_remedy.factor if lr_remedy is not None else None,
+                                  rollback_step=root.step))
     if remedies:
         top = remedies[0]
-        return top if isinstance(top, knobs.Remedy) else knobs.Remedy(str(top))
-    return knobs.Remedy(f"look at the run's samples around step {step_text(root.step)}")
+        return _Lead(top if isinstance(top, knobs.Remedy) else knobs.Remedy(str(top)))
+    return _Lead(knobs.Remedy(f"look at the run's samples around step {step_text(root.step)}"))
+
+
+def _reward_never_fired(check: Check) -> bool:
+    """Equal-reward groups because a reward term never moved (or the reward sat at one value):
+    whatever the setting, the reward comes first: no group size teaches a task that is never
+    rewarded."""
+    return check.mode in ("advantage_collapse", "no_learning_signal") and bool(
+        check.evidence.get("pinned_components") or check.evidence.get("reward_stuck_at"))
+
+
+def _linked_modes(root: Event) -> set[str]:
+    """The modes a knob must be linked to, to have caused ``root``: its own, and a
+    catastrophic update when it is one (a blow-up at a step, a run destroyed by one update)."""
+    modes = {root.check.mode}
+    check = root.check
+    one_update = (check.mode == "no_learning_signal" and bool(check.evidence.get("cause"))) or (
+        root.incident and check.mode in ("kl_drift", "grad_explosion", "likelihood_displacement"))
+    if one_update:
+        modes.add(recipe.CATASTROPHIC_UPDATE)
+    return modes
+
+
+def _from_first_step(run: Run, root: Event) -> bool:
+    """The root cause was there at the first logged step (or the first few of a log that
+    starts with training): nothing before it to roll back to."""
+    steps = run.steps
+    if not len(steps):
+        return False
+    first_few = steps[: min(len(steps), 2)]
+    return root.step <= int(first_few[-1]) and int(steps[0]) <= 20
+
+
+def _rollback_words(run: Run, step: int) -> str:
+    """Where to go back to before ``step``: a logged step that exists before it, or the
+    initial model when the run was wrong from its first logged step."""
+    before = run.steps[run.steps < step]
+    if not len(before):
+        return ("restart from the initial model (the problem was there from the first logged "
+                "update: no checkpoint of this run is good)")
+    good = _last_good_step(run, step)
+    if good is not None and good < int(before[-1]):
+        return (f"roll back to a checkpoint from step {step_text(good)} or before (the last "
+                f"logged step before the reward started to fall; the cause is dated "
+                f"{step_text(step)})")
+    return (f"roll back to a checkpoint from before step {step_text(step)} (the last logged "
+            f"step before it is {step_text(int(before[-1]))})")
+
+
+def _last_good_step(run: Run, step: int) -> int | None:
+    """The last logged step before ``step`` whose reward was still at its level: a reward
+    that had already dropped at the steps just before an onset means the damage began
+    there (the onset of a climb is dated at its knot, the reward falls with its first
+    points)."""
+    rs, r = series(run, Metric.REWARD_MEAN.value)
+    i = int(np.searchsorted(rs, step))  # the points before ``step``: r[:i]
+    if i < 8:
+        return None
+    window = r[max(0, i - 12):i - 2]  # the level before the points judged
+    level = float(np.median(window))
+    spread = float(np.median(np.abs(window - level))) * 1.4826
+    j = i - 1
+    # Walk back over at most two logged points that already fell far below the level.
+    while j >= i - 2 and r[j] < level - max(3 * spread, 0.25 * abs(level)):
+        j -= 1
+    return int(rs[j]) if j < i - 1 else None
+
+
+def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_start: bool
+                 ) -> _Lead:
+    """The knob outside the recipe as the first action: its value, the recipe's and why,
+    after going back to before the cause."""
+    top = causes[0]
+    where = _rollback_words(run, root.step) if (
+        root.incident or from_start or (root.critical and root.check.mode in _DESTRUCTIVE)
+    ) else ""
+    fix = f"{top.fix()} ({top.sentence()}; {top.setting.why.get(top.verdict, '')}"
+    fix = fix.rstrip("; ") + ")"
+    text = f"{where}, with {fix}" if where else fix
+    _, sep, after = root.summary.partition("; after a catastrophic update")
+    sign = (f"a catastrophic update{after.split(':', 1)[0]}" if sep else
+            f"{root.check.mode} at step {step_text(root.step)}")
+    summary = (f"the setting {top.id} {top.value_text} ({top.how_far()}), a known cause of "
+               f"{_mode_words(root.check.mode, top)}; first sign: {sign}")
+    knob = next((k for k in knobs.KNOBS if k.names[:1] == top.setting.names[:1]), None)
+    return _Lead(knobs.Remedy(text, knob=knob, rollback_step=root.step if where else None),
+                 summary=summary, knob=_Knob(top), setup=from_start,
+                 extra_knobs=tuple(causes[1:]))
+
+
+def _mode_words(mode: str, reading: recipe.Reading) -> str:
+    link = reading.risks(mode)
+    if link is None and reading.risks(recipe.CATASTROPHIC_UPDATE):
+        return "updates that move the policy too far at once"
+    return mode.replace("_", " ")
+
+
+def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[Check]
+                   ) -> _Lead | None:
+    """A run wrong from its first logged step: the setup, not the training, is the cause."""
+    check = root.check
+    by_mode = {c.mode: c for c in checks if c.fired}
+    if check.mode == "numerical_failure" or (
+            "numerical_failure" in by_mode and _policy_never_moved(run)):
+        return _numerical_setup(run, setup, by_mode.get("numerical_failure", check))
+    if check.mode == "length_hacking" and check.evidence.get("truncated_from_start"):
+        share = float(check.evidence.get("truncated_share", 0.0))
+        length = setup.get("max_completion_length")
+        now = length.value_text if length is not None and length.value is not None else None
+        cap = check.evidence.get("cap")
+        target = (f"max_completion_length {now} -> {int(float(now) * 2)}" if now and
+                  recipe.as_number(now) else
+                  f"raise max_completion_length{f' (now about {fmt(cap)} tokens)' if cap else ''}"
+                  " 2x")
+        cut = str(check.evidence.get("truncated_text")
+                  or f"{share:.0%} of completions were cut at the cap from the first log")
+        text = (f"{target}: {cut}, so the budget is too small for the task's answers (a setup "
+                "problem); raise it before any overlong shaping, which would drop or penalise "
+                "most of the batch")
+        summary = f"a setup problem: {cut} ({root.summary})"
+        reading = length if length is not None and length.value is not None else None
+        return _Lead(knobs.Remedy(text, knob=knobs.MAX_LENGTH), summary=summary,
+                     knob=_Knob(recipe.replace_verdict(reading, recipe.LOW))
+                     if reading is not None else None, setup=True)
+    if check.mode == "kl_drift" and check.evidence.get("offset_from_start"):
+        return _Lead(knobs.Remedy(
+            "check the reference model against the policy at step 0: the same checkpoint, "
+            "dtype and quantization (KL should start near 0; it was already "
+            f"{_kl_at_start(run)} at the first logged step)"),
+            summary=f"a setup problem: the policy and the reference differ from the first "
+                    f"logged step ({root.summary})", setup=True)
+    return None
+
+
+def _policy_never_moved(run: Run) -> bool:
+    """KL exactly 0 on every logged step: no update ever changed the policy."""
+    _, kl = series(run, Metric.KL.value)
+    return len(kl) >= 3 and bool(np.all(kl == 0))
+
+
+def _kl_at_start(run: Run) -> str:
+    _, kl = series(run, Metric.KL.value)
+    return fmt(float(kl[0])) if len(kl) else "high"
+
+
+def _numerical_setup(run: Run, setup: recipe.Setup, check: Check) -> _Lead:
+    dtype = setup.get("dtype")
+    still = _policy_never_moved(run)
+    moved = ("; KL was exactly 0 on every logged step: the policy never moved, no update "
+             "was applied" if still else "")
+    if dtype is not None and dtype.outside:
+        text = (f"restart from the initial model with {dtype.fix()} ({dtype.sentence()}: "
+                f"{dtype.setting.why.get(dtype.verdict, '')}); clipping cannot fix a NaN")
+        summary = (f"a numerical setup problem: {dtype.id} {dtype.value_text} "
+                   f"({check.summary}){moved}")
+        return _Lead(knobs.Remedy(text), summary=summary, knob=_Knob(dtype), setup=True)
+    text = ("a numerical setup problem from the first update, not an instability (clipping "
+            "cannot fix a NaN): check the model and optimizer dtype (fp16 weights without an "
+            "fp32 master copy or loss scaling overflow: train in bf16), the loss scaler, the "
+            "optimizer epsilon (1e-8 underflows in fp16), a 4-bit adapter's compute dtype, "
+            "and a loss or reward that divides by zero")
+    return _Lead(knobs.Remedy(text), summary=f"a numerical setup problem: {check.summary}"
+                 f"{moved}", setup=True)
 
 
 def _lr(x: float) -> str:
-    return f"{x:.2g}"
+    return knob_value(x)
 
 
 def _lr_overshoot(run: Run) -> tuple[int, float, float] | None:
@@ -215,30 +459,93 @@ def _lr_overshoot(run: Run) -> tuple[int, float, float] | None:
 # --- the plan -----------------------------------------------------------------------------------
 
 
-def _plan(events: Sequence[Event], checks: Sequence[Check], root: Event,
-          lead: knobs.Remedy) -> tuple[PlanItem, ...]:
-    """Every finding's remedies, merged, the root cause's first action first and the rest in
-    timeline order: one item per knob (the strongest change asked for), one roll-back (to the
-    earliest step asked for), identical advice once."""
+def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Event,
+          lead: _Lead, setup: recipe.Setup) -> tuple[PlanItem, ...]:
+    """The first action, then the other settings outside the recipe linked to the cause, the
+    root cause's remedies, the remedies of findings of their own, and last those of the
+    findings the root cause explains. One item per knob (the strongest change asked for), one
+    roll-back (to the earliest step asked for), identical advice once."""
     mode = root.check.mode
-    order = [mode] + [m for m in dict.fromkeys(e.check.mode for e in events) if m != mode]
-    if mode == "no_learning_signal" and root.check.evidence.get("cause"):
+    explained = CAN_CAUSE.get(mode, frozenset())
+    if (mode == "no_learning_signal" and root.check.evidence.get("cause")) or (
+            root.incident and mode in ("kl_drift", "grad_explosion")):
+        explained = _ALL
+    by_mode = {c.mode: c for c in checks if c.fired}
+    order = [m for m in dict.fromkeys(e.check.mode for e in events) if m != mode]
+
+    def treats(m: str) -> str:
+        c = by_mode[m]
+        after = c.onset_step is None or c.onset_step >= root.step
+        return "consequence" if m in explained and after else "finding"
+
+    dead = mode == "no_learning_signal" and root.check.evidence.get("cause")
+    if dead:
         # A destroyed policy: what its symptoms would ask for (dynamic sampling, a larger
         # group, a curriculum) cannot revive it. Only preventing the update counts.
         order = [m for m in order if m not in _SYMPTOMS_OF_A_DEAD_RUN]
-    by_mode = {c.mode: c for c in checks if c.fired}
-    items: list[_Item] = [_Item(lead, [mode])]
-    for m in order:
-        for remedy in by_mode[m].remedies:
+    items: list[_Item] = [_Item(lead.remedy, [mode], "root_cause",
+                                lead.knob.reading.id if lead.knob else None)]
+    # Other settings outside the recipe that the chapter links to the cause.
+    linked = list(lead.extra_knobs) + [
+        r for r in setup.linked(_linked_modes(root)) if r not in lead.extra_knobs]
+    for reading in linked:
+        if lead.knob is not None and reading.id == lead.knob.reading.id:
+            continue
+        if lead.remedy.knob is not None and _knob_of(reading) is lead.remedy.knob:
+            continue  # the first action already turns it
+        if lead.setup and not reading.far:
+            continue  # a run broken by its setup: a setting merely outside is not the point
+        if reading.setting.note_only and not reading.far:
+            text = f"also: {reading.fix()} ({reading.sentence()})"
+        else:
+            text = f"also outside the recipe: {reading.fix()} ({reading.sentence()})"
+        items.append(_Item(knobs.Remedy(text, knob=_knob_of(reading)), [mode], "root_cause",
+                           reading.id))
+    # A setup problem beside the cause (completions cut from the first log, a reference that
+    # differs from the policy at step 0) is fixed before anything is tuned: its first remedy
+    # comes right after the first action.
+    setup_first = [(m, "finding") for m in order if _setup_finding(by_mode[m])]
+    rest = sorted(((m, treats(m)) for m in order if (m, "finding") not in setup_first),
+                  key=lambda t: t[1] == "consequence")
+    sources = [*setup_first, (mode, "root_cause"), *rest]
+    for m, kind in sources:
+        remedies = by_mode[m].remedies
+        if (m, kind) in setup_first:
+            remedies = remedies[:1]
+            sources.append((m, "later"))
+        elif kind == "later":
+            remedies, kind = remedies[1:], "finding"
+        for remedy in remedies:
             r = remedy if isinstance(remedy, knobs.Remedy) else knobs.Remedy(str(remedy))
-            if str(r) == str(lead) or str(r).startswith("nothing urgent"):
+            if str(r) == str(lead.remedy) or str(r).startswith("nothing urgent"):
                 continue
+            if lead.setup and m == "numerical_failure" and r.knob is knobs.GRAD_CLIP:
+                continue  # clipping cannot fix a NaN the setup produces
             twin = next((it for it in items if it.same_kind(r)), None)
             if twin is None:
-                items.append(_Item(r, [m]))
+                items.append(_Item(r, [m], kind, _setting_of(r)))
             else:
                 twin.absorb(r, m)
-    return tuple(PlanItem(str(it.remedy), tuple(it.modes)) for it in items)
+    return tuple(PlanItem(str(it.remedy), tuple(it.modes), it.treats, it.setting,
+                          it.remedy.rollback_step) for it in items)
+
+
+def _setup_finding(check: Check) -> bool:
+    """A finding whose evidence says the setup was wrong from the first logged step."""
+    return bool(check.evidence.get("truncated_from_start")
+                or check.evidence.get("offset_from_start"))
+
+
+def _knob_of(reading: recipe.Reading) -> knobs.Knob | None:
+    return next((k for k in knobs.KNOBS if set(k.names) & set(reading.setting.names)), None)
+
+
+def _setting_of(remedy: knobs.Remedy) -> str | None:
+    """The recipe's name for the knob a remedy turns."""
+    if remedy.knob is None:
+        return None
+    return next((s.id for s in recipe.SETTINGS if set(s.names) & set(remedy.knob.names)),
+                None)
 
 
 @dataclass
@@ -247,6 +554,8 @@ class _Item:
 
     remedy: knobs.Remedy
     modes: list[str]
+    treats: str = "root_cause"
+    setting: str | None = None
 
     def same_kind(self, r: knobs.Remedy) -> bool:
         mine = self.remedy
@@ -254,12 +563,16 @@ class _Item:
             return True
         if r.rollback_step is not None and mine.rollback_step is not None:
             return True
+        if self.setting is not None and self.setting == _setting_of(r):
+            return True
         return r.knob is not None and mine.knob is r.knob
 
     def absorb(self, r: knobs.Remedy, mode: str) -> None:
         if mode not in self.modes:
             self.modes.append(mode)
         mine = self.remedy
+        if self.setting is not None and self.treats == "root_cause" and mine.factor is None:
+            return  # the recipe's own value for a setting named as the cause stands
         if (mine.rollback_step is not None and r.rollback_step is not None
                 and r.knob is None and mine.knob is None
                 and r.rollback_step < mine.rollback_step):

@@ -36,19 +36,23 @@ def test_diagnose_example_json_contract(capsys):
     assert code == 1
     d = json.loads(out)
     assert set(d) == V1_KEYS | {"status_reason", "notes", "root_cause", "plan", "hints",
-                                "config"}
+                                "config", "setup"}
     assert d["schema_version"] == 2 and d["status"] == "critical"
     assert d["config"] == {"file": None, "ignored": [], "overrides": {}}
     assert set(d["run"]) == {"name", "source", "format", "first_step", "last_step", "n_steps"}
     for c in d["checks"]:
         assert set(c) == V1_CHECK_KEYS | {"incidents"}
-    assert set(d["root_cause"]) == {"mode", "step", "summary", "first_action"}
+    assert set(d["root_cause"]) == {"mode", "step", "summary", "first_action", "knob", "setup"}
     assert d["root_cause"]["mode"] == "entropy_collapse" and d["status_reason"] is None
-    assert all(set(p) == {"action", "for"} for p in d["plan"])
+    assert all(set(p) == {"action", "for", "treats", "knob", "rollback_step"}
+               for p in d["plan"])
+    assert d["plan"][0]["treats"] == "root_cause"
+    assert all(p["treats"] in ("root_cause", "consequence", "finding") for p in d["plan"])
+    assert isinstance(d["setup"], list)
     ent = next(c for c in d["checks"] if c["mode"] == "entropy_collapse")
     assert ent["status"] == "critical" and 300 <= ent["onset_step"] <= 420
     assert ent["first_alert_step"] >= ent["onset_step"]
-    assert any("learning_rate 5e-06 -> 2.5e-06" in r for r in ent["remedies"])
+    assert any("learning_rate 5e-6 -> 2.5e-6" in r for r in ent["remedies"])
 
 
 def test_healthy_example_exits_zero(capsys):

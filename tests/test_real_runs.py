@@ -21,8 +21,6 @@ HEALTHY = [
     "notebook-tables/Llama3.1_(8B)-GRPO__2025-02-06_add7e30a_ad8f0a.csv",
     "notebook-tables/Qwen2.5_(3B)-GRPO__2025-02-06_46169037_de4eba.csv",
     "notebook-tables/Qwen2_5_7B_VL_GRPO__2025-09-18_19455c9f_059b72.csv",
-    "notebook-tables/Mistral_v0.3_(7B)-GRPO__2025-05-10_c1a161c6_cb9cdd.csv",
-    "notebook-tables/DeepSeek_R1_0528_Qwen3_(8B)_GRPO__2025-06-05_fc0ecd2c_839abc.csv",
     # Most groups all-correct (frac_reward_zero_std >= 0.8 on 37 of 40 logs), grad norm 0 on
     # most logs: a false-alarm test for zero-variance detectors.
     "trl-console/nips-grpo-dynamics_exp2_vanilla_rho1.0_seed42.log",
@@ -57,7 +55,17 @@ FAILING = {
     # Completions collapse to a few tokens for steps 45-130, then come back.
     "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log": "length_hacking",
     "trainer-state/IITD_AAIPL_minesweeper_checkpoint-500_trainer_state.json": "length_hacking",
+    # Corrected labels (they were "healthy"): the whole gain is format credit. check_answer
+    # is -2 on all 100 steps: not one answer was right.
+    "notebook-tables/DeepSeek_R1_0528_Qwen3_(8B)_GRPO__2025-06-05_fc0ecd2c_839abc.csv":
+        "format_gaming",
+    # Reward 0.80 -> 0.68, correctness 0.10 -> 0.02 over 60 steps: not learning.
+    "notebook-tables/Qwen2_5_7B_VL_GRPO__2025-09-17_0a49f524_938224.csv": "no_progress",
 }
+
+#: Debatable: reward -0.3 -> 0.3 almost all from a partial-tag format term; correctness
+#: non-zero on 12 of 250 steps. Never critical, never healthy-with-no-note.
+DEBATABLE = ["notebook-tables/Mistral_v0.3_(7B)-GRPO__2025-05-10_c1a161c6_cb9cdd.csv"]
 
 
 def _present(path: str) -> None:
@@ -74,13 +82,24 @@ def test_healthy_real_runs_raise_no_alarm(path):
         assert d.status == "healthy", d.status_reason
 
 
+@pytest.mark.parametrize("path", DEBATABLE)
+def test_debatable_real_runs_are_warnings(path):
+    _present(path)
+    (run,) = load_runs(REAL_RUNS / path)
+    assert diagnose(run).status == "warning"
+
+
 @pytest.mark.parametrize("path,mode", FAILING.items())
 def test_failing_real_runs_are_flagged(path, mode):
     _present(path)
     (run,) = load_runs(REAL_RUNS / path)
     check = diagnose(run).check(mode)
     assert check.fired, check.summary
-    assert check.first_alert_step is not None and check.onset_step <= check.first_alert_step
+    assert check.first_alert_step is not None
+    # A monitor raises the finding at its first alert: where it began, or an earlier episode
+    # that went back before the one the finding dates (an incident starting there).
+    assert check.onset_step <= check.first_alert_step or any(
+        i.step == check.first_alert_step for i in check.incidents)
 
 
 def test_the_recovered_kl_blowup_is_an_incident_with_its_recovery():
@@ -105,7 +124,8 @@ def test_an_earlier_episode_says_what_it_was():  # and when it was seen so
     assert episode.summary.startswith("at step 44, as seen then: KL rose from ")
     assert "(band 0.5-5" in episode.summary and episode.summary.endswith("cleared by step 50")
     assert episode.peak == pytest.approx(0.865, abs=0.001) and episode.peak_step == 48
-    assert d.root_cause.summary == episode.summary
+    # The run came back from that episode: the cause is the drift that did not go back.
+    assert d.root_cause.step == d.check("kl_drift").onset_step > 50
 
 
 def test_an_entropy_level_is_not_read_as_the_reward():
@@ -128,15 +148,19 @@ def test_the_collapse_names_its_root_cause():
     assert d.check("no_learning_signal").fired  # grad norm 0 on the last logs, reward 0
 
 
-def test_a_length_collapse_is_the_root_cause_of_what_follows():
-    """rho=0.50: completions crash from 234 to 2.65 tokens from step 10 (a warning: length
-    came back), then the reward crashes and nothing is left to learn from. Completions with
-    no answer in them explain the rest; the entropy blow-up at step 40 was named before."""
+def test_one_catastrophic_update_is_the_root_cause_of_the_length_collapse():
+    """rho=0.50: one update at step 35 (grad norm 3.6 against ~0.2) is followed by
+    completions collapsing from 110 to 4 tokens and the reward to 0; it never recovers. The
+    reward is correctness only: "a length reward the policy learned to game" is wrong. The
+    first action rolls back to before step 35 and makes updates smaller."""
     path = "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log"
     _present(path)
     d = diagnose(load_runs(REAL_RUNS / path)[0])
-    assert (d.root_cause.mode, d.root_cause.step) == ("length_hacking", 10)
-    assert d.plan[0].action == d.root_cause.first_action and "length" in d.plan[0].action
+    assert (d.root_cause.mode, d.root_cause.step) == ("grad_explosion", 35)
+    first = d.root_cause.first_action
+    assert d.plan[0].action == first and "before step 35" in first
+    assert "learning_rate" in first and "length" not in first
+    assert d.plan[0].rollback_step == 35 and d.plan[0].treats == "root_cause"
     # Two independent problems: the cap hit from step 10 cannot bring about the entropy
     # collapse at 30, which explains what follows it; the earlier one is a problem of its own.
     path = "trl-console/20251022_181457_run_terminal.md"

@@ -39,7 +39,7 @@ def test_a_kl_blowup_the_run_recovered_from_is_critical_with_its_episode():
     assert grad.status.value == "critical" and grad.incidents[0].peak == 421_000
     assert d.root_cause.step == 10 and d.root_cause.mode in ("grad_explosion", "kl_drift")
     # The blow-up came with the first logged steps: there is nothing to roll back to.
-    assert d.root_cause.first_action.startswith("restart from the initial checkpoint")
+    assert d.root_cause.first_action.startswith("restart from the initial model")
 
 
 def test_one_kl_spike_above_stop_that_nothing_followed_is_a_warning():
@@ -94,9 +94,13 @@ def test_a_dead_run_is_named_with_its_catastrophic_update():
     assert dead.summary.startswith("no learning signal since step 2: reward constant at 0")
     assert "catastrophic update at step 1" in dead.summary and "log-prob" in dead.summary
     assert d.root_cause.mode == "no_learning_signal" and d.root_cause.step == 1
-    assert d.root_cause.first_action.startswith("restore the last checkpoint")
+    # Dead from its first update: no checkpoint to go back to, and an lr 600x the recipe's
+    # ceiling is the cause (halving it would still be 300x).
+    first = d.root_cause.first_action
+    assert first.startswith("restart from the initial model")
+    assert "learning_rate 0.003 -> 1e-6" in first and "600x" in first
+    assert d.root_cause.knob["name"] == "learning_rate" and d.root_cause.setup
     actions = " | ".join(p.action for p in d.plan)
-    assert "learning_rate 0.003 -> 0.0003" in actions
     assert "dynamic sampling" not in actions and "group size" not in actions
     # Not "steady around 0", not "reward 0 -> 0 (peak 0.375)".
     grad = d.check("grad_explosion")
@@ -165,8 +169,8 @@ def test_an_unmapped_logprob_is_suggested(capsys, tmp_path):
 def test_a_warmup_that_overshoots_names_the_lr_at_the_reward_peak():
     d = diagnose(history.warmup_overshoot())
     cause = d.root_cause
-    assert "the reward peaked at step 3" in cause.summary and "0.00038" in cause.summary
-    assert cause.first_action.startswith("learning_rate 0.0012 -> 0.00038")
+    assert "the reward peaked at step 3" in cause.summary and "3.8e-4" in cause.summary
+    assert cause.first_action.startswith("learning_rate 0.0012 -> 3.8e-4")
     lr_items = [p for p in d.plan if "learning_rate" in p.action]
     assert len(lr_items) == 1 and len(lr_items[0].modes) >= 2
 

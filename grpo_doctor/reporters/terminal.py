@@ -27,7 +27,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
-from grpo_doctor.findings import Check, Diagnosis, Status
+from grpo_doctor.findings import Check, Diagnosis, PlanItem, Status
 from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.escape import terminal as _safe
 from grpo_doctor.reporters.fit import shorten_left, shorten_right
@@ -52,7 +52,7 @@ _MARK = {"critical": "✗", "warning": "!"}
 #: Incidents listed under a finding before "and N more" (``-v`` lists them all).
 MAX_INCIDENTS = 3
 #: Plan items shown before "and N more" (``-v`` shows them all).
-MAX_PLAN = 6
+MAX_PLAN = 5
 #: Below this width the full table of ``-v`` becomes one block per check.
 TABLE_WIDTH = 100
 #: Sparklines in the full table need room.
@@ -187,16 +187,29 @@ def _plan(diagnosis: Diagnosis, verbose: bool) -> list[RenderableType]:
     if not plan:
         return []
     several = len(diagnosis.findings) > 1
-    shown = plan if verbose or len(plan) <= MAX_PLAN + 1 else plan[:MAX_PLAN]
+    shown = list(plan) if verbose or len(plan) <= MAX_PLAN else _first_items(plan)
     out: list[RenderableType] = [Text("What to change, first things first:", style="bold")]
-    for k, item in enumerate(shown, 1):
+    for item in shown:
         body = Text(_safe(item.action))
         if several and item.modes:
-            body.append(f"  [{', '.join(_safe(m) for m in item.modes)}]", style="dim")
-        out.append(_hang(f"{k:>3}. ", body, head_style=""))
+            tag = ", ".join(_safe(m) for m in item.modes)
+            if item.treats == "consequence":
+                tag += "; follows from the root cause"
+            body.append(f"  [{tag}]", style="dim")
+        out.append(_hang(f"{plan.index(item) + 1:>3}. ", body, head_style=""))
     if len(shown) < len(plan):
         out.append(_indented(f"and {len(plan) - len(shown)} more (-v)", 5, style="dim"))
     return out
+
+
+def _first_items(plan: tuple[PlanItem, ...]) -> list[PlanItem]:
+    """The first ``MAX_PLAN`` items, with a roll-back never among those left out (it takes
+    the last place shown)."""
+    shown = list(plan[:MAX_PLAN])
+    rollback = next((it for it in plan[MAX_PLAN:] if it.rollback_step is not None), None)
+    if rollback is not None and not any(it.rollback_step is not None for it in shown):
+        shown[-1] = rollback
+    return shown
 
 
 def _lists(diagnosis: Diagnosis) -> list[RenderableType]:

@@ -86,7 +86,7 @@ def test_run_reads_back_to_the_csv_and_diagnoses_like_it(store, stores, referenc
     assert ours["checks"] == theirs["checks"]
     assert ours["status"] == theirs["status"] == "critical"
     remedies = [r for c in ours["checks"] for r in c["remedies"]]
-    assert "learning_rate 1e-06 -> 5e-07" in remedies
+    assert "learning_rate 1e-6 -> 5e-7" in remedies
 
 
 @pytest.mark.parametrize("store", ["mlflow.db", "mlruns", "trackio.db", "swanlog"])
