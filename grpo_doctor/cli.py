@@ -222,6 +222,48 @@ def diagnose(
     raise typer.Exit(api.exit_code([result.diagnosis], settings.fail_on, strict=strict))
 
 
+@app.command()
+def preflight(
+    source: Annotated[str, typer.Argument(
+        help="A trainer config (TRL GRPOConfig or verl YAML/JSON), a saved launch command "
+        "(.sh/.txt: OpenRLHF or verl flags), or a run whose logged config to read.")],
+    overrides: Annotated[list[str], typer.Argument(
+        metavar="[KEY=VALUE]...",
+        help="Hydra-style overrides applied to the config (dotted keys).")] = [],  # noqa: B006
+    format: FormatOpt = "terminal",
+    fail_on: Annotated[str, typer.Option(
+        "--fail-on", metavar="LEVEL", help="Exit 1 at or above: critical (default: a knob "
+        "far outside the recipe), warning (any knob outside it), never.")] = "critical",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """Check a run's setup against the recipe before it starts.
+
+    Each knob with its value and the recipe's range, what a value outside it risks and what
+    to set it to, and which checks the run's logs will leave blind. Exit code 0, 1 when
+    something is at or above --fail-on, 2 on bad input.
+    """
+    from grpo_doctor import preflight as pf
+    from grpo_doctor.errors import ConfigError
+
+    if format not in ("terminal", "json", "markdown"):
+        raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
+    pf.exit_code(pf.Preflight("", "", pf.recipe.Setup(())), fail_on)  # validate early
+    _check_outputs(force, output)
+    config, framework = pf.read_preflight_source(source, overrides)
+    result = pf.preflight(config, framework, source=source)
+    if format == "json":
+        import json
+
+        text = json.dumps(result.to_dict(), indent=2) + "\n"
+    elif format == "markdown":
+        text = pf.render_preflight_markdown(result)
+    else:
+        text = pf.render_preflight_text(result)
+    _emit(text, output, force)
+    raise typer.Exit(pf.exit_code(result, fail_on))
+
+
 AuditFormatOpt = Annotated[str, typer.Option(
     "--format", "-f", metavar="FORMAT",
     help="Report format: terminal, json, junit, markdown, or parquet (one row "

@@ -650,7 +650,7 @@ def _value_text(value: Any) -> str:
     if x is not None:
         if math.isinf(x):
             return "inf"
-        return _num(x) if abs(x) < 1e6 else f"{x:.3g}"
+        return _num(x)
     return str(value)
 
 

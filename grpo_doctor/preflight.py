@@ -1,0 +1,383 @@
+"""Preflight: the recipe's knowledge before the GPUs start.
+
+Reads a run's configuration (a TRL ``GRPOConfig`` as YAML or JSON, a verl config YAML with
+Hydra-style ``key=value`` overrides, an OpenRLHF or verl command line saved in a text file,
+or any run source grpo-doctor reads, through its logged config), judges each knob against
+the recipe (``recipe``), and says which checks the run's logs will leave blind: the metrics
+its trainer does not log by default (no mean log-prob: the LLD check cannot run), with how
+to log them. Pure functions over the parsed config, but ``read_preflight_source`` reads the
+file it is given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_doctor import recipe
+from grpo_doctor.errors import ConfigError, FormatError
+from grpo_doctor.metrics import Metric
+
+#: What TRL's ``GRPOConfig`` sets when a config file leaves a knob out (TRL 1.x; checked
+#: against ``trl.GRPOConfig()`` by scripts/make_fixtures_preflight.py).
+TRL_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 1e-6, "beta": 0.0, "num_generations": 8, "temperature": 1.0,
+    "epsilon": 0.2, "max_grad_norm": 1.0, "max_completion_length": 512,
+    "loss_type": "dapo", "num_iterations": 1, "mask_truncated_completions": False,
+}
+
+#: The canonical metrics each framework logs by default (what its logger writes every step
+#: without extra code); a check whose metrics are not among them will be skipped.
+LOGGED_BY_DEFAULT: dict[str, frozenset[str]] = {
+    "trl": frozenset({
+        Metric.REWARD_MEAN.value, Metric.REWARD_STD.value, Metric.KL.value,
+        Metric.ENTROPY.value, Metric.RESPONSE_LENGTH_MEAN.value,
+        Metric.TRUNCATION_RATIO.value, Metric.ZERO_STD_FRACTION.value,
+        Metric.CLIP_FRACTION.value, Metric.GRAD_NORM.value, Metric.LEARNING_RATE.value,
+        Metric.LOSS.value}),
+    "verl": frozenset({
+        Metric.REWARD_MEAN.value, Metric.ENTROPY.value, Metric.KL.value,
+        Metric.RESPONSE_LENGTH_MEAN.value, Metric.TRUNCATION_RATIO.value,
+        Metric.CLIP_FRACTION.value, Metric.GRAD_NORM.value, Metric.LEARNING_RATE.value,
+        Metric.LOSS.value, Metric.HELDOUT_SCORE.value}),
+    "openrlhf": frozenset({
+        Metric.REWARD_MEAN.value, Metric.KL.value, Metric.RESPONSE_LENGTH_MEAN.value,
+        Metric.LOSS.value, Metric.LEARNING_RATE.value}),
+}
+
+#: How to log what a blind check needs, per canonical metric.
+HOW_TO_LOG: dict[str, str] = {
+    Metric.LOG_PROB_MEAN.value: "log the mean log-prob of the sampled (or the correct) "
+    "completions each step, e.g. as train/log_prob_mean from a callback; the LLD death spiral "
+    "shows there first",
+    Metric.ENTROPY.value: "log the policy's token entropy (TRL logs `entropy`; verl "
+    "`actor/entropy`)",
+    Metric.ZERO_STD_FRACTION.value: "log the share of groups whose rewards are all equal "
+    "(TRL: frac_reward_zero_std)",
+    Metric.REWARD_STD.value: "log the reward's std within groups (TRL: reward_std)",
+    Metric.GRAD_NORM.value: "log the gradient norm before clipping",
+    Metric.KL.value: "log the KL to the reference (TRL logs `kl` only when beta > 0)",
+    Metric.CLIP_FRACTION.value: "log the share of clipped importance ratios",
+    Metric.TOOL_CALLS.value: "log tool calls per completion (agentic runs)",
+    Metric.HELDOUT_SCORE.value: "evaluate on held-out prompts every few hundred steps",
+    Metric.TRUNCATION_RATIO.value: "log the share of completions cut at the length cap",
+}
+
+
+@dataclass(frozen=True)
+class BlindCheck:
+    """A check the run's logs will not let run, and what to log for it."""
+
+    mode: str
+    missing: tuple[str, ...]
+    how: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "missing": list(self.missing), "how": self.how}
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """A config judged against the recipe, before a run."""
+
+    source: str
+    framework: str  # trl | verl | openrlhf | unknown
+    setup: recipe.Setup
+    blind: tuple[BlindCheck, ...] = ()
+    defaults: tuple[str, ...] = ()  # knobs read from the framework's defaults
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def status(self) -> str:
+        """critical: a knob far outside the recipe; warning: one outside it; else ok."""
+        causes = [r for r in self.setup.outside if not r.setting.note_only]
+        if any(r.far for r in causes):
+            return "critical"
+        return "warning" if causes else "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        readings = []
+        for r in self.setup.known:
+            d = r.to_dict()
+            d["recipe_range"] = r.setting.range_text
+            d["from_default"] = r.id in self.defaults
+            if r.outside:
+                d["fix"] = r.fix()
+                d["why"] = r.setting.why.get(r.verdict, "")
+            readings.append(d)
+        return {"source": self.source, "framework": self.framework, "status": self.status,
+                "knobs": readings, "blind_checks": [b.to_dict() for b in self.blind],
+                "notes": list(self.notes)}
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[str] = ()
+                          ) -> tuple[dict[str, Any], str]:
+    """A config and its framework from ``source`` (a YAML/JSON config, a saved command line,
+    or a run source), with ``KEY=VALUE`` overrides applied (dotted keys set nested values,
+    as Hydra does). Bad input raises FormatError or ConfigError."""
+    path = Path(source)
+    if not path.exists():
+        raise FormatError(f"{path}: no such file or folder")
+    config: dict[str, Any]
+    if path.is_file() and path.suffix.lower() in (".yaml", ".yml", ".json"):
+        config = _read_config_file(path)
+    elif path.is_file() and path.suffix.lower() in (".sh", ".txt", ".cmd", ".bash"):
+        config = parse_command_line(_read_small(path))
+        if not config:
+            raise FormatError(f"{path}: no --flag value or key=value settings found")
+    else:
+        from grpo_doctor.importers import load_runs
+
+        runs = load_runs(path)
+        config = dict(runs[0].config or {})
+        if not config:
+            raise FormatError(f"{path}: the run logged no config; give the trainer's config "
+                              "file instead")
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        key = key.strip().lstrip("+")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r}: expected KEY=VALUE")
+        _set_dotted(config, key, _coerce(value.strip()))
+    return config, framework_of(config)
+
+
+_MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
+def _read_small(path: Path) -> str:
+    if path.stat().st_size > _MAX_CONFIG_BYTES:
+        raise FormatError(f"{path}: {path.stat().st_size:,} bytes is not a config file")
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    text = _read_small(path)
+    try:
+        if path.suffix.lower() == ".json":
+            loaded = json.loads(text)
+        else:
+            import yaml
+
+            loaded = yaml.safe_load(text)
+    except Exception as exc:  # yaml and json raise their own error kinds
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FormatError(f"{path}: not a readable config ({first})") from None
+    if not isinstance(loaded, dict):
+        raise FormatError(f"{path}: a config file holds a mapping of settings")
+    return {str(k): v for k, v in loaded.items()}
+
+
+def _coerce(value: str) -> Any:
+    low = value.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "none", "~"):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value.strip("'\"")
+
+
+def _set_dotted(config: dict[str, Any], key: str, value: Any) -> None:
+    node = config
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+_FLAG = re.compile(r"--?([A-Za-z][\w.-]*)(?:=(.*))?$")
+_OVERRIDE = re.compile(r"\+?([A-Za-z_][\w]*(?:\.[\w]+)+)=(.*)$")
+
+
+def parse_command_line(text: str) -> dict[str, Any]:
+    """Settings of a saved launch command: ``--flag value``, ``--flag=value``, a bare
+    ``--flag`` (true), and Hydra ``a.b.c=value`` overrides; backslash line continuations and
+    comments allowed. Dashes in flag names become underscores (OpenRLHF's ``--actor_learning_rate``
+    and ``--actor-learning-rate`` alike)."""
+    text = re.sub(r"\\\n", " ", text)
+    tokens: list[str] = []
+    for line in text.splitlines():
+        try:
+            tokens += shlex.split(line, comments=True)
+        except ValueError:
+            tokens += line.split()
+    config: dict[str, Any] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        override = _OVERRIDE.match(token)
+        flag = _FLAG.match(token) if token.startswith("-") else None
+        if override:
+            _set_dotted(config, override.group(1), _coerce(override.group(2)))
+        elif flag:
+            name = flag.group(1).replace("-", "_")
+            if flag.group(2) is not None:
+                config[name] = _coerce(flag.group(2))
+            elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+                config[name] = _coerce(tokens[i + 1])
+                i += 1
+            else:
+                config[name] = True
+        i += 1
+    return config
+
+
+#: OpenRLHF's flag names for the recipe's knobs.
+_OPENRLHF = {"actor_learning_rate": "learning_rate", "init_kl_coef": "beta",
+             "n_samples_per_prompt": "num_generations", "eps_clip": "epsilon",
+             "entropy_loss_coef": "entropy_coef", "generate_max_len": "max_completion_length",
+             "max_epochs": "num_iterations"}
+
+
+def framework_of(config: Mapping[str, Any]) -> str:
+    """trl, verl, openrlhf or unknown, from the config's keys."""
+    keys = set(recipe.flat_config(config))
+    tops = {k.split(".", 1)[0] for k in keys}
+    if "actor_rollout_ref" in tops or ("algorithm" in tops and "trainer" in tops):
+        return "verl"
+    if {"n_samples_per_prompt", "init_kl_coef", "actor_learning_rate", "pretrain"} & tops:
+        return "openrlhf"
+    if {"num_generations", "per_device_train_batch_size", "beta", "max_completion_length",
+            "use_vllm", "scale_rewards"} & tops:
+        return "trl"
+    return "unknown"
+
+
+# --- judging ------------------------------------------------------------------------------------
+
+
+def preflight(config: Mapping[str, Any], framework: str | None = None, source: str = "",
+              settings: Iterable[recipe.Setting] = recipe.SETTINGS) -> Preflight:
+    """``config`` judged against the recipe, with the framework's defaults for the knobs it
+    leaves out (TRL's), and the checks its logs will leave blind."""
+    framework = framework or framework_of(config)
+    config = dict(config)
+    if framework == "openrlhf":
+        config.update({ours: config[theirs] for theirs, ours in _OPENRLHF.items()
+                       if theirs in config and ours not in config})
+    defaults: list[str] = []
+    if framework == "trl":
+        flat = recipe.flat_config(config)
+        for key, value in TRL_DEFAULTS.items():
+            setting = next((s for s in settings if key in s.names or s.id == key), None)
+            if setting is None or recipe.lookup(flat, setting.names)[0] is not None:
+                continue
+            config[key] = value
+            defaults.append(setting.id)
+    setup = recipe.read_config(config, tuple(settings))
+    notes = []
+    if framework == "trl" and "beta" in defaults:
+        notes.append("TRL's default beta is 0: no KL term, and TRL then logs no `kl` (the KL "
+                     "drift check goes blind); the recipe uses 0.01-0.05")
+    return Preflight(source, framework, setup, blind_checks(framework, setup), tuple(defaults),
+                     tuple(notes))
+
+
+def blind_checks(framework: str, setup: recipe.Setup | None = None) -> tuple[BlindCheck, ...]:
+    """The rules whose metrics the framework does not log by default (none for an unknown
+    framework: nothing is known about its logs)."""
+    from grpo_doctor.rules import RULES
+
+    logged = set(LOGGED_BY_DEFAULT.get(framework, ()))
+    if not logged:
+        return ()
+    beta = setup.get("beta") if setup is not None else None
+    if framework == "trl" and beta is not None and beta.verdict == recipe.OFF:
+        logged.discard(Metric.KL.value)  # TRL computes no KL at beta 0
+    out = []
+    for rule in RULES:
+        if rule.id == "tool_spam":
+            continue  # agentic runs only: a note in `rules`, not a gap in every setup
+        missing = [m for m in rule.requires if m not in logged]
+        if rule.requires_any and not any(all(m in logged for m in group)
+                                         for group in rule.requires_any):
+            missing += [m for m in rule.requires_any[0] if m not in logged and m not in missing]
+        if not missing:
+            continue
+        how = "; ".join(HOW_TO_LOG.get(m, f"log {m}") for m in missing)
+        out.append(BlindCheck(rule.id, tuple(missing), how))
+    return tuple(out)
+
+
+# --- reports ------------------------------------------------------------------------------------
+
+
+def render_preflight_text(pre: Preflight, width: int = 80) -> str:
+    """The terminal report: status, each knob outside the recipe with its fix, the knobs
+    inside it in one line, the blind checks with how to log their metrics."""
+    import textwrap
+
+    def wrap(text: str, head: str) -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=head,
+                             subsequent_indent=" " * len(head)) or [head]
+
+    lines = [f"{pre.status.upper()} · preflight of {pre.source or 'config'} "
+             f"({pre.framework if pre.framework != 'unknown' else 'framework not recognised'})"]
+    outside = [r for r in pre.setup.outside]
+    if outside:
+        lines += ["", "Outside the recipe:"]
+        for r in sorted(outside, key=lambda r: (not r.far, r.setting.note_only)):
+            mark = "✗" if r.far and not r.setting.note_only else "!"
+            risks = ", ".join("catastrophic updates" if lk.mode == recipe.CATASTROPHIC_UPDATE
+                              else lk.mode for lk in r.links)
+            default = " (framework default)" if r.id in pre.defaults else ""
+            lines += wrap(f"{r.fix()}: {r.sentence()}{default}; "
+                          f"{r.setting.why.get(r.verdict, '')}"
+                          + (f"; risks {risks}" if risks else ""), f"{mark} ")
+    inside = [r for r in pre.setup.known if r.verdict == recipe.OK]
+    if inside:
+        knobs_in = ", ".join(f"{r.id} {r.value_text}" for r in inside)
+        lines += ["", *wrap(knobs_in, "within the recipe: ")]
+    unknown = [r for r in pre.setup.known if r.verdict == recipe.UNKNOWN]
+    if unknown:
+        lines += wrap(", ".join(f"{r.id} {r.value_text}" for r in unknown), "not judged: ")
+    if pre.blind:
+        lines += ["", "Checks the run's logs will leave blind (log these to run them):"]
+        for b in pre.blind:
+            lines += wrap(f"{b.mode}: {b.how}", "  ")
+    for note in pre.notes:
+        lines += ["", *wrap(note, "note: ")]
+    return "\n".join(lines) + "\n"
+
+
+def render_preflight_markdown(pre: Preflight) -> str:
+    out = [f"## {pre.status} · preflight of `{pre.source}` ({pre.framework})", "",
+           "| knob | value | recipe | verdict | change |", "|---|---|---|---|---|"]
+    for r in pre.setup.known:
+        fix = r.fix() if r.outside else ""
+        out.append(f"| {r.id} | {r.value_text} | {r.setting.range_text} | {r.verdict} | "
+                   f"{fix} |")
+    if pre.blind:
+        out += ["", "**Blind checks** (log these metrics to run them):", ""]
+        out += [f"- `{b.mode}`: {b.how}" for b in pre.blind]
+    out += ["", *[f"> {n}" for n in pre.notes]] if pre.notes else []
+    return "\n".join(out) + "\n"
+
+
+def exit_code(pre: Preflight, fail_on: str) -> int:
+    """1 when the preflight's status is at or above ``fail_on`` (critical, warning, never)."""
+    order = {"ok": 0, "warning": 1, "critical": 2}
+    limit = {"critical": 2, "warning": 1, "never": 3}.get(fail_on)
+    if limit is None:
+        raise ConfigError(f"--fail-on must be critical, warning or never, got {fail_on!r}")
+    return 1 if order[pre.status] >= limit else 0

@@ -1,0 +1,112 @@
+"""`preflight`: a config judged against the recipe before a run, on files written by TRL's own
+GRPOConfig and in verl's and OpenRLHF's layouts (tests/fixtures/preflight, made by
+scripts/make_fixtures_preflight.py)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grpo_doctor import recipe
+from grpo_doctor.preflight import parse_command_line, preflight, read_preflight_source
+from tests.helpers import run_cli
+
+FIX = Path(__file__).parent / "fixtures" / "preflight"
+
+
+def _pre(name: str, *overrides: str):
+    config, framework = read_preflight_source(FIX / name, overrides)
+    return preflight(config, framework, source=name)
+
+
+def test_the_chapters_recipe_passes():
+    pre = _pre("verl_recipe.yaml")
+    assert pre.framework == "verl" and pre.status == "ok"
+    assert not pre.setup.outside
+    assert {r.id for r in pre.setup.known} >= {
+        "learning_rate", "beta", "num_generations", "temperature", "entropy_coef", "epsilon",
+        "epsilon_high", "max_grad_norm", "dynamic_sampling", "overlong_shaping", "adaptive_kl"}
+
+
+def test_hydra_overrides_apply_and_are_judged():
+    pre = _pre("verl_recipe.yaml", "actor_rollout_ref.actor.entropy_coeff=0.5",
+               "actor_rollout_ref.actor.optim.lr=3e-5")
+    entropy, lr = pre.setup.get("entropy_coef"), pre.setup.get("learning_rate")
+    assert entropy.verdict == recipe.HIGH and entropy.far
+    assert entropy.fix() == "entropy_coef 0.5 -> 0.005 (or remove it)"
+    assert lr.verdict == recipe.HIGH and not lr.far and lr.value == pytest.approx(3e-5)
+    assert pre.status == "critical"
+
+
+def test_trls_own_defaults_get_what_the_chapter_says_of_them():
+    pre = _pre("trl_defaults.yaml")
+    assert pre.framework == "trl"
+    assert pre.setup.get("learning_rate").verdict == recipe.OK  # TRL's 1e-6 is the recipe's
+    beta = pre.setup.get("beta")
+    assert beta.verdict == recipe.OFF and not beta.far  # TRL's beta 0: outside, not far
+    assert pre.status == "warning"
+    blind = {b.mode for b in pre.blind}
+    assert "likelihood_displacement" in blind  # TRL logs no mean log-prob
+    assert "kl_drift" in blind  # and no KL at beta 0
+
+
+def test_a_trl_config_far_outside_is_critical_and_names_each_knob():
+    pre = _pre("trl_bad.json")
+    far = {r.id for r in pre.setup.outside if r.far}
+    assert far == {"learning_rate", "num_generations", "temperature", "dtype"}
+    assert pre.setup.get("dtype").verdict == recipe.UNSAFE  # fp16 weights
+    assert pre.setup.get("learning_rate").sentence() == (
+        "learning_rate 0.003 is 600x the recipe's 5e-6 ceiling")
+
+
+def test_a_minimal_trl_config_is_completed_with_trls_defaults():
+    pre = preflight({"learning_rate": 2e-6, "num_generations": 16, "use_vllm": True})
+    assert pre.framework == "trl"
+    assert "beta" in pre.defaults and pre.setup.get("beta").verdict == recipe.OFF
+    assert any("beta is 0" in n for n in pre.notes)
+    assert pre.setup.get("num_generations").verdict == recipe.OK
+
+
+def test_an_openrlhf_command_line_is_read():
+    pre = _pre("openrlhf_launch.sh")
+    assert pre.framework == "openrlhf"
+    assert pre.setup.get("learning_rate").value == pytest.approx(5e-7)
+    g = pre.setup.get("num_generations")
+    assert g.value == 4 and g.verdict == recipe.LOW
+
+
+def test_command_lines_take_every_flag_form():
+    config = parse_command_line("python x.py --a 1 --b=2e-6 --flag \\\n  --c-d text "
+                                "x.y.z=0.5  # a comment\n")
+    assert config == {"a": 1, "b": 2e-6, "flag": True, "c_d": "text", "x": {"y": {"z": 0.5}}}
+
+
+def test_a_runs_logged_config_is_read():
+    """A wandb offline run (corpus run 09, written by the real wandb package) holds TRL's
+    arguments: lr 1e-2 and no clipping are far outside the recipe."""
+    run = next((FIX.parent / "corpus" / "09_lr_huge_noclip" / "wandb").glob("offline-run-*"))
+    config, framework = read_preflight_source(run)
+    pre = preflight(config, framework)
+    assert framework == "trl" and pre.status == "critical"
+    assert pre.setup.get("learning_rate").far
+    clip = pre.setup.get("max_grad_norm")
+    assert clip.verdict == recipe.OFF and clip.far and clip.value_text == "1e9"
+
+
+def test_cli_exit_codes_and_formats(capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "preflight", str(FIX / "trl_bad.json"))
+    assert code == 1 and out.startswith("CRITICAL")
+    assert "learning_rate 0.003 -> 1e-6" in out
+    code, out, _ = run_cli(capsys, "preflight", str(FIX / "verl_recipe.yaml"), "-f", "json")
+    assert code == 0 and json.loads(out)["status"] == "ok"
+    code, out, _ = run_cli(capsys, "preflight", str(FIX / "trl_defaults.yaml"), "--fail-on",
+                           "warning", "-f", "markdown")
+    assert code == 1 and out.startswith("## warning")
+    code, _, err = run_cli(capsys, "preflight", str(tmp_path / "missing.yaml"))
+    assert code == 2 and "no such file" in err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [1, 2\n")
+    code, _, err = run_cli(capsys, "preflight", str(bad))
+    assert code == 2 and "not a readable config" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli(capsys, "preflight", str(FIX / "trl_bad.json"), "novalue")
+    assert code == 2 and "KEY=VALUE" in err
