@@ -170,10 +170,13 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
 
 
 def _cheat_attempts(events: Sequence[Event]) -> Event | None:
-    """The reward-hacking finding when an anti-cheat reward term caught attempts."""
+    """The reward-hacking finding when an anti-cheat reward term caught attempts, or the
+    held-out score turned over while the train reward did not: the reward is being gamed,
+    and what follows (KL drift, length) is its consequence."""
     return next((e for e in events if e.check.mode == "reward_hacking" and not e.incident
-                 and any(f.get("component") for f in e.check.evidence.get("forms", ())
-                         if isinstance(f, dict))), None)
+                 and any(f.get("component") or "held-out" in str(f.get("form", ""))
+                         for f in e.check.evidence.get("forms", ()) if isinstance(f, dict))),
+                None)
 
 
 def _explains(event: Event, worst: Sequence[Check]) -> bool:
@@ -245,6 +248,10 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if problem is not None:
         return problem
     causes = setup.causes(_linked_modes(root), critical=root.critical)
+    if not causes and root.critical:
+        # A setting far outside the recipe that makes single updates huge (an lr 20x the
+        # ceiling, no clipping, fp16 weights) can have brought about any critical finding.
+        causes = setup.causes({recipe.CATASTROPHIC_UPDATE}, critical=False)
     if causes and not _reward_never_fired(check):
         return _knob_action(run, root, causes, from_start)
     remedies = [r for r in check.remedies if not str(r).startswith("nothing urgent")]

@@ -1,0 +1,211 @@
+"""Is the advice right? Runs whose cause is known, scored on the first action and the plan.
+
+    python bench/advice.py [--real ../shared/real-runs]
+
+Two tables:
+
+1. The corpus (tests/fixtures/corpus): tiny GRPO runs trained with one deliberately wrong
+   setting (labels.json says which). Each run's own settings are given as a ``[config]``
+   would give them (the knobs of labels.json's config under TRL's names), and the recipe's
+   learning-rate ceiling is set for this tiny model (its healthy lr is 1e-4, so the ceiling
+   is 5e-4, as the chapter's is 5x its 1e-6 start). A first action "names the cause" when it
+   holds one of the cause's words (the knob, or the remedy an expert gives for it).
+2. The failing real runs of ../shared/real-runs/ADVICE.md (when present): the first action
+   must hold one of the "do first" words and none of the "wrong first" ones.
+
+Also checks that no healthy run (corpus or real) is anything but healthy. Prints the tables
+and the scores; exit 0 always (a benchmark, not a test: tests/test_advice.py holds the floor).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grpo_doctor.config import DoctorConfig
+from grpo_doctor.engine import diagnose
+from grpo_doctor.importers import load_runs
+
+CORPUS = ROOT / "tests" / "fixtures" / "corpus"
+
+#: Corpus run -> the words a first action naming its cause holds (any one).
+CORPUS_CAUSES: dict[str, tuple[str, ...]] = {
+    "lr_too_high": ("learning_rate",),
+    "lr_huge_noclip": ("learning_rate", "max_grad_norm"),
+    "low_temperature": ("temperature",),
+    "too_hard": ("easier prompts", "reward function", "curriculum"),
+    "too_hard_with_format": ("easier prompts", "reward function", "curriculum",
+                             "never moved", "correctness"),
+    "too_easy": ("harder prompts",),
+    "too_easy_exact_only": ("harder prompts",),
+    "beta0_long": ("beta", "KL coefficient"),
+    "length_reward": ("length", "held-out"),
+    "think_tag_reward": ("format", "think"),
+    "think_tag_reward_w3": ("format", "think", "held-out"),
+    "lenient_verifier": ("verifier", "held-out", "highest-reward samples"),
+    "lenient_verifier_kl": ("verifier", "held-out", "highest-reward samples", "entropy"),
+    "lenient_verifier_slow": ("verifier", "held-out", "highest-reward samples"),
+    "ppo_epochs_noclip": ("num_iterations", "max_grad_norm", "learning_rate", "clip"),
+    "lr_warmup_to_0.3": ("learning_rate",),
+    "lr_warmup_to_3e-2_noclip": ("learning_rate", "max_grad_norm"),
+    "lr_warmup_to_0.3_s0": ("learning_rate",),
+    "warmup_overshoot": ("learning_rate",),
+    "entropy_bonus_0.5": ("entropy_coef", "entropy bonus"),
+    "entropy_bonus_0.25": ("entropy_coef", "entropy bonus"),
+    "fp16_pure": ("dtype", "bf16", "bfloat16"),
+    "asym_clip_negative_heavy": ("epsilon", "clip", "num_iterations"),
+    "dead_after_one_update": ("learning_rate",),
+    "early_burst_recovers": ("learning_rate", "max_grad_norm", "batch of step"),
+}
+
+#: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).
+ADVICE_ROWS: list[tuple[str, str | None, tuple[str, ...], tuple[str, ...]]] = [
+    ("trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log", None,
+     ("before step 35",), ("length or cost reward", "length reward")),
+    ("trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log", None,
+     ("roll back",), ("max response length", "dynamic sampling")),
+    ("trl-console/20251022_181457_run_terminal.md", None,
+     ("learning_rate", "entropy"), ("overlong",)),
+    ("trl-console/20251022_120223_run_terminal.md", None,
+     ("bare answer", "format"), ("raise max", "length x2")),
+    ("trl-console/SCU_TSC_docker_run.log", None, ("reward function",), ("dynamic sampling:",)),
+    ("trl-console/round2_sclr_first_l3.txt", None, ("reward",), ("learning_rate",)),
+    ("trl-console/RLDecisionAgent_train_grpo.log", "RLDecisionAgent_train_grpo#1",
+     ("dtype", "numerical setup"), ("max_grad_norm", "clip gradients")),
+    ("tensorboard/events.out.tfevents.1740427850.declare-a100-0.3275755.0", None,
+     ("equation_reward_func",), ("learning_rate",)),
+    ("trainer-state/IITD_AAIPL_minesweeper_checkpoint-500_trainer_state.json", None,
+     ("max_completion_length",), ("overlong shaping:", "drop truncated")),
+    ("notebook-tables/Llama_FP8_GRPO__2025-11-25_b35307e0_c9fea5.csv", None,
+     ("max_completion_length", "budget"), ("overlong shaping:",)),
+    ("notebook-tables/DeepSeek_R1_0528_Qwen3_(8B)_GRPO__2025-06-05_fc0ecd2c_839abc.csv", None,
+     ("check_answer",), ()),
+    ("notebook-tables/Qwen3_VL_(8B)-Vision-GRPO__2025-10-14_4480b9c4_4d11ec.csv", None,
+     ("reward function", "correctness"), ("solved", "stop here")),
+    ("notebook-tables/OpenEnv_gpt_oss_(20B)_Reinforcement_Learning_2048_Game__2025-11-25_"
+     "8a1c943e_2b8cd9.csv", None, ("KL", "beta"), ("highest-reward samples",)),
+    ("notebook-tables/gpt-oss-(20B)-GRPO__2025-11-22_b9599a9e_0a2d5f.csv", None,
+     ("no_cheating",), ("overlong", "length shaping")),
+    ("log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json", None,
+     ("roll back",), ("before step 85",)),
+    ("notebook-tables/Qwen2_5_7B_VL_GRPO__2025-09-17_0a49f524_938224.csv", None,
+     ("reward", "learning rate"), ()),
+]
+
+#: Real runs the real-runs README calls healthy.
+REAL_HEALTHY = [
+    "verl-console/Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538.log",
+    "verl-console/gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log",
+    "csv/qwen3-8b-grpo-dapo-lab_A_grpo_training_metrics.csv",
+    "csv/ppo-vs-grpo-math-rlvr_four_run_training_metrics.csv",
+    "notebook-tables/Advanced_Llama3_1_(3B)_GRPO_LoRA__2025-03-21_3fcca28d_c3f659.csv",
+    "notebook-tables/Llama3.1_(8B)-GRPO__2025-02-06_add7e30a_ad8f0a.csv",
+    "notebook-tables/Qwen2.5_(3B)-GRPO__2025-02-06_46169037_de4eba.csv",
+    "notebook-tables/Qwen2_5_7B_VL_GRPO__2025-09-18_19455c9f_059b72.csv",
+    "trl-console/nips-grpo-dynamics_exp2_vanilla_rho1.0_seed42.log",
+    "trl-console/round2_sclr_first_l2.txt",
+    "trainer-state/UnslothGRPO_checkpoint-250_trainer_state.json",
+    "trainer-state/Gemma-3-RL-Finetuning_checkpoint-250_trainer_state.json",
+]
+
+#: The tiny corpus model's recipe: healthy lr 1e-4, so the ceiling is 5e-4.
+CORPUS_RECIPE = {"learning_rate": {"high": 5e-4}}
+
+
+def corpus_config(label: dict) -> dict:
+    """A corpus run's settings under TRL's names (what a ``[config]`` table would give)."""
+    c = label["config"]
+    out = {"learning_rate": c.get("lr"), "beta": c.get("beta"),
+           "temperature": c.get("temperature"), "num_generations": c.get("group"),
+           "epsilon": c.get("eps_low"), "epsilon_high": c.get("eps_high"),
+           "num_iterations": c.get("inner_epochs"),
+           "max_grad_norm": c.get("max_grad_norm") if c.get("max_grad_norm") else 0,
+           "entropy_coef": c.get("entropy_coef"), "max_completion_length": c.get("max_new"),
+           "model_config": {"dtype": c.get("dtype", "float32")}}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def _has(text: str, words: tuple[str, ...]) -> bool:
+    return any(w.lower() in text.lower() for w in words)
+
+
+def score_corpus() -> tuple[list[tuple], list[str]]:
+    labels = json.loads((CORPUS / "labels.json").read_text())
+    rows, healthy_bad = [], []
+    for e in labels:
+        run = load_runs(CORPUS / e["run"])[0]
+        cfg = DoctorConfig(recipe=CORPUS_RECIPE, run_config=corpus_config(e))
+        d = diagnose(run, cfg)
+        if e["healthy"]:
+            if d.status not in ("healthy", "inconclusive"):
+                healthy_bad.append(f"{e['name']}: {d.status}")
+            continue
+        words = CORPUS_CAUSES.get(e["name"])
+        if words is None or d.root_cause is None:
+            if words is not None:
+                rows.append((e["name"], False, False, "(no root cause)"))
+            continue
+        first = d.root_cause.first_action
+        top3 = " | ".join(p.action for p in d.plan[:3])
+        rows.append((e["name"], _has(first, words), _has(top3, words), first))
+    return rows, healthy_bad
+
+
+def score_real(real: Path) -> tuple[list[tuple], list[str]]:
+    rows, healthy_bad = [], []
+    for path, pick, good, wrong in ADVICE_ROWS:
+        if not (real / path).exists():
+            continue
+        runs = load_runs(real / path)
+        run = next(r for r in runs if r.name == pick) if pick else runs[0]
+        d = diagnose(run)
+        first = d.root_cause.first_action if d.root_cause else "(healthy)"
+        ok = _has(first, good) and not _has(first, wrong)
+        rows.append((Path(path).name[:48], ok, first))
+    for path in REAL_HEALTHY:
+        if (real / path).exists():
+            for run in load_runs(real / path):
+                status = diagnose(run).status
+                if status != "healthy":
+                    healthy_bad.append(f"{run.name}: {status}")
+    return rows, healthy_bad
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--real", default=str(ROOT.parent / "shared" / "real-runs"))
+    args = parser.parse_args()
+    rows, healthy_bad = score_corpus()
+    print("corpus run                  first  top-3  first action")
+    for name, first, top3, text in rows:
+        print(f"{name:<27} {'yes' if first else 'NO':<6} {'yes' if top3 else 'NO':<6} "
+              f"{_one_line(text)[:90]}")
+    n = len(rows)
+    print(f"\ncorpus: first action names the cause on {sum(r[1] for r in rows)}/{n} "
+          f"({sum(r[1] for r in rows) / n:.0%}); within the first three on "
+          f"{sum(r[2] for r in rows)}/{n} ({sum(r[2] for r in rows) / n:.0%})")
+    real = Path(args.real)
+    if real.is_dir():
+        real_rows, real_bad = score_real(real)
+        healthy_bad += real_bad
+        print("\nADVICE.md row                                     right  first action")
+        for name, ok, text in real_rows:
+            print(f"{name:<49} {'yes' if ok else 'NO':<6} {_one_line(text)[:80]}")
+        m = len(real_rows)
+        print(f"\nADVICE.md: first action right on {sum(r[1] for r in real_rows)}/{m}")
+    print(f"\nhealthy runs not healthy: {len(healthy_bad)}"
+          + "".join(f"\n  {h}" for h in healthy_bad))
+
+
+if __name__ == "__main__":
+    main()

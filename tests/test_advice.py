@@ -1,0 +1,126 @@
+"""The advice under the verdict: the first action answers the root cause, the config is
+evidence, a setting outside the recipe with no symptom changes no status, a remedy never sets
+a knob to the value it has, and the terminal never hides the roll-back.
+
+The real-run rows are ../shared/real-runs/ADVICE.md (skipped when absent); bench/advice.py
+holds the same table and prints the corpus scores."""
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench.advice import ADVICE_ROWS, CORPUS_RECIPE, REAL_HEALTHY, corpus_config
+from grpo_doctor import recipe
+from grpo_doctor.config import DoctorConfig
+from grpo_doctor.engine import diagnose
+from grpo_doctor.findings import PlanItem
+from grpo_doctor.importers import load_runs
+from grpo_doctor.rules import knobs
+from tests.helpers import REAL_RUNS, make_run
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+LABELS = json.loads((CORPUS / "labels.json").read_text())
+
+
+@pytest.mark.parametrize("path,pick,good,wrong", ADVICE_ROWS,
+                         ids=[Path(r[0]).name[:40] for r in ADVICE_ROWS])
+def test_the_first_action_is_what_an_expert_does_first(path, pick, good, wrong):
+    if not (REAL_RUNS / path).exists():
+        pytest.skip("shared real runs not present")
+    runs = load_runs(REAL_RUNS / path)
+    run = next(r for r in runs if r.name == pick) if pick else runs[0]
+    d = diagnose(run)
+    assert d.root_cause is not None and d.status != "healthy"
+    first = d.root_cause.first_action.lower()
+    assert any(w.lower() in first for w in good), first
+    assert not any(w.lower() in first for w in wrong), first
+    assert d.plan[0].action == d.root_cause.first_action and d.plan[0].treats == "root_cause"
+
+
+@pytest.mark.parametrize("path", REAL_HEALTHY)
+def test_healthy_real_runs_stay_healthy_with_the_recipe_read(path):
+    if not (REAL_RUNS / path).exists():
+        pytest.skip("shared real runs not present")
+    for run in load_runs(REAL_RUNS / path):
+        assert diagnose(run).status == "healthy"
+
+
+@pytest.mark.parametrize("label", [e for e in LABELS if e["healthy"]], ids=lambda e: e["name"])
+def test_healthy_corpus_runs_stay_healthy_with_their_config_given(label):
+    run = load_runs(CORPUS / label["run"])[0]
+    plain = diagnose(run).status
+    given = diagnose(run, DoctorConfig(run_config=corpus_config(label))).status
+    assert given == plain
+
+
+def test_a_setting_far_outside_with_no_symptom_is_a_note_not_a_status():
+    import numpy as np
+
+    n = 120
+    reward = np.linspace(0.2, 0.8, n) + 0.01 * np.sin(np.arange(n))
+    run = make_run(train__reward=reward, train__kl=np.linspace(0.0, 0.05, n))
+    plain = diagnose(run)
+    run.config = {"learning_rate": 0.05}  # 10,000x the recipe's ceiling
+    d = diagnose(run)
+    assert d.status == plain.status == "healthy"
+    assert any("far outside the recipe" in n and "learning_rate 0.05" in n for n in d.notes)
+
+
+def test_the_config_names_the_cause_of_an_entropy_blowup():
+    label = next(e for e in LABELS if e["name"] == "entropy_bonus_0.5")
+    run = load_runs(CORPUS / label["run"])[0]
+    d = diagnose(run, DoctorConfig(recipe=CORPUS_RECIPE, run_config=corpus_config(label)))
+    assert d.root_cause.knob["name"] == "entropy_coef"
+    assert "entropy_coef 0.5 -> 0.005" in d.root_cause.first_action
+    assert "50x" in d.root_cause.first_action
+
+
+def test_fp16_weights_are_named_when_the_run_breaks():
+    label = next(e for e in LABELS if e["name"] == "fp16_pure")
+    run = load_runs(CORPUS / label["run"])[0]
+    d = diagnose(run, DoctorConfig(recipe=CORPUS_RECIPE, run_config=corpus_config(label)))
+    assert any("bfloat16" in p.action for p in d.plan[:3])
+
+
+@given(st.floats(0.001, 0.01))
+def test_a_remedy_never_sets_a_knob_to_the_value_it_has(value):
+    run = make_run(train__reward=[0.1, 0.2, 0.3])
+    run.config = {"entropy_coef": value, "max_grad_norm": min(value * 100, 1.0)}
+    assert knobs.set_to(run, knobs.ENTROPY_COEF, "0.001-0.01") is None
+    assert knobs.clip_gradients(run) is None
+
+
+@pytest.mark.parametrize("value,verdict,far", [
+    (1e-6, recipe.OK, False), (5e-6, recipe.HIGH, False), (1e-4, recipe.HIGH, False),
+    (3e-3, recipe.HIGH, True)])
+def test_learning_rates_against_the_recipe(value, verdict, far):
+    reading = recipe.read_config({"learning_rate": value}).get("learning_rate")
+    assert (reading.verdict, reading.far) == (verdict, far)
+
+
+def test_a_lora_adapter_gets_ten_times_the_learning_rate():
+    full = recipe.read_config({"learning_rate": 2e-5}).get("learning_rate")
+    lora = recipe.read_config({"learning_rate": 2e-5, "use_peft": True,
+                               "lora_r": 16}).get("learning_rate")
+    assert full.verdict == recipe.HIGH and lora.verdict == recipe.OK
+
+
+def test_recipe_overrides_are_checked():
+    assert recipe.with_overrides({"learning_rate": {"high": 1e-4}})[0].high == 1e-4
+    for bad in ({"lr": {"high": 1}}, {"learning_rate": {"top": 1}},
+                {"learning_rate": {"far": 0.5}}):
+        with pytest.raises(ValueError):
+            recipe.with_overrides(bad)
+
+
+def test_the_terminal_never_hides_the_rollback():
+    from grpo_doctor.reporters.terminal import MAX_PLAN, _first_items
+
+    plan = tuple(PlanItem(f"item {k}", ("kl_drift",)) for k in range(8))
+    plan = (*plan[:7], PlanItem("roll back to step 10", ("kl_drift",), rollback_step=10))
+    shown = _first_items(plan)
+    assert len(shown) == MAX_PLAN == 5 and shown[-1].rollback_step == 10
+    assert shown[:4] == list(plan[:4])
