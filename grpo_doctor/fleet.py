@@ -128,21 +128,25 @@ def merge(paths: Iterable[str | os.PathLike[str]]):
         raise ConfigError("give the JSON reports to merge (audit --shard K/N --format json)")
     _check_shards(docs)
     found: list[tuple[str, dict[str, Any]]] = []
-    judged: dict[tuple[str, str], dict[str, Any]] = {}
+    judged: dict[int, dict[str, Any]] = {}  # id(record) -> the shard's judgment of it
+    came_from: dict[tuple[str, str], str] = {}  # (source, run name) -> the report holding it
     errors: list[AuditError] = []
     for where, doc in docs:
         for entry in doc["runs"]:
             record = {k: v for k, v in entry.items() if k != "audit"}
             audit = entry.get("audit") or {}
             key = (str(audit.get("source")), str(record.get("run", {}).get("name")))
-            if key in judged:
-                raise ConfigError(f"{where}: run {key[1]!r} of {key[0]} is in two reports")
-            judged[key] = audit
+            # One report may hold two runs of one name in one source (a W&B project's runs
+            # sharing a display name); the same run in two reports is what a merge refuses.
+            if came_from.setdefault(key, where) != where:
+                raise ConfigError(f"{where}: run {key[1]!r} of {key[0]} is also in "
+                                  f"{came_from[key]}")
+            judged[id(record)] = audit
             found.append((key[0], record))
         errors += [AuditError(str(e.get("source")), str(e.get("error"))) for e in doc["errors"]]
     runs = []
     for run in labelled(found):
-        audit = judged[(run.source, run.name)]
+        audit = judged[id(run.record)]
         new, worsened = audit.get("new"), audit.get("worsened")
         runs.append(AuditedRun(run.source, run.label, run.record,
                                tuple(audit.get("failing") or ()),

@@ -154,3 +154,56 @@ def test_shards_partition_any_set_of_keys(keys, n):
     parts = [[k for k in keys if shard_of(k, n) == i] for i in range(1, n + 1)]
     assert sorted(k for p in parts for k in p) == sorted(keys)
     assert all(1 <= shard_of(k, n) <= n for k in keys)
+
+
+def _versions(root, *collapsing):
+    """``root/vK/metrics.csv``: one file name in every run's folder; ``collapsing`` ones
+    collapse their entropy."""
+    for k in range(3):
+        (root / f"v{k}").mkdir(parents=True, exist_ok=True)
+        name = "entropy-collapse" if k in collapsing else "healthy"
+        shutil.copy(example_path(name), root / f"v{k}" / "metrics.csv")
+    return [str(root / f"v{k}" / "metrics.csv") for k in range(3)]
+
+
+def test_files_named_alike_in_two_folders_are_two_keys(capsys, tmp_path):
+    # The CI gate: a baseline of v0 and v1, then a new collapsing run v2 with the same file
+    # name: its finding is new (exit 1), not taken for v1's accepted one.
+    v0, v1, v2 = _versions(tmp_path / "runs", 1, 2)
+    baseline = tmp_path / "b.json"
+    run_cli(capsys, "audit", v0, v1, *ONLY, "--write-baseline", str(baseline))
+    sources = {f["source"] for f in json.loads(baseline.read_text())["findings"]}
+    assert sources == {"v1/metrics.csv"}
+    code, out, _ = run_cli(capsys, "audit", v0, v1, v2, *ONLY, "--baseline", str(baseline),
+                           "--fail-on", "warning", "-f", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["summary"]["new"] >= 1
+    assert {r["audit"]["source"] for r in doc["runs"]} == {
+        "v0/metrics.csv", "v1/metrics.csv", "v2/metrics.csv"}
+    assert all(r["audit"]["new"] == [] for r in doc["runs"]
+               if r["audit"]["source"] != "v2/metrics.csv")
+    # The files named, a quoted glob and their folder: one key each way.
+    for args in ([str(tmp_path / "runs" / "*" / "metrics.csv")], [str(tmp_path / "runs")]):
+        _, out, _ = run_cli(capsys, "audit", *args, *ONLY, "-f", "json")
+        assert {r["audit"]["source"] for r in json.loads(out)["runs"]} == {
+            "v0/metrics.csv", "v1/metrics.csv", "v2/metrics.csv"}
+    _, out, _ = run_cli(capsys, "audit", v2, *ONLY, "-f", "json")  # one file: by its name
+    assert [r["audit"]["source"] for r in json.loads(out)["runs"]] == ["metrics.csv"]
+
+
+def test_a_shard_holding_two_files_named_alike_merges(capsys, tmp_path):
+    v0, v1, _ = _versions(tmp_path / "runs")
+    _, out, _ = run_cli(capsys, "audit", v0, v1, *ONLY, "-f", "json", "--shard", "1/1")
+    (tmp_path / "s1.json").write_text(out)
+    code, merged, err = run_cli(capsys, "audit-merge", str(tmp_path / "s1.json"), "-f", "json")
+    assert code == 0, err
+    assert len(json.loads(merged)["runs"]) == 2
+    # Two runs of one name in one source (a W&B project's runs sharing a display name): one
+    # report, not "in two reports".
+    doc = json.loads(out)
+    for run in doc["runs"]:
+        run["audit"]["source"] = "wandb://e/p"
+    (tmp_path / "s1.json").write_text(json.dumps(doc))
+    code, merged, err = run_cli(capsys, "audit-merge", str(tmp_path / "s1.json"), "-f", "json")
+    assert code == 0, err
+    assert len(json.loads(merged)["runs"]) == 2
