@@ -35,7 +35,7 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.files import read_error
-from grpo_doctor.importers._common import read_text, to_number
+from grpo_doctor.importers._common import read_yaml, to_number
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
@@ -168,27 +168,45 @@ def _attach_points(found: dict[str, TrackedRun], rows: list[tuple[Any, ...]]) ->
 # --- the file store -----------------------------------------------------------------------
 
 
-def _meta(path: Path) -> dict[str, Any]:
-    """A meta.yaml as a mapping ({} when it cannot be read: the folder name stands in)."""
+def _meta(path: Path, notes: list[str] | None = None) -> dict[str, Any]:
+    """A meta.yaml as a mapping ({} when it cannot be read: the folder name stands in; why
+    is noted in ``notes``)."""
     try:
-        import yaml
-    except ImportError:  # PyYAML comes with wandb; without it, names fall back to ids
-        return {}
-    try:
-        loaded = yaml.safe_load(read_text(path))
-    except (InputError, yaml.YAMLError):
+        loaded = read_yaml(path)
+    except InputError as exc:  # no PyYAML, not YAML, an alias bomb: names fall back to ids
+        if notes is not None:
+            notes.append(f"{exc}: the folder's name stands in")
         return {}
     return loaded if isinstance(loaded, dict) else {}
+
+
+def _text(value: Any) -> str:
+    """A name from a meta.yaml: a string or a number as text, anything else (a list, a
+    mapping: not a name MLflow writes) as nothing."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return ""
+    return str(value)
 
 
 def _kind(folder: Path) -> str | None:
     """"run", "experiment" or None, from the folder's meta.yaml."""
     if _ID.fullmatch(folder.name) is None or not (folder / "meta.yaml").is_file():
         return None
-    meta = _meta(folder / "meta.yaml")
+    unreadable: list[str] = []
+    meta = _meta(folder / "meta.yaml", unreadable)
     if "run_id" in meta or "run_uuid" in meta:
         return "run"
-    return "experiment" if "experiment_id" in meta else None
+    if "experiment_id" in meta:
+        return "experiment"
+    if unreadable:  # not YAML, an alias bomb: MLflow's layout says what the folder is
+        if any((folder / part).is_dir() for part in ("metrics", "params", "tags")):
+            return "run"
+        try:
+            if any((c / "meta.yaml").is_file() for c in folder.iterdir() if c.is_dir()):
+                return "experiment"
+        except OSError:
+            return None
+    return None
 
 
 def _file_store_root(path: Path) -> Path | None:
@@ -272,12 +290,14 @@ def _load_files(path: Path, options: LoadOptions) -> list[Run]:
     notes: list[str] = []
     deleted = 0
     for run_dir, exp_meta in _run_folders(root):
-        meta = _meta(run_dir / "meta.yaml")
+        meta_notes: list[str] = []
+        meta = _meta(run_dir / "meta.yaml", meta_notes)
         if _DELETED in (meta.get("lifecycle_stage"), exp_meta.get("lifecycle_stage")):
             deleted += 1
             continue
-        run = TrackedRun(name=str(meta.get("run_name") or ""), run_id=run_dir.name,
-                         group=str(exp_meta.get("name") or run_dir.parent.name))
+        run = TrackedRun(name=_text(meta.get("run_name")), run_id=run_dir.name,
+                         group=_text(exp_meta.get("name")) or run_dir.parent.name,
+                         notes=meta_notes)
         params = run_dir / "params"
         if params.is_dir():
             for key, file in _metric_files(params):
