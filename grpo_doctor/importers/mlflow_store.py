@@ -47,7 +47,7 @@ from grpo_doctor.importers.tracker_store import (
     tables_of,
     unreadable_sqlite,
 )
-from grpo_doctor.store import Run
+from grpo_doctor.store import Run, step_array
 from grpo_doctor.text import agree, plural
 
 FORMAT = "mlflow"
@@ -152,7 +152,7 @@ def _attach_points(found: dict[str, TrackedRun], rows: list[tuple[Any, ...]]) ->
                         count=len(table))
     key_arr = table[:, 1]
     value_arr = _floats(table[:, 2])
-    step_arr = _floats(table[:, 3])
+    step_arr = step_array(table[:, 3].tolist())  # exact: long_frame reads it
     nan_arr = table[:, 4].astype(bool) | np.isnan(value_arr)
     value_arr[nan_arr] = np.nan
     value_arr = _real_values(value_arr)
@@ -246,8 +246,16 @@ def _metric_files(folder: Path) -> Iterator[tuple[str, Path]]:
             yield file.relative_to(folder).as_posix(), file
 
 
+def _number(text: str) -> int | float:
+    """A step as written: an integer exactly (2^62 + 1 is not a float), else a float."""
+    try:
+        return int(text) if len(text) <= 40 else float(text)
+    except ValueError:
+        return float(text)
+
+
 def _parse_metric_file(key: str, file: Path, notes: list[str]
-                       ) -> tuple[list[float], list[float]]:
+                       ) -> tuple[list[int | float], list[float]]:
     """Steps and values of one metric file; lines that do not parse are counted, and a cut
     last line (a run still writing) is left out."""
     try:
@@ -258,7 +266,7 @@ def _parse_metric_file(key: str, file: Path, notes: list[str]
     lines = text.split("\n")
     if lines[-1].strip():
         notes.append(f"metric {key!r}: its last line is cut (run still being written?)")
-    steps: list[float] = []
+    steps: list[int | float] = []
     values: list[float] = []
     bad = 0
     for line in lines[:-1]:
@@ -269,7 +277,7 @@ def _parse_metric_file(key: str, file: Path, notes: list[str]
             if len(parts) not in (2, 3, 5):
                 raise ValueError
             value = float(parts[1])
-            step = float(parts[2]) if len(parts) >= 3 else 0.0
+            step = _number(parts[2]) if len(parts) >= 3 else 0
         except ValueError:
             bad += 1
             continue
@@ -311,7 +319,7 @@ def _load_files(path: Path, options: LoadOptions) -> list[Run]:
         if not metrics.is_dir():
             run.notes.append(f"{run_dir}: no metrics folder")
         else:
-            steps: list[float] = []
+            steps: list[int | float] = []
             keys: list[str] = []
             values: list[float] = []
             for key, file in _metric_files(metrics):
@@ -319,7 +327,7 @@ def _load_files(path: Path, options: LoadOptions) -> list[Run]:
                 steps += s
                 values += v
                 keys += [key] * len(s)
-            run.steps = np.array(steps, dtype=np.float64)
+            run.steps = step_array(steps)
             run.keys = keys
             run.values = np.array(values, dtype=np.float64)
         found.append(run)

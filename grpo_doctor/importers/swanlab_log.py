@@ -34,7 +34,7 @@ from grpo_doctor.importers._common import has_magic, read_yaml
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.tracker_store import TrackedRun, build_runs, read_each
 from grpo_doctor.importers.wandb_offline.log import iter_log_records
-from grpo_doctor.store import Run
+from grpo_doctor.store import Run, step_array
 from grpo_doctor.text import agree, plural
 
 FORMAT = "swanlab"
@@ -177,7 +177,7 @@ def read_swanlab_log(path: Path) -> TrackedRun:
         notes.append("no start record: the run is named after its folder")
     return TrackedRun(
         name=name or folder.name, run_id=run_id or folder.name, group=project,
-        steps=np.array(steps, dtype=np.float64), keys=keys,
+        steps=step_array(steps), keys=keys,
         values=np.array(values, dtype=np.float64), config=_config(folder, notes), summary=summary,
         notes=notes)
 

@@ -40,7 +40,7 @@ from grpo_doctor.importers.tracker_store import (
     sqlite_tables,
     tables_of,
 )
-from grpo_doctor.store import Run
+from grpo_doctor.store import Run, step_array
 from grpo_doctor.text import agree, plural
 
 FORMAT = "trackio"
@@ -140,14 +140,14 @@ def _read_project(path: Path, notes: list[str]) -> list[TrackedRun]:
             except sqlite3.Error:
                 notes.append("the configs table could not be read: runs without config")
     runs: dict[str, TrackedRun] = {}
-    logged_rows: dict[str, tuple[list[float], list[dict[str, Any]]]] = {}
+    logged_rows: dict[str, tuple[list[Any], list[dict[str, Any]]]] = {}
     dicts, bad = _decode_rows([r[3] for r in rows])
     for (key, name, step, _), logged in zip(rows, dicts):
         if key not in runs:
             runs[key] = TrackedRun(name=str(name), run_id=str(key), group=project)
             logged_rows[key] = ([], [])
         if logged is not None and step is not None:
-            logged_rows[key][0].append(float(step))
+            logged_rows[key][0].append(step)  # as stored: build_run reads it exactly
             logged_rows[key][1].append(logged)
     if bad:
         notes.append(f"{plural(bad, 'logged row')} that "
@@ -161,7 +161,7 @@ def _read_project(path: Path, notes: list[str]) -> list[TrackedRun]:
     return list(runs.values())
 
 
-def _wide(steps: list[float], logged: list[dict[str, Any]]) -> Wide:
+def _wide(steps: list[Any], logged: list[dict[str, Any]]) -> Wide:
     """One row per ``trackio.log`` call, one float column per logged number. Columns that
     pandas reads as numbers are taken whole; the others (text, "NaN" strings, nested dicts,
     media) value by value."""
@@ -190,7 +190,7 @@ def _wide(steps: list[float], logged: list[dict[str, Any]]) -> Wide:
                 if num != num:
                     explicit.setdefault(name, np.zeros(n, dtype=bool))[i] = True
     frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=range(n))
-    return Wide(frame, np.asarray(steps, dtype=np.float64), explicit)
+    return Wide(frame, step_array(steps), explicit)
 
 
 def _config(blob: Any) -> dict[str, Any]:
