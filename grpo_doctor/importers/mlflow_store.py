@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
 import sqlite3
 import sys
@@ -34,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.files import read_error
-from grpo_doctor.importers._common import read_yaml, to_number
+from grpo_doctor.files import human_bytes, max_read_bytes, read_error
+from grpo_doctor.importers._common import read_text, read_yaml, to_number
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
@@ -254,14 +255,44 @@ def _number(text: str) -> int | float:
         return float(text)
 
 
-def _parse_metric_file(key: str, file: Path, notes: list[str]
+class _StoreTooLarge(InputError):
+    """The store's files together pass the read limit: the whole load stops."""
+
+
+class _Budget:
+    """The bytes a file store's reads may take in all (``GRPO_DOCTOR_MAX_READ_MB``, as for one
+    whole file): every file is read through it, each within the limit too."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.left = max_read_bytes()
+
+    def read(self, file: Path) -> str:
+        """The file's text; an InputError for this file (too large, a FIFO, unreadable), or
+        for the store once its files together pass the limit."""
+        try:
+            size = os.stat(file).st_size
+        except OSError as exc:
+            raise read_error(file, exc) from exc
+        if size > self.left and size <= max_read_bytes():
+            raise _StoreTooLarge(f"{self.root}: the store's files hold more than the "
+                             f"{human_bytes(max_read_bytes())} grpo-doctor reads into memory "
+                             "(GRPO_DOCTOR_MAX_READ_MB raises the limit)")
+        text = read_text(file)
+        self.left -= size
+        return text
+
+
+def _parse_metric_file(key: str, file: Path, notes: list[str], budget: _Budget
                        ) -> tuple[list[int | float], list[float]]:
     """Steps and values of one metric file; lines that do not parse are counted, and a cut
     last line (a run still writing) is left out."""
     try:
-        text = file.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        notes.append(f"metric {key!r} left out: {read_error(file, exc)}")
+        text = budget.read(file)
+    except _StoreTooLarge:
+        raise
+    except InputError as exc:
+        notes.append(f"metric {key!r} left out: {exc}")
         return [], []
     lines = text.split("\n")
     if lines[-1].strip():
@@ -297,6 +328,7 @@ def _load_files(path: Path, options: LoadOptions) -> list[Run]:
     found: list[TrackedRun] = []
     notes: list[str] = []
     deleted = 0
+    budget = _Budget(path)
     for run_dir, exp_meta in _run_folders(root):
         meta_notes: list[str] = []
         meta = _meta(run_dir / "meta.yaml", meta_notes)
@@ -310,11 +342,18 @@ def _load_files(path: Path, options: LoadOptions) -> list[Run]:
         if params.is_dir():
             for key, file in _metric_files(params):
                 try:
-                    run.config[key] = file.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    continue
+                    run.config[key] = budget.read(file)
+                except _StoreTooLarge:
+                    raise
+                except InputError as exc:
+                    run.notes.append(f"param {key!r} left out: {exc}")
         if not run.name and (run_dir / "tags" / "mlflow.runName").is_file():
-            run.name = (run_dir / "tags" / "mlflow.runName").read_text(errors="replace")
+            try:
+                run.name = budget.read(run_dir / "tags" / "mlflow.runName")
+            except _StoreTooLarge:
+                raise
+            except InputError as exc:
+                run.notes.append(f"its name tag left out: {exc}")
         metrics = run_dir / "metrics"
         if not metrics.is_dir():
             run.notes.append(f"{run_dir}: no metrics folder")
@@ -323,7 +362,7 @@ def _load_files(path: Path, options: LoadOptions) -> list[Run]:
             keys: list[str] = []
             values: list[float] = []
             for key, file in _metric_files(metrics):
-                s, v = _parse_metric_file(key, file, run.notes)
+                s, v = _parse_metric_file(key, file, run.notes, budget)
                 steps += s
                 values += v
                 keys += [key] * len(s)

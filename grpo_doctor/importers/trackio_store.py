@@ -40,7 +40,7 @@ from grpo_doctor.importers.tracker_store import (
     sqlite_tables,
     tables_of,
 )
-from grpo_doctor.store import Run, step_array
+from grpo_doctor.store import Run, check_table_size, step_array
 from grpo_doctor.text import agree, plural
 
 FORMAT = "trackio"
@@ -156,21 +156,27 @@ def _read_project(path: Path, notes: list[str]) -> list[TrackedRun]:
     for key, run in runs.items():
         steps, logged = logged_rows[key]
         if logged:
-            run.wide = _wide(steps, logged)
+            run.wide = _wide(steps, logged, str(path))
         run.config = _config(configs.get(key))
     return list(runs.values())
 
 
-def _wide(steps: list[Any], logged: list[dict[str, Any]]) -> Wide:
+def _wide(steps: list[Any], logged: list[dict[str, Any]], source: str = "") -> Wide:
     """One row per ``trackio.log`` call, one float column per logged number. Columns that
     pandas reads as numbers are taken whole; the others (text, "NaN" strings, nested dicts,
-    media) value by value."""
+    media) value by value. The table's size is checked (``check_table_size``) before it is
+    allocated: a project logging a new key at each step is refused, not tabulated."""
     import pandas as pd
 
-    raw = pd.DataFrame.from_records(logged)
+    n = len(logged)
+    keys: dict[str, None] = {}
+    for row in logged:
+        keys.update(dict.fromkeys(row))
+    check_table_size(source, n, len(keys), sum(len(row) for row in logged))
+    raw = pd.DataFrame.from_records(logged, columns=list(keys))
     columns: dict[str, np.ndarray] = {}
     explicit: dict[str, np.ndarray] = {}
-    n = len(raw)
+    cells: list[tuple[int, str, float]] = []  # the values of the other columns, found first
     for col in raw.columns:
         series = raw[col]
         if series.dtype.kind in "fiub":
@@ -185,10 +191,14 @@ def _wide(steps: list[Any], logged: list[dict[str, Any]]) -> Wide:
                 num = to_number(value)
                 if num is not None:
                     found[str(col)] = num
-            for name, num in found.items():
-                columns.setdefault(name, np.full(n, np.nan))[i] = num
-                if num != num:
-                    explicit.setdefault(name, np.zeros(n, dtype=bool))[i] = True
+            cells += [(i, name, num) for name, num in found.items()]
+    names = dict.fromkeys(name for _, name, _ in cells if name not in columns)
+    check_table_size(source, n, len(columns) + len(names),
+                     len(cells) + sum(len(row) for row in logged))
+    for i, name, num in cells:
+        columns.setdefault(name, np.full(n, np.nan))[i] = num
+        if num != num:
+            explicit.setdefault(name, np.zeros(n, dtype=bool))[i] = True
     frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=range(n))
     return Wide(frame, step_array(steps), explicit)
 

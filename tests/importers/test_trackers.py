@@ -347,3 +347,50 @@ def test_trackio_reads_the_same_without_orjson(stores, monkeypatch):
     fast = load_run(stores["trackio.db"], run=NAME)
     monkeypatch.setattr(trackio_store, "_json_parsers", lambda: [__import__("json").loads])
     assert load_run(stores["trackio.db"], run=NAME).frame.equals(fast.frame)
+
+
+# --- memory bounds ------------------------------------------------------------------------
+
+
+def test_a_sparse_trackio_project_is_refused_before_it_is_tabulated(tmp_path):
+    import json
+    import time
+    import tracemalloc
+
+    path = tmp_path / "sparse.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE metrics (id INTEGER PRIMARY KEY, timestamp TEXT, run_name TEXT,"
+                 " step INTEGER, metrics TEXT)")
+    n = 6000  # a new key at each step: 6000 x 6000 cells holding 6000 values
+    conn.executemany("INSERT INTO metrics (timestamp, run_name, step, metrics) "
+                     "VALUES ('', 'r', ?, ?)", [(k, json.dumps({f"m{k}": 1.0})) for k in range(n)])
+    conn.commit()
+    conn.close()
+    tracemalloc.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(FormatError, match="too sparse to tabulate"):
+            load_run(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20 and time.monotonic() - start < 10
+
+
+def test_mlflow_files_are_read_within_the_read_limit(tmp_path, monkeypatch):
+    mlruns = tmp_path / "mlruns"
+    shutil.copytree(MLRUNS, mlruns)
+    run_dir = next(p.parent for p in mlruns.glob("*/*/meta.yaml")
+                   if "grpo-synthetic" in p.read_text())
+    big = run_dir / "metrics" / "huge"
+    with big.open("wb") as fh:  # sparse: 8 GiB on disk costs nothing
+        fh.truncate(8 << 30)
+    monkeypatch.setenv("GRPO_DOCTOR_MAX_READ_MB", "1")
+    run = load_run(mlruns, run=NAME)
+    assert any(n.startswith("metric 'huge' left out: ") and "GRPO_DOCTOR_MAX_READ_MB" in n
+               for n in run.notes)
+    big.unlink()
+    for k in range(3):  # each under the limit, together past it
+        (run_dir / "metrics" / f"part{k}").write_text("0 0.5 1\n" * 70_000)
+    with pytest.raises(InputError, match="the store.s files hold more than the 1.0 MiB"):
+        load_runs(mlruns)
