@@ -41,11 +41,14 @@ from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
     build_runs,
+    flags,
     open_sqlite,
+    quoted,
     scan_rows,
     sqlite_error,
     sqlite_tables,
     tables_of,
+    text_of,
     unreadable_sqlite,
 )
 from grpo_doctor.store import Run, step_array
@@ -97,8 +100,9 @@ def _read_sqlite(path: Path, notes: list[str]
         missing = [t for t in _TABLES if t not in tables]
         if missing:
             raise FormatError(f"{path}: not an MLflow database (no {', '.join(missing)} table)")
+        # SQLite keeps any type in any cell: ids, names and stages are read as text.
         experiments = {
-            str(eid): (str(name), stage)
+            text_of(eid): (text_of(name), text_of(stage))
             for eid, name, stage in conn.execute(
                 "SELECT experiment_id, name, lifecycle_stage FROM experiments")
         }
@@ -108,20 +112,22 @@ def _read_sqlite(path: Path, notes: list[str]
         deleted = 0
         for run_id, name, eid, stage in conn.execute(
                 f"SELECT run_uuid, {name_col}, experiment_id, lifecycle_stage FROM runs"):
-            exp_name, exp_stage = experiments.get(str(eid), (str(eid), ""))
-            if _DELETED in (stage, exp_stage):
+            exp_name, exp_stage = experiments.get(text_of(eid), (text_of(eid), ""))
+            if _DELETED in (text_of(stage), exp_stage):
                 deleted += 1
                 continue
-            found[run_id] = TrackedRun(name=name or "", run_id=run_id, group=exp_name)
+            found[text_of(run_id)] = TrackedRun(name=text_of(name), run_id=text_of(run_id),
+                                                group=exp_name)
         for table in ("params", "tags"):
-            for key, value, run_id in conn.execute(f"SELECT key, value, run_uuid FROM {table}"):
-                run = found.get(run_id)
+            for key, value, run_id in conn.execute(
+                    f"SELECT key, value, run_uuid FROM {quoted(table)}"):
+                run = found.get(text_of(run_id))
                 if run is None:
                     continue
                 if table == "params":
-                    run.config[key] = value
-                elif key == "mlflow.runName" and not run.name:
-                    run.name = value
+                    run.config[text_of(key)] = value
+                elif text_of(key) == "mlflow.runName" and not run.name:
+                    run.name = text_of(value)
         metric_cols = tables["metrics"]
         step = "step" if "step" in metric_cols else "0"
         is_nan = "is_nan" if "is_nan" in metric_cols else "0"
@@ -149,12 +155,16 @@ def _attach_points(found: dict[str, TrackedRun], rows: list[tuple[Any, ...]]) ->
         return
     table = np.array(rows, dtype=object)  # one C pass; columns are sliced from it
     code_of = {run_id: i for i, run_id in enumerate(found)}
-    codes = np.fromiter(map(code_of.get, table[:, 0], itertools.repeat(-1)), dtype=np.int64,
+    run_ids = table[:, 0] if all(type(v) is str for v in table[:, 0]) else np.array(
+        [text_of(v) for v in table[:, 0]], dtype=object)
+    codes = np.fromiter(map(code_of.get, run_ids, itertools.repeat(-1)), dtype=np.int64,
                         count=len(table))
-    key_arr = table[:, 1]
+    key_arr = table[:, 1] if all(type(v) is str for v in table[:, 1]) else np.array(
+        [text_of(v) for v in table[:, 1]], dtype=object)
     value_arr = _floats(table[:, 2])
     step_arr = step_array(table[:, 3].tolist())  # exact: long_frame reads it
-    nan_arr = table[:, 4].astype(bool) | np.isnan(value_arr)
+    # is_nan as stored: a text "0" is not a logged NaN (astype(bool) called it one).
+    nan_arr = flags(table[:, 4]) | np.isnan(value_arr)
     value_arr[nan_arr] = np.nan
     value_arr = _real_values(value_arr)
     order = np.argsort(codes, kind="stable")

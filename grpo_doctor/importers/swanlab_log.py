@@ -86,7 +86,8 @@ def _log_files(path: Path) -> list[Path]:
     folder's runs'."""
     if path.is_file():
         return [path]
-    own = sorted(path.glob("run-*.swanlab"))
+    # Regular files only: a FIFO named like a log would hang the read, or hide the folder.
+    own = sorted(f for f in path.glob("run-*.swanlab") if f.is_file())
     if own:
         return own[:1]
     found: list[Path] = []
@@ -95,7 +96,7 @@ def _log_files(path: Path) -> list[Path]:
     except OSError:
         return []
     for folder in folders[:_MAX_RUNS]:
-        found += sorted(folder.glob("run-*.swanlab"))[:1]
+        found += sorted(f for f in folder.glob("run-*.swanlab") if f.is_file())[:1]
     return found
 
 
