@@ -1008,7 +1008,7 @@ def test_a_bad_config_file_is_one_line(capsys, tmp_path, monkeypatch, name, text
     ("kl_drift.stop_kl=-inf", "--set: kl_drift.stop_kl must be a finite number, got -inf"),
     ("kl_drift.stop_kl=-5", "--set: kl_drift.stop_kl must be at least 0, got -5"),
     ("entropy_collapse.critical_ratio=-0.1",
-     "--set: entropy_collapse.critical_ratio must be at least 0, got -0.1"),
+     "--set: entropy_collapse.critical_ratio must be greater than 0, got -0.1"),
 ])
 def test_set_is_strict(capsys, assignment, message):
     for command in (HEALTHY, ["audit", str(BAD / "inf.csv"), "--jobs", "1"],
