@@ -11,7 +11,9 @@ message is not one line, or an input that takes longer than ``--timeout`` second
 ``--target environment`` is not random: it runs the table of hostile-environment cases in
 ``bench/fuzz_environment.py`` (devices, FIFOs and sockets as inputs and outputs, file names that
 forge workflow commands, Ctrl-C during a parallel audit, steps beyond int64, configuration that
-ignores everything, unencodable stdout, a full disk, trees 1,000 deep ...) through the CLI in
+ignores everything, unencodable stdout, a full disk, trees 1,000 deep, files named alike
+against a baseline, YAML alias bombs, SQLite cells of other types, bad shard records, hostile
+trainer-callback hooks, no stdout ...) through the CLI in
 subprocesses, and prints one line per case: ok, or what went wrong (hang, traceback, exit code,
 a device replaced, a raw control character, a wrong answer). Run as root to include the cases
 that need ``mknod``.

@@ -452,6 +452,99 @@ def watch_rewrite(e: Env) -> Verdict:
                    [] if alerts == 2 else ["repeated alerts"])
 
 
+# --- round three (issue 24): keys, YAML bombs, SQLite types, shard records, hooks ------------
+
+
+def same_file_names_baseline(e: Env) -> Verdict:
+    for k, name in enumerate(("healthy", "entropy-collapse", "entropy-collapse")):
+        e.copy(EXAMPLES / f"{name}.csv", f"runs/v{k}/metrics.csv")
+    e.run("audit", "runs/v0/metrics.csv", "runs/v1/metrics.csv", "--write-baseline", "b.json")
+    o = e.run("audit", "runs/v0/metrics.csv", "runs/v1/metrics.csv", "runs/v2/metrics.csv",
+              "--baseline", "b.json", "--fail-on", "warning")
+    return judge("v0..v2/metrics.csv against a baseline of v0, v1", o, {1},
+                 extra=[] if o.code == 1 else ["new finding of v2 missed"])
+
+
+def yaml_bomb(e: Env) -> Verdict:
+    lines = ["l0: &l0 [" + ", ".join(["lol"] * 9) + "]"]
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    run = e.dir / "mlruns" / "1" / "abc"
+    (run / "metrics").mkdir(parents=True)
+    (e.dir / "mlruns" / "1" / "meta.yaml").write_text("experiment_id: '1'\nname: x\n")
+    (run / "meta.yaml").write_text("run_id: abc\n" + "\n".join(lines) + "\nrun_name: *l8\n")
+    (run / "metrics" / "reward_mean").write_text("".join(f"0 0.5 {k}\n" for k in range(50)))
+    o = e.run("diagnose", "mlruns", "-f", "json", timeout=60)
+    return judge("MLflow meta.yaml alias bomb (1 KB)", o, {0, 1, 2},
+                 extra=[] if o.seconds < 30 else ["slow"])
+
+
+def sqlite_text_is_nan(e: Env) -> Verdict:
+    import sqlite3
+
+    conn = sqlite3.connect(e.dir / "mlflow.db")
+    conn.executescript(
+        "CREATE TABLE experiments (experiment_id, name, lifecycle_stage);"
+        "CREATE TABLE runs (run_uuid, name, experiment_id, lifecycle_stage);"
+        "CREATE TABLE metrics (key, value, timestamp, run_uuid, step, is_nan);"
+        "CREATE TABLE params (key, value, run_uuid); CREATE TABLE tags (key, value, run_uuid);"
+        "INSERT INTO experiments VALUES (0, 'x', 'active');"
+        "INSERT INTO runs VALUES (1, 1, 0, 'active');")
+    conn.executemany("INSERT INTO metrics VALUES ('reward_mean', 0.5, 0, '1', ?, '0')",
+                     [(str(k),) for k in range(60)])
+    conn.commit()
+    conn.close()
+    o = e.run("diagnose", "mlflow.db", "-f", "json")
+    fake = '"status": "critical"' in o.out
+    return judge("MLflow cells of other types (text is_nan '0')", o, {0},
+                 extra=["fabricated NaN"] if fake else [])
+
+
+def shard_records(e: Env) -> Verdict:
+    e.copy(EXAMPLES / "healthy.csv", "runs/h.csv")
+    o = e.run("audit", "runs", "-f", "json", "--shard", "1/1")
+    doc = json.loads(o.out)
+    codes = []
+    for bad in ([1], {}, {**doc["runs"][0], "status": "bogus"}):
+        (e.dir / "s.json").write_text(json.dumps({**doc, "runs": [bad]}))
+        codes.append(e.run("audit-merge", "s.json"))
+    problems = [p for c in codes for p in judge("", c, {2}).problems]
+    return Verdict("audit-merge of bad shard records", f"exits {[c.code for c in codes]}",
+                   sorted(set(problems)))
+
+
+def callback_hooks(e: Env) -> Verdict:
+    code = ("from types import SimpleNamespace as S\n"
+            "from grpo_doctor.integrations.trl import DoctorCallback\n"
+            "from grpo_doctor.config import Settings\n"
+            "d = DoctorCallback(every_n_steps=1, print_alerts=False,"
+            " settings=Settings(column_map={'heldout_score': 'eval_accuracy'}))\n"
+            "st = S(global_step='x', log_history=[{'step': 'ten'}, 5], is_world_process_zero=1)\n"
+            "for h in [n for n in dir(d) if n.startswith('on_')]:\n"
+            "    getattr(d, h)(None, st, None, logs=[1], metrics=None)\n"
+            "for k in range(1, 30):\n"
+            "    d.on_log(None, S(global_step=k, log_history=[]), None, logs={'entropy': 0.5})\n"
+            "print('alive')\n")
+    p = subprocess.run([sys.executable, "-W", "ignore", "-c", code], cwd=e.dir, env=e.env,
+                       capture_output=True, text=True, timeout=e.timeout)
+    if "No module named 'transformers'" in p.stderr:
+        return Verdict("DoctorCallback hooks with hostile logs", "skipped (no transformers)", [])
+    alive = p.returncode == 0 and "alive" in p.stdout
+    return Verdict("DoctorCallback hooks with hostile logs", "training goes on" if alive
+                   else p.stderr.strip().splitlines()[-1:][0][:90], [] if alive else ["raised"])
+
+
+def set_divisor_zero(e: Env) -> Verdict:
+    return judge("--set grad_explosion.burst_ratio=0",
+                 e.run(*HEALTHY, "--set", "grad_explosion.burst_ratio=0"), {2})
+
+
+def stdout_closed(e: Env) -> Verdict:
+    p = subprocess.run([sys.executable, "-m", "grpo_doctor", "diagnose", "--example",
+                        "healthy"], cwd=e.dir, env=e.env, stderr=subprocess.PIPE,
+                       preexec_fn=lambda: os.close(1), timeout=e.timeout)
+    return judge("diagnose >&-", Outcome(p.returncode, "", p.stderr.decode(), 0.0), {0})
+
+
 CASES: list[Callable[[Env], Verdict]] = [
     output_null_device, output_full_device, output_mem_device, output_fifo_no_reader,
     output_fifo_reader, output_socket, output_dev_stdout, concurrent_baselines,
@@ -460,6 +553,8 @@ CASES: list[Callable[[Env], Verdict]] = [
     steps_half, duplicate_entropy, ignore_everything, invalid_pyproject, set_nan,
     set_unknown_rule, ascii_stdout, stdout_full, grad_near_max_float, deep_baseline, deep_tree,
     linked_run_folder, watch_markup_path_on_a_terminal, watch_rewrite,
+    same_file_names_baseline, yaml_bomb, sqlite_text_is_nan, shard_records, callback_hooks,
+    set_divisor_zero, stdout_closed,
 ]
 
 

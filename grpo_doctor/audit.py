@@ -257,4 +257,31 @@ def audit(
     passed.sort(key=lambda p: (p.source, p.why))
     label = f"{shard[0]}/{shard[1]}" if shard else None
     return AuditResult(tuple(labelled(found)), tuple(errors), shard=label,
-                       passed_over=tuple(passed)).judged(s.fail_on, baseline)
+                       passed_over=tuple(passed),
+                       fingerprint=fingerprint(paths, s, since, baseline) if shard else None,
+                       ).judged(s.fail_on, baseline)
+
+
+def fingerprint(paths: Sequence[str], settings: Settings, since: datetime | None,
+                baseline: Baseline | None) -> str:
+    """What every shard of one audit shares, hashed: the paths as given, the checks and their
+    thresholds, the column map, ``--fail-on``, ``--since``, the baseline's findings and
+    grpo-doctor's version. ``audit-merge`` refuses shards whose fingerprints differ."""
+    import hashlib
+    import json
+
+    from grpo_doctor import __version__
+
+    cfg = settings.doctor_config()
+    column_map = settings.checked_map()
+    doc = {
+        "version": __version__, "paths": list(paths), "fail_on": settings.fail_on,
+        "checks": {rule.id: cfg.params_for(rule) for rule in cfg.rules()},
+        "map": sorted(column_map.items()),
+        "optional": sorted(getattr(column_map, "optional", ())),
+        "since": since.isoformat() if since else None,
+        "baseline": None if baseline is None else sorted(
+            [*key, status] for key, status in baseline.findings.items()),
+    }
+    text = json.dumps(doc, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

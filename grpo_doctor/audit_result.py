@@ -145,13 +145,16 @@ class AuditResult:
     # ``--since``: the cutoff (ISO), when no run was modified after it. A quiet day for a
     # nightly audit: no run to judge is then not an error.
     nothing_since: str | None = None
+    # A shard's: what must be the same in every shard of one audit (see audit.fingerprint),
+    # which ``audit-merge`` checks.
+    fingerprint: str | None = None
 
     def judged(self, fail_on: str, baseline: Baseline | None) -> AuditResult:
         """The same runs judged against ``fail_on`` and ``baseline`` (None: every finding at or
         above ``fail_on`` fails)."""
         runs = tuple(_judge(r, fail_on, baseline) for r in self.runs)
         return AuditResult(runs, self.errors, fail_on, baseline, self.shard, self.passed_over,
-                           self.nothing_since)
+                           self.nothing_since, self.fingerprint)
 
     def summary(self) -> dict[str, int | None]:
         status = Counter(r.status for r in self.runs)
@@ -180,7 +183,10 @@ class AuditResult:
         """The ``--format json`` document."""
         doc = {"schema_version": SCHEMA_VERSION, "runs": [r.to_dict() for r in self.runs],
                "errors": [e.to_dict() for e in self.errors], "summary": self.summary()}
-        return {**doc, "shard": self.shard} if self.shard else doc
+        if not self.shard:
+            return doc
+        return {**doc, "shard": self.shard, **(
+            {"fingerprint": self.fingerprint} if self.fingerprint else {})}
 
 
 def _judge(run: AuditedRun, fail_on: str, baseline: Baseline | None) -> AuditedRun:

@@ -704,9 +704,17 @@ def _say(line: str) -> None:
 
 def _tolerant_streams() -> None:
     """Characters stdout or stderr cannot encode (PYTHONIOENCODING=ascii, a C locale) become
-    replacement characters instead of a crash."""
+    replacement characters instead of a crash. A stream that does not exist (started with
+    ``>&-``: Python then has None) writes to the null device: the report reaches no one, as
+    with a reader that went away, and the exit code still says what was found. Opened first,
+    the null device also takes the closed descriptor, so no file opened later lands there."""
     import contextlib
+    import os
 
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            with contextlib.suppress(OSError):
+                setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     for stream, errors in ((sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:

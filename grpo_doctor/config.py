@@ -185,7 +185,10 @@ def find_config(start: Path | None = None) -> Path | None:
 def _table(path: Path) -> dict[str, Any]:
     data = _read_toml(path)
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("grpo-doctor", {})
+        tool = data.get("tool", {})
+        if not isinstance(tool, dict):  # tool = 5
+            raise ConfigError(f"{path}: [tool] must be a table")
+        table = tool.get("grpo-doctor", {})
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: [tool.grpo-doctor] must be a table")
         return dict(table)

@@ -64,11 +64,45 @@ def is_uri(text: str) -> bool:
 
 
 def _rel(path: Path, root: Path) -> str:
+    """``path``'s key: its path relative to ``root`` (both as given, or made absolute without
+    resolving links), posix; the folder's own name when it is the root."""
     try:
         rel = path.relative_to(root).as_posix()
     except ValueError:
-        rel = path.as_posix()
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
+        except ValueError:
+            rel = path.as_posix()
     return path.resolve().name if rel == "." else rel
+
+
+def _arg_root(arg: str) -> str | None:
+    """The folder an argument's keys start from: a folder itself, a file's folder, a glob
+    pattern's fixed part; None for a URI or a path that does not exist."""
+    path = Path(arg)
+    if is_uri(arg):
+        return None
+    if path.is_dir():
+        return os.path.abspath(path)
+    if path.exists():
+        return os.path.dirname(os.path.abspath(path))
+    if _GLOB_MAGIC.search(arg):
+        return os.path.abspath(_glob_root(arg))
+    return None
+
+
+def common_root(paths: Sequence[str]) -> Path | None:
+    """The command line's common root: the deepest folder holding every argument's root.
+    Keys are made relative to it, so ``v0/metrics.csv`` and ``v1/metrics.csv`` (named as files,
+    or by the shell's glob) are two keys, never two runs keyed ``metrics.csv``; and one folder
+    (or one file) audited alone keys its runs as before: relative to itself (by its name)."""
+    roots = [r for r in map(_arg_root, paths) if r is not None]
+    if not roots:
+        return None
+    try:
+        return Path(os.path.commonpath(roots))
+    except ValueError:  # no common path (Windows drives): each argument keyed on its own
+        return None
 
 
 def _named_like_a_log(path: Path) -> bool:
@@ -266,22 +300,23 @@ def expand(paths: Sequence[str], since: datetime | None = None,
         key = src.path if is_uri(src.path) else os.path.realpath(src.path)
         sources.setdefault(key, src)
 
+    common = common_root(paths)
     for arg in paths:
         path = Path(arg)
         if is_uri(arg):
             add(Source(arg, arg, explicit=True))
         elif path.is_dir():
-            for src in _walk(path, path, errors, passed):
+            for src in _walk(path, common or path, errors, passed):
                 add(src)
         elif path.exists():
-            add(Source(arg, path.name, explicit=True))
+            add(Source(arg, _rel(path, common or path.parent), explicit=True))
         elif _GLOB_MAGIC.search(arg):
             matches = sorted(glob(arg, recursive=True))
             if not matches:
                 errors.append(AuditError(arg, f"{arg}: the pattern matches no file or folder",
                                          missing=True))
                 continue
-            root = _glob_root(arg)
+            root = common or _glob_root(arg)
             for match in map(Path, matches):
                 if match.is_dir():
                     for src in _walk(match, root, errors, passed):

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -34,7 +35,7 @@ from grpo_doctor.audit_result import (
 )
 from grpo_doctor.discovery import newest_mtime
 from grpo_doctor.errors import ConfigError
-from grpo_doctor.findings import SCHEMA_VERSION, Status
+from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION, Status
 from grpo_doctor.rules.knobs import BY_NAME as KNOBS
 from grpo_doctor.rules.knobs import configured_value
 from grpo_doctor.store import Run
@@ -96,6 +97,121 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     return doc
 
 
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_CHECK_STATUSES = frozenset(s.value for s in Status)
+
+
+class _Bad(Exception):
+    """What is wrong with one field of a shard report (said with the file by the caller)."""
+
+
+def _field(obj: Any, key: str, kinds: tuple[type, ...], where: str, *, none: bool = False
+           ) -> Any:
+    """``obj[key]`` when it is one of ``kinds`` (``none``: or null); booleans are not
+    numbers, and an integer must fit 64 bits (a step)."""
+    if not isinstance(obj, dict):
+        raise _Bad(f"{where} is not an object")
+    value = obj.get(key)
+    if value is None and none:
+        return None
+    ok = isinstance(value, kinds) and not isinstance(value, bool)
+    if ok and isinstance(value, int) and not _INT64[0] <= value <= _INT64[1]:
+        ok = False
+    if not ok:
+        wanted = " or ".join({str: "a string", int: "an integer", float: "a number",
+                              list: "a list", dict: "an object"}[k] for k in kinds)
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise _Bad(f"{where}.{key} must be {wanted}{' or null' if none else ''}, got {shown}")
+    return value
+
+
+def _strings(obj: dict[str, Any], key: str, where: str, *, none: bool = False) -> None:
+    items = _field(obj, key, (list,), where, none=none)
+    for item in items or ():
+        if not isinstance(item, str):
+            raise _Bad(f"{where}.{key} must hold strings, got {item!r:.40}")
+
+
+def _check_record(entry: Any, where: str) -> None:
+    """One run of a shard report, as ``audit --format json`` writes it: every field the merge
+    and the reports read, with its type (a report edited by hand, or not grpo-doctor's)."""
+    if not isinstance(entry, dict):
+        raise _Bad(f"{where} must be an object, got {entry!r:.40}")
+    info = entry
+    run = _field(info, "run", (dict,), where)
+    for key in ("name", "source", "format"):
+        _field(run, key, (str,), f"{where}.run")
+    for key in ("first_step", "last_step"):
+        _field(run, key, (int,), f"{where}.run", none=True)
+    if _field(run, "n_steps", (int,), f"{where}.run") < 0:
+        raise _Bad(f"{where}.run.n_steps must not be negative")
+    if _field(info, "status", (str,), where) not in RUN_SEVERITY:
+        raise _Bad(f"{where}.status must be one of {', '.join(RUN_SEVERITY)}, got "
+                   f"{info['status']!r:.40}")
+    for k, check in enumerate(_field(info, "checks", (list,), where)):
+        at = f"{where}.checks[{k}]"
+        if not isinstance(check, dict):
+            raise _Bad(f"{at} must be an object, got {check!r:.40}")
+        _field(check, "mode", (str,), at)
+        if _field(check, "status", (str,), at) not in _CHECK_STATUSES:
+            raise _Bad(f"{at}.status must be one of {', '.join(sorted(_CHECK_STATUSES))}, "
+                       f"got {check['status']!r:.40}")
+        _field(check, "summary", (str,), at)
+        _field(check, "reason", (str,), at, none=True)
+        for key in ("onset_step", "first_alert_step"):
+            _field(check, key, (int,), at, none=True)
+        _strings(check, "remedies", at)
+    audit = _field(info, "audit", (dict,), where)
+    for key in ("source", "label"):
+        _field(audit, key, (str,), f"{where}.audit")
+    _strings(audit, "failing", f"{where}.audit")
+    for key in ("new", "worsened"):
+        _strings(audit, key, f"{where}.audit", none=True)
+    context = _field(info, "context", (dict,), where, none=True)
+    if context is not None:
+        modified = _field(context, "modified", (str,), f"{where}.context", none=True)
+        if modified is not None:
+            try:
+                datetime.fromisoformat(modified)
+            except ValueError:
+                raise _Bad(f"{where}.context.modified must be an ISO time or null, got "
+                           f"{modified!r:.40}") from None
+        config = _field(context, "config", (dict,), f"{where}.context", none=True) or {}
+        for key in config:
+            _field(config, key, (int, float), f"{where}.context.config", none=True)
+
+
+def _finite(doc: Any) -> bool:
+    """No NaN or Infinity anywhere (Python's JSON reads them; grpo-doctor never writes
+    them, and a report cannot carry them)."""
+    stack = [doc]
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, float) and not math.isfinite(obj):
+            return False
+        if isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, list):
+            stack.extend(obj)
+    return True
+
+
+def _check_report(where: str, doc: dict[str, Any]) -> None:
+    """Every run and error row of a shard report; a ConfigError naming the field otherwise."""
+    try:
+        if not _finite(doc):
+            raise _Bad("a NaN or Infinity, which JSON does not have")
+        for i, entry in enumerate(doc["runs"]):
+            _check_record(entry, f"runs[{i}]")
+        for i, error in enumerate(doc["errors"]):
+            for key in ("source", "error"):
+                _field(error, key, (str,), f"errors[{i}]")
+        _field(doc["summary"], "new", (int,), "summary", none=True)
+        _field(doc, "fingerprint", (str,), "report", none=True)
+    except _Bad as exc:
+        raise ConfigError(f"{where}: not a valid audit JSON report ({exc})") from None
+
+
 def _check_shards(docs: Sequence[tuple[str, dict[str, Any]]]) -> None:
     """Shard reports of one audit: one N, each K once, none missing."""
     shards = [(where, doc.get("shard")) for where, doc in docs]
@@ -114,6 +230,13 @@ def _check_shards(docs: Sequence[tuple[str, dict[str, Any]]]) -> None:
         seen[k] = where
     if len(totals) > 1:
         raise ConfigError(f"shard reports of different audits (N = {sorted(totals)})")
+    prints = {doc.get("fingerprint") for _, doc in docs}
+    if len(prints) > 1:
+        first, other = docs[0], next(d for d in docs if d[1].get("fingerprint")
+                                     != docs[0][1].get("fingerprint"))
+        raise ConfigError(f"{other[0]}: a shard of a different audit than {first[0]} (other "
+                          "paths, checks, thresholds, --fail-on, --since, --baseline or "
+                          "grpo-doctor version): give every shard the same command")
     (n,) = totals
     missing = [f"{k}/{n}" for k in range(1, n + 1) if k not in seen]
     if missing:
@@ -124,25 +247,31 @@ def _check_shards(docs: Sequence[tuple[str, dict[str, Any]]]) -> None:
 def merge(paths: Iterable[str | os.PathLike[str]]):
     """The :class:`~grpo_doctor.audit.AuditResult` of the whole audit from its shard reports."""
     docs = [(os.fspath(p), load_report(p)) for p in paths]
+    for where, doc in docs:
+        _check_report(where, doc)
     if not docs:
         raise ConfigError("give the JSON reports to merge (audit --shard K/N --format json)")
     _check_shards(docs)
     found: list[tuple[str, dict[str, Any]]] = []
-    judged: dict[tuple[str, str], dict[str, Any]] = {}
+    judged: dict[int, dict[str, Any]] = {}  # id(record) -> the shard's judgment of it
+    came_from: dict[tuple[str, str], str] = {}  # (source, run name) -> the report holding it
     errors: list[AuditError] = []
     for where, doc in docs:
         for entry in doc["runs"]:
             record = {k: v for k, v in entry.items() if k != "audit"}
             audit = entry.get("audit") or {}
             key = (str(audit.get("source")), str(record.get("run", {}).get("name")))
-            if key in judged:
-                raise ConfigError(f"{where}: run {key[1]!r} of {key[0]} is in two reports")
-            judged[key] = audit
+            # One report may hold two runs of one name in one source (a W&B project's runs
+            # sharing a display name); the same run in two reports is what a merge refuses.
+            if came_from.setdefault(key, where) != where:
+                raise ConfigError(f"{where}: run {key[1]!r} of {key[0]} is also in "
+                                  f"{came_from[key]}")
+            judged[id(record)] = audit
             found.append((key[0], record))
         errors += [AuditError(str(e.get("source")), str(e.get("error"))) for e in doc["errors"]]
     runs = []
     for run in labelled(found):
-        audit = judged[(run.source, run.name)]
+        audit = judged[id(run.record)]
         new, worsened = audit.get("new"), audit.get("worsened")
         runs.append(AuditedRun(run.source, run.label, run.record,
                                tuple(audit.get("failing") or ()),

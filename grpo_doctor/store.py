@@ -214,13 +214,22 @@ def integer_steps(values: pd.Series | np.ndarray | Sequence[Any]
     dtype = series.dtype
     if pd.api.types.is_bool_dtype(dtype):
         steps = series.to_numpy(dtype=np.int64)
-    elif pd.api.types.is_integer_dtype(dtype) and not series.hasnans:
-        arr = series.to_numpy()
+    elif pd.api.types.is_integer_dtype(dtype):
+        # Nullable integers (a parquet column with nulls) too: never through float64.
+        missing = series.isna().to_numpy(dtype=bool)
+        numpy_dtype: Any = getattr(dtype, "numpy_dtype", dtype)
+        arr = series.to_numpy(dtype=numpy_dtype, na_value=0) if missing.any() \
+            else series.to_numpy(dtype=numpy_dtype)
         if arr.dtype.kind == "u":
             out_of_range = arr > _INT64_MAX
             steps = np.where(out_of_range, 0, arr).astype(np.int64)
         else:
             steps = arr.astype(np.int64)
+    elif dtype.kind == "O" and n and all(type(v) is int for v in series.to_numpy()):
+        try:  # Python ints (a SQLite INTEGER column, a JSON log): exact, fast
+            steps = np.array(series.to_list(), dtype=np.int64)
+        except OverflowError:  # one past int64: each read as text, below
+            return integer_steps(series.astype(str))
     else:
         exact: dict[int, int] = {}
         numbers: pd.Series = series
@@ -250,6 +259,18 @@ def integer_steps(values: pd.Series | np.ndarray | Sequence[Any]
     return steps, {"missing": missing, "fractional": fractional, "out_of_range": out_of_range}
 
 
+def step_array(values: Sequence[Any]) -> np.ndarray:
+    """Steps as an importer gathered them (Python ints, floats, text, None), as an array that
+    keeps each exactly for :func:`integer_steps`: int64 when every one is an int64 integer,
+    else an object array (never float64, which merges 2^62+1 and 2^62+2)."""
+    if all(type(v) is int for v in values):
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass
+    return np.array(values, dtype=object) if len(values) else np.zeros(0, dtype=np.int64)
+
+
 def _example(values: Any, mask: np.ndarray) -> str:
     """One of the dropped step values, as logged (for the note)."""
     try:
@@ -261,7 +282,7 @@ def _example(values: Any, mask: np.ndarray) -> str:
     return f" (e.g. {text if len(text) <= 40 else text[:37] + '...'})"
 
 
-def _step_notes(values: Any, masks: Mapping[str, np.ndarray]) -> list[str]:
+def step_notes(values: Any, masks: Mapping[str, np.ndarray]) -> list[str]:
     """What dropping rows without a valid step did, truthfully (never called repeats)."""
     notes = []
     if masks["missing"].any():
@@ -381,7 +402,7 @@ def build_run(
     step_int, step_masks = integer_steps(step_values)
     bad_step = step_masks["missing"] | step_masks["fractional"] | step_masks["out_of_range"]
     if bad_step.any():
-        note_list.extend(_step_notes(step_values, step_masks))
+        note_list.extend(step_notes(step_values, step_masks))
         raw = raw.loc[~bad_step]
         step_int = step_int[~bad_step]
         if explicit_nan:

@@ -782,7 +782,8 @@ def test_a_fifo_is_refused_wherever_a_file_is_read(capsys, tmp_path):
         assert_error(capsys, args, said)
     code, out, err = run_cli(capsys, "audit", str(tmp_path), str(BAD / "inf.csv"), "--jobs",
                              "1", "-f", "json")
-    assert code == 1 and json.loads(out)["errors"] == [{"source": "run.csv", "error": said}]
+    key = Path(os.path.relpath(fifo, os.path.commonpath([tmp_path, BAD.resolve()]))).as_posix()
+    assert code == 1 and json.loads(out)["errors"] == [{"source": key, "error": said}]
 
 
 @NEEDS_ROOT
@@ -1007,7 +1008,7 @@ def test_a_bad_config_file_is_one_line(capsys, tmp_path, monkeypatch, name, text
     ("kl_drift.stop_kl=-inf", "--set: kl_drift.stop_kl must be a finite number, got -inf"),
     ("kl_drift.stop_kl=-5", "--set: kl_drift.stop_kl must be at least 0, got -5"),
     ("entropy_collapse.critical_ratio=-0.1",
-     "--set: entropy_collapse.critical_ratio must be at least 0, got -0.1"),
+     "--set: entropy_collapse.critical_ratio must be greater than 0, got -0.1"),
 ])
 def test_set_is_strict(capsys, assignment, message):
     for command in (HEALTHY, ["audit", str(BAD / "inf.csv"), "--jobs", "1"],
@@ -1023,8 +1024,11 @@ def test_every_threshold_default_is_within_its_bounds_and_bounds_are_enforced(ca
     for rule in RULES:
         for p in rule.params:
             assert p.out_of_bounds(p.default) is None, (rule.id, p.name)
-            assert p.out_of_bounds(-1e-9) == "at least 0", (rule.id, p.name)  # none negative
-        check_params({rule.id: {p.name: 0.0 for p in rule.params}}, "--set")  # 0 is allowed
+            assert p.out_of_bounds(-1e-9) is not None, (rule.id, p.name)  # none negative
+            # 0 is allowed, except where it divides, tests at no confidence or counts nothing.
+            zero_is_bad = (p.name == "alpha" or p.integer
+                           or p.name.endswith(("_ratio", "_factor")))
+            assert (p.out_of_bounds(0.0) is not None) == zero_is_bad, (rule.id, p.name)
     share = Param("share", 0.5, "a share", min=0.0, max=1.0)
     assert share.out_of_bounds(1.5) == share.out_of_bounds(-0.5) == "between 0 and 1"
     assert Param("x", 1.0, "no bound", min=None).out_of_bounds(-3.0) is None
@@ -1201,3 +1205,78 @@ def test_watch_sees_a_rewrite_to_the_same_size(tmp_path):
     os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns + 1_000_000))
     watcher.poll()
     assert watcher.restarts == 1 and watcher.status == "healthy"
+
+
+# --- parameters with real bounds, configs of the wrong shape, no stdout -----------------------
+
+
+@pytest.mark.parametrize("setting,said", [
+    ("grad_explosion.burst_ratio=0", "grad_explosion.burst_ratio must be greater than 0, got 0"),
+    ("ratio_instability.burst_window=0.5",
+     "ratio_instability.burst_window must be a whole number of at least 1, got 0.5"),
+    ("ratio_instability.burst_window=0",
+     "ratio_instability.burst_window must be a whole number of at least 1, got 0"),
+    ("kl_drift.alpha=5", "kl_drift.alpha must be between 0 and 1 (exclusive), got 5"),
+    ("kl_drift.alpha=0", "kl_drift.alpha must be between 0 and 1 (exclusive), got 0"),
+    ("advantage_collapse.warn_fraction=1.5",
+     "advantage_collapse.warn_fraction must be between 0 and 1, got 1.5"),
+])
+def test_parameters_out_of_their_bounds_are_one_line(capsys, setting, said):
+    assert_error(capsys, ["diagnose", "--example", "healthy", "--set", setting],
+                 f"--set: {said}")
+
+
+def test_any_value_a_parameter_accepts_diagnoses_without_an_internal_error():
+    """Every parameter at its edges (0, a half, 1, 1e300) and at random values: refused in
+    one line, or a diagnosis; never a division by zero or a window of half a point."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from grpo_doctor import api
+    from grpo_doctor.config import Settings, check_params
+    from grpo_doctor.errors import ConfigError
+    from grpo_doctor.importers import load_run
+    from grpo_doctor.rules import RULES
+
+    run = load_run(api.example_path("grad-explosion")).truncated(300)
+    params = [(rule.id, p.name) for rule in RULES for p in rule.params]
+
+    def diagnose_with(rule: str, name: str, value: float) -> None:
+        try:
+            check_params({rule: {name: value}}, "--set")
+        except ConfigError:
+            return
+        api.diagnose(run, Settings(params={rule: {name: value}}, select=(rule,)).doctor_config())
+
+    for rule, name in params:
+        for value in (0.0, 0.5, 1.0, 1e300):
+            diagnose_with(rule, name, value)
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(case=st.sampled_from(params), value=st.floats(-10, 1e6))
+    def check(case, value):
+        diagnose_with(*case, value)
+
+    check()
+
+
+def test_a_pyproject_whose_tool_is_not_a_table_is_one_line(capsys, tmp_path):
+    config = tmp_path / "pyproject.toml"
+    config.write_text("tool = 5\n")
+    assert_error(capsys, ["diagnose", "--example", "healthy", "--config", str(config)],
+                 f"{config}: [tool] must be a table")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="closes a descriptor before exec")
+@pytest.mark.parametrize("closed", [(1,), (1, 2)])
+def test_no_stdout_is_not_an_internal_error(closed):
+    def close() -> None:
+        for fd in closed:
+            os.close(fd)
+
+    for example, code in (("healthy", 0), ("entropy-collapse", 1)):
+        p = subprocess.run([sys.executable, "-m", "grpo_doctor", "diagnose", "--example",
+                            example], preexec_fn=close, stderr=subprocess.PIPE, timeout=120)
+        assert p.returncode == code, p.stderr
+        if 2 not in closed:
+            assert p.stderr == b""

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grpo_doctor import diagnose, load_run
 
@@ -179,3 +181,118 @@ def test_bad_arguments() -> None:
         DoctorCallback(every_n_steps=0)
     with pytest.raises(ValueError):
         DoctorCallback(stop_on="sometimes")
+
+
+# --- hostile logs and states: no hook lets an exception reach the Trainer ---------------------
+# These drive the hooks directly (transformers is needed, torch is not).
+
+
+def _hooks_state(step: Any = 0, history: Any = None) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(global_step=step, log_history=[] if history is None else history,
+                           is_world_process_zero=True)
+
+
+def _drive(doctor: Any, logs_by_step: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    transformers = pytest.importorskip("transformers")
+    args = transformers.TrainingArguments(output_dir="out", report_to=[])
+    control = transformers.TrainerControl()
+    state = transformers.TrainerState()
+    doctor.on_train_begin(args, state, control)
+    sent = []
+    for step, logs in logs_by_step.items():
+        state.global_step = step
+        logs = dict(logs)
+        state.log_history.append({**logs, "step": step})
+        doctor.on_log(args, state, control, logs=logs)
+        sent.append(logs)
+    doctor.on_train_end(args, state, control)
+    return sent
+
+
+def test_a_mapped_eval_metric_not_logged_yet_is_not_an_error() -> None:
+    pytest.importorskip("transformers")
+    import warnings
+
+    from grpo_doctor.config import Settings
+    from grpo_doctor.integrations.trl import DoctorCallback
+
+    doctor = DoctorCallback(settings=Settings(column_map={"heldout_score": "eval_accuracy"}),
+                            print_alerts=False)
+    logs = {}
+    for step in range(1, 121):
+        logs[step] = simulated(step)
+        if step % 50 == 0:
+            logs[step]["eval_accuracy"] = 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not even a warning: nothing went wrong
+        sent = _drive(doctor, logs)
+    assert doctor.errors == 0 and "doctor/errors" not in sent[-1]
+    assert "doctor/alerts" in sent[9]  # checked at step 10, before eval_accuracy was logged
+    run = doctor.run()
+    assert run is not None and run.mapping.get("heldout_score") == "eval_accuracy"
+
+
+def test_a_resumed_history_with_odd_steps_is_read_without_them() -> None:
+    transformers = pytest.importorskip("transformers")
+    from grpo_doctor.integrations.trl import DoctorCallback
+
+    doctor = DoctorCallback(print_alerts=False)
+    history = [{"step": "ten", "loss": 1.0}, {"step": float("nan")}, 5, {"step": 1e300},
+               {"step": True}, {"loss": 2.0}, {"step": 3, "loss": 1.0},
+               {"step": 4.0, "loss": 1.0}]
+    args = transformers.TrainingArguments(output_dir="out", report_to=[])
+    doctor.on_train_begin(args, _hooks_state(4, history), transformers.TrainerControl())
+    assert doctor.errors == 0
+    assert [e["step"] for e in doctor.history] == [3, 4]
+
+
+_ODD = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5),
+                 st.binary(max_size=5), st.lists(st.integers(), max_size=3),
+                 st.builds(object))
+_LOGS = st.one_of(_ODD, st.dictionaries(st.one_of(st.text(max_size=12), st.integers()),
+                                        _ODD, max_size=6))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=st.lists(st.tuples(st.integers(0, 40), _ODD, _LOGS, st.lists(_LOGS, max_size=3)),
+                      min_size=1, max_size=12))
+def test_no_hook_lets_an_exception_reach_the_trainer(calls: list[Any]) -> None:
+    transformers = pytest.importorskip("transformers")
+    import warnings
+
+    from grpo_doctor.integrations.trl import DoctorCallback
+
+    doctor = DoctorCallback(every_n_steps=1, print_alerts=False)
+    hooks = sorted(name for name in dir(doctor) if name.startswith("on_"))
+    args = transformers.TrainingArguments(output_dir="out", report_to=[])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for good_step, odd_step, logs, history in calls:
+            for step in (good_step, odd_step):
+                state = _hooks_state(step, history)
+                for hook in hooks:
+                    getattr(doctor, hook)(args, state, transformers.TrainerControl(),
+                                          logs=logs, metrics=logs)
+                if isinstance(logs, dict):
+                    logs = {"entropy": 0.5, "reward": 0.5, **logs}
+                doctor.on_log(args, state, transformers.TrainerControl(), logs=logs)
+                doctor.on_log(None, None, None)  # not even a state
+
+
+def test_a_problem_is_warned_about_once_and_counted() -> None:
+    transformers = pytest.importorskip("transformers")
+    from grpo_doctor.integrations.trl import DoctorCallback
+
+    doctor = DoctorCallback(every_n_steps=1, print_alerts=False)
+    args = transformers.TrainingArguments(output_dir="out", report_to=[])
+    control = transformers.TrainerControl()
+    with pytest.warns(RuntimeWarning, match=r"DoctorCallback\.on_log failed .* training goes on"
+                      ) as caught:
+        for _ in range(3):
+            doctor.on_log(args, _hooks_state("x"), control, logs={"loss": 1.0})
+    assert len(caught) == 1 and doctor.errors == 3
+    logs = {"loss": 1.0, "entropy": 0.5}
+    doctor.on_log(args, _hooks_state(1), control, logs=logs)
+    assert logs["doctor/errors"] == 3.0 and not control.should_training_stop

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_doctor.api import example_path
@@ -154,3 +154,150 @@ def test_shards_partition_any_set_of_keys(keys, n):
     parts = [[k for k in keys if shard_of(k, n) == i] for i in range(1, n + 1)]
     assert sorted(k for p in parts for k in p) == sorted(keys)
     assert all(1 <= shard_of(k, n) <= n for k in keys)
+
+
+def _versions(root, *collapsing):
+    """``root/vK/metrics.csv``: one file name in every run's folder; ``collapsing`` ones
+    collapse their entropy."""
+    for k in range(3):
+        (root / f"v{k}").mkdir(parents=True, exist_ok=True)
+        name = "entropy-collapse" if k in collapsing else "healthy"
+        shutil.copy(example_path(name), root / f"v{k}" / "metrics.csv")
+    return [str(root / f"v{k}" / "metrics.csv") for k in range(3)]
+
+
+def test_files_named_alike_in_two_folders_are_two_keys(capsys, tmp_path):
+    # The CI gate: a baseline of v0 and v1, then a new collapsing run v2 with the same file
+    # name: its finding is new (exit 1), not taken for v1's accepted one.
+    v0, v1, v2 = _versions(tmp_path / "runs", 1, 2)
+    baseline = tmp_path / "b.json"
+    run_cli(capsys, "audit", v0, v1, *ONLY, "--write-baseline", str(baseline))
+    sources = {f["source"] for f in json.loads(baseline.read_text())["findings"]}
+    assert sources == {"v1/metrics.csv"}
+    code, out, _ = run_cli(capsys, "audit", v0, v1, v2, *ONLY, "--baseline", str(baseline),
+                           "--fail-on", "warning", "-f", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["summary"]["new"] >= 1
+    assert {r["audit"]["source"] for r in doc["runs"]} == {
+        "v0/metrics.csv", "v1/metrics.csv", "v2/metrics.csv"}
+    assert all(r["audit"]["new"] == [] for r in doc["runs"]
+               if r["audit"]["source"] != "v2/metrics.csv")
+    # The files named, a quoted glob and their folder: one key each way.
+    for args in ([str(tmp_path / "runs" / "*" / "metrics.csv")], [str(tmp_path / "runs")]):
+        _, out, _ = run_cli(capsys, "audit", *args, *ONLY, "-f", "json")
+        assert {r["audit"]["source"] for r in json.loads(out)["runs"]} == {
+            "v0/metrics.csv", "v1/metrics.csv", "v2/metrics.csv"}
+    _, out, _ = run_cli(capsys, "audit", v2, *ONLY, "-f", "json")  # one file: by its name
+    assert [r["audit"]["source"] for r in json.loads(out)["runs"]] == ["metrics.csv"]
+
+
+def test_a_shard_holding_two_files_named_alike_merges(capsys, tmp_path):
+    v0, v1, _ = _versions(tmp_path / "runs")
+    _, out, _ = run_cli(capsys, "audit", v0, v1, *ONLY, "-f", "json", "--shard", "1/1")
+    (tmp_path / "s1.json").write_text(out)
+    code, merged, err = run_cli(capsys, "audit-merge", str(tmp_path / "s1.json"), "-f", "json")
+    assert code == 0, err
+    assert len(json.loads(merged)["runs"]) == 2
+    # Two runs of one name in one source (a W&B project's runs sharing a display name): one
+    # report, not "in two reports".
+    doc = json.loads(out)
+    for run in doc["runs"]:
+        run["audit"]["source"] = "wandb://e/p"
+    (tmp_path / "s1.json").write_text(json.dumps(doc))
+    code, merged, err = run_cli(capsys, "audit-merge", str(tmp_path / "s1.json"), "-f", "json")
+    assert code == 0, err
+    assert len(json.loads(merged)["runs"]) == 2
+
+
+@pytest.fixture(scope="module")
+def shard_doc(tmp_path_factory):
+    """A valid one-shard report of two runs."""
+    root = tmp_path_factory.mktemp("one-shard")
+    for name in ("healthy", "entropy-collapse"):
+        shutil.copy(example_path(name), root / f"{name}.csv")
+    from grpo_doctor.audit import audit
+    from grpo_doctor.config import Settings
+
+    result = audit([str(root)], Settings(select=("entropy_collapse",)), jobs=1, shard=(1, 1))
+    return result.to_dict()
+
+
+def _set(doc, path, value):
+    """``doc`` with the field at ``path`` (keys and indexes) set to ``value`` (or deleted when
+    value is ``...``)."""
+    import copy
+
+    doc = copy.deepcopy(doc)
+    obj = doc
+    for key in path[:-1]:
+        obj = obj[key]
+    if value is ...:
+        del obj[path[-1]]
+    else:
+        obj[path[-1]] = value
+    return doc
+
+
+BAD_RECORDS = [
+    (("runs", 0), [1]), (("runs", 0), {}), (("runs", 0, "run", "n_steps"), ...),
+    (("runs", 0, "status"), "bogus"), (("runs", 0, "context", "modified"), "yesterday"),
+    (("runs", 0, "checks", 0, "onset_step"), 1e30), (("runs", 0, "checks", 0, "onset_step"),
+                                                     10**30),
+    (("runs", 0, "checks", 0, "status"), "fine"), (("runs", 0, "checks", 0), "x"),
+    (("runs", 0, "audit"), None), (("runs", 0, "audit", "failing"), [3]),
+    (("runs", 0, "audit", "new"), "yes"), (("runs", 0, "run", "name"), 5),
+    (("runs", 0, "context", "config", "learning_rate"), "fast"), (("errors",), [7]),
+    (("runs", 0, "run", "first_step"), True),
+]
+
+
+@pytest.mark.parametrize("path,value", BAD_RECORDS)
+def test_merge_refuses_bad_records_in_one_line(capsys, tmp_path, shard_doc, path, value):
+    (tmp_path / "s.json").write_text(json.dumps(_set(shard_doc, path, value)))
+    code, _, err = run_cli(capsys, "audit-merge", str(tmp_path / "s.json"), "-f", "parquet",
+                           "--output", str(tmp_path / "out.parquet"))
+    assert code == 2, err
+    assert "not a valid audit JSON report (" in err and len(err.strip().splitlines()) == 1
+
+
+_JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(),
+                               st.text(max_size=8)),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=6)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), value=_JSON,
+       fmt=st.sampled_from(["json", "junit", "markdown", "terminal"]))
+def test_merge_never_fails_inside_on_any_field(capsys, tmp_path, shard_doc, data, value,
+                                               fmt):
+    paths = []
+
+    def walk(obj, at):
+        paths.append(at)
+        items = obj.items() if isinstance(obj, dict) else enumerate(obj) \
+            if isinstance(obj, list) else ()
+        for key, child in items:
+            walk(child, (*at, key))
+
+    walk(shard_doc, ())
+    path = data.draw(st.sampled_from([p for p in paths if p]))
+    (tmp_path / "s.json").write_text(json.dumps(_set(shard_doc, path, value)))
+    code, _, err = run_cli(capsys, "audit-merge", str(tmp_path / "s.json"), "-f", fmt)
+    assert code in (0, 1, 2) and "internal error" not in err, err
+
+
+def test_merge_refuses_shards_of_different_audits(capsys, tree, tmp_path):
+    _, out = _audit(capsys, tree, "-f", "json", "--shard", "1/2")
+    (tmp_path / "s1.json").write_text(out)
+    _, out = _audit(capsys, tree, "-f", "json", "--shard", "2/2", "--fail-on", "warning")
+    (tmp_path / "s2.json").write_text(out)
+    code, _, err = run_cli(capsys, "audit-merge", str(tmp_path / "s1.json"),
+                           str(tmp_path / "s2.json"))
+    assert code == 2 and "a shard of a different audit than" in err
+    _, out = _audit(capsys, tree, "-f", "json", "--shard", "2/2")
+    (tmp_path / "s2.json").write_text(out)
+    code, _, err = run_cli(capsys, "audit-merge", str(tmp_path / "s1.json"),
+                           str(tmp_path / "s2.json"))
+    assert code in (0, 1), err

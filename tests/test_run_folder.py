@@ -22,6 +22,7 @@ from tests.helpers import run_cli
 FIXTURES = Path(__file__).parent / "fixtures"
 CSV = FIXTURES / "tensorboard" / "grpo_synthetic.csv"
 WANDB_RUN = FIXTURES / "wandb" / "wandb" / "offline-run-20250101_000000-grpofix1"
+STATE = "trainer_state.json"
 FOLDERS = ["r08_lr1e-6", "r09_lr5e-6", "r10_beta0", "r11_beta0.1"]
 
 
@@ -179,3 +180,54 @@ def test_a_bare_log_history_list_is_audited(tmp_path):
     assert [(r.source, r.record["run"]["format"]) for r in result.runs] == [
         ("step_logs.json", "trainer-state")]
     assert [p.source for p in result.passed_over] == ["tokenizer_config.json"]
+
+
+def _state_of(example: str, steps: int) -> dict:
+    """A trainer state whose log_history is the first ``steps`` rows of an example run."""
+    from grpo_doctor.api import example_path
+
+    with example_path(example).open() as fh:
+        rows = list(csv.DictReader(fh))[:steps]
+    history = [{**{k.removeprefix("train/"): float(v) for k, v in row.items()
+                   if k != "train/global_step"}, "step": int(row["train/global_step"])}
+               for row in rows]
+    return {"global_step": steps, "max_steps": steps, "log_history": history}
+
+
+def test_a_gpu_statistics_csv_does_not_outrank_the_trainer_state(tmp_path, capsys):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / STATE).write_text(json.dumps(_state_of("entropy-collapse", 800)))
+    cols = [f"gpu{i}_{what}" for i in range(8) for what in ("util", "mem", "temp", "power")]
+    rows = [",".join(["step", *cols])] + [",".join([str(s), *(["1.5"] * len(cols))])
+                                          for s in range(1, 1601)]
+    (folder / "gpu_stats.csv").write_text("\n".join(rows) + "\n")
+    run = load_run(folder)
+    assert run.format == "trainer-state"
+    assert run.notes[0].startswith("one run's folder: 2 logs of it found; read "
+                                   "trainer_state.json (trainer-state, 800 steps x 8 metrics)")
+    assert "gpu_stats.csv (holds no metric grpo-doctor knows (1600 x 32))" in run.notes[1]
+    code, _, err = run_cli(capsys, "diagnose", str(folder))
+    assert code == 1, err  # the collapse is found
+
+
+def test_a_log_of_another_run_beside_the_state_is_a_run_of_its_own(tmp_path, capsys):
+    from grpo_doctor.api import example_path
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / STATE).write_text(json.dumps(_state_of("entropy-collapse", 800)))
+    lines = example_path("healthy").read_text().splitlines()  # another run, logged longer
+    more = [f"{int(row.split(',', 1)[0]) + 800},{row.split(',', 1)[1]}" for row in lines[1:]]
+    (folder / "metrics.csv").write_text("\n".join([*lines, *more]) + "\n")
+    runs = load_runs(folder)
+    assert [r.name for r in runs] == ["run", "run/trainer_state.json"]
+    assert any("trainer_state.json is not a copy of metrics.csv: it differs at " in n
+               and "another run's log, read as a run of its own" in n for n in runs[0].notes)
+    result = auditing.audit([str(folder)], jobs=1)
+    status = {r.name: r.status for r in result.runs}
+    assert status["run/trainer_state.json"] == "critical" and status["run"] != "critical"
+    code, _, err = run_cli(capsys, "diagnose", str(folder))
+    assert code == 2 and "holds 2 runs" in err
+    code, _, _ = run_cli(capsys, "diagnose", str(folder), "--run", "run/trainer_state.json")
+    assert code == 1

@@ -126,6 +126,99 @@ def read_json(path: Path, what: str) -> Any:
         raise FormatError(f"{path}: {what}") from exc
 
 
+#: A YAML side file (a run's config, an MLflow ``meta.yaml``) larger than this is not read:
+#: they are kilobytes, and a pure-Python YAML parser takes seconds a megabyte.
+YAML_MAX_BYTES = 8 << 20
+#: How many nodes aliases may add to a YAML document, counted as if expanded. A tracker's own
+#: YAML has none, or a few (PyYAML writes one for an object referenced twice); a "billion
+#: laughs" document of 1 KB expands to billions, which any later walk (``str`` of a run name,
+#: a config flattened) would build in memory.
+YAML_MAX_ALIAS_NODES = 10_000
+
+
+def _node_counts(root: Any, limit: int) -> tuple[int, int] | None:
+    """(distinct nodes, nodes with the aliases expanded) of a YAML node graph, counted
+    without expanding anything; the count stops as soon as it passes ``limit``. None for a
+    recursive graph (an anchor holding an alias of itself)."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children: list[Any] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if done:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[key] > limit:
+                return len(sizes), sizes[key]
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            return None
+        on_path.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in on_path:
+                return None
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return len(sizes), sizes[id(root)]
+
+
+def load_yaml(text: str, where: str | os.PathLike[str]) -> Any:
+    """YAML text parsed the safe way (plain data, never objects), with aliases expanding to
+    at most ``YAML_MAX_ALIAS_NODES`` more nodes than the document holds and no recursive
+    anchor: a one-line :class:`InputError` naming ``where`` otherwise, when it is not YAML, or
+    when PyYAML is not installed. Every importer reads YAML through this function."""
+    try:
+        import yaml
+    except ImportError:
+        raise InputError(f"{where}: not read (PyYAML is not installed)") from None
+    loader_type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: fast, depth-capped
+    loader = loader_type(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        # A document of n characters holds fewer than 2n + 8 nodes: past that, aliases made them.
+        counts = _node_counts(node, limit=2 * len(text) + 8 + YAML_MAX_ALIAS_NODES)
+        if counts is None:
+            raise InputError(f"{where}: not read (a YAML anchor that holds itself)")
+        distinct, expanded = counts
+        if expanded > distinct + YAML_MAX_ALIAS_NODES:
+            raise InputError(f"{where}: not read (its YAML aliases expand to more than "
+                             f"{YAML_MAX_ALIAS_NODES:,} nodes: an alias bomb?)")
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise InputError(f"{where}: not valid YAML ({problem})") from None
+    except RecursionError:
+        raise InputError(f"{where}: not read (YAML nested too deeply)") from None
+    finally:
+        loader.dispose()
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML side file's content through :func:`load_yaml`: a one-line :class:`InputError`
+    for a file past ``YAML_MAX_BYTES`` (or the read limit), unreadable, or refused."""
+    try:
+        size = os.stat(path).st_size
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if size > YAML_MAX_BYTES:
+        raise InputError(f"{path}: not read (a YAML file of {size:,} bytes, more than "
+                         f"{YAML_MAX_BYTES >> 20} MB)")
+    return load_yaml(read_text(path), path)
+
+
 def truncation_note(offset: int) -> str:
     return f"truncated final record at byte {offset} (run still being written?)"
 

@@ -128,8 +128,9 @@ def read_csv_frame(path: Path, notes: list[str] | None = None):
         explicit = {}
         repeated = {n for n in names if names.count(n) > 1}
         for name, col in zip(names, table.columns):
-            if _beyond_float(col) and not col.null_count:
-                data.append(col.to_numpy())  # kept exact: it may be the step
+            if _beyond_float(col):  # kept exact: it may be the step
+                data.append(col.to_numpy() if not col.null_count
+                            else pd.Series(col.to_pylist(), dtype=object))
             elif pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
                 vals = col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
                 nulls = col.is_null().to_numpy(zero_copy_only=False)

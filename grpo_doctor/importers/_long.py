@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.importers._common import to_number
-from grpo_doctor.store import check_table_size
-from grpo_doctor.text import agree, plural
+from grpo_doctor.store import check_table_size, integer_steps, step_notes
+from grpo_doctor.text import plural
 
 
 @dataclass
@@ -24,6 +24,18 @@ class Wide:
     steps: np.ndarray
     explicit: dict[str, np.ndarray] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+def concat_steps(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """Step arrays joined without a float round trip: integer arrays stay int64, and a mix
+    with text, floats or Python ints past int64 becomes one object array
+    (:func:`~grpo_doctor.store.integer_steps` reads each value exactly)."""
+    if all(np.asarray(p).dtype.kind in "iu" for p in parts) and not any(
+            np.asarray(p).dtype.kind == "u" for p in parts):
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    if all(np.asarray(p).dtype.kind == "f" for p in parts):
+        return np.concatenate(parts)
+    return np.concatenate([np.asarray(p, dtype=object) for p in parts])
 
 
 def numeric_values(
@@ -41,19 +53,24 @@ def numeric_values(
 
 
 def long_frame(
-    steps: np.ndarray, names: Sequence[str] | np.ndarray, values: np.ndarray, nan: np.ndarray,
-    source: str = "",
+    steps: np.ndarray | pd.Series, names: Sequence[str] | np.ndarray, values: np.ndarray,
+    nan: np.ndarray, source: str = "",
 ) -> Wide:
     """Pivot (step, name, value) rows; a repeated (step, name) keeps the last value written.
-    A FormatError naming ``source`` when the table would be absurdly sparse."""
-    rows = pd.DataFrame({"step": steps, "name": list(names), "value": values, "nan": nan})
+    A FormatError naming ``source`` when the table would be absurdly sparse.
+
+    ``steps`` as the source holds them (integers, Python ints past int64 in an object array,
+    text, floats): read by :func:`~grpo_doctor.store.integer_steps`, exactly, never through
+    float64 (which would merge 2^62+1 and 2^62+2 into one step). Rows without a whole step
+    within the 64-bit range are dropped, and said."""
+    step_int, masks = integer_steps(np.asarray(steps) if not isinstance(steps, pd.Series)
+                                    else steps)
+    rows = pd.DataFrame({"step": step_int, "name": list(names), "value": values, "nan": nan})
     notes = []
-    bad = ~np.isfinite(rows["step"].to_numpy(dtype=np.float64))
+    bad = masks["missing"] | masks["fractional"] | masks["out_of_range"]
     if bad.any():
-        notes.append(f"{plural(int(bad.sum()), 'row')} without a step "
-                     f"{agree(int(bad.sum()), 'was', 'were')} dropped")
+        notes += step_notes(steps, masks)
         rows = rows.loc[~bad]
-    rows["step"] = np.round(rows["step"].to_numpy(dtype=np.float64)).astype(np.int64)
     deduped = rows.drop_duplicates(["step", "name"], keep="last")
     if len(deduped) < len(rows):
         notes.append(

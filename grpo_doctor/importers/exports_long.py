@@ -58,7 +58,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     if len(frame) == 0:
         raise FormatError(f"{path}: the CSV has a header but no rows")
     step_col, name_col, value_col, run_col = layout
-    steps, _ = numeric_values(frame[step_col])
+    steps = frame[step_col].to_numpy()  # as read: exact (see _long.long_frame)
     values, nan = numeric_values(frame[value_col], explicit.get(value_col))
     names = frame[name_col].astype("string").fillna("").str.strip()
     runs = frame[run_col].astype("string").fillna("") if run_col else None

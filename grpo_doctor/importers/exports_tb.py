@@ -19,7 +19,7 @@ import numpy as np
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers._common import head_of, looks_like_text
 from grpo_doctor.importers._csv import csv_header, read_csv_frame
-from grpo_doctor.importers._long import long_frame, numeric_values
+from grpo_doctor.importers._long import concat_steps, long_frame, numeric_values
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.metrics import ALIASES, map_columns, normalize_key
 from grpo_doctor.store import Run, build_run
@@ -98,7 +98,7 @@ def _file_rows(path: Path, notes: list[str]) -> tuple[np.ndarray, np.ndarray, np
     columns = {str(c).strip().lower(): c for c in frame.columns}
     if "step" not in columns or "value" not in columns:
         raise FormatError(f"{path}: a TensorBoard CSV needs Step and Value columns")
-    steps, _ = numeric_values(frame[columns["step"]])
+    steps = frame[columns["step"]].to_numpy()  # as read: exact (see _long.long_frame)
     values, nan = numeric_values(frame[columns["value"]], explicit.get(columns["value"]))
     return steps, values, nan
 
@@ -114,7 +114,7 @@ def _run(files: Sequence[Path], name: str, source: Path, options: LoadOptions) -
         names.extend([_run_and_tag(path)[1]] * len(s))
     if not names:
         raise FormatError(f"{source}: the TensorBoard CSV files have no rows")
-    wide = long_frame(np.concatenate(steps), names, np.concatenate(values), np.concatenate(nans),
+    wide = long_frame(concat_steps(steps), names, np.concatenate(values), np.concatenate(nans),
                       str(source))
     return build_run(
         wide.frame, name=name, source=str(source), format="tensorboard-csv", steps=wide.steps,

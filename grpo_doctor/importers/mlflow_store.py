@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
 import sqlite3
 import sys
@@ -34,20 +35,23 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.files import read_error
-from grpo_doctor.importers._common import read_text, to_number
+from grpo_doctor.files import human_bytes, max_read_bytes, read_error
+from grpo_doctor.importers._common import read_text, read_yaml, to_number
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
     build_runs,
+    flags,
     open_sqlite,
+    quoted,
     scan_rows,
     sqlite_error,
     sqlite_tables,
     tables_of,
+    text_of,
     unreadable_sqlite,
 )
-from grpo_doctor.store import Run
+from grpo_doctor.store import Run, step_array
 from grpo_doctor.text import agree, plural
 
 FORMAT = "mlflow"
@@ -96,8 +100,9 @@ def _read_sqlite(path: Path, notes: list[str]
         missing = [t for t in _TABLES if t not in tables]
         if missing:
             raise FormatError(f"{path}: not an MLflow database (no {', '.join(missing)} table)")
+        # SQLite keeps any type in any cell: ids, names and stages are read as text.
         experiments = {
-            str(eid): (str(name), stage)
+            text_of(eid): (text_of(name), text_of(stage))
             for eid, name, stage in conn.execute(
                 "SELECT experiment_id, name, lifecycle_stage FROM experiments")
         }
@@ -107,20 +112,22 @@ def _read_sqlite(path: Path, notes: list[str]
         deleted = 0
         for run_id, name, eid, stage in conn.execute(
                 f"SELECT run_uuid, {name_col}, experiment_id, lifecycle_stage FROM runs"):
-            exp_name, exp_stage = experiments.get(str(eid), (str(eid), ""))
-            if _DELETED in (stage, exp_stage):
+            exp_name, exp_stage = experiments.get(text_of(eid), (text_of(eid), ""))
+            if _DELETED in (text_of(stage), exp_stage):
                 deleted += 1
                 continue
-            found[run_id] = TrackedRun(name=name or "", run_id=run_id, group=exp_name)
+            found[text_of(run_id)] = TrackedRun(name=text_of(name), run_id=text_of(run_id),
+                                                group=exp_name)
         for table in ("params", "tags"):
-            for key, value, run_id in conn.execute(f"SELECT key, value, run_uuid FROM {table}"):
-                run = found.get(run_id)
+            for key, value, run_id in conn.execute(
+                    f"SELECT key, value, run_uuid FROM {quoted(table)}"):
+                run = found.get(text_of(run_id))
                 if run is None:
                     continue
                 if table == "params":
-                    run.config[key] = value
-                elif key == "mlflow.runName" and not run.name:
-                    run.name = value
+                    run.config[text_of(key)] = value
+                elif text_of(key) == "mlflow.runName" and not run.name:
+                    run.name = text_of(value)
         metric_cols = tables["metrics"]
         step = "step" if "step" in metric_cols else "0"
         is_nan = "is_nan" if "is_nan" in metric_cols else "0"
@@ -148,12 +155,16 @@ def _attach_points(found: dict[str, TrackedRun], rows: list[tuple[Any, ...]]) ->
         return
     table = np.array(rows, dtype=object)  # one C pass; columns are sliced from it
     code_of = {run_id: i for i, run_id in enumerate(found)}
-    codes = np.fromiter(map(code_of.get, table[:, 0], itertools.repeat(-1)), dtype=np.int64,
+    run_ids = table[:, 0] if all(type(v) is str for v in table[:, 0]) else np.array(
+        [text_of(v) for v in table[:, 0]], dtype=object)
+    codes = np.fromiter(map(code_of.get, run_ids, itertools.repeat(-1)), dtype=np.int64,
                         count=len(table))
-    key_arr = table[:, 1]
+    key_arr = table[:, 1] if all(type(v) is str for v in table[:, 1]) else np.array(
+        [text_of(v) for v in table[:, 1]], dtype=object)
     value_arr = _floats(table[:, 2])
-    step_arr = _floats(table[:, 3])
-    nan_arr = table[:, 4].astype(bool) | np.isnan(value_arr)
+    step_arr = step_array(table[:, 3].tolist())  # exact: long_frame reads it
+    # is_nan as stored: a text "0" is not a logged NaN (astype(bool) called it one).
+    nan_arr = flags(table[:, 4]) | np.isnan(value_arr)
     value_arr[nan_arr] = np.nan
     value_arr = _real_values(value_arr)
     order = np.argsort(codes, kind="stable")
@@ -168,27 +179,45 @@ def _attach_points(found: dict[str, TrackedRun], rows: list[tuple[Any, ...]]) ->
 # --- the file store -----------------------------------------------------------------------
 
 
-def _meta(path: Path) -> dict[str, Any]:
-    """A meta.yaml as a mapping ({} when it cannot be read: the folder name stands in)."""
+def _meta(path: Path, notes: list[str] | None = None) -> dict[str, Any]:
+    """A meta.yaml as a mapping ({} when it cannot be read: the folder name stands in; why
+    is noted in ``notes``)."""
     try:
-        import yaml
-    except ImportError:  # PyYAML comes with wandb; without it, names fall back to ids
-        return {}
-    try:
-        loaded = yaml.safe_load(read_text(path))
-    except (InputError, yaml.YAMLError):
+        loaded = read_yaml(path)
+    except InputError as exc:  # no PyYAML, not YAML, an alias bomb: names fall back to ids
+        if notes is not None:
+            notes.append(f"{exc}: the folder's name stands in")
         return {}
     return loaded if isinstance(loaded, dict) else {}
+
+
+def _text(value: Any) -> str:
+    """A name from a meta.yaml: a string or a number as text, anything else (a list, a
+    mapping: not a name MLflow writes) as nothing."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return ""
+    return str(value)
 
 
 def _kind(folder: Path) -> str | None:
     """"run", "experiment" or None, from the folder's meta.yaml."""
     if _ID.fullmatch(folder.name) is None or not (folder / "meta.yaml").is_file():
         return None
-    meta = _meta(folder / "meta.yaml")
+    unreadable: list[str] = []
+    meta = _meta(folder / "meta.yaml", unreadable)
     if "run_id" in meta or "run_uuid" in meta:
         return "run"
-    return "experiment" if "experiment_id" in meta else None
+    if "experiment_id" in meta:
+        return "experiment"
+    if unreadable:  # not YAML, an alias bomb: MLflow's layout says what the folder is
+        if any((folder / part).is_dir() for part in ("metrics", "params", "tags")):
+            return "run"
+        try:
+            if any((c / "meta.yaml").is_file() for c in folder.iterdir() if c.is_dir()):
+                return "experiment"
+        except OSError:
+            return None
+    return None
 
 
 def _file_store_root(path: Path) -> Path | None:
@@ -228,19 +257,57 @@ def _metric_files(folder: Path) -> Iterator[tuple[str, Path]]:
             yield file.relative_to(folder).as_posix(), file
 
 
-def _parse_metric_file(key: str, file: Path, notes: list[str]
-                       ) -> tuple[list[float], list[float]]:
+def _number(text: str) -> int | float:
+    """A step as written: an integer exactly (2^62 + 1 is not a float), else a float."""
+    try:
+        return int(text) if len(text) <= 40 else float(text)
+    except ValueError:
+        return float(text)
+
+
+class _StoreTooLarge(InputError):
+    """The store's files together pass the read limit: the whole load stops."""
+
+
+class _Budget:
+    """The bytes a file store's reads may take in all (``GRPO_DOCTOR_MAX_READ_MB``, as for one
+    whole file): every file is read through it, each within the limit too."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.left = max_read_bytes()
+
+    def read(self, file: Path) -> str:
+        """The file's text; an InputError for this file (too large, a FIFO, unreadable), or
+        for the store once its files together pass the limit."""
+        try:
+            size = os.stat(file).st_size
+        except OSError as exc:
+            raise read_error(file, exc) from exc
+        if size > self.left and size <= max_read_bytes():
+            raise _StoreTooLarge(f"{self.root}: the store's files hold more than the "
+                             f"{human_bytes(max_read_bytes())} grpo-doctor reads into memory "
+                             "(GRPO_DOCTOR_MAX_READ_MB raises the limit)")
+        text = read_text(file)
+        self.left -= size
+        return text
+
+
+def _parse_metric_file(key: str, file: Path, notes: list[str], budget: _Budget
+                       ) -> tuple[list[int | float], list[float]]:
     """Steps and values of one metric file; lines that do not parse are counted, and a cut
     last line (a run still writing) is left out."""
     try:
-        text = file.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        notes.append(f"metric {key!r} left out: {read_error(file, exc)}")
+        text = budget.read(file)
+    except _StoreTooLarge:
+        raise
+    except InputError as exc:
+        notes.append(f"metric {key!r} left out: {exc}")
         return [], []
     lines = text.split("\n")
     if lines[-1].strip():
         notes.append(f"metric {key!r}: its last line is cut (run still being written?)")
-    steps: list[float] = []
+    steps: list[int | float] = []
     values: list[float] = []
     bad = 0
     for line in lines[:-1]:
@@ -251,7 +318,7 @@ def _parse_metric_file(key: str, file: Path, notes: list[str]
             if len(parts) not in (2, 3, 5):
                 raise ValueError
             value = float(parts[1])
-            step = float(parts[2]) if len(parts) >= 3 else 0.0
+            step = _number(parts[2]) if len(parts) >= 3 else 0
         except ValueError:
             bad += 1
             continue
@@ -271,35 +338,45 @@ def _load_files(path: Path, options: LoadOptions) -> list[Run]:
     found: list[TrackedRun] = []
     notes: list[str] = []
     deleted = 0
+    budget = _Budget(path)
     for run_dir, exp_meta in _run_folders(root):
-        meta = _meta(run_dir / "meta.yaml")
+        meta_notes: list[str] = []
+        meta = _meta(run_dir / "meta.yaml", meta_notes)
         if _DELETED in (meta.get("lifecycle_stage"), exp_meta.get("lifecycle_stage")):
             deleted += 1
             continue
-        run = TrackedRun(name=str(meta.get("run_name") or ""), run_id=run_dir.name,
-                         group=str(exp_meta.get("name") or run_dir.parent.name))
+        run = TrackedRun(name=_text(meta.get("run_name")), run_id=run_dir.name,
+                         group=_text(exp_meta.get("name")) or run_dir.parent.name,
+                         notes=meta_notes)
         params = run_dir / "params"
         if params.is_dir():
             for key, file in _metric_files(params):
                 try:
-                    run.config[key] = file.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    continue
+                    run.config[key] = budget.read(file)
+                except _StoreTooLarge:
+                    raise
+                except InputError as exc:
+                    run.notes.append(f"param {key!r} left out: {exc}")
         if not run.name and (run_dir / "tags" / "mlflow.runName").is_file():
-            run.name = (run_dir / "tags" / "mlflow.runName").read_text(errors="replace")
+            try:
+                run.name = budget.read(run_dir / "tags" / "mlflow.runName")
+            except _StoreTooLarge:
+                raise
+            except InputError as exc:
+                run.notes.append(f"its name tag left out: {exc}")
         metrics = run_dir / "metrics"
         if not metrics.is_dir():
             run.notes.append(f"{run_dir}: no metrics folder")
         else:
-            steps: list[float] = []
+            steps: list[int | float] = []
             keys: list[str] = []
             values: list[float] = []
             for key, file in _metric_files(metrics):
-                s, v = _parse_metric_file(key, file, run.notes)
+                s, v = _parse_metric_file(key, file, run.notes, budget)
                 steps += s
                 values += v
                 keys += [key] * len(s)
-            run.steps = np.array(steps, dtype=np.float64)
+            run.steps = step_array(steps)
             run.keys = keys
             run.values = np.array(values, dtype=np.float64)
         found.append(run)

@@ -18,6 +18,7 @@ from grpo_doctor.errors import FormatError, GrpoDoctorError
 from grpo_doctor.files import human_bytes, max_read_bytes
 from grpo_doctor.importers._common import read_json
 from grpo_doctor.importers.base import Importer, LoadOptions
+from grpo_doctor.metrics import find_step_column
 from grpo_doctor.store import Run, build_run
 from grpo_doctor.text import plural
 
@@ -96,8 +97,10 @@ def _read_table(files: list[Path]):  # -> pyarrow.Table
         ) from exc
 
 
-def _columns(table: Any) -> tuple[pd.DataFrame, dict[str, np.ndarray], list[str]]:
-    """Scalar columns as a frame (floats for numbers), logged-NaN masks, and columns left out."""
+def _columns(table: Any, step: str | None = None
+             ) -> tuple[pd.DataFrame, dict[str, np.ndarray], list[str]]:
+    """Scalar columns as a frame (floats for numbers), logged-NaN masks, and columns left out.
+    The ``step`` column, when it holds integers, is kept exact (2^62 + k is not a float)."""
     import pyarrow as pa
 
     data: dict[str, Any] = {}
@@ -106,7 +109,10 @@ def _columns(table: Any) -> tuple[pd.DataFrame, dict[str, np.ndarray], list[str]
     for name, col in zip(table.column_names, table.columns, strict=True):
         key = str(name)
         kind = col.type
-        if pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        if key == step and pa.types.is_integer(kind):
+            data[key] = (col.to_numpy() if not col.null_count
+                         else pd.Series(col.to_pylist(), dtype=object))
+        elif pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind):
             values = col.to_numpy(zero_copy_only=False).astype(np.float64)
             nulls = col.is_null().to_numpy(zero_copy_only=False)
             values[nulls] = np.nan
@@ -136,7 +142,9 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     files = _part_files(path) if path.is_dir() else [path]
     if not files:
         raise FormatError(f"{path}: no .parquet file in the folder")
-    frame, explicit, skipped = _columns(_read_table(files))
+    table = _read_table(files)
+    step = options.step_column or find_step_column([str(c) for c in table.column_names])
+    frame, explicit, skipped = _columns(table, step)
     if frame.empty:
         raise FormatError(f"{path}: the parquet file has no rows")
     meta = _metadata(path)

@@ -7,7 +7,10 @@ under ``runs/`` or ``tensorboard/``, a ``wandb/`` run, a ``metrics.csv`` the use
 console capture. Read one by one they would be counted as several runs. Here they are the
 *copies* of one run: each is read with its own importer, the richest (most steps x metrics)
 is the run, the others are checked against it where they share steps and metrics (a
-disagreement is a note), and the ones passed over are listed with why.
+disagreement is a note), and the ones passed over are listed with why. Richest counts the
+metrics grpo-doctor knows (steps x GRPO metrics logged): a GPU-statistics CSV's many columns
+do not outrank the trainer state. A copy that disagrees with the run at (nearly) every shared
+step, beyond rounding, is not a copy: it is read as a run of its own, named after it.
 
 A folder is one run's folder when it holds at least two copies and something that only a
 run's own output holds: a trainer state (``trainer_state.json`` or ``checkpoint-N/``), or
@@ -197,6 +200,14 @@ def _size(run: Run) -> int:
     return run.n_steps * logged
 
 
+def _known(run: Run) -> int:
+    """Steps x metrics grpo-doctor knows (mapped) holding a value: what ranks the copies."""
+    if not len(run.frame):
+        return 0
+    mapped = [m for m in run.mapping if m in run.frame.columns]
+    return run.n_steps * int(run.frame[mapped].notna().any().sum()) if mapped else 0
+
+
 def _rank(fmt: str) -> int:
     return _PREFERENCE.index(fmt) if fmt in _PREFERENCE else len(_PREFERENCE)
 
@@ -219,12 +230,34 @@ def _disagreement(run: Run, other: Run) -> str | None:
     if worst is None:
         return None
     count, metric, step, mine, theirs = worst
+    if _another_run(run, other, shared_steps, metrics):
+        return (f"it differs at {plural(count, 'step')} of {len(shared_steps)} shared "
+                f"({metric} at step {step}: {theirs:.6g} there, {mine:.6g} here): "
+                f"{_ANOTHER}")
     return (f"{metric} differs at {count} of {len(shared_steps)} shared "
             f"{agree(len(shared_steps), 'step', 'steps')} (step {step}: "
             f"{theirs:.6g} there, {mine:.6g} here)")
 
 
+def _another_run(run: Run, other: Run, steps, metrics: list[str]) -> bool:
+    """Whether ``other`` differs from ``run`` beyond rounding (1%) at nine in ten or more of
+    the (at least five) shared steps where both logged a shared metric: another run's log,
+    not a copy of this one."""
+    compared = np.zeros(len(steps), dtype=bool)
+    differs = np.zeros(len(steps), dtype=bool)
+    for metric in metrics:
+        a = run.frame.loc[steps, metric].to_numpy(dtype=np.float64)
+        b = other.frame.loc[steps, metric].to_numpy(dtype=np.float64)
+        both = np.isfinite(a) & np.isfinite(b)
+        compared |= both
+        differs |= both & ~np.isclose(a, b, rtol=1e-2, atol=1e-8)
+    n = int(compared.sum())
+    return n >= 5 and int(differs.sum()) >= 0.9 * n
+
+
 _COPY = "another copy of the same run, no richer"
+_ANOTHER = "another run's log, read as a run of its own"
+_UNKNOWN = "holds no metric grpo-doctor knows"
 _EARLIER = "an earlier save of the same log_history"
 
 
@@ -263,16 +296,29 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     if not read:
         why = "; ".join(f"{label}: {reason}" for label, reason in passed[:3])
         raise FormatError(f"{path}: no log of the run could be read ({why})")
-    read.sort(key=lambda cr: (-_size(cr[1]), _rank(cr[0].format), cr[0].label))
+    read.sort(key=lambda cr: (-_known(cr[1]), -_size(cr[1]), _rank(cr[0].format),
+                              cr[0].label))
     (best_copy, run), others = read[0], read[1:]
     shape = f"{run.n_steps} steps x {int(run.frame.notna().any().sum())} metrics"
+    richest = "the richest" if _known(run) else "the richest (no metric grpo-doctor knows)"
     notes = [f"one run's folder: {plural(len(found.copies), 'log')} of it found; read "
-             f"{best_copy.label} ({best_copy.format}, {shape}), the richest"]
+             f"{best_copy.label} ({best_copy.format}, {shape}), {richest}"]
     config: dict = {}
+    apart: list[tuple[Copy, Run]] = []
     for copy, other in others:
         other_shape = f"{other.n_steps} x {int(other.frame.notna().any().sum())}"
-        passed.append((copy.label, f"{_COPY} ({other_shape})"))
         clash = _disagreement(run, other)
+        if clash and clash.endswith(_ANOTHER):
+            notes.append(f"{copy.label} is not a copy of {best_copy.label}: {clash}")
+            other.notes = [f"in {path.resolve().name}/ beside {best_copy.label}, which it "
+                           f"is not a copy of: {clash.removesuffix(_ANOTHER)}read as a run "
+                           f"of its own", *other.notes]
+            apart.append((copy, other))
+            continue
+        if run.mapping and not other.mapping and _known(run):
+            passed.append((copy.label, f"{_UNKNOWN} ({other_shape})"))
+            continue
+        passed.append((copy.label, f"{_COPY} ({other_shape})"))
         if clash:
             notes.append(f"{copy.label} disagrees with {best_copy.label}: {clash}")
         config.update(other.config)
@@ -282,7 +328,11 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     run.name = path.resolve().name
     run.notes = [*notes, *run.notes]
     run.passed_over = [(os.path.join(str(path), label), why) for label, why in passed]
-    return [run]
+    out = [run]
+    for copy, other in apart:
+        other.name = f"{run.name}/{copy.label}"
+        out.append(other)
+    return out
 
 
 IMPORTER = Importer(

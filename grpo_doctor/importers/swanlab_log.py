@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from grpo_doctor.errors import FormatError
+from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.files import read_bytes
-from grpo_doctor.importers._common import has_magic, read_text
+from grpo_doctor.importers._common import has_magic, read_yaml
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.tracker_store import TrackedRun, build_runs, read_each
 from grpo_doctor.importers.wandb_offline.log import iter_log_records
-from grpo_doctor.store import Run
+from grpo_doctor.store import Run, step_array
 from grpo_doctor.text import agree, plural
 
 FORMAT = "swanlab"
@@ -86,7 +86,8 @@ def _log_files(path: Path) -> list[Path]:
     folder's runs'."""
     if path.is_file():
         return [path]
-    own = sorted(path.glob("run-*.swanlab"))
+    # Regular files only: a FIFO named like a log would hang the read, or hide the folder.
+    own = sorted(f for f in path.glob("run-*.swanlab") if f.is_file())
     if own:
         return own[:1]
     found: list[Path] = []
@@ -95,7 +96,7 @@ def _log_files(path: Path) -> list[Path]:
     except OSError:
         return []
     for folder in folders[:_MAX_RUNS]:
-        found += sorted(folder.glob("run-*.swanlab"))[:1]
+        found += sorted(f for f in folder.glob("run-*.swanlab") if f.is_file())[:1]
     return found
 
 
@@ -111,16 +112,15 @@ def _sniff(path: Path, head: bytes) -> int:
     return 0
 
 
-def _config(folder: Path) -> dict[str, Any]:
-    """``files/config.yaml``: each key's ``value`` ({} when absent or unreadable)."""
+def _config(folder: Path, notes: list[str]) -> dict[str, Any]:
+    """``files/config.yaml``: each key's ``value`` ({} when absent or unreadable: noted)."""
     path = folder / "files" / "config.yaml"
     if not path.is_file():
         return {}
     try:
-        import yaml
-
-        loaded = yaml.safe_load(read_text(path))
-    except Exception:  # a broken side file (or no PyYAML) must not stop the metrics
+        loaded = read_yaml(path)
+    except InputError as exc:  # a broken side file (or no PyYAML) must not stop the metrics
+        notes.append(f"config left out: {exc}")
         return {}
     if not isinstance(loaded, dict):
         return {}
@@ -178,8 +178,8 @@ def read_swanlab_log(path: Path) -> TrackedRun:
         notes.append("no start record: the run is named after its folder")
     return TrackedRun(
         name=name or folder.name, run_id=run_id or folder.name, group=project,
-        steps=np.array(steps, dtype=np.float64), keys=keys,
-        values=np.array(values, dtype=np.float64), config=_config(folder), summary=summary,
+        steps=step_array(steps), keys=keys,
+        values=np.array(values, dtype=np.float64), config=_config(folder, notes), summary=summary,
         notes=notes)
 
 

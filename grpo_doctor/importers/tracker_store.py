@@ -99,10 +99,46 @@ def open_sqlite(path: Path, notes: list[str] | None = None) -> Iterator[sqlite3.
         yield conn
 
 
+def quoted(name: str) -> str:
+    """An SQL identifier (a table or column name) quoted, whatever it holds."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def text_of(value: Any) -> str:
+    """A SQLite cell read as text (SQLite keeps any type in any column: an integer run id,
+    a blob name): None as "", bytes decoded, anything else as ``str``."""
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", errors="replace")
+    return str(value)
+
+
+def flags(column: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """A SQLite boolean column (``is_nan``) as booleans, whatever its cells hold: a number is
+    true when not 0, text when it reads as a true number or word ("1", "true"); NULL, other
+    text and blobs are false (never a string's mere presence)."""
+    values = list(column)
+    if all(type(v) is int for v in values):
+        return np.array(values, dtype=np.int64) != 0 if values else np.zeros(0, dtype=bool)
+    out = np.zeros(len(values), dtype=bool)
+    for i, v in enumerate(values):
+        if isinstance(v, (int, float)):
+            out[i] = v == v and v != 0
+        elif isinstance(v, str):
+            word = v.strip().lower()
+            try:
+                out[i] = word in ("true", "t", "yes") or float(word) != 0
+            except ValueError:
+                out[i] = False
+    return out
+
+
 def tables_of(conn: sqlite3.Connection) -> dict[str, set[str]]:
     """Each table's column names."""
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    return {n: {r[1] for r in conn.execute(f'PRAGMA table_info("{n}")')} for n in names}
+    return {str(n): {text_of(r[1]) for r in conn.execute(f"PRAGMA table_info({quoted(n)})")}
+            for n in names}
 
 
 def sqlite_tables(path: Path, head: bytes) -> dict[str, set[str]] | None:

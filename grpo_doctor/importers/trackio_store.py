@@ -39,8 +39,10 @@ from grpo_doctor.importers.tracker_store import (
     scan_rows,
     sqlite_tables,
     tables_of,
+    text_of,
+    unreadable_sqlite,
 )
-from grpo_doctor.store import Run
+from grpo_doctor.store import Run, check_table_size, step_array
 from grpo_doctor.text import agree, plural
 
 FORMAT = "trackio"
@@ -52,13 +54,19 @@ def _is_trackio(tables: Mapping[str, set[str]] | None) -> bool:
     return tables is not None and tables.get("metrics", set()) >= _METRIC_COLUMNS
 
 
-def _project_files(folder: Path) -> list[Path]:
-    """The Trackio project databases directly in ``folder``."""
+def _project_files(folder: Path, damaged: bool = False) -> list[Path]:
+    """The Trackio project databases directly in ``folder``; with ``damaged``, the SQLite
+    files there that cannot be opened too (loading them says why, as a note)."""
     try:
         files = sorted(f for f in folder.iterdir() if f.suffix == ".db" and f.is_file())
     except OSError:
         return []
-    return [f for f in files[:_MAX_PROJECTS] if _is_trackio(sqlite_tables(f, head_of(f)))]
+    found = []
+    for f in files[:_MAX_PROJECTS]:
+        head = head_of(f)
+        if _is_trackio(sqlite_tables(f, head)) or (damaged and unreadable_sqlite(f, head)):
+            found.append(f)
+    return found
 
 
 def _sniff(path: Path, head: bytes) -> int:
@@ -94,7 +102,11 @@ def _json_parsers() -> list[Any]:
 def _decode_rows(blobs: list[Any]) -> tuple[list[Any], int]:
     """The logged dicts: all rows parsed in one call when they are all valid JSON, else row
     by row (a row that is not a JSON object counts as bad and is None)."""
-    texts = [b.encode("utf-8") if isinstance(b, str) else bytes(b or b"") for b in blobs]
+    # SQLite keeps any type in any cell: only text and blobs can hold a logged dict (an
+    # integer cell is not one, and bytes(10**12) would allocate a terabyte).
+    texts = [b.encode("utf-8", "surrogatepass") if isinstance(b, str)
+             else bytes(b) if isinstance(b, (bytes, bytearray, memoryview)) else b"null"
+             for b in blobs]
     joined = b"[" + b",".join(texts) + b"]"
     for loads in _json_parsers():
         try:
@@ -136,18 +148,19 @@ def _read_project(path: Path, notes: list[str]) -> list[TrackedRun]:
             cident = "run_id" if "run_id" in config_cols and by_id else "run_name"
             try:
                 for key, blob in conn.execute(f"SELECT {cident}, config FROM configs"):
-                    configs[key] = blob
+                    configs[text_of(key)] = blob
             except sqlite3.Error:
                 notes.append("the configs table could not be read: runs without config")
     runs: dict[str, TrackedRun] = {}
-    logged_rows: dict[str, tuple[list[float], list[dict[str, Any]]]] = {}
+    logged_rows: dict[str, tuple[list[Any], list[dict[str, Any]]]] = {}
     dicts, bad = _decode_rows([r[3] for r in rows])
-    for (key, name, step, _), logged in zip(rows, dicts):
+    for (raw_key, name, step, _), logged in zip(rows, dicts):
+        key = text_of(raw_key)  # SQLite's cells hold any type: run 1 and run "1" are one
         if key not in runs:
-            runs[key] = TrackedRun(name=str(name), run_id=str(key), group=project)
+            runs[key] = TrackedRun(name=text_of(name), run_id=key, group=project)
             logged_rows[key] = ([], [])
         if logged is not None and step is not None:
-            logged_rows[key][0].append(float(step))
+            logged_rows[key][0].append(step)  # as stored: build_run reads it exactly
             logged_rows[key][1].append(logged)
     if bad:
         notes.append(f"{plural(bad, 'logged row')} that "
@@ -156,21 +169,27 @@ def _read_project(path: Path, notes: list[str]) -> list[TrackedRun]:
     for key, run in runs.items():
         steps, logged = logged_rows[key]
         if logged:
-            run.wide = _wide(steps, logged)
+            run.wide = _wide(steps, logged, str(path))
         run.config = _config(configs.get(key))
     return list(runs.values())
 
 
-def _wide(steps: list[float], logged: list[dict[str, Any]]) -> Wide:
+def _wide(steps: list[Any], logged: list[dict[str, Any]], source: str = "") -> Wide:
     """One row per ``trackio.log`` call, one float column per logged number. Columns that
     pandas reads as numbers are taken whole; the others (text, "NaN" strings, nested dicts,
-    media) value by value."""
+    media) value by value. The table's size is checked (``check_table_size``) before it is
+    allocated: a project logging a new key at each step is refused, not tabulated."""
     import pandas as pd
 
-    raw = pd.DataFrame.from_records(logged)
+    n = len(logged)
+    keys: dict[str, None] = {}
+    for row in logged:
+        keys.update(dict.fromkeys(row))
+    check_table_size(source, n, len(keys), sum(len(row) for row in logged))
+    raw = pd.DataFrame.from_records(logged, columns=list(keys))
     columns: dict[str, np.ndarray] = {}
     explicit: dict[str, np.ndarray] = {}
-    n = len(raw)
+    cells: list[tuple[int, str, float]] = []  # the values of the other columns, found first
     for col in raw.columns:
         series = raw[col]
         if series.dtype.kind in "fiub":
@@ -185,12 +204,16 @@ def _wide(steps: list[float], logged: list[dict[str, Any]]) -> Wide:
                 num = to_number(value)
                 if num is not None:
                     found[str(col)] = num
-            for name, num in found.items():
-                columns.setdefault(name, np.full(n, np.nan))[i] = num
-                if num != num:
-                    explicit.setdefault(name, np.zeros(n, dtype=bool))[i] = True
+            cells += [(i, name, num) for name, num in found.items()]
+    names = dict.fromkeys(name for _, name, _ in cells if name not in columns)
+    check_table_size(source, n, len(columns) + len(names),
+                     len(cells) + sum(len(row) for row in logged))
+    for i, name, num in cells:
+        columns.setdefault(name, np.full(n, np.nan))[i] = num
+        if num != num:
+            explicit.setdefault(name, np.zeros(n, dtype=bool))[i] = True
     frame = pd.DataFrame(columns) if columns else pd.DataFrame(index=range(n))
-    return Wide(frame, np.asarray(steps, dtype=np.float64), explicit)
+    return Wide(frame, step_array(steps), explicit)
 
 
 def _config(blob: Any) -> dict[str, Any]:
@@ -208,7 +231,7 @@ def _config(blob: Any) -> dict[str, Any]:
 def _load(path: Path, options: LoadOptions) -> list[Run]:
     notes: list[str] = []
     if path.is_dir():
-        files = _project_files(path)
+        files = _project_files(path, damaged=True)
         if not files:
             raise FormatError(f"{path}: no Trackio project database (<project>.db) in the "
                               "folder")

@@ -19,13 +19,24 @@ The Trainer puts its reporting callbacks (W&B, TensorBoard, ...) before those pa
 also go into ``state.log_history`` (and so ``trainer_state.json``) and to every callback after
 this one, the console printer included.
 
+A monitor must never be what stops a training run: no hook lets an exception reach the
+Trainer. A problem inside the callback (a hostile log, a resumed history it cannot read, a bug)
+is warned about once (a ``RuntimeWarning``), counted in ``doctor/errors`` on the next log, and
+training goes on. A column map (``Settings(column_map=...)``) applies once its column has been
+logged: an evaluation metric logged every 50 steps is not an error at step 10.
+
 Needs ``transformers`` (``pip install 'grpo-doctor[trl]'``); importing this module without it
 raises an ImportError that says so.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import math
 import sys
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +50,7 @@ except ImportError as exc:  # pragma: no cover - exercised with transformers hid
 
 from grpo_doctor.config import Settings
 from grpo_doctor.findings import check_rank
+from grpo_doctor.metrics import ColumnMap
 from grpo_doctor.monitor import Alert, Monitor
 from grpo_doctor.store import Run
 
@@ -47,6 +59,36 @@ if TYPE_CHECKING:
 
 #: Prefix of the values the callback logs; never read back as metrics.
 PREFIX = "doctor/"
+#: The value counting the problems the callback met (and survived); logged once there is one.
+ERRORS = f"{PREFIX}errors"
+
+
+def _guarded(hook: Callable[..., None]) -> Callable[..., None]:
+    """A trainer hook that never raises: an exception is warned about (once per hook) and
+    counted, and the hook returns as if it had nothing to do."""
+
+    @functools.wraps(hook)
+    def guarded(self: DoctorCallback, *args: Any, **kwargs: Any) -> None:
+        try:
+            hook(self, *args, **kwargs)
+        except Exception as exc:  # a monitor must not stop the training run
+            self._problem(hook.__name__, exc)
+
+    return guarded
+
+
+def _step_of(entry: Any) -> int | None:
+    """A history entry's step as an integer, or None (not a dict, no step, a step that is
+    not a whole finite number: text, NaN, 1e300, a bool)."""
+    if not isinstance(entry, dict):
+        return None
+    step = entry.get("step")
+    if isinstance(step, bool) or not isinstance(step, (int, float)):
+        return None
+    if isinstance(step, float) and not (math.isfinite(step) and step.is_integer()):
+        return None
+    value = int(step)
+    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
 class DoctorCallback(TrainerCallback):
@@ -67,13 +109,17 @@ class DoctorCallback(TrainerCallback):
         self.stop_on = stop_on
         self.settings = settings or Settings()
         self.print_alerts = print_alerts
-        self.column_map = self.settings.checked_map()
+        # Every entry optional: it applies once its column has been logged.
+        checked = self.settings.checked_map()
+        self.column_map = ColumnMap(checked, optional=checked.keys())
         self.monitor = Monitor(self.settings)
         self.history: list[dict[str, Any]] = []
         self.stopped_at: int | None = None  # the step at which it stopped training
         self._checked_at = 0  # global step of the last check
         self._name = "trainer"
         self._config: dict[str, Any] = {}
+        self.errors = 0  # problems met inside the callback (each survived)
+        self._warned: set[str] = set()
 
     # -- what it found -----------------------------------------------------------------------
 
@@ -106,6 +152,8 @@ class DoctorCallback(TrainerCallback):
         """The ``doctor/*`` values of the last check."""
         out = {f"{PREFIX}{mode}": float(rank) for mode, rank in self.monitor.severities().items()}
         out[f"{PREFIX}alerts"] = float(len(self.monitor.alerts))
+        if self.errors:
+            out[ERRORS] = float(self.errors)
         return out
 
     def attach(self, trainer: Any) -> DoctorCallback:
@@ -118,27 +166,54 @@ class DoctorCallback(TrainerCallback):
 
     # -- trainer events ----------------------------------------------------------------------
 
+    def _problem(self, hook: str, exc: BaseException) -> None:
+        """A problem inside the callback: warned about once per hook, counted; never raised."""
+        self.errors += 1
+        if hook in self._warned:
+            return
+        self._warned.add(hook)
+        text = " ".join(str(exc).split())[:300]
+        with contextlib.suppress(Exception):  # warnings made errors must not stop training
+            warnings.warn(f"grpo-doctor: DoctorCallback.{hook} failed "
+                          f"({type(exc).__name__}{': ' + text if text else ''}); training goes "
+                          f"on, and {ERRORS} counts such problems", RuntimeWarning,
+                          stacklevel=3)
+
     def _entry(self, logs: dict[str, Any], step: int) -> dict[str, Any]:
         entry = {k: v for k, v in logs.items() if not str(k).startswith(PREFIX)}
         entry["step"] = step
         return entry
 
+    @_guarded
     def on_train_begin(self, args: TrainingArguments, state: TrainerState,
                        control: TrainerControl, **kwargs: Any) -> None:
         from grpo_doctor.importers.trainer_state import _config
 
-        self._name = args.run_name or Path(args.output_dir or "trainer").name or "trainer"
+        # A resumed run starts from its checkpoint's history (entries without a whole-number
+        # step, which the trainer never writes, are left out).
+        history = getattr(state, "log_history", None)
+        self.history = []
+        for entry in history if isinstance(history, list) else []:
+            step = _step_of(entry)
+            if step is not None:
+                self.history.append(self._entry(entry, step))
+        global_step = _step_of({"step": getattr(state, "global_step", 0)}) or 0
+        self._checked_at = global_step // self.every_n_steps * self.every_n_steps
+        name = getattr(args, "run_name", None) or Path(
+            str(getattr(args, "output_dir", None) or "trainer")).name
+        self._name = str(name or "trainer")
         self._config = _config(vars(state))
-        # A resumed run starts from its checkpoint's history.
-        self.history = [self._entry(e, int(e["step"])) for e in state.log_history
-                        if isinstance(e, dict) and "step" in e]
-        self._checked_at = state.global_step // self.every_n_steps * self.every_n_steps
 
+    @_guarded
     def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        if logs is None:
+        if not isinstance(logs, dict):
             return
-        step = state.global_step
+        if self.errors:
+            logs[ERRORS] = float(self.errors)
+        step = _step_of({"step": state.global_step})
+        if step is None:
+            raise ValueError(f"global_step is not a whole number: {state.global_step!r}")
         self.history.append(self._entry(logs, step))
         if step // self.every_n_steps <= self._checked_at // self.every_n_steps:
             return
@@ -146,14 +221,16 @@ class DoctorCallback(TrainerCallback):
         new = self.check()
         values = self.values()
         logs.update(values)
-        if state.log_history and state.log_history[-1].get("step") == step:
-            state.log_history[-1].update(values)
+        last = state.log_history[-1] if state.log_history else None
+        if isinstance(last, dict) and last.get("step") == step:
+            last.update(values)
         self._report(new, state)
         rank = None if self.stop_on in (None, "never") else check_rank(self.stop_on)
         if rank is not None and any(a.severity.rank >= rank for a in new):
             control.should_training_stop = True
             self.stopped_at = step
 
+    @_guarded
     def on_train_end(self, args: TrainingArguments, state: TrainerState,
                      control: TrainerControl, **kwargs: Any) -> None:
         if self.history and self._checked_at < state.global_step:

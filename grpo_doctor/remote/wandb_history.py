@@ -55,7 +55,7 @@ def _scalar_columns(rows: Sequence[Mapping[str, Any]], source: str = ""
 
 def _int64_steps(values: Sequence[Any]) -> bool:
     """Whether every ``_step`` is a whole number int64 can hold exactly (else the column is
-    written as floats, and the importer drops and notes the rows it cannot use)."""
+    written as text, and the importer drops and notes the rows it cannot use)."""
     return all((isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < 1 << 63)
                or (isinstance(v, float) and v.is_integer() and abs(v) < 2.0 ** 53)
                for v in values)
@@ -75,8 +75,13 @@ def history_table(rows: Sequence[Mapping[str, Any]], source: str = ""
     order = (["_step"] if "_step" in cols else []) + [k for k in cols if k != "_step"]
     for key in order:
         values = cols[key]
-        if key == "_step" and None not in values and _int64_steps(values):
-            arrays[key] = pa.array([int(v) for v in values], type=pa.int64())
+        if key == "_step" and _int64_steps([v for v in values if v is not None]):
+            arrays[key] = pa.array([None if v is None else int(v) for v in values],
+                                   type=pa.int64())
+        elif key == "_step":  # past int64 or past a float's exact range: each kept as text,
+            # read back exactly (the importer drops and notes what no int64 can hold)
+            arrays[key] = pa.array([None if v is None else repr(v) for v in values],
+                                   type=pa.string())
         else:
             arrays[key] = pa.array([None if v is None else _as_float(v) for v in values],
                                    type=pa.float64())

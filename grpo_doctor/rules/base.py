@@ -39,15 +39,41 @@ class Param:
     min: float | None = 0.0
     max: float | None = None
 
+    # Bounds every rule's parameters share, by what a parameter is (so that no value a
+    # config can give divides by zero, loops over half a window or tests at 500% confidence):
+    # a significance level (``alpha``) lies strictly between 0 and 1; a share
+    # (``*_fraction``, ``*_share``, or "share of ..." in its help) is at most 1; a ratio or
+    # factor (``*_ratio``, ``*_factor``: divisors) is above 0; a count or window (an integer
+    # default) is a whole number of at least 1.
+
+    @property
+    def integer(self) -> bool:
+        return isinstance(self.default, int) and not isinstance(self.default, bool)
+
+    def _is_share(self) -> bool:
+        return self.name.endswith(("_fraction", "_share")) or self.help.startswith("share ")
+
     def out_of_bounds(self, value: float) -> str | None:
         """Why ``value`` cannot be this threshold ("at least 0"), or None when it can."""
+        if self.name == "alpha" or self.name.endswith("_alpha"):
+            return None if 0 < value < 1 else "between 0 and 1 (exclusive)"
+        if self.integer:
+            low_int = max(1.0, self.min if self.min is not None else 1.0)
+            if not (float(value).is_integer() and value >= low_int) or (
+                    self.max is not None and value > self.max):
+                return f"a whole number of at least {low_int:g}" + (
+                    f" and at most {self.max:g}" if self.max is not None else "")
+            return None
+        if self.name.endswith(("_ratio", "_factor")) and value <= 0:
+            return "greater than 0"
+        high_bound = self.max if self.max is not None else 1.0 if self._is_share() else None
         low = self.min is not None and value < self.min
-        high = self.max is not None and value > self.max
+        high = high_bound is not None and value > high_bound
         if not (low or high):
             return None
-        if self.min is not None and self.max is not None:
-            return f"between {self.min:g} and {self.max:g}"
-        return f"at least {self.min:g}" if low else f"at most {self.max:g}"
+        if self.min is not None and high_bound is not None:
+            return f"between {self.min:g} and {high_bound:g}"
+        return f"at least {self.min:g}" if low else f"at most {high_bound:g}"
 
 
 @dataclass(frozen=True)

@@ -347,3 +347,137 @@ def test_trackio_reads_the_same_without_orjson(stores, monkeypatch):
     fast = load_run(stores["trackio.db"], run=NAME)
     monkeypatch.setattr(trackio_store, "_json_parsers", lambda: [__import__("json").loads])
     assert load_run(stores["trackio.db"], run=NAME).frame.equals(fast.frame)
+
+
+# --- memory bounds ------------------------------------------------------------------------
+
+
+def test_a_sparse_trackio_project_is_refused_before_it_is_tabulated(tmp_path):
+    import json
+    import time
+    import tracemalloc
+
+    path = tmp_path / "sparse.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE metrics (id INTEGER PRIMARY KEY, timestamp TEXT, run_name TEXT,"
+                 " step INTEGER, metrics TEXT)")
+    n = 6000  # a new key at each step: 6000 x 6000 cells holding 6000 values
+    conn.executemany("INSERT INTO metrics (timestamp, run_name, step, metrics) "
+                     "VALUES ('', 'r', ?, ?)", [(k, json.dumps({f"m{k}": 1.0})) for k in range(n)])
+    conn.commit()
+    conn.close()
+    tracemalloc.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(FormatError, match="too sparse to tabulate"):
+            load_run(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20 and time.monotonic() - start < 10
+
+
+def test_mlflow_files_are_read_within_the_read_limit(tmp_path, monkeypatch):
+    mlruns = tmp_path / "mlruns"
+    shutil.copytree(MLRUNS, mlruns)
+    run_dir = next(p.parent for p in mlruns.glob("*/*/meta.yaml")
+                   if "grpo-synthetic" in p.read_text())
+    big = run_dir / "metrics" / "huge"
+    with big.open("wb") as fh:  # sparse: 8 GiB on disk costs nothing
+        fh.truncate(8 << 30)
+    monkeypatch.setenv("GRPO_DOCTOR_MAX_READ_MB", "1")
+    run = load_run(mlruns, run=NAME)
+    assert any(n.startswith("metric 'huge' left out: ") and "GRPO_DOCTOR_MAX_READ_MB" in n
+               for n in run.notes)
+    big.unlink()
+    for k in range(3):  # each under the limit, together past it
+        (run_dir / "metrics" / f"part{k}").write_text("0 0.5 1\n" * 70_000)
+    with pytest.raises(InputError, match=r"the store.s files hold more than the 1\.0 MiB"):
+        load_runs(mlruns)
+
+
+# --- SQLite keeps any type in any cell -----------------------------------------------------
+
+
+def _mlflow(path: Path, runs, metrics) -> Path:
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE experiments (experiment_id, name, lifecycle_stage);"
+        "CREATE TABLE runs (run_uuid, name, experiment_id, lifecycle_stage);"
+        "CREATE TABLE metrics (key, value, timestamp, run_uuid, step, is_nan);"
+        "CREATE TABLE params (key, value, run_uuid);"
+        "CREATE TABLE tags (key, value, run_uuid);"
+        'CREATE TABLE "we""ird" (x);'  # a table name that needs quoting
+        "INSERT INTO experiments VALUES (0, 'Default', 'active');")
+    conn.executemany("INSERT INTO runs VALUES (?, ?, 0, 'active')", runs)
+    conn.executemany("INSERT INTO metrics VALUES (?, ?, 0, ?, ?, ?)", metrics)
+    conn.executemany("INSERT INTO params VALUES (?, ?, ?)", [(7, 0.5, runs[0][0])])
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _points(run_id, key="reward_mean", is_nan="0", steps=range(1, 41)):
+    return [(key, 0.5 + 0.01 * (i % 3), run_id, s, is_nan) for i, s in enumerate(steps)]
+
+
+def test_mlflow_text_is_nan_is_not_a_logged_nan(tmp_path):
+    db = _mlflow(tmp_path / "m.db", [("r1", "run")], _points("r1", is_nan="0")
+                 + [("kl", 0.1, "r1", s, "false") for s in range(1, 41)])
+    run = load_run(db)
+    assert not run.nan_steps and not np.isnan(run.frame["reward_mean"]).any()
+    assert diagnose(run).check("numerical_failure").status.value != "critical"
+    db = _mlflow(tmp_path / "n.db", [("r1", "run")], _points("r1", is_nan="1"))
+    assert len(load_run(db).nan_steps["reward_mean"]) == 40  # "1": a logged NaN, as MLflow
+
+
+def test_mlflow_untyped_cells_ids_names_and_steps(tmp_path):
+    metrics = (_points(1) + _points("2", steps=["1", "2", "3", "x"]) + _points(3, key=5))
+    db = _mlflow(tmp_path / "m.db", [(1, 1), ("2", "1"), (3, b"three")], metrics)
+    runs = {r.name: r for r in load_runs(db)}
+    assert len(runs) == 3 and len({*runs}) == 3  # two runs named 1 (int and text): told apart
+    by_id = {r.name.split("(")[-1].rstrip(")"): r for r in runs.values()}
+    assert by_id["1"].n_steps == 40 and by_id["1"].config == {"7": 0.5}
+    assert by_id["2"].n_steps == 3
+    assert any("1 row without a step was dropped" in n for n in by_id["2"].notes)
+    assert "5" in runs["three"].frame.columns
+
+
+def test_trackio_untyped_cells(tmp_path):
+    import json
+
+    path = tmp_path / "p.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE metrics (id INTEGER PRIMARY KEY, timestamp, run_name, step,"
+                 " metrics)")
+    rows = [(7, s, json.dumps({"reward_mean": 0.5})) for s in range(1, 31)]
+    rows += [("7", "31", json.dumps({"reward_mean": 0.6})), (7, "x", "{}"),
+             (7, 32, 10**12), (7, 33, None)]  # an integer cell is no logged dict
+    conn.executemany("INSERT INTO metrics (run_name, step, metrics) VALUES (?, ?, ?)", rows)
+    conn.commit()
+    conn.close()
+    run = load_run(path)
+    assert run.name == "7" and run.n_steps == 31
+    assert any("logged rows that are not JSON objects were skipped" in n for n in run.notes)
+
+
+def test_a_damaged_trackio_database_beside_a_good_one_is_a_note(stores, tmp_path):
+    folder = tmp_path / "trackio"
+    folder.mkdir()
+    shutil.copy(stores["trackio.db"], folder / "good.db")
+    data = (folder / "good.db").read_bytes()
+    (folder / "bad.db").write_bytes(data[:100] + b"\xff" * (len(data) - 100))
+    runs = load_runs(folder)
+    assert runs and any(n.startswith("bad.db: skipped (") for n in runs[0].notes)
+
+
+def test_a_fifo_as_the_first_swanlab_run_does_not_hide_the_folder(tmp_path):
+    import os
+
+    swanlog = tmp_path / "swanlog"
+    shutil.copytree(SWANLOG, swanlog)
+    fifo = swanlog / "run-00000000_000000-aaaaaaaa"
+    fifo.mkdir()
+    os.mkfifo(fifo / "run-aaaaaaaa.swanlab")
+    assert detect_format(swanlog).name == "swanlab"
+    assert len(load_runs(swanlog)) == len(load_runs(SWANLOG))

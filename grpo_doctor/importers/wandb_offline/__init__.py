@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from grpo_doctor.errors import FormatError
+from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers._bytes import Buffer
-from grpo_doctor.importers._common import has_magic, walk_files
+from grpo_doctor.importers._common import has_magic, read_yaml, walk_files
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import (
     FileIdentity,
@@ -130,17 +130,14 @@ def read_wandb_log(path: Path) -> _RunLog:
     return log
 
 
-def _read_config_yaml(folder: Path) -> dict[str, Any]:
+def _read_config_yaml(folder: Path, notes: list[str]) -> dict[str, Any]:
     path = folder / "files" / "config.yaml"
     if not path.is_file():
         return {}
     try:
-        import yaml
-    except ImportError:
-        return {}
-    try:
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, yaml.YAMLError):  # a broken side file must not stop the metrics
+        loaded = read_yaml(path)
+    except InputError as exc:  # a broken side file must not stop the metrics: noted
+        notes.append(f"config left out: {exc}")
         return {}
     if not isinstance(loaded, dict):
         return {}
@@ -279,7 +276,7 @@ def _load_log(log: _RunLog, name: str, options: LoadOptions) -> Run:
     step_column = options.step_column
     if step_column is None and log.step_metric and log.step_metric in frame.columns:
         step_column = log.step_metric
-    config = {**_read_config_yaml(folder), **log.config}
+    config = {**_read_config_yaml(folder, notes), **log.config}
     config.pop("_wandb", None)
     config.pop("wandb_version", None)
     summary: dict[str, Any] = {}
