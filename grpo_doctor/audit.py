@@ -63,6 +63,7 @@ from grpo_doctor.discovery import (
 )
 from grpo_doctor.engine import DoctorConfig, diagnose
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
+from grpo_doctor.files import as_path, is_remote
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.hints import require_metrics
 from grpo_doctor.importers import load_runs
@@ -108,13 +109,17 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fmt = src.format
+            # An object store's source is listed once here, and read through that listing.
+            remote = is_remote(src.path)
+            path = as_path(src.path) if remote else Path(src.path)
+            where: str | Path = path if remote else src.path
             if fmt is None and not is_uri(src.path):
-                imp = classify(Path(src.path), explicit=src.explicit)
+                imp = classify(path, explicit=src.explicit)
                 if imp is None:
                     return {"skip": "not recognised as a training log"}
                 fmt = imp.name
             try:
-                runs = load_runs(src.path, format=fmt, column_map=column_map)
+                runs = load_runs(where, format=fmt, column_map=column_map)
             except FormatError as exc:
                 if _text_doc(src):  # a README, notes: text that holds no training log
                     return {"skip": f"no training log in it ({_one_line(exc).split(': ', 1)[-1]})"}
@@ -124,7 +129,7 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
             for run in runs:
                 require_metrics(run)
             return {"runs": [{**to_json_obj(diagnose(run, cfg)),
-                              "context": run_context(run)} for run in runs],
+                              "context": run_context(run, where)} for run in runs],
                     "passed_over": [[p, why] for run in runs for p, why in run.passed_over]}
     except GrpoDoctorError as exc:
         return {"error": _one_line(exc)}

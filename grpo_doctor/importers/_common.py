@@ -9,14 +9,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.files import check_input, read_bytes
+from grpo_doctor.files import check_input, entry_path, read_bytes, scandir
 
 #: How many leading bytes a sniffer sees.
 HEAD_BYTES = 64 * 1024
@@ -143,7 +142,7 @@ def walk_files(root: Path, max_depth: int, max_entries: int | None = None) -> It
     while queue:
         folder, depth = queue.pop(0)
         try:
-            entries = sorted(os.scandir(folder), key=lambda d: d.name)
+            entries = sorted(scandir(folder), key=lambda d: d.name)
         except OSError:
             continue
         for entry in entries:
@@ -156,8 +155,8 @@ def walk_files(root: Path, max_depth: int, max_entries: int | None = None) -> It
                         st = entry.stat()
                         if (st.st_dev, st.st_ino) not in folders:
                             folders.add((st.st_dev, st.st_ino))
-                            queue.append((Path(entry.path), depth + 1))
+                            queue.append((entry_path(entry), depth + 1))
                 elif entry.is_file(follow_symlinks=False):
-                    yield Path(entry.path)
+                    yield entry_path(entry)
             except OSError:
                 continue

@@ -9,7 +9,6 @@ from one truncated, replaced or rewritten (``Restarted``).
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.files import walk
+from grpo_doctor.files import entry_path, size_of, walk
 from grpo_doctor.importers import detect_format, importer_named
 from grpo_doctor.importers._common import looks_like_text, read_head
 from grpo_doctor.importers.base import Delta, Importer, LoadOptions
@@ -47,7 +46,7 @@ def read_from(path: Path, offset: int) -> bytes:
     """The bytes of ``path`` from ``offset`` to its end; ``Restarted`` when it is shorter."""
     try:
         with path.open("rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
+            size = size_of(fh)
             if size < offset:
                 raise Restarted(f"{path} shrank from {offset} to {size} bytes")
             fh.seek(offset)
@@ -225,7 +224,7 @@ def _files_stamp(path: Path) -> tuple[Any, ...]:
     for _folder, _dirs, files in walk(path, max_depth=2):
         for entry in files:
             with contextlib.suppress(OSError):
-                out.append(one(Path(entry.path)))
+                out.append(one(entry_path(entry)))
     return tuple(sorted(out))
 
 
