@@ -143,7 +143,8 @@ def _check_outputs(force: bool, *paths: Path | None) -> None:
 def diagnose(
     source: Annotated[Optional[str], typer.Argument(  # noqa: UP045
         help="A log: CSV, TensorBoard, wandb offline, trainer_state.json, console log, "
-        "notebook, parquet, JSONL, or wandb://entity/project/run.")] = None,
+        "notebook, parquet, JSONL, or wandb://entity/project/run; a file or run folder may "
+        "be in an object store (s3://, gs://, az://).")] = None,
     example: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--example", metavar="NAME",
         help="Diagnose a bundled example run instead (see `examples`).")] = None,
@@ -226,10 +227,10 @@ AuditFormatOpt = Annotated[str, typer.Option(
     "--format", "-f", metavar="FORMAT",
     help="Report format: terminal, json, junit, markdown, or parquet (one row "
     "per run and check; needs --output).")]
-BaselineOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+BaselineOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--baseline", metavar="FILE",
-    help="Accepted findings (from --write-baseline): only new or worsened "
-    "findings fail.")]
+    help="Accepted findings (from --write-baseline; a file or an s3://, gs://, az:// URI): "
+    "only new or worsened findings fail.")]
 WriteBaselineOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--write-baseline", metavar="FILE",
     help="Write today's findings to this file as the accepted baseline.")]
@@ -246,8 +247,8 @@ StrictOpt = Annotated[bool, typer.Option(
 @app.command()
 def audit(
     paths: Annotated[list[str], typer.Argument(
-        help="Logs, folders (searched recursively), glob patterns (quote them) or "
-        "wandb://entity/project.")],
+        help="Logs, folders (searched recursively), glob patterns (quote them), "
+        "wandb://entity/project, or bucket prefixes (s3://, gs://, az://).")],
     format: AuditFormatOpt = "terminal",
     fail_on: FailOnOpt = None,
     baseline: BaselineOpt = None,
@@ -325,7 +326,8 @@ def audit(
 @app.command()
 def compare(
     sources: Annotated[list[str], typer.Argument(
-        help="Two or more runs, any source diagnose reads (wandb://... too); the first is the "
+        help="Two or more runs, any source diagnose reads (wandb://..., s3://... too); the "
+        "first is the "
         "reference. SOURCE#RUN picks one run of a source holding several; such a source "
         "given alone (or after the reference) gives all its runs.")],
     format: Annotated[str, typer.Option(
@@ -529,7 +531,8 @@ def demo() -> None:
 
 @app.command()
 def metrics(
-    source: Annotated[str, typer.Argument(help="A log (any supported format).")],
+    source: Annotated[str, typer.Argument(
+        help="A log (any supported format; s3://, gs://, az:// too).")],
     map: MapOpt = [],  # noqa: B006
     config: ConfigOpt = None,
     run: RunOpt = None,
@@ -595,7 +598,9 @@ def examples() -> None:
 def watch(
     source: Annotated[str, typer.Argument(
         help="A growing log: TensorBoard folder or file, W&B run folder, CSV, JSONL or console "
-        "log (other formats are read again whenever they change), or a folder of runs.")],
+        "log (other formats are read again whenever they change), or a folder of runs; in "
+        "an object store (s3://, gs://, az://) it is listed at each poll and read again "
+        "when it changed.")],
     interval: Annotated[float, typer.Option(
         "--interval", min=0.0, metavar="SECONDS", help="Seconds between polls.")] = 10.0,
     exit_on: Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -636,9 +641,9 @@ def watch(
     from grpo_doctor.watch import WatchAll, run_watch
 
     settings = _settings(config, map, set, select, ignore, None)
-    if once and not Path(source).exists():
-        raise InputError(f"{source}: no such file or folder")
     watcher = WatchAll(source, settings, format=input_format, run=run, step_column=step_column)
+    if once and not watcher.path.exists():
+        raise InputError(f"{source}: no such file or folder")
     raise typer.Exit(run_watch(watcher, interval=interval, exit_on=exit_on, notify=notify,
                                output=format, once=once, max_polls=max_polls))
 

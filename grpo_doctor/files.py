@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_doctor.errors import InputError
-from grpo_doctor.objstore import StoreEntry, StorePath, is_store_uri, open_uri
+from grpo_doctor.objstore import StoreEntry, StorePath, is_store_uri, open_uri, within
 
 #: Whole-file reads past this many bytes are refused (GRPO_DOCTOR_MAX_READ_MB raises it).
 DEFAULT_MAX_READ_BYTES = 4 << 30
@@ -31,6 +31,13 @@ def as_path(source: str | os.PathLike[str] | StorePath) -> Path:
     if is_store_uri(text):
         return open_uri(text)  # type: ignore[return-value]
     return Path(text)
+
+
+def located(root: Path, source: str) -> Path:
+    """The path of ``source``, found under ``root``: in a store, from ``root``'s listing."""
+    if isinstance(root, StorePath):
+        return within(root, source)
+    return Path(source)
 
 
 def is_remote(path: object) -> bool:
@@ -118,7 +125,9 @@ def refuse(path: Path, what: str) -> InputError:
 def watched_input(path: str | os.PathLike[str]) -> Path:
     """``path`` to follow as it grows: refused now when it is a FIFO or a device, not at the
     first poll; a path not there yet is fine (training may not have started)."""
-    p = as_path(path)
+    if is_remote(path):
+        return open_uri(str(path), missing_ok=True)  # type: ignore[return-value]
+    p = Path(path)
     if p.exists():
         check_input(p)
     return p

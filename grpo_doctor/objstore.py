@@ -122,6 +122,12 @@ def use_filesystem(scheme: str, factory: Callable[[], Any] | None) -> None:
             _OVERRIDES[scheme] = factory
 
 
+def forget_filesystems() -> None:
+    """Make the filesystems again at the next use (after the environment changed)."""
+    with _FS_LOCK:
+        _FILESYSTEMS.clear()
+
+
 def _s3_options() -> dict[str, Any]:
     options: dict[str, Any] = {}
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
@@ -573,8 +579,9 @@ class StorePath:
         return self.read_bytes().decode(encoding or "utf-8", errors or "strict")
 
     def refreshed(self) -> StorePath:
-        """The same path in a new listing of its URI (what is there now)."""
-        return open_uri(str(self))
+        """The same path in a new listing of its URI (what is there now; not there: an empty
+        listing)."""
+        return open_uri(str(self), missing_ok=True)
 
 
 class ObjectFile(io.RawIOBase):
@@ -683,7 +690,16 @@ def within(path: StorePath, uri: str) -> StorePath:
     return StorePath(path.listing, parse_uri(uri).path)
 
 
-def open_uri(uri: str) -> StorePath:
-    """The file or folder at ``uri``, listed now."""
-    listing = list_uri(uri)
+def open_uri(uri: str, *, missing_ok: bool = False) -> StorePath:
+    """The file or folder at ``uri``, listed now; with ``missing_ok``, a path not there yet
+    (a run that has not started writing) is an empty listing instead of an error."""
+    try:
+        listing = list_uri(uri)
+    except StoreError:
+        raise
+    except InputError:
+        if not missing_ok:
+            raise
+        loc = parse_uri(uri)
+        listing = Listing(loc, filesystem(loc), loc.path)
     return StorePath(listing, listing.root)
