@@ -274,6 +274,14 @@ def audit(
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Also list the files passed over and why (not logs, copies "
         "of a run read from a richer log, earlier checkpoints).")] = False,
+    executor: Annotated[str, typer.Option(
+        "--executor", metavar="NAME",
+        help="Where runs are diagnosed: local (a process pool, default) or ray (a Ray task "
+        "per run; needs the ray extra).")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--ray-address", metavar="ADDRESS",
+        help="The Ray cluster for --executor ray (default: RAY_ADDRESS, else a local Ray "
+        "instance started for the audit).")] = None,
 ) -> None:
     """Audit many runs at once (for CI): a summary of every run found, worst first.
 
@@ -300,7 +308,8 @@ def audit(
     with report.progress_bar(sys.stderr.isatty()) as progress:
         result = auditing.audit(paths, settings, jobs=jobs, since=cutoff, progress=progress,
                                 baseline=accepted,
-                                shard=fleet.parse_shard(shard) if shard else None)
+                                shard=fleet.parse_shard(shard) if shard else None,
+                                executor=executor, ray_address=ray_address)
     if html is not None:
         from grpo_doctor.api import audit_html_paths
 
