@@ -43,8 +43,13 @@ _URI = re.compile(r"^(s3|gs|gcs|az|abfs|abfss)://", re.IGNORECASE)
 #: The leading bytes of an object kept after the first read (a sniffer's head, and whole small
 #: files), so that detecting a format and then reading the file fetch them once.
 HEAD_BYTES = 64 * 1024
-#: At most this many bytes of heads kept per listing (a bucket audited in one process).
+#: At most this many bytes of heads kept in a process (a bucket audited in one process).
 _HEAD_CACHE_BYTES = 64 << 20
+#: Heads read, by (URI, size, modified time): shared by every listing of the process (and
+#: by the worker processes forked after the discovery read them), so the audit's discovery
+#: and its diagnosis of a run fetch an object's head once.
+_HEADS: dict[tuple[str, int, float], bytes] = {}
+_HEADS_SIZE = [0]
 
 
 class StoreError(InputError):
@@ -272,8 +277,6 @@ class Listing:
     infos: dict[str, _Info] = field(default_factory=dict)
     children: dict[str, list[str]] = field(default_factory=dict)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (uri, one-line reason)
-    heads: dict[str, bytes] = field(default_factory=dict)
-    head_bytes: int = 0
     fetched: int = 0  # bytes read from the store through this listing
 
     def add(self, path: str, info: _Info) -> None:
@@ -631,14 +634,16 @@ class ObjectFile(io.RawIOBase):
         return bytes(data)
 
     def _head(self) -> bytes:
-        listing = self._path.listing
-        key = self._path.key
-        head = listing.heads.get(key)
+        info = self._path._info()
+        key = (str(self._path), self._size, info.mtime if info is not None else 0.0)
+        head = _HEADS.get(key)
         if head is None:
             head = self._fetch(0, min(self._size, HEAD_BYTES))
-            if listing.head_bytes + len(head) <= _HEAD_CACHE_BYTES:
-                listing.heads[key] = head
-                listing.head_bytes += len(head)
+            if _HEADS_SIZE[0] + len(head) > _HEAD_CACHE_BYTES:
+                _HEADS.clear()
+                _HEADS_SIZE[0] = 0
+            _HEADS[key] = head
+            _HEADS_SIZE[0] += len(head)
         return head
 
     def read(self, size: int | None = -1) -> bytes:

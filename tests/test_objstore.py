@@ -136,6 +136,13 @@ def test_diagnose_gives_the_local_json(s3: Any, local_runs: Path, cli: CliRunner
     assert json.loads(remote[1])["run"]["source"].startswith(f"s3://{BUCKET}/runs/{name}")
 
 
+def test_diagnose_one_object(s3: Any, local_runs: Path, cli: CliRunner) -> None:
+    remote = cli("diagnose", "-f", "json", f"s3://{BUCKET}/runs/csv/metrics.csv")
+    local = cli("diagnose", "-f", "json", str(local_runs / "csv" / "metrics.csv"))
+    assert remote[0] == local[0] == 0, remote[2]
+    assert _same(json.loads(remote[1])) == _same(json.loads(local[1]))
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_audit_gives_the_local_json(s3: Any, local_runs: Path, cli: CliRunner,
                                     jobs: str) -> None:
