@@ -3,11 +3,12 @@ already runs on.
 
 The cluster is ``--ray-address``, else ``RAY_ADDRESS``, else a local Ray instance started for
 the audit (and stopped after it; ``--jobs`` is then its CPU count). Each task runs
-:func:`grpo_doctor.audit.diagnose_one`, exactly what a local worker process runs, and returns
-the same plain record; the records are judged and ordered by the same code as a local audit's
-(``audit.audit``), so the report and the exit code are the same byte for byte. The tasks read
-the runs themselves, from shared or object storage: each node needs grpo-doctor installed
-(the cluster's image, or a runtime environment) and its own read access to the runs.
+:func:`grpo_doctor.audit.diagnose_one`, exactly what a local worker process runs, on a batch of
+a few sources, and returns the same plain records; the records are judged and ordered by
+the same code as a local audit's (``audit.audit``), so the report and the exit code are the
+same byte for byte. The tasks read the runs themselves, from shared or object storage: each
+node needs grpo-doctor installed (the cluster's image, or a runtime environment) and its own
+read access to the runs.
 
 A task that fails or is lost (its worker or node died; Ray retries it once) is an error row
 for its source, never a silent gap. Ctrl-C cancels the tasks not yet done, stops a local
@@ -80,37 +81,63 @@ def _failed(exc: BaseException) -> dict[str, Any]:
             f"the Ray task failed ({name})"}
 
 
+def diagnose_batch(work: Callable[..., dict[str, Any]], sources: Sequence[Source],
+                   column_map: Mapping[str, str], cfg: DoctorConfig) -> list[dict[str, Any]]:
+    """One task's work: ``work`` (``diagnose_one``) of each of a few sources."""
+    return [work(src, column_map, cfg) for src in sources]
+
+
+#: Sources per task, at most: a task costs the driver and the scheduler a few milliseconds,
+#: about a tenth of a run's diagnosis, so runs go in batches; each CPU still gets 8 tasks.
+MAX_BATCH = 16
+
+
+def batch_size(total: int, cpus: float) -> int:
+    return max(1, min(MAX_BATCH, total // max(1, int(cpus) * 8)))
+
+
 def run_tasks(sources: Sequence[Source], column_map: Mapping[str, str], cfg: DoctorConfig,
               *, address: str | None = None, jobs: int | None = None,
               progress: ProgressFn | None = None,
               work: Callable[..., dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """``diagnose_one`` (or ``work``, for tests) of every source, each in a Ray task: the
-    records in source order."""
+    """``diagnose_one`` (or ``work``, for tests) of every source in Ray tasks: the records in
+    source order. Sources go in batches (:data:`MAX_BATCH`); a batch whose task fails is run
+    again one source per task, so that only the source that failed is an error row."""
     ray = _import_ray()
     from grpo_doctor.audit import diagnose_one
 
     started = _connect(ray, address, jobs)
     total = len(sources)
     results: list[dict[str, Any]] = [{} for _ in sources]
-    pending: dict[Any, int] = {}
+    pending: dict[Any, list[int]] = {}
     try:
-        task = ray.remote(max_retries=1)(work or diagnose_one)
-        shared_map, shared_cfg = ray.put(dict(column_map)), ray.put(cfg)
-        pending = {task.remote(src, shared_map, shared_cfg): i for i, src in enumerate(sources)}
+        task = ray.remote(max_retries=1)(diagnose_batch)
+        shared = (ray.put(work or diagnose_one), ray.put(dict(column_map)), ray.put(cfg))
+        size = batch_size(total, ray.cluster_resources().get("CPU", 1))
+
+        def submit(indices: list[int]) -> None:
+            ref = task.remote(shared[0], [sources[i] for i in indices], shared[1], shared[2])
+            pending[ref] = indices
+
+        for first in range(0, total, size):
+            submit(list(range(first, min(first + size, total))))
         if progress:
             progress(0, total)
         done = 0
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=min(len(pending), 64), timeout=0.5)
-            if not ready:
-                ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                i = pending.pop(ref)
+                indices = pending.pop(ref)
                 try:
-                    results[i] = ray.get(ref)
+                    for i, record in zip(indices, ray.get(ref)):
+                        results[i] = record
                 except Exception as exc:  # the task raised, or its worker or node was lost
-                    results[i] = _failed(exc)
-                done += 1
+                    if len(indices) > 1:
+                        for i in indices:
+                            submit([i])
+                        continue
+                    results[indices[0]] = _failed(exc)
+                done += len(indices)
             if progress:
                 progress(done, total)
     except BaseException:

@@ -53,7 +53,12 @@ def test_same_report_and_exit_code_as_the_local_audit(ray: Any, runs: Path, cli:
     assert on_ray[0] == 1 and "broken.csv" in on_ray[1]
 
 
-def test_a_failed_task_is_an_error_row(ray: Any, runs: Path) -> None:
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_failed_task_is_an_error_row(ray: Any, runs: Path, batch: int,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the source whose task died is an error row (a batch that fails is run again one
+    source per task)."""
+    from grpo_doctor import ray_executor
     from grpo_doctor.audit import diagnose_one
     from grpo_doctor.discovery import expand
     from grpo_doctor.ray_executor import run_tasks
@@ -67,6 +72,7 @@ def test_a_failed_task_is_an_error_row(ray: Any, runs: Path) -> None:
 
     from grpo_doctor.config import Settings
 
+    monkeypatch.setattr(ray_executor, "batch_size", lambda total, cpus: batch)
     results = run_tasks(sources, {}, Settings().doctor_config(), work=crashing)
     rows = {src.key: r for src, r in zip(sources, results)}
     lost = [k for k, r in rows.items() if "error" in r and "Ray task failed" in r["error"]]
@@ -127,7 +133,7 @@ def _has_ray_workers(pid: int) -> bool:
     stack = [pid]
     while stack:
         for child, args in kids.get(stack.pop(), []):
-            if args.startswith("ray::diagnose_one"):
+            if args.startswith("ray::diagnose_batch"):
                 return True
             stack.append(child)
     return False
