@@ -75,6 +75,9 @@ def main() -> None:
     parser.add_argument("--bytes-runs", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="Alternate the process pool and Ray this many times; best of each "
+                        "(a shared machine's load varies from minute to minute).")
     opts = parser.parse_args()
 
     os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
@@ -137,6 +140,13 @@ def main() -> None:
             ray_s, ray_code, ray_out = timed(["audit", "-f", "json", "--executor", "ray",
                                               "-j", jobs, str(runs)], env)
             assert ray_code == local_code and ray_out == local_out, "Ray != local"
+            for _ in range(opts.repeat - 1):
+                local_s = min(local_s, timed(["audit", "-f", "json", "-j", jobs, str(runs)],
+                                             env)[0])
+                ray_s = min(ray_s, timed(["audit", "-f", "json", "--executor", "ray", "-j",
+                                          jobs, str(runs)], env)[0])
+            out.append(f"| audit -j {jobs}, local folder, best of {opts.repeat} | "
+                       f"{local_s:.1f} s | {opts.runs / local_s:.1f} runs/s |")
             out.append(f"| audit --executor ray -j {jobs}, local folder | {ray_s:.1f} s | "
                        f"{opts.runs / ray_s:.1f} runs/s |")
             over = ray_s - local_s
