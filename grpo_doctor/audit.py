@@ -145,8 +145,8 @@ def _run_all(sources: list[Source], column_map: dict[str, str], cfg: DoctorConfi
     if executor == "ray":
         from grpo_doctor.ray_executor import run_tasks
 
-        return run_tasks(sources, column_map, cfg, address=ray_address, jobs=jobs,
-                         progress=progress)
+        return run_tasks(sources, column_map, cfg, diagnose_one, address=ray_address,
+                         jobs=jobs, progress=progress)
     total = len(sources)
     results: list[dict[str, Any]] = [{} for _ in sources]
     if progress:

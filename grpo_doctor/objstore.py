@@ -133,6 +133,12 @@ def forget_filesystems() -> None:
         _FILESYSTEMS.clear()
 
 
+def forget_heads() -> None:
+    """Forget the objects' heads kept so far (they are fetched again at the next read)."""
+    _HEADS.clear()
+    _HEADS_SIZE[0] = 0
+
+
 def _s3_options() -> dict[str, Any]:
     options: dict[str, Any] = {}
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")

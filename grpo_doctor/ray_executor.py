@@ -97,22 +97,21 @@ def batch_size(total: int, cpus: float) -> int:
 
 
 def run_tasks(sources: Sequence[Source], column_map: Mapping[str, str], cfg: DoctorConfig,
-              *, address: str | None = None, jobs: int | None = None,
-              progress: ProgressFn | None = None,
-              work: Callable[..., dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """``diagnose_one`` (or ``work``, for tests) of every source in Ray tasks: the records in
-    source order. Sources go in batches (:data:`MAX_BATCH`); a batch whose task fails is run
-    again one source per task, so that only the source that failed is an error row."""
+              work: Callable[..., dict[str, Any]], *, address: str | None = None,
+              jobs: int | None = None, progress: ProgressFn | None = None
+              ) -> list[dict[str, Any]]:
+    """``work(source, column_map, cfg)`` (``audit.diagnose_one``) of every source in Ray
+    tasks: the records in source order. Sources go in batches (:data:`MAX_BATCH`); a batch
+    whose task fails is run again one source per task, so that only the source that failed
+    is an error row."""
     ray = _import_ray()
-    from grpo_doctor.audit import diagnose_one
-
     started = _connect(ray, address, jobs)
     total = len(sources)
     results: list[dict[str, Any]] = [{} for _ in sources]
     pending: dict[Any, list[int]] = {}
     try:
         task = ray.remote(max_retries=1)(diagnose_batch)
-        shared = (ray.put(work or diagnose_one), ray.put(dict(column_map)), ray.put(cfg))
+        shared = (ray.put(work), ray.put(dict(column_map)), ray.put(cfg))
         size = batch_size(total, ray.cluster_resources().get("CPU", 1))
 
         def submit(indices: list[int]) -> None:

@@ -73,7 +73,7 @@ def test_a_failed_task_is_an_error_row(ray: Any, runs: Path, batch: int,
     from grpo_doctor.config import Settings
 
     monkeypatch.setattr(ray_executor, "batch_size", lambda total, cpus: batch)
-    results = run_tasks(sources, {}, Settings().doctor_config(), work=crashing)
+    results = run_tasks(sources, {}, Settings().doctor_config(), crashing)
     rows = {src.key: r for src, r in zip(sources, results)}
     lost = [k for k, r in rows.items() if "error" in r and "Ray task failed" in r["error"]]
     assert lost == [k for k in rows if k.startswith("04_")]
@@ -83,7 +83,7 @@ def test_a_failed_task_is_an_error_row(ray: Any, runs: Path, batch: int,
 def test_ctrl_c_cancels_and_exits_130(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="the ray extra is not installed")
     many = tmp_path / "many"
-    for i in range(200):
+    for i in range(400):
         (many / f"run{i:03d}").mkdir(parents=True)
         shutil.copy(FIXTURES / "corpus" / "04_healthy_s4" / "metrics.csv",
                     many / f"run{i:03d}" / "metrics.csv")
@@ -96,13 +96,13 @@ def test_ctrl_c_cancels_and_exits_130(tmp_path: Path) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not _has_ray_workers(proc.pid):
             time.sleep(0.2)
-        time.sleep(1.0)  # the tasks are running
+        time.sleep(0.3)  # the tasks are running
         os.kill(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130, (proc.returncode, err)
     assert err.decode().endswith("grpo-doctor: interrupted\n")
     assert out == b""
     deadline = time.monotonic() + 15  # the local Ray instance it started is stopped too
