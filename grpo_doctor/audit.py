@@ -63,6 +63,7 @@ from grpo_doctor.discovery import (
 )
 from grpo_doctor.engine import DoctorConfig, diagnose
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
+from grpo_doctor.files import as_path, is_remote
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.hints import require_metrics
 from grpo_doctor.importers import load_runs
@@ -75,6 +76,8 @@ __all__ = [
 ]
 
 _FORMATS_LIST = re.compile(r"; formats: [^)]*")
+#: Where the sources are diagnosed: this machine's processes, or Ray tasks.
+EXECUTORS = ("local", "ray")
 
 
 # --- the work of one source (runs in a worker process) ------------------------------------
@@ -108,13 +111,17 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fmt = src.format
+            # An object store's source is listed once here, and read through that listing.
+            remote = is_remote(src.path)
+            path = as_path(src.path) if remote else Path(src.path)
+            where: str | Path = path if remote else src.path
             if fmt is None and not is_uri(src.path):
-                imp = classify(Path(src.path), explicit=src.explicit)
+                imp = classify(path, explicit=src.explicit)
                 if imp is None:
                     return {"skip": "not recognised as a training log"}
                 fmt = imp.name
             try:
-                runs = load_runs(src.path, format=fmt, column_map=column_map)
+                runs = load_runs(where, format=fmt, column_map=column_map)
             except FormatError as exc:
                 if _text_doc(src):  # a README, notes: text that holds no training log
                     return {"skip": f"no training log in it ({_one_line(exc).split(': ', 1)[-1]})"}
@@ -124,7 +131,7 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
             for run in runs:
                 require_metrics(run)
             return {"runs": [{**to_json_obj(diagnose(run, cfg)),
-                              "context": run_context(run)} for run in runs],
+                              "context": run_context(run, where)} for run in runs],
                     "passed_over": [[p, why] for run in runs for p, why in run.passed_over]}
     except GrpoDoctorError as exc:
         return {"error": _one_line(exc)}
@@ -133,8 +140,13 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
 
 
 def _run_all(sources: list[Source], column_map: dict[str, str], cfg: DoctorConfig,
-             jobs: int | None, progress: ProgressFn | None
-             ) -> list[dict[str, Any]]:
+             jobs: int | None, progress: ProgressFn | None, executor: str = "local",
+             ray_address: str | None = None) -> list[dict[str, Any]]:
+    if executor == "ray":
+        from grpo_doctor.ray_executor import run_tasks
+
+        return run_tasks(sources, column_map, cfg, diagnose_one, address=ray_address,
+                         jobs=jobs, progress=progress)
     total = len(sources)
     results: list[dict[str, Any]] = [{} for _ in sources]
     if progress:
@@ -213,10 +225,16 @@ def audit(
     progress: ProgressFn | None = None,
     baseline: Baseline | None = None,
     shard: tuple[int, int] | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> AuditResult:
     """Diagnose every run found under ``paths`` (see the module docstring).
 
     ``shard=(K, N)``: only the sources of shard K of N (see :mod:`grpo_doctor.fleet`).
+
+    ``executor``: ``"local"`` (this machine's process pool) or ``"ray"`` (a Ray task per
+    source on the cluster at ``ray_address``, else ``RAY_ADDRESS``, else a local Ray instance:
+    :mod:`grpo_doctor.ray_executor`); the records are judged here either way.
 
     ``jobs``: worker processes (default: one per CPU; 1 runs in this process). Raises
     :class:`~grpo_doctor.errors.GrpoDoctorError` for bad settings, or when nothing that could
@@ -226,6 +244,12 @@ def audit(
         raise ConfigError("give at least one log, folder, glob pattern or wandb:// source")
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs must be at least 1, got {jobs}")
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor takes {' or '.join(EXECUTORS)}, got {executor!r}")
+    if executor == "ray":
+        from grpo_doctor.ray_executor import _import_ray
+
+        _import_ray()  # without the extra: one line saying what to install, before any work
     s = settings or Settings()
     column_map = s.checked_map()
     cfg = s.doctor_config()
@@ -236,7 +260,7 @@ def audit(
     sources = [src for src in sources if in_shard(src.key, shard)]
     errors = [e for e in errors if in_shard(e.source, shard)]
     passed = [p for p in passed if in_shard(p.source, shard)]
-    results = (_run_all(sources, column_map, cfg, jobs, progress)
+    results = (_run_all(sources, column_map, cfg, jobs, progress, executor, ray_address)
                if sources else [])
     found: list[tuple[str, dict[str, Any]]] = []
     for src, result in zip(sources, results):

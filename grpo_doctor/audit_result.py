@@ -16,6 +16,7 @@ from typing import Any
 from grpo_doctor.config import failing_statuses
 from grpo_doctor.errors import ConfigError, GrpoDoctorError
 from grpo_doctor.exit_codes import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
+from grpo_doctor.files import as_path, is_remote
 from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION
 from grpo_doctor.importers._common import read_json
 
@@ -86,7 +87,17 @@ class AuditedRun:
 
 def read_json_option(path: str, missing: str, invalid: str) -> Any:
     """A JSON file a user named in an option (a baseline, a shard report): a file that is not
-    there or not JSON is a usage error (exit 2), said in one line."""
+    there or not JSON is a usage error (exit 2), said in one line. An object-store URI is
+    read through the filesystem layer."""
+    if is_remote(path):
+        try:
+            found = as_path(path)
+        except GrpoDoctorError as exc:
+            raise ConfigError(str(exc).replace("no such file or folder", missing)) from None
+        try:
+            return read_json(found, invalid)
+        except GrpoDoctorError as exc:
+            raise ConfigError(str(exc)) from None
     if not os.path.lexists(path):
         raise ConfigError(f"{path}: {missing}")
     try:

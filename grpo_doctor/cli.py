@@ -143,7 +143,8 @@ def _check_outputs(force: bool, *paths: Path | None) -> None:
 def diagnose(
     source: Annotated[Optional[str], typer.Argument(  # noqa: UP045
         help="A log: CSV, TensorBoard, wandb offline, trainer_state.json, console log, "
-        "notebook, parquet, JSONL, or wandb://entity/project/run.")] = None,
+        "notebook, parquet, JSONL, or wandb://entity/project/run; a file or run folder may "
+        "be in an object store (s3://, gs://, az://).")] = None,
     example: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--example", metavar="NAME",
         help="Diagnose a bundled example run instead (see `examples`).")] = None,
@@ -268,10 +269,10 @@ AuditFormatOpt = Annotated[str, typer.Option(
     "--format", "-f", metavar="FORMAT",
     help="Report format: terminal, json, junit, markdown, or parquet (one row "
     "per run and check; needs --output).")]
-BaselineOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+BaselineOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--baseline", metavar="FILE",
-    help="Accepted findings (from --write-baseline): only new or worsened "
-    "findings fail.")]
+    help="Accepted findings (from --write-baseline; a file or an s3://, gs://, az:// URI): "
+    "only new or worsened findings fail.")]
 WriteBaselineOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--write-baseline", metavar="FILE",
     help="Write today's findings to this file as the accepted baseline.")]
@@ -288,8 +289,8 @@ StrictOpt = Annotated[bool, typer.Option(
 @app.command()
 def audit(
     paths: Annotated[list[str], typer.Argument(
-        help="Logs, folders (searched recursively), glob patterns (quote them) or "
-        "wandb://entity/project.")],
+        help="Logs, folders (searched recursively), glob patterns (quote them), "
+        "wandb://entity/project, or bucket prefixes (s3://, gs://, az://).")],
     format: AuditFormatOpt = "terminal",
     fail_on: FailOnOpt = None,
     baseline: BaselineOpt = None,
@@ -315,6 +316,14 @@ def audit(
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Also list the files passed over and why (not logs, copies "
         "of a run read from a richer log, earlier checkpoints).")] = False,
+    executor: Annotated[str, typer.Option(
+        "--executor", metavar="NAME",
+        help="Where runs are diagnosed: local (a process pool, default) or ray (a Ray task "
+        "per run; needs the ray extra).")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--ray-address", metavar="ADDRESS",
+        help="The Ray cluster for --executor ray (default: RAY_ADDRESS, else a local Ray "
+        "instance started for the audit).")] = None,
 ) -> None:
     """Audit many runs at once (for CI): a summary of every run found, worst first.
 
@@ -341,7 +350,8 @@ def audit(
     with report.progress_bar(sys.stderr.isatty()) as progress:
         result = auditing.audit(paths, settings, jobs=jobs, since=cutoff, progress=progress,
                                 baseline=accepted,
-                                shard=fleet.parse_shard(shard) if shard else None)
+                                shard=fleet.parse_shard(shard) if shard else None,
+                                executor=executor, ray_address=ray_address)
     if html is not None:
         from grpo_doctor.api import audit_html_paths
 
@@ -367,7 +377,8 @@ def audit(
 @app.command()
 def compare(
     sources: Annotated[list[str], typer.Argument(
-        help="Two or more runs, any source diagnose reads (wandb://... too); the first is the "
+        help="Two or more runs, any source diagnose reads (wandb://..., s3://... too); the "
+        "first is the "
         "reference. SOURCE#RUN picks one run of a source holding several; such a source "
         "given alone (or after the reference) gives all its runs.")],
     format: Annotated[str, typer.Option(
@@ -571,7 +582,8 @@ def demo() -> None:
 
 @app.command()
 def metrics(
-    source: Annotated[str, typer.Argument(help="A log (any supported format).")],
+    source: Annotated[str, typer.Argument(
+        help="A log (any supported format; s3://, gs://, az:// too).")],
     map: MapOpt = [],  # noqa: B006
     config: ConfigOpt = None,
     run: RunOpt = None,
@@ -637,7 +649,9 @@ def examples() -> None:
 def watch(
     source: Annotated[str, typer.Argument(
         help="A growing log: TensorBoard folder or file, W&B run folder, CSV, JSONL or console "
-        "log (other formats are read again whenever they change), or a folder of runs.")],
+        "log (other formats are read again whenever they change), or a folder of runs; in "
+        "an object store (s3://, gs://, az://) it is listed at each poll and read again "
+        "when it changed.")],
     interval: Annotated[float, typer.Option(
         "--interval", min=0.0, metavar="SECONDS", help="Seconds between polls.")] = 10.0,
     exit_on: Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -678,9 +692,9 @@ def watch(
     from grpo_doctor.watch import WatchAll, run_watch
 
     settings = _settings(config, map, set, select, ignore, None)
-    if once and not Path(source).exists():
-        raise InputError(f"{source}: no such file or folder")
     watcher = WatchAll(source, settings, format=input_format, run=run, step_column=step_column)
+    if once and not watcher.path.exists():
+        raise InputError(f"{source}: no such file or folder")
     raise typer.Exit(run_watch(watcher, interval=interval, exit_on=exit_on, notify=notify,
                                output=format, once=once, max_polls=max_polls))
 

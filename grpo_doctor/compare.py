@@ -35,6 +35,7 @@ from grpo_doctor.engine import diagnose
 from grpo_doctor.errors import ConfigError
 from grpo_doctor.findings import Check, Diagnosis
 from grpo_doctor.metrics import Metric
+from grpo_doctor.objstore import is_store_uri
 from grpo_doctor.rules import knobs
 from grpo_doctor.store import Run
 from grpo_doctor.trends.divergence import (
@@ -222,6 +223,8 @@ def split_source(text: str) -> tuple[str, str | None]:
     source, sep, run = text.rpartition("#")
     if not sep or not source or not run:
         return text, None
+    if is_store_uri(text):  # a bucket's keys are not looked up here: # always picks a run
+        return source, run
     if not text.startswith("wandb://") and (Path(text).exists() or not Path(source).exists()):
         return text, None
     return source, run

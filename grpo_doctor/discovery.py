@@ -17,11 +17,12 @@ from glob import glob
 from pathlib import Path
 
 from grpo_doctor.audit_result import AuditError, PassedOver
-from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError
+from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
+from grpo_doctor.files import as_path, entry_path, is_remote, scandir, walk
 from grpo_doctor.files import kind as file_kind
-from grpo_doctor.files import walk
 from grpo_doctor.importers import HEAD_BYTES, Importer, detect_format, registry
 from grpo_doctor.importers.trainer_state import is_log_history_list
+from grpo_doctor.objstore import StoreError, StorePath, within
 
 #: Files never tried when found in a folder: clearly not training logs.
 _NOT_LOGS = frozenset({
@@ -105,6 +106,20 @@ def common_root(paths: Sequence[str]) -> Path | None:
         return None
 
 
+def _remote_key(arg: str, paths: Sequence[str]) -> str:
+    """An object named on the command line: its key relative to the prefix all the remote
+    arguments share (``v0/metrics.csv``, never two runs keyed ``metrics.csv``), its name when
+    it is the only one."""
+    remote = [p for p in paths if is_remote(p)]
+    if len(remote) < 2:
+        return arg.rstrip("/").rsplit("/", 1)[-1]
+    scheme = arg.split("://", 1)[0] + "://"
+    if not all(p.startswith(scheme) for p in remote):
+        return arg
+    prefix = os.path.commonpath([p[len(scheme):] for p in remote])
+    return arg[len(scheme):][len(prefix):].lstrip("/") or arg
+
+
 def _named_like_a_log(path: Path) -> bool:
     return path.suffix.lower() in _LOG_SUFFIXES or "tfevents" in path.name
 
@@ -166,8 +181,8 @@ def _owns(imp: Importer, folder: Path) -> bool:
     if imp.whole_folder:
         return True
     own = False
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-        path = Path(entry.path)
+    for entry in sorted(scandir(folder), key=lambda e: e.name):
+        path = entry_path(entry)
         if entry.is_dir(follow_symlinks=False):
             own = own or bool(_CHECKPOINT.fullmatch(entry.name) and imp.sniff(path, b"") > 0)
             continue
@@ -233,7 +248,7 @@ def _walk(top: Path, root: Path, errors: list[AuditError],
                                  f"deep; the folders below it were not searched"))
 
     def again(entry: os.DirEntry) -> None:
-        passed.append(PassedOver(_rel(Path(entry.path), root) + "/",
+        passed.append(PassedOver(_rel(entry_path(entry), root) + "/",
                                  "a link to a folder searched already"))
 
     for folder, dirs, files in walk(top, max_depth=MAX_DEPTH, follow_links=True,
@@ -246,12 +261,12 @@ def _walk(top: Path, root: Path, errors: list[AuditError],
         kept = []
         for d in dirs:
             if d.name.startswith(".") or d.name in _SKIP_FOLDERS:
-                passed.append(PassedOver(_rel(Path(d.path), root) + "/", "folder not searched"))
+                passed.append(PassedOver(_rel(entry_path(d), root) + "/", "folder not searched"))
             else:
                 kept.append(d)
         dirs[:] = kept
         for entry in files:
-            path = Path(entry.path)
+            path = entry_path(entry)
             if _is_file(entry):
                 why = passed_over_reason(path)
                 if why is None:
@@ -295,21 +310,40 @@ def expand(paths: Sequence[str], since: datetime | None = None,
     sources: dict[str, Source] = {}
     errors: list[AuditError] = []
     passed = [] if passed is None else passed
+    located: dict[str, Path] = {}  # an object store's sources, as listed (for --since)
 
-    def add(src: Source) -> None:
-        key = src.path if is_uri(src.path) else os.path.realpath(src.path)
+    def add(src: Source, path: Path | None = None) -> None:
+        remote = is_uri(src.path) or is_remote(src.path)
+        key = src.path if remote else os.path.realpath(src.path)
         sources.setdefault(key, src)
+        if path is not None and isinstance(path, StorePath):
+            located.setdefault(src.path, within(path, src.path))
 
     common = common_root(paths)
     for arg in paths:
-        path = Path(arg)
+        if is_remote(arg):
+            try:
+                path = as_path(arg)  # one listing of everything under it, page by page
+            except StoreError:
+                raise  # no credentials, access denied, no such bucket: one line, exit 2
+            except InputError as exc:
+                errors.append(AuditError(arg, str(exc), missing=True))
+                continue
+            errors += [AuditError(_rel_uri(where, arg), why)
+                       for where, why in path.listing.failed]  # type: ignore[attr-defined]
+        else:
+            path = Path(arg)
         if is_uri(arg):
             add(Source(arg, arg, explicit=True))
         elif path.is_dir():
-            for src in _walk(path, common or path, errors, passed):
-                add(src)
+            # A bucket's prefix keys its runs from itself; local folders from the common root.
+            root = path if isinstance(path, StorePath) else (common or path)
+            for src in _walk(path, root, errors, passed):
+                add(src, path)
         elif path.exists():
-            add(Source(arg, _rel(path, common or path.parent), explicit=True))
+            key = (_remote_key(arg, paths) if isinstance(path, StorePath)
+                   else _rel(path, common or path.parent))
+            add(Source(arg, key, explicit=True), path)
         elif _GLOB_MAGIC.search(arg):
             matches = sorted(glob(arg, recursive=True))
             if not matches:
@@ -332,8 +366,15 @@ def expand(paths: Sequence[str], since: datetime | None = None,
     out = list(sources.values())
     if since is not None:
         cutoff = since.timestamp()
-        out = [s for s in out if is_uri(s.path) or newest_mtime(Path(s.path)) >= cutoff]
+        out = [s for s in out if is_uri(s.path)
+               or newest_mtime(located.get(s.path) or Path(s.path)) >= cutoff]
     return out, errors
+
+
+def _rel_uri(uri: str, root: str) -> str:
+    """An object-store URI under the audited ``root`` URI, keyed as a source under it."""
+    base = root.rstrip("/") + "/"
+    return uri[len(base):] if uri.startswith(base) else uri
 
 
 def parse_since(text: str) -> datetime:

@@ -11,12 +11,86 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from grpo_doctor.errors import InputError
+from grpo_doctor.objstore import StoreEntry, StorePath, is_store_uri, open_uri, within
 
 #: Whole-file reads past this many bytes are refused (GRPO_DOCTOR_MAX_READ_MB raises it).
 DEFAULT_MAX_READ_BYTES = 4 << 30
+
+
+def as_path(source: str | os.PathLike[str] | StorePath) -> Path:
+    """A source as a path: a local ``Path``, or for an object-store URI a ``StorePath`` listed
+    now (typed as ``Path``: it answers the subset of ``Path`` the readers use)."""
+    if isinstance(source, StorePath):
+        return source  # type: ignore[return-value]
+    text = os.fspath(source)
+    if is_store_uri(text):
+        return open_uri(text)  # type: ignore[return-value]
+    return Path(text)
+
+
+def located(root: Path, source: str) -> Path:
+    """The path of ``source``, found under ``root``: in a store, from ``root``'s listing."""
+    if isinstance(root, StorePath):
+        return within(root, source)
+    return Path(source)
+
+
+def is_remote(path: object) -> bool:
+    """Whether ``path`` is in an object store."""
+    return isinstance(path, StorePath) or is_store_uri(path)
+
+
+def fresh(path: Path) -> Path:
+    """``path`` as it is now: an object-store path is listed again (a local one needs not)."""
+    if isinstance(path, StorePath):
+        return path.refreshed()
+    return path
+
+
+def stat_of(path: Path) -> os.stat_result:
+    """``os.stat`` of a local path, or what the listing says of a store's."""
+    if isinstance(path, StorePath):
+        return path.stat()
+    return os.stat(path)
+
+
+def size_of(fh: object) -> int:
+    """The size of an open file (``os.fstat``), local or in a store."""
+    size = getattr(fh, "size", None)
+    if callable(size):
+        return int(size())
+    return os.fstat(fh.fileno()).st_size  # type: ignore[attr-defined]
+
+
+def scandir(folder: Path) -> list[os.DirEntry[str]]:
+    """The entries of a folder (``os.scandir``), local or in a store, in no set order."""
+    if isinstance(folder, StorePath):
+        return folder.scandir()
+    with os.scandir(folder) as it:
+        return list(it)
+
+
+def entry_path(entry: os.DirEntry[str]) -> Path:
+    """The path of a folder entry from :func:`scandir`."""
+    if isinstance(entry, StoreEntry):
+        return entry.store_path
+    return Path(entry.path)
+
+
+@contextmanager
+def arrow_input(path: Path) -> Iterator[Any]:
+    """What a pyarrow reader (CSV, parquet) is given: a local path as it is, an object in a
+    store opened for range reads through the layer."""
+    if isinstance(path, StorePath):
+        with path.open("rb") as fh:
+            yield fh
+    else:
+        yield path
 
 
 def max_read_bytes() -> int:
@@ -51,6 +125,8 @@ def refuse(path: Path, what: str) -> InputError:
 def watched_input(path: str | os.PathLike[str]) -> Path:
     """``path`` to follow as it grows: refused now when it is a FIFO or a device, not at the
     first poll; a path not there yet is fine (training may not have started)."""
+    if is_remote(path):
+        return open_uri(str(path), missing_ok=True)  # type: ignore[return-value]
     p = Path(path)
     if p.exists():
         check_input(p)
@@ -60,9 +136,9 @@ def watched_input(path: str | os.PathLike[str]) -> Path:
 def check_input(path: str | os.PathLike[str]) -> os.stat_result:
     """``path`` is a folder or a regular file: its stat; else the one-line error (never
     opened, so a FIFO or a device cannot block or flood the read)."""
-    p = Path(path)
+    p = path if isinstance(path, (Path, StorePath)) else Path(path)
     try:
-        st = os.stat(p)
+        st = stat_of(p)
     except FileNotFoundError:
         raise InputError(f"{p}: no such file or folder") from None
     except PermissionError:
@@ -104,10 +180,13 @@ def read_bytes(path: Path) -> bytes:
     it. A FIFO or a device is refused before it is opened (opening a FIFO waits for a
     writer)."""
     try:
-        what = kind(os.stat(path).st_mode)
+        what = kind(stat_of(path).st_mode)
         if what is not None:
             raise refuse(path, what)
         with path.open("rb") as fh:
+            if isinstance(path, StorePath):
+                check_size(path, size_of(fh))
+                return bytes(fh.read())
             st = os.fstat(fh.fileno())
             what = kind(st.st_mode)
             if what is not None:
@@ -140,10 +219,10 @@ def walk(root: str | os.PathLike[str], *, max_depth: int | None = None,
     again, and ``on_repeat(entry)`` hears of it. ``on_error(folder, exc)`` hears about a
     folder that cannot be listed.
     """
-    top = Path(root)
+    top = root if isinstance(root, (Path, StorePath)) else as_path(root)
     seen: set[tuple[int, int]] = set()
     try:
-        seen.add(_key(os.stat(top)))
+        seen.add(_key(stat_of(top)))
     except OSError as exc:
         if on_error is not None:
             on_error(top, exc)
@@ -152,8 +231,7 @@ def walk(root: str | os.PathLike[str], *, max_depth: int | None = None,
     while stack:
         folder, depth = stack.pop()
         try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            entries = sorted(scandir(folder), key=lambda e: e.name)
         except OSError as exc:
             if on_error is not None:
                 on_error(folder, exc)
@@ -181,7 +259,7 @@ def walk(root: str | os.PathLike[str], *, max_depth: int | None = None,
                 continue
             if key not in seen:
                 seen.add(key)
-                below.append((Path(entry.path), depth + 1))
+                below.append((entry_path(entry), depth + 1))
             elif on_repeat is not None:
                 on_repeat(entry)
         stack.extend(reversed(below))

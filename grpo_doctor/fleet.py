@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -36,6 +37,7 @@ from grpo_doctor.audit_result import (
 from grpo_doctor.discovery import newest_mtime
 from grpo_doctor.errors import ConfigError
 from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION, Status
+from grpo_doctor.objstore import StorePath, is_store_uri, within
 from grpo_doctor.rules.knobs import BY_NAME as KNOBS
 from grpo_doctor.rules.knobs import configured_value
 from grpo_doctor.store import Run
@@ -68,12 +70,18 @@ def in_shard(key: str, shard: tuple[int, int] | None) -> bool:
 # --- what the audit adds to each run's record ------------------------------------------------
 
 
-def run_context(run: Run) -> dict[str, Any]:
+def run_context(run: Run, where: str | Path | None = None) -> dict[str, Any]:
     """The run's log modified time (UTC, ISO 8601; None for a wandb:// run) and the GRPO knobs
-    of its config (``knobs.BY_NAME``; the logged value where the config lacks one)."""
+    of its config (``knobs.BY_NAME``; the logged value where the config lacks one). ``where``:
+    the source the run was read from (an object store's listing says its times)."""
     modified = None
-    if not run.source.startswith("wandb://") and os.path.exists(run.source):
+    stamp = None
+    if isinstance(where, StorePath) and is_store_uri(run.source):
+        with contextlib.suppress(OSError):
+            stamp = newest_mtime(within(where, run.source))
+    elif not run.source.startswith("wandb://") and os.path.exists(run.source):
         stamp = newest_mtime(Path(run.source))
+    if stamp is not None:
         modified = datetime.fromtimestamp(stamp, tz=timezone.utc).isoformat(timespec="seconds")
     config = {}
     for name, knob in KNOBS.items():

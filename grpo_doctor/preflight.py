@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_doctor import recipe
-from grpo_doctor.errors import ConfigError, FormatError
+from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.metrics import Metric
 
 #: What TRL's ``GRPOConfig`` sets when a config file leaves a knob out (TRL 1.x; checked
@@ -166,10 +166,12 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         if path.suffix.lower() == ".json":
             loaded = json.loads(text)
         else:
-            import yaml
+            from grpo_doctor.importers._common import load_yaml
 
-            loaded = yaml.safe_load(text)
-    except Exception as exc:  # yaml and json raise their own error kinds
+            loaded = load_yaml(text, path)  # the one bounded YAML loader (no alias bombs)
+    except InputError:
+        raise
+    except ValueError as exc:  # json's errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FormatError(f"{path}: not a readable config ({first})") from None
     if not isinstance(loaded, dict):

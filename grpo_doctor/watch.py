@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.config import Settings
 from grpo_doctor.errors import ConfigError, GrpoDoctorError
-from grpo_doctor.files import watched_input
+from grpo_doctor.files import fresh, located, watched_input
 from grpo_doctor.findings import Check, Diagnosis, check_rank
 from grpo_doctor.importers import LoadOptions, importer_named
 from grpo_doctor.importers.incremental import LiveSource, Restarted, SeveralRuns, open_live
@@ -154,7 +154,7 @@ class Watcher:
 
     def _poll(self, final: bool) -> list[Alert]:
         if self.source is None:
-            self.source = open_live(self.path, self.options, self._format, final=final)
+            self.source = open_live(fresh(self.path), self.options, self._format, final=final)
             if self.source is None:
                 return []
             self.store = LiveStore(self.source.policy, self.options.column_map)
@@ -227,6 +227,7 @@ class WatchAll:
         the run folders and log files under it."""
         from grpo_doctor.discovery import classify, expand
 
+        self.path = fresh(self.path)  # an object store is listed again at each poll
         if not self.path.is_dir():
             return [self.path] if self.path.exists() else []
         try:
@@ -235,7 +236,7 @@ class WatchAll:
             return []
         out = []
         for src in sources:
-            path = Path(src.path)
+            path = located(self.path, src.path)
             if src.format is None:  # a file: watched once it is recognisably a log
                 try:
                     if classify(path) is None:

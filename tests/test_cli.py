@@ -167,7 +167,8 @@ def _example(name):
 
 def test_help_imports_no_heavy_module():
     code = ("import sys, grpo_doctor.cli; heavy = [m for m in ('pandas', 'numpy', 'scipy', "
-            "'wandb', 'tensorboard', 'pyarrow', 'rich') if m in sys.modules]; print(heavy)")
+            "'wandb', 'tensorboard', 'pyarrow', 'rich', 'ray', 'boto3') if m in sys.modules]; "
+            "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"

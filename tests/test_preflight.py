@@ -107,6 +107,6 @@ def test_cli_exit_codes_and_formats(capsys, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("a: [1, 2\n")
     code, _, err = run_cli(capsys, "preflight", str(bad))
-    assert code == 2 and "not a readable config" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "not valid YAML" in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli(capsys, "preflight", str(FIX / "trl_bad.json"), "novalue")
     assert code == 2 and "KEY=VALUE" in err

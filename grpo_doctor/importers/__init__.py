@@ -21,10 +21,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from grpo_doctor.errors import ConfigError, FormatError, InputError
-from grpo_doctor.files import check_input
+from grpo_doctor.files import as_path, check_input, is_remote
 from grpo_doctor.importers._common import HEAD_BYTES, read_head
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.metrics import ColumnMap
+from grpo_doctor.objstore import StorePath
 from grpo_doctor.store import Run
 from grpo_doctor.text import agree, plural
 
@@ -134,19 +135,20 @@ def load_runs(
     step_column: str | None = None,
     run: str | None = None,
 ) -> list[Run]:
-    """Every run held by ``source`` (a file or folder; ``wandb://entity/project/run``)."""
+    """Every run held by ``source`` (a file or folder, local or ``s3://``, ``gs://``, ``az://``;
+    ``wandb://entity/project/run``)."""
     # A ColumnMap keeps its optional (config-file) entries; a plain mapping is copied.
     cmap = column_map if isinstance(column_map, ColumnMap) else dict(column_map or {})
     options = LoadOptions(column_map=cmap, step_column=step_column, run=run)
-    text = os.fspath(source)
+    text = str(source) if is_remote(source) else os.fspath(source)
     if text.startswith("wandb://"):
         from grpo_doctor.remote.wandb_api import load_wandb_uri
 
         runs = load_wandb_uri(text, options)
     else:
-        path = Path(text)
+        path = as_path(source if isinstance(source, StorePath) else text)
         check_input(path)
-        if not os.access(path, os.R_OK):
+        if not is_remote(path) and not os.access(path, os.R_OK):
             raise InputError(f"{path}: permission denied")
         if format:
             imp = importer_named(format)

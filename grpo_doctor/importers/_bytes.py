@@ -5,12 +5,11 @@ gathered in one go, and the keys that hash byte spans.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
-from grpo_doctor.files import check_size, read_error, refuse
+from grpo_doctor.files import check_size, read_error, refuse, size_of, stat_of
 from grpo_doctor.files import kind as file_kind
 
 
@@ -42,10 +41,10 @@ class Buffer:
         device is refused before it is opened (a FIFO would wait for a writer), and so is a
         file past the whole-file read limit (``files.check_size``)."""
         try:
-            if (what := file_kind(os.stat(path).st_mode)) is not None:
+            if (what := file_kind(stat_of(path).st_mode)) is not None:
                 raise refuse(path, what)
             with path.open("rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
+                size = size_of(fh)
                 check_size(path, size)
                 # Not a bytearray: it would be zero-filled first, a second pass over the file.
                 padded = np.empty(size + room + cls._PAD, dtype=np.uint8)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.files import check_input, read_bytes
+from grpo_doctor.files import check_input, entry_path, read_bytes, scandir
 
 #: How many leading bytes a sniffer sees.
 HEAD_BYTES = 64 * 1024
@@ -173,6 +173,34 @@ def _node_counts(root: Any, limit: int) -> tuple[int, int] | None:
     return len(sizes), sizes[id(root)]
 
 
+#: The deepest YAML nesting read (flow brackets, or block indentation in columns / 2).
+YAML_MAX_DEPTH = 512
+
+
+def _nesting(text: str) -> int:
+    """An upper bound on a YAML document's nesting depth, without parsing it: the deepest
+    run of open flow brackets ([ and {, quoted text skipped), or the widest indentation
+    counted at one level per two columns."""
+    depth = deepest = 0
+    quote = ""
+    opens = text.count("[") + text.count("{")
+    for ch in text if opens > YAML_MAX_DEPTH else "":  # fewer opens cannot nest deeper
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        elif ch == "\n":
+            quote = ""  # a stray quote never hides the rest of the document
+    indent = max((len(line) - len(line.lstrip(" ")) for line in text.splitlines()), default=0)
+    return max(deepest, indent // 2)
+
+
 def load_yaml(text: str, where: str | os.PathLike[str]) -> Any:
     """YAML text parsed the safe way (plain data, never objects), with aliases expanding to
     at most ``YAML_MAX_ALIAS_NODES`` more nodes than the document holds and no recursive
@@ -182,7 +210,11 @@ def load_yaml(text: str, where: str | os.PathLike[str]) -> Any:
         import yaml
     except ImportError:
         raise InputError(f"{where}: not read (PyYAML is not installed)") from None
-    loader_type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: fast, depth-capped
+    if _nesting(text) > YAML_MAX_DEPTH:
+        # Some libyaml builds (PyYAML 6.0.3) recurse in C without a cap: a deep document
+        # overflows the C stack, a crash no except can catch. Refuse it before parsing.
+        raise InputError(f"{where}: not read (YAML nested more than {YAML_MAX_DEPTH} deep)")
+    loader_type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: fast
     loader = loader_type(text)
     try:
         node = loader.get_single_node()
@@ -210,7 +242,7 @@ def read_yaml(path: Path) -> Any:
     """A YAML side file's content through :func:`load_yaml`: a one-line :class:`InputError`
     for a file past ``YAML_MAX_BYTES`` (or the read limit), unreadable, or refused."""
     try:
-        size = os.stat(path).st_size
+        size = path.stat().st_size  # a local file or an object store's (StorePath)
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if size > YAML_MAX_BYTES:
@@ -236,7 +268,7 @@ def walk_files(root: Path, max_depth: int, max_entries: int | None = None) -> It
     while queue:
         folder, depth = queue.pop(0)
         try:
-            entries = sorted(os.scandir(folder), key=lambda d: d.name)
+            entries = sorted(scandir(folder), key=lambda d: d.name)
         except OSError:
             continue
         for entry in entries:
@@ -249,8 +281,8 @@ def walk_files(root: Path, max_depth: int, max_entries: int | None = None) -> It
                         st = entry.stat()
                         if (st.st_dev, st.st_ino) not in folders:
                             folders.add((st.st_dev, st.st_ino))
-                            queue.append((Path(entry.path), depth + 1))
+                            queue.append((entry_path(entry), depth + 1))
                 elif entry.is_file(follow_symlinks=False):
-                    yield Path(entry.path)
+                    yield entry_path(entry)
             except OSError:
                 continue

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.files import check_size, read_bytes, read_error
+from grpo_doctor.files import arrow_input, check_size, read_bytes, read_error
 from grpo_doctor.importers._common import first_line
 from grpo_doctor.text import plural
 
@@ -104,14 +104,15 @@ def read_csv_frame(path: Path, notes: list[str] | None = None):
             f"{path}: the header has more than {MAX_COLUMNS:,} columns (not a training log)"
         )
     try:
-        table = pacsv.read_csv(
-            path,
-            read_options=pacsv.ReadOptions(block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter),
-            convert_options=pacsv.ConvertOptions(
-                null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True
-            ),
-        )
+        with arrow_input(path) as source:
+            table = pacsv.read_csv(
+                source,
+                read_options=pacsv.ReadOptions(block_size=1 << 24),
+                parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                convert_options=pacsv.ConvertOptions(
+                    null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True
+                ),
+            )
         names = [str(n) for n in table.column_names]  # raises on names that are not UTF-8
         if any(pa.types.is_binary(t) or pa.types.is_large_binary(t)
                for t in table.schema.types):

@@ -9,7 +9,6 @@ from one truncated, replaced or rewritten (``Restarted``).
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.files import walk
+from grpo_doctor.files import entry_path, fresh, is_remote, size_of, walk
 from grpo_doctor.importers import detect_format, importer_named
 from grpo_doctor.importers._common import looks_like_text, read_head
 from grpo_doctor.importers.base import Delta, Importer, LoadOptions
@@ -47,7 +46,7 @@ def read_from(path: Path, offset: int) -> bytes:
     """The bytes of ``path`` from ``offset`` to its end; ``Restarted`` when it is shorter."""
     try:
         with path.open("rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
+            size = size_of(fh)
             if size < offset:
                 raise Restarted(f"{path} shrank from {offset} to {size} bytes")
             fh.seek(offset)
@@ -225,7 +224,7 @@ def _files_stamp(path: Path) -> tuple[Any, ...]:
     for _folder, _dirs, files in walk(path, max_depth=2):
         for entry in files:
             with contextlib.suppress(OSError):
-                out.append(one(Path(entry.path)))
+                out.append(one(entry_path(entry)))
     return tuple(sorted(out))
 
 
@@ -242,13 +241,16 @@ class LiveSource:
         self.path = path
         self.options = options
         self.format = importer.name
-        self.reader = importer.incremental
+        # An object store's objects are not appended to in place: a run there is read whole
+        # again whenever its listing changes (polled, listed again at each read).
+        self.reader = None if is_remote(path) else importer.incremental
         self.policy = self.reader.policy if self.reader is not None else "last"
         self.state: Any = None
         self._last: Run | None = None  # read whole: the Run read before a rewrite
 
     def read(self, final: bool = False) -> Delta:
         if self.reader is None:
+            self.path = fresh(self.path)
             stamp = _files_stamp(self.path)
             changed = stamp != self.state
             self.state = stamp
@@ -263,7 +265,7 @@ class LiveSource:
         import time
 
         try:
-            stamps = _files_stamp(self.path)
+            stamps = _files_stamp(fresh(self.path))
         except OSError:
             return False
         return bool(stamps) and max(m for _, m, _ in stamps) <= time.time_ns() - seconds * 1e9

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError
-from grpo_doctor.files import human_bytes, max_read_bytes
+from grpo_doctor.files import arrow_input, human_bytes, max_read_bytes
 from grpo_doctor.importers._common import read_json
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.metrics import find_step_column
@@ -56,7 +56,8 @@ def _check_expansion(files: list[Path]) -> None:
     rows = cells = size = 0
     for f in files:
         try:
-            meta = pq.read_metadata(f)
+            with arrow_input(f) as source:
+                meta = pq.read_metadata(source)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise FormatError(f"{f}: not a readable parquet file ({_one_line(exc)})") from exc
         rows += meta.num_rows
@@ -82,7 +83,8 @@ def _read_table(files: list[Path]):  # -> pyarrow.Table
     tables = []
     for f in files:
         try:
-            table = pq.read_table(f)
+            with arrow_input(f) as source:
+                table = pq.read_table(source)
         except (pa.ArrowException, OSError, ValueError) as exc:
             raise FormatError(f"{f}: not a readable parquet file ({_one_line(exc)})") from exc
         while any(pa.types.is_struct(t) for t in table.schema.types):

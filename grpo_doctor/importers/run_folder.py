@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
+from grpo_doctor.files import entry_path, scandir
 from grpo_doctor.importers import detect_format, importer_named
 from grpo_doctor.importers._common import head_of, walk_files
 from grpo_doctor.importers.base import Importer, LoadOptions
@@ -125,7 +126,7 @@ def _holds_logs(folder: Path) -> bool:
 def layout(folder: Path) -> Layout | None:
     """The copies of the run whose folder ``folder`` is, or None when it is not one run's."""
     try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)[:_MAX_ENTRIES]
+        entries = sorted(scandir(folder), key=lambda e: e.name)[:_MAX_ENTRIES]
     except OSError:
         return None
     copies: list[Copy] = []
@@ -134,7 +135,7 @@ def layout(folder: Path) -> Layout | None:
     structured = 0  # TensorBoard and W&B runs
     has_state = False
     for entry in entries:
-        path = Path(entry.path)
+        path = entry_path(entry)
         if entry.name.startswith("."):
             continue
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -22,6 +23,7 @@ from urllib.parse import quote
 import numpy as np
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
+from grpo_doctor.files import is_remote, read_bytes
 from grpo_doctor.importers._long import Wide, long_frame
 from grpo_doctor.importers.base import LoadOptions
 from grpo_doctor.store import Run, build_run
@@ -80,6 +82,19 @@ def _idle_wal_database(path: Path) -> bool:
 @contextmanager
 def open_sqlite(path: Path, notes: list[str] | None = None) -> Iterator[sqlite3.Connection]:
     """``path`` opened read-only: never written, and no file is created beside it."""
+    if is_remote(path):
+        # Unavoidable temp file: SQLite reads only local files. The object is read once
+        # through the filesystem layer into a private temporary folder, removed after.
+        with tempfile.TemporaryDirectory(prefix="grpo-doctor-") as tmp:
+            local = Path(tmp) / "store.db"
+            try:
+                local.write_bytes(read_bytes(path))
+                conn = _connect(local, immutable=True)
+            except sqlite3.Error as exc:
+                raise sqlite_error(path, exc) from exc
+            with closing(conn):
+                yield conn
+        return
     immutable = _idle_wal_database(path)
     try:
         conn = _connect(path, immutable=immutable)

@@ -44,7 +44,6 @@ and in bulk); this one reads windows into a run's grid, finds runs and follows l
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -55,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.files import read_bytes, read_error, walk
+from grpo_doctor.files import read_bytes, read_error, size_of, walk
 from grpo_doctor.importers._bytes import Buffer
 from grpo_doctor.importers._common import truncation_note, walk_files
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
@@ -154,7 +153,7 @@ def _read_points(path: Path, file_no: int, tag_ids: dict[str, int]) -> _FilePoin
     out = _FilePoints()
     try:
         with path.open("rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
+            size = size_of(fh)
             pos = 0  # file offset of the window
             rec_base = 0  # records before the window
             want = _WINDOW
@@ -507,7 +506,7 @@ def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
     by_folder: dict[Path, list[Path]] = {}
     # No recursion (a deep tree is no RecursionError); a linked folder is read, each folder once.
     for folder, _dirs, entries in walk(path, follow_links=True):
-        found = [Path(e.path) for e in entries if _is_event_file(e.name)]
+        found = [folder / e.name for e in entries if _is_event_file(e.name)]
         found = [f for f in found if f.is_file()]
         if found:
             by_folder[folder] = found
