@@ -9,7 +9,8 @@ Two tables:
    would give them (the knobs of labels.json's config under TRL's names), and the recipe's
    learning-rate ceiling is set for this tiny model (its healthy lr is 1e-4, so the ceiling
    is 5e-4, as the chapter's is 5x its 1e-6 start). A first action "names the cause" when it
-   holds one of the cause's words (the knob, or the remedy an expert gives for it).
+   holds one of the cause's words (the knob, or the remedy an expert gives for it); a run
+   nothing fired on (a solved task is healthy by design) when a check's sentence does.
 2. The failing real runs of ../shared/real-runs/ADVICE.md (when present): the first action
    must hold one of the "do first" words and none of the "wrong first" ones.
 
@@ -151,9 +152,15 @@ def score_corpus() -> tuple[list[tuple], list[str]]:
                 healthy_bad.append(f"{e['name']}: {d.status}")
             continue
         words = CORPUS_CAUSES.get(e["name"])
-        if words is None or d.root_cause is None:
-            if words is not None:
-                rows.append((e["name"], False, False, "(no root cause)"))
+        if words is None:
+            continue
+        if d.root_cause is None:
+            # Nothing fired (a solved task is healthy by design): the report still names the
+            # cause if a check's sentence or a note does ("harder prompts would teach more").
+            said = " | ".join([c.summary for c in d.checks] + list(d.notes))
+            hit = _has(said, words)
+            rows.append((e["name"], hit, hit, f"({d.status}) " + next(
+                (c.summary for c in d.checks if _has(c.summary, words)), "no root cause")))
             continue
         first = d.root_cause.first_action
         top3 = " | ".join(p.action for p in d.plan[:3])

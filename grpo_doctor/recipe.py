@@ -42,6 +42,9 @@ OUTSIDE = frozenset({HIGH, LOW, OFF, UNSAFE})
 #: adapter sits about 10x higher (Schulman et al., "LoRA Without Regret", 2025).
 LORA_LR_SCALE = 10.0
 
+#: How many times beyond its range a setting merely outside must be to be named as a cause.
+CLEARLY_OUTSIDE = 2.0
+
 #: A pseudo-mode: one update that moved the policy too far (a dead run's cause, a KL or
 #: gradient-norm blow-up at one step). Knobs that make single updates large link to it.
 CATASTROPHIC_UPDATE = "catastrophic_update"
@@ -394,7 +397,9 @@ class Setup:
         """The knobs outside the recipe that could have caused ``modes``, most likely first:
         far outside before merely outside, a primary link before a contributing one, then the
         furthest out. A knob merely outside with only a contributing link is never a cause
-        (it is in the plan); merely outside with a primary link needs a critical finding."""
+        (it is in the plan); merely outside with a primary link needs a critical finding and
+        a value at least ``CLEARLY_OUTSIDE`` times beyond the range (an lr at the ceiling
+        itself is a note in the plan, not the cause)."""
         wanted = set(modes)
         found = []
         for r in self.readings:
@@ -404,7 +409,8 @@ class Setup:
             if not links:
                 continue
             primary = any(lk.primary for lk in links)
-            if not r.far and not (primary and critical):
+            clearly = r.factor is None or r.factor >= CLEARLY_OUTSIDE
+            if not r.far and not (primary and critical and clearly):
                 continue
             found.append((r.far, primary, math.log10(r.factor) if r.factor else 0.0, r))
         found.sort(key=lambda t: (not t[0], not t[1], -t[2]))

@@ -41,6 +41,7 @@ from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.points import series
+from grpo_doctor.rules.signals import reward_progress
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, knob_value, step_text
 from grpo_doctor.trends import rolling_median
@@ -80,7 +81,10 @@ CAN_CAUSE: dict[str, frozenset[str]] = {
     # scores alike (zero advantage), the reward falls, and nothing is left to learn from.
     "length_hacking": frozenset({"advantage_collapse", "reward_overfit", "reward_hacking",
                                  "no_learning_signal", "no_progress"}),
-    "advantage_collapse": frozenset({"no_learning_signal", "reward_overfit", "no_progress"}),
+    # Most groups equal: the grad norm sits near 0 and jumps on the few batches with signal,
+    # so spikes over that near-zero level follow from the collapse.
+    "advantage_collapse": frozenset({"no_learning_signal", "reward_overfit", "no_progress",
+                                     "grad_explosion"}),
     "no_learning_signal": frozenset({"advantage_collapse", "reward_overfit", "length_hacking",
                                      "entropy_collapse", "no_progress"}),
     "tool_spam": frozenset({"reward_hacking", "length_hacking", "reward_overfit"}),
@@ -133,7 +137,8 @@ def timeline(checks: Sequence[Check]) -> list[Event]:
         for i in c.incidents:
             events.append(Event(i.step, c, i.summary, i.severity is Status.CRITICAL, True,
                                 i.recovered_step is not None))
-            steps.add(i.step)
+            if i.recovered_step is None:
+                steps.add(i.step)  # an episode the run came back from is not the finding
         if c.onset_step is not None and c.onset_step not in steps:
             events.append(Event(c.onset_step, c, c.summary, c.status is Status.CRITICAL))
     return sorted(events, key=lambda e: (e.step, _RANK.get(e.check.mode, 99)))
@@ -157,7 +162,7 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
     root = next((e for e in events if _explains(e, worst) and not e.recovered), None)
     if root is None:  # nothing explains everything: the earliest of the worst findings
         root = next(e for e in events if e.check in worst)
-    cheating = _cheat_attempts(events)
+    cheating = _cheat_attempts(run, events)
     if cheating is not None and root.check.mode not in ("numerical_failure",):
         # The anti-cheat check caught the policy trying: whatever else is wrong, that is
         # what to look at first (a larger budget or a smaller step will not stop it).
@@ -169,14 +174,27 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
     return cause, _plan(run, events, checks, root, lead, setup)
 
 
-def _cheat_attempts(events: Sequence[Event]) -> Event | None:
+def _cheat_attempts(run: Run, events: Sequence[Event]) -> Event | None:
     """The reward-hacking finding when an anti-cheat reward term caught attempts, or the
-    held-out score turned over while the train reward did not: the reward is being gamed,
-    and what follows (KL drift, length) is its consequence."""
-    return next((e for e in events if e.check.mode == "reward_hacking" and not e.incident
-                 and any(f.get("component") or "held-out" in str(f.get("form", ""))
-                         for f in e.check.evidence.get("forms", ()) if isinstance(f, dict))),
-                None)
+    held-out score turned over while the train reward rose: the reward is being gamed, and
+    what follows (KL drift, length) is its consequence. (A held-out score that fell while the
+    train reward never rose is training doing harm, not a reward being gamed.)"""
+    rose: bool | None = None
+    for e in events:
+        if e.check.mode != "reward_hacking" or e.incident:
+            continue
+        for form in e.check.evidence.get("forms", ()):
+            if not isinstance(form, dict):
+                continue
+            if form.get("component"):
+                return e
+            if "held-out" in str(form.get("form", "")):
+                if rose is None:
+                    steps = run.steps
+                    rose = bool(len(steps)) and reward_progress(run, float(steps[0])).improving
+                if rose:
+                    return e
+    return None
 
 
 def _explains(event: Event, worst: Sequence[Check]) -> bool:
@@ -243,6 +261,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
                      f"where the lr was {_lr(lr_peak)}, and fell as the lr rose to "
                      f"{_lr(lr_max)}; first sign: {check.mode} ({root.summary})"),
             knob=_Knob(lr) if lr is not None and lr.outside else None)
+    gamed = _gamed_through(root, checks)
+    if gamed is not None:
+        return gamed
     from_start = _from_first_step(run, root)
     problem = _setup_problem(run, root, setup, checks) if from_start else None
     if problem is not None:
@@ -276,6 +297,33 @@ def _reward_never_fired(check: Check) -> bool:
     rewarded."""
     return check.mode in ("advantage_collapse", "no_learning_signal") and bool(
         check.evidence.get("pinned_components") or check.evidence.get("reward_stuck_at"))
+
+
+#: The finding that shows how a gamed reward is gamed, and what that is in words.
+_EXPLOITS = (("format_gaming", "a format term"), ("length_hacking", "completion length"),
+             ("tool_spam", "tool calls"))
+
+
+def _gamed_through(root: Event, checks: Sequence[Check]) -> _Lead | None:
+    """A held-out score that fell while the train reward rose, with a finding that shows
+    what the policy exploits (a format term, length, tool calls): that finding's fix first,
+    then the audit of the highest-reward samples."""
+    if root.check.mode != "reward_hacking" or not any(
+            "held-out" in str(f.get("form", "")) for f in root.check.evidence.get("forms", ())
+            if isinstance(f, dict)):
+        return None
+    by_mode = {c.mode: c for c in checks if c.fired}
+    for mode, what in _EXPLOITS:
+        check = by_mode.get(mode)
+        if check is None or not check.remedies or _setup_finding(check):
+            continue
+        fix = str(check.remedies[0])
+        text = (f"the train reward rose while the held-out score fell: the policy games the "
+                f"reward through {what} ({mode}); {fix}; then audit the highest-reward "
+                "samples by hand")
+        return _Lead(knobs.Remedy(text), summary=f"reward hacking through {what}: "
+                     f"{root.summary}; {check.summary}")
+    return None
 
 
 def _linked_modes(root: Event) -> set[str]:

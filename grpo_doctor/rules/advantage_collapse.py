@@ -51,6 +51,7 @@ from grpo_doctor.rules.plot import ZERO_SHARE, Plot, Threshold, ZeroShare, ladde
 from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import (
     component_kind,
+    components,
     late_points,
     learning,
     reward_progress,
@@ -63,6 +64,7 @@ from grpo_doctor.trends import level_shift_onset, mann_kendall
 ZSF = Metric.ZERO_STD_FRACTION.value
 RSTD = Metric.REWARD_STD.value
 GSTD = Metric.GROUP_REWARD_STD.value
+REWARD = Metric.REWARD_MEAN.value
 
 RULE = Rule(
     "advantage_collapse", "Advantage collapse (zero-variance groups)",
@@ -90,6 +92,22 @@ def _signal(run: Run, p: Mapping[str, float]) -> tuple[str, np.ndarray, np.ndarr
             return metric, steps, (np.abs(s) <= p["zero_std_eps"]).astype(float), (
                 f"share of steps with {metric} = 0")
     raise Skip("needs zero_std_fraction or reward_std with at least 10 logged values")
+
+
+def _out_of_reach(run: Run) -> float | None:
+    """The late mean of a score bounded in [0, 1] (a correctness component, else the reward)
+    when it sits at 0.1 or below: with most groups equal, they are all-wrong groups (an
+    all-right group scores near 1). None otherwise."""
+    cols = [col for name, col in components(run).items()
+            if component_kind(name) == "correctness"] or [REWARD]
+    for col in cols:
+        _, v = series(run, col)
+        if len(v) < 5 or v.min() < 0 or v.max() > 1:
+            continue
+        late = float(np.mean(v[-late_points(len(v)):]))
+        if late <= 0.1:
+            return late
+    return None
 
 
 def _stuck_reward(run: Run, share: float = 0.5) -> tuple[float, float] | None:
@@ -257,6 +275,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "curriculum: start from easier prompts, filter prompts the policy always solves",
         "normalise each reward component separately before weighting",
     ]
+    reach = _out_of_reach(run) if fired and late >= p["critical_fraction"] else None
+    if reach is not None and stuck is None and not pinned:
+        # Nearly every group equal and the 0/1 score at its floor: the prompts are beyond the
+        # policy. Dynamic sampling would drop most of the batch; the prompts are the fix.
+        evidence["score_late"] = round(reach, 4)
+        remedies.remove(dynamic)
+        remedies.insert(0, f"the prompts are out of reach (the score is {fmt(reach)} of 1 late "
+                        "in the run: nearly every group all wrong): easier prompts or a lower "
+                        "curriculum level, partial credit, or an SFT warm-up; dynamic sampling "
+                        "would drop most of the batch")
     if stuck is not None:
         remedies.insert(0, f"check the reward function on a few completions (parsing, a wrong "
                         f"field): it gave exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged "

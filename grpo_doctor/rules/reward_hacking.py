@@ -91,6 +91,9 @@ def _heldout_turnover(run: Run, p) -> dict | None:
     train_trend = mann_kendall(r_steps[after], r[after])
     if train_trend.decreasing(0.05):
         return None  # both falling: that is reward over-fitting or collapse, not hacking
+    late_train = float(np.median(r[after][-max(2, int(after.sum()) // 3):]))
+    if late_train <= float(r.min()) + 0.25 * float(np.ptp(r)):
+        return None  # a train reward at its floor pays for nothing: nothing is being gamed
     return {"form": "held-out score turned over while train reward held or rose",
             "heldout_peak": float(smooth[peak]), "heldout_now": now,
             "peak_step": int(steps[peak]), "onset": snap_to_logged(run, HELDOUT, steps[peak])}
