@@ -148,7 +148,8 @@ class RootCause:
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "step": self.step, "summary": self.summary,
-                "first_action": self.first_action, "knob": self.knob, "setup": self.setup}
+                "first_action": self.first_action, "knob": self.knob,
+                "setup_problem": self.setup}
 
 
 #: What a plan item treats: the root cause, a finding the root cause explains (fixing the

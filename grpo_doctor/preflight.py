@@ -59,7 +59,7 @@ HOW_TO_LOG: dict[str, str] = {
     Metric.ENTROPY.value: "log the policy's token entropy (TRL logs `entropy`; verl "
     "`actor/entropy`)",
     Metric.ZERO_STD_FRACTION.value: "log the share of groups whose rewards are all equal "
-    "(TRL: frac_reward_zero_std)",
+    "(TRL logs it as frac_reward_zero_std)",
     Metric.REWARD_STD.value: "log the reward's std within groups (TRL: reward_std)",
     Metric.GRAD_NORM.value: "log the gradient norm before clipping",
     Metric.KL.value: "log the KL to the reference (TRL logs `kl` only when beta > 0)",
@@ -348,15 +348,15 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
                           + (f"; risks {risks}" if risks else ""), f"{mark} ")
     inside = [r for r in pre.setup.known if r.verdict == recipe.OK]
     if inside:
-        knobs_in = ", ".join(f"{r.id} {r.value_text}" for r in inside)
+        knobs_in = ", ".join(f"{r.name} {r.value_text}" for r in inside)
         lines += ["", *wrap(knobs_in, "within the recipe: ")]
     unknown = [r for r in pre.setup.known if r.verdict == recipe.UNKNOWN]
     if unknown:
-        lines += wrap(", ".join(f"{r.id} {r.value_text}" for r in unknown), "not judged: ")
+        lines += wrap(", ".join(f"{r.name} {r.value_text}" for r in unknown), "not judged: ")
     if pre.blind:
         lines += ["", "Checks the run's logs will leave blind (log these to run them):"]
         for b in pre.blind:
-            lines += wrap(f"{b.mode}: {b.how}", "  ")
+            lines += wrap(b.how, f"  {b.mode}: ")
     for note in pre.notes:
         lines += ["", *wrap(note, "note: ")]
     return "\n".join(lines) + "\n"
@@ -367,7 +367,7 @@ def render_preflight_markdown(pre: Preflight) -> str:
            "| knob | value | recipe | verdict | change |", "|---|---|---|---|---|"]
     for r in pre.setup.known:
         fix = r.fix() if r.outside else ""
-        out.append(f"| {r.id} | {r.value_text} | {r.setting.range_text} | {r.verdict} | "
+        out.append(f"| {r.name} | {r.value_text} | {r.setting.range_text} | {r.verdict} | "
                    f"{fix} |")
     if pre.blind:
         out += ["", "**Blind checks** (log these metrics to run them):", ""]

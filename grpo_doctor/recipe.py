@@ -104,13 +104,13 @@ _ENTROPY_COLLAPSE, _ADV, _KL, _LLD = (
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "learning_rate", knobs.LEARNING_RATE.names, "1e-6 (never start at 5e-6 or more)",
-        "chapter 8.1, 8.4", low=None, high=5e-6, far=100.0, metric=knobs.LEARNING_RATE.metric,
+        "chapter 8.1, 8.4", low=None, high=5e-6, far=30.0, metric=knobs.LEARNING_RATE.metric,
         risks={HIGH: _links(
             primary=(CATASTROPHIC_UPDATE, _KL, "grad_explosion", "ratio_instability", _LLD,
                      "numerical_failure", "entropy_blowup"),
             contributing=(_ENTROPY_COLLAPSE, "reward_overfit"))},
-        why={HIGH: "each update takes too large a step: the recipe starts at 1e-6 and never "
-                   "at 5e-6 or more"},
+        why={HIGH: "each update takes too large a step: the recipe starts at 1e-6 and stays "
+                   "below 5e-6"},
     ),
     Setting(
         "beta", knobs.KL_COEF.names, "0.01 (0.01-0.05), adaptive with target 1.0",
@@ -308,6 +308,15 @@ class Reading:
         return next((lk for lk in self.links if lk.mode == mode), None)
 
     @property
+    def name(self) -> str:
+        """What the user's config calls it (``actor_rollout_ref.actor.entropy_coeff``,
+        ``mask_truncated_completions``), else the recipe's name."""
+        src = self.source
+        if src and not src.startswith("logged") and src != "fp16" and src != "bf16":
+            return src
+        return self.id
+
+    @property
     def value_text(self) -> str:
         return _value_text(self.value)
 
@@ -323,20 +332,24 @@ class Reading:
         """What the recipe sets it to (empty when it says nothing concrete)."""
         s = self.setting
         if s.id == "learning_rate" and self.verdict == HIGH:
-            full = 1e-6 * (LORA_LR_SCALE if self.lora else 1.0)
+            scale = LORA_LR_SCALE if self.lora else 1.0
             if self.far:
-                return _num(full)
-            return _num(float(self.value) * 0.5)
+                return _num(1e-6 * scale)  # the recipe's start
+            # Halved, and never left at or above the ceiling the recipe says never to reach.
+            return _num(min(float(self.value) * 0.5, (s.high or 5e-6) * scale * 0.5))
         if s.id == "max_completion_length" and isinstance(self.value, (int, float)):
             return f"{int(self.value) * 2}"
-        return s.targets.get(self.verdict, s.target)
+        target = s.targets.get(self.verdict, s.target)
+        if s.kind == "flag" and isinstance(self.value, bool) and target in ("on", "off"):
+            return "true" if target == "on" else "false"  # as the config writes it
+        return target
 
     def how_far(self) -> str:
         """'600x the recipe's 5e-6 ceiling', '0 switches it off (the recipe's 0.01 ...)'."""
         s = self.setting
         where = "the recipe's"
         if self.verdict == OFF and s.kind == "number":
-            return f"{self.value_text} switches it off ({where} {s.recipe})"
+            return f"{self.value_text}, which switches it off (the recipe has {s.recipe})"
         if self.factor is not None and self.verdict == HIGH:
             bound = s.high if s.high is not None else 0.0
             if s.id == "learning_rate" and self.lora:
@@ -356,15 +369,19 @@ class Reading:
 
     def sentence(self) -> str:
         """'entropy_coef 0.5 is 50x the top of the recipe's 0.001-0.01'."""
-        return f"{self.id} {self.value_text} is {self.how_far()}" if self.verdict != OFF \
-            or self.setting.kind != "number" else f"{self.id} {self.how_far()}"
+        return f"{self.name} {self.value_text} is {self.how_far()}" if self.verdict != OFF \
+            or self.setting.kind != "number" else f"{self.name} {self.how_far()}"
 
     def fix(self) -> str:
         """'entropy_coef 0.5 -> 0.005 (or remove it)'."""
         target = self.target
         if not target:
-            return f"change {self.id} (now {self.value_text}; recipe {self.recipe_text})"
-        return f"{self.id} {self.value_text} -> {target}"
+            return f"change {self.name} (now {self.value_text}; recipe {self.recipe_text})"
+        x = as_number(target)
+        lora = (f", or {_num(x * LORA_LR_SCALE)} for a LoRA adapter" if x is not None
+                and self.id == "learning_rate" and not self.lora and self.verdict == HIGH
+                else "")
+        return f"{self.name} {self.value_text} -> {target}{lora}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.id, "value": _jsonable(self.value), "source": self.source,

@@ -396,6 +396,7 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     text = f"{where}, with {fix}" if where else fix
     _, sep, after = root.summary.partition("; after a catastrophic update")
     sign = (f"a catastrophic update{after.split(':', 1)[0]}" if sep else
+            root.summary.split("; then")[0] if root.incident else
             f"{root.check.mode} at step {step_text(root.step)}")
     summary = (f"the setting {top.id} {top.value_text} ({top.how_far()}), a known cause of "
                f"{_mode_words(root.check.mode, top)}; first sign: {sign}")
@@ -528,9 +529,19 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
     by_mode = {c.mode: c for c in checks if c.fired}
     order = [m for m in dict.fromkeys(e.check.mode for e in events) if m != mode]
 
+    # An onset is dated by a fit; what began within two logged points before the root's began
+    # with it (the reward falls with the first points of the climb its knot is dated after).
+    before_root = run.steps[run.steps < root.step]
+    near_root = int(before_root[-2]) if len(before_root) >= 2 else root.step
+
     def treats(m: str) -> str:
-        c = by_mode[m]
-        after = c.onset_step is None or c.onset_step >= root.step
+        # When it began, its earlier episodes the run came back from aside: a collapse that
+        # came and went before the cause, then came back after it, follows from the cause.
+        began = [e.step for e in events if e.check.mode == m and not e.recovered]
+        episode = by_mode[m].evidence.get("episode_onset")
+        if isinstance(episode, int):
+            began = [episode]
+        after = not began or min(began) >= near_root
         return "consequence" if m in explained and after else "finding"
 
     dead = mode == "no_learning_signal" and root.check.evidence.get("cause")

@@ -124,3 +124,37 @@ def test_the_terminal_never_hides_the_rollback():
     shown = _first_items(plan)
     assert len(shown) == MAX_PLAN == 5 and shown[-1].rollback_step == 10
     assert shown[:4] == list(plan[:4])
+
+
+def test_entropy_below_a_tenth_of_its_start_is_critical_when_its_trend_is_only_p_0_02():
+    """The README's table: entropy < 10% of its start is critical. A noisy fall to 9% of
+    its start over 49 logs (Mann-Kendall p = 0.019, not under alpha 0.01) read "no collapse"."""
+    import numpy as np
+
+    from grpo_doctor.trends import mann_kendall
+
+    n = 49
+    t = np.arange(n)
+    rng = np.random.default_rng(7)
+    ent = np.clip(0.436 * np.exp(-t / 8) + 0.0376 * (1 - np.exp(-t / 8))
+                  + rng.normal(0, 0.12, n) * np.exp(-t / 20), 0.03, None)
+    ent[-10:] = 0.0376 + rng.normal(0, 0.003, 10)
+    steps = np.arange(1, n + 1) * 10
+    assert 0.01 < mann_kendall(steps, ent).p < 0.05
+    run = make_run(steps=steps, train__entropy=ent,
+                   train__reward=0.3 + 0.01 * rng.standard_normal(n))
+    assert diagnose(run).check("entropy_collapse").status.value == "critical"
+
+
+def test_an_absurd_grad_norm_is_critical_on_a_log_too_short_for_a_level():
+    """Grad norm 421,404 at the first logged step, 0 on 29 of 35 logs: it was skipped as
+    'needs at least 8 logged non-zero grad-norm values'."""
+    import numpy as np
+
+    g = np.zeros(35)
+    g[0], g[1:6] = 421_404.0, [0.5, 0.4, 0.6, 0.5, 0.45]
+    run = make_run(steps=np.arange(1, 36), train__grad_norm=g,
+                   train__reward=np.linspace(0.1, 0.2, 35))
+    check = diagnose(run).check("grad_explosion")
+    assert check.status.value == "critical" and check.onset_step == 1
+    assert "421,404" in check.summary

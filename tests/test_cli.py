@@ -42,7 +42,8 @@ def test_diagnose_example_json_contract(capsys):
     assert set(d["run"]) == {"name", "source", "format", "first_step", "last_step", "n_steps"}
     for c in d["checks"]:
         assert set(c) == V1_CHECK_KEYS | {"incidents"}
-    assert set(d["root_cause"]) == {"mode", "step", "summary", "first_action", "knob", "setup"}
+    assert set(d["root_cause"]) == {"mode", "step", "summary", "first_action", "knob",
+                                    "setup_problem"}
     assert d["root_cause"]["mode"] == "entropy_collapse" and d["status_reason"] is None
     assert all(set(p) == {"action", "for", "treats", "knob", "rollback_step"}
                for p in d["plan"])

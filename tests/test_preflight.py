@@ -33,7 +33,7 @@ def test_hydra_overrides_apply_and_are_judged():
                "actor_rollout_ref.actor.optim.lr=3e-5")
     entropy, lr = pre.setup.get("entropy_coef"), pre.setup.get("learning_rate")
     assert entropy.verdict == recipe.HIGH and entropy.far
-    assert entropy.fix() == "entropy_coef 0.5 -> 0.005 (or remove it)"
+    assert entropy.fix() == "actor_rollout_ref.actor.entropy_coeff 0.5 -> 0.005 (or remove it)"
     assert lr.verdict == recipe.HIGH and not lr.far and lr.value == pytest.approx(3e-5)
     assert pre.status == "critical"
 

@@ -173,7 +173,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # Spent at the end, or at any sustained stretch of its history (a 9-point rolling median):
     # entropy that came back a little after falling below the line had still fallen below it.
     lowest = float(rolling_median(h, 9).min()) if len(h) >= 9 else hc
-    spent = declining and min(ratio, lowest / h0) <= p["critical_ratio"]
+    # Ending below the critical line is the evidence itself: the trend test only guards
+    # against a noisy start, so it is asked at 0.05 there (a 91% fall with p = 0.011 is a
+    # collapse, as the README's table says).
+    spent = (declining and lowest / h0 <= p["critical_ratio"]) or (
+        ratio <= p["critical_ratio"] and trend.decreasing(max(p["alpha"], 0.05)))
     if hc < p["floor"] and not declining:
         return _floor_collapse(run, steps, h, p, evidence)
     if not (fast_drop or spent or hc < p["floor"]):

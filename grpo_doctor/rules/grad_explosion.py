@@ -26,7 +26,8 @@ How it is detected
     against the upper quartile of the whole log (so a burst at the first logged steps, before
     any baseline, is compared with what came after); it is an incident even when the run
     recovered: critical above ``far_ratio`` x the level or when harm followed (NaN, the reward
-    falling or freezing), a warning otherwise.
+    falling or freezing), a warning otherwise. A log with too few norms for a level is still
+    critical at a norm of ``absurd_norm`` (1e4) or more.
 
 False positives
     One early spike that the run shrugs off is common in healthy runs; it is not an alarm.
@@ -75,6 +76,7 @@ RULE = Rule(
         Param("burst_ratio", 10.0, "a burst is at least this many times the run's own level"),
         Param("burst_points", 3, "consecutive logged points a burst must last"),
         Param("far_ratio", 100.0, "a burst this many times the run's level is critical"),
+        Param("absurd_norm", 1e4, "a norm this large is critical however few norms are logged"),
     ),
 )
 
@@ -101,6 +103,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     zero = int((~flowing).sum())
     g_steps, g = steps[flowing], g[flowing]
     if len(g) < 8:
+        # Too few norms for a level; but a norm no model trains through needs none.
+        absurd = inc.above(run, GRAD, "grad norm", p["absurd_norm"], sustained=1, far=1.0,
+                           points=(g_steps, g)) if len(g) else []
+        if absurd:
+            return Outcome(Status.CRITICAL, f"gradient norm exploding: {inc.describe(absurd)}",
+                           onset_step=absurd[0].step,
+                           evidence={"threshold": f"grad norm >= {fmt(p['absurd_norm'])}",
+                                     "bursts": len(absurd)},
+                           remedies=_remedies(run), key_metric=GRAD, incidents=tuple(absurd))
         why = f", and it was 0 on {zero} of {zero + len(g)}" if zero else ""
         raise Skip(f"needs at least 8 logged non-zero grad-norm values{why}")
     bursts = _bursts(run, g_steps, g, p)
@@ -152,7 +163,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             return Outcome(Status.OK, f"grad norm steady around {fmt(baseline)}{note}",
                            evidence=evidence, key_metric=GRAD)
         evidence["threshold"] = (f"{int(p['burst_points'])}+ logged norms >= "
-                                 f"{fmt(p['burst_ratio'])}x the run's level")
+                                 f"{fmt(p['burst_ratio'])}x the run's level, or one norm "
+                                 f">= {fmt(p['burst_ratio'])}x its level before followed by "
+                                 "harm")
         summary = f"gradient-norm burst: {inc.describe(bursts)}"
         return Outcome(inc.worst(bursts), summary, onset_step=bursts[0].step,
                        evidence=evidence, remedies=_remedies(run), key_metric=GRAD,

@@ -166,6 +166,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         onset = int(steps[0])
         evidence["offset_from_start"] = True
         evidence["threshold"] = f"KL >= {fmt(p['drift_kl'])} from the first logged step"
+        # An offset is not a drift: a tighter leash (beta, adaptive KL) would pull toward a
+        # reference that is itself the problem.
+        remedies[:] = [r for r in remedies if "KL coefficient" not in str(r)
+                       and "adaptive KL" not in str(r) and "reset the reference" not in str(r)]
         remedies.insert(0, "check the reference model: the same checkpoint, dtype and "
                         "quantization as the policy at step 0 (KL should start near 0)")
     knot = onset

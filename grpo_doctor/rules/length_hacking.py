@@ -95,8 +95,8 @@ def _pinned(run: Run, p) -> dict | None:
                     + (" from the first logged step" if from_start else ""),
                     "share": late, "onset": snap_to_logged(run, TRUNC, start), "metric": TRUNC,
                     "from_start": from_start, "early_share": early, "cap": cap,
-                    "cut": f"{max(late, early):.0%} of completions were cut at the cap from the "
-                           "first log"}
+                    "cut": f"{early:.0%} of completions were cut at the cap over the first "
+                           f"logs ({late:.0%} late in the run)"}
         return None
     # No truncation metric: the mean length sitting at the largest length ever logged.
     steps, m = series(run, LEN)
