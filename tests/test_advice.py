@@ -158,3 +158,13 @@ def test_an_absurd_grad_norm_is_critical_on_a_log_too_short_for_a_level():
     check = diagnose(run).check("grad_explosion")
     assert check.status.value == "critical" and check.onset_step == 1
     assert "421,404" in check.summary
+
+
+def test_a_stuck_reward_says_which_term_it_is():
+    """Qwen3-VL: the reward was exactly 2 on 72% of steps, the format term's maximum with
+    correctness 0: the first action says so, not only 'exactly 2'."""
+    path = "notebook-tables/Qwen3_VL_(8B)-Vision-GRPO__2025-10-14_4480b9c4_4d11ec.csv"
+    if not (REAL_RUNS / path).exists():
+        pytest.skip("shared real runs not present")
+    first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action
+    assert "formatting_reward_func 2, correctness_reward_func 0 on those steps" in first

@@ -123,6 +123,21 @@ def _stuck_reward(run: Run, share: float = 0.5) -> tuple[float, float] | None:
     return (float(values[top]), float(at)) if at >= share else None
 
 
+def _parts_when(run: Run, value: float) -> str:
+    """What each reward component paid on the steps the mean reward was exactly ``value``
+    ("formatting_reward_func 2, correctness_reward_func 0"): which term the stuck value is."""
+    reward = run.frame[REWARD] if REWARD in run.frame.columns else None
+    if reward is None:
+        return ""
+    at = reward == value
+    parts = []
+    for name, col in components(run).items():
+        v = run.frame.loc[at, col].dropna()
+        if len(v):
+            parts.append(f"{name} {fmt(float(v.median()))}")
+    return ", ".join(parts)
+
+
 def _pinned_components(run: Run, p: Mapping[str, float]) -> list[tuple[str, float, int]]:
     out: list[tuple[str, float, int]] = []
     comps = [c for c in run.frame.columns if is_reward_component(c)]
@@ -286,10 +301,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                         "curriculum level, partial credit, or an SFT warm-up; dynamic sampling "
                         "would drop most of the batch")
     if stuck is not None:
+        parts = _parts_when(run, stuck[0])
+        on_those = f" ({parts} on those steps)" if parts else ""
         remedies.insert(0, f"check the reward function on a few completions (parsing, a wrong "
                         f"field): it gave exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged "
-                        "steps; then make the reward reachable: easier prompts or a lower "
-                        "curriculum level, partial credit, an SFT warm-up on the output format")
+                        f"steps{on_those}; then make the reward reachable: easier prompts or a "
+                        "lower curriculum level, partial credit, an SFT warm-up on the output "
+                        "format")
     if pinned:
         which = ", ".join(n for n, _, _ in pinned)
         remedies.insert(0, f"check the reward {agree(len(pinned), 'function', 'functions')} "
