@@ -37,8 +37,15 @@ def by_onset(diagnosis: Diagnosis) -> list[Check]:
     first: dict[str, int] = {}
     for rank, event in enumerate(events):
         first.setdefault(event.check.mode, rank)
-    return sorted(findings, key=lambda c: (c.onset_step if c.onset_step is not None else 0,
+    return sorted(findings, key=lambda c: (episode_onset(c) or 0,
                                            first.get(c.mode, len(events))))
+
+
+def episode_onset(check: Check) -> int | None:
+    """Where the episode a finding's sentence describes began: its onset, or, when an
+    earlier episode the run came back from raised it first, the later one's."""
+    episode = check.evidence.get("episode_onset")
+    return episode if isinstance(episode, int) else check.onset_step
 
 
 def cause_text(diagnosis: Diagnosis) -> str | None:

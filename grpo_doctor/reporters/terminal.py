@@ -35,6 +35,7 @@ from grpo_doctor.reporters.outline import (
     by_onset,
     cause_after_mode,
     cause_text,
+    episode_onset,
     extra_hints,
     passed,
     sentence,
@@ -138,6 +139,16 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
     return out
 
 
+def _onsets(check: Check) -> str:
+    """' · onset N · first alert M', with the first episode's step when the finding came,
+    went and came back (its onset is then the episode its sentence describes)."""
+    episode = episode_onset(check)
+    earlier = (f" · first episode {_step(check.onset_step)}"
+               if episode != check.onset_step else "")
+    return (f" · onset {_step(episode)}{earlier} · first alert "
+            f"{_step(check.first_alert_step)}")
+
+
 def _finding(check: Check, verbose: bool, with_remedies: bool, said: str | None,
              span: int | None = None) -> list[RenderableType]:
     """One finding: heading, one sentence (unless the root cause line said it), threshold,
@@ -146,7 +157,7 @@ def _finding(check: Check, verbose: bool, with_remedies: bool, said: str | None,
     head = Text.assemble(
         (f"{_MARK.get(status, '·')} ", _STYLE.get(status, "")), (_safe(check.mode), "bold"),
         " ", (status, _STYLE.get(status, "")),
-        f" · onset {_step(check.onset_step)} · first alert {_step(check.first_alert_step)}")
+        _onsets(check))
     head.overflow = "fold"
     text = sentence(check)
     out: list[RenderableType] = [head]
