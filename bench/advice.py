@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from grpo_doctor.config import DoctorConfig
 from grpo_doctor.engine import diagnose
 from grpo_doctor.importers import load_runs
+from tests.test_real_runs import HEALTHY
 
 CORPUS = ROOT / "tests" / "fixtures" / "corpus"
 
@@ -99,21 +100,8 @@ ADVICE_ROWS: list[tuple[str, str | None, tuple[str, ...], tuple[str, ...]]] = [
      ("reward", "learning rate"), ()),
 ]
 
-#: Real runs the real-runs README calls healthy.
-REAL_HEALTHY = [
-    "verl-console/Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538.log",
-    "verl-console/gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log",
-    "csv/qwen3-8b-grpo-dapo-lab_A_grpo_training_metrics.csv",
-    "csv/ppo-vs-grpo-math-rlvr_four_run_training_metrics.csv",
-    "notebook-tables/Advanced_Llama3_1_(3B)_GRPO_LoRA__2025-03-21_3fcca28d_c3f659.csv",
-    "notebook-tables/Llama3.1_(8B)-GRPO__2025-02-06_add7e30a_ad8f0a.csv",
-    "notebook-tables/Qwen2.5_(3B)-GRPO__2025-02-06_46169037_de4eba.csv",
-    "notebook-tables/Qwen2_5_7B_VL_GRPO__2025-09-18_19455c9f_059b72.csv",
-    "trl-console/nips-grpo-dynamics_exp2_vanilla_rho1.0_seed42.log",
-    "trl-console/round2_sclr_first_l2.txt",
-    "trainer-state/UnslothGRPO_checkpoint-250_trainer_state.json",
-    "trainer-state/Gemma-3-RL-Finetuning_checkpoint-250_trainer_state.json",
-]
+#: Real runs the real-runs README calls healthy (the list the real-run tests hold).
+REAL_HEALTHY = HEALTHY
 
 #: The tiny corpus model's recipe: healthy lr 1e-4, so the ceiling is 5e-4.
 CORPUS_RECIPE = {"learning_rate": {"high": 5e-4}}

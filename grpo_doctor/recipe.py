@@ -26,7 +26,7 @@ many healthy runs use a learning rate above 1e-6 (LoRA adapters, small models) o
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -685,6 +685,3 @@ def _jsonable(value: Any) -> Any:
         return x
     return str(value)
 
-
-#: Reading functions callers may want without knowing the layout.
-ReadingFilter = Callable[[Reading], bool]

@@ -237,13 +237,6 @@ class _Lead:
     extra_knobs: tuple[recipe.Reading, ...] = ()  # other settings outside the recipe it names
 
 
-def first_action(run: Run, root: Event, overshoot: tuple[int, float, float] | None = None
-                 ) -> knobs.Remedy:
-    """The one thing to do first (see the module's docstring), from the log and the run's own
-    config."""
-    return _first_action(run, root, recipe.read_run(run), (root.check,), overshoot).remedy
-
-
 def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[Check],
                   overshoot: tuple[int, float, float] | None = None) -> _Lead:
     check = root.check
