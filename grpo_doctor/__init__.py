@@ -4,6 +4,9 @@
     >>> run = grpo_doctor.load_run("run.csv")
     >>> diagnosis = grpo_doctor.diagnose(run)
     >>> diagnosis.to_dict()["status"]
+    >>> grpo_doctor.diagnose_frame(df)                          # a pandas DataFrame
+    >>> grpo_doctor.diagnose_log_history(trainer.state.log_history,
+    ...                                  run_config=trainer.args.to_dict())
 
 Attributes load lazily so that ``grpo-doctor --help`` does not pay for pandas and numpy.
 """
@@ -16,6 +19,10 @@ _EXPORTS = {
     "load_run": "grpo_doctor.importers",
     "load_runs": "grpo_doctor.importers",
     "diagnose": "grpo_doctor.engine",
+    "diagnose_frame": "grpo_doctor.api",
+    "diagnose_log_history": "grpo_doctor.api",
+    "run_from_frame": "grpo_doctor.importers.in_memory",
+    "run_from_log_history": "grpo_doctor.importers.in_memory",
     "DoctorConfig": "grpo_doctor.config",
     "Diagnosis": "grpo_doctor.findings",
     "Check": "grpo_doctor.findings",
@@ -28,12 +35,14 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from grpo_doctor.api import diagnose_frame, diagnose_log_history  # noqa: F401
     from grpo_doctor.config import DoctorConfig  # noqa: F401
     from grpo_doctor.engine import diagnose  # noqa: F401
     from grpo_doctor.errors import GrpoDoctorError  # noqa: F401
     from grpo_doctor.findings import Check, Diagnosis, Status  # noqa: F401
     from grpo_doctor.findings import Check as Finding  # noqa: F401
     from grpo_doctor.importers import load_run, load_runs  # noqa: F401
+    from grpo_doctor.importers.in_memory import run_from_frame, run_from_log_history  # noqa: F401
     from grpo_doctor.metrics import Metric  # noqa: F401
     from grpo_doctor.rules import RULES  # noqa: F401
     from grpo_doctor.store import Run  # noqa: F401

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from grpo_doctor.config import Settings, failing_statuses
+from grpo_doctor.config import DoctorConfig, Settings, failing_statuses
 from grpo_doctor.engine import diagnose
 from grpo_doctor.errors import InputError
 from grpo_doctor.exit_codes import EXIT_FINDINGS, EXIT_OK
@@ -15,6 +17,9 @@ from grpo_doctor.findings import Diagnosis
 from grpo_doctor.hints import require_metrics
 from grpo_doctor.importers import load_runs
 from grpo_doctor.store import Run
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def exit_code(diagnoses: list[Diagnosis], fail_on: str, *, strict: bool = False) -> int:
@@ -61,6 +66,47 @@ def diagnose_source(
         require_metrics(r)
     cfg = s.doctor_config()
     return [Result(r, diagnose(r, cfg)) for r in runs]
+
+
+def diagnose_frame(
+    frame: pd.DataFrame,
+    config: DoctorConfig | None = None,
+    *,
+    name: str = "dataframe",
+    step_column: str | None = None,
+    column_map: Mapping[str, str] | None = None,
+    run_config: Mapping[str, Any] | None = None,
+) -> Diagnosis:
+    """Diagnose a run held in a pandas DataFrame (one row per logged record, the logger's own
+    column names: a notebook's table, ``wandb.Api().run(PATH).history()``), as ``diagnose``
+    would the same values in a CSV. ``run_config`` is the run's settings (its trainer arguments),
+    read as evidence as a log's own config is; ``column_map`` maps canonical names to columns
+    (``{"reward_mean": "my_reward"}``). See :func:`~grpo_doctor.importers.in_memory.run_from_frame`
+    for how the step is found."""
+    from grpo_doctor.importers.in_memory import run_from_frame
+
+    run = run_from_frame(frame, name=name, step_column=step_column, column_map=column_map,
+                         config=run_config)
+    require_metrics(run)
+    return diagnose(run, config)
+
+
+def diagnose_log_history(
+    history: Sequence[Mapping[str, Any]],
+    config: DoctorConfig | None = None,
+    *,
+    name: str = "trainer",
+    column_map: Mapping[str, str] | None = None,
+    run_config: Mapping[str, Any] | None = None,
+) -> Diagnosis:
+    """Diagnose a Hugging Face Trainer's ``log_history`` (``trainer.state.log_history``, a list
+    of the dicts it logged), as ``diagnose`` would its ``trainer_state.json``. Pass
+    ``run_config=trainer.args.to_dict()`` so that the settings count as evidence."""
+    from grpo_doctor.importers.in_memory import run_from_log_history
+
+    run = run_from_log_history(history, name=name, column_map=column_map, config=run_config)
+    require_metrics(run)
+    return diagnose(run, config)
 
 
 def _page_name(index: int, label: str) -> str:

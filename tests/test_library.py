@@ -65,3 +65,66 @@ def test_a_diagnosis_lists_its_findings_in_the_order_they_began():
     assert len(onsets) >= 3 and onsets == sorted(onsets)
     assert [c.mode for c in d.checks] == [c.mode for c in sorted(
         d.checks, key=lambda c: [r.id for r in grpo_doctor.rules.RULES].index(c.mode))]
+
+
+# --- runs already in memory: a notebook's DataFrame, a Trainer's log_history --------------
+
+ENTROPY = REPO / "grpo_doctor" / "examples" / "entropy-collapse.csv"
+BONUS_STATE = (REPO / "tests" / "fixtures" / "corpus" / "22_entropy_bonus_0.5" / "checkpoint-200"
+               / "trainer_state.json")
+
+
+def _calls(diagnosis):
+    return [(c.mode, c.status, c.onset_step) for c in diagnosis.checks]
+
+
+def test_a_dataframe_in_a_notebook_gets_the_diagnosis_of_the_same_csv():
+    import pandas as pd
+
+    frame = pd.read_csv(ENTROPY)
+    from_file = grpo_doctor.diagnose(grpo_doctor.load_run(ENTROPY))
+    from_frame = grpo_doctor.diagnose_frame(frame, name="entropy-collapse")
+    assert from_frame.status == from_file.status == "critical"
+    assert _calls(from_frame) == _calls(from_file)
+    assert from_frame.run.name == "entropy-collapse" and from_frame.run.format == "dataframe"
+    # the step as the frame's index (df.set_index("train/global_step")) is the step
+    indexed = grpo_doctor.diagnose_frame(frame.set_index("train/global_step"))
+    assert _calls(indexed) == _calls(from_file)
+    # and a frame whose step column has another name is read with step_column=
+    renamed = frame.rename(columns={"train/global_step": "it"})
+    assert _calls(grpo_doctor.diagnose_frame(renamed, step_column="it")) == _calls(from_file)
+
+
+def test_a_dataframe_takes_a_column_map_and_refuses_what_it_cannot_read():
+    import pandas as pd
+
+    frame = pd.read_csv(ENTROPY).rename(columns={"train/entropy": "my_entropy"})
+    unmapped = grpo_doctor.diagnose_frame(frame)
+    assert unmapped.check("entropy_collapse").status == "skipped"
+    mapped = grpo_doctor.diagnose_frame(frame, column_map={"entropy": "my_entropy"})
+    assert mapped.check("entropy_collapse").status == "critical"
+    with pytest.raises(InputError, match="expected a pandas DataFrame, got list"):
+        grpo_doctor.diagnose_frame([1, 2, 3])  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="no metric grpo-doctor knows"):
+        grpo_doctor.diagnose_frame(pd.DataFrame({"step": [1, 2], "loss_xyz": [1.0, 2.0]}))
+
+
+def test_a_trainers_log_history_is_read_as_its_trainer_state_and_its_args_are_evidence():
+    import json
+
+    state = json.loads(BONUS_STATE.read_text())
+    history = state["log_history"]
+    from_file = grpo_doctor.diagnose(grpo_doctor.load_run(BONUS_STATE))
+    from_history = grpo_doctor.diagnose_log_history(history)
+    assert _calls(from_history) == _calls(from_file)
+    # trainer.args.to_dict(): the entropy bonus of 0.5 is the cause the first action names
+    args = {"entropy_coef": 0.5, "learning_rate": 3e-4, "beta": 0.04}
+    tiny_model = grpo_doctor.DoctorConfig(recipe={"learning_rate": {"high": 5e-4}})
+    told = grpo_doctor.diagnose_log_history(history, tiny_model, run_config=args)
+    assert told.root_cause is not None and told.root_cause.knob["name"] == "entropy_coef"
+    assert "entropy_coef 0.5 -> 0.005" in told.root_cause.first_action
+    # entries without a step (a final summary without train_runtime, junk) are noted
+    noisy = grpo_doctor.diagnose_log_history([*history, {"note": "x"}, "junk"])
+    assert "2 log_history entries without a step were skipped" in noisy.notes
+    with pytest.raises(InputError, match="expected a list of logged dicts, got str"):
+        grpo_doctor.diagnose_log_history("trainer_state.json")  # type: ignore[arg-type]

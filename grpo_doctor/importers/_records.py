@@ -85,3 +85,28 @@ def records_frame(
             column.iat[i] = value
         frame[key] = column
     return frame, explicit
+
+
+def log_history_records(
+    history: list[Any],
+) -> tuple[list[dict[str, float]], dict[str, Any], int]:
+    """A Trainer's ``log_history`` (``trainer_state.json``, ``trainer.state.log_history``): one
+    record per step (train and eval entries merged), the run summary (the final
+    ``train_runtime`` entry), and how many entries were skipped (not a dict, no step)."""
+    by_step: dict[float, dict[str, float]] = {}
+    summary: dict[str, Any] = {}
+    skipped = 0
+    for entry in history:
+        if not isinstance(entry, dict):
+            skipped += 1
+            continue
+        if "train_runtime" in entry:
+            summary.update(numeric_record(entry))
+            continue
+        record = numeric_record(entry)
+        step = record.get("step")
+        if step is None or step != step:
+            skipped += 1
+            continue
+        by_step.setdefault(step, {}).update(record)
+    return list(by_step.values()), summary, skipped

@@ -15,7 +15,7 @@ from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers._common import looks_like_text, read_json
-from grpo_doctor.importers._records import numeric_record, records_frame
+from grpo_doctor.importers._records import log_history_records, records_frame
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.store import Run, build_run
 from grpo_doctor.text import plural
@@ -104,29 +104,6 @@ def _read_state(state: Path) -> dict[str, Any]:
     return obj
 
 
-def _history_records(
-    history: list[Any],
-) -> tuple[list[dict[str, float]], dict[str, Any], int]:
-    """One record per step (train and eval entries merged), the run summary, entries skipped."""
-    by_step: dict[float, dict[str, float]] = {}
-    summary: dict[str, Any] = {}
-    skipped = 0
-    for entry in history:
-        if not isinstance(entry, dict):
-            skipped += 1
-            continue
-        if "train_runtime" in entry:
-            summary.update(numeric_record(entry))
-            continue
-        record = numeric_record(entry)
-        step = record.get("step")
-        if step is None or step != step:
-            skipped += 1
-            continue
-        by_step.setdefault(step, {}).update(record)
-    return list(by_step.values()), summary, skipped
-
-
 #: Top-level keys of a trainer state that say where training got to, not how it was set up:
 #: the run's summary, never its config (two runs stopped at different steps do not differ
 #: in a setting).
@@ -157,7 +134,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     if state_path is None:
         raise InputError(f"{path}: no {STATE_FILE} in the folder or its checkpoint-N folders")
     state = _read_state(state_path)
-    records, summary, skipped = _history_records(state["log_history"])
+    records, summary, skipped = log_history_records(state["log_history"])
     if not records:
         raise FormatError(f"{state_path}: log_history has no entry with a step")
     if skipped:

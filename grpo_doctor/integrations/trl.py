@@ -129,19 +129,14 @@ class DoctorCallback(TrainerCallback):
 
     def run(self) -> Run | None:
         """The logged history as a Run, read as ``trainer_state.json``'s ``log_history`` is."""
-        from grpo_doctor.importers._records import records_frame
-        from grpo_doctor.importers.trainer_state import _history_records
-        from grpo_doctor.store import build_run
+        from grpo_doctor.errors import FormatError
+        from grpo_doctor.importers.in_memory import run_from_log_history
 
-        records, summary, _skipped = _history_records(self.history)
-        if not records:
+        try:
+            return run_from_log_history(self.history, name=self._name, source="<trainer>",
+                                        column_map=self.column_map, config=self._config)
+        except FormatError:  # nothing with a step logged yet
             return None
-        frame, explicit = records_frame(records)
-        return build_run(
-            frame, name=self._name, source="<trainer>", format="trainer-state",
-            step_column="step", column_map=self.column_map, explicit_nan=explicit,
-            config=self._config, summary=summary,
-        )
 
     def check(self) -> list[Alert]:
         """Check the history now; the new alerts."""
