@@ -48,19 +48,11 @@ if TYPE_CHECKING:
     from grpo_doctor.store import Run  # noqa: F401
 
 
-def _installed_version() -> str:
-    """The version in the installed package's metadata (pyproject.toml's, one source)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("grpo-doctor")
-    except PackageNotFoundError:  # imported from a source tree that was never installed
-        return "0+unknown"
-
-
 def __getattr__(name: str) -> Any:
     if name == "__version__":  # lazily: importlib.metadata is not free at start-up
-        return _installed_version()
+        from grpo_doctor.version import installed_version
+
+        return installed_version()
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'grpo_doctor' has no attribute {name!r}")

@@ -67,7 +67,13 @@ def test_the_graph_sees_the_imports_it_checks():
     assert len(MODULES) > 50
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _top(m) not in ("api", "cli")))
+#: The package's facade (``grpo_doctor/__init__``: ``grpo_doctor.diagnose_frame`` ...) sits with
+#: the CLI at the top: it names every layer's public functions, lazily.
+FACADE = "grpo_doctor"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES
+                                          if m != FACADE and _top(m) not in ("api", "cli")))
 def test_nothing_below_the_cli_imports_api(module):
     assert "grpo_doctor.api" not in GRAPH[module]
 
