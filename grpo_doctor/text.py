@@ -70,3 +70,33 @@ def plural(n: int, word: str, words: str | None = None) -> str:
 def agree(n: int, one: str, many: str) -> str:
     """The word that agrees with a count of ``n``: ``agree(n, "was", "were")``."""
     return one if n == 1 else many
+
+
+def without_asides(text: str, keep_words: int = 3) -> str:
+    """``text`` without its explaining asides, for a one-line summary: "roll back to step 6
+    (the last logged step before ...), with lr 3e-4 -> 1e-6 (60x the ...)" -> "roll back to
+    step 6, with lr 3e-4 -> 1e-6". A short aside (``keep_words`` words or fewer) is kept: it
+    is a setting or a name ("clip gradients (max_grad_norm 1.0)", "(DAPO)"). Unbalanced
+    brackets are left as they are."""
+    out: list[str] = []
+    aside: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        if depth:
+            aside.append(ch)
+        else:
+            out.append(ch)
+        if ch == ")" and depth:
+            depth -= 1
+            if not depth:
+                if len("".join(aside).split()) <= keep_words:
+                    out.extend(aside)
+                aside = []
+    if depth:  # an aside never closed: not ours to cut
+        return " ".join(text.split())
+    short = " ".join("".join(out).split())
+    for mark in (",", ";", ":", "."):
+        short = short.replace(f" {mark}", mark)
+    return short.strip(" ,;:")

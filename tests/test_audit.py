@@ -163,10 +163,25 @@ def test_junit_structure(result):
 def test_markdown(result):
     md = report.render_audit_markdown(result)
     assert md.startswith("## grpo-doctor audit: ")
-    assert "| run | status | findings (onset step) | steps | format | source |" in md
-    assert "| kl-drift | 🛑 critical | **kl_drift@" in md
+    assert ("| run | status | root cause | do first | findings (onset step) | steps | format "
+            "| source |") in md
+    # one line per run: what broke first and what to change first
+    kl = next(r for r in result.runs if r.label == "kl-drift")
+    cause = kl.record["root_cause"]
+    row = next(line for line in md.splitlines() if line.startswith("| kl-drift |"))
+    assert row.startswith(f"| kl-drift | 🛑 critical | {cause['mode']}@{cause['step']:,} | ")
+    assert "roll back to a checkpoint from before step" in row and "**kl_drift@" in row
+    assert "(the last logged step" not in row  # the reasons are folded below
+    healthy = next(line for line in md.splitlines() if line.startswith("| healthy |"))
+    assert healthy.startswith("| healthy | ✅ healthy |  |  | – |")
     assert "### Unreadable sources" in md and "| nested/run.csv |" in md
-    assert "### Failing findings" in md and "What to change:" in md
+    # each failing run's details folded: root cause, the whole plan, its failing findings
+    assert "### Failing runs" in md
+    details = md.split("<details><summary>kl-drift: critical, root cause ")[1]
+    details = details.split("</details>")[0]
+    assert f"**Do this first**: {cause['first_action']}" in details
+    assert "What to change, first things first:" in details
+    assert all(f"\n{k}. " in details for k in range(1, len(kl.record["plan"]) + 1))
     assert "&lt;/testcase>&lt;x>" in md and "</testcase>" not in md
     assert "\\[red\\]x\\[/red\\]" in md
 
@@ -457,6 +472,74 @@ def test_markdown_details_failing_findings_in_the_order_they_began(tmp_path):
     md = report.render_audit_markdown(res)
     (run,) = res.runs
     onsets = {c["mode"]: c["onset_step"] for c in run.findings}
-    detailed = re.findall(r"^#+ warmup: (\w+) \(", md, flags=re.M)
+    detailed = re.findall(r"^- \*\*(\w+)@[\d,]+\*\* \(", md, flags=re.M)
     assert len(detailed) >= 3
     assert [onsets[m] for m in detailed] == sorted(onsets[m] for m in detailed)
+
+
+@pytest.fixture(scope="module")
+def formats_audit(tmp_path_factory):
+    """One run in each format the fixtures hold, beside a failing corpus run (TensorBoard) and
+    a failing example (CSV), audited."""
+    root = tmp_path_factory.mktemp("formats")
+    for src in _fixture_sources():
+        dest = root / src.relative_to(FIXTURES).as_posix().replace("/", "__")
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dest)
+    shutil.copytree(REPO / "tests/fixtures/corpus/20_lr_warmup_to_0.3", root / "warmup")
+    shutil.copytree(REPO / "tests/fixtures/corpus/22_entropy_bonus_0.5", root / "bonus")
+    _copy("kl-drift", root / "kl-drift.csv")
+    return auditing.audit([str(root)], jobs=1)
+
+
+def test_every_audit_report_says_each_failing_runs_root_cause_and_first_action(formats_audit):
+    result = formats_audit
+    failing = [r for r in result.runs if r.failing]
+    assert len(failing) >= 3 and len({r.record["run"]["format"] for r in failing}) >= 2
+    text = report.render_audit_text(result, width=100)
+    md = report.render_audit_markdown(result)
+    junit = ET.fromstring(report.render_audit_junit(result).encode())
+    notes = report.github_annotations(result)
+    verbose = report.render_audit_text(result, width=100, verbose=True)
+    for run in failing:
+        cause = run.record["root_cause"]
+        where = f"{cause['mode']}@{cause['step']:,}"
+        first = report.without_asides(cause["first_action"])
+        assert first and len(first) <= len(cause["first_action"])
+        # terminal: the run's cell says it (words may wrap, so compare without spaces)
+        flat = re.sub(r"[\s│]+", "", text)
+        assert re.sub(r"\s+", "", f"→ root {where} · do first: {first}") in flat
+        # markdown: on the run's line
+        label = report.escape(run.label)
+        row = next(line for line in md.splitlines() if line.startswith(f"| {label} |"))
+        assert f"| {report.escape(where)} | {report.escape(first)} |" in row
+        # JUnit: the root cause's failing testcase names it in its message
+        suite = next(s for s in junit.findall("testsuite") if s.get("name") == run.label)
+        case = next(c for c in suite.findall("testcase") if c.get("name") == cause["mode"])
+        message = case.find("failure").get("message")
+        assert message.startswith("root cause: ") and f"Do first: {first}" in message
+        props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+        assert props["root_cause"] == where and props["first_action"] == first
+        # annotations: the root cause's carries the first action
+        assert f"{run.label}: " in notes and f"Root cause; do first: {first}" in notes
+        # -v: the whole plan, numbered, in the order to act
+        assert f"{run.label}: root cause {where}" in verbose
+        plan = run.record["plan"]
+        assert all(f"  {k}. " in verbose for k in range(1, len(plan) + 1))
+    for run in result.runs:
+        if not run.failing:  # a passing run says nothing of a root cause
+            label = report.escape(run.label)
+            row = next(line for line in md.splitlines() if line.startswith(f"| {label} |"))
+            assert row.split(" | ")[2:4] == ["", ""]
+
+
+def test_an_older_shards_records_without_root_cause_still_render():
+    record = {"run": {"name": "old", "format": "csv", "n_steps": 3}, "status": "critical",
+              "checks": [{"mode": "kl_drift", "status": "critical", "onset_step": 2,
+                          "summary": "KL rose", "remedies": ["lower the lr"], "reason": None}]}
+    run = auditing.AuditedRun("old.csv", "old", record, failing=("kl_drift",))
+    result = auditing.AuditResult((run,), ())
+    md = report.render_audit_markdown(result)
+    assert "| old | 🛑 critical |  |  | **kl_drift@2** ✗ |" in md and "  - lower the lr" in md
+    junit = report.render_audit_junit(result)
+    assert 'message="KL rose"' in junit and "- lower the lr" in junit
+    assert "→ root" not in report.render_audit_text(result)

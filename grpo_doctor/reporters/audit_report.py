@@ -23,6 +23,7 @@ from grpo_doctor.reporters import escape as esc
 from grpo_doctor.reporters.escape import markdown as escape
 from grpo_doctor.reporters.escape import terminal
 from grpo_doctor.reporters.fit import both_ends
+from grpo_doctor.text import without_asides
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,6 +60,37 @@ def _in_onset_order(run: AuditedRun) -> list[dict[str, Any]]:
 def _onset(check: dict[str, Any]) -> str:
     step = check.get("onset_step")
     return "" if step is None else f"@{step:,}"
+
+
+def _root_cause(run: AuditedRun) -> dict[str, Any] | None:
+    """A failing run's root cause (its record's), or None: a run that passes the audit, or a
+    record from a shard written before root causes were reported."""
+    cause = run.record.get("root_cause")
+    if not run.failing or not isinstance(cause, dict) or not cause.get("mode"):
+        return None
+    return cause
+
+
+def _cause(cause: dict[str, Any]) -> str:
+    """``mode@step``, as the findings are written."""
+    return f"{cause['mode']}{_onset({'onset_step': cause.get('step')})}"
+
+
+def _do_first(cause: dict[str, Any]) -> str:
+    """The first action in one line: its parenthesised reasons are in the JSON and ``-v``."""
+    return without_asides(str(cause.get("first_action") or ""))
+
+
+def _plan(run: AuditedRun) -> list[dict[str, Any]]:
+    plan = run.record.get("plan")
+    return [p for p in plan if isinstance(p, dict) and p.get("action")] if isinstance(
+        plan, list) else []
+
+
+def _plan_item(item: dict[str, Any]) -> str:
+    modes = ", ".join(str(m) for m in item.get("for") or ())
+    why = {"consequence": "; follows from the root cause"}.get(str(item.get("treats")), "")
+    return f"{item['action']}" + (f" ({modes}{why})" if modes else "")
 
 
 def _headline(result: AuditResult) -> str:
@@ -104,6 +136,13 @@ def _findings_text(run: AuditedRun):  # -> rich.text.Text
         tag = _tag(run, check["mode"])
         if tag:  # joined to its finding: a wrap never puts it beside the next one
             text.append(f"({tag})", style="bold")
+    cause = _root_cause(run)
+    if cause is not None:
+        text.append("\n→ root ", style="dim")
+        text.append(terminal(_cause(cause)), style="bold")
+        if action := _do_first(cause):
+            text.append(" · do first: ", style="dim")
+            text.append(terminal(action))
     return text if run.findings else Text("–", style="dim")
 
 
@@ -209,10 +248,27 @@ def _print(result: AuditResult, console: Console, verbose: bool = False) -> None
     console.print(build_table(result, console.width))
     console.print(Text(_headline(result), style="bold"))
     console.print(Text(_verdict(result)))
+    if verbose:
+        _print_plans(result, console)
     if verbose and result.passed_over:
         console.print(Text(f"passed over ({len(result.passed_over)}):", style="bold"))
         for item in result.passed_over:
             console.print(Text(f"  {item.source}: {item.why}", style="dim"))
+
+
+def _print_plans(result: AuditResult, console: Console) -> None:
+    """``-v``: each failing run's root cause and its whole plan, in the order to act."""
+    from rich.text import Text
+
+    for run in result.runs:
+        cause = _root_cause(run)
+        if cause is None:
+            continue
+        console.print(Text(f"{terminal(run.label)}: root cause {terminal(_cause(cause))}",
+                           style="bold"))
+        console.print(Text(f"  {terminal(cause.get('summary') or '')}"))
+        for k, item in enumerate(_plan(run), 1):
+            console.print(Text(f"  {k}. {terminal(_plan_item(item))}"))
 
 
 def render_audit_terminal(result: AuditResult, console: Console | None = None,
@@ -274,6 +330,11 @@ def github_annotations(result: AuditResult) -> str:
             level = "notice" if accepted else {"critical": "error"}.get(check["status"],
                                                                        "warning")
             note = " (in the baseline)" if accepted else ""
+            cause = _root_cause(run)
+            if cause is not None and cause["mode"] == check["mode"] and not accepted:
+                note += f" Root cause; do first: {_do_first(cause)}"
+            elif cause is not None and not accepted:
+                note += f" (root cause: {_cause(cause)})"
             out.append(_annotation(level, f"grpo-doctor {check['mode']}",
                                    f"{run.label}: {check['summary']}{note}"))
     for err in result.errors:
@@ -286,12 +347,13 @@ def github_annotations(result: AuditResult) -> str:
 
 
 def render_audit_markdown(result: AuditResult, heading_level: int = 2) -> str:
-    """For $GITHUB_STEP_SUMMARY and pull-request comments."""
+    """For $GITHUB_STEP_SUMMARY and pull-request comments: one line per run (its status, what
+    broke first and what to change first), then each failing run's plan folded."""
     h = "#" * heading_level
     lines = [f"{h} grpo-doctor audit: {_headline(result)}", "", _verdict(result), ""]
     if result.runs:
-        lines += ["| run | status | findings (onset step) | steps | format | source |",
-                  "|---|---|---|---|---|---|"]
+        lines += ["| run | status | root cause | do first | findings (onset step) | steps "
+                  "| format | source |", "|---|---|---|---|---|---|---|---|"]
     for run in result.runs:
         found = []
         for check in _in_onset_order(run):
@@ -300,26 +362,51 @@ def render_audit_markdown(result: AuditResult, heading_level: int = 2) -> str:
             item += f" **{tag}**" if tag else ""
             found.append(f"**{item}** ✗" if check["mode"] in run.failing else item)
         info = run.record["run"]
-        lines.append(f"| {escape(run.label)} | {_ICON[run.status]} | {', '.join(found) or '–'} "
-                     f"| {info['n_steps']:,} | {escape(info['format'])} | {escape(run.source)} |")
+        cause = _root_cause(run)
+        root, first = (escape(_cause(cause)), escape(_do_first(cause))) if cause else ("", "")
+        lines.append(f"| {escape(run.label)} | {_ICON[run.status]} | {root} | {first} "
+                     f"| {', '.join(found) or '–'} | {info['n_steps']:,} "
+                     f"| {escape(info['format'])} | {escape(run.source)} |")
     if result.errors:
         lines += ["", f"{h}# Unreadable sources", "", "| source | error |", "|---|---|"]
         lines += [f"| {escape(e.source)} | {escape(e.error)} |" for e in result.errors]
-    failing = [(run, c) for run in result.runs for c in _in_onset_order(run)
-               if c["mode"] in run.failing]
+    failing = [run for run in result.runs if run.failing]
     if failing:
-        lines += ["", f"{h}# Failing findings"]
-    for run, check in failing[:MARKDOWN_DETAILS]:
-        tag = _tag(run, check["mode"])
-        lines += ["", f"{h}## {escape(run.label)}: {escape(check['mode'])} "
-                  f"({check['status']}{', ' + tag if tag else ''})", "",
-                  escape(check["summary"])]
-        if check["remedies"]:
-            lines += ["", "What to change:"] + [f"- {escape(r)}" for r in check["remedies"]]
+        lines += ["", f"{h}# Failing runs"]
+    for run in failing[:MARKDOWN_DETAILS]:
+        lines += ["", *_run_details(run)]
     if len(failing) > MARKDOWN_DETAILS:
-        lines += ["", f"... and {len(failing) - MARKDOWN_DETAILS} more failing findings "
+        lines += ["", f"... and {len(failing) - MARKDOWN_DETAILS} more failing runs "
                   "(see the JSON or JUnit report)."]
     return "\n".join(lines) + "\n"
+
+
+def _run_details(run: AuditedRun) -> list[str]:
+    """A failing run, folded: root cause, the plan in the order to act, the failing findings
+    in the order they began."""
+    cause = _root_cause(run)
+    head = f"{escape(run.label)}: {run.status}" + (
+        f", root cause {escape(_cause(cause))}" if cause else "")
+    lines = [f"<details><summary>{head}</summary>", ""]
+    if cause is not None:
+        lines += [f"**Root cause**: {escape(cause.get('summary') or cause['mode'])}  ",
+                  f"**Do this first**: {escape(cause.get('first_action') or '')}", ""]
+    plan = _plan(run)
+    if plan:
+        lines += ["What to change, first things first:", ""]
+        lines += [f"{k}. {escape(_plan_item(item))}" for k, item in enumerate(plan, 1)]
+        lines.append("")
+    lines += ["Failing findings, in the order they began:", ""]
+    for check in _in_onset_order(run):
+        if check["mode"] not in run.failing:
+            continue
+        tag = _tag(run, check["mode"])
+        lines.append(f"- **{escape(check['mode'])}{escape(_onset(check))}** "
+                     f"({check['status']}{', ' + tag if tag else ''}): "
+                     f"{escape(check['summary'])}")
+        if not plan:  # a record without a plan (an older shard): the finding's remedies
+            lines += [f"  - {escape(r)}" for r in check["remedies"]]
+    return [*lines, "", "</details>"]
 
 
 # --- JUnit XML -----------------------------------------------------------------------------
@@ -334,9 +421,29 @@ def _suite(parent: ET.Element, name: str, counts: dict[str, int]) -> ET.Element:
                                                **{k: str(v) for k, v in counts.items()}})
 
 
-def _failure_text(check: dict[str, Any]) -> str:
+def _failure_message(run: AuditedRun, check: dict[str, Any]) -> str:
+    """What a CI page shows of a failing check: its summary, and the run's root cause and
+    first action (on the root cause's own check) or a pointer to the root cause."""
+    cause = _root_cause(run)
+    if cause is None:
+        return _x(check["summary"])
+    if cause["mode"] == check["mode"]:
+        return _x(f"root cause: {check['summary']} Do first: {_do_first(cause)}")
+    return _x(f"{check['summary']} (root cause: {_cause(cause)}; do first: "
+              f"{_do_first(cause)})")
+
+
+def _failure_text(run: AuditedRun, check: dict[str, Any]) -> str:
     lines = [check["summary"]]
-    if check["remedies"]:
+    cause = _root_cause(run)
+    plan = _plan(run)
+    if cause is not None:
+        lines += ["", f"Root cause: {_cause(cause)}: {cause.get('summary') or ''}",
+                  f"Do this first: {cause.get('first_action') or ''}"]
+    if plan:
+        lines += ["", "What to change, first things first:"]
+        lines += [f"{k}. {_plan_item(item)}" for k, item in enumerate(plan, 1)]
+    elif check["remedies"]:
         lines += ["", "What to change:"] + [f"- {r}" for r in check["remedies"]]
     return _x("\n".join(lines))
 
@@ -347,23 +454,26 @@ def _run_suite(root: ET.Element, run: AuditedRun) -> dict[str, int]:
               "skipped": sum(c["status"] == "skipped" for c in checks)}
     suite = _suite(root, run.label, counts)
     props = ET.SubElement(suite, "properties")
+    cause = _root_cause(run)
     for key, value in (("source", run.source), ("format", run.record["run"]["format"]),
-                       ("status", run.status), ("steps", run.record["run"]["n_steps"])):
+                       ("status", run.status), ("steps", run.record["run"]["n_steps"]),
+                       *((("root_cause", _cause(cause)), ("first_action", _do_first(cause)))
+                         if cause else ())):
         ET.SubElement(props, "property", {"name": key, "value": _x(value)})
     for check in checks:
         case = ET.SubElement(suite, "testcase", {"classname": _x(run.label),
                                                  "name": _x(check["mode"]), "time": "0"})
         if check["mode"] in run.failing:
-            failure = ET.SubElement(case, "failure", {"message": _x(check["summary"]),
+            failure = ET.SubElement(case, "failure", {"message": _failure_message(run, check),
                                                       "type": check["status"]})
-            failure.text = _failure_text(check)
+            failure.text = _failure_text(run, check)
         elif check["status"] == "skipped":
             ET.SubElement(case, "skipped", {"message": _x(check["reason"] or check["summary"])})
         elif check["status"] in ("warning", "critical"):
             why = "accepted by the baseline" if _accepted(run, check["mode"]) else (
                 "below --fail-on")
             out = ET.SubElement(case, "system-out")
-            out.text = _x(f"{check['status']} ({why}): {_failure_text(check)}")
+            out.text = _x(f"{check['status']} ({why}): {check['summary']}")
     return counts
 
 
