@@ -89,6 +89,8 @@ class DoctorConfig:
         run = {r.id for r in self.rules()}
         out = {"file": self.file, "ignored": [r.id for r in RULES if r.id not in run],
                "overrides": {rule: dict(values) for rule, values in self.params.items()}}
+        if self.select:  # the user chose the checks: healthy can be said of those alone
+            out["selected"] = [r.id for r in self.rules()]
         if self.recipe:
             out["recipe"] = {k: dict(v) for k, v in self.recipe.items()}
         if self.run_config:

@@ -21,7 +21,7 @@ from grpo_doctor.rules.base import ONSET
 from grpo_doctor.rules.incidents import without_ongoing
 from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
-from grpo_doctor.text import step_text
+from grpo_doctor.text import plural, step_text
 
 #: Prefixes tried in the coarse scan for the first alert.
 SCAN_POINTS = 48
@@ -228,7 +228,13 @@ def diagnose(run: Run, config: DoctorConfig | None = None, *,
     run = with_given_config(run, cfg.run_config)
     checks = [check_rule(rule, run, cfg.params_for(rule), with_first_alert=with_first_alert)
               for rule in cfg.rules()]
-    return replace(assemble(run, checks, cfg), config=cfg.applied())
+    found = replace(assemble(run, checks, cfg), config=cfg.applied())
+    if cfg.select and found.status == "healthy":
+        n_other = len(found.config["ignored"]) if found.config else 0
+        said = (f"healthy for the selected checks only ({', '.join(c.mode for c in checks)})"
+                + (f": the other {plural(n_other, 'check')} did not run" if n_other else ""))
+        found = replace(found, notes=(said, *found.notes))
+    return found
 
 
 def with_given_config(run: Run, given: Mapping[str, object]) -> Run:

@@ -202,9 +202,19 @@ class Diagnosis:
             return "critical"
         if worst == 1:
             return "warning"
-        if len(self.judged) < MIN_CHECKS_FOR_HEALTHY or self.run.n_steps < MIN_STEPS_FOR_HEALTHY:
+        if self.run.n_steps < MIN_STEPS_FOR_HEALTHY:
+            return "inconclusive"
+        if len(self.judged) < MIN_CHECKS_FOR_HEALTHY and not self.selected_all_judged:
             return "inconclusive"
         return "healthy"
+
+    @property
+    def selected_all_judged(self) -> bool:
+        """The user chose the checks (``--select``) and every one of them judged the run:
+        healthy then means healthy for those checks (a note says so), not "too few checks"."""
+        chosen = (self.config or {}).get("selected")
+        return bool(chosen) and bool(self.checks) and all(
+            c.status is not Status.SKIPPED for c in self.checks)
 
     @property
     def status_reason(self) -> str | None:

@@ -147,6 +147,29 @@ def test_every_check_ignored_is_not_healthy():
     assert d.status == "inconclusive" and "every check was ignored" in d.status_reason
 
 
+def test_select_of_checks_that_all_judged_and_passed_is_healthy_for_those_and_says_so(capsys):
+    healthy = str(REPO / "grpo_doctor" / "examples" / "healthy.csv")
+    code, out, _ = run_cli(capsys, "diagnose", healthy, "--select", "kl_drift", "-f", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["status"] == "healthy" and doc["config"]["selected"] == ["kl_drift"]
+    assert doc["notes"][0] == ("healthy for the selected checks only (kl_drift): the other 14 "
+                               "checks did not run")
+    # a selected check that could not judge (no ratio logged) leaves it inconclusive
+    code, out, _ = run_cli(capsys, "diagnose", healthy, "--select", "kl_drift", "--select",
+                           "ratio_instability", "-f", "json")
+    assert json.loads(out)["status"] == "inconclusive"
+    # a selection that finds something says so; the whole set still needs two judges
+    drift = str(REPO / "grpo_doctor" / "examples" / "kl-drift.csv")
+    code, out, _ = run_cli(capsys, "diagnose", drift, "--select", "kl_drift", "-f", "json")
+    assert code == 1 and json.loads(out)["status"] == "critical"
+    from grpo_doctor.engine import DoctorConfig
+
+    short = diagnose(history.one_step_snippet(), DoctorConfig(select=("kl_drift",)))
+    assert short.status == "inconclusive"  # too few steps, whatever was selected
+    assert diagnose(history.kl_spikes_below_stop()).config is not None
+    assert "selected" not in diagnose(history.kl_spikes_below_stop()).config
+
+
 # 6. A signal present but unmapped -------------------------------------------------------------
 
 def test_an_unmapped_logprob_is_suggested(capsys, tmp_path):

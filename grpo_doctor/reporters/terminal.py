@@ -135,7 +135,8 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
         out.append(_hang("inconclusive: ", _safe(diagnosis.status_reason), head_style="bold blue"))
     elif diagnosis.status == "healthy":
         ran = sum(1 for c in diagnosis.checks if c.status is not Status.SKIPPED)
-        out.append(Text(f"No failure mode found by the {ran} checks that ran.", style="green"))
+        out.append(Text(f"No failure mode found by the {plural(ran, 'check')} that ran.",
+                        style="green"))
     return out
 
 
