@@ -158,3 +158,20 @@ def test_every_command_has_an_example_in_the_readme():
     missing = [name for name in commands if f"grpo-doctor {name}" not in text]
     assert not missing, f"commands without an example in the README: {missing}"
     assert "DoctorCallback(" in text and "grpo_doctor.diagnose(" in text
+
+
+def test_no_install_command_names_a_package_index_grpo_doctor_is_not_on():
+    """grpo-doctor has no package-index name: it is installed from a clone (`pip install
+    ".[x]"`) or a git URL (`"grpo-doctor[x] @ git+..."`), never `pip install 'grpo-doctor[x]'`,
+    in the docs, the examples, the package's hints or pyproject's comments."""
+    sources = [README, *PAGES, *(ROOT / "examples").iterdir(), ROOT / "pyproject.toml",
+               *(ROOT / "grpo_doctor").rglob("*.py")]
+    requirement = re.compile(
+        r"""(?:pip install\s+|"pip":\s*\[\s*)["']?(grpo-doctor(?:\[[\w,]+\])?)""")
+    offenders = []
+    for path in sources:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            for m in requirement.finditer(line):
+                if not re.match(r"\s*@", line[m.end():].lstrip("\"'")):
+                    offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not offenders, offenders
