@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 
 ProgressFn = Callable[[int, int], None]
 
-INSTALL_HINT = ("audit --executor ray needs Ray: pip install 'grpo-doctor[ray]' "
-                "(or pip install ray)")
+# grpo-doctor has no package-index name: the extra comes from a clone (or a git URL).
+INSTALL_HINT = ("audit --executor ray needs Ray: pip install ray "
+                "(or the ray extra, from a clone: pip install '.[ray]')")
 
 
 def _import_ray() -> Any:

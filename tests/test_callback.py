@@ -1,6 +1,6 @@
 """``DoctorCallback`` in a real ``transformers.Trainer`` loop on CPU: a one-weight model whose
 trainer logs a simulated entropy collapse next to its loss. Skipped when transformers or torch
-is not installed (``pip install 'grpo-doctor[trl]'``)."""
+is not installed (a torch build, then the ``trl`` extra: docs/watch.md)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,22 @@ from grpo_doctor import diagnose, load_run
 
 
 def test_a_clear_import_error_without_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It says how to get a CPU torch (the extra leaves torch to the user, and accelerate would
+    pull PyPI's CUDA build) and how to install the extra from a clone or a git URL, never from
+    a package index grpo-doctor is not on; the README gives the same three commands."""
     monkeypatch.setitem(sys.modules, "transformers", None)
     monkeypatch.delitem(sys.modules, "grpo_doctor.integrations.trl", raising=False)
-    with pytest.raises(ImportError, match=r"pip install 'grpo-doctor\[trl\]'"):
+    with pytest.raises(ImportError) as raised:
         importlib.import_module("grpo_doctor.integrations.trl")
+    message = str(raised.value)
+    commands = ["pip install torch --index-url https://download.pytorch.org/whl/cpu",
+                'pip install -e ".[trl]"',
+                'pip install "grpo-doctor[trl] @ git+https://github.com/OWNER/grpo-doctor.git"']
+    assert all(f"    {command}\n" in message for command in commands), message
+    assert "needs transformers" in message and "no package-index name" in message
+    assert "'grpo-doctor[trl]'" not in message and "CUDA" in message
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert all(command in readme for command in commands)
     import grpo_doctor.integrations  # the package itself never needs transformers
 
     assert grpo_doctor.integrations.__doc__

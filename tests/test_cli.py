@@ -273,16 +273,17 @@ def test_version_comes_from_the_package_metadata(capsys):
 
 
 def test_the_readme_config_examples_load_alike_and_demo_exits_0(capsys, tmp_path):
-    """The README's pyproject.toml table and its grpo-doctor.toml (no [tool.grpo-doctor]
-    header: the table is the top level) are the same settings; `demo` exits 0 on the critical
-    run it shows, as the README says."""
+    """The configuration page's pyproject.toml table and its grpo-doctor.toml (no
+    [tool.grpo-doctor] header: the table is the top level) are the same settings; `demo` exits
+    0 on the critical run it shows, as the README says."""
     import re
     from pathlib import Path
 
     from grpo_doctor.config import load_settings
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    section = (root / "docs" / "configuration.md").read_text()
     pyproject, own = re.findall(r"```toml\n(.*?)```", section, re.S)
     assert "[tool.grpo-doctor]" in pyproject and "[tool." not in own
     assert "no `[tool.grpo-doctor]` header" in section

@@ -144,5 +144,5 @@ def test_without_ray_one_line_says_what_to_install(runs: Path, cli: CliRunner,
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails
     code, out, err = cli("audit", "--executor", "ray", str(runs))
     assert (code, out) == (2, "")
-    assert err == ("grpo-doctor: error: audit --executor ray needs Ray: pip install "
-                   "'grpo-doctor[ray]' (or pip install ray)\n")
+    assert err == ("grpo-doctor: error: audit --executor ray needs Ray: pip install ray "
+                   "(or the ray extra, from a clone: pip install '.[ray]')\n")

@@ -25,8 +25,9 @@ is warned about once (a ``RuntimeWarning``), counted in ``doctor/errors`` on the
 training goes on. A column map (``Settings(column_map=...)``) applies once its column has been
 logged: an evaluation metric logged every 50 steps is not an error at step 10.
 
-Needs ``transformers`` (``pip install 'grpo-doctor[trl]'``); importing this module without it
-raises an ImportError that says so.
+Needs ``transformers`` (the ``trl`` extra: transformers and accelerate; torch, CPU or CUDA, is
+left to the user and goes in first, since accelerate requires one); importing this module
+without it raises an ImportError that says how to install them.
 """
 
 from __future__ import annotations
@@ -43,9 +44,21 @@ from typing import TYPE_CHECKING, Any
 try:
     from transformers import TrainerCallback
 except ImportError as exc:  # pragma: no cover - exercised with transformers hidden
+    # grpo-doctor has no package-index name, so the extra comes from a clone or a git URL; the
+    # extra leaves torch to the user, and accelerate requires one (PyPI's for Linux is a CUDA
+    # build), so torch goes first.
     raise ImportError(
-        "grpo_doctor.integrations.trl needs transformers: pip install 'grpo-doctor[trl]' "
-        "(or pip install transformers)"
+        "grpo_doctor.integrations.trl needs transformers. The trl extra installs transformers "
+        "and accelerate and leaves torch (CPU or CUDA) to you; accelerate requires torch, and "
+        "PyPI's torch for Linux is a CUDA build, so install yours first, e.g. the CPU build "
+        "from PyTorch's CPU index:\n"
+        "    pip install torch --index-url https://download.pytorch.org/whl/cpu\n"
+        "then the extra, from a clone of grpo-doctor:\n"
+        '    pip install -e ".[trl]"\n'
+        "or from its git repository (grpo-doctor has no package-index name; OWNER: where you "
+        "clone it from):\n"
+        '    pip install "grpo-doctor[trl] @ git+https://github.com/OWNER/grpo-doctor.git"\n'
+        "(or, without the extra: pip install transformers accelerate)"
     ) from exc
 
 from grpo_doctor.config import Settings
