@@ -609,21 +609,33 @@ def metrics(
 
 
 @app.command()
-def explain(mode: Annotated[str, typer.Argument(help="A failure mode, e.g. entropy-collapse.")]
-            ) -> None:
-    """Print a rule's documentation: what it detects, why, how, false positives, remedies."""
+def explain(term: Annotated[Optional[str], typer.Argument(  # noqa: UP045 (typer reads it)
+        help="A failure mode (entropy-collapse) or a word the reports use (LLD, onset, "
+        "zero-std share); none: list them.")] = None) -> None:
+    """Explain a failure mode (what it detects, why, how, false positives, remedies) or a word
+    the reports use."""
     import shutil
 
+    from grpo_doctor import glossary
     from grpo_doctor.errors import ConfigError
-    from grpo_doctor.reporters.rule_doc import render_explain
+    from grpo_doctor.reporters.rule_doc import render_explain, render_index, render_term
     from grpo_doctor.rules import RULES, rule_named
 
+    width = shutil.get_terminal_size().columns
+    if term is None:
+        sys.stdout.write(render_index([r.id for r in RULES], glossary.names(), width))
+        return
     try:
-        rule = rule_named(mode)
+        sys.stdout.write(render_explain(rule_named(term), width))
+        return
     except KeyError:
-        raise ConfigError(f"unknown failure mode {mode!r}; modes: "
-                          f"{', '.join(r.id for r in RULES)}") from None
-    sys.stdout.write(render_explain(rule, shutil.get_terminal_size().columns))
+        pass
+    found = glossary.lookup(term)
+    if found is None:
+        raise ConfigError(f"nothing to explain for {term!r}: not a failure mode or a word the "
+                          f"reports use; modes: {', '.join(r.id for r in RULES)}; words: "
+                          "grpo-doctor explain")
+    sys.stdout.write(render_term(found, width))
 
 
 @app.command()

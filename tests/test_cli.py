@@ -103,7 +103,7 @@ def test_map_a_column(capsys, tmp_path):
     (["diagnose", "--example", "healthy", "--format", "xml"], "--format must be"),
     (["diagnose", "--example", "healthy", "--fail-on", "sometimes"], "--fail-on must be"),
     (["diagnose"], "give a log to diagnose"),
-    (["explain", "nope"], "unknown failure mode 'nope'"),
+    (["explain", "nope"], "nothing to explain for 'nope': not a failure mode or a word"),
     (["diagnose", "--bogus"], "No such option"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, args, message):

@@ -11,6 +11,7 @@ import re
 import textwrap
 from collections.abc import Iterable, Iterator
 
+from grpo_doctor.glossary import Term
 from grpo_doctor.rules.base import Rule
 
 _LITERAL = re.compile(r"``(.+?)``")
@@ -102,3 +103,25 @@ def render_rules(rules: Iterable[Rule], width: int) -> str:
         line = f"{r.id:<{column}}{r.title}" + (f"; needs {what}" if what else "")
         lines.append(_fill(line, width, "", " " * column))
     return "\n".join(lines) + "\n"
+
+
+def render_term(term: Term, width: int) -> str:
+    """``grpo-doctor explain TERM`` for a word of the glossary: its meaning, other spellings,
+    and what to read next."""
+    out = [_fill(f"{term.name} — {term.meaning}", width, "", "    ")]
+    if term.aliases:
+        out.append(_fill(f"also written: {', '.join(term.aliases)}", width, "    ", "    "))
+    if term.see:
+        named = [f"'{s}'" if " " in s else s for s in term.see]
+        out.append(_fill(f"see: {', '.join(f'grpo-doctor explain {s}' for s in named)}",
+                         width, "    ", "         "))
+    return "\n".join(out) + "\n"
+
+
+def render_index(modes: Iterable[str], terms: Iterable[str], width: int) -> str:
+    """``grpo-doctor explain`` alone: what it can explain."""
+    return "\n".join([
+        _fill("failure modes: " + ", ".join(modes), width, "", "    "),
+        _fill("words the reports use: " + ", ".join(terms), width, "", "    "),
+        "grpo-doctor explain NAME prints one (case, spaces, - and _ do not matter).",
+    ]) + "\n"
