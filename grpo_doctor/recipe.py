@@ -116,8 +116,10 @@ SETTINGS: tuple[Setting, ...] = (
         "beta", knobs.KL_COEF.names, "0.01 (0.01-0.05), adaptive with target 1.0",
         "chapter 8.1, 8.4", low=0.01, high=0.05, far=20.0, metric=knobs.KL_COEF.metric,
         off_when_zero=True,
-        risks={OFF: _links(primary=(_KL,), contributing=(
-                   CATASTROPHIC_UPDATE, _ENTROPY_COLLAPSE, "reward_hacking", "format_gaming")),
+        # The chapter's first cause of entropy collapse is "KL coefficient beta too small":
+        # switched off, it is a primary cause (merely low, a contributing one).
+        risks={OFF: _links(primary=(_KL, _ENTROPY_COLLAPSE), contributing=(
+                   CATASTROPHIC_UPDATE, "reward_hacking", "format_gaming")),
                LOW: _links(primary=(_KL,), contributing=(_ENTROPY_COLLAPSE, "reward_hacking"))},
         why={OFF: "no KL leash: nothing holds the policy near the reference",
              LOW: "too weak a KL leash (a beta this small lets the policy run "
