@@ -11,7 +11,7 @@ without counting towards the clear: a check that says nothing is not a clear one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from grpo_doctor.config import Settings
@@ -125,7 +125,6 @@ class _Hold:
     last_seen: int | None  # the last step at which the rule raised it
     clear: int = 0  # logged points since then at which it was clear
     below: int = 0  # logged points since it was last at its shown severity
-    now: Status = field(default=Status.OK)
 
 
 class Monitor:
@@ -206,7 +205,6 @@ class Monitor:
         if it has now been clear long enough, and) the check as shown."""
         mode = check.mode
         shown, hold = self._shown[mode], self._holds[mode]
-        hold.now = check.status
         if check.fired:
             hold.last_seen, hold.clear = run.last_step, 0
         elif check.status is Status.OK:
