@@ -97,13 +97,13 @@ PngOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
 
 
 def _settings(config: Path | None, maps: list[str], sets: list[str], select: list[str],
-              ignore: list[str], fail_on: str | None):
+              ignore: list[str], fail_on: str | None, clear_after: int | None = None):
     from grpo_doctor.config import load_settings, merge, parse_assignments
 
     base = load_settings(config)
     return merge(base, column_map=parse_assignments(maps, "--map"),
                  sets=parse_assignments(sets, "--set"), select=select, ignore=ignore,
-                 fail_on=fail_on)
+                 fail_on=fail_on, clear_after=clear_after)
 
 
 def _emit(text: str | bytes, output: Path | None, force: bool) -> None:
@@ -682,6 +682,11 @@ def watch(
         "--once", help="Read the log as it is now, print its alerts and status, exit.")] = False,
     max_polls: Annotated[Optional[int], typer.Option(  # noqa: UP045
         "--max-polls", min=1, metavar="N", help="Stop after this many polls.")] = None,
+    clear_after: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--clear-after", min=1, metavar="N",
+        help="Report a finding cleared only once it has been clear for N logged points "
+        "(default 20, or clear-after in the config file); a critical one eases to warning "
+        "only after N points below critical.")] = None,
     map: MapOpt = [],  # noqa: B006
     set: SetOpt = [],  # noqa: B006
     select: SelectOpt = [],  # noqa: B006
@@ -695,15 +700,15 @@ def watch(
 
     A folder of runs (or a log holding several) is watched whole: every run in it, and runs
     that appear later, each named in its alerts and with its own last status line. A finding
-    that clears prints a "cleared" line. Reads only what was appended at each poll. Exit code
-    1 as soon as a finding at or above --exit-on appears (a job script can then stop
-    training), 0 on Ctrl-C (after a last status) or at the end of --once / --max-polls, 2 on
-    bad input.
+    that has been clear for --clear-after logged points prints a "cleared" line. Reads only
+    what was appended at each poll. Exit code 1 as soon as a finding at or above --exit-on
+    appears (a job script can then stop training), 0 on Ctrl-C (after a last status) or at
+    the end of --once / --max-polls, 2 on bad input.
     """
     from grpo_doctor.errors import InputError
     from grpo_doctor.watch import WatchAll, run_watch
 
-    settings = _settings(config, map, set, select, ignore, None)
+    settings = _settings(config, map, set, select, ignore, None, clear_after)
     watcher = WatchAll(source, settings, format=input_format, run=run, step_column=step_column)
     if once and not watcher.path.exists():
         raise InputError(f"{source}: no such file or folder")

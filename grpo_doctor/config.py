@@ -35,6 +35,10 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 FAIL_ON = ("critical", "warning", "inconclusive", "never")
+#: ``watch`` and the trainer callback: logged points a raised finding must be clear before it
+#: is reported cleared (and below critical before a critical one eases to warning). Real runs
+#: flap in and out of a threshold within a few points; 20 holds them (issue 23 item 8).
+CLEAR_AFTER = 20
 
 
 def failing_statuses(fail_on: str, *, strict: bool = False) -> frozenset[str]:
@@ -124,6 +128,7 @@ class Settings:
     map_from_file: frozenset[str] = frozenset()
     recipe: dict[str, dict[str, float]] = field(default_factory=dict)  # [recipe.<knob>]
     run_config: dict[str, Any] = field(default_factory=dict)  # [config]
+    clear_after: int = CLEAR_AFTER  # clear-after: live alerts' hysteresis (monitor.py)
 
     def doctor_config(self) -> DoctorConfig:
         """The engine's configuration. With every check ignored a run is inconclusive (the
@@ -256,7 +261,8 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
     table = _table(path)
-    known = {"map", "rules", "select", "ignore", "fail-on", "fail_on", "recipe", "config"}
+    known = {"map", "rules", "select", "ignore", "fail-on", "fail_on", "recipe", "config",
+             "clear-after", "clear_after"}
     unknown = set(table) - known
     if unknown:
         raise ConfigError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} "
@@ -293,11 +299,23 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
     run_config = table.get("config", {})
     if not isinstance(run_config, dict):
         raise ConfigError(f"{path}: [config] must be a table of the run's settings")
+    clear_after = check_clear_after(table.get("clear-after", table.get("clear_after",
+                                                                     CLEAR_AFTER)),
+                                    f"{path}: clear-after")
     return Settings(
         column_map=dict(column_map), params=params, select=select, ignore=ignore,
         fail_on=fail_on, source=str(path), map_from_file=frozenset(column_map),
         recipe={k: dict(v) for k, v in recipe_table.items()}, run_config=dict(run_config),
+        clear_after=clear_after,
     )
+
+
+def check_clear_after(value: Any, where: str) -> int:
+    """A number of logged points: a whole number of at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where} must be a whole number of logged points, at least 1, "
+                          f"got {value!r}")
+    return value
 
 
 def check_recipe(overrides: Mapping[str, Mapping[str, Any]], where: str) -> None:
@@ -324,7 +342,8 @@ def parse_assignments(items: Iterable[str], what: str) -> dict[str, str]:
 
 def merge(settings: Settings, *, column_map: Mapping[str, str] = {},
           sets: Mapping[str, str] = {}, select: Iterable[str] = (),
-          ignore: Iterable[str] = (), fail_on: str | None = None) -> Settings:
+          ignore: Iterable[str] = (), fail_on: str | None = None,
+          clear_after: int | None = None) -> Settings:
     """Command-line values on top of file settings (the command line wins)."""
     params = {k: dict(v) for k, v in settings.params.items()}
     given: dict[str, dict[str, float]] = {}
@@ -351,4 +370,6 @@ def merge(settings: Settings, *, column_map: Mapping[str, str] = {},
         fail_on=fail_on or settings.fail_on, source=settings.source,
         map_from_file=settings.map_from_file - set(column_map),
         recipe=settings.recipe, run_config=settings.run_config,
+        clear_after=(settings.clear_after if clear_after is None
+                     else check_clear_after(clear_after, "--clear-after")),
     )

@@ -1,5 +1,11 @@
 """Alerting on a growing run: the rules over successive Runs, one alert per new, escalated or
 cleared finding. Used by ``watch`` and by the trainer callback (``grpo_doctor.integrations.trl``).
+
+Hysteresis: a raised finding stays raised until its rule has found it clear on
+``Settings.clear_after`` logged points in a row (20 by default), and a critical one eases to
+warning only after as many points below critical; an escalation is shown and alerted at once.
+A rule that cannot judge the run at a poll (skipped: not enough data) holds the finding
+without counting towards the clear: a check that says nothing is not a clear one.
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ class Alert:
     #: What the steps count: "log line" for a log with no step in it, whose steps are the
     #: order of its metric lines until the run's end tells the step count (diagnose then).
     step_unit: str = "step"
+    #: A cleared finding: the last step at which its rule raised it, and the logged points
+    #: since then on which the rule found it clear (at least ``Settings.clear_after``).
+    last_seen_step: int | None = None
+    clear_points: int | None = None
 
     @property
     def cleared(self) -> bool:
@@ -55,7 +65,9 @@ class Alert:
         if self.cleared:
             was = self.previous.value if self.previous is not None else "raised"
             return (f"CLEARED {self.mode} (was {was}, first alerted at {unit} "
-                    f"{fmt(self.first_alert_step)}): cleared at {unit} {fmt(self.step)}. "
+                    f"{fmt(self.first_alert_step)}): last seen at {unit} "
+                    f"{fmt(self.last_seen_step)}, clear for {fmt(self.clear_points)} logged "
+                    f"points since; cleared at {unit} {fmt(self.step)}. "
                     f"{terminal(self.summary)}")
         what = f"{self.severity.value.upper()} {self.mode}"
         if self.previous is not None:
@@ -75,7 +87,44 @@ class Alert:
             "first_alert_step": self.first_alert_step, "onset_step": self.onset_step,
             "step": self.step, "summary": self.summary, "remedies": list(self.remedies),
             "run": self.run, "source": self.source, "step_unit": self.step_unit,
+            "last_seen_step": self.last_seen_step, "clear_points": self.clear_points,
         }
+
+
+@dataclass(frozen=True)
+class Clearing:
+    """A raised finding held as shown while its rule says less than that: clear (``now`` ok),
+    below critical (``now`` warning under a critical finding), or not judged (``now``
+    skipped, which counts for nothing)."""
+
+    mode: str
+    shown: Status
+    now: Status
+    points: int  # logged points counted so far (clear ones; for an easing, below critical)
+    of: int  # Settings.clear_after
+    last_seen_step: int | None  # the last step at which the rule raised it
+
+    def text(self) -> str:
+        """``clearing: clear for 3 of 20 logged points`` and the like."""
+        if self.now is Status.OK:
+            return f"clearing: clear for {self.points} of {self.of} logged points"
+        if self.now is Status.SKIPPED:
+            return (f"held: not judged at the last poll; clear for {self.points} of {self.of} "
+                    "logged points")
+        return f"easing: below {self.shown.value} for {self.points} of {self.of} logged points"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"now": self.now.value, "points": self.points, "of": self.of,
+                "last_seen_step": self.last_seen_step}
+
+
+@dataclass
+class _Hold:
+    """How long a raised finding has been below what is shown."""
+
+    last_seen: int | None  # the last step at which the rule raised it
+    clear: int = 0  # logged points since then at which it was clear
+    below: int = 0  # logged points since it was last at its shown severity
 
 
 class Monitor:
@@ -85,9 +134,14 @@ class Monitor:
     that newly fired or escalated, so the alert carries the ``first_alert_step`` that
     ``diagnose`` would report on the same Run. What it shows is stable: an escalation keeps the
     mode's first-alert step (it never moves backwards), and a finding that keeps its severity
-    keeps the onset, first alert and summary it had when it last changed; a finding that clears
-    is reported once as cleared (and alerts again if it comes back). Used by :class:`Watcher`
-    and by the trainer callback (``grpo_doctor.integrations.trl``).
+    keeps the onset, first alert and summary it had when it last changed.
+
+    Hysteresis (see the module docstring): a raised finding is held as shown until its rule
+    has found it clear on ``clear_after`` logged points since it last raised it, then reported
+    once as cleared (and alerted again if it comes back); a critical finding eases to warning
+    only after ``clear_after`` points below critical. ``clearing`` says, per held finding, how
+    far it has got. Logged points are the Run's rows, however many a poll brings. Used by
+    :class:`Watcher` and by the trainer callback (``grpo_doctor.integrations.trl``).
     """
 
     def __init__(self, settings: Settings | None = None) -> None:
@@ -95,12 +149,17 @@ class Monitor:
         cfg = self._settings.doctor_config()
         self._rules = cfg.rules()
         self._params = {rule.id: cfg.params_for(rule) for rule in self._rules}
+        self.clear_after = self._settings.clear_after
         self.alerted: dict[str, Alert] = {}
         self.alerts: list[Alert] = []
         self.checks: tuple[Check, ...] = ()
         self.run: Run | None = None
+        #: The raised findings held as shown while their rule says less (see ``Clearing``).
+        self.clearing: dict[str, Clearing] = {}
         self._shown: dict[str, Check] = {}  # each raised finding as it last changed
+        self._holds: dict[str, _Hold] = {}  # each raised finding's count towards its clear
         self._cleared_at: dict[str, int | None] = {}  # the step each mode last cleared at
+        self._n_steps = 0  # the Run's rows at the last evaluate
 
     def evaluate(self, run: Run) -> list[Alert]:
         """Every rule on ``run``; the alerts it raises (new modes, escalations, and findings
@@ -108,6 +167,10 @@ class Monitor:
         new: list[Alert] = []
         checks: list[Check] = []
         unit = step_unit(run)
+        # A log started over (a watch's restart) is all new points.
+        points = run.n_steps - self._n_steps if run.n_steps >= self._n_steps else run.n_steps
+        self._n_steps = run.n_steps
+        self.clearing = {}
         for rule in self._rules:
             params = self._params[rule.id]
             check = _in_unit(check_rule(rule, run, params, with_first_alert=False), unit)
@@ -123,29 +186,56 @@ class Monitor:
                 )
                 self.alerted[rule.id] = alert
                 self._shown[rule.id] = check
+                self._holds[rule.id] = _Hold(last_seen=run.last_step)
                 new.append(alert)
-            elif check.fired and prev is not None:
-                shown = self._shown[rule.id]
-                if check.status is shown.status:
-                    check = shown  # unchanged: as it was shown
-                else:  # eased (critical -> warning): shown anew, its first alert kept
-                    check = _onset_by(replace(check, first_alert_step=prev.first_alert_step))
-                    self._shown[rule.id] = check
-            elif prev is not None and check.status is Status.OK:
-                shown = self._shown.pop(rule.id)
-                del self.alerted[rule.id]
-                self._cleared_at[rule.id] = run.last_step
-                new.append(Alert(
-                    mode=rule.id, severity=Status.OK, first_alert_step=prev.first_alert_step,
-                    onset_step=shown.onset_step, summary=check.summary, step=run.last_step,
-                    previous=shown.status, previous_first_alert_step=prev.first_alert_step,
-                    run=run.name, source=run.source, step_unit=unit))
+            elif prev is not None:
+                cleared, check = self._held(check, prev, run, points)
+                if cleared is not None:
+                    new.append(cleared)
             checks.append(check)
         self.checks = tuple(checks)
         self.run = run
         new.sort(key=lambda a: _step_order(a.first_alert_step))  # as the log raised them
         self.alerts.extend(new)
         return new
+
+    def _held(self, check: Check, prev: Alert, run: Run, points: int
+              ) -> tuple[Alert | None, Check]:
+        """A finding raised before, at a poll that does not raise it anew: (the cleared alert,
+        if it has now been clear long enough, and) the check as shown."""
+        mode = check.mode
+        shown, hold = self._shown[mode], self._holds[mode]
+        if check.fired:
+            hold.last_seen, hold.clear = run.last_step, 0
+        elif check.status is Status.OK:
+            hold.clear += points
+        if check.fired and check.status.rank >= shown.status.rank:
+            hold.below = 0
+        elif check.status is not Status.SKIPPED:  # skipped says nothing: the count waits
+            hold.below += points
+        if check.status is Status.OK and hold.clear >= self.clear_after:
+            del self._shown[mode], self._holds[mode], self.alerted[mode]
+            self._cleared_at[mode] = run.last_step
+            return Alert(
+                mode=mode, severity=Status.OK, first_alert_step=prev.first_alert_step,
+                onset_step=shown.onset_step, summary=check.summary, step=run.last_step,
+                previous=shown.status, previous_first_alert_step=prev.first_alert_step,
+                run=run.name, source=run.source, step_unit=step_unit(run),
+                last_seen_step=hold.last_seen, clear_points=hold.clear), check
+        if check.fired and check.status is not shown.status and (
+                check.status.rank > shown.status.rank or hold.below >= self.clear_after):
+            # Back up to what was alerted (at once), or eased for long enough: shown anew,
+            # the mode's first alert kept.
+            check = _onset_by(replace(check, first_alert_step=prev.first_alert_step))
+            self._shown[mode] = check
+            hold.below = 0
+            return None, check
+        if check.status is not shown.status:
+            self.clearing[mode] = Clearing(
+                mode=mode, shown=shown.status, now=check.status,
+                points=hold.clear if check.status is not Status.WARNING else hold.below,
+                of=self.clear_after, last_seen_step=hold.last_seen)
+        return None, shown  # held: as it was shown
 
     def _raised(self, check: Check, prev: Alert | None, run: Run) -> Check:
         """A finding newly raised or escalated, as it is shown: an escalation keeps the mode's

@@ -24,8 +24,13 @@ What is guaranteed
   stays raised (the replay's coarse scan can only report a later step when a finding comes and
   goes). With coarser polls the alert still carries the replayed earliest step.
 * A mode alerts when it first fires, and again if it escalates (warning -> critical), keeping
-  its first-alert step. A finding that clears is reported once (``Alert.cleared``), and alerts
-  again if it comes back. What is shown between changes (onset, first alert, summary) stays.
+  its first-alert step. A finding stays raised until its rule has found it clear on
+  ``Settings.clear_after`` logged points (20 by default; a poll its rule skips counts for
+  nothing), then is reported once (``Alert.cleared``: the step it was last seen at, the clear
+  points, the step it cleared at), and alerts again if it comes back; a critical finding eases
+  to warning only after as many points below critical (``monitor.Monitor``). What is shown
+  between changes (onset, first alert, summary) stays; ``clearing`` says how far a held
+  finding has got.
 * ``WatchAll`` watches every run under a path, each with its own ``Watcher``, and picks up runs
   that appear later.
 
@@ -53,7 +58,7 @@ from grpo_doctor.importers import LoadOptions, importer_named
 from grpo_doctor.importers.incremental import LiveSource, Restarted, SeveralRuns, open_live
 from grpo_doctor.interrupts import interrupt_on_sigterm
 from grpo_doctor.live_store import LiveStore
-from grpo_doctor.monitor import Alert, Monitor
+from grpo_doctor.monitor import Alert, Clearing, Monitor
 from grpo_doctor.notifiers import WandbNotifier, notifiers
 from grpo_doctor.reporters.escape import terminal
 from grpo_doctor.reporters.live import LiveOutput
@@ -105,6 +110,11 @@ class Watcher:
     @property
     def checks(self) -> tuple[Check, ...]:
         return self.monitor.checks
+
+    @property
+    def clearing(self) -> dict[str, Clearing]:
+        """The raised findings held while their rule says less (``monitor.Clearing``)."""
+        return self.monitor.clearing
 
     @property
     def status(self) -> str:

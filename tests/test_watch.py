@@ -631,6 +631,9 @@ def test_a_finding_that_clears_says_so(capsys: pytest.CaptureFixture[str],
             assert cleared[0]["previous"] == raised[0]["severity"]
             assert cleared[0]["first_alert_step"] == raised[0]["first_alert_step"]
             assert cleared[0]["step"] > raised[0]["step"]
+            # Held until clear for 20 logged points (the default clear-after).
+            assert cleared[0]["clear_points"] >= 20
+            assert cleared[0]["last_seen_step"] + 20 <= cleared[0]["step"]
             assert events[-1]["event"] == "status" and not events[-1]["findings"]
         else:
             assert "WARNING reward_overfit" in text or "CRITICAL reward_overfit" in text

@@ -11,7 +11,9 @@ run's ``trainer_state.json`` (the history is read as that importer reads ``log_h
 adds to the logs it checked ``doctor/<mode>`` (0 ok, 1 warning, 2 critical; modes whose metrics
 are not logged are left out) and ``doctor/alerts`` (alerts raised so far), prints one line per
 new or escalated finding, and stops training (``control.should_training_stop``) when a finding
-reaches ``stop_on``.
+reaches ``stop_on``. As ``watch`` does, it holds a raised finding (its ``doctor/<mode>`` value
+included) until it has been clear for ``Settings.clear_after`` logged entries, then prints one
+``CLEARED`` line; a critical one eases to 1 only after as many entries below critical.
 
 The Trainer puts its reporting callbacks (W&B, TensorBoard, ...) before those passed with
 ``callbacks=[...]``, so they have already sent a log when this callback adds its values to it;

@@ -3,7 +3,7 @@ the last status of each run watched. Names from a log are escaped (``escape.term
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -13,7 +13,7 @@ from grpo_doctor.reporters.escape import json_dumps, terminal
 from grpo_doctor.text import fmt, plural
 
 if TYPE_CHECKING:
-    from grpo_doctor.monitor import Alert
+    from grpo_doctor.monitor import Alert, Clearing
     from grpo_doctor.store import Run
 
 
@@ -35,6 +35,9 @@ class Watched(Protocol):
 
     @property
     def format(self) -> str | None: ...
+
+    @property
+    def clearing(self) -> Mapping[str, Clearing]: ...
 
 
 class Watch(Protocol):
@@ -60,9 +63,21 @@ def status_dict(watcher: Watched) -> dict[str, Any]:
         "n_steps": run.n_steps if run is not None else 0, "polls": watcher.polls,
         "step_unit": step_unit(run) if run is not None else "step",
         "findings": [{"mode": c.mode, "status": c.status.value,
-                      "first_alert_step": c.first_alert_step, "onset_step": c.onset_step}
+                      "first_alert_step": c.first_alert_step, "onset_step": c.onset_step,
+                      "clearing": _clearing_dict(watcher, c.mode)}
                      for c in by_first_alert(watcher.checks)],
     }
+
+
+def _clearing_dict(watcher: Watched, mode: str) -> dict[str, Any] | None:
+    held = watcher.clearing.get(mode)
+    return held.to_dict() if held is not None else None
+
+
+def _held(watcher: Watched, mode: str, sep: str) -> str:
+    """A held finding's progress towards its clear (``; clearing: ...``), else ""."""
+    held = watcher.clearing.get(mode)
+    return f"{sep}{held.text()}" if held is not None else ""
 
 
 def status_line(watcher: Watched, *, named: bool = False) -> str:
@@ -72,8 +87,8 @@ def status_line(watcher: Watched, *, named: bool = False) -> str:
         return (f"status: no data yet from {terminal(watcher.path)} "
                 f"({plural(watcher.polls, 'poll')})")
     unit = step_unit(run)  # a log with no step: its line numbers, never called steps
-    found = [f"{c.mode} {c.status.value} (first alert at {unit} {fmt(c.first_alert_step)})"
-             for c in by_first_alert(watcher.checks)]
+    found = [f"{c.mode} {c.status.value} (first alert at {unit} {fmt(c.first_alert_step)}"
+             f"{_held(watcher, c.mode, '; ')})" for c in by_first_alert(watcher.checks)]
     what = "; ".join(found) if found else "no failure mode found"
     who = f"{terminal(run.name)}: " if named else ""
     return (f"status: {who}{watcher.status} at {unit} {fmt(run.last_step)} "
@@ -112,7 +127,7 @@ def _panel(watcher: Watched, interval: float) -> Any:
             style = "bold red" if c.status is Status.CRITICAL else "yellow"
             body.add_row(Text(c.mode), Text(c.status.value, style=style),
                          Text(fmt(c.first_alert_step)), Text(fmt(c.onset_step)),
-                         Text(terminal(c.summary)))
+                         Text(terminal(c.summary) + _held(watcher, c.mode, " · ")))
     border = {"critical": "red", "warning": "yellow"}.get(watcher.status, "green")
     return Panel(Group(head, body), title=title, title_align="left", border_style=border)
 
@@ -139,7 +154,9 @@ def _fleet_panel(watcher: Watch, interval: float) -> Any:
         status = w.status
         if RUN_SEVERITY.get(status, 0) > RUN_SEVERITY.get(worst, 0):
             worst = status
-        found = ", ".join(f"{c.mode}@{fmt(c.first_alert_step)}" for c in w.checks if c.fired)
+        found = ", ".join(f"{c.mode}@{fmt(c.first_alert_step)}"
+                          f"{' (clearing)' if c.mode in w.clearing else ''}"
+                          for c in w.checks if c.fired)
         style = {"critical": "bold red", "warning": "yellow"}.get(status, "green")
         table.add_row(Text(terminal(run.name)), Text(status, style=style), fmt(run.last_step),
                       Text(found or "–"))

@@ -1,0 +1,294 @@
+"""Hysteresis of live alerts (``monitor.Monitor``, issue 23 item 8): a raised finding stays
+raised until its rule has found it clear on ``clear_after`` logged points, an escalation is
+immediate, an easing from critical is held, a poll the rule cannot judge is not a clear one;
+``watch`` on the failing real runs, fed point by point, never raises, clears and raises again
+within 20 logged points."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpo_doctor.config import CLEAR_AFTER, Settings, load_settings, merge
+from grpo_doctor.errors import ConfigError
+from grpo_doctor.findings import Status
+from grpo_doctor.importers import load_runs
+from grpo_doctor.monitor import Alert, Monitor
+from grpo_doctor.rules.base import Outcome, Rule, Skip
+from grpo_doctor.store import Run
+from grpo_doctor.watch import Watcher, run_watch
+from tests.helpers import REAL_RUNS, ar1, make_run, run_cli
+from tests.test_real_runs import FAILING
+
+# --- a rule whose verdict the test writes: the last reward, 0 ok / 1 warning / 2 critical, -1
+# not judged (a Skip) -- so the monitor's bookkeeping is tested on its own ---------------------
+
+LEVEL = Rule(id="level", title="the last logged level", params=(), requires=("reward_mean",))
+
+
+@LEVEL.detects
+def _level(run: Run, params: Mapping[str, float]) -> Outcome:
+    _, values = run.finite_series("reward_mean")
+    level = int(values[-1])
+    if level < 0:
+        raise Skip("not enough data")
+    status = (Status.OK, Status.WARNING, Status.CRITICAL)[level]
+    return Outcome(status, f"level {level}", onset_step=run.last_step)
+
+
+def level_monitor(clear_after: int = CLEAR_AFTER) -> Monitor:
+    monitor = Monitor(Settings(clear_after=clear_after))
+    monitor._rules, monitor._params = [LEVEL], {"level": {}}
+    return monitor
+
+
+def replay(monitor: Monitor, run: Run, every: int = 1, start: int = 0
+           ) -> tuple[list[tuple[int, Alert]], list[tuple[int, dict[str, int]]]]:
+    """``run`` fed to ``monitor`` a prefix at a time (a poll every ``every`` logged points
+    after ``start``, and at the end): (logged points at the poll, alert) for every alert, and
+    (logged points, severities shown) at every poll."""
+    alerts, shown = [], []
+    n = run.n_steps
+    for points in [*range(start + every, n, every), n]:
+        alerts += [(points, a) for a in monitor.evaluate(run.truncated(int(run.steps[points - 1])))]
+        shown.append((points, {c.mode: c.status.rank for c in monitor.checks if c.fired}))
+    return alerts, shown
+
+
+def flaps(shown: Sequence[tuple[int, dict[str, int]]], within: int
+          ) -> list[tuple[str, int, int, int, int]]:
+    """Each finding shown at a severity (or above), then below it, then at it again, all within
+    ``within`` logged points: (mode, severity rank, raised at, fell at, raised again at)."""
+    out = []
+    entered: dict[tuple[str, int], int] = {}  # when each (mode, level) was last reached
+    fell: dict[tuple[str, int], int] = {}
+    before: dict[str, int] = {}
+    for points, ranks in shown:
+        for mode in set(before) | set(ranks):
+            was, now = before.get(mode, 0), ranks.get(mode, 0)
+            for level in (1, 2):
+                key = (mode, level)
+                if was >= level > now:
+                    fell[key] = points
+                elif now >= level > was:
+                    if key in fell and points - entered[key] <= within:
+                        out.append((mode, level, entered[key], fell[key], points))
+                    entered[key] = points
+                    fell.pop(key, None)
+        before = ranks
+    return out
+
+
+def levels_run(levels: Sequence[int]) -> Run:
+    return make_run(reward=np.asarray(levels, dtype=float))
+
+
+# --- the bookkeeping ------------------------------------------------------------------------
+
+
+def test_a_flapping_finding_is_raised_once_and_cleared_once_it_stayed_clear() -> None:
+    flapping = [1, 0, 0, 1, 0, 1, 1, 0, 0, 0] * 3
+    run = levels_run([0] * 10 + flapping + [0] * 25)
+    monitor = level_monitor()
+    alerts, shown = replay(monitor, run)
+    assert [(p, a.event, a.severity) for p, a in alerts] == [
+        (11, "alert", Status.WARNING), (57, "cleared", Status.OK)]
+    cleared = alerts[1][1]
+    # Last raised at point 37 (step 37): clear on the 20 points after it.
+    assert (cleared.last_seen_step, cleared.clear_points, cleared.step) == (37, 20, 57)
+    assert cleared.previous is Status.WARNING and cleared.first_alert_step == 11
+    assert "last seen at step 37, clear for 20 logged points since; cleared at step 57" \
+        in cleared.line()
+    event = cleared.to_dict()
+    assert (event["event"], event["last_seen_step"], event["clear_points"], event["step"]) == (
+        "cleared", 37, 20, 57)
+    assert all(ranks == {"level": 1} for points, ranks in shown if 11 <= points < 57)
+    assert not flaps(shown, within=CLEAR_AFTER)
+
+
+def test_while_held_the_monitor_says_how_far_the_clear_has_got() -> None:
+    run = levels_run([1] * 5 + [0] * 7)
+    monitor = level_monitor()
+    replay(monitor, run)
+    held = monitor.clearing["level"]
+    assert (held.now, held.points, held.of, held.last_seen_step) == (Status.OK, 7, 20, 5)
+    assert held.text() == "clearing: clear for 7 of 20 logged points"
+    assert monitor.severities() == {"level": 1}  # the callback's doctor/level
+    assert monitor.diagnosis().check("level").status is Status.WARNING
+
+
+def test_an_escalation_is_immediate_and_an_easing_is_held() -> None:
+    # warning, critical at point 6, then warning with critical now and then, then 20 warnings
+    # (eased), then critical again: shown at once, not alerted again (it was alerted).
+    run = levels_run([1] * 5 + [2] + [1, 1, 2, 1, 2] + [1] * 20 + [2])
+    monitor = level_monitor()
+    alerts, shown = replay(monitor, run)
+    assert [(p, a.severity, a.previous) for p, a in alerts] == [
+        (1, Status.WARNING, None), (6, Status.CRITICAL, Status.WARNING)]
+    ranks = [r["level"] for _, r in shown]
+    assert ranks[5:30] == [2] * 25  # held through the warnings
+    assert ranks[30] == 1  # 20 points below critical (points 12-31): eased
+    assert ranks[31] == 2  # critical again at once
+    held = level_monitor()
+    replay(held, levels_run([2] + [1] * 4))
+    easing = held.clearing["level"]
+    assert easing.text() == "easing: below critical for 4 of 20 logged points"
+
+
+def test_a_poll_the_rule_cannot_judge_is_not_a_clear_one() -> None:
+    run = levels_run([1] + [-1] * 30 + [0] * 19 + [0])
+    monitor = level_monitor()
+    alerts, _ = replay(monitor, run.truncated(int(run.steps[30])))
+    assert [a.event for _, a in alerts] == ["alert"]
+    held = monitor.clearing["level"]
+    assert (held.now, held.points) == (Status.SKIPPED, 0)
+    assert held.text().startswith("held: not judged at the last poll; clear for 0 of 20")
+    assert monitor.severities() == {"level": 1}  # still raised
+    assert monitor.diagnosis().check("level").status is Status.WARNING
+    alerts, _ = replay(monitor, run, start=31)  # on to the end: 20 clear points
+    cleared = [a for _, a in alerts if a.cleared]
+    assert len(cleared) == 1 and cleared[0].clear_points == 20 and cleared[0].step == 51
+    assert cleared[0].last_seen_step == 1
+
+
+def test_points_are_logged_points_however_many_a_poll_brings() -> None:
+    run = levels_run([1] * 10 + [0] * 30)
+    alerts, _ = replay(level_monitor(), run, every=10)
+    (p, cleared), = [(p, a) for p, a in alerts if a.cleared]
+    assert p == 30 and cleared.clear_points == 20 and cleared.last_seen_step == 10
+    # A shorter hold on request: clear_after=3 is the next poll.
+    alerts, _ = replay(level_monitor(clear_after=3), run, every=10)
+    assert [p for p, a in alerts if a.cleared] == [20]
+
+
+# --- a real rule on a curve that flaps ------------------------------------------------------
+
+
+def zero_std_flapping(n: int = 120, seed: int = 0) -> Run:
+    """Half the steps' groups all equal, at random: the zero-std share sits on the 50% line
+    that warns, and rises past 80% now and then, so advantage_collapse comes and goes."""
+    rng = np.random.default_rng(seed)
+    std = np.where(rng.random(n) < 0.5, 0.0, 0.2)
+    return make_run(reward=0.5 + ar1(seed, n, 0.02), reward_std=std)
+
+
+def test_a_real_rule_on_a_flapping_curve_does_not_flap() -> None:
+    run = zero_std_flapping()
+    only = ("advantage_collapse",)
+    before, shown = replay(Monitor(Settings(clear_after=1, select=only)), run)
+    assert sum(a.cleared for _, a in before) >= 3 and flaps(shown, CLEAR_AFTER)  # the scenario
+    alerts, shown = replay(Monitor(Settings(select=only)), run)
+    assert not flaps(shown, CLEAR_AFTER), flaps(shown, CLEAR_AFTER)
+    assert len(alerts) < len(before) / 2
+    for points, alert in alerts:
+        if alert.cleared:
+            assert alert.clear_points is not None and alert.clear_points >= CLEAR_AFTER
+            assert alert.last_seen_step is not None and alert.step == int(
+                run.steps[points - 1]) and alert.last_seen_step <= alert.step - CLEAR_AFTER
+
+
+def test_the_callback_does_not_flap() -> None:
+    pytest.importorskip("transformers")
+    from grpo_doctor.integrations.trl import DoctorCallback
+    from tests.test_callback import _drive
+
+    run = zero_std_flapping()
+    logs = {int(s): {"reward": float(run.frame["reward_mean"].iloc[i]),
+                     "reward_std": float(run.frame["reward_std"].iloc[i])}
+            for i, s in enumerate(run.steps)}
+    doctor = DoctorCallback(every_n_steps=1, stop_on=None, print_alerts=False,
+                            settings=Settings(select=("advantage_collapse",)))
+    sent = _drive(doctor, logs)
+    shown = [(i + 1, {"advantage_collapse": int(log.get("doctor/advantage_collapse", 0))})
+             for i, log in enumerate(sent)]
+    assert any(r["advantage_collapse"] for _, r in shown)
+    assert not flaps(shown, CLEAR_AFTER)
+
+
+# --- configuration and what watch shows -----------------------------------------------------
+
+
+def test_clear_after_from_the_config_file_and_the_command_line(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]
+                                                               ) -> None:
+    assert Settings().clear_after == CLEAR_AFTER == 20
+    config = tmp_path / "grpo-doctor.toml"
+    config.write_text("clear-after = 5\n")
+    settings = load_settings(config)
+    assert settings.clear_after == 5
+    assert merge(settings, clear_after=8).clear_after == 8
+    assert merge(settings).clear_after == 5
+    for bad in ("0", "2.5", "true", '"ten"'):
+        config.write_text(f"clear-after = {bad}\n")
+        with pytest.raises(ConfigError, match="clear-after must be a whole number"):
+            load_settings(config)
+    log = tmp_path / "run.csv"
+    log.write_text("step,reward\n1,0.5\n")
+    code, _, err = run_cli(capsys, "watch", str(log), "--once", "--clear-after", "0")
+    assert code == 2 and "--clear-after" in err
+    code, _, _ = run_cli(capsys, "watch", str(log), "--once", "--clear-after", "5")
+    assert code == 0
+
+
+def test_watch_shows_a_held_finding_and_says_when_and_why_it_cleared(tmp_path: Path) -> None:
+    lines = ["step,reward\n"] + [f"{i + 1},{v}\n" for i, v in enumerate([1] * 3 + [0] * 25)]
+    path = tmp_path / "run.csv"
+    watcher = Watcher(path, Settings(clear_after=20))
+    watcher.monitor._rules, watcher.monitor._params = [LEVEL], {"level": {}}
+
+    written = [0]
+
+    def grow(end: int) -> list[dict]:
+        """Append the log's lines up to ``end``, poll once: the JSON events."""
+        with path.open("a") as fh:
+            fh.write("".join(lines[written[0]:end]))
+        written[0] = end
+        out = io.StringIO()
+        run_watch(watcher, output="json", once=True, out=out, err=io.StringIO())
+        return [json.loads(line) for line in out.getvalue().splitlines()]
+
+    assert [e["event"] for e in grow(4)] == ["alert", "status"]  # raised on points 1-3
+    *alerts, status = grow(9)  # clear on points 4-8
+    assert not alerts
+    (finding,) = status["findings"]
+    assert finding["status"] == "warning"
+    assert finding["clearing"] == {"now": "ok", "points": 5, "of": 20, "last_seen_step": 3}
+    from grpo_doctor.reporters.live import status_line
+
+    assert status_line(watcher).endswith(
+        "level warning (first alert at step 1; clearing: clear for 5 of 20 logged points)")
+    cleared, status = grow(len(lines))
+    assert cleared["event"] == "cleared" and cleared["previous"] == "warning"
+    assert (cleared["last_seen_step"], cleared["clear_points"], cleared["step"]) == (3, 25, 28)
+    assert cleared["summary"] == "level 0"  # why: what the rule says now
+    assert status["findings"] == []
+
+
+# --- the failing real runs, fed point by point ----------------------------------------------
+
+
+@pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared real runs not present")
+@pytest.mark.parametrize("path", FAILING)
+def test_watch_on_a_failing_real_run_does_not_flap(path: str) -> None:
+    """No finding raised, cleared and raised again within 20 logged points (nor critical,
+    eased and critical again). A poll per logged point up to 100 points; a longer run is
+    polled every few points so that it takes about 100 polls, which the clear counts in
+    logged points all the same."""
+    if not (REAL_RUNS / path).exists():
+        pytest.skip(f"{path} not present")
+    for run in load_runs(REAL_RUNS / path):
+        every = max(1, math.ceil(run.n_steps / 100))
+        alerts, shown = replay(Monitor(), run, every)
+        assert not flaps(shown, within=20), flaps(shown, within=20)
+        for points, alert in alerts:
+            if alert.cleared:
+                assert alert.clear_points is not None and alert.clear_points >= CLEAR_AFTER
+                assert alert.last_seen_step is not None
+                seen = int(np.searchsorted(run.steps, alert.last_seen_step)) + 1
+                assert points - seen >= CLEAR_AFTER
