@@ -306,6 +306,7 @@ def fingerprint(paths: Sequence[str], settings: Settings, since: datetime | None
         "map": sorted(column_map.items()),
         "optional": sorted(getattr(column_map, "optional", ())),
         "since": since.isoformat() if since else None,
+        "recipe": cfg.recipe, "config": cfg.run_config, "reward_roles": cfg.reward_roles,
         "baseline": None if baseline is None else sorted(
             [*key, status] for key, status in baseline.findings.items()),
     }

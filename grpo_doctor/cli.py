@@ -63,6 +63,10 @@ FailOnOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer needs 
 MapOpt = Annotated[list[str], typer.Option(
     "--map", metavar="CANONICAL=COLUMN",
     help="Read a canonical metric from this column, e.g. entropy=policy/ent (repeatable).")]
+RewardRoleOpt = Annotated[list[str], typer.Option(
+    "--reward-role", metavar="ROLE=NAME",
+    help="A reward term's role when its name does not say it: correctness, format, cheat or "
+    "other, e.g. correctness=mc_idx_reward (repeatable; names comma-separated).")]
 SetOpt = Annotated[list[str], typer.Option(
     "--set", metavar="RULE.PARAM=VALUE",
     help="Override a rule's threshold, e.g. kl_drift.stop_kl=20.")]
@@ -97,13 +101,14 @@ PngOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
 
 
 def _settings(config: Path | None, maps: list[str], sets: list[str], select: list[str],
-              ignore: list[str], fail_on: str | None, clear_after: int | None = None):
+              ignore: list[str], fail_on: str | None, clear_after: int | None = None,
+              reward_roles: list[str] | None = None):
     from grpo_doctor.config import load_settings, merge, parse_assignments
 
     base = load_settings(config)
     return merge(base, column_map=parse_assignments(maps, "--map"),
                  sets=parse_assignments(sets, "--set"), select=select, ignore=ignore,
-                 fail_on=fail_on, clear_after=clear_after)
+                 fail_on=fail_on, clear_after=clear_after, reward_roles=reward_roles or ())
 
 
 def _emit(text: str | bytes, output: Path | None, force: bool) -> None:
@@ -151,6 +156,7 @@ def diagnose(
     format: FormatOpt = "terminal",
     fail_on: FailOnOpt = None,
     map: MapOpt = [],  # noqa: B006
+    reward_role: RewardRoleOpt = [],  # noqa: B006
     set: SetOpt = [],  # noqa: B006
     select: SelectOpt = [],  # noqa: B006
     ignore: IgnoreOpt = [],  # noqa: B006
@@ -181,7 +187,7 @@ def diagnose(
         raise ConfigError("give a log to diagnose, or --example NAME (not both)")
     if format not in ("terminal", "json", "markdown"):
         raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
-    settings = _settings(config, map, set, select, ignore, fail_on)
+    settings = _settings(config, map, set, select, ignore, fail_on, reward_roles=reward_role)
     if png is not None:
         from grpo_doctor.reporters.html import require_matplotlib
 
@@ -299,6 +305,7 @@ def audit(
     jobs: JobsOpt = None,
     strict: StrictOpt = False,
     map: MapOpt = [],  # noqa: B006
+    reward_role: RewardRoleOpt = [],  # noqa: B006
     set: SetOpt = [],  # noqa: B006
     select: SelectOpt = [],  # noqa: B006
     ignore: IgnoreOpt = [],  # noqa: B006
@@ -342,7 +349,7 @@ def audit(
     _check_audit_format(format, output)
     if baseline is not None and write_baseline is not None:
         raise ConfigError("give --baseline or --write-baseline, not both")
-    settings = _settings(config, map, set, select, ignore, fail_on)
+    settings = _settings(config, map, set, select, ignore, fail_on, reward_roles=reward_role)
     accepted = auditing.Baseline.load(baseline) if baseline is not None else None
     cutoff = auditing.parse_since(since) if since is not None else None
     html_index = html / "index.html" if html is not None else None
@@ -585,6 +592,7 @@ def metrics(
     source: Annotated[str, typer.Argument(
         help="A log (any supported format; s3://, gs://, az:// too).")],
     map: MapOpt = [],  # noqa: B006
+    reward_role: RewardRoleOpt = [],  # noqa: B006
     config: ConfigOpt = None,
     run: RunOpt = None,
     input_format: InputFormatOpt = None,
@@ -595,9 +603,12 @@ def metrics(
     from grpo_doctor.reporters.escape import commands_stopped
     from grpo_doctor.reporters.metrics_report import render_metrics
 
-    settings = _settings(config, map, [], [], [], None)
+    settings = _settings(config, map, [], [], [], None, reward_roles=reward_role)
     runs = load_runs(source, format=input_format, column_map=settings.checked_map(),
                      step_column=step_column, run=run)
+    from grpo_doctor.engine import with_reward_roles
+
+    runs = [with_reward_roles(r, settings.reward_roles) for r in runs]
     import os
     import shutil
 
@@ -688,6 +699,7 @@ def watch(
         "(default 20, or clear-after in the config file); a critical one eases to warning "
         "only after N points below critical.")] = None,
     map: MapOpt = [],  # noqa: B006
+    reward_role: RewardRoleOpt = [],  # noqa: B006
     set: SetOpt = [],  # noqa: B006
     select: SelectOpt = [],  # noqa: B006
     ignore: IgnoreOpt = [],  # noqa: B006
@@ -708,7 +720,7 @@ def watch(
     from grpo_doctor.errors import InputError
     from grpo_doctor.watch import WatchAll, run_watch
 
-    settings = _settings(config, map, set, select, ignore, None, clear_after)
+    settings = _settings(config, map, set, select, ignore, None, clear_after, reward_role)
     watcher = WatchAll(source, settings, format=input_format, run=run, step_column=step_column)
     if once and not watcher.path.exists():
         raise InputError(f"{source}: no such file or folder")

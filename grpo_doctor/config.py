@@ -64,6 +64,9 @@ class DoctorConfig:
     #: The training run's own settings, for logs that hold none (the file's ``[config]``):
     #: a log's own config wins where both set a key.
     run_config: Mapping[str, Any] = field(default_factory=dict)
+    #: Reward components' roles given by the user (name -> role; ``--reward-role``,
+    #: ``[rewards]``): they win over what the checks infer from names and values.
+    reward_roles: Mapping[str, str] = field(default_factory=dict)
 
     def settings_of_recipe(self):
         """The recipe with this configuration's overrides (``recipe.SETTINGS`` when none)."""
@@ -91,14 +94,17 @@ class DoctorConfig:
         from grpo_doctor.rules import RULES
 
         run = {r.id for r in self.rules()}
-        out = {"file": self.file, "ignored": [r.id for r in RULES if r.id not in run],
-               "overrides": {rule: dict(values) for rule, values in self.params.items()}}
+        out: dict[str, Any] = {
+            "file": self.file, "ignored": [r.id for r in RULES if r.id not in run],
+            "overrides": {rule: dict(values) for rule, values in self.params.items()}}
         if self.select:  # the user chose the checks: healthy can be said of those alone
             out["selected"] = [r.id for r in self.rules()]
         if self.recipe:
             out["recipe"] = {k: dict(v) for k, v in self.recipe.items()}
         if self.run_config:
             out["run_config"] = dict(self.run_config)
+        if self.reward_roles:
+            out["reward_roles"] = dict(self.reward_roles)
         return out
 
     def rules(self) -> list[Rule]:
@@ -129,12 +135,14 @@ class Settings:
     recipe: dict[str, dict[str, float]] = field(default_factory=dict)  # [recipe.<knob>]
     run_config: dict[str, Any] = field(default_factory=dict)  # [config]
     clear_after: int = CLEAR_AFTER  # clear-after: live alerts' hysteresis (monitor.py)
+    reward_roles: dict[str, str] = field(default_factory=dict)  # [rewards], --reward-role
 
     def doctor_config(self) -> DoctorConfig:
         """The engine's configuration. With every check ignored a run is inconclusive (the
         Diagnosis says so), never healthy; its report names the config that ignored them."""
         return DoctorConfig(params=self.params, select=self.select, ignore=self.ignore,
-                            file=self.source, recipe=self.recipe, run_config=self.run_config)
+                            file=self.source, recipe=self.recipe, run_config=self.run_config,
+                            reward_roles=self.reward_roles)
 
     def applied_config(self) -> dict[str, Any]:
         """What a report says about its configuration: the file applied (None: defaults and
@@ -262,7 +270,7 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
         raise ConfigError(f"{path}: config file not found")
     table = _table(path)
     known = {"map", "rules", "select", "ignore", "fail-on", "fail_on", "recipe", "config",
-             "clear-after", "clear_after"}
+             "clear-after", "clear_after", "rewards"}
     unknown = set(table) - known
     if unknown:
         raise ConfigError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} "
@@ -302,12 +310,37 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
     clear_after = check_clear_after(table.get("clear-after", table.get("clear_after",
                                                                      CLEAR_AFTER)),
                                     f"{path}: clear-after")
+    rewards = table.get("rewards", {})
+    if not isinstance(rewards, dict):
+        raise ConfigError(f"{path}: [rewards] must be a table of roles ([rewards] correctness "
+                          "= [\"mc_idx_reward\"])")
+    reward_roles = reward_role_table({role: _strs(names, f"[rewards] {role}", path)
+                                      for role, names in rewards.items()}, f"{path}: [rewards]")
     return Settings(
         column_map=dict(column_map), params=params, select=select, ignore=ignore,
         fail_on=fail_on, source=str(path), map_from_file=frozenset(column_map),
         recipe={k: dict(v) for k, v in recipe_table.items()}, run_config=dict(run_config),
-        clear_after=clear_after,
+        clear_after=clear_after, reward_roles=reward_roles,
     )
+
+
+def reward_role_table(by_role: Mapping[str, Iterable[str]], where: str) -> dict[str, str]:
+    """``{"correctness": ["mc_idx_reward"]}`` -> ``{"mc_idx_reward": "correctness"}``: each
+    role one of ``metrics.REWARD_ROLES``, names comma-separable, no name given two roles."""
+    from grpo_doctor.metrics import REWARD_ROLES
+
+    out: dict[str, str] = {}
+    for role, names in by_role.items():
+        if role not in REWARD_ROLES:
+            raise ConfigError(f"{where}: unknown reward role {role!r}; roles: "
+                              f"{', '.join(REWARD_ROLES)}")
+        for name in (n.strip() for item in names for n in item.split(",")):
+            if not name:
+                continue
+            if out.get(name, role) != role:
+                raise ConfigError(f"{where}: {name!r} is given two roles ({out[name]}, {role})")
+            out[name] = role
+    return out
 
 
 def check_clear_after(value: Any, where: str) -> int:
@@ -343,8 +376,15 @@ def parse_assignments(items: Iterable[str], what: str) -> dict[str, str]:
 def merge(settings: Settings, *, column_map: Mapping[str, str] = {},
           sets: Mapping[str, str] = {}, select: Iterable[str] = (),
           ignore: Iterable[str] = (), fail_on: str | None = None,
-          clear_after: int | None = None) -> Settings:
+          clear_after: int | None = None, reward_roles: Iterable[str] = ()) -> Settings:
     """Command-line values on top of file settings (the command line wins)."""
+    by_role: dict[str, list[str]] = {}
+    for item in reward_roles:
+        role, sep, names = item.partition("=")
+        if not sep or not role.strip() or not names.strip():
+            raise ConfigError(f"--reward-role takes ROLE=NAME[,NAME], got {item!r}")
+        by_role.setdefault(role.strip(), []).append(names)
+    given_roles = reward_role_table(by_role, "--reward-role")
     params = {k: dict(v) for k, v in settings.params.items()}
     given: dict[str, dict[str, float]] = {}
     for key, value in sets.items():
@@ -372,4 +412,5 @@ def merge(settings: Settings, *, column_map: Mapping[str, str] = {},
         recipe=settings.recipe, run_config=settings.run_config,
         clear_after=(settings.clear_after if clear_after is None
                      else check_clear_after(clear_after, "--clear-after")),
+        reward_roles={**settings.reward_roles, **given_roles},
     )

@@ -225,7 +225,7 @@ def diagnose(run: Run, config: DoctorConfig | None = None, *,
              with_first_alert: bool = True) -> Diagnosis:
     """Every selected rule over ``run``; never raises for a rule that cannot run."""
     cfg = config or DoctorConfig()
-    run = with_given_config(run, cfg.run_config)
+    run = with_reward_roles(with_given_config(run, cfg.run_config), cfg.reward_roles)
     checks = [check_rule(rule, run, cfg.params_for(rule), with_first_alert=with_first_alert)
               for rule in cfg.rules()]
     found = replace(assemble(run, checks, cfg), config=cfg.applied())
@@ -252,6 +252,35 @@ def with_given_config(run: Run, given: Mapping[str, object]) -> Run:
     note = (f"settings from the config file's [config] (the log holds none of them): "
             f"{', '.join(sorted(added))}")
     return replace(run, config={**run.config, **added}, notes=[*run.notes, note])
+
+
+def with_reward_roles(run: Run, given: Mapping[str, str]) -> Run:
+    """``run`` with the reward components' roles the user gave. A name may be the component's
+    short name (``mc_idx_reward``), its canonical column (``reward_component/mc_idx_reward``)
+    or the logged column (``rewards/mc_idx_reward/mean``); a name the run does not log is a
+    note, not an error (an audit's runs log different terms)."""
+    if not given:
+        return run
+    from grpo_doctor.metrics import REWARD_COMPONENT_PREFIX
+
+    short = {c[len(REWARD_COMPONENT_PREFIX):]: c for c in run.frame.columns
+             if c.startswith(REWARD_COMPONENT_PREFIX)}
+    by_column = {run.mapping.get(c, c): n for n, c in short.items()}
+    roles: dict[str, str] = {}
+    missing = []
+    for name, role in given.items():
+        found = (name if name in short else name[len(REWARD_COMPONENT_PREFIX):]
+                 if name.startswith(REWARD_COMPONENT_PREFIX) else by_column.get(name))
+        if found is None or found not in short:
+            missing.append(name)
+        else:
+            roles[found] = role
+    notes = run.notes
+    if missing:
+        logged = ", ".join(sorted(short)) or "none"
+        notes = [*notes, f"reward roles given for terms this run does not log: "
+                         f"{', '.join(missing)} (its reward terms: {logged})"]
+    return replace(run, reward_roles={**run.reward_roles, **roles}, notes=notes)
 
 
 def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = None

@@ -54,6 +54,9 @@ class Metric(str, Enum):
 
 #: Reward components are open-ended (one per reward function); they live under this prefix.
 REWARD_COMPONENT_PREFIX = "reward_component/"
+#: What a reward component can be to the checks: the task's own score, a format term, an
+#: anti-cheat penalty, or anything else (``--reward-role ROLE=NAME``, ``[rewards]``).
+REWARD_ROLES = ("correctness", "format", "cheat", "other")
 
 
 def reward_component(name: str) -> str:

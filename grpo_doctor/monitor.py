@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from grpo_doctor.config import Settings
-from grpo_doctor.engine import assemble, check_rule
+from grpo_doctor.engine import assemble, check_rule, with_given_config, with_reward_roles
 from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.reporters.escape import terminal
 from grpo_doctor.store import Run
@@ -147,6 +147,7 @@ class Monitor:
     def __init__(self, settings: Settings | None = None) -> None:
         self._settings = settings or Settings()
         cfg = self._settings.doctor_config()
+        self._given_config, self._reward_roles = cfg.run_config, cfg.reward_roles
         self._rules = cfg.rules()
         self._params = {rule.id: cfg.params_for(rule) for rule in self._rules}
         self.clear_after = self._settings.clear_after
@@ -166,6 +167,8 @@ class Monitor:
         that cleared)."""
         new: list[Alert] = []
         checks: list[Check] = []
+        # The settings and reward roles the user gave, as diagnose applies them.
+        run = with_reward_roles(with_given_config(run, self._given_config), self._reward_roles)
         unit = step_unit(run)
         # A log started over (a watch's restart) is all new points.
         points = run.n_steps - self._n_steps if run.n_steps >= self._n_steps else run.n_steps

@@ -57,6 +57,9 @@ class Run:
     restarts: int = 0
     notes: list[str] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
+    # Reward components' roles the user gave (short name -> correctness | format | cheat |
+    # other: --reward-role, [rewards]); the rules infer the others (rules.signals).
+    reward_roles: dict[str, str] = field(default_factory=dict)
     # Logs of this run found but not read (a copy no richer than the one read, an earlier
     # checkpoint): (path, why), for ``audit -v``.
     passed_over: list[tuple[str, str]] = field(default_factory=list)
@@ -122,7 +125,8 @@ class Run:
             config=self.config, mapping=self.mapping, conversions=self.conversions,
             proxies=self.proxies, unmapped=self.unmapped, nan_steps=nan_steps,
             step_source=self.step_source, duplicate_steps=self.duplicate_steps,
-            restarts=self.restarts, notes=self.notes, summary=self.summary, _finite=finite,
+            restarts=self.restarts, notes=self.notes, summary=self.summary,
+            reward_roles=self.reward_roles, _finite=finite,
         )
 
 

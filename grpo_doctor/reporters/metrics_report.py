@@ -7,6 +7,7 @@ import textwrap
 from grpo_doctor.hints import unmapped_hints
 from grpo_doctor.reporters.escape import terminal as t
 from grpo_doctor.reporters.fit import shorten_left, shorten_right
+from grpo_doctor.rules.signals import components, role_and_reason
 from grpo_doctor.store import Run
 from grpo_doctor.text import plural
 
@@ -75,6 +76,12 @@ def render_metrics(runs: list[Run], width: int | None = None) -> str:
             out.append(f"    {t(canonical):<{name_w}} {_ARROW}{t(source)}  ({count}){tail}")
         if run.unmapped:
             out.append(f"  unmapped ({len(run.unmapped)}): {t(', '.join(run.unmapped))}")
+        roles = [(name, *role_and_reason(run, name)) for name in components(run)]
+        if roles:
+            out.append("  reward terms, as the checks read them (--reward-role ROLE=NAME to "
+                       "change one):")
+            name_w = max(len(t(n)) for n, _, _ in roles)
+            out += [f"    {t(n):<{name_w}} {role}: {t(why)}" for n, role, why in roles]
         for hint in unmapped_hints(run):
             out.append(f"  hint: {t(hint)}")
         if run.nan_steps:

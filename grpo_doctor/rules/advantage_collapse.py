@@ -50,7 +50,7 @@ from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import ZERO_SHARE, Plot, Threshold, ZeroShare, ladder
 from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import (
-    component_kind,
+    component_role,
     components,
     late_points,
     learning,
@@ -99,7 +99,7 @@ def _out_of_reach(run: Run) -> float | None:
     when it sits at 0.1 or below: with most groups equal, they are all-wrong groups (an
     all-right group scores near 1). None otherwise."""
     cols = [col for name, col in components(run).items()
-            if component_kind(name) == "correctness"] or [REWARD]
+            if component_role(run, name) == "correctness"] or [REWARD]
     for col in cols:
         _, v = series(run, col)
         if len(v) < 5 or v.min() < 0 or v.max() > 1:
@@ -201,7 +201,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     fired = late >= p["warn_fraction"]
     # A correctness-like term that never moved means the task itself was never rewarded:
     # whatever the other terms teach, nothing teaches the task.
-    dead = [(n, v, c) for n, v, c in pinned if component_kind(n) == "correctness"]
+    dead = [(n, v, c) for n, v, c in pinned if component_role(run, n) == "correctness"]
     if pinned and not fired:
         progress = reward_progress(run, float(run.steps[0]))
         if not progress.logged or progress.improving:

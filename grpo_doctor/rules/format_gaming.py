@@ -39,7 +39,7 @@ from grpo_doctor.findings import Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.points import head_tail, series, snap_to_logged
-from grpo_doctor.rules.signals import component_kind, components, sparse_improving
+from grpo_doctor.rules.signals import component_role, components, sparse_improving
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import TrendTest, mann_kendall, trend_onset
@@ -91,8 +91,8 @@ def component_weights(run: Run, cols: dict[str, str]) -> dict[str, float]:
 
 def _format_and_correctness(run: Run) -> tuple[dict[str, str], dict[str, str]]:
     comps = components(run)
-    fmt_cols = {n: c for n, c in comps.items() if component_kind(n) == "format"}
-    cor_cols = {n: c for n, c in comps.items() if component_kind(n) == "correctness"}
+    fmt_cols = {n: c for n, c in comps.items() if component_role(run, n) == "format"}
+    cor_cols = {n: c for n, c in comps.items() if component_role(run, n) == "correctness"}
     if not fmt_cols or not cor_cols:
         raise Skip("needs a format-like and a correctness-like reward component")
     return fmt_cols, cor_cols

@@ -41,7 +41,7 @@ from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.plot import Plot, Threshold, ladder
 from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import (
-    component_kind,
+    component_role,
     components,
     late_points,
     reward_progress,
@@ -230,7 +230,7 @@ def _task_signal(run: Run) -> str:
     else the reward."""
     if len(series(run, HELDOUT)[1]) >= 10:  # as many as a progress test needs
         return "held-out gains"
-    if any(component_kind(n) == "correctness" and len(series(run, col)[1]) >= 10
+    if any(component_role(run, n) == "correctness" and len(series(run, col)[1]) >= 10
            for n, col in components(run).items()):
         return "correctness gains"
     return "reward"

@@ -50,7 +50,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule
 from grpo_doctor.rules.knobs import Remedy
 from grpo_doctor.rules.points import head_tail, series
-from grpo_doctor.rules.signals import component_kind, components, task_solved
+from grpo_doctor.rules.signals import component_role, components, task_solved
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 
@@ -146,7 +146,7 @@ def _task_at_best(run: Run) -> bool:
     held = series(run, Metric.HELDOUT_SCORE.value)[1]
     cols = [held] if len(held) >= 3 else [
         series(run, col)[1] for name, col in components(run).items()
-        if component_kind(name) == "correctness"]
+        if component_role(run, name) == "correctness"]
     cols = [v for v in cols if len(v) >= 3]
     if not cols:
         return False

@@ -45,7 +45,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule
 from grpo_doctor.rules.points import head_tail, series
 from grpo_doctor.rules.signals import (
-    component_kind,
+    component_role,
     components,
     reward_progress,
     sparse_declining,
@@ -76,7 +76,7 @@ def _task_signals(run: Run) -> dict[str, str]:
     if run.has(HELDOUT) and len(series(run, HELDOUT)[1]) >= 5:
         return {"held-out score": HELDOUT}
     return {name: col for name, col in components(run).items()
-            if component_kind(name) == "correctness"}
+            if component_role(run, name) == "correctness"}
 
 
 @RULE.detects

@@ -45,7 +45,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import Plot
 from grpo_doctor.rules.points import aligned, head_tail, series, snap_to_logged
-from grpo_doctor.rules.signals import component_kind, components, late_points
+from grpo_doctor.rules.signals import component_role, components, late_points
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import mann_kendall, rolling_median
@@ -122,7 +122,7 @@ def _efficiency_collapse(run: Run, p) -> dict | None:
 
 def _cheat_attempts(run: Run, p) -> dict | None:
     for name, col in components(run).items():
-        if component_kind(name) != "cheat":
+        if component_role(run, name) != "cheat":
             continue
         steps, v = series(run, col)
         if len(v) < 8:
@@ -154,7 +154,7 @@ def _truncation_explains(run: Run, steps: np.ndarray, penalised: np.ndarray) -> 
 
 
 def _require_a_signal(run: Run) -> None:
-    if not (run.has(HELDOUT) or run.has(KL) or any(component_kind(n) == "cheat"
+    if not (run.has(HELDOUT) or run.has(KL) or any(component_role(run, n) == "cheat"
                                                    for n in components(run))):
         raise Skip("needs a held-out score, KL or an anti-cheat reward component")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules.points import head_tail, series
@@ -71,7 +72,7 @@ def task_progress(run: Run, since: float) -> RewardProgress:
     if held.logged:
         return held
     parts = [reward_progress(run, since, metric=col) for name, col in components(run).items()
-             if component_kind(name) == "correctness"]
+             if component_role(run, name) == "correctness"]
     parts = [pr for pr in parts if pr.logged]
     if parts:
         return RewardProgress(True, any(pr.improving for pr in parts),
@@ -88,7 +89,7 @@ def learning(run: Run, since: float) -> RewardProgress:
         return progress
     held = reward_progress(run, since, metric=Metric.HELDOUT_SCORE.value)
     parts = [reward_progress(run, since, metric=col) for name, col in components(run).items()
-             if component_kind(name) == "correctness"]
+             if component_role(run, name) == "correctness"]
     parts = [pr for pr in parts if pr.logged]
     if (held.logged and held.declining) or (parts and not any(pr.improving for pr in parts)):
         why = ("held-out score falling" if held.logged and held.declining else
@@ -103,7 +104,7 @@ def zero_one_score(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
     the reward, that stays within [0, 1] and comes near its top (0.9 or more). None when no
     logged reward is provably one (a sum of terms on another scale, a reward never near 1)."""
     candidates = [col for name, col in components(run).items()
-                  if component_kind(name) == "correctness"] or [Metric.REWARD_MEAN.value]
+                  if component_role(run, name) == "correctness"] or [Metric.REWARD_MEAN.value]
     for col in candidates:
         steps, r = series(run, col)
         if len(r) >= 3 and r.min() >= 0 and r.max() <= 1 and r.max() >= 0.9:
@@ -213,7 +214,13 @@ _CORRECT_WORDS = ("correct", "accura", "answer", "acc", "exact", "match_answer",
 _CHEAT_WORDS = ("cheat", "hack", "violation", "forbidden", "exploit", "tamper", "integrity")
 
 
-def component_kind(name: str) -> str:
+#: A component whose rank correlation with the held-out score is at least this, over at
+#: least ``_MIN_SHARED`` shared steps, tracks it: correctness-like whatever its name.
+_TRACKS_HELDOUT = 0.7
+_MIN_SHARED = 8
+
+
+def role_by_name(name: str) -> str:
     """'cheat' (an anti-cheat term), 'format', 'correctness' or 'other', from its name."""
     n = name.lower()
     if any(w in n for w in _CHEAT_WORDS):
@@ -223,6 +230,70 @@ def component_kind(name: str) -> str:
     if any(w in n for w in _CORRECT_WORDS):
         return "correctness"
     return "other"
+
+
+def role_and_reason(run: Run, name: str) -> tuple[str, str]:
+    """A reward component's role and why: given by the user (``--reward-role``,
+    ``[rewards]``), else read from its name, else from its values: a term that stays within
+    [0, 1] and tracks the held-out score is correctness-like (``mc_idx_reward``), one at its
+    maximum from early on, beside a correctness-like term, is format-like."""
+    given = run.reward_roles.get(name)
+    if given:
+        return given, "given (--reward-role / [rewards])"
+    by_name = role_by_name(name)
+    if by_name != "other":
+        return by_name, "from its name"
+    col = components(run).get(name)
+    if col is None:
+        return "other", "not logged"
+    tracks = _heldout_correlation(run, col)
+    if tracks is not None and tracks >= _TRACKS_HELDOUT:
+        return "correctness", f"it tracks the held-out score (rank correlation {tracks:.2f})"
+    saturated = _saturated_from(run, col)
+    if saturated is not None and any(role_by_name(n) == "correctness" or (
+            n != name and (r := _heldout_correlation(run, c)) is not None
+            and r >= _TRACKS_HELDOUT) for n, c in components(run).items()):
+        return "format", f"at its maximum from step {saturated:,} on, beside the task's term"
+    return "other", "neither its name nor its values say"
+
+
+def component_role(run: Run, name: str) -> str:
+    """A reward component's role (``role_and_reason`` without the why)."""
+    return role_and_reason(run, name)[0]
+
+
+def _heldout_correlation(run: Run, col: str) -> float | None:
+    """Rank correlation of a [0, 1] component with the held-out score on the steps both
+    logged, or None (no held-out score, too few shared steps, a term outside [0, 1] or flat)."""
+    if not run.has(Metric.HELDOUT_SCORE.value):
+        return None
+    steps, v = series(run, col)
+    if len(v) < _MIN_SHARED or v.min() < 0 or v.max() > 1 or np.ptp(v) == 0:
+        return None
+    h_steps, h = series(run, Metric.HELDOUT_SCORE.value)
+    shared, at_v, at_h = np.intersect1d(steps, h_steps, return_indices=True)
+    if len(shared) < _MIN_SHARED or np.ptp(h[at_h]) == 0:
+        return None
+    # Spearman's rho: ties share their average rank (a term pinned at 1 ranks as one value).
+    ranks_v = pd.Series(v[at_v]).rank().to_numpy()
+    ranks_h = pd.Series(h[at_h]).rank().to_numpy()
+    if np.ptp(ranks_v) == 0 or np.ptp(ranks_h) == 0:
+        return None
+    return float(np.corrcoef(ranks_v, ranks_h)[0, 1])
+
+
+def _saturated_from(run: Run, col: str) -> int | None:
+    """The step from which a component that varied sits at its maximum (within 5% of its
+    range on 90% of the points after), when that is within the first quarter of its log."""
+    steps, v = series(run, col)
+    if len(v) < 12 or np.ptp(v) == 0:
+        return None
+    top = v.max() - 0.05 * np.ptp(v)
+    at_top = v >= top
+    for i in range(len(v) // 4 + 1):
+        if at_top[i] and at_top[i:].mean() >= 0.9:
+            return int(steps[i])
+    return None
 
 
 def late_points(n: int, frac: float = 0.2, min_n: int = 5) -> int:
