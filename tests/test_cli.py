@@ -284,7 +284,11 @@ def test_the_readme_config_examples_load_alike_and_demo_exits_0(capsys, tmp_path
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text()
     section = (root / "docs" / "configuration.md").read_text()
-    pyproject, own = re.findall(r"```toml\n(.*?)```", section, re.S)
+    pyproject, own, rewards = re.findall(r"```toml\n(.*?)```", section, re.S)
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "grpo-doctor.toml").write_text(rewards)  # the [rewards] example loads
+    assert load_settings(tmp_path / "r" / "grpo-doctor.toml").reward_roles == {
+        "mc_idx_reward": "correctness", "mdi_reward": "format"}
     assert "[tool.grpo-doctor]" in pyproject and "[tool." not in own
     assert "no `[tool.grpo-doctor]` header" in section
     (tmp_path / "a").mkdir()
