@@ -147,7 +147,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     progress = reward_progress(run, float(onset))
     corroboration = []
     if progress.logged and not progress.improving:
-        corroboration.append("reward " + ("falling" if progress.declining else "not improving"))
+        corroboration.append(progress.stalled_words())
     if status == Status.WARNING and kc >= p["adapt_kl"] and corroboration:
         status = Status.CRITICAL
     evidence["band"] = band

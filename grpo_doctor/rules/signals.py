@@ -13,6 +13,7 @@ import pandas as pd
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules.points import head_tail, series
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt
 from grpo_doctor.trends import mann_kendall, rolling_median
 
 
@@ -27,13 +28,19 @@ class RewardProgress:
     #: Why a rising reward is not progress (``learning``): None when the reward itself is
     #: what did not improve.
     not_the_task: str | None = None
+    since: int | None = None  # the first step of the stretch judged
 
     def stalled_words(self) -> str:
-        """What did not improve, as a report says it ("reward not improving", or "correctness
-        not improving" when the reward rose on other terms)."""
+        """What did not improve since the finding's onset, as a report says it, with its
+        numbers so that the words never read as contradicting a rise earlier in the run
+        ("reward not improving (0.91 -> 0.90)"; "correctness not improving" when the reward
+        rose on other terms)."""
         if self.not_the_task:
             return self.not_the_task
-        return "reward falling" if self.declining else "reward not improving"
+        words = "reward falling" if self.declining else "reward not improving"
+        if self.start is not None and self.end is not None:
+            words += f" ({fmt(self.start)} -> {fmt(self.end)})"
+        return words
 
 
 def reward_progress(run: Run, since: float, alpha: float = 0.05,
@@ -61,7 +68,7 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
     improving = (test.increasing(alpha) and gain > 0) or gain > 0.25
     declining = (test.decreasing(alpha) and gain < 0) or gain < -0.25
     return RewardProgress(True, bool(improving), bool(declining), start, end,
-                          float(smooth.max()))
+                          float(smooth.max()), since=int(seg_s[0]))
 
 
 def task_progress(run: Run, since: float) -> RewardProgress:
@@ -95,7 +102,7 @@ def learning(run: Run, since: float) -> RewardProgress:
         why = ("held-out score falling" if held.logged and held.declining else
                "correctness not improving (the reward rose on other terms)")
         return RewardProgress(True, False, progress.declining, progress.start, progress.end,
-                              progress.best, not_the_task=why)
+                              progress.best, not_the_task=why, since=progress.since)
     return progress
 
 

@@ -17,6 +17,7 @@ NUM = r"(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)"
 MOVES = re.compile(rf"\b(rose|fell|grew|shrank|dropped|climbed|crashed|declined)\b[^;:]*?"
                    rf"\bfrom {NUM} to {NUM}")
 UP, DOWN = {"rose", "grew", "climbed"}, {"fell", "shrank", "dropped", "crashed", "declined"}
+STALLED = re.compile(rf"\breward (falling|not improving) \({NUM} -> {NUM}\)")
 SHARE = re.compile(r"(\d+)% (?:of (?:groups|the gain|steps|completions|all steps|recent)|lost)")
 INTERNAL = ("cui_fit", "the chapter", "Param(", "None", " nan", "inf%")
 
@@ -49,6 +50,9 @@ def test_words_match_the_numbers(name, mode, summary, remedies):
             assert b >= a, summary
         if word in DOWN:
             assert b <= a, summary
+    for m in STALLED.finditer(summary):  # "reward falling (a -> b)": b below a
+        if m.group(1) == "falling":
+            assert _number(m.group(3)) <= _number(m.group(2)), summary
     for m in SHARE.finditer(summary):
         assert int(m.group(1)) <= 100, summary
     for text in [summary, *remedies]:
