@@ -470,6 +470,42 @@ def test_a_server_that_is_not_wandb_is_not_a_rejected_key(server, env, capsys, b
                    f"service at that address?); check WANDB_BASE_URL and the network\n")
 
 
+@pytest.mark.parametrize("fault, said", [
+    ({"status": 200, "body": b'{"data": null}'},
+     "did not answer as a W&B server (GraphQL with no viewer in its data: {\"data\": null}); "
+     "check WANDB_BASE_URL and the network"),
+    ({"status": 200, "body": b'{"data": {"x": "' + b"a" * (3 << 20) + b'"}}'},
+     "did not answer as a W&B server (it sent 3.0 MiB in answer to a credential check of a "
+     "few hundred bytes); check WANDB_BASE_URL and the network"),
+    ({"status": 302, "body": b"", "headers": {"Location": "/graphql"}},
+     "answered with redirects, 10 in a row (a loop, or a login page in the way?), not as a "
+     "W&B server; check WANDB_BASE_URL and the network"),
+], ids=["data-null", "3-MiB", "redirect-loop"])
+def test_answers_that_are_not_wandbs_are_not_blamed_on_the_api_key(server, env, capsys,
+                                                                    monkeypatch, fault, said):
+    """`{"data": null}`, a redirect loop and a 150 MB answer were each "rejected the API key
+    (rejected): it is invalid or expired": wandb reports any odd answer to its credential
+    check so, but no W&B server answers like that."""
+    monkeypatch.setenv("GRPO_DOCTOR_WANDB_TIMEOUT", "30")  # time to read the large answer
+    server.add_run(grpo_run())
+    server.fail("any", times=1000, **fault)
+    code, out, err = cli(capsys, "fetch", RUN)
+    assert (code, out) == (2, "")
+    assert err == f"grpo-doctor: error: the server at {server.base_url} {said}\n"
+    assert cache_files(env) == []
+
+
+def test_wandbs_own_answer_with_no_viewer_is_still_a_rejected_key(server, env, capsys):
+    """The other side: W&B's shape of "not logged in" with no HTTP status stays the key's."""
+    server.add_run(grpo_run())
+    server.fail("any", status=200, body=b'{"data": {"viewer": null}}', times=1000)
+    code, out, err = cli(capsys, "fetch", RUN)
+    assert (code, out) == (2, "")
+    assert err == (f"grpo-doctor: error: the W&B server at {server.base_url} rejected the API "
+                   "key (rejected): it is invalid or expired; run `wandb login --relogin` or "
+                   "set WANDB_API_KEY\n")
+
+
 def test_fetched_steps_beyond_int64_or_fractional_are_dropped_with_a_note(server, env):
     rows = make_rows(300)
     rows[-1] = dict(rows[-1], _step=10**19)
