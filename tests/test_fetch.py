@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 from pathlib import Path
@@ -468,6 +469,27 @@ def test_a_server_that_is_not_wandb_is_not_a_rejected_key(server, env, capsys, b
     assert err == (f"grpo-doctor: error: the server at {server.base_url} did not answer as a "
                    f"W&B server (not JSON: a captive portal, a proxy's login page or another "
                    f"service at that address?); check WANDB_BASE_URL and the network\n")
+
+
+def test_a_history_past_the_read_limit_is_refused_as_its_pages_arrive(server, env, capsys,
+                                                                      monkeypatch):
+    """History pages were size-checked only once all had come (5.4 GB, 231 s before the
+    refusal): the page that takes the rows past GRPO_DOCTOR_MAX_READ_MB is the last asked."""
+    rows = make_rows(5000)
+    page = len(json.dumps(rows[:1000], separators=(",", ":")))
+    monkeypatch.setenv("GRPO_DOCTOR_MAX_READ_MB", str(1.5 * page / (1 << 20)))
+    server.add_run(grpo_run(rows=rows, history="live"))
+    code, out, err = cli(capsys, "fetch", RUN)
+    assert (code, out) == (2, "")
+    assert re.fullmatch(r"grpo-doctor: error: ent/proj/abc12345: the history's first 2,000 "
+                        r"rows are already \S+ KiB, more than the \S+ KiB grpo-doctor reads "
+                        r"into memory \(GRPO_DOCTOR_MAX_READ_MB raises the limit\)\n", err), err
+    assert server.count("history_page") == 2  # of 5: the rest never asked for
+    assert cache_files(env) == []
+    # Under the limit, the same history is fetched whole.
+    monkeypatch.setenv("GRPO_DOCTOR_MAX_READ_MB", str(6 * page / (1 << 20)))
+    path = wandb_api.fetch_run("ent", "proj", "abc12345", cache_dir=env / "cache")
+    assert len(pd.read_parquet(path)) == 5000
 
 
 @pytest.mark.parametrize("fault, said", [

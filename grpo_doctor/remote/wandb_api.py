@@ -637,14 +637,44 @@ def _windows(min_step: int, stop: int, live: list[int] | None
         i = j
 
 
-def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None]
-          ) -> tuple[list[dict[str, Any]], list[str]]:
+class _HistoryBudget:
+    """The history's size as it arrives, page by page, against the read limit
+    (``GRPO_DOCTOR_MAX_READ_MB``, as for a file read whole): a history too large to hold is
+    refused at the page that crosses the limit, not after every page has been fetched."""
+
+    def __init__(self, label: str) -> None:
+        from grpo_doctor.files import max_read_bytes
+
+        self.label = label
+        self.limit = max_read_bytes()
+        self.size = 0
+        self.rows = 0
+
+    def add(self, page: Sequence[Mapping[str, Any]]) -> None:
+        """Count ``page``'s rows at their size as compact JSON (what the server sends)."""
+        if not page:
+            return
+        self.rows += len(page)
+        self.size += len(json.dumps(page, separators=(",", ":"), default=str))
+        if self.size > self.limit:
+            from grpo_doctor.files import human_bytes
+
+            raise FetchError(
+                f"{self.label}: the history's first {plural(self.rows, 'row')} are already "
+                f"{human_bytes(self.size)}, more than the {human_bytes(self.limit)} "
+                f"grpo-doctor reads into memory (GRPO_DOCTOR_MAX_READ_MB raises the limit)")
+
+
+def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None],
+          label: str = "") -> tuple[list[dict[str, Any]], list[str]]:
     """Every history row, paged over the steps that exist (see ``_windows``), and notes on the
-    rows that could not be fetched as they are.
+    rows that could not be fetched as they are; refused at the page where the rows so far
+    pass the read limit (``_HistoryBudget``).
 
     Paging drives wandb's ``HistoryScan`` one window at a time (its ``page_offset`` and
     ``page_size`` then ``_load_next``, what its iterator does with fixed windows); a client
     without them is iterated as it comes."""
+    budget = _HistoryBudget(label or str(getattr(run, "path", "")))
     try:
         scan = run.scan_history(page_size=PAGE_SIZE, use_cache=False)
     except TypeError:  # pragma: no cover - wandb < 0.27 has no parquet cache to bypass
@@ -656,8 +686,10 @@ def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None]
         for row in scan:
             rows.append(row)
             if len(rows) % PAGE_SIZE == 0:
+                budget.add(rows[-PAGE_SIZE:])
                 tick()
                 on_rows(len(rows))
+        budget.add(rows[len(rows) - len(rows) % PAGE_SIZE:])
         on_rows(len(rows))
         return rows, []
     live, notes = _live_steps(run)
@@ -672,6 +704,7 @@ def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None]
             # (a new key at each step) does not sit here as millions of Nones.
             page = [{k: v for k, v in row.items() if v is not None} for row in scan.rows]
             scan.rows = []
+            budget.add(page)
             rows.extend(page)
             on_rows(len(rows))
             lo, hi, _ = windows.send(not page)
@@ -697,7 +730,7 @@ def _fetch_into_cache(api: Any, entity: str, project: str, run_id: str, parquet:
     while True:
         try:
             rows, notes = _scan(run, tick, lambda n: _notify(
-                progress, FetchEvent("rows", label, rows=n, total=total or None)))
+                progress, FetchEvent("rows", label, rows=n, total=total or None)), label)
             break
         except _Cancelled:
             raise
