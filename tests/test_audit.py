@@ -8,6 +8,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grpo_doctor import audit as auditing
 from grpo_doctor.api import example_path
@@ -460,3 +462,29 @@ def test_markdown_details_failing_findings_in_the_order_they_began(tmp_path):
     detailed = re.findall(r"^#+ warmup: (\w+) \(", md, flags=re.M)
     assert len(detailed) >= 3
     assert [onsets[m] for m in detailed] == sorted(onsets[m] for m in detailed)
+
+
+_ONSETS = st.one_of(st.integers(0, 999), st.integers(0, 10**6), st.integers(0, 10**18))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(width=st.integers(40, 120), data=st.data())
+def test_no_onset_is_cut_at_any_width(result, width, data):
+    """Below 60 columns the table cut `likelihood_displacement@290` to `...@29` (and
+    `@14` for 145): at every width each finding's onset appears whole, on one line, and no
+    line is wider than the terminal (below the table's least width, one block per run)."""
+    from dataclasses import replace
+
+    runs = []
+    for run in result.runs:
+        checks = [dict(c, onset_step=data.draw(_ONSETS)) if c["status"] in ("warning",
+                  "critical") else c for c in run.record["checks"]]
+        new = tuple(c["mode"] for c in checks[:1] if data.draw(st.booleans()))
+        runs.append(replace(run, record={**run.record, "checks": checks}, new=new or None))
+    shown = replace(result, runs=tuple(runs))
+    text = report.render_audit_text(shown, width=width)
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    numbers = {n.rstrip(",") for n in re.findall(r"\d[\d,]*", text)}
+    for run in shown.runs:
+        for check in run.findings:
+            assert f"{check['onset_step']:,}" in numbers, (check["onset_step"], text)

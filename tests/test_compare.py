@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_doctor.compare import compare_runs, compare_sources
@@ -553,3 +553,39 @@ def test_a_check_skipped_in_one_run_is_not_compared_not_disappears():
     c = compare_runs([b, a])
     assert c.findings["entropy_collapse"].changes == (None, "not_compared")
     assert "appears" not in render_compare_text(c)
+
+
+_ONSETS = st.one_of(st.integers(0, 999), st.integers(0, 10**6), st.integers(0, 10**18))
+
+
+@pytest.fixture(scope="module")
+def three_examples():
+    from grpo_doctor.api import example_path
+
+    runs = [load_runs(str(example_path(n)))[0] for n in ("likelihood-displacement",
+                                                        "entropy-collapse", "grad-explosion")]
+    return compare_runs(runs)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(width=st.integers(40, 80), data=st.data())
+def test_no_onset_or_step_is_cut_at_narrow_widths(three_examples, width, data):
+    """Below 60 columns a findings cell `B critical@868,616,383` was broken mid-number beside
+    a long mode name: at every width each onset appears whole and no line is too wide."""
+    from dataclasses import replace
+
+    findings = {mode: replace(f, onsets=tuple(None if o is None else data.draw(_ONSETS)
+                                              for o in f.onsets))
+                for mode, f in three_examples.findings.items()}
+    step = data.draw(_ONSETS)
+    runs = tuple(dict(r, first_step=step, last_step=step + 10**6)
+                 for r in three_examples.runs)
+    c = replace(three_examples, findings=findings, runs=runs)
+    text = render_compare_text(c, width)
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    numbers = set(re.findall(r"\d[\d,]*\d|\d", text))
+    for f in findings.values():
+        for onset, status in zip(f.onsets, f.statuses):
+            if onset is not None and status in ("warning", "critical"):
+                assert f"{onset:,}" in numbers, (onset, text)
+    assert f"{step:,}" in numbers and f"{step + 10**6:,}" in numbers, text

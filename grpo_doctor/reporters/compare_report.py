@@ -23,7 +23,6 @@ from grpo_doctor.reporters.fit import (
     run_labels,
     shorten_left,
 )
-from grpo_doctor.reporters.fit import cut as _cut
 from grpo_doctor.reporters.json_report import _clean
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
@@ -198,8 +197,13 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
     labels = run_labels(names, width - 5 if own_line else room)
     previous = None
     for head, label, r in zip(heads, labels, runs):
-        if own_line:
-            out += [Text(_cut(head.rstrip(), width)), Text(f"     {label}")]
+        if own_line and len(head.rstrip()) > width:  # its facts wrap, steps kept whole
+            facts = [w if len(w) <= width - 5 else w.replace("–", "– ")
+                     for w in head[5:].split()]  # a range too long for a line: at its dash
+            out += [hang(head[:5], " ".join(facts)),
+                    Text(f"     {label}")]
+        elif own_line:
+            out += [Text(head.rstrip()), Text(f"     {label}")]
         else:
             out.append(Text(head + label))
         source = str(r["source"])
@@ -231,9 +235,18 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
         out.append(Text("  no failure mode in any run"))
     mode_w = max((len(terminal(m)) for m in comparison.findings), default=0)
     for mode in comparison.findings:
-        out.append(cells(f"  {terminal(mode):<{mode_w}}  ",
-                         [f"{letter(i)} {_finding_cell(comparison, mode, i)}"
-                          for i in range(len(runs))]))
+        row = [f"{letter(i)} {_finding_cell(comparison, mode, i)}" for i in range(len(runs))]
+        if mode_w + 4 + max(len(c) for c in row) <= width:
+            out.append(cells(f"  {terminal(mode):<{mode_w}}  ", row))
+            continue
+        # Too narrow for the cells beside the modes: the mode on its line, its cells under it,
+        # each whole on a line when it fits, else wrapped between its words (never inside
+        # ``critical@145``).
+        out.append(Text(f"  {terminal(mode)}"))
+        if max(len(c) for c in row) <= width - 4:
+            out.append(cells("    ", row))
+        else:
+            out += [cells("    ", cell.split(" "), sep=" ") for cell in row]
     causes = [(i, _root_cause(rc)) for i, rc in enumerate(comparison.root_causes)]
     if any(text for _, text in causes):
         out += [Text(""), Text("Root cause")]
