@@ -290,6 +290,11 @@ def test_globs_since_and_explicit_files(capsys, tmp_path):
     (["audit", ".", "--select", "nope"], "unknown failure mode"),
     (["audit", ".", "--baseline", "/no/base.json"], "baseline not found"),
     (["audit", ".", "--baseline", "a", "--write-baseline", "b"], "not both"),
+    # An empty shard spec was no shard at all (the whole audit, as a shard's report).
+    (["audit", ".", "--shard", ""], "--shard takes K/N with 1 <= K <= N (e.g. 3/8), got ''"),
+    (["audit", ".", "--shard", " "], "--shard takes K/N with 1 <= K <= N (e.g. 3/8), got ' '"),
+    (["audit", ".", "--shard", "0/3"], "--shard takes K/N"),
+    (["audit", ".", "--shard", "1/"], "--shard takes K/N"),
 ])
 def test_usage_errors_exit_2(capsys, args, message):
     code, out, err = run_cli(capsys, *args)
