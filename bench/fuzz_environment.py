@@ -545,6 +545,106 @@ def stdout_closed(e: Env) -> Verdict:
     return judge("diagnose >&-", Outcome(p.returncode, "", p.stderr.decode(), 0.0), {0})
 
 
+# --- round three, item 10 (issue 24): not compared, narrow terminals, rewrites, ENXIO ----------
+
+
+def _shifted_csv(source: Path, target: Path, by: int) -> None:
+    """``source`` (an example CSV, the step first) with every step moved by ``by``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lines = source.read_text().splitlines()
+    rows = [line.split(",", 1) for line in lines[1:]]
+    target.write_text("\n".join([lines[0], *(f"{int(s) + by},{rest}" for s, rest in rows)])
+                      + "\n")
+
+
+def compare_no_shared_steps(e: Env) -> Verdict:
+    shutil.copy(EXAMPLES / "healthy.csv", e.dir / "a.csv")
+    _shifted_csv(EXAMPLES / "healthy.csv", e.dir / "b.csv", 100_000)
+    o = e.run("compare", "a.csv", "b.csv", env={"COLUMNS": "100"})
+    said = "not compared" in o.out and "agree" not in o.out
+    return judge("compare of runs sharing no step", o, {0},
+                 extra=[] if said else ["said the runs agree"])
+
+
+def narrow_terminal_onsets(e: Env) -> Verdict:
+    for name in ("likelihood-displacement", "entropy-collapse", "grad-explosion"):
+        _shifted_csv(EXAMPLES / f"{name}.csv", e.dir / "runs" / f"{name}.csv", 0)
+        _shifted_csv(EXAMPLES / f"{name}.csv", e.dir / "big" / f"{name}.csv", 10**15)
+    cut = []
+    for folder in ("runs", "big"):
+        doc = json.loads(e.run("audit", folder, "-f", "json").out)
+        onsets = {f"{c['onset_step']:,}" for r in doc["runs"] for c in r["checks"]
+                  if c["status"] in ("warning", "critical")}
+        for width in (40, 45, 52, 59):
+            o = e.run("audit", folder, env={"COLUMNS": str(width)})
+            shown = {n.rstrip(",") for n in re.findall(r"\d[\d,]*", o.out)}
+            cut += [f"{n} at {width}" for n in sorted(onsets - shown)]
+            cut += [f"a line over {width}"] * any(len(x) > width for x in o.out.splitlines())
+    return Verdict("audit at 40-59 columns", f"{len(cut)} onsets cut",
+                   ["number cut"] if cut else [])
+
+
+def watch_same_size_mtime_restored(e: Env) -> Verdict:
+    code = ("import os, sys; from grpo_doctor.watch import Watcher; w = Watcher('run.csv')\n"
+            "w.poll(); before = w.status; st = os.stat('run.csv')\n"
+            "import time; time.sleep(0.05)\n"
+            "open('run.csv', 'r+').write(open('flat.csv').read())\n"
+            "os.utime('run.csv', ns=(st.st_atime_ns, st.st_mtime_ns)); w.poll()\n"
+            "print(before, w.status)")
+    import math
+
+    def log(entropy: Callable[[int], float]) -> str:  # every value 6 characters wide
+        return "step,train/entropy,train/reward\n" + "".join(
+            f"{i},{entropy(i):.4f},{0.5 + 0.01 * math.sin(i):.4f}\n" for i in range(1, 161))
+
+    text = log(lambda i: 0.9 * math.exp(-max(0, i - 60) / 15) + 0.01)
+    (e.dir / "run.csv").write_text(text)
+    (e.dir / "flat.csv").write_text(log(lambda i: 0.99))
+    if len((e.dir / "flat.csv").read_bytes()) != len(text.encode()):
+        return Verdict("watch: same-size rewrite, mtime put back", "harness: sizes differ",
+                       ["harness"])
+    p = subprocess.run([sys.executable, "-c", code], cwd=e.dir, env=e.env, capture_output=True,
+                       text=True, timeout=e.timeout)
+    seen = p.stdout.split() == ["critical", "healthy"]
+    return Verdict("watch: same-size rewrite, mtime put back", p.stdout.strip() or p.stderr[-90:],
+                   [] if seen else ["rewrite not read"])
+
+
+def watch_garbage_moment(e: Env) -> Verdict:
+    shutil.copy(EXAMPLES / "entropy-collapse.csv", e.dir / "run.csv")
+    code = ("import shutil; from grpo_doctor.watch import run_watch, Watcher\n"
+            "moments = iter([lambda: open('run.csv', 'wb').write(bytes(range(256)) * 40),\n"
+            "                lambda: shutil.copy('good.csv', 'run.csv')])\n"
+            "raise SystemExit(run_watch(Watcher('run.csv'), interval=0, max_polls=3,"
+            " live=False, sleep=lambda _: next(moments)()))")
+    shutil.copy(EXAMPLES / "healthy.csv", e.dir / "good.csv")
+    p = subprocess.run([sys.executable, "-c", code], cwd=e.dir, env=e.env, capture_output=True,
+                       text=True, timeout=e.timeout)
+    return judge("watch: garbage for one poll mid-rewrite",
+                 Outcome(p.returncode, p.stdout, p.stderr, 0.0), {0})
+
+
+@needs_root
+def output_tty_without_driver(e: Env) -> Verdict:
+    e.device("ttyS191", 4, 255)  # a serial line the driver does not have: ENXIO
+    o = e.run(*HEALTHY, "-o", "ttyS191")
+    return judge("-o <terminal device with no driver>", o, {2},
+                 extra=["called a FIFO"] if "FIFO" in o.err else [])
+
+
+@needs_root
+def output_tty_no_controlling_terminal(e: Env) -> Verdict:
+    e.device("tty", 5, 0)  # /dev/tty's numbers; the case runs in a session of its own
+    o = e.run(*HEALTHY, "-o", "tty")
+    return judge("-o <tty> with no controlling terminal", o, {2},
+                 extra=["called a FIFO"] if "FIFO" in o.err else [])
+
+
+def shard_empty(e: Env) -> Verdict:
+    e.copy(EXAMPLES / "healthy.csv", "runs/h.csv")
+    return judge("audit --shard ''", e.run("audit", "runs", "--shard", ""), {2})
+
+
 CASES: list[Callable[[Env], Verdict]] = [
     output_null_device, output_full_device, output_mem_device, output_fifo_no_reader,
     output_fifo_reader, output_socket, output_dev_stdout, concurrent_baselines,
@@ -554,7 +654,9 @@ CASES: list[Callable[[Env], Verdict]] = [
     set_unknown_rule, ascii_stdout, stdout_full, grad_near_max_float, deep_baseline, deep_tree,
     linked_run_folder, watch_markup_path_on_a_terminal, watch_rewrite,
     same_file_names_baseline, yaml_bomb, sqlite_text_is_nan, shard_records, callback_hooks,
-    set_divisor_zero, stdout_closed,
+    set_divisor_zero, stdout_closed, compare_no_shared_steps, narrow_terminal_onsets,
+    watch_same_size_mtime_restored, watch_garbage_moment, output_tty_without_driver,
+    output_tty_no_controlling_terminal, shard_empty,
 ]
 
 

@@ -10,7 +10,7 @@ What a target path is decides how it is written (:func:`plan`):
 * **our own stdout or stderr** (``-o /dev/stdout``, whatever stdout is): written to that stream.
 * **a null device, a terminal or a FIFO** (``-o /dev/null``, ``-o /dev/tty``, a named pipe
   with a reader): written into in place; the device stays a device. A FIFO nobody reads is
-  an error, not a wait.
+  an error, not a wait; so is ``/dev/tty`` with no controlling terminal, each said as such.
 * **anything else** (a folder, a socket, a block device, any other character device, a broken
   link): refused with one line, and never opened. ``--force`` does not change that.
 
@@ -178,8 +178,7 @@ def _write_device(target: Target, raw: bytes) -> None:
         fd = os.open(target.real, flags)
     except OSError as exc:
         if exc.errno == errno.ENXIO:
-            raise InputError(f"{target.path}: a FIFO that nobody reads; start its reader "
-                             f"first") from exc
+            raise _no_device(target) from exc
         raise _cannot(target.path, exc) from exc
     try:
         st = os.fstat(fd)
@@ -194,6 +193,32 @@ def _write_device(target: Target, raw: bytes) -> None:
         raise _cannot(target.path, exc) from exc
     finally:
         os.close(fd)
+
+
+#: The controlling terminal's device (``/dev/tty``): (major, minor).
+_CONTROLLING_TTY = (5, 0)
+
+
+def _no_device(target: Target) -> InputError:
+    """What ENXIO ("no such device or address") from opening ``target`` means, by what the
+    path is now: a FIFO nobody reads, ``/dev/tty`` with no controlling terminal, a device
+    with no driver (or gone), a socket (the path changed since it was planned)."""
+    try:
+        st = os.stat(target.real)
+    except OSError:
+        return InputError(f"{target.path}: cannot write (no such device or address)")
+    mode = st.st_mode
+    if stat.S_ISFIFO(mode):
+        return InputError(f"{target.path}: a FIFO that nobody reads; start its reader first")
+    if stat.S_ISCHR(mode) and (os.major(st.st_rdev), os.minor(st.st_rdev)) == _CONTROLLING_TTY:
+        return InputError(f"{target.path}: no controlling terminal (this process has none, as "
+                          f"under nohup, cron or a job scheduler); write to a file instead")
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return InputError(f"{target.path}: is {file_kind(mode)} with no device behind it (no "
+                          f"driver, or the device is gone); not written")
+    return InputError(f"{target.path}: {_what(mode)}, not a regular file; grpo-doctor writes "
+                      f"reports only to files (or to /dev/stdout, /dev/null, a terminal or a "
+                      f"FIFO)")
 
 
 def _write_file(target: Target, raw: bytes) -> None:

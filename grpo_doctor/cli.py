@@ -357,7 +357,7 @@ def audit(
     with report.progress_bar(sys.stderr.isatty()) as progress:
         result = auditing.audit(paths, settings, jobs=jobs, since=cutoff, progress=progress,
                                 baseline=accepted,
-                                shard=fleet.parse_shard(shard) if shard else None,
+                                shard=fleet.parse_shard(shard) if shard is not None else None,
                                 executor=executor, ray_address=ray_address)
     if html is not None:
         from grpo_doctor.api import audit_html_paths

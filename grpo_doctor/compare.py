@@ -14,7 +14,8 @@ The first run is the reference; every other run is compared with it, in three pa
    one checkpoint, as a rule, do not part.
 3. **Findings diff**: each failure mode raised in any run, with its status, onset and first
    alert per run and what changed against the reference (appears, disappears, escalates,
-   eases, onset moved), and each run's root cause where the diagnosis names one.
+   eases, onset moved; not compared when the check was skipped in either run), and each
+   run's root cause where the diagnosis names one.
 
 Pure data in, pure data out: the result types are in ``comparison.py``, reporters in
 ``reporters/compare_report.py``.
@@ -33,7 +34,7 @@ from grpo_doctor.comparison import Comparison, FindingComparison, MetricComparis
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import diagnose
 from grpo_doctor.errors import ConfigError
-from grpo_doctor.findings import Check, Diagnosis
+from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.objstore import is_store_uri
 from grpo_doctor.rules import knobs
@@ -121,13 +122,16 @@ def compare_metric(runs: Sequence[Run], metric: str) -> MetricComparison:
     ref = runs[0]
     logged = tuple(bool(len(r.finite_series(metric)[0])) for r in runs)
     partings: list[Parting | None] = [None]
+    shared: list[int | None] = [None]
     last_window: tuple[int, int] | None = None
     for run, has in zip(runs[1:], logged[1:]):
         if not (has and logged[0]):
             partings.append(None)
+            shared.append(None)
             continue
         grid, a, b = common_grid(*ref.finite_series(metric), *run.finite_series(metric))
         partings.append(parting(grid, a, b))
+        shared.append(len(grid))
         if len(grid) and last_window is None:
             w = min(len(grid), default_window(len(grid)))
             last_window = (int(round(grid[-w])), int(round(grid[-1])))
@@ -135,12 +139,14 @@ def compare_metric(runs: Sequence[Run], metric: str) -> MetricComparison:
     window = min(found, key=lambda p: p.step).window if found else last_window
     values = tuple(_mean_between(r, metric, *window) if window and has else None
                    for r, has in zip(runs, logged))
-    return MetricComparison(metric, tuple(partings), logged, window, values)
+    return MetricComparison(metric, tuple(partings), logged, window, values, tuple(shared))
 
 
 # --- findings --------------------------------------------------------------------------------
 
-def _change(ref: Any, other: Any) -> str:
+def _change(ref: Check | None, other: Check | None) -> str:
+    if ref is None or other is None or Status.SKIPPED in (ref.status, other.status):
+        return "not_compared"  # a check that did not run says nothing of what changed
     ref_fired = ref is not None and ref.fired
     other_fired = other is not None and other.fired
     if other_fired and not ref_fired:

@@ -6,9 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from grpo_doctor.trends.divergence import (
-    Parting,
-)
+from grpo_doctor.trends.divergence import MIN_POINTS, Parting
 
 SCHEMA_VERSION = 1
 
@@ -21,6 +19,16 @@ class MetricComparison:
     logged: tuple[bool, ...]  # per run
     window: tuple[int, int] | None  # the steps ``values`` are means over
     values: tuple[float | None, ...]  # each run's mean over ``window``
+    #: per run: the points of the grid it shares with the reference (None for the reference
+    #: and runs that, or whose reference, did not log the metric); fewer than
+    #: ``MIN_POINTS``: not compared (no test ran, so no parting is no finding).
+    shared: tuple[int | None, ...] = ()
+
+    @property
+    def compared(self) -> tuple[bool, ...]:
+        """Per run (the reference included, as False): whether the test ran at all."""
+        return tuple(n is not None and n >= MIN_POINTS for n in self.shared) if self.shared \
+            else tuple(False for _ in self.logged)
 
     @property
     def diverges_at(self) -> int | None:
@@ -29,13 +37,18 @@ class MetricComparison:
 
     def to_dict(self) -> dict[str, Any]:
         by_run: list[dict[str, Any] | None] = [None]
-        for logged, p in zip(self.logged[1:], self.partings[1:]):
+        shared = self.shared or (None,) * len(self.logged)
+        for logged, p, n, compared in zip(self.logged[1:], self.partings[1:], shared[1:],
+                                          self.compared[1:]):
             if not logged:
-                by_run.append({"logged": False, "diverges_at": None})
+                by_run.append({"logged": False, "compared": False, "shared_points": None,
+                               "diverges_at": None})
             elif p is None:
-                by_run.append({"logged": True, "diverges_at": None})
+                by_run.append({"logged": True, "compared": compared, "shared_points": n,
+                               "diverges_at": None})
             else:
-                by_run.append({"logged": True, "diverges_at": p.step, "z": p.z, "p": p.p,
+                by_run.append({"logged": True, "compared": True, "shared_points": n,
+                               "diverges_at": p.step, "z": p.z, "p": p.p,
                                "window": list(p.window), "values": [p.level_a, p.level_b]})
         return {"diverges_at": self.diverges_at, "values": list(self.values),
                 "window": list(self.window) if self.window else None, "by_run": by_run}
@@ -49,7 +62,9 @@ class FindingComparison:
     statuses: tuple[str | None, ...]  # per run; None when the run has no such check
     onsets: tuple[int | None, ...]
     first_alerts: tuple[int | None, ...]
-    changes: tuple[str | None, ...]  # per run against the reference; None for the reference
+    #: per run against the reference; None for the reference; "not_compared" when the check
+    #: was skipped (or absent) in that run or in the reference: nothing to say what changed.
+    changes: tuple[str | None, ...]
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": list(self.statuses), "onset_step": list(self.onsets),

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.config import Settings
-from grpo_doctor.errors import ConfigError, GrpoDoctorError
+from grpo_doctor.errors import ConfigError, GrpoDoctorError, InputError
 from grpo_doctor.files import fresh, located, watched_input
 from grpo_doctor.findings import Check, Diagnosis, check_rank
 from grpo_doctor.importers import LoadOptions, importer_named
@@ -66,6 +66,10 @@ from grpo_doctor.store import Run
 
 if TYPE_CHECKING:
     from grpo_doctor.importers.wandb_offline import WandbTarget
+
+#: Polls in a row a run already read may be unreadable (caught mid-rewrite: garbage, half a
+#: header) before the watch gives up on it; until then it keeps the last Run read.
+MAX_UNREADABLE_POLLS = 3
 
 class Watcher:
     """Follows one growing run and re-checks it at each ``poll`` (see the module docstring).
@@ -88,6 +92,8 @@ class Watcher:
         self.polls = 0
         self.restarts = 0
         self.last_poll_seconds = 0.0
+        self.unreadable = 0  # polls in a row that could not read the run (see ``poll``)
+        self.warnings: list[str] = []  # for the user, once each: taken by ``run_watch``
 
     #: One run: its alerts and status need not name it (a ``WatchAll`` may watch several).
     several = False
@@ -144,15 +150,36 @@ class Watcher:
 
         ``final``: the log is complete, so a last line without a newline is read too (as
         ``diagnose`` reads it); otherwise it is left for the next poll.
+
+        A run read before that cannot be read now (a rewrite caught half done: garbage, an
+        empty header) keeps its last Run and is read again at the next poll, said once in
+        ``warnings``; only ``MAX_UNREADABLE_POLLS`` polls in a row raise the error (``final``
+        raises it at once: there is no next poll).
         """
         import time
 
         start = time.perf_counter()
         self.polls += 1
         try:
-            return self._poll(final)
+            alerts = self._poll(final)
+        except SeveralRuns:
+            raise
+        except GrpoDoctorError as exc:
+            if final or self.run is None or isinstance(exc, ConfigError):
+                raise
+            self.unreadable += 1
+            if self.unreadable >= MAX_UNREADABLE_POLLS:
+                raise InputError(f"{exc} ({self.unreadable} polls in a row)") from exc
+            if self.unreadable == 1:
+                self.warnings.append(f"cannot read {self.path} now ({exc}); keeping what was "
+                                     f"read and trying again at the next poll")
+            return []
         finally:
             self.last_poll_seconds = time.perf_counter() - start
+        if self.unreadable:
+            self.warnings.append(f"{self.path} is readable again")
+        self.unreadable = 0
+        return alerts
 
     def finish(self, quiet: float) -> list[Alert]:
         """The last read as the watch stops: a last line without a newline (a finished log
@@ -174,10 +201,21 @@ class Watcher:
         except Restarted:
             # The log was truncated, replaced or rewritten: start over on what it holds now.
             # The monitor keeps the alerts it sent: the same finding in the rewritten log is
-            # not news (an escalation still is).
-            self.restarts += 1
+            # not news (an escalation still is). What was read stays until the new content
+            # gives a Run: a rewrite caught half done (garbage, a header cut short) is read
+            # again at the next poll.
+            before = self.source, self.store
             self.source, self.store = None, None
-            return self._poll(final)
+            try:
+                alerts = self._poll(final)
+            except GrpoDoctorError:
+                self.source, self.store = before
+                raise
+            if self.run is None and before[1] is not None and before[1].run is not None:
+                self.source, self.store = before
+                return alerts
+            self.restarts += 1
+            return alerts
         if not (delta.rows.count or delta.structural):
             return []
         store = self.store
@@ -384,6 +422,10 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
             for problem in problems[problems_said:]:
                 say(f"warning: left out: {problem}")
             problems_said = len(problems)
+            for member in watcher.members():
+                for warning in member.warnings:
+                    say(f"warning: {warning}")
+                member.warnings.clear()
             if has_data and not checked_wandb:
                 checked_wandb = True
                 for send in wandb_senders:

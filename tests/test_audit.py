@@ -8,6 +8,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grpo_doctor import audit as auditing
 from grpo_doctor.api import example_path
@@ -303,6 +305,11 @@ def test_globs_since_and_explicit_files(capsys, tmp_path):
     (["audit", ".", "--select", "nope"], "unknown failure mode"),
     (["audit", ".", "--baseline", "/no/base.json"], "baseline not found"),
     (["audit", ".", "--baseline", "a", "--write-baseline", "b"], "not both"),
+    # An empty shard spec was no shard at all (the whole audit, as a shard's report).
+    (["audit", ".", "--shard", ""], "--shard takes K/N with 1 <= K <= N (e.g. 3/8), got ''"),
+    (["audit", ".", "--shard", " "], "--shard takes K/N with 1 <= K <= N (e.g. 3/8), got ' '"),
+    (["audit", ".", "--shard", "0/3"], "--shard takes K/N"),
+    (["audit", ".", "--shard", "1/"], "--shard takes K/N"),
 ])
 def test_usage_errors_exit_2(capsys, args, message):
     code, out, err = run_cli(capsys, *args)
@@ -543,3 +550,29 @@ def test_an_older_shards_records_without_root_cause_still_render():
     junit = report.render_audit_junit(result)
     assert 'message="KL rose"' in junit and "- lower the lr" in junit
     assert "→ root" not in report.render_audit_text(result)
+
+
+_ONSETS = st.one_of(st.integers(0, 999), st.integers(0, 10**6), st.integers(0, 10**18))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(width=st.integers(40, 120), data=st.data())
+def test_no_onset_is_cut_at_any_width(result, width, data):
+    """Below 60 columns the table cut `likelihood_displacement@290` to `...@29` (and
+    `@14` for 145): at every width each finding's onset appears whole, on one line, and no
+    line is wider than the terminal (below the table's least width, one block per run)."""
+    from dataclasses import replace
+
+    runs = []
+    for run in result.runs:
+        checks = [dict(c, onset_step=data.draw(_ONSETS)) if c["status"] in ("warning",
+                  "critical") else c for c in run.record["checks"]]
+        new = tuple(c["mode"] for c in checks[:1] if data.draw(st.booleans()))
+        runs.append(replace(run, record={**run.record, "checks": checks}, new=new or None))
+    shown = replace(result, runs=tuple(runs))
+    text = report.render_audit_text(shown, width=width)
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    numbers = {n.rstrip(",") for n in re.findall(r"\d[\d,]*", text)}
+    for run in shown.runs:
+        for check in run.findings:
+            assert f"{check['onset_step']:,}" in numbers, (check["onset_step"], text)

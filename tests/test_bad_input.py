@@ -604,6 +604,48 @@ def test_a_fifo_is_written_into_when_read_and_refused_when_not(capsys, tmp_path)
                  f"{fifo}: a FIFO that nobody reads; start its reader first")
 
 
+@NEEDS_ROOT
+def test_a_terminal_device_with_no_driver_behind_it_is_not_called_a_fifo(capsys, tmp_path):
+    """Every ENXIO on opening a target was "a FIFO that nobody reads": a terminal's device
+    node with no line behind it (major 4, minor 255: /dev/ttyS191) is a character device."""
+    dead = _char_device(tmp_path / "ttyS191", 4, 255)
+    assert_error(capsys, [*HEALTHY, "-o", str(dead)],
+                 f"{dead}: is a character device with no device behind it (no driver, or the "
+                 f"device is gone); not written")
+    assert _is_char_device(dead) and sorted(p.name for p in tmp_path.iterdir()) == ["ttyS191"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/tty"), reason="no /dev/tty")
+def test_dev_tty_without_a_controlling_terminal_says_so(tmp_path):
+    """`-o /dev/tty` from a process with no terminal (nohup, cron, a job scheduler): ENXIO,
+    which was "a FIFO that nobody reads"."""
+    p = subprocess.run([sys.executable, "-m", "grpo_doctor", *HEALTHY, "-o", "/dev/tty"],
+                       capture_output=True, text=True, start_new_session=True, timeout=120,
+                       cwd=tmp_path)
+    assert (p.returncode, p.stdout) == (2, ""), p.stderr
+    assert p.stderr == ("grpo-doctor: error: /dev/tty: no controlling terminal (this process "
+                        "has none, as under nohup, cron or a job scheduler); write to a file "
+                        "instead\n")
+
+
+def test_a_socket_put_in_place_of_a_planned_device_is_said_to_be_a_socket(tmp_path):
+    """A target planned as a FIFO or a device and found a socket when written (it changed
+    meanwhile): opening it is ENXIO too, and it is a socket, not a FIFO nobody reads."""
+    from grpo_doctor.atomic import Target, write
+    from grpo_doctor.errors import InputError
+
+    path = tmp_path / "report"
+    sock = _socket(path)
+    try:
+        with pytest.raises(InputError) as exc:
+            write(Target(path, "device", path), b"{}")
+    finally:
+        sock.close()
+    assert str(exc.value) == (f"{path}: is a socket, not a regular file; grpo-doctor writes "
+                              "reports only to files (or to /dev/stdout, /dev/null, a terminal "
+                              "or a FIFO)")
+
+
 def test_dev_stdout_is_stdout_whatever_it_is(tmp_path):
     out = tmp_path / "out.json"
     with out.open("w") as fh:

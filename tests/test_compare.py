@@ -7,13 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_doctor.compare import compare_runs, compare_sources
 from grpo_doctor.importers import load_runs
 from grpo_doctor.reporters.compare_report import (
     render_compare_html,
+    render_compare_json,
     render_compare_markdown,
     render_compare_text,
 )
@@ -487,3 +488,104 @@ def test_a_name_too_long_to_sit_beside_its_facts_gets_a_line_of_its_own_whole():
     text = render_compare_text(compare_runs(runs), 80)
     assert [_run_label(text, "A"), _run_label(text, "B")] == names
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def _collapsing_and_steady(n: int = 200, offset: int = 0):
+    steps = np.arange(1, n + 1)
+    a = make_run(steps, name="a", entropy=0.8 * np.exp(-steps / 40) + 0.01,
+                 reward=np.linspace(0.2, 0.8, n))
+    b = make_run(steps + offset, name="b", entropy=np.full(n, 0.8) + 0.01 * np.sin(steps),
+                 reward=np.linspace(0.2, 0.8, n))
+    return a, b
+
+
+def test_runs_sharing_no_steps_are_not_compared_not_said_to_agree():
+    """Runs at steps 1-200 and 1,001-1,200 were "no metric parts: the runs agree within their
+    noise": no test ran, so they agreed on nothing."""
+    a, b = _collapsing_and_steady(offset=1000)
+    c = compare_runs([a, b])
+    assert all(m.compared == (False, False) for m in c.metrics.values())
+    text = render_compare_text(c)
+    assert "not compared: the runs share no logged steps" in text
+    assert "agree" not in text and "no metric parts" not in text
+    md = render_compare_markdown(c)
+    assert "Not compared: the runs share no logged steps." in md and "agree" not in md
+    html = render_compare_html(c, [a, b])
+    assert "Not compared: the runs share no logged steps." in html and "agree" not in html
+    by_run = json.loads(render_compare_json(c))["metrics"]["entropy"]["by_run"]
+    assert by_run[1] == {"logged": True, "compared": False, "shared_points": 0,
+                         "diverges_at": None}
+
+
+def test_a_run_sharing_too_few_steps_is_named_beside_runs_that_were_compared():
+    """Three runs: C overlaps A by 5 steps. C is said not compared (5 shared, 12 needed), not
+    folded into "the runs agree"; B, whole, is compared."""
+    a, b = _collapsing_and_steady()
+    steps = np.arange(196, 396)
+    c_run = make_run(steps, name="c", entropy=0.8 * np.exp(-steps / 40) + 0.01,
+                     reward=np.linspace(0.2, 0.8, 200))
+    c = compare_runs([a, a, c_run])
+    assert c.metrics["entropy"].compared == (False, True, False)
+    assert c.metrics["entropy"].shared[2] == 5
+    text = render_compare_text(c, 100)
+    assert "no metric parts where compared: the runs agree within their noise" in text
+    assert "C shares at most 5 logged steps with A (12 needed): not compared" in text
+    md = render_compare_markdown(c)
+    assert "- C shares at most 5 logged steps with A (12 needed): not compared" in md
+    # B parts on entropy from A: listed, and C is still said not compared.
+    c2 = compare_runs([a, b, c_run])
+    text = render_compare_text(c2, 100)
+    assert "B parts from A" in text and "C shares at most 5 logged steps" in text
+
+
+def test_a_check_skipped_in_one_run_is_not_compared_not_disappears():
+    """A's entropy collapses; B logs no entropy, so its entropy_collapse check is skipped: it
+    was "B skipped (disappears)", a change nobody measured."""
+    a, _ = _collapsing_and_steady()
+    b = make_run(name="b", reward=np.linspace(0.2, 0.8, 200))
+    c = compare_runs([a, b])
+    f = c.findings["entropy_collapse"]
+    assert f.statuses == ("critical", "skipped")
+    assert f.changes == (None, "not_compared")
+    assert "B skipped (not compared)" in render_compare_text(c)
+    assert "disappears" not in render_compare_markdown(c)
+    # The other way round: skipped in the reference, raised in B is not "appears".
+    c = compare_runs([b, a])
+    assert c.findings["entropy_collapse"].changes == (None, "not_compared")
+    assert "appears" not in render_compare_text(c)
+
+
+_ONSETS = st.one_of(st.integers(0, 999), st.integers(0, 10**6), st.integers(0, 10**18))
+
+
+@pytest.fixture(scope="module")
+def three_examples():
+    from grpo_doctor.api import example_path
+
+    runs = [load_runs(str(example_path(n)))[0] for n in ("likelihood-displacement",
+                                                        "entropy-collapse", "grad-explosion")]
+    return compare_runs(runs)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(width=st.integers(40, 80), data=st.data())
+def test_no_onset_or_step_is_cut_at_narrow_widths(three_examples, width, data):
+    """Below 60 columns a findings cell `B critical@868,616,383` was broken mid-number beside
+    a long mode name: at every width each onset appears whole and no line is too wide."""
+    from dataclasses import replace
+
+    findings = {mode: replace(f, onsets=tuple(None if o is None else data.draw(_ONSETS)
+                                              for o in f.onsets))
+                for mode, f in three_examples.findings.items()}
+    step = data.draw(_ONSETS)
+    runs = tuple(dict(r, first_step=step, last_step=step + 10**6)
+                 for r in three_examples.runs)
+    c = replace(three_examples, findings=findings, runs=runs)
+    text = render_compare_text(c, width)
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    numbers = set(re.findall(r"\d[\d,]*\d|\d", text))
+    for f in findings.values():
+        for onset, status in zip(f.onsets, f.statuses):
+            if onset is not None and status in ("warning", "critical"):
+                assert f"{onset:,}" in numbers, (onset, text)
+    assert f"{step:,}" in numbers and f"{step + 10**6:,}" in numbers, text

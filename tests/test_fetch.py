@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 from pathlib import Path
@@ -468,6 +469,63 @@ def test_a_server_that_is_not_wandb_is_not_a_rejected_key(server, env, capsys, b
     assert err == (f"grpo-doctor: error: the server at {server.base_url} did not answer as a "
                    f"W&B server (not JSON: a captive portal, a proxy's login page or another "
                    f"service at that address?); check WANDB_BASE_URL and the network\n")
+
+
+def test_a_history_past_the_read_limit_is_refused_as_its_pages_arrive(server, env, capsys,
+                                                                      monkeypatch):
+    """History pages were size-checked only once all had come (5.4 GB, 231 s before the
+    refusal): the page that takes the rows past GRPO_DOCTOR_MAX_READ_MB is the last asked."""
+    rows = make_rows(5000)
+    page = len(json.dumps(rows[:1000], separators=(",", ":")))
+    monkeypatch.setenv("GRPO_DOCTOR_MAX_READ_MB", str(1.5 * page / (1 << 20)))
+    server.add_run(grpo_run(rows=rows, history="live"))
+    code, out, err = cli(capsys, "fetch", RUN)
+    assert (code, out) == (2, "")
+    assert re.fullmatch(r"grpo-doctor: error: ent/proj/abc12345: the history's first 2,000 "
+                        r"rows are already \S+ KiB, more than the \S+ KiB grpo-doctor reads "
+                        r"into memory \(GRPO_DOCTOR_MAX_READ_MB raises the limit\)\n", err), err
+    assert server.count("history_page") == 2  # of 5: the rest never asked for
+    assert cache_files(env) == []
+    # Under the limit, the same history is fetched whole.
+    monkeypatch.setenv("GRPO_DOCTOR_MAX_READ_MB", str(6 * page / (1 << 20)))
+    path = wandb_api.fetch_run("ent", "proj", "abc12345", cache_dir=env / "cache")
+    assert len(pd.read_parquet(path)) == 5000
+
+
+@pytest.mark.parametrize("fault, said", [
+    ({"status": 200, "body": b'{"data": null}'},
+     "did not answer as a W&B server (GraphQL with no viewer in its data: {\"data\": null}); "
+     "check WANDB_BASE_URL and the network"),
+    ({"status": 200, "body": b'{"data": {"x": "' + b"a" * (3 << 20) + b'"}}'},
+     "did not answer as a W&B server (it sent 3.0 MiB in answer to a credential check of a "
+     "few hundred bytes); check WANDB_BASE_URL and the network"),
+    ({"status": 302, "body": b"", "headers": {"Location": "/graphql"}},
+     "answered with redirects, 10 in a row (a loop, or a login page in the way?), not as a "
+     "W&B server; check WANDB_BASE_URL and the network"),
+], ids=["data-null", "3-MiB", "redirect-loop"])
+def test_answers_that_are_not_wandbs_are_not_blamed_on_the_api_key(server, env, capsys,
+                                                                    monkeypatch, fault, said):
+    """`{"data": null}`, a redirect loop and a 150 MB answer were each "rejected the API key
+    (rejected): it is invalid or expired": wandb reports any odd answer to its credential
+    check so, but no W&B server answers like that."""
+    monkeypatch.setenv("GRPO_DOCTOR_WANDB_TIMEOUT", "30")  # time to read the large answer
+    server.add_run(grpo_run())
+    server.fail("any", times=1000, **fault)
+    code, out, err = cli(capsys, "fetch", RUN)
+    assert (code, out) == (2, "")
+    assert err == f"grpo-doctor: error: the server at {server.base_url} {said}\n"
+    assert cache_files(env) == []
+
+
+def test_wandbs_own_answer_with_no_viewer_is_still_a_rejected_key(server, env, capsys):
+    """The other side: W&B's shape of "not logged in" with no HTTP status stays the key's."""
+    server.add_run(grpo_run())
+    server.fail("any", status=200, body=b'{"data": {"viewer": null}}', times=1000)
+    code, out, err = cli(capsys, "fetch", RUN)
+    assert (code, out) == (2, "")
+    assert err == (f"grpo-doctor: error: the W&B server at {server.base_url} rejected the API "
+                   "key (rejected): it is invalid or expired; run `wandb login --relogin` or "
+                   "set WANDB_API_KEY\n")
 
 
 def test_fetched_steps_beyond_int64_or_fractional_are_dropped_with_a_note(server, env):

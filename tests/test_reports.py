@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grpo_doctor import api
 from grpo_doctor.cli import EXIT_INTERNAL
@@ -427,3 +429,35 @@ def test_metrics_says_where_the_steps_came_from():
     assert "(steps as the test importer read them)" in given and "given" not in given
     assert "(step column: global_step)" in column
     assert "(steps: row order, no step column)" in rows
+
+
+_ONSETS = st.one_of(st.integers(0, 999), st.integers(0, 10**6), st.integers(0, 10**18))
+
+
+@pytest.fixture(scope="module")
+def two_findings():
+    from grpo_doctor.api import example_path
+    from grpo_doctor.importers import load_runs
+
+    run = load_runs(str(example_path("entropy-collapse")))[0]
+    return run, diagnose(run)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(width=st.integers(40, 80), verbose=st.booleans(), data=st.data())
+def test_no_onset_is_cut_at_narrow_widths(two_findings, width, verbose, data):
+    """Numbers were cut below 60 columns (issue 24: "@14" for onset 145): at every width
+    each finding's onset and first alert appear whole, and no line is wider."""
+    run, diagnosis = two_findings
+    checks = []
+    for c in diagnosis.checks:
+        if c.fired:
+            onset = data.draw(_ONSETS)
+            c = replace(c, onset_step=onset, first_alert_step=onset + data.draw(_ONSETS))
+        checks.append(c)
+    shown = replace(diagnosis, checks=tuple(checks))
+    text = render_to_text(shown, run, width, verbose=verbose)
+    assert max(cells(line) for line in text.splitlines()) <= width, text
+    numbers = {n.rstrip(",") for n in re.findall(r"\d[\d,]*", text)}
+    for c in shown.findings:
+        assert f"{c.onset_step:,}" in numbers and f"{c.first_alert_step:,}" in numbers, text

@@ -902,3 +902,93 @@ def test_alerts_wrap_to_a_terminal_with_a_hanging_indent_and_stay_one_line_in_a_
     heads = [line for line in shown if not line.startswith("    ")]
     assert len(heads) == len(piped)  # each alert or status starts a line, the rest hang
     assert " ".join(line.strip() for line in shown) == " ".join(piped)
+
+
+# --- rewrites caught by the poll ------------------------------------------------------------------
+
+
+def _collapse_text(kind: str, flat: bool = False) -> str:
+    """The ``collapse()`` run as a CSV or a trainer_state.json, every value 6 characters wide:
+    ``flat`` (entropy 0.9900 throughout, healthy) has the very same size."""
+    rows = collapse()
+    ent = ["0.9900" if flat else f"{r['train/entropy']:.4f}" for r in rows]
+    if kind == "csv":
+        return "step,train/entropy,train/reward\n" + "".join(
+            f"{r['step']},{e},{r['train/reward']:.4f}\n" for r, e in zip(rows, ent))
+    entries = ",".join(f'{{"step": {r["step"]}, "entropy": {e}, "reward": '
+                       f'{r["train/reward"]:.4f}}}' for r, e in zip(rows, ent))
+    return f'{{"global_step": {len(rows)}, "log_history": [{entries}]}}\n'
+
+
+@pytest.mark.parametrize("kind", ["csv", "trainer_state"])
+def test_a_same_size_rewrite_with_its_mtime_put_back_is_read_again(tmp_path: Path, kind: str
+                                                                   ) -> None:
+    """A log rewritten in place to the same size, its modification time put back (``cp -p``,
+    ``touch -r``), was never read again: size and mtime matched. Its change time differs."""
+    path = tmp_path / ("run.csv" if kind == "csv" else "trainer_state.json")
+    before, after = _collapse_text(kind), _collapse_text(kind, flat=True)
+    assert len(before) == len(after) and before != after
+    path.write_text(before)
+    watcher = Watcher(path)
+    watcher.poll()
+    assert watcher.status == "critical"
+    st = path.stat()
+    time.sleep(0.02)  # past the file system's clock tick
+    with path.open("r+") as fh:  # in place: same inode, same size
+        fh.write(after)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    watcher.poll()
+    assert watcher.status == "healthy"
+    assert list(watcher.run.steps) == list(range(1, 161))
+
+
+@pytest.mark.parametrize("moment", [bytes(range(256)) * 40, b"step,train/entr"])
+def test_a_moment_of_garbage_during_a_rewrite_is_read_again_at_the_next_poll(
+        tmp_path: Path, moment: bytes) -> None:
+    """A poll that caught the log half rewritten (binary garbage, a cut header) stopped the
+    watch with exit 2. It keeps the last Run read and reads the log at the next poll; a log
+    still unreadable after MAX_UNREADABLE_POLLS polls in a row is the error."""
+    from grpo_doctor.errors import GrpoDoctorError
+    from grpo_doctor.watch import MAX_UNREADABLE_POLLS
+
+    path = tmp_path / "run.csv"
+    path.write_text(_collapse_text("csv"))
+    watcher = Watcher(path)
+    watcher.poll()
+    read = watcher.run.n_steps
+    for _ in range(MAX_UNREADABLE_POLLS - 1):
+        path.write_bytes(moment)
+        assert watcher.poll() == []
+        assert watcher.run is not None and watcher.run.n_steps == read  # the last read kept
+        assert watcher.status == "critical"
+    if b"\x00" in moment:  # an error read past once, said once; a cut header is no error
+        assert len(watcher.warnings) == 1
+        assert "trying again at the next poll" in watcher.warnings[0]
+    else:
+        assert watcher.warnings == []
+    path.write_text(_collapse_text("csv", flat=True))  # the rewrite done
+    assert [a.mode for a in watcher.poll() if a.cleared] == ["entropy_collapse"]
+    assert watcher.status == "healthy" and watcher.restarts == 1 and watcher.unreadable == 0
+    for _ in range(MAX_UNREADABLE_POLLS - 1):  # garbage for good
+        path.write_bytes(bytes(range(256)) * 40)
+        watcher.poll()
+    with pytest.raises(GrpoDoctorError, match=f"{MAX_UNREADABLE_POLLS} polls in a row"):
+        watcher.poll()
+
+
+def test_the_watch_says_a_moment_of_garbage_and_goes_on(capsys: pytest.CaptureFixture[str],
+                                                       tmp_path: Path) -> None:
+    """Through the command line: a warning on stderr, no exit 2, the watch goes on."""
+    path = tmp_path / "run.csv"
+    path.write_text(_collapse_text("csv"))
+    polls = iter([lambda: path.write_bytes(bytes(range(256)) * 40),
+                  lambda: path.write_text(_collapse_text("csv", flat=True))])
+    watcher = Watcher(path)
+    out, err = io.StringIO(), io.StringIO()
+    code = run_watch(watcher, interval=0, max_polls=3, out=out, err=err, live=False,
+                     sleep=lambda _: next(polls)())
+    assert code == 0, err.getvalue()
+    said = err.getvalue()
+    assert f"warning: cannot read {path} now" in said and f"{path} is readable again" in said
+    assert out.getvalue().splitlines()[-1].startswith("status: healthy")

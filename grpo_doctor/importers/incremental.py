@@ -79,17 +79,19 @@ def _marks(path: Path, offset: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class FileIdentity:
-    """What a watched file was when it was last read: its inode, size and modification time,
-    and checksums of the ends of what was consumed. ``changed`` tells new bytes from nothing
-    new, and raises ``Restarted`` for a file replaced (another inode), truncated, or rewritten
-    in place (same inode, the consumed bytes differ: a size check alone misses a rewrite to
-    the same length)."""
+    """What a watched file was when it was last read: its inode, size, modification and
+    change times, and checksums of the ends of what was consumed. ``changed`` tells new bytes
+    from nothing new, and raises ``Restarted`` for a file replaced (another inode), truncated,
+    or rewritten in place (same inode, the consumed bytes differ: a size check alone misses a
+    rewrite to the same length, and an mtime check one whose mtime was put back, as ``cp -p``
+    or ``touch -r`` do; the change time cannot be put back)."""
 
     inode: tuple[int, int] | None = None
     size: int = -1
     mtime: int = -1
     consumed: int = 0
     marks: tuple[int, int] = (0, 0)
+    ctime: int = -1
 
     def changed(self, path: Path) -> tuple[bool, FileIdentity]:
         """Whether ``path`` may hold new bytes, and the identity it has now; raises
@@ -103,11 +105,12 @@ class FileIdentity:
             raise Restarted(f"{path} was replaced")
         if st.st_size < self.consumed:
             raise Restarted(f"{path} shrank from {self.consumed} to {st.st_size} bytes")
-        if (st.st_size, st.st_mtime_ns) == (self.size, self.mtime):
+        ctime = getattr(st, "st_ctime_ns", -1)
+        if (st.st_size, st.st_mtime_ns, ctime) == (self.size, self.mtime, self.ctime):
             return False, self
         if self.consumed and _marks(path, self.consumed) != self.marks:
             raise Restarted(f"{path} was rewritten")
-        now = replace(self, inode=inode, size=st.st_size, mtime=st.st_mtime_ns)
+        now = replace(self, inode=inode, size=st.st_size, mtime=st.st_mtime_ns, ctime=ctime)
         return st.st_size > self.consumed, now
 
     def marked(self, path: Path, consumed: int) -> FileIdentity:
@@ -213,10 +216,13 @@ def rows_from_records(records: Sequence[Mapping[str, float]], *,
 
 
 def _files_stamp(path: Path) -> tuple[Any, ...]:
-    """Names, sizes and modification times of a file, or of the files in a folder (2 deep)."""
-    def one(p: Path) -> tuple[str, int, int]:
+    """Names, modification times, sizes, change times and inodes of a file, or of the files in
+    a folder (2 deep): a file rewritten to the same size with its mtime put back still has
+    another change time (or, replaced, another inode)."""
+    def one(p: Path) -> tuple[str, int, int, int, int]:
         st = p.stat()
-        return (str(p), st.st_mtime_ns, st.st_size)
+        return (str(p), st.st_mtime_ns, st.st_size, getattr(st, "st_ctime_ns", -1),
+                getattr(st, "st_ino", 0))
 
     if path.is_file():
         return (one(path),)
@@ -268,7 +274,7 @@ class LiveSource:
             stamps = _files_stamp(fresh(self.path))
         except OSError:
             return False
-        return bool(stamps) and max(m for _, m, _ in stamps) <= time.time_ns() - seconds * 1e9
+        return bool(stamps) and max(st[1] for st in stamps) <= time.time_ns() - seconds * 1e9
 
     def rebuild(self) -> Run | None:
         if self.reader is not None:

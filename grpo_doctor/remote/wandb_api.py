@@ -300,6 +300,14 @@ def _explain(exc: BaseException, *, what: str, base_url: str, policy: RetryPolic
                                 f"(not JSON: a captive portal, a proxy's login page or another "
                                 f"service at that address?); check WANDB_BASE_URL and the "
                                 f"network")
+    m = re.search(r"stopped after (\d+) redirects|exceeded (\d+) redirects", low)
+    if m:
+        # A redirect loop (or a redirect to a login page, and on): no W&B API answers so, and
+        # wandb reports it as a failed credential check.
+        return _FatalFetchError(f"the server at {base_url} answered with redirects, "
+                                f"{m.group(1) or m.group(2)} in a row (a loop, or a login "
+                                f"page in the way?), not as a W&B server; check "
+                                f"WANDB_BASE_URL and the network")
     auth_error = any(type(e).__name__ == "AuthenticationError" for e in _chain(exc))
     if status in (401, 403) or (auth_error and status is None and "connect" not in low
                                 and "timeout" not in low and "deadline" not in low):
@@ -426,8 +434,77 @@ def _make_api(policy: RetryPolicy, entity: str) -> tuple[Any, str]:
             api = wandb.Api(overrides={"entity": entity}, api_key=api_key,
                             timeout=int(math.ceil(policy.call_budget)))
         except Exception as exc:  # wandb raises many kinds
-            raise _explain(exc, what=base_url, base_url=base_url, policy=policy) from None
+            err = _explain(exc, what=base_url, base_url=base_url, policy=policy)
+            if "rejected the API key (rejected)" in str(err):
+                # No HTTP status: the server answered the credential check, but wandb does
+                # not say with what. Anything not shaped as W&B's answer is not a verdict on
+                # the key.
+                other = _not_a_wandb_answer(base_url, api_key, policy.timeout)
+                if other is not None:
+                    raise _FatalFetchError(other) from None
+            raise err from None
     return api, base_url
+
+
+#: A credential check's answer is a few hundred bytes; past this it is not W&B's.
+MAX_PROBE_BYTES = 1 << 20
+
+
+def _not_a_wandb_answer(base_url: str, api_key: str | None, timeout: float) -> str | None:
+    """Why the server's answer to the credential check wandb makes (the ``viewer`` query) is
+    not a W&B server's, or None when it is (or cannot be told): the one line to say instead
+    of blaming the key. Asks once more, itself, reading at most ``MAX_PROBE_BYTES``."""
+    import base64
+    import urllib.error
+    import urllib.request
+
+    class _NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    headers = {"Content-Type": "application/json", "User-Agent": "grpo-doctor"}
+    if api_key:
+        token = base64.b64encode(f"api:{api_key}".encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    body = json.dumps({"query": "query Viewer { viewer { id entity username } }"}).encode()
+    request = urllib.request.Request(f"{base_url}/graphql", data=body, headers=headers,
+                                     method="POST")
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(request, timeout=max(1.0, timeout)) as response:
+            length = response.headers.get("Content-Length")
+            data = response.read(MAX_PROBE_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            where = exc.headers.get("Location", "elsewhere")
+            return (f"the server at {base_url} redirects the W&B API to {_one_line(where, 80)} "
+                    f"(HTTP {exc.code}), which no W&B server does; check WANDB_BASE_URL")
+        return None  # a status wandb would have named: nothing to add
+    except (OSError, ValueError):
+        return None  # gone, or unreachable now: the client's account stands
+    not_wandb = f"the server at {base_url} did not answer as a W&B server"
+    check = "check WANDB_BASE_URL and the network"
+    if len(data) > MAX_PROBE_BYTES:
+        size = (f"{_human(int(length))}" if length and length.isdigit()
+                else f"more than {_human(MAX_PROBE_BYTES)}")
+        return (f"{not_wandb} (it sent {size} in answer to a credential check of a few "
+                f"hundred bytes); {check}")
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return (f"{not_wandb} (not JSON: a captive portal, a proxy's login page or another "
+                f"service at that address?); {check}")
+    payload = doc.get("data") if isinstance(doc, dict) else None
+    if isinstance(payload, dict) and "viewer" in payload:
+        return None  # W&B's own answer: the key is what it did not recognise
+    shown = _one_line(json.dumps(doc, ensure_ascii=True), 60)
+    return f"{not_wandb} (GraphQL with no viewer in its data: {shown}); {check}"
+
+
+def _human(n: int) -> str:
+    from grpo_doctor.files import human_bytes
+
+    return human_bytes(n)
 
 
 def _watched(fn: Callable[[Callable[[], None]], T], *, budget: float, what: str,
@@ -560,14 +637,44 @@ def _windows(min_step: int, stop: int, live: list[int] | None
         i = j
 
 
-def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None]
-          ) -> tuple[list[dict[str, Any]], list[str]]:
+class _HistoryBudget:
+    """The history's size as it arrives, page by page, against the read limit
+    (``GRPO_DOCTOR_MAX_READ_MB``, as for a file read whole): a history too large to hold is
+    refused at the page that crosses the limit, not after every page has been fetched."""
+
+    def __init__(self, label: str) -> None:
+        from grpo_doctor.files import max_read_bytes
+
+        self.label = label
+        self.limit = max_read_bytes()
+        self.size = 0
+        self.rows = 0
+
+    def add(self, page: Sequence[Mapping[str, Any]]) -> None:
+        """Count ``page``'s rows at their size as compact JSON (what the server sends)."""
+        if not page:
+            return
+        self.rows += len(page)
+        self.size += len(json.dumps(page, separators=(",", ":"), default=str))
+        if self.size > self.limit:
+            from grpo_doctor.files import human_bytes
+
+            raise FetchError(
+                f"{self.label}: the history's first {plural(self.rows, 'row')} are already "
+                f"{human_bytes(self.size)}, more than the {human_bytes(self.limit)} "
+                f"grpo-doctor reads into memory (GRPO_DOCTOR_MAX_READ_MB raises the limit)")
+
+
+def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None],
+          label: str = "") -> tuple[list[dict[str, Any]], list[str]]:
     """Every history row, paged over the steps that exist (see ``_windows``), and notes on the
-    rows that could not be fetched as they are.
+    rows that could not be fetched as they are; refused at the page where the rows so far
+    pass the read limit (``_HistoryBudget``).
 
     Paging drives wandb's ``HistoryScan`` one window at a time (its ``page_offset`` and
     ``page_size`` then ``_load_next``, what its iterator does with fixed windows); a client
     without them is iterated as it comes."""
+    budget = _HistoryBudget(label or str(getattr(run, "path", "")))
     try:
         scan = run.scan_history(page_size=PAGE_SIZE, use_cache=False)
     except TypeError:  # pragma: no cover - wandb < 0.27 has no parquet cache to bypass
@@ -579,8 +686,10 @@ def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None]
         for row in scan:
             rows.append(row)
             if len(rows) % PAGE_SIZE == 0:
+                budget.add(rows[-PAGE_SIZE:])
                 tick()
                 on_rows(len(rows))
+        budget.add(rows[len(rows) - len(rows) % PAGE_SIZE:])
         on_rows(len(rows))
         return rows, []
     live, notes = _live_steps(run)
@@ -595,6 +704,7 @@ def _scan(run: Any, tick: Callable[[], None], on_rows: Callable[[int], None]
             # (a new key at each step) does not sit here as millions of Nones.
             page = [{k: v for k, v in row.items() if v is not None} for row in scan.rows]
             scan.rows = []
+            budget.add(page)
             rows.extend(page)
             on_rows(len(rows))
             lo, hi, _ = windows.send(not page)
@@ -620,7 +730,7 @@ def _fetch_into_cache(api: Any, entity: str, project: str, run_id: str, parquet:
     while True:
         try:
             rows, notes = _scan(run, tick, lambda n: _notify(
-                progress, FetchEvent("rows", label, rows=n, total=total or None)))
+                progress, FetchEvent("rows", label, rows=n, total=total or None)), label)
             break
         except _Cancelled:
             raise

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -170,6 +171,9 @@ class _Layout:
     findings_width: int  # the findings column's least width: its longest ``mode@step,``
     with_format: bool = True
     short_status: bool = False
+    #: False: even the narrowest table would cut a ``mode@step`` (or a step count); the
+    #: runs are listed one block each instead (``_blocks``).
+    fits: bool = True
 
     def status(self, status: str) -> str:
         return _SHORT_STATUS.get(status, status) if self.short_status else status
@@ -205,7 +209,76 @@ def _layout(result: AuditResult, width: int) -> _Layout:
         layout = _Layout(max(run_width, min(longest, 8)), least, with_format, short)
         if run_width >= min(longest, _NAME_ROOM):
             return layout
-    return layout
+    assert layout.run_width is not None
+    fits = layout.run_width + least <= room
+    return _Layout(layout.run_width, least, layout.with_format, layout.short_status, fits)
+
+
+def _wrap_tokens(tokens: list[str], room: int) -> list[str]:
+    """``tokens`` (``mode@step,``) packed into lines of ``room`` cells, each whole on one line;
+    one longer than ``room`` breaks before its ``@``, so that the step stays whole."""
+    from rich.cells import cell_len
+
+    lines: list[str] = []
+    for token in tokens:
+        parts = [token]
+        if cell_len(token) > room and "@" in token:
+            mode, at, rest = token.rpartition("@")
+            parts = [mode, at + rest]
+        for part in parts:
+            if lines and cell_len(lines[-1]) + 1 + cell_len(part) <= room:
+                lines[-1] += " " + part
+            else:
+                lines.append(part)
+    return lines
+
+
+def _blocks(result: AuditResult, width: int, layout: _Layout):  # -> rich.console.Group
+    """The runs one block each, for a terminal too narrow for the table without cutting a
+    ``mode@step``: the name (start and end kept) on a line, then its status, steps and
+    format, then its findings wrapped between them, never inside a step."""
+    from rich.console import Group
+    from rich.text import Text
+
+    labels = [terminal(r.label) for r in result.runs] + [terminal(e.source)
+                                                         for e in result.errors]
+    labels = both_ends(labels, width)
+    out: list[Any] = []
+    for run, label in zip(result.runs, labels):
+        out.append(Text(label, style="bold"))
+        facts = Text("  ")
+        facts.append(layout.status(run.status), style=_STYLE[run.status])
+        if run.failing:
+            facts.append(" ✗", style="bold red")
+        facts.append(f" · {run.record['run']['n_steps']:,} steps · "
+                     f"{terminal(run.record['run']['format'])}")
+        facts.overflow = "fold"
+        out.append(facts)
+        if not run.findings:
+            continue
+        styles = {f"{terminal(c['mode'])}": (_STYLE[c["status"]]
+                                             + " bold" * (c["mode"] in run.failing))
+                  for c in run.findings}
+        for line in _wrap_tokens(_finding_tokens(run), max(1, width - 2)):
+            text = Text("  " + line)
+            for mode, style in styles.items():
+                text.highlight_words([mode], style=style)
+            out.append(text)
+        cause = _root_cause(run)
+        if cause is not None:  # what broke first and what to change first, words wrapped
+            said = f"→ root {terminal(_cause(cause))}"
+            if action := _do_first(cause):
+                said += f" · do first: {terminal(action)}"
+            out.append(Text(textwrap.fill(said, max(20, width), initial_indent="  ",
+                                          subsequent_indent="    ", break_long_words=False,
+                                          break_on_hyphens=False), overflow="fold"))
+    for err, label in zip(result.errors, labels[len(result.runs):]):
+        out.append(Text(label, style="bold"))
+        reason = Text("  ")
+        reason.append("error", style=_STYLE["error"])
+        reason.append(f": {terminal(err.error)}")
+        out.append(reason)
+    return Group(*out)
 
 
 def build_table(result: AuditResult, width: int | None = None) -> Table:
@@ -245,7 +318,9 @@ def build_table(result: AuditResult, width: int | None = None) -> Table:
 def _print(result: AuditResult, console: Console, verbose: bool = False) -> None:
     from rich.text import Text
 
-    console.print(build_table(result, console.width))
+    layout = _layout(result, console.width)
+    console.print(build_table(result, console.width) if layout.fits
+                  else _blocks(result, console.width, layout))
     console.print(Text(_headline(result), style="bold"))
     console.print(Text(_verdict(result)))
     if verbose:
