@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import assemble, check_rule, with_given_config, with_reward_roles
@@ -20,6 +20,9 @@ from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.reporters.escape import terminal
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, in_log_lines
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,19 @@ class Monitor:
         self._holds: dict[str, _Hold] = {}  # each raised finding's count towards its clear
         self._cleared_at: dict[str, int | None] = {}  # the step each mode last cleared at
         self._n_steps = 0  # the Run's rows at the last evaluate
+        self._last_frame: pd.DataFrame | None = None  # and its frame
+
+    def _new_points(self, run: Run) -> int:
+        """Logged points of ``run`` not evaluated before: the rows beyond the last run's, when
+        the last run is where this one starts; else all of them (the log was rewritten)."""
+        before = self._last_frame
+        if before is None or run.n_steps < self._n_steps:
+            return run.n_steps
+        head = run.frame.iloc[:len(before)]
+        shared = before.columns.intersection(head.columns)
+        if not (head.index.equals(before.index) and head[shared].equals(before[shared])):
+            return run.n_steps
+        return run.n_steps - self._n_steps
 
     def evaluate(self, run: Run) -> list[Alert]:
         """Every rule on ``run``; the alerts it raises (new modes, escalations, and findings
@@ -170,9 +186,10 @@ class Monitor:
         # The settings and reward roles the user gave, as diagnose applies them.
         run = with_reward_roles(with_given_config(run, self._given_config), self._reward_roles)
         unit = step_unit(run)
-        # A log started over (a watch's restart) is all new points.
-        points = run.n_steps - self._n_steps if run.n_steps >= self._n_steps else run.n_steps
-        self._n_steps = run.n_steps
+        # A log started over or rewritten (a watch's restart, a file rewritten in place to the
+        # same size) is all new points; one that grew keeps what was evaluated before.
+        points = self._new_points(run)
+        self._n_steps, self._last_frame = run.n_steps, run.frame
         self.clearing = {}
         for rule in self._rules:
             params = self._params[rule.id]
