@@ -70,6 +70,8 @@ RULE = Rule(
     params=(
         Param("truncation", 0.5, "share of completions truncated that counts as pinned"),
         Param("truncation_critical", 0.8, "share truncated that is critical"),
+        Param("budget_share", 0.3, "mean share truncated over the whole run that, with the "
+              "cut steps scoring lower, says the budget is too small"),
         Param("growth", 1.5, "late/early length ratio that counts as drift"),
         Param("collapse_ratio", 0.3, "late/early length ratio that counts as collapse"),
     ),
@@ -119,6 +121,39 @@ def _pinned(run: Run, p) -> dict | None:
     return None
 
 
+def _budget_cut(run: Run, p) -> dict | None:
+    """Not pinned, but the budget cuts answers off all along: over the whole log at least
+    ``budget_share`` of completions truncated on average, half or more on a third of the logged
+    steps, and the steps with more truncated scored lower (rank correlation of the truncated
+    share with the reward at most -0.5): the cut costs reward, so the budget is too small."""
+    steps, t = series(run, TRUNC)
+    r_steps, r = series(run, REWARD)
+    if len(t) < 10 or float(t.mean()) < p["budget_share"]:
+        return None
+    heavy = t >= p["truncation"]
+    if heavy.sum() < max(3, len(t) / 3):
+        return None
+    shared, at_t, at_r = np.intersect1d(steps, r_steps, return_indices=True)
+    if len(shared) < 10 or np.ptp(t[at_t]) == 0 or np.ptp(r[at_r]) == 0:
+        return None
+    import pandas as pd
+
+    rho = float(pd.Series(t[at_t]).corr(pd.Series(r[at_r]), method="spearman"))
+    if not rho <= -0.5:
+        return None
+    low = t[at_t] <= np.quantile(t[at_t], 0.25)
+    cut_reward, whole_reward = float(r[at_r][heavy[at_t]].mean()), float(r[at_r][low].mean())
+    cap = float(series(run, LEN_MAX)[1].max()) if run.has(LEN_MAX) else None
+    return {"shape": f"{t.mean():.0%} of completions truncated at the cap over the run (half "
+                     f"or more on {int(heavy.sum())} of {len(t)} logged steps), and the steps "
+                     f"with more cut scored lower (reward {fmt(cut_reward)} against "
+                     f"{fmt(whole_reward)})",
+            "share": float(t.mean()), "onset": int(steps[int(np.argmax(heavy))]),
+            "metric": TRUNC, "budget": True, "cap": cap, "rank_correlation": round(rho, 2),
+            "cut": f"{t.mean():.0%} of completions were cut at the cap over the run, and "
+                   "cut steps scored lower"}
+
+
 @RULE.draws
 def lines(p: Mapping[str, float], evidence: Mapping[str, object]
           ) -> dict[str, tuple[Threshold, ...]]:
@@ -137,10 +172,13 @@ def short_log(run: Run, p: Mapping[str, float]) -> Outcome | None:
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, m = series(run, LEN)
-    shapes = []
+    shapes: list[dict] = []
     pinned = _pinned(run, p)
-    if pinned:
+    budget = None if pinned else _budget_cut(run, p)
+    if pinned is not None:
         shapes.append(pinned)
+    elif budget is not None:
+        shapes.append(budget)
     if len(m) >= 3:
         long_enough = len(m) >= 8
         # A short log's start is its first point (a median would mix in the fall itself).
@@ -204,6 +242,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             f"truncated samples now would drop {share:.0%} of the batch",
             "check the reward for a length preference (correlate reward with length)",
         )
+    elif budget:
+        evidence.update({"truncated_share": round(float(budget["share"]), 3),
+                         "cap": budget["cap"], "truncated_text": budget["cut"],
+                         "rank_correlation": budget["rank_correlation"]})
+        remedies = (
+            knobs.scale(run, knobs.MAX_LENGTH, 2.0,
+                        why=f"{budget['cut']}: the budget cuts answers off"),
+            "then overlong shaping (a soft penalty near the budget) so length grows only when "
+            "it pays",
+            "check the reward for a length preference (correlate reward with length)",
+        )
     elif pinned:
         remedies = (
             "overlong shaping: soft penalty near the length budget, or drop truncated samples "
@@ -240,6 +289,9 @@ def _threshold(shape: dict, p: Mapping[str, float]) -> str:
     """The threshold a shape crossed (not what was observed: the summary says that)."""
     if shape.get("collapse"):
         return f"length <= {p['collapse_ratio']:.0%} of its start"
+    if shape.get("budget"):
+        return (f"mean truncated share >= {p['budget_share']:.0%} over the run, the cut steps "
+                "scoring lower")
     if "share" in shape:
         return f"truncated share >= {p['truncation']:.0%}"
     return f"length >= x{p['growth']:g} its start without gains"

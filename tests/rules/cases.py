@@ -290,6 +290,27 @@ def pinned_at_cap() -> Run:
                     train__reward=0.4 + ar1(52, N, 0.02))
 
 
+def _budget_run(costs: bool) -> Run:
+    """A budget that cuts answers off on and off all along (a share of 0, 0.5 or 1 per step,
+    40% on average, never pinned late): with ``costs`` the cut steps score lower (no answer,
+    no reward), else the reward ignores the cut."""
+    rng = np.random.default_rng(7)
+    n = 60
+    trunc = rng.choice([0.0, 0.0, 0.0, 0.5, 0.5, 1.0], n)
+    trunc[-6:] = [0.0, 0.5, 0.0, 0.0, 0.5, 0.0]  # the last logs not pinned
+    reward = (4.0 - 6.0 * trunc if costs else 2.0 + rng.normal(0, 1.5, n)) + rng.normal(0, .3, n)
+    return make_run(train__completions__clipped_ratio=trunc,
+                    train__completions__mean_length=400 + 180 * trunc, train__reward=reward)
+
+
+def budget_cuts_answers() -> Run:
+    return _budget_run(costs=True)
+
+
+def budget_cut_reward_blind() -> Run:
+    return _budget_run(costs=False)
+
+
 def length_collapse() -> Run:
     length = np.maximum(2.0, 60 * np.exp(-np.clip(T - 500, 0, None) / 150)) + np.abs(
         ar1(53, N, 0.5))
@@ -378,6 +399,8 @@ CASES += [
     Case("length collapse", "length_hacking", length_collapse, ("warning", "critical"),
          onset=500, tolerance=60),
     Case("length grows with reward", "length_hacking", length_grows_with_reward, ("ok",)),
+    Case("the budget cuts answers off", "length_hacking", budget_cuts_answers, ("warning",)),
+    Case("truncated steps score as well", "length_hacking", budget_cut_reward_blind, ("ok",)),
     Case("format up, answers down", "format_gaming", format_up_answers_down,
          ("warning", "critical"), onset=100, tolerance=40),
     Case("format first, then answers", "format_gaming", format_first_then_answers, ("ok",)),
