@@ -10,8 +10,8 @@ from typing import Any
 
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import assemble, check_rule
+from grpo_doctor.escape import terminal
 from grpo_doctor.findings import Check, Diagnosis, Status
-from grpo_doctor.reporters.escape import terminal
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, in_log_lines
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from grpo_doctor.comparison import Comparison, MetricComparison
-from grpo_doctor.reporters.escape import json_dumps, terminal
-from grpo_doctor.reporters.escape import markdown as md
+from grpo_doctor.escape import json_dumps, terminal
+from grpo_doctor.escape import markdown as md
 from grpo_doctor.reporters.fit import (
     both_ends,
     fit_words,

@@ -7,9 +7,9 @@ import json
 from collections.abc import Mapping
 from importlib.resources import files
 
+from grpo_doctor.escape import html as esc
 from grpo_doctor.findings import SCHEMA_VERSION, Check, Diagnosis
 from grpo_doctor.reporters import config_line, evidence
-from grpo_doctor.reporters.escape import html as esc
 from grpo_doctor.reporters.html.charts import (
     STATUS_COLOR,
     _Context,
