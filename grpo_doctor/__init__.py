@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from grpo_doctor import display
+from grpo_doctor.version import package_version
+
 _EXPORTS = {
     "load_run": "grpo_doctor.importers",
     "load_runs": "grpo_doctor.importers",
@@ -39,19 +42,20 @@ if TYPE_CHECKING:
     from grpo_doctor.store import Run  # noqa: F401
 
 
-def _installed_version() -> str:
-    """The version in the installed package's metadata (pyproject.toml's, one source)."""
-    from importlib.metadata import PackageNotFoundError, version
+def _markdown(diagnosis: Diagnosis) -> str:
+    from grpo_doctor.reporters.markdown import render_markdown
 
-    try:
-        return version("grpo-doctor")
-    except PackageNotFoundError:  # imported from a source tree that was never installed
-        return "0+unknown"
+    return render_markdown(diagnosis)
+
+
+# A Diagnosis shows its Markdown report in a notebook. Registered here, the one module that runs
+# whenever any of the package is imported, and the top layer, free to name the reporter.
+display.register_markdown(_markdown)
 
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":  # lazily: importlib.metadata is not free at start-up
-        return _installed_version()
+        return package_version()
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'grpo_doctor' has no attribute {name!r}")

@@ -294,12 +294,12 @@ def fingerprint(paths: Sequence[str], settings: Settings, since: datetime | None
     import hashlib
     import json
 
-    from grpo_doctor import __version__
+    from grpo_doctor.version import package_version
 
     cfg = settings.doctor_config()
     column_map = settings.checked_map()
     doc = {
-        "version": __version__, "paths": list(paths), "fail_on": settings.fail_on,
+        "version": package_version(), "paths": list(paths), "fail_on": settings.fail_on,
         "checks": {rule.id: cfg.params_for(rule) for rule in cfg.rules()},
         "map": sorted(column_map.items()),
         "optional": sorted(getattr(column_map, "optional", ())),

@@ -32,9 +32,9 @@ app = typer.Typer(
 
 def _show_version(value: bool) -> None:
     if value:
-        import grpo_doctor
+        from grpo_doctor.version import package_version
 
-        sys.stdout.write(f"grpo-doctor {grpo_doctor.__version__}\n")
+        sys.stdout.write(f"grpo-doctor {package_version()}\n")
         raise typer.Exit()
 
 

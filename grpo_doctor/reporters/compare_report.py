@@ -341,8 +341,8 @@ def render_compare_html(comparison: Comparison, runs: Sequence[Run]) -> str:
     """One self-contained page: the comparison's tables and, per metric that parts (the main
     metrics first), then per main metric that does not, the runs' curves overlaid with the
     parting steps marked."""
-    from grpo_doctor import __version__
     from grpo_doctor.reporters import html as h
+    from grpo_doctor.version import package_version
 
     esc = h.esc
     rows = "".join(
@@ -400,7 +400,7 @@ def render_compare_html(comparison: Comparison, runs: Sequence[Run]) -> str:
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>grpo-doctor compare</title><style>{h._CSS}</style></head>\n"
         f'<body data-ready="0"><main>' + "\n".join(body)
-        + f'<footer>grpo-doctor {esc(__version__)} · compare schema 1</footer></main>'
+        + f'<footer>grpo-doctor {esc(package_version())} · compare schema 1</footer></main>'
         '<div id="tip" hidden></div>\n' + "\n".join(scripts)
         + f"\n<script>{h._JS}</script></body></html>\n"
     )

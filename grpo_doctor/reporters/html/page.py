@@ -180,7 +180,7 @@ def render_html(diagnosis: Diagnosis, run: Run,
     if diagnosis.notes:
         body.append('<section class="card" id="notes"><h2>Notes</h2><ul class="plain">' +
                     "".join(f"<li>{esc(n)}</li>" for n in diagnosis.notes) + "</ul></section>")
-    from grpo_doctor import __version__
+    from grpo_doctor.version import package_version
 
     title = f"grpo-doctor: {info.name} — {diagnosis.status}"
     return (
@@ -189,7 +189,7 @@ def render_html(diagnosis: Diagnosis, run: Run,
         f"<title>{esc(title)}</title><style>{_CSS}</style></head>\n"
         f'<body data-ready="0" data-status="{esc(diagnosis.status)}"><main>'
         + "\n".join(body)
-        + f'<footer>grpo-doctor {esc(__version__)} · schema {SCHEMA_VERSION}</footer></main>'
+        + f'<footer>grpo-doctor {esc(package_version())} · schema {SCHEMA_VERSION}</footer></main>'
         '<div id="tip" hidden></div>\n' + "\n".join(scripts)
         + f"\n<script>{_JS}</script></body></html>\n"
     )
