@@ -16,8 +16,8 @@ from grpo_doctor import display
 from grpo_doctor.version import package_version
 
 _EXPORTS = {
-    "load_run": "grpo_doctor.importers",
-    "load_runs": "grpo_doctor.importers",
+    "load_run": "grpo_doctor.sources",
+    "load_runs": "grpo_doctor.sources",
     "diagnose": "grpo_doctor.engine",
     "DoctorConfig": "grpo_doctor.config",
     "Diagnosis": "grpo_doctor.findings",
@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from grpo_doctor.errors import GrpoDoctorError  # noqa: F401
     from grpo_doctor.findings import Check, Diagnosis, Status  # noqa: F401
     from grpo_doctor.findings import Check as Finding  # noqa: F401
-    from grpo_doctor.importers import load_run, load_runs  # noqa: F401
     from grpo_doctor.metrics import Metric  # noqa: F401
     from grpo_doctor.rules import RULES  # noqa: F401
+    from grpo_doctor.sources import load_run, load_runs  # noqa: F401
     from grpo_doctor.store import Run  # noqa: F401
 
 

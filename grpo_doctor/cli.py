@@ -592,8 +592,8 @@ def metrics(
 ) -> None:
     """Show what was read: runs, steps, restarts, and canonical metric -> source column."""
     from grpo_doctor.escape import commands_stopped
-    from grpo_doctor.importers import load_runs
     from grpo_doctor.reporters.metrics_report import render_metrics
+    from grpo_doctor.sources import load_runs
 
     settings = _settings(config, map, [], [], [], None)
     runs = load_runs(source, format=input_format, column_map=settings.checked_map(),
