@@ -175,7 +175,7 @@ def test_the_importers_read_files_and_leave_wandb_uris_to_the_package():
     ``grpo_doctor.sources`` (what ``grpo_doctor.load_runs`` is), which hands them its cache."""
     from grpo_doctor import importers
 
-    with pytest.raises(InputError, match="grpo_doctor.load_runs reads it"):
+    with pytest.raises(InputError, match=r"grpo_doctor\.load_runs reads it"):
         importers.load_runs("wandb://ent/proj/abc12345")
     import grpo_doctor
 

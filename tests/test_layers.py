@@ -16,7 +16,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "grpo_doctor"
 #: is a module or subpackage of grpo_doctor ("" is the package's own __init__).
 LAYERS: list[tuple[str, set[str]]] = [
     ("leaves anyone may import", {"errors", "exit_codes", "text", "escape", "version", "display",
-                                  "interrupts", "objstore", "files", "atomic", "metrics"}),
+                                  "lazy", "interrupts", "objstore", "files", "atomic",
+                                  "metrics"}),
     ("the records: a run's metrics, a diagnosis", {"store", "live_store", "findings"}),
     ("reading logs; pure statistics", {"importers", "trends"}),
     ("the W&B client and its cache", {"remote"}),
