@@ -29,7 +29,7 @@ from grpo_doctor.reporters.markdown import escape, render_markdown
 from grpo_doctor.reporters.terminal import render_to_text
 from grpo_doctor.store import Run
 from tests.helpers import REAL_RUNS, run_cli
-from tests.rules.cases import CASES
+from tests.rules.cases import CASES, diagnosed
 
 WIDTHS = (60, 80, 160)
 HEALTHY_MAX_LINES = 15
@@ -80,11 +80,7 @@ _BUILDERS = list({case.build: case for case in CASES}.values())
 
 @pytest.fixture(scope="module")
 def case_diagnoses() -> dict[str, tuple[Run, Diagnosis]]:
-    out = {}
-    for case in _BUILDERS:
-        run = case.build()
-        out[case.name] = (run, diagnose(run))
-    return out
+    return {case.name: (case.build(), diagnosed(case)) for case in _BUILDERS}
 
 
 def numpy_evidence(value):
