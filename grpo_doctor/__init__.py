@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from grpo_doctor import display
+from grpo_doctor.version import package_version
+
 _EXPORTS = {
-    "load_run": "grpo_doctor.importers",
-    "load_runs": "grpo_doctor.importers",
+    "load_run": "grpo_doctor.sources",
+    "load_runs": "grpo_doctor.sources",
     "diagnose": "grpo_doctor.engine",
     "diagnose_frame": "grpo_doctor.api",
     "diagnose_log_history": "grpo_doctor.api",
@@ -41,18 +44,27 @@ if TYPE_CHECKING:
     from grpo_doctor.errors import GrpoDoctorError  # noqa: F401
     from grpo_doctor.findings import Check, Diagnosis, Status  # noqa: F401
     from grpo_doctor.findings import Check as Finding  # noqa: F401
-    from grpo_doctor.importers import load_run, load_runs  # noqa: F401
     from grpo_doctor.importers.in_memory import run_from_frame, run_from_log_history  # noqa: F401
     from grpo_doctor.metrics import Metric  # noqa: F401
     from grpo_doctor.rules import RULES  # noqa: F401
+    from grpo_doctor.sources import load_run, load_runs  # noqa: F401
     from grpo_doctor.store import Run  # noqa: F401
+
+
+def _markdown(diagnosis: Diagnosis) -> str:
+    from grpo_doctor.reporters.markdown import render_markdown
+
+    return render_markdown(diagnosis)
+
+
+# A Diagnosis shows its Markdown report in a notebook. Registered here, the one module that runs
+# whenever any of the package is imported, and the top layer, free to name the reporter.
+display.register_markdown(_markdown)
 
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":  # lazily: importlib.metadata is not free at start-up
-        from grpo_doctor.version import installed_version
-
-        return installed_version()
+        return package_version()
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'grpo_doctor' has no attribute {name!r}")

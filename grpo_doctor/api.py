@@ -15,7 +15,7 @@ from grpo_doctor.errors import InputError
 from grpo_doctor.exit_codes import EXIT_FINDINGS, EXIT_OK
 from grpo_doctor.findings import Diagnosis
 from grpo_doctor.hints import require_metrics
-from grpo_doctor.importers import load_runs
+from grpo_doctor.sources import load_runs
 from grpo_doctor.store import Run
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ Three steps:
    no training log ...), with its reason kept for ``-v``; one that looks like a log (``.csv``,
    ``.jsonl``, ``.parquet``, event files ...) but cannot be read becomes an error row. Glob
    patterns expand like folders; ``wandb://entity/project`` goes to
-   :func:`grpo_doctor.importers.load_runs`. A path named that does not exist (or a pattern
+   :func:`grpo_doctor.sources.load_runs`. A path named that does not exist (or a pattern
    matching nothing) is an error row too, unless nothing else could be read.
 2. **Diagnose** every source, in a process pool. A worker loads and diagnoses and sends back
    plain dicts (the ``diagnose`` JSON contract), never frames. Any failure is an error row with
@@ -66,8 +66,8 @@ from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputE
 from grpo_doctor.files import as_path, is_remote
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.hints import require_metrics
-from grpo_doctor.importers import load_runs
 from grpo_doctor.reporters.json_report import to_json_obj
+from grpo_doctor.sources import load_runs
 
 __all__ = [
     "BASELINE_VERSION", "SEVERITY", "AuditError", "AuditResult", "AuditedRun", "Baseline",
@@ -294,14 +294,12 @@ def fingerprint(paths: Sequence[str], settings: Settings, since: datetime | None
     import hashlib
     import json
 
-    from grpo_doctor.version import installed_version
-
-    version = installed_version()
+    from grpo_doctor.version import package_version
 
     cfg = settings.doctor_config()
     column_map = settings.checked_map()
     doc = {
-        "version": version, "paths": list(paths), "fail_on": settings.fail_on,
+        "version": package_version(), "paths": list(paths), "fail_on": settings.fail_on,
         "checks": {rule.id: cfg.params_for(rule) for rule in cfg.rules()},
         "map": sorted(column_map.items()),
         "optional": sorted(getattr(column_map, "optional", ())),

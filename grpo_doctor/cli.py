@@ -32,9 +32,9 @@ app = typer.Typer(
 
 def _show_version(value: bool) -> None:
     if value:
-        import grpo_doctor
+        from grpo_doctor.version import package_version
 
-        sys.stdout.write(f"grpo-doctor {grpo_doctor.__version__}\n")
+        sys.stdout.write(f"grpo-doctor {package_version()}\n")
         raise typer.Exit()
 
 
@@ -221,7 +221,7 @@ def diagnose(
 
         _emit(render_to_text(result.diagnosis, result.run, verbose=verbose), output, force)
     else:
-        from grpo_doctor.reporters.escape import commands_stopped
+        from grpo_doctor.escape import commands_stopped
         from grpo_doctor.reporters.terminal import render_terminal
 
         with commands_stopped():
@@ -369,7 +369,7 @@ def audit(
         write_atomic(write_baseline, today.to_json(), force=force)
         result = result.judged(settings.fail_on, today)
     if result.nothing_since is not None:
-        from grpo_doctor.reporters.escape import terminal as safe
+        from grpo_doctor.escape import terminal as safe
 
         sys.stderr.write(f"grpo-doctor: no training log modified since {result.nothing_since} "
                          f"in {safe(', '.join(paths))}\n")
@@ -426,7 +426,7 @@ def compare(
 
         write_atomic(html, report.render_compare_html(comparison, runs), force=force)
     if format == "terminal" and output is None:
-        from grpo_doctor.reporters.escape import commands_stopped
+        from grpo_doctor.escape import commands_stopped
 
         with commands_stopped():
             report.render_compare_terminal(comparison)  # as wide as the console
@@ -458,7 +458,7 @@ def _audit_report(result, format: str, output: Path | None, force: bool,
     if format == "terminal" and os.environ.get("GITHUB_ACTIONS") == "true":
         sys.stdout.write(report.github_annotations(result))
     if format == "terminal" and output is None:
-        from grpo_doctor.reporters.escape import commands_stopped
+        from grpo_doctor.escape import commands_stopped
 
         with commands_stopped():
             report.render_audit_terminal(result, verbose=verbose)
@@ -565,7 +565,7 @@ def fetch(
     if settings is None:
         return
     from grpo_doctor import api
-    from grpo_doctor.reporters.escape import commands_stopped
+    from grpo_doctor.escape import commands_stopped
     from grpo_doctor.reporters.terminal import render_terminal
 
     diagnoses = []
@@ -599,9 +599,9 @@ def metrics(
     step_column: StepOpt = None,
 ) -> None:
     """Show what was read: runs, steps, restarts, and canonical metric -> source column."""
-    from grpo_doctor.importers import load_runs
-    from grpo_doctor.reporters.escape import commands_stopped
+    from grpo_doctor.escape import commands_stopped
     from grpo_doctor.reporters.metrics_report import render_metrics
+    from grpo_doctor.sources import load_runs
 
     settings = _settings(config, map, [], [], [], None, reward_roles=reward_role)
     runs = load_runs(source, format=input_format, column_map=settings.checked_map(),
@@ -736,7 +736,7 @@ REPORT_HINT = ("this is a bug in grpo-doctor: please report it with the command 
 
 def _say(line: str) -> None:
     """One line on stderr, whatever stderr can encode."""
-    from grpo_doctor.reporters.escape import terminal
+    from grpo_doctor.escape import terminal
 
     try:
         sys.stderr.write(f"grpo-doctor: {terminal(line)}\n")

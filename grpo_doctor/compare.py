@@ -246,7 +246,7 @@ def load_compared(sources: Sequence[str | os.PathLike[str]], picks: Sequence[str
     note. The first source must give one run (the reference), unless it is the only source
     or its runs were picked by name: which of several would be the reference is not guessed.
     """
-    from grpo_doctor.importers import load_runs
+    from grpo_doctor.sources import load_runs
 
     given: list[tuple[str, list[Run], bool]] = []  # source, its runs, picked by name
     for item in sources:
@@ -307,7 +307,7 @@ def _picked(source: str, found: list[Run], picks: Sequence[str], input_format: s
     """The runs of ``source`` (already read as ``found``) that ``picks`` name, in their order:
     by name, else by run id as its importer matches them."""
     from grpo_doctor.errors import InputError
-    from grpo_doctor.importers import load_runs
+    from grpo_doctor.sources import load_runs
 
     chosen: list[tuple[str, Run]] = []
     for pick in picks:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from grpo_doctor import display
 from grpo_doctor.text import plural
 
 SCHEMA_VERSION = 2
@@ -252,11 +253,10 @@ class Diagnosis:
         found = ", ".join(f"{c.mode}:{c.status.value}@{c.onset_step}" for c in self.findings)
         return f"Diagnosis(run={self.run.name!r}, status={self.status!r}, findings=[{found}])"
 
-    def _repr_markdown_(self) -> str:
-        """The Markdown report, which Jupyter shows for a Diagnosis at the end of a cell."""
-        from grpo_doctor.reporters.markdown import render_markdown  # a display hook only
-
-        return render_markdown(self)
+    def _repr_markdown_(self) -> str | None:
+        """The Markdown report, which Jupyter shows for a Diagnosis at the end of a cell (the
+        reporter is registered from the package's top: see ``grpo_doctor.display``)."""
+        return display.markdown(self)
 
     def check(self, mode: str) -> Check:
         for c in self.checks:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-import numpy as np
+from grpo_doctor.lazy import numpy as np
 
 
 class Metric(str, Enum):
@@ -70,7 +70,7 @@ def is_reward_component(column: str) -> bool:
 
 # --- unit conversions -------------------------------------------------------------------------
 
-Transform = Callable[[np.ndarray], np.ndarray]
+Transform = Callable[["np.ndarray"], "np.ndarray"]  # strings: numpy loads on first use
 
 
 def _identity(x: np.ndarray) -> np.ndarray:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import assemble, check_rule, with_given_config, with_reward_roles
+from grpo_doctor.escape import terminal
 from grpo_doctor.findings import Check, Diagnosis, Status
-from grpo_doctor.reporters.escape import terminal
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, in_log_lines
 

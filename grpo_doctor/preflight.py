@@ -135,7 +135,7 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
         if not config:
             raise FormatError(f"{path}: no --flag value or key=value settings found")
     else:
-        from grpo_doctor.importers import load_runs
+        from grpo_doctor.sources import load_runs
 
         runs = load_runs(path)
         config = dict(runs[0].config or {})

@@ -8,20 +8,20 @@ kept as evidence (``Run.nan_steps``) rather than confused with a gap. Nothing is
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from grpo_doctor.errors import ConfigError, FormatError
+from grpo_doctor.lazy import numpy as np
+from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import find_step_column, map_columns
 from grpo_doctor.text import agree, plural
 
 _NAN_WORDS = {"nan", "-nan", "+nan", "nan(ind)", "-nan(ind)"}
-_INF_WORDS = {"inf": np.inf, "+inf": np.inf, "infinity": np.inf, "+infinity": np.inf,
-              "-inf": -np.inf, "-infinity": -np.inf}
+_INF_WORDS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf,
+              "-inf": -math.inf, "-infinity": -math.inf}
 #: Text that stands for "nothing logged here" (no note when a column holds it).
 _GAP_WORDS = {"", "-", "–", "—", "no log", "none", "null", "na", "n/a", "nat", "<na>"}
 _MAX_TEXT_NOTES = 5  # columns named in "not numbers" notes before they are counted

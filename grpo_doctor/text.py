@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
+from grpo_doctor.lazy import numpy as np
 
 
 def fmt(x: float | int | None, digits: int = 3) -> str:

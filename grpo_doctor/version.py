@@ -1,10 +1,12 @@
-"""The installed version (pyproject.toml's, through the package metadata: one source). A leaf:
-reports stamp it without importing the package's facade (``grpo_doctor/__init__``)."""
+"""The installed version, for the reports' footers and ``--version``: a leaf, so that reporters
+name it without importing the package's top (``grpo_doctor.__version__`` reads it too)."""
 
 from __future__ import annotations
 
 
-def installed_version() -> str:
+def package_version() -> str:
+    """The version in the installed package's metadata (pyproject.toml's, one source)."""
+    # Imported here: importlib.metadata is not free at start-up.
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.config import Settings
 from grpo_doctor.errors import ConfigError, GrpoDoctorError, InputError
+from grpo_doctor.escape import terminal
 from grpo_doctor.files import fresh, located, watched_input
 from grpo_doctor.findings import Check, Diagnosis, check_rank
 from grpo_doctor.importers import LoadOptions, importer_named
@@ -60,7 +61,6 @@ from grpo_doctor.interrupts import interrupt_on_sigterm
 from grpo_doctor.live_store import LiveStore
 from grpo_doctor.monitor import Alert, Clearing, Monitor
 from grpo_doctor.notifiers import WandbNotifier, notifiers
-from grpo_doctor.reporters.escape import terminal
 from grpo_doctor.reporters.live import LiveOutput
 from grpo_doctor.store import Run
 

@@ -26,3 +26,12 @@ def real_runs() -> Path:
     if not REAL_RUNS.is_dir():
         pytest.skip("shared real runs not present")
     return REAL_RUNS
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reports wrap when COLUMNS says a width: a test that wants one sets it. One inherited
+    from the environment would change what the others print (pytest-xdist's workers inherit
+    COLUMNS=80 LINES=24: readline, imported by pytest, exports them in the controller)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -9,9 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from grpo_doctor.findings import Diagnosis
 from grpo_doctor.store import Run, build_run
 
 REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "tests" / "fixtures" / "corpus"
 REAL_RUNS = Path(os.environ.get("GRPO_DOCTOR_REAL_RUNS", REPO.parent / "shared" / "real-runs"))
 if os.environ.get("GRPO_DOCTOR_REQUIRE_REAL_RUNS") == "1" and not REAL_RUNS.is_dir():
     # CI sets this when the real runs are beside the checkout: never skip them silently.
@@ -24,6 +27,16 @@ def make_run(steps: np.ndarray | None = None, name: str = "test", **columns: np.
     frame = pd.DataFrame({k.replace("__", "/"): np.asarray(v) for k, v in columns.items()})
     return build_run(frame, name=name, source=f"<{name}>", format="test",
                      steps=np.arange(1, n + 1) if steps is None else steps)
+
+
+@functools.cache
+def corpus_diagnosis(run: str) -> Diagnosis:
+    """The default diagnosis of a corpus run (``run``: its path under tests/fixtures/corpus),
+    made once per test process: several modules read the same ones, the suite's dearest."""
+    from grpo_doctor.engine import diagnose
+    from grpo_doctor.importers import load_runs
+
+    return diagnose(load_runs(CORPUS / run)[0])
 
 
 def ar1(seed: int, n: int, sigma: float, rho: float = 0.6) -> np.ndarray:

@@ -5,6 +5,7 @@ is not installed (a torch build, then the ``trl`` extra: docs/watch.md)."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import math
 import os
 import sys
@@ -41,16 +42,15 @@ def test_a_clear_import_error_without_transformers(monkeypatch: pytest.MonkeyPat
     assert grpo_doctor.integrations.__doc__
 
 
-try:
-    import torch
-    import transformers
-except ImportError:  # the [trl] extra and a torch build: .ci/run installs them
-    if os.environ.get("GRPO_DOCTOR_REQUIRE_TRAINER") == "1":
-        raise  # CI promised them: a missing one fails the run instead of skipping
-    torch = transformers = None
+#: The [trl] extra and a torch build (.ci/run installs them), found without importing them:
+#: importing torch takes seconds, paid only where a test uses it (the slow tests).
+HAVE_TRAINER = all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers"))
+if not HAVE_TRAINER and os.environ.get("GRPO_DOCTOR_REQUIRE_TRAINER") == "1":
+    # CI promised them: a missing one fails the run instead of skipping.
+    raise ImportError("GRPO_DOCTOR_REQUIRE_TRAINER=1 but transformers or torch is missing")
 
 needs_trainer = pytest.mark.skipif(
-    torch is None or transformers is None,
+    not HAVE_TRAINER,
     reason="needs transformers and torch (pip install '.[trl]' and a torch build)")
 COLLAPSE_FROM = 30
 
@@ -65,6 +65,7 @@ def simulated(step: int) -> dict[str, float]:
 
 def recorder() -> Any:
     """A callback that keeps a copy of every log it is given (as a reporter would send it)."""
+    import transformers
 
     class Recorder(transformers.TrainerCallback):
         def __init__(self) -> None:
@@ -79,6 +80,8 @@ def recorder() -> Any:
 
 def trainer(tmp_path: Path, callbacks: list[Any], max_steps: int = 150) -> Any:
     """A one-weight model on CPU whose trainer logs the simulated metrics, as TRL's does."""
+    import torch
+    import transformers
 
     class Tiny(torch.nn.Module):
         def __init__(self) -> None:
@@ -117,6 +120,7 @@ def offline(trained: Any, tmp_path: Path) -> Any:
     return diagnose(load_run(path))
 
 
+@pytest.mark.slow  # trains with the real Trainer
 @needs_trainer
 def test_stops_training_on_critical_at_the_offline_first_alert(tmp_path: Path,
                                                                capsys: Any) -> None:
@@ -153,6 +157,7 @@ def test_stops_training_on_critical_at_the_offline_first_alert(tmp_path: Path,
     assert "grpo-doctor: CRITICAL entropy_collapse" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # trains with the real Trainer
 @needs_trainer
 def test_checks_every_n_steps_and_can_only_report(tmp_path: Path) -> None:
     from grpo_doctor.integrations.trl import DoctorCallback
@@ -173,6 +178,7 @@ def test_checks_every_n_steps_and_can_only_report(tmp_path: Path) -> None:
     assert alerts[0].first_alert_step == ent.first_alert_step
 
 
+@pytest.mark.slow  # trains with the real Trainer
 @needs_trainer
 def test_attach_puts_it_ahead_of_the_reporters(tmp_path: Path) -> None:
     from grpo_doctor.integrations.trl import DoctorCallback
@@ -185,6 +191,7 @@ def test_attach_puts_it_ahead_of_the_reporters(tmp_path: Path) -> None:
     assert all("doctor/alerts" in log for log in reporter.logs if "loss" in log)
 
 
+@pytest.mark.slow  # imports transformers (and torch through it: seconds)
 @needs_trainer
 def test_bad_arguments() -> None:
     from grpo_doctor.integrations.trl import DoctorCallback
@@ -223,6 +230,7 @@ def _drive(doctor: Any, logs_by_step: dict[int, dict[str, Any]]) -> list[dict[st
     return sent
 
 
+@pytest.mark.slow  # imports transformers (and torch through it: seconds)
 def test_a_mapped_eval_metric_not_logged_yet_is_not_an_error() -> None:
     pytest.importorskip("transformers")
     import warnings
@@ -246,6 +254,7 @@ def test_a_mapped_eval_metric_not_logged_yet_is_not_an_error() -> None:
     assert run is not None and run.mapping.get("heldout_score") == "eval_accuracy"
 
 
+@pytest.mark.slow  # imports transformers (and torch through it: seconds)
 def test_a_resumed_history_with_odd_steps_is_read_without_them() -> None:
     transformers = pytest.importorskip("transformers")
     from grpo_doctor.integrations.trl import DoctorCallback
@@ -267,6 +276,7 @@ _LOGS = st.one_of(_ODD, st.dictionaries(st.one_of(st.text(max_size=12), st.integ
                                         _ODD, max_size=6))
 
 
+@pytest.mark.slow  # imports transformers (and torch through it: seconds)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(calls=st.lists(st.tuples(st.integers(0, 40), _ODD, _LOGS, st.lists(_LOGS, max_size=3)),
                       min_size=1, max_size=12))
@@ -293,6 +303,7 @@ def test_no_hook_lets_an_exception_reach_the_trainer(calls: list[Any]) -> None:
                 doctor.on_log(None, None, None)  # not even a state
 
 
+@pytest.mark.slow  # imports transformers (and torch through it: seconds)
 def test_a_problem_is_warned_about_once_and_counted() -> None:
     transformers = pytest.importorskip("transformers")
     from grpo_doctor.integrations.trl import DoctorCallback

@@ -175,6 +175,21 @@ def test_help_imports_no_heavy_module():
     assert out.strip() == "[]"
 
 
+@pytest.mark.parametrize("args", [["rules"], ["explain", "entropy-collapse"], ["--version"]])
+def test_small_commands_import_no_pandas_or_numpy(args):
+    """What they print is the rules' declarations: the detectors' numpy and pandas load on
+    first use (grpo_doctor.lazy), so these stay as fast as --help. The import graph is checked,
+    not the time, which a shared machine would make flaky."""
+    code = ("import sys\nfrom grpo_doctor.cli import main\n"
+            f"try:\n    main({args!r})\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "heavy = [m for m in ('pandas', 'numpy', 'pyarrow', 'scipy') if m in sys.modules]\n"
+            "print(heavy, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() and done.stderr.strip() == "[]"
+
+
 def test_python_dash_m_works():
     p = subprocess.run([sys.executable, "-m", "grpo_doctor", "diagnose", "--example", "healthy",
                         "-f", "json"], capture_output=True, text=True)

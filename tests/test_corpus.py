@@ -3,20 +3,17 @@ corpus/LABELING.md) as a regression test: no alarm on a healthy run, and the lab
 modes found. bench/accuracy.py prints the full table."""
 
 import json
-from pathlib import Path
 
 import pytest
 
-from grpo_doctor.engine import diagnose
-from grpo_doctor.importers import load_runs
+from tests.helpers import CORPUS, corpus_diagnosis
 
-CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 LABELS = json.loads((CORPUS / "labels.json").read_text()) if CORPUS.is_dir() else []
 
 
 @pytest.fixture(scope="module")
 def diagnoses():
-    return {e["run"]: diagnose(load_runs(CORPUS / e["run"])[0]) for e in LABELS}
+    return {e["run"]: corpus_diagnosis(e["run"]) for e in LABELS}
 
 
 @pytest.mark.parametrize("entry", [e for e in LABELS if e["healthy"]], ids=lambda e: e["run"])

@@ -20,9 +20,9 @@ import pandas as pd
 import pytest
 
 from grpo_doctor.cli import main
-from grpo_doctor.errors import FetchError
-from grpo_doctor.importers import load_runs
+from grpo_doctor.errors import FetchError, InputError
 from grpo_doctor.remote import wandb_api
+from grpo_doctor.sources import load_runs
 from tests.wandb_server import FakeRun, FakeWandb, make_rows
 
 KEY = "0123456789abcdef0123456789abcdef01234567"  # a dummy 40-character API key
@@ -169,6 +169,18 @@ def test_running_run_is_fetched_again_and_refresh_forces(server, env):
     assert server.count() == n
     wandb_api.fetch_run("ent", "proj", "abc12345", refresh=True)
     assert server.count("run") > before + 2
+
+
+def test_the_importers_read_files_and_leave_wandb_uris_to_the_package():
+    """The importers sit below the W&B client: a wandb:// URI is fetched by
+    ``grpo_doctor.sources`` (what ``grpo_doctor.load_runs`` is), which hands them its cache."""
+    from grpo_doctor import importers
+
+    with pytest.raises(InputError, match=r"grpo_doctor\.load_runs reads it"):
+        importers.load_runs("wandb://ent/proj/abc12345")
+    import grpo_doctor
+
+    assert grpo_doctor.load_runs is load_runs
 
 
 def test_diagnose_a_wandb_uri(server, capsys):

@@ -594,6 +594,7 @@ def ready(dom: str) -> bool:
     return body is not None and 'data-ready="1"' in body.group(0)
 
 
+@pytest.mark.slow  # a real browser
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_browser_loads_every_example_without_errors(browser, tmp_path, name):
     result, text = example(name)
@@ -610,6 +611,7 @@ def test_browser_loads_every_example_without_errors(browser, tmp_path, name):
     assert shot.stat().st_size > 50_000, "a blank page compresses to almost nothing"
 
 
+@pytest.mark.slow  # a real browser
 def test_browser_check_fails_on_a_script_error(browser, tmp_path):
     _, text = example("healthy")
     broken = text.replace("document.body.setAttribute('data-ready'",
@@ -622,6 +624,7 @@ def test_browser_check_fails_on_a_script_error(browser, tmp_path):
     assert any("Uncaught" in line for line in console)
 
 
+@pytest.mark.slow  # a real browser
 def test_browser_tooltip_reads_the_point_under_the_pointer(browser, tmp_path):
     result, text = example("entropy-collapse")
     probe = (
@@ -647,6 +650,7 @@ def test_browser_tooltip_reads_the_point_under_the_pointer(browser, tmp_path):
     assert 'data-hair="visible"' in dom
 
 
+@pytest.mark.slow  # a real browser
 def test_browser_renders_hostile_names_as_text(browser, tmp_path):
     run = _hostile_run()
     page = tmp_path / "hostile.html"
@@ -659,6 +663,7 @@ def test_browser_renders_hostile_names_as_text(browser, tmp_path):
 
 @pytest.mark.skipif(not (REAL_RUNS / "notebook-tables").is_dir(),
                     reason="shared real runs not present")
+@pytest.mark.slow  # a real browser
 def test_browser_loads_a_real_run(browser, tmp_path):
     source = next(iter(sorted((REAL_RUNS / "notebook-tables").glob("Qwen3_VL_*.csv"))))
     (result,) = api.diagnose_source(source)

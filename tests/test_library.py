@@ -1,6 +1,9 @@
 """The package as a Python user meets it: errors in Python's words, and short reprs for a
 notebook (a cell ending in a Diagnosis shows its Markdown report)."""
 
+import subprocess
+import sys
+
 import pytest
 
 import grpo_doctor
@@ -40,6 +43,25 @@ def test_a_diagnosis_and_a_run_show_short_in_a_notebook():
 
     assert diagnosis._repr_markdown_() == render_markdown(diagnosis)
     assert diagnosis._repr_markdown_().startswith("## ")
+
+
+def test_a_notebook_that_imported_only_the_package_shows_the_markdown_report():
+    """Jupyter calls ``_repr_markdown_``; the reporter is registered by the package's top (the
+    Diagnosis, low in the layers, does not import it), and imported only when displayed."""
+    code = f"""if True:
+        import sys
+        import grpo_doctor
+        diagnosis = grpo_doctor.diagnose(grpo_doctor.load_run({str(WIDE)!r}))
+        assert "grpo_doctor.reporters.markdown" not in sys.modules
+        shown = diagnosis._repr_markdown_()
+        from grpo_doctor.reporters.markdown import render_markdown
+        assert shown == render_markdown(diagnosis), shown
+        print(shown.splitlines()[0])
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("## ")
 
 
 def test_the_library_dict_is_the_cli_json(capsys):

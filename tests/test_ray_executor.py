@@ -44,6 +44,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow  # a Ray cluster
 @pytest.mark.parametrize("fmt", ["json", "terminal"])
 def test_same_report_and_exit_code_as_the_local_audit(ray: Any, runs: Path, cli: CliRunner,
                                                       fmt: str) -> None:
@@ -53,6 +54,7 @@ def test_same_report_and_exit_code_as_the_local_audit(ray: Any, runs: Path, cli:
     assert on_ray[0] == 1 and "broken.csv" in on_ray[1]
 
 
+@pytest.mark.slow  # a Ray cluster
 @pytest.mark.parametrize("batch", [1, 3])
 def test_a_failed_task_is_an_error_row(ray: Any, runs: Path, batch: int,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,6 +82,7 @@ def test_a_failed_task_is_an_error_row(ray: Any, runs: Path, batch: int,
     assert sum("runs" in r for r in rows.values()) == len(rows) - 2  # and broken.csv
 
 
+@pytest.mark.slow  # a Ray cluster
 def test_ctrl_c_cancels_and_exits_130(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="the ray extra is not installed")
     many = tmp_path / "many"

@@ -197,6 +197,7 @@ def audited():
     return auditing.audit([str(REAL_RUNS)], jobs=1)
 
 
+@pytest.mark.slow  # audits the whole real-runs folder
 def test_audit_lists_every_log_that_diagnose_reads(audited):
     """Console captures in .md/.txt/.log, bare log_history lists ... every file `diagnose`
     reads is audited, with the runs `diagnose` finds in it, under its own path or the folder
@@ -229,6 +230,7 @@ def test_audit_lists_every_log_that_diagnose_reads(audited):
     assert {e.source for e in result.errors} <= refused
 
 
+@pytest.mark.slow  # audits the whole real-runs folder
 def test_the_audit_table_of_real_runs_fits_80_columns(cli, monkeypatch):
     """The user's report: at 80 columns ``numerical_failure@83`` and ``entropy_collapse@30,``
     were cut in two and run names wrapped over three lines."""
@@ -247,6 +249,7 @@ def test_the_audit_table_of_real_runs_fits_80_columns(cli, monkeypatch):
     assert len(names) == len(set(names)) == len(result.runs) + len(result.errors)
 
 
+@pytest.mark.slow  # audits the whole real-runs folder
 def test_at_80_columns_the_audit_table_gives_the_run_names_the_room(audited):
     """The user's report: at 80 columns the run column was 15 wide (``…260720T035927Z`` for
     four runs whose names tell apart at their start, ``Llama_FP8_GRPO`` and ``…35307e0_c9fea5``

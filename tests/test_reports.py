@@ -14,6 +14,7 @@ import json
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,7 +32,7 @@ from grpo_doctor.reporters.markdown import escape, render_markdown
 from grpo_doctor.reporters.terminal import render_to_text
 from grpo_doctor.store import Run
 from tests.helpers import REAL_RUNS, run_cli
-from tests.rules.cases import CASES
+from tests.rules.cases import CASES, diagnosed
 
 WIDTHS = (60, 80, 160)
 HEALTHY_MAX_LINES = 15
@@ -82,11 +83,7 @@ _BUILDERS = list({case.build: case for case in CASES}.values())
 
 @pytest.fixture(scope="module")
 def case_diagnoses() -> dict[str, tuple[Run, Diagnosis]]:
-    out = {}
-    for case in _BUILDERS:
-        run = case.build()
-        out[case.name] = (run, diagnose(run))
-    return out
+    return {case.name: (case.build(), diagnosed(case)) for case in _BUILDERS}
 
 
 def numpy_evidence(value):
@@ -156,12 +153,12 @@ def test_a_report_without_a_run_or_a_plan_still_renders(case_diagnoses):
 # --- the corpus and the real runs, through the CLI --------------------------------------------
 
 
-def _sources() -> list[Path]:
-    found = sorted(p for p in CORPUS.iterdir() if p.is_dir()) if CORPUS.is_dir() else []
-    if REAL_RUNS.is_dir():
-        found += sorted(p for p in REAL_RUNS.rglob("*") if p.is_file()
-                        and p.name != "README.md")
-    return found
+def _sources() -> list[Any]:
+    corpus = sorted(p for p in CORPUS.iterdir() if p.is_dir()) if CORPUS.is_dir() else []
+    real = sorted(p for p in REAL_RUNS.rglob("*") if p.is_file() and p.name != "README.md") \
+        if REAL_RUNS.is_dir() else []
+    # Every real run too, each three times through the CLI: a sweep, one of the slow tests.
+    return [*corpus, *(pytest.param(p, marks=pytest.mark.slow) for p in real)]
 
 
 def _id(path: Path) -> str:

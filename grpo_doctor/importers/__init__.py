@@ -7,7 +7,7 @@ an :class:`Importer`. What several importers share lives in the ``_``-prefixed m
 numpy byte primitives of the binary logs) and ``incremental`` (reading a growing log); importers
 take helpers from there, never from one another (the notebook importer reads a cell's console
 output with the console importer's parser). ``wandb://`` sources are fetched by
-``grpo_doctor.remote``.
+``grpo_doctor.remote`` into a local cache, which ``grpo_doctor.sources`` then reads here.
 
 Modules are imported only when a format is being detected or loaded, and heavy packages
 (tensorboard, wandb, pyarrow) only inside ``load``; so ``grpo-doctor --help`` stays fast.
@@ -127,6 +127,13 @@ def importer_named(name: str) -> Importer:
     raise ConfigError(f"unknown format {name!r}; formats: {', '.join(format_names())}")
 
 
+def load_options(column_map: Mapping[str, str] | None = None, step_column: str | None = None,
+                 run: str | None = None) -> LoadOptions:
+    # A ColumnMap keeps its optional (config-file) entries; a plain mapping is copied.
+    cmap = column_map if isinstance(column_map, ColumnMap) else dict(column_map or {})
+    return LoadOptions(column_map=cmap, step_column=step_column, run=run)
+
+
 def load_runs(
     source: str | os.PathLike[str],
     *,
@@ -135,46 +142,47 @@ def load_runs(
     step_column: str | None = None,
     run: str | None = None,
 ) -> list[Run]:
-    """Every run held by ``source`` (a file or folder, local or ``s3://``, ``gs://``, ``az://``;
-    ``wandb://entity/project/run``)."""
-    # A ColumnMap keeps its optional (config-file) entries; a plain mapping is copied.
-    cmap = column_map if isinstance(column_map, ColumnMap) else dict(column_map or {})
-    options = LoadOptions(column_map=cmap, step_column=step_column, run=run)
+    """Every run held by ``source``: a file or folder, local or ``s3://``, ``gs://``, ``az://``.
+    (A ``wandb://`` run is fetched into a local cache first: ``grpo_doctor.load_runs`` does.)"""
+    options = load_options(column_map, step_column, run)
     text = str(source) if is_remote(source) else os.fspath(source)
     if text.startswith("wandb://"):
-        from grpo_doctor.remote.wandb_api import load_wandb_uri
-
-        runs = load_wandb_uri(text, options)
+        raise InputError(f"{text}: a wandb:// source is fetched before it is read; "
+                         "grpo_doctor.load_runs reads it")
+    path = as_path(source if isinstance(source, StorePath) else text)
+    check_input(path)
+    if not is_remote(path) and not os.access(path, os.R_OK):
+        raise InputError(f"{path}: permission denied")
+    if format:
+        imp = importer_named(format)
     else:
-        path = as_path(source if isinstance(source, StorePath) else text)
-        check_input(path)
-        if not is_remote(path) and not os.access(path, os.R_OK):
-            raise InputError(f"{path}: permission denied")
-        if format:
-            imp = importer_named(format)
-        else:
-            try:
-                imp = detect_format(path)
-            except FormatError:
-                # A run folder holding one log file (e.g. metrics.csv): read that file.
-                logs, more = _logs_in(path) if path.is_dir() else ([], False)
-                if len(logs) > 1:
-                    raise _several_logs(path, logs, more) from None
-                if not logs and path.is_dir():
-                    raise _no_log(path) from None
-                if not logs:
-                    raise
-                path, imp = logs[0], detect_format(logs[0])
-        runs = imp.load(path, options)
+        try:
+            imp = detect_format(path)
+        except FormatError:
+            # A run folder holding one log file (e.g. metrics.csv): read that file.
+            logs, more = _logs_in(path) if path.is_dir() else ([], False)
+            if len(logs) > 1:
+                raise _several_logs(path, logs, more) from None
+            if not logs and path.is_dir():
+                raise _no_log(path) from None
+            if not logs:
+                raise
+            path, imp = logs[0], detect_format(logs[0])
+    return picked(text, imp.load(path, options), run)
+
+
+def picked(source: str, runs: list[Run], run: str | None) -> list[Run]:
+    """The runs read from ``source`` that are reported: the one named ``run`` if given, and
+    only those holding a logged step."""
     if run is not None:
-        picked = [r for r in runs if r.name == run]
-        if not picked:
+        chosen = [r for r in runs if r.name == run]
+        if not chosen:
             names = ", ".join(r.name for r in runs)
-            raise InputError(f"{text}: no run named {run!r} (runs: {names})")
-        runs = picked
+            raise InputError(f"{source}: no run named {run!r} (runs: {names})")
+        runs = chosen
     if not runs:
-        raise InputError(f"{text}: no run found")
-    return _with_steps(text, runs)
+        raise InputError(f"{source}: no run found")
+    return _with_steps(source, runs)
 
 
 def _with_steps(source: str, runs: list[Run]) -> list[Run]:
@@ -195,7 +203,11 @@ def _with_steps(source: str, runs: list[Run]) -> list[Run]:
 def load_run(source: str | os.PathLike[str], **options: object) -> Run:
     """The one run held by ``source`` (``run="NAME"`` picks one of several); an error naming
     the runs if there are several and none was picked."""
-    runs = load_runs(source, **options)  # type: ignore[arg-type]
+    return only_run(source, load_runs(source, **options))  # type: ignore[arg-type]
+
+
+def only_run(source: str | os.PathLike[str], runs: list[Run]) -> Run:
+    """The one run of ``runs`` (what ``source`` held); an error naming them when several."""
     if len(runs) > 1:
         names = ", ".join(r.name for r in runs[:10])
         more = f" and {len(runs) - 10} more" if len(runs) > 10 else ""
@@ -207,4 +219,5 @@ def load_run(source: str | os.PathLike[str], **options: object) -> Run:
 
 
 __all__ = ["HEAD_BYTES", "Delta", "Importer", "Incremental", "LoadOptions", "detect_format",
-           "format_names", "importer_named", "load_run", "load_runs", "registry"]
+           "format_names", "importer_named", "load_options", "load_run", "load_runs", "only_run",
+           "picked", "registry"]

@@ -2,7 +2,7 @@
 GitHub Actions annotations, all rendered from an :class:`~grpo_doctor.audit.AuditResult`.
 
 Text from logs (run names, sources, summaries, error reasons) goes through the function of
-:mod:`grpo_doctor.reporters.escape` for each output: rich gets ``Text`` objects of
+:mod:`grpo_doctor.escape` for each output: rich gets ``Text`` objects of
 ``escape.terminal`` text, never markup; Markdown ``escape.markdown``; JUnit is built with
 ElementTree from ``escape.xml`` text; annotations use GitHub's own escaping. rich is imported
 only by the terminal renderers and the progress bar.
@@ -19,10 +19,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from grpo_doctor import escape as esc
 from grpo_doctor.audit_result import AuditedRun, AuditResult, ProgressFn
-from grpo_doctor.reporters import escape as esc
-from grpo_doctor.reporters.escape import markdown as escape
-from grpo_doctor.reporters.escape import terminal
+from grpo_doctor.escape import markdown as escape
+from grpo_doctor.escape import terminal
 from grpo_doctor.reporters.fit import both_ends
 from grpo_doctor.text import without_asides
 

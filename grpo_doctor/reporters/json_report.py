@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
+from grpo_doctor.escape import json_dumps
 from grpo_doctor.findings import Diagnosis
-from grpo_doctor.reporters.escape import json_dumps
 
 
 def _clean(obj: Any) -> Any:

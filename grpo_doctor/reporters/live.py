@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from grpo_doctor.escape import json_dumps, terminal
 from grpo_doctor.findings import RUN_SEVERITY, Check, Status
 from grpo_doctor.monitor import by_first_alert, step_unit
-from grpo_doctor.reporters.escape import json_dumps, terminal
 from grpo_doctor.text import fmt, plural
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ comment still reads as prose: ``0.5-5``, ``(DAPO)`` and ``kl_drift`` stay as the
 
 from __future__ import annotations
 
+from grpo_doctor.escape import markdown as escape
 from grpo_doctor.findings import Check, Diagnosis
 from grpo_doctor.reporters import config_line, evidence
-from grpo_doctor.reporters.escape import markdown as escape
 from grpo_doctor.reporters.outline import (
     by_onset,
     cause_after_mode,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+from grpo_doctor.escape import terminal as t
 from grpo_doctor.hints import unmapped_hints
-from grpo_doctor.reporters.escape import terminal as t
 from grpo_doctor.reporters.fit import shorten_left, shorten_right
 from grpo_doctor.rules.signals import components, role_and_reason
 from grpo_doctor.store import Run

@@ -27,9 +27,9 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
+from grpo_doctor.escape import terminal as _safe
 from grpo_doctor.findings import Check, Diagnosis, PlanItem, Status
 from grpo_doctor.reporters import config_line, evidence
-from grpo_doctor.reporters.escape import terminal as _safe
 from grpo_doctor.reporters.fit import shorten_left, shorten_right
 from grpo_doctor.reporters.outline import (
     by_onset,

@@ -34,9 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
-
 from grpo_doctor.findings import Status
+from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule

@@ -3,8 +3,7 @@ two metrics at their common steps, head and tail levels, and snapping to a logge
 
 from __future__ import annotations
 
-import numpy as np
-
+from grpo_doctor.lazy import numpy as np
 from grpo_doctor.store import Run
 
 #: Longer series are binned to this many points before a rule looks at them, so every rule

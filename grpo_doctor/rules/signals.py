@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
-
+from grpo_doctor.lazy import numpy as np
+from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules.points import head_tail, series
 from grpo_doctor.store import Run

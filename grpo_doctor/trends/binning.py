@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
+from grpo_doctor.lazy import numpy as np
 
 #: Statistics that cost O(n^2) run on at most this many points (256 bins keep a Mann-Kendall
 #: test's power for the trends that matter while costing ~1 ms).

@@ -9,8 +9,7 @@ jump between regimes (zero-std fraction, truncation ratio).
 
 from __future__ import annotations
 
-import numpy as np
-
+from grpo_doctor.lazy import numpy as np
 from grpo_doctor.trends.binning import MAX_POINTS, bin_series
 
 

@@ -38,8 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
+from grpo_doctor.lazy import numpy as np
 from grpo_doctor.trends.binning import MAX_POINTS, finite, rolling_median
 from grpo_doctor.trends.monotonic import _normal_sf, variance_inflation
 

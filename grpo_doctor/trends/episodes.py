@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from grpo_doctor.lazy import numpy as np
 from grpo_doctor.trends.binning import rolling_median
 
 

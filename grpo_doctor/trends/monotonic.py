@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
+from grpo_doctor.lazy import numpy as np
 from grpo_doctor.trends.binning import MAX_POINTS, bin_series
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from grpo_doctor.lazy import numpy as np
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from grpo_doctor.lazy import numpy as np
 from grpo_doctor.trends.binning import MAX_POINTS, bin_series, rolling_median
 
 

@@ -7,11 +7,14 @@ gaps) on which a rule must stay ok (or skip).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from grpo_doctor.engine import diagnose
+from grpo_doctor.findings import Diagnosis
 from grpo_doctor.store import Run
 from tests.helpers import ar1, make_run
 from tests.rules import history
@@ -25,6 +28,13 @@ class Case:
     statuses: tuple[str, ...]  # acceptable statuses
     onset: int | None = None  # true onset step, for firing cases
     tolerance: int = 0
+
+
+@functools.cache
+def diagnosed(case: Case) -> Diagnosis:
+    """The default diagnosis of ``case``'s run, made once per test process: three test modules
+    read it (the first alert replays the log, so a diagnosis is not cheap)."""
+    return diagnose(case.build())
 
 
 def sig(x):

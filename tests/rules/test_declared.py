@@ -12,7 +12,7 @@ from grpo_doctor.findings import Status
 from grpo_doctor.rules import RULES, rule_named
 from grpo_doctor.rules.base import ONSET
 from tests.helpers import make_run
-from tests.rules.cases import CASES
+from tests.rules.cases import CASES, diagnosed
 
 
 def test_every_rule_declares_a_detect_and_its_minimum_counts_a_metric():
@@ -76,6 +76,6 @@ def test_a_short_log_is_read_by_the_rules_short_log_reader():
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_the_engine_fills_every_onset_slot(case):
-    diagnosis = diagnose(case.build(), DoctorConfig())
+    diagnosis = diagnosed(case)  # diagnose(case.build(), DoctorConfig()), made once
     for check in diagnosis.checks:
         assert ONSET not in check.summary, check

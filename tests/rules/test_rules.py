@@ -4,13 +4,12 @@ import pytest
 
 from grpo_doctor.engine import diagnose
 from grpo_doctor.rules import RULES
-from tests.rules.cases import CASES, Case
+from tests.rules.cases import CASES, Case, diagnosed
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_case(case: Case):
-    run = case.build()
-    check = diagnose(run).check(case.mode)
+    check = diagnosed(case).check(case.mode)
     assert check.status.value in case.statuses, check.summary
     if case.onset is not None:
         assert check.onset_step is not None

@@ -2,17 +2,18 @@
 percentages are ones that can exist, no internal names, no repeated clauses. Checked on every
 rule case and every corpus run."""
 
+import functools
 import json
 import re
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-from grpo_doctor.engine import diagnose
-from grpo_doctor.importers import load_runs
-from tests.rules.cases import CASES
+from grpo_doctor.findings import Diagnosis
+from grpo_doctor.rules import RULES
+from tests.helpers import CORPUS, corpus_diagnosis
+from tests.rules.cases import CASES, diagnosed
 
-CORPUS = Path(__file__).parent.parent / "fixtures" / "corpus"
 NUM = r"(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)"
 MOVES = re.compile(rf"\b(rose|fell|grew|shrank|dropped|climbed|crashed|declined)\b[^;:]*?"
                    rf"\bfrom {NUM} to {NUM}")
@@ -26,24 +27,21 @@ def _number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-def _texts():
-    for case in CASES:
-        d = diagnose(case.build())
-        for c in d.checks:
-            yield case.name, c.mode, c.summary, [str(r) for r in c.remedies]
-    labels = json.loads((CORPUS / "labels.json").read_text()) if CORPUS.is_dir() else []
-    for e in labels:
-        d = diagnose(load_runs(CORPUS / e["run"])[0])
-        for c in d.checks:
-            yield e["name"], c.mode, c.summary, [str(r) for r in c.remedies]
+LABELS = json.loads((CORPUS / "labels.json").read_text()) if CORPUS.is_dir() else []
+#: Every rule case and corpus run, by name, with how to get its diagnosis: made when a test
+#: first asks, once per process, so collecting the tests costs nothing and each worker of a
+#: parallel run makes only those its tests read.
+SOURCES: dict[str, Callable[[], Diagnosis]] = {
+    **{case.name: functools.partial(diagnosed, case) for case in CASES},
+    **{e["name"]: functools.partial(corpus_diagnosis, e["run"]) for e in LABELS},
+}
+TEXTS = [(name, rule.id) for name in SOURCES for rule in RULES]
 
 
-TEXTS = list(_texts())
-
-
-@pytest.mark.parametrize("name,mode,summary,remedies", TEXTS,
-                         ids=[f"{t[0]}:{t[1]}" for t in TEXTS])
-def test_words_match_the_numbers(name, mode, summary, remedies):
+@pytest.mark.parametrize("name,mode", TEXTS, ids=[f"{t[0]}:{t[1]}" for t in TEXTS])
+def test_words_match_the_numbers(name, mode):
+    check = SOURCES[name]().check(mode)
+    summary, remedies = check.summary, [str(r) for r in check.remedies]
     for m in MOVES.finditer(summary):
         word, a, b = m.group(1), _number(m.group(2)), _number(m.group(3))
         if word in UP:

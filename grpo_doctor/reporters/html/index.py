@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from grpo_doctor.escape import html as esc
 from grpo_doctor.findings import SOURCE_SEVERITY, Diagnosis
-from grpo_doctor.reporters.escape import html as esc
 from grpo_doctor.reporters.html.charts import (
     STATUS_COLOR,
 )

@@ -7,9 +7,9 @@ import json
 from collections.abc import Mapping
 from importlib.resources import files
 
+from grpo_doctor.escape import html as esc
 from grpo_doctor.findings import SCHEMA_VERSION, Check, Diagnosis
 from grpo_doctor.reporters import config_line, evidence
-from grpo_doctor.reporters.escape import html as esc
 from grpo_doctor.reporters.html.charts import (
     STATUS_COLOR,
     _Context,
@@ -180,9 +180,7 @@ def render_html(diagnosis: Diagnosis, run: Run,
     if diagnosis.notes:
         body.append('<section class="card" id="notes"><h2>Notes</h2><ul class="plain">' +
                     "".join(f"<li>{esc(n)}</li>" for n in diagnosis.notes) + "</ul></section>")
-    from grpo_doctor.version import installed_version
-
-    version = installed_version()
+    from grpo_doctor.version import package_version
 
     title = f"grpo-doctor: {info.name} — {diagnosis.status}"
     return (
@@ -191,7 +189,7 @@ def render_html(diagnosis: Diagnosis, run: Run,
         f"<title>{esc(title)}</title><style>{_CSS}</style></head>\n"
         f'<body data-ready="0" data-status="{esc(diagnosis.status)}"><main>'
         + "\n".join(body)
-        + f'<footer>grpo-doctor {esc(version)} · schema {SCHEMA_VERSION}</footer></main>'
+        + f'<footer>grpo-doctor {esc(package_version())} · schema {SCHEMA_VERSION}</footer></main>'
         '<div id="tip" hidden></div>\n' + "\n".join(scripts)
         + f"\n<script>{_JS}</script></body></html>\n"
     )

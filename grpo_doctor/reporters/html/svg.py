@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from grpo_doctor.reporters.escape import html as esc
+from grpo_doctor.escape import html as esc
 from grpo_doctor.reporters.html.axes import (
     MAX_CLIPPED_MARKS,
     Axis,

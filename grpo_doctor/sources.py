@@ -1,0 +1,39 @@
+"""A source by name, read into runs: a file or folder (local or in an object store) through the
+importers, or a ``wandb://entity/project[/run_id]`` URI, which ``remote`` first fetches into
+its local cache. Here, above both, so that the importers never reach up for the network.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from grpo_doctor import importers
+from grpo_doctor.files import is_remote
+from grpo_doctor.store import Run
+
+
+def load_runs(
+    source: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    column_map: Mapping[str, str] | None = None,
+    step_column: str | None = None,
+    run: str | None = None,
+) -> list[Run]:
+    """Every run held by ``source`` (a file or folder, local or ``s3://``, ``gs://``, ``az://``;
+    ``wandb://entity/project/run``)."""
+    text = str(source) if is_remote(source) else os.fspath(source)
+    if not text.startswith("wandb://"):
+        return importers.load_runs(source, format=format, column_map=column_map,
+                                   step_column=step_column, run=run)
+    from grpo_doctor.remote.wandb_api import load_wandb_uri  # a large module few sources need
+
+    fetched = load_wandb_uri(text, importers.load_options(column_map, step_column, run))
+    return importers.picked(text, fetched, run)
+
+
+def load_run(source: str | os.PathLike[str], **options: object) -> Run:
+    """The one run held by ``source`` (``run="NAME"`` picks one of several); an error naming
+    the runs if there are several and none was picked."""
+    return importers.only_run(source, load_runs(source, **options))  # type: ignore[arg-type]
