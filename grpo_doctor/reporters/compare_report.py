@@ -23,7 +23,6 @@ from grpo_doctor.reporters.fit import (
     run_labels,
     shorten_left,
 )
-from grpo_doctor.reporters.fit import cut as _cut
 from grpo_doctor.reporters.json_report import _clean
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
@@ -82,6 +81,56 @@ def parting_line(comparison: Comparison, metric: str, i: int) -> str:
     assert p is not None
     return (f"{letter(i)} parts from A at step {p.step:,} on {metric}: {fmt(p.level_a)} vs "
             f"{fmt(p.level_b)}")
+
+
+def not_compared(comparison: Comparison) -> list[tuple[int, list[str], int]]:
+    """Per run other than the reference, the metrics both it and the reference logged that
+    were never tested (they share too few steps: ``MIN_POINTS``), with the most points any
+    of them share: (run index, metrics, shared points); runs with none are left out."""
+    out = []
+    for i in range(1, len(comparison.runs)):
+        metrics, most = [], 0
+        for metric, m in comparison.metrics.items():
+            if m.logged[0] and m.logged[i] and not m.compared[i]:
+                metrics.append(metric)
+                most = max(most, (m.shared[i] if m.shared else None) or 0)
+        if metrics:
+            out.append((i, metrics, most))
+    return out
+
+
+def compared_any(comparison: Comparison) -> bool:
+    """Whether any metric was tested at all (for any run against the reference)."""
+    return any(any(m.compared[1:]) for m in comparison.metrics.values())
+
+
+def not_compared_lines(comparison: Comparison) -> list[str]:
+    """What was not compared, one sentence a run: 'B shares no logged steps with A: not
+    compared'; 'B shares 5 logged steps with A on kl, entropy (12 needed): not compared'."""
+    from grpo_doctor.trends.divergence import MIN_POINTS
+
+    lines = []
+    for i, metrics, most in not_compared(comparison):
+        whole = all(not comparison.metrics[m].compared[i] for m in comparison.metrics
+                    if comparison.metrics[m].logged[0] and comparison.metrics[m].logged[i])
+        shares = ("shares no logged steps with A" if most == 0 else
+                  f"shares at most {most:,} logged steps with A ({MIN_POINTS} needed)")
+        what = "" if whole else f" on {', '.join(metrics)}"
+        lines.append(f"{letter(i)} {shares}{what}: not compared")
+    return lines
+
+
+def no_parting_text(comparison: Comparison) -> str:
+    """What 'Where they part' says when no metric parts: that the runs agree only when some
+    metric was compared; otherwise that nothing was."""
+    if compared_any(comparison):
+        where = " where compared" if not_compared(comparison) else ""
+        return f"no metric parts{where}: the runs agree within their noise"
+    if not comparison.metrics:
+        return "not compared: the runs log no metric in common"
+    if all(not n for m in comparison.metrics.values() for n in (m.shared or ())[1:]):
+        return "not compared: the runs share no logged steps"
+    return "not compared: the runs share too few logged steps to test"
 
 
 def _finding_cell(comparison: Comparison, mode: str, i: int) -> str:
@@ -148,8 +197,13 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
     labels = run_labels(names, width - 5 if own_line else room)
     previous = None
     for head, label, r in zip(heads, labels, runs):
-        if own_line:
-            out += [Text(_cut(head.rstrip(), width)), Text(f"     {label}")]
+        if own_line and len(head.rstrip()) > width:  # its facts wrap, steps kept whole
+            facts = [w if len(w) <= width - 5 else w.replace("–", "– ")
+                     for w in head[5:].split()]  # a range too long for a line: at its dash
+            out += [hang(head[:5], " ".join(facts)),
+                    Text(f"     {label}")]
+        elif own_line:
+            out += [Text(head.rstrip()), Text(f"     {label}")]
         else:
             out.append(Text(head + label))
         source = str(r["source"])
@@ -166,10 +220,13 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
         words, _, levels = said.rpartition(": ")  # "0.663 vs 0.757" stays on one line
         out.append(cells(f"  {who} ", [*f"{words}:".split(" "), levels], sep=" "))
     if not found:
-        out.append(Text("  no metric parts: the runs agree within their noise"))
-    steady = [m for m, c in comparison.metrics.items() if c.diverges_at is None]
+        out.append(hang("  ", no_parting_text(comparison)))
+    steady = [m for m, c in comparison.metrics.items() if c.diverges_at is None
+              and any(c.compared[1:])]
     if steady and found:
         out.append(hang("  no parting on: ", ", ".join(steady)))
+    if compared_any(comparison) or len(comparison.runs) > 2:
+        out += [hang("  ", line) for line in not_compared_lines(comparison)]
     not_compared = [m for m, c in comparison.metrics.items() if not all(c.logged)]
     if not_compared:
         out.append(hang("  not logged by every run: ", ", ".join(not_compared)))
@@ -178,14 +235,37 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
         out.append(Text("  no failure mode in any run"))
     mode_w = max((len(terminal(m)) for m in comparison.findings), default=0)
     for mode in comparison.findings:
-        out.append(cells(f"  {terminal(mode):<{mode_w}}  ",
-                         [f"{letter(i)} {_finding_cell(comparison, mode, i)}"
-                          for i in range(len(runs))]))
+        row = [f"{letter(i)} {_finding_cell(comparison, mode, i)}" for i in range(len(runs))]
+        if mode_w + 4 + max(len(c) for c in row) <= width:
+            out.append(cells(f"  {terminal(mode):<{mode_w}}  ", row))
+            continue
+        # Too narrow for the cells beside the modes: the mode on its line, its cells under it,
+        # each whole on a line when it fits, else wrapped between its words (never inside
+        # ``critical@145``).
+        out.append(Text(f"  {terminal(mode)}"))
+        if max(len(c) for c in row) <= width - 4:
+            out.append(cells("    ", row))
+        else:
+            out += [cells("    ", cell.split(" "), sep=" ") for cell in row]
     causes = [(i, _root_cause(rc)) for i, rc in enumerate(comparison.root_causes)]
     if any(text for _, text in causes):
         out += [Text(""), Text("Root cause")]
         out += [hang(f"  {letter(i)} ", text) for i, text in causes if text]
     return out
+
+
+def _no_config_diff(comparison: Comparison) -> str:
+    """What the config diff says when it is empty: no config read is not no difference."""
+    runs = comparison.runs
+    without = [letter(i) for i, r in enumerate(runs) if not r.get("config_keys", 1)]
+    if len(without) == len(runs):
+        return "no config in any run's log: nothing to compare"
+    return "no difference in the configs read" + (
+        f" (none in run {', '.join(without)})" if without else "")
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + "."
 
 
 def _config_diff(comparison: Comparison, width: int, hang: Any, cells: Any) -> list[Any]:
@@ -200,12 +280,7 @@ def _config_diff(comparison: Comparison, width: int, hang: Any, cells: Any) -> l
                   or k in comparison.config_origin]
     partial = [k for k in diff if k not in everywhere]
     if not diff:
-        without = [letter(i) for i, r in enumerate(runs) if not r.get("config_keys", 1)]
-        if len(without) == len(runs):
-            out.append(Text("  no config in any run's log: nothing to compare"))
-        else:
-            out.append(Text("  no difference in the configs read" + (
-                f" (none in run {', '.join(without)})" if without else "")))
+        out.append(hang("  ", _no_config_diff(comparison)))
     shown = everywhere[:MAX_KEYS]
     keys = [terminal(k) for k in shown]
     tag_w = max(len(letter(i)) for i in range(len(runs))) + 1  # "A "
@@ -283,12 +358,14 @@ def render_compare_markdown(comparison: Comparison) -> str:
             lines.append(f"| {md(key)} | " + " | ".join(
                 md(text) for text in values_text(values, MAX_VALUE)) + " |")
     else:
-        lines.append("No difference in the configs read.")
+        lines.append(_sentence(_no_config_diff(comparison)))
     lines += ["", "### Where they part", ""]
     found = partings(comparison)
     lines += [f"- {md(parting_line(comparison, metric, i))}" for _, metric, i, _ in found]
     if not found:
-        lines.append("No metric parts: the runs agree within their noise.")
+        lines.append(_sentence(no_parting_text(comparison)))
+    if compared_any(comparison) or len(runs) > 2:
+        lines += [f"- {md(line)}" for line in not_compared_lines(comparison)]
     lines += ["", "### Findings", ""]
     if comparison.findings:
         lines += ["| mode | " + " | ".join(letter(i) for i in range(len(runs))) + " |",
@@ -363,15 +440,17 @@ def render_compare_html(comparison: Comparison, runs: Sequence[Run]) -> str:
     heads = "".join(f"<th>{letter(i)}</th>" for i in range(len(runs)))
     body.append('<section class="card" id="config"><h2>Config diff</h2>' + (
         f'<table><thead><tr><th>key</th>{heads}</tr></thead><tbody>{diff_rows}</tbody></table>'
-        if diff_rows else '<p class="muted">No difference in the configs read.</p>')
+        if diff_rows else f'<p class="muted">{esc(_sentence(_no_config_diff(comparison)))}</p>')
         + "</section>")
     found = partings(comparison)
     items = "".join(f"<li>{esc(parting_line(comparison, metric, i))}</li>"
                     for _, metric, i, _ in found)
+    unmatched = "".join(f"<li>{esc(line)}</li>" for line in not_compared_lines(comparison)) \
+        if compared_any(comparison) or len(runs) > 2 else ""
     body.append('<section class="card" id="partings"><h2>Where they part</h2>' + (
         f'<ul class="plain">{items}</ul>' if items else
-        '<p class="muted">No metric parts: the runs agree within their noise.</p>')
-        + "</section>")
+        f'<p class="muted">{esc(_sentence(no_parting_text(comparison)))}</p>')
+        + (f'<ul class="plain">{unmatched}</ul>' if unmatched else "") + "</section>")
     if comparison.findings:
         f_rows = "".join(
             f"<tr><td>{esc(mode)}</td>" + "".join(
