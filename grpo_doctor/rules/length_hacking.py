@@ -13,9 +13,12 @@ Why it matters
     All three look like learning on the reward curve.
 
 How it is detected
-    Late-window medians (the last 20% of logged points) against the first; Mann-Kendall trends
-    (Hamed-Rao corrected) for drift and collapse. Critical when pinned for most steps
-    (``truncation_critical``), or when the shape comes with a reward that is not improving.
+    Late-window medians (the last 20% of logged points) against the first; a Mann-Kendall
+    trend (Hamed-Rao corrected) for drift. A collapse is a level: the late median (last 10%)
+    at or below ``collapse_ratio`` of the first, no trend test asked. Critical when pinned for
+    most steps (``truncation_critical``), when the length collapsed to 5 tokens or fewer, or
+    when a pile-up or a collapse comes with a reward that is not improving (over 30 or more
+    logged lengths).
 
 False positives
     Longer reasoning is what RL on reasoning tasks is supposed to produce: growth alone, with
@@ -191,7 +194,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                         f"{fmt(lc)} tokens) without "
                                         + _task_signal(run) + " to show for it",
                                "onset": snap_to_logged(run, LEN, knot), "metric": LEN})
-        collapsed = (l0 > 0 and lc / l0 <= p["collapse_ratio"] and trend.decreasing(0.01)
+        # A level against the start, with no trend test: a length that stepped down to a
+        # few tokens right after the first logs is no less collapsed for having no trend.
+        collapsed = (l0 > 0 and lc / l0 <= p["collapse_ratio"]
                      if long_enough else decisive_short_fall(m, p["collapse_ratio"]))
         if collapsed:
             knot = trend_onset(steps, m, l0, lc) if long_enough else float(steps[0])

@@ -109,9 +109,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # Going backwards, as every rule judges a decline: a flat run of noise is not evidence.
     backwards = reward.declining or any(
         pr.declining or sparse_declining(run, signals[n]) for n, pr in task.items())
-    if below_best < p["best_margin"] or task_solved(run) or not backwards:
+    if below_best < p["best_margin"] or task_solved(run):
         return Outcome(Status.OK, f"reward {fmt(start)} -> {fmt(now)}, at its best level "
                        f"({fmt(best)}): converged, not stalled", evidence=evidence,
+                       key_metric=REWARD)
+    if not backwards:
+        # Said as it is: far below its best ("at its best level" read -6 against -0.375).
+        return Outcome(Status.OK, f"reward {fmt(start)} -> {fmt(now)} (best {fmt(best)}): not "
+                       "improving, but not going backwards either", evidence=evidence,
                        key_metric=REWARD)
     evidence["threshold"] = (f"no improvement over {len(r)} logged points and the reward "
                              f"{p['best_margin']:.0%}+ of its range below its best")

@@ -97,6 +97,25 @@ def _excursion(run: Run, metric: str, out_of_range, label: str, p) -> dict | Non
             "late_median": float(np.median(v[-k:]))}
 
 
+def _said(hits: list[dict], p: Mapping[str, float]) -> str:
+    """The excursions with how much of the log each held: its share of recent steps, or the
+    burst that fired it (a burst's share of recent steps may be 0: it was not recent).
+    Excursions that held alike are said together ("PPO ratio max > 3 and PPO ratio min < 0.3
+    (a burst: ...)"), so no clause repeats."""
+    said: dict[str, list[str]] = {}
+    for hit in hits:
+        if "late_share" not in hit:
+            held = ""
+        elif hit["burst"]:
+            held = (f"a burst: {p['burst_share']:.0%} or more of {int(p['burst_window'])} "
+                    "consecutive logged steps")
+        else:
+            held = f"{hit['late_share']:.0%} of recent steps"
+        said.setdefault(held, []).append(str(hit["signal"]))
+    return "; ".join(" and ".join(signals) + (f" ({held})" if held else "")
+                     for held, signals in said.items())
+
+
 @RULE.draws
 def lines(p: Mapping[str, float], evidence: Mapping[str, object]
           ) -> dict[str, tuple[Threshold, ...]]:
@@ -149,9 +168,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     evidence["threshold"] = "; ".join(str(h["signal"]) for h in hits)
     if grad:
         evidence["corroboration"] = ["grad norm rising"]
-    summary = (f"ratio instability: {'; '.join(str(h['signal']) for h in hits)}"
-               + "".join(f" ({h['late_share']:.0%} of recent steps)" for h in hits[:1]
-                         if "late_share" in h)
+    summary = (f"ratio instability: {_said(hits, p)}"
                + f", from step {ONSET}" + (", with grad norm rising" if grad else ""))
     remedies = (
         "fewer PPO epochs / mini-batches per rollout batch",

@@ -9,9 +9,10 @@ from collections.abc import Callable
 
 import pytest
 
+from grpo_doctor.engine import diagnose
 from grpo_doctor.findings import Diagnosis
 from grpo_doctor.rules import RULES
-from tests.helpers import CORPUS, corpus_diagnosis
+from tests.helpers import CORPUS, ar1, corpus_diagnosis, make_run
 from tests.rules.cases import CASES, diagnosed
 
 NUM = r"(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)"
@@ -58,3 +59,28 @@ def test_words_match_the_numbers(name, mode):
             assert word not in text, (word, text)
         clauses = [c.strip(" ().") for c in re.split(r"[;(]", text) if c.strip(" ().")]
         assert len(clauses) == len(set(clauses)), text
+
+
+def test_a_burst_of_ratios_is_said_as_a_burst_not_as_a_share_of_recent_steps():
+    """"PPO ratio max > 3; PPO ratio min < 0.3 (8% of recent steps)" on a real run: the 8%
+    was the first excursion's, a burst mid-run whose recent share says nothing."""
+    v = 1.3 + 0.01 * ar1(85, 100, 1.0)
+    v[40:50:2] = 3.5  # half of 10 consecutive steps, none recent
+    check = diagnose(make_run(train__probs_ratio_max=v)).check("ratio_instability")
+    assert check.status.value == "warning"
+    assert "(a burst: 50% or more of 10 consecutive logged steps)" in check.summary
+    assert "of recent steps" not in check.summary
+
+
+def test_a_reward_far_below_its_best_is_not_said_to_be_at_its_best():
+    """"reward -5.5 -> -6, at its best level (-0.375): converged, not stalled" on a real run:
+    no_progress was ok because nothing went backwards, not because the reward was at its
+    best."""
+    n = 100
+    e = ar1(170, n, 0.005)
+    r = 0.72 + (e + e[::-1]) / 2  # neither rising nor falling
+    r[33:38], r[50:55] = 0.9, 0.3  # its best, and its range
+    check = diagnose(make_run(train__reward=r)).check("no_progress")
+    assert check.status.value == "ok"
+    assert "at its best" not in check.summary
+    assert check.summary.endswith("(best 0.9): not improving, but not going backwards either")
