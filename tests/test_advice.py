@@ -168,3 +168,26 @@ def test_a_stuck_reward_says_which_term_it_is():
         pytest.skip("shared real runs not present")
     first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action
     assert "formatting_reward_func 2, correctness_reward_func 0 on those steps" in first
+
+
+def test_equal_groups_with_a_held_out_score_of_zero_are_prompts_out_of_reach():
+    """A task too hard for the policy with a saturated format term: the reward sits at the
+    format's 0.2, the held-out score is 0 on every evaluation, nearly every group is equal
+    (all wrong). The prompts are the fix, not dynamic sampling (it would drop the batch)."""
+    import numpy as np
+
+    n = 120
+    rng = np.random.default_rng(3)
+    zero_std = np.clip(0.55 + 0.4 * np.arange(n) / n + rng.normal(0, 0.03, n), 0, 1)
+    run = make_run(reward=np.clip(0.2 - rng.exponential(0.01, n), 0, 0.2),
+                   frac_reward_zero_std=zero_std, eval_accuracy=np.zeros(n))
+    d = diagnose(run)
+    assert d.check("advantage_collapse").status.value == "critical"
+    first = d.root_cause.first_action
+    assert first.startswith("the prompts are out of reach (the held-out score is 0 of 1")
+    assert not first.startswith("dynamic sampling")
+    # with the held-out score climbing, the same equal groups are not out of reach
+    solving = make_run(reward=np.clip(0.2 - rng.exponential(0.01, n), 0, 0.2),
+                       frac_reward_zero_std=zero_std, eval_accuracy=np.linspace(0.1, 0.6, n))
+    said = diagnose(solving).root_cause
+    assert said is None or "out of reach" not in said.first_action

@@ -93,19 +93,22 @@ def _signal(run: Run, p: Mapping[str, float]) -> tuple[str, np.ndarray, np.ndarr
     raise Skip("needs zero_std_fraction or reward_std with at least 10 logged values")
 
 
-def _out_of_reach(run: Run) -> float | None:
-    """The late mean of a score bounded in [0, 1] (a correctness component, else the reward)
-    when it sits at 0.1 or below: with most groups equal, they are all-wrong groups (an
-    all-right group scores near 1). None otherwise."""
-    cols = [col for name, col in components(run).items()
-            if component_role(run, name) == "correctness"] or [REWARD]
-    for col in cols:
+def _out_of_reach(run: Run) -> tuple[float, str] | None:
+    """The late mean of a score bounded in [0, 1] (the held-out score, else a correctness
+    component, else the reward) when it sits at 0.1 or below: with most groups equal, they are
+    all-wrong groups (an all-right group scores near 1): (that mean, the score's name). None
+    otherwise."""
+    held = ([("the held-out score", Metric.HELDOUT_SCORE.value)]
+            if run.has(Metric.HELDOUT_SCORE.value) else [])
+    cols = held + ([(name, col) for name, col in components(run).items()
+                    if component_role(run, name) == "correctness"] or [("the reward", REWARD)])
+    for name, col in cols:
         _, v = series(run, col)
         if len(v) < 5 or v.min() < 0 or v.max() > 1:
             continue
         late = float(np.mean(v[-late_points(len(v)):]))
         if late <= 0.1:
-            return late
+            return late, name
     return None
 
 
@@ -293,10 +296,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if reach is not None and stuck is None and not pinned:
         # Nearly every group equal and the 0/1 score at its floor: the prompts are beyond the
         # policy. Dynamic sampling would drop most of the batch; the prompts are the fix.
-        evidence["score_late"] = round(reach, 4)
+        evidence["score_late"] = round(reach[0], 4)
         remedies.remove(dynamic)
-        remedies.insert(0, f"the prompts are out of reach (the score is {fmt(reach)} of 1 late "
-                        "in the run: nearly every group all wrong): easier prompts or a lower "
+        remedies.insert(0, f"the prompts are out of reach ({reach[1]} is {fmt(reach[0])} of 1 "
+                        "late in the run: nearly every group all wrong): easier prompts or a lower "
                         "curriculum level, partial credit, or an SFT warm-up; dynamic sampling "
                         "would drop most of the batch")
     if stuck is not None:
