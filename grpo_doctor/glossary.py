@@ -32,7 +32,9 @@ TERMS: tuple[Term, ...] = (
        see=("first alert", "episode")),
     _t("first alert", """The first step at which the finding could have been called from the
        log up to that step alone (the log replayed as `watch` reads it): how early a live
-       monitor would have warned. It is at or after the onset.""", "first alert step",
+       monitor would have warned. It is at or after the onset of the first episode; a report
+       that says "onset 135 · first episode 40" was first alerted in the earlier episode, so
+       before the onset its sentence describes.""", "first alert step",
        "first_alert_step", see=("onset",)),
     _t("episode", """A stretch of steps during which a failure mode was present. A run can have
        several; "onset 135 · first episode 40" means an earlier episode at step 40 cleared and

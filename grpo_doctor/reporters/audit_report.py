@@ -67,7 +67,12 @@ def _root_cause(run: AuditedRun) -> dict[str, Any] | None:
     """A failing run's root cause (its record's), or None: a run that passes the audit, or a
     record from a shard written before root causes were reported."""
     cause = run.record.get("root_cause")
-    if not run.failing or not isinstance(cause, dict) or not cause.get("mode"):
+    if not run.failing or not isinstance(cause, dict):
+        return None
+    mode, step, said = cause.get("mode"), cause.get("step"), cause.get("first_action")
+    # A shard is data from elsewhere: a cause of other types is not one to print.
+    if not isinstance(mode, str) or not mode or (step is not None and (
+            type(step) is not int)) or (said is not None and not isinstance(said, str)):
         return None
     return cause
 
@@ -84,7 +89,8 @@ def _do_first(cause: dict[str, Any]) -> str:
 
 def _plan(run: AuditedRun) -> list[dict[str, Any]]:
     plan = run.record.get("plan")
-    return [p for p in plan if isinstance(p, dict) and p.get("action")] if isinstance(
+    return [p for p in plan if isinstance(p, dict) and isinstance(p.get("action"), str)
+            and p["action"] and isinstance(p.get("for", []), list)] if isinstance(
         plan, list) else []
 
 
@@ -341,7 +347,7 @@ def _print_plans(result: AuditResult, console: Console) -> None:
             continue
         console.print(Text(f"{terminal(run.label)}: root cause {terminal(_cause(cause))}",
                            style="bold"))
-        console.print(Text(f"  {terminal(cause.get('summary') or '')}"))
+        console.print(Text(f"  {terminal(str(cause.get('summary') or ''))}"))
         for k, item in enumerate(_plan(run), 1):
             console.print(Text(f"  {k}. {terminal(_plan_item(item))}"))
 
@@ -464,7 +470,7 @@ def _run_details(run: AuditedRun) -> list[str]:
         f", root cause {escape(_cause(cause))}" if cause else "")
     lines = [f"<details><summary>{head}</summary>", ""]
     if cause is not None:
-        lines += [f"**Root cause**: {escape(cause.get('summary') or cause['mode'])}  ",
+        lines += [f"**Root cause**: {escape(str(cause.get('summary') or cause['mode']))}  ",
                   f"**Do this first**: {escape(cause.get('first_action') or '')}", ""]
     plan = _plan(run)
     if plan:
@@ -513,7 +519,7 @@ def _failure_text(run: AuditedRun, check: dict[str, Any]) -> str:
     cause = _root_cause(run)
     plan = _plan(run)
     if cause is not None:
-        lines += ["", f"Root cause: {_cause(cause)}: {cause.get('summary') or ''}",
+        lines += ["", f"Root cause: {_cause(cause)}: {cause.get('summary') or ''!s}",
                   f"Do this first: {cause.get('first_action') or ''}"]
     if plan:
         lines += ["", "What to change, first things first:"]
