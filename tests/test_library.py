@@ -150,3 +150,28 @@ def test_a_trainers_log_history_is_read_as_its_trainer_state_and_its_args_are_ev
     assert "2 log_history entries without a step were skipped" in noisy.notes
     with pytest.raises(InputError, match="expected a list of logged dicts, got str"):
         grpo_doctor.diagnose_log_history("trainer_state.json")  # type: ignore[arg-type]
+
+
+def test_no_diagnosis_needs_scipy():
+    """scipy is not a dependency (a plain install has none): pandas' Spearman correlation
+    needs it, and a check using it crashed on a real run. Every rule case, every bundled
+    example and the library's frame and log_history paths, with scipy unimportable."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+sys.modules["scipy"] = None  # as in a plain `pip install .`
+import pandas as pd
+import grpo_doctor
+from grpo_doctor.api import example_names, example_path
+from grpo_doctor.engine import diagnose
+from tests.rules.cases import CASES
+for case in CASES:
+    diagnose(case.build())
+for name in example_names():
+    grpo_doctor.diagnose_frame(pd.read_csv(example_path(name)))
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

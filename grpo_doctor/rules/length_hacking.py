@@ -46,6 +46,7 @@ from grpo_doctor.rules.signals import (
     component_role,
     components,
     late_points,
+    rank_correlation,
     reward_progress,
     task_progress,
 )
@@ -138,10 +139,8 @@ def _budget_cut(run: Run, p) -> dict | None:
     shared, at_t, at_r = np.intersect1d(steps, r_steps, return_indices=True)
     if len(shared) < 10 or np.ptp(t[at_t]) == 0 or np.ptp(r[at_r]) == 0:
         return None
-    import pandas as pd
-
-    rho = float(pd.Series(t[at_t]).corr(pd.Series(r[at_r]), method="spearman"))
-    if not rho <= -0.5:
+    rho = rank_correlation(t[at_t], r[at_r])
+    if rho is None or rho > -0.5:
         return None
     low = t[at_t] <= np.quantile(t[at_t], 0.25)
     cut_reward, whole_reward = float(r[at_r][heavy[at_t]].mean()), float(r[at_r][low].mean())

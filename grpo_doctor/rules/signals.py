@@ -280,12 +280,18 @@ def _heldout_correlation(run: Run, col: str) -> float | None:
     shared, at_v, at_h = np.intersect1d(steps, h_steps, return_indices=True)
     if len(shared) < _MIN_SHARED or np.ptp(h[at_h]) == 0:
         return None
-    # Spearman's rho: ties share their average rank (a term pinned at 1 ranks as one value).
-    ranks_v = pd.Series(v[at_v]).rank().to_numpy()
-    ranks_h = pd.Series(h[at_h]).rank().to_numpy()
-    if np.ptp(ranks_v) == 0 or np.ptp(ranks_h) == 0:
+    return rank_correlation(v[at_v], h[at_h])
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Spearman's rho of two aligned series (ties share their average rank: a term pinned at 1
+    ranks as one value), or None when either is constant. Computed here: pandas would need
+    scipy for it, which is not a dependency."""
+    ranks_a = pd.Series(a).rank().to_numpy()
+    ranks_b = pd.Series(b).rank().to_numpy()
+    if np.ptp(ranks_a) == 0 or np.ptp(ranks_b) == 0:
         return None
-    return float(np.corrcoef(ranks_v, ranks_h)[0, 1])
+    return float(np.corrcoef(ranks_a, ranks_b)[0, 1])
 
 
 def _saturated_from(run: Run, col: str) -> int | None:
