@@ -76,19 +76,20 @@ def diagnose_frame(
     step_column: str | None = None,
     column_map: Mapping[str, str] | None = None,
     run_config: Mapping[str, Any] | None = None,
+    run: str | None = None,
 ) -> Diagnosis:
     """Diagnose a run held in a pandas DataFrame (one row per logged record, the logger's own
     column names: a notebook's table, ``wandb.Api().run(PATH).history()``), as ``diagnose``
     would the same values in a CSV. ``run_config`` is the run's settings (its trainer arguments),
     read as evidence as a log's own config is; ``column_map`` maps canonical names to columns
-    (``{"reward_mean": "my_reward"}``). See :func:`~grpo_doctor.importers.in_memory.run_from_frame`
-    for how the step is found."""
+    (``{"reward_mean": "my_reward"}``); ``run`` picks one run of a frame holding several. See
+    :func:`~grpo_doctor.importers.in_memory.run_from_frame` for how the step is found."""
     from grpo_doctor.importers.in_memory import run_from_frame
 
-    run = run_from_frame(frame, name=name, step_column=step_column, column_map=column_map,
-                         config=run_config)
-    require_metrics(run)
-    return diagnose(run, config)
+    found = run_from_frame(frame, name=name, step_column=step_column, column_map=column_map,
+                           config=run_config, run=run)
+    require_metrics(found)
+    return diagnose(found, config)
 
 
 def diagnose_log_history(

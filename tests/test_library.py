@@ -175,3 +175,21 @@ for name in example_names():
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_frame_holding_several_runs_names_them_and_picks_one(tmp_path):
+    """Stacked, four runs' steps went backwards and overwrote one another into one 'healthy'
+    run; a frame holding several is read as the CSV holding them is."""
+    import pandas as pd
+
+    path = _three_runs(tmp_path)
+    frame = pd.read_csv(path)
+    with pytest.raises(InputError, match=r"holds 3 runs \(column 'run_id': a, b, c\); pick "
+                                         r"one with run=NAME"):
+        grpo_doctor.diagnose_frame(frame)
+    picked = grpo_doctor.run_from_frame(frame, run="b")
+    from_file = grpo_doctor.load_run(path, run="b")
+    assert picked.name == "b" and list(picked.steps) == list(from_file.steps)
+    assert picked.frame.equals(from_file.frame)
+    with pytest.raises(InputError, match="no run 'z'"):
+        grpo_doctor.run_from_frame(frame, run="z")

@@ -13,6 +13,7 @@ import pandas as pd
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers._records import log_history_records, records_frame
+from grpo_doctor.metrics import find_run_column
 from grpo_doctor.store import Run, build_run
 from grpo_doctor.text import agree, plural
 
@@ -24,8 +25,13 @@ def run_from_frame(
     step_column: str | None = None,
     column_map: Mapping[str, str] | None = None,
     config: Mapping[str, Any] | None = None,
+    run: str | None = None,
 ) -> Run:
     """``frame`` (one row per logged record, the logger's own column names) as a Run.
+
+    A frame holding several runs (a column naming each row's run: ``run_id``, ``run`` ...) is
+    read as a CSV holding them is: ``run="NAME"`` picks one, and without it an error names
+    them (stacked, their steps would go backwards and overwrite one another).
 
     The step is ``step_column``, else a step column found by name (``step``, ``_step``,
     ``global_step`` ...), else the frame's index when it is named (``df.set_index("step")``),
@@ -36,6 +42,25 @@ def run_from_frame(
         raise InputError(f"expected a pandas DataFrame, got {type(frame).__name__}")
     if frame.empty:
         raise FormatError(f"{name}: the DataFrame has no rows or no columns")
+    run_col = find_run_column(str(c) for c in frame.columns)
+    if run_col is not None:
+        keys = frame[run_col].astype("string").fillna("")
+        names = list(pd.unique(keys))
+        if run is not None:
+            if run not in names:
+                raise InputError(f"{name}: no run {run!r} in column {run_col!r}; runs: "
+                                 f"{', '.join(names[:10])}")
+            frame = frame.loc[(keys == run).to_numpy()].drop(columns=[run_col])
+            name = run if name == "dataframe" else name
+        elif len(names) > 1:
+            more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+            raise InputError(f"{name}: the DataFrame holds {len(names)} runs (column "
+                             f"{run_col!r}: {', '.join(names[:10])}{more}); pick one with "
+                             "run=NAME")
+        else:
+            frame = frame.drop(columns=[run_col])
+    elif run is not None:
+        raise InputError(f"{name}: run={run!r} given, but no column names the runs")
     if step_column is None and frame.index.name is not None and frame.index.name not in frame:
         frame = frame.reset_index()
         step_column = str(frame.columns[0])
