@@ -523,7 +523,7 @@ def test_every_audit_report_says_each_failing_runs_root_cause_and_first_action(f
         suite = next(s for s in junit.findall("testsuite") if s.get("name") == run.label)
         case = next(c for c in suite.findall("testcase") if c.get("name") == cause["mode"])
         message = case.find("failure").get("message")
-        assert message.startswith("root cause: ") and f"Do first: {first}" in message
+        assert message.startswith("root cause: ") and message.endswith(f"; do first: {first}")
         props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
         assert props["root_cause"] == where and props["first_action"] == first
         # annotations: the root cause's carries the first action
@@ -533,7 +533,7 @@ def test_every_audit_report_says_each_failing_runs_root_cause_and_first_action(f
         plan = run.record["plan"]
         assert all(f"  {k}. " in verbose for k in range(1, len(plan) + 1))
     for run in result.runs:
-        if not run.failing:  # a passing run says nothing of a root cause
+        if not run.findings:  # a healthy run says nothing of a root cause
             label = report.escape(run.label)
             row = next(line for line in md.splitlines() if line.startswith(f"| {label} |"))
             assert row.split(" | ")[2:4] == ["", ""]
@@ -576,3 +576,22 @@ def test_no_onset_is_cut_at_any_width(result, width, data):
     for run in shown.runs:
         for check in run.findings:
             assert f"{check['onset_step']:,}" in numbers, (check["onset_step"], text)
+
+
+def test_a_warning_below_fail_on_still_says_what_broke_first():
+    """Under --fail-on critical a warning run passes the audit, but a reviewer still needs its
+    root cause and first action (a run that never learned its task is a warning)."""
+    record = {"run": {"name": "w", "format": "csv", "n_steps": 300}, "status": "warning",
+              "checks": [{"mode": "no_progress", "status": "warning", "onset_step": 1,
+                          "summary": "not learning", "remedies": ["check the reward"],
+                          "reason": None}],
+              "root_cause": {"mode": "no_progress", "step": 1, "summary": "not learning",
+                             "first_action": "check the reward (it never paid a right answer)"},
+              "plan": [{"action": "check the reward", "for": ["no_progress"],
+                        "treats": "root_cause"}]}
+    run = auditing.AuditedRun("w.csv", "w", record, failing=())
+    result = auditing.AuditResult((run,), ())
+    md = report.render_audit_markdown(result)
+    assert "| w | ⚠️ warning | no_progress@1 | check the reward |" in md
+    assert "→ root no_progress@1 · do first: check the reward" in report.render_audit_text(
+        result)

@@ -64,10 +64,11 @@ def _onset(check: dict[str, Any]) -> str:
 
 
 def _root_cause(run: AuditedRun) -> dict[str, Any] | None:
-    """A failing run's root cause (its record's), or None: a run that passes the audit, or a
-    record from a shard written before root causes were reported."""
+    """A run's root cause (its record's) when it has findings, failing or not (a warning under
+    ``--fail-on critical`` still says what broke first), or None: a healthy run, or a record
+    from a shard written before root causes were reported."""
     cause = run.record.get("root_cause")
-    if not run.failing or not isinstance(cause, dict):
+    if not run.findings or not isinstance(cause, dict):
         return None
     mode, step, said = cause.get("mode"), cause.get("step"), cause.get("first_action")
     # A shard is data from elsewhere: a cause of other types is not one to print.
@@ -338,7 +339,7 @@ def _print(result: AuditResult, console: Console, verbose: bool = False) -> None
 
 
 def _print_plans(result: AuditResult, console: Console) -> None:
-    """``-v``: each failing run's root cause and its whole plan, in the order to act."""
+    """``-v``: each run's root cause and its whole plan, in the order to act."""
     from rich.text import Text
 
     for run in result.runs:
@@ -509,7 +510,7 @@ def _failure_message(run: AuditedRun, check: dict[str, Any]) -> str:
     if cause is None:
         return _x(check["summary"])
     if cause["mode"] == check["mode"]:
-        return _x(f"root cause: {check['summary']} Do first: {_do_first(cause)}")
+        return _x(f"root cause: {check['summary']}; do first: {_do_first(cause)}")
     return _x(f"{check['summary']} (root cause: {_cause(cause)}; do first: "
               f"{_do_first(cause)})")
 
