@@ -175,3 +175,27 @@ def test_no_install_command_names_a_package_index_grpo_doctor_is_not_on():
                 if not re.match(r"\s*@", line[m.end():].lstrip("\"'")):
                     offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not offenders, offenders
+
+
+def test_the_readme_sample_report_is_what_the_tool_prints():
+    """The "What you get" sample went stale (another first action than the tool gives): its
+    lines are the start of the report on that real run at 80 columns."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers import REAL_RUNS
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    sample = re.search(r"## What you get\n\n```\n(.*?)\n\.\.\.\n```", text, re.S)
+    assert sample is not None
+    lines = sample.group(1).splitlines()
+    run = lines[0].split(" · ", 1)[1]
+    found = list(REAL_RUNS.glob(f"*/{run}.log")) if REAL_RUNS.is_dir() else []
+    if not found:
+        pytest.skip("shared real runs not present")
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run([sys.executable, "-m", "grpo_doctor", "diagnose", str(found[0])],
+                         capture_output=True, text=True, env=env, timeout=120).stdout
+    shown = out.splitlines()
+    assert shown[0] == lines[0] and shown[2:len(lines)] == lines[2:]
