@@ -37,6 +37,9 @@ class RewardProgress:
         if self.not_the_task:
             return self.not_the_task
         words = "reward falling" if self.declining else "reward not improving"
+        if not self.declining and self.start is not None and self.end is not None and (
+                self.end > self.start):
+            words = "reward not improving significantly"  # up, but within its noise
         if self.start is not None and self.end is not None:
             words += f" ({fmt(self.start)} -> {fmt(self.end)})"
         return words

@@ -49,8 +49,10 @@ def test_words_match_the_numbers(name, mode):
             assert b >= a, summary
         if word in DOWN:
             assert b <= a, summary
-    for m in STALLED.finditer(summary):  # "reward falling (a -> b)": b below a
+    for m in STALLED.finditer(summary):  # "falling (a -> b)": b below a; "not improving": not up
         if m.group(1) == "falling":
+            assert _number(m.group(3)) <= _number(m.group(2)), summary
+        if m.group(1) == "not improving":
             assert _number(m.group(3)) <= _number(m.group(2)), summary
     for m in SHARE.finditer(summary):
         assert int(m.group(1)) <= 100, summary
