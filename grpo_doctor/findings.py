@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any
 
 from grpo_doctor import display
-from grpo_doctor.text import plural
+from grpo_doctor.text import agree, plural
 
 SCHEMA_VERSION = 2
 
@@ -233,7 +233,9 @@ class Diagnosis:
                else "no check could judge it")
         why = []
         if len(skipped) - short:
-            why.append(f"{len(skipped) - short} need metrics that are not logged")
+            unlogged = len(skipped) - short
+            why.append(f"{unlogged} {agree(unlogged, 'needs', 'need')} metrics that are not "
+                       "logged")
         if short:
             why.append(f"{short} need a longer log ({plural(self.run.n_steps, 'logged step')})")
         if not self.checks:

@@ -55,9 +55,10 @@ TERMS: tuple[Term, ...] = (
        "setup_problem", "from the first step"),
     _t("roll back", """Restart from a saved checkpoint from before the cause (the report names
        a logged step that exists), with the setting fixed.""", "roll-back", "rollback"),
-    _t("recipe", """The source chapter's ranges for each setting (section 8: lr from 1e-6 and
-       below 5e-6, beta 0.01-0.05, G 8-16, temperature 1.0-1.2, clip 0.2 low and 0.28 high,
-       max_grad_norm 1.0, bf16 ...; override with a [recipe.KNOB] table).
+    _t("recipe", """The ranges of each setting in the chapter grpo-doctor encodes, a chapter on
+       GRPO's failure modes (its digest: shared/reference/failure-modes.md; section 8: lr
+       from 1e-6 and below 5e-6, beta 0.01-0.05, G 8-16, temperature 1.0-1.2, clip 0.2 low
+       and 0.28 high, max_grad_norm 1.0, bf16 ...; override with a [recipe.KNOB] table).
        A setting outside it that the chapter links to the symptom is the first action;
        `grpo-doctor preflight` checks a config before the run.""", "the recipe", "recipe range",
        see=("root cause",)),
@@ -75,6 +76,20 @@ TERMS: tuple[Term, ...] = (
     _t("threshold", """The level a finding's metric had to pass for the check to fire, as the
        README's failure-mode table states it (override with --set MODE.PARAM=VALUE).""",
        see=("onset",)),
+    _t("first sign", """In a root cause that is a setting: the first finding that setting
+       explains, and its step (the roll-back goes before it).""", see=("root cause",)),
+    _t("catastrophic update", """One optimizer step that broke the run: the reward, entropy
+       or log-prob falls off a cliff right after it (often a gradient spike or an lr far too
+       high); there is no good checkpoint after it.""", "catastrophic", "blow-up", "blowup",
+       see=("roll back", "grad_explosion")),
+    _t("reward crash", """The reward falling from its level within a few logged points, not
+       a slow drift: reward_overfit when it does not come back.""", "crash", "crashed",
+       see=("reward_overfit",)),
+    _t("burst", """Several bad steps close together (half of any 10 consecutive steps, say)
+       rather than one spike or a sustained level.""", "bursts", see=("incident",)),
+    _t("nats", """The unit of entropy and KL with natural logarithms (1 nat = 1.44 bits).
+       Token entropy near 0.02 nats means near-deterministic sampling.""", "nat",
+       see=("entropy",)),
     # --- GRPO ------------------------------------------------------------------------------
     _t("group", """The G completions sampled for one prompt (TRL num_generations, verl
        rollout.n). GRPO scores each against its group's mean: a group whose rewards are all

@@ -347,11 +347,11 @@ class Reading:
         return target
 
     def how_far(self) -> str:
-        """'600x the recipe's 5e-6 ceiling', '0 switches it off (the recipe's 0.01 ...)'."""
+        """'600x the recipe's 5e-6 ceiling', '0 switches it off; the recipe's: 0.01 ...'."""
         s = self.setting
         where = "the recipe's"
         if self.verdict == OFF and s.kind == "number":
-            return f"{self.value_text}, which switches it off (the recipe has {s.recipe})"
+            return f"{self.value_text} switches it off; the recipe's: {s.recipe}"
         if self.factor is not None and self.verdict == HIGH:
             bound = s.high if s.high is not None else 0.0
             if s.id == "learning_rate" and self.lora:

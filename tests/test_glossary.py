@@ -26,7 +26,8 @@ JARGON = [
     "Theil-Sen", "Kendall tau", "change point", "sharpening", "entropy bonus", "bf16", "fp16",
     "loss scaling", "LoRA", "warm-up", "curriculum", "saturated", "plateau", "truncated",
     "grad norm", "pre-clip", "importance ratio", "clip fraction", "baseline", "inconclusive",
-    "healthy", "advantage", "group", "reward component", "correctness term",
+    "healthy", "advantage", "group", "reward component", "correctness term", "first sign",
+    "catastrophic update", "reward crash", "burst", "nats",
 ]
 
 
