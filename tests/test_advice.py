@@ -191,3 +191,16 @@ def test_equal_groups_with_a_held_out_score_of_zero_are_prompts_out_of_reach():
                        frac_reward_zero_std=zero_std, eval_accuracy=np.linspace(0.1, 0.6, n))
     said = diagnose(solving).root_cause
     assert said is None or "out of reach" not in said.first_action
+
+
+def test_completions_sent_to_the_cap_by_one_update_are_not_a_budget_problem():
+    """verl GSM8K: 61 tokens at step 1, every completion at the 512 cap from step 2. Overlong
+    shaping or a larger budget first would treat a broken generation as a length preference."""
+    run = make_run(response_length_mean=[61.2, 512.0, 508.9, 511.0],
+                   response_length_max=[512.0] * 4,
+                   response_clip_ratio=[0.017, 1.0, 0.99, 1.0])
+    d = diagnose(run)
+    first = d.root_cause.first_action
+    assert first.startswith("look at the completions of step 2: they went from 61.2 tokens to "
+                            "the cap (512) in one logged step")
+    assert not first.startswith("overlong shaping")

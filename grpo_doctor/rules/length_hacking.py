@@ -124,6 +124,20 @@ def _pinned(run: Run, p) -> dict | None:
     return None
 
 
+def _jump_to_cap(run: Run) -> tuple[float, float, int] | None:
+    """(length before, length after, step) when the mean completion length went from a quarter
+    of the cap or less to 90% of it or more between two consecutive logged points: one update
+    sent every completion to the cap (a broken generation), not a slow pile-up."""
+    steps, m = series(run, LEN)
+    cap = float(series(run, LEN_MAX)[1].max()) if run.has(LEN_MAX) else float(m.max(initial=0))
+    if len(m) < 2 or cap <= 0:
+        return None
+    for i in range(1, len(m)):
+        if m[i - 1] <= 0.25 * cap and m[i] >= 0.9 * cap:
+            return float(m[i - 1]), float(m[i]), int(steps[i])
+    return None
+
+
 def _budget_cut(run: Run, p) -> dict | None:
     """Not pinned, but the budget cuts answers off all along: over the whole log at least
     ``budget_share`` of completions truncated on average, half or more on a third of the logged
@@ -255,6 +269,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             "then overlong shaping (a soft penalty near the budget) so length grows only when "
             "it pays",
             "check the reward for a length preference (correlate reward with length)",
+        )
+    elif pinned and (jump := _jump_to_cap(run)) is not None:
+        before, after, at = jump
+        evidence["jump_to_cap"] = {"from": before, "to": after, "step": at}
+        remedies = (
+            f"look at the completions of step {at:,}: they went from {fmt(before)} tokens to "
+            f"the cap ({fmt(after)}) in one logged step, a broken generation (repetition, "
+            "no stop token) more than a budget or a length reward; then check that update's "
+            "gradient norm and lower the learning rate if it spiked",
+            "overlong shaping or a larger budget only once completions end on their own",
         )
     elif pinned:
         remedies = (
