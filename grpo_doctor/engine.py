@@ -262,9 +262,9 @@ def with_reward_roles(run: Run, given: Mapping[str, str]) -> Run:
     if not given:
         return run
     from grpo_doctor.metrics import REWARD_COMPONENT_PREFIX
+    from grpo_doctor.rules.signals import components
 
-    short = {c[len(REWARD_COMPONENT_PREFIX):]: c for c in run.frame.columns
-             if c.startswith(REWARD_COMPONENT_PREFIX)}
+    short = components(run)
     by_column = {run.mapping.get(c, c): n for n, c in short.items()}
     roles: dict[str, str] = {}
     missing = []

@@ -41,7 +41,7 @@ from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.plot import Plot, Threshold, ladder
-from grpo_doctor.rules.points import head_tail, series, snap_to_logged
+from grpo_doctor.rules.points import aligned, head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import (
     component_role,
     components,
@@ -144,20 +144,20 @@ def _budget_cut(run: Run, p) -> dict | None:
     steps, and the steps with more truncated scored lower (rank correlation of the truncated
     share with the reward at most -0.5): the cut costs reward, so the budget is too small."""
     steps, t = series(run, TRUNC)
-    r_steps, r = series(run, REWARD)
     if len(t) < 10 or float(t.mean()) < p["budget_share"]:
         return None
     heavy = t >= p["truncation"]
     if heavy.sum() < max(3, len(t) / 3):
         return None
-    shared, at_t, at_r = np.intersect1d(steps, r_steps, return_indices=True)
-    if len(shared) < 10 or np.ptp(t[at_t]) == 0 or np.ptp(r[at_r]) == 0:
+    _, t_at, r_at = aligned(run, TRUNC, REWARD)
+    if len(t_at) < 10:
         return None
-    rho = rank_correlation(t[at_t], r[at_r])
+    rho = rank_correlation(t_at, r_at)  # None when either is flat
     if rho is None or rho > -0.5:
         return None
-    low = t[at_t] <= np.quantile(t[at_t], 0.25)
-    cut_reward, whole_reward = float(r[at_r][heavy[at_t]].mean()), float(r[at_r][low].mean())
+    low = t_at <= np.quantile(t_at, 0.25)
+    cut_reward = float(r_at[t_at >= p["truncation"]].mean())
+    whole_reward = float(r_at[low].mean())
     cap = float(series(run, LEN_MAX)[1].max()) if run.has(LEN_MAX) else None
     return {"shape": f"{t.mean():.0%} of completions truncated at the cap over the run (half "
                      f"or more on {int(heavy.sum())} of {len(t)} logged steps), and the steps "

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.points import head_tail, series
+from grpo_doctor.rules.points import aligned, head_tail, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import mann_kendall, rolling_median
@@ -276,14 +276,13 @@ def _heldout_correlation(run: Run, col: str) -> float | None:
     logged, or None (no held-out score, too few shared steps, a term outside [0, 1] or flat)."""
     if not run.has(Metric.HELDOUT_SCORE.value):
         return None
-    steps, v = series(run, col)
-    if len(v) < _MIN_SHARED or v.min() < 0 or v.max() > 1 or np.ptp(v) == 0:
+    _, v = series(run, col)
+    if len(v) < _MIN_SHARED or v.min() < 0 or v.max() > 1:
         return None
-    h_steps, h = series(run, Metric.HELDOUT_SCORE.value)
-    shared, at_v, at_h = np.intersect1d(steps, h_steps, return_indices=True)
-    if len(shared) < _MIN_SHARED or np.ptp(h[at_h]) == 0:
+    _, v_at, h_at = aligned(run, col, Metric.HELDOUT_SCORE.value)
+    if len(v_at) < _MIN_SHARED:
         return None
-    return rank_correlation(v[at_v], h[at_h])
+    return rank_correlation(v_at, h_at)  # None when either is flat
 
 
 def rank_correlation(a: np.ndarray, b: np.ndarray) -> float | None:
