@@ -48,10 +48,17 @@ CORPUS_CAUSES: dict[str, tuple[str, ...]] = {
     "too_easy_exact_only": ("harder prompts",),
     "beta0_long": ("beta", "KL coefficient"),
     "length_reward": ("length", "held-out"),
-    "think_tag_reward": ("format", "think"),
+    # Meant to game a <think>-tag term, but the term fell to 0 by step 70 while correctness
+    # and the held-out score rose 0.39 -> 0.97 (labels.json: entropy collapse at a learned
+    # task, no format gaming): the cause to name is what sharpened the policy.
+    "think_tag_reward": ("learning_rate", "temperature", "entropy"),
     "think_tag_reward_w3": ("format", "think", "held-out"),
     "lenient_verifier": ("verifier", "held-out", "highest-reward samples"),
-    "lenient_verifier_kl": ("verifier", "held-out", "highest-reward samples", "entropy"),
+    # Meant to hack a lenient verifier, but with beta 0.04 the held-out score ends where it
+    # started (labels.json: entropy blow-up only, accuracy 0.41 -> 0.44): the cause to name is
+    # the lr 10x the healthy one behind the blow-up and the KL drift, or the verifier.
+    "lenient_verifier_kl": ("learning_rate", "verifier", "held-out",
+                            "highest-reward samples", "entropy"),
     "lenient_verifier_slow": ("verifier", "held-out", "highest-reward samples"),
     "ppo_epochs_noclip": ("num_iterations", "max_grad_norm", "learning_rate", "clip"),
     "lr_warmup_to_0.3": ("learning_rate",),

@@ -262,6 +262,8 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if problem is not None:
         return problem
     causes = setup.causes(_linked_modes(root), critical=root.critical)
+    if not causes and not root.critical:
+        causes = _common_cause(setup, root, checks)
     if not causes and root.critical:
         # A setting far outside the recipe that makes single updates huge (an lr 20x the
         # ceiling, no clipping, fp16 weights) can have brought about any critical finding.
@@ -282,6 +284,17 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         top = remedies[0]
         return _Lead(top if isinstance(top, knobs.Remedy) else knobs.Remedy(str(top)))
     return _Lead(knobs.Remedy(f"look at the run's samples around step {step_text(root.step)}"))
+
+
+def _common_cause(setup: recipe.Setup, root: Event, checks: Sequence[Check]
+                  ) -> list[recipe.Reading]:
+    """Warnings only: a knob clearly outside the recipe (not far) is a cause when the chapter
+    names it a primary cause of the root finding and of at least one other finding that
+    fired; one setting explaining two symptoms beats a remedy per symptom (an lr 2x the
+    ceiling behind KL drift and an entropy blow-up). With one symptom it stays a note."""
+    fired = {c.mode for c in checks if c.fired}
+    return [r for r in setup.causes(_linked_modes(root), critical=True)
+            if len({lk.mode for lk in r.links if lk.primary and lk.mode in fired}) >= 2]
 
 
 def _reward_never_fired(check: Check) -> bool:

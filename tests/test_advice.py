@@ -204,3 +204,20 @@ def test_completions_sent_to_the_cap_by_one_update_are_not_a_budget_problem():
     assert first.startswith("look at the completions of step 2: they went from 61.2 tokens to "
                             "the cap (512) in one logged step")
     assert not first.startswith("overlong shaping")
+
+
+def test_a_setting_clearly_outside_behind_two_warnings_is_their_common_cause():
+    # lenient_verifier_kl: lr 1e-3, 2x the tiny model's ceiling, with KL drifting and entropy
+    # blowing up (both warnings, both linked by the chapter to a large lr): the lr comes first.
+    label = next(e for e in LABELS if e["name"] == "lenient_verifier_kl")
+    run = load_runs(CORPUS / label["run"])[0]
+    d = diagnose(run, DoctorConfig(recipe=CORPUS_RECIPE, run_config=corpus_config(label)))
+    assert {"kl_drift", "entropy_blowup"} <= {c.mode for c in d.findings}
+    assert d.root_cause.knob["name"] == "learning_rate"
+    assert d.root_cause.first_action.startswith("learning_rate 0.001 -> ")
+    # With one of the two symptoms it explains, the same setting is only a note in the plan.
+    only_kl = DoctorConfig(recipe=CORPUS_RECIPE, run_config=corpus_config(label),
+                           select=("kl_drift",))
+    one = diagnose(run, only_kl)
+    assert one.root_cause.knob is None
+    assert any(p.action.startswith("also outside the recipe: learning_rate") for p in one.plan)
