@@ -119,14 +119,8 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
             episode = _earlier_episode(rule, run, params, out.key_metric, alert, end,
                                        "cleared" if cleared is not None else "mostly receded")
             incidents = (episode, *incidents)
-            if receded is None:
-                onset = alert
     summary = out.summary if shown is None else out.summary.replace(ONSET, step_text(shown))
     evidence = dict(out.evidence)
-    if incidents is not out.incidents and out.onset_step is not None:
-        # Where the episode the summary describes began (the finding's onset is the first
-        # episode's): what a root cause explains is judged against this one.
-        evidence["episode_onset"] = int(out.onset_step)
     proxies = {m: run.proxies[m] for m in (rule.requires + ((out.key_metric,) if
                out.key_metric else ())) if m in run.proxies}
     if proxies:

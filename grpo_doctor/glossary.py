@@ -32,13 +32,14 @@ TERMS: tuple[Term, ...] = (
        see=("first alert", "episode")),
     _t("first alert", """The first step at which the finding could have been called from the
        log up to that step alone (the log replayed as `watch` reads it): how early a live
-       monitor would have warned. It is at or after the onset of the first episode; a report
-       that says "onset 135 · first episode 40" was first alerted in the earlier episode, so
-       before the onset its sentence describes.""", "first alert step",
+       monitor would have warned. It can come before the onset when an earlier episode, one the
+       run came back from, raised the finding first: that episode is then an incident of the
+       finding, with its own step.""", "first alert step",
        "first_alert_step", see=("onset",)),
     _t("episode", """A stretch of steps during which a failure mode was present. A run can have
-       several; "onset 135 · first episode 40" means an earlier episode at step 40 cleared and
-       the one the sentence describes began at 135.""", "first episode", "episode onset",
+       several: the finding's onset is where the one its sentence describes began, and an
+       earlier one that cleared is an incident ("incident: at step 40, as seen then: ...;
+       cleared by step 55").""", "first episode", "episode onset",
        see=("incident", "onset")),
     _t("incident", """A short episode the run recovered from (one spike, a blow-up that
        cleared): reported with its step as evidence, never as the root cause.""", "incidents"),

@@ -544,9 +544,6 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
         # When it began, its earlier episodes the run came back from aside: a collapse that
         # came and went before the cause, then came back after it, follows from the cause.
         began = [e.step for e in events if e.check.mode == m and not e.recovered]
-        episode = by_mode[m].evidence.get("episode_onset")
-        if isinstance(episode, int):
-            began = [episode]
         after = not began or min(began) >= near_root
         return "consequence" if m in explained and after else "finding"
 

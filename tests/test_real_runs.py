@@ -287,3 +287,24 @@ def test_diagnosing_a_folder_of_separate_logs_names_them(cli, real_runs):
     code, _, err = cli("diagnose", str(folder))
     assert code == 2 and err.startswith(f"grpo-doctor: error: {folder} holds 4 training logs (")
     assert "_trainer_state.json, " in err and "diagnose one of them, or audit the folder" in err
+
+
+def test_an_onset_is_the_step_its_sentence_names_and_an_earlier_episode_is_an_incident():
+    """Issue 23, pattern 6: "advantage_collapse critical · onset 40" beside "from step 135".
+    The excursion at 40-50 recovered (ADVICE.md); the episode the sentence describes began at
+    135: that is the onset everywhere (JSON, terminal, Markdown, the sparkline's mark), and
+    the excursion is an incident dated 40."""
+    from grpo_doctor.reporters import markdown, terminal
+
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    check = d.check("advantage_collapse")
+    assert check.onset_step == 135 and "from step 135" in check.summary
+    assert [i.step for i in check.incidents] == [check.first_alert_step] == [40]
+    text = terminal.render_to_text(d, width=100)
+    assert "advantage_collapse critical · onset 135 · first alert 40" in text
+    assert "first episode" not in text and "incident: at step 40, as seen then" in text
+    row = next(r for r in markdown.render_markdown(d).splitlines()
+               if r.startswith("| advantage_collapse |"))
+    assert "| 135 |" in row

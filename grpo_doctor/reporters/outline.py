@@ -37,15 +37,7 @@ def by_onset(diagnosis: Diagnosis) -> list[Check]:
     first: dict[str, int] = {}
     for rank, event in enumerate(events):
         first.setdefault(event.check.mode, rank)
-    return sorted(findings, key=lambda c: (episode_onset(c) or 0,
-                                           first.get(c.mode, len(events))))
-
-
-def episode_onset(check: Check) -> int | None:
-    """Where the episode a finding's sentence describes began: its onset, or, when an
-    earlier episode the run came back from raised it first, the later one's."""
-    episode = check.evidence.get("episode_onset")
-    return episode if isinstance(episode, int) else check.onset_step
+    return sorted(findings, key=lambda c: (c.onset_step or 0, first.get(c.mode, len(events))))
 
 
 def cause_text(diagnosis: Diagnosis) -> str | None:

@@ -35,7 +35,6 @@ from grpo_doctor.reporters.outline import (
     by_onset,
     cause_after_mode,
     cause_text,
-    episode_onset,
     extra_hints,
     passed,
     sentence,
@@ -141,13 +140,9 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
 
 
 def _onsets(check: Check) -> str:
-    """' · onset N · first alert M', with the first episode's step when the finding came,
-    went and came back (its onset is then the episode its sentence describes)."""
-    episode = episode_onset(check)
-    earlier = (f" · first episode {_step(check.onset_step)}"
-               if episode != check.onset_step else "")
-    return (f" · onset {_step(episode)}{earlier} · first alert "
-            f"{_step(check.first_alert_step)}")
+    """' · onset N · first alert M': the onset of the episode the sentence describes (an
+    earlier episode the run came back from is an incident, with its own step)."""
+    return f" · onset {_step(check.onset_step)} · first alert {_step(check.first_alert_step)}"
 
 
 def _finding(check: Check, verbose: bool, with_remedies: bool, said: str | None,

@@ -188,8 +188,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         return Outcome(Status.OK, text, evidence=evidence, key_metric=ENTROPY)
 
     # Where the decline began: hinge fit on log-entropy up to where 90% of the fall is done.
-    log_h = np.log(np.maximum(h, 1e-12))
-    knot = trend_onset(steps, log_h, np.log(max(h0, 1e-12)), np.log(max(hc, 1e-12)))
+    # Below the floor sampling is already near-deterministic, so the log is cut there: a fall
+    # on from 1e-3 to 1e-16 nats would otherwise hold most of the log-fall and date the
+    # collapse long after it happened. A fit falling at least as steeply before its knot as
+    # after it found a slowdown, not a start: the decline ran from the first step.
+    cut = max(p["floor"], 1e-12)
+    log_h = np.log(np.maximum(h, cut))
+    knot = trend_onset(steps, log_h, np.log(max(h0, cut)), np.log(max(hc, cut)), bend=1.0)
     onset = snap_to_logged(run, ENTROPY, knot)
     # Is the entropy being spent buying reward? Judge the reward over the whole decline: from
     # where the first tenth of the fall was done (or the knot, if earlier) to the end.

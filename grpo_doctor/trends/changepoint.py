@@ -83,11 +83,15 @@ def level_shift_onset(
 
 
 def trend_onset(steps: np.ndarray, values: np.ndarray, start_level: float, end_level: float,
-                *, smooth: int = 5, done: float = 0.9) -> float:
+                *, smooth: int = 5, done: float = 0.9, bend: float = 0.0) -> float:
     """Where a move from ``start_level`` to ``end_level`` began.
 
     The hinge is fitted only up to the point where ``done`` of the move is complete, so a
     plateau after the move (or a second phase) does not pull the knot away from its start.
+    With ``bend`` > 0, a fit whose slope before the knot already goes the move's way at
+    ``bend`` times the slope after it or more has no start in it (at 1, the knot is where the
+    move slowed down): the move ran from the first step. An exponential decay is a straight
+    line in log space, where any knot fits.
     """
     from grpo_doctor.trends.binning import rolling_median
 
@@ -101,4 +105,8 @@ def trend_onset(steps: np.ndarray, values: np.ndarray, start_level: float, end_l
         s >= target)[0]
     end = int(reached[0]) + 1 if len(reached) else len(y)
     end = max(end, min(len(y), 6))
-    return hinge_onset(x[:end], y[:end])[0]
+    knot, before, after = hinge_onset(x[:end], y[:end])
+    if bend > 0 and after != 0 and before / after >= bend and (
+            (before < 0) == (end_level < start_level)):
+        return float(x[0])
+    return knot
