@@ -308,3 +308,15 @@ def test_an_onset_is_the_step_its_sentence_names_and_an_earlier_episode_is_an_in
     row = next(r for r in markdown.render_markdown(d).splitlines()
                if r.startswith("| advantage_collapse |"))
     assert "| 135 |" in row
+
+
+def test_format_gaming_names_only_the_terms_that_carried_the_gain():
+    """The DeepSeek-R1-0528 notebook: match_format_exactly is 0 and match_format_approximately
+    -0.5 on all 100 steps; the whole gain is format_and_language_reward_func's. The sentence
+    named all three as where the gain came from."""
+    path = "notebook-tables/DeepSeek_R1_0528_Qwen3_(8B)_GRPO__2025-06-05_fc0ecd2c_839abc.csv"
+    _present(path)
+    summary = diagnose(load_runs(REAL_RUNS / path)[0]).check("format_gaming").summary
+    gain_from = summary.split("comes from ", 1)[1].split(" while ")[0]
+    assert gain_from == "format_and_language_reward_func"
+    assert "check_answer never moved" in summary

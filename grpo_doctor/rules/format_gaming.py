@@ -159,8 +159,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                 "judged right)")
     else:
         task = f"while {', '.join(cor_cols)} did not improve"
+    # The terms that carried the gain: a format term that never moved (0, or a fixed
+    # penalty, on every step) gained nothing and is not named as a source of it.
+    gained = [n for n, c in fmt_cols.items() if _varies(run, c) and _gain(run, c)[0] > 0]
     summary = (f"format gaming: {share:.0%} of the reward gain ({fmt(total_gain)}) comes from "
-               f"{', '.join(fmt_cols)} {task}"
+               f"{', '.join(gained or fmt_cols)} {task}"
                + (" and the held-out score fell" if heldout_down else "")
                + f", from step {ONSET}")
     remedies = (
