@@ -441,7 +441,7 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
         text = (f"{target}: {cut}, so the budget is too small for the task's answers (a setup "
                 "problem); raise it before any overlong shaping, which would drop or penalise "
                 "most of the batch")
-        summary = f"a setup problem: {cut} ({root.summary})"
+        summary = f"a setup problem, the completion budget: {cut}"
         reading = length if length is not None and length.value is not None else None
         return _Lead(knobs.Remedy(text, knob=knobs.MAX_LENGTH), summary=summary,
                      knob=_Knob(recipe.replace_verdict(reading, recipe.LOW))

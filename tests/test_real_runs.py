@@ -320,3 +320,32 @@ def test_format_gaming_names_only_the_terms_that_carried_the_gain():
     gain_from = summary.split("comes from ", 1)[1].split(" while ")[0]
     assert gain_from == "format_and_language_reward_func"
     assert "check_answer never moved" in summary
+
+
+def test_a_catastrophic_update_is_dated_at_the_gradient_spike():
+    """nips rho0.50: grad norm 3.6 (18x its level) at step 35, 0 at step 40; the dead stretch
+    was said to follow "a catastrophic update at step 40"."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log"
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0]).check("no_learning_signal")
+    said = " ".join([check.summary, *(i.summary for i in check.incidents)])
+    assert "after a catastrophic update at step 35:" in said
+    assert "at step 40:" not in said
+
+
+def test_a_sparse_correctness_term_is_said_with_its_means_not_0_to_0():
+    """correctness_reward_func is 0 on most steps and 0.25 on some: its medians are 0 -> 0,
+    which read as "never moved" while it fell 0.10 -> 0.02."""
+    path = "notebook-tables/Qwen2_5_7B_VL_GRPO__2025-09-17_0a49f524_938224.csv"
+    _present(path)
+    summary = diagnose(load_runs(REAL_RUNS / path)[0]).check("no_progress").summary
+    assert "correctness_reward_func 0.104 -> 0.0208" in summary
+
+
+def test_the_audit_line_keeps_the_fix_of_a_collapse_to_the_bare_answer():
+    from grpo_doctor.text import without_asides
+
+    path = "trl-console/20251022_120223_run_terminal.md"
+    _present(path)
+    first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action
+    assert "make the format/think term count" in without_asides(first)

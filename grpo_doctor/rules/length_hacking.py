@@ -96,8 +96,11 @@ def _pinned(run: Run, p) -> dict | None:
             from_start = early >= p["truncation"] and t[0] >= p["truncation"] and (
                 steps[0] <= 20)
             cap = float(series(run, LEN_MAX)[1].max()) if run.has(LEN_MAX) else None
-            return {"shape": f"{late:.0%} of completions truncated at the cap"
-                    + (" from the first logged step" if from_start else ""),
+            # Said with both shares when it began there ("58% ... from the first logged
+            # step" read as 58% at the start, where 96% were cut).
+            return {"shape": (f"{early:.0%} of completions truncated at the cap from the first "
+                              f"logs, {late:.0%} late in the run") if from_start else
+                             f"{late:.0%} of completions truncated at the cap",
                     "share": late, "onset": snap_to_logged(run, TRUNC, start), "metric": TRUNC,
                     "from_start": from_start, "early_share": early, "cap": cap,
                     "cut": f"{early:.0%} of completions were cut at the cap over the first "
@@ -326,9 +329,10 @@ def _threshold(shape: dict, p: Mapping[str, float]) -> str:
 
 def _collapse_remedies() -> tuple[str, ...]:
     return (
-        "look at the short completions: the bare answer means the reward pays it without the "
-        "reasoning (make the format/think term count: gate the answer reward on it); else a "
-        "length or cost reward the policy learned to game, or an early stop token",
+        # The fix is said outside parentheses: the audit's one-line action drops asides.
+        "look at the short completions: if they are the bare answer, the reward pays it "
+        "without the reasoning: make the format/think term count, gate the answer reward on "
+        "it; else a length or cost reward the policy learned to game, or an early stop token",
         "gate any length/cost reward on correctness; length-normalise the reward",
         "check the reward for a length preference (correlate reward with length)",
     )

@@ -98,6 +98,20 @@ def _gradless_since(run: Run, p: Mapping[str, float]) -> tuple[int, str] | None:
     return None
 
 
+def _update_step(run: Run, steps: np.ndarray, i: int, p: Mapping[str, float]) -> int:
+    """The step of the catastrophic update before the stretch starting at point ``i``: where
+    the gradient norm (else the KL) peaked in the ``cause_window`` points before it, else the
+    last logged step before it."""
+    w = int(p["cause_window"])
+    lo, hi = int(steps[max(0, i - w)]), int(steps[i])
+    for metric in (GRAD, Metric.KL.value):
+        s, v = series(run, metric, reduce="max")
+        near = (s >= lo) & (s < hi)
+        if np.any(near):
+            return int(s[near][int(np.argmax(v[near]))])
+    return int(steps[i - 1])
+
+
 def _cause(run: Run, steps: np.ndarray, r: np.ndarray, i: int, p: Mapping[str, float]
            ) -> list[str]:
     """Signs of a catastrophic update in the ``cause_window`` points before the stretch."""
@@ -174,6 +188,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     level = float(np.median(r[i:]))
     flat = "constant" if np.ptp(r[i:]) == 0 else "flat"
     cause = _cause(run, steps, r, i, p) if i > 0 else []
+    at = int(steps[max(0, i - 1)])  # where the stretch's cause is dated
     solved = i > 0 and not cause and level >= float(np.max(r[:i])) and span > 0
     evidence.update({"since_step": start, "reward_level": level,
                      "share_of_log": round(n_dead / len(r), 3), "no_gradient": how,
@@ -209,8 +224,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                     "reward)",
                     "dynamic sampling / filter prompts every group already solves")
     else:
-        at = int(steps[i - 1])
         blown = any(not c.startswith("the reward") for c in cause)
+        if blown:
+            at = _update_step(run, steps, i, p)
         why = (f"; after a catastrophic update at step {step_text(at)}: {', '.join(cause)}" if blown
                else f"; after {cause[0]} by step {step_text(at)}" if cause else "")
         summary = f"no learning signal since step {step_text(start)}: {dead}{why}"
@@ -234,6 +250,6 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    "keep a KL coefficient above 0 (0.01-0.04)", knobs.KL_COEF),
             knobs.clip_gradients(run),
         )
-    onset = int(steps[max(0, i - 1)]) if cause else start
+    onset = at if cause else start
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=remedies, key_metric=REWARD)

@@ -120,7 +120,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        key_metric=REWARD)
     evidence["threshold"] = (f"no improvement over {len(r)} logged points and the reward "
                              f"{p['best_margin']:.0%}+ of its range below its best")
-    worse = [f"{n} {fmt(pr.start)} -> {fmt(pr.end)}" for n, pr in task.items()
+    worse = [f"{n} {_ends(run, signals[n], pr.start, pr.end)}" for n, pr in task.items()
              if pr.start is not None and pr.end is not None]
     summary = (f"no progress: over {len(r)} logged points the reward went "
                f"{fmt(start)} -> {fmt(now)} (best {fmt(best)})"
@@ -134,6 +134,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     )
     return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
                    remedies=remedies, key_metric=REWARD)
+
+
+def _ends(run: Run, column: str, start: float, end: float) -> str:
+    """'a -> b' for a task signal: its medians, or, when they tie (a sparse term, 0 on most
+    steps: "0 -> 0" while it fell 0.10 -> 0.02), the means of its first and last fifth."""
+    if fmt(start) == fmt(end):
+        _, v = series(run, column)
+        k = max(3, len(v) // 5)
+        if len(v) >= 2 * k:
+            start, end = float(np.mean(v[:k])), float(np.mean(v[-k:]))
+    return f"{fmt(start)} -> {fmt(end)}"
 
 
 def _lr_remedy(run: Run) -> str:
