@@ -50,3 +50,12 @@ def test_first_alerts_follow_onsets(diagnoses):
             assert c.onset_step is not None and c.first_alert_step is not None
             assert c.onset_step <= c.first_alert_step or any(
                 i.step == c.first_alert_step for i in c.incidents)  # an earlier episode
+
+
+def test_one_update_that_crashed_a_noisy_reward_is_a_gradient_incident(diagnoses):
+    """ppo_epochs_noclip: at step 81 the grad norm is 11x its level and KL 15x, and the reward
+    falls from about 0.6 to 0.2 for 50 steps. One noisy batch (0.89 at step 80) made the
+    reward's raw range so wide that the fall read as small: the update was "recovered"."""
+    check = diagnoses["19_ppo_epochs_noclip/metrics.csv"].check("grad_explosion")
+    assert check.status.value == "critical" and check.onset_step == 81
+    assert "one update at step 81" in check.summary and "then the reward fell" in check.summary

@@ -17,6 +17,7 @@ from grpo_doctor.metrics import Metric
 from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
+from grpo_doctor.trends.binning import rolling_median
 from grpo_doctor.trends.episodes import Episode, falls, stretches_above
 
 REWARD = Metric.REWARD_MEAN.value
@@ -32,7 +33,9 @@ def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
     s, r = series(run, REWARD)
     before, after = r[s < step][-10:], r[s > step][:10]
     if REWARD not in skip and len(before) >= 3 and len(after) >= 3:
-        span = float(np.ptp(r)) or 1.0
+        # The reward's range as its 5-point median runs: one noisy batch at either end of a
+        # noisy reward would otherwise make a fall from 0.6 to 0.2 look small.
+        span = float(np.ptp(rolling_median(r, 5) if len(r) >= 10 else r)) or 1.0
         b, a = float(np.median(before)), float(np.median(after))
         if np.ptp(r[s > step]) == 0 and len(r[s > step]) >= 5 and np.ptp(before) > 0:
             out.append(f"the reward froze at {fmt(a)}")
