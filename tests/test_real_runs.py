@@ -349,3 +349,14 @@ def test_the_audit_line_keeps_the_fix_of_a_collapse_to_the_bare_answer():
     _present(path)
     first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action
     assert "make the format/think term count" in without_asides(first)
+
+
+def test_a_crash_is_dated_where_it_left_its_level():
+    """nips rho1.00: reward 0.9 (115), 0.775, 0.8, then 0.675 (130), 0.375 (135) ... 0 (150).
+    The crash was dated 120, a point still at its level, beside "roll back to step 130 or
+    before (the last logged step before the reward started to fall)"."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    assert d.check("reward_overfit").onset_step == 130
+    assert "roll back to a checkpoint from step 130 or before" in d.root_cause.first_action

@@ -165,8 +165,13 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
                 + (NEVER_BACK if ep.recovered is None else
                    f"back above {fmt((start_level + bottom) / 2)} at step "
                    f"{fmt(int(steps[ep.recovered]))}"))
+        # Dated at its first point clearly down (15% of the fall below the level it left):
+        # points still at that level are not the crash yet.
+        left = max(start_level, float(v[ep.start]))
+        down = np.nonzero(v[ep.start + 1:ep.peak + 1] <= left - 0.15 * (left - bottom))[0]
+        first = ep.start + 1 + int(down[0]) if len(down) else min(ep.start + 1, ep.peak)
         out.append(Incident(
-            metric=metric, step=int(steps[min(ep.start + 1, ep.peak)]),
+            metric=metric, step=int(steps[first]),
             peak_step=int(steps[ep.peak]), peak=bottom, threshold=start_level - amount,
             recovered_step=None if ep.recovered is None else int(steps[ep.recovered]),
             summary=text,
