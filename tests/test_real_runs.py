@@ -360,3 +360,12 @@ def test_a_crash_is_dated_where_it_left_its_level():
     d = diagnose(load_runs(REAL_RUNS / path)[0])
     assert d.check("reward_overfit").onset_step == 130
     assert "roll back to a checkpoint from step 130 or before" in d.root_cause.first_action
+
+
+def test_one_update_that_zeroed_the_gradient_is_called_when_the_harm_shows():
+    """nips rho0.50: after the update at step 35 the grad norm is 0 on most logs, so fewer
+    than 8 non-zero norms existed until step 165, and a monitor first called it there."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log"
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0]).check("grad_explosion")
+    assert check.onset_step == 35 and check.first_alert_step <= 50
