@@ -369,3 +369,14 @@ def test_one_update_that_zeroed_the_gradient_is_called_when_the_harm_shows():
     _present(path)
     check = diagnose(load_runs(REAL_RUNS / path)[0]).check("grad_explosion")
     assert check.onset_step == 35 and check.first_alert_step <= 50
+
+
+def test_a_reward_that_held_until_a_crash_is_a_crash_not_over_fitting_from_an_early_peak():
+    """qwen35 rho0.70: the reward holds 0.8-0.98 until step 150 and crashes to 0 at 155; its
+    smoothed peak (0.912 at 55) is a hair above the later plateau, and the finding read
+    "over-fitting ... from step 55; reward crashed ... between steps 150 and 165"."""
+    path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0]).check("reward_overfit")
+    assert check.onset_step == 155 and check.summary.startswith("reward crash: ")
+    assert "over-fitting" not in check.summary

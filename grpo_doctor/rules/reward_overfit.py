@@ -113,6 +113,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         if smooth[peak] > max(start, now) + 0.1 * (abs(smooth[peak]) or 1.0):
             text += f" (peak {fmt(float(smooth[peak]))} at step {step_text(int(steps[peak]))})"
         return Outcome(Status.OK, text, evidence=evidence, key_metric=REWARD)
+    final = crashes[-1] if crashes and crashes[-1].recovered_step is None else None
+    if final is not None:
+        # The reward held near its peak until a crash it never came back from: the fall is
+        # the crash, not a slow over-fitting from the peak (a later plateau a hair below an
+        # early peak would otherwise date it at the peak, 100 steps before anything fell).
+        i = max(0, int(np.searchsorted(steps, final.step)) - 1)
+        if smooth[peak] - smooth[i] < p["giveback"] * gain:
+            return _crashes_only(run, crashes, evidence)
     onset = snap_to_logged(run, REWARD, steps[peak])
     status = Status.CRITICAL if lost >= p["giveback_critical"] else Status.WARNING
     evidence["threshold"] = f"gave back >= {p['giveback']:.0%} of the gain after the peak"
