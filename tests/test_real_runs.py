@@ -380,3 +380,17 @@ def test_a_reward_that_held_until_a_crash_is_a_crash_not_over_fitting_from_an_ea
     check = diagnose(load_runs(REAL_RUNS / path)[0]).check("reward_overfit")
     assert check.onset_step == 155 and check.summary.startswith("reward crash: ")
     assert "over-fitting" not in check.summary
+
+
+def test_findings_of_one_report_say_the_same_reward_now():
+    """OpenEnv 2048: kl_drift said "reward not improving (4 -> 4)" and advantage_collapse
+    "(4 -> 2.25)" in the same report: each took "now" from its own stretch's last fifth."""
+    import re
+
+    path = ("notebook-tables/OpenEnv_gpt_oss_(20B)_Reinforcement_Learning_2048_Game__2025-11-25_"
+            "8a1c943e_2b8cd9.csv")
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    nows = {m.group(1) for c in d.findings
+            for m in re.finditer(r"reward not improving \([^)]* -> ([^)]*)\)", c.summary)}
+    assert nows == {"4"}

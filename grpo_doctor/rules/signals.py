@@ -28,6 +28,9 @@ class RewardProgress:
     #: what did not improve.
     not_the_task: str | None = None
     since: int | None = None  # the first step of the stretch judged
+    #: The reward now as every finding of a report says it: the run's last tenth (at least
+    #: 3 points), whatever stretch was judged; ``end`` is the stretch's own last fifth.
+    now: float | None = None
 
     def stalled_words(self) -> str:
         """What did not improve since the finding's onset, as a report says it, with its
@@ -36,12 +39,16 @@ class RewardProgress:
         rose on other terms)."""
         if self.not_the_task:
             return self.not_the_task
+        end = self.end
+        if self.now is not None and end is not None and self.start is not None and (
+                (self.now > self.start) == (end > self.start)):
+            end = self.now  # said alike across findings, where it says the same direction
         words = "reward falling" if self.declining else "reward not improving"
-        if not self.declining and self.start is not None and self.end is not None and (
-                self.end > self.start):
+        if not self.declining and self.start is not None and end is not None and (
+                end > self.start):
             words = "reward not improving significantly"  # up, but within its noise
-        if self.start is not None and self.end is not None:
-            words += f" ({fmt(self.start)} -> {fmt(self.end)})"
+        if self.start is not None and end is not None:
+            words += f" ({fmt(self.start)} -> {fmt(end)})"
         return words
 
 
@@ -69,8 +76,9 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
     gain = (end - start) / span
     improving = (test.increasing(alpha) and gain > 0) or gain > 0.25
     declining = (test.decreasing(alpha) and gain < 0) or gain < -0.25
+    now = float(np.median(r[-max(3, len(r) // 10):]))
     return RewardProgress(True, bool(improving), bool(declining), start, end,
-                          float(smooth.max()), since=int(seg_s[0]))
+                          float(smooth.max()), since=int(seg_s[0]), now=now)
 
 
 def task_progress(run: Run, since: float) -> RewardProgress:
