@@ -165,7 +165,7 @@ def test_junit_structure(result):
 def test_markdown(result):
     md = report.render_audit_markdown(result)
     assert md.startswith("## grpo-doctor audit: ")
-    assert ("| run | status | root cause | do first | findings (onset step) | steps | format "
+    assert ("| run | status | root cause | do first | findings (onset step) | logged | format "
             "| source |") in md
     # one line per run: what broke first and what to change first
     kl = next(r for r in result.runs if r.label == "kl-drift")

@@ -144,14 +144,37 @@ def _findings_text(run: AuditedRun):  # -> rich.text.Text
         tag = _tag(run, check["mode"])
         if tag:  # joined to its finding: a wrap never puts it beside the next one
             text.append(f"({tag})", style="bold")
-    cause = _root_cause(run)
-    if cause is not None:
-        text.append("\n→ root ", style="dim")
-        text.append(terminal(_cause(cause)), style="bold")
-        if action := _do_first(cause):
-            text.append(" · do first: ", style="dim")
-            text.append(terminal(action))
     return text if run.findings else Text("–", style="dim")
+
+
+def _root_lines(run: AuditedRun, width: int) -> list[str]:
+    """'→ root MODE@STEP · do first: ACTION', wrapped to ``width`` under a two-space indent
+    (none when the run has no root cause)."""
+    cause = _root_cause(run)
+    if cause is None:
+        return []
+    said = f"→ root {terminal(_cause(cause))}"
+    if action := _do_first(cause):
+        said += f" · do first: {terminal(action)}"
+    return textwrap.wrap(said, max(20, width), initial_indent="  ", subsequent_indent="    ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def _do_first_section(result: AuditResult, width: int):  # -> rich.console.Group | None
+    """Below the table, full width: each run's root cause and first action (in a table
+    cell a few words wide they ran to a dozen lines)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    runs = [r for r in result.runs if _root_cause(r) is not None]
+    if not runs:
+        return None
+    out: list[Any] = [Text("")]
+    labels = both_ends([terminal(r.label) for r in runs], width)
+    for run, label in zip(runs, labels):
+        out.append(Text(label, style="bold"))
+        out.extend(Text(line, overflow="fold") for line in _root_lines(run, width))
+    return Group(*out)
 
 
 #: A column separator (" │ ").
@@ -200,7 +223,7 @@ def _layout(result: AuditResult, width: int) -> _Layout:
     names = [cell_len(terminal(r.label)) for r in runs] + [cell_len(terminal(e.source))
                                                            for e in errors]
     longest = max([len("run"), *names])
-    steps = max([len("steps"), *(len(f"{r.record['run']['n_steps']:,}") for r in runs)])
+    steps = max([len("logged"), *(len(f"{r.record['run']['n_steps']:,}") for r in runs)])
     formats = max([len("format"), *(cell_len(terminal(r.record["run"]["format"]))
                                     for r in runs)])
     layout = _Layout(None, least)
@@ -257,7 +280,7 @@ def _blocks(result: AuditResult, width: int, layout: _Layout):  # -> rich.consol
         facts.append(layout.status(run.status), style=_STYLE[run.status])
         if run.failing:
             facts.append(" ✗", style="bold red")
-        facts.append(f" · {run.record['run']['n_steps']:,} steps · "
+        facts.append(f" · {run.record['run']['n_steps']:,} logged · "
                      f"{terminal(run.record['run']['format'])}")
         facts.overflow = "fold"
         out.append(facts)
@@ -271,14 +294,8 @@ def _blocks(result: AuditResult, width: int, layout: _Layout):  # -> rich.consol
             for mode, style in styles.items():
                 text.highlight_words([mode], style=style)
             out.append(text)
-        cause = _root_cause(run)
-        if cause is not None:  # what broke first and what to change first, words wrapped
-            said = f"→ root {terminal(_cause(cause))}"
-            if action := _do_first(cause):
-                said += f" · do first: {terminal(action)}"
-            out.append(Text(textwrap.fill(said, max(20, width), initial_indent="  ",
-                                          subsequent_indent="    ", break_long_words=False,
-                                          break_on_hyphens=False), overflow="fold"))
+        # what broke first and what to change first, words wrapped
+        out.extend(Text(line, overflow="fold") for line in _root_lines(run, width))
     for err, label in zip(result.errors, labels[len(result.runs):]):
         out.append(Text(label, style="bold"))
         reason = Text("  ")
@@ -306,7 +323,8 @@ def build_table(result: AuditResult, width: int | None = None) -> Table:
     table.add_column("status", no_wrap=True)
     table.add_column("findings (onset step)", overflow="fold", ratio=1,
                      min_width=layout.findings_width)
-    table.add_column("steps", justify="right", no_wrap=True)
+    # The logged points, not the step span: 50 logs of a 500-step run read "50".
+    table.add_column("logged", justify="right", no_wrap=True)
     if layout.with_format:
         table.add_column("format", no_wrap=True)
     for run, label in zip(result.runs, labels):
@@ -326,8 +344,12 @@ def _print(result: AuditResult, console: Console, verbose: bool = False) -> None
     from rich.text import Text
 
     layout = _layout(result, console.width)
-    console.print(build_table(result, console.width) if layout.fits
-                  else _blocks(result, console.width, layout))
+    if layout.fits:
+        console.print(build_table(result, console.width))
+        if (section := _do_first_section(result, console.width)) is not None:
+            console.print(section)
+    else:
+        console.print(_blocks(result, console.width, layout))
     console.print(Text(_headline(result), style="bold"))
     console.print(Text(_verdict(result)))
     if verbose:
@@ -434,7 +456,7 @@ def render_audit_markdown(result: AuditResult, heading_level: int = 2) -> str:
     h = "#" * heading_level
     lines = [f"{h} grpo-doctor audit: {_headline(result)}", "", _verdict(result), ""]
     if result.runs:
-        lines += ["| run | status | root cause | do first | findings (onset step) | steps "
+        lines += ["| run | status | root cause | do first | findings (onset step) | logged "
                   "| format | source |", "|---|---|---|---|---|---|---|---|"]
     for run in result.runs:
         found = []
