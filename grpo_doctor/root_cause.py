@@ -401,11 +401,12 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     fix = fix.rstrip("; ") + ")"
     text = f"{where}, with {fix}" if where else fix
     _, sep, after = root.summary.partition("; after a catastrophic update")
+    # A sign other than the root finding itself (named just before: "first sign:
+    # entropy_blowup at step 140" after "entropy_blowup at step 140" said nothing).
     sign = (f"a catastrophic update{after.split(':', 1)[0]}" if sep else
-            root.summary.split("; then")[0] if root.incident else
-            f"{root.check.mode} at step {step_text(root.step)}")
+            root.summary.split("; then")[0] if root.incident else None)
     summary = (f"the setting {top.id} {top.value_text} ({top.how_far()}), a known cause of "
-               f"{_mode_words(root.check.mode, top)}; first sign: {sign}")
+               f"{_mode_words(root.check.mode, top)}" + (f"; first sign: {sign}" if sign else ""))
     knob = next((k for k in knobs.KNOBS if k.names[:1] == top.setting.names[:1]), None)
     return _Lead(knobs.Remedy(text, knob=knob, rollback_step=root.step if where else None),
                  summary=summary, knob=_Knob(top), setup=from_start,

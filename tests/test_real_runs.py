@@ -394,3 +394,13 @@ def test_findings_of_one_report_say_the_same_reward_now():
     nows = {m.group(1) for c in d.findings
             for m in re.finditer(r"reward not improving \([^)]* -> ([^)]*)\)", c.summary)}
     assert nows == {"4"}
+
+
+def test_a_root_cause_never_names_itself_as_its_first_sign():
+    """"root cause: entropy_blowup at step 140: the setting learning_rate ...; first sign:
+    entropy_blowup at step 140" said nothing twice."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    _present(path)
+    cause = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause
+    assert cause.knob["name"] == "learning_rate"
+    assert f"{cause.mode} at step {cause.step}" not in cause.summary
