@@ -86,3 +86,25 @@ def test_a_reward_far_below_its_best_is_not_said_to_be_at_its_best():
     assert check.status.value == "ok"
     assert "at its best" not in check.summary
     assert check.summary.endswith("(best 0.9): not improving, but not going backwards either")
+
+
+WHOLE_LOG = re.compile(r"over [\d,]+ (?:logged )?(?:points|steps)|on every logged step")
+
+
+@pytest.mark.parametrize("name", list(SOURCES))
+def test_a_findings_sentence_names_its_onset(name):
+    """Issue 23 (6): "onset 40" beside "from step 135". The onset a finding shows is a step
+    its sentence names ("from step N", "at step N", within "between steps A and B"), or the
+    sentence speaks of the whole log and the onset is its first logged step."""
+    from grpo_doctor.text import step_text
+
+    d = SOURCES[name]()
+    for check in d.findings:
+        if check.onset_step is None:
+            continue
+        step = re.escape(step_text(check.onset_step))
+        named = re.search(rf"\bsteps? {step}\b", check.summary) or any(
+            _number(a) <= check.onset_step <= _number(b)
+            for a, b in re.findall(r"between steps ([\d,]+) and ([\d,]+)", check.summary))
+        whole = WHOLE_LOG.search(check.summary)
+        assert named or whole, (check.mode, check.onset_step, check.summary)
