@@ -103,19 +103,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     g_steps, g = steps[flowing], g[flowing]
     if len(g) < 8:
         # Too few norms for a level; but a norm no model trains through needs none.
-        absurd = inc.above(run, GRAD, "grad norm", p["absurd_norm"], sustained=1, far=1.0,
+        found = inc.above(run, GRAD, "grad norm", p["absurd_norm"], sustained=1, far=1.0,
                            points=(g_steps, g)) if len(g) else []
         # Nor does one update that broke the run: after it the norm is often 0 (every group
         # equal), so the norms before it may be all the log will ever have.
         threshold = f"grad norm >= {fmt(p['absurd_norm'])}"
-        if not absurd and len(g) >= 3:
-            absurd = _harmful_spikes(run, g_steps, g, p, [])
+        if not found and len(g) >= 3:
+            found = _harmful_spikes(run, g_steps, g, p, [])
             threshold = f"one norm >= {fmt(p['burst_ratio'])}x its level before followed by harm"
-        if absurd:
-            return Outcome(Status.CRITICAL, f"gradient norm exploding: {inc.describe(absurd)}",
-                           onset_step=absurd[0].step,
-                           evidence={"threshold": threshold, "bursts": len(absurd)},
-                           remedies=_remedies(run), key_metric=GRAD, incidents=tuple(absurd))
+        if found:
+            return Outcome(Status.CRITICAL, f"gradient norm exploding: {inc.describe(found)}",
+                           onset_step=found[0].step,
+                           evidence={"threshold": threshold, "bursts": len(found)},
+                           remedies=_remedies(run), key_metric=GRAD, incidents=tuple(found))
         why = f", and it was 0 on {zero} of {zero + len(g)}" if zero else ""
         raise Skip(f"needs at least 8 logged non-zero grad-norm values{why}")
     bursts = _bursts(run, g_steps, g, p)

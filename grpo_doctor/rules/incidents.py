@@ -180,8 +180,6 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
 
 
 def _smooth(v: np.ndarray) -> np.ndarray:
-    from grpo_doctor.trends import rolling_median
-
     return rolling_median(v, 3)
 
 
