@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from grpo_doctor.engine import diagnose
+from grpo_doctor.importers import load_runs
 from grpo_doctor.store import Run
 from tests.helpers import REPO, run_cli
 from tests.rules import history
@@ -318,6 +319,27 @@ def test_a_short_log_whose_reward_dipped_and_came_back_does_not_say_no_crash():
     check = diagnose(make_run(reward=reward)).check("reward_overfit")
     assert check.status.value == "ok"
     assert check.summary.startswith("no lasting reward crash; reward dipped to 0.025 at step 9")
+
+
+def test_a_reward_crash_from_a_level_with_one_odd_batch_before_it_is_a_crash():
+    # The corpus's ppo_epochs_noclip: the reward held ~0.63 (one batch at 0.89 among the five
+    # before), fell to 0.19 in one update and stayed down 35 points before it climbed back.
+    (run,) = load_runs(CORPUS / "19_ppo_epochs_noclip" / "metrics.csv")
+    check = diagnose(run).check("reward_overfit")
+    assert check.status.value == "warning" and check.onset_step == 82
+    assert "crashed from 0.644 to 0.191" in check.summary
+
+
+def test_a_series_flipping_between_two_levels_has_no_crash_from_its_high_batches():
+    # A length alternating 190/570 (two odd batches make the 3-point median 570 for a point)
+    # is no level the run fell from: the healthy Qwen2.5-VL notebook run.
+    from tests.helpers import make_run
+
+    rng = np.random.default_rng(6)
+    length = 250 + rng.normal(0, 40, 120)
+    length[40:44] = [567, 189, 572, 187]
+    check = diagnose(make_run(response_length=length)).check("length_hacking")
+    assert check.status.value == "ok", check.summary
 
 
 def test_equal_groups_with_the_task_reward_never_firing_are_critical_on_a_short_log():

@@ -146,7 +146,8 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
     for ep in falls(v, amount, within):
         if ep.recovered is None and len(v) - 1 - ep.peak < 2:
             continue  # at the very end: too soon to say it never came back
-        if held and np.ptp(v[max(0, ep.start - 4):ep.start + 1]) > amount / 2:
+        if held and not _held(v[max(0, ep.start - 4):ep.start + 1], float(smooth[ep.start]),
+                              amount / 2):
             continue  # no level to fall from: a series swinging between its extremes
         start_level, bottom = float(smooth[ep.start]), float(smooth[ep.peak])
         if ep.recovered is not None and ep.recovered - ep.start < 2 * within:
@@ -177,6 +178,15 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
             summary=text,
             severity=Status.CRITICAL if ep.recovered is None else Status.WARNING))
     return out
+
+
+def _held(v: np.ndarray, level: float, tolerance: float) -> bool:
+    """Whether the points ``v`` before a fall hold a ``level`` (the smoothed value it fell
+    from) within ``tolerance``, the one most extreme point each way set aside when there are
+    5: a level with one odd batch in it is still a level; a series flipping between its
+    extremes is not, nor is a "level" two odd batches made."""
+    rest = np.sort(v)[1:-1] if len(v) >= 5 else v
+    return float(np.ptp(rest)) <= tolerance and abs(level - float(np.median(v))) <= tolerance
 
 
 def _smooth(v: np.ndarray) -> np.ndarray:
