@@ -206,7 +206,8 @@ def main() -> None:
                     label_step = step_rule(run, spec["step_rule"])
                 if args.verbose:
                     print(f"  {e['source']} {run.name[:50]} {mode}: {check.status.value} "
-                          f"alert={check.first_alert_step} label_step={label_step}")
+                          f"alert={check.first_alert_step} label_step={label_step} "
+                          f"label_live={live.get(mode, '-')}")
                 if check.fired and label_step is not None and check.first_alert_step is not None:
                     leads[mode].append(int(label_step) - int(check.first_alert_step))
                     early[mode].append(check.first_alert_step <= int(label_step))

@@ -330,6 +330,15 @@ def test_a_reward_crash_from_a_level_with_one_odd_batch_before_it_is_a_crash():
     assert "crashed from 0.644 to 0.191" in check.summary
 
 
+def test_a_pre_clip_grad_spike_after_which_kl_left_the_normal_band_is_an_incident():
+    # The corpus's warmup_overshoot (grad_clip 1.0): one norm of 15.2 at step 97, after which
+    # KL went from ~0.4 to ~0.9 (the chapter's normal band ends at 0.5): something followed.
+    (run,) = load_runs(CORPUS / "32_warmup_overshoot")
+    check = diagnose(run).check("grad_explosion")
+    assert check.fired and check.onset_step == 97
+    assert "then KL rose from 0.434 to 0.925" in check.summary
+
+
 def test_a_series_flipping_between_two_levels_has_no_crash_from_its_high_batches():
     # A length alternating 190/570 (two odd batches make the 3-point median 570 for a point)
     # is no level the run fell from: the healthy Qwen2.5-VL notebook run.

@@ -23,12 +23,17 @@ from grpo_doctor.trends.episodes import Episode, falls, stretches_above
 REWARD = Metric.REWARD_MEAN.value
 ZSF = Metric.ZERO_STD_FRACTION.value
 GRAD = Metric.GRAD_NORM.value
+KL = Metric.KL.value
+#: The top of the chapter's "normal" KL band: a KL that leaves it, at twice its level or more,
+#: right after an incident moved the policy (kl_drift's ``drift_kl`` default).
+NORMAL_KL = 0.5
 
 
 def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
     """What followed ``step``: signs the run did not simply shrug the incident off (the
-    reward falling or freezing, most groups losing their reward variance, the gradient
-    vanishing, NaN). ``skip`` leaves out signals the caller reports itself."""
+    reward falling or freezing, most groups losing their reward variance, KL leaving the
+    normal band, the gradient vanishing, NaN). ``skip`` leaves out signals the caller
+    reports itself."""
     out: list[str] = []
     s, r = series(run, REWARD)
     before, after = r[s < step][-10:], r[s > step][:10]
@@ -46,6 +51,12 @@ def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
     if ZSF not in skip and len(z_after) >= 3 and float(np.median(z_after)) >= 0.8 and (
             not len(z_before) or float(np.median(z_before)) < 0.5):
         out.append(f"{float(np.median(z_after)):.0%} of groups then had equal rewards")
+    s, k = series(run, KL)
+    k_before, k_after = k[s < step][-10:], k[s > step][:10]
+    if KL not in skip and len(k_before) >= 3 and len(k_after) >= 3:
+        kb, ka = float(np.median(k_before)), float(np.median(k_after))
+        if kb < NORMAL_KL < ka and ka >= 2 * kb:
+            out.append(f"KL rose from {fmt(kb)} to {fmt(ka)}")
     s, g = series(run, GRAD)
     g_before, g_after = g[s < step], g[s > step][:10]
     if GRAD not in skip and len(g_after) >= 5 and np.all(g_after == 0) and np.any(g_before > 0):
@@ -105,7 +116,7 @@ def above(run: Run, metric: str, name: str, threshold: float, *, sustained: int,
     for ep in (stretches_above(v, threshold) if episodes is None else episodes):
         peak = float(v[ep.peak])
         start = int(steps[ep.start])
-        harm = aftermath(run, int(steps[ep.end])) if harm_escalates else []
+        harm = aftermath(run, int(steps[ep.end]), skip=(metric,)) if harm_escalates else []
         severe = ep.length >= sustained or peak >= far * threshold or bool(harm)
         text = (f"{name} above {fmt(threshold)} {_span(steps, ep)}, peak {_past(peak, threshold)} "
                 f"at step {step_text(int(steps[ep.peak]))}; {_back(steps, ep, fmt(threshold))}")
