@@ -362,31 +362,36 @@ def _rollback_words(run: Run, step: int) -> str:
         return ("restart from the initial model (the problem was there from the first logged "
                 "update: no checkpoint of this run is good)")
     good = _last_good_step(run, step)
-    if good is not None and good < int(before[-1]):
-        return (f"roll back to a checkpoint from step {step_text(good)} or before (the last "
-                f"logged step before the reward started to fall; the cause is dated "
-                f"{step_text(step)})")
+    if good is not None:
+        best, last = good
+        return (f"roll back to a checkpoint from step {step_text(best[0])} or before (the "
+                f"best reward of the last logged steps before step {step_text(step)}: "
+                f"{fmt(best[1])}, against {fmt(last[1])} at step {step_text(last[0])})")
     return (f"roll back to a checkpoint from before step {step_text(step)} (the last logged "
             f"step before it is {step_text(int(before[-1]))})")
 
 
-def _last_good_step(run: Run, step: int) -> int | None:
-    """The last logged step before ``step`` whose reward was still at its level: a reward
-    that had already dropped at the steps just before an onset means the damage began
-    there (the onset of a climb is dated at its knot, the reward falls with its first
-    points)."""
+#: Logged points before an onset a roll-back may reach back over.
+_ROLLBACK_REACH = 3
+
+
+def _last_good_step(run: Run, step: int
+                    ) -> tuple[tuple[int, float], tuple[int, float]] | None:
+    """The logged step, of the last ``_ROLLBACK_REACH`` before ``step``, where the reward was
+    best, with the reward there and at the last one, when it is better by a tenth of the
+    reward's range or more: an onset is dated where a signal left its line, and the damage
+    often began a point or two before (the reward already falling, the entropy already
+    climbing), so the checkpoint to go back to is the best of them, not merely the one just
+    before the onset."""
     rs, r = series(run, Metric.REWARD_MEAN.value)
     i = int(np.searchsorted(rs, step))  # the points before ``step``: r[:i]
-    if i < 8:
+    if i < _ROLLBACK_REACH + 1:
         return None
-    window = r[max(0, i - 12):i - 2]  # the level before the points judged
-    level = float(np.median(window))
-    spread = float(np.median(np.abs(window - level))) * 1.4826
-    j = i - 1
-    # Walk back over at most two logged points that already fell far below the level.
-    while j >= i - 2 and r[j] < level - max(3 * spread, 0.25 * abs(level)):
-        j -= 1
-    return int(rs[j]) if j < i - 1 else None
+    near = r[i - _ROLLBACK_REACH:i]
+    j = i - _ROLLBACK_REACH + int(np.argmax(near))
+    if j == i - 1 or r[j] - r[i - 1] < 0.1 * float(np.ptp(r)):
+        return None  # no better by more than a tenth of the reward's range: noise
+    return (int(rs[j]), float(r[j])), (int(rs[i - 1]), float(r[i - 1]))
 
 
 def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_start: bool

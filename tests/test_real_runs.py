@@ -353,13 +353,27 @@ def test_the_audit_line_keeps_the_fix_of_a_collapse_to_the_bare_answer():
 
 def test_a_crash_is_dated_where_it_left_its_level():
     """nips rho1.00: reward 0.9 (115), 0.775, 0.8, then 0.675 (130), 0.375 (135) ... 0 (150).
-    The crash was dated 120, a point still at its level, beside "roll back to step 130 or
-    before (the last logged step before the reward started to fall)"."""
+    The crash was dated 120, a point still at its level."""
     path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
     _present(path)
     d = diagnose(load_runs(REAL_RUNS / path)[0])
     assert d.check("reward_overfit").onset_step == 130
-    assert "roll back to a checkpoint from step 130 or before" in d.root_cause.first_action
+    # Not 130 either: the reward there (0.675) had already left its level (0.8 at 125).
+    assert "roll back to a checkpoint from step 125 or before" in d.root_cause.first_action
+
+
+def test_the_roll_back_is_to_the_best_reward_just_before_the_onset_not_a_point_already_hit():
+    """qwen35 rho0.70: entropy blow-up dated 155; at 150 the entropy was already 3x its 140
+    value and the reward 0.875 against 0.975 at 140. rho0.50: 1 at 25 against 0.95 at 30 is
+    noise, not a reason to go back further."""
+    path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
+    _present(path)
+    first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action
+    assert first.startswith("roll back to a checkpoint from step 140 or before")
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log"
+    first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action
+    assert first.startswith("roll back to a checkpoint from before step 35 (the last logged "
+                            "step before it is 30)")
 
 
 def test_one_update_that_zeroed_the_gradient_is_called_when_the_harm_shows():
