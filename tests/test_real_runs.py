@@ -418,3 +418,16 @@ def test_a_root_cause_never_names_itself_as_its_first_sign():
     cause = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause
     assert cause.knob["name"] == "learning_rate"
     assert f"{cause.mode} at step {cause.step}" not in cause.summary
+
+
+def test_a_dead_stretch_begins_where_its_sentence_says_and_its_fall_is_dated():
+    """nips rho1.00: the reward 0.8 (125) -> 0.675, 0.375, 0.25, 0.1 -> 0 from 150 with the
+    grad norm 0. It read "onset 145 ... since step 150 ... fell from 0.8 to 0 by step 145"
+    (0.1 there)."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0]).check("no_learning_signal")
+    assert check.onset_step == 150 and "since step 150" in check.summary
+    assert "the reward fell from 0.8 at step 125 to 0 at step 150" in check.summary
+    assert any(str(r).startswith("roll back to a checkpoint from step 125 or before")
+               for r in check.remedies)

@@ -121,7 +121,10 @@ def _cause(run: Run, steps: np.ndarray, r: np.ndarray, i: int, p: Mapping[str, f
     before = r[max(0, i - w):i]
     span = float(np.ptp(r)) or 1.0
     if len(before) and abs(float(before.max()) - float(r[i])) >= 0.5 * span:
-        found.append(f"the reward fell from {fmt(float(before.max()))} to {fmt(float(r[i]))}")
+        top = max(0, i - w) + int(np.argmax(before))
+        found.append(f"the reward fell from {fmt(float(r[top]))} at step "
+                     f"{step_text(int(steps[top]))} to {fmt(float(r[i]))} at step "
+                     f"{step_text(int(steps[i]))}")
     es, h = series(run, Metric.ENTROPY.value)
     if len(h) >= 2:
         h_before, h_near = h[es < lo], h[(es >= lo) & (es <= hi + (hi - lo))]
@@ -228,18 +231,22 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         if blown:
             at = _update_step(run, steps, i, p)
         why = (f"; after a catastrophic update at step {step_text(at)}: {', '.join(cause)}" if blown
-               else f"; after {cause[0]} by step {step_text(at)}" if cause else "")
+               else f"; after {cause[0]}" if cause else "")
         summary = f"no learning signal since step {step_text(start)}: {dead}{why}"
         beta, _ = knobs.current(run, knobs.KL_COEF)
         if not blown:
+            lo = max(0, i - int(p["cause_window"]))
+            top = lo + int(np.argmax(r[lo:i]))  # the last level the reward fell from
             remedies = (
-                knobs.rollback(at, f"roll back to a checkpoint from before step {step_text(at)}, "
-                               "before the reward fell"),
+                knobs.rollback(int(steps[top + 1]), f"roll back to a checkpoint from step "
+                               f"{step_text(int(steps[top]))} or before, where the reward was "
+                               f"still {fmt(float(r[top]))}"),
                 "find what moved first (entropy, KL, length, grad norm): the reward lags",
                 knobs.scale(run, knobs.LEARNING_RATE, 0.5),
             )
-            onset = int(steps[max(0, i - 1)]) if cause else start
-            return Outcome(status, summary, onset_step=onset, evidence=evidence,
+            # The dead stretch begins where the summary says; the fall before it is its
+            # cause, dated in the summary (and by reward_overfit when it fired).
+            return Outcome(status, summary, onset_step=start, evidence=evidence,
                            remedies=remedies, key_metric=REWARD)
         remedies = (
             knobs.rollback(at, f"restore the last checkpoint from before the update at step "
