@@ -161,12 +161,17 @@ def test_one_catastrophic_update_is_the_root_cause_of_the_length_collapse():
     assert d.plan[0].action == first and "before step 35" in first
     assert "learning_rate" in first and "length" not in first
     assert d.plan[0].rollback_step == 35 and d.plan[0].treats == "root_cause"
-    # Two independent problems: the cap hit from step 10 cannot bring about the entropy
-    # collapse at 30, which explains what follows it; the earlier one is a problem of its own.
+    # The entropy fell from 1.03 right after step 10 (0.11 at 20, below the floor from 30);
+    # the cap hit (97% truncated at 20) and the equal groups (58% at 20, 40% at 10) came
+    # with it, not before it.
     path = "trl-console/20251022_181457_run_terminal.md"
     _present(path)
     d = diagnose(load_runs(REAL_RUNS / path)[0])
-    assert (d.root_cause.mode, d.root_cause.step) == ("entropy_collapse", 30)
+    assert (d.root_cause.mode, d.root_cause.step) == ("entropy_collapse", 10)
+    assert d.findings[0].mode == "entropy_collapse"
+    assert d.check("advantage_collapse").onset_step == 20
+    assert "below the 0.02-nat floor of near-deterministic sampling from step 30" in (
+        d.check("entropy_collapse").summary)
     assert d.check("length_hacking").status.value == "critical"
     assert "length_hacking" in {m for item in d.plan for m in item.modes}
 

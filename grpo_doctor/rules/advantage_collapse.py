@@ -221,6 +221,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         if early < p["warn_fraction"] and late - early > 0.2 and len(z) >= 8:
             shift, _, _ = level_shift_onset(steps, z)
             onset = snap_to_logged(run, metric, shift)
+        elif z[0] < p["warn_fraction"]:
+            # Too few points for a change point: the first of the points at the line or
+            # above that run to the end (a first point below it is not the collapse yet).
+            below = np.nonzero(z < p["warn_fraction"])[0]
+            onset = int(steps[min(int(below[-1]) + 1, len(z) - 1)])
         else:
             onset = int(steps[0])
     else:

@@ -55,7 +55,7 @@ from grpo_doctor.rules.plot import Plot, Threshold, ladder, number
 from grpo_doctor.rules.points import aligned, head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import late_level, late_points, learning, rising, task_solved
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt
+from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import (
     decisive_short_fall,
     largest_relative_drop,
@@ -100,10 +100,15 @@ def _short_collapse(run: Run, steps: np.ndarray, h: np.ndarray, p: Mapping[str, 
                     ) -> Outcome:
     """A log too short for a trend test but with entropy falling below ``critical_ratio`` of
     its start and not recovering (see ``decisive_short_fall``)."""
+    # Dated where the fall began, the last point at the level (as the trend's knot dates it
+    # on a longer log).
     onset = int(steps[0])
-    summary = (f"entropy collapsed: fell {1 - h[-1] / h[0]:.0%} from {fmt(h[0])} to "
-               f"{fmt(h[-1])} over {len(h)} logged points without recovering, from step "
-               f"{ONSET}")
+    floor = np.nonzero(h < p["floor"])[0]
+    below = (f"; below the {fmt(p['floor'])}-nat floor of near-deterministic sampling from "
+             f"step {step_text(int(steps[floor[0]]))}" if len(floor) else "")
+    summary = (f"entropy collapsed: fell {1 - h[-1] / h[0]:.0%} from {fmt(h[0])} at step "
+               f"{step_text(int(steps[0]))} to {fmt(h[-1])} at step {step_text(int(steps[-1]))} "
+               f"without recovering, from step {ONSET}{below}")
     evidence = {"entropy": [round(float(x), 6) for x in h], "steps": [int(s) for s in steps],
                 "threshold": f"fall below {p['critical_ratio']:g} x start "
                              f"(too few points for a trend test)"}
@@ -144,6 +149,8 @@ def short_log(run: Run, p: Mapping[str, float]) -> Outcome:
     """Near-deterministic sampling is a collapse whatever the start was (a log that begins
     after the fall): a level needs a few points, not a trend. So is a decisive fall."""
     steps, h = series(run, ENTROPY)
+    if decisive_short_fall(h, p["critical_ratio"]):  # the fall is in the log: say it
+        return _short_collapse(run, steps, h, p)
     at_floor = len(h) >= 3 and float(np.median(h[-late_points(len(h), 0.1, 3):])) < p["floor"]
     if at_floor:
         return _floor_collapse(run, steps, h, p, {})
