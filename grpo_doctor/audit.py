@@ -41,6 +41,7 @@ from typing import Any
 
 from grpo_doctor.audit_result import (
     BASELINE_VERSION,
+    COPY_OF,
     SEVERITY,
     AuditedRun,
     AuditError,
@@ -68,6 +69,7 @@ from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.hints import require_metrics
 from grpo_doctor.reporters.json_report import to_json_obj
 from grpo_doctor.sources import load_runs
+from grpo_doctor.store import Run
 
 __all__ = [
     "BASELINE_VERSION", "SEVERITY", "AuditError", "AuditResult", "AuditedRun", "Baseline",
@@ -94,6 +96,45 @@ def _inside(src: Source, path: str) -> str:
         return f"{src.key}/{Path(path).relative_to(src.path).as_posix()}"
     except ValueError:
         return path
+
+
+#: The record key holding a digest of a run's logged values (dropped once copies are found).
+DIGEST = "_values_digest"
+
+
+def values_digest(run: Run) -> str:
+    """A digest of what a run logged: its steps and canonical metrics, to 6 significant
+    digits. A notebook and the CSV table exported from it (or one log copied into two
+    folders) share it; two runs that differ anywhere do not."""
+    import hashlib
+
+    frame = run.frame.reindex(sorted(run.frame.columns), axis=1)
+    h = hashlib.sha256(",".join(map(str, frame.columns)).encode())
+    h.update(frame.index.to_numpy(dtype="int64").tobytes())
+    for col in frame.columns:
+        h.update(" ".join(f"{x:.6g}" for x in frame[col].to_numpy(dtype="float64")).encode())
+    return h.hexdigest()[:20]
+
+
+def _listed_once(found: list[tuple[str, dict[str, Any]]], passed: list[PassedOver]
+                 ) -> list[tuple[str, dict[str, Any]]]:
+    """The runs of ``found`` with the same logged values read through another format (a
+    notebook and the CSV table exported from it, event files and their CSV download) listed
+    once, the first source in path order; each copy left out is said in ``passed``. Copies
+    in one format stay rows of their own, as they were given."""
+    kept: dict[str, tuple[str, str]] = {}
+    out = []
+    for key, record in sorted(found, key=lambda kr: kr[0]):
+        digest = record.pop(DIGEST, None)
+        fmt = str(record["run"].get("format"))
+        if digest is not None and digest in kept and kept[digest][1] != fmt:
+            passed.append(PassedOver(key, f"{COPY_OF}{kept[digest][0]} (read as "
+                                          f"{kept[digest][1]}): listed once"))
+            continue
+        if digest is not None:
+            kept.setdefault(digest, (key, fmt))
+        out.append((key, record))
+    return out
 
 
 def _text_doc(src: Source) -> bool:
@@ -131,7 +172,8 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
             for run in runs:
                 require_metrics(run)
             return {"runs": [{**to_json_obj(diagnose(run, cfg)),
-                              "context": run_context(run, where)} for run in runs],
+                              "context": run_context(run, where),
+                              DIGEST: values_digest(run)} for run in runs],
                     "passed_over": [[p, why] for run in runs for p, why in run.passed_over]}
     except GrpoDoctorError as exc:
         return {"error": _one_line(exc)}
@@ -270,6 +312,7 @@ def audit(
             passed.append(PassedOver(src.key, str(result["skip"])))
         found += [(src.key, record) for record in result.get("runs", [])]
         passed += [PassedOver(_inside(src, p), why) for p, why in result.get("passed_over", [])]
+    found = _listed_once(found, passed)
     if not found and shard is None and all(e.missing for e in errors):
         if errors:  # nothing to read but paths that do not exist: as a usage error
             raise InputError(errors[0].error)

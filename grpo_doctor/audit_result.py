@@ -54,6 +54,15 @@ class PassedOver:
     def to_dict(self) -> dict[str, str]:
         return {"source": self.source, "why": self.why}
 
+    @property
+    def copy(self) -> bool:
+        """A run read and left out as a copy of another (the same logged values)."""
+        return self.why.startswith(COPY_OF)
+
+
+#: How a copy left out says whose copy it is.
+COPY_OF = "the same logged values as "
+
 
 @dataclass(frozen=True)
 class AuditedRun:

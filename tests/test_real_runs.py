@@ -436,3 +436,22 @@ def test_a_dead_stretch_begins_where_its_sentence_says_and_its_fall_is_dated():
     assert "the reward fell from 0.8 at step 125 to 0 at step 150" in check.summary
     assert any(str(r).startswith("roll back to a checkpoint from step 125 or before")
                for r in check.remedies)
+
+
+def test_a_notebook_and_the_table_exported_from_it_are_one_run_in_an_audit(tmp_path):
+    """The Llama FP8 notebook and its CSV table hold the same 100 logged steps: an audit
+    listed them as two critical runs."""
+    import shutil
+
+    from grpo_doctor import audit as auditing
+
+    pair = ("notebooks/Llama_FP8_GRPO.ipynb",
+            "notebook-tables/Llama_FP8_GRPO__2025-11-25_b35307e0_c9fea5.csv")
+    for path in pair:
+        _present(path)
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REAL_RUNS / path, tmp_path / path)
+    result = auditing.audit([str(tmp_path)], jobs=1)
+    assert [r.source for r in result.runs] == [pair[1]]
+    (copy,) = result.passed_over
+    assert copy.copy and copy.source == pair[0] and pair[1] in copy.why

@@ -159,7 +159,10 @@ def test_a_folder_of_runs_side_by_side_is_not_one_run(tmp_path):
     (tmp_path / "more").mkdir()
     shutil.copy(CSV, tmp_path / "more" / "b.csv")
     result = auditing.audit([str(tmp_path)], jobs=1)
-    assert sorted(r.source for r in result.runs) == ["a.csv", "more/b.csv", "tensorboard"]
+    # The event files hold the values of the CSVs: the same run read as another format,
+    # listed once (the two CSVs, one format, stay two rows, as given).
+    assert sorted(r.source for r in result.runs) == ["a.csv", "more/b.csv"]
+    assert [(p.source, p.copy) for p in result.passed_over] == [("tensorboard", True)]
 
 
 def test_text_documents_are_audited_when_they_hold_a_training_log(tmp_path):

@@ -109,6 +109,10 @@ def _headline(result: AuditResult) -> str:
         text += f", {s['inconclusive']} inconclusive (too little to judge)"
     if s["errors"]:
         text += f"; {s['errors']} unreadable"
+    copies = sum(p.copy for p in result.passed_over)
+    if copies:
+        text += (f"; {copies} cop{'ies' if copies != 1 else 'y'} of a listed run left out "
+                 "(-v)")
     return text
 
 
