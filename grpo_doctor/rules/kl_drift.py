@@ -178,8 +178,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         onset = min(onset, incidents[0].step)
     summary = f"KL {moved} (band {band}) from step {onset_text(knot, onset)}{why}"
     if from_start:
-        summary = (f"KL already {fmt(k0)} at step {step_text(int(steps[0]))}, the first "
-                   f"logged, and not rising ({fmt(kc)} now){why}: policy and reference "
+        summary = (f"KL already {fmt(float(k[0]))} at step {step_text(int(steps[0]))}, the "
+                   f"first logged ({fmt(k0)} over the first fifth of the log), and not rising "
+                   f"({fmt(kc)} now){why}: policy and reference "
                    "differed from the start (a reference of other weights or precision), "
                    "not a drift")
     earlier = [i for i in incidents if i.step < knot]
