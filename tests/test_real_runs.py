@@ -455,3 +455,18 @@ def test_a_notebook_and_the_table_exported_from_it_are_one_run_in_an_audit(tmp_p
     assert [r.source for r in result.runs] == [pair[1]]
     (copy,) = result.passed_over
     assert copy.copy and copy.source == pair[0] and pair[1] in copy.why
+
+
+def test_what_did_not_improve_is_said_with_numbers_a_reader_can_check():
+    """Mistral: the correctness term is 0 on 238 of 250 steps; its means went 0.0067 ->
+    0.067, which "did not improve" alone seemed to deny. IITD: a reward swinging -9.7 to 10.9
+    whose medians went -1.23 -> 0.425 is up only within its noise."""
+    path = "notebook-tables/Mistral_v0.3_(7B)-GRPO__2025-05-10_c1a161c6_cb9cdd.csv"
+    _present(path)
+    summary = diagnose(load_runs(REAL_RUNS / path)[0]).check("format_gaming").summary
+    assert ("correctness_reward_func did not improve (0 on all but 12 of 250 logged steps; "
+            "mean 0.00667 over the first fifth, 0.0667 over the last)") in summary
+    path = "trainer-state/IITD_AAIPL_minesweeper_checkpoint-500_trainer_state.json"
+    _present(path)
+    summary = diagnose(load_runs(REAL_RUNS / path)[0]).check("advantage_collapse").summary
+    assert "reward up only within its noise (-1.23 -> 0.425)" in summary

@@ -63,6 +63,20 @@ def _gain(run: Run, col: str) -> tuple[float, float, TrendTest]:
     return b - a, float(np.ptp(v)) or 1e-12, mann_kendall(steps, v)
 
 
+def _level_words(run: Run, col: str) -> str:
+    """Where a term stood at the start and end of the log, as it can be checked: medians of
+    the first and last fifths, or, for a term that scores on a few steps only (medians 0),
+    how many and its means there."""
+    _, v = series(run, col)
+    a, b = head_tail(v, frac=0.2)
+    k = max(1, len(v) // 5)
+    if a == b and np.any(v != a):
+        return (f"{fmt(a)} on all but {int(np.sum(v != a))} of {len(v)} logged steps; mean "
+                f"{fmt(float(np.mean(v[:k])))} over the first fifth, "
+                f"{fmt(float(np.mean(v[-k:])))} over the last")
+    return f"{fmt(a)} -> {fmt(b)}"
+
+
 def _varies(run: Run, col: str) -> bool:
     v = series(run, col)[1]
     return bool(len(v)) and float(np.ptp(v)) > 0
@@ -158,7 +172,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                 f"{len(series(run, cor_cols[pinned[0]])[1])} logged steps: no answer was ever "
                 "judged right)")
     else:
-        task = f"while {', '.join(cor_cols)} did not improve"
+        task = "while " + ", ".join(f"{n} did not improve ({_level_words(run, c)})"
+                                    for n, c in cor_cols.items())
     # The terms that carried the gain: a format term that never moved (0, or a fixed
     # penalty, on every step) gained nothing and is not named as a source of it.
     gained = [n for n, c in fmt_cols.items() if _varies(run, c) and _gain(run, c)[0] > 0]

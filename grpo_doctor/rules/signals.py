@@ -46,7 +46,7 @@ class RewardProgress:
         words = "reward falling" if self.declining else "reward not improving"
         if not self.declining and self.start is not None and end is not None and (
                 end > self.start):
-            words = "reward not improving significantly"  # up, but within its noise
+            words = "reward up only within its noise"  # not a significant rise
         if self.start is not None and end is not None:
             words += f" ({fmt(self.start)} -> {fmt(end)})"
         return words
