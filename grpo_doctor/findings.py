@@ -102,6 +102,15 @@ class Check:
     def fired(self) -> bool:
         return self.status in (Status.WARNING, Status.CRITICAL)
 
+    @property
+    def first_alert_words(self) -> str:
+        """'first alert M', said to belong to an earlier episode when it came before the
+        onset (the onset is that of the episode the sentence describes)."""
+        step = "–" if self.first_alert_step is None else f"{self.first_alert_step:,}"
+        earlier = (self.first_alert_step is not None and self.onset_step is not None
+                   and self.first_alert_step < self.onset_step)
+        return f"first alert {step}" + (" (an earlier episode)" if earlier else "")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "mode": self.mode,

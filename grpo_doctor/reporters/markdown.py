@@ -35,7 +35,7 @@ def _finding(check: Check, said: str | None) -> list[str]:
     text = sentence(check)
     what = "the root cause, above" if text == said else escape(text)
     line = (f"- {_ICON[status].split()[0]} **{escape(check.mode)}** ({status}) · onset "
-            f"{_step(check.onset_step)} · first alert {_step(check.first_alert_step)}: {what}")
+            f"{_step(check.onset_step)} · {check.first_alert_words}: {what}")
     fired = evidence.threshold(check)
     if fired:
         line += f" · threshold: {escape(fired)}"

@@ -142,7 +142,7 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
 def _onsets(check: Check) -> str:
     """' · onset N · first alert M': the onset of the episode the sentence describes (an
     earlier episode the run came back from is an incident, with its own step)."""
-    return f" · onset {_step(check.onset_step)} · first alert {_step(check.first_alert_step)}"
+    return f" · onset {_step(check.onset_step)} · {check.first_alert_words}"
 
 
 def _finding(check: Check, verbose: bool, with_remedies: bool, said: str | None,
@@ -252,8 +252,7 @@ def _full_table(diagnosis: Diagnosis, run: Run | None, width: int) -> list[Rende
             head = Text.assemble((_safe(c.mode), "bold"), " ",
                                  (c.status.value, _STYLE.get(c.status.value, "")))
             if c.fired:
-                head.append(f" · onset {_step(c.onset_step)} · first alert "
-                            f"{_step(c.first_alert_step)}")
+                head.append(_onsets(c))
             out += [head, _indented(_safe(c.summary), 4)]
             if not c.fired:
                 out += _evidence(c, 4, _span(diagnosis))
