@@ -168,6 +168,9 @@ def test_a_stuck_reward_says_which_term_it_is():
         pytest.skip("shared real runs not present")
     first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action
     assert "formatting_reward_func 2, correctness_reward_func 0 on those steps" in first
+    # and names the task's own term first: it scored on 5 of 60 logged steps
+    assert first.startswith("check the task's reward function, correctness_reward_func, on a "
+                            "few completions") and "only 5 of 60 logged steps" in first
 
 
 def test_equal_groups_with_a_held_out_score_of_zero_are_prompts_out_of_reach():

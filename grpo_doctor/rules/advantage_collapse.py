@@ -125,6 +125,22 @@ def _stuck_reward(run: Run, share: float = 0.5) -> tuple[float, float] | None:
     return (float(values[top]), float(at)) if at >= share else None
 
 
+def _rarely_scoring(run: Run, share: float = 0.8) -> tuple[str, int, int] | None:
+    """(name, steps it scored on, logged steps) of the first correctness-like component at
+    its floor on at least ``share`` of the logged steps but not on all (a term that never
+    moved is said apart): the task's own check almost never passes."""
+    for name, col in components(run).items():
+        if component_role(run, name) != "correctness":
+            continue
+        _, v = series(run, col)
+        if len(v) < 5:
+            continue
+        scored = int(np.sum(v > v.min()))
+        if 0 < scored <= (1 - share) * len(v):
+            return name, scored, len(v)
+    return None
+
+
 def _parts_when(run: Run, value: float) -> str:
     """What each reward component paid on the steps the mean reward was exactly ``value``
     ("formatting_reward_func 2, correctness_reward_func 0"): which term the stuck value is."""
@@ -310,10 +326,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if stuck is not None:
         parts = _parts_when(run, stuck[0])
         on_those = f" ({parts} on those steps)" if parts else ""
-        remedies.insert(0, f"check the reward function on a few completions (parsing, a wrong "
-                        f"field): it gave exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged "
-                        f"steps{on_those}; then make the reward reachable: easier prompts or a "
-                        "lower curriculum level, partial credit, an SFT warm-up on the output "
+        rare = _rarely_scoring(run)
+        what = (f"the task's reward function, {rare[0]}, on a few completions (parsing, a "
+                f"wrong field): it scored on "
+                f"only {rare[1]} of {rare[2]} logged steps, so almost no answer is judged right; "
+                f"the reward was exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged "
+                f"steps{on_those}" if rare is not None else
+                f"the reward function on a few completions (parsing, a wrong field): it gave "
+                f"exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged steps{on_those}")
+        remedies.insert(0, f"check {what}; then make the reward reachable: easier prompts or "
+                        "a lower curriculum level, partial credit, an SFT warm-up on the output "
                         "format")
     if pinned:
         which = ", ".join(n for n, _, _ in pinned)
