@@ -470,3 +470,18 @@ def test_what_did_not_improve_is_said_with_numbers_a_reader_can_check():
     _present(path)
     summary = diagnose(load_runs(REAL_RUNS / path)[0]).check("advantage_collapse").summary
     assert "reward up only within its noise (-1.23 -> 0.425)" in summary
+
+
+def test_a_fall_in_stages_is_dated_at_its_plunge():
+    """nips rho0.50: the length halved 234 -> 118 by step 20, held ~110 to step 35, then
+    plunged to 4 tokens after the update at 35. The crash was "from 234 between steps 5 and
+    95", dated 15, before the update that caused it, and its remedies came before the
+    consequences'."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    length = d.check("length_hacking")
+    assert length.onset_step == 40 and "crashed from 110 to 2.65 between steps 35" in (
+        length.summary)
+    assert all(item.treats == "consequence" for item in d.plan if item.modes == (
+        "length_hacking",))

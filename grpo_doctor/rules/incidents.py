@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from grpo_doctor.findings import Incident, Status
 from grpo_doctor.lazy import numpy as np
@@ -160,6 +161,9 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
         if held and not _held(v[max(0, ep.start - 4):ep.start + 1], float(smooth[ep.start]),
                               amount / 2):
             continue  # no level to fall from: a series swinging between its extremes
+        if held:
+            ep = replace(ep, start=_plunge(v, smooth, ep, within, amount / 2,
+                                           relative=of_level is not None))
         start_level, bottom = float(smooth[ep.start]), float(smooth[ep.peak])
         if ep.recovered is not None and ep.recovered - ep.start < 2 * within:
             if brief is not None:  # back within a few points: a bad batch, not an incident
@@ -189,6 +193,27 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
             summary=text,
             severity=Status.CRITICAL if ep.recovered is None else Status.WARNING))
     return out
+
+
+def _plunge(v: np.ndarray, smooth: np.ndarray, ep: Episode, within: int, tolerance: float,
+            relative: bool) -> int:
+    """Where a fall in stages took its steepest plunge: of the points from the episode's
+    start to its bottom that hold a level, the one with the largest fall within ``within``
+    points after it (as a ratio for a series judged against its level, a length of 230 ->
+    110 tokens being less than 110 -> 4). A length that halved at step 15 and plunged to
+    4 tokens after an update at 35 crashed at 35."""
+    best, score = ep.start, -np.inf
+    for j in range(ep.start, ep.peak):
+        ahead = smooth[j + 1:min(j + 1 + within, ep.peak + 1)]
+        if not len(ahead) or (j > ep.start and not _held(v[max(0, j - 4):j + 1],
+                                                         float(smooth[j]), tolerance)):
+            continue
+        low = float(ahead.min())
+        drop = (np.log(max(smooth[j], 1e-12) / max(low, 1e-12)) if relative
+                else float(smooth[j]) - low)
+        if drop > score:
+            best, score = j, drop
+    return best
 
 
 def _held(v: np.ndarray, level: float, tolerance: float) -> bool:
