@@ -485,3 +485,14 @@ def test_a_fall_in_stages_is_dated_at_its_plunge():
         length.summary)
     assert all(item.treats == "consequence" for item in d.plan if item.modes == (
         "length_hacking",))
+
+
+def test_a_rollout_engine_that_no_longer_holds_the_trainers_policy_is_ratio_instability():
+    """nips rho1.00: the largest train/inference importance ratio of a batch fell from 1.36
+    (step 135) to 0.2 (140), 0.006 (155): every sampled token got a small share of the
+    sampler's probability from the trainer. ratio_instability passed it."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0]).check("ratio_instability")
+    assert check.fired and check.onset_step == 145
+    assert "train-inference IS ratio max < 1/5" in check.summary

@@ -25,7 +25,9 @@ False positives
 
 Remedies
     Fewer PPO epochs per batch, smaller mini-batch updates or a lower learning rate; tighter
-    clipping (clip_ratio 0.2) or GSPO / sequence-level ratios; for mismatch: truncated or masked
+    clipping (clip_ratio 0.2) or GSPO / sequence-level ratios; for mismatch (the rollout
+    engine's importance ratio above ``is_ratio_max`` or its max below 1 / ``is_ratio_max``: the
+    trainer no longer gives the sampled tokens the sampler's probabilities): truncated or masked
     importance sampling (TIS/MIS), fp32 lm_head, matching kernels between rollout and trainer;
     MoE router replay.
 """
@@ -140,8 +142,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
          f"clip fraction > {p['clip_fraction']:g}"),
         (Metric.IS_RATIO_MAX.value, lambda v: v > p["is_ratio_max"],
          f"train-inference IS ratio max > {p['is_ratio_max']:g}"),
+        # The mirror image: the largest ratio of the batch far below 1, so that the trainer
+        # gives every sampled token a small share of the probability the sampler gave it
+        # (trainer and rollout engine no longer hold the same policy).
+        (Metric.IS_RATIO_MAX.value, lambda v: v < 1 / p["is_ratio_max"],
+         f"train-inference IS ratio max < 1/{p['is_ratio_max']:g}"),
     ]
-    logged = [m for m, _, _ in checks if run.has(m)] + [
+    logged = list(dict.fromkeys(m for m, _, _ in checks if run.has(m))) + [
         m for m in (Metric.MISMATCH_KL.value,) if run.has(m)]
     if not logged:
         raise Skip("needs ratio_max/min, clip_fraction, is_ratio_max or mismatch_kl")

@@ -660,6 +660,13 @@ def ratio_is(nums, past):
                        _late(100, 1.5, nums[0] + pick(past, 0.3, -0.3), 83)})
 
 
+def ratio_is_low(nums, past):
+    # The batch's largest train/inference ratio at 1/6.5 (or 1/3.5): the trainer gives every
+    # sampled token a small share of the sampler's probability, or not.
+    return make_run(**{"train/sampling/importance_sampling_ratio/max":
+                       _late(100, 1.5, 1 / (nums[0] * pick(past, 1.3, 0.7)), 85)})
+
+
 def ratio_late_share(nums, past):
     # Out of range on one recent step more than the table's share (7 of the last 20), or one
     # fewer (5), spread so that no 10 consecutive steps are half out of range.
@@ -1249,6 +1256,8 @@ THRESHOLDS: list[Threshold] = [
       (param("clip_fraction"),)),
     T("ratio_instability", "warning", "is_ratio_max", r"IS ratio max > (\d+)", ratio_is,
       (param("is_ratio_max"),)),
+    T("ratio_instability", "warning", "is_ratio_low", r"IS ratio max > \d+ \(or < 1/(\d+)\)",
+      ratio_is_low, (param("is_ratio_max"),)),
     T("ratio_instability", "warning", "recent_share",
       r"on (\d+)%\+ of recent steps \(the last (\d+)%\)", ratio_late_share,
       (param("late_share", 0.01), None)),
