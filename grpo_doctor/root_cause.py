@@ -265,9 +265,10 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if not causes and not root.critical:
         causes = _common_cause(setup, root, checks)
     if not causes and root.critical:
-        # A setting far outside the recipe that makes single updates huge (an lr 20x the
-        # ceiling, no clipping, fp16 weights) can have brought about any critical finding.
-        causes = setup.causes({recipe.CATASTROPHIC_UPDATE}, critical=False)
+        # A setting far outside the recipe that makes single updates huge (an lr 30x the
+        # ceiling, no clipping, fp16 weights) can have brought about any critical finding;
+        # one clearly outside it, any sudden one (a crash, a blow-up: an incident).
+        causes = setup.causes({recipe.CATASTROPHIC_UPDATE}, critical=root.incident)
     if causes and not _reward_never_fired(check):
         return _knob_action(run, root, causes, from_start)
     remedies = [r for r in check.remedies if not str(r).startswith("nothing urgent")]

@@ -496,3 +496,17 @@ def test_a_rollout_engine_that_no_longer_holds_the_trainers_policy_is_ratio_inst
     check = diagnose(load_runs(REAL_RUNS / path)[0]).check("ratio_instability")
     assert check.fired and check.onset_step == 145
     assert "train-inference IS ratio max < 1/5" in check.summary
+
+
+def test_a_log_cut_in_the_middle_of_the_crash_is_not_healthy_and_names_the_lr():
+    """nips rho1.00 as a monitor saw it at step 145: reward 0.9 -> 0.375 -> 0.25 -> 0.1 over
+    the last three logs, entropy 0.05 -> 0.95. It was HEALTHY (a crash with its bottom at the
+    last point was 'too soon to say'), and at 150 the first action was dynamic sampling."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    _present(path)
+    run = load_runs(REAL_RUNS / path)[0]
+    for cut in (145, 150):
+        d = diagnose(run.truncated(cut))
+        assert d.status == "critical", cut
+        first = d.root_cause.first_action
+        assert first.startswith("roll back") and "learning_rate 9.8e-5 ->" in first, cut

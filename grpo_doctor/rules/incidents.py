@@ -156,8 +156,10 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
                  noise_units * noise)
     out = []
     for ep in falls(v, amount, within):
-        if ep.recovered is None and len(v) - 1 - ep.peak < 2:
-            continue  # at the very end: too soon to say it never came back
+        if ep.recovered is None and len(v) - 1 - ep.peak < 2 and not (
+                len(v) - 1 - ep.start >= 2
+                and np.all(v[-2:] <= float(smooth[ep.start]) - amount)):
+            continue  # one low point at the very end: a bad batch, or not yet a crash
         if held and not _held(v[max(0, ep.start - 4):ep.start + 1], float(smooth[ep.start]),
                               amount / 2):
             continue  # no level to fall from: a series swinging between its extremes
