@@ -510,3 +510,24 @@ def test_a_log_cut_in_the_middle_of_the_crash_is_not_healthy_and_names_the_lr():
         assert d.status == "critical", cut
         first = d.root_cause.first_action
         assert first.startswith("roll back") and "learning_rate 9.8e-5 ->" in first, cut
+
+
+def test_equal_groups_whose_task_term_rarely_scores_put_the_reward_first():
+    """Qwen3.5-4B Vision: correctness_reward_func scored on 5 of 60 logged steps, the reward
+    std 0 on 67% of steps; no single reward value on half the steps. The first action was
+    dynamic sampling, which would drop most of the batch."""
+    path = "notebook-tables/Qwen3_5_(4B)_Vision_GRPO__2026-03-17_ed54cb49_2770d8.csv"
+    _present(path)
+    first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action
+    assert first.startswith("check the task's reward function, correctness_reward_func")
+    assert "only 5 of 60 logged steps" in first
+
+
+def test_prompts_are_not_out_of_reach_when_the_policy_solved_them_before_it_broke():
+    """nips rho1.00: the reward was 0.8-0.95 until step 125; "the prompts are out of reach:
+    easier prompts" was its advice for the all-wrong groups after the collapse."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    said = " ".join(str(r) for r in d.check("advantage_collapse").remedies)
+    assert "out of reach" not in said and "since the policy broke" in said

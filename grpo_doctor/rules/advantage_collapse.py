@@ -58,7 +58,7 @@ from grpo_doctor.rules.signals import (
 )
 from grpo_doctor.store import Run
 from grpo_doctor.text import agree, fmt
-from grpo_doctor.trends import level_shift_onset, mann_kendall
+from grpo_doctor.trends import level_shift_onset, mann_kendall, rolling_median
 
 ZSF = Metric.ZERO_STD_FRACTION.value
 RSTD = Metric.REWARD_STD.value
@@ -93,11 +93,11 @@ def _signal(run: Run, p: Mapping[str, float]) -> tuple[str, np.ndarray, np.ndarr
     raise Skip("needs zero_std_fraction or reward_std with at least 10 logged values")
 
 
-def _out_of_reach(run: Run) -> tuple[float, str] | None:
+def _out_of_reach(run: Run) -> tuple[float, str, float] | None:
     """The late mean of a score bounded in [0, 1] (the held-out score, else a correctness
     component, else the reward) when it sits at 0.1 or below: with most groups equal, they are
-    all-wrong groups (an all-right group scores near 1): (that mean, the score's name). None
-    otherwise."""
+    all-wrong groups (an all-right group scores near 1): (that mean, the score's name, its
+    best smoothed level over the run). None otherwise."""
     held = ([("the held-out score", Metric.HELDOUT_SCORE.value)]
             if run.has(Metric.HELDOUT_SCORE.value) else [])
     cols = held + ([(name, col) for name, col in components(run).items()
@@ -108,7 +108,7 @@ def _out_of_reach(run: Run) -> tuple[float, str] | None:
             continue
         late = float(np.mean(v[-late_points(len(v)):]))
         if late <= 0.1:
-            return late, name
+            return late, name, float(np.max(rolling_median(v, 5)))
     return None
 
 
@@ -297,7 +297,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    + ("; the task's own reward never fired" if task_dead else ""))
         evidence["threshold"] = "a reward component constant over the whole run"
     stuck = _stuck_reward(run) if fired else None
+    rare = _rarely_scoring(run) if fired else None
     dynamic = "dynamic sampling: drop all-0/all-1 groups and refill the batch (DAPO)"
+    if rare is not None and stuck is None:
+        # The task's own check passes on a few steps only: the equal groups are all-wrong
+        # ones, which dynamic sampling would drop; the reward (or the task's reach) is first.
+        dynamic += "; here it would drop most of the batch, so fix the reward first"
     if stuck is not None:
         value, on = stuck
         evidence["reward_stuck_at"] = {"value": value, "share_of_steps": round(on, 3)}
@@ -319,19 +324,26 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # policy. Dynamic sampling would drop most of the batch; the prompts are the fix.
         evidence["score_late"] = round(reach[0], 4)
         remedies.remove(dynamic)
-        remedies.insert(0, f"the prompts are out of reach ({reach[1]} is {fmt(reach[0])} of 1 "
-                        "late in the run: nearly every group all wrong): easier prompts or a lower "
-                        "curriculum level, partial credit, or an SFT warm-up; dynamic sampling "
-                        "would drop most of the batch")
-    if stuck is not None:
-        parts = _parts_when(run, stuck[0])
+        if reach[2] >= 0.5:
+            # It solved these prompts before: the policy broke, the prompts did not get harder.
+            remedies.insert(0, f"nearly every group all wrong since the policy broke ({reach[1]} "
+                            f"{fmt(reach[0])} of 1 late in the run, {fmt(reach[2])} at its best): "
+                            "fix what broke it (the root cause) and go back to a checkpoint "
+                            "from before; dynamic sampling would drop most of the batch")
+        else:
+            remedies.insert(0, f"the prompts are out of reach ({reach[1]} is {fmt(reach[0])} of "
+                            "1 late in the run: nearly every group all wrong): easier prompts "
+                            "or a lower curriculum level, partial credit, or an SFT warm-up; "
+                            "dynamic sampling would drop most of the batch")
+    if stuck is not None or rare is not None:
+        parts = _parts_when(run, stuck[0]) if stuck is not None else ""
         on_those = f" ({parts} on those steps)" if parts else ""
-        rare = _rarely_scoring(run)
+        exact = (f"; the reward was exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged "
+                 f"steps{on_those}" if stuck is not None else "")
         what = (f"the task's reward function, {rare[0]}, on a few completions (parsing, a "
                 f"wrong field): it scored on "
-                f"only {rare[1]} of {rare[2]} logged steps, so almost no answer is judged right; "
-                f"the reward was exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged "
-                f"steps{on_those}" if rare is not None else
+                f"only {rare[1]} of {rare[2]} logged steps, so almost no answer is judged "
+                f"right{exact}" if rare is not None else
                 f"the reward function on a few completions (parsing, a wrong field): it gave "
                 f"exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged steps{on_those}")
         remedies.insert(0, f"check {what}; then make the reward reachable: easier prompts or "
