@@ -338,14 +338,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if stuck is not None or rare is not None:
         parts = _parts_when(run, stuck[0]) if stuck is not None else ""
         on_those = f" ({parts} on those steps)" if parts else ""
-        exact = (f"; the reward was exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged "
-                 f"steps{on_those}" if stuck is not None else "")
-        what = (f"the task's reward function, {rare[0]}, on a few completions (parsing, a "
-                f"wrong field): it scored on "
-                f"only {rare[1]} of {rare[2]} logged steps, so almost no answer is judged "
-                f"right{exact}" if rare is not None else
-                f"the reward function on a few completions (parsing, a wrong field): it gave "
-                f"exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged steps{on_those}")
+        exactly = (f"exactly {fmt(stuck[0])} on {stuck[1]:.0%} of logged steps{on_those}"
+                   if stuck is not None else "")
+        if rare is not None:
+            what = (f"the task's reward function, {rare[0]}, on a few completions (parsing, a "
+                    f"wrong field): it scored on only {rare[1]} of {rare[2]} logged steps, so "
+                    f"almost no answer is judged right"
+                    + (f"; the reward was {exactly}" if exactly else ""))
+        else:
+            what = (f"the reward function on a few completions (parsing, a wrong field): it "
+                    f"gave {exactly}")
         remedies.insert(0, f"check {what}; then make the reward reachable: easier prompts or "
                         "a lower curriculum level, partial credit, an SFT warm-up on the output "
                         "format")
