@@ -531,3 +531,13 @@ def test_prompts_are_not_out_of_reach_when_the_policy_solved_them_before_it_brok
     d = diagnose(load_runs(REAL_RUNS / path)[0])
     said = " ".join(str(r) for r in d.check("advantage_collapse").remedies)
     assert "out of reach" not in said and "since the policy broke" in said
+
+
+def test_a_format_gain_larger_than_the_total_is_all_of_it_with_the_medians_named():
+    """DeepSeek-R1-0528: '105% of the reward gain (6.19)' could not be checked (by fifths'
+    means the total rose ~3.9) and read oddly over 100%."""
+    path = "notebook-tables/DeepSeek_R1_0528_Qwen3_(8B)_GRPO__2025-06-05_fc0ecd2c_839abc.csv"
+    _present(path)
+    summary = diagnose(load_runs(REAL_RUNS / path)[0]).check("format_gaming").summary
+    assert summary.startswith("format gaming: all of the reward gain (+6.19, the median of the "
+                              "last fifth of the log against the first)")

@@ -177,7 +177,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # The terms that carried the gain: a format term that never moved (0, or a fixed
     # penalty, on every step) gained nothing and is not named as a source of it.
     gained = [n for n, c in fmt_cols.items() if _varies(run, c) and _gain(run, c)[0] > 0]
-    summary = (f"format gaming: {share:.0%} of the reward gain ({fmt(total_gain)}) comes from "
+    # Over 100%: the format terms gained more than the total (another term fell).
+    part = "all" if share >= 0.995 else f"{share:.0%}"
+    summary = (f"format gaming: {part} of the reward gain (+{fmt(total_gain)}, the median of the "
+               f"last fifth of the log against the first) comes from "
                f"{', '.join(gained or fmt_cols)} {task}"
                + (" and the held-out score fell" if heldout_down else "")
                + f", from step {ONSET}")
