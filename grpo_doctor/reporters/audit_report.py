@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -116,12 +117,28 @@ def _headline(result: AuditResult) -> str:
     return text
 
 
+def _packed(text: str, width: int) -> str:
+    """``text`` in lines of ``width``, broken after its commas and semicolons only, so that
+    no clause ("6 inconclusive (too little to judge)") is cut in two; a clause longer than
+    the width wraps as the terminal wraps it."""
+    parts = re.split(r"(?<=[,;]) ", text)
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 1 + len(part) <= width:
+            lines[-1] += " " + part
+        else:
+            lines.append(part)
+    return "\n".join(lines)
+
+
 def _verdict(result: AuditResult) -> str:
     s = result.summary()
-    text = f"{s['failing']} failing finding{'s' * (s['failing'] != 1)} (fail-on {result.fail_on}"
+    n = s["failing"]
+    text = (f"{n} failing finding{'s' * (n != 1)} (at or above --fail-on {result.fail_on}"
+            if result.fail_on != "never" else f"{n} failing findings (--fail-on never")
     if result.baseline is not None:
         text += f"; against the baseline: {s['new']} new, {s['worsened']} worsened"
-    return text + ")"
+    return text + ("): the audit fails, exit 1" if n else "): the audit passes")
 
 
 # --- JSON --------------------------------------------------------------------------------
@@ -354,7 +371,7 @@ def _print(result: AuditResult, console: Console, verbose: bool = False) -> None
             console.print(section)
     else:
         console.print(_blocks(result, console.width, layout))
-    console.print(Text(_headline(result), style="bold"))
+    console.print(Text(_packed(_headline(result), console.width), style="bold"))
     console.print(Text(_verdict(result)))
     if verbose:
         _print_plans(result, console)
