@@ -195,6 +195,8 @@ def test_markdown(result):
     assert f"**Do this first**: {cause['first_action']}" in details
     assert "What to change, first things first:" in details
     assert all(f"\n{k}. " in details for k in range(1, len(kl.record["plan"]) + 1))
+    assert details.count(cause["first_action"]) == 1  # plan item 1 points to it
+    assert "\n1. do this first, above (" in details
     assert "&lt;/testcase>&lt;x>" in md and "</testcase>" not in md
     assert "\\[red\\]x\\[/red\\]" in md
 
@@ -604,5 +606,10 @@ def test_a_warning_below_fail_on_still_says_what_broke_first():
     result = auditing.AuditResult((run,), ())
     md = report.render_audit_markdown(result)
     assert "| w | ⚠️ warning | no_progress@1 | check the reward |" in md
+    # and its details are folded below the table, the first action said once
+    details = md.split("### Runs with warnings (below --fail-on)", 1)[1]
+    assert "**Do this first**: check the reward (it never paid a right answer)" in details
+    assert "1. check the reward (no_progress)" in details
+    assert "- **no_progress@1** (warning): not learning" in details
     assert "→ root no_progress@1 · do first: check the reward" in report.render_audit_text(
         result)

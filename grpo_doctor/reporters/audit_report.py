@@ -96,10 +96,13 @@ def _plan(run: AuditedRun) -> list[dict[str, Any]]:
         plan, list) else []
 
 
-def _plan_item(item: dict[str, Any]) -> str:
+def _plan_item(item: dict[str, Any], said: bool = False) -> str:
+    """A plan item with the findings it answers; ``said``: the action is the "do this first"
+    just above it, named rather than repeated."""
     modes = ", ".join(str(m) for m in item.get("for") or ())
     why = {"consequence": "; follows from the root cause"}.get(str(item.get("treats")), "")
-    return f"{item['action']}" + (f" ({modes}{why})" if modes else "")
+    action = "do this first, above" if said else f"{item['action']}"
+    return action + (f" ({modes}{why})" if modes else "")
 
 
 def _headline(result: AuditResult) -> str:
@@ -496,19 +499,24 @@ def render_audit_markdown(result: AuditResult, heading_level: int = 2) -> str:
         lines += ["", f"{h}# Unreadable sources", "", "| source | error |", "|---|---|"]
         lines += [f"| {escape(e.source)} | {escape(e.error)} |" for e in result.errors]
     failing = [run for run in result.runs if run.failing]
-    if failing:
-        lines += ["", f"{h}# Failing runs"]
-    for run in failing[:MARKDOWN_DETAILS]:
-        lines += ["", *_run_details(run)]
-    if len(failing) > MARKDOWN_DETAILS:
-        lines += ["", f"... and {len(failing) - MARKDOWN_DETAILS} more failing runs "
-                  "(see the JSON or JUnit report)."]
+    # Runs with findings below --fail-on pass the audit, but a reviewer still needs what
+    # broke first and what to do (a run that never learned its task is a warning).
+    below = [run for run in result.runs if not run.failing and run.status == "warning"]
+    for title, runs in (("Failing runs", failing), ("Runs with warnings (below --fail-on)",
+                                                      below)):
+        if runs:
+            lines += ["", f"{h}# {title}"]
+        for run in runs[:MARKDOWN_DETAILS]:
+            lines += ["", *_run_details(run)]
+        if len(runs) > MARKDOWN_DETAILS:
+            lines += ["", f"... and {len(runs) - MARKDOWN_DETAILS} more (see the JSON or JUnit "
+                      "report)."]
     return "\n".join(lines) + "\n"
 
 
 def _run_details(run: AuditedRun) -> list[str]:
-    """A failing run, folded: root cause, the plan in the order to act, the failing findings
-    in the order they began."""
+    """A run, folded: root cause, the plan in the order to act, its failing findings (or, for
+    a run below --fail-on, its findings) in the order they began."""
     cause = _root_cause(run)
     head = f"{escape(run.label)}: {run.status}" + (
         f", root cause {escape(_cause(cause))}" if cause else "")
@@ -519,11 +527,15 @@ def _run_details(run: AuditedRun) -> list[str]:
     plan = _plan(run)
     if plan:
         lines += ["What to change, first things first:", ""]
-        lines += [f"{k}. {escape(_plan_item(item))}" for k, item in enumerate(plan, 1)]
+        first = cause.get("first_action") if cause is not None else None
+        lines += [f"{k}. {escape(_plan_item(item, said=item['action'] == first))}"
+                  for k, item in enumerate(plan, 1)]
         lines.append("")
-    lines += ["Failing findings, in the order they began:", ""]
+    lines += [("Failing findings" if run.failing else "Findings") + ", in the order they began:",
+              ""]
     for check in _in_onset_order(run):
-        if check["mode"] not in run.failing:
+        if check["mode"] not in run.failing and (run.failing or check["status"] not in (
+                "warning", "critical")):
             continue
         tag = _tag(run, check["mode"])
         lines.append(f"- **{escape(check['mode'])}{escape(_onset(check))}** "
