@@ -485,6 +485,21 @@ def _numerical_setup(run: Run, setup: recipe.Setup, check: Check) -> _Lead:
         summary = (f"a numerical setup problem: {dtype.id} {dtype.value_text} "
                    f"({check.summary}){moved}")
         return _Lead(knobs.Remedy(text), summary=summary, knob=_Knob(dtype), setup=True)
+    bad = {m for m, v in run.nan_steps.items() if len(v)}
+    model = {Metric.LOSS.value, Metric.GRAD_NORM.value, Metric.KL.value,
+             Metric.ENTROPY.value, Metric.LOG_PROB_MEAN.value}
+    if bad and bad <= {Metric.REWARD_MEAN.value, Metric.REWARD_STD.value} | {
+            m for m in bad if m.startswith("reward_component/")} and not bad & model:
+        # Only the reward is NaN; loss, KL and grad norm are finite: the model is fine, the
+        # reward function returns NaN (a division by zero, an empty parse, a NaN score).
+        finite = [m for m in (Metric.LOSS.value, Metric.KL.value, Metric.GRAD_NORM.value)
+                  if run.has(m)]
+        while_ = f" while {' and '.join(finite)} stay finite" if finite else ""
+        text = ("check the reward function on a few completions: it returns NaN (a division "
+                f"by zero, an empty or failed parse, a NaN score from a verifier){while_}; "
+                "guard it (return 0 on a failed parse) and restart")
+        return _Lead(knobs.Remedy(text), summary=f"a setup problem, the reward function: "
+                     f"{check.summary}", setup=True)
     text = ("a numerical setup problem from the first update, not an instability (clipping "
             "cannot fix a NaN): check the model and optimizer dtype (fp16 weights without an "
             "fp32 master copy or loss scaling overflow: train in bf16), the loss scaler, the "

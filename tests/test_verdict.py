@@ -431,3 +431,16 @@ def test_a_blowup_begins_where_the_climb_to_its_peak_left_the_line_not_at_an_ear
                    "nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json")
     assert diagnose(run, with_first_alert=False).check("entropy_blowup").onset_step == 155
     assert diagnose(run).check("entropy_blowup").first_alert_step == 85
+
+
+def test_a_reward_that_turns_nan_while_the_loss_and_kl_stay_finite_is_the_reward_function(
+        tmp_path):
+    """Only the reward is NaN (from step 2): the model is fine; the dtype checklist was the
+    first action."""
+    rows = ["step,reward,kl,loss", "1,0.5,0.001,0.1"]
+    rows += [f"{s},nan,{0.001 * s},0.1" for s in range(2, 21)]
+    (tmp_path / "run.csv").write_text("\n".join(rows) + "\n")
+    d = diagnose(load_runs(tmp_path / "run.csv")[0])
+    assert d.root_cause.mode == "numerical_failure"
+    assert d.root_cause.first_action.startswith("check the reward function on a few "
+                                                "completions: it returns NaN")

@@ -77,7 +77,15 @@ def detect_format(path: Path) -> Importer:
             f"formats: {', '.join(format_names())})"
         )
     scored.sort(key=lambda t: (t[0], t[1]))
-    return scored[0][2]
+    best = scored[0][2]
+    if best.name == "csv" and path.suffix.lower() == ".json" and head.lstrip()[:1] in (b"[",
+                                                                                      b"{"):
+        # A .json file no JSON reader took (cut short, or not a log): a CSV reader would
+        # only misname it ("a header but no rows").
+        raise FormatError(f"{path}: not a JSON training log grpo-doctor can read (not valid "
+                          "JSON, or JSON with no logged steps: a trainer_state.json, a "
+                          "log_history list or JSON lines are)")
+    return best
 
 
 #: Files of a folder tried as logs when the folder itself is not one.
