@@ -543,3 +543,13 @@ def test_a_format_gain_larger_than_the_total_is_all_of_it_with_the_medians_named
     summary = diagnose(load_runs(REAL_RUNS / path)[0]).check("format_gaming").summary
     assert summary.startswith("format gaming: all of the reward gain (+6.19, the median of the "
                               "last fifth of the log against the first)")
+
+
+def test_a_blow_up_still_climbing_at_the_end_of_the_log_is_not_since_down():
+    """qwen35 as a monitor saw it at step 160: entropy 0.17, 0.32, 0.51, 0.9, 1.71 over the
+    last five logs; the finding said "entropy since down to a median 0.419 nats"."""
+    path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
+    _present(path)
+    run = load_runs(REAL_RUNS / path)[0].truncated(160)
+    summary = diagnose(run).check("entropy_blowup").summary
+    assert "to 1.71" in summary and "since down" not in summary

@@ -118,8 +118,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     evidence["threshold"] = (f"sustained entropy >= {1 + p['rise']:g} x its baseline and "
                              f"+{p['min_rise']:g} nats, significant climb")
     why = f", with {', '.join(corroboration)}" if corroboration else ""
+    # "Since down" only when the last point is down too: a median over the last points lags
+    # a climb still going on at the end of the log.
     after = (f"; entropy since down to a median {fmt(late)} nats over the last {late_n} logged "
-             "points" if late < 0.8 * peak else "")
+             "points" if late < 0.8 * peak and h[-1] < 0.8 * peak else "")
     summary = (f"entropy blow-up: entropy {change(base, peak)}, from {fmt(base)} to {fmt(peak)}, "
                f"from step {ONSET}{why}{after}")
     remedies = (
