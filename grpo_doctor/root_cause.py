@@ -42,7 +42,7 @@ from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.points import series
 from grpo_doctor.rules.signals import reward_progress
-from grpo_doctor.store import Run
+from grpo_doctor.store import SAVED_CHECKPOINTS, Run
 from grpo_doctor.text import fmt, knob_value, step_text
 from grpo_doctor.trends import rolling_median
 
@@ -363,6 +363,17 @@ def _rollback_words(run: Run, step: int) -> str:
         return ("restart from the initial model (the problem was there from the first logged "
                 "update: no checkpoint of this run is good)")
     good = _last_good_step(run, step)
+    saved = _saved_checkpoints(run)
+    if saved:
+        # The log says which checkpoints exist: name one, or say there is none to go back to.
+        last_ok = good[0][0] if good is not None else int(before[-1])
+        usable = [c for c in saved if c <= last_ok]
+        if usable:
+            return (f"roll back to checkpoint-{usable[-1]} (the last the log saved at or before "
+                    f"step {step_text(last_ok)}; the cause is dated {step_text(step)})")
+        return (f"restart from the initial model (the log saved no checkpoint before step "
+                f"{step_text(step)}: {', '.join(f'checkpoint-{c}' for c in saved[:3])} "
+                f"{'come' if len(saved) > 1 else 'comes'} after it)")
     if good is not None:
         best, last = good
         return (f"roll back to a checkpoint from step {step_text(best[0])} or before (the "
@@ -370,6 +381,14 @@ def _rollback_words(run: Run, step: int) -> str:
                 f"{fmt(best[1])}, against {fmt(last[1])} at step {step_text(last[0])})")
     return (f"roll back to a checkpoint from before step {step_text(step)} (the last logged "
             f"step before it is {step_text(int(before[-1]))})")
+
+
+def _saved_checkpoints(run: Run) -> list[int]:
+    """The steps of the checkpoints the log says it saved (``checkpoint-N``), in order."""
+    saved = run.config.get(SAVED_CHECKPOINTS)
+    if not isinstance(saved, list):
+        return []
+    return sorted({int(c) for c in saved if isinstance(c, int | float)})
 
 
 #: Logged points before an onset a roll-back may reach back over.

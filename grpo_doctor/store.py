@@ -32,6 +32,11 @@ MAX_SPARSE_CELLS = 1 << 25
 SPARSE_RATIO = 64
 
 
+#: The config key a log's saved checkpoints (the steps of its ``checkpoint-N``) are kept under:
+#: what a roll-back can go back to.
+SAVED_CHECKPOINTS = "saved_checkpoints"
+
+
 @dataclass
 class Run:
     """One training run's metrics, keyed by step.

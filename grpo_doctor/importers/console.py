@@ -44,7 +44,7 @@ from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import TextPosition, read_lines, rows_from_records
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns
-from grpo_doctor.store import Run, build_run
+from grpo_doctor.store import SAVED_CHECKPOINTS, Run, build_run
 from grpo_doctor.text import agree, plural
 
 _TEXT_SUFFIXES = {".log", ".txt", ".md", ".out", ".err", ".stdout", ".stderr"}
@@ -761,6 +761,9 @@ def _overrides(line: str) -> dict[str, Any]:
     return found
 
 
+_SAVED = re.compile(r"[Ss]aving (?:model )?checkpoint to \S*?checkpoint-(\d+)")
+
+
 def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
     config: dict[str, Any] = {}
     for seg in segments:
@@ -779,6 +782,11 @@ def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
         total = _TOTAL_STEPS.search(text) if "steps:" in text else None
         if total:
             config.setdefault("total_training_steps", int(total.group(1)))
+        if "checkpoint-" in text and "aving" in text:
+            # Transformers' "Saving model checkpoint to .../checkpoint-100": what a roll-back
+            # can go back to.
+            saved = config.setdefault(SAVED_CHECKPOINTS, [])
+            saved += [int(n) for n in _SAVED.findall(text) if int(n) not in saved]
     return config
 
 

@@ -169,3 +169,13 @@ def test_issue_snippets_keep_nan_evidence(path, step, metric):
         pytest.skip(f"{path} not present")
     (run,) = load_runs(REAL_RUNS / path)
     assert step in run.nan_steps[metric]
+
+
+def test_a_console_log_keeps_the_checkpoints_it_saved():
+    """'Saving model checkpoint to .../checkpoint-100': what a roll-back can go back to."""
+    from grpo_doctor.store import SAVED_CHECKPOINTS
+
+    path = REAL_RUNS / "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log"
+    if not path.exists():
+        pytest.skip("shared real runs not present")
+    assert load_runs(path)[0].config[SAVED_CHECKPOINTS] == [100, 200]
