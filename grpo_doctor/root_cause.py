@@ -369,9 +369,9 @@ def _rollback_words(run: Run, step: int) -> str:
         last_ok = good[0][0] if good is not None else int(before[-1])
         usable = [c for c in saved if c <= last_ok]
         if usable:
-            return (f"roll back to checkpoint-{usable[-1]} (the last the log saved at or before "
-                    f"step {step_text(last_ok)}; the cause is dated {step_text(step)})")
-        return (f"restart from the initial model (the log saved no checkpoint before step "
+            return (f"roll back to checkpoint-{usable[-1]} (the last saved checkpoint at or "
+                    f"before step {step_text(last_ok)}; the cause is dated {step_text(step)})")
+        return (f"restart from the initial model (no saved checkpoint from before step "
                 f"{step_text(step)}: {', '.join(f'checkpoint-{c}' for c in saved[:3])} "
                 f"{'come' if len(saved) > 1 else 'comes'} after it)")
     if good is not None:
@@ -384,7 +384,8 @@ def _rollback_words(run: Run, step: int) -> str:
 
 
 def _saved_checkpoints(run: Run) -> list[int]:
-    """The steps of the checkpoints the log says it saved (``checkpoint-N``), in order."""
+    """The steps of the checkpoints the log says it saved, or the output folder holds
+    (``checkpoint-N``), in order."""
     saved = run.config.get(SAVED_CHECKPOINTS)
     if not isinstance(saved, list):
         return []

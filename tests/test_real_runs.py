@@ -368,7 +368,7 @@ def test_a_crash_is_dated_where_it_left_its_level():
     # Not 130 either: the reward there (0.675) had already left its level (0.8 at 125).
     # The log saved checkpoint-100 and checkpoint-200: the one at or before 125 is named.
     assert d.root_cause.first_action.startswith(
-        "roll back to checkpoint-100 (the last the log saved at or before step 125")
+        "roll back to checkpoint-100 (the last saved checkpoint at or before step 125")
 
 
 def test_the_roll_back_is_to_the_best_reward_just_before_the_onset_not_a_point_already_hit():
@@ -383,8 +383,8 @@ def test_the_roll_back_is_to_the_best_reward_just_before_the_onset_not_a_point_a
     # back to (a roll-back names a checkpoint that exists).
     path = "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log"
     first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action
-    assert first.startswith("restart from the initial model (the log saved no checkpoint "
-                            "before step 35: checkpoint-100, checkpoint-200 come after it)")
+    assert first.startswith("restart from the initial model (no saved checkpoint from before "
+                            "step 35: checkpoint-100, checkpoint-200 come after it)")
 
 
 def test_one_update_that_zeroed_the_gradient_is_called_when_the_harm_shows():

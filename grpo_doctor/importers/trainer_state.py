@@ -17,7 +17,7 @@ from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers._common import looks_like_text, read_json
 from grpo_doctor.importers._records import log_history_records, records_frame
 from grpo_doctor.importers.base import Importer, LoadOptions
-from grpo_doctor.store import Run, build_run
+from grpo_doctor.store import SAVED_CHECKPOINTS, Run, build_run
 from grpo_doctor.text import plural
 
 STATE_FILE = "trainer_state.json"
@@ -40,6 +40,19 @@ def _latest_checkpoint(folder: Path) -> tuple[Path, int] | None:
     if not found:
         return None
     return max(found)[1], len(found)
+
+
+def saved_checkpoints(state_path: Path) -> list[int]:
+    """The steps of the ``checkpoint-N`` folders (with a trainer state) beside the one
+    ``state_path`` is in, or under the output folder holding it: what a roll-back can reach."""
+    folder = state_path.parent
+    root = folder.parent if _CHECKPOINT.fullmatch(folder.name) else folder
+    try:
+        children = list(root.iterdir())
+    except OSError:
+        return []
+    return sorted(int(m.group(1)) for child in children
+                  if (m := _CHECKPOINT.fullmatch(child.name)) and (child / STATE_FILE).is_file())
 
 
 def _state_file(path: Path) -> tuple[Path | None, list[str]]:
@@ -129,6 +142,11 @@ def _progress(state: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in _scalars(state).items() if k in _PROGRESS}
 
 
+def _with_checkpoints(config: dict[str, Any], state_path: Path) -> dict[str, Any]:
+    saved = saved_checkpoints(state_path)
+    return {**config, SAVED_CHECKPOINTS: saved} if saved else config
+
+
 def _load(path: Path, options: LoadOptions) -> list[Run]:
     state_path, notes = _state_file(path)
     if state_path is None:
@@ -144,8 +162,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         build_run(
             frame, name=_run_name(state_path), source=str(state_path), format="trainer-state",
             step_column=options.step_column or "step", column_map=options.column_map,
-            explicit_nan=explicit, config=_config(state), notes=notes,
-            summary={**_progress(state), **summary},
+            explicit_nan=explicit, config=_with_checkpoints(_config(state), state_path),
+            notes=notes, summary={**_progress(state), **summary},
         )
     ]
 

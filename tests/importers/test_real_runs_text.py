@@ -179,3 +179,19 @@ def test_a_console_log_keeps_the_checkpoints_it_saved():
     if not path.exists():
         pytest.skip("shared real runs not present")
     assert load_runs(path)[0].config[SAVED_CHECKPOINTS] == [100, 200]
+
+
+def test_a_trainer_output_folder_keeps_its_checkpoints(tmp_path):
+    """checkpoint-N folders beside the one read are what a roll-back can reach."""
+    import shutil
+
+    from grpo_doctor.store import SAVED_CHECKPOINTS
+    from tests.helpers import CORPUS
+
+    state = CORPUS / "26_too_easy_exact_only" / "checkpoint-200" / "trainer_state.json"
+    for n in (50, 200):
+        (tmp_path / f"checkpoint-{n}").mkdir()
+        shutil.copy(state, tmp_path / f"checkpoint-{n}" / "trainer_state.json")
+    (tmp_path / "checkpoint-x").mkdir()  # not a checkpoint
+    assert load_runs(tmp_path)[0].config[SAVED_CHECKPOINTS] == [50, 200]
+    assert load_runs(tmp_path / "checkpoint-50")[0].config[SAVED_CHECKPOINTS] == [50, 200]
