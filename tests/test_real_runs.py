@@ -557,3 +557,12 @@ def test_a_blow_up_still_climbing_at_the_end_of_the_log_is_not_since_down():
     run = load_runs(REAL_RUNS / path)[0].truncated(160)
     summary = diagnose(run).check("entropy_blowup").summary
     assert "to 1.71" in summary and "since down" not in summary
+
+
+def test_a_length_finding_says_what_the_reward_did_with_its_numbers():
+    """qwen35: 'reward not improving' beside a truncation the reward rose 0.2 -> 0.975 under
+    before it crashed; with the numbers the words can be checked."""
+    path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
+    _present(path)
+    summary = diagnose(load_runs(REAL_RUNS / path)[0]).check("length_hacking").summary
+    assert "reward falling (0.713 -> 0.00625)" in summary

@@ -247,7 +247,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                             if k in ("shape", "share", "onset", "metric")} for s in shapes],
                 "threshold": "; ".join(_threshold(s, p) for s in shapes),
                 "reward_improving": progress.improving if progress.logged else None}
-    why = ", reward not improving" if stalled else ""
+    why = f", {progress.stalled_words()}" if stalled else ""
     earliest = min(onset, collapses[0].step) if collapses else onset  # an earlier collapse
     summary = (f"length hacking: {'; '.join(s['shape'] for s in shapes)}, from step "
                f"{onset_text(onset, earliest)}{why}")
