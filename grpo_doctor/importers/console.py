@@ -786,7 +786,9 @@ def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
             # Transformers' "Saving model checkpoint to .../checkpoint-100": what a roll-back
             # can go back to.
             saved = config.setdefault(SAVED_CHECKPOINTS, [])
-            saved += [int(n) for n in _SAVED.findall(text) if int(n) not in saved]
+            for n in map(int, _SAVED.findall(text)):
+                if n not in saved:
+                    saved.append(n)
     return config
 
 

@@ -26,20 +26,20 @@ _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
 _LOG_KEYS = (b'"loss"', b'"learning_rate"', b'"epoch"', b'"grad_norm"', b'"reward"')
 
 
+def _checkpoints_in(root: Path) -> list[tuple[int, Path]]:
+    """The trainer states of the ``checkpoint-N`` folders directly under ``root``, by N."""
+    try:
+        children = list(root.iterdir())
+    except OSError:
+        return []
+    return sorted((int(m.group(1)), child / STATE_FILE) for child in children
+                  if (m := _CHECKPOINT.fullmatch(child.name)) and (child / STATE_FILE).is_file())
+
+
 def _latest_checkpoint(folder: Path) -> tuple[Path, int] | None:
     """The trainer_state.json of the highest ``checkpoint-N`` under ``folder``, and how many."""
-    try:
-        children = list(folder.iterdir())
-    except OSError:
-        return None
-    found = []
-    for child in children:
-        m = _CHECKPOINT.fullmatch(child.name)
-        if m and (child / STATE_FILE).is_file():
-            found.append((int(m.group(1)), child / STATE_FILE))
-    if not found:
-        return None
-    return max(found)[1], len(found)
+    found = _checkpoints_in(folder)
+    return (found[-1][1], len(found)) if found else None
 
 
 def saved_checkpoints(state_path: Path) -> list[int]:
@@ -47,12 +47,7 @@ def saved_checkpoints(state_path: Path) -> list[int]:
     ``state_path`` is in, or under the output folder holding it: what a roll-back can reach."""
     folder = state_path.parent
     root = folder.parent if _CHECKPOINT.fullmatch(folder.name) else folder
-    try:
-        children = list(root.iterdir())
-    except OSError:
-        return []
-    return sorted(int(m.group(1)) for child in children
-                  if (m := _CHECKPOINT.fullmatch(child.name)) and (child / STATE_FILE).is_file())
+    return [n for n, _ in _checkpoints_in(root)]
 
 
 def _state_file(path: Path) -> tuple[Path | None, list[str]]:

@@ -534,8 +534,9 @@ def _run_details(run: AuditedRun) -> list[str]:
     lines += [("Failing findings" if run.failing else "Findings") + ", in the order they began:",
               ""]
     for check in _in_onset_order(run):
-        if check["mode"] not in run.failing and (run.failing or check["status"] not in (
-                "warning", "critical")):
+        shown = (check["mode"] in run.failing if run.failing
+                 else check["status"] in ("warning", "critical"))
+        if not shown:
             continue
         tag = _tag(run, check["mode"])
         lines.append(f"- **{escape(check['mode'])}{escape(_onset(check))}** "
