@@ -166,6 +166,9 @@ def main() -> None:
     # first alert of any finding against it. This is the chapter's promise: likelihood and
     # entropy lead, reward and accuracy lag.
     collapse_leads: list[int] = []
+    # Whether the labeling rule itself, replayed live, calls at or before its own labeled step:
+    # what a monitor that sees no future can reach on "alert <= label" at best.
+    ceiling: list[bool] = []
     collapses = 0
     for e in load_labels(args.corpus, args.real):
         if e["healthy"] is None and not e["modes"]:
@@ -215,6 +218,7 @@ def main() -> None:
                     live_step = live.get(mode, label_step if e["source"] == "real" else None)
                     if live_step is not None:
                         early_live[mode].append(check.first_alert_step <= int(live_step))
+                        ceiling.append(int(live_step) <= int(label_step))
 
     modes = sorted(set(hits) | set(false_crit) | set(false_warn))
     print(f"{'mode':26s} {'recall':>12s} {'false crit':>10s} {'false warn':>10s} "
@@ -240,7 +244,8 @@ def main() -> None:
     all_early = [x for v in early.values() for x in v]
     if all_early:
         print(f"kind-matched first alert at or before the labeled step: {sum(all_early)}/"
-              f"{len(all_early)} ({sum(all_early) / len(all_early):.0%})")
+              f"{len(all_early)} ({sum(all_early) / len(all_early):.0%}); the labeling rule "
+              f"itself, replayed live, is there on {sum(ceiling)}/{len(ceiling)}")
     all_live = [x for v in early_live.values() for x in v]
     if all_live:
         print(f"kind-matched first alert at or before the labeling rule's own live call: "

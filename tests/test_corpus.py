@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from grpo_doctor.engine import diagnose
+from grpo_doctor.importers import load_run
 from tests.helpers import CORPUS, corpus_diagnosis
 
 LABELS = json.loads((CORPUS / "labels.json").read_text()) if CORPUS.is_dir() else []
@@ -59,3 +61,18 @@ def test_one_update_that_crashed_a_noisy_reward_is_a_gradient_incident(diagnoses
     check = diagnoses["19_ppo_epochs_noclip/metrics.csv"].check("grad_explosion")
     assert check.status.value == "critical" and check.onset_step == 81
     assert "one update at step 81" in check.summary and "then the reward fell" in check.summary
+    # KL 5.18 in the same step (the chapter's dangerous band, 14x its level) makes it an alert
+    # the moment the step is logged, before the reward can show the harm.
+    assert "with KL 5.18 at the same step" in check.summary and check.first_alert_step == 81
+
+
+def test_a_spike_logged_with_dangerous_kl_is_a_warning_until_harm_shows(diagnoses):
+    """The same run cut at step 81: the spike is the last point; only the KL beside it says it
+    is no noisy batch. The band's floor is kl_drift's adapt_kl (the chapter's 5)."""
+    from grpo_doctor.rules import incidents, rule_named
+
+    assert rule_named("kl_drift").defaults()["adapt_kl"] == incidents.DANGEROUS_KL
+    run = load_run(CORPUS / "19_ppo_epochs_noclip/metrics.csv").truncated(81)
+    check = diagnose(run, with_first_alert=False).check("grad_explosion")
+    assert check.status.value == "warning" and check.onset_step == 81
+    assert "then" not in check.summary

@@ -6,7 +6,10 @@ What it detects
     post-warm-up baseline, and bursts anywhere in the run's history, the first logged steps
     included: ``burst_points`` or more consecutive logged norms at ``burst_ratio`` x the run's
     own level (its upper quartile) or more, ending abruptly, or a shorter spike that high
-    followed by harm (the reward falling or freezing, the gradient vanishing, NaN).
+    followed by harm (the reward falling or freezing, the gradient vanishing, NaN), or logged
+    with KL in the chapter's dangerous band (5 or more, twice its level before): a warning the
+    moment it is logged, critical once harm follows, no finding once ``JUDGED`` logged points
+    show the run shrugged it off.
 
 Why it matters
     A sudden 5x+ spike is the classic "about to collapse" signal: it precedes NaN losses and
@@ -57,6 +60,9 @@ from grpo_doctor.trends.episodes import stretches_above
 
 GRAD = Metric.GRAD_NORM.value
 REWARD = Metric.REWARD_MEAN.value
+
+#: Logged points after a spike that show whether harm followed (``inc.aftermath`` needs 3).
+JUDGED = 3
 
 RULE = Rule(
     "grad_explosion", "Gradient explosion",
@@ -110,9 +116,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         threshold = f"grad norm >= {fmt(p['absurd_norm'])}"
         if not found and len(g) >= 3:
             found = _harmful_spikes(run, g_steps, g, p, [])
-            threshold = f"one norm >= {fmt(p['burst_ratio'])}x its level before followed by harm"
+            threshold = (f"one norm >= {fmt(p['burst_ratio'])}x its level before followed by "
+                         "harm or logged with KL >= 5")
         if found:
-            return Outcome(Status.CRITICAL, f"gradient norm exploding: {inc.describe(found)}",
+            return Outcome(inc.worst(found), f"gradient norm exploding: {inc.describe(found)}",
                            onset_step=found[0].step,
                            evidence={"threshold": threshold, "bursts": len(found)},
                            remedies=_remedies(run), key_metric=GRAD, incidents=tuple(found))
@@ -169,7 +176,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         evidence["threshold"] = (f"{int(p['burst_points'])}+ logged norms >= "
                                  f"{fmt(p['burst_ratio'])}x the run's level, or one norm "
                                  f">= {fmt(p['burst_ratio'])}x its level before followed by "
-                                 "harm")
+                                 "harm or logged with KL >= 5")
         summary = f"gradient-norm burst: {inc.describe(bursts)}"
         return Outcome(inc.worst(bursts), summary, onset_step=bursts[0].step,
                        evidence=evidence, remedies=_remedies(run), key_metric=GRAD,
@@ -240,8 +247,11 @@ def _harmful_spikes(run: Run, steps: np.ndarray, g: np.ndarray, p: Mapping[str, 
                     known: list) -> list:
     """Single norms ``burst_ratio`` x the level of the flowing norms logged just before them
     (at least two of the last ten) after which the run came to harm (``inc.aftermath``): one
-    update that broke the run. A spike the run shrugged off is no finding (healthy runs have
-    them); nor is one inside a burst already found."""
+    update that broke the run, critical. Or logged with KL in the chapter's dangerous band
+    (``inc.alongside``): a warning the moment it is logged, until ``JUDGED`` points after it
+    can show harm. A spike
+    the run shrugged off is no finding (healthy runs have them); nor is one inside a burst
+    already found."""
     out = []
     taken = {i.step for i in known}
     all_steps, all_g = series(run, GRAD, reduce="max")
@@ -253,16 +263,21 @@ def _harmful_spikes(run: Run, steps: np.ndarray, g: np.ndarray, p: Mapping[str, 
         nxt = all_g[all_steps > steps[i]][:1]
         if len(nxt) and nxt[0] >= p["burst_ratio"] * level:
             continue  # not a single update: a burst (judged by _bursts)
-        harm = inc.aftermath(run, int(steps[i]))
-        if not harm:
-            continue
         step = int(steps[i])
+        harm, with_it = inc.aftermath(run, step), inc.alongside(run, step)
+        # The KL beside it raises it at once; JUDGED logged points with no harm after it say
+        # the run shrugged it off (the KL finding keeps the episode).
+        if not harm and not (with_it and np.sum(run.steps > step) < JUDGED):
+            continue
+        summary = (f"one update at step {step}: grad norm {fmt(float(g[i]))}, "
+                   f"{g[i] / level:.0f}x its level before ({fmt(level)})")
+        if with_it:
+            summary += f", with {', '.join(with_it)}"
+        if harm:
+            summary += f"; then {', '.join(harm)}"
         out.append(Incident(
             metric=GRAD, step=step, peak_step=step, peak=float(g[i]),
             threshold=float(p["burst_ratio"] * level), recovered_step=None,
-            summary=f"one update at step {step}: grad norm {fmt(float(g[i]))}, "
-                    f"{g[i] / level:.0f}x its level before ({fmt(level)}); then "
-                    f"{', '.join(harm)}",
-            severity=Status.CRITICAL))
+            summary=summary, severity=Status.CRITICAL if harm else Status.WARNING))
         break  # the first one broke the run; what follows is its aftermath
     return out

@@ -28,6 +28,8 @@ KL = Metric.KL.value
 #: The top of the chapter's "normal" KL band: a KL that leaves it, at twice its level or more,
 #: right after an incident moved the policy (kl_drift's ``drift_kl`` default).
 NORMAL_KL = 0.5
+#: The bottom of the chapter's "dangerous" KL band (5-20; kl_drift's ``adapt_kl`` default).
+DANGEROUS_KL = 5.0
 
 
 def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
@@ -67,6 +69,21 @@ def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
     if nan_after:
         out.append(f"NaN followed at step {step_text(min(nan_after))}")
     return out
+
+
+def alongside(run: Run, step: int) -> list[str]:
+    """What the run showed at ``step`` itself that one bad batch does not: KL in the chapter's
+    dangerous band (``DANGEROUS_KL`` or more) and at least twice its level just before. A
+    gradient spike logged with it is an update on a batch the policy had already left its
+    reference on, not a noisy batch; it is known the moment it is logged."""
+    s, k = series(run, KL)
+    at, before = k[s == step], k[s < step][-10:]
+    if not len(at) or len(before) < 2:
+        return []
+    level = float(np.median(before))
+    if float(at[0]) >= DANGEROUS_KL and float(at[0]) >= 2 * level:
+        return [f"KL {fmt(float(at[0]))} at the same step (its level before {fmt(level)})"]
+    return []
 
 
 def _span(steps: np.ndarray, ep: Episode) -> str:

@@ -548,6 +548,29 @@ def grad_one_update(nums, past):
     return make_run(train__grad_norm=g, train__loss=nan_at(N_G, 210))
 
 
+def grad_one_update_kl(nums, past):
+    # One norm at 12x its level logged with KL in the dangerous band, or just under it, and
+    # nothing after yet (just short of the points that judge it): only what the step itself
+    # showed decides.
+    n = 200 + int(nums[2])
+    g = _grad(n=n)
+    g[200] = 0.4 * nums[0] * 1.2
+    kl = 0.3 * (1 + 0.05 * np.abs(ar1(53, n, 1.0)))
+    kl[200] = nums[1] * pick(past, 1.1, 0.9)
+    return make_run(train__grad_norm=g, train__kl=kl)
+
+
+def grad_one_update_kl_judged(nums, past):
+    # The same spike with the points that judge it after it, harmless: the run shrugged it off
+    # (just short), or with one point fewer: still a warning (just past).
+    n = 201 + int(nums[2]) - (1 if past else 0)
+    g = _grad(n=n)
+    g[200] = 0.4 * nums[0] * 1.2
+    kl = 0.3 * (1 + 0.05 * np.abs(ar1(53, n, 1.0)))
+    kl[200] = nums[1] * 1.1
+    return make_run(train__grad_norm=g, train__kl=kl)
+
+
 # --- numerical_failure ---------------------------------------------------------------------
 
 
@@ -1226,6 +1249,12 @@ THRESHOLDS: list[Threshold] = [
     T("grad_explosion", "critical", "one_update",
       r"one update at (\d+)x its recent level followed by harm", grad_one_update,
       (param("burst_ratio"),)),
+    *[T("grad_explosion", "warning", name,
+        r"one update at (\d+)x its recent level logged with KL ≥ (\d+) at twice its level "
+        r"before, until (\d+) logged points after it show no harm", build,
+        (param("burst_ratio"), None, None))
+      for name, build in (("one_update_kl", grad_one_update_kl),
+                          ("one_update_kl_judged", grad_one_update_kl_judged))],
     # numerical_failure
     T("numerical_failure", "warning", "statistic",
       r"NaN/inf only in a logged statistic \(KL, entropy\) while the loss and grad norm stayed "
