@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grpo_doctor.rules import knobs
+from grpo_doctor.store import MODEL_PARAMS, TRAINABLE_PARAMS
 from grpo_doctor.text import knob_value
 
 #: The verdicts a reading can get. "outside" verdicts: high, low, off, unsafe.
@@ -471,10 +472,19 @@ def lookup(flat: Mapping[str, Any], names: Iterable[str]) -> tuple[Any, str | No
     return None, None
 
 
+#: The share of a model's parameters below which the optimizer trains an adapter: a LoRA adapter
+#: is 0.1-5% of the weights, a full fine-tune all of them (frozen embeddings leave 80%+).
+ADAPTER_SHARE = 0.2
+
+
 def _is_lora(flat: Mapping[str, Any]) -> bool:
     use_peft, _ = lookup(flat, ("use_peft",))
     if use_peft is not None:
         return bool(as_flag(use_peft))
+    trainable = as_number(lookup(flat, (TRAINABLE_PARAMS,))[0])
+    total = as_number(lookup(flat, (MODEL_PARAMS,))[0])
+    if trainable and total and trainable < ADAPTER_SHARE * total:
+        return True  # a log's own words: 161M trainable parameters of a 7B model
     for name in _LORA_KEYS:
         value, _ = lookup(flat, (name,))
         if value is None:

@@ -283,6 +283,22 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
                                   rollback_step=root.step))
     if remedies:
         top = remedies[0]
+        if root.critical and isinstance(top, knobs.Remedy):
+            if (check.mode in _DESTRUCTIVE and top.knob is not None
+                    and top.rollback_step is None):
+                # The run broke: a smaller lr from here trains on from the broken policy.
+                return _Lead(knobs.Remedy(f"{_rollback_words(run, root.step)}, then {top}",
+                                          knob=top.knob, factor=top.factor,
+                                          rollback_step=root.step))
+            if top.rollback_step is not None and top.knob is None:
+                # Going back alone reruns what broke it: the smaller updates come with it,
+                # and the roll-back names a checkpoint the log saved.
+                then = f", then {lr_remedy}" if lr_remedy is not None else ""
+                return _Lead(knobs.Remedy(
+                    f"{_rollback_words(run, top.rollback_step)}{then}",
+                    knob=lr_remedy.knob if lr_remedy is not None else None,
+                    factor=lr_remedy.factor if lr_remedy is not None else None,
+                    rollback_step=top.rollback_step))
         return _Lead(top if isinstance(top, knobs.Remedy) else knobs.Remedy(str(top)))
     return _Lead(knobs.Remedy(f"look at the run's samples around step {step_text(root.step)}"))
 

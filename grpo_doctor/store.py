@@ -35,6 +35,11 @@ SPARSE_RATIO = 64
 #: The config key a log's saved checkpoints (the steps of its ``checkpoint-N``) are kept under:
 #: what a roll-back can go back to.
 SAVED_CHECKPOINTS = "saved_checkpoints"
+#: Config keys an importer sets from a log's own words: the parameters the optimizer trains
+#: (Transformers' "Number of trainable parameters = N") and the model's size in parameters
+#: (from its name: "Qwen2.5-7B-Instruct"); together they tell an adapter from a full fine-tune.
+TRAINABLE_PARAMS = "trainable_params"
+MODEL_PARAMS = "model_params"
 
 
 @dataclass

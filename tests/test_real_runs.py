@@ -371,6 +371,18 @@ def test_a_crash_is_dated_where_it_left_its_level():
         "roll back to checkpoint-100 (the last saved checkpoint at or before step 125")
 
 
+def test_a_broken_lora_run_rolls_back_then_halves_its_lr():
+    """nips rho1.00 trains 161M of a 7B model's weights (a LoRA adapter, read from the log):
+    its lr 9.8e-5 is 2x the adapter's ceiling, not the full fine-tune's 20x. ADVICE.md: roll
+    back to before ~130, then lr x0.5 (it said "9.8e-5 -> 2.5e-6, or 2.5e-5 for a LoRA
+    adapter")."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    _present(path)
+    first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action
+    assert first.startswith("roll back to checkpoint-100")
+    assert first.endswith("then learning_rate 9.8e-5 -> 4.9e-5")
+
+
 def test_the_roll_back_is_to_the_best_reward_just_before_the_onset_not_a_point_already_hit():
     """qwen35 rho0.70: entropy blow-up dated 155; at 150 the entropy was already 3x its 140
     value and the reward 0.875 against 0.975 at 140. rho0.50: 1 at 25 against 0.95 at 30 is
@@ -423,8 +435,9 @@ def test_findings_of_one_report_say_the_same_reward_now():
 
 def test_a_root_cause_never_names_itself_as_its_first_sign():
     """"root cause: entropy_blowup at step 140: the setting learning_rate ...; first sign:
-    entropy_blowup at step 140" said nothing twice."""
-    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    entropy_blowup at step 140" said nothing twice (qwen35's log names no adapter, so its lr
+    9.8e-5 is 20x the full fine-tune's ceiling there)."""
+    path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
     _present(path)
     cause = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause
     assert cause.knob["name"] == "learning_rate"

@@ -44,7 +44,7 @@ from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import TextPosition, read_lines, rows_from_records
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns
-from grpo_doctor.store import SAVED_CHECKPOINTS, Run, build_run
+from grpo_doctor.store import MODEL_PARAMS, SAVED_CHECKPOINTS, TRAINABLE_PARAMS, Run, build_run
 from grpo_doctor.text import agree, plural
 
 _TEXT_SUFFIXES = {".log", ".txt", ".md", ".out", ".err", ".stdout", ".stderr"}
@@ -762,6 +762,17 @@ def _overrides(line: str) -> dict[str, Any]:
 
 
 _SAVED = re.compile(r"[Ss]aving (?:model )?checkpoint to \S*?checkpoint-(\d+)")
+_TRAINABLE = re.compile(r"Number of trainable parameters = ([\d,]+)")
+#: A Hub model id whose name gives its size ("Qwen/Qwen2.5-7B-Instruct", the cache's
+#: "models--Qwen--Qwen3.5-9B"), the size the first number before a B.
+_MODEL_ID = re.compile(r"\b[A-Za-z][\w.]*(?:/|--)[\w.-]*?(?<![\w.])(\d+(?:\.\d+)?)[Bb](?![A-Za-z])")
+
+
+def model_params(text: str) -> float | None:
+    """The parameters of the model a log line names by its Hub id (7e9 for
+    "Qwen/Qwen2.5-7B-Instruct"), or None."""
+    m = _MODEL_ID.search(text)
+    return float(m.group(1)) * 1e9 if m else None
 
 
 def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
@@ -782,6 +793,14 @@ def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
         total = _TOTAL_STEPS.search(text) if "steps:" in text else None
         if total:
             config.setdefault("total_training_steps", int(total.group(1)))
+        if TRAINABLE_PARAMS not in config and "trainable parameters" in text:
+            trainable = _TRAINABLE.search(text)
+            if trainable:
+                config[TRAINABLE_PARAMS] = int(trainable.group(1).replace(",", ""))
+        if MODEL_PARAMS not in config and ("/" in text or "--" in text):
+            size = model_params(text)
+            if size:
+                config[MODEL_PARAMS] = size
         if "checkpoint-" in text and "aving" in text:
             # Transformers' "Saving model checkpoint to .../checkpoint-100": what a roll-back
             # can go back to.

@@ -340,3 +340,38 @@ def test_hostile_shapes_stay_linear(tmp_path, text):
     with contextlib.suppress(GrpoDoctorError):
         IMPORTER.load(path, LoadOptions())
     assert time.perf_counter() - start < 10  # about 0.5 s when linear; minutes when not
+
+
+@pytest.mark.parametrize(("line", "size"), [
+    ("Model: Qwen/Qwen2.5-7B-Instruct", 7e9),
+    ("cache/hub/models--Qwen--Qwen2.5-VL-3B-Instruct/snapshots/a09a", 3e9),
+    ("Could not find a config file in Qwen/Qwen3.5-9B - will assume", 9e9),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", 1.5e9),
+    ("unsloth/gpt-oss-20b-BF16", 20e9),
+    ("Qwen/Qwen3-30B-A3B", 30e9),  # a mixture of experts: all its weights
+    (" 38%|###8      | 75/200 [04:56<07:22,  3.54s/it]", None),
+    ("results/sweep_coarse/rho1.00_seed42/checkpoint-100", None),
+    ("Qwen/Qwen2.5-Instruct", None),
+])
+def test_a_model_id_gives_the_models_size(line, size):
+    from grpo_doctor.importers.console import model_params
+
+    assert model_params(line) == size
+
+
+@pytest.mark.parametrize(("trainable", "lora"), [(161_480_704, True), (7_615_616_512, False),
+                                                 (6_000_000_000, False)])
+def test_an_adapter_is_told_from_a_full_fine_tune_by_the_share_it_trains(tmp_path, trainable,
+                                                                          lora):
+    """A log that trains 2% of a 7B model is a LoRA adapter; one that trains all of it, or
+    all but the embeddings, is not."""
+    from grpo_doctor import recipe
+    from grpo_doctor.importers import load_run
+
+    log = tmp_path / "train.log"
+    lines = ["Loading model: Qwen/Qwen2.5-7B-Instruct (bf16)",
+             f"  Number of trainable parameters = {trainable:,}"]
+    lines += [f"{{'loss': 0.1, 'reward': {0.1 * i:.1f}, 'learning_rate': 1e-05, "
+              f"'epoch': {i / 10}}}" for i in range(1, 6)]
+    log.write_text("\n".join(lines) + "\n")
+    assert recipe.read_config(load_run(log).config).lora is lora

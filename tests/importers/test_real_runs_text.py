@@ -181,6 +181,21 @@ def test_a_console_log_keeps_the_checkpoints_it_saved():
     assert load_runs(path)[0].config[SAVED_CHECKPOINTS] == [100, 200]
 
 
+def test_a_console_log_says_how_much_of_the_model_it_trains():
+    """Transformers' "Number of trainable parameters = 161,480,704" and the model's Hub id
+    (Qwen/Qwen2.5-7B-Instruct): 2% of the weights, a LoRA adapter, whose learning rate runs
+    10x a full fine-tune's."""
+    from grpo_doctor import recipe
+    from grpo_doctor.store import MODEL_PARAMS, TRAINABLE_PARAMS
+
+    path = REAL_RUNS / "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    if not path.exists():
+        pytest.skip("shared real runs not present")
+    config = load_runs(path)[0].config
+    assert config[TRAINABLE_PARAMS] == 161_480_704 and config[MODEL_PARAMS] == 7e9
+    assert recipe.read_config(config).lora
+
+
 def test_a_trainer_output_folder_keeps_its_checkpoints(tmp_path):
     """checkpoint-N folders beside the one read are what a roll-back can reach."""
     import shutil
