@@ -167,7 +167,7 @@ RECEDED_GAP = 5
 
 
 def _receded(run: Run, metric: str | None, alert: int, onset: int) -> int | None:
-    """The first logged step between ``alert`` and ``onset`` where ``metric`` went back most of
+    """The first logged step after ``alert``, up to ``onset``, where ``metric`` went back most of
     the way to its level before the alert (nearer the earlier median than to its value at the
     alert), when the two are at least ``RECEDED_GAP`` logged points apart; else None."""
     if not metric or metric not in run.frame.columns:
@@ -176,7 +176,8 @@ def _receded(run: Run, metric: str | None, alert: int, onset: int) -> int | None
     col = col[np.isfinite(col.to_numpy(dtype=np.float64))]
     idx = col.index.to_numpy()
     before = col[idx < alert]
-    between = col[(idx > alert) & (idx < onset)]
+    # The onset itself counts: a climb dated from the low it started from went back there.
+    between = col[(idx > alert) & (idx <= onset)]
     if len(before) < 3 or len(between) < RECEDED_GAP or alert not in col.index:
         return None
     level, at_alert = float(before.median()), float(col.loc[alert])

@@ -579,3 +579,22 @@ def test_a_length_finding_says_what_the_reward_did_with_its_numbers():
     _present(path)
     summary = diagnose(load_runs(REAL_RUNS / path)[0]).check("length_hacking").summary
     assert "reward falling (0.713 -> 0.00625)" in summary
+
+
+def test_a_blow_up_still_climbing_at_the_cut_is_called_and_dated_where_it_began():
+    """Live cuts of the nips blow-ups. rho1.00 at step 150: entropy 0.21 -> 0.95 -> 1.64 with
+    the reward 0.1 -> 0; it read "no blow-up" (five points at the top were wanted). qwen35 at
+    step 160: entropy 0.51 -> 0.90 -> 1.71, the reward 0.975 -> 0.025; the blow-up was a
+    warning dated 85 (a bump that had gone back to 0.17 by step 140: ADVICE.md's "wrong
+    first"), and the first action was the truncation setup problem."""
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0].truncated(150)).check("entropy_blowup")
+    assert check.status.value == "critical"
+    path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
+    d = diagnose(load_runs(REAL_RUNS / path)[0].truncated(160))
+    check = d.check("entropy_blowup")
+    assert check.status.value == "critical" and check.onset_step == 140
+    assert "reward down to 0.025" in check.summary
+    assert d.root_cause.mode == "entropy_blowup"
+    assert d.root_cause.first_action.startswith("roll back to a checkpoint from before step 140")

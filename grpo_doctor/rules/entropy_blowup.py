@@ -15,7 +15,10 @@ How it is detected
     (the first 10% of the log) before it climbed; the peak is the highest rolling median (5
     points, so no single point makes it). The climb from baseline to peak must be significant
     (Mann-Kendall with the Hamed-Rao correction), or the entropy must stay above the threshold
-    for at least 5 logged points (an abrupt jump), and be at least ``min_rise`` nats. A blow-up
+    for at least 5 logged points (an abrupt jump), or be climbing where the log ends (each of
+    its last two points ``min_rise`` above the one before, above the line and every level it
+    held before), and be at least
+    ``min_rise`` nats. A blow-up
     that later collapses still counts. Onset is the knot of a two-piece linear fit of the climb.
     Critical with corroboration: grad norm rising, reward falling, or log-prob falling.
 
@@ -87,7 +90,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # Either a significant climb, or a jump that stays up: an abrupt blow-up has too few points
     # on its way up for a trend test, but many at the top.
     high = smooth[base_i:] >= base * (1 + p["rise"])
-    held = int(high.sum()) >= max(5, round(0.05 * len(h)))
+    held = int(high.sum()) >= max(5, round(0.05 * len(h))) or _climbing_at_end(
+        h, max(base * (1 + p["rise"]), base + p["min_rise"]), p["min_rise"])
     if not (rise >= p["rise"] and peak - base >= p["min_rise"]
             and ((climb is not None and climb.increasing(p["alpha"])) or held)):
         return Outcome(Status.OK, f"entropy {fmt(base)} -> peak {fmt(peak)}, now {fmt(late)}: "
@@ -103,6 +107,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     progress = reward_progress(run, float(steps[base_i]))
     if progress.logged and progress.declining:
         corroboration.append("reward falling")
+    elif progress.logged and (low := _reward_at_new_low(run, float(steps[base_i]))):
+        corroboration.append(low)
     lp_steps, lp = series(run, Metric.LOG_PROB_MEAN.value)
     same = run.mapping.get(Metric.LOG_PROB_MEAN.value) == run.mapping.get(ENTROPY)
     if len(lp) >= 8 and not same and mann_kendall(lp_steps, lp).decreasing(0.01):
@@ -132,6 +138,33 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=ENTROPY)
+
+
+def _reward_at_new_low(run: Run, since: float) -> str | None:
+    """The last logged reward below every reward logged since ``since`` and under half their
+    median: a crash the trend over the whole stretch is too slow to call yet (0.975 -> 0.025
+    in its last two points)."""
+    steps, r = series(run, Metric.REWARD_MEAN.value)
+    before = r[(steps >= since)][:-1]
+    if len(before) < 5:
+        return None
+    last, level = float(r[-1]), float(np.median(before))
+    if last < float(before.min()) and last < 0.5 * level:
+        return (f"reward down to {fmt(last)} (its lowest since step {fmt(int(since))}, "
+                f"median {fmt(level)})")
+    return None
+
+
+def _climbing_at_end(h: np.ndarray, line: float, step: float) -> bool:
+    """A blow-up still climbing where the log ends: each of its last two points ``step``
+    (``min_rise``) nats or more above the one before, both above the blow-up line and above
+    every level (5-point rolling median) the run held before them. A monitor cannot wait for
+    five points at the top of a climb that takes the run from 0.5 to 6 nats in four."""
+    if len(h) < 8:
+        return False
+    before = rolling_median(h[:-2], 5)
+    return bool(h[-3] + step <= h[-2] and h[-2] + step <= h[-1] and h[-2] >= line
+                and h[-2] > float(np.max(before)))
 
 
 def _final_climb(h: np.ndarray, smooth: np.ndarray, base_i: int, peak_i: int, line: float

@@ -1083,6 +1083,16 @@ def blowup_significant(nums, past):
     return make_run(train__entropy=h)
 
 
+def blowup_at_end(nums, past):
+    # A flat 0.5 whose last two logs climb 0.25 nats each (past) or 0.15 (short: to 0.8,
+    # above the line, but a step the check does not call a climb yet).
+    n = 100
+    h = 0.5 * (1 + ar1(167, n, 0.005))
+    rise = nums[0] * pick(past, 1.25, 0.75)
+    h[-2], h[-1] = h[-3] + rise, h[-3] + 2 * rise
+    return make_run(train__entropy=h)
+
+
 def blowup_paid(nums, past):
     return _blowup(0.5, 0.8, train__reward=stalled(200, 163) if past else rising(200, 164))
 
@@ -1394,6 +1404,9 @@ THRESHOLDS: list[Threshold] = [
       for name, build in (("rise", blowup_rise), ("min_nats", blowup_min_rise),
                           ("held", blowup_held), ("paid_limit", blowup_paid_limit))],
     T("entropy_blowup", "warning", "significant", r"in a significant climb", blowup_significant),
+    T("entropy_blowup", "warning", "climbing_at_end",
+      r"still climbing where the log ends \(each of its last two points ([\d.]+)\+ nats above "
+      r"the one before", blowup_at_end, (param("min_rise"),)),
     T("entropy_blowup", "warning", "paid_by_reward", r"not when the reward pays", blowup_paid),
     T("entropy_blowup", "critical", "grad_rising", r"with grad norm rising", blowup_grad),
     T("entropy_blowup", "critical", "reward_falling", r"or the reward falling", blowup_reward),
