@@ -20,6 +20,8 @@ README). Per failure mode it prints:
               labeling rule itself could first have called it ("label live")
   verdicts    how many healthy runs were called healthy and how many inconclusive, and
               whether runs labeled too short to judge were called inconclusive
+  live        the healthy runs polled as a live monitor would (a prefix of the log at 40
+              evenly spaced steps): how many raised a critical, or a warning, at some poll
 Thresholds are the chapter's defaults: nothing is fitted to the runs being scored.
 """
 
@@ -118,6 +120,21 @@ def label_live_steps(entry: dict) -> dict[str, int]:
     return out
 
 
+#: Polls of a live monitor over a healthy run's log (evenly spaced, from its 8th point).
+LIVE_POLLS = 40
+
+
+def live_alarms(run: Run) -> dict[str, set[str]]:
+    """The findings a live monitor would have raised on ``run`` at some poll: a prefix of the
+    log diagnosed as ``watch`` does, at ``LIVE_POLLS`` evenly spaced steps; per severity."""
+    out: dict[str, set[str]] = {"critical": set(), "warning": set()}
+    steps = run.steps
+    for step in steps[8::max(1, len(steps) // LIVE_POLLS)]:
+        for c in diagnose(run.truncated(int(step)), with_first_alert=False).findings:
+            out[c.status.value].add(c.mode)
+    return out
+
+
 def load_labels(corpus: Path | None, real: Path | None) -> list[dict]:
     entries = []
     if corpus and (corpus / "labels.json").is_file():
@@ -169,6 +186,9 @@ def main() -> None:
     # Whether the labeling rule itself, replayed live, calls at or before its own labeled step:
     # what a monitor that sees no future can reach on "alert <= label" at best.
     ceiling: list[bool] = []
+    # Healthy runs as a live monitor polls them: the runs where some poll raised a finding.
+    live_false: dict[str, list[str]] = defaultdict(list)
+    live_modes: dict[str, set[str]] = defaultdict(set)
     collapses = 0
     for e in load_labels(args.corpus, args.real):
         if e["healthy"] is None and not e["modes"]:
@@ -194,6 +214,13 @@ def main() -> None:
                 if args.verbose and d.findings:
                     print(f"  false alarm on {run.name}: "
                           f"{[(c.mode, c.status.value) for c in d.findings]}")
+                raised = live_alarms(run)
+                for level, modes in raised.items():
+                    if modes:
+                        live_false[level].append(run.name)
+                        live_modes[level].update(modes)
+                if args.verbose and any(raised.values()):
+                    print(f"  live alarm on {run.name}: {dict(raised)}")
                 continue
             collapses += e.get("collapse_step") is not None
             if e.get("collapse_step") is not None and d.findings:
@@ -250,6 +277,12 @@ def main() -> None:
     if all_live:
         print(f"kind-matched first alert at or before the labeling rule's own live call: "
               f"{sum(all_live)}/{len(all_live)} ({sum(all_live) / len(all_live):.0%})")
+    if healthy_runs:
+        print(f"healthy runs polled live ({LIVE_POLLS} polls over each log): "
+              + "; ".join(f"{len(live_false[level])} raised a {level} at some poll"
+                          + (f" ({', '.join(sorted(live_modes[level]))})"
+                             if live_modes[level] else "")
+                          for level in ("critical", "warning")))
     print("healthy runs called: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
     if too_short:
         ok = sum(1 for _, status in too_short if status == "inconclusive")

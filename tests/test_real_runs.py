@@ -598,3 +598,17 @@ def test_a_blow_up_still_climbing_at_the_cut_is_called_and_dated_where_it_began(
     assert "reward down to 0.025" in check.summary
     assert d.root_cause.mode == "entropy_blowup"
     assert d.root_cause.first_action.startswith("roll back to a checkpoint from before step 140")
+
+
+def test_two_low_batches_at_the_cut_of_a_reward_swinging_by_chance_are_no_crash():
+    """The healthy Qwen2.5 (3B) notebook scores one group per step: from step 75 its reward
+    swings 0.1 <-> 2.75 by chance. Cut at step 195 its last two points (0.59, 0.2) read
+    "reward crashed from 2.42 to 0.203; it never came back" (critical) against the quiet
+    first half's noise. rho1.00 cut at 145 (0.8 -> 0.1 from a quiet level) stays a crash."""
+    path = "notebook-tables/Qwen2.5_(3B)-GRPO__2025-02-06_46169037_de4eba.csv"
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0].truncated(195)).check("reward_overfit")
+    assert "crash" not in check.summary
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    check = diagnose(load_runs(REAL_RUNS / path)[0].truncated(145)).check("reward_overfit")
+    assert check.status.value == "critical" and "crashed" in check.summary

@@ -154,7 +154,10 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
             brief: list[Incident] | None = None) -> list[Incident]:
     """Fast falls of ``metric``: at least ``share`` of its smoothed range (and ``min_drop``,
     and ``noise_units`` times its noise) lost within ``within`` logged points, from a level
-    ``held`` for the 5 points before (within half the fall). Critical when it
+    ``held`` for the 5 points before (within half the fall). A fall seen for fewer than
+    ``within`` points at the end of the log must also be ``noise_units`` times the swings of
+    the ``4 * within`` points before it: a reward that began quiet and now swings 0.1 <-> 2.7
+    by chance has no crash at its last two points. Critical when it
     never came back; a warning when it did after staying down at least ``2 * within`` points
     (a dip that is back within a few points is a bad batch, however deep: such dips are
     appended to ``brief`` when given, so a caller can say it saw them)."""
@@ -164,8 +167,7 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
     smooth = _smooth(v)
     # Noise: the typical step-to-step change (robust), so a reward scored on one group per
     # step, which swings between its extremes by chance, has no "crashes".
-    diffs = np.abs(np.diff(v))
-    noise = 1.4826 * float(np.median(diffs)) / np.sqrt(2)
+    noise = _noise(v)
     # ``of_level``: a fall measured against the series' typical level (a length collapsing to
     # a few tokens), not against its range.
     scale = float(np.median(smooth)) if of_level is not None else float(np.ptp(smooth))
@@ -184,6 +186,12 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
             ep = replace(ep, start=_plunge(v, smooth, ep, within, amount / 2,
                                            relative=of_level is not None))
         start_level, bottom = float(smooth[ep.start]), float(smooth[ep.peak])
+        local = v[max(0, ep.start - 4 * within):ep.start + 1]
+        if (ep.recovered is None and len(v) - 1 - ep.peak < within and len(local) >= 5
+                and start_level - bottom < noise_units * _noise(local)):
+            # Only a few points down at the end of the log, within the swings the series had
+            # just before the fall: not yet told from a noisy stretch (more points will).
+            continue
         if ep.recovered is not None and ep.recovered - ep.start < 2 * within:
             if brief is not None:  # back within a few points: a bad batch, not an incident
                 low = ep.start + int(np.argmin(v[ep.start:ep.recovered + 1]))
@@ -212,6 +220,11 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
             summary=text,
             severity=Status.CRITICAL if ep.recovered is None else Status.WARNING))
     return out
+
+
+def _noise(v: np.ndarray) -> float:
+    """The typical step-to-step change of ``v`` as a standard deviation (robust)."""
+    return 1.4826 * float(np.median(np.abs(np.diff(v)))) / np.sqrt(2)
 
 
 def _plunge(v: np.ndarray, smooth: np.ndarray, ep: Episode, within: int, tolerance: float,
