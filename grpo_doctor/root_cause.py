@@ -44,7 +44,7 @@ from grpo_doctor.rules.points import series
 from grpo_doctor.rules.signals import reward_progress
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run
 from grpo_doctor.text import fmt, knob_value, step_text
-from grpo_doctor.trends import rolling_median
+from grpo_doctor.trends import rolling_median, step_noise
 
 _ALL = frozenset({
     "numerical_failure", "entropy_collapse", "advantage_collapse", "kl_drift",
@@ -563,7 +563,7 @@ def _lr_overshoot(run: Run) -> tuple[int, float, float] | None:
     peak = int(np.argmax(smooth))
     start, now = float(np.median(r[:max(3, len(r) // 20)])), float(np.median(r[-5:]))
     gain = float(smooth[peak]) - start
-    noise = 1.4826 * float(np.median(np.abs(np.diff(r)))) / np.sqrt(2)
+    noise = step_noise(r)
     if gain <= max(0.0, 6 * noise) or (smooth[peak] - now) / gain < 0.5 or peak > 0.9 * len(r):
         return None
     peak_step = int(rs[peak])

@@ -20,6 +20,7 @@ from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends.binning import rolling_median
 from grpo_doctor.trends.episodes import Episode, falls, stretches_above
+from grpo_doctor.trends.noise import step_noise
 
 REWARD = Metric.REWARD_MEAN.value
 ZSF = Metric.ZERO_STD_FRACTION.value
@@ -167,7 +168,7 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
     smooth = _smooth(v)
     # Noise: the typical step-to-step change (robust), so a reward scored on one group per
     # step, which swings between its extremes by chance, has no "crashes".
-    noise = _noise(v)
+    noise = step_noise(v)
     # ``of_level``: a fall measured against the series' typical level (a length collapsing to
     # a few tokens), not against its range.
     scale = float(np.median(smooth)) if of_level is not None else float(np.ptp(smooth))
@@ -188,7 +189,7 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
         start_level, bottom = float(smooth[ep.start]), float(smooth[ep.peak])
         local = v[max(0, ep.start - 4 * within):ep.start + 1]
         if (ep.recovered is None and len(v) - 1 - ep.peak < within and len(local) >= 5
-                and start_level - bottom < noise_units * _noise(local)):
+                and start_level - bottom < noise_units * step_noise(local)):
             # Only a few points down at the end of the log, within the swings the series had
             # just before the fall: not yet told from a noisy stretch (more points will).
             continue
@@ -220,11 +221,6 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
             summary=text,
             severity=Status.CRITICAL if ep.recovered is None else Status.WARNING))
     return out
-
-
-def _noise(v: np.ndarray) -> float:
-    """The typical step-to-step change of ``v`` as a standard deviation (robust)."""
-    return 1.4826 * float(np.median(np.abs(np.diff(v)))) / np.sqrt(2)
 
 
 def _plunge(v: np.ndarray, smooth: np.ndarray, ep: Episode, within: int, tolerance: float,

@@ -42,7 +42,7 @@ from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.points import series, snap_to_logged
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
-from grpo_doctor.trends import mann_kendall, rolling_median
+from grpo_doctor.trends import mann_kendall, rolling_median, step_noise
 
 REWARD = Metric.REWARD_MEAN.value
 
@@ -100,7 +100,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # The rise must be real too: a noisy flat reward has peaks and falls but no climb (a live
     # monitor would otherwise call every early wobble): a significant upward trend, or a
     # climb of many times the reward's step-to-step noise.
-    noise = 1.4826 * float(np.median(np.abs(np.diff(r)))) / np.sqrt(2)
+    noise = step_noise(r)
     rose = peak >= 4 and (
         mann_kendall(steps[: peak + 1], r[: peak + 1]).increasing(p["alpha"])
         or (gain > 0 and gain >= 6 * noise))

@@ -13,7 +13,7 @@ from grpo_doctor.metrics import Metric
 from grpo_doctor.rules.points import aligned, head_tail, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
-from grpo_doctor.trends import mann_kendall, rolling_median
+from grpo_doctor.trends import mann_kendall, rolling_median, step_noise
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,8 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
     """Did the mean reward (or ``metric``) keep improving from step ``since`` to the end?
 
     Improving: a significant upward trend after ``since`` or a late level clearly above the
-    level at ``since`` (by a quarter of the run's smoothed reward range). Declining: the
+    level at ``since`` (by a quarter of the run's smoothed reward range, and by twice the
+    noise of the two medians compared). Declining: the
     mirror image. With fewer than 10 logged values nothing can be judged (``logged`` False);
     a segment shorter than 8 points is widened backwards to 8.
     """
@@ -74,8 +75,13 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
     test = mann_kendall(seg_s, seg_r)
     start, end = head_tail(seg_r, frac=0.2)
     gain = (end - start) / span
-    improving = (test.increasing(alpha) and gain > 0) or gain > 0.25
-    declining = (test.decreasing(alpha) and gain < 0) or gain < -0.25
+    # A level shift must also stand out of the noise of the two medians it compares: a
+    # reward flat at 0.9 that a few samples per step swing 0.8-1.0 has a tiny smoothed
+    # range, and a fifth of its log at 0.85 is not a decline.
+    m = min(max(3, round(len(seg_r) * 0.2)), max(1, len(seg_r) // 2))
+    shift = abs(end - start) >= 2 * 1.25 * step_noise(seg_r) * np.sqrt(2 / m)
+    improving = (test.increasing(alpha) and gain > 0) or (gain > 0.25 and shift)
+    declining = (test.decreasing(alpha) and gain < 0) or (gain < -0.25 and shift)
     now = float(np.median(r[-max(3, len(r) // 10):]))
     return RewardProgress(True, bool(improving), bool(declining), start, end,
                           float(smooth.max()), since=int(seg_s[0]), now=now)
