@@ -612,3 +612,18 @@ def test_two_low_batches_at_the_cut_of_a_reward_swinging_by_chance_are_no_crash(
     path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
     check = diagnose(load_runs(REAL_RUNS / path)[0].truncated(145)).check("reward_overfit")
     assert check.status.value == "critical" and "crashed" in check.summary
+
+
+def test_healthy_runs_polled_live_do_not_go_critical_on_noise_or_a_sparse_reward_yet_to_fire():
+    """Two healthy runs as a monitor polled them. nips vanilla at step 130: a reward flat at
+    0.8-1.0 whose last fifth sat at 0.85 read "reward falling", and entropy down 43% with it
+    was a critical collapse. Advanced Llama 3.1 at step 44: check_answer had not fired yet
+    (it first does at step 97): critical, as if it never would."""
+    path = "trl-console/nips-grpo-dynamics_exp2_vanilla_rho1.0_seed42.log"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0].truncated(130))
+    assert d.check("entropy_collapse").status.value != "critical"
+    path = "notebook-tables/Advanced_Llama3_1_(3B)_GRPO_LoRA__2025-03-21_3fcca28d_c3f659.csv"
+    check = diagnose(load_runs(REAL_RUNS / path)[0].truncated(44)).check("advantage_collapse")
+    assert check.status.value == "warning"
+    assert "the task's own reward has not fired yet" in check.summary

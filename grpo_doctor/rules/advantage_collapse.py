@@ -7,7 +7,8 @@ What it detects
     mixed_groups_ratio, as 1 - effective ratio), else from the steps whose reward std is zero.
     Also the multi-reward form: a reward component that never moves (always wrong, say) gives
     no signal however the total varies; critical when it is the correctness term (the task's
-    own reward never fired), a warning for another term.
+    own reward never fired) over ``task_patience`` (100) logged steps or with most groups
+    equal, a warning for another term or a shorter log.
 
 Why it matters
     GRPO's advantage is (r - mean)/std within a group: a group of equal rewards contributes
@@ -76,6 +77,9 @@ RULE = Rule(
         Param("late_fraction", 0.2, "share of the log, at its end, the level is read over"),
         Param("zero_std_eps", 1e-6, "a reward std at or below this counts as zero"),
         Param("min_component_steps", 10, "logged steps before a never-moving component counts"),
+        Param("task_patience", 100, "logged steps the task's own reward may take to first fire "
+              "while other terms carry the signal (sparse task rewards often take ~100): "
+              "a warning before, critical after"),
     ),
 )
 
@@ -289,13 +293,18 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             summary += "; the task's own reward never fired: " + ", ".join(
                 f"{n} always {fmt(v)} over {c} steps" for n, v, c in dead)
     else:
-        task_dead = bool(dead)
+        # Most groups still differ on the other terms: the policy learns them (the format
+        # first, as it usually does) and the task's reward may fire later.
+        task_dead = bool(dead) and max(c for _, _, c in dead) >= p["task_patience"]
         status = Status.CRITICAL if task_dead else Status.WARNING
         names = ", ".join(f"{n} (always {fmt(v)} over {c} steps)" for n, v, c in pinned)
         summary = (f"reward {agree(len(pinned), 'component', 'components')} never moved, "
                    f"giving no signal: {names}"
-                   + ("; the task's own reward never fired" if task_dead else ""))
-        evidence["threshold"] = "a reward component constant over the whole run"
+                   + ("; the task's own reward never fired" if task_dead else
+                      "; the task's own reward has not fired yet (a sparse one often takes "
+                      f"~{int(p['task_patience'])} steps)" if dead else ""))
+        evidence["threshold"] = "a reward component constant over the whole run" + (
+            f" (the task's own: over {int(p['task_patience'])}+ logged steps)" if dead else "")
     stuck = _stuck_reward(run) if fired else None
     rare = _rarely_scoring(run) if fired else None
     dynamic = "dynamic sampling: drop all-0/all-1 groups and refill the batch (DAPO)"

@@ -118,11 +118,18 @@ def reward_std_zero_most_steps() -> Run:
     return make_run(reward_std=std, reward=0.1 + ar1(16, n, 0.01))
 
 
-def pinned_accuracy_component() -> Run:
-    n = 60
-    fmt_r = np.clip(0.5 + ar1(17, n, 0.1), 0, 1)
+def pinned_accuracy_component(n: int = 120) -> Run:
+    # The format term moves but does not improve (noise made a palindrome: no trend).
+    e = ar1(17, n, 0.1)
+    fmt_r = np.clip(0.5 + (e + e[::-1]) / 2, 0, 1)
     return make_run(**{"rewards/accuracy_reward": np.zeros(n), "rewards/format_reward": fmt_r,
                        "reward": fmt_r, "reward_std": np.abs(ar1(18, n, 0.1)) + 0.01})
+
+
+def pinned_accuracy_component_early() -> Run:
+    # 60 steps in: a sparse task reward often first fires later (the healthy Advanced Llama
+    # 3.1 notebook's check_answer did at step 97).
+    return pinned_accuracy_component(60)
 
 
 # --- KL drift --------------------------------------------------------------------------------
@@ -221,6 +228,8 @@ CASES = [
     # The task's own reward never fired: nothing teaches the task (critical).
     Case("pinned accuracy component", "advantage_collapse", pinned_accuracy_component,
          ("critical",), onset=1, tolerance=0),
+    Case("pinned accuracy component, early", "advantage_collapse",
+         pinned_accuracy_component_early, ("warning",), onset=1, tolerance=0),
     Case("KL climbs to 8", "kl_drift", kl_climbs, ("critical", "warning"), onset=500,
          tolerance=120),
     Case("KL one spike", "kl_drift", kl_one_spike, ("ok",)),

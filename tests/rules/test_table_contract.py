@@ -323,6 +323,16 @@ def adv_task_dead(nums, past):
                        "frac_reward_zero_std": _zero_std(0.6, n)})
 
 
+def adv_task_patience(nums, past):
+    # Few equal groups (the format term varies), the reward stalled and the task's own term
+    # 0 on every step: over the table's number of logged steps, or one fewer.
+    n = int(nums[0]) - (0 if past else 1)
+    fmt = np.clip(0.5 + ar1(30, n, 0.05), 0, 1)
+    accuracy = np.zeros(n)
+    return make_run(**{"rewards/format_reward": fmt, "rewards/accuracy_reward": accuracy,
+                       "reward": fmt + accuracy, "frac_reward_zero_std": _zero_std(0.2, n)})
+
+
 # --- kl_drift ------------------------------------------------------------------------------
 
 
@@ -1192,6 +1202,10 @@ THRESHOLDS: list[Threshold] = [
       r"or entropy falling significantly by half", adv_entropy),
     T("advantage_collapse", "critical", "task_never_moving",
       r"the task's own \(correctness\) reward never moving", adv_task_dead),
+    T("advantage_collapse", "critical", "task_patience",
+      r"the task's own reward never moving over (\d+)\+ logged steps while other terms carry "
+      r"the signal \(fewer: a warning, a sparse one often first fires after ~(\d+)\)",
+      adv_task_patience, (param("task_patience"), param("task_patience"))),
     # kl_drift
     T("kl_drift", "warning", "drifting", r"sustained KL in ([\d.]+)-(\d+) and rising significantly",
       kl_drift, (param("drift_kl"), param("adapt_kl"))),
