@@ -172,6 +172,15 @@ def _pinned_components(run: Run, p: Mapping[str, float]) -> list[tuple[str, floa
     return out
 
 
+def _lower_bound(share: float, n: int, z: float = 1.645) -> float:
+    """Wilson's one-sided 95% lower bound of a proportion ``share`` seen over ``n`` trials."""
+    if n <= 0:
+        return 0.0
+    centre = share + z * z / (2 * n)
+    spread = z * np.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return float((centre - spread) / (1 + z * z / n))
+
+
 @RULE.draws
 def lines(p: Mapping[str, float], evidence: Mapping[str, object]
           ) -> dict[str, tuple[Threshold, ...]]:
@@ -273,8 +282,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # Corroboration only escalates on a log long enough to judge a trend in the reward
         # (a live monitor would otherwise go critical on the noisy first few dozen steps);
         # the task's own reward never moving needs no trend.
+        # A share of steps (one group each, 0 or 1) over a late window of 10-20 is a coin
+        # count: 5 of 10 is as likely 30% as 70%. Corroboration escalates it only when the
+        # share, late or over the whole log, is over the warning line with 95% confidence
+        # (Wilson's lower bound).
+        sure = metric == ZSF or max(_lower_bound(late, k), _lower_bound(overall, len(z))
+                                    ) >= p["warn_fraction"]
         critical = (late >= p["critical_fraction"] or bool(dead)
-                    or (bool(corroboration) and len(z) >= 40))
+                    or (bool(corroboration) and len(z) >= 40 and sure))
         status = Status.CRITICAL if critical else Status.WARNING
         evidence["threshold"] = (f"zero-std share >= {p['critical_fraction']:.0%}" if late >=
                                  p["critical_fraction"] else

@@ -313,6 +313,16 @@ def adv_entropy(nums, past):
                     train__entropy=ramp(n, 1.0, 1.0 - lost, 0, n - 1) + ar1(27, n, 0.01))
 
 
+def adv_steps_confident(nums, past):
+    # One group per step (a reward std per step, 0 or not), the reward flat over 60 steps:
+    # std 0 on 75% of steps (over the line with 95% confidence), or on 55% (a coin count).
+    n = 60
+    rng = np.random.default_rng(31)
+    zero = rng.permutation(np.arange(n) < round(n * pick(past, 0.75, 0.55)))
+    std = np.where(zero, 0.0, 0.3 + 0.05 * np.abs(ar1(32, n, 1.0)))
+    return make_run(train__reward_std=std, train__reward=stalled(n, 33, sigma=0.05))
+
+
 def adv_task_dead(nums, past):
     # Over 50% on a short log (no trend in the reward to judge): critical only when the
     # task's own term never moved.
@@ -1198,6 +1208,10 @@ THRESHOLDS: list[Threshold] = [
     T("advantage_collapse", "critical", "stalled_points",
       r"> (\d+)% with the reward not improving .*? over (\d+)\+ logged points",
       adv_stalled_points, (param("warn_fraction", 0.01), None)),
+    T("advantage_collapse", "critical", "steps_confident",
+      r"over 40\+ logged points \(read from steps with reward std 0: over (\d+)% with (\d+)% "
+      r"confidence, late or over the log\)", adv_steps_confident,
+      (param("warn_fraction", 0.01), None)),
     T("advantage_collapse", "critical", "entropy_halved",
       r"or entropy falling significantly by half", adv_entropy),
     T("advantage_collapse", "critical", "task_never_moving",
