@@ -82,14 +82,18 @@ def test_garbage_is_not_a_training_log(capsys):
                  "formats: ", prefix=True)
 
 
-@pytest.mark.parametrize("text", ["[1,2", '{"log_history": [{"step": 1,'])
+@pytest.mark.parametrize("text", [
+    "[1,2", '{"log_history": [{"step": 1,',
+    # a trainer_state.json cut before its log_history: no reader recognises it at all
+    '{\n  "best_metric": null,\n  "epoch": 0.03,\n  "global_step": 250,\n  "is_hyper'])
 def test_a_json_file_cut_short_is_said_as_json_not_as_a_csv(capsys, tmp_path, text):
-    # It read "the CSV has a header but no rows".
+    # It read "the CSV has a header but no rows", or "file format not recognised".
     path = tmp_path / "bad.json"
     path.write_text(text)
     code, out, err = run_cli(capsys, "diagnose", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert "CSV" not in err and ("not a JSON training log" in err or "JSON" in err), err
+    assert "CSV" not in err and "not recognised" not in err, err
+    assert "not valid JSON" in err and " at line " in err, err
 
 
 def test_a_trainer_output_folder_without_history_names_the_state_file(capsys):

@@ -19,10 +19,11 @@ import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NoReturn
 
 from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.files import as_path, check_input, is_remote
-from grpo_doctor.importers._common import HEAD_BYTES, read_head
+from grpo_doctor.importers._common import HEAD_BYTES, read_head, read_json
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.metrics import ColumnMap
 from grpo_doctor.objstore import StorePath
@@ -68,24 +69,39 @@ def detect_format(path: Path) -> Importer:
         score = imp.sniff(path, head)
         if score > 0:
             scored.append((-score, order, imp))
+    json_like = not path.is_dir() and path.suffix.lower() == ".json" and (
+        head.lstrip()[:1] in (b"[", b"{"))
     if not scored:
         what = "folder" if path.is_dir() else "file"
         if not path.is_dir() and not head:
             raise FormatError(f"{path}: the file is empty")
+        if json_like:
+            _not_a_json_log(path)
         raise FormatError(
             f"{path}: not a training log grpo-doctor can read ({what} format not recognised; "
             f"formats: {', '.join(format_names())})"
         )
     scored.sort(key=lambda t: (t[0], t[1]))
     best = scored[0][2]
-    if best.name == "csv" and path.suffix.lower() == ".json" and head.lstrip()[:1] in (b"[",
-                                                                                      b"{"):
+    if best.name == "csv" and json_like:
         # A .json file no JSON reader took (cut short, or not a log): a CSV reader would
         # only misname it ("a header but no rows").
-        raise FormatError(f"{path}: not a JSON training log grpo-doctor can read (not valid "
-                          "JSON, or JSON with no logged steps: a trainer_state.json, a "
-                          "log_history list or JSON lines are)")
+        _not_a_json_log(path)
     return best
+
+
+#: The size up to which a .json no reader took is parsed to say where it breaks.
+_JSON_CHECK_BYTES = 64 << 20
+
+
+def _not_a_json_log(path: Path) -> NoReturn:
+    """Raise the error for a .json file no reader took: where its JSON breaks (a file cut
+    short, mid-copy or mid-save, is the usual case), else that it holds no logged steps."""
+    if path.stat().st_size <= _JSON_CHECK_BYTES:
+        read_json(path, "not valid JSON: cut short, or not a training log")
+    raise FormatError(f"{path}: not a JSON training log grpo-doctor can read (not valid "
+                      "JSON, or JSON with no logged steps: a trainer_state.json, a "
+                      "log_history list or JSON lines are)")
 
 
 #: Files of a folder tried as logs when the folder itself is not one.

@@ -104,5 +104,5 @@ def test_a_bare_log_history_list_reads_like_its_trainer_state(tmp_path):
 
 def test_a_json_list_of_other_dicts_is_not_a_log_history(tmp_path):
     other = write(tmp_path / "people.json", json.dumps([{"name": "a", "step": 1}] * 3, indent=2))
-    with pytest.raises(FormatError, match="format not recognised"):
+    with pytest.raises(FormatError, match="not a JSON training log"):
         load_runs(other)
