@@ -276,31 +276,29 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
                and r.knob is knobs.LEARNING_RATE), None)
     if root.critical and check.mode in ("kl_drift", "grad_explosion") and (
             0 < len(check.incidents) < 3):
-        then = f", then {lr_remedy}" if lr_remedy is not None else ""
-        return _Lead(knobs.Remedy(f"{_rollback_words(run, root.step)}{then}",
-                                  knob=lr_remedy.knob if lr_remedy is not None else None,
-                                  factor=lr_remedy.factor if lr_remedy is not None else None,
-                                  rollback_step=root.step))
+        return _rolled_back(run, root.step, lr_remedy)
     if remedies:
         top = remedies[0]
         if root.critical and isinstance(top, knobs.Remedy):
             if (check.mode in _DESTRUCTIVE and top.knob is not None
                     and top.rollback_step is None):
                 # The run broke: a smaller lr from here trains on from the broken policy.
-                return _Lead(knobs.Remedy(f"{_rollback_words(run, root.step)}, then {top}",
-                                          knob=top.knob, factor=top.factor,
-                                          rollback_step=root.step))
+                return _rolled_back(run, root.step, top)
             if top.rollback_step is not None and top.knob is None:
                 # Going back alone reruns what broke it: the smaller updates come with it,
                 # and the roll-back names a checkpoint the log saved.
-                then = f", then {lr_remedy}" if lr_remedy is not None else ""
-                return _Lead(knobs.Remedy(
-                    f"{_rollback_words(run, top.rollback_step)}{then}",
-                    knob=lr_remedy.knob if lr_remedy is not None else None,
-                    factor=lr_remedy.factor if lr_remedy is not None else None,
-                    rollback_step=top.rollback_step))
+                return _rolled_back(run, top.rollback_step, lr_remedy)
         return _Lead(top if isinstance(top, knobs.Remedy) else knobs.Remedy(str(top)))
     return _Lead(knobs.Remedy(f"look at the run's samples around step {step_text(root.step)}"))
+
+
+def _rolled_back(run: Run, step: int, then: knobs.Remedy | None) -> _Lead:
+    """Go back to before ``step`` (a saved checkpoint where the log names them), then ``then``
+    (the knob that makes the next attempt smaller), as one first action."""
+    text = _rollback_words(run, step) + (f", then {then}" if then is not None else "")
+    return _Lead(knobs.Remedy(text, knob=then.knob if then is not None else None,
+                              factor=then.factor if then is not None else None,
+                              rollback_step=step))
 
 
 def _common_cause(setup: recipe.Setup, root: Event, checks: Sequence[Check]

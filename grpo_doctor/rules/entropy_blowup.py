@@ -17,9 +17,8 @@ How it is detected
     (Mann-Kendall with the Hamed-Rao correction), or the entropy must stay above the threshold
     for at least 5 logged points (an abrupt jump), or be climbing where the log ends (each of
     its last two points ``min_rise`` above the one before, above the line and every level it
-    held before), and be at least
-    ``min_rise`` nats. A blow-up
-    that later collapses still counts. Onset is the knot of a two-piece linear fit of the climb.
+    held before), and be at least ``min_rise`` nats. A blow-up that later collapses still
+    counts. Onset is the knot of a two-piece linear fit of the climb.
     Critical with corroboration: grad norm rising, reward falling, or log-prob falling.
 
 False positives

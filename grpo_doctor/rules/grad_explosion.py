@@ -117,7 +117,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         if not found and len(g) >= 3:
             found = _harmful_spikes(run, g_steps, g, p, [])
             threshold = (f"one norm >= {fmt(p['burst_ratio'])}x its level before followed by "
-                         "harm or logged with KL >= 5")
+                         f"harm or logged with KL >= {fmt(inc.DANGEROUS_KL)}")
         if found:
             return Outcome(inc.worst(found), f"gradient norm exploding: {inc.describe(found)}",
                            onset_step=found[0].step,
@@ -176,7 +176,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         evidence["threshold"] = (f"{int(p['burst_points'])}+ logged norms >= "
                                  f"{fmt(p['burst_ratio'])}x the run's level, or one norm "
                                  f">= {fmt(p['burst_ratio'])}x its level before followed by "
-                                 "harm or logged with KL >= 5")
+                                 f"harm or logged with KL >= {fmt(inc.DANGEROUS_KL)}")
         summary = f"gradient-norm burst: {inc.describe(bursts)}"
         return Outcome(inc.worst(bursts), summary, onset_step=bursts[0].step,
                        evidence=evidence, remedies=_remedies(run), key_metric=GRAD,
@@ -249,9 +249,8 @@ def _harmful_spikes(run: Run, steps: np.ndarray, g: np.ndarray, p: Mapping[str, 
     (at least two of the last ten) after which the run came to harm (``inc.aftermath``): one
     update that broke the run, critical. Or logged with KL in the chapter's dangerous band
     (``inc.alongside``): a warning the moment it is logged, until ``JUDGED`` points after it
-    can show harm. A spike
-    the run shrugged off is no finding (healthy runs have them); nor is one inside a burst
-    already found."""
+    can show harm. A spike the run shrugged off is no finding (healthy runs have them); nor
+    is one inside a burst already found."""
     out = []
     taken = {i.step for i in known}
     all_steps, all_g = series(run, GRAD, reduce="max")

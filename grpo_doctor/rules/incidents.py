@@ -158,10 +158,10 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
     ``held`` for the 5 points before (within half the fall). A fall seen for fewer than
     ``within`` points at the end of the log must also be ``noise_units`` times the swings of
     the ``4 * within`` points before it: a reward that began quiet and now swings 0.1 <-> 2.7
-    by chance has no crash at its last two points. Critical when it
-    never came back; a warning when it did after staying down at least ``2 * within`` points
-    (a dip that is back within a few points is a bad batch, however deep: such dips are
-    appended to ``brief`` when given, so a caller can say it saw them)."""
+    by chance has no crash at its last two points. Critical when it never came back; a
+    warning when it did after staying down at least ``2 * within`` points (a dip that is back
+    within a few points is a bad batch, however deep: such dips are appended to ``brief``
+    when given, so a caller can say it saw them)."""
     steps, v = series(run, metric)
     if len(v) < 8:  # fewer points than that cannot tell a crash from a noisy batch
         return []

@@ -45,17 +45,19 @@ def aligned(run: Run, a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return steps, va[ia], vb[ib]
 
 
+def end_size(n: int, frac: float, min_n: int = 3) -> int:
+    """How many of ``n`` points ``head_tail`` takes at an end for ``frac``: at least ``min_n``,
+    at most half."""
+    return min(max(min_n, round(n * frac)), max(1, n // 2))
+
+
 def head_tail(values: np.ndarray, frac: float = 0.1, min_n: int = 3,
               head_frac: float | None = None) -> tuple[float, float]:
     """Median of the first ``head_frac`` (default ``frac``) and of the last ``frac`` of the
-    points, at least ``min_n`` each."""
+    points, at least ``min_n`` each (``end_size``)."""
     n = len(values)
-
-    def size(f: float) -> int:
-        return min(max(min_n, round(n * f)), max(1, n // 2))
-
-    return (float(np.median(values[: size(frac if head_frac is None else head_frac)])),
-            float(np.median(values[-size(frac):])))
+    head = end_size(n, frac if head_frac is None else head_frac, min_n)
+    return float(np.median(values[:head])), float(np.median(values[-end_size(n, frac, min_n):]))
 
 
 def snap_to_logged(run: Run, metric: str, step: float) -> int:

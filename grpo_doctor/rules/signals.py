@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.points import aligned, head_tail, series
+from grpo_doctor.rules.points import aligned, end_size, head_tail, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import mann_kendall, rolling_median, step_noise
@@ -58,9 +58,9 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
 
     Improving: a significant upward trend after ``since`` or a late level clearly above the
     level at ``since`` (by a quarter of the run's smoothed reward range, and by twice the
-    noise of the two medians compared). Declining: the
-    mirror image. With fewer than 10 logged values nothing can be judged (``logged`` False);
-    a segment shorter than 8 points is widened backwards to 8.
+    noise of the two medians compared). Declining: the mirror image. With fewer than 10
+    logged values nothing can be judged (``logged`` False); a segment shorter than 8 points
+    is widened backwards to 8.
     """
     steps, r = series(run, metric)
     if len(r) < 10:
@@ -78,7 +78,7 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
     # A level shift must also stand out of the noise of the two medians it compares: a
     # reward flat at 0.9 that a few samples per step swing 0.8-1.0 has a tiny smoothed
     # range, and a fifth of its log at 0.85 is not a decline.
-    m = min(max(3, round(len(seg_r) * 0.2)), max(1, len(seg_r) // 2))
+    m = end_size(len(seg_r), 0.2)
     shift = abs(end - start) >= 2 * 1.25 * step_noise(seg_r) * np.sqrt(2 / m)
     improving = (test.increasing(alpha) and gain > 0) or (gain > 0.25 and shift)
     declining = (test.decreasing(alpha) and gain < 0) or (gain < -0.25 and shift)
