@@ -1,6 +1,6 @@
 """Is the advice right? Runs whose cause is known, scored on the first action and the plan.
 
-    python bench/advice.py [--real ../shared/real-runs]
+    python bench/advice.py [--real ../shared/real-runs] [--holdout DIR]
 
 Two tables:
 
@@ -13,6 +13,10 @@ Two tables:
    nothing fired on (a solved task is healthy by design) when a check's sentence does.
 2. The failing real runs of ../shared/real-runs/ADVICE.md (when present): the first action
    must hold one of the "do first" words and none of the "wrong first" ones.
+
+3. With ``--holdout DIR``: the held-out runs (``python -m corpus.tiny_grpo --set holdout --out
+   DIR`` then ``python -m corpus.label --out DIR``): wrong settings the corpus lacks, on seeds it
+   does not use, that no rule was tuned on, scored as the corpus is against HOLDOUT_CAUSES.
 
 Also checks that no healthy run (corpus or real) is anything but healthy. Prints the tables
 and the scores; exit 0 always (a benchmark, not a test: tests/test_advice.py holds the floor).
@@ -71,6 +75,30 @@ CORPUS_CAUSES: dict[str, tuple[str, ...]] = {
     "asym_clip_negative_heavy": ("epsilon", "clip", "num_iterations"),
     "dead_after_one_update": ("learning_rate",),
     "early_burst_recovers": ("learning_rate", "max_grad_norm", "batch of step"),
+}
+
+#: Held-out run -> the words of what an expert changes first, written before the runs were made
+#: (corpus/runs.py HOLDOUT_RUNS).
+HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
+    "h_lr_1e-3": ("learning_rate",),
+    "h_temperature_0.5": ("temperature",),
+    # The answer (<a> 3-4 digits </s>) never fits 4 tokens: the budget, a setup problem.
+    "h_max_new_4": ("max_completion_length",),
+    "h_group_2": ("num_generations",),
+    "h_beta0_lr1e-3": ("beta", "KL coefficient", "learning_rate"),
+    "h_entropy_bonus_0.1": ("entropy_coef", "entropy bonus"),
+    "h_epochs4_noclip": ("num_iterations", "ppo_epochs", "max_grad_norm", "learning_rate",
+                         "optim.lr"),
+    # The second set (--set holdout2), scored once as made.
+    "h2_lr_2e-3": ("learning_rate", "optim.lr"),
+    "h2_temperature_0.4": ("temperature",),
+    "h2_max_new_5": ("max_completion_length", "response_length"),
+    "h2_group_3": ("num_generations", "rollout.n"),
+    "h2_entropy_bonus_0.3": ("entropy_coef", "entropy_coeff", "entropy bonus"),
+    "h2_eps_high_0.8": ("epsilon_high", "clip_ratio_high", "num_iterations"),
+    "h2_noclip_lr5e-3": ("learning_rate", "max_grad_norm"),
+    "h2_fp16_lr5e-4": ("dtype", "bf16", "bfloat16"),
+    "h2_too_hard_sum": ("easier prompts", "curriculum", "reward function", "out of reach"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).
@@ -135,18 +163,19 @@ def _has(text: str, words: tuple[str, ...]) -> bool:
     return any(w.lower() in text.lower() for w in words)
 
 
-def score_corpus() -> tuple[list[tuple], list[str]]:
-    labels = json.loads((CORPUS / "labels.json").read_text())
+def score_corpus(folder: Path = CORPUS, causes: dict[str, tuple[str, ...]] = CORPUS_CAUSES
+                 ) -> tuple[list[tuple], list[str]]:
+    labels = json.loads((folder / "labels.json").read_text())
     rows, healthy_bad = [], []
     for e in labels:
-        run = load_runs(CORPUS / e["run"])[0]
+        run = load_runs(folder / e["run"])[0]
         cfg = DoctorConfig(recipe=CORPUS_RECIPE, run_config=corpus_config(e))
         d = diagnose(run, cfg)
         if e["healthy"]:
             if d.status not in ("healthy", "inconclusive"):
                 healthy_bad.append(f"{e['name']}: {d.status}")
             continue
-        words = CORPUS_CAUSES.get(e["name"])
+        words = causes.get(e["name"])
         if words is None:
             continue
         if d.root_cause is None:
@@ -183,19 +212,28 @@ def score_real(real: Path) -> tuple[list[tuple], list[str]]:
     return rows, healthy_bad
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--real", default=str(ROOT.parent / "shared" / "real-runs"))
-    args = parser.parse_args()
-    rows, healthy_bad = score_corpus()
-    print("corpus run                  first  top-3  first action")
+def _print_runs(kind: str, rows: list[tuple]) -> None:
+    print(f"{kind + ' run':<27} first  top-3  first action")
     for name, first, top3, text in rows:
         print(f"{name:<27} {'yes' if first else 'NO':<6} {'yes' if top3 else 'NO':<6} "
               f"{_one_line(text)[:90]}")
     n = len(rows)
-    print(f"\ncorpus: first action names the cause on {sum(r[1] for r in rows)}/{n} "
+    print(f"\n{kind}: first action names the cause on {sum(r[1] for r in rows)}/{n} "
           f"({sum(r[1] for r in rows) / n:.0%}); within the first three on "
-          f"{sum(r[2] for r in rows)}/{n} ({sum(r[2] for r in rows) / n:.0%})")
+          f"{sum(r[2] for r in rows)}/{n} ({sum(r[2] for r in rows) / n:.0%})\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--real", default=str(ROOT.parent / "shared" / "real-runs"))
+    parser.add_argument("--holdout", type=Path, help="a generated holdout folder to score")
+    args = parser.parse_args()
+    rows, healthy_bad = score_corpus()
+    _print_runs("corpus", rows)
+    if args.holdout is not None:
+        held, held_bad = score_corpus(args.holdout, HOLDOUT_CAUSES)
+        healthy_bad += held_bad
+        _print_runs("holdout", held)
     real = Path(args.real)
     if real.is_dir():
         real_rows, real_bad = score_real(real)

@@ -137,5 +137,75 @@ COMPARE_RUNS: list[RunConfig] = [
        **dict(BASE, steps=250, lr=3e-3)),
 ]
 
+# Held out (issue 23's advice work): wrong settings the corpus does not have, on seeds it does
+# not use, made to check the first action on runs no rule was tuned on (bench/advice.py
+# --holdout; what an expert changes first, HOLDOUT_CAUSES there, was written before the runs
+# were made). Not committed as fixtures: regenerate with --set holdout (about 2 minutes).
+HOLDOUT_RUNS: list[RunConfig] = [
+    _r("h_lr_1e-3", "trl", "csv", "entropy_collapse",
+       "lr=1e-3 (10x the healthy lr), grad clip 1.0, seed 11", seed=11,
+       **dict(BASE, steps=250, lr=1e-3)),
+    _r("h_temperature_0.5", "verl", "tensorboard", "entropy_collapse",
+       "rollout temperature 0.5, lr=1e-4, seed 12", seed=12,
+       **dict(HEALTHY, temperature=0.5)),
+    _r("h_max_new_4", "trl", "wandb", "advantage_collapse",
+       "max_completion_length 4: the answer (<a> 3-4 digits </s>) never fits, seed 13",
+       seed=13, **dict(HEALTHY, steps=150, max_new=4)),
+    _r("h_group_2", "verl", "csv", "advantage_collapse",
+       "num_generations 2 (32 prompts x 2), lr=1e-4, seed 14", seed=14,
+       **dict(HEALTHY, batch_prompts=32, group=2)),
+    _r("h_beta0_lr1e-3", "trl", "tensorboard", "kl_drift",
+       "beta=0, lr=1e-3, 400 steps, seed 15", seed=15,
+       **dict(BASE, steps=400, lr=1e-3, beta=0.0)),
+    _r("h_entropy_bonus_0.1", "trl", "csv", "entropy_blowup",
+       "entropy bonus coefficient 0.1, lr=3e-4, seed 16", seed=16,
+       **dict(BASE, steps=250, lr=3e-4, entropy_coef=0.1)),
+    _r("h_epochs4_noclip", "verl", "wandb", "ratio_instability",
+       "4 PPO epochs x 4 minibatches, lr=1e-3, no gradient clipping, seed 17", seed=17,
+       **dict(BASE, steps=200, lr=1e-3, max_grad_norm=None, inner_epochs=4, minibatches=4)),
+    _r("h_healthy_s18", "verl", "csv", "healthy", "base recipe, lr=1e-4, beta=0.04, seed 18",
+       seed=18, **HEALTHY),
+    _r("h_healthy_lr5e-5_s19", "trl", "trainer_state", "healthy",
+       "base recipe at lr=5e-5, seed 19", seed=19, **dict(HEALTHY, lr=5e-5)),
+]
+
+# A second held-out set, made after the first had been used to mend the advice (its group of 2
+# and its 4-token budget): scored once, as made, with nothing tuned on it.
+HOLDOUT2_RUNS: list[RunConfig] = [
+    _r("h2_lr_2e-3", "verl", "wandb", "entropy_collapse",
+       "lr=2e-3 (20x the healthy lr), grad clip 1.0, seed 21", seed=21,
+       **dict(BASE, steps=250, lr=2e-3)),
+    _r("h2_temperature_0.4", "trl", "trainer_state", "entropy_collapse",
+       "rollout temperature 0.4, lr=1e-4, seed 22", seed=22, **dict(HEALTHY, temperature=0.4)),
+    _r("h2_max_new_5", "verl", "csv", "length_hacking",
+       "max_completion_length 5: 3-digit answers fit exactly, 4-digit ones never, seed 23",
+       seed=23, **dict(HEALTHY, max_new=5)),
+    _r("h2_group_3", "trl", "tensorboard", "advantage_collapse",
+       "num_generations 3 (21 prompts x 3), lr=1e-4, seed 24", seed=24,
+       **dict(HEALTHY, batch_prompts=21, group=3)),
+    _r("h2_entropy_bonus_0.3", "verl", "wandb", "entropy_blowup",
+       "entropy bonus coefficient 0.3, lr=3e-4, seed 25", seed=25,
+       **dict(BASE, steps=250, lr=3e-4, entropy_coef=0.3)),
+    _r("h2_eps_high_0.8", "trl", "csv", "ratio_instability",
+       "upper clip 0.8 (ratios up to 1.8), 2 PPO epochs, lr=3e-4, seed 26", seed=26,
+       **dict(BASE, steps=250, lr=3e-4, eps_high=0.8, inner_epochs=2)),
+    _r("h2_noclip_lr5e-3", "trl", "wandb", "grad_explosion",
+       "lr=5e-3, no gradient clipping, seed 27", seed=27,
+       **dict(BASE, steps=250, lr=5e-3, max_grad_norm=None)),
+    _r("h2_fp16_lr5e-4", "verl", "tensorboard", "numerical_failure",
+       "pure fp16 weights and Adam states (adam eps 1e-4), lr=5e-4, seed 28", seed=28,
+       **dict(BASE, steps=150, lr=5e-4, dtype="float16", adam_eps=1e-4)),
+    _r("h2_too_hard_sum", "verl", "csv", "advantage_collapse",
+       "task too hard: sum mod 10 of 5-6 digits, exact-match reward only, seed 29", seed=29,
+       **dict(BASE, ops=("sum",), ks=(5, 6), max_new=6, steps=200, lr=1e-4,
+              weights={"correct": 1.0})),
+    _r("h2_healthy_s30", "trl", "wandb", "healthy", "base recipe, lr=1e-4, seed 30", seed=30,
+       **HEALTHY),
+    _r("h2_healthy_g16_s31", "verl", "tensorboard", "healthy",
+       "base recipe, G=16 x 4 prompts, seed 31", seed=31,
+       **dict(HEALTHY, batch_prompts=4, group=16)),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
-RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS}
+RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
+                                        "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS}

@@ -6,7 +6,10 @@ domain's causal chains: a blown-up update explains everything after it; entropy 
 explains equal-reward groups; reward lags everything). A critical finding before it that it
 cannot explain is a problem of its own (its remedies are in the plan); but a warning is never
 named over a critical finding that began before or with it and that it cannot explain. When no
-event explains them all, the earliest of the worst findings is named.
+event explains them all, the earliest of the worst findings is named. When no setting outside
+the recipe explains that root and it left the policy usable (a collapse, not a blow-up), a
+critical finding that a setting far outside the recipe primarily causes is named instead: the
+config is evidence (a group of 2 behind equal-reward groups, beside an entropy fall).
 
 What to do first answers that cause, in this order of evidence:
 
@@ -14,7 +17,8 @@ What to do first answers that cause, in this order of evidence:
 2. a setup problem, the run wrong from its first logged step: completions cut at the cap from
    the start (raise the budget), NaN from the first update or a policy that never moved (dtype,
    loss scaling, optimizer epsilon; never clipping), KL high at the first step (the
-   reference);
+   reference); or most completions cut at the cap over the first logs while the task's own
+   reward term never fired (the budget, even after the policy learned to stop early);
 3. the run's config: a knob outside the chapter's recipe (``recipe``) that the chapter links to
    the root cause's mode, with its value, the recipe's and why, after a roll-back to a logged
    step before the cause (or a restart from the initial model when the run was wrong from its
@@ -40,8 +44,8 @@ from grpo_doctor import recipe
 from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.points import series
-from grpo_doctor.rules.signals import reward_progress
+from grpo_doctor.rules.points import end_size, series
+from grpo_doctor.rules.signals import component_role, late_points, reward_progress
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run
 from grpo_doctor.text import fmt, knob_value, step_text
 from grpo_doctor.trends import rolling_median, step_noise
@@ -162,6 +166,7 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
     root = next((e for e in events if _explains(e, worst) and not e.recovered), None)
     if root is None:  # nothing explains everything: the earliest of the worst findings
         root = next(e for e in events if e.check in worst)
+    root = _knob_explained(events, worst, setup, root)
     cheating = _cheat_attempts(run, events)
     if cheating is not None and root.check.mode not in ("numerical_failure",):
         # The anti-cheat check caught the policy trying: whatever else is wrong, that is
@@ -172,6 +177,27 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
                       str(lead.remedy), knob=lead.knob.to_cause() if lead.knob else None,
                       setup=lead.setup)
     return cause, _plan(run, events, checks, root, lead, setup)
+
+
+def _knob_explained(events: Sequence[Event], worst: Sequence[Check], setup: recipe.Setup,
+                    root: Event) -> Event:
+    """The config is evidence: when no setting outside the recipe explains ``root``, and the
+    root left the policy usable (a collapse, a stall, not a blow-up to roll back from), a
+    critical finding that a setting *far* outside the recipe primarily causes is the cause to
+    fix first (a group of 2 behind equal-reward groups, beside an entropy fall that is the run
+    sharpening as it learns). ``root`` otherwise."""
+    if root.check.mode in _DESTRUCTIVE or setup.causes(_linked_modes(root),
+                                                       critical=root.critical):
+        return root
+    for e in events:
+        c = e.check
+        if (c is root.check or c not in worst or c.status is not Status.CRITICAL
+                or e.recovered or _reward_never_fired(c)):
+            continue
+        if any(r.far and any(lk.primary and lk.mode == c.mode for lk in r.links)
+               for r in setup.causes({c.mode})):
+            return e
+    return root
 
 
 def _cheat_attempts(run: Run, events: Sequence[Event]) -> Event | None:
@@ -259,6 +285,8 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         return gamed
     from_start = _from_first_step(run, root)
     problem = _setup_problem(run, root, setup, checks) if from_start else None
+    if problem is None and check.mode not in _DESTRUCTIVE:
+        problem = _answers_cut_short(run, setup, checks)
     if problem is not None:
         return problem
     causes = setup.causes(_linked_modes(root), critical=root.critical)
@@ -495,6 +523,59 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
             summary=f"a setup problem: the policy and the reference differ from the first "
                     f"logged step ({root.summary})", setup=True)
     return None
+
+
+def _never_fired_terms(run: Run, checks: Sequence[Check]) -> list[str]:
+    """The task's correctness-like reward terms that never moved over the log, as the findings
+    found them (format gaming's, or the pinned components of an advantage collapse)."""
+    names: list[str] = []
+    for c in checks:
+        if not c.fired:
+            continue
+        names += [str(n) for n in c.evidence.get("correctness_never_moved") or ()]
+        names += [str(n) for n in c.evidence.get("pinned_components") or ()
+                  if component_role(run, str(n)) == "correctness"]
+    return list(dict.fromkeys(names))
+
+
+def _answers_cut_short(run: Run, setup: recipe.Setup, checks: Sequence[Check]
+                       ) -> _Lead | None:
+    """Most completions cut at the length cap over the first logs, and the task's own reward
+    term never fired: an answer that does not fit is never judged right. The policy may since
+    have learned to end before the cap (the truncated share falls, the reward rises on format
+    alone), but the answers still do not fit: the budget is the setup problem to fix first."""
+    never = _never_fired_terms(run, checks)
+    steps, t = series(run, Metric.TRUNCATION_RATIO.value)
+    if not never or len(t) < 3 or int(steps[0]) > 20:
+        return None
+    # The first few logs only: a policy squeezed by the budget soon learns to stop early.
+    early = float(np.median(t[:end_size(len(t), 0.05)]))
+    if early < _CUT_AT_START or float(t[0]) < _CUT_AT_START:
+        return None
+    late = float(np.median(t[-late_points(len(t), min_n=2 if len(t) < 10 else 5):]))
+    length = setup.get("max_completion_length")
+    now = recipe.as_number(length.value) if length is not None else None
+    _, top = series(run, Metric.RESPONSE_LENGTH_MAX.value)
+    cap = now if now is not None else (float(top.max()) if len(top) else None)
+    target = (f"max_completion_length {fmt(now)} -> {fmt(2 * now)}" if now is not None else
+              f"raise max_completion_length{f' (now about {fmt(cap)} tokens)' if cap else ''} "
+              "2x")
+    terms = " and ".join(never)
+    cut = (f"{early:.0%} of completions were cut at the cap over the first logs "
+           f"({late:.0%} late in the run) and {terms} never fired")
+    text = (f"{target}: {cut}; an answer cut off is never judged right, so the budget is too "
+            "small for the task's answers (a setup problem): raise it first, then check "
+            f"{never[0]} on a few completions")
+    reading = length if length is not None and length.value is not None else None
+    return _Lead(knobs.Remedy(text, knob=knobs.MAX_LENGTH),
+                 summary=f"a setup problem, the completion budget: {cut}",
+                 knob=_Knob(recipe.replace_verdict(reading, recipe.LOW))
+                 if reading is not None else None, setup=True)
+
+
+#: Share of completions cut at the cap over the first logs that makes the budget a suspect
+#: (length_hacking's "pinned" line).
+_CUT_AT_START = 0.5
 
 
 def _policy_never_moved(run: Run) -> bool:

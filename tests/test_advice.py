@@ -8,6 +8,7 @@ holds the same table and prints the corpus scores."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -224,3 +225,70 @@ def test_a_setting_clearly_outside_behind_two_warnings_is_their_common_cause():
     one = diagnose(run, only_kl)
     assert one.root_cause.knob is None
     assert any(p.action.startswith("also outside the recipe: learning_rate") for p in one.plan)
+
+
+def _sharpening_with_pairs(n: int = 200, seed: int = 14):
+    """A run that learns (reward 0.6 -> 1.1, held-out 0.6 -> 0.9) while its entropy falls
+    steadily and most groups score alike, as groups of 2 do at 90% accuracy: P(equal) =
+    0.9^2 + 0.1^2 (the holdout run h_group_2, corpus/runs.py, made this shape)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    return make_run(reward=0.6 + 0.5 * (1 - np.exp(-10 * t)) + rng.normal(0, 0.04, n),
+                    entropy=0.6 * np.exp(-1.6 * t) + rng.normal(0, 0.01, n),
+                    frac_reward_zero_std=np.clip(0.4 + 0.5 * t + rng.normal(0, 0.05, n), 0, 1),
+                    eval_accuracy=0.6 + 0.3 * (1 - np.exp(-10 * t)))
+
+
+def test_a_group_far_below_the_recipe_is_fixed_before_an_entropy_fall():
+    """The config is evidence: no setting explains the entropy fall (lr, temperature, beta all
+    in the recipe), but a group of 2 is far below the recipe's 8 and the chapter's first cause
+    of the equal-reward groups beside it: that is the first action, not 'lr x0.5'."""
+    run = _sharpening_with_pairs()
+    recipe_run = {"learning_rate": 1e-6, "beta": 0.04, "temperature": 1.0}
+    d = diagnose(run, DoctorConfig(run_config={**recipe_run, "num_generations": 2}))
+    assert {c.mode for c in d.findings if c.status.value == "critical"} >= {
+        "entropy_collapse", "advantage_collapse"}
+    assert d.root_cause.mode == "advantage_collapse"
+    assert d.root_cause.first_action.startswith("num_generations 2 -> 16")
+    assert d.root_cause.knob["name"] == "num_generations"
+    # A group in the recipe explains nothing: the entropy fall's own remedy stays first.
+    ok = diagnose(run, DoctorConfig(run_config={**recipe_run, "num_generations": 16}))
+    assert ok.root_cause.mode == "entropy_collapse"
+    assert "num_generations" not in ok.root_cause.first_action
+    # Merely outside (6 against 8), not far: not enough to move the root.
+    near = diagnose(run, DoctorConfig(run_config={**recipe_run, "num_generations": 6}))
+    assert near.root_cause.mode == "entropy_collapse"
+
+
+def _squeezed_by_the_budget(start_cut: float, n: int = 150, seed: int = 13):
+    """Answers that never fit a 4-token budget: most completions cut at the cap at first, the
+    policy learns to stop early with a well-formed but short answer, the format term rises and
+    the task's term never fires (the holdout run h_max_new_4, corpus/runs.py)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    fmt_term = np.clip(0.06 + 0.92 * (1 - np.exp(-t / 12)) + rng.normal(0, 0.02, n), 0, 1)
+    cut = np.clip(start_cut * np.exp(-t / 10) + rng.normal(0, 0.01, n), 0, 1)
+    return make_run(reward=0.2 * fmt_term, rewards__accuracy_reward__mean=np.zeros(n),
+                    rewards__format_reward__mean=fmt_term,
+                    completions__clipped_ratio=cut,
+                    completions__mean_length=3.9 - 0.2 * (1 - cut),
+                    completions__max_length=np.full(n, 4.0))
+
+
+def test_answers_cut_at_the_cap_while_the_task_never_scored_is_the_budget_first():
+    """93% of completions cut at the cap over the first logs, accuracy_reward 0 on every step:
+    the budget is the setup problem (raise it), though the truncation later fell to 2%
+    because the policy learned to stop early."""
+    cfg = DoctorConfig(run_config={"max_completion_length": 4})
+    d = diagnose(_squeezed_by_the_budget(0.95), cfg)
+    first = d.root_cause.first_action
+    assert first.startswith("max_completion_length 4 -> 8: ")
+    assert "accuracy_reward never fired" in first
+    assert d.root_cause.setup
+    # Without a config the cap comes from the logged maximum length.
+    bare = diagnose(_squeezed_by_the_budget(0.95)).root_cause.first_action
+    assert bare.startswith("raise max_completion_length (now about 4 tokens) 2x")
+    # Few cut at the start: the budget is no suspect, the never-firing term is.
+    fine = diagnose(_squeezed_by_the_budget(0.2), cfg).root_cause.first_action
+    assert "max_completion_length" not in fine
+    assert "accuracy_reward" in fine
