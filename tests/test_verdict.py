@@ -444,3 +444,28 @@ def test_a_reward_that_turns_nan_while_the_loss_and_kl_stay_finite_is_the_reward
     assert d.root_cause.mode == "numerical_failure"
     assert d.root_cause.first_action.startswith("check the reward function on a few "
                                                 "completions: it returns NaN")
+
+
+def _task_stuck_at(level: float, n: int = 160, seed: int = 29) -> Run:
+    """A sparse 0/1 correctness term right on ``level`` of a few samples a step, from the first
+    step to the last, and the reward it makes (the holdout run h2_too_hard_sum: sum mod 10 of
+    5-6 digits, 8% right throughout)."""
+    from tests.helpers import make_run
+
+    rng = np.random.default_rng(seed)
+    right = rng.binomial(16, level, n) / 16
+    return make_run(reward=right, rewards__accuracy_reward__mean=right,
+                    rewards__format_reward__mean=np.clip(0.9 + rng.normal(0, 0.02, n), 0, 1))
+
+
+def test_a_task_right_8_percent_of_the_time_from_start_to_end_is_not_healthy():
+    """Never healthy when the task's own reward never moved: flat at 8% is not learning."""
+    d = diagnose(_task_stuck_at(0.08))
+    assert d.status != "healthy"
+    check = d.check("no_progress")
+    assert check.status.value == "warning"
+    assert "accuracy_reward stayed low" in check.summary and "of 1" in check.summary
+    # A task right 70% of the time and holding there has nothing to say against it here.
+    assert diagnose(_task_stuck_at(0.7)).check("no_progress").status.value == "ok"
+    # Nor has one too short to have learned anything yet (sparse rewards fire late).
+    assert diagnose(_task_stuck_at(0.08, n=80)).check("no_progress").status.value == "ok"

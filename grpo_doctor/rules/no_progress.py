@@ -7,7 +7,11 @@ What it detects
     declined (a significant downward trend, a late level a quarter of its range below its
     early one, or for a task term its mean down a tenth of its range: a correctness term
     right on a few samples a step has a median of 0 throughout): the run is going slowly
-    backwards.
+    backwards. Or, going nowhere: a task signal scored 0-1 (the held-out score, a correctness
+    term) never improved over ``patience`` or more logged points, nor the reward by a quarter of
+    its range, and the task signal ends below ``low_score`` (its late mean): a task mostly
+    failed from the first step to the last is not being learned, flat or not (sparse task
+    rewards often first fire late: the patience).
 
 Why it matters
     "Healthy" must mean "learning", not merely "none of the listed modes fired". A run whose
@@ -44,6 +48,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule
 from grpo_doctor.rules.points import head_tail, series
 from grpo_doctor.rules.signals import (
+    RewardProgress,
     component_role,
     components,
     reward_progress,
@@ -65,6 +70,10 @@ RULE = Rule(
         Param("min_points", 50, "logged reward points needed to judge progress"),
         Param("best_margin", 0.25, "late level this share of the reward's range below its best "
               "counts as not at its best"),
+        Param("low_score", 0.5, "a 0-1 task score that never improved and ends below this "
+              "(late mean) is not being learned"),
+        Param("patience", 100, "logged reward points before a low task score that never "
+              "improved counts"),
     ),
 )
 
@@ -109,6 +118,21 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # Going backwards, as every rule judges a decline: a flat run of noise is not evidence.
     backwards = reward.declining or any(
         pr.declining or sparse_declining(run, signals[n]) for n, pr in task.items())
+    # The reward gaining while the task does not is format_gaming's to judge, not a stall; a
+    # gain counts by its size (a quarter of the reward's range), as a trend test over 100+
+    # points finds a rise of 0.078 -> 0.086 on a task stuck at 8%.
+    reward_rose = (now - start) >= p["best_margin"] * span
+    stuck = None if (backwards or reward_rose or task_solved(run) or len(r) < p["patience"]
+                     ) else _stuck_low(run, signals, task, p)
+    if stuck is not None:
+        name, was, now_score = stuck
+        evidence["threshold"] = (f"no improvement over {len(r)} logged points and a 0-1 task "
+                                 f"score below {fmt(p['low_score'])} at the end")
+        summary = (f"no progress: over {len(r)} logged points the {name} stayed low "
+                   f"({fmt(was)} -> {fmt(now_score)}, of 1) and the reward barely moved "
+                   f"({fmt(start)} -> {fmt(now)}): the run is not learning its task")
+        return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
+                       remedies=_remedies(run), key_metric=REWARD)
     if below_best < p["best_margin"] or task_solved(run):
         return Outcome(Status.OK, f"reward {fmt(start)} -> {fmt(now)}, at its best level "
                        f"({fmt(best)}): converged, not stalled", evidence=evidence,
@@ -126,14 +150,34 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                f"{fmt(start)} -> {fmt(now)} (best {fmt(best)})"
                + (f", {', '.join(worse)}" if worse else "")
                + ": the run is not learning its task")
-    remedies = (
+    return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
+                   remedies=_remedies(run), key_metric=REWARD)
+
+
+def _remedies(run: Run) -> tuple[str, ...]:
+    return (
         "check the reward on a few completions against the task: does it pay right answers, "
         "and only them?",
         _lr_remedy(run),
         "easier prompts (or a larger group) if most groups score alike",
     )
-    return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
-                   remedies=remedies, key_metric=REWARD)
+
+
+def _stuck_low(run: Run, signals: Mapping[str, str], task: Mapping[str, RewardProgress],
+               p: Mapping[str, float]) -> tuple[str, float, float] | None:
+    """(name, first-fifth mean, last-fifth mean) of a task signal scored 0-1 that ends below
+    ``low_score``: means, as a correctness term right on a few samples a step has a median of
+    0 throughout. None when there is none (a reward of unknown scale says nothing of how much
+    of the task is solved)."""
+    for name, progress in task.items():
+        _, v = series(run, signals[name])
+        if progress.improving or len(v) < 10 or v.min() < 0 or v.max() > 1:
+            continue
+        k = max(3, len(v) // 5)
+        was, now = float(np.mean(v[:k])), float(np.mean(v[-k:]))
+        if now < p["low_score"]:
+            return name, was, now
+    return None
 
 
 def _ends(run: Run, column: str, start: float, end: float) -> str:

@@ -1136,12 +1136,13 @@ def blowup_reward(nums, past):
 
 def _no_progress(n: int, end: float, accuracy_falls: bool = True) -> Run:
     """A reward flat at ``end`` but for a bump to 0.9 and a dip to 0.3 (its best and its
-    range), while the correctness term falls (or stays flat)."""
+    range), while the correctness term falls (or stays flat, at 0.6: above the level a flat
+    task score counts as stuck at)."""
     r = end + ar1(170, n, 0.005)
     r[n // 3:n // 3 + 5] = 0.9
     r[n // 2:n // 2 + 5] = 0.3
     acc = ramp(n, 0.3, 0.1, 0, n - 1) + ar1(171, n, 0.005) if accuracy_falls else stalled(
-        n, 171, 0.3, 0.005)
+        n, 171, 0.6, 0.005)
     return make_run(train__reward=r, **{"rewards/accuracy_reward": acc})
 
 
@@ -1157,6 +1158,31 @@ def np_below_best(nums, past):
 
 def np_backwards(nums, past):
     return _no_progress(100, 0.72, accuracy_falls=past)
+
+
+def _stuck(n: int, score: float, reward_up: float = 0.0) -> Run:
+    """A held-out score flat at ``score`` (0-1, every 5th step) over ``n`` logged points, and a
+    reward flat at 0.5 but for a bump to 0.8 and a dip to 0.2 (its range, 0.6) whose last fifth
+    sits ``reward_up`` of that range higher."""
+    r = stalled(n, 172, 0.5, 0.005)
+    r[n // 3:n // 3 + 5] = 0.8
+    r[n // 2:n // 2 + 5] = 0.2
+    r[-(n // 5):] += 0.6 * reward_up
+    held = np.full(n, np.nan)
+    held[::5] = stalled(len(held[::5]), 173, score, 0.01)
+    return make_run(train__reward=r, eval_accuracy=held)
+
+
+def np_stuck_points(nums, past):
+    return _stuck(int(nums[0]) - (0 if past else 1), 0.1)
+
+
+def np_stuck_low(nums, past):
+    return _stuck(120, nums[1] * pick(past, 0.9, 1.1))
+
+
+def np_stuck_reward(nums, past):
+    return _stuck(120, 0.1, reward_up=nums[2] * pick(past, 0.8, 1.2))
 
 
 # --- the table's thresholds ----------------------------------------------------------------
@@ -1446,6 +1472,16 @@ THRESHOLDS: list[Threshold] = [
       r"below its best", np_below_best, (param("min_points"), param("best_margin"))),
     T("no_progress", "warning", "backwards", r"the reward or the task's score went backwards",
       np_backwards),
+    T("no_progress", "warning", "stuck_points",
+      r"or over (\d+)\+ logged points a 0-1 task score \(held-out, correctness\) never improved",
+      np_stuck_points, (param("patience"),)),
+    T("no_progress", "warning", "stuck_low",
+      r"over (\d+)\+ logged points a 0-1 task score \(held-out, correctness\) never improved "
+      r"and ends below ([\d.]+)", np_stuck_low, (param("patience"), param("low_score"))),
+    T("no_progress", "warning", "stuck_reward",
+      r"over (\d+)\+ logged points a 0-1 task score \(held-out, correctness\) never improved "
+      r"and ends below ([\d.]+), the reward up less than (a quarter) of its range",
+      np_stuck_reward, (param("patience"), param("low_score"), param("best_margin"))),
 ]
 
 
