@@ -50,15 +50,17 @@ from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import ZERO_SHARE, Plot, Threshold, ZeroShare, ladder
 from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import (
+    SOLVED_HELDOUT,
     component_role,
     components,
+    heldout_solved,
     late_points,
     learning,
     reward_progress,
     unsolved_equal_share,
 )
 from grpo_doctor.store import Run
-from grpo_doctor.text import agree, fmt
+from grpo_doctor.text import agree, fmt, step_text
 from grpo_doctor.trends import level_shift_onset, mann_kendall, rolling_median
 
 ZSF = Metric.ZERO_STD_FRACTION.value
@@ -277,6 +279,21 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         return Outcome(Status.OK, f"{what}: {late:.0%} over the last {k} logged points, but "
                        f"the reward is still rising: groups are being solved (convergence); "
                        f"feed harder prompts as they saturate", evidence=evidence,
+                       key_metric=metric)
+    if fired and not dead and (held := heldout_solved(run)) is not None:
+        # The held-out prompts say the task is nearly solved, but the train log cannot prove
+        # these groups all-correct (other prompts, another scale): a warning, never critical.
+        evidence["heldout_late"] = round(held, 4)
+        evidence["threshold"] = (f"zero-std share >= {p['warn_fraction']:.0%}; held-out score "
+                                 f">= {fmt(SOLVED_HELDOUT)}: a warning")
+        return Outcome(Status.WARNING, f"{late:.0%} of groups had equal rewards over the last "
+                       f"{k} logged points, from step {step_text(onset)}, with the held-out "
+                       f"score at {fmt(held)}: most are likely solved ones, so little signal "
+                       "is left", onset_step=onset, evidence=evidence,
+                       remedies=("harder prompts: filter the ones the policy always solves, or "
+                                 "a curriculum that moves on",
+                                 "dynamic sampling: drop all-0/all-1 groups and refill the "
+                                 "batch (DAPO)"),
                        key_metric=metric)
     if fired:
         # Corroboration only escalates on a log long enough to judge a trend in the reward

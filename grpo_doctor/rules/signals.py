@@ -180,7 +180,24 @@ def task_solved(run: Run, frac: float = 0.2) -> bool:
     if share is not None:
         return share >= 0.8
     score = zero_one_score(run)
-    return score is not None and head_tail(score[1], frac=frac)[1] >= 0.9
+    if score is not None and head_tail(score[1], frac=frac)[1] >= 0.9:
+        return True
+    return heldout_solved(run, frac) is not None
+
+
+def heldout_solved(run: Run, frac: float = 0.2) -> float | None:
+    """The late held-out score when it is on a 0-1 scale and at 0.9 or more: the policy gets
+    nearly every prompt right, so the equal-reward groups of its training batches are
+    all-correct ones. None otherwise."""
+    _, held = series(run, Metric.HELDOUT_SCORE.value)
+    if len(held) < 3 or held.min() < 0 or held.max() > 1:
+        return None
+    late = head_tail(held, frac=frac)[1]
+    return late if late >= SOLVED_HELDOUT else None
+
+
+#: A held-out score (0-1) at or above this says the task is nearly solved.
+SOLVED_HELDOUT = 0.9
 
 
 def mean_gain(run: Run, col: str, frac: float = 0.2) -> float:

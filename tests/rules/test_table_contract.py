@@ -298,6 +298,16 @@ def adv_critical(nums, past):
     return make_run(train__frac_reward_zero_std=_zero_std(nums[0] / 100 + pick(past, 0.05, -0.05)))
 
 
+def adv_heldout_solved(nums, past):
+    # Over 50% equal groups with the reward flat over 60 points (critical), and a held-out
+    # score (every 5th step) just under the table's level, or just over it (a warning).
+    n = 60
+    held = np.full(n, np.nan)
+    held[::5] = flat(len(held[::5]), nums[0] * pick(past, 0.95, 1.05), 28, 0.002)
+    return make_run(train__frac_reward_zero_std=_zero_std(0.6, n),
+                    train__reward=stalled(n, 26, sigma=0.05), eval_accuracy=held)
+
+
 def adv_stalled_points(nums, past):
     # Over 50% with the reward flat: critical from the table's number of points on.
     n = int(nums[1]) - (0 if past else 1)
@@ -1231,6 +1241,8 @@ THRESHOLDS: list[Threshold] = [
       r"a reward component that never moves while reward stalls", adv_component),
     T("advantage_collapse", "critical", "share", r"^> (\d+)%,", adv_critical,
       (param("critical_fraction", 0.01),)),
+    T("advantage_collapse", "critical", "heldout_solved",
+      r"never when the held-out score \(0-1\) ends at ([\d.]+) or more", adv_heldout_solved),
     T("advantage_collapse", "critical", "stalled_points",
       r"> (\d+)% with the reward not improving .*? over (\d+)\+ logged points",
       adv_stalled_points, (param("warn_fraction", 0.01), None)),
