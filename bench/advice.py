@@ -99,6 +99,15 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h2_noclip_lr5e-3": ("learning_rate", "max_grad_norm"),
     "h2_fp16_lr5e-4": ("dtype", "bf16", "bfloat16"),
     "h2_too_hard_sum": ("easier prompts", "curriculum", "reward function", "out of reach"),
+    # The third set (--set holdout3), scored once as made.
+    "h3_beta_0.5": ("beta", "kl_coef", "KL coefficient"),
+    "h3_temperature_1.8": ("temperature",),
+    "h3_length_reward_seq_mean": ("length", "held-out"),
+    "h3_eps_low_0.8_epochs3": ("epsilon", "clip_ratio", "num_iterations", "ppo_epochs"),
+    "h3_warmup_to_1e-2": ("learning_rate", "its value when the reward peaked"),
+    "h3_lenient_verifier": ("verifier", "held-out", "highest-reward samples"),
+    "h3_think_tag_w2": ("format", "think", "held-out"),
+    "h3_too_easy": ("harder prompts",),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

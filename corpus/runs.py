@@ -206,6 +206,42 @@ HOLDOUT2_RUNS: list[RunConfig] = [
        **dict(HEALTHY, batch_prompts=4, group=16)),
 ]
 
+# A third held-out set, made after set 2 had been used (its solved task read critical): scored
+# once, as made.
+HOLDOUT3_RUNS: list[RunConfig] = [
+    _r("h3_beta_0.5", "trl", "csv", "no_progress",
+       "beta=0.5 (10x the recipe's top), lr=1e-4, seed 41", seed=41, **dict(HEALTHY, beta=0.5)),
+    _r("h3_temperature_1.8", "verl", "wandb", "entropy_blowup",
+       "rollout temperature 1.8, lr=3e-4, seed 42", seed=42,
+       **dict(BASE, steps=250, lr=3e-4, temperature=1.8)),
+    _r("h3_length_reward_seq_mean", "trl", "tensorboard", "length_hacking",
+       "reward = exact + 2.0 x length/max_len, per-sequence loss mean, lr=3e-4, seed 43",
+       seed=43, **dict(BASE, steps=250, lr=3e-4, max_new=10, loss_agg="seq_mean",
+                       weights={"correct": 1.0, "length": 2.0})),
+    _r("h3_eps_low_0.8_epochs3", "verl", "csv", "ratio_instability",
+       "lower clip 0.8 (ratios down to 0.2), 3 PPO epochs, lr=3e-4, seed 44", seed=44,
+       **dict(BASE, steps=250, lr=3e-4, eps_low=0.8, inner_epochs=3)),
+    _r("h3_warmup_to_1e-2", "trl", "wandb", "reward_overfit",
+       "linear warm-up to lr=1e-2 over 250 steps, grad clip 1.0, seed 45", seed=45,
+       **dict(BASE, steps=250, lr=1e-2, schedule="warmup", warmup=250)),
+    _r("h3_lenient_verifier", "verl", "tensorboard", "reward_hacking",
+       "buggy verifier + 0.2 format, beta=0.01, lr=5e-4, seed 46", seed=46,
+       pretrain_steps=120, ops=("rev", "copy", "sum"), ks=(2, 3), steps=300, lr=5e-4,
+       beta=0.01, max_new=10, weights={"verifier": 1.0, "format": 0.2}),
+    _r("h3_think_tag_w2", "trl", "trainer_state", "format_gaming",
+       "reward = exact + 2.0 x share of <think> tag tokens, lr=3e-4, seed 47", seed=47,
+       **dict(BASE, steps=300, lr=3e-4, weights={"correct": 1.0, "tags": 2.0})),
+    _r("h3_too_easy", "verl", "csv", "advantage_collapse",
+       "task too easy: copy 1-2 digits after 300 pre-training steps, seed 48", seed=48,
+       **dict(BASE, pretrain_steps=300, ops=("copy",), ks=(1, 2), steps=200, lr=1e-4)),
+    _r("h3_healthy_s49", "trl", "trainer_state", "healthy", "base recipe, seed 49", seed=49,
+       **HEALTHY),
+    _r("h3_healthy_cosine_s50", "verl", "csv", "healthy",
+       "base recipe, lr=2e-4 cosine with 10 warm-up steps, seed 50", seed=50,
+       **dict(HEALTHY, lr=2e-4, schedule="cosine", warmup=10)),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
-                                        "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS}
+                                        "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
+                                        "holdout3": HOLDOUT3_RUNS}
