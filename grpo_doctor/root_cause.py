@@ -642,7 +642,9 @@ def _lr_overshoot(run: Run) -> tuple[int, float, float] | None:
     peak = int(np.argmax(smooth))
     start, now = float(np.median(r[:max(3, len(r) // 20)])), float(np.median(r[-5:]))
     gain = float(smooth[peak]) - start
-    noise = step_noise(r)
+    # The calmer of the climb's noise and the whole log's: the broken stretch after an
+    # overshoot can swing far more than the run did while it learned (or, flat at 0, far less).
+    noise = min(step_noise(r), step_noise(r[:peak + 1])) if peak >= 10 else step_noise(r)
     if gain <= max(0.0, 6 * noise) or (smooth[peak] - now) / gain < 0.5 or peak > 0.9 * len(r):
         return None
     peak_step = int(rs[peak])

@@ -469,3 +469,37 @@ def test_a_task_right_8_percent_of_the_time_from_start_to_end_is_not_healthy():
     assert diagnose(_task_stuck_at(0.7)).check("no_progress").status.value == "ok"
     # Nor has one too short to have learned anything yet (sparse rewards fire late).
     assert diagnose(_task_stuck_at(0.08, n=80)).check("no_progress").status.value == "ok"
+
+
+def _warmup_then_chaos(n: int = 250, seed: int = 45):
+    """An lr warmed up linearly to 1e-2 over the whole run: the reward climbs calmly (noise
+    0.05) to 1.15 by step 50, holds, and from step 110 breaks down with swings three times
+    larger; the log-prob first rises as the policy sharpens, then falls (the holdout run
+    h3_warmup_to_1e-2, corpus/runs.py)."""
+    from tests.helpers import make_run
+
+    rng = np.random.default_rng(seed)
+    t = np.arange(1, n + 1)
+    reward = np.where(t < 50, 0.7 + 0.45 * t / 50, 1.15)
+    reward = np.where(t > 110, 1.15 - 0.9 * (t - 110) / (n - 110), reward)
+    reward = reward + rng.normal(0, 0.05, n) * np.where(t > 110, 3.0, 1.0)
+    logp = np.where(t < 100, -0.55 + 0.51 * t / 100, -0.04 - 0.76 * (t - 100) / (n - 100))
+    return make_run(reward=reward, learning_rate=1e-2 * t / n,
+                    log_prob_mean=logp + rng.normal(0, 0.01, n))
+
+
+def test_an_overshoot_whose_broken_stretch_is_noisy_still_names_the_lr_at_the_peak():
+    """The reward's gain (0.45) is under 6x the whole log's step noise, inflated by the broken
+    stretch; the climb's own noise is what tells a peak from a bump."""
+    first = diagnose(_warmup_then_chaos()).root_cause.first_action
+    assert first.startswith("learning_rate 0.01 -> ") and "(its value when the reward peaked)" \
+        in first
+
+
+def test_a_log_prob_that_rose_then_fell_is_dated_from_its_top():
+    """Not 'fell from -0.37 to -0.47 from step 3': the log-prob rose to its top by step ~100
+    and fell from there."""
+    check = diagnose(_warmup_then_chaos()).check("likelihood_displacement")
+    assert check.fired
+    assert 90 <= check.onset_step <= 130, check.onset_step
+    assert "(its top, at step" in check.summary

@@ -39,6 +39,7 @@ import math
 from collections.abc import Mapping
 
 from grpo_doctor.findings import Status
+from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
@@ -48,7 +49,12 @@ from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import reward_progress, rising
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
-from grpo_doctor.trends import largest_relative_drop, mann_kendall, trend_onset
+from grpo_doctor.trends import (
+    largest_relative_drop,
+    mann_kendall,
+    rolling_median,
+    trend_onset,
+)
 
 LOGP = Metric.LOG_PROB_MEAN.value
 GRAD = Metric.GRAD_NORM.value
@@ -111,7 +117,21 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             return Outcome(Status.OK, f"mean log-prob {fmt(l0)} -> {fmt(lc)}: no sustained "
                            f"decline", evidence=evidence, key_metric=LOGP)
         return _crash_outcome(run, crashes, evidence, p)
-    knot = trend_onset(steps, lp, l0, lc)
+    # A log-prob that first rose (the policy sharpening as it learned) fell from its top, not
+    # from where it started: the decline is dated, and said, from the level it fell from.
+    since, top = 0, l0
+    if drop is not None and drop.start_value > l0 and drop.start_step > steps[0]:
+        since = int(np.searchsorted(steps, drop.start_step))
+        top = float(np.median(lp[since:since + 3]))
+    knot = trend_onset(steps[since:], lp[since:], top, lc) if len(lp) - since >= 2 else float(
+        steps[since])
+    if since:
+        # From a top, the fall is under way once a tenth of it is done (a hinge fit puts its
+        # knot where a slow fall speeds up).
+        smooth = rolling_median(lp[since:], 5)
+        begun = np.nonzero(smooth <= top - 0.1 * (top - lc))[0]
+        if len(begun):
+            knot = min(knot, float(steps[since + int(begun[0])]))
     onset = snap_to_logged(run, LOGP, knot)
 
     phase3 = []
@@ -132,9 +152,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         reward_note = "; reward still rising, so the reward curve hides it"
     why = f", with {', '.join(phase3)}" if phase3 else ""
     earliest = min(onset, crashes[0].step) if crashes else onset  # an earlier crash is the onset
-    summary = (f"likelihood displacement: mean log-prob fell from {fmt(l0)} to {fmt(lc)} "
-               f"(|log pi| up {frac:.0%} within {fmt(p['window_steps'])} steps) from step "
-               f"{onset_text(onset, earliest)}{why}{reward_note}")
+    top_at = f" (its top, at step {step_text(int(steps[since]))})" if since else ""
+    summary = (f"likelihood displacement: mean log-prob fell from {fmt(top)}{top_at} to "
+               f"{fmt(lc)} (|log pi| up {frac:.0%} within {fmt(p['window_steps'])} steps) from "
+               f"step {onset_text(onset, earliest)}{why}{reward_note}")
     remedies = (
         knobs.scale(run, knobs.LEARNING_RATE, 0.3 if phase3 else 0.5),
         knobs.scale(run, knobs.KL_COEF, 2.0),
