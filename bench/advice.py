@@ -108,6 +108,16 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h3_lenient_verifier": ("verifier", "held-out", "highest-reward samples"),
     "h3_think_tag_w2": ("format", "think", "held-out"),
     "h3_too_easy": ("harder prompts",),
+    # The fourth set (--set holdout4), scored once as made.
+    "h4_lr_5e-4_group_4": ("num_generations", "learning_rate"),
+    "h4_beta0_temperature_0.7": ("temperature", "beta", "KL coefficient"),
+    "h4_noclip_epochs2_lr2e-3": ("max_grad_norm", "optim.lr", "learning_rate", "ppo_epochs",
+                                 "num_iterations"),
+    "h4_entropy_bonus_0.05": ("entropy_coef", "entropy_coeff", "entropy bonus"),
+    "h4_lenient_verifier_beta0": ("verifier", "held-out", "highest-reward samples"),
+    "h4_cosine_peak_3e-3": ("learning_rate", "optim.lr"),
+    "h4_too_hard_with_format": ("easier prompts", "curriculum", "reward function",
+                                "out of reach", "never moved", "correctness"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

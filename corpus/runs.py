@@ -241,7 +241,37 @@ HOLDOUT3_RUNS: list[RunConfig] = [
        **dict(HEALTHY, lr=2e-4, schedule="cosine", warmup=10)),
 ]
 
+# A fourth held-out set, made after set 3's mends: scored once, as made.
+HOLDOUT4_RUNS: list[RunConfig] = [
+    _r("h4_lr_5e-4_group_4", "trl", "csv", "advantage_collapse",
+       "lr=5e-4 (5x the healthy lr), num_generations 4 (16 prompts x 4), seed 51", seed=51,
+       **dict(BASE, steps=250, lr=5e-4, batch_prompts=16, group=4)),
+    _r("h4_beta0_temperature_0.7", "verl", "tensorboard", "entropy_collapse",
+       "beta=0 and rollout temperature 0.7, lr=3e-4, seed 52", seed=52,
+       **dict(BASE, steps=250, lr=3e-4, beta=0.0, temperature=0.7)),
+    _r("h4_noclip_epochs2_lr2e-3", "verl", "wandb", "grad_explosion",
+       "2 PPO epochs, lr=2e-3, no gradient clipping, seed 53", seed=53,
+       **dict(BASE, steps=250, lr=2e-3, max_grad_norm=None, inner_epochs=2)),
+    _r("h4_entropy_bonus_0.05", "trl", "wandb", "entropy_blowup",
+       "entropy bonus coefficient 0.05 (5x the recipe's top), lr=3e-4, seed 54", seed=54,
+       **dict(BASE, steps=250, lr=3e-4, entropy_coef=0.05)),
+    _r("h4_lenient_verifier_beta0", "trl", "tensorboard", "reward_hacking",
+       "buggy verifier + 0.2 format, beta=0, lr=5e-4, seed 55", seed=55,
+       pretrain_steps=120, ops=("rev", "copy", "sum"), ks=(2, 3), steps=300, lr=5e-4,
+       beta=0.0, max_new=10, weights={"verifier": 1.0, "format": 0.2}),
+    _r("h4_cosine_peak_3e-3", "verl", "csv", "entropy_collapse",
+       "cosine schedule peaking at lr=3e-3 after 20 warm-up steps, seed 56", seed=56,
+       **dict(BASE, steps=250, lr=3e-3, schedule="cosine", warmup=20)),
+    _r("h4_too_hard_with_format", "trl", "trainer_state", "advantage_collapse",
+       "task too hard (sum mod 10 of 4-5 digits) with a 0.2 format reward, seed 57", seed=57,
+       **dict(BASE, ops=("sum",), ks=(4, 5), max_new=6, steps=200, lr=1e-4)),
+    _r("h4_healthy_s58", "verl", "tensorboard", "healthy", "base recipe, seed 58", seed=58,
+       **HEALTHY),
+    _r("h4_healthy_beta002_s59", "trl", "wandb", "healthy",
+       "base recipe, beta=0.02, seed 59", seed=59, **dict(HEALTHY, beta=0.02)),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
-                                        "holdout3": HOLDOUT3_RUNS}
+                                        "holdout3": HOLDOUT3_RUNS, "holdout4": HOLDOUT4_RUNS}
