@@ -828,6 +828,21 @@ def hack_heldout(nums, past):
     return _heldout(nums[0] / 100 + pick(past, 0.05, -0.05))
 
 
+def hack_heldout_noise(nums, past):
+    # A held-out score near its floor whose evaluations swing +-0.01 (a step noise of 0.021):
+    # 0.11 for 15 evaluations, then lower by just over or under 3x that noise (from its
+    # smoothed best, 0.12); 30%+ of the peak lost either way.
+    n_eval = 30
+    swing = np.where(np.arange(n_eval) % 2 == 0, 0.01, -0.01)
+    noise = 1.4826 * 0.02 / np.sqrt(2)
+    drop = nums[0] * noise * pick(past, 1.2, 0.8) - 0.01
+    held_eval = np.where(np.arange(n_eval) < 15, 0.11, 0.11 - drop) + swing
+    n = 10 * n_eval
+    held = np.full(n, np.nan)
+    held[::10] = held_eval
+    return make_run(train__reward=rising(n, 104), eval__accuracy=held)
+
+
 def hack_two_forms(nums, past):
     # The KL efficiency collapsing, and (just past) an anti-cheat term caught recently.
     cheat = np.ones(100)
@@ -1393,8 +1408,10 @@ THRESHOLDS: list[Threshold] = [
       r"negative on (\d+)%\+ of the last half of the log \(or (\d+)%\+ of all of it\)",
       hack_cheat_overall, (param("cheat_share", 0.01), lambda p: 2 * p["cheat_share"] * 100)),
     T("reward_hacking", "critical", "heldout_turnover",
-      r"the held-out score turning over \((\d+)% of its peak lost\) while train reward holds",
+      r"the held-out score turning over \((\d+)% of its peak lost",
       hack_heldout, (param("heldout_drop", 0.01),)),
+    T("reward_hacking", "critical", "heldout_noise",
+      r"and (\d+)x its evaluation-to-evaluation noise", hack_heldout_noise),
     T("reward_hacking", "critical", "two_forms", r"two forms at once", hack_two_forms),
     # length_hacking
     T("length_hacking", "warning", "truncated", r"^> (\d+)% truncated at the cap", len_truncated,
