@@ -286,6 +286,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     from grpo_doctor import recipe
     from grpo_doctor.hints import unmapped_hints
     from grpo_doctor.root_cause import root_cause_and_plan
+    from grpo_doctor.rules.no_progress import low_task_note
 
     info = RunInfo(run.name, run.source, run.format, run.first_step, run.last_step, run.n_steps)
     hints = unmapped_hints(run)
@@ -293,7 +294,8 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     checks = [_with_hint(c, by_metric) for c in checks]
     setup = recipe.read_run(run, (config or DoctorConfig()).settings_of_recipe())
     cause, plan = root_cause_and_plan(run, checks, setup)
-    notes = tuple(run.notes) + recipe.notes(setup, checks)
+    low = low_task_note(checks)
+    notes = tuple(run.notes) + recipe.notes(setup, checks) + ((low,) if low else ())
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                      notes=notes, root_cause=cause, plan=plan,
                      hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))

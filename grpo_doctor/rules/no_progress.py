@@ -39,9 +39,9 @@ Remedies
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from grpo_doctor.findings import Status
+from grpo_doctor.findings import Check, Status
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
@@ -107,6 +107,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "task_improving": {n: pr.improving for n, pr in task.items()},
     }
     signals = _task_signals(run)
+    low = _stuck_low(run, signals, task, p, skip_improving=False)
+    if low is not None and len(r) >= p["min_points"]:
+        # Said even when the run learns: "healthy" means no failure mode fired, and a reader
+        # takes it for "good" unless told the task's own score is still low.
+        evidence["task_low"] = {"signal": low[0], "start": round(low[1], 4),
+                                "end": round(low[2], 4)}
     improving = [n for n, pr in task.items() if pr.improving
                  or sparse_improving(run, signals[n])]
     if (reward.improving or sparse_improving(run, REWARD)) and (not task or improving):
@@ -164,14 +170,16 @@ def _remedies(run: Run) -> tuple[str, ...]:
 
 
 def _stuck_low(run: Run, signals: Mapping[str, str], task: Mapping[str, RewardProgress],
-               p: Mapping[str, float]) -> tuple[str, float, float] | None:
+               p: Mapping[str, float], *, skip_improving: bool = True
+               ) -> tuple[str, float, float] | None:
     """(name, first-fifth mean, last-fifth mean) of a task signal scored 0-1 that ends below
     ``low_score``: means, as a correctness term right on a few samples a step has a median of
     0 throughout. None when there is none (a reward of unknown scale says nothing of how much
     of the task is solved)."""
     for name, progress in task.items():
         _, v = series(run, signals[name])
-        if progress.improving or len(v) < 10 or v.min() < 0 or v.max() > 1:
+        if (skip_improving and progress.improving) or len(v) < 10 or v.min() < 0 or (
+                v.max() > 1):
             continue
         k = max(3, len(v) // 5)
         was, now = float(np.mean(v[:k])), float(np.mean(v[-k:]))
@@ -196,3 +204,17 @@ def _lr_remedy(run: Run) -> str:
     now = f" (now {knobs.knob_value(float(value))})" if isinstance(value, (int, float)) else ""
     return (f"check the learning rate is not too low for the setup{now}: the recipe's 1e-6 "
             "is for a full fine-tune, a LoRA adapter needs about 10x")
+
+
+def low_task_note(checks: Iterable[Check]) -> str | None:
+    """For a run nothing fired on: the task's own 0-1 score still low at the end (below
+    ``low_score``), as no_progress measured it, in one sentence. None otherwise."""
+    checks = list(checks)
+    if any(c.fired for c in checks):
+        return None
+    check = next((c for c in checks if c.mode == RULE.id), None)
+    low = check.evidence.get("task_low") if check is not None else None
+    if not isinstance(low, dict):
+        return None
+    return (f"no failure mode fired, but the task's own score is still low: {low['signal']} "
+            f"{fmt(low['start'])} -> {fmt(low['end'])} (of 1) over the run")
