@@ -118,6 +118,14 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h4_cosine_peak_3e-3": ("learning_rate", "optim.lr"),
     "h4_too_hard_with_format": ("easier prompts", "curriculum", "reward function",
                                 "out of reach", "never moved", "correctness"),
+    # The fifth set (--set holdout5), scored once as made.
+    "h5_lr_1e-2_clip": ("learning_rate",),
+    "h5_group_2_lr3e-4": ("num_generations", "rollout.n", "learning_rate", "optim.lr"),
+    "h5_temperature_0.6": ("temperature",),
+    "h5_max_new_3": ("max_completion_length", "response_length"),
+    "h5_entropy_bonus_0.2": ("entropy_coef", "entropy_coeff", "entropy bonus"),
+    "h5_fp16_lr1e-3": ("dtype", "bf16", "bfloat16"),
+    "h5_length_reward": ("length", "held-out"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

@@ -271,7 +271,38 @@ HOLDOUT4_RUNS: list[RunConfig] = [
        "base recipe, beta=0.02, seed 59", seed=59, **dict(HEALTHY, beta=0.02)),
 ]
 
+# A fifth held-out set, made after set 4's mends: scored once, as made.
+HOLDOUT5_RUNS: list[RunConfig] = [
+    _r("h5_lr_1e-2_clip", "trl", "tensorboard", "entropy_collapse",
+       "lr=1e-2 constant (100x), grad clip 1.0, seed 61", seed=61,
+       **dict(BASE, steps=200, lr=1e-2)),
+    _r("h5_group_2_lr3e-4", "verl", "wandb", "advantage_collapse",
+       "num_generations 2 (32 prompts x 2), lr=3e-4, seed 62", seed=62,
+       **dict(BASE, steps=250, lr=3e-4, batch_prompts=32, group=2)),
+    _r("h5_temperature_0.6", "trl", "csv", "entropy_collapse",
+       "rollout temperature 0.6, beta=0.01, lr=2e-4, seed 63", seed=63,
+       **dict(BASE, steps=250, lr=2e-4, beta=0.01, temperature=0.6)),
+    _r("h5_max_new_3", "verl", "csv", "length_hacking",
+       "max_completion_length 3: no answer of 3-4 digits fits, seed 64", seed=64,
+       **dict(HEALTHY, steps=150, max_new=3)),
+    _r("h5_entropy_bonus_0.2", "trl", "wandb", "entropy_blowup",
+       "entropy bonus coefficient 0.2, lr=3e-4, seed 65", seed=65,
+       **dict(BASE, steps=250, lr=3e-4, entropy_coef=0.2)),
+    _r("h5_fp16_lr1e-3", "trl", "csv", "numerical_failure",
+       "pure fp16 weights and Adam states (adam eps 1e-4), lr=1e-3, seed 66", seed=66,
+       **dict(BASE, steps=120, lr=1e-3, dtype="float16", adam_eps=1e-4)),
+    _r("h5_length_reward", "verl", "tensorboard", "length_hacking",
+       "reward = exact + 1.5 x length/max_len, beta=0, lr=3e-4, seed 67", seed=67,
+       **dict(BASE, steps=250, lr=3e-4, beta=0.0, max_new=10,
+              weights={"correct": 1.0, "length": 1.5})),
+    _r("h5_healthy_s68", "trl", "csv", "healthy", "base recipe, seed 68", seed=68, **HEALTHY),
+    _r("h5_healthy_g16_s69", "verl", "wandb", "healthy",
+       "base recipe, G=16 x 4 prompts, seed 69", seed=69,
+       **dict(HEALTHY, batch_prompts=4, group=16)),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
-                                        "holdout3": HOLDOUT3_RUNS, "holdout4": HOLDOUT4_RUNS}
+                                        "holdout3": HOLDOUT3_RUNS, "holdout4": HOLDOUT4_RUNS,
+                                        "holdout5": HOLDOUT5_RUNS}
