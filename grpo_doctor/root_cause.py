@@ -173,6 +173,10 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         # what to look at first (a larger budget or a smaller step will not stop it).
         root = cheating
     lead = _first_action(run, root, setup, checks)
+    if lead.setup and root.step > events[0].step:
+        # A setup problem was there from the first logs: it is dated there, with the length
+        # finding that shows the budget when there is one.
+        root = next((e for e in events if e.check.mode == "length_hacking"), events[0])
     cause = RootCause(root.check.mode, root.step, lead.summary or root.summary,
                       str(lead.remedy), knob=lead.knob.to_cause() if lead.knob else None,
                       setup=lead.setup)
@@ -233,6 +237,9 @@ def _explains(event: Event, worst: Sequence[Check]) -> bool:
     if event.check.evidence.get("offset_from_start"):
         causes = frozenset()  # a KL offset present from the first step moved nothing
     warning = not event.critical and any(c.status is Status.CRITICAL for c in worst)
+    if warning and any(c.mode != event.check.mode and c.onset_step is not None
+                       and c.onset_step < event.step for c in worst):
+        return False  # nothing explains what began before it
     return all(c.mode == event.check.mode or c.mode in causes for c in worst
                if warning or (c.onset_step if c.onset_step is not None else 0) >= event.step)
 
@@ -285,7 +292,8 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         return gamed
     from_start = _from_first_step(run, root)
     problem = _setup_problem(run, root, setup, checks) if from_start else None
-    if problem is None and check.mode not in _DESTRUCTIVE:
+    if problem is None and check.mode != "numerical_failure":
+        # Whatever broke later, nothing could be learned while no answer fit the budget.
         problem = _answers_cut_short(run, setup, checks)
     if problem is not None:
         return problem
@@ -535,6 +543,9 @@ def _never_fired_terms(run: Run, checks: Sequence[Check]) -> list[str]:
         names += [str(n) for n in c.evidence.get("correctness_never_moved") or ()]
         names += [str(n) for n in c.evidence.get("pinned_components") or ()
                   if component_role(run, str(n)) == "correctness"]
+    _, held = series(run, Metric.HELDOUT_SCORE.value)
+    if len(held) >= 3 and not np.any(held):  # not one held-out prompt ever right
+        names.append(_HELDOUT_NEVER)
     return list(dict.fromkeys(names))
 
 
@@ -560,12 +571,14 @@ def _answers_cut_short(run: Run, setup: recipe.Setup, checks: Sequence[Check]
     target = (f"max_completion_length {fmt(now)} -> {fmt(2 * now)}" if now is not None else
               f"raise max_completion_length{f' (now about {fmt(cap)} tokens)' if cap else ''} "
               "2x")
-    terms = " and ".join(never)
+    said = " and ".join("the held-out score stayed at 0" if n == _HELDOUT_NEVER else
+                        f"{n} never fired" for n in never)
     cut = (f"{early:.0%} of completions were cut at the cap over the first logs "
-           f"({late:.0%} late in the run) and {terms} never fired")
+           f"({late:.0%} late in the run) and {said}")
     text = (f"{target}: {cut}; an answer cut off is never judged right, so the budget is too "
             "small for the task's answers (a setup problem): raise it first, then check "
-            f"{never[0]} on a few completions")
+            + ("a few completions against the task's answers" if never[0] == _HELDOUT_NEVER
+               else f"{never[0]} on a few completions"))
     reading = length if length is not None and length.value is not None else None
     return _Lead(knobs.Remedy(text, knob=knobs.MAX_LENGTH),
                  summary=f"a setup problem, the completion budget: {cut}",
@@ -573,6 +586,7 @@ def _answers_cut_short(run: Run, setup: recipe.Setup, checks: Sequence[Check]
                  if reading is not None else None, setup=True)
 
 
+_HELDOUT_NEVER = "the held-out score"
 #: Share of completions cut at the cap over the first logs that makes the budget a suspect
 #: (length_hacking's "pinned" line).
 _CUT_AT_START = 0.5

@@ -292,3 +292,26 @@ def test_answers_cut_at_the_cap_while_the_task_never_scored_is_the_budget_first(
     fine = diagnose(_squeezed_by_the_budget(0.2), cfg).root_cause.first_action
     assert "max_completion_length" not in fine
     assert "accuracy_reward" in fine
+
+
+def test_answers_cut_at_the_cap_while_the_held_out_score_stays_at_0_is_the_budget_first():
+    """No reward terms logged (verl's reward only), a 3-token budget: every completion cut for
+    45 steps, then the policy learns a short well-formed wrong answer (the format's 0.2) and
+    KL drifts; the held-out score is 0 on every evaluation (the holdout run h5_max_new_3)."""
+    n = 150
+    rng = np.random.default_rng(64)
+    t = np.arange(n)
+    cut = np.clip(np.where(t < 45, 1.0, np.exp(-(t - 45) / 8)) + rng.normal(0, 0.01, n), 0, 1)
+    reward = np.where(t < 45, 0.0, 0.2 * (1 - cut)) + np.abs(rng.normal(0, 0.002, n))
+    held = np.full(n, np.nan)
+    held[::5] = 0.0
+    run = make_run(reward=reward, response_clip_ratio=cut,
+                   response_length_mean=3 - 0.05 * (1 - cut),
+                   response_length_max=np.full(n, 3.0), eval_accuracy=held,
+                   kl=np.where(t < 45, 0.001, 1.7) + rng.normal(0, 0.01, n),
+                   frac_reward_zero_std=np.where(t < 45, 1.0, 0.7))
+    d = diagnose(run, DoctorConfig(run_config={"max_completion_length": 3}))
+    first = d.root_cause.first_action
+    assert first.startswith("max_completion_length 3 -> 6: "), first
+    assert "the held-out score stayed at 0" in first
+    assert d.root_cause.step == 1

@@ -237,6 +237,13 @@ def test_a_warning_is_not_named_root_cause_over_a_critical_it_cannot_explain():
     checks[1] = Check("kl_drift", Status.WARNING, "drift", onset_step=10)
     cause, _ = root_cause_and_plan(run, checks)
     assert cause is not None and (cause.mode, cause.step) == ("kl_drift", 10)
+    # ... but not one that began after a critical finding: nothing explains what began before
+    # it (a KL drift at 30 is no cause of equal-reward groups from step 1)
+    checks = [Check("advantage_collapse", Status.CRITICAL, "equal", onset_step=1),
+              Check("kl_drift", Status.WARNING, "drift", onset_step=30),
+              Check("entropy_collapse", Status.CRITICAL, "collapse", onset_step=35)]
+    cause, _ = root_cause_and_plan(run, checks)
+    assert cause is not None and cause.mode != "kl_drift"
 
 
 # A KL offset from the first step, incidents still going on, rewards stuck at one value --------
