@@ -126,6 +126,15 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h5_entropy_bonus_0.2": ("entropy_coef", "entropy_coeff", "entropy bonus"),
     "h5_fp16_lr1e-3": ("dtype", "bf16", "bfloat16"),
     "h5_length_reward": ("length", "held-out"),
+    # The sixth set (--set holdout6), scored once as made.
+    "h6_cosine_2e-3_noclip": ("max_grad_norm", "learning_rate", "optim.lr", "grad_clip"),
+    "h6_group_3_too_hard": ("easier prompts", "curriculum", "out of reach", "never moved",
+                            "reward function", "correctness"),
+    "h6_temperature_0.3": ("temperature",),
+    "h6_epochs4_clipped": ("ppo_epochs", "num_iterations", "epochs", "learning_rate",
+                           "optim.lr"),
+    "h6_beta0_lr2e-3": ("beta", "KL coefficient", "learning_rate"),
+    "h6_lenient_verifier_lr3e-4": ("verifier", "held-out", "highest-reward samples"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

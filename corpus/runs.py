@@ -301,8 +301,36 @@ HOLDOUT5_RUNS: list[RunConfig] = [
        **dict(HEALTHY, batch_prompts=4, group=16)),
 ]
 
+# A sixth held-out set, made after set 5's mends: scored once, as made.
+HOLDOUT6_RUNS: list[RunConfig] = [
+    _r("h6_cosine_2e-3_noclip", "verl", "tensorboard", "grad_explosion",
+       "cosine schedule peaking at lr=2e-3 after 10 warm-up steps, no gradient clipping, "
+       "seed 71", seed=71,
+       **dict(BASE, steps=250, lr=2e-3, schedule="cosine", warmup=10, max_grad_norm=None)),
+    _r("h6_group_3_too_hard", "trl", "wandb", "advantage_collapse",
+       "task too hard (reverse/copy 5-6 digits) with a 0.2 format term, groups of 3, seed 72",
+       seed=72, **dict(BASE, ks=(5, 6), max_new=10, steps=200, lr=1e-4, batch_prompts=21,
+                       group=3)),
+    _r("h6_temperature_0.3", "trl", "wandb", "entropy_collapse",
+       "rollout temperature 0.3, lr=1e-4, seed 73", seed=73, **dict(HEALTHY, temperature=0.3)),
+    _r("h6_epochs4_clipped", "verl", "csv", "ratio_instability",
+       "4 PPO epochs x 4 minibatches, lr=3e-4, grad clip 1.0, seed 74", seed=74,
+       **dict(BASE, steps=250, lr=3e-4, inner_epochs=4, minibatches=4)),
+    _r("h6_beta0_lr2e-3", "trl", "csv", "kl_drift",
+       "beta=0, lr=2e-3, seed 75", seed=75, **dict(BASE, steps=300, lr=2e-3, beta=0.0)),
+    _r("h6_lenient_verifier_lr3e-4", "trl", "tensorboard", "reward_hacking",
+       "buggy verifier + 0.2 format, beta=0.04, lr=3e-4, 400 steps, seed 76", seed=76,
+       pretrain_steps=120, ops=("rev", "copy", "sum"), ks=(2, 3), steps=400, lr=3e-4,
+       max_new=10, weights={"verifier": 1.0, "format": 0.2}),
+    _r("h6_healthy_lr7e-5_s77", "trl", "tensorboard", "healthy",
+       "base recipe at lr=7e-5, seed 77", seed=77, **dict(HEALTHY, lr=7e-5)),
+    _r("h6_healthy_clip_higher_s78", "verl", "csv", "healthy",
+       "base recipe with Clip-Higher (upper clip 0.28), seed 78", seed=78,
+       **dict(HEALTHY, eps_high=0.28)),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
                                         "holdout3": HOLDOUT3_RUNS, "holdout4": HOLDOUT4_RUNS,
-                                        "holdout5": HOLDOUT5_RUNS}
+                                        "holdout5": HOLDOUT5_RUNS, "holdout6": HOLDOUT6_RUNS}
