@@ -135,6 +135,13 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
                            "optim.lr"),
     "h6_beta0_lr2e-3": ("beta", "KL coefficient", "learning_rate"),
     "h6_lenient_verifier_lr3e-4": ("verifier", "held-out", "highest-reward samples"),
+    # The seventh set (--set holdout7), scored once as made.
+    "h7_lr_5e-3_warmup_50": ("learning_rate", "optim.lr"),
+    "h7_group_4_temperature_0.7": ("num_generations", "temperature"),
+    "h7_entropy_bonus_0.4_beta0": ("entropy_coef", "entropy_coeff", "entropy bonus"),
+    "h7_max_new_4_think": ("max_completion_length", "think", "format"),
+    "h7_fp16_lr2e-4": ("dtype", "bf16", "bfloat16"),
+    "h7_too_easy_exact": ("harder prompts",),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

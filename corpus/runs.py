@@ -329,8 +329,35 @@ HOLDOUT6_RUNS: list[RunConfig] = [
        **dict(HEALTHY, eps_high=0.28)),
 ]
 
+# A seventh held-out set, made after set 6: scored once, as made.
+HOLDOUT7_RUNS: list[RunConfig] = [
+    _r("h7_lr_5e-3_warmup_50", "verl", "csv", "grad_explosion",
+       "linear warm-up to lr=5e-3 over 50 steps then constant, grad clip 1.0, seed 81", seed=81,
+       **dict(BASE, steps=250, lr=5e-3, schedule="cosine", warmup=50)),
+    _r("h7_group_4_temperature_0.7", "trl", "tensorboard", "advantage_collapse",
+       "num_generations 4 (16 prompts x 4) and temperature 0.7, lr=1e-4, seed 82", seed=82,
+       **dict(HEALTHY, batch_prompts=16, group=4, temperature=0.7)),
+    _r("h7_entropy_bonus_0.4_beta0", "verl", "wandb", "entropy_blowup",
+       "entropy bonus 0.4, beta=0, lr=3e-4, seed 83", seed=83,
+       **dict(BASE, steps=250, lr=3e-4, beta=0.0, entropy_coef=0.4)),
+    _r("h7_max_new_4_think", "trl", "csv", "format_gaming",
+       "a think-tag reward (1.0) with a 4-token budget, seed 84", seed=84,
+       **dict(BASE, steps=200, lr=3e-4, max_new=4, weights={"correct": 1.0, "tags": 1.0})),
+    _r("h7_fp16_lr2e-4", "verl", "csv", "numerical_failure",
+       "pure fp16 weights and Adam states (adam eps 1e-4), lr=2e-4, seed 85", seed=85,
+       **dict(BASE, steps=150, lr=2e-4, dtype="float16", adam_eps=1e-4)),
+    _r("h7_too_easy_exact", "trl", "wandb", "advantage_collapse",
+       "task too easy (copy 1-2 digits, 300 pre-training steps), exact reward only, seed 86",
+       seed=86, **dict(BASE, pretrain_steps=300, ops=("copy",), ks=(1, 2), steps=200,
+                       lr=1e-4, weights={"correct": 1.0})),
+    _r("h7_healthy_s87", "verl", "wandb", "healthy", "base recipe, seed 87", seed=87,
+       **HEALTHY),
+    _r("h7_healthy_s88", "trl", "csv", "healthy", "base recipe, seed 88", seed=88, **HEALTHY),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
                                         "holdout3": HOLDOUT3_RUNS, "holdout4": HOLDOUT4_RUNS,
-                                        "holdout5": HOLDOUT5_RUNS, "holdout6": HOLDOUT6_RUNS}
+                                        "holdout5": HOLDOUT5_RUNS, "holdout6": HOLDOUT6_RUNS,
+                                        "holdout7": HOLDOUT7_RUNS}
