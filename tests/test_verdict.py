@@ -529,3 +529,23 @@ def test_a_run_learning_at_a_low_level_is_healthy_with_a_note_that_says_how_low(
     assert any(n.startswith("no failure mode fired, but the task's own score is still low: "
                             "accuracy_reward") for n in d.notes), d.notes
     assert not any("still low" in n for n in diagnose(_learning_from(0.6, 0.8)).notes)
+
+
+def test_a_cluster_of_lucky_batches_in_a_sparse_reward_is_not_a_peak_to_over_fit_from():
+    """A sparse reward (0.12 on most steps, 1-2.3 when a sample is right) whose spikes cluster
+    for a few steps: a 5-point rolling median reads a peak of ~0.5 and a 'fall' back to 0.12.
+    The real Qwen2.5 (3B) notebook, polled live at steps 75-123, read critical over-fitting."""
+    from tests.helpers import make_run
+
+    rng = np.random.default_rng(3)
+    n = 117
+    reward = np.where(rng.random(n) < 0.12, rng.uniform(1.0, 2.3, n), 0.12)
+    reward[:40] = np.where(rng.random(40) < 0.3, rng.uniform(-0.25, 0.0, 40), 0.12)
+    reward[76:92:2] = [1.15, 1.9, 2.31, 0.48, 1.74, 1.35, 0.9, 1.2]  # a lucky stretch
+    check = diagnose(make_run(reward=reward)).check("reward_overfit")
+    assert check.status.value != "critical", check.summary
+    # A reward that held a level for 30 steps and then fell back over-fitted.
+    held = np.full(n, 0.12) + rng.normal(0, 0.01, n)
+    held[40:70] = 0.8 + rng.normal(0, 0.01, 30)
+    held[70:] = 0.12 + rng.normal(0, 0.01, n - 70)
+    assert diagnose(make_run(reward=held)).check("reward_overfit").status.value == "critical"

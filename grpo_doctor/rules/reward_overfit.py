@@ -13,7 +13,9 @@ Why it matters
     reward is the lagging indicator: something else went first).
 
 How it is detected
-    Rolling median over ~5% of the points (so spikes do not make peaks); the peak must be
+    Rolling median over ~5% of the points (so spikes do not make peaks), the peak's level
+    no higher than the median of twice that window around it (a cluster of lucky batches
+    in a sparse reward is no level the run held); the peak must be
     followed by at least ``min_after`` of the log; the rise up to the peak must be significant
     (Mann-Kendall, Hamed-Rao corrected) or many times the reward's step-to-step noise, and the
     fall after it significant or a drop that stays down. Onset = the peak
@@ -82,6 +84,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     w = max(5, len(r) // 20) | 1
     smooth = rolling_median(r, w)
     peak = int(np.argmax(smooth))
+    # A level the reward held, not a cluster of lucky batches: the highest point of a short
+    # rolling median over a sparse reward (0.12 on most steps, 1-2 on a few) is three spikes
+    # in a row. The peak's level is also the median of twice the window around it.
+    smooth = smooth.copy()
+    smooth[peak] = min(smooth[peak], float(np.median(r[max(0, peak - w):peak + w + 1])))
     # The start is the first few points: a fast rise would otherwise be part of the "start".
     start = float(np.median(r[: max(3, len(r) // 20)]))
     now = float(np.median(r[-max(3, len(r) // 10):]))
