@@ -142,6 +142,14 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h7_max_new_4_think": ("max_completion_length", "think", "format"),
     "h7_fp16_lr2e-4": ("dtype", "bf16", "bfloat16"),
     "h7_too_easy_exact": ("harder prompts",),
+    # The eighth set (--set holdout8), scored once as made.
+    "h8_lr_3e-3_beta_0.1": ("learning_rate",),
+    "h8_temperature_1.5": ("temperature",),
+    "h8_group_16_too_hard": ("easier prompts", "curriculum", "out of reach", "reward function",
+                             "never moved"),
+    "h8_epochs_3_eps_0.4": ("ppo_epochs", "num_iterations", "clip_ratio", "epsilon",
+                            "learning_rate", "optim.lr"),
+    "h8_max_new_6_long_answers": ("max_completion_length",),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

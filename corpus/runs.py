@@ -355,9 +355,36 @@ HOLDOUT7_RUNS: list[RunConfig] = [
     _r("h7_healthy_s88", "trl", "csv", "healthy", "base recipe, seed 88", seed=88, **HEALTHY),
 ]
 
+# An eighth held-out set, made at the end of session 7: scored once, as made.
+HOLDOUT8_RUNS: list[RunConfig] = [
+    _r("h8_lr_3e-3_beta_0.1", "trl", "wandb", "entropy_collapse",
+       "lr=3e-3 with beta=0.1, grad clip 1.0, seed 91", seed=91,
+       **dict(BASE, steps=250, lr=3e-3, beta=0.1)),
+    _r("h8_temperature_1.5", "verl", "csv", "entropy_blowup",
+       "rollout temperature 1.5, lr=3e-4, seed 92", seed=92,
+       **dict(BASE, steps=250, lr=3e-4, temperature=1.5)),
+    _r("h8_group_16_too_hard", "trl", "trainer_state", "advantage_collapse",
+       "task too hard (reverse/copy 5-6 digits), exact reward only, G=16 x 4, seed 93",
+       seed=93, **dict(BASE, ks=(5, 6), max_new=10, steps=200, lr=1e-4, batch_prompts=4,
+                       group=16, weights={"correct": 1.0})),
+    _r("h8_epochs_3_eps_0.4", "verl", "wandb", "ratio_instability",
+       "3 PPO epochs with clip range 0.4, lr=5e-4, seed 94", seed=94,
+       **dict(BASE, steps=250, lr=5e-4, inner_epochs=3, eps_low=0.4, eps_high=0.4)),
+    _r("h8_max_new_6_long_answers", "trl", "tensorboard", "length_hacking",
+       "reverse/copy 5-6 digits (7-8 answer tokens) with a 6-token budget, after 300 "
+       "pre-training steps on 1-6 digits, seed 95", seed=95,
+       **dict(BASE, pretrain_steps=300, pretrain_ks=(1, 2, 3, 4, 5, 6), ks=(5, 6), max_new=6,
+              steps=150, lr=1e-4)),
+    _r("h8_healthy_s96", "trl", "trainer_state", "healthy", "base recipe, seed 96", seed=96,
+       **HEALTHY),
+    _r("h8_healthy_cosine_s97", "verl", "wandb", "healthy",
+       "base recipe, lr=2e-4 cosine with 10 warm-up steps, seed 97", seed=97,
+       **dict(HEALTHY, lr=2e-4, schedule="cosine", warmup=10)),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
                                         "holdout3": HOLDOUT3_RUNS, "holdout4": HOLDOUT4_RUNS,
                                         "holdout5": HOLDOUT5_RUNS, "holdout6": HOLDOUT6_RUNS,
-                                        "holdout7": HOLDOUT7_RUNS}
+                                        "holdout7": HOLDOUT7_RUNS, "holdout8": HOLDOUT8_RUNS}
