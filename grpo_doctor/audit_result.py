@@ -188,6 +188,18 @@ class AuditResult:
             "failing": sum(len(r.failing) for r in self.runs),
         }
 
+    @property
+    def unreadable_only(self) -> bool:
+        """Sources were named and none of them could be read (exit 2)."""
+        return bool(self.errors) and not self.runs and self.shard is None
+
+    def unreadable_summary(self) -> str:
+        """One line: why no run could be read."""
+        first = self.errors[0].error
+        if len(self.errors) == 1:
+            return first
+        return f"none of the {len(self.errors)} sources could be read ({first}; ...)"
+
     def exit_code(self, *, strict: bool = False) -> int:
         """2 when no run could be read; 1 for a failing finding, for an inconclusive run under
         ``--fail-on inconclusive`` or ``strict``, or (``strict``) an error row; else 0."""

@@ -378,6 +378,8 @@ def audit(
         from grpo_doctor.api import write_audit_html
 
         write_audit_html(result, settings, html, force=force)
+    if result.unreadable_only:  # the report keeps its error rows; stderr says why it is exit 2
+        _say(f"error: {result.unreadable_summary()}")
     raise typer.Exit(result.exit_code(strict=strict))
 
 

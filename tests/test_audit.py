@@ -463,8 +463,15 @@ def test_a_named_path_that_does_not_exist_is_an_error_row(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "audit", str(good), missing, "-j", "1")
     assert code == 0 and "1 healthy; 1 unreadable" in out
     (tmp_path / "broken.csv").write_bytes(b"\x00\x01")  # nothing readable: exit 2, both rows
-    code, out, _ = run_cli(capsys, "audit", str(tmp_path / "broken.csv"), missing, "-f", "json")
+    code, out, err = run_cli(capsys, "audit", str(tmp_path / "broken.csv"), missing, "-f",
+                             "json")
     assert code == 2 and len(json.loads(out)["errors"]) == 2
+    assert err.startswith("grpo-doctor: error: none of the 2 sources could be read (") \
+        and err.count("\n") == 1
+    code, out, err = run_cli(capsys, "audit", str(tmp_path / "broken.csv"))
+    assert code == 2 and "no run could be read: exit 2" in out and "passes" not in out
+    assert err == f"grpo-doctor: error: {tmp_path / 'broken.csv'}: not a training log " \
+        "grpo-doctor can read (file format not recognised)\n"
     code, out, err = run_cli(capsys, "audit", missing, str(tmp_path / "also-missing"))
     assert (code, out) == (2, "") and err == f"grpo-doctor: error: {missing}: no such file or " \
         "folder\n"

@@ -135,6 +135,8 @@ def _packed(text: str, width: int) -> str:
 
 
 def _verdict(result: AuditResult) -> str:
+    if result.unreadable_only:
+        return "no run could be read: exit 2"
     s = result.summary()
     n = s["failing"]
     text = (f"{n} failing finding{'s' * (n != 1)} (at or above --fail-on {result.fail_on}"
