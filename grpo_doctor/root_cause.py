@@ -475,6 +475,14 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     ) else ""
     fix = f"{top.fix()} ({top.sentence()}; {top.setting.why.get(top.verdict, '')}"
     fix = fix.rstrip("; ") + ")"
+    if where and top.id == "learning_rate" and not top.far and _learned_before(run, root.step):
+        # The run learned at this lr until it broke: halve it from the checkpoint, as after any
+        # late break, rather than drop it to the recipe's (which may be a full fine-tune's,
+        # 10x below a LoRA adapter's); the recipe is said beside it.
+        lr = float(top.value)
+        fix = (f"learning_rate {_lr(lr)} -> {_lr(lr * 0.5)} (the run learned at {_lr(lr)} "
+               f"until step {step_text(root.step)}; {top.sentence()}: if it breaks again, "
+               f"{top.fix().split(' -> ', 1)[1]})")
     text = f"{where}, with {fix}" if where else fix
     _, sep, after = root.summary.partition("; after a catastrophic update")
     # A sign other than the root finding itself (named just before: "first sign:
@@ -487,6 +495,18 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     return _Lead(knobs.Remedy(text, knob=knob, rollback_step=root.step if where else None),
                  summary=summary, knob=_Knob(top), setup=from_start,
                  extra_knobs=tuple(causes[1:]))
+
+
+def _learned_before(run: Run, step: int) -> bool:
+    """The reward rose, beyond its noise and by a quarter of its range, over the logged
+    points before ``step``: the run learned at its settings before it broke."""
+    rs, r = series(run, Metric.REWARD_MEAN.value)
+    before = r[rs < step]
+    if len(before) < 10:
+        return False
+    k = end_size(len(before), 0.1)
+    gain = float(np.median(before[-k:]) - np.median(before[:k]))
+    return gain >= max(3.0 * step_noise(before), 0.25 * float(np.ptp(r)))
 
 
 def _mode_words(mode: str, reading: recipe.Reading) -> str:

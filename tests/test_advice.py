@@ -315,3 +315,33 @@ def test_answers_cut_at_the_cap_while_the_held_out_score_stays_at_0_is_the_budge
     assert first.startswith("max_completion_length 3 -> 6: "), first
     assert "the held-out score stayed at 0" in first
     assert d.root_cause.step == 1
+
+
+def _blows_up_after(break_at: int, learned: bool, n: int = 200, seed: int = 5):
+    """Reward rising 0.2 -> 0.9 until ``break_at`` (flat at 0.2 unless ``learned``), then the
+    entropy blowing up x30 and the reward falling to 0."""
+    rng = np.random.default_rng(seed)
+    s = np.arange(n)
+    rise = 0.2 + (0.7 * np.minimum(s / break_at, 1.0) if learned else 0.0)
+    broken = s >= break_at
+    reward = np.where(broken, 0.02, rise) + rng.normal(0, 0.02, n)
+    entropy = np.where(broken, 6.0, 0.2) + rng.normal(0, 0.01, n)
+    return make_run(reward=reward, entropy=entropy)
+
+
+def test_a_run_that_learned_at_its_learning_rate_halves_it_after_the_roll_back():
+    """An lr 20x the recipe's ceiling that trained well for 150 steps before an entropy
+    blow-up: roll back and halve it (the run's own evidence), with the recipe's value said as
+    the next step; the same lr breaking a run that had learned nothing drops to the recipe's."""
+    config = DoctorConfig(run_config={"learning_rate": 1e-4})
+    late = diagnose(_blows_up_after(150, learned=True), config).root_cause
+    assert late.mode == "entropy_blowup" and late.knob["name"] == "learning_rate"
+    assert late.first_action.startswith("roll back to ")
+    assert "learning_rate 1e-4 -> 5e-5 (the run learned at 1e-4 until step 15" in \
+        late.first_action
+    assert "if it breaks again, 2.5e-6" in late.first_action
+    flat = diagnose(_blows_up_after(150, learned=False), config).root_cause
+    assert flat.mode == "entropy_blowup" and flat.knob["name"] == "learning_rate"
+    assert flat.first_action.startswith("roll back to ")
+    assert "learning_rate 1e-4 -> 2.5e-6" in flat.first_action
+    assert "learned at" not in flat.first_action
