@@ -627,3 +627,18 @@ def test_healthy_runs_polled_live_do_not_go_critical_on_noise_or_a_sparse_reward
     check = diagnose(load_runs(REAL_RUNS / path)[0].truncated(44)).check("advantage_collapse")
     assert check.status.value == "warning"
     assert "the task's own reward has not fired yet" in check.summary
+
+
+def test_findings_dated_from_the_same_step_quote_the_same_reward():
+    """Llama FP8: kl_drift (an offset from step 1) said "reward not improving (-4.12 -> -5.75)"
+    and length_hacking, also from step 1, "(-5.5 -> -5.75)": the KL offset judged the reward
+    from its trend's knot, not from the step its sentence names."""
+    import re
+
+    path = "notebook-tables/Llama_FP8_GRPO__2025-11-25_b35307e0_c9fea5.csv"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    quotes = {c.mode: m.group(1) for c in d.findings if c.onset_step == 1
+              for m in [re.search(r"reward [a-z ]+ \(([^)]* -> [^)]*)\)", c.summary)] if m}
+    assert {"kl_drift", "length_hacking"} <= set(quotes)
+    assert len(set(quotes.values())) == 1

@@ -144,6 +144,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
 
     knot = trend_onset(steps, k, k0, kc)
     onset = snap_to_logged(run, KL, knot)
+    # KL is ~0 at a run's first update (policy = reference). High from the very first step
+    # and not rising is an offset between the two, not a drift: a reference of other
+    # weights, dtype or quantization (an FP8 policy against a bf16 reference), or the KL
+    # estimator.
+    from_start = (run.first_step is not None and run.first_step <= 1 and k0 >= p["drift_kl"]
+                  and not (trend.increasing(p["alpha"]) and kc > k0) and kc < p["adapt_kl"])
+    if from_start:
+        onset = int(steps[0])  # the reward is judged from there too
     progress = reward_progress(run, float(onset))
     corroboration = []
     if progress.logged and not progress.improving:
@@ -156,14 +164,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     why = f", {', '.join(corroboration)}" if corroboration else ""
     moved = (f"rose from {fmt(k0)} to {fmt(kc)}" if kc > k0 else
              f"has stayed high ({fmt(k0)} at the start, {fmt(kc)} now)")
-    # KL is ~0 at a run's first update (policy = reference). High from the very first step
-    # and not rising is an offset between the two, not a drift: a reference of other
-    # weights, dtype or quantization (an FP8 policy against a bf16 reference), or the KL
-    # estimator.
-    from_start = (run.first_step is not None and run.first_step <= 1 and k0 >= p["drift_kl"]
-                  and not (trend.increasing(p["alpha"]) and kc > k0) and kc < p["adapt_kl"])
     if from_start:
-        onset = int(steps[0])
         evidence["offset_from_start"] = True
         evidence["threshold"] = f"KL >= {fmt(p['drift_kl'])} from the first logged step"
         # An offset is not a drift: a tighter leash (beta, adaptive KL) would pull toward a
