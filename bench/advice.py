@@ -150,6 +150,12 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h8_epochs_3_eps_0.4": ("ppo_epochs", "num_iterations", "clip_ratio", "epsilon",
                             "learning_rate", "optim.lr"),
     "h8_max_new_6_long_answers": ("max_completion_length",),
+    # Set 9, written before it was made.
+    "h9_eps_high_0.05": ("epsilon_high", "clip_ratio_high", "eps_high", "clip-higher"),
+    "h9_prompt_pool_8": ("prompts", "dataset", "held-out", "memoris", "memoriz"),
+    "h9_beta_1.0": ("beta", "KL coefficient"),
+    "h9_burst_3e-2": ("learning_rate", "restart", "roll back"),
+    "h9_temperature_0.6_group_4": ("temperature", "num_generations"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

@@ -382,9 +382,34 @@ HOLDOUT8_RUNS: list[RunConfig] = [
        **dict(HEALTHY, lr=2e-4, schedule="cosine", warmup=10)),
 ]
 
+# A ninth held-out set, made at the start of session 8: scored once, as made.
+HOLDOUT9_RUNS: list[RunConfig] = [
+    _r("h9_eps_high_0.05", "verl", "tensorboard", "entropy_collapse",
+       "upper clip range 0.05 (eps_high), lower 0.2, lr=3e-4, seed 101", seed=101,
+       **dict(BASE, steps=250, lr=3e-4, eps_high=0.05)),
+    _r("h9_prompt_pool_8", "trl", "csv", "reward_overfit",
+       "a fixed pool of 8 training prompts, lr=3e-4, 300 steps, seed 102", seed=102,
+       **dict(BASE, steps=300, lr=3e-4, prompt_pool=8)),
+    _r("h9_beta_1.0", "trl", "wandb", "no_progress",
+       "beta=1.0 (20x the recipe's top), lr=1e-4, seed 103", seed=103,
+       **dict(HEALTHY, beta=1.0)),
+    _r("h9_noclip_healthy_lr", "verl", "csv", "healthy",
+       "no gradient clipping at the healthy lr=1e-4, seed 104", seed=104,
+       **dict(HEALTHY, max_grad_norm=None)),
+    _r("h9_burst_3e-2", "trl", "trainer_state", "grad_explosion",
+       "lr=3e-2 for the first 3 steps, then 1e-4, grad clip 1.0, seed 105", seed=105,
+       **dict(BASE, steps=200, lr=1e-4, schedule="burst", warmup=3, burst_lr=3e-2)),
+    _r("h9_temperature_0.6_group_4", "verl", "wandb", "entropy_collapse",
+       "rollout temperature 0.6 with groups of 4 (16 prompts x 4), lr=2e-4, seed 106",
+       seed=106, **dict(BASE, steps=250, lr=2e-4, temperature=0.6, batch_prompts=16, group=4)),
+    _r("h9_healthy_s107", "trl", "tensorboard", "healthy", "base recipe, seed 107", seed=107,
+       **HEALTHY),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
                                         "holdout3": HOLDOUT3_RUNS, "holdout4": HOLDOUT4_RUNS,
                                         "holdout5": HOLDOUT5_RUNS, "holdout6": HOLDOUT6_RUNS,
-                                        "holdout7": HOLDOUT7_RUNS, "holdout8": HOLDOUT8_RUNS}
+                                        "holdout7": HOLDOUT7_RUNS, "holdout8": HOLDOUT8_RUNS,
+                                        "holdout9": HOLDOUT9_RUNS}

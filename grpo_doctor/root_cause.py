@@ -481,8 +481,8 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
         # 10x below a LoRA adapter's); the recipe is said beside it.
         lr = float(top.value)
         fix = (f"learning_rate {_lr(lr)} -> {_lr(lr * 0.5)} (the run learned at {_lr(lr)} "
-               f"until step {step_text(root.step)}; {top.sentence()}: if it breaks again, "
-               f"{top.fix().split(' -> ', 1)[1]})")
+               f"until step {step_text(root.step)}; it is {top.how_far()}: if it breaks "
+               f"again, {top.fix().split(' -> ', 1)[1]})")
     text = f"{where}, with {fix}" if where else fix
     _, sep, after = root.summary.partition("; after a catastrophic update")
     # A sign other than the root finding itself (named just before: "first sign:
