@@ -287,6 +287,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
                      f"where the lr was {_lr(lr_peak)}, and fell as the lr rose to "
                      f"{_lr(lr_max)}; first sign: {check.mode} ({root.summary})"),
             knob=_Knob(lr) if lr is not None and lr.outside else None)
+    burst = _lr_burst(run, root.step)
+    if burst is not None:
+        return _burst_action(run, root, setup, burst)
     gamed = _gamed_through(root, checks)
     if gamed is not None:
         return gamed
@@ -689,6 +692,73 @@ def _lr_overshoot(run: Run) -> tuple[int, float, float] | None:
             or int(ls[top]) <= peak_step):
         return None
     return peak_step, lr_peak, lr_max
+
+
+#: How many times the lr a run trained at a burst must exceed, and the most logged points
+#: after the burst's last one at which the break may begin and still be the burst's doing.
+_BURST_FACTOR = 10.0
+_BURST_REACH = 3
+
+
+@dataclass(frozen=True)
+class _Burst:
+    """A stretch at the start of a schedule where the logged lr was many times what the run
+    trained at after it, ending in one drop (a schedule starting at its peak, a warm-up set
+    the wrong way round): the update that broke the run was taken at the burst's lr."""
+
+    first: int
+    last: int
+    peak: float
+    after: float
+
+
+def _lr_burst(run: Run, step: int) -> _Burst | None:
+    """The burst that the break at ``step`` followed, if any: the logged lr at or before
+    ``step`` peaked at ``_BURST_FACTOR``x or more the median lr after it, fell below a tenth
+    of that peak from one logged point to the next, and ``step`` is within
+    ``_BURST_REACH`` logged points of that drop. A schedule that decays smoothly has no such
+    drop, however far it falls."""
+    ls, lr = series(run, Metric.LEARNING_RATE.value)
+    upto = ls <= step
+    if len(lr) < 8 or not upto.any():
+        return None
+    peak = float(lr[upto].max())
+    high = np.flatnonzero(lr >= 0.5 * peak)
+    drops = [i for i in high if i + 1 < len(lr) and lr[i + 1] <= peak / _BURST_FACTOR]
+    if peak <= 0 or not drops:
+        return None
+    end = drops[0]
+    if end - high[0] + 1 > max(3, len(lr) // 10):
+        return None  # a long stretch at a higher lr is a stepped schedule, not a burst
+    later = lr[end + 1:]
+    later = later[later > 0]
+    if len(later) < 5 or step > int(ls[min(end + _BURST_REACH, len(ls) - 1)]):
+        return None
+    after = float(np.median(later))
+    if peak < _BURST_FACTOR * after:
+        return None
+    return _Burst(int(ls[high[0]]), int(ls[end]), peak, after)
+
+
+def _burst_action(run: Run, root: Event, setup: recipe.Setup, burst: _Burst) -> _Lead:
+    """Start again from before the burst with the lr the run trained at after it from the
+    first update, and whatever else outside the recipe let one update go that far."""
+    span = (f"step {step_text(burst.first)}" if burst.first == burst.last else
+            f"steps {step_text(burst.first)}-{step_text(burst.last)}")
+    what = (f"the learning rate was {_lr(burst.peak)} at {span}, "
+            f"{burst.peak / burst.after:.0f}x the {_lr(burst.after)} the run trained at after")
+    # What else let one update go that far (no clipping, fp16) comes next in the plan.
+    also = [r for r in setup.causes({recipe.CATASTROPHIC_UPDATE}, critical=True)
+            if r.id != "learning_rate"]
+    lr = setup.get("learning_rate")
+    name = lr.name if lr is not None and lr.value is not None else "learning_rate"
+    text = (f"{_rollback_words(run, burst.first)}, with {name} at no more than "
+            f"{_lr(burst.after)} from the first update ({what}: a schedule or warm-up that "
+            f"starts at its peak)")
+    return _Lead(knobs.Remedy(text, knob=knobs.LEARNING_RATE, rollback_step=burst.first),
+                 summary=f"a learning-rate burst: {what}; first sign: "
+                         f"{root.check.mode} ({root.summary.split('; ')[0]})",
+                 setup=burst.first <= (run.first_step or 0) + 1, extra_knobs=tuple(also))
 
 
 # --- the plan -----------------------------------------------------------------------------------

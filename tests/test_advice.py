@@ -345,3 +345,41 @@ def test_a_run_that_learned_at_its_learning_rate_halves_it_after_the_roll_back()
     assert flat.first_action.startswith("roll back to ")
     assert "learning_rate 1e-4 -> 2.5e-6" in flat.first_action
     assert "learned at" not in flat.first_action
+
+
+def _broken_at_start(lr: np.ndarray, n: int = 200, seed: int = 9):
+    """A run whose first update blew up (grad norm 1,200 at step 1, the reward 0.6 -> 0, the
+    entropy up x3), logging ``lr``."""
+    rng = np.random.default_rng(seed)
+    grad = np.abs(rng.normal(0.5, 0.1, n))
+    grad[0] = 1200.0
+    reward = np.r_[0.6, np.linspace(0.0, 0.15, n - 1)] + rng.normal(0, 0.01, n)
+    entropy = np.r_[0.6, np.full(n - 1, 1.9)] + rng.normal(0, 0.01, n)
+    return make_run(reward=reward, entropy=entropy, grad_norm=grad, learning_rate=lr)
+
+
+def test_a_burst_of_learning_rate_at_the_start_is_the_cause_of_the_first_update():
+    """lr 3e-2 for 3 steps, then the 1e-4 the config says: the config's lr is not what broke
+    the run, the burst is; roll back to before it, with the later lr from the first update."""
+    n = 200
+    lr = np.r_[np.full(3, 3e-2), np.full(n - 3, 1e-4)]
+    d = diagnose(_broken_at_start(lr), DoctorConfig(run_config={"learning_rate": 1e-4}))
+    rc = d.root_cause
+    assert rc.first_action.startswith("restart from the initial model")
+    assert "learning_rate at no more than 1e-4 from the first update (the learning rate " \
+        "was 0.03 at steps 1-3, 300x the 1e-4" in rc.first_action
+    assert "1e-4 -> 5e-5" not in rc.first_action
+    assert rc.summary.startswith("a learning-rate burst")
+
+
+@pytest.mark.parametrize("shape", ["cosine", "stepped"])
+def test_a_schedule_that_decays_is_not_a_burst(shape):
+    """A cosine decay from 1e-4 to 0, or a stepped schedule (1e-4 for 100 steps, then 1e-5):
+    many times lower by the end, but no short burst ending in one drop."""
+    n = 200
+    s = np.arange(n)
+    lr = (1e-4 * 0.5 * (1 + np.cos(np.pi * s / n)) if shape == "cosine"
+          else np.where(s < 100, 1e-4, 1e-5))
+    d = diagnose(_broken_at_start(lr), DoctorConfig(run_config={"learning_rate": 1e-4}))
+    assert "burst" not in d.root_cause.summary
+    assert "from the first update" not in d.root_cause.first_action
