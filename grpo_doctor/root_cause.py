@@ -813,6 +813,21 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
             text = f"also outside the recipe: {reading.fix()} ({reading.sentence()})"
         items.append(_Item(knobs.Remedy(text, knob=_knob_of(reading)), [mode], "root_cause",
                            reading.id))
+    # A setting clearly outside the recipe that is a primary cause of another critical finding
+    # (groups of 4 beside the equal-reward groups a low temperature also brings about) is
+    # that finding's first fix, before the generic remedies of any finding.
+    named = {it.setting for it in items}
+    for m in order:
+        if by_mode[m].status != Status.CRITICAL or (dead and m in _SYMPTOMS_OF_A_DEAD_RUN):
+            continue
+        for reading in setup.causes({m}, critical=True):
+            if reading.id in named or (lead.remedy.knob is not None
+                                       and _knob_of(reading) is lead.remedy.knob):
+                continue
+            named.add(reading.id)
+            text = f"also outside the recipe: {reading.fix()} ({reading.sentence()})"
+            items.append(_Item(knobs.Remedy(text, knob=_knob_of(reading)), [m], "finding",
+                               reading.id))
     # A setup problem beside the cause (completions cut from the first log, a reference that
     # differs from the policy at step 0) is fixed before anything is tuned: its first remedy
     # comes right after the first action.

@@ -383,3 +383,20 @@ def test_a_schedule_that_decays_is_not_a_burst(shape):
     d = diagnose(_broken_at_start(lr), DoctorConfig(run_config={"learning_rate": 1e-4}))
     assert "burst" not in d.root_cause.summary
     assert "from the first update" not in d.root_cause.first_action
+
+
+def test_a_setting_behind_another_critical_finding_comes_right_after_the_first_action():
+    """Temperature 0.5 explains the entropy fall (the first action); groups of 4, below the
+    recipe's 8, are the chapter's first cause of the equal-reward groups beside it: that fix
+    comes next, not after the generic remedies of the entropy fall."""
+    run = _sharpening_with_pairs()
+    cfg = {"learning_rate": 1e-6, "beta": 0.04, "temperature": 0.5, "num_generations": 4}
+    d = diagnose(run, DoctorConfig(run_config=cfg))
+    assert d.root_cause.knob["name"] == "temperature"
+    second = d.plan[1]
+    assert second.action.startswith("also outside the recipe: num_generations 4 -> ")
+    assert second.modes == ("advantage_collapse",)
+    assert sum("num_generations" in p.action or "group size" in p.action for p in d.plan) == 1
+    # In the recipe, nothing is added.
+    ok = diagnose(run, DoctorConfig(run_config={**cfg, "num_generations": 16}))
+    assert not any("num_generations" in p.action for p in ok.plan)
