@@ -156,6 +156,16 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h9_beta_1.0": ("beta", "KL coefficient"),
     "h9_burst_3e-2": ("learning_rate", "restart", "roll back"),
     "h9_temperature_0.6_group_4": ("temperature", "num_generations"),
+    # Set 10, written before it was made.
+    "h10_minibatches_16_epochs_2": ("ppo_mini_batch", "mini-batch", "num_iterations",
+                                    "ppo_epochs", "epochs", "learning_rate", "optim.lr"),
+    "h10_weak_base_pretrain_20": ("easier prompts", "curriculum", "out of reach", "SFT",
+                                  "stronger", "base model"),
+    "h10_lr_1e-3_beta0": ("learning_rate", "beta", "kl_coef", "KL coefficient"),
+    "h10_entropy_bonus_0.1_temperature_1.3": ("entropy_coef", "entropy_coeff",
+                                              "entropy bonus"),
+    "h10_fp16_lr1e-4": ("dtype", "bf16", "bfloat16"),
+    "h10_burst_1e-2_noclip_2_steps": ("learning_rate", "optim.lr"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

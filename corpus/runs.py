@@ -406,10 +406,36 @@ HOLDOUT9_RUNS: list[RunConfig] = [
        **HEALTHY),
 ]
 
+# A tenth held-out set, made in session 8 after set 9's mends: scored once, as made.
+HOLDOUT10_RUNS: list[RunConfig] = [
+    _r("h10_minibatches_16_epochs_2", "verl", "wandb", "ratio_instability",
+       "2 PPO epochs x 16 mini-batches per rollout batch, lr=5e-4, seed 111", seed=111,
+       **dict(BASE, steps=250, lr=5e-4, inner_epochs=2, minibatches=16)),
+    _r("h10_weak_base_pretrain_20", "trl", "tensorboard", "advantage_collapse",
+       "a base barely pre-trained (20 steps): the task out of reach, lr=1e-4, seed 112",
+       seed=112, **dict(HEALTHY, pretrain_steps=20)),
+    _r("h10_lr_1e-3_beta0", "trl", "csv", "kl_drift",
+       "lr=1e-3 (10x the healthy lr) with beta=0, grad clip 1.0, seed 113", seed=113,
+       **dict(BASE, steps=250, lr=1e-3, beta=0.0)),
+    _r("h10_entropy_bonus_0.1_temperature_1.3", "verl", "csv", "entropy_blowup",
+       "entropy bonus 0.1 at rollout temperature 1.3, lr=3e-4, seed 114", seed=114,
+       **dict(BASE, steps=250, lr=3e-4, entropy_coef=0.1, temperature=1.3)),
+    _r("h10_fp16_lr1e-4", "trl", "wandb", "numerical_failure",
+       "pure fp16 weights and Adam states (adam eps 1e-8), lr=1e-4, seed 115", seed=115,
+       **dict(HEALTHY, dtype="float16")),
+    _r("h10_burst_1e-2_noclip_2_steps", "verl", "tensorboard", "grad_explosion",
+       "lr=1e-2 for the first 2 steps with no clipping, then 1e-4, seed 116", seed=116,
+       **dict(BASE, steps=200, lr=1e-4, schedule="burst", warmup=2, burst_lr=1e-2,
+              max_grad_norm=None)),
+    _r("h10_healthy_s117", "verl", "csv", "healthy", "base recipe, seed 117", seed=117,
+       **HEALTHY),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
                                         "holdout3": HOLDOUT3_RUNS, "holdout4": HOLDOUT4_RUNS,
                                         "holdout5": HOLDOUT5_RUNS, "holdout6": HOLDOUT6_RUNS,
                                         "holdout7": HOLDOUT7_RUNS, "holdout8": HOLDOUT8_RUNS,
-                                        "holdout9": HOLDOUT9_RUNS}
+                                        "holdout9": HOLDOUT9_RUNS,
+                                        "holdout10": HOLDOUT10_RUNS}

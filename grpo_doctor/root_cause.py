@@ -756,8 +756,8 @@ def _burst_action(run: Run, root: Event, setup: recipe.Setup, burst: _Burst) -> 
             f"{_lr(burst.after)} from the first update ({what}: a schedule or warm-up that "
             f"starts at its peak)")
     return _Lead(knobs.Remedy(text, knob=knobs.LEARNING_RATE, rollback_step=burst.first),
-                 summary=f"a learning-rate burst: {what}; first sign: "
-                         f"{root.check.mode} ({root.summary.split('; ')[0]})",
+                 summary=f"a learning-rate burst: {what}; then "
+                         f"{root.summary.split('; ')[0]}",
                  setup=burst.first <= (run.first_step or 0) + 1, extra_knobs=tuple(also))
 
 
