@@ -458,6 +458,15 @@ def build_run(
         data[col] = vals
         nan_masks[col] = nan_mask
     note_list.extend(_text_notes(text_found))
+    # A column named like a metric the checks read, holding text only: say so, or its check
+    # asks the user to log a metric that is there ("log reward_mean" beside a reward column).
+    for canonical, src in cm.mapping.items():
+        vals = data[src]
+        if np.isnan(vals).all() and not nan_masks[src].any() and raw[src].notna().any():
+            example = str(raw[src].dropna().iloc[0]).strip()
+            shown = example if len(example) <= 40 else example[:37] + "..."
+            note_list.append(f"{src} (read as {canonical}) holds no numbers (e.g. {shown!r}): "
+                             "it was left out")
 
     columns: dict[str, np.ndarray] = {}
     col_nan: dict[str, np.ndarray] = {}

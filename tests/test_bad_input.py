@@ -1336,3 +1336,18 @@ def test_no_stdout_is_not_an_internal_error(closed):
         assert p.returncode == code, p.stderr
         if 2 not in closed:
             assert p.stderr == b""
+
+
+def test_a_metric_column_of_text_is_named_not_asked_for(capsys, tmp_path):
+    """A reward column holding only text is left out, and the report says why, rather than
+    asking the user to log a reward the file has a column for."""
+    path = tmp_path / "text.csv"
+    path.write_text("step,reward,loss\n1,abc,0.5\n2,def,0.4\n")
+    code, out, err = run_cli(capsys, "diagnose", str(path), "-f", "json")
+    doc = json.loads(out)
+    assert code == 0 and err == "" and doc["status"] == "inconclusive"
+    assert "reward (read as reward_mean) holds no numbers (e.g. 'abc'): it was left out" \
+        in doc["notes"]
+    path.write_text("step,reward,loss\n1,0.1,0.5\n2,0.2,0.4\n")
+    code, out, _ = run_cli(capsys, "diagnose", str(path), "-f", "json")
+    assert not any("holds no numbers" in n for n in json.loads(out)["notes"])
