@@ -810,7 +810,7 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
         if reading.setting.note_only and not reading.far:
             text = f"also: {reading.fix()} ({reading.sentence()})"
         else:
-            text = f"also outside the recipe: {reading.fix()} ({reading.sentence()})"
+            text = _also_outside(reading)
         items.append(_Item(knobs.Remedy(text, knob=_knob_of(reading)), [mode], "root_cause",
                            reading.id))
     # A setting clearly outside the recipe that is a primary cause of another critical finding
@@ -825,9 +825,8 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
                                        and _knob_of(reading) is lead.remedy.knob):
                 continue
             named.add(reading.id)
-            text = f"also outside the recipe: {reading.fix()} ({reading.sentence()})"
-            items.append(_Item(knobs.Remedy(text, knob=_knob_of(reading)), [m], "finding",
-                               reading.id))
+            items.append(_Item(knobs.Remedy(_also_outside(reading), knob=_knob_of(reading)),
+                               [m], "finding", reading.id))
     # A setup problem beside the cause (completions cut from the first log, a reference that
     # differs from the policy at step 0) is fixed before anything is tuned: its first remedy
     # comes right after the first action.
@@ -855,6 +854,10 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
                 twin.absorb(r, m)
     return tuple(PlanItem(str(it.remedy), tuple(it.modes), it.treats, it.setting,
                           it.remedy.rollback_step) for it in items)
+
+
+def _also_outside(reading: recipe.Reading) -> str:
+    return f"also outside the recipe: {reading.fix()} ({reading.sentence()})"
 
 
 def _setup_finding(check: Check) -> bool:

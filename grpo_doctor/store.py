@@ -190,14 +190,18 @@ def _text_cells(values: pd.Series, nums: np.ndarray, nan: np.ndarray) -> tuple[i
     return int(odd.sum()), str(text[odd].iloc[0])
 
 
+def _shown(example: str) -> str:
+    """A cell's text as a note quotes it: at most 40 characters."""
+    return example if len(example) <= 40 else example[:37] + "..."
+
+
 def _text_notes(found: list[tuple[str, int, str]]) -> list[str]:
     """Notes for numeric columns holding text cells (read as gaps): corruption, not a gap."""
     notes = []
     for col, count, example in found[:_MAX_TEXT_NOTES]:
-        shown = example if len(example) <= 40 else example[:37] + "..."
         notes.append(f"{col}: {plural(count, 'cell')} that "
                      f"{agree(count, 'is not a number was', 'are not numbers were')} read as gaps "
-                     f"(e.g. {shown!r})")
+                     f"(e.g. {_shown(example)!r})")
     if len(found) > _MAX_TEXT_NOTES:
         notes.append(f"{plural(len(found) - _MAX_TEXT_NOTES, 'more column')} "
                      f"{agree(len(found) - _MAX_TEXT_NOTES, 'holds', 'hold')} cells that are not "
@@ -463,9 +467,8 @@ def build_run(
     for canonical, src in cm.mapping.items():
         vals = data[src]
         if np.isnan(vals).all() and not nan_masks[src].any() and raw[src].notna().any():
-            example = str(raw[src].dropna().iloc[0]).strip()
-            shown = example if len(example) <= 40 else example[:37] + "..."
-            note_list.append(f"{src} (read as {canonical}) holds no numbers (e.g. {shown!r}): "
+            example = _shown(str(raw[src].dropna().iloc[0]).strip())
+            note_list.append(f"{src} (read as {canonical}) holds no numbers (e.g. {example!r}): "
                              "it was left out")
 
     columns: dict[str, np.ndarray] = {}
