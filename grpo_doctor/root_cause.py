@@ -144,17 +144,27 @@ def timeline(checks: Sequence[Check]) -> list[Event]:
             if i.recovered_step is None:
                 steps.add(i.step)  # an episode the run came back from is not the finding
         if c.onset_step is not None and c.onset_step not in steps:
-            events.append(Event(c.onset_step, c, c.summary, c.status is Status.CRITICAL))
+            events.append(Event(c.onset_step, c, c.summary, c.status is Status.CRITICAL,
+                                recovered=_cleared(c)))
     return sorted(events, key=lambda e: (e.step, _RANK.get(e.check.mode, 99)))
+
+
+def _cleared(check: Check) -> bool:
+    """A warning that says only that the run came back: its onset is that of an episode
+    that ended within the log (a KL spike at step 71, back below the threshold at 72)."""
+    return (check.status is Status.WARNING and bool(check.incidents)
+            and all(i.recovered_step is not None for i in check.incidents)
+            and check.onset_step in {i.step for i in check.incidents})
 
 
 def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup | None = None
                         ) -> tuple[RootCause | None, tuple[PlanItem, ...]]:
     """The probable root cause (None when nothing fired) and the merged plan. ``setup``: the
     run's settings against the recipe (read from ``run.config`` when not given)."""
-    if any(c.fired and c.mode != "no_progress" for c in checks):
+    if any(c.fired and c.mode != "no_progress" and not _cleared(c) for c in checks):
         # "Not learning" is the verdict of last resort: beside a finding that names what
-        # broke it says nothing more, and its remedies would only crowd the plan.
+        # broke it says nothing more, and its remedies would only crowd the plan. (A one-step
+        # spike the run came back from names nothing that stalled it.)
         checks = [c for c in checks if c.mode != "no_progress"]
     events = timeline(checks)
     if not events:
@@ -834,6 +844,8 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
     rest = sorted(((m, treats(m)) for m in order if (m, "finding") not in setup_first),
                   key=lambda t: t[1] == "consequence")
     sources = [*setup_first, (mode, "root_cause"), *rest]
+    lr_reading = setup.get("learning_rate")
+    lr_high = lr_reading is not None and lr_reading.verdict == recipe.HIGH
     for m, kind in sources:
         remedies = by_mode[m].remedies
         if (m, kind) in setup_first:
@@ -847,6 +859,8 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
                 continue
             if lead.setup and m == "numerical_failure" and r.knob is knobs.GRAD_CLIP:
                 continue  # clipping cannot fix a NaN the setup produces
+            if m == "no_progress" and r.knob is knobs.LEARNING_RATE and lr_high:
+                continue  # "is it too low?" of a learning rate already above the recipe
             twin = next((it for it in items if it.same_kind(r)), None)
             if twin is None:
                 items.append(_Item(r, [m], kind, _setting_of(r)))

@@ -400,3 +400,34 @@ def test_a_setting_behind_another_critical_finding_comes_right_after_the_first_a
     # In the recipe, nothing is added.
     ok = diagnose(run, DoctorConfig(run_config={**cfg, "num_generations": 16}))
     assert not any("num_generations" in p.action for p in ok.plan)
+
+
+def _stalled_with_one_kl_spike(n: int = 200, seed: int = 21):
+    """A 0-1 reward on 8 samples that rose to ~0.7 over 20 steps and slid back to ~0.45,
+    with one KL spike (x200 at step 71, back at 72): the spike explains nothing of the
+    stall."""
+    rng = np.random.default_rng(seed)
+    s = np.arange(n)
+    level = np.where(s < 20, 0.3 + 0.02 * s, 0.7 - 0.25 * (s - 20) / (n - 20))
+    reward = rng.binomial(8, np.clip(level, 0, 1)) / 8
+    kl = np.abs(rng.normal(0.09, 0.02, n))
+    kl[70] = 17.8
+    return make_run(reward=reward, kl=kl)
+
+
+def test_a_stall_is_not_blamed_on_a_spike_the_run_came_back_from():
+    """The spike is an incident of its own (a warning), but the root cause of the run is the
+    stall beside it; with a learning rate above the recipe, the stall's "is the lr too low?"
+    is not asked."""
+    d = diagnose(_stalled_with_one_kl_spike(),
+                 DoctorConfig(run_config={"learning_rate": 1e-4, "use_peft": True}))
+    fired = {c.mode: c for c in d.checks if c.fired}
+    assert set(fired) == {"kl_drift", "no_progress"}
+    assert d.root_cause.mode == "no_progress"
+    assert not any("too low" in p.action for p in d.plan)
+    assert any("step 71" in p.action for p in d.plan)  # the spike is still looked at
+    # With the lr in the recipe, the question stays in the plan.
+    ok = diagnose(_stalled_with_one_kl_spike(),
+                  DoctorConfig(run_config={"learning_rate": 1e-5, "use_peft": True}))
+    assert ok.root_cause.mode == "no_progress"
+    assert any("too low" in p.action for p in ok.plan)

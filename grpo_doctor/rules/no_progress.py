@@ -199,11 +199,14 @@ def _ends(run: Run, column: str, start: float, end: float) -> str:
     return f"{fmt(start)} -> {fmt(end)}"
 
 
-def _lr_remedy(run: Run) -> str:
+def _lr_remedy(run: Run) -> knobs.Remedy:
+    # Knows its knob: a plan that already turns the learning rate (down, for a value outside
+    # the recipe) merges this into that item rather than asking both ways.
     value, _ = knobs.configured_value(run, knobs.LEARNING_RATE)
     now = f" (now {knobs.knob_value(float(value))})" if isinstance(value, (int, float)) else ""
-    return (f"check the learning rate is not too low for the setup{now}: the recipe's 1e-6 "
-            "is for a full fine-tune, a LoRA adapter needs about 10x")
+    return knobs.Remedy(f"check the learning rate is not too low for the setup{now}: the "
+                        "recipe's 1e-6 is for a full fine-tune, a LoRA adapter needs about 10x",
+                        knob=knobs.LEARNING_RATE)
 
 
 def low_task_note(checks: Iterable[Check]) -> str | None:
