@@ -31,6 +31,8 @@ class RewardProgress:
     #: The reward now as every finding of a report says it: the run's last tenth (at least
     #: 3 points), whatever stretch was judged; ``end`` is the stretch's own last fifth.
     now: float | None = None
+    #: The typical step-to-step change of the stretch judged, as a standard deviation.
+    noise: float | None = None
 
     def stalled_words(self) -> str:
         """What did not improve since the finding's onset, as a report says it, with its
@@ -48,7 +50,13 @@ class RewardProgress:
                 end > self.start):
             words = "reward up only within its noise"  # not a significant rise
         if self.start is not None and end is not None:
-            words += f" ({fmt(self.start)} -> {fmt(end)})"
+            swings = ""
+            if (not self.declining and self.noise
+                    and abs(end - self.start) >= self.noise / 4):
+                # A change that looks large (-4.74 -> 0.425) on a reward swinging +-4.5 from
+                # one step to the next: the swing is said, so the words can be checked.
+                swings = f"; it swings ±{fmt(self.noise)} from step to step"
+            words += f" ({fmt(self.start)} -> {fmt(end)}{swings})"
         return words
 
 
@@ -84,7 +92,8 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
     declining = (test.decreasing(alpha) and gain < 0) or (gain < -0.25 and shift)
     now = float(np.median(r[-max(3, len(r) // 10):]))
     return RewardProgress(True, bool(improving), bool(declining), start, end,
-                          float(smooth.max()), since=int(seg_s[0]), now=now)
+                          float(smooth.max()), since=int(seg_s[0]), now=now,
+                          noise=step_noise(seg_r))
 
 
 def task_progress(run: Run, since: float) -> RewardProgress:
