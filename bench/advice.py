@@ -166,6 +166,13 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
                                               "entropy bonus"),
     "h10_fp16_lr1e-4": ("dtype", "bf16", "bfloat16"),
     "h10_burst_1e-2_noclip_2_steps": ("learning_rate", "optim.lr"),
+    # Set 11, written before it was made.
+    "h11_grad_clip_0.01": ("max_grad_norm", "grad_clip", "clip_grad"),
+    "h11_eps_0.6_epochs_2": ("epsilon", "clip_ratio", "cliprange", "clip range"),
+    "h11_eps_0.02": ("epsilon", "clip_ratio", "cliprange", "clip range"),
+    "h11_noclip_epochs_2_lr1e-3": ("max_grad_norm", "grad_clip", "clipping", "learning_rate",
+                                   "optim.lr"),
+    "h11_temperature_0.25": ("temperature",),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

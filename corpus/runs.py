@@ -431,6 +431,32 @@ HOLDOUT10_RUNS: list[RunConfig] = [
        **HEALTHY),
 ]
 
+# An eleventh held-out set, made at the start of session 9: clipping set wrong both ways (the
+# gradient clipped to almost nothing, the PPO ratio clip far too tight or too loose) and a
+# large group on two prompts: scored once, as made.
+HOLDOUT11_RUNS: list[RunConfig] = [
+    _r("h11_grad_clip_0.01", "trl", "csv", "no_progress",
+       "max_grad_norm 0.01 (every update clipped to a hundredth), lr=1e-4, seed 121",
+       seed=121, **dict(HEALTHY, max_grad_norm=0.01)),
+    _r("h11_eps_0.6_epochs_2", "verl", "wandb", "ratio_instability",
+       "PPO clip range 0.6 both sides, 2 PPO epochs, lr=5e-4, seed 122", seed=122,
+       **dict(BASE, steps=250, lr=5e-4, eps_low=0.6, eps_high=0.6, inner_epochs=2)),
+    _r("h11_eps_0.02", "trl", "tensorboard", "no_progress",
+       "PPO clip range 0.02 both sides, 2 PPO epochs, lr=1e-4, seed 123", seed=123,
+       **dict(HEALTHY, eps_low=0.02, eps_high=0.02, inner_epochs=2)),
+    _r("h11_noclip_epochs_2_lr1e-3", "verl", "csv", "grad_explosion",
+       "no gradient clipping, 2 PPO epochs, lr=1e-3, seed 124", seed=124,
+       **dict(BASE, steps=250, lr=1e-3, max_grad_norm=None, inner_epochs=2)),
+    _r("h11_temperature_0.25", "trl", "wandb", "entropy_collapse",
+       "rollout temperature 0.25, lr=1e-4, seed 125", seed=125,
+       **dict(HEALTHY, temperature=0.25)),
+    _r("h11_healthy_g32_x2_s126", "verl", "tensorboard", "healthy",
+       "base recipe with G=32 on 2 prompts a step, seed 126", seed=126,
+       **dict(HEALTHY, batch_prompts=2, group=32)),
+    _r("h11_healthy_s127", "trl", "csv", "healthy", "base recipe, seed 127", seed=127,
+       **HEALTHY),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
@@ -438,4 +464,5 @@ RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout5": HOLDOUT5_RUNS, "holdout6": HOLDOUT6_RUNS,
                                         "holdout7": HOLDOUT7_RUNS, "holdout8": HOLDOUT8_RUNS,
                                         "holdout9": HOLDOUT9_RUNS,
-                                        "holdout10": HOLDOUT10_RUNS}
+                                        "holdout10": HOLDOUT10_RUNS,
+                                        "holdout11": HOLDOUT11_RUNS}
