@@ -22,7 +22,7 @@ What to do first answers that cause, in this order of evidence:
 3. the run's config: a knob outside the chapter's recipe (``recipe``) that the chapter links to
    the root cause's mode, with its value, the recipe's and why, after a roll-back to a logged
    step before the cause (or a restart from the initial model when the run was wrong from its
-   first logged step);
+   first logged step; neither for a warning on a run that learns all the same);
 4. a blow-up at one step: roll back before it, then smaller updates;
 5. the root finding's own first remedy.
 
@@ -45,7 +45,7 @@ from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.points import end_size, series
-from grpo_doctor.rules.signals import component_role, late_points, reward_progress
+from grpo_doctor.rules.signals import component_role, late_points, learning, reward_progress
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run
 from grpo_doctor.text import fmt, knob_value, step_text
 from grpo_doctor.trends import rolling_median, step_noise
@@ -312,7 +312,7 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         return problem
     causes = setup.causes(_linked_modes(root), critical=root.critical)
     if not causes and not root.critical:
-        causes = _common_cause(setup, root, checks)
+        causes = _linked_knobs(setup, root, checks)
     if not causes and root.critical:
         # A setting far outside the recipe that makes single updates huge (an lr 30x the
         # ceiling, no clipping, fp16 weights) can have brought about any critical finding;
@@ -350,15 +350,15 @@ def _rolled_back(run: Run, step: int, then: knobs.Remedy | None) -> _Lead:
                               rollback_step=step))
 
 
-def _common_cause(setup: recipe.Setup, root: Event, checks: Sequence[Check]
+def _linked_knobs(setup: recipe.Setup, root: Event, checks: Sequence[Check]
                   ) -> list[recipe.Reading]:
-    """Warnings only: a knob clearly outside the recipe (not far) is a cause when the chapter
-    names it a primary cause of the root finding and of at least one other finding that
-    fired; one setting explaining two symptoms beats a remedy per symptom (an lr 2x the
-    ceiling behind KL drift and an entropy blow-up). With one symptom it stays a note."""
+    """Warnings only: a knob clearly outside the recipe (not far) is the cause when the
+    chapter names it a primary cause of the root finding, which fired: the config is evidence
+    (a PPO clip of 0.6 behind ratio instability, an lr 2x the ceiling behind KL drift). A knob
+    outside with no symptom it links to is never named here (it is at most a note)."""
     fired = {c.mode for c in checks if c.fired}
     return [r for r in setup.causes(_linked_modes(root), critical=True)
-            if len({lk.mode for lk in r.links if lk.primary and lk.mode in fired}) >= 2]
+            if any(lk.primary and lk.mode in fired for lk in r.links)]
 
 
 def _reward_never_fired(check: Check) -> bool:
@@ -418,13 +418,16 @@ def _from_first_step(run: Run, root: Event) -> bool:
     return root.step <= int(first_few[-1]) and int(steps[0]) <= 20
 
 
+_RESTART = ("restart from the initial model (the problem was there from the first logged "
+            "update: no checkpoint of this run is good)")
+
+
 def _rollback_words(run: Run, step: int) -> str:
     """Where to go back to before ``step``: a logged step that exists before it, or the
     initial model when the run was wrong from its first logged step."""
     before = run.steps[run.steps < step]
     if not len(before):
-        return ("restart from the initial model (the problem was there from the first logged "
-                "update: no checkpoint of this run is good)")
+        return _RESTART
     good = _last_good_step(run, step)
     saved = _saved_checkpoints(run)
     if saved:
@@ -483,9 +486,12 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     """The knob outside the recipe as the first action: its value, the recipe's and why,
     after going back to before the cause."""
     top = causes[0]
-    where = _rollback_words(run, root.step) if (
-        root.incident or from_start or (root.critical and root.check.mode in _DESTRUCTIVE)
-    ) else ""
+    if from_start and not root.critical and learning(run, float(run.steps[0])).improving:
+        # A warning from the first step on a run that learns all the same: its checkpoints
+        # are good; the setting is for the runs after it, not a restart.
+        from_start = False
+    where = _RESTART if from_start else _rollback_words(run, root.step) if (
+        root.incident or (root.critical and root.check.mode in _DESTRUCTIVE)) else ""
     fix = f"{top.fix()} ({top.sentence()}; {top.setting.why.get(top.verdict, '')}"
     fix = fix.rstrip("; ") + ")"
     if where and top.id == "learning_rate" and not top.far and _learned_before(run, root.step):

@@ -210,7 +210,7 @@ def test_completions_sent_to_the_cap_by_one_update_are_not_a_budget_problem():
     assert not first.startswith("overlong shaping")
 
 
-def test_a_setting_clearly_outside_behind_two_warnings_is_their_common_cause():
+def test_a_setting_clearly_outside_behind_warnings_it_causes_is_their_cause():
     # lenient_verifier_kl: lr 1e-3, 2x the tiny model's ceiling, with KL drifting and entropy
     # blowing up (both warnings, both linked by the chapter to a large lr): the lr comes first.
     label = next(e for e in LABELS if e["name"] == "lenient_verifier_kl")
@@ -219,12 +219,16 @@ def test_a_setting_clearly_outside_behind_two_warnings_is_their_common_cause():
     assert {"kl_drift", "entropy_blowup"} <= {c.mode for c in d.findings}
     assert d.root_cause.knob["name"] == "learning_rate"
     assert d.root_cause.first_action.startswith("learning_rate 0.001 -> ")
-    # With one of the two symptoms it explains, the same setting is only a note in the plan.
+    # With one of the two symptoms it explains, the same setting is still the cause: the
+    # chapter links it to that symptom.
     only_kl = DoctorConfig(recipe=CORPUS_RECIPE, run_config=corpus_config(label),
                            select=("kl_drift",))
     one = diagnose(run, only_kl)
-    assert one.root_cause.knob is None
-    assert any(p.action.startswith("also outside the recipe: learning_rate") for p in one.plan)
+    assert one.root_cause.knob["name"] == "learning_rate"
+    # With no symptom it links to (only the length check run), it is not in the advice.
+    none = diagnose(run, DoctorConfig(recipe=CORPUS_RECIPE, run_config=corpus_config(label),
+                                      select=("length_hacking",)))
+    assert none.root_cause is None or none.root_cause.knob is None
 
 
 def _sharpening_with_pairs(n: int = 200, seed: int = 14):
@@ -431,3 +435,39 @@ def test_a_stall_is_not_blamed_on_a_spike_the_run_came_back_from():
                   DoctorConfig(run_config={"learning_rate": 1e-5, "use_peft": True}))
     assert ok.root_cause.mode == "no_progress"
     assert any("too low" in p.action for p in ok.plan)
+
+
+def _ratios_out_from_the_start(learns: bool, n: int = 200, seed: int = 3):
+    """PPO ratios below 0.3 on ~70% of steps from the first one, the reward rising 0.2 ->
+    0.9 (``learns``) or flat at 0.2."""
+    rng = np.random.default_rng(seed)
+    s = np.arange(n)
+    reward = 0.2 + (0.7 * (1 - np.exp(-s / 50)) if learns else 0.0) + rng.normal(0, 0.03, n)
+    ratio_min = np.where(rng.random(n) < 0.7, rng.uniform(0.1, 0.28, n),
+                         rng.uniform(0.5, 0.8, n))
+    return make_run(reward=reward, ratio_min=ratio_min, ratio_max=rng.uniform(1.3, 1.8, n))
+
+
+def test_a_setting_clearly_outside_behind_a_single_warning_is_the_first_action():
+    """The config is evidence: a PPO clip of 0.6 (2x the recipe's top, a primary cause of
+    ratio instability) behind a ratio-instability warning is what to change first, not the
+    generic "fewer epochs"; on a run that learns all the same, for the next run, without
+    a restart its checkpoints do not need."""
+    cfg = {"epsilon": 0.6, "learning_rate": 1e-6}
+    rc = diagnose(_ratios_out_from_the_start(learns=True), DoctorConfig(run_config=cfg)
+                  ).root_cause
+    assert rc.mode == "ratio_instability" and rc.knob["name"] == "epsilon"
+    assert rc.first_action.startswith("epsilon 0.6 -> 0.2 (")
+    assert not rc.setup
+    # In the recipe: the rule's own remedy.
+    ok = diagnose(_ratios_out_from_the_start(learns=True),
+                  DoctorConfig(run_config={**cfg, "epsilon": 0.2})).root_cause
+    assert ok.knob is None and "epsilon" not in ok.first_action
+
+
+def test_a_setting_wrong_from_the_first_step_of_a_run_that_never_learned_restarts_it():
+    cfg = {"epsilon": 0.6, "learning_rate": 1e-6}
+    rc = diagnose(_ratios_out_from_the_start(learns=False), DoctorConfig(run_config=cfg)
+                  ).root_cause
+    assert rc.knob is not None and rc.knob["name"] == "epsilon"
+    assert rc.first_action.startswith("restart from the initial model")
