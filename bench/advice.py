@@ -173,6 +173,11 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h11_noclip_epochs_2_lr1e-3": ("max_grad_norm", "grad_clip", "clipping", "learning_rate",
                                    "optim.lr"),
     "h11_temperature_0.25": ("temperature",),
+    # Set 12, written before it was made.
+    "h12_entropy_penalty": ("entropy_coef", "entropy_coeff", "entropy bonus"),
+    "h12_prompt_pool_2": ("prompts", "dataset", "held-out", "memoris", "memoriz"),
+    "h12_beta_0.001_lr5e-4": ("beta", "kl_coef", "KL coefficient"),
+    "h12_epochs_8": ("ppo_epochs", "num_iterations", "epochs"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

@@ -457,6 +457,28 @@ HOLDOUT11_RUNS: list[RunConfig] = [
        **HEALTHY),
 ]
 
+# A twelfth held-out set, made in session 9 after set 11's mend: an entropy penalty (a bonus
+# of the wrong sign), two prompts, a KL leash too weak, eight PPO epochs: scored once, as made.
+HOLDOUT12_RUNS: list[RunConfig] = [
+    _r("h12_entropy_penalty", "verl", "csv", "entropy_collapse",
+       "entropy coefficient -0.05 (a penalty on entropy, the bonus's sign flipped), lr=2e-4, "
+       "seed 131", seed=131, **dict(BASE, steps=250, lr=2e-4, entropy_coef=-0.05)),
+    _r("h12_prompt_pool_2", "trl", "wandb", "reward_overfit",
+       "a fixed pool of 2 training prompts, lr=3e-4, 300 steps, seed 132", seed=132,
+       **dict(BASE, steps=300, lr=3e-4, prompt_pool=2)),
+    _r("h12_beta_0.001_lr5e-4", "trl", "csv", "kl_drift",
+       "beta=0.001 (a tenth of the recipe's floor), lr=5e-4, 400 steps, seed 133", seed=133,
+       **dict(BASE, steps=400, lr=5e-4, beta=0.001)),
+    _r("h12_epochs_8", "verl", "tensorboard", "ratio_instability",
+       "8 PPO epochs per rollout batch, lr=2e-4, seed 134", seed=134,
+       **dict(BASE, steps=200, lr=2e-4, inner_epochs=8)),
+    _r("h12_healthy_beta_0.01_s135", "trl", "tensorboard", "healthy",
+       "base recipe at the recipe's lowest beta, 0.01, seed 135", seed=135,
+       **dict(HEALTHY, beta=0.01)),
+    _r("h12_healthy_s136", "verl", "wandb", "healthy", "base recipe, seed 136", seed=136,
+       **HEALTHY),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
@@ -465,4 +487,5 @@ RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout7": HOLDOUT7_RUNS, "holdout8": HOLDOUT8_RUNS,
                                         "holdout9": HOLDOUT9_RUNS,
                                         "holdout10": HOLDOUT10_RUNS,
-                                        "holdout11": HOLDOUT11_RUNS}
+                                        "holdout11": HOLDOUT11_RUNS,
+                                        "holdout12": HOLDOUT12_RUNS}
