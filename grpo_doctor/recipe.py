@@ -85,6 +85,9 @@ class Setting:
     off_above: float | None = None  # a value this large means "off" (max_grad_norm 1e9)
     ok_values: tuple[str, ...] = ()  # a choice's values inside the recipe
     note_only: bool = False  # never a cause: only reported (preflight, notes)
+    #: What a negative value does, for a coefficient whose sign flips its purpose (an entropy
+    #: bonus that becomes a penalty): far outside the recipe, not merely "off".
+    negative: str = ""
 
     @property
     def range_text(self) -> str:
@@ -117,12 +120,16 @@ SETTINGS: tuple[Setting, ...] = (
         "beta", knobs.KL_COEF.names, "0.01 (0.01-0.05), adaptive with target 1.0",
         "chapter 8.1, 8.4", low=0.01, high=0.05, far=20.0, metric=knobs.KL_COEF.metric,
         off_when_zero=True,
+        negative="negative: a reward for moving away from the reference, the leash reversed",
         # The chapter's first cause of entropy collapse is "KL coefficient beta too small":
         # switched off, it is a primary cause (merely low, a contributing one).
         risks={OFF: _links(primary=(_KL, _ENTROPY_COLLAPSE), contributing=(
                    CATASTROPHIC_UPDATE, "reward_hacking", "format_gaming")),
+               UNSAFE: _links(primary=(_KL, _ENTROPY_COLLAPSE), contributing=(
+                   CATASTROPHIC_UPDATE, "reward_hacking", "format_gaming")),
                LOW: _links(primary=(_KL,), contributing=(_ENTROPY_COLLAPSE, "reward_hacking"))},
         why={OFF: "no KL leash: nothing holds the policy near the reference",
+             UNSAFE: "every update is paid to move the policy further from the reference",
              LOW: "too weak a KL leash (a beta this small lets the policy run "
                   "off and grow over-confident)",
              HIGH: "a strong KL leash slows learning"},
@@ -149,13 +156,16 @@ SETTINGS: tuple[Setting, ...] = (
         "entropy_coef", (*knobs.ENTROPY_COEF.names, "entropy_loss_coef"),
         "0.005 (0.001-0.01)", "chapter 2.4, 8.1, 8.4", low=0.001, high=0.01, far=10.0,
         off_when_zero=True,
+        negative="negative: a penalty on entropy, the bonus with its sign flipped",
         risks={HIGH: _links(primary=("entropy_blowup",), contributing=(_LLD, _KL)),
+               UNSAFE: _links(primary=(_ENTROPY_COLLAPSE,), contributing=(_ADV,)),
                OFF: _links(contributing=(_ENTROPY_COLLAPSE,)),
                LOW: _links(contributing=(_ENTROPY_COLLAPSE,))},
         why={HIGH: "an entropy bonus this large rewards randomness itself: it drives entropy "
                    "up",
-             OFF: "no entropy bonus (the recipe adds 0.005 against entropy collapse)"},
-        targets={HIGH: "0.005 (or remove it)", OFF: "0.005", LOW: "0.005"},
+             OFF: "no entropy bonus (the recipe adds 0.005 against entropy collapse)",
+             UNSAFE: "every update is paid to make the policy more certain"},
+        targets={HIGH: "0.005 (or remove it)", OFF: "0.005", LOW: "0.005", UNSAFE: "0.005"},
     ),
     Setting(
         "epsilon", ("actor_rollout_ref.actor.clip_ratio_low", "actor_rollout_ref.actor.clip_ratio",
@@ -353,6 +363,8 @@ class Reading:
         where = "the recipe's"
         if self.verdict == OFF and s.kind == "number":
             return f"{self.value_text} switches it off; the recipe's: {s.recipe}"
+        if self.verdict == UNSAFE and s.negative:
+            return f"{s.negative}; the recipe's: {s.recipe}"
         if self.factor is not None and self.verdict == HIGH:
             bound = s.high if s.high is not None else 0.0
             if s.id == "learning_rate" and self.lora:
@@ -582,6 +594,8 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
         return Reading(s, value, key, UNKNOWN)
     if s.id == "ref_model_sync_steps":
         return Reading(s, value, key, OK if x > 0 else OFF)
+    if s.negative and x < 0:
+        return Reading(s, value, key, UNSAFE, far=True)
     if (s.off_when_zero and x <= 0) or (s.off_above is not None and x >= s.off_above) or (
             math.isinf(x)):
         # Off: no clipping is as far from the recipe as it gets; beta 0 and no entropy bonus
