@@ -146,7 +146,15 @@ def timeline(checks: Sequence[Check]) -> list[Event]:
         if c.onset_step is not None and c.onset_step not in steps:
             events.append(Event(c.onset_step, c, c.summary, c.status is Status.CRITICAL,
                                 recovered=_cleared(c)))
-    return sorted(events, key=lambda e: (e.step, _RANK.get(e.check.mode, 99)))
+    return sorted(events, key=lambda e: (e.step, _rank(e.check)))
+
+
+def _rank(check: Check) -> int:
+    """Upstream first at one step: a training set learned by heart before what it does to the
+    policy."""
+    if check.mode == "no_progress" and check.evidence.get("memorised"):
+        return -1
+    return _RANK.get(check.mode, 99)
 
 
 def _cleared(check: Check) -> bool:
@@ -161,7 +169,8 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
                         ) -> tuple[RootCause | None, tuple[PlanItem, ...]]:
     """The probable root cause (None when nothing fired) and the merged plan. ``setup``: the
     run's settings against the recipe (read from ``run.config`` when not given)."""
-    if any(c.fired and c.mode != "no_progress" and not _cleared(c) for c in checks):
+    if any(c.fired and c.mode != "no_progress" and not _cleared(c) for c in checks) and not any(
+            c.fired and c.mode == "no_progress" and c.evidence.get("memorised") for c in checks):
         # "Not learning" is the verdict of last resort: beside a finding that names what
         # broke it says nothing more, and its remedies would only crowd the plan. (A one-step
         # spike the run came back from names nothing that stalled it.)
@@ -237,13 +246,26 @@ def _cheat_attempts(run: Run, events: Sequence[Event]) -> Event | None:
     return None
 
 
+#: What a policy that learned its training prompts, not the task, shows: near-deterministic
+#: answers to prompts it knows (entropy down, every group all-correct, no gradient left).
+_MEMORISED_CAUSES = frozenset({"entropy_collapse", "advantage_collapse", "no_learning_signal",
+                               "length_hacking", "format_gaming", "reward_overfit"})
+
+
+def _can_cause(check: Check) -> frozenset[str]:
+    """What ``check``'s finding can have brought about, as its evidence says it began."""
+    if check.mode == "no_learning_signal" and check.evidence.get("cause"):
+        return _ALL  # a dead run names the catastrophic update that explains the rest
+    if check.mode == "no_progress" and check.evidence.get("memorised"):
+        return _MEMORISED_CAUSES
+    return CAN_CAUSE.get(check.mode, frozenset())
+
+
 def _explains(event: Event, worst: Sequence[Check]) -> bool:
     """``event`` can have brought about every one of ``worst`` that began at or after it
     (its own finding aside); a warning must also explain those that began before or with it
     (a warning is not named over a critical finding it cannot explain)."""
-    causes = CAN_CAUSE.get(event.check.mode, frozenset())
-    if event.check.mode == "no_learning_signal" and event.check.evidence.get("cause"):
-        causes = _ALL  # a dead run names the catastrophic update that explains the rest
+    causes = _can_cause(event.check)
     if event.check.evidence.get("offset_from_start"):
         causes = frozenset()  # a KL offset present from the first step moved nothing
     warning = not event.critical and any(c.status is Status.CRITICAL for c in worst)
@@ -787,9 +809,8 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
     findings the root cause explains. One item per knob (the strongest change asked for), one
     roll-back (to the earliest step asked for), identical advice once."""
     mode = root.check.mode
-    explained = CAN_CAUSE.get(mode, frozenset())
-    if (mode == "no_learning_signal" and root.check.evidence.get("cause")) or (
-            root.incident and mode in ("kl_drift", "grad_explosion")):
+    explained = _can_cause(root.check)
+    if root.incident and mode in ("kl_drift", "grad_explosion"):
         explained = _ALL
     by_mode = {c.mode: c for c in checks if c.fired}
     order = [m for m in dict.fromkeys(e.check.mode for e in events) if m != mode]

@@ -471,3 +471,46 @@ def test_a_setting_wrong_from_the_first_step_of_a_run_that_never_learned_restart
                   ).root_cause
     assert rc.knob is not None and rc.knob["name"] == "epsilon"
     assert rc.first_action.startswith("restart from the initial model")
+
+
+def _train_prompts_solved(held_end: float, n: int = 300, seed: int = 32):
+    """A 0/1 accuracy term 0.6 -> 1.0 within 20 steps (all groups all-correct after), entropy
+    0.45 -> 0.02; the held-out score, every 5 steps, 0.6 -> ``held_end``."""
+    rng = np.random.default_rng(seed)
+    s = np.arange(n)
+    acc = np.clip(0.6 + 0.4 * np.minimum(s / 20, 1) + rng.normal(0, 0.01, n), 0, 1)
+    held = np.full(n, np.nan)
+    held[::5] = np.clip(np.linspace(0.6, held_end, n)[::5] + rng.normal(0, 0.03, n // 5), 0, 1)
+    return make_run(reward=acc, rewards__accuracy_reward__mean=acc,
+                    entropy=0.02 + 0.43 * np.exp(-s / 15),
+                    frac_reward_zero_std=np.minimum(s / 20, 1) * 0.95,
+                    eval_accuracy=held)
+
+
+def test_training_prompts_solved_while_the_held_out_score_never_moved_is_not_solved():
+    """Two prompts learned by heart: the training reward at its top, the held-out score flat
+    at 0.5: the policy learned its training set. Named first (what follows, the entropy fall
+    and the equal groups, comes of it), and never "solved"."""
+    d = diagnose(_train_prompts_solved(held_end=0.5))
+    assert d.status != "healthy"
+    assert d.root_cause.mode == "no_progress"
+    assert d.root_cause.first_action.startswith("train on more prompts")
+    assert "the policy learned its training set" in d.check("no_progress").summary
+    assert all("solved" not in c.summary or "training prompts are solved" in c.summary
+               for c in d.checks if c.fired)
+    # The held-out score rising with it: the task is learned, nothing to say of the prompts.
+    ok = diagnose(_train_prompts_solved(held_end=0.95))
+    assert "training set" not in ok.check("no_progress").summary
+    assert ok.root_cause is None or ok.root_cause.mode != "no_progress"
+
+
+def test_a_negative_entropy_coefficient_is_a_penalty_far_outside_the_recipe():
+    """entropy_coef -0.05 is not "off": it pays every update to sharpen the policy, the
+    chapter's entropy collapse; far outside, so the first action on the entropy fall."""
+    reading = recipe.read_config({"entropy_coef": -0.05}).get("entropy_coef")
+    assert reading.verdict == recipe.UNSAFE and reading.far
+    assert "a penalty on entropy" in reading.sentence()
+    assert reading.fix() == "entropy_coef -0.05 -> 0.005"
+    assert recipe.read_config({"entropy_coef": 0}).get("entropy_coef").verdict == recipe.OFF
+    beta = recipe.read_config({"beta": -0.01}).get("beta")
+    assert beta.verdict == recipe.UNSAFE and "kl_drift" in {lk.mode for lk in beta.links}

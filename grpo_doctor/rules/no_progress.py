@@ -11,7 +11,12 @@ What it detects
     term) never improved over ``patience`` or more logged points, nor the reward by a quarter of
     its range, and the task signal ends below ``low_score`` (its late mean): a task mostly
     failed from the first step to the last is not being learned, flat or not (sparse task
-    rewards often first fire late: the patience).
+    rewards often first fire late: the patience). Or, learning the wrong thing: the training
+    prompts solved (a 0/1 training score at 0.9 or more, or most equal-reward groups
+    all-correct) while a held-out score never rose by 0.1 and stays below 0.9: the policy
+    learned its training set, not the task (too few or too alike prompts, or a held-out set
+    unlike them). That form is named before what it brings about (the entropy falling on
+    prompts it knows by heart, every group all-correct).
 
 Why it matters
     "Healthy" must mean "learning", not merely "none of the listed modes fired". A run whose
@@ -35,6 +40,8 @@ Remedies
     Check the reward on a few completions against the task (does it pay right answers?);
     check the learning rate is not too low for the setup (LoRA adapters need ~10x a full
     fine-tune's); easier prompts or a larger group if most groups score alike.
+    Learned by heart: more, and more varied, training prompts; check the held-out set is the
+    same task; keep the checkpoint with the best held-out score.
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule
 from grpo_doctor.rules.points import head_tail, series
 from grpo_doctor.rules.signals import (
+    HELDOUT_GAIN,
+    SOLVED_HELDOUT,
     RewardProgress,
     component_role,
     components,
@@ -55,6 +64,7 @@ from grpo_doctor.rules.signals import (
     sparse_declining,
     sparse_improving,
     task_solved,
+    train_set_memorised,
 )
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
@@ -106,6 +116,21 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "reward_improving": reward.improving,
         "task_improving": {n: pr.improving for n, pr in task.items()},
     }
+    memorised = train_set_memorised(run)
+    if memorised is not None:
+        m = memorised
+        evidence["memorised"] = {"train": m.train, "held_start": round(m.held_start, 4),
+                                 "held_end": round(m.held_end, 4),
+                                 "held_best": round(m.held_best, 4)}
+        evidence["threshold"] = (f"the training prompts solved while the held-out score never "
+                                 f"rose by {fmt(HELDOUT_GAIN)} and stays "
+                                 f"{fmt(SOLVED_HELDOUT)} or lower")
+        summary = (f"the training prompts are solved ({m.train}; reward {fmt(start)} -> "
+                   f"{fmt(now)}), the task is not: the held-out score went "
+                   f"{fmt(m.held_start)} -> {fmt(m.held_end)} (never above "
+                   f"{fmt(m.held_best)}): the policy learned its training set")
+        return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
+                       remedies=_memorised_remedies(), key_metric=HELDOUT)
     signals = _task_signals(run)
     low = _stuck_low(run, signals, task, p, skip_improving=False)
     if low is not None and len(r) >= p["min_points"]:
@@ -166,6 +191,17 @@ def _remedies(run: Run) -> tuple[str, ...]:
         "and only them?",
         _lr_remedy(run),
         "easier prompts (or a larger group) if most groups score alike",
+    )
+
+
+def _memorised_remedies() -> tuple[str, ...]:
+    return (
+        "train on more prompts, and more varied ones: the policy solved its training set "
+        "without learning the task (a small or repetitive dataset, or one unlike the "
+        "held-out set)",
+        "check the held-out set is the same task, format and difficulty as the training "
+        "prompts",
+        "stop at the checkpoint with the best held-out score",
     )
 
 

@@ -182,9 +182,52 @@ def solved_share(run: Run, frac: float = 0.2) -> float | None:
     return 1.0 - u_late / z_late if z_late > 0 else None
 
 
+@dataclass(frozen=True)
+class Memorised:
+    """The training prompts solved while the task, as the held-out score measures it, never
+    improved: a policy that learned its training set, not the task."""
+
+    train: str  # how the log shows the training prompts solved
+    held_start: float  # held-out score, mean of its first fifth
+    held_end: float  # and of its last fifth
+    held_best: float
+
+
+#: A held-out score (0-1) that never rose by this much never improved.
+HELDOUT_GAIN = 0.1
+
+
+def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
+    """The training side solved at the end (most equal-reward groups all-correct, or a 0/1
+    correctness score at 0.9 or more) while the held-out score (0-1, 5 or more points) stayed
+    below ``SOLVED_HELDOUT``, never rose by ``HELDOUT_GAIN`` from its first fifth, and ends
+    0.3 or more below the training score: the prompts were learned, not the task. None
+    otherwise (no held-out score logged says nothing)."""
+    _, held = series(run, Metric.HELDOUT_SCORE.value)
+    if len(held) < 5 or held.min() < 0 or held.max() > 1:
+        return None
+    k = max(2, len(held) // 5)
+    start, end = float(np.mean(held[:k])), float(np.mean(held[-k:]))
+    if end >= SOLVED_HELDOUT or end - start >= HELDOUT_GAIN:
+        return None
+    score = zero_one_score(run)
+    train_end = head_tail(score[1], frac=frac)[1] if score is not None else None
+    share = solved_share(run, frac)
+    if train_end is not None and train_end >= 0.9 and train_end - end >= 0.3:
+        train = f"the training score at {fmt(train_end)}"
+    elif share is not None and share >= 0.8 and train_end is None and end <= 0.6:
+        train = f"{share:.0%} of equal-reward groups all-correct"
+    else:
+        return None
+    return Memorised(train, start, end, float(held.max()))
+
+
 def task_solved(run: Run, frac: float = 0.2) -> bool:
     """Whether the log proves the task (nearly) solved at its end: most equal-reward groups
-    all-correct (``solved_share``), or a 0/1 correctness score at 0.9 or more."""
+    all-correct (``solved_share``), or a 0/1 correctness score at 0.9 or more; never when
+    the held-out score says only the training prompts were (``train_set_memorised``)."""
+    if train_set_memorised(run, frac) is not None:
+        return False
     share = solved_share(run, frac)
     if share is not None:
         return share >= 0.8

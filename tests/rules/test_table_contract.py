@@ -1185,6 +1185,18 @@ def np_backwards(nums, past):
     return _no_progress(100, 0.72, accuracy_falls=past)
 
 
+def np_memorised(nums, past):
+    """A 0/1 accuracy at 1.0 from step 20 on; the held-out score (every 5th step) 0.5 over
+    the first half and just under (or over) the table's gain higher over the second."""
+    n = 200
+    acc = ramp(n, 0.6, 1.0, 0, 20)
+    gain = nums[1] * pick(past, 0.8, 1.2)
+    held = np.full(n, np.nan)
+    held[::5] = np.r_[np.full(20, 0.5), np.full(20, 0.5 + gain)] + flat(40, 0.0, 174, 0.002)
+    return make_run(train__reward=acc, **{"rewards/accuracy_reward": acc},
+                    eval_accuracy=held)
+
+
 def _stuck(n: int, score: float, reward_up: float = 0.0) -> Run:
     """A held-out score flat at ``score`` (0-1, every 5th step) over ``n`` logged points, and a
     reward flat at 0.5 but for a bump to 0.8 and a dip to 0.2 (its range, 0.6) whose last fifth
@@ -1511,6 +1523,9 @@ THRESHOLDS: list[Threshold] = [
       r"over (\d+)\+ logged points a 0-1 task score \(held-out, correctness\) never improved "
       r"and ends below ([\d.]+), the reward up less than (a quarter) of its range",
       np_stuck_reward, (param("patience"), param("low_score"), param("best_margin"))),
+    T("no_progress", "warning", "memorised",
+      r"a 0/1 training score at ([\d.]+)\+\) while a held-out score never rose by ([\d.]+) and "
+      r"ends below ([\d.]+), ([\d.]+)\+ below the training score", np_memorised),
 ]
 
 
