@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from grpo_doctor import importers
 from grpo_doctor.files import is_remote
+from grpo_doctor.importers.sidecar import with_sidecar_config
 from grpo_doctor.store import Run
 
 
@@ -25,8 +26,10 @@ def load_runs(
     ``wandb://entity/project/run``)."""
     text = str(source) if is_remote(source) else os.fspath(source)
     if not text.startswith("wandb://"):
-        return importers.load_runs(source, format=format, column_map=column_map,
+        runs = importers.load_runs(source, format=format, column_map=column_map,
                                    step_column=step_column, run=run)
+        # The settings a log does not hold, from a training config beside it (local only).
+        return runs if is_remote(source) else [with_sidecar_config(r) for r in runs]
     from grpo_doctor.remote.wandb_api import load_wandb_uri  # a large module few sources need
 
     fetched = load_wandb_uri(text, importers.load_options(column_map, step_column, run))

@@ -1,0 +1,106 @@
+"""A training config beside a log: the settings a run was made with, when its log holds none.
+
+A CSV export, TensorBoard events or a trainer state carry no config, while the run's folder
+often does: Hydra's ``.hydra/config.yaml`` (verl), a saved ``training_args.json`` or
+``grpo_config.yaml``, a ``config.yaml``. The first such file found beside the log is read when
+it holds training settings (two or more of the knobs the advice reads); a model's
+``config.json`` (its architecture) is not one. From a folder trainers log into (``runs/``,
+``tensorboard/``, ``checkpoint-N/``, ``wandb/`` ...) the search goes up to the run's own
+folder, never further: a config two folders away may belong to another run. The log's own
+config wins where both set a key; a note names the file read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from grpo_doctor.errors import InputError
+from grpo_doctor.importers._common import load_yaml
+from grpo_doctor.store import Run
+
+#: Where trainers and launchers save a run's settings, most specific first.
+NAMES = (".hydra/config.yaml", "training_args.json", "grpo_config.yaml", "grpo_config.yml",
+         "grpo_config.json", "train_config.yaml", "train_config.yml", "training_config.yaml",
+         "config.yaml", "config.yml", "args.json", "hparams.yaml", "config.json")
+#: Last parts of config keys that only a training config holds (a model's config.json has
+#: none of them, or at most one: its ``temperature`` of generation).
+TRAINING_KEYS = frozenset({
+    "learning_rate", "lr", "beta", "kl_coef", "kl_loss_coef", "init_kl_coef", "num_generations",
+    "max_grad_norm", "grad_clip", "num_iterations", "ppo_epochs", "epsilon", "epsilon_high",
+    "clip_ratio", "clip_ratio_low", "clip_ratio_high", "max_completion_length",
+    "response_length", "entropy_coeff", "entropy_coef", "per_device_train_batch_size",
+    "gradient_accumulation_steps", "ppo_mini_batch_size", "train_batch_size", "loss_type",
+    "loss_agg_mode", "warmup_ratio", "lr_scheduler_type",
+})
+#: Top-level keys of a model's own config (Hugging Face ``config.json``): not the run's.
+_MODEL_KEYS = frozenset({"architectures", "model_type"})
+#: Folders trainers log into below the run's folder: the search goes up past them.
+_LOG_FOLDER = re.compile(
+    r"^(runs|tensorboard|tensorboard_logs?|tb|tb_logs?|logs?|checkpoint-\d+|files|wandb"
+    r"|(offline-)?run-.+)$")
+_MAX_BYTES = 4 * 1024 * 1024
+_MAX_UP = 3
+
+
+def with_sidecar_config(run: Run) -> Run:
+    """``run`` with the settings of a training config beside its log (see the module) that
+    its log does not set; ``run`` unchanged when there is none."""
+    found = find_training_config(Path(run.source))
+    if found is None:
+        return run
+    path, config = found
+    own = run.config or {}
+    added = _training_keys({k: v for k, v in config.items() if k not in own})
+    if not added:
+        return run
+    note = f"settings read from {path}, beside the log: {', '.join(sorted(added))}"
+    return replace(run, config={**config, **own}, notes=[*run.notes, note])
+
+
+def find_training_config(log: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The first training config beside ``log`` (a file or a run's folder) and its settings;
+    None when there is none (or ``log`` is not a local path)."""
+    try:
+        folder = log if log.is_dir() else log.parent
+        if not folder.is_dir():
+            return None
+    except OSError:
+        return None
+    for _ in range(_MAX_UP + 1):
+        for name in NAMES:
+            config = _read(folder / name)
+            if config is not None:
+                return folder / name, config
+        if not _LOG_FOLDER.match(folder.name) and not _LOG_FOLDER.match(folder.parent.name):
+            return None  # the run's own folder: what lies above it is not this run's
+        folder = folder.parent
+    return None
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        if not path.is_file() or path.stat().st_size > _MAX_BYTES:
+            return None
+        text = path.read_text(encoding="utf-8", errors="replace")
+        loaded = json.loads(text) if path.suffix == ".json" else load_yaml(text, path)
+    except (OSError, ValueError, InputError):
+        return None  # not a config this run can use: the log is read as if it were absent
+    if not isinstance(loaded, dict) or _MODEL_KEYS & set(loaded):
+        return None
+    return {str(k): v for k, v in loaded.items()} if len(_training_keys(loaded)) >= 2 else None
+
+
+def _training_keys(config: Mapping[str, Any] | None) -> set[str]:
+    """The training knobs ``config`` (nested or dotted) sets, by their last key part."""
+    found: set[str] = set()
+    for key, value in (config or {}).items():
+        if isinstance(value, Mapping):
+            found |= _training_keys(value)
+        elif value is not None and str(key).rsplit(".", 1)[-1] in TRAINING_KEYS:
+            found.add(str(key).rsplit(".", 1)[-1])
+    return found

@@ -1,0 +1,91 @@
+"""A training config beside a log is read as the run's settings (the config is evidence): a
+CSV, TensorBoard events or a trainer state hold none, the run's folder often does."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from grpo_doctor.sources import load_runs
+from tests.helpers import run_cli
+from tests.test_properties import _write_events
+
+WANDB_RUN = (Path(__file__).parent / "fixtures" / "wandb" / "wandb"
+             / "offline-run-20250101_000000-grpofix1")
+
+
+def _sharpening(n: int = 250, seed: int = 31) -> pd.DataFrame:
+    """Entropy 0.65 -> 0.04 from the first step while the reward rises 0.6 -> 1.2."""
+    rng = np.random.default_rng(seed)
+    s = np.arange(1, n + 1)
+    return pd.DataFrame({
+        "step": s,
+        "reward": 0.6 + 0.6 * (1 - np.exp(-s / 40)) + rng.normal(0, 0.02, n),
+        "entropy": 0.04 + 0.61 * np.exp(-s / 30) + rng.normal(0, 0.003, n),
+    })
+
+
+PENALTY = "entropy_coef: -0.05\nlearning_rate: 1.0e-6\nbeta: 0.04\nnum_generations: 16\n"
+
+
+def test_a_config_beside_a_csv_is_the_evidence_the_advice_names(tmp_path, capsys):
+    _sharpening().to_csv(tmp_path / "metrics.csv", index=False)
+    (tmp_path / "grpo_config.yaml").write_text(PENALTY)
+    code, out, err = run_cli(capsys, "diagnose", str(tmp_path / "metrics.csv"), "-f", "json")
+    report = json.loads(out)
+    assert report["root_cause"]["knob"]["name"] == "entropy_coef"
+    assert report["root_cause"]["first_action"].startswith("entropy_coef -0.05 -> 0.005")
+    assert any("grpo_config.yaml, beside the log" in n for n in report["notes"])
+
+
+def test_hydra_config_above_tensorboard_events_in_runs_is_read(tmp_path):
+    """verl under Hydra: outputs/<date>/<time>/.hydra/config.yaml, the events two folders
+    down in runs/<date_host>/ (written by a real writer)."""
+    run_dir = tmp_path / "outputs"
+    events = run_dir / "runs" / "Dec05_12-00-00_host"
+    events.mkdir(parents=True)
+    frame = _sharpening(60)
+    _write_events(events, frame["step"].to_numpy(),
+                  {"train/reward": frame["reward"].to_numpy(),
+                   "train/entropy": frame["entropy"].to_numpy()})
+    (run_dir / ".hydra").mkdir()
+    (run_dir / ".hydra" / "config.yaml").write_text(
+        "actor_rollout_ref:\n  actor:\n    optim:\n      lr: 1.0e-6\n"
+        "    entropy_coeff: -0.05\n  rollout:\n    n: 8\n")
+    (run,) = load_runs(events)
+    assert run.config["actor_rollout_ref"]["actor"]["entropy_coeff"] == -0.05
+    assert any(".hydra" in n for n in run.notes)
+
+
+def test_a_model_config_or_a_config_of_another_folder_is_not_read(tmp_path):
+    (tmp_path / "config.yaml").write_text(PENALTY)  # a folder above the run's: not its own
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    _sharpening(60).to_csv(run_dir / "metrics.csv", index=False)
+    (run_dir / "config.json").write_text(json.dumps(
+        {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "learning_rate": 1,
+         "temperature": 0.7, "max_grad_norm": 1}))
+    (run,) = load_runs(run_dir / "metrics.csv")
+    assert "entropy_coef" not in (run.config or {})
+    assert "temperature" not in (run.config or {})
+    assert not any("beside the log" in n for n in run.notes)
+
+
+def test_the_logs_own_config_wins_where_both_set_a_key(tmp_path):
+    """A wandb offline run (the real package's files) holds its config; a sidecar adds only
+    what it does not set."""
+    run_dir = tmp_path / "job"
+    shutil.copytree(WANDB_RUN, run_dir / "wandb" / WANDB_RUN.name)
+    (run,) = load_runs(run_dir / "wandb" / WANDB_RUN.name)
+    own = dict(run.config)
+    assert own, "the fixture's run logs a config"
+    key = next(k for k in own if not isinstance(own[k], dict))
+    (run_dir / "grpo_config.yaml").write_text(
+        f"{key}: sidecar-value\nmax_grad_norm: 0.5\nnum_generations: 4\n")
+    (again,) = load_runs(run_dir / "wandb" / WANDB_RUN.name)
+    assert again.config[key] == own[key]
+    assert again.config["max_grad_norm"] == 0.5
