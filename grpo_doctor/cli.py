@@ -79,6 +79,11 @@ IgnoreOpt = Annotated[list[str], typer.Option(
 ConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--config", metavar="FILE", help="Config file (default: grpo-doctor.toml or pyproject.toml "
     "[tool.grpo-doctor], searched upwards).")]
+TrainConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--train-config", metavar="FILE",
+    help="The training run's own config (TRL GRPOConfig or verl YAML/JSON, or a launch "
+    "script): its settings are evidence for the advice where the log holds none (a config "
+    "saved beside the log is read without it).")]
 RunOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--run", metavar="NAME", help="Pick one run by name from a source holding several.")]
 InputFormatOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -102,13 +107,23 @@ PngOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
 
 def _settings(config: Path | None, maps: list[str], sets: list[str], select: list[str],
               ignore: list[str], fail_on: str | None, clear_after: int | None = None,
-              reward_roles: list[str] | None = None):
+              reward_roles: list[str] | None = None, train_config: Path | None = None):
     from grpo_doctor.config import load_settings, merge, parse_assignments
 
     base = load_settings(config)
-    return merge(base, column_map=parse_assignments(maps, "--map"),
-                 sets=parse_assignments(sets, "--set"), select=select, ignore=ignore,
-                 fail_on=fail_on, clear_after=clear_after, reward_roles=reward_roles or ())
+    settings = merge(base, column_map=parse_assignments(maps, "--map"),
+                     sets=parse_assignments(sets, "--set"), select=select, ignore=ignore,
+                     fail_on=fail_on, clear_after=clear_after, reward_roles=reward_roles or ())
+    if train_config is None:
+        return settings
+    from dataclasses import replace
+
+    from grpo_doctor.preflight import read_preflight_source
+    from grpo_doctor.recipe import flat_config
+
+    given, _ = read_preflight_source(train_config)
+    # Dotted keys: the log's own config still wins knob by knob (verl's nested sections).
+    return replace(settings, run_config={**settings.run_config, **flat_config(given)})
 
 
 def _emit(text: str | bytes, output: Path | None, force: bool) -> None:
@@ -161,6 +176,7 @@ def diagnose(
     select: SelectOpt = [],  # noqa: B006
     ignore: IgnoreOpt = [],  # noqa: B006
     config: ConfigOpt = None,
+    train_config: TrainConfigOpt = None,
     run: RunOpt = None,
     input_format: InputFormatOpt = None,
     step_column: StepOpt = None,
@@ -187,7 +203,8 @@ def diagnose(
         raise ConfigError("give a log to diagnose, or --example NAME (not both)")
     if format not in ("terminal", "json", "markdown"):
         raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
-    settings = _settings(config, map, set, select, ignore, fail_on, reward_roles=reward_role)
+    settings = _settings(config, map, set, select, ignore, fail_on, reward_roles=reward_role,
+                         train_config=train_config)
     if png is not None:
         from grpo_doctor.reporters.html import require_matplotlib
 
@@ -706,6 +723,7 @@ def watch(
     select: SelectOpt = [],  # noqa: B006
     ignore: IgnoreOpt = [],  # noqa: B006
     config: ConfigOpt = None,
+    train_config: TrainConfigOpt = None,
     run: RunOpt = None,
     input_format: InputFormatOpt = None,
     step_column: StepOpt = None,
@@ -722,7 +740,8 @@ def watch(
     from grpo_doctor.errors import InputError
     from grpo_doctor.watch import WatchAll, run_watch
 
-    settings = _settings(config, map, set, select, ignore, None, clear_after, reward_role)
+    settings = _settings(config, map, set, select, ignore, None, clear_after, reward_role,
+                         train_config)
     watcher = WatchAll(source, settings, format=input_format, run=run, step_column=step_column)
     if once and not watcher.path.exists():
         raise InputError(f"{source}: no such file or folder")

@@ -233,8 +233,9 @@ def diagnose(run: Run, config: DoctorConfig | None = None, *,
 
 
 def with_given_config(run: Run, given: Mapping[str, object]) -> Run:
-    """``run`` with the settings a user gave (the config file's ``[config]``) where its log
-    sets none: the log's own config wins where both set a knob."""
+    """``run`` with the settings a user gave (the config file's ``[config]``, or
+    ``--train-config``) where its log sets none: the log's own config wins where both set a
+    knob."""
     if not given:
         return run
     from grpo_doctor.recipe import flat_config
@@ -244,8 +245,8 @@ def with_given_config(run: Run, given: Mapping[str, object]) -> Run:
              if not any(key == k or key.endswith("." + k) for key in own)}
     if not added:
         return run
-    note = (f"settings from the config file's [config] (the log holds none of them): "
-            f"{', '.join(sorted(added))}")
+    note = ("settings given for the run ([config] or --train-config; the log holds none of "
+            f"them): {', '.join(sorted(added))}")
     return replace(run, config={**run.config, **added}, notes=[*run.notes, note])
 
 

@@ -89,3 +89,27 @@ def test_the_logs_own_config_wins_where_both_set_a_key(tmp_path):
     (again,) = load_runs(run_dir / "wandb" / WANDB_RUN.name)
     assert again.config[key] == own[key]
     assert again.config["max_grad_norm"] == 0.5
+
+
+def test_train_config_names_the_cause_and_bad_files_are_one_line(tmp_path, capsys):
+    """``--train-config FILE``: the run's config kept elsewhere, read as preflight reads it
+    (YAML, JSON, a launch script); a missing or broken file is one line and exit 2."""
+    _sharpening().to_csv(tmp_path / "metrics.csv", index=False)
+    elsewhere = tmp_path / "configs"
+    elsewhere.mkdir()
+    (elsewhere / "run.yaml").write_text(PENALTY)
+    log = str(tmp_path / "metrics.csv")
+    code, out, _ = run_cli(capsys, "diagnose", log, "--train-config",
+                           str(elsewhere / "run.yaml"), "-f", "json")
+    report = json.loads(out)
+    assert report["root_cause"]["first_action"].startswith("entropy_coef -0.05 -> 0.005")
+    assert any("--train-config" in n for n in report["notes"])
+    (elsewhere / "launch.sh").write_text("python train.py --entropy_coef -0.05 --beta 0.04\n")
+    code, out, _ = run_cli(capsys, "diagnose", log, "--train-config",
+                           str(elsewhere / "launch.sh"), "-f", "json")
+    assert json.loads(out)["root_cause"]["knob"]["name"] == "entropy_coef"
+    (elsewhere / "broken.yaml").write_text("a: [\n")
+    for bad in ("broken.yaml", "missing.yaml"):
+        code, out, err = run_cli(capsys, "diagnose", log, "--train-config",
+                                 str(elsewhere / bad))
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
