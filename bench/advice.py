@@ -178,6 +178,12 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h12_prompt_pool_2": ("prompts", "dataset", "held-out", "memoris", "memoriz"),
     "h12_beta_0.001_lr5e-4": ("beta", "kl_coef", "KL coefficient"),
     "h12_epochs_8": ("ppo_epochs", "num_iterations", "epochs"),
+    # Set 13, written before it was made.
+    "h13_lr_1e-6": ("learning_rate", "optim.lr"),
+    "h13_format_only_reward": ("correctness", "right answers", "reward on a few completions",
+                               "pays"),
+    "h13_eps_high_0.6": ("epsilon_high", "clip_ratio_high", "eps_high", "clip-higher"),
+    "h13_temperature_1.4_lr5e-4": ("temperature",),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

@@ -479,6 +479,26 @@ HOLDOUT12_RUNS: list[RunConfig] = [
        **HEALTHY),
 ]
 
+# A thirteenth held-out set, made in session 9 after set 12's mends: a learning rate too low, a
+# reward that pays the format only, a wide upper clip, a hot rollout with a large lr: scored
+# once, as made.
+HOLDOUT13_RUNS: list[RunConfig] = [
+    _r("h13_lr_1e-6", "trl", "tensorboard", "no_progress",
+       "lr=1e-6 (100x below what this model learns at), seed 141", seed=141,
+       **dict(HEALTHY, lr=1e-6)),
+    _r("h13_format_only_reward", "verl", "csv", "format_gaming",
+       "reward = the format term only (no correctness term), lr=3e-4, seed 142", seed=142,
+       **dict(BASE, steps=250, lr=3e-4, weights={"format": 1.0})),
+    _r("h13_eps_high_0.6", "trl", "wandb", "entropy_blowup",
+       "upper clip 0.6 (ratios up to 1.6), lower 0.2, lr=3e-4, seed 143", seed=143,
+       **dict(BASE, steps=250, lr=3e-4, eps_high=0.6)),
+    _r("h13_temperature_1.4_lr5e-4", "verl", "tensorboard", "entropy_blowup",
+       "rollout temperature 1.4, lr=5e-4, seed 144", seed=144,
+       **dict(BASE, steps=250, lr=5e-4, temperature=1.4)),
+    _r("h13_healthy_s145", "trl", "csv", "healthy", "base recipe, seed 145", seed=145,
+       **HEALTHY),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
@@ -488,4 +508,5 @@ RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout9": HOLDOUT9_RUNS,
                                         "holdout10": HOLDOUT10_RUNS,
                                         "holdout11": HOLDOUT11_RUNS,
-                                        "holdout12": HOLDOUT12_RUNS}
+                                        "holdout12": HOLDOUT12_RUNS,
+                                        "holdout13": HOLDOUT13_RUNS}
