@@ -514,3 +514,46 @@ def test_a_negative_entropy_coefficient_is_a_penalty_far_outside_the_recipe():
     assert recipe.read_config({"entropy_coef": 0}).get("entropy_coef").verdict == recipe.OFF
     beta = recipe.read_config({"beta": -0.01}).get("beta")
     assert beta.verdict == recipe.UNSAFE and "kl_drift" in {lk.mode for lk in beta.links}
+
+
+def test_a_reward_at_its_top_with_no_correctness_term_asks_what_the_reward_pays():
+    """The same curves with only a total reward logged: the log cannot tell a reward that
+    pays the format alone from prompts learned by heart; the reward is checked first, and
+    nothing says the training set was learned as if it were known."""
+    run = _train_prompts_solved(held_end=0.5)
+    frame = run.frame.drop(columns=[c for c in run.frame.columns
+                                    if c.startswith("reward_component/")])
+    only_total = make_run(steps=run.steps, reward=frame["reward_mean"].to_numpy(),
+                          entropy=frame["entropy"].to_numpy(),
+                          frac_reward_zero_std=frame["zero_std_fraction"].to_numpy(),
+                          eval_accuracy=frame["heldout_score"].to_numpy())
+    d = diagnose(only_total)
+    summary = d.check("no_progress").summary
+    assert "the reward pays for something the held-out task does not" in summary
+    assert d.root_cause.first_action.startswith("check the reward on a few completions")
+
+
+def _crawling(kl_end: float, n: int = 250, seed: int = 41):
+    """A 0-1 held-out score 0.40 -> 0.44 over 250 steps (a significant trend, no learning
+    worth the name), the reward flat and noisy, mixed groups, KL ending at ``kl_end``."""
+    rng = np.random.default_rng(seed)
+    s = np.arange(n)
+    held = np.full(n, np.nan)
+    held[::5] = 0.40 + 0.04 * s[::5] / n + rng.normal(0, 0.005, n // 5)
+    return make_run(reward=0.6 + rng.normal(0, 0.06, n), eval_accuracy=held,
+                    kl=kl_end * s / n, frac_reward_zero_std=np.full(n, 0.02))
+
+
+def test_a_task_score_crawling_up_is_not_progress_and_a_still_policy_asks_for_a_larger_lr():
+    """0.40 -> 0.44 in 250 steps is a significant trend, not learning: the run is not called
+    healthy. With the KL to the reference still ~0.002 while the groups carried signal, the
+    policy barely moved: a larger learning rate first; with a KL that moved, the reward."""
+    config = DoctorConfig(run_config={"learning_rate": 1e-6})
+    still = diagnose(_crawling(0.002), config)
+    assert still.status == "warning" and still.root_cause.mode == "no_progress"
+    assert still.root_cause.first_action.startswith("raise the learning rate (now 1e-6), e.g. x3")
+    assert "barely moved from the reference (KL 0.0019 at the end)" in \
+        still.root_cause.first_action
+    moved = diagnose(_crawling(0.2), config)
+    assert moved.root_cause.mode == "no_progress"
+    assert moved.root_cause.first_action.startswith("check the reward")

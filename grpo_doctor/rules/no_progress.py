@@ -11,12 +11,16 @@ What it detects
     term) never improved over ``patience`` or more logged points, nor the reward by a quarter of
     its range, and the task signal ends below ``low_score`` (its late mean): a task mostly
     failed from the first step to the last is not being learned, flat or not (sparse task
-    rewards often first fire late: the patience). Or, learning the wrong thing: the training
-    prompts solved (a 0/1 training score at 0.9 or more, or most equal-reward groups
-    all-correct) while a held-out score never rose by 0.1 and stays below 0.9: the policy
-    learned its training set, not the task (too few or too alike prompts, or a held-out set
-    unlike them). That form is named before what it brings about (the entropy falling on
-    prompts it knows by heart, every group all-correct).
+    rewards often first fire late: the patience). A 0-1 task score improved when the mean of
+    its last fifth is 0.1 above its first fifth's or 1.5x it: a trend test over 250 points
+    finds 0.40 -> 0.44 significant, and that is not learning. Or, learning the wrong thing:
+    the training reward at its top (a 0/1 training score at 0.9 or more, or most equal-reward
+    groups all-correct) while a held-out score never rose by 0.1 and stays below 0.9: with a
+    correctness term at its top, the policy learned its training set, not the task (too few
+    or too alike prompts, or a held-out set unlike them); with no correctness term logged,
+    the reward may pay for something the task does not. That form is named before what it
+    brings about (the entropy falling on prompts it knows by heart, every group
+    all-correct).
 
 Why it matters
     "Healthy" must mean "learning", not merely "none of the listed modes fired". A run whose
@@ -40,8 +44,11 @@ Remedies
     Check the reward on a few completions against the task (does it pay right answers?);
     check the learning rate is not too low for the setup (LoRA adapters need ~10x a full
     fine-tune's); easier prompts or a larger group if most groups score alike.
-    Learned by heart: more, and more varied, training prompts; check the held-out set is the
-    same task; keep the checkpoint with the best held-out score.
+    The learning rate first when the policy barely moved (KL to the reference below 0.01 at
+    the end) while most groups had mixed rewards to learn from. Learned by heart: more, and
+    more varied, training prompts; check the held-out set is the same task; keep the
+    checkpoint with the best held-out score. A reward at its top with no correctness term
+    logged: check what the reward pays first.
 """
 
 from __future__ import annotations
@@ -119,18 +126,25 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     memorised = train_set_memorised(run)
     if memorised is not None:
         m = memorised
-        evidence["memorised"] = {"train": m.train, "held_start": round(m.held_start, 4),
+        evidence["memorised"] = {"kind": m.kind, "train": m.train,
+                                 "held_start": round(m.held_start, 4),
                                  "held_end": round(m.held_end, 4),
                                  "held_best": round(m.held_best, 4)}
-        evidence["threshold"] = (f"the training prompts solved while the held-out score never "
-                                 f"rose by {fmt(HELDOUT_GAIN)} and stays "
-                                 f"{fmt(SOLVED_HELDOUT)} or lower")
-        summary = (f"the training prompts are solved ({m.train}; reward {fmt(start)} -> "
-                   f"{fmt(now)}), the task is not: the held-out score went "
-                   f"{fmt(m.held_start)} -> {fmt(m.held_end)} (never above "
-                   f"{fmt(m.held_best)}): the policy learned its training set")
+        evidence["threshold"] = (f"the training reward at its top while the held-out score "
+                                 f"never rose by {fmt(HELDOUT_GAIN)} and stays below "
+                                 f"{fmt(SOLVED_HELDOUT)}")
+        held = (f"the held-out score went {fmt(m.held_start)} -> {fmt(m.held_end)} (never "
+                f"above {fmt(m.held_best)})")
+        why = {"prompts": "the policy learned its training set",
+               "reward": f"no logged reward term pays correct answers "
+                         f"({', '.join(m.terms)} {'is' if len(m.terms) == 1 else 'are'} "
+                         f"all the reward)",
+               "either": "the reward pays for something the held-out task does not, or the "
+                         "policy learned its training prompts"}[m.kind]
+        summary = (f"the training reward is at its top ({m.train}; reward {fmt(start)} -> "
+                   f"{fmt(now)}), the task is not: {held}: {why}")
         return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
-                       remedies=_memorised_remedies(), key_metric=HELDOUT)
+                       remedies=_memorised_remedies(m.kind), key_metric=HELDOUT)
     signals = _task_signals(run)
     low = _stuck_low(run, signals, task, p, skip_improving=False)
     if low is not None and len(r) >= p["min_points"]:
@@ -138,8 +152,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # takes it for "good" unless told the task's own score is still low.
         evidence["task_low"] = {"signal": low[0], "start": round(low[1], 4),
                                 "end": round(low[2], 4)}
-    improving = [n for n, pr in task.items() if pr.improving
-                 or sparse_improving(run, signals[n])]
+    improving = [n for n, pr in task.items() if (pr.improving
+                 or sparse_improving(run, signals[n])) and _material(run, signals[n])]
     if (reward.improving or sparse_improving(run, REWARD)) and (not task or improving):
         return Outcome(Status.OK, f"the reward improved ({fmt(start)} -> {fmt(now)})",
                        evidence=evidence, key_metric=REWARD)
@@ -186,23 +200,49 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
 
 
 def _remedies(run: Run) -> tuple[str, ...]:
-    return (
-        "check the reward on a few completions against the task: does it pay right answers, "
-        "and only them?",
-        _lr_remedy(run),
-        "easier prompts (or a larger group) if most groups score alike",
-    )
+    check = ("check the reward on a few completions against the task: does it pay right "
+             "answers, and only them?")
+    groups = "easier prompts (or a larger group) if most groups score alike"
+    still = _barely_moved(run)
+    if still is not None:
+        # The reward had something to teach and the policy did not move: the step size.
+        return (_lr_remedy(run, still), check, groups)
+    return (check, _lr_remedy(run), groups)
 
 
-def _memorised_remedies() -> tuple[str, ...]:
-    return (
-        "train on more prompts, and more varied ones: the policy solved its training set "
-        "without learning the task (a small or repetitive dataset, or one unlike the "
-        "held-out set)",
-        "check the held-out set is the same task, format and difficulty as the training "
-        "prompts",
-        "stop at the checkpoint with the best held-out score",
-    )
+#: KL to the reference below this at the end of a stalled run: the policy barely moved.
+_STILL_KL = 0.01
+
+
+def _barely_moved(run: Run) -> str | None:
+    """Why the updates were too small, when the log shows it: the KL to the reference still
+    below ``_STILL_KL`` at the end while most groups carried a signal (mixed rewards). None
+    when KL is not logged or the groups were mostly equal (nothing to learn from)."""
+    _, kl = series(run, Metric.KL.value)
+    _, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    if len(kl) < 10 or len(z) < 10:
+        return None
+    kl_end = float(np.median(kl[-max(3, len(kl) // 10):]))
+    mixed = 1.0 - float(np.mean(z[-max(3, len(z) // 5):]))
+    if kl_end >= _STILL_KL or mixed < 0.5:
+        return None
+    return (f"the policy barely moved from the reference (KL {fmt(kl_end)} at the end) "
+            f"while {mixed:.0%} of groups had mixed rewards to learn from")
+
+
+def _memorised_remedies(kind: str) -> tuple[str, ...]:
+    prompts = ("train on more prompts, and more varied ones: the policy solved its training "
+               "set without learning the task (a small or repetitive dataset, or one unlike "
+               "the held-out set)")
+    check = ("check the reward on a few completions against the task: does it pay right "
+             "answers, and only them?")
+    if kind == "reward":
+        return ("add a reward term that pays correct answers (the task's own check): the "
+                "reward is at its top on what it pays, and the task never improved", check,
+                "stop at the checkpoint with the best held-out score")
+    first = (check, prompts) if kind == "either" else (prompts, check)
+    return (*first, "check the held-out set is the same task, format and difficulty as the "
+            "training prompts", "stop at the checkpoint with the best held-out score")
 
 
 def _stuck_low(run: Run, signals: Mapping[str, str], task: Mapping[str, RewardProgress],
@@ -214,7 +254,8 @@ def _stuck_low(run: Run, signals: Mapping[str, str], task: Mapping[str, RewardPr
     of the task is solved)."""
     for name, progress in task.items():
         _, v = series(run, signals[name])
-        if (skip_improving and progress.improving) or len(v) < 10 or v.min() < 0 or (
+        if (skip_improving and progress.improving and _material(run, signals[name])) or (
+                len(v) < 10) or v.min() < 0 or (
                 v.max() > 1):
             continue
         k = max(3, len(v) // 5)
@@ -222,6 +263,19 @@ def _stuck_low(run: Run, signals: Mapping[str, str], task: Mapping[str, RewardPr
         if now < p["low_score"]:
             return name, was, now
     return None
+
+
+def _material(run: Run, column: str) -> bool:
+    """A gain of a 0-1 task score that is learning, not a trend test's significance over
+    many points: the mean of its last fifth ``HELDOUT_GAIN`` above its first fifth, or half
+    as high again (a hard task's 0.05 -> 0.12 is learning; 0.405 -> 0.446 in 250 steps is
+    not). A signal on another scale is not judged here (True)."""
+    _, v = series(run, column)
+    if len(v) < 10 or v.min() < 0 or v.max() > 1:
+        return True
+    k = max(2, len(v) // 5)
+    early, late = float(np.mean(v[:k])), float(np.mean(v[-k:]))
+    return late - early >= HELDOUT_GAIN or late >= 1.5 * early + 0.01
 
 
 def _ends(run: Run, column: str, start: float, end: float) -> str:
@@ -235,11 +289,15 @@ def _ends(run: Run, column: str, start: float, end: float) -> str:
     return f"{fmt(start)} -> {fmt(end)}"
 
 
-def _lr_remedy(run: Run) -> knobs.Remedy:
+def _lr_remedy(run: Run, still: str | None = None) -> knobs.Remedy:
     # Knows its knob: a plan that already turns the learning rate (down, for a value outside
     # the recipe) merges this into that item rather than asking both ways.
     value, _ = knobs.configured_value(run, knobs.LEARNING_RATE)
     now = f" (now {knobs.knob_value(float(value))})" if isinstance(value, (int, float)) else ""
+    if still is not None:
+        return knobs.Remedy(f"raise the learning rate{now}, e.g. x3: {still} (the recipe "
+                            "keeps a full fine-tune below 5e-6, a LoRA adapter about 10x "
+                            "higher)", knob=knobs.LEARNING_RATE)
     return knobs.Remedy(f"check the learning rate is not too low for the setup{now}: the "
                         "recipe's 1e-6 is for a full fine-tune, a LoRA adapter needs about 10x",
                         knob=knobs.LEARNING_RATE)

@@ -184,13 +184,18 @@ def solved_share(run: Run, frac: float = 0.2) -> float | None:
 
 @dataclass(frozen=True)
 class Memorised:
-    """The training prompts solved while the task, as the held-out score measures it, never
-    improved: a policy that learned its training set, not the task."""
+    """The training reward at its top while the task, as the held-out score measures it,
+    never improved. ``kind``: "prompts" when a correctness term is at its top (the policy
+    learned its training prompts, not the task); "reward" when no logged term pays
+    correctness (the reward pays for something else: a format term alone); "either" when
+    the log has no terms to tell the two apart."""
 
-    train: str  # how the log shows the training prompts solved
+    kind: str
+    train: str  # how the log shows the training side solved
     held_start: float  # held-out score, mean of its first fifth
     held_end: float  # and of its last fifth
     held_best: float
+    terms: tuple[str, ...] = ()  # the reward's terms, for "reward"
 
 
 #: A held-out score (0-1) that never rose by this much never improved.
@@ -198,11 +203,11 @@ HELDOUT_GAIN = 0.1
 
 
 def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
-    """The training side solved at the end (most equal-reward groups all-correct, or a 0/1
-    correctness score at 0.9 or more) while the held-out score (0-1, 5 or more points) stayed
+    """The training side solved at the end (a 0/1 training score at 0.9 or more, or most
+    equal-reward groups all-correct) while the held-out score (0-1, 5 or more points) stayed
     below ``SOLVED_HELDOUT``, never rose by ``HELDOUT_GAIN`` from its first fifth, and ends
-    0.3 or more below the training score: the prompts were learned, not the task. None
-    otherwise (no held-out score logged says nothing)."""
+    0.3 or more below the training score. None otherwise (no held-out score logged says
+    nothing)."""
     _, held = series(run, Metric.HELDOUT_SCORE.value)
     if len(held) < 5 or held.min() < 0 or held.max() > 1:
         return None
@@ -210,16 +215,21 @@ def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
     start, end = float(np.mean(held[:k])), float(np.mean(held[-k:]))
     if end >= SOLVED_HELDOUT or end - start >= HELDOUT_GAIN:
         return None
+    terms = components(run)
+    correct = [n for n in terms if component_role(run, n) == "correctness"]
+    kind = "prompts" if correct else "reward" if terms else "either"
     score = zero_one_score(run)
     train_end = head_tail(score[1], frac=frac)[1] if score is not None else None
     share = solved_share(run, frac)
     if train_end is not None and train_end >= 0.9 and train_end - end >= 0.3:
-        train = f"the training score at {fmt(train_end)}"
+        what = (f"{', '.join(correct)} at {fmt(train_end)}" if correct else
+                f"the reward at {fmt(train_end)}, the top of its 0-1 scale")
     elif share is not None and share >= 0.8 and train_end is None and end <= 0.6:
-        train = f"{share:.0%} of equal-reward groups all-correct"
+        what = f"{share:.0%} of equal-reward groups all-correct"
     else:
         return None
-    return Memorised(train, start, end, float(held.max()))
+    return Memorised(kind, what, start, end, float(held.max()),
+                     tuple(terms) if kind == "reward" else ())
 
 
 def task_solved(run: Run, frac: float = 0.2) -> bool:

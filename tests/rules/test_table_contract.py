@@ -1218,6 +1218,17 @@ def np_stuck_low(nums, past):
     return _stuck(120, nums[1] * pick(past, 0.9, 1.1))
 
 
+def np_material(nums, past):
+    """The held-out score climbing steadily (a significant trend) by just under (or over)
+    the table's gain between its first and last fifth, from 0.25 (so 1.5x is not reached)."""
+    n = 150
+    gain = nums[0] * pick(past, 0.8, 1.2)
+    r = stalled(n, 172, 0.5, 0.005)
+    held = np.full(n, np.nan)
+    held[::5] = ramp(30, 0.25, 0.25 + gain / 0.8, 0, 29) + flat(30, 0.0, 175, 0.002)
+    return make_run(train__reward=r, eval_accuracy=held)
+
+
 def np_stuck_reward(nums, past):
     return _stuck(120, 0.1, reward_up=nums[2] * pick(past, 0.8, 1.2))
 
@@ -1523,6 +1534,9 @@ THRESHOLDS: list[Threshold] = [
       r"over (\d+)\+ logged points a 0-1 task score \(held-out, correctness\) never improved "
       r"and ends below ([\d.]+), the reward up less than (a quarter) of its range",
       np_stuck_reward, (param("patience"), param("low_score"), param("best_margin"))),
+    T("no_progress", "warning", "material_gain",
+      r"improved: the mean of its last fifth ([\d.]+)\+ above its first fifth's, or "
+      r"([\d.]+)x it; a significant crawl of ([\d.]+) -> ([\d.]+) is not", np_material),
     T("no_progress", "warning", "memorised",
       r"a 0/1 training score at ([\d.]+)\+\) while a held-out score never rose by ([\d.]+) and "
       r"ends below ([\d.]+), ([\d.]+)\+ below the training score", np_memorised),
