@@ -184,6 +184,12 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
                                "pays"),
     "h13_eps_high_0.6": ("epsilon_high", "clip_ratio_high", "eps_high", "clip-higher"),
     "h13_temperature_1.4_lr5e-4": ("temperature",),
+    # Set 14, written before it was made.
+    "h14_tags_1.0_correct_0.2": ("tags", "think", "format", "reward weights", "weight"),
+    "h14_lenient_verifier_beta_0.1": ("verifier", "inspect", "completions", "held-out"),
+    "h14_too_hard_g16": ("easier prompts", "curriculum", "out of reach", "SFT"),
+    "h14_prompt_pool_16_lr1e-3": ("prompts", "dataset", "held-out", "memoris", "memoriz",
+                                  "learning_rate"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

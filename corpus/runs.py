@@ -499,6 +499,29 @@ HOLDOUT13_RUNS: list[RunConfig] = [
        **HEALTHY),
 ]
 
+# A fourteenth held-out set, made in session 9 after set 13's mends: reward weights upside
+# down, a verifier that pays wrong answers, a task out of reach with large groups, a pool of 16
+# prompts at a high lr: scored once, as made.
+HOLDOUT14_RUNS: list[RunConfig] = [
+    _r("h14_tags_1.0_correct_0.2", "trl", "csv", "format_gaming",
+       "reward = 0.2 x exact + 1.0 x share of <think> tag tokens, lr=3e-4, seed 151", seed=151,
+       **dict(BASE, steps=250, lr=3e-4, weights={"correct": 0.2, "tags": 1.0})),
+    _r("h14_lenient_verifier_beta_0.1", "verl", "wandb", "reward_hacking",
+       "buggy verifier + 0.2 format, beta=0.1, lr=5e-4, 300 steps, seed 152", seed=152,
+       pretrain_steps=120, ops=("rev", "copy", "sum"), ks=(2, 3), steps=300, lr=5e-4,
+       beta=0.1, max_new=10, weights={"verifier": 1.0, "format": 0.2}),
+    _r("h14_too_hard_g16", "trl", "tensorboard", "advantage_collapse",
+       "task too hard (sum mod 10 of 5-6 digits), exact reward only, G=16 x 4, seed 153 (made "
+       "first with 7-8 digit reversals, which the tiny model's context cannot hold)", seed=153,
+       **dict(BASE, ops=("sum",), ks=(5, 6), max_new=6, steps=200, lr=1e-4, batch_prompts=4,
+              group=16, weights={"correct": 1.0})),
+    _r("h14_prompt_pool_16_lr1e-3", "verl", "csv", "reward_overfit",
+       "a fixed pool of 16 training prompts, lr=1e-3, 300 steps, seed 154", seed=154,
+       **dict(BASE, steps=300, lr=1e-3, prompt_pool=16)),
+    _r("h14_healthy_s155", "verl", "tensorboard", "healthy", "base recipe, seed 155",
+       seed=155, **HEALTHY),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
@@ -509,4 +532,5 @@ RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout10": HOLDOUT10_RUNS,
                                         "holdout11": HOLDOUT11_RUNS,
                                         "holdout12": HOLDOUT12_RUNS,
-                                        "holdout13": HOLDOUT13_RUNS}
+                                        "holdout13": HOLDOUT13_RUNS,
+                                        "holdout14": HOLDOUT14_RUNS}
