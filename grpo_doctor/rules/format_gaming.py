@@ -12,10 +12,12 @@ Why it matters
 
 How it is detected
     Gains are late-window medians minus early-window medians (first and last 20% of logged
-    points) of each component and of the total reward; components are weighted as the total
-    weighs them (recovered by least squares when the total is logged). A correctness component
-    counts as improved when its gain is significant (Mann-Kendall, Hamed-Rao corrected) or
-    exceeds 10% of its range, declined when it significantly falls. Critical when the held-out
+    points; the first 5% when a correctness term fell, as a format term learned in 10 steps
+    has no gain left against the first fifth) of each component and of the total reward;
+    components are weighted as the total weighs them (recovered by least squares when the
+    total is logged). A correctness component counts as improved when its gain is
+    significant (Mann-Kendall, Hamed-Rao corrected) or exceeds 10% of its range, declined
+    when it significantly falls. Critical when the held-out
     score falls too, or when a correctness term never moved at all over ``long_log`` logged
     steps.
 
@@ -57,10 +59,16 @@ RULE = Rule(
 )
 
 
-def _gain(run: Run, col: str) -> tuple[float, float, TrendTest]:
+def _gain(run: Run, col: str, head: float = 0.2) -> tuple[float, float, TrendTest]:
     steps, v = series(run, col)
-    a, b = head_tail(v, frac=0.2)
+    a, b = head_tail(v, frac=0.2, head_frac=head)
     return b - a, float(np.ptp(v)) or 1e-12, mann_kendall(steps, v)
+
+
+#: The head a gain is measured from when a correctness term fell: the first 5% of the log (at
+#: least 3 points). A format term that saturated within the first fifth (the tags learned in
+#: 20 steps while the answers went 0.36 -> 0) has no gain left against that fifth's median.
+_EARLY_HEAD = 0.05
 
 
 def _level_words(run: Run, col: str) -> str:
@@ -122,18 +130,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     comps = components(run)
     fmt_cols, cor_cols = _format_and_correctness(run)
     total = Metric.REWARD_MEAN.value
-    if run.has(total):
-        total_gain, total_range, _ = _gain(run, total)
-    else:
-        gains = [_gain(run, c) for c in comps.values()]
-        total_gain, total_range = sum(g[0] for g in gains), sum(g[1] for g in gains)
-    # Components are logged unweighted; the total weighs them (format x3, say).
-    weights = component_weights(run, comps)
-    fmt_gain = sum(weights[n] * _gain(run, c)[0] for n, c in fmt_cols.items())
     cor = {n: _gain(run, c) for n, c in cor_cols.items()}
     improved = [n for n, (g, rng, t) in cor.items() if (g > 0 and t.increasing(0.05))
                 or g > 0.1 * rng or sparse_improving(run, cor_cols[n])]
     declined = [n for n, (g, rng, t) in cor.items() if g < 0 and t.decreasing(0.01)]
+    head = _EARLY_HEAD if declined and not improved else 0.2
+    if run.has(total):
+        total_gain, total_range, _ = _gain(run, total, head)
+    else:
+        gains = [_gain(run, c, head) for c in comps.values()]
+        total_gain, total_range = sum(g[0] for g in gains), sum(g[1] for g in gains)
+    # Components are logged unweighted; the total weighs them (format x3, say).
+    weights = component_weights(run, comps)
+    fmt_gain = sum(weights[n] * _gain(run, c, head)[0] for n, c in fmt_cols.items())
     evidence: dict[str, object] = {
         "total_gain": round(total_gain, 4), "format_gain_weighted": round(fmt_gain, 4),
         # A term that never varies has no weight the total can reveal (least squares gives it 0).
@@ -179,8 +188,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     gained = [n for n, c in fmt_cols.items() if _varies(run, c) and _gain(run, c)[0] > 0]
     # Over 100%: the format terms gained more than the total (another term fell).
     part = "all" if share >= 0.995 else f"{share:.0%}"
+    against = "the first" if head == 0.2 else "its first points"
     summary = (f"format gaming: {part} of the reward gain (+{fmt(total_gain)}, the median of the "
-               f"last fifth of the log against the first) comes from "
+               f"last fifth of the log against {against}) comes from "
                f"{', '.join(gained or fmt_cols)} {task}"
                + (" and the held-out score fell" if heldout_down else "")
                + f", from step {ONSET}")

@@ -166,7 +166,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # The reward gaining while the task does not is format_gaming's to judge, not a stall; a
     # gain counts by its size (a quarter of the reward's range), as a trend test over 100+
     # points finds a rise of 0.078 -> 0.086 on a task stuck at 8%.
-    reward_rose = (now - start) >= p["best_margin"] * span
+    reward_rose = (now - start) >= p["best_margin"] * span and _material(run, REWARD)
     stuck = None if (backwards or reward_rose or task_solved(run) or len(r) < p["patience"]
                      ) else _stuck_low(run, signals, task, p)
     if stuck is not None:
@@ -177,7 +177,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    f"({fmt(was)} -> {fmt(now_score)}, of 1) and the reward barely moved "
                    f"({fmt(start)} -> {fmt(now)}): the run is not learning its task")
         return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
-                       remedies=_remedies(run), key_metric=REWARD)
+                       remedies=_remedies(run, stuck), key_metric=REWARD)
     if below_best < p["best_margin"] or task_solved(run):
         return Outcome(Status.OK, f"reward {fmt(start)} -> {fmt(now)}, at its best level "
                        f"({fmt(best)}): converged, not stalled", evidence=evidence,
@@ -199,7 +199,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    remedies=_remedies(run), key_metric=REWARD)
 
 
-def _remedies(run: Run) -> tuple[str, ...]:
+def _remedies(run: Run, stuck: tuple[str, float, float] | None = None) -> tuple[str, ...]:
+    """The remedies, the likeliest first: the step size when the policy barely moved while
+    the groups carried signal; the prompts when a task score stayed low (``stuck``) while the
+    policy moved and the reward paid right answers now and then; else the reward itself."""
     check = ("check the reward on a few completions against the task: does it pay right "
              "answers, and only them?")
     groups = "easier prompts (or a larger group) if most groups score alike"
@@ -207,7 +210,27 @@ def _remedies(run: Run) -> tuple[str, ...]:
     if still is not None:
         # The reward had something to teach and the policy did not move: the step size.
         return (_lr_remedy(run, still), check, groups)
+    if stuck is not None and stuck[2] < _OUT_OF_REACH and _moved_and_paid(run):
+        name, was, now = stuck
+        return (f"easier prompts (a curriculum, or SFT first): the {name} stayed at "
+                f"{fmt(now)} of 1 ({fmt(was)} at the start) while the policy moved and the "
+                "reward paid a right answer now and then: the task is out of its reach",
+                check, _lr_remedy(run))
     return (check, _lr_remedy(run), groups)
+
+
+#: A 0-1 task score this low at the end, never improved while the policy moved: the task is
+#: out of the policy's reach (at 0.44 right, it is not: what the reward pays comes first).
+_OUT_OF_REACH = 0.2
+
+
+def _moved_and_paid(run: Run) -> bool:
+    """The policy moved (KL to the reference at ``_STILL_KL`` or more at the end, when logged)
+    and the reward varied (it paid some answers and not others)."""
+    _, kl = series(run, Metric.KL.value)
+    _, r = series(run, REWARD)
+    moved = len(kl) < 10 or float(np.median(kl[-max(3, len(kl) // 10):])) >= _STILL_KL
+    return moved and len(r) >= 10 and float(np.ptp(r)) > 0
 
 
 #: KL to the reference below this at the end of a stalled run: the policy barely moved.
