@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grpo_doctor.errors import ConfigError, FormatError
+from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import find_step_column, map_columns
@@ -470,6 +470,13 @@ def build_run(
             example = _shown(str(raw[src].dropna().iloc[0]).strip())
             note_list.append(f"{src} (read as {canonical}) holds no numbers (e.g. {example!r}): "
                              "it was left out")
+    textual = [c for c in raw.columns if np.isnan(data[c]).all() and not nan_masks[c].any()
+               and raw[c].notna().any()]
+    if textual and len(textual) == len(raw.columns):
+        # Every column is text: a report would call the run inconclusive, as if it were short.
+        names = ", ".join(map(str, textual[:4])) + (" ..." if len(textual) > 4 else "")
+        raise InputError(f"{source}: no numbers in any metric column ({names} "
+                         f"{agree(len(textual), 'holds', 'hold')} only text)")
 
     columns: dict[str, np.ndarray] = {}
     col_nan: dict[str, np.ndarray] = {}

@@ -1351,3 +1351,36 @@ def test_a_metric_column_of_text_is_named_not_asked_for(capsys, tmp_path):
     path.write_text("step,reward,loss\n1,0.1,0.5\n2,0.2,0.4\n")
     code, out, _ = run_cli(capsys, "diagnose", str(path), "-f", "json")
     assert not any("holds no numbers" in n for n in json.loads(out)["notes"])
+
+
+def test_a_csv_whose_every_column_is_text_is_no_log(capsys, tmp_path):
+    """Every column text: not an inconclusive run (as if it were short), one line and exit 2
+    from diagnose, compare and audit alike; one text column among numbers is only a note."""
+    log = tmp_path / "text.csv"
+    log.write_text("step,reward,kl,entropy\n1,abc,def,ghi\n2,abc,def,ghi\n")
+    assert_error(capsys, ["diagnose", str(log)],
+                 f"{log}: no numbers in any metric column (reward, kl, entropy hold only text)")
+    message = f"{log}: no numbers in any metric column"
+    code, _, err = run_cli(capsys, "compare", str(log), str(log))
+    assert code == 2 and message in err and err.count("\n") == 1
+    code, out, err = run_cli(capsys, "audit", str(log))
+    assert code == 2 and message in err
+    partial = tmp_path / "partial.csv"
+    partial.write_text("step,reward,kl\n1,abc,0.1\n2,abc,0.2\n")
+    code, out, _ = run_cli(capsys, "diagnose", str(partial))
+    assert code == 0 and "reward (read as reward_mean) holds no numbers" in out
+
+
+def test_a_folder_holding_only_a_config_is_not_a_run(capsys, tmp_path):
+    """A config.json (one JSON object) is not a one-step JSONL log: diagnose and compare say
+    no training log was found, and the file itself is not a JSON training log."""
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"learning_rate": 1e-6, "beta": 0.04}')
+    good = PACKAGE / "examples" / "healthy.csv"
+    for args in (["diagnose", str(folder)], ["compare", str(good), str(folder)]):
+        code, out, err = run_cli(capsys, *args)
+        assert code == 2 and err.count("\n") == 1, (args, err)
+        assert f"no training log found in {folder}" in err
+    code, _, err = run_cli(capsys, "diagnose", str(folder / "config.json"))
+    assert code == 2 and "not a JSON training log" in err

@@ -70,6 +70,8 @@ def _first_line_is_object(head: bytes) -> bool:
 def _sniff(path: Path, head: bytes) -> int:
     if path.is_dir() or not looks_like_text(head) or not _first_line_is_object(head):
         return 0
+    if path.suffix.lower() == ".json" and b"\n" not in head.strip():
+        return 0  # one JSON object in a .json file: a config or a summary, not logged steps
     return 85 if path.suffix.lower() in {".jsonl", ".ndjson"} else 80
 
 
