@@ -20,6 +20,28 @@ if TYPE_CHECKING:
 
     from grpo_doctor.api import Result
 
+def _plain_argument_help() -> None:
+    """Typer prints an argument's Python type beside it in --help ("source <str>", "paths...
+    <list[str]>") and braces in the usage line ("{paths}..."): a user reads what to give,
+    not a type. Both are dropped where this typer has them (a newer one keeps its own)."""
+    argument = getattr(typer.core, "TyperArgument", None)
+    if argument is None:
+        return
+    if hasattr(argument, "display_type_rich"):
+        argument.display_type_rich = lambda self, ctx: None
+
+    def usage_name(self: Any) -> str:
+        name = self.metavar or (self.name or "").upper()
+        if self.metavar is None and self.nargs != 1:
+            name += "..."
+        return name if self.required or self.metavar else f"[{name}]"
+
+    if hasattr(argument, "_usage_display_name"):
+        argument._usage_display_name = usage_name
+
+
+_plain_argument_help()
+
 app = typer.Typer(
     name="grpo-doctor",
     help="Forensics for GRPO training logs: which failure mode, where it began, when it "

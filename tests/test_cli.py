@@ -382,10 +382,14 @@ def _options_help(capsys, command: str) -> str:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_help_shows_readable_metavars_not_python_types(capsys, monkeypatch, command):
-    """`--map <list[str]>`: every option taking a value names what it takes."""
+    """`--map <list[str]>`, `paths... <list[str]>`, `{paths}...`: every option and argument
+    names what it takes, not its Python type, in the usage line too."""
     monkeypatch.setenv("COLUMNS", "200")
+    code, whole, _ = run_cli(capsys, command, "--help")
+    assert code == 0
+    assert re.findall(r"<[a-zA-Z][\w\[\], ]*>", whole) == []
+    assert not re.search(r"\{[a-z_]+\}", whole.splitlines()[0]), whole.splitlines()[0]
     options = _options_help(capsys, command)
-    assert re.findall(r"<[a-zA-Z][\w\[\], ]*>", options) == []
     if "--map" in options:
         assert "--map CANONICAL=COLUMN" in options
 
@@ -404,3 +408,4 @@ def test_force_names_only_the_commands_own_outputs(capsys, monkeypatch, command)
                 "audit": ["--output", "--html", "--write-baseline"],
                 "compare": ["--output", "--html"], "audit-merge": ["--output"]}
     assert named == expected[command]
+
