@@ -190,6 +190,11 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h14_too_hard_g16": ("easier prompts", "curriculum", "out of reach", "SFT"),
     "h14_prompt_pool_16_lr1e-3": ("prompts", "dataset", "held-out", "memoris", "memoriz",
                                   "learning_rate"),
+    # Set 15, written before it was made.
+    "h15_beta_0.3_lr3e-4": ("beta", "KL coefficient", "kl_coef"),
+    "h15_max_new_6_ks_4_5": ("max_completion_length", "completion budget"),
+    "h15_temperature_0.4_g16": ("temperature",),
+    "h15_prompt_pool_4_lr1e-4": ("prompts", "dataset", "held-out", "memoris", "memoriz"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

@@ -522,6 +522,28 @@ HOLDOUT14_RUNS: list[RunConfig] = [
        seed=155, **HEALTHY),
 ]
 
+# A fifteenth held-out set, made in session 9 after set 14's mends, with two slow but healthy
+# learners to hold the new no-progress gates to precision: scored once, as made.
+HOLDOUT15_RUNS: list[RunConfig] = [
+    _r("h15_beta_0.3_lr3e-4", "verl", "csv", "no_progress",
+       "beta=0.3 (6x the recipe's top), lr=3e-4, seed 161", seed=161,
+       **dict(BASE, steps=250, lr=3e-4, beta=0.3)),
+    _r("h15_max_new_6_ks_4_5", "trl", "wandb", "length_hacking",
+       "reverse/copy 4-5 digits (6-7 answer tokens) with a 6-token budget, seed 162", seed=162,
+       **dict(HEALTHY, ks=(4, 5), max_new=6)),
+    _r("h15_temperature_0.4_g16", "verl", "tensorboard", "entropy_collapse",
+       "rollout temperature 0.4 with G=16 x 4 prompts, lr=1e-4, seed 163", seed=163,
+       **dict(HEALTHY, temperature=0.4, batch_prompts=4, group=16)),
+    _r("h15_prompt_pool_4_lr1e-4", "trl", "csv", "reward_overfit",
+       "a fixed pool of 4 training prompts at the healthy lr=1e-4, 300 steps, seed 164",
+       seed=164, **dict(HEALTHY, steps=300, prompt_pool=4)),
+    _r("h15_healthy_lr3e-5_s165", "verl", "wandb", "healthy",
+       "base recipe at lr=3e-5 (a slow learner), seed 165", seed=165,
+       **dict(HEALTHY, lr=3e-5)),
+    _r("h15_healthy_lr5e-5_s166", "trl", "tensorboard", "healthy",
+       "base recipe at lr=5e-5, seed 166", seed=166, **dict(HEALTHY, lr=5e-5)),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
@@ -533,4 +555,5 @@ RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout11": HOLDOUT11_RUNS,
                                         "holdout12": HOLDOUT12_RUNS,
                                         "holdout13": HOLDOUT13_RUNS,
-                                        "holdout14": HOLDOUT14_RUNS}
+                                        "holdout14": HOLDOUT14_RUNS,
+                                        "holdout15": HOLDOUT15_RUNS}
