@@ -153,6 +153,30 @@ SETTINGS: tuple[Setting, ...] = (
         target="1.0",
     ),
     Setting(
+        "top_p", ("actor_rollout_ref.rollout.top_p", "generation.top_p", "rollout.top_p",
+                  "top_p"),
+        "1.0 (sample from the whole distribution)", "the frameworks' default (TRL, verl)",
+        low=0.95, far=1.5,
+        risks={LOW: _links(primary=(_ENTROPY_COLLAPSE,), contributing=(_ADV,
+                                                                        "ratio_instability"))},
+        why={LOW: "nucleus sampling cuts the distribution's tail: groups of near-identical "
+                  "samples, and ratios against log-probs of a distribution the rollout did not "
+                  "sample from"},
+        target="1.0",
+    ),
+    Setting(
+        "top_k", ("actor_rollout_ref.rollout.top_k", "generation.top_k", "rollout.top_k",
+                  "top_k"),
+        "off (-1 or 0: the whole vocabulary)", "the frameworks' default (TRL, verl)",
+        low=50, far=5.0,
+        risks={LOW: _links(primary=(_ENTROPY_COLLAPSE,), contributing=(_ADV,
+                                                                        "ratio_instability"))},
+        why={LOW: "top-k sampling keeps only the k likeliest tokens: groups of near-identical "
+                  "samples, and ratios against log-probs of a distribution the rollout did not "
+                  "sample from"},
+        target="-1 (off)",
+    ),
+    Setting(
         "entropy_coef", (*knobs.ENTROPY_COEF.names, "entropy_loss_coef"),
         "0.005 (0.001-0.01)", "chapter 2.4, 8.1, 8.4", low=0.001, high=0.01, far=10.0,
         off_when_zero=True,
@@ -377,7 +401,8 @@ class Reading:
                     else f"{self.factor:.0f}x the top of {where} {s.range_text}"
             return f"above {where} {_num(bound) if s.low is None else s.range_text}"
         if self.verdict == LOW and s.low is not None:
-            return f"below {where} {s.range_text}"
+            return (f"below {where} {s.range_text}" if s.high is not None
+                    else f"below {where} floor of {_num(s.low)}")
         if self.outside:
             return f"outside {where} {s.recipe}"
         return f"within {where} {s.recipe}"
@@ -594,6 +619,8 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
         return Reading(s, value, key, UNKNOWN)
     if s.id == "ref_model_sync_steps":
         return Reading(s, value, key, OK if x > 0 else OFF)
+    if s.id == "top_k" and x <= 0:
+        return Reading(s, value, key, OK)  # -1 or 0: no cut, the whole vocabulary
     if s.negative and x < 0:
         return Reading(s, value, key, UNSAFE, far=True)
     if (s.off_when_zero and x <= 0) or (s.off_above is not None and x >= s.off_above) or (

@@ -594,3 +594,23 @@ def test_a_task_out_of_reach_is_not_healthy_and_asks_for_easier_prompts():
     d = diagnose(run)
     assert d.status == "warning" and d.root_cause.mode == "no_progress"
     assert d.root_cause.first_action.startswith("easier prompts (a curriculum, or SFT first)")
+
+
+@pytest.mark.parametrize("knob,value,first", [
+    ("top_p", 0.5, "top_p 0.5 -> 1.0"), ("top_k", 5, "top_k 5 -> -1 (off)")])
+def test_a_sampling_cut_is_named_for_the_entropy_fall_it_causes(knob, value, first):
+    """Nucleus or top-k sampling at the rollout sharpens the sampled distribution as a low
+    temperature does: at 0.5 (or k=5) it is far outside the recipe and the first action on
+    the entropy fall; at the frameworks' defaults (1.0, -1) it is not mentioned."""
+    rng = np.random.default_rng(61)
+    s = np.arange(250)
+    run = make_run(reward=0.6 + 0.6 * (1 - np.exp(-s / 40)) + rng.normal(0, 0.02, 250),
+                   entropy=0.04 + 0.61 * np.exp(-s / 30) + rng.normal(0, 0.003, 250))
+    cfg = {"learning_rate": 1e-6, "temperature": 1.0, "num_generations": 16}
+    rc = diagnose(run, DoctorConfig(run_config={**cfg, knob: value})).root_cause
+    assert rc.mode == "entropy_collapse" and rc.knob["name"] == knob
+    assert rc.first_action.startswith(first)
+    default = {"top_p": 1.0, "top_k": -1}[knob]
+    plain = diagnose(run, DoctorConfig(run_config={**cfg, knob: default}))
+    assert not any(knob in p.action for p in plain.plan)
+    assert recipe.read_config({knob: default}).get(knob).verdict == recipe.OK
