@@ -430,6 +430,10 @@ def _linked_modes(root: Event) -> set[str]:
     return modes
 
 
+#: A log whose first step is past this starts mid-run (an excerpt, a resumed job's log).
+_LOG_STARTS_LATE = 20
+
+
 def _from_first_step(run: Run, root: Event) -> bool:
     """The root cause was there at the first logged step (or the first few of a log that
     starts with training): nothing before it to roll back to."""
@@ -437,7 +441,7 @@ def _from_first_step(run: Run, root: Event) -> bool:
     if not len(steps):
         return False
     first_few = steps[: min(len(steps), 2)]
-    return root.step <= int(first_few[-1]) and int(steps[0]) <= 20
+    return root.step <= int(first_few[-1]) and int(steps[0]) <= _LOG_STARTS_LATE
 
 
 _RESTART = ("restart from the initial model (the problem was there from the first logged "
@@ -448,6 +452,11 @@ def _rollback_words(run: Run, step: int) -> str:
     """Where to go back to before ``step``: a logged step that exists before it, or the
     initial model when the run was wrong from its first logged step."""
     before = run.steps[run.steps < step]
+    if not len(before) and len(run.steps) and int(run.steps[0]) > _LOG_STARTS_LATE:
+        # An excerpt that starts mid-run (a bug report's one line at step 59): the steps
+        # before it ran, and their checkpoints may be good.
+        return (f"roll back to a checkpoint from before step {step_text(step)} (the log starts "
+                "there; the run's earlier steps are not in it)")
     if not len(before):
         return _RESTART
     good = _last_good_step(run, step)

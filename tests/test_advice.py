@@ -614,3 +614,18 @@ def test_a_sampling_cut_is_named_for_the_entropy_fall_it_causes(knob, value, fir
     plain = diagnose(run, DoctorConfig(run_config={**cfg, knob: default}))
     assert not any(knob in p.action for p in plain.plan)
     assert recipe.read_config({knob: default}).get(knob).verdict == recipe.OK
+
+
+def test_a_log_that_starts_mid_run_rolls_back_before_its_first_step_not_to_the_start():
+    """A bug report's excerpt, steps 59-64, NaN from its first line: the run's steps 1-58
+    ran and may have saved good checkpoints; "restart from the initial model ... no
+    checkpoint of this run is good" overstated what the log shows."""
+    n = 6
+    nan = np.array(["nan"] * n, dtype=object)  # logged as NaN, not a gap
+    run = make_run(steps=np.arange(59, 59 + n), loss=nan, grad_norm=nan, kl=nan,
+                   reward=np.full(n, 0.2))
+    rc = diagnose(run).root_cause
+    assert rc.mode == "numerical_failure"
+    assert rc.first_action.startswith("roll back to a checkpoint from before step 59 (the log "
+                                      "starts there")
+    assert "initial model" not in rc.first_action
