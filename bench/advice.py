@@ -195,6 +195,11 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h15_max_new_6_ks_4_5": ("max_completion_length", "completion budget"),
     "h15_temperature_0.4_g16": ("temperature",),
     "h15_prompt_pool_4_lr1e-4": ("prompts", "dataset", "held-out", "memoris", "memoriz"),
+    # Set 16, written before it was made.
+    "h16_eps_low_0.5_epochs_3": ("epsilon", "clip_ratio", "cliprange", "clip range",
+                                 "num_iterations", "ppo_epochs", "epochs"),
+    "h16_fp16_lr3e-4": ("dtype", "bf16", "bfloat16"),
+    "h16_entropy_bonus_0.03_lr3e-4": ("entropy_coef", "entropy_coeff", "entropy bonus"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

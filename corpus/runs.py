@@ -544,6 +544,30 @@ HOLDOUT15_RUNS: list[RunConfig] = [
        "base recipe at lr=5e-5, seed 166", seed=166, **dict(HEALTHY, lr=5e-5)),
 ]
 
+# A sixteenth held-out set, made in session 9 (three healthy runs with a setting at or just
+# outside the recipe, to hold the advice to "a knob outside with no symptom is at most a
+# note"): scored once, as made.
+HOLDOUT16_RUNS: list[RunConfig] = [
+    _r("h16_eps_low_0.5_epochs_3", "verl", "csv", "ratio_instability",
+       "lower clip 0.5 (ratios down to 0.5), 3 PPO epochs, lr=3e-4, seed 171", seed=171,
+       **dict(BASE, steps=250, lr=3e-4, eps_low=0.5, inner_epochs=3)),
+    _r("h16_fp16_lr3e-4", "trl", "tensorboard", "numerical_failure",
+       "pure fp16 weights and Adam states (adam eps 1e-4), lr=3e-4, seed 172", seed=172,
+       **dict(BASE, steps=150, lr=3e-4, dtype="float16", adam_eps=1e-4)),
+    _r("h16_entropy_bonus_0.03_lr3e-4", "trl", "wandb", "entropy_blowup",
+       "entropy bonus 0.03 (3x the recipe's top), lr=3e-4, seed 173", seed=173,
+       **dict(BASE, steps=250, lr=3e-4, entropy_coef=0.03)),
+    _r("h16_healthy_g4_s174", "verl", "wandb", "healthy",
+       "base recipe with groups of 4 (16 prompts x 4), seed 174", seed=174,
+       **dict(HEALTHY, batch_prompts=16, group=4)),
+    _r("h16_healthy_temperature_1.1_s175", "trl", "csv", "healthy",
+       "base recipe at rollout temperature 1.1, seed 175", seed=175,
+       **dict(HEALTHY, temperature=1.1)),
+    _r("h16_healthy_cosine_s176", "verl", "tensorboard", "healthy",
+       "base recipe, lr=2e-4 cosine with 10 warm-up steps, seed 176", seed=176,
+       **dict(HEALTHY, lr=2e-4, schedule="cosine", warmup=10)),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
@@ -556,4 +580,5 @@ RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout12": HOLDOUT12_RUNS,
                                         "holdout13": HOLDOUT13_RUNS,
                                         "holdout14": HOLDOUT14_RUNS,
-                                        "holdout15": HOLDOUT15_RUNS}
+                                        "holdout15": HOLDOUT15_RUNS,
+                                        "holdout16": HOLDOUT16_RUNS}
