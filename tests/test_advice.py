@@ -629,3 +629,21 @@ def test_a_log_that_starts_mid_run_rolls_back_before_its_first_step_not_to_the_s
     assert rc.first_action.startswith("roll back to a checkpoint from before step 59 (the log "
                                       "starts there")
     assert "initial model" not in rc.first_action
+
+
+def test_an_entropy_collapse_never_asks_to_lower_an_entropy_bonus():
+    """Set 16: an entropy bonus of 0.03 (above the recipe's 0.001-0.01) did not stop the
+    entropy collapsing; "entropy coefficient 0.03 -> 0.001-0.01" would weaken the one term
+    pushing it up. With no bonus, adding one stays a remedy."""
+    rng = np.random.default_rng(71)
+    s = np.arange(250)
+    run = make_run(reward=0.6 + 0.6 * (1 - np.exp(-s / 40)) + rng.normal(0, 0.02, 250),
+                   entropy=0.04 + 0.61 * np.exp(-s / 30) + rng.normal(0, 0.003, 250))
+    cfg = {"learning_rate": 1e-6, "temperature": 1.0, "num_generations": 16}
+    on = diagnose(run, DoctorConfig(run_config={**cfg, "entropy_coef": 0.03}))
+    assert on.check("entropy_collapse").fired
+    assert not any("entropy coefficient" in str(r) or "entropy_coef" in str(r)
+                   for r in on.check("entropy_collapse").remedies)
+    off = diagnose(run, DoctorConfig(run_config={**cfg, "entropy_coef": 0.0}))
+    assert any(str(r).startswith("entropy coefficient 0 -> 0.001-0.01")
+               for r in off.check("entropy_collapse").remedies)

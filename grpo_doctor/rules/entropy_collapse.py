@@ -117,10 +117,13 @@ def _short_collapse(run: Run, steps: np.ndarray, h: np.ndarray, p: Mapping[str, 
 
 
 def _remedies(run: Run) -> list[str]:
+    # An entropy bonus already on (0.03, above the range) is not lowered to the range: that
+    # would weaken the one term pushing entropy up while it collapses.
+    bonus = knobs.set_to(run, knobs.ENTROPY_COEF, "0.001-0.01", why="entropy bonus",
+                         unless_at_least=0.001)
     return [
         knobs.scale(run, knobs.LEARNING_RATE, 0.5, why="slows the sharpening"),
-        knobs.set_to(run, knobs.ENTROPY_COEF, "0.001-0.01", why="entropy bonus")
-        or "raise the entropy coefficient (0.001-0.01)",
+        *([bonus] if bonus is not None else []),
         knobs.set_to(run, knobs.TEMPERATURE, "1.0-1.2", unless_at_least=1.0)
         or "keep rollout temperature at 1.0-1.2",
         knobs.set_to(run, knobs.CLIP_HIGH, "0.28", why="Clip-Higher lets rare tokens grow",
