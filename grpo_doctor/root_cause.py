@@ -345,9 +345,13 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     remedies = [r for r in check.remedies if not str(r).startswith("nothing urgent")]
     lr_remedy = next((r for r in remedies if isinstance(r, knobs.Remedy)
                and r.knob is knobs.LEARNING_RATE), None)
+    # What comes with a roll-back (going back alone reruns what broke it): the smaller
+    # updates, else the finding's own first knob (a tighter KL leash).
+    then = lr_remedy or next((r for r in remedies if isinstance(r, knobs.Remedy)
+                              and r.knob is not None and r.rollback_step is None), None)
     if root.critical and check.mode in ("kl_drift", "grad_explosion") and (
             0 < len(check.incidents) < 3):
-        return _rolled_back(run, root.step, lr_remedy)
+        return _rolled_back(run, root.step, then)
     if remedies:
         top = remedies[0]
         if root.critical and isinstance(top, knobs.Remedy):
@@ -356,9 +360,8 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
                 # The run broke: a smaller lr from here trains on from the broken policy.
                 return _rolled_back(run, root.step, top)
             if top.rollback_step is not None and top.knob is None:
-                # Going back alone reruns what broke it: the smaller updates come with it,
-                # and the roll-back names a checkpoint the log saved.
-                return _rolled_back(run, top.rollback_step, lr_remedy)
+                # The roll-back names a checkpoint the log saved, with ``then``.
+                return _rolled_back(run, top.rollback_step, then)
         return _Lead(top if isinstance(top, knobs.Remedy) else knobs.Remedy(str(top)))
     return _Lead(knobs.Remedy(f"look at the run's samples around step {step_text(root.step)}"))
 

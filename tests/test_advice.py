@@ -647,3 +647,18 @@ def test_an_entropy_collapse_never_asks_to_lower_an_entropy_bonus():
     off = diagnose(run, DoctorConfig(run_config={**cfg, "entropy_coef": 0.0}))
     assert any(str(r).startswith("entropy coefficient 0 -> 0.001-0.01")
                for r in off.check("entropy_collapse").remedies)
+
+
+def test_a_roll_back_is_never_the_whole_first_action():
+    """KL drifting past 10 at beta 0.04 and a learning rate in the recipe: going back alone
+    reruns what broke it; the finding's next knob (a tighter leash) comes with it."""
+    rng = np.random.default_rng(1)
+    n = 300
+    s = np.arange(n)
+    run = make_run(reward=0.5 + 0.3 * s / n + rng.normal(0, 0.02, n),
+                   kl=np.abs(0.01 + 12 * (s / n) ** 2 + rng.normal(0, 0.01, n)),
+                   entropy=0.5 + rng.normal(0, 0.01, n))
+    rc = diagnose(run, DoctorConfig(run_config={"beta": 0.04, "learning_rate": 1e-6})
+                  ).root_cause
+    assert rc.mode == "kl_drift" and rc.first_action.startswith("roll back to ")
+    assert rc.first_action.endswith(", then KL coefficient (beta) 0.04 -> 0.08 (tighter leash)")
