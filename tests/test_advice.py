@@ -662,3 +662,20 @@ def test_a_roll_back_is_never_the_whole_first_action():
                   ).root_cause
     assert rc.mode == "kl_drift" and rc.first_action.startswith("roll back to ")
     assert rc.first_action.endswith(", then KL coefficient (beta) 0.04 -> 0.08 (tighter leash)")
+
+
+@pytest.mark.parametrize("clip_high,named", [(0.1, False), (0.2, False), (0.28, True)])
+def test_an_entropy_blow_up_never_widens_the_upper_clip(clip_high, named):
+    """Less room for rare tokens means a lower upper clip: one at 0.1 or 0.2 is not "set to
+    0.2-0.24"; one at 0.28 is."""
+    rng = np.random.default_rng(81)
+    n = 200
+    s = np.arange(n)
+    run = make_run(reward=np.where(s < 120, 0.7, 0.1) + rng.normal(0, 0.02, n),
+                   entropy=np.where(s < 120, 0.3, 3.0) + rng.normal(0, 0.01, n))
+    cfg = {"learning_rate": 1e-6, "epsilon_high": clip_high, "entropy_coef": 0.0}
+    check = diagnose(run, DoctorConfig(run_config=cfg)).check("entropy_blowup")
+    assert check.fired
+    texts = [str(r) for r in check.remedies]
+    assert any("clip_ratio_high" in t for t in texts) is named, texts
+    assert not any("entropy bonus" in t for t in texts)  # none to lower

@@ -129,11 +129,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
              "points" if late < 0.8 * peak and h[-1] < 0.8 * peak else "")
     summary = (f"entropy blow-up: entropy {change(base, peak)}, from {fmt(base)} to {fmt(peak)}, "
                f"from step {ONSET}{why}{after}")
+    # Only moves that lower what drives entropy up: an upper clip already at 0.24 or below is
+    # not "set to 0.2-0.24", and a run known to have no entropy bonus has none to lower.
+    clip = knobs.set_to(run, knobs.CLIP_HIGH, "0.2-0.24", why="less room for rare tokens",
+                        unless_at_most=0.24)
+    bonus, _ = knobs.current(run, knobs.ENTROPY_COEF)
     remedies = (
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
-        knobs.set_to(run, knobs.CLIP_HIGH, "0.2-0.24", why="less room for rare tokens")
-        or "lower clip_ratio_high (e.g. 0.28 -> 0.24)",
-        "lower or remove the entropy bonus; check train-inference mismatch and LLD",
+        *([clip] if clip is not None else []),
+        ("lower or remove the entropy bonus; check " if bonus is None or bonus > 0 else
+         "check ") + "train-inference mismatch and LLD",
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=ENTROPY)

@@ -148,14 +148,18 @@ def scale(run: Run, knob: Knob, factor: float, *, why: str = "", fallback: str =
 
 
 def set_to(run: Run, knob: Knob, target: str, *, why: str = "", unless_at_least: float | None
-           = None) -> Remedy | None:
+           = None, unless_at_most: float | None = None) -> Remedy | None:
     """'rollout temperature 0.7 -> 1.0' (or 'set ... to 1.0'); None when the knob is already
-    at the target (within a target range such as "0.2-0.24") or, with ``unless_at_least``,
-    at or above that: a remedy never sets a knob to the value it has."""
+    at the target (within a target range such as "0.2-0.24") or, with ``unless_at_least``
+    (``unless_at_most``), at or above (below) that: a remedy never sets a knob to the value
+    it has, nor moves it the wrong way (an upper clip of 0.1 "set to 0.2-0.24" for less
+    room)."""
     value, _ = current(run, knob)
     tail = f" ({why})" if why else ""
     if value is not None:
         if unless_at_least is not None and value >= unless_at_least:
+            return None
+        if unless_at_most is not None and value <= unless_at_most:
             return None
         if within(value, target):
             return None
