@@ -57,6 +57,7 @@ from grpo_doctor.files import fresh, located, watched_input
 from grpo_doctor.findings import Check, Diagnosis, check_rank
 from grpo_doctor.importers import LoadOptions, importer_named
 from grpo_doctor.importers.incremental import LiveSource, Restarted, SeveralRuns, open_live
+from grpo_doctor.importers.sidecar import with_sidecar_config
 from grpo_doctor.interrupts import interrupt_on_sigterm
 from grpo_doctor.live_store import LiveStore
 from grpo_doctor.monitor import Alert, Clearing, Monitor
@@ -223,7 +224,10 @@ class Watcher:
             store.seed(self.source.rebuild(), delta.rows)
         if store.run is None:
             return []
-        return self.monitor.evaluate(store.run)
+        # The settings a live log holds none of, from a training config beside it, as
+        # ``diagnose`` reads them (its remedies then name the values: "learning_rate 1e-4 ->
+        # 5e-5", not "x0.5").
+        return self.monitor.evaluate(with_sidecar_config(store.run))
 
 
 class WatchAll:

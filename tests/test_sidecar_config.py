@@ -113,3 +113,20 @@ def test_train_config_names_the_cause_and_bad_files_are_one_line(tmp_path, capsy
         code, out, err = run_cli(capsys, "diagnose", log, "--train-config",
                                  str(elsewhere / bad))
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+
+
+def test_watch_reads_the_config_beside_a_live_log(tmp_path):
+    """The monitor sees the settings a live CSV holds none of, so its findings' remedies name
+    the values ("learning_rate 2e-4 -> 1e-4", not "x0.5")."""
+    from grpo_doctor.watch import Watcher
+
+    _sharpening().to_csv(tmp_path / "metrics.csv", index=False)
+    (tmp_path / "grpo_config.yaml").write_text(
+        "learning_rate: 2.0e-4\nbeta: 0.04\nnum_generations: 16\n")
+    watcher = Watcher(tmp_path / "metrics.csv")
+    watcher.poll()
+    assert watcher.monitor.run is not None
+    assert watcher.monitor.run.config["learning_rate"] == 2e-4
+    remedies = [str(r) for c in watcher.monitor.checks if c.mode == "entropy_collapse"
+                for r in c.remedies]
+    assert "learning_rate 2e-4 -> 1e-4 (slows the sharpening)" in remedies
