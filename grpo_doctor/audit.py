@@ -59,6 +59,7 @@ from grpo_doctor.discovery import (
     expand,
     folder_owner,
     is_uri,
+    no_log_found,
     parse_since,
     passed_over_reason,
 )
@@ -314,12 +315,13 @@ def audit(
         passed += [PassedOver(_inside(src, p), why) for p, why in result.get("passed_over", [])]
     found = _listed_once(found, passed)
     if not found and shard is None and all(e.missing for e in errors):
-        if errors:  # nothing to read but paths that do not exist: as a usage error
-            raise InputError(errors[0].error)
+        empty = [e.source for e in errors if e.error == no_log_found(e.source)]
+        if len(empty) < len(errors):  # paths that do not exist: as a usage error
+            raise InputError(next(e.error for e in errors if e.source not in empty))
         if since is not None:  # a quiet day for a nightly audit, not an error
             return AuditResult((), (), s.fail_on, baseline, passed_over=tuple(passed),
                                nothing_since=since.isoformat())
-        raise InputError(f"no training log found in {', '.join(paths)}")
+        raise InputError(no_log_found(', '.join(paths)))
     errors.sort(key=lambda e: (e.source, e.error))
     passed.sort(key=lambda p: (p.source, p.why))
     label = f"{shard[0]}/{shard[1]}" if shard else None

@@ -338,8 +338,14 @@ def expand(paths: Sequence[str], since: datetime | None = None,
         elif path.is_dir():
             # A bucket's prefix keys its runs from itself; local folders from the common root.
             root = path if isinstance(path, StorePath) else (common or path)
+            n_errors, n_found = len(errors), 0
             for src in _walk(path, root, errors, passed):
                 add(src, path)
+                n_found += 1
+            if not n_found and len(errors) == n_errors:
+                # A folder named that holds no log (only a config.json, say) is an error row,
+                # as a path that does not exist is: not left out of the report without a word.
+                errors.append(AuditError(arg, no_log_found(arg), missing=True))
         elif path.exists():
             key = (_remote_key(arg, paths) if isinstance(path, StorePath)
                    else _rel(path, common or path.parent))
@@ -369,6 +375,11 @@ def expand(paths: Sequence[str], since: datetime | None = None,
         out = [s for s in out if is_uri(s.path)
                or newest_mtime(located.get(s.path) or Path(s.path)) >= cutoff]
     return out, errors
+
+
+def no_log_found(paths: str) -> str:
+    """Why a folder named (or several, comma-separated) gave the audit nothing to read."""
+    return f"no training log found in {paths}"
 
 
 def _rel_uri(uri: str, root: str) -> str:

@@ -346,6 +346,44 @@ def test_nothing_readable_exits_2(capsys, tmp_path):
     assert code == 2 and json.loads(out)["errors"][0]["source"] == "broken.csv"
 
 
+def test_a_folder_named_that_holds_no_log_is_an_error_row(capsys, tmp_path):
+    """A folder given to audit beside a log, holding only a config.json (or nothing): an error
+    row, as a path that does not exist is; it was left out of the report without a word."""
+    _copy("healthy", tmp_path / "good.csv")
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "config.json").write_text('{"learning_rate": 1e-6, "beta": 0.04}')
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, err = run_cli(capsys, "audit", str(tmp_path / "good.csv"), str(cfg), str(empty),
+                             "-f", "json")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert [r["run"]["name"] for r in doc["runs"]] == ["good"]
+    assert doc["errors"] == [
+        {"source": str(cfg), "error": f"no training log found in {cfg}"},
+        {"source": str(empty), "error": f"no training log found in {empty}"},
+    ]
+    # Alone, or with each other only, still one line and exit 2 naming every folder.
+    code, out, err = run_cli(capsys, "audit", str(cfg), str(empty))
+    assert (code, out) == (2, "")
+    assert err == f"grpo-doctor: error: no training log found in {cfg}, {empty}\n"
+    # With a path that does not exist, that path is the error said.
+    code, _, err = run_cli(capsys, "audit", str(cfg), str(tmp_path / "gone"))
+    assert (code, err) == (2, f"grpo-doctor: error: {tmp_path / 'gone'}: no such file or folder\n")
+    # A subfolder holding no log, found while searching, is no error: it is passed over.
+    (tmp_path / "parent" / "sub").mkdir(parents=True)
+    _copy("healthy", tmp_path / "parent" / "run.csv")
+    shutil.copy(cfg / "config.json", tmp_path / "parent" / "sub" / "config.json")
+    code, out, _ = run_cli(capsys, "audit", str(tmp_path / "parent"), "-f", "json")
+    assert code == 0 and json.loads(out)["errors"] == []
+    # --strict makes the unreadable folder fail the audit, as any unreadable source does.
+    code, _, _ = run_cli(capsys, "audit", str(tmp_path / "good.csv"), str(cfg))
+    assert code == 0
+    code, _, _ = run_cli(capsys, "audit", str(tmp_path / "good.csv"), str(cfg), "--strict")
+    assert code == 1
+
+
 def test_strict_makes_unreadable_logs_fail(capsys, tmp_path):
     _copy("healthy", tmp_path / "healthy.csv")
     (tmp_path / "broken.jsonl").write_text("not json at all\n")
