@@ -420,7 +420,8 @@ class Reading:
         x = as_number(target)
         lora = (f", or {_num(x * LORA_LR_SCALE)} for a LoRA adapter" if x is not None
                 and self.id == "learning_rate" and not self.lora and self.verdict == HIGH
-                else "")
+                and isinstance(self.value, (int, float)) and x * LORA_LR_SCALE < self.value
+                else "")  # never an "or" that raises the lr it lowers
         return f"{self.name} {self.value_text} -> {target}{lora}"
 
     def to_dict(self) -> dict[str, Any]:

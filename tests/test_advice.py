@@ -679,3 +679,12 @@ def test_an_entropy_blow_up_never_widens_the_upper_clip(clip_high, named):
     texts = [str(r) for r in check.remedies]
     assert any("clip_ratio_high" in t for t in texts) is named, texts
     assert not any("entropy bonus" in t for t in texts)  # none to lower
+
+
+def test_a_lowered_learning_rate_never_offers_a_larger_one_for_lora():
+    """5e-6, at the recipe's limit, halves to 2.5e-6; "or 2.5e-5 for a LoRA adapter" would
+    raise it 5x."""
+    assert recipe.read_config({"learning_rate": 5e-6}).get("learning_rate").fix() == \
+        "learning_rate 5e-6 -> 2.5e-6"
+    assert recipe.read_config({"learning_rate": 1e-3}).get("learning_rate").fix().endswith(
+        ", or 1e-5 for a LoRA adapter")

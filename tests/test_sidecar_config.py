@@ -130,3 +130,12 @@ def test_watch_reads_the_config_beside_a_live_log(tmp_path):
     remedies = [str(r) for c in watcher.monitor.checks if c.mode == "entropy_collapse"
                 for r in c.remedies]
     assert "learning_rate 2e-4 -> 1e-4 (slows the sharpening)" in remedies
+
+
+def test_the_note_names_every_setting_the_config_added(tmp_path):
+    _sharpening(60).to_csv(tmp_path / "metrics.csv", index=False)
+    (tmp_path / "grpo_config.yaml").write_text("learning_rate: 1.0e-6\nbeta: 0.0\n"
+                                                "temperature: 0.3\n")
+    (run,) = load_runs(tmp_path / "metrics.csv")
+    assert any(n.endswith("beside the log: beta, learning_rate, temperature")
+               for n in run.notes), run.notes

@@ -55,10 +55,11 @@ def with_sidecar_config(run: Run) -> Run:
         return run
     path, config = found
     own = run.config or {}
-    added = _training_keys({k: v for k, v in config.items() if k not in own})
-    if not added:
+    new = {k: v for k, v in config.items() if k not in own}
+    if not _training_keys(new):
         return run
-    note = f"settings read from {path}, beside the log: {', '.join(sorted(added))}"
+    # Every setting added is named (temperature too), not only those that made it a config.
+    note = f"settings read from {path}, beside the log: {', '.join(sorted(map(str, new)))}"
     return replace(run, config={**config, **own}, notes=[*run.notes, note])
 
 
