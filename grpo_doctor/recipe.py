@@ -105,6 +105,11 @@ class Setting:
 _ENTROPY_COLLAPSE, _ADV, _KL, _LLD = (
     "entropy_collapse", "advantage_collapse", "kl_drift", "likelihood_displacement")
 
+#: A rollout that samples from a cut distribution (top_p, top_k): what it risks, and why.
+_SAMPLING_CUT = _links(primary=(_ENTROPY_COLLAPSE,), contributing=(_ADV, "ratio_instability"))
+_CUT_WHY = ("groups of near-identical samples, and ratios against log-probs of a distribution "
+            "the rollout did not sample from")
+
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "learning_rate", knobs.LEARNING_RATE.names, "1e-6 (never start at 5e-6 or more)",
@@ -157,11 +162,8 @@ SETTINGS: tuple[Setting, ...] = (
                   "top_p"),
         "1.0 (sample from the whole distribution)", "the frameworks' default (TRL, verl)",
         low=0.95, far=1.5,
-        risks={LOW: _links(primary=(_ENTROPY_COLLAPSE,), contributing=(_ADV,
-                                                                        "ratio_instability"))},
-        why={LOW: "nucleus sampling cuts the distribution's tail: groups of near-identical "
-                  "samples, and ratios against log-probs of a distribution the rollout did not "
-                  "sample from"},
+        risks={LOW: _SAMPLING_CUT},
+        why={LOW: "nucleus sampling cuts the distribution's tail: " + _CUT_WHY},
         target="1.0",
     ),
     Setting(
@@ -169,11 +171,8 @@ SETTINGS: tuple[Setting, ...] = (
                   "top_k"),
         "off (-1 or 0: the whole vocabulary)", "the frameworks' default (TRL, verl)",
         low=50, far=5.0,
-        risks={LOW: _links(primary=(_ENTROPY_COLLAPSE,), contributing=(_ADV,
-                                                                        "ratio_instability"))},
-        why={LOW: "top-k sampling keeps only the k likeliest tokens: groups of near-identical "
-                  "samples, and ratios against log-probs of a distribution the rollout did not "
-                  "sample from"},
+        risks={LOW: _SAMPLING_CUT},
+        why={LOW: "top-k sampling keeps only the k likeliest tokens: " + _CUT_WHY},
         target="-1 (off)",
     ),
     Setting(
