@@ -270,9 +270,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                              f"entropy < {p['critical_ratio']:g} x start" if spent else
                              f"drop > {p['drop_fraction']:.0%} within {fmt(p['window_steps'])} "
                              f"steps")
-    why = f" with {', '.join(corroboration)}" if corroboration else ""
-    summary = (f"{kind}: entropy fell {1 - ratio:.0%} from {fmt(h0)} to {fmt(hc)} from step "
-               f"{ONSET}{why}{headroom}")
+    # The corroboration is read at the end of the run, the fall dated from its onset: say
+    # which is which, so "81% zero-std" is not read as the state at the onset.
+    why = f"; by the end, {', '.join(corroboration)}" if corroboration else ""
+    summary = (f"{kind}: entropy fell {1 - ratio:.0%} from {fmt(h0)} to {fmt(hc)}, beginning at "
+               f"step {ONSET}{why}{headroom}")
     remedies = _remedies(run)
     if benign:
         remedies = [

@@ -26,4 +26,4 @@ def test_a_collapse_that_goes_on_far_below_the_floor_is_dated_where_it_fell(fall
     check = diagnose(run).check("entropy_collapse")
     assert check.status.value == "critical"
     assert fall_at - 10 <= check.onset_step <= fall_at + 12, check.summary
-    assert f"from step {check.onset_step}" in check.summary
+    assert f"beginning at step {check.onset_step}" in check.summary
