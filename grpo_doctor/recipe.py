@@ -26,7 +26,7 @@ many healthy runs use a learning rate above 1e-6 (LoRA adapters, small models) o
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -450,10 +450,13 @@ class Setup:
     def outside(self) -> tuple[Reading, ...]:
         return tuple(r for r in self.readings if r.outside)
 
-    def causes(self, modes: Iterable[str], *, critical: bool = True) -> list[Reading]:
+    def causes(self, modes: Iterable[str], *, critical: bool = True,
+               prefer: Sequence[str] = ()) -> list[Reading]:
         """The knobs outside the recipe that could have caused ``modes``, most likely first:
         far outside before merely outside, a primary link before a contributing one, then the
-        furthest out. A knob merely outside with only a contributing link is never a cause
+        settings in ``prefer`` in its order (the finding's own remedies: beta 0 before an lr
+        20x the ceiling behind a KL drift, whose chapter remedies are all about the leash),
+        then the furthest out. A knob merely outside with only a contributing link is never a cause
         (it is in the plan); merely outside with a primary link needs a critical finding and
         a value at least ``CLEARLY_OUTSIDE`` times beyond the range (an lr at the ceiling
         itself is a note in the plan, not the cause)."""
@@ -469,9 +472,10 @@ class Setup:
             clearly = r.factor is None or r.factor >= CLEARLY_OUTSIDE
             if not r.far and not (primary and critical and clearly):
                 continue
-            found.append((r.far, primary, math.log10(r.factor) if r.factor else 0.0, r))
-        found.sort(key=lambda t: (not t[0], not t[1], -t[2]))
-        return [t[3] for t in found]
+            rank = prefer.index(r.id) if r.id in prefer else len(prefer)
+            found.append((r.far, primary, rank, math.log10(r.factor) if r.factor else 0.0, r))
+        found.sort(key=lambda t: (not t[0], not t[1], t[2], -t[3]))
+        return [t[4] for t in found]
 
     def linked(self, modes: Iterable[str]) -> list[Reading]:
         """Every knob outside the recipe with any link to ``modes`` (notes included)."""

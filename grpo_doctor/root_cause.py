@@ -47,7 +47,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.points import end_size, series
 from grpo_doctor.rules.signals import component_role, late_points, learning, reward_progress
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run
-from grpo_doctor.text import fmt, knob_value, step_text
+from grpo_doctor.text import first_clause, fmt, knob_value, step_text
 from grpo_doctor.trends import rolling_median, step_noise
 
 _ALL = frozenset({
@@ -332,7 +332,7 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         problem = _answers_cut_short(run, setup, checks)
     if problem is not None:
         return problem
-    causes = setup.causes(_linked_modes(root), critical=root.critical)
+    causes = setup.causes(_linked_modes(root), critical=root.critical, prefer=_own_knobs(check))
     if not causes and not root.critical:
         causes = _linked_knobs(setup, root, checks)
     if not causes and root.critical:
@@ -542,8 +542,10 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     # entropy_blowup at step 140" after "entropy_blowup at step 140" said nothing).
     sign = (f"a catastrophic update{after.split(':', 1)[0]}" if sep else
             root.summary.split("; then")[0] if root.incident else None)
+    # The symptom beside the setting: a cause with nothing it caused quoted is a guess.
+    shown = f"; first sign: {sign}" if sign else f": {first_clause(root.summary)}"
     summary = (f"the setting {top.id} {top.value_text} ({top.how_far()}), a known cause of "
-               f"{_mode_words(root.check.mode, top)}" + (f"; first sign: {sign}" if sign else ""))
+               f"{_mode_words(root.check.mode, top)}{shown}")
     knob = next((k for k in knobs.KNOBS if k.names[:1] == top.setting.names[:1]), None)
     return _Lead(knobs.Remedy(text, knob=knob, rollback_step=root.step if where else None),
                  summary=summary, knob=_Knob(top), setup=from_start,
@@ -921,6 +923,12 @@ def _setup_finding(check: Check) -> bool:
 
 def _knob_of(reading: recipe.Reading) -> knobs.Knob | None:
     return next((k for k in knobs.KNOBS if set(k.names) & set(reading.setting.names)), None)
+
+
+def _own_knobs(check: Check) -> list[str]:
+    """The settings the finding's own remedies turn, in their order (its chapter's remedies)."""
+    ids = [_setting_of(r) for r in check.remedies if isinstance(r, knobs.Remedy)]
+    return list(dict.fromkeys(i for i in ids if i is not None))
 
 
 def _setting_of(remedy: knobs.Remedy) -> str | None:

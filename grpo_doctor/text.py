@@ -100,3 +100,15 @@ def without_asides(text: str, keep_words: int = 3) -> str:
     for mark in (",", ";", ":", "."):
         short = short.replace(f" {mark}", mark)
     return short.strip(" ,;:")
+
+
+def first_clause(text: str) -> str:
+    """``text`` up to its first comma or semicolon outside brackets: a finding's headline
+    ("KL rose from 0.09 to 9.3 (band 5-10, dangerous) from step 374, reward up ..." -> "KL
+    rose from 0.09 to 9.3 (band 5-10, dangerous) from step 374")."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")" and depth > 0)
+        if depth == 0 and ch in ",;":
+            return text[:i]
+    return text

@@ -688,3 +688,30 @@ def test_a_lowered_learning_rate_never_offers_a_larger_one_for_lora():
         "learning_rate 5e-6 -> 2.5e-6"
     assert recipe.read_config({"learning_rate": 1e-3}).get("learning_rate").fix().endswith(
         ", or 1e-5 for a LoRA adapter")
+
+
+@pytest.mark.parametrize("lr", [1e-6, 1e-4])
+def test_a_kl_drift_with_the_leash_off_turns_the_leash_on_first(lr):
+    """beta 0 behind a KL drift is the cause the chapter names (its remedies are all about the
+    leash), before an lr 20x the ceiling that only makes the drift faster; the root line
+    quotes the drift it caused, not the setting alone."""
+    rng = np.random.default_rng(7)
+    n = 400
+    s = np.arange(n)
+    run = make_run(reward=0.5 + 0.01 * rng.normal(0, 1, n),
+                   kl=np.abs(0.05 + 9 * np.clip((s - 150) / 250, 0, 1) + rng.normal(0, 0.02, n)),
+                   entropy=0.5 + rng.normal(0, 0.01, n))
+    rc = diagnose(run, DoctorConfig(run_config={"beta": 0.0, "learning_rate": lr})).root_cause
+    assert rc.mode == "kl_drift"
+    assert "beta 0 -> 0.01-0.05" in rc.first_action, rc.first_action
+    assert "learning_rate" not in rc.first_action.split("beta 0 ->")[0]
+    assert rc.summary.startswith("the setting beta 0"), rc.summary
+    assert ": KL rose from " in rc.summary, rc.summary
+
+
+def test_a_headline_is_cut_at_its_first_comma_outside_brackets():
+    from grpo_doctor.text import first_clause
+    assert first_clause("KL rose (band 5-10, dangerous) from step 3, reward flat") == \
+        "KL rose (band 5-10, dangerous) from step 3"
+    assert first_clause("no comma (a, b") == "no comma (a, b"
+    assert first_clause("a; b, c") == "a"
