@@ -405,7 +405,7 @@ def test_a_window_longer_than_the_run_says_it_covered_the_whole_run():
     from grpo_doctor.reporters.evidence import items
 
     assert dict(items({"window_steps": 1000}, span=199))["window steps"] == \
-        "1,000 (longer than the run: the whole run)"
+        "the whole run, 199 (set to 1,000)"
     assert dict(items({"window_steps": 1000}, span=5000))["window steps"] == "1,000"
     assert dict(items({"window_steps": 1000}))["window steps"] == "1,000"
 

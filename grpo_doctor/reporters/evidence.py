@@ -137,7 +137,8 @@ def items(evidence: Mapping[str, Any] | None, *, span: int | None = None
         text = value(str(k), v)
         if span is not None and str(k).endswith("window_steps") and \
                 isinstance(as_plain(v), (int, float)) and as_plain(v) > span:
-            text += " (longer than the run: the whole run)"
+            # The window that applied is the run; the setting is said beside it.
+            text = f"the whole run, {span:,} (set to {text})"
         out.append((label(k), text))
     return out
 
