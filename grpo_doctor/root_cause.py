@@ -47,7 +47,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.points import end_size, series
 from grpo_doctor.rules.signals import component_role, late_points, learning, reward_progress
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run
-from grpo_doctor.text import first_clause, fmt, knob_value, step_text
+from grpo_doctor.text import fmt, headline, knob_value, step_text, without_mode_name
 from grpo_doctor.trends import rolling_median, step_noise
 
 _ALL = frozenset({
@@ -543,7 +543,8 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     sign = (f"a catastrophic update{after.split(':', 1)[0]}" if sep else
             root.summary.split("; then")[0] if root.incident else None)
     # The symptom beside the setting: a cause with nothing it caused quoted is a guess.
-    shown = f"; first sign: {sign}" if sign else f": {first_clause(root.summary)}"
+    said = headline(without_mode_name(root.summary, root.check.mode))
+    shown = f"; first sign: {sign}" if sign else f": {said}"
     summary = (f"the setting {top.id} {top.value_text} ({top.how_far()}), a known cause of "
                f"{_mode_words(root.check.mode, top)}{shown}")
     knob = next((k for k in knobs.KNOBS if k.names[:1] == top.setting.names[:1]), None)

@@ -102,13 +102,30 @@ def without_asides(text: str, keep_words: int = 3) -> str:
     return short.strip(" ,;:")
 
 
-def first_clause(text: str) -> str:
-    """``text`` up to its first comma or semicolon outside brackets: a finding's headline
-    ("KL rose from 0.09 to 9.3 (band 5-10, dangerous) from step 374, reward up ..." -> "KL
-    rose from 0.09 to 9.3 (band 5-10, dangerous) from step 374")."""
-    depth = 0
+def headline(text: str, limit: int = 120) -> str:
+    """``text`` up to its first semicolon outside brackets, cut back to its last comma
+    outside brackets when longer than ``limit`` characters: a finding's headline beside
+    another sentence ("KL rose from 0.09 to 9.3 (band 5-10, dangerous) from step 374, reward
+    up only within its noise (...); then ..." -> "KL rose from 0.09 to 9.3 (band 5-10,
+    dangerous) from step 374")."""
+    depth, commas = 0, []
     for i, ch in enumerate(text):
         depth += (ch == "(") - (ch == ")" and depth > 0)
-        if depth == 0 and ch in ",;":
-            return text[:i]
-    return text
+        if depth == 0 and ch == ";":
+            text = text[:i]
+            break
+        if depth == 0 and ch == ",":
+            commas.append(i)
+    if len(text) <= limit:
+        return text
+    cut = [i for i in commas if i <= limit]
+    return text[:cut[-1]] if cut else text
+
+
+def without_mode_name(summary: str, mode: str) -> str:
+    """``summary`` without a leading clause that only repeats the mode's name ("advantage
+    collapse: 98% of groups ..." under the heading advantage_collapse)."""
+    head, sep, rest = summary.partition(": ")
+    if sep and re.sub(r"[^a-z]", "", head.lower()) == re.sub(r"[^a-z]", "", mode.lower()):
+        return rest
+    return summary

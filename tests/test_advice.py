@@ -709,9 +709,10 @@ def test_a_kl_drift_with_the_leash_off_turns_the_leash_on_first(lr):
     assert ": KL rose from " in rc.summary, rc.summary
 
 
-def test_a_headline_is_cut_at_its_first_comma_outside_brackets():
-    from grpo_doctor.text import first_clause
-    assert first_clause("KL rose (band 5-10, dangerous) from step 3, reward flat") == \
-        "KL rose (band 5-10, dangerous) from step 3"
-    assert first_clause("no comma (a, b") == "no comma (a, b"
-    assert first_clause("a; b, c") == "a"
+def test_a_headline_ends_at_its_first_semicolon_and_is_cut_at_a_comma_when_long():
+    from grpo_doctor.text import headline
+    assert headline("entropy x88, from 0.066 to 5.79, from step 150; since down") == \
+        "entropy x88, from 0.066 to 5.79, from step 150"
+    long = "KL rose (band 5-10, dangerous) from step 3, reward flat (0.5 -> 0.5; noisy)" * 3
+    assert headline(long, limit=60) == "KL rose (band 5-10, dangerous) from step 3"
+    assert headline("no semicolon (a; b") == "no semicolon (a; b"

@@ -4,11 +4,16 @@ The verdicts come from the real-runs README: healthy runs must raise no critical
 describes as collapsed must be flagged with the mode it names.
 """
 
+from pathlib import Path
+
 import pytest
 
+from grpo_doctor.config import DoctorConfig
 from grpo_doctor.engine import diagnose
 from grpo_doctor.importers import load_runs
 from tests.helpers import REAL_RUNS, names_told_apart
+
+EXAMPLES = Path(__file__).parents[1] / "grpo_doctor" / "examples"
 
 pytestmark = pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared real runs not present")
 
@@ -365,10 +370,12 @@ def test_a_crash_is_dated_where_it_left_its_level():
     _present(path)
     d = diagnose(load_runs(REAL_RUNS / path)[0])
     assert d.check("reward_overfit").onset_step == 130
-    # Not 130 either: the reward there (0.675) had already left its level (0.8 at 125).
-    # The log saved checkpoint-100 and checkpoint-200: the one at or before 125 is named.
+    # The root cause, the entropy blow-up, is dated 130 too (0.058 there, then 0.12, 0.21,
+    # 0.95: a climb by factors); the best reward of the three logs before it is 0.9 at 115.
+    # The log saved checkpoint-100 and checkpoint-200: the one at or before 115 is named.
+    assert d.root_cause.mode == "entropy_blowup" and d.root_cause.step == 130
     assert d.root_cause.first_action.startswith(
-        "roll back to checkpoint-100 (the last saved checkpoint at or before step 125")
+        "roll back to checkpoint-100 (the last saved checkpoint at or before step 115")
 
 
 def test_a_broken_lora_run_rolls_back_then_halves_its_lr():
@@ -384,13 +391,20 @@ def test_a_broken_lora_run_rolls_back_then_halves_its_lr():
 
 
 def test_the_roll_back_is_to_the_best_reward_just_before_the_onset_not_a_point_already_hit():
-    """qwen35 rho0.70: entropy blow-up dated 155; at 150 the entropy was already 3x its 140
-    value and the reward 0.875 against 0.975 at 140. rho0.50: 1 at 25 against 0.95 at 30 is
-    noise, not a reason to go back further."""
+    """The bundled KL drift, dated 374: 0.607 a few logs before it against 0.542 at 373 is a
+    checkpoint worth the reach. qwen35 rho0.70: its blow-up dated 150, 0.975 at 140 against
+    0.938 at 145 is noise (within a tenth of the reward's range), and so is rho0.50's 1 at 25
+    against 0.95 at 30: no reason to go back further."""
+    d = diagnose(load_runs(EXAMPLES / "kl-drift.csv")[0],
+                 DoctorConfig(run_config={"beta": 0.0}))
+    assert d.root_cause.first_action.startswith(
+        "roll back to a checkpoint from step 371 or before (the best reward of the last logged "
+        "steps before step 374: 0.607, against 0.542 at step 373)")
     path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
     _present(path)
     first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action
-    assert first.startswith("roll back to a checkpoint from step 140 or before")
+    assert first.startswith("roll back to a checkpoint from before step 150 (the last logged "
+                            "step before it is 145)")
     # rho0.50's log saved checkpoint-100 and -200 only, both after the cause: nothing to go
     # back to (a roll-back names a checkpoint that exists).
     path = "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log"

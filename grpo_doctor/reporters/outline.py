@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from grpo_doctor.findings import Check, Diagnosis, Status
-from grpo_doctor.text import step_text
+from grpo_doctor.text import step_text, without_mode_name
 
 _NEEDS = re.compile(r"needs (.+?)(?:: not logged|,? none logged)\b.*")
 _MAP_OPTION = re.compile(r"--map \S+=[^\s)]+")
@@ -17,16 +17,13 @@ _MAP_OPTION = re.compile(r"--map \S+=[^\s)]+")
 def sentence(check: Check) -> str:
     """A finding's summary without a leading clause that only repeats the mode's name
     ("advantage collapse: 98% of groups ..." under the heading advantage_collapse)."""
-    head, sep, rest = check.summary.partition(": ")
-    if sep and re.sub(r"[^a-z]", "", head.lower()) == re.sub(r"[^a-z]", "", check.mode.lower()):
-        return rest
-    return check.summary
+    return without_mode_name(check.summary, check.mode)
 
 
 def by_onset(diagnosis: Diagnosis) -> list[Check]:
     """The findings in the order they began: by the onset each shows (an earlier episode it
-    came back from is an incident, not its start), upstream first at a tie (the root cause's
-    timeline)."""
+    came back from is an incident, not its start), the root cause first at a tie, then upstream
+    first (the root cause's timeline)."""
     from grpo_doctor.root_cause import timeline
 
     findings = list(diagnosis.findings)
@@ -37,7 +34,9 @@ def by_onset(diagnosis: Diagnosis) -> list[Check]:
     first: dict[str, int] = {}
     for rank, event in enumerate(events):
         first.setdefault(event.check.mode, rank)
-    return sorted(findings, key=lambda c: (c.onset_step or 0, first.get(c.mode, len(events))))
+    root = diagnosis.root_cause.mode if diagnosis.root_cause is not None else None
+    return sorted(findings, key=lambda c: (c.onset_step or 0, c.mode != root,
+                                           first.get(c.mode, len(events))))
 
 
 def cause_text(diagnosis: Diagnosis) -> str | None:
