@@ -200,6 +200,12 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
                                  "num_iterations", "ppo_epochs", "epochs"),
     "h16_fp16_lr3e-4": ("dtype", "bf16", "bfloat16"),
     "h16_entropy_bonus_0.03_lr3e-4": ("entropy_coef", "entropy_coeff", "entropy bonus"),
+    # Set 17, written before it was made.
+    "h17_lr_2e-3_group_16": ("learning_rate", "lr"),
+    "h17_temperature_0.5_beta_0.1": ("temperature",),
+    "h17_eps_high_0.5_entropy_bonus_0.02": ("entropy_coef", "entropy_coeff", "entropy bonus",
+                                            "epsilon_high", "clip_ratio_high"),
+    "h17_epochs_6_minibatches_4": ("num_iterations", "ppo_epochs", "epochs", "minibatch"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

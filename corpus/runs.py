@@ -568,6 +568,27 @@ HOLDOUT16_RUNS: list[RunConfig] = [
        **dict(HEALTHY, lr=2e-4, schedule="cosine", warmup=10)),
 ]
 
+HOLDOUT17_RUNS: list[RunConfig] = [
+    _r("h17_lr_2e-3_group_16", "verl", "tensorboard", "kl_drift",
+       "lr=2e-3 (20x the base recipe) with groups of 16, seed 181", seed=181,
+       **dict(BASE, steps=200, lr=2e-3, group=16)),
+    _r("h17_temperature_0.5_beta_0.1", "trl", "csv", "entropy_collapse",
+       "rollout temperature 0.5 under a strong KL leash (beta 0.1), seed 182", seed=182,
+       **dict(HEALTHY, temperature=0.5, beta=0.1)),
+    _r("h17_eps_high_0.5_entropy_bonus_0.02", "trl", "tensorboard", "entropy_blowup",
+       "upper clip 0.5 and an entropy bonus of 0.02, lr=3e-4, seed 183", seed=183,
+       **dict(BASE, steps=250, lr=3e-4, eps_high=0.5, entropy_coef=0.02)),
+    _r("h17_epochs_6_minibatches_4", "verl", "csv", "ratio_instability",
+       "6 PPO epochs over 4 minibatches a step, lr=3e-4, seed 184", seed=184,
+       **dict(BASE, steps=200, lr=3e-4, inner_epochs=6, minibatches=4)),
+    _r("h17_healthy_beta_0.02_g12_s185", "trl", "wandb", "healthy",
+       "base recipe with beta 0.02 and groups of 12, seed 185", seed=185,
+       **dict(HEALTHY, beta=0.02, group=12)),
+    _r("h17_healthy_seq_mean_s186", "verl", "tensorboard", "healthy",
+       "base recipe with a per-sequence loss mean, seed 186", seed=186,
+       **dict(HEALTHY, loss_agg="seq_mean")),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
@@ -581,4 +602,5 @@ RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout13": HOLDOUT13_RUNS,
                                         "holdout14": HOLDOUT14_RUNS,
                                         "holdout15": HOLDOUT15_RUNS,
-                                        "holdout16": HOLDOUT16_RUNS}
+                                        "holdout16": HOLDOUT16_RUNS,
+                                        "holdout17": HOLDOUT17_RUNS}
