@@ -118,8 +118,8 @@ SETTINGS: tuple[Setting, ...] = (
             primary=(CATASTROPHIC_UPDATE, _KL, "grad_explosion", "ratio_instability", _LLD,
                      "numerical_failure", "entropy_blowup"),
             contributing=(_ENTROPY_COLLAPSE, "reward_overfit"))},
-        why={HIGH: "each update takes too large a step: the recipe starts at 1e-6 and stays "
-                   "below 5e-6"},
+        # No numbers here: a recipe override moves the ceiling the sentence beside it names.
+        why={HIGH: "each update takes too large a step"},
     ),
     Setting(
         "beta", knobs.KL_COEF.names, "0.01 (0.01-0.05), adaptive with target 1.0",
@@ -712,7 +712,11 @@ def with_overrides(overrides: Mapping[str, Mapping[str, float]],
                                  f"{' of at least 1' if k == 'far' else ' of at least 0'}, "
                                  f"got {v!r}")
         changes: dict[str, Any] = {k: float(v) for k, v in values.items()}
-        by_id[name] = replace(by_id[name], **changes)
+        moved = replace(by_id[name], **changes)
+        if {"low", "high"} & set(values):
+            # The chapter's words for its range would contradict the range now applied.
+            moved = replace(moved, recipe=f"{moved.range_text} (your recipe)")
+        by_id[name] = moved
     return tuple(by_id.values())
 
 

@@ -117,6 +117,18 @@ def test_recipe_overrides_are_checked():
             recipe.with_overrides(bad)
 
 
+def test_an_overridden_range_is_the_only_range_the_advice_names():
+    """With the lr ceiling set to 5e-4 (a small model), "4x the recipe's 5e-4 ceiling" stood
+    beside "the recipe starts at 1e-6 and stays below 5e-6"."""
+    settings = recipe.with_overrides({"learning_rate": {"high": 5e-4}})
+    reading = recipe.read_config({"learning_rate": 2e-3}, settings).get("learning_rate")
+    said = f"{reading.fix()} ({reading.sentence()}; {reading.setting.why[reading.verdict]})"
+    assert "5e-4" in said and "5e-6" not in said and "1e-6" not in said, said
+    assert reading.recipe_text == "below 5e-4 (your recipe)"
+    untouched = recipe.read_config({"learning_rate": 2e-5}).get("learning_rate")
+    assert untouched.recipe_text == "1e-6 (never start at 5e-6 or more)"
+
+
 def test_the_terminal_never_hides_the_rollback():
     from grpo_doctor.reporters.terminal import MAX_PLAN, _first_items
 
