@@ -281,7 +281,7 @@ def preflight(
         "--fail-on", metavar="LEVEL", help="Exit 1 at or above: critical (default: a knob "
         "far outside the recipe), warning (any knob outside it), never.")] = "critical",
     output: OutputOpt = None,
-    force: ForceOpt = False,
+    force: Annotated[bool, _force("--output")] = False,
 ) -> None:
     """Check a run's setup against the recipe before it starts.
 

@@ -110,3 +110,14 @@ def test_cli_exit_codes_and_formats(capsys, tmp_path):
     assert code == 2 and "not valid YAML" in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli(capsys, "preflight", str(FIX / "trl_bad.json"), "novalue")
     assert code == 2 and "KEY=VALUE" in err
+
+
+# --- what a new user met (issue: preflight trial) ------------------------------------------------
+
+
+def test_force_help_names_only_preflights_own_output(capsys):
+    code, out, _ = run_cli(capsys, "preflight", "--help")
+    assert code == 0
+    force = " ".join(out[out.index("--force"):].split())
+    assert force.startswith("--force Replace an existing --output file.")
+    assert "--html" not in out and "--png" not in out
