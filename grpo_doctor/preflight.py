@@ -342,14 +342,20 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
             mark = "✗" if r.far and not r.setting.note_only else "!"
             risks = ", ".join("catastrophic updates" if lk.mode == recipe.CATASTROPHIC_UPDATE
                               else lk.mode for lk in r.links)
-            default = " (framework default)" if r.id in pre.defaults else ""
-            lines += wrap(f"{r.fix()}: {r.sentence()}{default}; "
+            lines += wrap(f"{_fix_text(r, pre)}: {r.sentence()}; "
                           f"{r.setting.why.get(r.verdict, '')}"
                           + (f"; risks {risks}" if risks else ""), f"{mark} ")
     inside = [r for r in pre.setup.known if r.verdict == recipe.OK]
+    given = [r for r in inside if r.id not in pre.defaults]
+    assumed = [r for r in inside if r.id in pre.defaults]
     if inside:
-        knobs_in = ", ".join(f"{r.name} {r.value_text}" for r in inside)
-        lines += ["", *wrap(knobs_in, "within the recipe: ")]
+        lines.append("")
+    if given:
+        lines += wrap(", ".join(f"{r.name} {r.value_text}" for r in given),
+                      "within the recipe: ")
+    if assumed:  # not in the file: the framework's defaults, as outside lines mark them
+        lines += wrap(", ".join(f"{r.name} {r.value_text}" for r in assumed),
+                      "within the recipe (framework defaults): ")
     unknown = [r for r in pre.setup.known if r.verdict == recipe.UNKNOWN]
     if unknown:
         lines += wrap(", ".join(f"{r.name} {r.value_text}" for r in unknown), "not judged: ")
@@ -362,13 +368,26 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _fix_text(r: recipe.Reading, pre: Preflight) -> str:
+    """The knob's fix, its value marked when the file did not set it: "beta 0 (framework
+    default) -> 0.01-0.05", the marker beside the value it is about."""
+    fix = r.fix()
+    if r.id not in pre.defaults:
+        return fix
+    head = f"{r.name} {r.value_text} "
+    if fix.startswith(head):
+        return f"{head}(framework default) {fix[len(head):]}"
+    return f"{fix} (framework default)"
+
+
 def render_preflight_markdown(pre: Preflight) -> str:
     out = [f"## {pre.status} · preflight of `{pre.source}` ({pre.framework})", "",
            "| knob | value | recipe | verdict | change |", "|---|---|---|---|---|"]
     for r in pre.setup.known:
         fix = r.fix() if r.outside else ""
-        out.append(f"| {r.name} | {r.value_text} | {r.setting.range_text} | {r.verdict} | "
-                   f"{fix} |")
+        default = " (framework default)" if r.id in pre.defaults else ""
+        out.append(f"| {r.name} | {r.value_text}{default} | {r.setting.range_text} | "
+                   f"{r.verdict} | {fix} |")
     if pre.blind:
         out += ["", "**Blind checks** (log these metrics to run them):", ""]
         out += [f"- `{b.mode}`: {b.how}" for b in pre.blind]

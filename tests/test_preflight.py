@@ -115,6 +115,30 @@ def test_cli_exit_codes_and_formats(capsys, tmp_path):
 # --- what a new user met (issue: preflight trial) ------------------------------------------------
 
 
+def test_framework_defaults_are_not_said_as_if_the_file_set_them(capsys, tmp_path):
+    """Knobs the file left out are TRL's defaults: the terminal report says so on their own
+    line (and beside the value of an outside line), markdown beside the value, and JSON in
+    ``from_default``."""
+    config = tmp_path / "grpo_config.yaml"
+    config.write_text("learning_rate: 2e-6\nnum_generations: 16\nuse_vllm: true\n")
+    code, out, _ = run_cli(capsys, "preflight", str(config))
+    lines = out.splitlines()
+    given = next(line for line in lines if line.startswith("within the recipe: "))
+    assert "learning_rate 2e-6" in given and "num_generations 16" in given
+    assert "temperature" not in given and "epsilon" not in given
+    assumed = " ".join(line.strip() for line in lines[lines.index(given) + 1:]
+                       if line.startswith(("within the recipe (framework defaults): ", " ")))
+    assert "temperature 1" in assumed and "epsilon 0.2" in assumed
+    assert "beta 0 (framework default) -> 0.01-0.05" in out
+    _, md, _ = run_cli(capsys, "preflight", str(config), "-f", "markdown")
+    assert "| temperature | 1 (framework default) |" in md
+    assert "| learning_rate | 2e-6 |" in md
+    _, js, _ = run_cli(capsys, "preflight", str(config), "-f", "json")
+    knobs = {k["name"]: k["from_default"] for k in json.loads(js)["knobs"]}
+    assert knobs["temperature"] is True and knobs["epsilon"] is True
+    assert knobs["learning_rate"] is False and knobs["num_generations"] is False
+
+
 def test_force_help_names_only_preflights_own_output(capsys):
     code, out, _ = run_cli(capsys, "preflight", "--help")
     assert code == 0

@@ -466,7 +466,11 @@ def test_a_dead_stretch_begins_where_its_sentence_says_and_its_fall_is_dated():
     _present(path)
     check = diagnose(load_runs(REAL_RUNS / path)[0]).check("no_learning_signal")
     assert check.onset_step == 150 and "since step 150" in check.summary
-    assert "the reward fell from 0.8 at step 125 to 0 at step 150" in check.summary
+    # The fall in the words and numbers of the reward crash beside it ("crashed from 0.775 to
+    # 0 between steps 125 and 150"): 3-point medians, not 0.8, the raw point at 125.
+    assert "the reward fell from 0.775 at step 125 to 0 at step 150" in check.summary
+    crash = diagnose(load_runs(REAL_RUNS / path)[0]).check("reward_overfit").summary
+    assert "from 0.775 to 0 between steps 125 and 150" in crash
     assert any(str(r).startswith("roll back to a checkpoint from step 125 or before")
                for r in check.remedies)
 
@@ -657,3 +661,19 @@ def test_findings_dated_from_the_same_step_quote_the_same_reward():
               for m in [re.search(r"reward [a-z ]+ \(([^)]* -> [^)]*)\)", c.summary)] if m}
     assert {"kl_drift", "length_hacking"} <= set(quotes)
     assert len(set(quotes.values())) == 1
+
+
+def test_one_fall_is_quoted_with_the_same_numbers_by_every_finding():
+    """nips rho0.50: one update at 35, the reward 0.95, 0.875 -> 0.225, 0 by 45. The burst
+    said "fell from 0.9 to 0.025" (medians of 10 points either side), the crash "0.875 to
+    0", the dead stretch "1 at step 25 to 0 at step 45" (the window's top)."""
+    import re
+
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    texts = [c.summary for c in d.findings] + [i.summary for c in d.findings
+                                               for i in c.incidents]
+    pairs = {(m.group(1), m.group(2)) for t in texts for m in re.finditer(
+        r"reward (?:fell|crashed) from ([\d.]+)(?: at step \d+)? to ([\d.]+)", t)}
+    assert pairs == {("0.875", "0")}, texts

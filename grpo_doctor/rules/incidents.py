@@ -49,7 +49,8 @@ def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
         if np.ptp(r[s > step]) == 0 and len(r[s > step]) >= 5 and np.ptp(before) > 0:
             out.append(f"the reward froze at {fmt(a)}")
         elif b - a >= 0.5 * span:
-            out.append(f"the reward fell from {fmt(b)} to {fmt(a)}")
+            out.append(reward_fall(run, step, float(s[s > step][:10][-1]))
+                       or f"the reward fell from {fmt(b)} to {fmt(a)}")
     s, z = series(run, ZSF)
     z_before, z_after = z[s < step][-10:], z[s > step][:10]
     if ZSF not in skip and len(z_after) >= 3 and float(np.median(z_after)) >= 0.8 and (
@@ -70,6 +71,27 @@ def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
     if nan_after:
         out.append(f"NaN followed at step {step_text(min(nan_after))}")
     return out
+
+
+def reward_fall(run: Run, lo: float, hi: float) -> str | None:
+    """The reward's fall of half its range or more that overlaps steps ``lo``..``hi``, in the
+    words and numbers a reward crash uses: its 3-point medians where it left its level and
+    where it bottomed ("the reward fell from 0.875 at step 35 to 0 at step 45"). Every
+    finding that quotes one fall quotes the same two numbers (None: no such fall)."""
+    s, r = series(run, REWARD)
+    if len(r) < 8:
+        return None
+    smooth = _smooth(r)
+    span = float(np.ptp(rolling_median(r, 5) if len(r) >= 10 else r))
+    amount, within = 0.5 * span, 5
+    for ep in falls(r, amount, within) if span > 0 else []:
+        # Dated where it took its plunge, as a crash is (not where a slow slide began).
+        ep = replace(ep, start=_plunge(r, smooth, ep, within, amount / 2, relative=False))
+        if s[ep.start] <= hi and s[ep.peak] >= lo:
+            return (f"the reward fell from {fmt(float(smooth[ep.start]))} at step "
+                    f"{step_text(int(s[ep.start]))} to {fmt(float(smooth[ep.peak]))} at step "
+                    f"{step_text(int(s[ep.peak]))}")
+    return None
 
 
 def alongside(run: Run, step: int) -> list[str]:

@@ -45,6 +45,7 @@ from collections.abc import Mapping
 from grpo_doctor.findings import Status
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule
 from grpo_doctor.rules.knobs import Remedy
@@ -122,7 +123,8 @@ def _cause(run: Run, steps: np.ndarray, r: np.ndarray, i: int, p: Mapping[str, f
     span = float(np.ptp(r)) or 1.0
     if len(before) and abs(float(before.max()) - float(r[i])) >= 0.5 * span:
         top = max(0, i - w) + int(np.argmax(before))
-        found.append(f"the reward fell from {fmt(float(r[top]))} at step "
+        found.append(inc.reward_fall(run, lo, hi) or
+                     f"the reward fell from {fmt(float(r[top]))} at step "
                      f"{step_text(int(steps[top]))} to {fmt(float(r[i]))} at step "
                      f"{step_text(int(steps[i]))}")
     es, h = series(run, Metric.ENTROPY.value)

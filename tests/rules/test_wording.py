@@ -16,8 +16,10 @@ from tests.helpers import CORPUS, ar1, corpus_diagnosis, make_run
 from tests.rules.cases import CASES, diagnosed
 
 NUM = r"(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)"
+# "fell from 0.875 at step 35 to 0 at step 45" is one move: the step after each number is
+# read past, so the pair is not taken from the next clause's "KL rose from a to b".
 MOVES = re.compile(rf"\b(rose|fell|grew|shrank|dropped|climbed|crashed|declined)\b[^;:]*?"
-                   rf"\bfrom {NUM} to {NUM}")
+                   rf"\bfrom {NUM}(?: at step [\d,]+)? to {NUM}")
 UP, DOWN = {"rose", "grew", "climbed"}, {"fell", "shrank", "dropped", "crashed", "declined"}
 STALLED = re.compile(rf"\breward (falling|not improving) \({NUM} -> {NUM}\)")
 SHARE = re.compile(r"(\d+)% (?:of (?:groups|the gain|steps|completions|all steps|recent)|lost)")
