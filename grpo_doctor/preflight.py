@@ -12,6 +12,7 @@ file it is given.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -23,6 +24,7 @@ from typing import Any
 from grpo_doctor import recipe
 from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.metrics import Metric
+from grpo_doctor.text import knob_value
 
 #: What TRL's ``GRPOConfig`` sets when a config file leaves a knob out (TRL 1.x; checked
 #: against ``trl.GRPOConfig()`` by scripts/make_fixtures_preflight.py).
@@ -273,7 +275,7 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
     """``config`` judged against the recipe, with the framework's defaults for the knobs it
     leaves out (TRL's), and the checks its logs will leave blind."""
     framework = framework or framework_of(config)
-    config = dict(config)
+    config = resolve_interpolations(config)
     if framework == "openrlhf":
         config.update({ours: config[theirs] for theirs, ours in _OPENRLHF.items()
                        if theirs in config and ours not in config})
@@ -287,12 +289,123 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
             config[key] = value
             defaults.append(setting.id)
     setup = recipe.read_config(config, tuple(settings))
+    bad = [problem for r in setup.known if (problem := bad_value(r)) is not None]
+    if bad:
+        raise ConfigError(f"{source + ': ' if source else ''}{'; '.join(bad)}")
+    if not setup.known:
+        raise ConfigError(f"{source + ': ' if source else ''}none of the recipe's settings "
+                          f"found ({', '.join(s.id for s in list(settings)[:4])} ...): not a "
+                          "GRPO training config?")
     notes = []
     if framework == "trl" and "beta" in defaults:
         notes.append("TRL's default beta is 0: no KL term, and TRL then logs no `kl` (the KL "
                      "drift check goes blind); the recipe uses 0.01-0.05")
     return Preflight(source, framework, setup, blind_checks(framework, setup), tuple(defaults),
                      tuple(notes))
+
+
+#: What a number setting can hold at all, whatever the recipe says: (the least value, whether
+#: the least is excluded, whether it counts things). A value outside is a typo or a
+#: misunderstanding, not a setup to judge: TRL, verl and the optimizers refuse it too.
+#: (beta and the entropy bonus take any sign: the recipe says what a negative one does;
+#: max_grad_norm and top_k at 0 or below mean off.)
+_DOMAIN: dict[str, tuple[float, bool, bool]] = {
+    "learning_rate": (0.0, False, False), "num_generations": (1, False, True),
+    "temperature": (0.0, False, False), "top_p": (0.0, True, False),
+    "epsilon": (0.0, False, False), "epsilon_high": (0.0, False, False),
+    "max_completion_length": (1, False, True), "num_iterations": (1, False, True),
+    "top_k": (-1, False, True), "ref_model_sync_steps": (-1, False, True),
+}
+
+
+def _shown(reading: recipe.Reading) -> str:
+    """A value as the config wrote it; words quoted ('fast'). (YAML reads 1e-6, without a
+    dot, as text: a number written so is shown as written.)"""
+    value = reading.value
+    if not isinstance(value, str):
+        return reading.value_text
+    numeric = recipe.as_number(value) is not None or value.strip().lower() == "nan"
+    return value.strip() if numeric else repr(value)
+
+
+def bad_value(reading: recipe.Reading) -> str | None:
+    """Why a number setting's value is no number it can hold ("learning_rate: 'fast' is not
+    a number"), or None. An interpolation left unresolved (``${oc.env:LR}``) is not judged,
+    not an error."""
+    s, value = reading.setting, reading.value
+    if s.kind != "number" or value is None:
+        return None
+    if isinstance(value, str) and "${" in value:
+        return None
+    x = recipe.as_number(value)
+    if x is None:
+        if reading.verdict != recipe.UNKNOWN:
+            return None  # beta: false, entropy_coef: off: words the recipe reads
+        return f"{reading.name}: {_shown(reading)} is not a number"
+    if math.isinf(x):
+        return None if s.off_above is not None else \
+            f"{reading.name}: {_shown(reading)} is not a finite number"
+    domain = _DOMAIN.get(s.id)
+    if domain is None:
+        return None
+    least, open_, whole = domain
+    if whole and not x.is_integer():
+        return f"{reading.name}: {_shown(reading)} is not a whole number"
+    if x < least or (open_ and x == least):
+        bound = f"above {knob_value(least)}" if open_ else f"at least {knob_value(least)}"
+        top = " and at most 1" if s.id == "top_p" else ""
+        return f"{reading.name}: {_shown(reading)} is out of range (it must be {bound}{top})"
+    if s.id == "top_p" and x > 1:
+        return f"{reading.name}: {_shown(reading)} is out of range (it must be above 0 and at " \
+            "most 1)"
+    return None
+
+
+_INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
+
+
+def resolve_interpolations(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` (copied) with Hydra/OmegaConf references to other keys resolved, as the
+    trainer resolves them (``response_length: ${data.max_response_length}``: verl saves its
+    ``.hydra/config.yaml`` unresolved). A value that is one reference takes the referenced
+    value; a reference inside text is replaced by its text; resolvers (``${oc.env:X}``) and
+    references to missing keys are left as written."""
+    out = json.loads(json.dumps(config, default=str))  # a deep copy of plain data
+
+    def target(dotted: str, seen: frozenset[str]) -> tuple[bool, Any]:
+        node: Any = out
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return False, None
+            node = node[part]
+        if isinstance(node, str) and dotted not in seen and len(seen) < 32:
+            return True, resolve(node, seen | {dotted})
+        return True, node
+
+    def resolve(value: str, seen: frozenset[str]) -> Any:
+        whole = _INTERPOLATION.fullmatch(value.strip())
+        if whole:
+            found, got = target(whole.group(1), seen)
+            return got if found else value
+
+        def one(m: re.Match[str]) -> str:
+            found, got = target(m.group(1), seen)
+            return str(got) if found and not isinstance(got, (dict, list)) else m.group(0)
+
+        return _INTERPOLATION.sub(one, value)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if isinstance(node, str) and "${" in node:
+            return resolve(node, frozenset())
+        return node
+
+    resolved = walk(out)
+    assert isinstance(resolved, dict)
+    return resolved
 
 
 def blind_checks(framework: str, setup: recipe.Setup | None = None) -> tuple[BlindCheck, ...]:

@@ -139,6 +139,44 @@ def test_framework_defaults_are_not_said_as_if_the_file_set_them(capsys, tmp_pat
     assert knobs["learning_rate"] is False and knobs["num_generations"] is False
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("learning_rate: fast\nnum_generations: 16\n", "learning_rate: 'fast' is not a number"),
+    ('{"learning_rate": NaN, "num_generations": 16}', "learning_rate: nan is not a number"),
+    ("learning_rate: 1e400\n", "learning_rate: 1e400 is not a finite number"),
+    ("learning_rate: -1e-6\nnum_generations: 16\n",
+     "learning_rate: -1e-6 is out of range (it must be at least 0)"),
+    ("num_generations: 16.5\n", "num_generations: 16.5 is not a whole number"),
+    ("num_generations: 0\n", "num_generations: 0 is out of range (it must be at least 1)"),
+    ("top_p: 1.5\nnum_generations: 16\n", "top_p: 1.5 is out of range"),
+])
+def test_a_value_no_trainer_takes_is_bad_input(capsys, tmp_path, text, message):
+    config = tmp_path / ("c.json" if text.startswith("{") else "c.yaml")
+    config.write_text(text)
+    code, out, err = run_cli(capsys, "preflight", str(config))
+    assert code == 2 and out == "" and message in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_every_bad_value_is_named_in_one_line(capsys, tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("learning_rate: fast\ntemperature: -1\nnum_generations: 16\n")
+    code, _, err = run_cli(capsys, "preflight", str(config))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "learning_rate: 'fast' is not a number" in err and "temperature: -1" in err
+    code, _, err = run_cli(capsys, "preflight", str(FIX / "trl_bad.json"), "learning_rate=fast")
+    assert code == 2 and "learning_rate: 'fast' is not a number" in err
+
+
+def test_words_the_recipe_reads_and_negative_coefficients_are_still_judged():
+    """beta false is off; a negative beta or entropy bonus is the recipe's to judge (a
+    leash reversed), not bad input; no clipping may be written as inf."""
+    pre = preflight({"beta": False, "num_generations": 16, "max_grad_norm": float("inf")})
+    assert pre.setup.get("beta").verdict == recipe.OFF
+    assert pre.setup.get("max_grad_norm").verdict == recipe.OFF
+    pre = preflight({"beta": -0.1, "entropy_coef": -0.01, "num_generations": 16})
+    assert pre.setup.get("beta").verdict == recipe.UNSAFE
+
+
 def test_force_help_names_only_preflights_own_output(capsys):
     code, out, _ = run_cli(capsys, "preflight", "--help")
     assert code == 0
