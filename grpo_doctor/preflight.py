@@ -137,13 +137,7 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
         if not config:
             raise FormatError(f"{path}: no --flag value or key=value settings found")
     else:
-        from grpo_doctor.sources import load_runs
-
-        runs = load_runs(path)
-        config = dict(runs[0].config or {})
-        if not config:
-            raise FormatError(f"{path}: the run logged no config; give the trainer's config "
-                              "file instead")
+        config = _read_run_config(path)
     for item in overrides:
         key, sep, value = item.partition("=")
         key = key.strip().lstrip("+")
@@ -156,14 +150,50 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
 _MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
+def _read_run_config(path: Path) -> dict[str, Any]:
+    """The config a run logged, or, for a folder holding no log (or none readable), the
+    training config saved in it (``.hydra/config.yaml``, ``training_args.json`` ...)."""
+    from grpo_doctor.importers.sidecar import NAMES, find_training_config
+    from grpo_doctor.sources import load_runs
+
+    try:
+        runs = load_runs(path)
+    except (InputError, FormatError):
+        if not path.is_dir():
+            raise
+        found = find_training_config(path)
+        if found is not None:
+            return dict(found[1])
+        saved = next((path / n for n in NAMES if (path / n).is_file()), None)
+        if saved is None:
+            raise
+        return _read_config_file(saved)  # says what is wrong with it, or holds no knob
+    config = dict(runs[0].config or {})
+    if not config:
+        raise FormatError(f"{path}: the run logged no config; give the trainer's config "
+                          "file instead")
+    return config
+
+
 def _read_small(path: Path) -> str:
-    if path.stat().st_size > _MAX_CONFIG_BYTES:
-        raise FormatError(f"{path}: {path.stat().st_size:,} bytes is not a config file")
-    return path.read_text(encoding="utf-8", errors="replace")
+    try:
+        size = path.stat().st_size
+        if size > _MAX_CONFIG_BYTES:
+            raise FormatError(f"{path}: {size:,} bytes is not a config file")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    from grpo_doctor.importers._common import looks_like_text
+
+    if data.strip() and not looks_like_text(data):
+        raise FormatError(f"{path}: binary data, not a config file")
+    return data.decode("utf-8", errors="replace").lstrip("\ufeff")
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
     text = _read_small(path)
+    if not text.strip():
+        raise FormatError(f"{path}: the file is empty (no settings to check)")
     try:
         if path.suffix.lower() == ".json":
             loaded = json.loads(text)
@@ -173,11 +203,18 @@ def _read_config_file(path: Path) -> dict[str, Any]:
             loaded = load_yaml(text, path)  # the one bounded YAML loader (no alias bombs)
     except InputError:
         raise
+    except RecursionError:
+        raise FormatError(f"{path}: not a readable config (nested too deeply)") from None
     except ValueError as exc:  # json's errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FormatError(f"{path}: not a readable config ({first})") from None
+    if loaded is None:
+        raise FormatError(f"{path}: holds no settings (only comments, or an empty document)")
     if not isinstance(loaded, dict):
-        raise FormatError(f"{path}: a config file holds a mapping of settings")
+        what = {list: "a list", str: "a string", int: "a number", float: "a number",
+                bool: "a boolean"}.get(type(loaded), type(loaded).__name__)
+        raise FormatError(f"{path}: holds {what}, not settings (a config file is a mapping, "
+                          "key: value)")
     return {str(k): v for k, v in loaded.items()}
 
 

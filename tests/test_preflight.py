@@ -183,3 +183,66 @@ def test_force_help_names_only_preflights_own_output(capsys):
     force = " ".join(out[out.index("--force"):].split())
     assert force.startswith("--force Replace an existing --output file.")
     assert "--html" not in out and "--png" not in out
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("empty.yaml", "", "the file is empty"),
+    ("blank.yaml", "\n  \n", "the file is empty"),
+    ("empty.json", "", "the file is empty"),
+    ("comments.yaml", "# lr: 1e-6\n", "holds no settings"),
+    ("list.yaml", "- a\n- b\n", "holds a list, not settings"),
+    ("list.json", "[1, 2]", "holds a list, not settings"),
+    ("text.json", '"lr"', "holds a string, not settings"),
+    ("binary.json", b"\x00\x01\xff" * 200, "binary data, not a config file"),
+    ("binary.yaml", b"\x00\x01\xff" * 200, "binary data, not a config file"),
+    ("deep.json", "[" * 100_000, "nested too deeply"),
+    ("bad.json", '{"a": 1,,}', "not a readable config"),
+    ("unrelated.yaml", "foo: 1\nbar: 2\n", "none of the recipe's settings found"),
+], ids=lambda v: v if isinstance(v, str) and v.endswith((".yaml", ".json")) else "")
+def test_hostile_config_files_are_one_line_errors(capsys, tmp_path, name, content, message):
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    code, out, err = run_cli(capsys, "preflight", str(path))
+    assert code == 2 and out == "", (code, err)
+    assert err.startswith("grpo-doctor: error: ") and message in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_run_folder_holding_only_its_hydra_config_is_read(capsys, tmp_path):
+    """verl under Hydra saves .hydra/config.yaml unresolved: references to other keys
+    (``${data.max_response_length}``) are resolved as the trainer resolves them; a resolver
+    preflight cannot run (``${oc.env:N}``) is left unjudged, not an error."""
+    run = tmp_path / "outputs" / "2025-06-01" / "12-00-00"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text(
+        "data:\n  max_response_length: 1024\n  n: 16\n"
+        "actor_rollout_ref:\n"
+        "  actor:\n    optim:\n      lr: 1e-6\n    clip_ratio: 0.6\n"
+        "    clip_ratio_low: ${actor_rollout_ref.actor.clip_ratio}\n"
+        "  rollout:\n    n: ${data.n}\n    temperature: ${oc.env:TEMP}\n"
+        "    response_length: ${data.max_response_length}\n"
+        "algorithm:\n  adv_estimator: grpo\ntrainer:\n  total_epochs: 1\n")
+    code, out, err = run_cli(capsys, "preflight", str(run), "-f", "json")
+    assert code == 0, err
+    knobs = {k["name"]: k for k in json.loads(out)["knobs"]}
+    assert knobs["num_generations"]["value"] == 16
+    assert knobs["epsilon"]["value"] == 0.6 and knobs["epsilon"]["verdict"] == recipe.HIGH
+    assert knobs["temperature"]["verdict"] == recipe.UNKNOWN
+    code, _, err = run_cli(capsys, "preflight", str(tmp_path / "outputs" / "2025-06-01"))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    (run / ".hydra" / "config.yaml").write_text("a: [1,\n")
+    code, _, err = run_cli(capsys, "preflight", str(run))
+    assert code == 2 and "config.yaml: not valid YAML" in err
+
+
+@pytest.mark.xfail(strict=True, reason="the doubled word is in importers/_common.read_json "
+                   "(shared with diagnose), outside preflight: reported, not fixed here")
+def test_a_cut_json_log_says_at_once(capsys, tmp_path):
+    """A trainer_state.json cut inside a string: json's message ends "starting at", and
+    read_json adds " at line N": "starting at at line 1"."""
+    (tmp_path / "trainer_state.json").write_text('{"log_history": [{"loss": "0.')
+    code, _, err = run_cli(capsys, "preflight", str(tmp_path))
+    assert code == 2 and "at at" not in err, err
