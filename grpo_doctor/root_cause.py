@@ -343,6 +343,15 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if causes and not _reward_never_fired(check):
         return _knob_action(run, root, causes, from_start)
     remedies = [r for r in check.remedies if not str(r).startswith("nothing urgent")]
+    calm = next((r for r in check.remedies if str(r).startswith("nothing urgent")), None)
+    if calm is not None and not root.critical:
+        # A run still learning its task (an entropy spent as it converges): its checkpoints
+        # are good and nothing needs stopping; the knob is for the next run.
+        after = next((r for r in remedies if isinstance(r, knobs.Remedy) and r.knob), None)
+        return _Lead(knobs.Remedy(
+            f"{calm}" + (f"; for the next run: {after}" if after is not None else ""),
+            knob=after.knob if after is not None else None,
+            factor=after.factor if after is not None else None))
     lr_remedy = next((r for r in remedies if isinstance(r, knobs.Remedy)
                and r.knob is knobs.LEARNING_RATE), None)
     # What comes with a roll-back (going back alone reruns what broke it): the smaller

@@ -728,3 +728,22 @@ def test_a_headline_ends_at_its_first_semicolon_and_is_cut_at_a_comma_when_long(
     long = "KL rose (band 5-10, dangerous) from step 3, reward flat (0.5 -> 0.5; noisy)" * 3
     assert headline(long, limit=60) == "KL rose (band 5-10, dangerous) from step 3"
     assert headline("no semicolon (a; b") == "no semicolon (a; b"
+
+
+def test_a_run_converging_with_its_entropy_spent_is_told_nothing_urgent_first():
+    """Held-out sets 2, 4, 6, 8, 9, 13, 16 and 17: runs that learned (held-out 0.35 -> 0.94)
+    with their entropy spent read "learning_rate 3e-4 -> 1.5e-4" first, as if something broke.
+    Their checkpoints are good: the lr is for the next run."""
+    rng = np.random.default_rng(5)
+    n = 250
+    s = np.arange(n)
+    rise = 1 - np.exp(-s / 50)
+    run = make_run(reward=0.4 + 0.7 * rise + rng.normal(0, 0.02, n),
+                   eval__score=0.35 + 0.6 * rise + rng.normal(0, 0.01, n),
+                   entropy=0.7 * np.exp(-s / 80) + 0.04 + rng.normal(0, 0.002, n))
+    d = diagnose(run, DoctorConfig(run_config={"learning_rate": 1e-6}))
+    assert d.check("entropy_collapse").status.value == "warning", d.check("entropy_collapse")
+    first = d.root_cause.first_action
+    assert first.startswith("nothing urgent: the run is converging (reward "), first
+    assert "; for the next run: learning_rate 1e-6 -> 5e-7" in first, first
+    assert sum("learning_rate" in p.action for p in d.plan) == 1  # not again below

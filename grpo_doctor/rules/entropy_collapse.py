@@ -277,8 +277,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                f"step {ONSET}{why}{headroom}")
     remedies = _remedies(run)
     if benign:
+        rose = (f" (reward {fmt(progress.start)} -> {fmt(progress.end)})"
+                if progress.start is not None and progress.end is not None
+                and progress.end > progress.start else "")
+        spent_words = ": with its entropy nearly spent, later steps explore little" if spent \
+            else ""
         remedies = [
-            "nothing urgent: the run is converging; stop when the reward plateaus",
+            f"nothing urgent: the run is converging{rose}; stop when the reward plateaus"
+            f"{spent_words}",
             *remedies[:2],
         ]
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
