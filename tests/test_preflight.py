@@ -238,8 +238,6 @@ def test_a_run_folder_holding_only_its_hydra_config_is_read(capsys, tmp_path):
     assert code == 2 and "config.yaml: not valid YAML" in err
 
 
-@pytest.mark.xfail(strict=True, reason="the doubled word is in importers/_common.read_json "
-                   "(shared with diagnose), outside preflight: reported, not fixed here")
 def test_a_cut_json_log_says_at_once(capsys, tmp_path):
     """A trainer_state.json cut inside a string: json's message ends "starting at", and
     read_json adds " at line N": "starting at at line 1"."""

@@ -119,7 +119,9 @@ def read_json(path: Path, what: str) -> Any:
     try:
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}: {what} ({exc.msg} at line {exc.lineno})") from exc
+        # "Unterminated string starting at" ends in "at": no "at at line 1".
+        why = exc.msg.removesuffix(" at")
+        raise FormatError(f"{path}: {what} ({why} at line {exc.lineno})") from exc
     except RecursionError as exc:
         raise FormatError(f"{path}: {what} (nested too deeply)") from exc
     except ValueError as exc:
