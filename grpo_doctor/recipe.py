@@ -396,8 +396,10 @@ class Reading:
             if s.id == "learning_rate" and self.factor <= 1.0 + 1e-9:
                 return f"at {where} {_num(bound)} limit, which it says never to reach"
             if self.factor >= 1.95:
-                return f"{self.factor:.0f}x {where} {_num(bound)} {what}" if s.low is None \
-                    else f"{self.factor:.0f}x the top of {where} {s.range_text}"
+                # A ratio of an absurd value stays readable: "1.6e33x", not 34 digits.
+                times = f"{self.factor:.0f}" if self.factor < 1e4 else _num(self.factor)
+                return f"{times}x {where} {_num(bound)} {what}" if s.low is None \
+                    else f"{times}x the top of {where} {s.range_text}"
             return f"above {where} {_num(bound) if s.low is None else s.range_text}"
         if self.verdict == LOW and s.low is not None:
             return (f"below {where} {s.range_text}" if s.high is not None

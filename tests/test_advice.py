@@ -747,3 +747,10 @@ def test_a_run_converging_with_its_entropy_spent_is_told_nothing_urgent_first():
     assert first.startswith("nothing urgent: the run is converging (reward "), first
     assert "; for the next run: learning_rate 1e-6 -> 5e-7" in first, first
     assert sum("learning_rate" in p.action for p in d.plan) == 1  # not again below
+
+
+def test_an_absurd_value_says_its_ratio_readably():
+    reading = recipe.read_config({"num_generations": 1e35}).get("num_generations")
+    assert reading.how_far().startswith("1.6e33x the top of the recipe's"), reading.how_far()
+    assert recipe.read_config({"learning_rate": 1e-4}).get("learning_rate").how_far() == \
+        "20x the recipe's 5e-6 ceiling"
