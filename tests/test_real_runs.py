@@ -677,3 +677,19 @@ def test_one_fall_is_quoted_with_the_same_numbers_by_every_finding():
     pairs = {(m.group(1), m.group(2)) for t in texts for m in re.finditer(
         r"reward (?:fell|crashed) from ([\d.]+)(?: at step \d+)? to ([\d.]+)", t)}
     assert pairs == {("0.875", "0")}, texts
+
+
+def test_the_reward_now_is_one_number_across_a_report():
+    """qwen35 rho0.70: the length finding said "reward falling (0.713 -> 0.00625)" and the
+    equal-groups remedy "the reward 0.0125 of 1 late in the run" (a mean of the last fifth
+    against the median of the last tenth every other finding quotes)."""
+    import re
+
+    path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    falling = re.search(r"reward falling \([\d.]+ -> ([\d.]+)\)",
+                        d.check("length_hacking").summary)
+    late = [m.group(1) for p in d.plan for m in re.finditer(
+        r"the reward ([\d.]+) of 1 late in the run", p.action)]
+    assert falling is not None and late == [falling.group(1)], (falling, late)

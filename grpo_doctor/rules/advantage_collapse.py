@@ -56,6 +56,7 @@ from grpo_doctor.rules.signals import (
     heldout_solved,
     late_points,
     learning,
+    level_now,
     reward_progress,
     unsolved_equal_share,
 )
@@ -100,7 +101,7 @@ def _signal(run: Run, p: Mapping[str, float]) -> tuple[str, np.ndarray, np.ndarr
 
 
 def _out_of_reach(run: Run) -> tuple[float, str, float] | None:
-    """The late mean of a score bounded in [0, 1] (the held-out score, else a correctness
+    """The level now of a score bounded in [0, 1] (the held-out score, else a correctness
     component, else the reward) when it sits at 0.1 or below: with most groups equal, they are
     all-wrong groups (an all-right group scores near 1): (that mean, the score's name, its
     best smoothed level over the run). None otherwise."""
@@ -112,7 +113,7 @@ def _out_of_reach(run: Run) -> tuple[float, str, float] | None:
         _, v = series(run, col)
         if len(v) < 5 or v.min() < 0 or v.max() > 1:
             continue
-        late = float(np.mean(v[-late_points(len(v)):]))
+        late = level_now(v)  # the reward "now" as the other findings quote it
         if late <= 0.1:
             return late, name, float(np.max(rolling_median(v, 5)))
     return None

@@ -90,7 +90,7 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
     shift = abs(end - start) >= 2 * 1.25 * step_noise(seg_r) * np.sqrt(2 / m)
     improving = (test.increasing(alpha) and gain > 0) or (gain > 0.25 and shift)
     declining = (test.decreasing(alpha) and gain < 0) or (gain < -0.25 and shift)
-    now = float(np.median(r[-max(3, len(r) // 10):]))
+    now = level_now(r)
     return RewardProgress(True, bool(improving), bool(declining), start, end,
                           float(smooth.max()), since=int(seg_s[0]), now=now,
                           noise=step_noise(seg_r))
@@ -401,6 +401,12 @@ def _saturated_from(run: Run, col: str) -> int | None:
         if at_top[i] and at_top[i:].mean() >= 0.9:
             return int(steps[i])
     return None
+
+
+def level_now(values: np.ndarray) -> float:
+    """A series' level "now", as every finding of a report says it: the median of the run's
+    last tenth (at least 3 points)."""
+    return float(np.median(values[-max(3, len(values) // 10):]))
 
 
 def late_points(n: int, frac: float = 0.2, min_n: int = 5) -> int:
