@@ -45,7 +45,13 @@ from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.points import end_size, series
-from grpo_doctor.rules.signals import component_role, late_points, learning, reward_progress
+from grpo_doctor.rules.signals import (
+    component_role,
+    late_points,
+    learning,
+    reward_progress,
+    task_solved,
+)
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run
 from grpo_doctor.text import fmt, headline, knob_value, step_text, without_mode_name
 from grpo_doctor.trends import rolling_median, step_noise
@@ -102,6 +108,10 @@ _ORDER = ("grad_explosion", "numerical_failure", "reward_hacking", "format_gamin
           "entropy_collapse", "no_learning_signal", "tool_spam", "length_hacking",
           "advantage_collapse", "reward_overfit", "no_progress")
 _RANK = {m: i for i, m in enumerate(_ORDER)}
+#: Instead of a roll-back, for a run that broke and came back to solve its task.
+_SOLVED_ANYWAY = "no roll-back: the run came through it and solved its task; for the next run"
+#: How a finding's remedies say the run is fine as it goes (a convergence, not a failure).
+_CALM = "nothing urgent"
 #: What a policy destroyed by one update shows; their remedies cannot revive it.
 _SYMPTOMS_OF_A_DEAD_RUN = frozenset({
     "advantage_collapse", "length_hacking", "reward_overfit", "entropy_collapse",
@@ -157,6 +167,12 @@ def _rank(check: Check) -> int:
     return _RANK.get(check.mode, 99)
 
 
+def _converging(check: Check) -> bool:
+    """A finding that says the run is converging (an entropy spent as the task is solved):
+    it explains nothing that broke, and nothing about it is urgent."""
+    return any(str(r).startswith(_CALM) for r in check.remedies)
+
+
 def _cleared(check: Check) -> bool:
     """A warning that says only that the run came back: its onset is that of an episode
     that ended within the log (a KL spike at step 71, back below the threshold at 72)."""
@@ -182,7 +198,11 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
     findings = [c for c in checks if c.fired]
     worst = [c for c in findings if c.status is Status.CRITICAL] or findings
     # An episode the run came back from is not the cause of what broke after it.
-    root = next((e for e in events if _explains(e, worst) and not e.recovered), None)
+    # A convergence explains no critical finding (a ratio burst in a run that then solved its
+    # task is that burst, not the entropy it spent solving it).
+    critical = any(c.status is Status.CRITICAL for c in worst)
+    root = next((e for e in events if _explains(e, worst) and not e.recovered
+                 and not (critical and _converging(e.check))), None)
     if root is None:  # nothing explains everything: the earliest of the worst findings
         root = next(e for e in events if e.check in worst)
     root = _knob_explained(events, worst, setup, root)
@@ -342,16 +362,18 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         causes = setup.causes({recipe.CATASTROPHIC_UPDATE}, critical=root.incident)
     if causes and not _reward_never_fired(check):
         return _knob_action(run, root, causes, from_start)
-    remedies = [r for r in check.remedies if not str(r).startswith("nothing urgent")]
-    calm = next((r for r in check.remedies if str(r).startswith("nothing urgent")), None)
-    if calm is not None and not root.critical:
+    calm = next((r for r in check.remedies if str(r).startswith(_CALM)), None)
+    if calm is not None and not any(c.status is Status.CRITICAL for c in checks):
         # A run still learning its task (an entropy spent as it converges): its checkpoints
-        # are good and nothing needs stopping; the knob is for the next run.
-        after = next((r for r in remedies if isinstance(r, knobs.Remedy) and r.knob), None)
+        # are good and nothing needs stopping; the knob is for the next run. (A setting outside
+        # the recipe behind it is named above, as the fix for the next run.)
+        after = next((r for r in check.remedies if isinstance(r, knobs.Remedy) and r.knob
+                      and not str(r).startswith(_CALM)), None)
         return _Lead(knobs.Remedy(
             f"{calm}" + (f"; for the next run: {after}" if after is not None else ""),
             knob=after.knob if after is not None else None,
             factor=after.factor if after is not None else None))
+    remedies = [r for r in check.remedies if not str(r).startswith(_CALM)]
     lr_remedy = next((r for r in remedies if isinstance(r, knobs.Remedy)
                and r.knob is knobs.LEARNING_RATE), None)
     # What comes with a roll-back (going back alone reruns what broke it): the smaller
@@ -377,7 +399,12 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
 
 def _rolled_back(run: Run, step: int, then: knobs.Remedy | None) -> _Lead:
     """Go back to before ``step`` (a saved checkpoint where the log names them), then ``then``
-    (the knob that makes the next attempt smaller), as one first action."""
+    (the knob that makes the next attempt smaller), as one first action; no going back from
+    a run that solved its task all the same."""
+    if task_solved(run):
+        text = _SOLVED_ANYWAY + (f", {then}" if then is not None else "")
+        return _Lead(knobs.Remedy(text, knob=then.knob if then is not None else None,
+                                  factor=then.factor if then is not None else None))
     text = _rollback_words(run, step) + (f", then {then}" if then is not None else "")
     return _Lead(knobs.Remedy(text, knob=then.knob if then is not None else None,
                               factor=then.factor if then is not None else None,
@@ -535,6 +562,11 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
         from_start = False
     where = _RESTART if from_start else _rollback_words(run, root.step) if (
         root.incident or (root.critical and root.check.mode in _DESTRUCTIVE)) else ""
+    solved_anyway = bool(where) and task_solved(run)
+    if solved_anyway:
+        # The run came through it and solved its task: its last checkpoint is the one to
+        # keep; the setting is for the next run.
+        where = ""
     fix = f"{top.fix()} ({top.sentence()}; {top.setting.why.get(top.verdict, '')}"
     fix = fix.rstrip("; ") + ")"
     if where and top.id == "learning_rate" and not top.far and _learned_before(run, root.step):
@@ -545,7 +577,13 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
         fix = (f"learning_rate {_lr(lr)} -> {_lr(lr * 0.5)} (the run learned at {_lr(lr)} "
                f"until step {step_text(root.step)}; it is {top.how_far()}: if it breaks "
                f"again, {top.fix().split(' -> ', 1)[1]})")
-    text = f"{where}, with {fix}" if where else fix
+    text = f"{where}, with {fix}" if where else f"{_SOLVED_ANYWAY}, {fix}" if solved_anyway \
+        else fix
+    calm = next((str(r) for r in root.check.remedies if str(r).startswith(_CALM)), None)
+    if calm is not None and not where and not top.far:
+        # A convergence: its checkpoints are good. (A setting far outside the recipe, a
+        # penalty on entropy or top_p 0.5, is said first all the same.)
+        text = f"{calm}; for the next run: {text}"
     _, sep, after = root.summary.partition("; after a catastrophic update")
     # A sign other than the root finding itself (named just before: "first sign:
     # entropy_blowup at step 140" after "entropy_blowup at step 140" said nothing).
@@ -556,6 +594,10 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     shown = f"; first sign: {sign}" if sign else f": {said}"
     summary = (f"the setting {top.id} {top.value_text} ({top.how_far()}), a known cause of "
                f"{_mode_words(root.check.mode, top)}{shown}")
+    if calm is not None and not top.far:
+        # Not the cause of a failure: the run converged; the setting is what to change next.
+        summary = (f"{said}; the setting {top.id} {top.value_text} ({top.how_far()}) is a "
+                   f"known cause of {_mode_words(root.check.mode, top)}")
     knob = next((k for k in knobs.KNOBS if k.names[:1] == top.setting.names[:1]), None)
     return _Lead(knobs.Remedy(text, knob=knob, rollback_step=root.step if where else None),
                  summary=summary, knob=_Knob(top), setup=from_start,
@@ -906,7 +948,7 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
             remedies, kind = remedies[1:], "finding"
         for remedy in remedies:
             r = remedy if isinstance(remedy, knobs.Remedy) else knobs.Remedy(str(remedy))
-            if str(r) == str(lead.remedy) or str(r).startswith("nothing urgent"):
+            if str(r) == str(lead.remedy) or str(r).startswith(_CALM):
                 continue
             if lead.setup and m == "numerical_failure" and r.knob is knobs.GRAD_CLIP:
                 continue  # clipping cannot fix a NaN the setup produces

@@ -754,3 +754,48 @@ def test_an_absurd_value_says_its_ratio_readably():
     assert reading.how_far().startswith("1.6e33x the top of the recipe's"), reading.how_far()
     assert recipe.read_config({"learning_rate": 1e-4}).get("learning_rate").how_far() == \
         "20x the recipe's 5e-6 ceiling"
+
+
+def test_a_converged_run_names_a_setting_outside_the_recipe_for_the_next_run():
+    """beta 0 beside an entropy spent as the task was solved (held-out 0.35 -> 0.95; the
+    grad norm gone with the all-correct groups): "restart from the initial model ... beta 0"
+    threw away a run that worked. The setting is for the next run; the finding is a warning."""
+    rng = np.random.default_rng(6)
+    n = 250
+    s = np.arange(n)
+    rise = 1 - np.exp(-s / 40)
+    run = make_run(reward=0.4 + 0.8 * rise + rng.normal(0, 0.01, n),
+                   eval__score=0.35 + 0.6 * rise + rng.normal(0, 0.005, n),
+                   grad_norm=0.5 * np.exp(-s / 30) + 1e-6,
+                   entropy=0.6 * np.exp(-s / 50) + 0.005 + rng.normal(0, 0.0005, n))
+    d = diagnose(run, DoctorConfig(run_config={"beta": 0.0, "learning_rate": 1e-6}))
+    check = d.check("entropy_collapse")
+    assert check.status.value == "warning", check.summary
+    assert check.summary.startswith("entropy spent as the task is solved"), check.summary
+    first = d.root_cause.first_action
+    assert first.startswith("nothing urgent: the run is converging"), first
+    assert "; for the next run: beta 0 -> 0.01-0.05" in first, first
+    assert "restart" not in first
+    assert d.root_cause.summary.startswith("entropy spent as the task is solved"), \
+        d.root_cause.summary
+
+
+def test_a_run_that_broke_and_then_solved_its_task_is_not_rolled_back():
+    """A KL burst past 10 at step 60, back at 64, and a held-out score that goes on to 0.96
+    (held-out set 7's warm-up to lr 5e-3): "roll back to before step 60" threw away the run
+    that solved the task. The lr is for the next run."""
+    rng = np.random.default_rng(8)
+    n = 200
+    s = np.arange(n)
+    kl = 0.05 + 0.02 * rng.random(n)
+    kl[60:64] = [12.0, 14.0, 11.0, 10.5]
+    rise = 1 - np.exp(-s / 40)
+    run = make_run(reward=0.3 + 0.6 * rise + rng.normal(0, 0.02, n), kl=kl,
+                   eval__score=0.3 + 0.66 * rise + rng.normal(0, 0.005, n),
+                   entropy=0.5 + rng.normal(0, 0.01, n))
+    rc = diagnose(run, DoctorConfig(run_config={"learning_rate": 2e-4, "beta": 0.04})
+                  ).root_cause
+    assert rc.mode == "kl_drift", rc
+    assert rc.first_action.startswith("no roll-back: the run came through it and solved its "
+                                      "task; for the next run"), rc.first_action
+    assert "learning_rate" in rc.first_action

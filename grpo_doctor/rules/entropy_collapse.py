@@ -228,14 +228,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if trunc is not None and trunc >= 0.5:
         corroboration.append(f"{trunc:.0%} of completions truncated at the length cap")
     _, g = series(run, Metric.GRAD_NORM.value)
-    if len(g) >= 6:
+    # A task proven solved leaves all-correct groups: no advantage, no gradient, and a policy
+    # deterministic because it is right. Those are convergence, not the cascade.
+    if len(g) >= 6 and not solved:
         g0, gc = head_tail(g)
         if g0 > 0 and gc <= 0.01 * g0:
             corroboration.append(f"grad norm vanished ({fmt(g0)} -> {fmt(gc)})")
     shrunk = _length_collapse(run)
     if shrunk:
         corroboration.append(shrunk)
-    if hc < p["floor"]:
+    if hc < p["floor"] and not solved:
         corroboration.append(f"entropy below the {fmt(p['floor'])}-nat floor "
                              "(near-deterministic sampling)")
     evidence["corroboration"] = corroboration
@@ -256,7 +258,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     benign = solving and not corroboration
     if benign:
         status = Status.WARNING if spent else Status.OK
-        kind = ("entropy nearly spent while the task still improves" if spent else
+        kind = ("entropy spent as the task is solved (convergence)" if spent and solved else
+                "entropy nearly spent while the task still improves" if spent else
                 "entropy falling fast but still buying reward (healthy sharpening)" if not solved
                 else "entropy falling as the task is solved (convergence)")
     elif spent or hc < p["floor"]:
