@@ -114,10 +114,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "learning_rate", knobs.LEARNING_RATE.names, "1e-6 (never start at 5e-6 or more)",
         "chapter 8.1, 8.4", low=None, high=5e-6, far=30.0, metric=knobs.LEARNING_RATE.metric,
+        # The chapter's second cause of entropy collapse is "learning rate too large".
         risks={HIGH: _links(
             primary=(CATASTROPHIC_UPDATE, _KL, "grad_explosion", "ratio_instability", _LLD,
-                     "numerical_failure", "entropy_blowup"),
-            contributing=(_ENTROPY_COLLAPSE, "reward_overfit"))},
+                     "numerical_failure", "entropy_blowup", _ENTROPY_COLLAPSE),
+            contributing=("reward_overfit",))},
         # No numbers here: a recipe override moves the ceiling the sentence beside it names.
         why={HIGH: "each update takes too large a step"},
     ),

@@ -799,3 +799,19 @@ def test_a_run_that_broke_and_then_solved_its_task_is_not_rolled_back():
     assert rc.first_action.startswith("no roll-back: the run came through it and solved its "
                                       "task; for the next run"), rc.first_action
     assert "learning_rate" in rc.first_action
+
+
+def test_an_lr_far_above_the_recipe_is_named_for_an_entropy_collapse():
+    """The chapter's causes of entropy collapse: beta too small, the learning rate too large,
+    a sharp reward, a low temperature. At lr 1e-4 (20x the ceiling) the first action read
+    "learning_rate 1e-4 -> 5e-5 (slows the sharpening)", still 10x the ceiling."""
+    rng = np.random.default_rng(9)
+    n = 200
+    s = np.arange(n)
+    run = make_run(reward=0.5 + rng.normal(0, 0.02, n),
+                   entropy=0.8 * np.exp(-s / 30) + 0.01 + rng.normal(0, 0.001, n))
+    rc = diagnose(run, DoctorConfig(run_config={"learning_rate": 1e-4, "beta": 0.04})
+                  ).root_cause
+    assert rc.mode == "entropy_collapse"
+    assert "learning_rate 1e-4 -> 2.5e-6" in rc.first_action, rc.first_action
+    assert rc.summary.startswith("the setting learning_rate 1e-4"), rc.summary
