@@ -245,8 +245,10 @@ def with_given_config(run: Run, given: Mapping[str, object]) -> Run:
              if not any(key == k or key.endswith("." + k) for key in own)}
     if not added:
         return run
-    note = ("settings given for the run ([config] or --train-config; the log holds none of "
-            f"them): {', '.join(sorted(added))}")
+    # "The log's own config": the log may still log one of them as a metric (a learning
+    # rate curve); what it lacks is a config naming them.
+    note = ("settings given for the run ([config] or --train-config; the log's own config "
+            f"names none of them): {', '.join(sorted(added))}")
     return replace(run, config={**run.config, **added}, notes=[*run.notes, note])
 
 
@@ -286,7 +288,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     a metric an unmapped column holds."""
     from grpo_doctor import recipe
     from grpo_doctor.hints import unmapped_hints
-    from grpo_doctor.root_cause import root_cause_and_plan
+    from grpo_doctor.root_cause import idle_settings, root_cause_and_plan
     from grpo_doctor.rules.no_progress import low_task_note
 
     info = RunInfo(run.name, run.source, run.format, run.first_step, run.last_step, run.n_steps)
@@ -296,7 +298,8 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     setup = recipe.read_run(run, (config or DoctorConfig()).settings_of_recipe())
     cause, plan = root_cause_and_plan(run, checks, setup)
     low = low_task_note(checks)
-    notes = tuple(run.notes) + recipe.notes(setup, checks) + ((low,) if low else ())
+    notes = (tuple(run.notes) + recipe.notes(setup, checks, idle_settings(run, setup))
+             + ((low,) if low else ()))
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                      notes=notes, root_cause=cause, plan=plan,
                      hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))

@@ -37,6 +37,8 @@ from grpo_doctor.text import knob_value
 #: The verdicts a reading can get. "outside" verdicts: high, low, off, unsafe.
 OK, HIGH, LOW, OFF, UNSAFE, NOT_SET, UNKNOWN = (
     "ok", "high", "low", "off", "unsafe", "not set", "unknown")
+#: A knob the run's algorithm does not use (a group size under PPO's GAE): shown, not judged.
+NOT_APPLICABLE = "not applicable"
 OUTSIDE = frozenset({HIGH, LOW, OFF, UNSAFE})
 
 #: How many times the LoRA learning rate may exceed a full fine-tune's: the optimum for a LoRA
@@ -145,7 +147,8 @@ SETTINGS: tuple[Setting, ...] = (
         "num_generations", knobs.GROUP_SIZE.names, "16 (8-16 to start; 32-64 against "
         "equal-reward groups)", "chapter 3.3, 8.1, 8.4", low=8, high=64, far=4.0,
         risks={LOW: _links(primary=(_ADV,), contributing=("no_learning_signal",))},
-        why={LOW: "a small group is often all-equal: zero advantage, no gradient"},
+        why={LOW: "a small group is often all-equal: zero advantage, no gradient",
+             NOT_APPLICABLE: "the advantage estimator uses no groups"},
         target="16",
     ),
     Setting(
@@ -543,17 +546,42 @@ def _is_lora(flat: Mapping[str, Any]) -> bool:
     return False
 
 
+#: Where verl (``algorithm.adv_estimator``) and OpenRLHF (``--advantage_estimator``) name the
+#: advantage estimator.
+_ESTIMATOR_KEYS = ("algorithm.adv_estimator", "adv_estimator", "advantage_estimator")
+#: The estimators that use no group of completions per prompt: PPO's GAE (a critic's values),
+#: REINFORCE++ (the batch whitened: verl's reinforce_plus_plus, OpenRLHF's reinforce) and ReMax
+#: (a greedy rollout as baseline). Under them a run samples one completion per prompt
+#: (``rollout.n: 1``) and the recipe's group size does not apply. Every other estimator
+#: (grpo, rloo, opo, gpg, grpo_passk, reinforce_plus_plus_baseline, group_norm, dr_grpo ...)
+#: and an unknown one normalise within groups: their group size is judged.
+NO_GROUP_ESTIMATORS = frozenset({"gae", "reinforce_plus_plus", "reinforce", "remax"})
+
+
+def group_based(flat: Mapping[str, Any]) -> bool:
+    """Whether the run's advantage estimator normalises within groups (see
+    ``NO_GROUP_ESTIMATORS``; a config that names none is GRPO's)."""
+    value, _ = lookup(flat, _ESTIMATOR_KEYS)
+    return value is None or str(value).strip().lower() not in NO_GROUP_ESTIMATORS
+
+
 def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTINGS,
                 logged: Mapping[str, float] | None = None) -> Setup:
     """Every setting's reading from ``config`` (``logged``: a metric's configured value where
-    the config lacks the knob, e.g. the learning rate's logged peak)."""
+    the config lacks the knob, e.g. the learning rate's logged peak). The group size of a run
+    whose estimator uses no groups (PPO with a critic) is ``NOT_APPLICABLE``: the recipe's
+    8-64 is GRPO's, and ``rollout.n: 1`` is right for PPO."""
     flat = flat_config(config)
     lora = _is_lora(flat)
+    groups = group_based(flat)
     readings = []
     for s in settings:
         value, key = lookup(flat, s.names)
         if value is None and s.metric and logged and s.metric in logged:
             value, key = logged[s.metric], f"logged {s.metric} (peak)"
+        if s.id == "num_generations" and not groups and value is not None:
+            readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
+            continue
         readings.append(judge(s, value, key, flat, lora))
     return Setup(tuple(readings), lora)
 
@@ -674,12 +702,16 @@ def _judge_dtype(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any
     return Reading(s, value, key, UNKNOWN)
 
 
-def notes(setup: Setup, checks: Iterable[Any]) -> tuple[str, ...]:
+def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = ()) -> tuple[str, ...]:
     """One note for the settings far outside the recipe that no fired finding is linked to:
-    evidence of nothing here, worth a look (a healthy run stays healthy)."""
+    evidence of nothing here, worth a look (a healthy run stays healthy). ``idle``: settings
+    the log shows did not act (no clipping on a run whose grad norms never reached the clip),
+    so their link to a catastrophic update explains nothing."""
     fired = {c.mode for c in checks if getattr(c, "fired", False)}
+    idle = set(idle)
     quiet = [r for r in setup.outside if r.far and not r.setting.note_only
-             and not any(lk.mode in fired or (lk.mode == CATASTROPHIC_UPDATE and fired)
+             and not any(lk.mode in fired or (lk.mode == CATASTROPHIC_UPDATE and fired
+                                              and r.id not in idle)
                          for lk in r.links)]
     if not quiet:
         return ()

@@ -359,7 +359,8 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         # A setting far outside the recipe that makes single updates huge (an lr 30x the
         # ceiling, no clipping, fp16 weights) can have brought about any critical finding;
         # one clearly outside it, any sudden one (a crash, a blow-up: an incident).
-        causes = setup.causes({recipe.CATASTROPHIC_UPDATE}, critical=root.incident)
+        causes = [r for r in setup.causes({recipe.CATASTROPHIC_UPDATE}, critical=root.incident)
+                  if not _clip_never_reached(run, r)]
     if causes and not _reward_never_fired(check):
         return _knob_action(run, root, causes, from_start)
     calm = next((r for r in check.remedies if str(r).startswith(_CALM)), None)
@@ -395,6 +396,23 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
                 return _rolled_back(run, top.rollback_step, then)
         return _Lead(top if isinstance(top, knobs.Remedy) else knobs.Remedy(str(top)))
     return _Lead(knobs.Remedy(f"look at the run's samples around step {step_text(root.step)}"))
+
+
+def idle_settings(run: Run, setup: recipe.Setup) -> list[str]:
+    """The settings outside the recipe that the log shows did not act (see
+    ``_clip_never_reached``): a note, never a cause."""
+    return [r.id for r in setup.outside if _clip_never_reached(run, r)]
+
+
+def _clip_never_reached(run: Run, reading: recipe.Reading) -> bool:
+    """No gradient clipping, on a run whose logged grad norms never reached the clip the
+    recipe sets: clipping would have changed no update, so it caused nothing here (a note,
+    not the cause)."""
+    if _knob_of(reading) is not knobs.GRAD_CLIP:
+        return False
+    clip = recipe.as_number(reading.target)
+    _, g = series(run, Metric.GRAD_NORM.value)
+    return clip is not None and len(g) >= 3 and float(np.max(g)) <= clip
 
 
 def _rolled_back(run: Run, step: int, then: knobs.Remedy | None) -> _Lead:

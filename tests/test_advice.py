@@ -815,3 +815,23 @@ def test_an_lr_far_above_the_recipe_is_named_for_an_entropy_collapse():
     assert rc.mode == "entropy_collapse"
     assert "learning_rate 1e-4 -> 2.5e-6" in rc.first_action, rc.first_action
     assert rc.summary.startswith("the setting learning_rate 1e-4"), rc.summary
+
+
+@pytest.mark.parametrize("peak,named", [(0.3, False), (6.0, True)])
+def test_no_clipping_is_a_cause_only_where_a_grad_norm_reached_the_clip(peak, named):
+    """max_grad_norm 1e9 beside an entropy collapse whose logged grad norms stayed at 0.3 (a
+    console log of 20251022_181457, config beside it): "restart ... max_grad_norm 1e9 -> 1.0"
+    named a clip that would have changed no update. It is a note then; with norms of 6 it may
+    have let one update too far, and is named."""
+    rng = np.random.default_rng(10)
+    n = 120
+    s = np.arange(n)
+    g = 0.2 + 0.05 * rng.random(n)
+    g[40] = peak
+    run = make_run(reward=0.5 + rng.normal(0, 0.02, n), grad_norm=g,
+                   entropy=0.8 * np.exp(-s / 20) + 0.004 + rng.normal(0, 0.0005, n))
+    d = diagnose(run, DoctorConfig(run_config={"learning_rate": 1e-6, "max_grad_norm": 1e9}))
+    assert d.root_cause.mode == "entropy_collapse"
+    assert ("max_grad_norm" in d.root_cause.first_action) is named, d.root_cause.first_action
+    noted = any("max_grad_norm 1e9" in n for n in d.notes)
+    assert noted is not named, d.notes
