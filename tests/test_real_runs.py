@@ -693,3 +693,15 @@ def test_the_reward_now_is_one_number_across_a_report():
     late = [m.group(1) for p in d.plan for m in re.finditer(
         r"the reward ([\d.]+) of 1 late in the run", p.action)]
     assert falling is not None and late == [falling.group(1)], (falling, late)
+
+
+def test_equal_groups_flickering_about_the_line_begin_where_the_window_read_begins():
+    """gpt-oss 2048 (BF16): the reward std is 0 on a per-step 0/1 flag, 50% over the last 86
+    logged points. The onset was 432, the last step (the last run of flags at 1 to the end),
+    beside "over the last 86 logged points ... from step 432"."""
+    path = ("notebook-tables/gpt_oss_(20B)_Reinforcement_Learning_2048_Game_BF16__2025-10-17_"
+            "c2f44ed1_46a6a6.csv")
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0]).check("advantage_collapse")
+    assert check.fired and check.onset_step == 432 - 86 + 1, check.summary
+    assert f"from step {check.onset_step}" in check.summary

@@ -254,10 +254,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             shift, _, _ = level_shift_onset(steps, z)
             onset = snap_to_logged(run, metric, shift)
         elif z[0] < p["warn_fraction"]:
-            # Too few points for a change point: the first of the points at the line or
-            # above that run to the end (a first point below it is not the collapse yet).
+            # No step up to date: the first of the points at the line or above that run to
+            # the end (a first point below it is not the collapse yet). A share that flickers
+            # about the line (a per-step 0/1 flag) has such a run only at its last points:
+            # then the episode is the window the summary reads, from its first step.
             below = np.nonzero(z < p["warn_fraction"])[0]
-            onset = int(steps[min(int(below[-1]) + 1, len(z) - 1)])
+            i = min(int(below[-1]) + 1, len(z) - 1)
+            if len(z) >= 8 and len(z) - i < k:
+                i = len(z) - k
+            onset = int(steps[i])
         else:
             onset = int(steps[0])
     else:
