@@ -97,7 +97,8 @@ class Preflight:
 
     @property
     def status(self) -> str:
-        """critical: a knob far outside the recipe; warning: one outside it; else ok."""
+        """critical: a knob far outside the recipe; warning: one outside it; else ok. A
+        note-only knob (overlong shaping, dynamic sampling ...) never counts: it is a note."""
         causes = [r for r in self.setup.outside if not r.setting.note_only]
         if any(r.far for r in causes):
             return "critical"
@@ -112,6 +113,7 @@ class Preflight:
             if r.outside:
                 d["fix"] = r.fix()
                 d["why"] = r.setting.why.get(r.verdict, "")
+                d["note"] = r.setting.note_only  # only a note: not counted in the status
             readings.append(d)
         return {"source": self.source, "framework": self.framework, "status": self.status,
                 "knobs": readings, "blind_checks": [b.to_dict() for b in self.blind],
@@ -196,11 +198,13 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         raise FormatError(f"{path}: the file is empty (no settings to check)")
     try:
         if path.suffix.lower() == ".json":
-            loaded = json.loads(text)
+            loaded = json.loads(text, object_pairs_hook=_unique_pairs)
         else:
             from grpo_doctor.importers._common import load_yaml
 
-            loaded = load_yaml(text, path)  # the one bounded YAML loader (no alias bombs)
+            # The one bounded YAML loader (no alias bombs); a key set twice is refused, not
+            # silently the last value (which one did the user mean?).
+            loaded = load_yaml(text, path, unique_keys=True)
     except InputError:
         raise
     except RecursionError:
@@ -216,6 +220,16 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         raise FormatError(f"{path}: holds {what}, not settings (a config file is a mapping, "
                           "key: value)")
     return {str(k): v for k, v in loaded.items()}
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each set once (``json.loads`` keeps the last silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key}")
+        out[key] = value
+    return out
 
 
 def _coerce(value: str) -> Any:
@@ -337,8 +351,9 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
     if framework == "trl" and "beta" in defaults:
         notes.append("TRL's default beta is 0: no KL term, and TRL then logs no `kl` (the KL "
                      "drift check goes blind); the recipe uses 0.01-0.05")
-    return Preflight(source, framework, setup, blind_checks(framework, setup), tuple(defaults),
-                     tuple(notes))
+    groups = recipe.group_based(recipe.flat_config(config))
+    return Preflight(source, framework, setup, blind_checks(framework, setup, groups=groups),
+                     tuple(defaults), tuple(notes))
 
 
 #: What a number setting can hold at all, whatever the recipe says: (the least value, whether
@@ -445,9 +460,11 @@ def resolve_interpolations(config: Mapping[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def blind_checks(framework: str, setup: recipe.Setup | None = None) -> tuple[BlindCheck, ...]:
+def blind_checks(framework: str, setup: recipe.Setup | None = None, *, groups: bool = True
+                 ) -> tuple[BlindCheck, ...]:
     """The rules whose metrics the framework does not log by default (none for an unknown
-    framework: nothing is known about its logs)."""
+    framework: nothing is known about its logs). ``groups`` False: the advantage estimator
+    uses no groups (PPO's GAE), so there are no equal-reward groups to log."""
     from grpo_doctor.rules import RULES
 
     logged = set(LOGGED_BY_DEFAULT.get(framework, ()))
@@ -460,6 +477,8 @@ def blind_checks(framework: str, setup: recipe.Setup | None = None) -> tuple[Bli
     for rule in RULES:
         if rule.id == "tool_spam":
             continue  # agentic runs only: a note in `rules`, not a gap in every setup
+        if rule.id == "advantage_collapse" and not groups:
+            continue  # no groups, no all-equal groups
         missing = [m for m in rule.requires if m not in logged]
         if rule.requires_any and not any(all(m in logged for m in group)
                                          for group in rule.requires_any):
@@ -485,16 +504,26 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
 
     lines = [f"{pre.status.upper()} · preflight of {pre.source or 'config'} "
              f"({pre.framework if pre.framework != 'unknown' else 'framework not recognised'})"]
-    outside = [r for r in pre.setup.outside]
-    if outside:
+    def outside_line(r: recipe.Reading, mark: str) -> list[str]:
+        risks = ", ".join("catastrophic updates" if lk.mode == recipe.CATASTROPHIC_UPDATE
+                          else lk.mode for lk in r.links)
+        return wrap(f"{_fix_text(r, pre)}: {r.sentence()}; {r.setting.why.get(r.verdict, '')}"
+                    + (f"; risks {risks}" if risks else ""), f"{mark} ")
+
+    # The knobs the status counts (✗ far, ! outside), then the note-only ones (overlong
+    # shaping, dynamic sampling ...: only contributing risks, never a warning) under a heading
+    # that says so: a note is never marked as if it were what made the status.
+    counted = [r for r in pre.setup.outside if not r.setting.note_only]
+    noted = [r for r in pre.setup.outside if r.setting.note_only]
+    if counted:
         lines += ["", "Outside the recipe:"]
-        for r in sorted(outside, key=lambda r: (not r.far, r.setting.note_only)):
-            mark = "✗" if r.far and not r.setting.note_only else "!"
-            risks = ", ".join("catastrophic updates" if lk.mode == recipe.CATASTROPHIC_UPDATE
-                              else lk.mode for lk in r.links)
-            lines += wrap(f"{_fix_text(r, pre)}: {r.sentence()}; "
-                          f"{r.setting.why.get(r.verdict, '')}"
-                          + (f"; risks {risks}" if risks else ""), f"{mark} ")
+        for r in sorted(counted, key=lambda r: not r.far):
+            lines += outside_line(r, "✗" if r.far else "!")
+    if noted:
+        lines += ["", "Outside the recipe, notes (contributing risks only; not counted in the "
+                      "status):"]
+        for r in noted:
+            lines += outside_line(r, "·")
     inside = [r for r in pre.setup.known if r.verdict == recipe.OK]
     given = [r for r in inside if r.id not in pre.defaults]
     assumed = [r for r in inside if r.id in pre.defaults]
@@ -506,9 +535,11 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
     if assumed:  # not in the file: the framework's defaults, as outside lines mark them
         lines += wrap(", ".join(f"{r.name} {r.value_text}" for r in assumed),
                       "within the recipe (framework defaults): ")
-    unknown = [r for r in pre.setup.known if r.verdict == recipe.UNKNOWN]
+    unknown = [r for r in pre.setup.known if r.verdict in (recipe.UNKNOWN, recipe.NOT_APPLICABLE)]
     if unknown:
-        lines += wrap(", ".join(f"{r.name} {r.value_text}" for r in unknown), "not judged: ")
+        lines += wrap(", ".join(f"{r.name} {r.value_text}" + (
+            f" ({r.setting.why[r.verdict]})" if r.verdict in r.setting.why else "")
+            for r in unknown), "not judged: ")
     if pre.blind:
         lines += ["", "Checks the run's logs will leave blind (log these to run them):"]
         for b in pre.blind:
@@ -536,8 +567,9 @@ def render_preflight_markdown(pre: Preflight) -> str:
     for r in pre.setup.known:
         fix = r.fix() if r.outside else ""
         default = " (framework default)" if r.id in pre.defaults else ""
+        note = " (note)" if r.outside and r.setting.note_only else ""
         out.append(f"| {r.name} | {r.value_text}{default} | {r.setting.range_text} | "
-                   f"{r.verdict} | {fix} |")
+                   f"{r.verdict}{note} | {fix} |")
     if pre.blind:
         out += ["", "**Blind checks** (log these metrics to run them):", ""]
         out += [f"- `{b.mode}`: {b.how}" for b in pre.blind]

@@ -244,3 +244,92 @@ def test_a_cut_json_log_says_at_once(capsys, tmp_path):
     (tmp_path / "trainer_state.json").write_text('{"log_history": [{"loss": "0.')
     code, _, err = run_cli(capsys, "preflight", str(tmp_path))
     assert code == 2 and "at at" not in err, err
+
+
+# --- a second trial: PPO, notes, duplicate keys ------------------------------------------------
+
+PPO = ("algorithm:\n  adv_estimator: {est}\n  kl_ctrl:\n    kl_coef: 0.02\n"
+       "actor_rollout_ref:\n  actor:\n    optim:\n      lr: 1.0e-6\n    entropy_coeff: 0.005\n"
+       "  rollout:\n    n: 1\n    temperature: 1.0\n"
+       "critic:\n  optim:\n    lr: 1.0e-5\ntrainer:\n  total_epochs: 15\n")
+
+
+def test_a_ppo_config_with_a_critic_is_not_judged_on_a_group_size(capsys, tmp_path):
+    """verl's PPO (adv_estimator gae) samples one completion per prompt: there are no groups,
+    so n 1 is no finding (nor the equal-groups blind check); a group-based estimator with n 1
+    still is."""
+    config = tmp_path / "ppo.yaml"
+    config.write_text(PPO.format(est="gae"))
+    code, out, _ = run_cli(capsys, "preflight", str(config))
+    assert code == 0 and out.startswith("OK"), out
+    assert "-> 16" not in out and "8-64" not in out
+    assert "not judged: actor_rollout_ref.rollout.n 1 (the advantage estimator uses no" in out
+    assert "advantage_collapse" not in out
+    _, js, _ = run_cli(capsys, "preflight", str(config), "-f", "json")
+    group = next(k for k in json.loads(js)["knobs"] if k["name"] == "num_generations")
+    assert group["verdict"] == recipe.NOT_APPLICABLE and group["risks"] == []
+    for estimator in ("reinforce_plus_plus", "remax"):
+        config.write_text(PPO.format(est=estimator))
+        assert run_cli(capsys, "preflight", str(config))[0] == 0
+    for estimator in ("grpo", "rloo", "grpo_passk", "reinforce_plus_plus_baseline"):
+        config.write_text(PPO.format(est=estimator))
+        code, out, _ = run_cli(capsys, "preflight", str(config))
+        assert code == 1 and "actor_rollout_ref.rollout.n 1 -> 16" in out, estimator
+
+
+def test_a_note_only_knob_is_a_note_in_the_header_the_marker_json_and_exit_code(capsys,
+                                                                                 tmp_path):
+    """TRL's default mask_truncated_completions false is only a contributing risk: a note.
+    The header says OK, so the line is not marked '!' under 'Outside the recipe:' (the marks
+    of what makes a warning); JSON says note, and --fail-on warning exits 0."""
+    config = tmp_path / "nomask.yaml"
+    config.write_text("learning_rate: 1.0e-6\nbeta: 0.02\nnum_generations: 16\n"
+                      "temperature: 1.0\nloss_type: dapo\n")
+    code, out, _ = run_cli(capsys, "preflight", str(config), "--fail-on", "warning")
+    assert code == 0 and out.startswith("OK"), out
+    lines = out.splitlines()
+    assert "Outside the recipe:" not in lines
+    heading = next(i for i, line in enumerate(lines) if line.startswith("Outside the recipe"))
+    assert "notes" in lines[heading] and "not counted in the status" in lines[heading]
+    assert lines[heading + 1].startswith("· mask_truncated_completions false (framework "
+                                         "default) -> true")
+    assert not any(line.startswith(("! ", "✗ ")) for line in lines)
+    _, js, _ = run_cli(capsys, "preflight", str(config), "-f", "json")
+    doc = json.loads(js)
+    mask = next(k for k in doc["knobs"] if k["name"] == "overlong_shaping")
+    assert doc["status"] == "ok" and mask["verdict"] == "off" and mask["note"] is True
+    _, md, _ = run_cli(capsys, "preflight", str(config), "-f", "markdown")
+    assert "| off (note) |" in md
+    # A counted knob outside keeps its '!' under the plain heading, the note below it.
+    config.write_text("learning_rate: 1.0e-6\nbeta: 0.0\nnum_generations: 16\n")
+    code, out, _ = run_cli(capsys, "preflight", str(config), "--fail-on", "warning")
+    lines = out.splitlines()
+    assert code == 1 and out.startswith("WARNING")
+    assert lines.index("Outside the recipe:") < next(
+        i for i, line in enumerate(lines) if line.startswith("Outside the recipe, notes"))
+    assert any(line.startswith("! beta 0 -> 0.01-0.05") for line in lines)
+
+
+@pytest.mark.parametrize(("name", "text", "said"), [
+    ("dup.yaml", "learning_rate: 1.0e-6\nbeta: 0.02\nnum_generations: 16\n"
+                 "learning_rate: 3.0e-5\n", "duplicate key learning_rate at line 4"),
+    ("nested.yaml", "actor_rollout_ref:\n  actor:\n    optim:\n      lr: 1.0e-6\n"
+                    "      lr: 3.0e-5\n  rollout:\n    n: 16\n",
+     "duplicate key actor_rollout_ref.actor.optim.lr at line 5"),
+    ("dup.json", '{"learning_rate": 1e-6, "num_generations": 16, "learning_rate": 3e-5}',
+     "duplicate key learning_rate"),
+])
+def test_a_key_set_twice_is_one_line_and_exit_2(capsys, tmp_path, name, text, said):
+    """Which of two values did the user mean? Not silently the last one."""
+    config = tmp_path / name
+    config.write_text(text)
+    code, out, err = run_cli(capsys, "preflight", str(config))
+    assert (code, out) == (2, "") and said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_yaml_merge_key_is_no_duplicate(capsys, tmp_path):
+    config = tmp_path / "merge.yaml"
+    config.write_text("base: &b\n  learning_rate: 1.0e-6\n  num_generations: 16\n"
+                      "run:\n  <<: *b\n  learning_rate: 2.0e-6\n")
+    code, out, err = run_cli(capsys, "preflight", str(config))
+    assert code == 0 and err == "", err

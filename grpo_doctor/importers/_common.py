@@ -203,11 +203,13 @@ def _nesting(text: str) -> int:
     return max(deepest, indent // 2)
 
 
-def load_yaml(text: str, where: str | os.PathLike[str]) -> Any:
+def load_yaml(text: str, where: str | os.PathLike[str], *, unique_keys: bool = False) -> Any:
     """YAML text parsed the safe way (plain data, never objects), with aliases expanding to
     at most ``YAML_MAX_ALIAS_NODES`` more nodes than the document holds and no recursive
     anchor: a one-line :class:`InputError` naming ``where`` otherwise, when it is not YAML, or
-    when PyYAML is not installed. Every importer reads YAML through this function."""
+    when PyYAML is not installed. Every importer reads YAML through this function.
+    ``unique_keys``: a mapping that sets a key twice is an InputError too ("duplicate key
+    learning_rate at line 7"; YAML's parsers keep the last value silently)."""
     try:
         import yaml
     except ImportError:
@@ -230,6 +232,9 @@ def load_yaml(text: str, where: str | os.PathLike[str]) -> Any:
         if expanded > distinct + YAML_MAX_ALIAS_NODES:
             raise InputError(f"{where}: not read (its YAML aliases expand to more than "
                              f"{YAML_MAX_ALIAS_NODES:,} nodes: an alias bomb?)")
+        if unique_keys and (twice := _duplicate_key(node)) is not None:
+            raise InputError(f"{where}: duplicate key {twice[0]} at line {twice[1]} (it is set "
+                             "twice: keep one)")
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
@@ -238,6 +243,37 @@ def load_yaml(text: str, where: str | os.PathLike[str]) -> Any:
         raise InputError(f"{where}: not read (YAML nested too deeply)") from None
     finally:
         loader.dispose()
+
+
+def _duplicate_key(root: Any) -> tuple[str, int] | None:
+    """The first key set twice in one mapping of a composed YAML document, dotted from the
+    top (``actor_rollout_ref.actor.optim.lr``), with the line of its second setting; None when
+    every key is set once. Merge keys (``<<``) are YAML's own way to reuse a mapping: not a
+    duplicate."""
+    import yaml
+
+    seen: set[int] = set()
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, prefix = stack.pop()
+        if id(node) in seen:
+            continue  # an alias: the anchored node was walked once
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key, value in node.value:
+                name = str(getattr(key, "value", ""))
+                if getattr(key, "tag", "") == "tag:yaml.org,2002:merge":
+                    continue
+                dotted = f"{prefix}{name}"
+                if isinstance(key, yaml.ScalarNode):
+                    if name in keys:
+                        return dotted, key.start_mark.line + 1
+                    keys.add(name)
+                stack.append((value, dotted + "."))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, prefix) for item in node.value)
+    return None
 
 
 def read_yaml(path: Path) -> Any:
