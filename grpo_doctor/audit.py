@@ -160,7 +160,9 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
             if fmt is None and not is_uri(src.path):
                 imp = classify(path, explicit=src.explicit)
                 if imp is None:
-                    return {"skip": "not recognised as a training log"}
+                    return {"skip": "no training log in it (a document with no console-log "
+                                    "lines)" if _text_doc(src) else
+                            "not recognised as a training log"}
                 fmt = imp.name
             try:
                 runs = load_runs(where, format=fmt, column_map=column_map)

@@ -37,6 +37,10 @@ _NOT_LOGS = frozenset({
 #: Text documents that may hold a console capture (``diagnose`` reads them): tried, and passed
 #: over (with the reason, for ``-v``) when they hold no training log.
 TEXT_DOCS = frozenset({".md", ".txt", ".log", ".out"})
+#: Markdown documents: found in a folder, read only as a console capture (a terminal saved as
+#: ``.md``); any other reading of one (a heading with a comma sniffed as a CSV header, a table
+#: of prose) is a document's, not a log's: passed over, as a README is.
+MARKDOWN_DOCS = frozenset({".md", ".markdown"})
 #: Files that are logs by their name: not recognised means broken, an error row.
 _LOG_SUFFIXES = frozenset({".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq", ".wandb"})
 _SKIP_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
@@ -162,6 +166,8 @@ def classify(path: Path, *, explicit: bool = False) -> Importer | None:
         if explicit or _named_like_a_log(path):
             raise
         return None
+    if not explicit and path.suffix.lower() in MARKDOWN_DOCS and imp.name != "console":
+        return None  # a Markdown document with no console-log lines in it
     return imp
 
 

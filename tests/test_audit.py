@@ -658,3 +658,24 @@ def test_a_warning_below_fail_on_still_says_what_broke_first():
     assert "- **no_progress@1** (warning): not learning" in details
     assert "→ root no_progress@1 · do first: check the reward" in report.render_audit_text(
         result)
+
+
+def test_a_markdown_document_in_a_folder_is_passed_over_not_an_error_row(capsys, tmp_path):
+    """A Markdown document beside the logs (notes whose heading holds a comma, a table of
+    prose: read as a CSV before) is passed over as a README is; a console capture saved as
+    .md is still a run, and a document named on the command line is still an error."""
+    _copy("healthy", tmp_path / "good.csv")
+    (tmp_path / "ADVICE.md").write_text(
+        "# What to do first, run by run\n\nSome prose, with commas.\n\n"
+        "| run | what happened | do first |\n|---|---|---|\n| a.log | it broke | roll back |\n")
+    shutil.copy(FIXTURES / "console" / "verl.log", tmp_path / "run_terminal.md")
+    code, out, _ = run_cli(capsys, "audit", str(tmp_path), "-f", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["errors"] == [], doc["errors"]
+    assert sorted(r["run"]["name"] for r in doc["runs"]) == ["good", "run_terminal"]
+    res = auditing.audit([str(tmp_path)], jobs=1)
+    assert any(p.source == "ADVICE.md" and "no training log in it" in p.why
+               for p in res.passed_over)
+    named = [str(tmp_path / "ADVICE.md"), str(tmp_path / "good.csv")]
+    code, out, _ = run_cli(capsys, "audit", *named, "-f", "json")
+    assert [e["source"] for e in json.loads(out)["errors"]] == ["ADVICE.md"]
