@@ -139,3 +139,69 @@ def test_the_note_names_every_setting_the_config_added(tmp_path):
     (run,) = load_runs(tmp_path / "metrics.csv")
     assert any(n.endswith("beside the log: beta, learning_rate, temperature")
                for n in run.notes), run.notes
+
+
+PPO_HYDRA = ("algorithm:\n  adv_estimator: gae\n  kl_ctrl:\n    kl_coef: 0.02\n"
+             "actor_rollout_ref:\n  actor:\n    optim:\n      lr: 1.0e-6\n"
+             "    entropy_coeff: 0.005\n  rollout:\n    n: 1\n    temperature: 1.0\n"
+             "critic:\n  optim:\n    lr: 1.0e-5\ndata:\n  train_batch_size: 256\n")
+
+
+def test_a_hydra_config_note_names_the_settings_not_the_sections(tmp_path):
+    """verl's .hydra/config.yaml: the note names each recipe setting read from it by the
+    file's own key, not its sections (actor_rollout_ref, algorithm, data)."""
+    _sharpening(60).to_csv(tmp_path / "metrics.csv", index=False)
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text(PPO_HYDRA)
+    (run,) = load_runs(tmp_path / "metrics.csv")
+    (note,) = [n for n in run.notes if "beside the log" in n]
+    named = note.split("beside the log: ", 1)[1].split(", ")
+    assert named == sorted(named)
+    assert {"actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.rollout.n",
+            "actor_rollout_ref.rollout.temperature", "actor_rollout_ref.actor.entropy_coeff",
+            "algorithm.kl_ctrl.kl_coef"} <= set(named), note
+    assert not {"actor_rollout_ref", "algorithm", "data", "critic"} & set(named), note
+    assert "critic.optim.lr" not in named  # the critic's lr is no recipe setting
+
+
+def test_a_ppo_config_beside_a_healthy_log_is_no_setup_note(tmp_path, capsys):
+    """PPO with a critic (adv_estimator gae) samples one completion per prompt: n 1 beside a
+    healthy PPO log is not 'setup far outside the recipe'."""
+    n = 200
+    s = np.arange(1, n + 1)
+    rng = np.random.default_rng(3)
+    pd.DataFrame({"step": s, "reward": 0.2 + 0.5 * (1 - np.exp(-s / 60)) + rng.normal(0, 0.02, n),
+                  "entropy": 0.6 - 0.1 * (1 - np.exp(-s / 100)) + rng.normal(0, 0.005, n),
+                  "kl": 0.001 + rng.normal(0, 0.0002, n)}).to_csv(tmp_path / "metrics.csv",
+                                                                  index=False)
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text(PPO_HYDRA)
+    code, out, _ = run_cli(capsys, "diagnose", str(tmp_path / "metrics.csv"), "-f", "json")
+    report = json.loads(out)
+    assert not any("outside the recipe" in note for note in report["notes"]), report["notes"]
+    group = next(k for k in report["setup"] if k["name"] == "num_generations")
+    assert group["verdict"] == "not applicable"
+
+
+def test_a_given_setting_the_log_logs_as_a_metric_is_not_said_absent(tmp_path, capsys):
+    """--train-config with a learning rate, on a log whose learning rate is a logged curve:
+    the note says what is true (the log's own config names none of them), not that the log
+    holds none of them."""
+    frame = _sharpening()
+    frame["learning_rate"] = 1e-6
+    frame.to_csv(tmp_path / "metrics.csv", index=False)
+    (tmp_path / "elsewhere.yaml").write_text(PENALTY)
+    code, out, _ = run_cli(capsys, "diagnose", str(tmp_path / "metrics.csv"), "--train-config",
+                           str(tmp_path / "elsewhere.yaml"), "-f", "json")
+    (note,) = [n for n in json.loads(out)["notes"] if "--train-config" in n]
+    assert "the log holds none" not in note
+    assert "the log's own config names none of them" in note and "learning_rate" in note
+
+
+def test_the_sidecars_recipe_names_are_the_recipes():
+    """The importer names the settings a file supplied by the recipe's keys, kept as a copy
+    (importers sit below the recipe): a knob or name added to the recipe is added there."""
+    from grpo_doctor import recipe
+    from grpo_doctor.importers.sidecar import RECIPE_NAMES
+
+    assert tuple(s.names for s in recipe.SETTINGS) == RECIPE_NAMES

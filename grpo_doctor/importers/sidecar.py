@@ -43,6 +43,50 @@ _MODEL_KEYS = frozenset({"architectures", "model_type"})
 _LOG_FOLDER = re.compile(
     r"^(runs|tensorboard|tensorboard_logs?|tb|tb_logs?|logs?|checkpoint-\d+|files|wandb"
     r"|(offline-)?run-.+)$")
+#: The config keys the recipe reads each of its settings from, in its order
+#: (``recipe.SETTINGS``' names: importers sit below the recipe and cannot import it; a test
+#: keeps the two equal). The note names the settings a file supplied by them.
+RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
+    ("actor_rollout_ref.actor.optim.lr", "policy.optimizer.kwargs.lr", "actor_learning_rate",
+     "learning_rate", "lr", "optim.lr", "actor_lr"),
+    ("actor_rollout_ref.actor.kl_loss_coef", "algorithm.kl_ctrl.kl_coef",
+     "loss_fn.reference_policy_kl_penalty", "init_kl_coef", "kl_coef", "kl_loss_coef", "beta"),
+    ("actor_rollout_ref.rollout.n", "grpo.num_generations_per_prompt", "num_generations",
+     "n_samples_per_prompt", "rollout_n", "group_size"),
+    ("actor_rollout_ref.rollout.temperature", "generation.temperature", "temperature"),
+    ("actor_rollout_ref.rollout.top_p", "generation.top_p", "rollout.top_p", "top_p"),
+    ("actor_rollout_ref.rollout.top_k", "generation.top_k", "rollout.top_k", "top_k"),
+    ("actor_rollout_ref.actor.entropy_coeff", "entropy_coeff", "entropy_coef",
+     "entropy_loss_coef"),
+    ("actor_rollout_ref.actor.clip_ratio_low", "actor_rollout_ref.actor.clip_ratio",
+     "loss_fn.ratio_clip_min", "clip_ratio_low", "eps_clip_low", "eps_clip", "epsilon",
+     "clip_ratio", "cliprange", "clip_range", "clip_low"),
+    ("actor_rollout_ref.actor.clip_ratio_high", "epsilon_high", "clip_ratio_high",
+     "eps_clip_high", "loss_fn.ratio_clip_max", "clip_high"),
+    ("actor_rollout_ref.actor.grad_clip", "max_grad_norm", "grad_clip", "max_norm",
+     "policy.max_grad_norm", "clip_grad", "max_norm"),
+    ("data.max_response_length", "max_completion_length", "generate_max_len",
+     "policy.max_total_sequence_length", "max_new_tokens", "max_response_length",
+     "actor_rollout_ref.rollout.response_length", "max_tokens"),
+    ("reward_model.overlong_buffer.enable",
+     "reward_model.reward_kwargs.overlong_buffer_cfg.enable", "overlong_buffer.enable",
+     "mask_truncated_completions", "overlong_buffer_len", "overlong_penalty",
+     "overlong_filtering"),
+    ("algorithm.filter_groups.enable", "filter_groups.enable", "dynamic_sampling",
+     "dynamic_filtering", "use_dynamic_sampling", "grpo.use_dynamic_sampling"),
+    ("actor_rollout_ref.actor.loss_agg_mode", "loss_agg_mode", "loss_type"),
+    ("actor_rollout_ref.actor.ppo_epochs", "ppo_epochs", "max_epochs", "num_iterations",
+     "num_ppo_epochs", "update_epochs"),
+    ("actor_rollout_ref.ref.update_steps", "ref_update_steps", "ref_model_sync_steps",
+     "reference_update_steps"),
+    ("algorithm.kl_ctrl.type", "kl_ctrl.type", "adaptive_kl", "kl_target", "target_kl",
+     "adaptive_kl_ctrl"),
+    ("model_config.dtype", "model_config.torch_dtype", "model_init_kwargs.dtype",
+     "model_init_kwargs.torch_dtype", "actor_rollout_ref.actor.fsdp_config.param_dtype",
+     "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype",
+     "actor_rollout_ref.model.dtype", "policy.precision", "torch_dtype", "param_dtype",
+     "dtype", "precision"),
+)
 _MAX_BYTES = 4 * 1024 * 1024
 _MAX_UP = 3
 
@@ -58,9 +102,43 @@ def with_sidecar_config(run: Run) -> Run:
     new = {k: v for k, v in config.items() if k not in own}
     if not _training_keys(new):
         return run
-    # Every setting added is named (temperature too), not only those that made it a config.
-    note = f"settings read from {path}, beside the log: {', '.join(sorted(map(str, new)))}"
-    return replace(run, config={**config, **own}, notes=[*run.notes, note])
+    merged = {**config, **own}
+    note = f"settings read from {path}, beside the log: {', '.join(_supplied(merged, new))}"
+    return replace(run, config=merged, notes=[*run.notes, note])
+
+
+def _supplied(merged: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The settings the advice reads from the file, as the file names them: each recipe knob
+    whose value comes from ``new`` (``actor_rollout_ref.actor.optim.lr``, not the section
+    ``actor_rollout_ref`` that holds it; temperature too, not only the knobs that made it a
+    training config), found as ``recipe.lookup`` finds it (the first of its names present).
+    A file that supplies none of them: the training keys it adds."""
+    flat = _flat(merged)
+    names = set()
+    for setting in RECIPE_NAMES:
+        key = next((k for name in setting for k, v in flat.items()
+                    if (k == name or k.endswith("." + name)) and v is not None and v != ""),
+                   None)
+        if key is not None and key.split(".", 1)[0] in new:
+            names.add(key)
+    if not names:
+        names = {key for key, value in _flat(new).items()
+                 if value is not None and key.rsplit(".", 1)[-1] in TRAINING_KEYS}
+    return sorted(names)
+
+
+def _flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``config`` flattened with dots, a W&B ``{"value": ...}`` wrapper unwrapped (as
+    ``recipe.flat_config``)."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        full = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flat(value, full + "."))
+        else:
+            out[full] = value
+    return {(k[:-6] if k.endswith(".value") and k[:-6] not in out else k): v
+            for k, v in out.items()}
 
 
 def find_training_config(log: Path) -> tuple[Path, dict[str, Any]] | None:
