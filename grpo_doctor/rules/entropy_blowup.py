@@ -97,14 +97,18 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        f"no blow-up", evidence=evidence, key_metric=ENTROPY)
     start_i = _final_climb(h, smooth, base_i, peak_i,
                            max(base * (1 + p["rise"]), base + p["min_rise"]))
-    # Entropy grows by factors (x93 from 0.054): the climb is fitted in log space, where a
-    # doubling at the start weighs as much as one near the top (in nats it would be dated
-    # where the curve turned visibly steep, a few points after it began).
-    cut = max(base, 1e-6) * 0.1
-    onset = snap_to_logged(run, ENTROPY, trend_onset(
-        steps[start_i:peak_i + 1], np.log(np.maximum(h[start_i:peak_i + 1], cut)),
-        np.log(max(base, cut)), np.log(max(peak, cut))) if peak_i - start_i >= 3
-        else steps[min(start_i + 1, peak_i)])
+    # A blow-up that grows by factors (x93 from 0.054) is dated late by a fit in nats (where
+    # the curve turned visibly steep); one that ramps linearly, late by a fit in log space.
+    # Each fit over-dates the shape it does not fit: the earlier knot is the start.
+    if peak_i - start_i >= 3:
+        xs, ys = steps[start_i:peak_i + 1], h[start_i:peak_i + 1]
+        cut = max(base, 1e-6) * 0.1
+        knot = min(trend_onset(xs, ys, base, peak),
+                   trend_onset(xs, np.log(np.maximum(ys, cut)), np.log(max(base, cut)),
+                               np.log(max(peak, cut))))
+    else:
+        knot = float(steps[min(start_i + 1, peak_i)])
+    onset = snap_to_logged(run, ENTROPY, knot)
     corroboration = []
     if rising(run, Metric.GRAD_NORM.value, 0.01):
         corroboration.append("grad norm rising")
