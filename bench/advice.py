@@ -206,6 +206,12 @@ HOLDOUT_CAUSES: dict[str, tuple[str, ...]] = {
     "h17_eps_high_0.5_entropy_bonus_0.02": ("entropy_coef", "entropy_coeff", "entropy bonus",
                                             "epsilon_high", "clip_ratio_high"),
     "h17_epochs_6_minibatches_4": ("num_iterations", "ppo_epochs", "epochs", "minibatch"),
+    # Set 18, written before it was made.
+    "h18_lr_3e-3_noclip": ("learning_rate", "max_grad_norm", "clip gradients"),
+    "h18_beta0_temperature_0.6": ("temperature", "beta"),
+    "h18_eps_0.6_both_sides": ("epsilon", "clip_ratio", "cliprange", "clip range"),
+    "h18_max_new_4_ks_4": ("max_completion_length", "completion budget"),
+    "h18_entropy_bonus_0.2_beta0": ("entropy_coef", "entropy_coeff", "entropy bonus"),
 }
 
 #: ADVICE.md rows: (path, --run pick, do-first words (any), wrong-first words (none)).

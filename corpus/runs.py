@@ -589,6 +589,29 @@ HOLDOUT17_RUNS: list[RunConfig] = [
        **dict(HEALTHY, loss_agg="seq_mean")),
 ]
 
+HOLDOUT18_RUNS: list[RunConfig] = [
+    _r("h18_lr_3e-3_noclip", "verl", "csv", "grad_explosion",
+       "lr=3e-3 (30x the base recipe) with no gradient clipping, seed 191", seed=191,
+       **dict(BASE, steps=200, lr=3e-3, max_grad_norm=None)),
+    _r("h18_beta0_temperature_0.6", "trl", "tensorboard", "entropy_collapse",
+       "no KL leash (beta 0) and rollout temperature 0.6, seed 192", seed=192,
+       **dict(HEALTHY, beta=0.0, temperature=0.6)),
+    _r("h18_eps_0.6_both_sides", "verl", "wandb", "ratio_instability",
+       "clip range 0.6 both sides (ratios 0.4-1.6), 2 PPO epochs, lr=3e-4, seed 193",
+       seed=193, **dict(BASE, steps=200, lr=3e-4, eps_low=0.6, eps_high=0.6, inner_epochs=2)),
+    _r("h18_max_new_4_ks_4", "trl", "wandb", "length_hacking",
+       "reverse/copy 4 digits with a 4-token budget (the answer and its end need 5), seed 194",
+       seed=194, **dict(HEALTHY, ks=(4,), max_new=4)),
+    _r("h18_entropy_bonus_0.2_beta0", "verl", "tensorboard", "entropy_blowup",
+       "entropy bonus 0.2 (20x the recipe's top) with beta 0, seed 195", seed=195,
+       **dict(HEALTHY, entropy_coef=0.2, beta=0.0)),
+    _r("h18_healthy_lr2e-4_s196", "trl", "csv", "healthy",
+       "base recipe at lr=2e-4, seed 196", seed=196, **dict(HEALTHY, lr=2e-4)),
+    _r("h18_healthy_clip_higher_s197", "verl", "wandb", "healthy",
+       "base recipe with Clip-Higher (upper clip 0.28), seed 197", seed=197,
+       **dict(HEALTHY, eps_high=0.28)),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
@@ -603,4 +626,5 @@ RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout14": HOLDOUT14_RUNS,
                                         "holdout15": HOLDOUT15_RUNS,
                                         "holdout16": HOLDOUT16_RUNS,
-                                        "holdout17": HOLDOUT17_RUNS}
+                                        "holdout17": HOLDOUT17_RUNS,
+                                        "holdout18": HOLDOUT18_RUNS}
