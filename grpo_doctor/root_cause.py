@@ -370,6 +370,14 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         # the recipe behind it is named above, as the fix for the next run.)
         after = next((r for r in check.remedies if isinstance(r, knobs.Remedy) and r.knob
                       and not str(r).startswith(_CALM)), None)
+        # A setting clearly outside the recipe behind another finding of the run (a clip
+        # range of 0.6 behind its unstable ratios) is the change for the next run.
+        troubled = {c.mode for c in checks if c.fired and not _converging(c)}
+        suspect = next((r for r in setup.causes(troubled, critical=True)
+                        if any(lk.primary and lk.mode in troubled for lk in r.links)), None)
+        if suspect is not None:
+            after = knobs.Remedy(f"{suspect.fix()} ({suspect.sentence()})",
+                                 knob=_knob_of(suspect))
         return _Lead(knobs.Remedy(
             f"{calm}" + (f"; for the next run: {after}" if after is not None else ""),
             knob=after.knob if after is not None else None,
