@@ -391,15 +391,15 @@ def test_a_broken_lora_run_rolls_back_then_halves_its_lr():
 
 
 def test_the_roll_back_is_to_the_best_reward_just_before_the_onset_not_a_point_already_hit():
-    """The bundled KL drift, dated 374: 0.607 a few logs before it against 0.542 at 373 is a
+    """The bundled KL drift, dated 315: 0.538 a few logs before it against 0.471 at 314 is a
     checkpoint worth the reach. qwen35 rho0.70: its blow-up dated 150, 0.975 at 140 against
     0.938 at 145 is noise (within a tenth of the reward's range), and so is rho0.50's 1 at 25
     against 0.95 at 30: no reason to go back further."""
     d = diagnose(load_runs(EXAMPLES / "kl-drift.csv")[0],
                  DoctorConfig(run_config={"beta": 0.0}))
     assert d.root_cause.first_action.startswith(
-        "roll back to a checkpoint from step 371 or before (the best reward of the last logged "
-        "steps before step 374: 0.607, against 0.542 at step 373)")
+        "roll back to a checkpoint from step 312 or before (the best reward of the last logged "
+        "steps before step 315: 0.538, against 0.471 at step 314)")
     path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
     _present(path)
     first = diagnose(load_runs(REAL_RUNS / path)[0]).root_cause.first_action

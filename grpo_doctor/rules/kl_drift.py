@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from grpo_doctor.findings import Status
+from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
@@ -49,6 +50,7 @@ from grpo_doctor.rules.signals import reward_progress
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median, trend_onset
+from grpo_doctor.trends.noise import step_noise
 
 KL = Metric.KL.value
 REWARD = Metric.REWARD_MEAN.value
@@ -142,7 +144,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        remedies=_incident_remedies(run, incidents), key_metric=KL,
                        incidents=tuple(incidents))
 
-    knot = trend_onset(steps, k, k0, kc)
+    knot = min(trend_onset(steps, k, k0, kc), _left_baseline(steps, k, k0))
     onset = snap_to_logged(run, KL, knot)
     # KL is ~0 at a run's first update (policy = reference). High from the very first step
     # and not rising is an offset between the two, not a drift: a reference of other
@@ -198,6 +200,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         remedies.insert(0, "stop, update the reference to the last good checkpoint, restart")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=KL, incidents=tuple(incidents))
+
+
+def _left_baseline(steps: np.ndarray, k: np.ndarray, k0: float) -> float:
+    """Where KL left its starting level for good on its way to its peak: the point after the
+    last one (5-point median) within three step-to-step swings of that level, or half of it
+    again. A hinge fit dates a rise that grows by factors (0.0005, 0.03, 0.1, 0.5, 1.5) where
+    it turned visibly steep, a few points after it began."""
+    smooth = rolling_median(k, 5)
+    head = k[:max(8, len(k) // 10)]
+    line = k0 + max(3.0 * step_noise(head), 0.5 * abs(k0), 1e-4)
+    peak = int(np.argmax(smooth))
+    below = np.flatnonzero(smooth[:peak + 1] <= line)
+    return float(steps[min(int(below[-1]) + 1, peak)]) if len(below) else float(steps[0])
 
 
 def _incident_remedies(run: Run, incidents: list) -> tuple[str, ...]:
