@@ -17,9 +17,10 @@ How it is detected
     single spike never decides); a drift also needs a significant upward Mann-Kendall trend
     with the Hamed-Rao correction. The onset is where KL began to climb: the earlier of the
     knot of a two-piece linear fit and the point where KL left its starting level for good (a
-    hinge dates a rise that grows by factors where it turned steep). Independently, each stretch of logged KL above ``stop_kl`` is an incident:
-    critical when it lasted ``sustained_points`` logged points, peaked above ``far_factor`` x
-    ``stop_kl``, or was followed by harm (the reward falling or freezing, most groups losing
+    hinge dates a rise that grows by factors where it turned steep). Independently, each
+    stretch of logged KL above ``stop_kl`` is an incident: critical when it lasted
+    ``sustained_points`` logged points, peaked above ``far_factor`` x ``stop_kl``, or was
+    followed by harm (the reward falling or freezing, most groups losing
     their reward variance, the gradient vanishing, NaN); a warning otherwise. Its evidence names
     the peak, the threshold and the step KL came back below it.
 
