@@ -245,11 +245,47 @@ def with_given_config(run: Run, given: Mapping[str, object]) -> Run:
              if not any(key == k or key.endswith("." + k) for key in own)}
     if not added:
         return run
+    notes = [*run.notes, *_logged_disagreements(run, added)]
+    if not added:
+        return replace(run, notes=notes)
     # "The log's own config": the log may still log one of them as a metric (a learning
     # rate curve); what it lacks is a config naming them.
     note = ("settings given for the run ([config] or --train-config; the log's own config "
             f"names none of them): {', '.join(sorted(added))}")
-    return replace(run, config={**run.config, **added}, notes=[*run.notes, note])
+    return replace(run, config={**run.config, **added}, notes=[*notes, note])
+
+
+def _logged_disagreements(run: Run, added: dict[str, object]) -> list[str]:
+    """Given settings the log's own curve contradicts (a learning rate of 7.9e-6 given, the
+    logged one peaking at 9.8e-5). A logged peak above the given value proves the run ran at
+    it: the log's value is kept (``added`` loses the key). One below it may be a schedule
+    that decayed before the log began: the given value stands. Either way a note says so."""
+    from grpo_doctor.recipe import SETTINGS, as_number, lookup
+    from grpo_doctor.text import knob_value
+
+    out = []
+    for s in SETTINGS:
+        if not s.metric or s.metric not in run.frame.columns:
+            continue
+        value, key = lookup(added, s.names)
+        x = as_number(value)
+        _, logged = run.finite_series(s.metric)
+        if x is None or key is None or not len(logged) or x <= 0:
+            continue
+        peak = float(logged.max())
+        if s.id != "learning_rate":
+            peak = float(logged[-1])
+        if abs(peak - x) <= 0.25 * max(abs(peak), abs(x)):
+            continue
+        if peak > x:
+            del added[key]
+            out.append(f"{key} {knob_value(x)} given, but the log's own {s.metric} reaches "
+                       f"{knob_value(peak)}: the log's value is used (is the config this run's?)")
+        else:
+            out.append(f"{key} {knob_value(x)} given; the log's own {s.metric} is at most "
+                       f"{knob_value(peak)} (a schedule that decayed before the log began?): "
+                       "the given value is used")
+    return out
 
 
 def with_reward_roles(run: Run, given: Mapping[str, str]) -> Run:

@@ -205,3 +205,26 @@ def test_the_sidecars_recipe_names_are_the_recipes():
     from grpo_doctor.importers.sidecar import RECIPE_NAMES
 
     assert tuple(s.names for s in recipe.SETTINGS) == RECIPE_NAMES
+
+
+def test_a_given_setting_the_log_contradicts_is_said_and_a_proven_value_kept():
+    """A config giving learning_rate 7.9e-6 beside a log whose lr curve reaches 9.8e-5: the
+    run provably ran at 9.8e-5, and the config was silently taken over it. A given value
+    above the logged peak (a schedule decayed before the log began) stands, with a note."""
+    import numpy as np
+
+    from grpo_doctor.engine import with_given_config
+    from tests.helpers import make_run
+
+    n = 50
+    run = make_run(reward=np.linspace(0.2, 0.6, n), learning_rate=np.full(n, 9.8e-5))
+    low = with_given_config(run, {"learning_rate": 7.9e-6, "temperature": 0.5})
+    assert "learning_rate" not in low.config and low.config["temperature"] == 0.5
+    assert any("learning_rate 7.9e-6 given, but the log's own learning_rate reaches 9.8e-5"
+               in n for n in low.notes), low.notes
+    high = with_given_config(run, {"learning_rate": 2e-4})
+    assert high.config["learning_rate"] == 2e-4
+    assert any("the given value is used" in n for n in high.notes), high.notes
+    same = with_given_config(run, {"learning_rate": 1e-4})
+    assert same.config["learning_rate"] == 1e-4 and not any("given," in n or "given;" in n
+                                                             for n in same.notes)
