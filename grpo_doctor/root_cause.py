@@ -170,7 +170,12 @@ def _rank(check: Check) -> int:
 def _converging(check: Check) -> bool:
     """A finding that says the run is converging (an entropy spent as the task is solved):
     it explains nothing that broke, and nothing about it is urgent."""
-    return any(str(r).startswith(_CALM) for r in check.remedies)
+    return _calm(check) is not None
+
+
+def _calm(check: Check) -> str | None:
+    """The finding's "nothing urgent" remedy, when it has one."""
+    return next((str(r) for r in check.remedies if str(r).startswith(_CALM)), None)
 
 
 def _cleared(check: Check) -> bool:
@@ -363,7 +368,7 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
                   if not _clip_never_reached(run, r)]
     if causes and not _reward_never_fired(check):
         return _knob_action(run, root, causes, from_start)
-    calm = next((r for r in check.remedies if str(r).startswith(_CALM)), None)
+    calm = _calm(check)
     if calm is not None and not any(c.status is Status.CRITICAL for c in checks):
         # A run still learning its task (an entropy spent as it converges): its checkpoints
         # are good and nothing needs stopping; the knob is for the next run. (A setting outside
@@ -379,7 +384,7 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
             after = knobs.Remedy(f"{suspect.fix()} ({suspect.sentence()})",
                                  knob=_knob_of(suspect))
         return _Lead(knobs.Remedy(
-            f"{calm}" + (f"; for the next run: {after}" if after is not None else ""),
+            calm + (f"; for the next run: {after}" if after is not None else ""),
             knob=after.knob if after is not None else None,
             factor=after.factor if after is not None else None))
     remedies = [r for r in check.remedies if not str(r).startswith(_CALM)]
@@ -605,7 +610,7 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
                f"again, {top.fix().split(' -> ', 1)[1]})")
     text = f"{where}, with {fix}" if where else f"{_SOLVED_ANYWAY}, {fix}" if solved_anyway \
         else fix
-    calm = next((str(r) for r in root.check.remedies if str(r).startswith(_CALM)), None)
+    calm = _calm(root.check)
     if calm is not None and not where and not top.far:
         # A convergence: its checkpoints are good. (A setting far outside the recipe, a
         # penalty on entropy or top_p 0.5, is said first all the same.)

@@ -21,6 +21,7 @@ from typing import Any
 
 from grpo_doctor.errors import InputError
 from grpo_doctor.importers._common import load_yaml
+from grpo_doctor.importers._records import flatten
 from grpo_doctor.store import Run
 
 #: Where trainers and launchers save a run's settings, most specific first.
@@ -127,16 +128,10 @@ def _supplied(merged: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return sorted(names)
 
 
-def _flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def _flat(config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` flattened with dots, a W&B ``{"value": ...}`` wrapper unwrapped (as
     ``recipe.flat_config``)."""
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        full = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(_flat(value, full + "."))
-        else:
-            out[full] = value
+    out = flatten(config, ".")
     return {(k[:-6] if k.endswith(".value") and k[:-6] not in out else k): v
             for k, v in out.items()}
 
