@@ -11,8 +11,8 @@ node needs grpo-doctor installed (the cluster's image, or a runtime environment)
 read access to the runs.
 
 A task that fails or is lost (its worker or node died; Ray retries it once) is an error row
-for its source, never a silent gap. Ctrl-C cancels the tasks not yet done, stops a local
-instance, and the command exits 130.
+for its source, never a silent gap. Ctrl-C stops a local instance with its tasks, or cancels
+the tasks not yet done on a cluster, and the command exits 130.
 
 Ray is imported only here, and only for this executor: ``grpo-doctor --help`` stays fast, and
 without the ``ray`` extra the audit says in one line what to install.
@@ -141,9 +141,14 @@ def run_tasks(sources: Sequence[Source], column_map: Mapping[str, str], cfg: Doc
             if progress:
                 progress(done, total)
     except BaseException:
-        for ref in pending:  # Ctrl-C (or any error): what has not finished is cancelled
-            with contextlib.suppress(Exception):  # a task that finished meanwhile
-                ray.cancel(ref, force=True)
+        # Ctrl-C (or any error): what has not finished is stopped. A local instance is stopped
+        # whole by the shutdown below. On a cluster the tasks are cancelled, without force: a
+        # forced cancel kills the worker while its reply may be on its way, and Ray 2.60's
+        # driver then aborts on "Tried to complete task that was not pending" (exit 1, not 130).
+        if not started:
+            for ref in pending:
+                with contextlib.suppress(Exception):  # a task that finished meanwhile
+                    ray.cancel(ref, force=False)
         raise
     finally:
         if started:
