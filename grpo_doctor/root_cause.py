@@ -178,6 +178,16 @@ def _calm(check: Check) -> str | None:
     return next((str(r) for r in check.remedies if str(r).startswith(_CALM)), None)
 
 
+def _came_back(check: Check) -> bool:
+    """A finding made only of episodes the run came back from, its level normal between
+    them (KL spikes to 197 at one log and 0.4 at the next), that does not itself ask for a
+    roll-back (a burst that held for several logs does)."""
+    first = check.remedies[0] if check.remedies else None
+    return (bool(check.evidence.get("episodes_only")) and bool(check.incidents)
+            and all(i.recovered_step is not None for i in check.incidents)
+            and not (isinstance(first, knobs.Remedy) and first.rollback_step is not None))
+
+
 def _cleared(check: Check) -> bool:
     """A warning that says only that the run came back: its onset is that of an episode
     that ended within the log (a KL spike at step 71, back below the threshold at 72)."""
@@ -514,8 +524,14 @@ def _from_first_step(run: Run, root: Event) -> bool:
     return root.step <= int(first_few[-1]) and int(steps[0]) <= _LOG_STARTS_LATE
 
 
-_RESTART = ("restart from the initial model (the problem was there from the first logged "
-            "update: no checkpoint of this run is good)")
+def _restart(run: Run, step: int) -> str:
+    """A restart, for a problem that began with the log: no logged step before it to go back
+    to. (Its first values may have been normal: an entropy of 1.03 at the first log, falling
+    from there, began there all the same.)"""
+    logged = run.steps[run.steps <= step]
+    which = "the first logged step" if len(logged) <= 1 else f"logged step {len(logged)} of the run"
+    return (f"restart from the initial model (it began at step {step_text(step)}, {which}: "
+            "there is no earlier checkpoint to go back to)")
 
 
 def _rollback_words(run: Run, step: int) -> str:
@@ -528,7 +544,7 @@ def _rollback_words(run: Run, step: int) -> str:
         return (f"roll back to a checkpoint from before step {step_text(step)} (the log starts "
                 "there; the run's earlier steps are not in it)")
     if not len(before):
-        return _RESTART
+        return _restart(run, step)
     good = _last_good_step(run, step)
     saved = _saved_checkpoints(run)
     if saved:
@@ -591,12 +607,16 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
         # A warning from the first step on a run that learns all the same: its checkpoints
         # are good; the setting is for the runs after it, not a restart.
         from_start = False
-    where = _RESTART if from_start else _rollback_words(run, root.step) if (
+    where = _restart(run, root.step) if from_start else _rollback_words(run, root.step) if (
         root.incident or (root.critical and root.check.mode in _DESTRUCTIVE)) else ""
     solved_anyway = bool(where) and task_solved(run)
-    if solved_anyway:
-        # The run came through it and solved its task: its last checkpoint is the one to
-        # keep; the setting is for the next run.
+    # Spikes the run came back from each time (KL 197 at one log, 0.4 at the next): its
+    # checkpoints are as good as its last; the setting is for the run from here, with the
+    # finding's own first look (those batches).
+    came_back = not solved_anyway and _came_back(root.check)
+    if solved_anyway or came_back:
+        # (Solved: the run came through it; its last checkpoint is the one to keep, and the
+        # setting is for the next run.)
         where = ""
     fix = f"{top.fix()} ({top.sentence()}; {top.setting.why.get(top.verdict, '')}"
     fix = fix.rstrip("; ") + ")"
@@ -610,6 +630,10 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
                f"again, {top.fix().split(' -> ', 1)[1]})")
     text = f"{where}, with {fix}" if where else f"{_SOLVED_ANYWAY}, {fix}" if solved_anyway \
         else fix
+    look = next((str(r) for r in root.check.remedies if isinstance(r, str) or not (
+        r.knob or r.rollback_step is not None)), None)
+    if came_back and look is not None:
+        text = f"{text}; then {look}"
     calm = _calm(root.check)
     if calm is not None and not where and not top.far:
         # A convergence: its checkpoints are good. (A setting far outside the recipe, a
@@ -979,8 +1003,9 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
             remedies, kind = remedies[1:], "finding"
         for remedy in remedies:
             r = remedy if isinstance(remedy, knobs.Remedy) else knobs.Remedy(str(remedy))
-            if str(r) == str(lead.remedy) or str(r).startswith(_CALM):
-                continue
+            if str(r) == str(lead.remedy) or str(r).startswith(_CALM) or (
+                    r.knob is None and r.rollback_step is None and str(r) in str(lead.remedy)):
+                continue  # said first (a look the first action ends with)
             if lead.setup and m == "numerical_failure" and r.knob is knobs.GRAD_CLIP:
                 continue  # clipping cannot fix a NaN the setup produces
             if m == "no_progress" and r.knob is knobs.LEARNING_RATE and lr_high:

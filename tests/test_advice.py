@@ -855,3 +855,49 @@ def test_a_converging_run_names_the_setting_behind_its_other_finding_for_the_nex
     first = d.root_cause.first_action
     assert first.startswith("nothing urgent: the run is converging"), first
     assert "for the next run: epsilon 0.6 -> 0.2" in first, first
+
+
+def test_a_restart_says_where_the_problem_began_not_that_every_checkpoint_is_bad():
+    """A short console log (steps 10-40) whose entropy, 1.03 at its first log, collapses to
+    0.01 with temperature 0.5 beside it: the restart is right (no logged step before the
+    onset), but "the problem was there from the first logged update" was not (1.03 is a
+    normal entropy)."""
+    steps = np.array([10, 20, 30, 40])
+    run = make_run(steps=steps, entropy=np.array([1.03, 0.4, 0.02, 0.0125]),
+                   reward=np.array([0.4, 0.3, 0.2, 0.2]),
+                   truncation_ratio=np.array([0.1, 1.0, 1.0, 1.0]))
+    rc = diagnose(run, DoctorConfig(run_config={"temperature": 0.5})).root_cause
+    assert rc.mode == "entropy_collapse" and rc.knob["name"] == "temperature", rc
+    assert rc.first_action.startswith(
+        "restart from the initial model (it began at step 10, the first logged step: there is "
+        "no earlier checkpoint to go back to), with temperature 0.5 -> 1.0"), rc.first_action
+    assert "from the first logged update" not in rc.first_action
+
+
+def _recurring_kl_spikes(n: int = 220, seed: int = 5):
+    """KL around 0.4 with one-log spikes past 10 at six steps, each back at the next log (a
+    real trainer state: 12 at step 5, 197 at 130); the reward flat."""
+    rng = np.random.default_rng(seed)
+    kl = 0.4 + rng.normal(0, 0.03, n)
+    for i, peak in zip((0, 3, 23, 26, 41, 205), (12.1, 64.8, 13.9, 197.0, 66.8, 179.0)):
+        kl[i] = peak
+    return make_run(steps=np.arange(n) * 5 + 5, kl=kl,
+                    reward=0.9 + rng.normal(0, 0.1, n))
+
+
+def test_kl_spikes_the_run_came_back_from_are_not_a_restart_when_beta_is_0():
+    """beta 0 is a known cause of KL drift, and the first action; but the run came back from
+    every spike, so its checkpoints are good: no restart, and the spikes' own first look
+    (those batches) follows the setting, said once."""
+    run = _recurring_kl_spikes()
+    d = diagnose(run, DoctorConfig(run_config={"beta": 0.0}))
+    rc = d.root_cause
+    assert rc.mode == "kl_drift" and rc.knob["name"] == "beta", rc
+    first = rc.first_action
+    assert first.startswith("beta 0 -> 0.01-0.05 ("), first
+    assert "restart" not in first and "roll back" not in first, first
+    assert "; then KL spikes keep coming back (6 episodes, up to 197 at step" in first, first
+    assert sum("KL spikes keep coming back" in p.action for p in d.plan) == 1
+    # Without the config the spikes are the first action, as before.
+    bare = diagnose(run).root_cause
+    assert bare.first_action.startswith("KL spikes keep coming back"), bare.first_action

@@ -177,6 +177,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                  f"{fmt(p['burst_ratio'])}x the run's level, or one norm "
                                  f">= {fmt(p['burst_ratio'])}x its level before followed by "
                                  f"harm or logged with KL >= {fmt(inc.DANGEROUS_KL)}")
+        evidence["episodes_only"] = True  # the level itself stayed steady
         summary = f"gradient-norm burst: {inc.describe(bursts)}"
         return Outcome(inc.worst(bursts), summary, onset_step=bursts[0].step,
                        evidence=evidence, remedies=_remedies(run), key_metric=GRAD,

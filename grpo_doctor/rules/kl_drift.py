@@ -141,6 +141,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         first = incidents[0]
         status = inc.worst(incidents)
         evidence["threshold"] = f"KL > {fmt(p['stop_kl'])} (stop)"
+        evidence["episodes_only"] = True  # the level itself stayed in the normal band
         summary = f"KL incident: {inc.describe(incidents)}; KL by the end {fmt(kc)}"
         return Outcome(status, summary, onset_step=first.step, evidence=evidence,
                        remedies=_incident_remedies(run, incidents), key_metric=KL,
