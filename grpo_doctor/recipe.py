@@ -592,10 +592,10 @@ def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:
     logged = {}
     for s in settings:
         if s.metric and s.metric in run.frame.columns:
-            _, values = run.finite_series(s.metric)
+            steps, values = run.finite_series(s.metric)
             if len(values):
-                logged[s.metric] = float(values.max()) if s.id == "learning_rate" \
-                    else float(values[-1])
+                logged[s.metric] = knobs.schedule_peak(steps, values) \
+                    if s.id == "learning_rate" else float(values[-1])
     return read_config(run.config or {}, settings, logged)
 
 

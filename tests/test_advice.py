@@ -901,3 +901,36 @@ def test_kl_spikes_the_run_came_back_from_are_not_a_restart_when_beta_is_0():
     # Without the config the spikes are the first action, as before.
     bare = diagnose(run).root_cause
     assert bare.first_action.startswith("KL spikes keep coming back"), bare.first_action
+
+
+@given(peak=st.floats(1e-7, 1e-3), total=st.integers(80, 2000), every=st.integers(2, 20))
+def test_the_peak_of_a_linear_decay_already_under_way_at_the_first_log(peak, total, every):
+    """TRL's default schedule decays linearly from the first update; a log every N steps shows
+    peak * (total - N + 1) / total first. The peak is the configured value the advice halves
+    (181457: 7.9e-6 logged first, 1e-5 configured)."""
+    steps = np.arange(every, total, every, dtype=float)
+    lr = peak * (total - steps + 1) / total
+    assert knobs.schedule_peak(steps, lr) == pytest.approx(peak, rel=1e-6)
+
+
+@given(peak=st.floats(1e-7, 1e-3), total=st.integers(60, 2000))
+def test_the_peak_of_other_schedules_is_the_largest_logged_value(peak, total):
+    steps = np.arange(1, total + 1, dtype=float)
+    warm = peak * np.minimum(1.0, steps / 10) * (1 - 0.5 * steps / total)
+    assert knobs.schedule_peak(steps, warm) == warm.max()
+    resumed = steps[total // 2:]  # a log that starts mid-run: its earlier lr is unknown
+    linear = peak * (1 - resumed / total)
+    assert knobs.schedule_peak(resumed, linear) == linear.max()
+    every = 10  # a cosine logged every 10 steps: taken back one interval, near its peak
+    cosine = peak * 0.5 * (1 + np.cos(np.pi * (steps[every - 1::every] - 1) / total))
+    found = knobs.schedule_peak(steps[every - 1::every], cosine)
+    assert cosine.max() <= found <= peak * 1.05  # one interval of a line, near a cosine
+
+
+def test_a_log_that_starts_after_its_lr_decayed_is_advised_on_the_configured_lr():
+    path = REAL_RUNS / "trl-console" / "20251022_181457_run_terminal.md"
+    if not path.exists():
+        pytest.skip("shared real runs not present")
+    rc = diagnose(load_runs(path)[0]).root_cause
+    assert "learning_rate 1e-5 -> " in rc.first_action, rc.first_action
+    assert "7.9e-6" not in rc.first_action

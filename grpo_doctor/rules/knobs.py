@@ -124,12 +124,29 @@ def current(run: Run, knob: Knob) -> tuple[float | None, str | None]:
                 if x is not None:
                     return x, key
     if knob.metric and knob.metric in run.frame.columns:
-        col = run.frame[knob.metric].to_numpy()
-        col = col[np.isfinite(col)]
+        steps, col = run.finite_series(knob.metric)
         if len(col):
-            value = float(col.max()) if knob.reduce == "max" else float(col[-1])
+            value = schedule_peak(steps, col) if knob.reduce == "max" else float(col[-1])
             return value, f"logged {knob.metric}"
     return None, None
+
+
+def schedule_peak(steps: np.ndarray, values: np.ndarray) -> float:
+    """The peak of a logged schedule (the learning rate a config sets): its largest logged
+    value; or, when the log begins with a linear decay already under way (a log every 10
+    steps whose first line is step 10), the line through its first points taken back to
+    step 1. TRL's default schedule decays linearly from the first update, so the first log
+    of such a run shows 7.9e-6 of a configured 1e-5; halving 7.9e-6 would be advice about a
+    value the user never set. Any other shape (a warm-up, a cosine) keeps the largest."""
+    top = float(values.max())
+    if (len(values) < 3 or steps[0] <= 1 or values[0] < top or not values[1] < values[0]
+            or steps[0] - 1 > steps[1] - steps[0]):
+        return top  # (a log that starts later than its first interval: a resumed run's)
+    slope = (values[1] - values[0]) / (steps[1] - steps[0])
+    on_line = values[0] + slope * (steps[2] - steps[0])
+    if abs(values[2] - on_line) > 0.02 * values[0]:
+        return top  # not a line: a cosine, steps, an adaptive rate
+    return max(top, float(values[0] - slope * (steps[0] - 1)))
 
 
 def _num(x: float) -> str:
