@@ -20,7 +20,7 @@ from grpo_doctor.audit_result import AuditError, PassedOver
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
 from grpo_doctor.files import as_path, entry_path, is_remote, scandir, walk
 from grpo_doctor.files import kind as file_kind
-from grpo_doctor.importers import HEAD_BYTES, Importer, detect_format, registry
+from grpo_doctor.importers import HEAD_BYTES, MARKDOWN_DOCS, Importer, detect_format, registry
 from grpo_doctor.importers.trainer_state import is_log_history_list
 from grpo_doctor.objstore import StoreError, StorePath, within
 
@@ -37,10 +37,6 @@ _NOT_LOGS = frozenset({
 #: Text documents that may hold a console capture (``diagnose`` reads them): tried, and passed
 #: over (with the reason, for ``-v``) when they hold no training log.
 TEXT_DOCS = frozenset({".md", ".txt", ".log", ".out"})
-#: Markdown documents: found in a folder, read only as a console capture (a terminal saved as
-#: ``.md``); any other reading of one (a heading with a comma sniffed as a CSV header, a table
-#: of prose) is a document's, not a log's: passed over, as a README is.
-MARKDOWN_DOCS = frozenset({".md", ".markdown"})
 #: Files that are logs by their name: not recognised means broken, an error row.
 _LOG_SUFFIXES = frozenset({".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq", ".wandb"})
 _SKIP_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
@@ -167,7 +163,8 @@ def classify(path: Path, *, explicit: bool = False) -> Importer | None:
             raise
         return None
     if not explicit and path.suffix.lower() in MARKDOWN_DOCS and imp.name != "console":
-        return None  # a Markdown document with no console-log lines in it
+        return None  # a Markdown document with no console-log lines in it: passed over, as a
+        # README is
     return imp
 
 

@@ -176,6 +176,16 @@ def test_text_documents_are_audited_when_they_hold_a_training_log(tmp_path):
     assert "training log" in readme.why  # not recognised, or recognised but empty
 
 
+def test_diagnose_of_a_folder_passes_over_notes_beside_its_log(tmp_path):
+    """A Markdown table of notes beside the one log (a CSV to a sniffer) is not a second run:
+    the folder is that log, as audit reads it."""
+    shutil.copy(CSV, tmp_path / "metrics.csv")
+    (tmp_path / "NOTES.md").write_text("# Notes, run 1\n\nlr, beta, reward\n1, 2, 3\n")
+    (run,) = load_runs(tmp_path)
+    assert run.source.endswith("metrics.csv") and run.format == "csv"
+    assert len(run.steps) == len(load_runs(CSV)[0].steps)
+
+
 def test_a_bare_log_history_list_is_audited(tmp_path):
     (tmp_path / "step_logs.json").write_text(json.dumps(log_history()))
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 512}))

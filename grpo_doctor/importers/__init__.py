@@ -104,6 +104,11 @@ def _not_a_json_log(path: Path) -> NoReturn:
                       "log_history list or JSON lines are)")
 
 
+#: Markdown documents: read only as a console capture (a terminal saved as ``.md``); any
+#: other reading of one found in a folder (a heading with a comma sniffed as a CSV header, a
+#: table of prose) is a document's, not a log's.
+MARKDOWN_DOCS = frozenset({".md", ".markdown"})
+
 #: Files of a folder tried as logs when the folder itself is not one.
 MAX_FOLDER_FILES = 200
 
@@ -118,9 +123,11 @@ def _logs_in(folder: Path) -> tuple[list[Path], bool]:
     logs = []
     for f in files[:MAX_FOLDER_FILES]:
         try:
-            detect_format(f)
+            imp = detect_format(f)
         except (FormatError, InputError):
             continue
+        if f.suffix.lower() in MARKDOWN_DOCS and imp.name != "console":
+            continue  # notes beside the log (a table sniffed as CSV), as audit passes them over
         logs.append(f)
     return logs, len(files) > MAX_FOLDER_FILES
 
