@@ -228,3 +228,32 @@ def test_a_given_setting_the_log_contradicts_is_said_and_a_proven_value_kept():
     same = with_given_config(run, {"learning_rate": 1e-4})
     assert same.config["learning_rate"] == 1e-4 and not any("given," in n or "given;" in n
                                                              for n in same.notes)
+
+
+def test_a_peft_adapter_config_beside_a_trainer_state_makes_it_an_adapters_run(tmp_path):
+    """PEFT saves adapter_config.json in every checkpoint of a LoRA run: an lr of 4e-5, 8x a
+    full fine-tune's ceiling, is within an adapter's; the same log alone is judged as a full
+    fine-tune's."""
+    from grpo_doctor import recipe
+
+    frame = _sharpening(60)
+    state = {"global_step": 60, "log_history": [
+        {"step": int(s), "reward": float(r), "entropy": float(e), "learning_rate": 4e-5}
+        for s, r, e in zip(frame["step"], frame["reward"], frame["entropy"])]}
+    ckpt = tmp_path / "out" / "checkpoint-60"
+    ckpt.mkdir(parents=True)
+    (ckpt / "trainer_state.json").write_text(json.dumps(state))
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(ckpt / "trainer_state.json", bare / "trainer_state.json")
+    (ckpt / "adapter_config.json").write_text(json.dumps(
+        {"peft_type": "LORA", "r": 16, "lora_alpha": 32, "target_modules": ["q_proj"]}))
+    (run,) = load_runs(ckpt / "trainer_state.json")
+    assert run.config.get("use_peft") is True
+    assert any("a LoRA adapter of rank 16" in n and "adapter_config.json" in n
+               for n in run.notes), run.notes
+    assert recipe.read_run(run).lora
+    assert recipe.read_run(run).get("learning_rate").verdict != recipe.HIGH
+    (alone,) = load_runs(bare / "trainer_state.json")
+    assert not recipe.read_run(alone).lora
+    assert recipe.read_run(alone).get("learning_rate").verdict == recipe.HIGH

@@ -7,7 +7,9 @@ it holds training settings (two or more of the knobs the advice reads); a model'
 ``config.json`` (its architecture) is not one. From a folder trainers log into (``runs/``,
 ``tensorboard/``, ``checkpoint-N/``, ``wandb/`` ...) the search goes up to the run's own
 folder, never further: a config two folders away may belong to another run. The log's own
-config wins where both set a key; a note names the file read.
+config wins where both set a key; a note names the file read. A PEFT ``adapter_config.json``
+found the same way (every checkpoint of a LoRA run holds one) marks the run as an adapter's
+training, whose learning rate is judged against an adapter's ceiling.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ _MAX_UP = 3
 def with_sidecar_config(run: Run) -> Run:
     """``run`` with the settings of a training config beside its log (see the module) that
     its log does not set; ``run`` unchanged when there is none."""
+    run = _with_adapter(run)
     found = find_training_config(Path(run.source))
     if found is None:
         return run
@@ -106,6 +109,23 @@ def with_sidecar_config(run: Run) -> Run:
     merged = {**config, **own}
     note = f"settings read from {path}, beside the log: {', '.join(_supplied(merged, new))}"
     return replace(run, config=merged, notes=[*run.notes, note])
+
+
+def _with_adapter(run: Run) -> Run:
+    """``run`` marked as a LoRA adapter's training (``use_peft``) when a PEFT adapter config
+    lies beside its log and its own config does not say."""
+    own = _flat(run.config or {})
+    if any(k.rsplit(".", 1)[-1] in ("use_peft", "lora_r", "lora_rank") or k == "peft_config.r"
+           for k in own):
+        return run
+    found = find_adapter(Path(run.source))
+    if found is None:
+        return run
+    path, rank = found
+    rank_text = f" of rank {rank}" if rank else ""
+    note = f"a LoRA adapter{rank_text} ({path} beside the log): judged against an adapter's lr"
+    return replace(run, config={**(run.config or {}), "use_peft": True},
+                   notes=[*run.notes, note])
 
 
 def _supplied(merged: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -136,23 +156,54 @@ def _flat(config: Mapping[str, Any]) -> dict[str, Any]:
             for k, v in out.items()}
 
 
-def find_training_config(log: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The first training config beside ``log`` (a file or a run's folder) and its settings;
-    None when there is none (or ``log`` is not a local path)."""
+def _run_folders(log: Path) -> list[Path]:
+    """The folders searched for files of ``log``'s run: its own, then up past the folders
+    trainers log into, to the run's own folder and never further."""
     try:
         folder = log if log.is_dir() else log.parent
         if not folder.is_dir():
-            return None
+            return []
     except OSError:
-        return None
+        return []
+    folders = []
     for _ in range(_MAX_UP + 1):
+        folders.append(folder)
+        if not _LOG_FOLDER.match(folder.name) and not _LOG_FOLDER.match(folder.parent.name):
+            break  # the run's own folder: what lies above it is not this run's
+        folder = folder.parent
+    return folders
+
+
+def find_training_config(log: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The first training config beside ``log`` (a file or a run's folder) and its settings;
+    None when there is none (or ``log`` is not a local path)."""
+    for folder in _run_folders(log):
         for name in NAMES:
             config = _read(folder / name)
             if config is not None:
                 return folder / name, config
-        if not _LOG_FOLDER.match(folder.name) and not _LOG_FOLDER.match(folder.parent.name):
-            return None  # the run's own folder: what lies above it is not this run's
-        folder = folder.parent
+    return None
+
+
+#: PEFT saves it in every checkpoint of an adapter's training (``checkpoint-N/``, beside the
+#: trainer state): the run trained a LoRA adapter, whose learning rate is ~10x a full
+#: fine-tune's.
+ADAPTER_CONFIG = "adapter_config.json"
+
+
+def find_adapter(log: Path) -> tuple[Path, int | None] | None:
+    """The PEFT adapter config beside ``log`` and its rank, or None."""
+    for folder in _run_folders(log):
+        path = folder / ADAPTER_CONFIG
+        try:
+            if not path.is_file() or path.stat().st_size > _MAX_BYTES:
+                continue
+            loaded = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(loaded, dict) and "peft_type" in loaded:
+            r = loaded.get("r")
+            return path, int(r) if isinstance(r, int | float) and r > 0 else None
     return None
 
 
