@@ -257,3 +257,31 @@ def test_a_peft_adapter_config_beside_a_trainer_state_makes_it_an_adapters_run(t
     (alone,) = load_runs(bare / "trainer_state.json")
     assert not recipe.read_run(alone).lora
     assert recipe.read_run(alone).get("learning_rate").verdict == recipe.HIGH
+
+
+def test_a_checkpoints_model_config_names_the_dtype_the_weights_trained_in(tmp_path):
+    """save_pretrained writes the dtype the parameters had: float16 in a full fine-tune's
+    checkpoint is pure fp16 weights (unsafe), float32 the master weights of mixed precision.
+    A LoRA checkpoint's base-model dtype says nothing of the adapter."""
+    from grpo_doctor import recipe
+
+    frame = _sharpening(60)
+    state = {"global_step": 60, "log_history": [
+        {"step": int(s), "reward": float(r), "entropy": float(e)}
+        for s, r, e in zip(frame["step"], frame["reward"], frame["entropy"])]}
+    model = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}
+    readings = {}
+    for name, dtype, adapter in (("fp16", "float16", False), ("fp32", "float32", False),
+                                 ("lora", "float16", True)):
+        ckpt = tmp_path / name / "checkpoint-60"
+        ckpt.mkdir(parents=True)
+        (ckpt / "trainer_state.json").write_text(json.dumps(state))
+        (ckpt / "config.json").write_text(json.dumps({**model, "torch_dtype": dtype}))
+        if adapter:
+            (ckpt / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8}))
+        (run,) = load_runs(ckpt / "trainer_state.json")
+        readings[name] = (recipe.read_run(run).get("dtype").verdict, run.notes)
+    assert readings["fp16"][0] == recipe.UNSAFE
+    assert any("the weights were saved as float16" in n for n in readings["fp16"][1])
+    assert readings["fp32"][0] == recipe.OK
+    assert readings["lora"][0] == recipe.NOT_SET

@@ -9,7 +9,8 @@ it holds training settings (two or more of the knobs the advice reads); a model'
 folder, never further: a config two folders away may belong to another run. The log's own
 config wins where both set a key; a note names the file read. A PEFT ``adapter_config.json``
 found the same way (every checkpoint of a LoRA run holds one) marks the run as an adapter's
-training, whose learning rate is judged against an adapter's ceiling.
+training, whose learning rate is judged against an adapter's ceiling; a model's own
+``config.json`` saved there names the dtype the weights trained in.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ _MAX_UP = 3
 def with_sidecar_config(run: Run) -> Run:
     """``run`` with the settings of a training config beside its log (see the module) that
     its log does not set; ``run`` unchanged when there is none."""
-    run = _with_adapter(run)
+    run = _with_weights_dtype(_with_adapter(run))
     found = find_training_config(Path(run.source))
     if found is None:
         return run
@@ -126,6 +127,40 @@ def _with_adapter(run: Run) -> Run:
     note = f"a LoRA adapter{rank_text} ({path} beside the log): judged against an adapter's lr"
     return replace(run, config={**(run.config or {}), "use_peft": True},
                    notes=[*run.notes, note])
+
+
+#: Where a model's own config names the dtype of its weights: save_pretrained writes the
+#: dtype the parameters had, so a checkpoint's says what the run trained in (fp32 master
+#: weights under mixed precision save as float32; pure fp16 weights as float16).
+_WEIGHTS_DTYPE = ("torch_dtype", "dtype")
+
+
+def _with_weights_dtype(run: Run) -> Run:
+    """``run`` with the dtype of the weights its checkpoint saved (a Hugging Face
+    ``config.json`` beside the log), when its config names none and it trained no adapter
+    (an adapter's checkpoint holds no model config; a base model's dtype says nothing of
+    the adapter's)."""
+    own = _flat(run.config or {})
+    if any(k.rsplit(".", 1)[-1] in (*_WEIGHTS_DTYPE, "fp16", "bf16", "use_peft") for k in own):
+        return run
+    for folder in _run_folders(Path(run.source)):
+        path = folder / "config.json"
+        try:
+            if not path.is_file() or path.stat().st_size > _MAX_BYTES:
+                continue
+            loaded = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(loaded, dict) or not _MODEL_KEYS & set(loaded):
+            continue
+        dtype = next((loaded[k] for k in _WEIGHTS_DTYPE if isinstance(loaded.get(k), str)),
+                     None)
+        if dtype is None:
+            return run
+        note = f"the weights were saved as {dtype} ({path}, the model's own config)"
+        return replace(run, config={**(run.config or {}), "torch_dtype": dtype},
+                       notes=[*run.notes, note])
+    return run
 
 
 def _supplied(merged: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
