@@ -243,9 +243,14 @@ def with_given_config(run: Run, given: Mapping[str, object]) -> Run:
     own = flat_config(run.config) if run.config else {}
     added = {k: v for k, v in given.items()
              if not any(key == k or key.endswith("." + k) for key in own)}
+    unread = _unread_keys(given)
+    added = {k: v for k, v in added.items() if k not in unread}
+    notes = [*run.notes, *_own_config_disagreements(own, given),
+             *(f"{k} given: not a setting grpo-doctor reads (did you mean {near}?); it changes "
+               "nothing here" for k, near in unread.items())]
     if not added:
-        return run
-    notes = [*run.notes, *_logged_disagreements(run, added)]
+        return replace(run, notes=notes)
+    notes += _logged_disagreements(run, added)
     if not added:
         return replace(run, notes=notes)
     # "The log's own config": the log may still log one of them as a metric (a learning
@@ -255,11 +260,59 @@ def with_given_config(run: Run, given: Mapping[str, object]) -> Run:
     return replace(run, config={**run.config, **added}, notes=[*notes, note])
 
 
+def _own_config_disagreements(own: Mapping[str, object], given: Mapping[str, object]
+                              ) -> list[str]:
+    """Given settings the log's own config sets otherwise: the log's value is used (it is
+    what the run ran with), and a note says so rather than drop the given one silently."""
+    from grpo_doctor.recipe import SETTINGS, as_number, lookup
+    from grpo_doctor.text import knob_value
+
+    def shown(value: object) -> str:
+        x = as_number(value)
+        return knob_value(x) if x is not None else str(value)
+
+    out = []
+    for s in SETTINGS:
+        value, key = lookup(given, s.names)
+        logged, own_key = lookup(own, s.names)
+        if key is None or own_key is None or value is None or logged is None:
+            continue
+        x, y = as_number(value), as_number(logged)
+        same = (x is not None and y is not None and abs(x - y) <= 1e-9 * max(abs(x), abs(y))
+                ) or str(value).strip().lower() == str(logged).strip().lower()
+        if not same:
+            out.append(f"{key} {shown(value)} given, but the log's own config has {own_key} "
+                       f"{shown(logged)}: the log's value is used (is the config this run's?)")
+    return out
+
+
+def _unread_keys(given: Mapping[str, object]) -> dict[str, str]:
+    """Given keys the advice reads under no name and that look like a misspelling of one
+    (``temprature``), with the name they are near: said, since they change nothing."""
+    import difflib
+
+    from grpo_doctor.recipe import SETTINGS
+
+    names = {n.rsplit(".", 1)[-1] for s in SETTINGS for n in s.names}
+    out = {}
+    for key in given:
+        last = str(key).rsplit(".", 1)[-1]
+        if last in names:
+            continue
+        # 0.88: a letter dropped or swapped (temprature, learning_rte), not another real
+        # key of the trainers (num_train_epochs is 0.8 from num_ppo_epochs).
+        near = difflib.get_close_matches(last, sorted(names), n=1, cutoff=0.88)
+        if near and last.rstrip("0123456789") != near[0]:  # beta1: Adam's, not a typo
+            out[str(key)] = near[0]
+    return out
+
+
 def _logged_disagreements(run: Run, added: dict[str, object]) -> list[str]:
     """Given settings the log's own curve contradicts (a learning rate of 7.9e-6 given, the
     logged one peaking at 9.8e-5). A logged peak above the given value proves the run ran at
     it: the log's value is kept (``added`` loses the key). One below it may be a schedule
-    that decayed before the log began: the given value stands. Either way a note says so."""
+    that decayed before the log began: the given value stands, unless the log shows the
+    schedule's peak (it begins at its first logging interval). Either way a note says so."""
     from grpo_doctor.recipe import SETTINGS, as_number, lookup
     from grpo_doctor.text import knob_value
 
@@ -269,23 +322,33 @@ def _logged_disagreements(run: Run, added: dict[str, object]) -> list[str]:
             continue
         value, key = lookup(added, s.names)
         x = as_number(value)
-        _, logged = run.finite_series(s.metric)
+        steps, logged = run.finite_series(s.metric)
         if x is None or key is None or not len(logged) or x <= 0:
             continue
-        peak = float(logged.max())
+        peak = knobs.schedule_peak(steps, logged)
         if s.id != "learning_rate":
             peak = float(logged[-1])
         if abs(peak - x) <= 0.25 * max(abs(peak), abs(x)):
             continue
-        if peak > x:
+        if peak > x or (s.id == "learning_rate" and _peak_seen(steps, logged)):
             del added[key]
-            out.append(f"{key} {knob_value(x)} given, but the log's own {s.metric} reaches "
+            reach = "reaches" if peak > x else "peaks at"
+            out.append(f"{key} {knob_value(x)} given, but the log's own {s.metric} {reach} "
                        f"{knob_value(peak)}: the log's value is used (is the config this run's?)")
         else:
             out.append(f"{key} {knob_value(x)} given; the log's own {s.metric} is at most "
                        f"{knob_value(peak)} (a schedule that decayed before the log began?): "
                        "the given value is used")
     return out
+
+
+def _peak_seen(steps: np.ndarray, lr: np.ndarray) -> bool:
+    """Whether a logged learning rate shows its schedule's peak: the log begins within its
+    first logging interval and the rate is not still rising at its end (a warm-up the log
+    cut short). A given value above that peak is contradicted, not a decay the log missed."""
+    if len(lr) < 3 or steps[0] - 1 > steps[1] - steps[0]:
+        return False
+    return not lr[-1] > lr[-2]
 
 
 def with_reward_roles(run: Run, given: Mapping[str, str]) -> Run:

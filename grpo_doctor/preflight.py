@@ -340,9 +340,7 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
             config[key] = value
             defaults.append(setting.id)
     setup = recipe.read_config(config, tuple(settings))
-    bad = [problem for r in setup.known if (problem := bad_value(r)) is not None]
-    if bad:
-        raise ConfigError(f"{source + ': ' if source else ''}{'; '.join(bad)}")
+    refuse_bad_values(setup, source)
     if not setup.known:
         raise ConfigError(f"{source + ': ' if source else ''}none of the recipe's settings "
                           f"found ({', '.join(s.id for s in list(settings)[:4])} ...): not a "
@@ -378,6 +376,14 @@ def _shown(reading: recipe.Reading) -> str:
         return reading.value_text
     numeric = recipe.as_number(value) is not None or value.strip().lower() == "nan"
     return value.strip() if numeric else repr(value)
+
+
+def refuse_bad_values(setup: recipe.Setup, source: str = "") -> None:
+    """A ConfigError naming every setting whose value no trainer takes ('fast', nan, a
+    negative lr, a group of 16.5)."""
+    bad = [problem for r in setup.known if (problem := bad_value(r)) is not None]
+    if bad:
+        raise ConfigError(f"{source + ': ' if source else ''}{'; '.join(bad)}")
 
 
 def bad_value(reading: recipe.Reading) -> str | None:

@@ -210,7 +210,8 @@ def test_the_sidecars_recipe_names_are_the_recipes():
 def test_a_given_setting_the_log_contradicts_is_said_and_a_proven_value_kept():
     """A config giving learning_rate 7.9e-6 beside a log whose lr curve reaches 9.8e-5: the
     run provably ran at 9.8e-5, and the config was silently taken over it. A given value
-    above the logged peak (a schedule decayed before the log began) stands, with a note."""
+    above the logged peak stands, with a note, only where the schedule may have decayed
+    before the log began (a log that starts mid-run)."""
     import numpy as np
 
     from grpo_doctor.engine import with_given_config
@@ -222,9 +223,17 @@ def test_a_given_setting_the_log_contradicts_is_said_and_a_proven_value_kept():
     assert "learning_rate" not in low.config and low.config["temperature"] == 0.5
     assert any("learning_rate 7.9e-6 given, but the log's own learning_rate reaches 9.8e-5"
                in n for n in low.notes), low.notes
-    high = with_given_config(run, {"learning_rate": 2e-4})
+    # A log that starts mid-run (a resumed job's): its schedule may have decayed before it.
+    resumed = make_run(steps=np.arange(200, 200 + n), reward=np.linspace(0.2, 0.6, n),
+                       learning_rate=np.linspace(9.8e-5, 5e-5, n))
+    high = with_given_config(resumed, {"learning_rate": 2e-4})
     assert high.config["learning_rate"] == 2e-4
     assert any("the given value is used" in n for n in high.notes), high.notes
+    # One that starts with the run shows the schedule's peak: 2e-4 given is contradicted.
+    seen = with_given_config(run, {"learning_rate": 2e-4})
+    assert "learning_rate" not in seen.config
+    assert any("learning_rate 2e-4 given, but the log's own learning_rate peaks at 9.8e-5"
+               in n for n in seen.notes), seen.notes
     same = with_given_config(run, {"learning_rate": 1e-4})
     assert same.config["learning_rate"] == 1e-4 and not any("given," in n or "given;" in n
                                                              for n in same.notes)
@@ -285,3 +294,37 @@ def test_a_checkpoints_model_config_names_the_dtype_the_weights_trained_in(tmp_p
     assert any("the weights were saved as float16" in n for n in readings["fp16"][1])
     assert readings["fp32"][0] == recipe.OK
     assert readings["lora"][0] == recipe.NOT_SET
+
+
+def test_given_settings_the_logs_own_config_sets_otherwise_and_misspelt_keys_are_said():
+    """--train-config beside a log with its own config (TensorBoard hparams, a console's
+    config dump): the log's values are used, and each given value dropped is said; a key that
+    is a misspelling of one the advice reads changes nothing, and says so."""
+    import numpy as np
+
+    from grpo_doctor.engine import with_given_config
+    from tests.helpers import make_run
+
+    run = make_run(reward=np.linspace(0.2, 0.6, 30))
+    run.config.update({"num_generations": 2, "temperature": 0.9})
+    out = with_given_config(run, {"num_generations": 64, "temperature": 0.9,
+                                  "temprature": 0.5, "beta1": 0.9, "num_train_epochs": 3})
+    assert out.config["num_generations"] == 2 and "temprature" not in out.config
+    notes = " | ".join(out.notes)
+    assert ("num_generations 64 given, but the log's own config has num_generations 2: the "
+            "log's value is used") in notes
+    assert "temperature 0.9 given" not in notes  # the same value: nothing to say
+    assert "temprature given: not a setting grpo-doctor reads (did you mean temperature?)" \
+        in notes
+    assert "beta1" not in notes.split("settings given")[0]
+    assert "num_train_epochs given" not in notes
+
+
+def test_a_train_config_value_no_trainer_takes_is_one_line_and_exit_2(tmp_path, capsys):
+    (tmp_path / "hot.yaml").write_text("temperature: hot\n")
+    _sharpening(60).to_csv(tmp_path / "metrics.csv", index=False)
+    code, out, err = run_cli(capsys, "diagnose", str(tmp_path / "metrics.csv"),
+                             "--train-config", str(tmp_path / "hot.yaml"))
+    assert code == 2 and out == ""
+    assert err.strip().endswith("temperature: 'hot' is not a number") and len(
+        err.strip().splitlines()) == 1, err
