@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from grpo_doctor.config import DoctorConfig
 from grpo_doctor.engine import diagnose
 from grpo_doctor.importers import load_runs
-from tests.test_real_runs import HEALTHY
+from tests.test_real_runs import HEALTHY, healthy_status
 
 CORPUS = ROOT / "tests" / "fixtures" / "corpus"
 
@@ -320,7 +320,7 @@ def score_real(real: Path) -> tuple[list[tuple], list[str]]:
         if (real / path).exists():
             for run in load_runs(real / path):
                 status = diagnose(run).status
-                if status != "healthy":
+                if status != healthy_status(run.name):
                     healthy_bad.append(f"{run.name}: {status}")
     return rows, healthy_bad
 

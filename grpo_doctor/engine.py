@@ -388,12 +388,15 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     from grpo_doctor import recipe
     from grpo_doctor.hints import unmapped_hints
     from grpo_doctor.root_cause import idle_settings, root_cause_and_plan
-    from grpo_doctor.rules.no_progress import low_task_note
+    from grpo_doctor.rules.no_progress import learning_unproven, low_task_note
 
     info = RunInfo(run.name, run.source, run.format, run.first_step, run.last_step, run.n_steps)
     hints = unmapped_hints(run)
     by_metric = {h.metric: h for h in hints}
     checks = [_with_hint(c, by_metric) for c in checks]
+    unproven = learning_unproven(run, checks)
+    if unproven is not None:
+        checks = [unproven if c.mode == unproven.mode else c for c in checks]
     setup = recipe.read_run(run, (config or DoctorConfig()).settings_of_recipe())
     cause, plan = root_cause_and_plan(run, checks, setup)
     low = low_task_note(checks)

@@ -216,7 +216,13 @@ class Diagnosis:
             return "inconclusive"
         if len(self.judged) < MIN_CHECKS_FOR_HEALTHY and not self.selected_all_judged:
             return "inconclusive"
+        if self._learning_unproven is not None:
+            return "inconclusive"  # too short to judge progress, and it did not improve
         return "healthy"
+
+    @property
+    def _learning_unproven(self) -> Check | None:
+        return next((c for c in self.checks if c.evidence.get("learning_unproven")), None)
 
     @property
     def selected_all_judged(self) -> bool:
@@ -232,6 +238,10 @@ class Diagnosis:
         if self.status != "inconclusive":
             return None
         judged = [c.mode for c in self.judged]
+        unproven = self._learning_unproven
+        if unproven is not None and len(judged) >= MIN_CHECKS_FOR_HEALTHY:
+            return (f"no failure mode fired, but nothing shows it learns: "
+                    f"{(unproven.reason or '').split('; ', 1)[-1]}")
         skipped = [c for c in self.checks if c.status is Status.SKIPPED]
         short = sum(1 for c in skipped if "at least" in (c.reason or ""))
         if self.run.n_steps < MIN_STEPS_FOR_HEALTHY and len(judged) >= MIN_CHECKS_FOR_HEALTHY:

@@ -34,6 +34,18 @@ HEALTHY = [
     "trainer-state/Gemma-3-RL-Finetuning_checkpoint-250_trainer_state.json",
 ]
 
+#: Runs of a healthy file that no failure mode fired on, but whose reward and task score did
+#: not move over a log too short for no_progress: inconclusive, never "healthy" (the README
+#: calls all four of that file's runs healthy; this one's pass rate is 0.125 at update 1 and
+#: at update 29, its reward 0.245 -> 0.256 over 32 updates).
+UNPROVEN = {"ppo_formal_1p5b_seed42_composite_20260720T020928Z"}
+
+
+def healthy_status(run_name: str) -> str:
+    """The status a run of a file in HEALTHY is owed."""
+    return "inconclusive" if run_name in UNPROVEN else "healthy"
+
+
 FAILING = {
     "trl-console/20251022_181457_run_terminal.md": "entropy_collapse",
     "trl-console/20251022_120223_run_terminal.md": "length_hacking",
@@ -84,7 +96,7 @@ def test_healthy_real_runs_raise_no_alarm(path):
     for run in load_runs(REAL_RUNS / path):
         d = diagnose(run)
         assert not d.findings, [c.summary for c in d.findings]
-        assert d.status == "healthy", d.status_reason
+        assert d.status == healthy_status(run.name), d.status_reason
 
 
 @pytest.mark.parametrize("path", DEBATABLE)

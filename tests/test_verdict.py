@@ -551,3 +551,31 @@ def test_a_cluster_of_lucky_batches_in_a_sparse_reward_is_not_a_peak_to_over_fit
     held[40:70] = 0.8 + rng.normal(0, 0.01, 30)
     held[70:] = 0.12 + rng.normal(0, 0.01, n - 70)
     assert diagnose(make_run(reward=held)).check("reward_overfit").status.value == "critical"
+
+
+def _short_run(reward: np.ndarray, seed: int = 3) -> Run:
+    """A short run (fewer rewards than no_progress needs) with every other check content:
+    entropy, KL, grad norm, zero-std share, length all ordinary."""
+    from tests.helpers import make_run
+
+    rng = np.random.default_rng(seed)
+    n = len(reward)
+    return make_run(reward=reward, entropy=0.6 + rng.normal(0, 0.01, n),
+                    kl=0.02 + rng.normal(0, 0.002, n), grad_norm=0.4 + rng.normal(0, 0.03, n),
+                    zero_std_fraction=0.2 + rng.normal(0, 0.02, n),
+                    response_length_mean=200 + rng.normal(0, 5, n))
+
+
+def test_a_short_run_whose_reward_never_improved_is_inconclusive_not_healthy():
+    """"Healthy" reads as "learning": 27 logs of a noisy reward with no trend (a real TRL
+    console run: -2.25 -> -2.5) are too few for no_progress, and show no learning either."""
+    rng = np.random.default_rng(11)
+    flat = _short_run(-2.3 + rng.normal(0, 1.5, 27))
+    d = diagnose(flat)
+    assert not d.findings and d.status == "inconclusive", d.status
+    assert d.status_reason.startswith("no failure mode fired, but nothing shows it learns: "
+                                      "over 27 logged, the reward went"), d.status_reason
+    rising = _short_run(np.linspace(0.2, 0.8, 27) + rng.normal(0, 0.05, 27))
+    assert diagnose(rising).status == "healthy"
+    tiny = _short_run(-2.3 + rng.normal(0, 1.5, 8))  # a bug report's lines: not judged
+    assert diagnose(tiny).status_reason is None or "learns" not in diagnose(tiny).status_reason

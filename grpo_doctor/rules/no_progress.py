@@ -54,6 +54,7 @@ Remedies
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from grpo_doctor.findings import Check, Status
 from grpo_doctor.lazy import numpy as np
@@ -344,3 +345,34 @@ def low_task_note(checks: Iterable[Check]) -> str | None:
         return None
     return (f"no failure mode fired, but the task's own score is still low: {low['signal']} "
             f"{fmt(low['start'])} -> {fmt(low['end'])} (of 1) over the run")
+
+
+#: Logged rewards below which a short run's learning is not judged at all (a bug report's
+#: few lines): too few even to say it did not improve.
+MIN_UNPROVEN = 12
+
+
+def learning_unproven(run: Run, checks: Iterable[Check]) -> Check | None:
+    """The no_progress check of a run too short for it (fewer than ``min_points`` rewards)
+    whose reward and task signals did not improve either, re-worded to say so and marked
+    ``learning_unproven``: such a run is inconclusive, never healthy ("healthy" reads as
+    "learning"). None when the check judged the run, or the short run did improve."""
+    check = next((c for c in checks if c.mode == RULE.id), None)
+    if check is None or check.status is not Status.SKIPPED or "at least" not in (
+            check.reason or ""):
+        return None
+    steps, r = series(run, REWARD) if run.has(REWARD) else (np.array([]), np.array([]))
+    if len(r) < MIN_UNPROVEN:
+        return None
+    since = float(steps[0])
+    if reward_progress(run, since).improving or sparse_improving(run, REWARD):
+        return None
+    signals = _task_signals(run)
+    if any(reward_progress(run, since, metric=col).improving or sparse_improving(run, col)
+           for col in signals.values()):
+        return None
+    start, now = head_tail(r, frac=0.2)
+    reason = (f"{check.reason}; over {len(r)} logged, the reward went {fmt(start)} -> "
+              f"{fmt(now)}, not improving: too short to say whether the run learns")
+    return replace(check, summary=reason, reason=reason,
+                   evidence={**check.evidence, "learning_unproven": True})
