@@ -400,7 +400,9 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     setup = recipe.read_run(run, (config or DoctorConfig()).settings_of_recipe())
     cause, plan = root_cause_and_plan(run, checks, setup)
     low = low_task_note(checks)
-    notes = (tuple(run.notes) + recipe.notes(setup, checks, idle_settings(run, setup))
+    said = " ".join([cause.summary, cause.first_action] if cause else []) + " " + " ".join(
+        p.action for p in plan)
+    notes = (tuple(run.notes) + recipe.notes(setup, checks, idle_settings(run, setup), said)
              + ((low,) if low else ()))
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                      notes=notes, root_cause=cause, plan=plan,

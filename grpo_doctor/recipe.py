@@ -702,21 +702,33 @@ def _judge_dtype(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any
     return Reading(s, value, key, UNKNOWN)
 
 
-def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = ()) -> tuple[str, ...]:
+def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: str = ""
+          ) -> tuple[str, ...]:
     """One note for the settings far outside the recipe that no fired finding is linked to:
     evidence of nothing here, worth a look (a healthy run stays healthy). ``idle``: settings
     the log shows did not act (no clipping on a run whose grad norms never reached the clip),
-    so their link to a catastrophic update explains nothing."""
+    so their link to a catastrophic update explains nothing. ``said``: the advice's text (the
+    root cause and the plan); a setting far outside that a fired finding is linked to, but
+    that the advice does not name (it answers a reward that never fired first), is a second
+    note: an lr 2000x the ceiling is never left unsaid."""
     fired = {c.mode for c in checks if getattr(c, "fired", False)}
     idle = set(idle)
-    quiet = [r for r in setup.outside if r.far and not r.setting.note_only
-             and not any(lk.mode in fired or (lk.mode == CATASTROPHIC_UPDATE and fired
-                                              and r.id not in idle)
-                         for lk in r.links)]
-    if not quiet:
-        return ()
-    return ("setup far outside the recipe, with no finding it causes here: "
-            + "; ".join(r.sentence() for r in quiet),)
+    far = [r for r in setup.outside if r.far and not r.setting.note_only]
+    quiet = [r for r in far
+             if not any(lk.mode in fired or (lk.mode == CATASTROPHIC_UPDATE and fired
+                                             and r.id not in idle)
+                        for lk in r.links)]
+    out = []
+    if quiet:
+        out.append("setup far outside the recipe, with no finding it causes here: "
+                   + "; ".join(r.sentence() for r in quiet))
+    if said:
+        unsaid = [r for r in far if r not in quiet and r.id not in said
+                  and str(r.source or "").rsplit(".", 1)[-1] not in said]
+        if unsaid:
+            out.append("also far outside the recipe, and not yet acted on above: "
+                       + "; ".join(r.sentence() for r in unsaid))
+    return tuple(out)
 
 
 def replace_verdict(reading: Reading, verdict: str) -> Reading:

@@ -935,3 +935,35 @@ def test_a_log_that_starts_after_its_lr_decayed_is_advised_on_the_configured_lr(
     rc = diagnose(load_runs(path)[0]).root_cause
     assert "learning_rate 1e-5 -> " in rc.first_action, rc.first_action
     assert "7.9e-6" not in rc.first_action
+
+
+def _stalled(n: int = 120, seed: int = 4):
+    """A run that learns nothing: the reward noisy about 0.8 and drifting down, a 0/1
+    correctness term falling 0.10 -> 0.02 (a real VL notebook run's shape)."""
+    rng = np.random.default_rng(seed)
+    return make_run(reward=np.linspace(0.9, 0.7, n) + rng.normal(0, 0.05, n),
+                    reward_component__correctness_reward_func=np.clip(
+                        np.linspace(0.10, 0.02, n) + rng.normal(0, 0.02, n), 0, 1))
+
+
+def test_a_learning_rate_far_below_the_chapters_start_is_the_first_action_of_a_stall():
+    d = diagnose(_stalled(), DoctorConfig(run_config={"learning_rate": 1e-9}))
+    assert d.root_cause.mode == "no_progress", d.root_cause
+    assert d.root_cause.first_action.startswith(
+        "learning_rate 1e-9 -> 1e-6 (a learning rate of 1e-9 is 1,000x below the chapter's "
+        "1e-6 start"), d.root_cause.first_action
+    ordinary = diagnose(_stalled(), DoctorConfig(run_config={"learning_rate": 1e-6}))
+    assert not ordinary.root_cause.first_action.startswith("learning_rate")
+
+
+def test_a_setting_far_outside_that_the_advice_does_not_act_on_is_still_said():
+    """An lr 2000x the ceiling beside a stall the reward check answers first: linked to
+    what fired, so not "no finding it causes", and named nowhere in the advice: a note."""
+    d = diagnose(_stalled(), DoctorConfig(run_config={"learning_rate": 1e-2}))
+    said = " ".join([d.root_cause.first_action, *(p.action for p in d.plan)])
+    assert "learning_rate" not in said
+    assert any(n.startswith("also far outside the recipe, and not yet acted on above: "
+                            "learning_rate 0.01 is 2000x") for n in d.notes), d.notes
+    healthy = make_run(reward=np.linspace(0.2, 0.8, 120))
+    h = diagnose(healthy, DoctorConfig(run_config={"learning_rate": 1e-2}))
+    assert not any(n.startswith("also far outside") for n in h.notes)  # the other note's

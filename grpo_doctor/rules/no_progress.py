@@ -207,7 +207,7 @@ def _remedies(run: Run, stuck: tuple[str, float, float] | None = None) -> tuple[
     check = ("check the reward on a few completions against the task: does it pay right "
              "answers, and only them?")
     groups = "easier prompts (or a larger group) if most groups score alike"
-    still = _barely_moved(run)
+    still = _barely_moved(run) or _lr_far_below(run)
     if still is not None:
         # The reward had something to teach and the policy did not move: the step size.
         return (_lr_remedy(run, still), check, groups)
@@ -252,6 +252,24 @@ def _barely_moved(run: Run) -> str | None:
         return None
     return (f"the policy barely moved from the reference (KL {fmt(kl_end)} at the end) "
             f"while {mixed:.0%} of groups had mixed rewards to learn from")
+
+
+#: The chapter's starting learning rate, and how many times below it a configured rate is
+#: too small to move the policy in any run's length (the recipe's "far" factor).
+_LR_START = 1e-6
+_LR_FAR_BELOW = 30.0
+
+
+def _lr_far_below(run: Run) -> str | None:
+    """Why the updates were too small, when the config says it: a learning rate 30x or more
+    below the chapter's 1e-6 start (1e-9: a typo, or a schedule's floor taken for its
+    peak). None otherwise."""
+    value, _ = knobs.current(run, knobs.LEARNING_RATE)
+    if value is None or not 0 < value <= _LR_START / _LR_FAR_BELOW:
+        return None
+    return (f"a learning rate of {knobs.knob_value(value)} is {_LR_START / value:,.0f}x below "
+            f"the chapter's {knobs.knob_value(_LR_START)} start: updates too small to move "
+            "the policy")
 
 
 def _memorised_remedies(kind: str) -> tuple[str, ...]:
@@ -324,6 +342,10 @@ def _lr_remedy(run: Run, still: str | None = None) -> knobs.Remedy:
     # the recipe) merges this into that item rather than asking both ways.
     value, _ = knobs.configured_value(run, knobs.LEARNING_RATE)
     now = f" (now {knobs.knob_value(float(value))})" if isinstance(value, (int, float)) else ""
+    if still is not None and isinstance(value, (int, float)) and _lr_far_below(run):
+        return knobs.Remedy(f"learning_rate {knobs.knob_value(float(value))} -> "
+                            f"{knobs.knob_value(_LR_START)} ({still}; a LoRA adapter takes "
+                            "about 10x that)", knob=knobs.LEARNING_RATE)
     if still is not None:
         return knobs.Remedy(f"raise the learning rate{now}, e.g. x3: {still} (the recipe "
                             "keeps a full fine-tune below 5e-6, a LoRA adapter about 10x "
