@@ -222,7 +222,10 @@ class Diagnosis:
 
     @property
     def _learning_unproven(self) -> Check | None:
-        return next((c for c in self.checks if c.evidence.get("learning_unproven")), None)
+        """The progress check, when it says nothing shows the run learns: too short to judge
+        and not improving, or judged and "not improving, but not going backwards"."""
+        return next((c for c in self.checks if c.evidence.get("learning_unproven")
+                     or c.evidence.get("unsettled")), None)
 
     @property
     def selected_all_judged(self) -> bool:
@@ -240,8 +243,9 @@ class Diagnosis:
         judged = [c.mode for c in self.judged]
         unproven = self._learning_unproven
         if unproven is not None and len(judged) >= MIN_CHECKS_FOR_HEALTHY:
-            return (f"no failure mode fired, but nothing shows it learns: "
-                    f"{(unproven.reason or '').split('; ', 1)[-1]}")
+            why = ((unproven.reason or "").split("; ", 1)[-1]
+                   if unproven.evidence.get("learning_unproven") else unproven.summary)
+            return f"no failure mode fired, but nothing shows it learns: {why}"
         skipped = [c for c in self.checks if c.status is Status.SKIPPED]
         short = sum(1 for c in skipped if "at least" in (c.reason or ""))
         if self.run.n_steps < MIN_STEPS_FOR_HEALTHY and len(judged) >= MIN_CHECKS_FOR_HEALTHY:

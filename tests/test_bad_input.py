@@ -1260,7 +1260,9 @@ def test_watch_sees_a_rewrite_to_the_same_size(tmp_path):
         fh.write(same_size)
     os.utime(log, ns=(log.stat().st_atime_ns, log.stat().st_mtime_ns + 1_000_000))
     watcher.poll()
-    assert watcher.restarts == 1 and watcher.status == "healthy"
+    # Read again: the collapse is gone (whether the flat rewrite learns is not the point).
+    assert watcher.restarts == 1 and watcher.status in ("healthy", "inconclusive")
+    assert watcher.diagnosis() is not None and not watcher.diagnosis().findings
 
 
 # --- parameters with real bounds, configs of the wrong shape, no stdout -----------------------

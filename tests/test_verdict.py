@@ -579,3 +579,19 @@ def test_a_short_run_whose_reward_never_improved_is_inconclusive_not_healthy():
     assert diagnose(rising).status == "healthy"
     tiny = _short_run(-2.3 + rng.normal(0, 1.5, 8))  # a bug report's lines: not judged
     assert diagnose(tiny).status_reason is None or "learns" not in diagnose(tiny).status_reason
+
+
+def test_a_long_run_whose_reward_is_below_its_best_and_not_improving_is_not_healthy():
+    """No failure mode fired and the reward neither rose nor fell significantly, well below
+    its best: the progress check makes no call, and the report lists it apart from the checks
+    that passed; the run is inconclusive ("healthy" reads as learning)."""
+    from grpo_doctor.reporters.outline import passed, unsettled
+
+    rng = np.random.default_rng(21)
+    n = 120
+    reward = 0.5 + 0.05 * np.sin(np.pi * np.arange(n) / n) + rng.normal(0, 0.05, n)
+    d = diagnose(_short_run(reward))
+    check = d.check("no_progress")
+    assert check.evidence.get("unsettled"), check.summary  # rose, and fell back to its start
+    assert d.status == "inconclusive" and "nothing shows it learns" in d.status_reason
+    assert "no_progress" not in passed(d) and unsettled(d) == [check]

@@ -909,14 +909,17 @@ def test_alerts_wrap_to_a_terminal_with_a_hanging_indent_and_stay_one_line_in_a_
 
 def _collapse_text(kind: str, flat: bool = False) -> str:
     """The ``collapse()`` run as a CSV or a trainer_state.json, every value 6 characters wide:
-    ``flat`` (entropy 0.9900 throughout, healthy) has the very same size."""
+    ``flat`` (entropy 0.9900 throughout, the reward rising 0.50 -> 0.90: healthy) has the very
+    same size."""
     rows = collapse()
     ent = ["0.9900" if flat else f"{r['train/entropy']:.4f}" for r in rows]
+    rew = [f"{0.5 + 0.4 * i / len(rows):.4f}" if flat else f"{r['train/reward']:.4f}"
+           for i, r in enumerate(rows)]
     if kind == "csv":
         return "step,train/entropy,train/reward\n" + "".join(
-            f"{r['step']},{e},{r['train/reward']:.4f}\n" for r, e in zip(rows, ent))
-    entries = ",".join(f'{{"step": {r["step"]}, "entropy": {e}, "reward": '
-                       f'{r["train/reward"]:.4f}}}' for r, e in zip(rows, ent))
+            f"{r['step']},{e},{w}\n" for r, e, w in zip(rows, ent, rew))
+    entries = ",".join(f'{{"step": {r["step"]}, "entropy": {e}, "reward": {w}}}'
+                       for r, e, w in zip(rows, ent, rew))
     return f'{{"global_step": {len(rows)}, "log_history": [{entries}]}}\n'
 
 

@@ -20,6 +20,7 @@ from grpo_doctor.reporters.outline import (
     sentence,
     skipped,
     skipped_line,
+    unsettled,
 )
 
 _ICON = {"ok": "✅ ok", "warning": "⚠️ warning", "critical": "🛑 critical", "skipped": "➖ skipped"}
@@ -85,6 +86,9 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
         lines.append("")
     if ok := passed(diagnosis):
         lines.append(f"**Passed**: {escape(', '.join(ok))}  ")
+    if open_ := unsettled(diagnosis):
+        said = "; ".join(f"{c.mode} ({c.summary})" for c in open_)
+        lines.append(f"**No call**: {escape(said)}  ")
     if skipped(diagnosis):
         lines.append(f"**Skipped**: {escape(skipped_line(diagnosis.checks))}")
     lines += ["", *[f"> hint: {escape(hint)}" for hint in extra_hints(diagnosis)]]

@@ -94,7 +94,14 @@ def skipped_line(checks: Sequence[Check]) -> str:
 
 
 def passed(diagnosis: Diagnosis) -> list[str]:
-    return [c.mode for c in diagnosis.checks if c.status is Status.OK]
+    return [c.mode for c in diagnosis.checks if c.status is Status.OK
+            and not c.evidence.get("unsettled")]
+
+
+def unsettled(diagnosis: Diagnosis) -> list[Check]:
+    """Checks that judged the run and raised nothing without passing it ("not improving, but
+    not going backwards either"): listed apart, as a pass would contradict the findings."""
+    return [c for c in diagnosis.checks if c.status is Status.OK and c.evidence.get("unsettled")]
 
 
 def skipped(diagnosis: Diagnosis) -> list[Check]:

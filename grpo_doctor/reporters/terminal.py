@@ -40,6 +40,7 @@ from grpo_doctor.reporters.outline import (
     sentence,
     skipped,
     skipped_line,
+    unsettled,
 )
 from grpo_doctor.reporters.sparkline import sparkline
 from grpo_doctor.store import Run
@@ -223,6 +224,9 @@ def _lists(diagnosis: Diagnosis) -> list[RenderableType]:
     out: list[RenderableType] = []
     if ok := passed(diagnosis):
         out.append(_hang("passed: ", ", ".join(_safe(m) for m in ok), head_style="green"))
+    if open_ := unsettled(diagnosis):
+        out.append(_hang("no call: ", "; ".join(_safe(f"{c.mode} ({c.summary})")
+                                                for c in open_), head_style="dim"))
     if skipped(diagnosis):
         out.append(_hang("skipped: ", _safe(skipped_line(diagnosis.checks)), head_style="dim"))
     out += [_hang("hint: ", _safe(hint), head_style="cyan") for hint in extra_hints(diagnosis)]

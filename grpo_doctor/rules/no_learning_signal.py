@@ -47,7 +47,7 @@ from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule
+from grpo_doctor.rules.base import Outcome, Param, Rule, Skip
 from grpo_doctor.rules.knobs import Remedy
 from grpo_doctor.rules.points import head_tail, series
 from grpo_doctor.rules.signals import component_role, components, task_solved
@@ -174,6 +174,13 @@ def _task_at_best(run: Run) -> bool:
 
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    never_finite = GRAD in run.nan_steps and (
+        GRAD not in run.frame.columns or not run.frame[GRAD].notna().any())
+    if never_finite:
+        # Not one update applied: "no dead stretch, the reward still moves" would read as a
+        # pass beside "the policy never moved" (the reward moves by sampling alone).
+        raise Skip("the grad norm was non-finite on every logged step, so no update was "
+                   "applied: numerical_failure's finding")
     steps, r = series(run, REWARD)
     span = float(np.ptp(r))
     i = _flat_suffix(r, p["reward_band"] * span)
