@@ -64,7 +64,10 @@ def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
             out.append(f"KL rose from {fmt(kb)} to {fmt(ka)}")
     s, g = series(run, GRAD)
     g_before, g_after = g[s < step], g[s > step][:10]
-    if GRAD not in skip and len(g_after) >= 5 and np.all(g_after == 0) and np.any(g_before > 0):
+    # "Went to 0" only where the gradient flowed before: a norm already 0 on most logs
+    # before it (all-equal groups) did not go anywhere.
+    if GRAD not in skip and len(g_after) >= 5 and np.all(g_after == 0) and len(
+            g_before) and float(np.mean(g_before[-10:] > 0)) >= 0.5:
         out.append("the gradient norm went to 0")
     nan_after = [int(v[v > step][0]) for m, v in run.nan_steps.items()
                  if m in (Metric.LOSS.value, GRAD, Metric.KL.value) and np.any(v > step)]
@@ -226,11 +229,19 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
                             f"{step_text(int(steps[low]))}, back by step "
                             f"{step_text(int(steps[ep.recovered]))}"))
             continue
+        back = None
+        if ep.recovered is not None:
+            # The first logged value back above half-way and staying there: the smoothed
+            # series crosses a point or two after the values themselves (84 at step 140,
+            # "back above 56 at step 150" read as if 140 were still down).
+            half = (start_level + bottom) / 2
+            back = next((j for j in range(ep.peak + 1, ep.recovered + 1)
+                         if np.all(v[j:ep.recovered + 1] >= half)), ep.recovered)
         text = (f"{name} crashed from {fmt(start_level)} to {fmt(bottom)} between steps "
                 f"{fmt(int(steps[ep.start]))} and {step_text(int(steps[ep.peak]))}; "
-                + (NEVER_BACK if ep.recovered is None else
+                + (NEVER_BACK if back is None else
                    f"back above {fmt((start_level + bottom) / 2)} at step "
-                   f"{fmt(int(steps[ep.recovered]))}"))
+                   f"{fmt(int(steps[back]))}"))
         # Dated at its first point clearly down (15% of the fall below the level it left):
         # points still at that level are not the crash yet.
         left = max(start_level, float(v[ep.start]))
@@ -239,7 +250,7 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
         out.append(Incident(
             metric=metric, step=int(steps[first]),
             peak_step=int(steps[ep.peak]), peak=bottom, threshold=start_level - amount,
-            recovered_step=None if ep.recovered is None else int(steps[ep.recovered]),
+            recovered_step=None if back is None else int(steps[back]),
             summary=text,
             severity=Status.CRITICAL if ep.recovered is None else Status.WARNING))
     return out

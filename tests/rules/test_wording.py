@@ -110,3 +110,38 @@ def test_a_findings_sentence_names_its_onset(name):
             for a, b in re.findall(r"between steps ([\d,]+) and ([\d,]+)", check.summary))
         whole = WHOLE_LOG.search(check.summary)
         assert named or whole, (check.mode, check.onset_step, check.summary)
+
+
+def test_a_gradient_already_0_before_an_update_did_not_go_to_0():
+    """rho0.50: the norm was 0 on four of the six logs before the spike at step 35 (groups
+    all equal); "then ... the gradient norm went to 0" said the spike stopped it."""
+    import numpy as np
+
+    from grpo_doctor.rules.incidents import aftermath
+
+    grad = np.r_[0.19, 0.21, 0, 0, 0, 0, 3.6, np.zeros(13)]
+    reward = np.r_[0.85, 0.97, 0.85, 0.72, 1.0, 0.95, 0.875, np.zeros(13)]
+    run = make_run(steps=np.arange(5, 105, 5), grad_norm=grad, reward=reward)
+    assert not any("went to 0" in s for s in aftermath(run, 35))
+    flowing = np.r_[0.19, 0.21, 0.2, 0.18, 0.22, 0.2, 3.6, np.zeros(13)]
+    run = make_run(steps=np.arange(5, 105, 5), grad_norm=flowing, reward=reward)
+    assert "the gradient norm went to 0" in aftermath(run, 35)
+
+
+def test_a_crash_is_back_at_the_first_logged_value_back_above_half_way():
+    """A length 110 -> 3 that climbs back 30, 84, 171, 258: back above half-way (56) at the
+    log of 84, not where its 5-point median crosses."""
+    import numpy as np
+
+    from grpo_doctor.rules.incidents import crashes
+    from grpo_doctor.rules.length_hacking import LEN
+
+    v = np.r_[np.full(8, 110.0), 39, 4, np.full(18, 3.5), 30, 84, 171, 258, 300, 280, 290,
+              270, 300, 310]
+    steps = np.arange(5, 5 * (len(v) + 1), 5)
+    run = make_run(steps=steps, response_length_mean=v, reward=np.full(len(v), 0.5))
+    (crash,) = crashes(run, LEN, "mean completion length", share=0.0, within=5,
+                       of_level=0.7)  # as length_hacking calls it
+    first_back = int(steps[np.flatnonzero(v >= (110 + 3.5) / 2)[8]])
+    assert crash.recovered_step == first_back == int(steps[len(v) - 9]), crash.summary
+    assert f"at step {first_back}" in crash.summary
