@@ -679,3 +679,17 @@ def test_a_markdown_document_in_a_folder_is_passed_over_not_an_error_row(capsys,
     named = [str(tmp_path / "ADVICE.md"), str(tmp_path / "good.csv")]
     code, out, _ = run_cli(capsys, "audit", *named, "-f", "json")
     assert [e["source"] for e in json.loads(out)["errors"]] == ["ADVICE.md"]
+
+
+def test_the_findings_column_lists_the_root_cause_first_among_equal_onsets(tmp_path, capsys):
+    """A length finding at step 10 that is the root cause, beside equal groups also dated 10:
+    the column lists the cause first, as diagnose does (it had listed the rule order)."""
+    from tests.helpers import REAL_RUNS
+
+    src = REAL_RUNS / "trl-console" / "20251022_120223_run_terminal.md"
+    if not src.exists():
+        pytest.skip("shared real runs not present")
+    shutil.copy(src, tmp_path / src.name)
+    code, out, err = run_cli(capsys, "audit", str(tmp_path), "-f", "markdown")
+    row = next(line for line in out.splitlines() if line.startswith("| 20251022_120223"))
+    assert re.search(r"length_hacking@10\W*( ✗)?, advantage_collapse@10", row), row

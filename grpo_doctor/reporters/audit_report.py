@@ -54,9 +54,14 @@ def _accepted(run: AuditedRun, mode: str) -> bool:
 
 def _in_onset_order(run: AuditedRun) -> list[dict[str, Any]]:
     """The run's findings by onset step (the columns say "onset step"); those without one
-    last, the rule order kept among equal onsets."""
+    last; the root cause first among equal onsets, as ``diagnose`` lists them (a length
+    finding at step 10 that is the cause, before the equal groups it brought about), the
+    rule order kept among the others."""
+    cause = _root_cause(run)
+    root = cause.get("mode") if cause is not None else None
     return sorted(run.findings, key=lambda c: (c.get("onset_step") is None,
-                                               c.get("onset_step") or 0))
+                                               c.get("onset_step") or 0,
+                                               c.get("mode") != root))
 
 
 def _onset(check: dict[str, Any]) -> str:
