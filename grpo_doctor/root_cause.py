@@ -647,11 +647,11 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     # The symptom beside the setting: a cause with nothing it caused quoted is a guess.
     said = headline(without_mode_name(root.summary, root.check.mode))
     shown = f"; first sign: {sign}" if sign else f": {said}"
-    summary = (f"the setting {top.id} {top.value_text} ({top.how_far()}), a known cause of "
+    summary = (f"the setting {top.name} {top.value_text} ({top.how_far()}), a known cause of "
                f"{_mode_words(root.check.mode, top)}{shown}")
     if calm is not None and not top.far:
         # Not the cause of a failure: the run converged; the setting is what to change next.
-        summary = (f"{said}; the setting {top.id} {top.value_text} ({top.how_far()}) is a "
+        summary = (f"{said}; the setting {top.name} {top.value_text} ({top.how_far()}) is a "
                    f"known cause of {_mode_words(root.check.mode, top)}")
     knob = next((k for k in knobs.KNOBS if k.names[:1] == top.setting.names[:1]), None)
     return _Lead(knobs.Remedy(text, knob=knob, rollback_step=root.step if where else None),

@@ -967,3 +967,17 @@ def test_a_setting_far_outside_that_the_advice_does_not_act_on_is_still_said():
     healthy = make_run(reward=np.linspace(0.2, 0.8, 120))
     h = diagnose(healthy, DoctorConfig(run_config={"learning_rate": 1e-2}))
     assert not any(n.startswith("also far outside") for n in h.notes)  # the other note's
+
+
+def test_a_learning_rate_is_said_by_the_key_the_config_gave_it():
+    """verl's key in the config: the advice turns ``actor_rollout_ref.actor.optim.lr``, as
+    the user wrote it; a logged rate is still "learning_rate"; a knob labelled in words
+    (the KL coefficient) keeps its label."""
+    run = make_run(reward=np.linspace(0.2, 0.6, 30))
+    run.config.update({"actor_rollout_ref": {"actor": {"optim": {"lr": 1e-4},
+                                                       "kl_loss_coef": 0.04}}})
+    assert str(knobs.scale(run, knobs.LEARNING_RATE, 0.5)).startswith(
+        "actor_rollout_ref.actor.optim.lr 1e-4 -> 5e-5")
+    assert str(knobs.scale(run, knobs.KL_COEF, 2.0)).startswith("KL coefficient (beta) 0.04")
+    logged = make_run(reward=np.linspace(0.2, 0.6, 30), learning_rate=np.full(30, 2e-6))
+    assert str(knobs.scale(logged, knobs.LEARNING_RATE, 0.5)).startswith("learning_rate 2e-6")

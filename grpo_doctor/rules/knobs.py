@@ -156,12 +156,21 @@ def _num(x: float) -> str:
 def scale(run: Run, knob: Knob, factor: float, *, why: str = "", fallback: str = ""
           ) -> Remedy:
     """'learning_rate 2e-06 -> 1e-06 (why)' when the value is known, else 'learning_rate x0.5'."""
-    value, _ = current(run, knob)
+    value, origin = current(run, knob)
     tail = f" ({why})" if why else ""
     if value is not None and value != 0:
-        return Remedy(f"{knob.label} {_num(value)} -> {_num(value * factor)}{tail}", knob, factor)
+        return Remedy(f"{_said_as(knob, origin)} {_num(value)} -> {_num(value * factor)}{tail}",
+                      knob, factor)
     hint = f"; or {fallback}" if fallback else ""
     return Remedy(f"{knob.label} x{factor:g}{tail}{hint}", knob, factor)
+
+
+def _said_as(knob: Knob, origin: str | None) -> str:
+    """The knob as the user's config names it (verl's ``actor_rollout_ref.actor.optim.lr``),
+    where its label is itself a config name (``learning_rate``); else its label."""
+    if origin and not origin.startswith("logged ") and knob.label in knob.names:
+        return origin
+    return knob.label
 
 
 def set_to(run: Run, knob: Knob, target: str, *, why: str = "", unless_at_least: float | None
