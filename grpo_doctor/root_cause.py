@@ -775,7 +775,11 @@ _CUT_AT_START = 0.5
 
 
 def _policy_never_moved(run: Run) -> bool:
-    """KL exactly 0 on every logged step: no update ever changed the policy."""
+    """KL exactly 0 on every logged step: no update ever changed the policy. Not with beta
+    0 in the config: a trainer that skips the KL term may log 0 for it all the same."""
+    beta = recipe.read_run(run).get("beta")
+    if beta is not None and beta.verdict == recipe.OFF:
+        return False
     _, kl = series(run, Metric.KL.value)
     return len(kl) >= 3 and bool(np.all(kl == 0))
 

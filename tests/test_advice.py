@@ -981,3 +981,15 @@ def test_a_learning_rate_is_said_by_the_key_the_config_gave_it():
     assert str(knobs.scale(run, knobs.KL_COEF, 2.0)).startswith("KL coefficient (beta) 0.04")
     logged = make_run(reward=np.linspace(0.2, 0.6, 30), learning_rate=np.full(30, 2e-6))
     assert str(knobs.scale(logged, knobs.LEARNING_RATE, 0.5)).startswith("learning_rate 2e-6")
+
+
+def test_kl_of_0_is_no_evidence_the_policy_never_moved_when_beta_is_0(tmp_path):
+    """Grad norm NaN on every log and KL exactly 0: "the policy never moved" rests on the KL;
+    with beta 0 in the config, a trainer that skips the KL term may log 0 for it anyway."""
+    rows = "".join(f"{i},{-3.7 + 0.1 * np.sin(i):.3f},0.0,nan\n" for i in range(1, 21))
+    (tmp_path / "run.csv").write_text("step,reward,kl,grad_norm\n" + rows)
+    (run,) = load_runs(tmp_path / "run.csv")
+    plain = diagnose(run).root_cause
+    assert plain.mode == "numerical_failure" and "the policy never moved" in plain.summary
+    off = diagnose(run, DoctorConfig(run_config={"beta": 0.0})).root_cause
+    assert off.mode == "numerical_failure" and "never moved" not in off.summary, off.summary
