@@ -143,15 +143,8 @@ def _with_weights_dtype(run: Run) -> Run:
     own = _flat(run.config or {})
     if any(k.rsplit(".", 1)[-1] in (*_WEIGHTS_DTYPE, "fp16", "bf16", "use_peft") for k in own):
         return run
-    for folder in _run_folders(Path(run.source)):
-        path = folder / "config.json"
-        try:
-            if not path.is_file() or path.stat().st_size > _MAX_BYTES:
-                continue
-            loaded = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(loaded, dict) or not _MODEL_KEYS & set(loaded):
+    for path, loaded in _json_files(Path(run.source), "config.json"):
+        if not _MODEL_KEYS & set(loaded):
             continue
         dtype = next((loaded[k] for k in _WEIGHTS_DTYPE if isinstance(loaded.get(k), str)),
                      None)
@@ -228,18 +221,28 @@ ADAPTER_CONFIG = "adapter_config.json"
 
 def find_adapter(log: Path) -> tuple[Path, int | None] | None:
     """The PEFT adapter config beside ``log`` and its rank, or None."""
+    for path, loaded in _json_files(log, ADAPTER_CONFIG):
+        if "peft_type" in loaded:
+            r = loaded.get("r")
+            return path, int(r) if isinstance(r, int | float) and r > 0 else None
+    return None
+
+
+def _json_files(log: Path, name: str) -> list[tuple[Path, dict[str, Any]]]:
+    """Each JSON object named ``name`` in ``log``'s run folders (see ``_run_folders``),
+    nearest first; unreadable or oversized files are passed over."""
+    found = []
     for folder in _run_folders(log):
-        path = folder / ADAPTER_CONFIG
+        path = folder / name
         try:
             if not path.is_file() or path.stat().st_size > _MAX_BYTES:
                 continue
             loaded = json.loads(path.read_text(encoding="utf-8", errors="replace"))
         except (OSError, ValueError):
             continue
-        if isinstance(loaded, dict) and "peft_type" in loaded:
-            r = loaded.get("r")
-            return path, int(r) if isinstance(r, int | float) and r > 0 else None
-    return None
+        if isinstance(loaded, dict):
+            found.append((path, loaded))
+    return found
 
 
 def _read(path: Path) -> dict[str, Any] | None:
