@@ -277,6 +277,8 @@ def _own_config_disagreements(own: Mapping[str, object], given: Mapping[str, obj
         logged, own_key = lookup(own, s.names)
         if key is None or own_key is None or value is None or logged is None:
             continue
+        if key.rsplit(".", 1)[-1] != own_key.rsplit(".", 1)[-1]:
+            continue  # two settings one recipe knob stands for (verl's kl_loss_coef, kl_coef)
         x, y = as_number(value), as_number(logged)
         same = (x is not None and y is not None and abs(x - y) <= 1e-9 * max(abs(x), abs(y))
                 ) or str(value).strip().lower() == str(logged).strip().lower()
@@ -335,10 +337,14 @@ def _logged_disagreements(run: Run, added: dict[str, object]) -> list[str]:
             reach = "reaches" if peak > x else "peaks at"
             out.append(f"{key} {knob_value(x)} given, but the log's own {s.metric} {reach} "
                        f"{knob_value(peak)}: the log's value is used (is the config this run's?)")
-        else:
+        elif s.id == "learning_rate":
             out.append(f"{key} {knob_value(x)} given; the log's own {s.metric} is at most "
                        f"{knob_value(peak)} (a schedule that decayed before the log began?): "
                        "the given value is used")
+        else:
+            out.append(f"{key} {knob_value(x)} given; the log's own {s.metric} ends at "
+                       f"{knob_value(peak)} (an adaptive coefficient, or another setting of "
+                       "that name?): the given value is used")
     return out
 
 

@@ -397,6 +397,8 @@ class Reading:
             if s.id == "learning_rate" and self.lora:
                 bound *= LORA_LR_SCALE
             what = "ceiling" if s.low is None else "range " + s.range_text
+            if s.id == "learning_rate" and self.lora:
+                what += " for a LoRA adapter"  # 10x a full fine-tune's: said, not silent
             if s.id == "learning_rate" and self.factor <= 1.0 + 1e-9:
                 return f"at {where} {_num(bound)} limit, which it says never to reach"
             if self.factor >= 1.95:

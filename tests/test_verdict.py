@@ -574,7 +574,7 @@ def test_a_short_run_whose_reward_never_improved_is_inconclusive_not_healthy():
     d = diagnose(flat)
     assert not d.findings and d.status == "inconclusive", d.status
     assert d.status_reason.startswith("no failure mode fired, but nothing shows it learns: "
-                                      "over 27 logged, the reward went"), d.status_reason
+                                      "over 27 logged rewards, reward "), d.status_reason
     rising = _short_run(np.linspace(0.2, 0.8, 27) + rng.normal(0, 0.05, 27))
     assert diagnose(rising).status == "healthy"
     tiny = _short_run(-2.3 + rng.normal(0, 1.5, 8))  # a bug report's lines: not judged
@@ -595,3 +595,15 @@ def test_a_long_run_whose_reward_is_below_its_best_and_not_improving_is_not_heal
     assert check.evidence.get("unsettled"), check.summary  # rose, and fell back to its start
     assert d.status == "inconclusive" and "nothing shows it learns" in d.status_reason
     assert "no_progress" not in passed(d) and unsettled(d) == [check]
+
+
+def test_a_reward_that_never_left_its_level_has_not_converged():
+    """A reward exactly 0.5 on most steps (the task reward never fires, a format term pays
+    0.5): "at its best level (0.5): converged" read as learning done; it is a no-call."""
+    rng = np.random.default_rng(5)
+    n = 70
+    reward = np.where(rng.random(n) < 0.8, 0.5, rng.choice([0.0, 1.0], n))
+    d = diagnose(_short_run(reward))
+    check = d.check("no_progress")
+    assert "converged" not in check.summary and check.evidence.get("unsettled"), check.summary
+    assert check.summary.startswith("reward not improving (0.5 -> 0.5)"), check.summary

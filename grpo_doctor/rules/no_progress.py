@@ -76,7 +76,7 @@ from grpo_doctor.rules.signals import (
 )
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
-from grpo_doctor.trends import rolling_median
+from grpo_doctor.trends import rolling_median, step_noise
 
 REWARD = Metric.REWARD_MEAN.value
 HELDOUT = Metric.HELDOUT_SCORE.value
@@ -156,7 +156,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     improving = [n for n, pr in task.items() if (pr.improving
                  or sparse_improving(run, signals[n])) and _material(run, signals[n])]
     if (reward.improving or sparse_improving(run, REWARD)) and (not task or improving):
-        return Outcome(Status.OK, f"the reward improved ({fmt(start)} -> {fmt(now)})",
+        # Means where the medians tie: a sparse reward (0 on most steps) that pays more often
+        # late than early had read "improved (0 -> 0)".
+        return Outcome(Status.OK, f"the reward improved ({_ends(run, REWARD, start, now)})",
                        evidence=evidence, key_metric=REWARD)
     if improving:
         return Outcome(Status.OK, f"the task improved ({', '.join(improving)})",
@@ -179,18 +181,27 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    f"({fmt(start)} -> {fmt(now)}): the run is not learning its task")
         return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
                        remedies=_remedies(run, stuck), key_metric=REWARD)
-    if below_best < p["best_margin"] or task_solved(run):
+    # Its best no better than where it began: a reward sitting at one value (0.5 on most
+    # steps, its step-to-step noise 0) is "at its best" without having learned anything.
+    never_moved = (best - float(start) <= max(2.0 * step_noise(r), 0.02 * max(
+        abs(float(start)), abs(best), 1e-12))) and not task_solved(run)
+    if (below_best < p["best_margin"] or task_solved(run)) and not never_moved:
         return Outcome(Status.OK, f"reward {fmt(start)} -> {fmt(now)}, at its best level "
                        f"({fmt(best)}): converged, not stalled", evidence=evidence,
                        key_metric=REWARD)
+    if never_moved and not backwards:
+        # A reward that never left its level (exactly 0.5 on most steps) has not converged:
+        # nothing was learned to converge to. Not a pass (``unsettled``).
+        evidence["unsettled"] = True
+        return Outcome(Status.OK, f"{reward.stalled_words()}: it never left its level",
+                       evidence=evidence, key_metric=REWARD)
     if not backwards:
         # Said as it is: far below its best ("at its best level" read -6 against -0.375).
         # Not a pass: the report lists it apart (``unsettled``), beside findings that say
         # "reward not improving".
         evidence["unsettled"] = True
-        return Outcome(Status.OK, f"reward {fmt(start)} -> {fmt(now)} (best {fmt(best)}): not "
-                       "improving, but not going backwards either", evidence=evidence,
-                       key_metric=REWARD)
+        return Outcome(Status.OK, f"{reward.stalled_words()}, best {fmt(best)}; no significant "
+                       "trend either way", evidence=evidence, key_metric=REWARD)
     evidence["threshold"] = (f"no improvement over {len(r)} logged points and the reward "
                              f"{p['best_margin']:.0%}+ of its range below its best")
     worse = [f"{n} {_ends(run, signals[n], pr.start, pr.end)}" for n, pr in task.items()
@@ -396,8 +407,8 @@ def learning_unproven(run: Run, checks: Iterable[Check]) -> Check | None:
     if any(reward_progress(run, since, metric=col).improving or sparse_improving(run, col)
            for col in signals.values()):
         return None
-    start, now = head_tail(r, frac=0.2)
-    reason = (f"{check.reason}; over {len(r)} logged, the reward went {fmt(start)} -> "
-              f"{fmt(now)}, not improving: too short to say whether the run learns")
+    reason = (f"{check.reason}; over {len(r)} logged rewards, "
+              f"{reward_progress(run, since).stalled_words()}: too short to say whether the "
+              "run learns")
     return replace(check, summary=reason, reason=reason,
                    evidence={**check.evidence, "learning_unproven": True})
