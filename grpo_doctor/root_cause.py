@@ -464,9 +464,13 @@ def _linked_knobs(setup: recipe.Setup, root: Event, checks: Sequence[Check]
 
 
 def _reward_never_fired(check: Check) -> bool:
-    """Equal-reward groups because a reward term never moved (or the reward sat at one value):
-    whatever the setting, the reward comes first: no group size teaches a task that is never
-    rewarded."""
+    """Equal-reward groups because a reward term never moved (or the reward sat at one value),
+    or a gain on format alone beside a correctness term that never moved: whatever the
+    setting, the reward comes first: no group size teaches a task that is never rewarded."""
+    if check.mode == "format_gaming":
+        # A correctness term that never moved: no answer was ever judged right, whatever the
+        # step size; the check on completions comes first (the setting is said after it).
+        return bool(check.evidence.get("correctness_never_moved"))
     return check.mode in ("advantage_collapse", "no_learning_signal") and bool(
         check.evidence.get("pinned_components") or check.evidence.get("reward_stuck_at"))
 

@@ -993,3 +993,16 @@ def test_kl_of_0_is_no_evidence_the_policy_never_moved_when_beta_is_0(tmp_path):
     assert plain.mode == "numerical_failure" and "the policy never moved" in plain.summary
     off = diagnose(run, DoctorConfig(run_config={"beta": 0.0})).root_cause
     assert off.mode == "numerical_failure" and "never moved" not in off.summary, off.summary
+
+
+def test_a_correctness_term_that_never_moved_comes_before_an_lr_outside_the_recipe():
+    """A gain on format alone, check_answer at -2 on all 100 steps, and lr 0.01 given: no
+    answer was ever judged right, whatever the step size; the lr is said in a note."""
+    path = (REAL_RUNS / "notebook-tables"
+            / "DeepSeek_R1_0528_Qwen3_(8B)_GRPO__2025-06-05_fc0ecd2c_839abc.csv")
+    if not path.exists():
+        pytest.skip("shared real runs not present")
+    d = diagnose(load_runs(path)[0], DoctorConfig(run_config={"learning_rate": 1e-2}))
+    assert d.root_cause.first_action.startswith("inspect completions against check_answer")
+    said = " ".join([d.root_cause.first_action, *(p.action for p in d.plan), *d.notes])
+    assert "learning_rate 0.01" in said
