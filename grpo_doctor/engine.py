@@ -352,9 +352,7 @@ def _peak_seen(steps: np.ndarray, lr: np.ndarray) -> bool:
     """Whether a logged learning rate shows its schedule's peak: the log begins within its
     first logging interval and the rate is not still rising at its end (a warm-up the log
     cut short). A given value above that peak is contradicted, not a decay the log missed."""
-    if len(lr) < 3 or steps[0] - 1 > steps[1] - steps[0]:
-        return False
-    return not lr[-1] > lr[-2]
+    return len(lr) >= 3 and knobs.starts_with_run(steps) and not lr[-1] > lr[-2]
 
 
 def with_reward_roles(run: Run, given: Mapping[str, str]) -> Run:

@@ -243,8 +243,7 @@ class Diagnosis:
         judged = [c.mode for c in self.judged]
         unproven = self._learning_unproven
         if unproven is not None and len(judged) >= MIN_CHECKS_FOR_HEALTHY:
-            shown = ((unproven.reason or "").split("; ", 1)[-1]
-                     if unproven.evidence.get("learning_unproven") else unproven.summary)
+            shown = unproven.evidence.get("learning_unproven") or unproven.summary
             return f"no failure mode fired, but nothing shows it learns: {shown}"
         skipped = [c for c in self.checks if c.status is Status.SKIPPED]
         short = sum(1 for c in skipped if "at least" in (c.reason or ""))

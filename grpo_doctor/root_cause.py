@@ -688,7 +688,7 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
     check = root.check
     by_mode = {c.mode: c for c in checks if c.fired}
     if check.mode == "numerical_failure" or (
-            "numerical_failure" in by_mode and _policy_never_moved(run)):
+            "numerical_failure" in by_mode and _policy_never_moved(run, setup)):
         return _numerical_setup(run, setup, by_mode.get("numerical_failure", check))
     if check.mode == "length_hacking" and check.evidence.get("truncated_from_start"):
         share = float(check.evidence.get("truncated_share", 0.0))
@@ -778,10 +778,10 @@ _HELDOUT_NEVER = "the held-out score"
 _CUT_AT_START = 0.5
 
 
-def _policy_never_moved(run: Run) -> bool:
+def _policy_never_moved(run: Run, setup: recipe.Setup) -> bool:
     """KL exactly 0 on every logged step: no update ever changed the policy. Not with beta
     0 in the config: a trainer that skips the KL term may log 0 for it all the same."""
-    beta = recipe.read_run(run).get("beta")
+    beta = setup.get("beta")
     if beta is not None and beta.verdict == recipe.OFF:
         return False
     _, kl = series(run, Metric.KL.value)
@@ -795,7 +795,7 @@ def _kl_at_start(run: Run) -> str:
 
 def _numerical_setup(run: Run, setup: recipe.Setup, check: Check) -> _Lead:
     dtype = setup.get("dtype")
-    still = _policy_never_moved(run)
+    still = _policy_never_moved(run, setup)
     moved = ("; KL was exactly 0 on every logged step: the policy never moved, no update "
              "was applied" if still else "")
     if dtype is not None and dtype.outside:

@@ -131,6 +131,12 @@ def current(run: Run, knob: Knob) -> tuple[float | None, str | None]:
     return None, None
 
 
+def starts_with_run(steps: np.ndarray) -> bool:
+    """A log whose first line is within its first logging interval (step 10 of a log every
+    10 steps), not a resumed run's that starts later."""
+    return len(steps) >= 2 and steps[0] - 1 <= steps[1] - steps[0]
+
+
 def schedule_peak(steps: np.ndarray, values: np.ndarray) -> float:
     """The peak of a logged schedule (the learning rate a config sets): its largest logged
     value; or, when the log begins with a linear decay already under way (a log every 10
@@ -140,8 +146,8 @@ def schedule_peak(steps: np.ndarray, values: np.ndarray) -> float:
     value the user never set. Any other shape (a warm-up, a cosine) keeps the largest."""
     top = float(values.max())
     if (len(values) < 3 or steps[0] <= 1 or values[0] < top or not values[1] < values[0]
-            or steps[0] - 1 > steps[1] - steps[0]):
-        return top  # (a log that starts later than its first interval: a resumed run's)
+            or not starts_with_run(steps)):
+        return top
     slope = (values[1] - values[0]) / (steps[1] - steps[0])
     on_line = values[0] + slope * (steps[2] - steps[0])
     if abs(values[2] - on_line) > 0.02 * values[0]:

@@ -391,8 +391,9 @@ MIN_UNPROVEN = 12
 def learning_unproven(run: Run, checks: Iterable[Check]) -> Check | None:
     """The no_progress check of a run too short for it (fewer than ``min_points`` rewards)
     whose reward and task signals did not improve either, re-worded to say so and marked
-    ``learning_unproven``: such a run is inconclusive, never healthy ("healthy" reads as
-    "learning"). None when the check judged the run, or the short run did improve."""
+    ``learning_unproven`` (with what it says of the reward): such a run is inconclusive,
+    never healthy ("healthy" reads as "learning"). None when the check judged the run, or
+    the short run did improve."""
     check = next((c for c in checks if c.mode == RULE.id), None)
     if check is None or check.status is not Status.SKIPPED or "at least" not in (
             check.reason or ""):
@@ -401,14 +402,15 @@ def learning_unproven(run: Run, checks: Iterable[Check]) -> Check | None:
     if len(r) < MIN_UNPROVEN:
         return None
     since = float(steps[0])
-    if reward_progress(run, since).improving or sparse_improving(run, REWARD):
+    progress = reward_progress(run, since)
+    if progress.improving or sparse_improving(run, REWARD):
         return None
     signals = _task_signals(run)
     if any(reward_progress(run, since, metric=col).improving or sparse_improving(run, col)
            for col in signals.values()):
         return None
-    reason = (f"{check.reason}; over {len(r)} logged rewards, "
-              f"{reward_progress(run, since).stalled_words()}: too short to say whether the "
-              "run learns")
+    said = (f"over {len(r)} logged rewards, {progress.stalled_words()}: too short to say "
+            "whether the run learns")
+    reason = f"{check.reason}; {said}"
     return replace(check, summary=reason, reason=reason,
-                   evidence={**check.evidence, "learning_unproven": True})
+                   evidence={**check.evidence, "learning_unproven": said})
