@@ -203,7 +203,7 @@ def _earlier_episode(rule: Rule, run: Run, params: Mapping[str, float], metric: 
             at = int(np.argmax(during.to_numpy()))
             peak_step, peak = int(during.index[at]), float(during.iloc[at])
     return Incident(metric=metric or "", step=alert, peak_step=peak_step, peak=peak,
-                    threshold=float("nan"), recovered_step=cleared, severity=Status.WARNING,
+                    threshold=None, recovered_step=cleared, severity=Status.WARNING,
                     # The rule's words are what it saw then ("it never came back" was true
                     # at the alert), so they are dated, and the clearing follows.
                     summary=f"at step {step_text(alert)}, as seen then: {what}; {how} by "

@@ -70,7 +70,7 @@ class Incident:
     step: int  # where the episode began
     peak_step: int
     peak: float
-    threshold: float
+    threshold: float | None  # None: an earlier episode of a finding, judged by its rule
     recovered_step: int | None
     summary: str
     severity: Status = Status.WARNING

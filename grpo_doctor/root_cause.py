@@ -44,10 +44,9 @@ from grpo_doctor import recipe
 from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.points import end_size, series
+from grpo_doctor.rules.points import end_size, late_points, series
 from grpo_doctor.rules.signals import (
     component_role,
-    late_points,
     learning,
     reward_progress,
     task_solved,

@@ -51,3 +51,50 @@ def test_first_alert_is_the_first_prefix_that_raises(run):
         # earlier episode that went back (an incident from the first alert).
         assert check.onset_step is not None and (
             check.onset_step <= s or any(i.step == s for i in check.incidents))
+
+
+LONG = 2000  # logged points: a share of the log as the current level would be 400 of them
+
+
+def _long_run(late: dict[str, np.ndarray], seed: int = 0) -> object:
+    """A long healthy log (reward converged by step 500; KL, entropy and grad norm steady)
+    whose columns in ``late`` replace the healthy ones."""
+    t = np.arange(LONG)
+    cols = {"train__reward": 0.3 + 0.4 * (1 - np.exp(-t / 100)) + ar1(seed, LONG, 0.03),
+            "train__entropy": 0.6 + ar1(seed + 1, LONG, 0.02),
+            "train__kl": np.abs(0.05 + ar1(seed + 2, LONG, 0.005)),
+            "train__grad_norm": np.abs(0.5 + ar1(seed + 3, LONG, 0.05))}
+    cols.update(late)
+    return make_run(**cols)
+
+
+def _ramp(start: float, end: float, at: int, over: int, noise: np.ndarray) -> np.ndarray:
+    t = np.arange(LONG)
+    return start + (end - start) * np.clip((t - at) / over, 0, 1) + noise
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 1000), st.integers(1200, 1800))
+def test_a_level_reached_late_in_a_long_log_is_called_within_the_late_window(seed, at):
+    """The current level of a long log is read over at most LATE_MAX points, not a share of
+    the log: a live monitor calls a level soon after it is reached, not hundreds of steps
+    later (KL at 2 nats was called 90 steps after it got there, 170 after it passed 0.5; 80%
+    of groups equal, 125 steps after they were)."""
+    from grpo_doctor.rules.points import LATE_MAX
+
+    cases = {
+        # (metric column, its late values, the logged step by which the threshold is passed)
+        "kl_drift": ({"train__kl": _ramp(0.05, 2.0, at, 50, np.abs(ar1(seed, LONG, 0.03)))},
+                     at + 13),  # past 0.5
+        "advantage_collapse": ({"train__frac_reward_zero_std": np.clip(_ramp(
+            0.2, 0.8, at, 50, ar1(seed, LONG, 0.03)), 0, 1)}, at + 25),  # past 50%
+        "length_hacking": ({"train__completions/clipped_ratio": np.clip(_ramp(
+            0.02, 0.75, at, 50, ar1(seed, LONG, 0.02)), 0, 1)}, at + 33),  # past 50%
+    }
+    for mode, (late, passed) in cases.items():
+        check = diagnose(_long_run(late, seed)).check(mode)
+        assert check.fired, (mode, check.summary)
+        assert check.first_alert_step is not None
+        # half a window for the median to pass, and the reward's noisy verdict beside it
+        assert check.first_alert_step <= passed + 2 * LATE_MAX, (
+            mode, check.first_alert_step, passed)

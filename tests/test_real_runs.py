@@ -708,12 +708,20 @@ def test_the_reward_now_is_one_number_across_a_report():
 
 
 def test_equal_groups_flickering_about_the_line_begin_where_the_window_read_begins():
-    """gpt-oss 2048 (BF16): the reward std is 0 on a per-step 0/1 flag, 50% over the last 86
-    logged points. The onset was 432, the last step (the last run of flags at 1 to the end),
-    beside "over the last 86 logged points ... from step 432"."""
+    """gpt-oss 2048 (BF16): the reward std is 0 on a per-step 0/1 flag, about 50% over the
+    last 50 logged points of its later prefixes. The onset was the last step (the last run of
+    flags at 1 to the end) beside "over the last 86 logged points ... from step 432"; then
+    step 69, where the share stepped up to ~45% (below the line) early in the run."""
     path = ("notebook-tables/gpt_oss_(20B)_Reinforcement_Learning_2048_Game_BF16__2025-10-17_"
             "c2f44ed1_46a6a6.csv")
     _present(path)
-    check = diagnose(load_runs(REAL_RUNS / path)[0]).check("advantage_collapse")
-    assert check.fired and check.onset_step == 432 - 86 + 1, check.summary
-    assert f"from step {check.onset_step}" in check.summary
+    run = load_runs(REAL_RUNS / path)[0]
+    fired = 0
+    for step in range(396, 429, 8):
+        check = diagnose(run.truncated(step), with_first_alert=False).check("advantage_collapse")
+        if check.fired:
+            fired += 1
+            k = check.evidence["late_points"]
+            assert check.onset_step == step - k + 1, (step, check.summary)
+            assert f"from step {check.onset_step}" in check.summary
+    assert fired >= 3

@@ -16,12 +16,12 @@ Why it matters
     is noise, and training stalls or drifts.
 
 How it is detected
-    The late level (median of the last 20% of logged points) of the zero-std fraction, or the
-    share of zero-reward-std steps over the same window, against ``warn_fraction`` and
-    ``critical_fraction``. Corroboration (reward not improving, entropy falling) raises a
-    warning to critical on a log of 40 points or more; the correctness term never moving
-    does so on any log. The onset is a mean-shift change point on the signal, where the
-    high-collapse regime began.
+    The late level (median of the last 20% of logged points, at most 50) of the zero-std
+    fraction, or the share of zero-reward-std steps over the same window, against
+    ``warn_fraction`` and ``critical_fraction``. Corroboration (reward not improving, entropy
+    falling) raises a warning to critical on a log of 40 points or more; the correctness term
+    never moving does so on any log. The onset is a mean-shift change point on the signal, where
+    the high-collapse regime began.
 
 False positives
     Small groups (G = 4) leave many groups equal by chance, and a policy solving its prompts
@@ -48,13 +48,12 @@ from grpo_doctor.metrics import Metric, is_reward_component
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import ZERO_SHARE, Plot, Threshold, ZeroShare, ladder
-from grpo_doctor.rules.points import head_tail, series, snap_to_logged
+from grpo_doctor.rules.points import head_tail, late_points, series, snap_to_logged
 from grpo_doctor.rules.signals import (
     SOLVED_HELDOUT,
     component_role,
     components,
     heldout_solved,
-    late_points,
     learning,
     level_now,
     reward_progress,
@@ -249,9 +248,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        f"(effective groups {1 - late:.0%})", evidence=evidence, key_metric=metric)
 
     early = float(np.mean(z[:k]))
+    # A step up that lands below the line (a share that rose to ~45% early, then flickers
+    # about 50% late) is not the collapse's onset: its level is not the one the summary reads.
+    shift = (level_shift_onset(steps, z)[0]
+             if fired and early < p["warn_fraction"] and late - early > 0.2 and len(z) >= 8
+             else None)
+    if shift is not None and np.mean(z[steps >= shift]) < p["warn_fraction"]:
+        shift = None
     if fired:
-        if early < p["warn_fraction"] and late - early > 0.2 and len(z) >= 8:
-            shift, _, _ = level_shift_onset(steps, z)
+        if shift is not None:
             onset = snap_to_logged(run, metric, shift)
         elif z[0] < p["warn_fraction"]:
             # No step up to date: the first of the points at the line or above that run to

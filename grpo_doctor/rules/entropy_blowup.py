@@ -41,8 +41,8 @@ from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule
 from grpo_doctor.rules.plot import Threshold, ladder, number
-from grpo_doctor.rules.points import series, snap_to_logged
-from grpo_doctor.rules.signals import late_points, reward_progress, rising
+from grpo_doctor.rules.points import late_points, series, snap_to_logged
+from grpo_doctor.rules.signals import reward_progress, rising
 from grpo_doctor.store import Run
 from grpo_doctor.text import change, fmt
 from grpo_doctor.trends import mann_kendall, rolling_median, trend_onset

@@ -52,8 +52,8 @@ from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import Plot, Threshold, ladder, number
-from grpo_doctor.rules.points import aligned, head_tail, series, snap_to_logged
-from grpo_doctor.rules.signals import late_level, late_points, learning, rising, task_solved
+from grpo_doctor.rules.points import aligned, head_tail, late_points, series, snap_to_logged
+from grpo_doctor.rules.signals import late_level, learning, rising, task_solved
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import (

@@ -13,16 +13,17 @@ Why it matters
     reward model rather than learning the task; past KL ~ 10-20 runs rarely come back.
 
 How it is detected
-    The sustained level is the median of the last 20% of logged points (a rolling median, so a
-    single spike never decides); a drift also needs a significant upward Mann-Kendall trend
-    with the Hamed-Rao correction. The onset is where KL began to climb: the earlier of the
-    knot of a two-piece linear fit and the point where KL left its starting level for good (a
-    hinge dates a rise that grows by factors where it turned steep). Independently, each
-    stretch of logged KL above ``stop_kl`` is an incident: critical when it lasted
+    The sustained level is the median of the last 20% of logged points, at most 50 (a median, so
+    a single spike never decides); a drift also needs a significant upward Mann-Kendall trend
+    with the Hamed-Rao correction, over the log or over its last two late windows (a rise late
+    in a long flat log is diluted in the whole). The onset is where KL began to climb: the
+    earlier of the knot of a two-piece linear fit and the point where KL left its starting level
+    for good (a hinge dates a rise that grows by factors where it turned steep). Independently,
+    each stretch of logged KL above ``stop_kl`` is an incident: critical when it lasted
     ``sustained_points`` logged points, peaked above ``far_factor`` x ``stop_kl``, or was
-    followed by harm (the reward falling or freezing, most groups losing
-    their reward variance, the gradient vanishing, NaN); a warning otherwise. Its evidence names
-    the peak, the threshold and the step KL came back below it.
+    followed by harm (the reward falling or freezing, most groups losing their reward variance,
+    the gradient vanishing, NaN); a warning otherwise. Its evidence names the peak, the
+    threshold and the step KL came back below it.
 
 False positives
     One-step KL spikes (a bad batch) below ``stop_kl`` are ignored unless they persist; one above
@@ -47,7 +48,7 @@ from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.plot import Plot, Threshold, ladder
-from grpo_doctor.rules.points import head_tail, series, snap_to_logged
+from grpo_doctor.rules.points import head_tail, late_points, series, snap_to_logged
 from grpo_doctor.rules.signals import reward_progress
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
@@ -109,7 +110,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     }
     # KL is 0 when training starts (policy = reference): a KL already high at the first logged
     # steps drifted before them, so it needs no rising trend.
-    rising = (trend.increasing(p["alpha"]) and kc > k0) or k0 >= p["drift_kl"]
+    # A long flat stretch before a late rise dilutes a whole-log trend test (the Hamed-Rao
+    # correction reads the step as autocorrelation): the trend is also tested over the last
+    # two late windows, where a rise late in a long log is.
+    recent = min(len(k), 2 * late_points(len(k), 0.2, 3))
+    recent_trend = mann_kendall(steps[-recent:], k[-recent:]) if recent < len(k) else trend
+    rising = (((trend.increasing(p["alpha"]) or recent_trend.increasing(p["alpha"]))
+               and kc > k0) or k0 >= p["drift_kl"])
     incidents = inc.above(run, KL, "KL", p["stop_kl"], sustained=int(p["sustained_points"]),
                           far=p["far_factor"])
     if kc >= p["stop_kl"]:

@@ -41,11 +41,10 @@ from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.plot import Plot, Threshold, ladder
-from grpo_doctor.rules.points import aligned, head_tail, series, snap_to_logged
+from grpo_doctor.rules.points import aligned, head_tail, late_points, series, snap_to_logged
 from grpo_doctor.rules.signals import (
     component_role,
     components,
-    late_points,
     rank_correlation,
     reward_progress,
     task_progress,

@@ -45,19 +45,33 @@ def aligned(run: Run, a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return steps, va[ia], vb[ib]
 
 
+#: The most logged points a 'late' (current) level is read over. A share of the log keeps
+#: the level steady on short logs, but on a long one it would make a live monitor wait
+#: for half of e.g. 400 points to pass a threshold before calling a level reached 200
+#: steps earlier; the median of 50 is as robust to single spikes.
+LATE_MAX = 50
+
+
 def end_size(n: int, frac: float, min_n: int = 3) -> int:
     """How many of ``n`` points ``head_tail`` takes at an end for ``frac``: at least ``min_n``,
     at most half."""
     return min(max(min_n, round(n * frac)), max(1, n // 2))
 
 
+def late_points(n: int, frac: float = 0.2, min_n: int = 5) -> int:
+    """How many points at the end of a series of ``n`` make its 'late' (current) window: the
+    last ``frac`` of them, at least ``min_n`` and at most ``LATE_MAX``."""
+    return min(n, max(min_n, min(round(n * frac), LATE_MAX)))
+
+
 def head_tail(values: np.ndarray, frac: float = 0.1, min_n: int = 3,
               head_frac: float | None = None) -> tuple[float, float]:
     """Median of the first ``head_frac`` (default ``frac``) and of the last ``frac`` of the
-    points, at least ``min_n`` each (``end_size``)."""
+    points, at least ``min_n`` each (``end_size``); the last at most ``LATE_MAX``."""
     n = len(values)
     head = end_size(n, frac if head_frac is None else head_frac, min_n)
-    return float(np.median(values[:head])), float(np.median(values[-end_size(n, frac, min_n):]))
+    tail = min(end_size(n, frac, min_n), max(min_n, LATE_MAX))
+    return float(np.median(values[:head])), float(np.median(values[-tail:]))
 
 
 def snap_to_logged(run: Run, metric: str, step: float) -> int:

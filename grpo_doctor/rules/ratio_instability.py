@@ -42,8 +42,8 @@ from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import Plot, Threshold, ladder
-from grpo_doctor.rules.points import head_tail, series, snap_to_logged
-from grpo_doctor.rules.signals import late_points, rising
+from grpo_doctor.rules.points import head_tail, late_points, series, snap_to_logged
+from grpo_doctor.rules.signals import rising
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import level_shift_onset, mann_kendall

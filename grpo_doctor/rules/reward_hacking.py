@@ -45,8 +45,8 @@ from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import Plot
-from grpo_doctor.rules.points import aligned, head_tail, series, snap_to_logged
-from grpo_doctor.rules.signals import component_role, components, late_points
+from grpo_doctor.rules.points import aligned, head_tail, late_points, series, snap_to_logged
+from grpo_doctor.rules.signals import component_role, components
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import mann_kendall, rolling_median, step_noise
@@ -112,7 +112,9 @@ def _efficiency_collapse(run: Run, p) -> dict | None:
     k = np.sqrt(np.maximum(rolling_median(kl, 5), 0))
     if k[-1] ** 2 < p["min_kl"] or not mann_kendall(steps, k).increasing(0.01):
         return None
-    mid = int(np.searchsorted(k, (k[0] + k[-1]) / 2)) if np.all(np.diff(k) >= 0) else len(k) // 2
+    # the first logged point past half of the rise (a noisy KL is not monotone: the middle of
+    # the log would date a rise that came late in it to half-way through the run)
+    mid = int(np.argmax(k >= (k[0] + k[-1]) / 2))
     mid = min(max(mid, 4), len(k) - 4)
     dk1, dk2 = k[mid] - k[0], k[-1] - k[mid]
     if dk1 <= 0 or dk2 <= 0:

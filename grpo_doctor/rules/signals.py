@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.points import aligned, end_size, head_tail, series
+from grpo_doctor.rules.points import aligned, end_size, head_tail, late_points, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import mann_kendall, rolling_median, step_noise
@@ -409,6 +409,3 @@ def level_now(values: np.ndarray) -> float:
     return float(np.median(values[-max(3, len(values) // 10):]))
 
 
-def late_points(n: int, frac: float = 0.2, min_n: int = 5) -> int:
-    """How many points at the end of a series of ``n`` make its 'late' window."""
-    return min(n, max(min_n, round(n * frac)))

@@ -300,6 +300,15 @@ def healthy_reward_and_kl() -> Run:
                     eval__accuracy=np.where(T % 50 == 0, 0.3 + 0.3 * T / N, np.nan))
 
 
+def kl_climbs_late_for_nothing() -> Run:
+    # The reward gained early at no KL cost and is flat when, late in the log, KL climbs
+    # to 2 nats: the efficiency collapses from the second half of that climb, not from the
+    # middle of the log (a noisy KL is not monotone, which once dated it there).
+    kl = np.abs(0.05 + ar1(53, N, 0.01)) + 2.0 * np.clip((T - 700) / 100, 0, 1)
+    reward = 0.3 + 0.4 * (1 - np.exp(-T / 150)) + ar1(54, N, 0.02)
+    return make_run(train__reward=reward, train__kl=kl)
+
+
 # --- length hacking --------------------------------------------------------------------------
 
 def pinned_at_cap() -> Run:
@@ -413,6 +422,8 @@ CASES += [
     Case("anti-cheat fires", "reward_hacking", anti_cheat_fires, ("warning", "critical"),
          onset=30, tolerance=30),
     Case("healthy reward and KL", "reward_hacking", healthy_reward_and_kl, ("ok",)),
+    Case("KL climbs late for nothing", "reward_hacking", kl_climbs_late_for_nothing,
+         ("warning",), onset=735, tolerance=25),
     Case("pinned at the cap", "length_hacking", pinned_at_cap, ("critical",), onset=600,
          tolerance=40),
     Case("length collapse", "length_hacking", length_collapse, ("warning", "critical"),
