@@ -248,15 +248,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        f"(effective groups {1 - late:.0%})", evidence=evidence, key_metric=metric)
 
     early = float(np.mean(z[:k]))
-    # A step up that lands below the line (a share that rose to ~45% early, then flickers
-    # about 50% late) is not the collapse's onset: its level is not the one the summary reads.
     shift = (level_shift_onset(steps, z)[0]
              if fired and early < p["warn_fraction"] and late - early > 0.2 and len(z) >= 8
              else None)
-    if shift is not None and np.mean(z[steps >= shift]) < p["warn_fraction"]:
-        shift = None
+    # Whether the reward rose while groups turned equal (solved ones) is judged from the step
+    # up; but one that lands below the line (a share that rose to ~45% early, then flickers
+    # about 50% late) is not the collapse's onset: its level is not the one the summary reads.
+    below_line = shift is not None and np.mean(z[steps >= shift]) < p["warn_fraction"]
     if fired:
-        if shift is not None:
+        if shift is not None and not below_line:
             onset = snap_to_logged(run, metric, shift)
         elif z[0] < p["warn_fraction"]:
             # No step up to date: the first of the points at the line or above that run to
@@ -272,7 +272,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             onset = int(steps[0])
     else:
         onset = int(run.steps[0])
-    progress = learning(run, float(onset))
+    progress = learning(run, float(shift if shift is not None and below_line else onset))
     corroboration = []
     if progress.logged and not progress.improving:
         corroboration.append(progress.stalled_words())

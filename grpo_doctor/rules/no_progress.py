@@ -34,6 +34,8 @@ How it is detected
     ``best_margin`` of the reward's smoothed range below its best smoothed level, or a task
     the log proves nearly solved: a run that rose and then plateaued has progressed (its
     late level is above its early one) and a converged run sits at its best; neither fires.
+    Nor does a reward that climbed a quarter of its range (and 6x its step-to-step noise)
+    above its first points before it fell: it learned, then lost it (reward_overfit's fall).
 
 False positives
     A run too short to learn anything yet (fewer than ``min_points`` logged points) is not
@@ -163,9 +165,18 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if improving:
         return Outcome(Status.OK, f"the task improved ({', '.join(improving)})",
                        evidence=evidence, key_metric=REWARD)
+    # A reward that climbed well above its first points before it fell has learned, then lost
+    # it: reward_overfit's fall, not a run that is not learning (its "start", the first fifth,
+    # can hold the whole climb of a long log).
+    first = float(np.median(r[:max(3, len(r) // 20)]))
+    learned = best - first >= p["best_margin"] * span and best - first >= 6 * step_noise(r)
     # Going backwards, as every rule judges a decline: a flat run of noise is not evidence.
-    backwards = reward.declining or any(
+    backwards = (reward.declining and not learned) or any(
         pr.declining or sparse_declining(run, signals[n]) for n, pr in task.items())
+    if learned and not backwards and reward.declining:
+        return Outcome(Status.OK, f"the reward rose from {fmt(first)}, then fell to "
+                       f"{fmt(now)}: it learned, then lost it (a fall, not a stall)",
+                       evidence=evidence, key_metric=REWARD)
     # The reward gaining while the task does not is format_gaming's to judge, not a stall; a
     # gain counts by its size (a quarter of the reward's range), as a trend test over 100+
     # points finds a rise of 0.078 -> 0.086 on a task stuck at 8%.

@@ -13,13 +13,14 @@ Why it matters
     reward is the lagging indicator: something else went first).
 
 How it is detected
-    Rolling median over ~5% of the points (so spikes do not make peaks), the peak's level
-    no higher than the median of twice that window around it (a cluster of lucky batches
-    in a sparse reward is no level the run held); the peak must be
-    followed by at least ``min_after`` of the log; the rise up to the peak must be significant
-    (Mann-Kendall, Hamed-Rao corrected) or many times the reward's step-to-step noise, and the
-    fall after it significant or a drop that stays down. Onset = the peak
-    (where it turned). Critical when more than ``giveback_critical`` of the gain is gone.
+    Rolling median over ~5% of the points (so spikes do not make peaks), the peak's level no
+    higher than the median of twice that window around it (a cluster of lucky batches in a
+    sparse reward is no level the run held); the peak must be followed by at least ``min_after``
+    of the log; the rise up to the peak must be significant (Mann-Kendall, Hamed-Rao corrected)
+    or many times the reward's step-to-step noise, and the fall after it significant or a drop
+    that stays down. Onset = where it turned: the peak, or the end of the peak's level where a
+    two-piece fit from the peak on finds a flat stretch before the fall. Critical when more than
+    ``giveback_critical`` of the gain is gone.
 
 False positives
     Noisy plateaus: a few points below the peak are not a decline. Reward schedules that change
@@ -44,7 +45,7 @@ from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.points import series, snap_to_logged
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
-from grpo_doctor.trends import mann_kendall, rolling_median, step_noise
+from grpo_doctor.trends import mann_kendall, rolling_median, step_noise, trend_onset
 
 REWARD = Metric.REWARD_MEAN.value
 
@@ -128,7 +129,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         i = max(0, int(np.searchsorted(steps, final.step)) - 1)
         if smooth[peak] - smooth[i] < p["giveback"] * gain:
             return _crashes_only(run, crashes, evidence)
-    onset = snap_to_logged(run, REWARD, steps[peak])
+    # Where it turned: where the fall from the peak's level began (a two-piece fit from the
+    # peak on). On a long plateau the highest point is anywhere on it: the argmax had dated
+    # a fall at step 1,500 to step 864.
+    knot = trend_onset(steps[peak:], r[peak:], float(smooth[peak]), now, bend=0.5)
+    turned = max(peak, int(np.searchsorted(steps, knot, side="right")) - 1)
+    onset = snap_to_logged(run, REWARD, steps[turned])
     status = Status.CRITICAL if lost >= p["giveback_critical"] else Status.WARNING
     evidence["threshold"] = f"gave back >= {p['giveback']:.0%} of the gain after the peak"
     share = "all of the gain and more" if lost > 1 else f"{lost:.0%} of the gain"
@@ -140,7 +146,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         onset = earliest
         summary += f"; {inc.describe(crashes, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
-                   remedies=_remedies(run, int(steps[peak])), key_metric=REWARD,
+                   remedies=_remedies(run, int(steps[turned]), plateau=turned > peak),
+                   key_metric=REWARD,
                    incidents=tuple(crashes))
 
 
@@ -161,8 +168,10 @@ def _crashes_only(run: Run, crashes: list, evidence: dict[str, object] | None = 
                    incidents=tuple(crashes))
 
 
-def _remedies(run: Run, step: int, crash: bool = False) -> tuple[str, ...]:
-    where = "from before the crash" if crash else "nearest the peak"
+def _remedies(run: Run, step: int, crash: bool = False, plateau: bool = False
+              ) -> tuple[str, ...]:
+    where = ("from before the crash" if crash else "from the end of the peak's level"
+             if plateau else "nearest the peak")
     return (
         knobs.rollback(step, f"roll back to the checkpoint {where} (step {step_text(step)})"),
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),

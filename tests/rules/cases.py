@@ -392,6 +392,15 @@ def reward_rises_then_falls() -> Run:
     return make_run(train__reward=reward)
 
 
+def reward_plateau_then_falls() -> Run:
+    # Learned by step 200, held its level to step 900, then fell below its start: the fall
+    # began at the plateau's end (the highest point of a long noisy plateau is anywhere on
+    # it), and a run that learned, then lost it, is no stall.
+    reward = (0.2 + 0.5 * (1 - np.exp(-T / 60)) - 0.6 * np.clip((T - 900) / 150, 0, 1)
+              + ar1(68, N, 0.03))
+    return make_run(train__reward=reward)
+
+
 def reward_noisy_plateau() -> Run:
     rng = np.random.default_rng(66)
     reward = rising_reward(67) + np.where(rng.random(N) < 0.01, 3.0, 0.0)  # rare spikes
@@ -440,6 +449,8 @@ CASES += [
     Case("reward rises then falls", "reward_overfit", reward_rises_then_falls,
          ("warning", "critical"), onset=700, tolerance=60),
     Case("reward noisy plateau", "reward_overfit", reward_noisy_plateau, ("ok",)),
+    Case("reward plateau, then falls", "reward_overfit", reward_plateau_then_falls,
+         ("critical",), onset=900, tolerance=30),
     Case("entropy surges", "entropy_blowup", entropy_surges, ("critical",), onset=800,
          tolerance=80),
     Case("entropy flat and noisy", "entropy_blowup", entropy_flat_noisy, ("ok",)),
@@ -498,6 +509,7 @@ CASES += [
     Case("slowly backwards", "no_progress", slowly_backwards, ("warning",), onset=1,
          tolerance=0),
     Case("rose, then plateaued", "no_progress", rose_then_plateaued, ("ok",)),
+    Case("learned, then lost it", "no_progress", reward_plateau_then_falls, ("ok",)),
     Case("flat, short", "no_progress", flat_short_run, ("ok", "skipped")),
 ]
 
