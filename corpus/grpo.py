@@ -58,9 +58,10 @@ class RunConfig:
     temperature: float = 1.0
     max_new: int = 8
     lr: float = 3e-4
-    schedule: str = "constant"  # "constant" | "cosine" | "warmup" | "burst"
+    schedule: str = "constant"  # "constant" | "cosine" | "warmup" | "burst" | "jump"
     warmup: int = 0
-    burst_lr: float = 0.0  # "burst": this lr for the first ``warmup`` steps, then ``lr``
+    burst_lr: float = 0.0  # "burst": this lr for the first ``warmup`` steps, then ``lr``;
+    #                        "jump": ``lr`` for the first ``warmup`` steps, then this one
     beta: float = 0.04
     eps_low: float = 0.2
     eps_high: float = 0.2
@@ -178,6 +179,8 @@ def _lr_at(cfg: RunConfig, step: int) -> float:
         return cfg.lr * min(1.0, (step + 1) / max(1, cfg.warmup))
     if cfg.schedule == "burst":
         return cfg.burst_lr if step < cfg.warmup else cfg.lr
+    if cfg.schedule == "jump":  # a late change of lr (a scheduler restarted wrongly)
+        return cfg.lr if step < cfg.warmup else cfg.burst_lr
     if cfg.schedule == "cosine":
         w = min(1.0, (step + 1) / max(1, cfg.warmup)) if cfg.warmup else 1.0
         return cfg.lr * w * 0.5 * (1 + math.cos(math.pi * step / cfg.steps))

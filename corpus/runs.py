@@ -612,6 +612,25 @@ HOLDOUT18_RUNS: list[RunConfig] = [
        **dict(HEALTHY, eps_high=0.28)),
 ]
 
+# Long logs (bench/long_runs.py): what a live monitor sees on a run 6x the corpus's length.
+# Healthy ones, to show no level read over a long log's current window cries wolf; and ones
+# whose lr jumps late (a scheduler restarted wrongly), to measure how long after the jump
+# the first alert comes. Not committed as fixtures: about 10 minutes a run, two at a time.
+LONG_RUNS: list[RunConfig] = [
+    _r("long_healthy_s201", "trl", "csv", "healthy", "base recipe for 1500 steps, seed 201",
+       seed=201, **dict(HEALTHY, steps=1500)),
+    _r("long_healthy_cosine_s202", "verl", "csv", "healthy",
+       "base recipe for 1500 steps, lr=2e-4 cosine with 50 warm-up steps, seed 202", seed=202,
+       **dict(HEALTHY, steps=1500, lr=2e-4, schedule="cosine", warmup=50)),
+    _r("long_jump_lr_3e-3_s203", "trl", "csv", "entropy_collapse",
+       "base recipe; from step 1000 lr=3e-3 (30x), grad clip 1.0, seed 203", seed=203,
+       **dict(HEALTHY, steps=1500, schedule="jump", warmup=1000, burst_lr=3e-3)),
+    _r("long_jump_lr_1e-2_noclip_s204", "verl", "csv", "grad_explosion",
+       "base recipe; from step 1000 lr=1e-2 (100x) with no gradient clipping, seed 204",
+       seed=204, **dict(HEALTHY, steps=1500, schedule="jump", warmup=1000, burst_lr=1e-2,
+                        max_grad_norm=None)),
+]
+
 #: ``python -m corpus.tiny_grpo --set NAME``: which list of runs to generate.
 RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout": HOLDOUT_RUNS, "holdout2": HOLDOUT2_RUNS,
@@ -627,4 +646,5 @@ RUN_SETS: dict[str, list[RunConfig]] = {"corpus": RUNS, "compare": COMPARE_RUNS,
                                         "holdout15": HOLDOUT15_RUNS,
                                         "holdout16": HOLDOUT16_RUNS,
                                         "holdout17": HOLDOUT17_RUNS,
-                                        "holdout18": HOLDOUT18_RUNS}
+                                        "holdout18": HOLDOUT18_RUNS,
+                                        "long": LONG_RUNS}

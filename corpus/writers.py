@@ -133,8 +133,10 @@ def _trainer_args(cfg) -> dict:
     return {
         "learning_rate": cfg.lr,
         "lr_scheduler_type": {"constant": "constant", "cosine": "cosine",
-                              "warmup": "constant_with_warmup", "burst": "constant"}[cfg.schedule],
-        "warmup_steps": cfg.warmup,
+                              "warmup": "constant_with_warmup", "burst": "constant",
+                              "jump": "constant"}[cfg.schedule],
+        # a jump is a scheduler gone wrong, not a setting: the config says constant, no warm-up
+        "warmup_steps": 0 if cfg.schedule == "jump" else cfg.warmup,
         "max_steps": cfg.steps,
         "per_device_train_batch_size": cfg.batch_prompts * cfg.group,
         "num_generations": cfg.group,
@@ -167,8 +169,10 @@ def _verl_config(cfg) -> dict:
                       "use_kl_in_reward": False},
         "actor_rollout_ref": {
             "actor": {
-                "optim": {"lr": cfg.lr, "lr_warmup_steps": cfg.warmup,
-                          "warmup_style": cfg.schedule, "eps": cfg.adam_eps},
+                "optim": {"lr": cfg.lr,
+                          "lr_warmup_steps": 0 if cfg.schedule == "jump" else cfg.warmup,
+                          "warmup_style": "constant" if cfg.schedule == "jump" else cfg.schedule,
+                          "eps": cfg.adam_eps},
                 "ppo_epochs": cfg.inner_epochs,
                 "ppo_mini_batch_size": cfg.batch_prompts // cfg.minibatches,
                 "clip_ratio_low": cfg.eps_low,

@@ -225,7 +225,12 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         # The anti-cheat check caught the policy trying: whatever else is wrong, that is
         # what to look at first (a larger budget or a smaller step will not stop it).
         root = cheating
-    lead = _first_action(run, root, setup, checks)
+    jumped = _after_jump(run, events, worst) if cheating is None else None
+    if jumped is not None:
+        root, jump = jumped
+        lead = _jump_action(run, root, setup, jump)
+    else:
+        lead = _first_action(run, root, setup, checks)
     if lead.setup and root.step > events[0].step:
         # A setup problem was there from the first logs: it is dated there, with the length
         # finding that shows the budget when there is one.
@@ -904,6 +909,69 @@ def _lr_burst(run: Run, step: int) -> _Burst | None:
     if peak < _BURST_FACTOR * after:
         return None
     return _Burst(int(ls[high[0]]), int(ls[end]), peak, after)
+
+
+#: How many times its steady level the logged lr must rise to, from one logged point to the
+#: next, to be a jump; and the logged points it must have held before (a warm-up never does).
+_JUMP_FACTOR = 3.0
+_JUMP_STEADY = 8
+
+
+@dataclass(frozen=True)
+class _Jump:
+    """The logged lr stepping up mid-run from a level it held to several times it, and
+    staying there: a scheduler restarted, a resumed run's lr set wrongly. Not in any config:
+    only the log shows it."""
+
+    step: int  # the first logged step at the new lr
+    before: float
+    after: float
+
+
+def _lr_jump(run: Run) -> _Jump | None:
+    """The first jump of the logged lr: ``_JUMP_FACTOR``x or more the median of the
+    ``_JUMP_STEADY`` logged points before it, which held within a quarter of their median
+    (a warm-up or a cosine's tail does not), kept for the next logged points."""
+    ls, lr = series(run, Metric.LEARNING_RATE.value)
+    n = _JUMP_STEADY
+    if len(lr) < n + 4:
+        return None
+    rise = np.flatnonzero(lr[n:] >= _JUMP_FACTOR * np.maximum(lr[n - 1:-1], 1e-300)) + n
+    for i in rise:
+        held = lr[i - n:i]
+        before = float(np.median(held))
+        after = float(np.median(lr[i:i + 5]))
+        if (before > 0 and np.ptp(held) <= 0.25 * before and len(lr) - i >= 3
+                and after >= _JUMP_FACTOR * before):
+            return _Jump(int(ls[i]), before, after)
+    return None
+
+
+def _after_jump(run: Run, events: Sequence[Event], worst: Sequence[Check]) -> tuple[
+        Event, _Jump] | None:
+    """The first finding that began at or after a jump of the logged lr, when nothing but a
+    convergence began before it: the jump is what broke the run."""
+    jump = _lr_jump(run)
+    if jump is None:
+        return None
+    broke = [e for e in events if e.check.fired and not _converging(e.check)]
+    if any(e.step < jump.step and e.check in worst and not e.recovered for e in broke):
+        return None
+    return next(((e, jump) for e in broke if e.step >= jump.step), None)
+
+
+def _jump_action(run: Run, root: Event, setup: recipe.Setup, jump: _Jump) -> _Lead:
+    """Go back to before the jump, with the lr the run held until it."""
+    lr = setup.get("learning_rate")
+    name = lr.name if lr is not None and lr.value is not None else "learning_rate"
+    what = (f"the logged learning rate jumped {_lr(jump.before)} -> {_lr(jump.after)} at step "
+            f"{step_text(jump.step)}, {jump.after / jump.before:.0f}x the level it held")
+    text = (f"{_rollback_words(run, jump.step)}, with {name} back at {_lr(jump.before)} "
+            f"({what}: a scheduler restarted, or a resumed run's lr set wrongly)")
+    return _Lead(knobs.Remedy(text, knob=knobs.LEARNING_RATE, rollback_step=jump.step),
+                 summary=f"a learning-rate jump: {what}; then "
+                         f"{root.check.mode} at step {step_text(root.step)} "
+                         f"({root.summary.split('; ')[0]})")
 
 
 def _burst_action(run: Run, root: Event, setup: recipe.Setup, burst: _Burst) -> _Lead:

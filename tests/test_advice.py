@@ -402,6 +402,46 @@ def test_a_schedule_that_decays_is_not_a_burst(shape):
     assert "from the first update" not in d.root_cause.first_action
 
 
+def _breaks_after(lr: np.ndarray, at: int, n: int = 500, seed: int = 11):
+    """A run that learned (reward 0.2 -> 0.7 by step 150) and held, until at step ``at`` KL
+    shot up, the entropy surged and the reward fell, logging ``lr``."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    broke = np.clip((t - at) / 20, 0, 1)
+    reward = 0.2 + 0.5 * (1 - np.exp(-t / 50)) - 0.5 * broke + rng.normal(0, 0.02, n)
+    entropy = 0.6 + 1.5 * broke + rng.normal(0, 0.01, n)
+    kl = 0.05 + 3.0 * broke + np.abs(rng.normal(0, 0.005, n))
+    return make_run(reward=reward, entropy=entropy, kl=kl, learning_rate=lr)
+
+
+def test_a_jump_of_the_logged_learning_rate_is_what_broke_the_run_after_it():
+    """The config says 1e-4 and the log held it for 300 steps, then jumped to 3e-3 (a
+    scheduler restarted): roll back to before the jump with the lr it held, not "lower the
+    lr from 3e-3" (the config never said 3e-3) nor a roll-back to what broke 7 steps later."""
+    n, at = 500, 300
+    lr = np.where(np.arange(n) < at, 1e-4, 3e-3)
+    d = diagnose(_breaks_after(lr, at + 7), DoctorConfig(run_config={"learning_rate": 1e-4}))
+    rc = d.root_cause
+    assert rc.summary.startswith("a learning-rate jump: the logged learning rate jumped 1e-4 "
+                                 "-> 0.003 at step 301, 30x"), rc.summary
+    assert "before step 301" in rc.first_action or "step 300 or before" in rc.first_action
+    assert "learning_rate back at 1e-4" in rc.first_action
+    assert d.plan[0].rollback_step == 301
+
+
+@pytest.mark.parametrize("shape", ["warmup", "cosine", "steady"])
+def test_a_warm_up_or_a_decay_is_no_jump(shape):
+    """A linear warm-up to 1e-3 over 100 steps rises 100x from its first step, a cosine falls;
+    neither held a level and then stepped up from it."""
+    n = 500
+    t = np.arange(n)
+    lr = {"warmup": 1e-3 * np.minimum(1, (t + 1) / 100),
+          "cosine": 1e-4 * 0.5 * (1 + np.cos(np.pi * t / n)),
+          "steady": np.full(n, 1e-4)}[shape]
+    d = diagnose(_breaks_after(lr, 307), DoctorConfig(run_config={"learning_rate": 1e-4}))
+    assert "jump" not in d.root_cause.summary
+
+
 def test_a_setting_behind_another_critical_finding_comes_right_after_the_first_action():
     """Temperature 0.5 explains the entropy fall (the first action); groups of 4, below the
     recipe's 8, are the chapter's first cause of the equal-reward groups beside it: that fix
