@@ -120,6 +120,10 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
                                        "cleared" if cleared is not None else "mostly receded")
             incidents = (episode, *incidents)
     summary = out.summary if shown is None else out.summary.replace(ONSET, step_text(shown))
+    if shown is not None and shown != out.onset_step and ONSET not in out.summary:
+        # The onset moved to the alert, and the sentence names other steps (a knot after an
+        # earlier incident): it says where the finding was first raised too.
+        summary += f"; raised from step {step_text(shown)}"
     evidence = dict(out.evidence)
     proxies = {m: run.proxies[m] for m in (rule.requires + ((out.key_metric,) if
                out.key_metric else ())) if m in run.proxies}

@@ -79,7 +79,7 @@ def test_a_level_reached_late_in_a_long_log_is_called_within_the_late_window(see
     """The current level of a long log is read over at most LATE_MAX points, not a share of
     the log: a live monitor calls a level soon after it is reached, not hundreds of steps
     later (KL at 2 nats was called 90 steps after it got there, 170 after it passed 0.5; 80%
-    of groups equal, 125 steps after they were)."""
+    of groups equal, 125 steps after they were; a log-prob 30% down, 220 steps after)."""
     from grpo_doctor.rules.points import LATE_MAX
 
     cases = {
@@ -90,6 +90,8 @@ def test_a_level_reached_late_in_a_long_log_is_called_within_the_late_window(see
             0.2, 0.8, at, 50, ar1(seed, LONG, 0.03)), 0, 1)}, at + 25),  # past 50%
         "length_hacking": ({"train__completions/clipped_ratio": np.clip(_ramp(
             0.02, 0.75, at, 50, ar1(seed, LONG, 0.02)), 0, 1)}, at + 33),  # past 50%
+        "likelihood_displacement": ({"log_prob_mean": _ramp(
+            -0.5, -1.5, at, 200, ar1(seed, LONG, 0.01))}, at + 30),  # 30% down
     }
     for mode, (late, passed) in cases.items():
         check = diagnose(_long_run(late, seed)).check(mode)

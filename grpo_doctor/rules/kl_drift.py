@@ -16,10 +16,11 @@ How it is detected
     The sustained level is the median of the last 20% of logged points, at most 50 (a median, so
     a single spike never decides); a drift also needs a significant upward Mann-Kendall trend
     with the Hamed-Rao correction, over the log or over its last two late windows (a rise late
-    in a long flat log is diluted in the whole). The onset is where KL began to climb: the
-    earlier of the knot of a two-piece linear fit and the point where KL left its starting level
-    for good (a hinge dates a rise that grows by factors where it turned steep). Independently,
-    each stretch of logged KL above ``stop_kl`` is an incident: critical when it lasted
+    in a long flat log is diluted in the whole), or the level at ``rise_factor`` x its early one
+    (a rise that has ended is still a drift). The onset is where KL began to climb: the earlier
+    of the knot of a two-piece linear fit and the point where KL left its starting level for
+    good (a hinge dates a rise that grows by factors where it turned steep). Independently, each
+    stretch of logged KL above ``stop_kl`` is an incident: critical when it lasted
     ``sustained_points`` logged points, peaked above ``far_factor`` x ``stop_kl``, or was
     followed by harm (the reward falling or freezing, most groups losing their reward variance,
     the gradient vanishing, NaN); a warning otherwise. Its evidence names the peak, the
@@ -69,6 +70,8 @@ RULE = Rule(
               "sustained KL above this is critical: stop and update the reference"),
         Param("alpha", 0.01, "significance of the upward trend (Mann-Kendall, Hamed-Rao)"),
         Param("sustained_points", 3, "logged points above stop_kl that make an incident critical"),
+        Param("rise_factor", 4.0, "a current KL this many times its early level has risen, "
+              "trend or not"),
         Param("far_factor", 10.0, "a KL this many times stop_kl, even once, is critical"),
     ),
 )
@@ -115,8 +118,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # two late windows, where a rise late in a long log is.
     recent = min(len(k), 2 * late_points(len(k), 0.2, 3))
     recent_trend = mann_kendall(steps[-recent:], k[-recent:]) if recent < len(k) else trend
+    # A KL at rise_factor x its early level or more has risen, whether or not it still
+    # rises: a rise that ended 200 logged points ago is still a drift, not "not rising".
     rising = (((trend.increasing(p["alpha"]) or recent_trend.increasing(p["alpha"]))
-               and kc > k0) or k0 >= p["drift_kl"])
+               and kc > k0) or k0 >= p["drift_kl"] or kc >= p["rise_factor"] * k0)
     incidents = inc.above(run, KL, "KL", p["stop_kl"], sustained=int(p["sustained_points"]),
                           far=p["far_factor"])
     if kc >= p["stop_kl"]:

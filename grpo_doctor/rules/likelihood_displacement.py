@@ -15,12 +15,13 @@ Why it matters
     warning that comes early enough to act on.
 
 How it is detected
-    Largest relative fall within the window on a rolling median; a Mann-Kendall trend test
-    with the Hamed-Rao correction; onset from a two-piece linear fit (where the decline
-    began). Phase-3 signs (grad norm or entropy rising) make it critical. When only a proxy is
-    logged (minus NeMo-RL's approx_entropy, minus verl's training_log_ppl) the finding says so.
-    A crash is judged on a 3-point rolling median: critical when the log-prob never came back,
-    a warning when it did.
+    Largest relative fall within the window on a rolling median; a Mann-Kendall trend test with
+    the Hamed-Rao correction, over the log or over its last two late windows (a decline late in
+    a long flat log is diluted in the whole); onset from a two-piece linear fit (where the
+    decline began). Phase-3 signs (grad norm or entropy rising) make it critical. When only a
+    proxy is logged (minus NeMo-RL's approx_entropy, minus verl's training_log_ppl) the finding
+    says so. A crash is judged on a 3-point rolling median: critical when the log-prob never
+    came back, a warning when it did.
 
 False positives
     A slight, slow decline of log pi is normal as the policy sharpens on some tokens and
@@ -45,7 +46,7 @@ from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.plot import Plot, Threshold, number
-from grpo_doctor.rules.points import head_tail, series, snap_to_logged
+from grpo_doctor.rules.points import head_tail, late_points, series, snap_to_logged
 from grpo_doctor.rules.signals import reward_progress, rising
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
@@ -112,7 +113,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "largest_decline_in_window": round(frac, 4), "window_steps": p["window_steps"],
         "trend_p": float(f"{trend.p:.3g}"), "trend_tau": round(trend.tau, 3),
     }
-    if not (trend.decreasing(p["alpha"]) and frac >= p["decline_fraction"]):
+    # A decline late in a long flat log is diluted in a whole-log trend test: it is also
+    # tested over the last two late windows, as KL's rise is.
+    recent = min(len(lp), 2 * late_points(len(lp), 0.2, 3))
+    falling = trend.decreasing(p["alpha"]) or (
+        recent < len(lp) and mann_kendall(steps[-recent:], lp[-recent:]).decreasing(p["alpha"]))
+    if not (falling and frac >= p["decline_fraction"]):
         if not crashes:
             return Outcome(Status.OK, f"mean log-prob {fmt(l0)} -> {fmt(lc)}: no sustained "
                            f"decline", evidence=evidence, key_metric=LOGP)

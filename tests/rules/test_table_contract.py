@@ -68,6 +68,9 @@ class Threshold:
     build: Callable[[tuple[float, ...], bool], Run]
     defaults: tuple[Default | None, ...] = ()  # one per group of the phrase
     short_skips: bool = False  # just short of a minimum of points: the check may skip
+    # Just short, the same status from a lower band of the cell, said in these words (just
+    # short of KL 5 "dangerous" is 4x its early level: "drifting")
+    short_words: str | None = None
 
     @property
     def id(self) -> str:
@@ -382,11 +385,20 @@ def kl_offset(nums, past):
 
 
 def kl_band(nums, past):
-    # Sustained in the band but not rising (a dip from 0.3 to 0.02, then the level): the
-    # danger band warns without a trend, the drifting band needs one.
+    # Sustained in the band with no trend (a dip from 0.3 to 0.02, then the level): just
+    # past 5 the danger band; just short, the drifting band (4x its early level).
     level = nums[0] * pick(past, 1.1, 0.9)
     kl = np.concatenate([np.full(20, 0.3), np.full(60, 0.02), np.full(20, level)])
     return make_run(train__kl=kl * (1 + ar1(33, 100, 0.005)))
+
+
+def kl_fourfold(nums, past):
+    # No trend (a dip from the early level to 0.02, then the level), the level past 0.5:
+    # 4x its early level or more has risen; just short of 4x, it has not.
+    early = 0.15
+    level = early * nums[0] * pick(past, 1.1, 0.9)
+    kl = np.concatenate([np.full(20, early), np.full(60, 0.02), np.full(20, level)])
+    return make_run(train__kl=kl * (1 + ar1(35, 100, 0.005)))
 
 
 def kl_spike(nums, past):
@@ -1302,8 +1314,10 @@ THRESHOLDS: list[Threshold] = [
     T("kl_drift", "warning", "rising_significantly", r"and rising significantly", kl_significant),
     T("kl_drift", "warning", "offset", r"or ≥ ([\d.]+) from the first logged step", kl_offset,
       (param("drift_kl"),)),
+    T("kl_drift", "warning", "fourfold", r"or at (\d+)x\+ its early level", kl_fourfold,
+      (param("rise_factor"),)),
     T("kl_drift", "warning", "danger_band", r"\), or (\d+)-(\d+);", kl_band,
-      (param("adapt_kl"), param("stop_kl"))),
+      (param("adapt_kl"), param("stop_kl")), short_words="drifting"),
     T("kl_drift", "warning", "incident", r"any logged KL > (\d+) the run came back from",
       kl_spike, (param("stop_kl"),)),
     T("kl_drift", "critical", "sustained", r"^sustained KL > (\d+),", kl_stop,
@@ -1608,6 +1622,9 @@ def test_threshold(threshold: Threshold, past: bool):
     level = Status(threshold.level).rank
     if past:
         assert check.status.rank >= level, (check.status.value, check.summary)
+    elif threshold.short_words is not None:
+        assert check.status.rank <= level and threshold.short_words in check.summary, (
+            check.status.value, check.summary)
     else:
         allowed = (Status.SKIPPED, Status.OK, Status.WARNING) if threshold.short_skips else (
             Status.OK, Status.WARNING)
