@@ -2,7 +2,7 @@
 failure called?
 
     python -m corpus.tiny_grpo --set long --out DIR --jobs 2     # about 5 minutes
-    python bench/long_runs.py DIR [--polls 60]
+    python bench/long_runs.py DIR [--polls 300]
 
 The runs (corpus/runs.py LONG_RUNS) are 1,500 steps, 6x the corpus's: two healthy, two whose
 learning rate jumps at step 1,000 (a scheduler restarted wrongly). Each log is read as
@@ -35,7 +35,7 @@ from grpo_doctor.importers import load_runs
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path, help="where corpus.tiny_grpo --set long wrote")
-    ap.add_argument("--polls", type=int, default=60)
+    ap.add_argument("--polls", type=int, default=300)  # every 5th step: a 20-step alert shows
     args = ap.parse_args()
     manifest = json.loads((args.folder / "runs.json").read_text())
     for entry in manifest.values():

@@ -643,9 +643,12 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     if came_back and look is not None:
         text = f"{text}; then {look}"
     calm = _calm(root.check)
-    if calm is not None and not where and not top.far:
-        # A convergence: its checkpoints are good. (A setting far outside the recipe, a
-        # penalty on entropy or top_p 0.5, is said first all the same.)
+    # A convergence: its checkpoints are good. (A setting far outside the recipe, a penalty
+    # on entropy or top_p 0.5, is said first all the same; but not a step size that took the
+    # run to a solved task: its twin 20x the ceiling read "nothing urgent" beside it.)
+    calm_first = calm is not None and not where and (
+        not top.far or (top.id == "learning_rate" and task_solved(run)))
+    if calm_first:
         text = f"{calm}; for the next run: {text}"
     _, sep, after = root.summary.partition("; after a catastrophic update")
     # A sign other than the root finding itself (named just before: "first sign:
@@ -657,7 +660,7 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     shown = f"; first sign: {sign}" if sign else f": {said}"
     summary = (f"the setting {top.name} {top.value_text} ({top.how_far()}), a known cause of "
                f"{_mode_words(root.check.mode, top)}{shown}")
-    if calm is not None and not top.far:
+    if calm_first:
         # Not the cause of a failure: the run converged; the setting is what to change next.
         summary = (f"{said}; the setting {top.name} {top.value_text} ({top.how_far()}) is a "
                    f"known cause of {_mode_words(root.check.mode, top)}")
@@ -862,6 +865,12 @@ def _lr_overshoot(run: Run) -> tuple[int, float, float] | None:
     if (lr_max < 3 * float(lr[0]) or lr_max < 1.5 * lr_peak or lr_peak <= 0
             or int(ls[top]) <= peak_step):
         return None
+    # The fall came as the lr rose: by the time half the gain was gone the lr had risen from
+    # its value at the peak (a run that broke at 1e-6, 100 steps before the lr rose to 1e-5,
+    # was not broken by the rise).
+    lost = np.flatnonzero(smooth[peak:] <= smooth[peak] - 0.5 * gain)
+    if len(lost) and float(np.interp(int(rs[peak + int(lost[0])]), ls, lr)) <= 1.01 * lr_peak:
+        return None
     return peak_step, lr_peak, lr_max
 
 
@@ -912,9 +921,12 @@ def _lr_burst(run: Run, step: int) -> _Burst | None:
 
 
 #: How many times its steady level the logged lr must rise to, from one logged point to the
-#: next, to be a jump; and the logged points it must have held before (a warm-up never does).
+#: next, to be a jump; the logged points it must have held before (a warm-up never does);
+#: and how far after it (a share of the log's points, at least a number of them) what broke
+#: may begin and still be the jump's doing.
 _JUMP_FACTOR = 3.0
 _JUMP_STEADY = 8
+_JUMP_REACH = (0.1, 50)
 
 
 @dataclass(frozen=True)
@@ -924,51 +936,73 @@ class _Jump:
     only the log shows it."""
 
     step: int  # the first logged step at the new lr
+    last_before: int  # the last step the lr was logged at its old level
     before: float
     after: float
 
 
 def _lr_jump(run: Run) -> _Jump | None:
-    """The first jump of the logged lr: ``_JUMP_FACTOR``x or more the median of the
+    """The jump of the logged lr: ``_JUMP_FACTOR``x or more the median of the
     ``_JUMP_STEADY`` logged points before it, which held within a quarter of their median
-    (a warm-up or a cosine's tail does not), kept for the next logged points."""
+    (a warm-up or a cosine's tail does not), kept for the next logged points. Only one: a
+    schedule whose lr jumps again and again (warm restarts) restarts by design."""
     ls, lr = series(run, Metric.LEARNING_RATE.value)
     n = _JUMP_STEADY
     if len(lr) < n + 4:
         return None
-    rise = np.flatnonzero(lr[n:] >= _JUMP_FACTOR * np.maximum(lr[n - 1:-1], 1e-300)) + n
-    for i in rise:
-        held = lr[i - n:i]
-        before = float(np.median(held))
-        after = float(np.median(lr[i:i + 5]))
-        if (before > 0 and np.ptp(held) <= 0.25 * before and len(lr) - i >= 3
-                and after >= _JUMP_FACTOR * before):
-            return _Jump(int(ls[i]), before, after)
+    rise = np.flatnonzero(lr[1:] >= _JUMP_FACTOR * np.maximum(lr[:-1], 1e-300)) + 1
+    if len(rise) != 1 or rise[0] < n:
+        return None
+    i = int(rise[0])
+    held = lr[i - n:i]
+    before = float(np.median(held))
+    after = float(np.median(lr[i:i + 5]))
+    if (before > 0 and np.ptp(held) <= 0.25 * before and len(lr) - i >= 3
+            and after >= _JUMP_FACTOR * before):
+        return _Jump(int(ls[i]), int(ls[i - 1]), before, after)
     return None
 
 
 def _after_jump(run: Run, events: Sequence[Event], worst: Sequence[Check]) -> tuple[
         Event, _Jump] | None:
-    """The first finding that began at or after a jump of the logged lr, when nothing but a
-    convergence began before it: the jump is what broke the run."""
+    """The first finding that began at or soon after a jump of the logged lr, when nothing
+    but a convergence was raised before it (a finding dated earlier but first called after
+    the jump began with it): the jump is what broke the run."""
     jump = _lr_jump(run)
     if jump is None:
         return None
     broke = [e for e in events if e.check.fired and not _converging(e.check)]
-    if any(e.step < jump.step and e.check in worst and not e.recovered for e in broke):
+
+    def raised(e: Event) -> int:
+        alert = e.check.first_alert_step
+        return e.step if alert is None else max(e.step, alert)
+
+    if any(raised(e) < jump.step and e.check in worst and not e.recovered for e in broke):
         return None
-    return next(((e, jump) for e in broke if e.step >= jump.step), None)
+    root = next((e for e in broke if raised(e) >= jump.step), None)
+    if root is None:
+        return None
+    share, least = _JUMP_REACH
+    between = int(((run.steps >= jump.step) & (run.steps < root.step)).sum())
+    if between > max(least, share * len(run.steps)):
+        return None  # a long healthy stretch at the new lr: the break is its own
+    return root, jump
 
 
 def _jump_action(run: Run, root: Event, setup: recipe.Setup, jump: _Jump) -> _Lead:
     """Go back to before the jump, with the lr the run held until it."""
     lr = setup.get("learning_rate")
     name = lr.name if lr is not None and lr.value is not None else "learning_rate"
-    what = (f"the logged learning rate jumped {_lr(jump.before)} -> {_lr(jump.after)} at step "
-            f"{step_text(jump.step)}, {jump.after / jump.before:.0f}x the level it held")
-    text = (f"{_rollback_words(run, jump.step)}, with {name} back at {_lr(jump.before)} "
+    when = (f"at step {step_text(jump.step)}" if jump.last_before >= jump.step - 1 else
+            f"between steps {step_text(jump.last_before)} and {step_text(jump.step)}")
+    what = (f"the logged learning rate jumped {_lr(jump.before)} -> {_lr(jump.after)} {when}, "
+            f"{jump.after / jump.before:.0f}x the level it held")
+    # Back to the last step logged at the old lr: a sparse lr log leaves the steps between
+    # that one and the first logged at the new lr unknown.
+    text = (f"{_rollback_words(run, jump.last_before + 1)}, with {name} back at "
+            f"{_lr(jump.before)} "
             f"({what}: a scheduler restarted, or a resumed run's lr set wrongly)")
-    return _Lead(knobs.Remedy(text, knob=knobs.LEARNING_RATE, rollback_step=jump.step),
+    return _Lead(knobs.Remedy(text, knob=knobs.LEARNING_RATE, rollback_step=jump.last_before + 1),
                  summary=f"a learning-rate jump: {what}; then "
                          f"{root.check.mode} at step {step_text(root.step)} "
                          f"({root.summary.split('; ')[0]})")

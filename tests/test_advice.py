@@ -429,6 +429,59 @@ def test_a_jump_of_the_logged_learning_rate_is_what_broke_the_run_after_it():
     assert d.plan[0].rollback_step == 301
 
 
+def test_a_jump_logged_sparsely_rolls_back_to_the_last_step_logged_at_the_old_lr():
+    """The lr logged every 10 steps (1e-6 at 290, 1e-5 at 300): the steps between ran at an
+    unknown lr, so the roll-back is to step 290, not "before step 300 (the last logged step
+    before it is 299)"."""
+    n, at = 500, 300
+    t = np.arange(1, n + 1)
+    lr = np.where(t % 10 == 0, np.where(t < at, 1e-6, 1e-5), np.nan)
+    d = diagnose(_breaks_after(lr, at + 5))
+    rc = d.root_cause
+    assert "between steps 290 and 300" in rc.summary, rc.summary
+    assert "before step 291" in rc.first_action or "step 290 or before" in rc.first_action
+    assert d.plan[0].rollback_step == 291
+
+
+def test_warm_restarts_and_a_break_long_after_a_jump_are_not_the_jump():
+    """A cosine with warm restarts jumps at each restart by design; a run that broke 250 steps
+    after a jump, healthy at the new lr all along, broke for a reason of its own."""
+    n = 600
+    t = np.arange(n)
+    restarts = 1e-6 * (0.5 * (1 + np.cos(np.pi * (t % 100) / 100))) + 1e-7
+    late = np.where(t < 100, 1e-6, 1e-5)
+    for lr, broke in ((restarts, 307), (late, 400)):
+        d = diagnose(_breaks_after(lr, broke, n=n))
+        assert "jump" not in d.root_cause.summary, d.root_cause.summary
+
+
+def test_a_finding_dated_before_the_jump_but_raised_after_it_is_the_jump():
+    """Grad-norm spikes before the jump date the finding early, but it was first raised after
+    the jump (the run held until then): the jump is still the cause."""
+    n, at = 500, 300
+    t = np.arange(n)
+    rng = np.random.default_rng(12)
+    grad = np.abs(rng.normal(0.5, 0.05, n))
+    grad[[120, 200]] = 2.6  # two spikes a live monitor lets pass
+    grad[at + 5:] *= 40
+    run = _breaks_after(np.where(t < at, 1e-4, 3e-3), at + 5, n=n)
+    run = make_run(reward=run.frame["reward_mean"].to_numpy(),
+                   entropy=run.frame["entropy"].to_numpy(), kl=run.frame["kl"].to_numpy(),
+                   grad_norm=grad, learning_rate=np.where(t < at, 1e-4, 3e-3))
+    d = diagnose(run)
+    assert d.root_cause.summary.startswith("a learning-rate jump"), d.root_cause.summary
+
+
+def test_a_run_that_broke_before_its_lr_rose_is_no_overshoot():
+    """The reward fell at step 200 at 1e-6; the lr rose to 1e-5 at step 300: "fell as the lr
+    rose" reverses cause and effect (and would restore the lr the run broke at)."""
+    n = 500
+    lr = np.where(np.arange(n) < 300, 1e-6, 1e-5)
+    d = diagnose(_breaks_after(lr, 200))
+    assert "fell as the lr rose" not in d.root_cause.summary, d.root_cause.summary
+    assert "its value when the reward peaked" not in d.root_cause.first_action
+
+
 @pytest.mark.parametrize("shape", ["warmup", "cosine", "steady"])
 def test_a_warm_up_or_a_decay_is_no_jump(shape):
     """A linear warm-up to 1e-3 over 100 steps rises 100x from its first step, a cosine falls;
@@ -771,23 +824,37 @@ def test_a_headline_ends_at_its_first_semicolon_and_is_cut_at_a_comma_when_long(
     assert headline("no semicolon (a; b") == "no semicolon (a; b"
 
 
-def test_a_run_converging_with_its_entropy_spent_is_told_nothing_urgent_first():
-    """Held-out sets 2, 4, 6, 8, 9, 13, 16 and 17: runs that learned (held-out 0.35 -> 0.94)
-    with their entropy spent read "learning_rate 3e-4 -> 1.5e-4" first, as if something broke.
-    Their checkpoints are good: the lr is for the next run."""
+def _converging_run():
+    """A run that learned (held-out 0.35 -> 0.95) with its entropy spent as it did."""
     rng = np.random.default_rng(5)
     n = 250
     s = np.arange(n)
     rise = 1 - np.exp(-s / 50)
-    run = make_run(reward=0.4 + 0.7 * rise + rng.normal(0, 0.02, n),
-                   eval__score=0.35 + 0.6 * rise + rng.normal(0, 0.01, n),
-                   entropy=0.7 * np.exp(-s / 80) + 0.04 + rng.normal(0, 0.002, n))
-    d = diagnose(run, DoctorConfig(run_config={"learning_rate": 1e-6}))
+    return make_run(reward=0.4 + 0.7 * rise + rng.normal(0, 0.02, n),
+                    eval__score=0.35 + 0.6 * rise + rng.normal(0, 0.01, n),
+                    entropy=0.7 * np.exp(-s / 80) + 0.04 + rng.normal(0, 0.002, n))
+
+
+def test_a_run_converging_with_its_entropy_spent_is_told_nothing_urgent_first():
+    """Held-out sets 2, 4, 6, 8, 9, 13, 16 and 17: runs that learned (held-out 0.35 -> 0.94)
+    with their entropy spent read "learning_rate 3e-4 -> 1.5e-4" first, as if something broke.
+    Their checkpoints are good: the lr is for the next run."""
+    d = diagnose(_converging_run(), DoctorConfig(run_config={"learning_rate": 1e-6}))
     assert d.check("entropy_collapse").status.value == "warning", d.check("entropy_collapse")
     first = d.root_cause.first_action
     assert first.startswith("nothing urgent: the run is converging (reward "), first
     assert "; for the next run: learning_rate 1e-6 -> 5e-7" in first, first
     assert sum("learning_rate" in p.action for p in d.plan) == 1  # not again below
+
+
+def test_a_solved_run_at_an_lr_far_above_the_ceiling_is_still_nothing_urgent_first():
+    """A long run that solved its task (held-out 0.35 -> 0.95) at lr 2e-4, 40x the ceiling:
+    "learning_rate 2e-4 -> 1e-6" first, where its twin at 20x read "nothing urgent". Its
+    checkpoints are good; the lr is for the next run, said right after."""
+    d = diagnose(_converging_run(), DoctorConfig(run_config={"learning_rate": 2e-4}))
+    first = d.root_cause.first_action
+    assert first.startswith("nothing urgent: the run is converging"), first
+    assert "; for the next run: learning_rate 2e-4 -> " in first, first
 
 
 def test_an_absurd_value_says_its_ratio_readably():

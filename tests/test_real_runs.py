@@ -131,18 +131,21 @@ def test_the_recovered_kl_blowup_is_an_incident_with_its_recovery():
 
 def test_an_earlier_episode_says_what_it_was():  # and when it was seen so
     """The root cause read "first raised at step 44 by an earlier episode, which had cleared
-    by step 50", naming nothing: it says what the rule saw then (KL, its level, its band)."""
-    path = ("notebook-tables/gpt_oss_(20B)_Reinforcement_Learning_2048_Game_BF16__2025-10-17_"
-            "c2f44ed1_46a6a6.csv")
+    by step 50", naming nothing: it says what the rule saw then (its level, its start), and
+    the cause is the episode that did not go back. (gpt-oss 2048 BF16 had been the example;
+    its KL, read from its first 50 logs, is now one drift from step 27.)"""
+    path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
     _present(path)
     d = diagnose(load_runs(REAL_RUNS / path)[0])
-    episode = d.check("kl_drift").incidents[0]
-    assert (episode.step, episode.recovered_step) == (44, 50) and episode.metric == "kl"
-    assert episode.summary.startswith("at step 44, as seen then: KL rose from ")
-    assert "(band 0.5-5" in episode.summary and episode.summary.endswith("cleared by step 50")
-    assert episode.peak == pytest.approx(0.865, abs=0.001) and episode.peak_step == 48
-    # The run came back from that episode: the cause is the drift that did not go back.
-    assert d.root_cause.step == d.check("kl_drift").onset_step > 50
+    check = d.check("entropy_blowup")
+    episode = check.incidents[0]
+    assert (episode.step, episode.recovered_step) == (85, 140)
+    assert episode.metric == "entropy" and episode.threshold is None
+    assert episode.summary.startswith("at step 85, as seen then: entropy blow-up: entropy x")
+    assert episode.summary.endswith("mostly receded by step 140")
+    assert episode.peak_step == 90 and episode.peak == pytest.approx(0.514, abs=0.001)
+    # The run came back from that episode: the cause is the blow-up that did not go back.
+    assert d.root_cause.step == check.onset_step > 140
 
 
 def test_an_entropy_level_is_not_read_as_the_reward():

@@ -48,7 +48,7 @@ from grpo_doctor.metrics import Metric, is_reward_component
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import ZERO_SHARE, Plot, Threshold, ZeroShare, ladder
-from grpo_doctor.rules.points import head_tail, late_points, series, snap_to_logged
+from grpo_doctor.rules.points import head_tail, late_points, logged, series, snap_to_logged
 from grpo_doctor.rules.signals import (
     SOLVED_HELDOUT,
     component_role,
@@ -170,7 +170,7 @@ def _pinned_components(run: Run, p: Mapping[str, float]) -> list[tuple[str, floa
     for c in comps:
         _, v = series(run, c)
         if len(v) >= p["min_component_steps"] and np.ptp(v) == 0:
-            out.append((c.split("/", 1)[1], float(v[0]), len(v)))
+            out.append((c.split("/", 1)[1], float(v[0]), logged(run, c)))
     return out
 
 
@@ -334,13 +334,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    f"({overall_text}), from step {ONSET}{why}")
         if dead:
             summary += "; the task's own reward never fired: " + ", ".join(
-                f"{n} always {fmt(v)} over {c} steps" for n, v, c in dead)
+                f"{n} always {fmt(v)} over {c:,} steps" for n, v, c in dead)
     else:
         # Most groups still differ on the other terms: the policy learns them (the format
         # first, as it usually does) and the task's reward may fire later.
         task_dead = bool(dead) and max(c for _, _, c in dead) >= p["task_patience"]
         status = Status.CRITICAL if task_dead else Status.WARNING
-        names = ", ".join(f"{n} (always {fmt(v)} over {c} steps)" for n, v, c in pinned)
+        names = ", ".join(f"{n} (always {fmt(v)} over {c:,} steps)" for n, v, c in pinned)
         summary = (f"reward {agree(len(pinned), 'component', 'components')} never moved, "
                    f"giving no signal: {names}"
                    + ("; the task's own reward never fired" if task_dead else

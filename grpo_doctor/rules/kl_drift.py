@@ -40,6 +40,7 @@ Remedies
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from grpo_doctor.findings import Status
@@ -159,7 +160,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        remedies=_incident_remedies(run, incidents), key_metric=KL,
                        incidents=tuple(incidents))
 
-    knot = min(trend_onset(steps, k, k0, kc), _left_baseline(steps, k, k0))
+    knot = _began(steps, k, k0, kc)
     onset = snap_to_logged(run, KL, knot)
     # KL is ~0 at a run's first update (policy = reference). High from the very first step
     # and not rising is an offset between the two, not a drift: a reference of other
@@ -215,6 +216,21 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         remedies.insert(0, "stop, update the reference to the last good checkpoint, restart")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=KL, incidents=tuple(incidents))
+
+
+def _began(steps: np.ndarray, k: np.ndarray, k0: float, kc: float) -> float:
+    """Where KL began to climb: the knot of a two-piece fit, or where it left its starting
+    level for good when that came earlier and a third of the climb (in factors: KL grows by
+    them) was done before the knot. A creep from 0.024 to 0.05 on a plateau is not the start
+    of a rise to 2 nats 170 steps later."""
+    knot = trend_onset(steps, k, k0, kc)
+    left = _left_baseline(steps, k, k0)
+    if left >= knot or k0 <= 0 or kc <= k0:
+        return min(knot, left)
+    smooth = rolling_median(k, 5)
+    before = float(smooth[max(int(np.searchsorted(steps, knot)) - 1, 0)])
+    done = math.log(max(before, k0) / k0) / math.log(kc / k0)
+    return left if done >= 1 / 3 else knot
 
 
 def _left_baseline(steps: np.ndarray, k: np.ndarray, k0: float) -> float:

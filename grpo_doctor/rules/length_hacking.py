@@ -117,8 +117,9 @@ def _pinned(run: Run, p) -> dict | None:
     if share >= p["truncation"] and at_cap.sum() >= 3:
         # Every completion cut at the first logged step already: the budget is too small.
         from_start = bool(at_cap[0]) and steps[0] <= 20
+        # (from the first logged step: the summary's "from step N" names it)
         return {"shape": f"mean length at the cap ({fmt(cap)} tokens) on {share:.0%} of recent "
-                         f"steps" + (", from the first logged step" if from_start else ""),
+                         "steps",
                 "share": share, "onset": int(steps[np.argmax(at_cap)]), "metric": LEN,
                 "from_start": from_start, "early_share": float(at_cap.mean()), "cap": cap,
                 "cut": f"every completion was cut at the cap on {at_cap.mean():.0%} of logged "

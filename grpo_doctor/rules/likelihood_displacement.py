@@ -54,6 +54,7 @@ from grpo_doctor.trends import (
     largest_relative_drop,
     mann_kendall,
     rolling_median,
+    step_noise,
     trend_onset,
 )
 
@@ -114,10 +115,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "trend_p": float(f"{trend.p:.3g}"), "trend_tau": round(trend.tau, 3),
     }
     # A decline late in a long flat log is diluted in a whole-log trend test: it is also
-    # tested over the last two late windows, as KL's rise is.
+    # tested over the last two late windows, as KL's rise is, when the fall is no wobble of a
+    # near-deterministic policy (-0.02 -> -0.05 nats is "|log pi| up 166%"): twice the step
+    # noise (its step-to-step swing was 0.03 there).
     recent = min(len(lp), 2 * late_points(len(lp), 0.2, 3))
     falling = trend.decreasing(p["alpha"]) or (
-        recent < len(lp) and mann_kendall(steps[-recent:], lp[-recent:]).decreasing(p["alpha"]))
+        recent < len(lp) and drop is not None
+        and drop.start_value - drop.end_value >= 2 * step_noise(lp)
+        and mann_kendall(steps[-recent:], lp[-recent:]).decreasing(p["alpha"]))
     if not (falling and frac >= p["decline_fraction"]):
         if not crashes:
             return Outcome(Status.OK, f"mean log-prob {fmt(l0)} -> {fmt(lc)}: no sustained "

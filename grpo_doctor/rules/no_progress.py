@@ -63,7 +63,7 @@ from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule
-from grpo_doctor.rules.points import head_tail, series
+from grpo_doctor.rules.points import head_tail, logged, series
 from grpo_doctor.rules.signals import (
     HELDOUT_GAIN,
     SOLVED_HELDOUT,
@@ -110,6 +110,8 @@ def _task_signals(run: Run) -> dict[str, str]:
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, r = series(run, REWARD)
+    n_logged = logged(run, REWARD)  # r may be binned
+    first_step = int(run.finite_series(REWARD)[0][0])  # and steps[0] the end of a bin
     since = float(steps[0])
     reward = reward_progress(run, since)
     task = {name: reward_progress(run, since, metric=col)
@@ -146,7 +148,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                          "policy learned its training prompts"}[m.kind]
         summary = (f"the training reward is at its top ({m.train}; reward {fmt(start)} -> "
                    f"{fmt(now)}), the task is not: {held}: {why}")
-        return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
+        return Outcome(Status.WARNING, summary, onset_step=first_step, evidence=evidence,
                        remedies=_memorised_remedies(m.kind), key_metric=HELDOUT)
     signals = _task_signals(run)
     low = _stuck_low(run, signals, task, p, skip_improving=False)
@@ -169,10 +171,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # it: reward_overfit's fall, not a run that is not learning (its "start", the first fifth,
     # can hold the whole climb of a long log).
     first = float(np.median(r[:max(3, len(r) // 20)]))
-    learned = best - first >= p["best_margin"] * span and best - first >= 6 * step_noise(r)
+    learned = _learned_then_lost(r, p["best_margin"])
     # Going backwards, as every rule judges a decline: a flat run of noise is not evidence.
+    # A task signal that climbed first, then fell, learned too.
     backwards = (reward.declining and not learned) or any(
-        pr.declining or sparse_declining(run, signals[n]) for n, pr in task.items())
+        (pr.declining or sparse_declining(run, signals[n]))
+        and not _learned_then_lost(series(run, signals[n])[1], p["best_margin"])
+        for n, pr in task.items())
     if learned and not backwards and reward.declining:
         return Outcome(Status.OK, f"the reward rose from {fmt(first)}, then fell to "
                        f"{fmt(now)}: it learned, then lost it (a fall, not a stall)",
@@ -185,12 +190,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                      ) else _stuck_low(run, signals, task, p)
     if stuck is not None:
         name, was, now_score = stuck
-        evidence["threshold"] = (f"no improvement over {len(r)} logged points and a 0-1 task "
+        evidence["threshold"] = (f"no improvement over {n_logged:,} logged points and a 0-1 task "
                                  f"score below {fmt(p['low_score'])} at the end")
-        summary = (f"no progress: over {len(r)} logged points the {name} stayed low "
+        summary = (f"no progress: over {n_logged:,} logged points the {name} stayed low "
                    f"({fmt(was)} -> {fmt(now_score)}, of 1) and the reward barely moved "
                    f"({fmt(start)} -> {fmt(now)}): the run is not learning its task")
-        return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
+        return Outcome(Status.WARNING, summary, onset_step=first_step, evidence=evidence,
                        remedies=_remedies(run, stuck), key_metric=REWARD)
     # Its best no better than where it began: a reward sitting at one value (0.5 on most
     # steps, its step-to-step noise 0) is "at its best" without having learned anything.
@@ -213,16 +218,27 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         evidence["unsettled"] = True
         return Outcome(Status.OK, f"{reward.stalled_words()}, best {fmt(best)}; no significant "
                        "trend either way", evidence=evidence, key_metric=REWARD)
-    evidence["threshold"] = (f"no improvement over {len(r)} logged points and the reward "
+    evidence["threshold"] = (f"no improvement over {n_logged:,} logged points and the reward "
                              f"{p['best_margin']:.0%}+ of its range below its best")
     worse = [f"{n} {_ends(run, signals[n], pr.start, pr.end)}" for n, pr in task.items()
              if pr.start is not None and pr.end is not None]
-    summary = (f"no progress: over {len(r)} logged points the reward went "
+    summary = (f"no progress: over {n_logged:,} logged points the reward went "
                f"{fmt(start)} -> {fmt(now)} (best {fmt(best)})"
                + (f", {', '.join(worse)}" if worse else "")
                + ": the run is not learning its task")
-    return Outcome(Status.WARNING, summary, onset_step=int(steps[0]), evidence=evidence,
+    return Outcome(Status.WARNING, summary, onset_step=first_step, evidence=evidence,
                    remedies=_remedies(run), key_metric=REWARD)
+
+
+def _learned_then_lost(v: np.ndarray, margin: float) -> bool:
+    """``v`` (smoothed) climbed ``margin`` of its range and 6x its step-to-step noise above
+    its first points before it ended below its best: it learned, then lost it."""
+    if len(v) < 10:
+        return False
+    smooth = rolling_median(v, max(5, len(v) // 20) | 1)
+    first = float(np.median(v[:max(3, len(v) // 20)]))
+    gain = float(smooth.max()) - first
+    return gain >= margin * (float(np.ptp(smooth)) or 1e-12) and gain >= 6 * step_noise(v)
 
 
 def _remedies(run: Run, stuck: tuple[str, float, float] | None = None) -> tuple[str, ...]:
@@ -420,8 +436,8 @@ def learning_unproven(run: Run, checks: Iterable[Check]) -> Check | None:
     if any(reward_progress(run, since, metric=col).improving or sparse_improving(run, col)
            for col in signals.values()):
         return None
-    said = (f"over {len(r)} logged rewards, {progress.stalled_words()}: too short to say "
-            "whether the run learns")
+    said = (f"over {logged(run, REWARD):,} logged rewards, {progress.stalled_words()}: too "
+            "short to say whether the run learns")
     reason = f"{check.reason}; {said}"
     return replace(check, summary=reason, reason=reason,
                    evidence={**check.evidence, "learning_unproven": said})

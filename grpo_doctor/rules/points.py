@@ -37,6 +37,12 @@ def series(run: Run, metric: str, reduce: str = "median") -> tuple[np.ndarray, n
     return s, v
 
 
+def logged(run: Run, metric: str) -> int:
+    """How many finite values of ``metric`` the log holds: what a sentence counts ("over 3,000
+    logged points"), where ``series`` may have binned them."""
+    return len(run.finite_series(metric)[0])
+
+
 def aligned(run: Run, a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Steps where both metrics were logged as finite numbers, and their values there."""
     sa, va = series(run, a)
@@ -67,9 +73,11 @@ def late_points(n: int, frac: float = 0.2, min_n: int = 5) -> int:
 def head_tail(values: np.ndarray, frac: float = 0.1, min_n: int = 3,
               head_frac: float | None = None) -> tuple[float, float]:
     """Median of the first ``head_frac`` (default ``frac``) and of the last ``frac`` of the
-    points, at least ``min_n`` each (``end_size``); the last at most ``LATE_MAX``."""
+    points, at least ``min_n`` and at most ``LATE_MAX`` each (``end_size``)."""
     n = len(values)
-    head = end_size(n, frac if head_frac is None else head_frac, min_n)
+    # The start is capped as the current level is: on a long log the first fifth is its
+    # plateau, and a climb in the first 50 steps would read "it never left its level".
+    head = min(end_size(n, frac if head_frac is None else head_frac, min_n), max(min_n, LATE_MAX))
     tail = min(end_size(n, frac, min_n), max(min_n, LATE_MAX))
     return float(np.median(values[:head])), float(np.median(values[-tail:]))
 

@@ -37,6 +37,7 @@ Remedies
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from grpo_doctor.findings import Status
@@ -110,21 +111,27 @@ def _efficiency_collapse(run: Run, p) -> dict | None:
         return None
     r = rolling_median(reward, 5)
     k = np.sqrt(np.maximum(rolling_median(kl, 5), 0))
-    if k[-1] ** 2 < p["min_kl"] or not mann_kendall(steps, k).increasing(0.01):
+    # Where KL and the reward are now: their late levels, not the last 5-point median, which a
+    # burst of KL spikes at a live monitor's last logs lifts past min_kl on a run whose KL
+    # sits at 0.2 (a healthy 1,500-step run warned and cleared seven times).
+    late = late_points(len(k), 0.1, 5)
+    kl_now = float(np.median(kl[-late:]))
+    k_end, r_end = math.sqrt(max(kl_now, 0.0)), float(np.median(reward[-late:]))
+    if kl_now < p["min_kl"] or not mann_kendall(steps, k).increasing(0.01):
         return None
     # the first logged point past half of the rise (a noisy KL is not monotone: the middle of
     # the log would date a rise that came late in it to half-way through the run)
-    mid = int(np.argmax(k >= (k[0] + k[-1]) / 2))
+    mid = int(np.argmax(k >= (k[0] + k_end) / 2))
     mid = min(max(mid, 4), len(k) - 4)
-    dk1, dk2 = k[mid] - k[0], k[-1] - k[mid]
+    dk1, dk2 = k[mid] - k[0], k_end - k[mid]
     if dk1 <= 0 or dk2 <= 0:
         return None
-    e1, e2 = (r[mid] - r[0]) / dk1, (r[-1] - r[mid]) / dk2
+    e1, e2 = (r[mid] - r[0]) / dk1, (r_end - r[mid]) / dk2
     if e1 <= 0 or e2 >= p["efficiency_drop"] * e1:
         return None
     return {"form": "reward no longer pays for KL",
             "efficiency_early": round(float(e1), 4), "efficiency_late": round(float(e2), 4),
-            "kl_now": round(float(k[-1] ** 2), 4), "onset": int(steps[mid])}
+            "kl_now": round(kl_now, 4), "onset": int(steps[mid])}
 
 
 def _cheat_attempts(run: Run, p) -> dict | None:

@@ -162,6 +162,16 @@ def logprob_stable() -> Run:
     return make_run(rollout__old_log_prob=lp, critic__score__mean=rising_reward(30))
 
 
+def logprob_wobbles_near_zero() -> Run:
+    # A near-deterministic policy late in a long run: log pi about -0.03, swinging 0.03 from
+    # step to step, drifting to -0.06 over its last 100 logs: "|log pi| up 100%" within the
+    # noise of a policy that barely samples anything else, not a decline.
+    swing = 0.015 * (-1.0) ** T  # log-prob swinging from one logged step to the next
+    lp = -np.abs(0.6 * np.exp(-T / 60) + 0.03 + 0.0003 * np.clip(T - (N - 100), 0, None)
+                 + swing + ar1(57, N, 0.002))
+    return make_run(train__log_prob_mean=lp, train__reward=rising_reward(58))
+
+
 # --- grad explosion --------------------------------------------------------------------------
 
 def grad_recurring_spikes() -> Run:
@@ -239,6 +249,8 @@ CASES = [
     Case("log-prob declines", "likelihood_displacement", logprob_declines,
          ("warning", "critical"), onset=400, tolerance=80),
     Case("log-prob stable", "likelihood_displacement", logprob_stable, ("ok",)),
+    Case("log-prob wobbles near 0", "likelihood_displacement", logprob_wobbles_near_zero,
+         ("ok",)),
     Case("grad recurring spikes", "grad_explosion", grad_recurring_spikes,
          ("warning", "critical"), onset=700, tolerance=5),
     Case("grad inflates", "grad_explosion", grad_inflates, ("critical", "warning"), onset=800,
@@ -298,6 +310,14 @@ def healthy_reward_and_kl() -> Run:
     kl = 0.0003 * T + np.abs(ar1(49, N, 0.01))
     return make_run(train__reward=rising_reward(50), train__kl=kl,
                     eval__accuracy=np.where(T % 50 == 0, 0.3 + 0.3 * T / N, np.nan))
+
+
+def kl_burst_at_the_last_logs() -> Run:
+    # A converged run with KL at 0.2 whose last 4 logs burst to 3 (a live monitor's prefix):
+    # the last 5-point median past min_kl is no KL the reward "no longer pays for".
+    kl = np.abs(0.2 * (1 - np.exp(-T / 100)) + ar1(55, N, 0.02))
+    kl[-4:] = 3.0
+    return make_run(train__reward=rising_reward(56), train__kl=kl)
 
 
 def kl_climbs_late_for_nothing() -> Run:
@@ -431,6 +451,7 @@ CASES += [
     Case("anti-cheat fires", "reward_hacking", anti_cheat_fires, ("warning", "critical"),
          onset=30, tolerance=30),
     Case("healthy reward and KL", "reward_hacking", healthy_reward_and_kl, ("ok",)),
+    Case("KL burst at the last logs", "reward_hacking", kl_burst_at_the_last_logs, ("ok",)),
     Case("KL climbs late for nothing", "reward_hacking", kl_climbs_late_for_nothing,
          ("warning",), onset=735, tolerance=25),
     Case("pinned at the cap", "length_hacking", pinned_at_cap, ("critical",), onset=600,
