@@ -380,6 +380,7 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         # one clearly outside it, any sudden one (a crash, a blow-up: an incident).
         causes = [r for r in setup.causes({recipe.CATASTROPHIC_UPDATE}, critical=root.incident)
                   if not _clip_never_reached(run, r)]
+    causes = [r for r in causes if not _lr_already_lower(run, r, root.step)]
     if causes and not _reward_never_fired(check):
         return _knob_action(run, root, causes, from_start)
     calm = _calm(check)
@@ -454,6 +455,21 @@ def _rolled_back(run: Run, step: int, then: knobs.Remedy | None) -> _Lead:
     return _Lead(knobs.Remedy(text, knob=then.knob if then is not None else None,
                               factor=then.factor if then is not None else None,
                               rollback_step=step))
+
+
+def _lr_already_lower(run: Run, reading: recipe.Reading, step: int) -> bool:
+    """The lr the log shows in force where the finding began had come down from its peak to
+    at or below what the recipe would set it to (a schedule stepped down to 1e-6 before a
+    break at 1e-6): "learning_rate 1e-5 -> 2.5e-6" would raise the lr the run broke at. (A
+    warm-up still climbing is not: its peak is ahead.)"""
+    if reading.id != "learning_rate":
+        return False
+    target = recipe.as_number(reading.target)
+    ls, lr = series(run, Metric.LEARNING_RATE.value)
+    if target is None or not len(lr) or step < ls[0]:
+        return False
+    i = int(np.searchsorted(ls, step, side="right")) - 1
+    return float(lr[i]) <= target and float(lr[i]) < float(lr[:i + 1].max())
 
 
 def _linked_knobs(setup: recipe.Setup, root: Event, checks: Sequence[Check]

@@ -482,6 +482,16 @@ def test_a_run_that_broke_before_its_lr_rose_is_no_overshoot():
     assert "its value when the reward peaked" not in d.root_cause.first_action
 
 
+def test_an_lr_stepped_down_before_the_break_is_not_lowered_to_above_it():
+    """1e-5 for 300 steps, then 1e-6, and the run broke at step 305: "learning_rate 1e-5 ->
+    2.5e-6" would raise the lr the run broke at."""
+    n = 500
+    lr = np.where(np.arange(n) < 300, 1e-5, 1e-6)
+    d = diagnose(_breaks_after(lr, 305))
+    assert "2.5e-6" not in d.root_cause.first_action, d.root_cause.first_action
+    assert not (d.root_cause.knob or {}).get("name") == "learning_rate"
+
+
 @pytest.mark.parametrize("shape", ["warmup", "cosine", "steady"])
 def test_a_warm_up_or_a_decay_is_no_jump(shape):
     """A linear warm-up to 1e-3 over 100 steps rises 100x from its first step, a cosine falls;
