@@ -458,10 +458,11 @@ def _rolled_back(run: Run, step: int, then: knobs.Remedy | None) -> _Lead:
 
 
 def _lr_already_lower(run: Run, reading: recipe.Reading, step: int) -> bool:
-    """The lr the log shows in force where the finding began had come down from its peak to
-    at or below what the recipe would set it to (a schedule stepped down to 1e-6 before a
-    break at 1e-6): "learning_rate 1e-5 -> 2.5e-6" would raise the lr the run broke at. (A
-    warm-up still climbing is not: its peak is ahead.)"""
+    """The lr the log shows in force where the finding began was at or below what the recipe
+    would set it to, and the value named was not in force then: a schedule stepped down to
+    1e-6 before a break at 1e-6, or a run that held 1e-6 until it broke and rose to 1e-5
+    later. "learning_rate 1e-5 -> 2.5e-6" would raise the lr the run broke at. (A warm-up
+    still climbing is not: lowering its peak lowers every step of it.)"""
     if reading.id != "learning_rate":
         return False
     target = recipe.as_number(reading.target)
@@ -469,7 +470,11 @@ def _lr_already_lower(run: Run, reading: recipe.Reading, step: int) -> bool:
     if target is None or not len(lr) or step < ls[0]:
         return False
     i = int(np.searchsorted(ls, step, side="right")) - 1
-    return float(lr[i]) <= target and float(lr[i]) < float(lr[:i + 1].max())
+    now, so_far = float(lr[i]), lr[:i + 1]
+    if now > target:
+        return False
+    held = float(np.ptp(so_far)) <= 0.25 * now and now < 0.5 * float(lr.max())
+    return now < float(so_far.max()) or held
 
 
 def _linked_knobs(setup: recipe.Setup, root: Event, checks: Sequence[Check]
@@ -993,7 +998,8 @@ def _after_jump(run: Run, events: Sequence[Event], worst: Sequence[Check]) -> tu
         alert = e.check.first_alert_step
         return e.step if alert is None else max(e.step, alert)
 
-    if any(raised(e) < jump.step and e.check in worst and not e.recovered for e in broke):
+    if not _fine_before(run, jump.step) and any(
+            raised(e) < jump.step and e.check in worst and not e.recovered for e in broke):
         return None
     root = next((e for e in broke if raised(e) >= jump.step), None)
     if root is None:
@@ -1003,6 +1009,19 @@ def _after_jump(run: Run, events: Sequence[Event], worst: Sequence[Check]) -> tu
     if between > max(least, share * len(run.steps)):
         return None  # a long healthy stretch at the new lr: the break is its own
     return root, jump
+
+
+def _fine_before(run: Run, step: int) -> bool:
+    """The reward at its best level up to ``step``: its last 5 logged points before it within
+    a tenth of its range of its best 5-point median. What was raised before then (groups
+    all-correct, an entropy spent as it solved its task) had broken nothing."""
+    rs, r = series(run, Metric.REWARD_MEAN.value)
+    r = r[rs < step]
+    if len(r) < 10:
+        return False
+    smooth = rolling_median(r, 5)
+    span = float(np.ptp(smooth))
+    return span > 0 and float(np.median(r[-5:])) >= float(smooth.max()) - 0.1 * span
 
 
 def _jump_action(run: Run, root: Event, setup: recipe.Setup, jump: _Jump) -> _Lead:
