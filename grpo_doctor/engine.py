@@ -336,6 +336,14 @@ def _logged_disagreements(run: Run, added: dict[str, object]) -> list[str]:
             peak = float(logged[-1])
         if abs(peak - x) <= 0.25 * max(abs(peak), abs(x)):
             continue
+        held = _held_until(steps, logged, x) if s.id == "learning_rate" else None
+        if held is not None and peak > x:
+            # The log ran at the given lr, then jumped above it: the config is this run's;
+            # the jump is what the log adds (a scheduler restarted, a resume).
+            out.append(f"{key} {knob_value(x)} given, as the log's own {s.metric} held until "
+                       f"step {held}; it then rose to {knob_value(peak)}: the given value is "
+                       "used")
+            continue
         if peak > x or (s.id == "learning_rate" and _peak_seen(steps, logged)):
             del added[key]
             reach = "reaches" if peak > x else "peaks at"
@@ -350,6 +358,18 @@ def _logged_disagreements(run: Run, added: dict[str, object]) -> list[str]:
                        f"{knob_value(peak)} (an adaptive coefficient, or another setting of "
                        "that name?): the given value is used")
     return out
+
+
+def _held_until(steps: np.ndarray, logged: np.ndarray, x: float) -> int | None:
+    """The last step of the log's first stretch of 8 or more logged values within a quarter
+    of ``x`` (a level the run held at the given value), or None."""
+    near = np.abs(logged - x) <= 0.25 * x
+    run_len = 0
+    for i, ok in enumerate(near):
+        run_len = run_len + 1 if ok else 0
+        if run_len >= 8 and (i + 1 == len(near) or not near[i + 1]):
+            return int(steps[i])
+    return None
 
 
 def _peak_seen(steps: np.ndarray, lr: np.ndarray) -> bool:

@@ -382,7 +382,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
                   if not _clip_never_reached(run, r)]
     causes = [r for r in causes if not _lr_already_lower(run, r, root.step)]
     if causes and not _reward_never_fired(check):
-        return _knob_action(run, root, causes, from_start)
+        began = _break_began(run, root, checks)
+        return _knob_action(run, root, causes, from_start, began if (
+            began is not None and not root.critical and check.mode in _DESTRUCTIVE) else None)
     calm = _calm(check)
     if calm is not None and not any(c.status is Status.CRITICAL for c in checks):
         # A run still learning its task (an entropy spent as it converges): its checkpoints
@@ -412,13 +414,19 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if root.critical and check.mode in ("kl_drift", "grad_explosion") and (
             0 < len(check.incidents) < 3):
         return _rolled_back(run, root.step, then)
+    began = _break_began(run, root, checks)
+    if began is not None and not root.critical and check.mode in _DESTRUCTIVE:
+        # A warning at the head of a break: critical findings followed within a few logged
+        # points (the reward 0.72 -> 0.04, entropy x11, grad norm x25). Go back to before the
+        # break, with smaller updates; a tighter leash alone trains on from the broken policy.
+        return _rolled_back(run, began, _smaller_updates(run, root.step))
     if remedies:
         top = remedies[0]
         if root.critical and isinstance(top, knobs.Remedy):
             if (check.mode in _DESTRUCTIVE and top.knob is not None
                     and top.rollback_step is None):
                 # The run broke: a smaller lr from here trains on from the broken policy.
-                return _rolled_back(run, root.step, top)
+                return _rolled_back(run, began if began is not None else root.step, top)
             if top.rollback_step is not None and top.knob is None:
                 # The roll-back names a checkpoint the log saved, with ``then``.
                 return _rolled_back(run, top.rollback_step, then)
@@ -441,6 +449,43 @@ def _clip_never_reached(run: Run, reading: recipe.Reading) -> bool:
     clip = recipe.as_number(reading.target)
     _, g = series(run, Metric.GRAD_NORM.value)
     return clip is not None and len(g) >= 3 and float(np.max(g)) <= clip
+
+
+#: How many logged points after a warning critical findings may begin and still be the
+#: break it heads.
+_BREAK_REACH = 10
+
+
+def _break_began(run: Run, root: Event, checks: Sequence[Check]) -> int | None:
+    """When critical findings of a blow-up (destructive ones, or the reward crashing) began
+    within ``_BREAK_REACH`` logged points of ``root`` (and, for a warning, some at or after
+    it), the step the break began: the earliest onset among them and the root (what began a
+    step before the root belongs to the break, and the roll-back goes back before it)."""
+    near = run.steps[(run.steps >= root.step)][:_BREAK_REACH + 1]
+    before = run.steps[run.steps < root.step][-_BREAK_REACH:]
+    if not len(near):
+        return None
+    lo, hi = int(before[0]) if len(before) else root.step, int(near[-1])
+    broke = [c for c in checks if c.fired and c.status is Status.CRITICAL
+             and (c.mode in _DESTRUCTIVE or c.mode == "reward_overfit")
+             and c.onset_step is not None and lo <= c.onset_step <= hi]
+    if not root.critical and not any(c.onset_step is not None and c.onset_step >= root.step
+                                     for c in broke):
+        return None
+    return min([root.step] + [int(c.onset_step) for c in broke if c.onset_step is not None])
+
+
+def _smaller_updates(run: Run, step: int) -> knobs.Remedy:
+    """Half the lr the log shows in force at ``step`` (a schedule's peak, halved, would raise
+    the 1e-6 a run stepped down to before it broke), else half the configured one."""
+    ls, lr = series(run, Metric.LEARNING_RATE.value)
+    if len(lr) and step >= ls[0]:
+        now = float(lr[int(np.searchsorted(ls, step, side="right")) - 1])
+        if now > 0:
+            return knobs.Remedy(f"learning_rate {_lr(now)} -> {_lr(now * 0.5)} (smaller "
+                                f"updates; the lr in force at step {step_text(step)})",
+                                knob=knobs.LEARNING_RATE, factor=0.5)
+    return knobs.scale(run, knobs.LEARNING_RATE, 0.5, why="smaller updates")
 
 
 def _rolled_back(run: Run, step: int, then: knobs.Remedy | None) -> _Lead:
@@ -627,17 +672,20 @@ def _last_good_step(run: Run, step: int
     return (int(rs[j]), float(r[j])), (int(rs[i - 1]), float(r[i - 1]))
 
 
-def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_start: bool
-                 ) -> _Lead:
+def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_start: bool,
+                 broke_at: int | None = None) -> _Lead:
     """The knob outside the recipe as the first action: its value, the recipe's and why,
-    after going back to before the cause."""
+    after going back to before the cause (before ``broke_at``, where a break began that a
+    warning heads)."""
     top = causes[0]
     if from_start and not root.critical and learning(run, float(run.steps[0])).improving:
         # A warning from the first step on a run that learns all the same: its checkpoints
         # are good; the setting is for the runs after it, not a restart.
         from_start = False
-    where = _restart(run, root.step) if from_start else _rollback_words(run, root.step) if (
-        root.incident or (root.critical and root.check.mode in _DESTRUCTIVE)) else ""
+    where = _restart(run, root.step) if from_start else _rollback_words(
+        run, broke_at if broke_at is not None else root.step) if (
+        root.incident or broke_at is not None
+        or (root.critical and root.check.mode in _DESTRUCTIVE)) else ""
     solved_anyway = bool(where) and task_solved(run)
     # Spikes the run came back from each time (KL 197 at one log, 0.4 at the next): its
     # checkpoints are as good as its last; the setting is for the run from here, with the

@@ -510,6 +510,37 @@ def test_an_lr_stepped_down_before_the_break_is_not_lowered_to_above_it():
     assert (d.root_cause.knob or {}).get("name") != "learning_rate"
 
 
+@pytest.mark.parametrize("lr_before", [2e-6, 1e-5])
+def test_a_warning_at_the_head_of_a_break_rolls_back_with_the_lr_in_force_halved(lr_before):
+    """KL drifting (a warning) at step 305, the reward crashing and the entropy x5 right
+    after (critical): "KL coefficient (beta) x2" first trained on from the broken policy. Go
+    back to before the break, with half the lr in force there (1e-6 after a step down from
+    1e-5, never "1e-5 -> 5e-6", which would raise it)."""
+    n = 500
+    now = 1e-6 if lr_before > 2e-6 else lr_before  # 1e-5 steps down to 1e-6 at step 300
+    lr = np.where(np.arange(n) < 300, lr_before, now)
+    d = diagnose(_breaks_after(lr, 305))
+    rc = d.root_cause
+    assert rc.mode == "kl_drift" and d.check("kl_drift").status.value == "warning"
+    assert rc.first_action.startswith("roll back to a checkpoint from "), rc.first_action
+    halved = {2e-6: "2e-6 -> 1e-6", 1e-6: "1e-6 -> 5e-7"}[now]
+    assert f"then learning_rate {halved} (smaller updates" in rc.first_action, rc.first_action
+    assert d.plan[0].rollback_step == 305
+
+
+def test_a_setting_behind_a_warning_that_heads_a_break_comes_with_a_roll_back():
+    """lr 1e-5 (2x the ceiling), KL drifting at step 305 (a warning) and the run breaking
+    right after (the reward crashing, the entropy x5: critical): "learning_rate 1e-5 ->
+    2.5e-6" alone trained on from the broken policy. Roll back to before the break, with the
+    smaller lr."""
+    d = diagnose(_breaks_after(np.full(500, 1e-5), 305))
+    rc = d.root_cause
+    assert rc.mode == "kl_drift" and d.check("kl_drift").status.value == "warning"
+    assert rc.first_action.startswith("roll back to a checkpoint from before step 305"), \
+        rc.first_action
+    assert "with learning_rate 1e-5 -> " in rc.first_action, rc.first_action
+
+
 @pytest.mark.parametrize("shape", ["warmup", "cosine", "steady"])
 def test_a_warm_up_or_a_decay_is_no_jump(shape):
     """A linear warm-up to 1e-3 over 100 steps rises 100x from its first step, a cosine falls;

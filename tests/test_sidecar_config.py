@@ -239,6 +239,26 @@ def test_a_given_setting_the_log_contradicts_is_said_and_a_proven_value_kept():
                                                              for n in same.notes)
 
 
+def test_a_given_lr_the_log_held_before_it_jumped_is_the_runs():
+    """learning_rate 1e-6 given beside a log that held 1e-6 for 299 steps, then jumped to
+    1e-5: "given, but the log's own learning_rate reaches 1e-5 ... (is the config this
+    run's?)" doubted the one setting the log confirms. The given value stands; the note
+    says where the log held it."""
+    import numpy as np
+
+    from grpo_doctor.engine import with_given_config
+    from tests.helpers import make_run
+
+    n = 400
+    run = make_run(reward=np.linspace(0.2, 0.6, n),
+                   learning_rate=np.where(np.arange(n) < 299, 1e-6, 1e-5))
+    given = with_given_config(run, {"learning_rate": 1e-6})
+    assert given.config["learning_rate"] == 1e-6
+    assert any("learning_rate 1e-6 given, as the log's own learning_rate held until step 299"
+               in n for n in given.notes), given.notes
+    assert not any("is the config this run's" in n for n in given.notes)
+
+
 def test_a_peft_adapter_config_beside_a_trainer_state_makes_it_an_adapters_run(tmp_path):
     """PEFT saves adapter_config.json in every checkpoint of a LoRA run: an lr of 4e-5, 8x a
     full fine-tune's ceiling, is within an adapter's; the same log alone is judged as a full
