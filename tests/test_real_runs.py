@@ -728,3 +728,15 @@ def test_equal_groups_flickering_about_the_line_begin_where_the_window_read_begi
             assert check.onset_step == step - k + 1, (step, check.summary)
             assert f"from step {check.onset_step}" in check.summary
     assert fired >= 3
+
+
+def test_audit_says_what_inconclusive_means_now(capsys):
+    """The PPO run of the four-run CSV is inconclusive because nothing shows it learns (its
+    pass rate 0.125 at updates 1 and 29), not for being short: the audit's headline had
+    said "inconclusive (too little to judge)"."""
+    from tests.helpers import run_cli
+
+    path = "csv/ppo-vs-grpo-math-rlvr_four_run_training_metrics.csv"
+    _present(path)
+    _, out, _ = run_cli(capsys, "audit", str(REAL_RUNS / path))
+    assert "1 inconclusive (no failure and no sign of learning)" in " ".join(out.split())

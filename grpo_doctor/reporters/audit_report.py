@@ -115,7 +115,7 @@ def _headline(result: AuditResult) -> str:
     text = (f"{s['runs']} run{'s' * (s['runs'] != 1)}: {s['critical']} critical, "
             f"{s['warning']} warning, {s['healthy']} healthy")
     if s["inconclusive"]:
-        text += f", {s['inconclusive']} inconclusive (too little to judge)"
+        text += f", {s['inconclusive']} inconclusive (no failure and no sign of learning)"
     if s["errors"]:
         text += f"; {s['errors']} unreadable"
     copies = sum(p.copy for p in result.passed_over)
@@ -127,8 +127,8 @@ def _headline(result: AuditResult) -> str:
 
 def _packed(text: str, width: int) -> str:
     """``text`` in lines of ``width``, broken after its commas and semicolons only, so that
-    no clause ("6 inconclusive (too little to judge)") is cut in two; a clause longer than
-    the width wraps as the terminal wraps it."""
+    no clause ("6 inconclusive (no failure and no sign of learning)") is cut in two; a
+    clause longer than the width wraps as the terminal wraps it."""
     parts = re.split(r"(?<=[,;]) ", text)
     lines: list[str] = []
     for part in parts:
