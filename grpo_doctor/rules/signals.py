@@ -33,6 +33,10 @@ class RewardProgress:
     now: float | None = None
     #: The typical step-to-step change of the stretch judged, as a standard deviation.
     noise: float | None = None
+    #: The reward just before the stretch (its 3 logged points before ``since``), and the
+    #: run's smoothed range: a crash at the onset is said from where it fell.
+    before: float | None = None
+    span: float | None = None
 
     def stalled_words(self) -> str:
         """What did not improve since the finding's onset, as a report says it, with its
@@ -45,6 +49,11 @@ class RewardProgress:
         if self.now is not None and end is not None and self.start is not None and (
                 (self.now > self.start) == (end > self.start)):
             end = self.now  # said alike across findings, where it says the same direction
+        if (self.before is not None and self.span and end is not None and self.start is not None
+                and self.before - max(self.start, end) >= 0.25 * self.span):
+            # It crashed as the finding began: the stretch from the onset starts below the
+            # fall ("not improving (0.0553 -> 0.0397)" where it fell 0.72 -> 0.04).
+            return f"reward fell ({fmt(self.before)} -> {fmt(end)}) as it began"
         words = "reward falling" if self.declining else "reward not improving"
         if not self.declining and self.start is not None and end is not None and (
                 end > self.start):
@@ -91,9 +100,11 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
     improving = (test.increasing(alpha) and gain > 0) or (gain > 0.25 and shift)
     declining = (test.decreasing(alpha) and gain < 0) or (gain < -0.25 and shift)
     now = level_now(r)
+    prior = r[steps < seg_s[0]][-3:]
     return RewardProgress(True, bool(improving), bool(declining), start, end,
                           float(smooth.max()), since=int(seg_s[0]), now=now,
-                          noise=step_noise(seg_r))
+                          noise=step_noise(seg_r),
+                          before=float(np.median(prior)) if len(prior) else None, span=span)
 
 
 def task_progress(run: Run, since: float) -> RewardProgress:

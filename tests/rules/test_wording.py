@@ -146,3 +146,17 @@ def test_a_crash_is_back_at_the_first_logged_value_back_above_half_way():
     first_back = int(steps[np.flatnonzero(v >= (110 + 3.5) / 2)[8]])
     assert crash.recovered_step == first_back == int(steps[len(v) - 9]), crash.summary
     assert f"at step {first_back}" in crash.summary
+
+
+def test_a_reward_that_crashed_as_a_finding_began_is_said_from_where_it_fell():
+    """KL drifting from step 305 as the reward crashed 0.7 -> 0.2 there: "reward not
+    improving (0.0553 -> 0.0397)" judged the stretch from the onset, all of it after the
+    fall. It says where the reward fell from."""
+    import numpy as np
+
+    from grpo_doctor.engine import diagnose
+    from tests.test_advice import _breaks_after
+
+    summary = diagnose(_breaks_after(np.full(500, 2e-6), 305)).check("kl_drift").summary
+    assert "reward fell (0.707 -> 0.202) as it began" in summary, summary
+    assert "not improving" not in summary
