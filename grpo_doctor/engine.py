@@ -415,7 +415,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     a metric an unmapped column holds."""
     from grpo_doctor import recipe
     from grpo_doctor.hints import unmapped_hints
-    from grpo_doctor.root_cause import idle_settings, root_cause_and_plan
+    from grpo_doctor.root_cause import idle_settings, lr_jump_note, root_cause_and_plan
     from grpo_doctor.rules.no_progress import learning_unproven, low_task_note
 
     info = RunInfo(run.name, run.source, run.format, run.first_step, run.last_step, run.n_steps)
@@ -430,8 +430,9 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     low = low_task_note(checks)
     said = " ".join([cause.summary, cause.first_action] if cause else []) + " " + " ".join(
         p.action for p in plan)
+    jumped = lr_jump_note(run, said)
     notes = (tuple(run.notes) + recipe.notes(setup, checks, idle_settings(run, setup), said)
-             + ((low,) if low else ()))
+             + ((low,) if low else ()) + ((jumped,) if jumped else ()))
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                      notes=notes, root_cause=cause, plan=plan,
                      hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))

@@ -1032,6 +1032,18 @@ def _lr_jump(run: Run) -> _Jump | None:
     return None
 
 
+def lr_jump_note(run: Run, said: str) -> str | None:
+    """A note of a jump of the logged lr the advice does not already name (nothing broke
+    right after it): a step up no config shows is worth a look all the same."""
+    jump = _lr_jump(run)
+    if jump is None or "learning rate jumped" in said:
+        return None
+    return (f"the logged learning rate jumped {_lr(jump.before)} -> {_lr(jump.after)} at step "
+            f"{step_text(jump.step)}, {jump.after / jump.before:.0f}x the level it held, with "
+            "nothing breaking right after it: was it meant (a scheduler restarted, a resumed "
+            "run's lr set otherwise)?")
+
+
 def _after_jump(run: Run, events: Sequence[Event], worst: Sequence[Check]) -> tuple[
         Event, _Jump] | None:
     """The first finding that began at or soon after a jump of the logged lr, when nothing

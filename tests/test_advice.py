@@ -541,6 +541,22 @@ def test_a_setting_behind_a_warning_that_heads_a_break_comes_with_a_roll_back():
     assert "with learning_rate 1e-5 -> " in rc.first_action, rc.first_action
 
 
+def test_a_jump_nothing_broke_after_is_a_note():
+    """The lr jumped 10x at step 300 and the run went on learning: no finding, but a step up
+    no config shows is said (helper-30's trial: nothing said it)."""
+    n = 500
+    t = np.arange(n)
+    rng = np.random.default_rng(13)
+    run = make_run(reward=0.2 + 0.5 * (1 - np.exp(-t / 50)) + rng.normal(0, 0.02, n),
+                   entropy=0.6 + rng.normal(0, 0.01, n),
+                   learning_rate=np.where(t < 300, 1e-6, 1e-5))
+    d = diagnose(run)
+    assert any(note.startswith("the logged learning rate jumped 1e-6 -> 1e-5 at step 301, "
+                               "10x") for note in d.notes), d.notes
+    said = diagnose(_breaks_after(np.where(t < 300, 1e-6, 1e-5), 305))
+    assert not any("was it meant" in note for note in said.notes)  # the advice names it
+
+
 @pytest.mark.parametrize("shape", ["warmup", "cosine", "steady"])
 def test_a_warm_up_or_a_decay_is_no_jump(shape):
     """A linear warm-up to 1e-3 over 100 steps rises 100x from its first step, a cosine falls;
