@@ -1039,9 +1039,9 @@ def lr_jump_note(run: Run, said: str) -> str | None:
     if jump is None or "learning rate jumped" in said:
         return None
     return (f"the logged learning rate jumped {_lr(jump.before)} -> {_lr(jump.after)} at step "
-            f"{step_text(jump.step)}, {jump.after / jump.before:.0f}x the level it held, with "
-            "nothing breaking right after it: was it meant (a scheduler restarted, a resumed "
-            "run's lr set otherwise)?")
+            f"{step_text(jump.step)}, {jump.after / jump.before:.0f}x the level it held, and no "
+            "finding followed it here: was it meant (a scheduler restarted, a resumed run's lr "
+            "set otherwise)?")
 
 
 def _after_jump(run: Run, events: Sequence[Event], worst: Sequence[Check]) -> tuple[
