@@ -381,10 +381,13 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         causes = [r for r in setup.causes({recipe.CATASTROPHIC_UPDATE}, critical=root.incident)
                   if not _clip_never_reached(run, r)]
     causes = [r for r in causes if not _lr_already_lower(run, r, root.step)]
+    began = _break_began(run, root, checks)
+    # A warning at the head of a break: critical findings followed within a few logged
+    # points (the reward 0.72 -> 0.04, entropy x11, grad norm x25).
+    headed = began if began is not None and not root.critical and check.mode in _DESTRUCTIVE \
+        else None
     if causes and not _reward_never_fired(check):
-        began = _break_began(run, root, checks)
-        return _knob_action(run, root, causes, from_start, began if (
-            began is not None and not root.critical and check.mode in _DESTRUCTIVE) else None)
+        return _knob_action(run, root, causes, from_start, headed)
     calm = _calm(check)
     if calm is not None and not any(c.status is Status.CRITICAL for c in checks):
         # A run still learning its task (an entropy spent as it converges): its checkpoints
@@ -414,12 +417,10 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if root.critical and check.mode in ("kl_drift", "grad_explosion") and (
             0 < len(check.incidents) < 3):
         return _rolled_back(run, root.step, then)
-    began = _break_began(run, root, checks)
-    if began is not None and not root.critical and check.mode in _DESTRUCTIVE:
-        # A warning at the head of a break: critical findings followed within a few logged
-        # points (the reward 0.72 -> 0.04, entropy x11, grad norm x25). Go back to before the
-        # break, with smaller updates; a tighter leash alone trains on from the broken policy.
-        return _rolled_back(run, began, _smaller_updates(run, root.step))
+    if headed is not None:
+        # Go back to before the break, with smaller updates; a tighter leash alone trains on
+        # from the broken policy.
+        return _rolled_back(run, headed, _smaller_updates(run, root.step))
     if remedies:
         top = remedies[0]
         if root.critical and isinstance(top, knobs.Remedy):
@@ -475,16 +476,25 @@ def _break_began(run: Run, root: Event, checks: Sequence[Check]) -> int | None:
     return min([root.step] + [int(c.onset_step) for c in broke if c.onset_step is not None])
 
 
+def _lr_in_force(run: Run, step: int) -> tuple[float, np.ndarray] | None:
+    """The logged lr at ``step`` (its last logged value at or before it) and the logged lr
+    up to there; None when the log has no lr by then."""
+    ls, lr = series(run, Metric.LEARNING_RATE.value)
+    if not len(lr) or step < ls[0]:
+        return None
+    i = int(np.searchsorted(ls, step, side="right")) - 1
+    return float(lr[i]), lr[:i + 1]
+
+
 def _smaller_updates(run: Run, step: int) -> knobs.Remedy:
     """Half the lr the log shows in force at ``step`` (a schedule's peak, halved, would raise
     the 1e-6 a run stepped down to before it broke), else half the configured one."""
-    ls, lr = series(run, Metric.LEARNING_RATE.value)
-    if len(lr) and step >= ls[0]:
-        now = float(lr[int(np.searchsorted(ls, step, side="right")) - 1])
-        if now > 0:
-            return knobs.Remedy(f"learning_rate {_lr(now)} -> {_lr(now * 0.5)} (smaller "
-                                f"updates; the lr in force at step {step_text(step)})",
-                                knob=knobs.LEARNING_RATE, factor=0.5)
+    logged = _lr_in_force(run, step)
+    if logged is not None and logged[0] > 0:
+        now = logged[0]
+        return knobs.Remedy(f"learning_rate {_lr(now)} -> {_lr(now * 0.5)} (smaller updates; "
+                            f"the lr in force at step {step_text(step)})",
+                            knob=knobs.LEARNING_RATE, factor=0.5)
     return knobs.scale(run, knobs.LEARNING_RATE, 0.5, why="smaller updates")
 
 
@@ -511,14 +521,14 @@ def _lr_already_lower(run: Run, reading: recipe.Reading, step: int) -> bool:
     if reading.id != "learning_rate":
         return False
     target = recipe.as_number(reading.target)
-    ls, lr = series(run, Metric.LEARNING_RATE.value)
-    if target is None or not len(lr) or step < ls[0]:
+    logged = _lr_in_force(run, step)
+    if target is None or logged is None:
         return False
-    i = int(np.searchsorted(ls, step, side="right")) - 1
-    now, so_far = float(lr[i]), lr[:i + 1]
+    now, so_far = logged
     if now > target:
         return False
-    held = float(np.ptp(so_far)) <= 0.25 * now and now < 0.5 * float(lr.max())
+    peak = float(series(run, Metric.LEARNING_RATE.value)[1].max())
+    held = float(np.ptp(so_far)) <= 0.25 * now and now < 0.5 * peak
     return now < float(so_far.max()) or held
 
 
@@ -1009,6 +1019,14 @@ class _Jump:
     before: float
     after: float
 
+    def words(self) -> str:
+        """'the logged learning rate jumped 1e-4 -> 0.003 at step 1001, 30x the level it
+        held' (between two steps when the lr was logged sparsely)."""
+        when = (f"at step {step_text(self.step)}" if self.last_before >= self.step - 1 else
+                f"between steps {step_text(self.last_before)} and {step_text(self.step)}")
+        return (f"the logged learning rate jumped {_lr(self.before)} -> {_lr(self.after)} "
+                f"{when}, {self.after / self.before:.0f}x the level it held")
+
 
 def _lr_jump(run: Run) -> _Jump | None:
     """The jump of the logged lr: ``_JUMP_FACTOR``x or more the median of the
@@ -1038,10 +1056,8 @@ def lr_jump_note(run: Run, said: str) -> str | None:
     jump = _lr_jump(run)
     if jump is None or "learning rate jumped" in said:
         return None
-    return (f"the logged learning rate jumped {_lr(jump.before)} -> {_lr(jump.after)} at step "
-            f"{step_text(jump.step)}, {jump.after / jump.before:.0f}x the level it held, and no "
-            "finding followed it here: was it meant (a scheduler restarted, a resumed run's lr "
-            "set otherwise)?")
+    return (f"{jump.words()}, and no finding followed it here: was it meant (a scheduler "
+            "restarted, a resumed run's lr set otherwise)?")
 
 
 def _after_jump(run: Run, events: Sequence[Event], worst: Sequence[Check]) -> tuple[
@@ -1088,10 +1104,7 @@ def _jump_action(run: Run, root: Event, setup: recipe.Setup, jump: _Jump) -> _Le
     """Go back to before the jump, with the lr the run held until it."""
     lr = setup.get("learning_rate")
     name = lr.name if lr is not None and lr.value is not None else "learning_rate"
-    when = (f"at step {step_text(jump.step)}" if jump.last_before >= jump.step - 1 else
-            f"between steps {step_text(jump.last_before)} and {step_text(jump.step)}")
-    what = (f"the logged learning rate jumped {_lr(jump.before)} -> {_lr(jump.after)} {when}, "
-            f"{jump.after / jump.before:.0f}x the level it held")
+    what = jump.words()
     # Back to the last step logged at the old lr: a sparse lr log leaves the steps between
     # that one and the first logged at the new lr unknown.
     text = (f"{_rollback_words(run, jump.last_before + 1)}, with {name} back at "
