@@ -48,6 +48,7 @@ from grpo_doctor.rules.points import end_size, late_points, series
 from grpo_doctor.rules.signals import (
     component_role,
     learning,
+    reward_at_best,
     reward_progress,
     task_solved,
 )
@@ -1074,7 +1075,7 @@ def _after_jump(run: Run, events: Sequence[Event], worst: Sequence[Check]) -> tu
         alert = e.check.first_alert_step
         return e.step if alert is None else max(e.step, alert)
 
-    if not _fine_before(run, jump.step) and any(
+    if not reward_at_best(run, jump.step) and any(
             raised(e) < jump.step and e.check in worst and not e.recovered for e in broke):
         return None
     root = next((e for e in broke if raised(e) >= jump.step), None)
@@ -1085,19 +1086,6 @@ def _after_jump(run: Run, events: Sequence[Event], worst: Sequence[Check]) -> tu
     if between > max(least, share * len(run.steps)):
         return None  # a long healthy stretch at the new lr: the break is its own
     return root, jump
-
-
-def _fine_before(run: Run, step: int) -> bool:
-    """The reward at its best level up to ``step``: its last 5 logged points before it within
-    a tenth of its range of its best 5-point median. What was raised before then (groups
-    all-correct, an entropy spent as it solved its task) had broken nothing."""
-    rs, r = series(run, Metric.REWARD_MEAN.value)
-    r = r[rs < step]
-    if len(r) < 10:
-        return False
-    smooth = rolling_median(r, 5)
-    span = float(np.ptp(smooth))
-    return span > 0 and float(np.median(r[-5:])) >= float(smooth.max()) - 0.1 * span
 
 
 def _jump_action(run: Run, root: Event, setup: recipe.Setup, jump: _Jump) -> _Lead:

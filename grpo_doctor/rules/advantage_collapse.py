@@ -56,6 +56,7 @@ from grpo_doctor.rules.signals import (
     heldout_solved,
     learning,
     level_now,
+    reward_at_best,
     reward_progress,
     unsolved_equal_share,
 )
@@ -284,11 +285,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     evidence["corroboration"] = corroboration
 
     solving = progress.logged and progress.improving and not dead  # not the task: the rest
+    if fired and not solving and not dead and progress.logged and not progress.declining:
+        # Groups that turned equal as the reward climbed to the plateau it holds at its best
+        # are solved ones. Judged from the onset alone, a share that crosses the line on that
+        # plateau read "reward up only within its noise" and went critical on a healthy run.
+        whole = learning(run, float(run.steps[0]))
+        solving = whole.logged and whole.improving and reward_at_best(run)
     if fired and solving and late < p["critical_fraction"]:
         # Equal-reward groups while the reward still rises are mostly all-correct ones: the
         # policy is solving its prompts. Convergence, not a collapse; say so and move on.
+        why = ("the reward is still rising" if progress.improving else
+               "they grew as the reward climbed to the level it holds at its best")
         return Outcome(Status.OK, f"{what}: {late:.0%} over the last {k} logged points, but "
-                       f"the reward is still rising: groups are being solved (convergence); "
+                       f"{why}: groups are being solved (convergence); "
                        f"feed harder prompts as they saturate", evidence=evidence,
                        key_metric=metric)
     if fired and not dead and (held := heldout_solved(run)) is not None:

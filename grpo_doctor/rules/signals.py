@@ -142,6 +142,20 @@ def learning(run: Run, since: float) -> RewardProgress:
     return progress
 
 
+def reward_at_best(run: Run, before: float | None = None) -> bool:
+    """The reward at its best level (up to step ``before``): its last 5 logged points within a
+    tenth of its range of its best 5-point median. A plateau there is where a run that learned
+    sits (converged); what was raised on it had broken nothing yet."""
+    rs, r = series(run, Metric.REWARD_MEAN.value)
+    if before is not None:
+        r = r[rs < before]
+    if len(r) < 10:
+        return False
+    smooth = rolling_median(r, 5)
+    span = float(np.ptp(smooth))
+    return span > 0 and float(np.median(r[-5:])) >= float(smooth.max()) - 0.1 * span
+
+
 def zero_one_score(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
     """(steps, values) of a 0/1 correctness score: a correctness-like reward component, else
     the reward, that stays within [0, 1] and comes near its top (0.9 or more). None when no

@@ -106,6 +106,19 @@ def zero_std_climbs() -> Run:
     return make_run(train__frac_reward_zero_std=z, train__reward=0.4 + ar1(12, N, 0.02))
 
 
+def zero_std_grows_to_plateau(fall: bool = False, n: int = 120) -> Run:
+    """Equal groups grow (0 -> ~60%) as the reward climbs to a plateau and crosses the
+    warning line there (a converging run, as the healthy cosine corpus run at step 117); with
+    ``fall`` the reward then gives back most of its gain as they cross."""
+    t = np.arange(1, n + 1)
+    climb = 0.6 + 0.5 * (1 - np.exp(-t / 25))
+    if fall:
+        climb = np.where(t < 70, climb, climb - 0.45 * (1 - np.exp(-(t - 70) / 10)))
+    return make_run(train__reward=climb + ar1(71, n, 0.04),
+                    train__frac_reward_zero_std=np.clip(0.66 * t / n + ar1(72, n, 0.12), 0, 1),
+                    train__entropy=0.1 + 0.5 * np.exp(-t / 40) + ar1(73, n, 0.01))
+
+
 def zero_std_healthy_noisy() -> Run:
     z = np.clip(0.3 + ar1(13, N, 0.12), 0, 1)
     return make_run(train__frac_reward_zero_std=z, train__reward=rising_reward(14))
@@ -233,6 +246,11 @@ CASES = [
     Case("zero-std groups climb", "advantage_collapse", zero_std_climbs, ("critical",),
          onset=700, tolerance=60),
     Case("zero-std noisy but healthy", "advantage_collapse", zero_std_healthy_noisy, ("ok",)),
+    Case("equal groups cross the line on the plateau at its best", "advantage_collapse",
+         zero_std_grows_to_plateau, ("ok",)),
+    Case("equal groups cross the line as the reward falls from its best", "advantage_collapse",
+         functools.partial(zero_std_grows_to_plateau, fall=True), ("critical",), onset=77,
+         tolerance=10),
     Case("reward std zero on most late steps", "advantage_collapse", reward_std_zero_most_steps,
          ("critical",), onset=40, tolerance=15),
     # The task's own reward never fired: nothing teaches the task (critical).
