@@ -342,22 +342,20 @@ class _Lead:
     extra_knobs: tuple[recipe.Reading, ...] = ()  # other settings outside the recipe it names
 
 
-def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[Check],
-                  overshoot: tuple[int, float, float] | None = None) -> _Lead:
+def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[Check]) -> _Lead:
     check = root.check
-    if overshoot is None and check.mode in _LR_MODES:
-        overshoot = _lr_overshoot(run)
+    overshoot = _lr_overshoot(run) if check.mode in _LR_MODES else None
     if overshoot is not None:
-        peak_step, lr_peak, lr_max = overshoot
         lr = setup.get("learning_rate")
         return _Lead(
             knobs.Remedy(
-                f"learning_rate {_lr(lr_max)} -> {_lr(lr_peak)} (its value when the reward "
-                f"peaked), restarting from the checkpoint nearest step {step_text(peak_step)}",
-                knob=knobs.LEARNING_RATE, factor=lr_peak / lr_max, rollback_step=peak_step),
-            summary=(f"the learning rate: the reward peaked at step {step_text(peak_step)}, "
-                     f"where the lr was {_lr(lr_peak)}, and fell as the lr rose to "
-                     f"{_lr(lr_max)}; first sign: {check.mode} ({root.summary})"),
+                f"learning_rate {_lr(overshoot.lr_max)} -> {_lr(overshoot.lr_peak)} (its value "
+                f"when the reward peaked), restarting from the checkpoint nearest step "
+                f"{step_text(overshoot.peak_step)}",
+                knob=knobs.LEARNING_RATE, factor=overshoot.lr_peak / overshoot.lr_max,
+                rollback_step=overshoot.peak_step),
+            summary=f"the learning rate: {overshoot.words()}; first sign: {check.mode} "
+                    f"({root.summary})",
             knob=_Knob(lr) if lr is not None and lr.outside else None)
     burst = _lr_burst(run, root.step)
     if burst is not None:
@@ -919,8 +917,29 @@ def _lr(x: float) -> str:
     return knob_value(x)
 
 
-def _lr_overshoot(run: Run) -> tuple[int, float, float] | None:
-    """(step of the reward peak, lr there, the lr's maximum) when a learning-rate warm-up
+@dataclass(frozen=True)
+class _Overshoot:
+    """A warm-up (or a stepped schedule) that carried the lr past where the reward peaked."""
+
+    peak_step: int  # the reward's peak
+    lr_peak: float  # the lr there
+    lr_max: float  # the lr's maximum, after the peak
+    fall_step: int  # where half the gain was gone
+    lr_fall: float  # the lr in force there
+
+    def words(self) -> str:
+        """What happened, with the lr the run fell at: a schedule that stepped 1e-6 -> 3e-6,
+        broke, then stepped to 1e-5 fell at 3e-6, not "as the lr rose to 1e-5"."""
+        text = (f"the reward peaked at step {step_text(self.peak_step)}, where the lr was "
+                f"{_lr(self.lr_peak)}, and fell as the lr rose to ")
+        if self.lr_fall < self.lr_max / 1.5:
+            return (text + f"{_lr(self.lr_fall)} (half its gain gone by step "
+                    f"{step_text(self.fall_step)}; the lr reached {_lr(self.lr_max)} after)")
+        return text + _lr(self.lr_max)
+
+
+def _lr_overshoot(run: Run) -> _Overshoot | None:
+    """The overshoot when a learning-rate warm-up
     carried the lr well past where the reward peaked and the reward then fell: the lr rose
     several-fold from its start, its maximum came after the peak, and the reward gave back
     half its gain (a gain many times its noise). A schedule that decays is never an overshoot.
@@ -949,9 +968,11 @@ def _lr_overshoot(run: Run) -> tuple[int, float, float] | None:
     # its value at the peak (a run that broke at 1e-6, 100 steps before the lr rose to 1e-5,
     # was not broken by the rise).
     lost = np.flatnonzero(smooth[peak:] <= smooth[peak] - 0.5 * gain)
-    if len(lost) and float(np.interp(int(rs[peak + int(lost[0])]), ls, lr)) <= 1.01 * lr_peak:
+    fall_step = int(rs[peak + int(lost[0])]) if len(lost) else int(rs[-1])
+    lr_fall = float(np.interp(fall_step, ls, lr))
+    if len(lost) and lr_fall <= 1.01 * lr_peak:
         return None
-    return peak_step, lr_peak, lr_max
+    return _Overshoot(peak_step, lr_peak, lr_max, fall_step, lr_fall)
 
 
 #: How many times the lr a run trained at a burst must exceed, and the most logged points

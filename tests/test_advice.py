@@ -1188,3 +1188,17 @@ def test_a_correctness_term_that_never_moved_comes_before_an_lr_outside_the_reci
     assert d.root_cause.first_action.startswith("inspect completions against check_answer")
     said = " ".join([d.root_cause.first_action, *(p.action for p in d.plan), *d.notes])
     assert "learning_rate 0.01" in said
+
+
+def test_an_overshoot_names_the_lr_the_reward_fell_at():
+    """A stepped schedule, 1e-6 -> 3e-6 at step 200 -> 1e-5 at step 400, broke at step 205:
+    it fell at 3e-6, not "as the lr rose to 1e-5" (200 steps after the fall)."""
+    n = 500
+    t = np.arange(n)
+    lr = np.where(t < 200, 1e-6, np.where(t < 400, 3e-6, 1e-5))
+    d = diagnose(_breaks_after(lr, 205))
+    rc = d.root_cause
+    assert "fell as the lr rose to 3e-6 (half its gain gone by step 2" in rc.summary, rc.summary
+    assert "the lr reached 1e-5 after" in rc.summary
+    assert rc.first_action.startswith("learning_rate 1e-5 -> 1e-6 (its value when the reward "
+                                      "peaked)"), rc.first_action
