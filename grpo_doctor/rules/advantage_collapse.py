@@ -285,19 +285,22 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     evidence["corroboration"] = corroboration
 
     solving = progress.logged and progress.improving and not dead  # not the task: the rest
+    converged = False
     if fired and not solving and not dead and progress.logged and not progress.declining:
         # Groups that turned equal as the reward climbed to the plateau it holds at its best
-        # are solved ones. Judged from the onset alone, a share that crosses the line on that
-        # plateau read "reward up only within its noise" and went critical on a healthy run.
+        # may well be solved ones: not critical below the critical share. Judged from the onset
+        # alone, a share that crossed the line on that plateau read "reward up only within its
+        # noise" and went critical on a healthy run.
         whole = learning(run, float(run.steps[0]))
-        solving = whole.logged and whole.improving and reward_at_best(run)
+        converged = whole.logged and whole.improving and reward_at_best(run)
+        if converged and progress.logged and not progress.improving:
+            corroboration.remove(progress.stalled_words())  # it converged; it did not stall
+            evidence["corroboration"] = corroboration
     if fired and solving and late < p["critical_fraction"]:
         # Equal-reward groups while the reward still rises are mostly all-correct ones: the
         # policy is solving its prompts. Convergence, not a collapse; say so and move on.
-        why = ("the reward is still rising" if progress.improving else
-               "they grew as the reward climbed to the level it holds at its best")
         return Outcome(Status.OK, f"{what}: {late:.0%} over the last {k} logged points, but "
-                       f"{why}: groups are being solved (convergence); "
+                       f"the reward is still rising: groups are being solved (convergence); "
                        f"feed harder prompts as they saturate", evidence=evidence,
                        key_metric=metric)
     if fired and not dead and (held := heldout_solved(run)) is not None:
@@ -326,7 +329,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         sure = metric == ZSF or max(_lower_bound(late, k), _lower_bound(overall, len(z))
                                     ) >= p["warn_fraction"]
         critical = (late >= p["critical_fraction"] or bool(dead)
-                    or (bool(corroboration) and len(z) >= 40 and sure))
+                    or (bool(corroboration) and len(z) >= 40 and sure and not converged))
         status = Status.CRITICAL if critical else Status.WARNING
         evidence["threshold"] = (f"zero-std share >= {p['critical_fraction']:.0%}" if late >=
                                  p["critical_fraction"] else
@@ -341,6 +344,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                         else f"{overall:.0%} of all steps")
         summary = (f"advantage collapse: {share} over the last {k} logged points "
                    f"({overall_text}), from step {ONSET}{why}")
+        if converged:
+            summary += ("; the reward climbed to its best level and holds there: many may be "
+                        "solved ones")
         if dead:
             summary += "; the task's own reward never fired: " + ", ".join(
                 f"{n} always {fmt(v)} over {c:,} steps" for n, v, c in dead)
