@@ -66,6 +66,10 @@ def _links(primary: Iterable[str] = (), contributing: Iterable[str] = ()) -> tup
             + tuple(Link(m, primary=False) for m in contributing))
 
 
+#: The chapter's starting learning rate as a share of its ceiling (1e-6 of 5e-6).
+LR_START_SHARE = 0.2
+
+
 @dataclass(frozen=True)
 class Setting:
     """One knob of the recipe."""
@@ -135,7 +139,9 @@ SETTINGS: tuple[Setting, ...] = (
                    CATASTROPHIC_UPDATE, "reward_hacking", "format_gaming")),
                UNSAFE: _links(primary=(_KL, _ENTROPY_COLLAPSE), contributing=(
                    CATASTROPHIC_UPDATE, "reward_hacking", "format_gaming")),
-               LOW: _links(primary=(_KL,), contributing=(_ENTROPY_COLLAPSE, "reward_hacking"))},
+               LOW: _links(primary=(_KL,), contributing=(_ENTROPY_COLLAPSE, "reward_hacking")),
+               # Too strong a leash holds the policy at the reference: the task is not learned.
+               HIGH: _links(primary=("no_progress",))},
         why={OFF: "no KL leash: nothing holds the policy near the reference",
              UNSAFE: "every update is paid to move the policy further from the reference",
              LOW: "too weak a KL leash (a beta this small lets the policy run "
@@ -154,11 +160,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "temperature", knobs.TEMPERATURE.names, "1.0 (1.0-1.2)", "chapter 2.3, 8.1",
         low=1.0, high=1.2, far=1.6,
+        # Every sample the run learns from is drawn at this temperature: far above the range
+        # they are mostly noise, the task is not learned (or unlearned: the held-out score
+        # falls while the easiest term, the format, is all that is gained).
         risks={LOW: _links(primary=(_ENTROPY_COLLAPSE,), contributing=(_ADV,)),
-               HIGH: _links(primary=("entropy_blowup",))},
+               HIGH: _links(primary=("entropy_blowup", "no_progress"),
+                            contributing=("format_gaming", "reward_hacking"))},
         why={LOW: "a low rollout temperature sharpens the sampling distribution: groups of "
                   "near-identical samples",
-             HIGH: "a high rollout temperature samples rare tokens the policy then learns"},
+             HIGH: "a high rollout temperature samples rare tokens the policy then learns: "
+                   "far above the range, most samples are noise"},
         target="1.0",
     ),
     Setting(
@@ -374,7 +385,9 @@ class Reading:
         if s.id == "learning_rate" and self.verdict == HIGH:
             scale = LORA_LR_SCALE if self.lora else 1.0
             if self.far:
-                return _num(1e-6 * scale)  # the recipe's start
+                # The recipe's start: the chapter's 1e-6 is a fifth of its 5e-6 ceiling, and
+                # a ceiling set for the model (``[recipe.learning_rate] high``) moves it too.
+                return _num((s.high or 5e-6) * LR_START_SHARE * scale)
             # Halved, and never left at or above the ceiling the recipe says never to reach.
             return _num(min(float(self.value) * 0.5, (s.high or 5e-6) * scale * 0.5))
         if s.id == "max_completion_length" and isinstance(self.value, (int, float)):

@@ -36,7 +36,7 @@ value it already has. Pure functions of the checks, the run's metric store and i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from grpo_doctor import recipe
 from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
+from grpo_doctor.rules.incidents import aftermath
 from grpo_doctor.rules.points import end_size, late_points, series
 from grpo_doctor.rules.signals import (
     component_role,
@@ -229,6 +230,10 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
     jumped = _after_jump(run, events, worst) if cheating is None else None
     if jumped is not None:
         root, jump = jumped
+        # What broke after the jump is dated from it: an entropy fall dated from step 1 (the
+        # run sharpening as it learned) that the jump turned into a collapse read "a jump at
+        # step 101; then entropy_collapse at step 1".
+        root = replace(root, step=max(root.step, jump.step))
         lead = _jump_action(run, root, setup, jump)
     else:
         lead = _first_action(run, root, setup, checks)
@@ -360,10 +365,17 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     burst = _lr_burst(run, root.step)
     if burst is not None:
         return _burst_action(run, root, setup, burst)
-    gamed = _gamed_through(root, checks)
+    from_start = _from_first_step(run, root)
+    # Every sample was drawn with a rollout setting far outside the recipe (a temperature of
+    # 2.5): what the policy made of those samples (a format term gamed while the held-out
+    # score fell) follows from it, and the setting comes before that finding's own fix.
+    drawn = [r for r in setup.causes(_linked_modes(root), critical=root.critical)
+             if r.far and r.id in _ROLLOUT_SETTINGS]
+    if drawn:
+        return _knob_action(run, root, drawn, from_start)
+    gamed = _gamed_through(run, root, checks)
     if gamed is not None:
         return gamed
-    from_start = _from_first_step(run, root)
     problem = _setup_problem(run, root, setup, checks) if from_start else None
     if problem is None and check.mode != "numerical_failure":
         # Whatever broke later, nothing could be learned while no answer fit the budget.
@@ -554,15 +566,33 @@ def _reward_never_fired(check: Check) -> bool:
         check.evidence.get("pinned_components") or check.evidence.get("reward_stuck_at"))
 
 
+#: The settings every rollout sample is drawn with.
+_ROLLOUT_SETTINGS = frozenset({"temperature", "top_p", "top_k"})
+
+
+#: The most logged points after the held-out score turned over at which the finding that
+#: shows the exploit may begin: the policy games the reward from the turnover on.
+_EXPLOIT_REACH = 20
+
+
+def _began_after(run: Run, check: Check, step: int) -> int:
+    """How many logged points after ``step`` ``check`` began (0 when it began first)."""
+    if check.onset_step is None:
+        return 0
+    return int(((run.steps > step) & (run.steps < check.onset_step)).sum())
+
+
 #: The finding that shows how a gamed reward is gamed, and what that is in words.
 _EXPLOITS = (("format_gaming", "a format term"), ("length_hacking", "completion length"),
              ("tool_spam", "tool calls"))
 
 
-def _gamed_through(root: Event, checks: Sequence[Check]) -> _Lead | None:
+def _gamed_through(run: Run, root: Event, checks: Sequence[Check]) -> _Lead | None:
     """A held-out score that fell while the train reward rose, with a finding that shows
-    what the policy exploits (a format term, length, tool calls): that finding's fix first,
-    then the audit of the highest-reward samples."""
+    what the policy exploits (a format term, length, tool calls) from the turnover on: that
+    finding's fix first, then the audit of the highest-reward samples. (A length drift that
+    began 45 logged points after the held-out score turned over is a consequence, not what a
+    lenient verifier was gamed through.)"""
     if root.check.mode != "reward_hacking" or not any(
             "held-out" in str(f.get("form", "")) for f in root.check.evidence.get("forms", ())
             if isinstance(f, dict)):
@@ -572,12 +602,23 @@ def _gamed_through(root: Event, checks: Sequence[Check]) -> _Lead | None:
         check = by_mode.get(mode)
         if check is None or not check.remedies or _setup_finding(check):
             continue
+        if _began_after(run, check, root.step) > _EXPLOIT_REACH:
+            continue
         fix = str(check.remedies[0])
         text = (f"the train reward rose while the held-out score fell: the policy games the "
                 f"reward through {what} ({mode}); {fix}; then audit the highest-reward "
                 "samples by hand")
         return _Lead(knobs.Remedy(text), summary=f"reward hacking through {what}: "
                      f"{root.summary}; {check.summary}")
+    # No exploit to name, but the log shows the reward pays nothing the task checks (every
+    # logged term is, say, a length reward): the reward's design is the fix, not an audit.
+    stuck = by_mode.get("no_progress")
+    if stuck is not None and stuck.remedies and (
+            stuck.evidence.get("memorised") or {}).get("kind") == "reward":
+        text = (f"{stuck.remedies[0]} (the held-out score fell while the train reward rose); "
+                "then audit the highest-reward samples by hand")
+        return _Lead(knobs.Remedy(text), summary=f"a reward that pays something the task does "
+                     f"not: {root.summary}; {stuck.summary}")
     return None
 
 
@@ -699,7 +740,8 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     # Spikes the run came back from each time (KL 197 at one log, 0.4 at the next): its
     # checkpoints are as good as its last; the setting is for the run from here, with the
     # finding's own first look (those batches).
-    came_back = not solved_anyway and _came_back(root.check)
+    came_back = not solved_anyway and _came_back(root.check) and not any(
+        aftermath(run, i.peak_step) for i in root.check.incidents)  # harm followed: it did not
     if solved_anyway or came_back:
         # (Solved: the run came through it; its last checkpoint is the one to keep, and the
         # setting is for the next run.)
@@ -710,14 +752,23 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
         # The run learned at this lr until it broke: halve it from the checkpoint, as after any
         # late break, rather than drop it to the recipe's (which may be a full fine-tune's,
         # 10x below a LoRA adapter's); the recipe is said beside it.
+        # The lr the log shows in force at the break: a warm-up still climbing towards the
+        # configured peak broke below it ("learned at 0.005 until step 75" where the log
+        # showed 3.75e-3 there).
         lr = float(top.value)
-        fix = (f"learning_rate {_lr(lr)} -> {_lr(lr * 0.5)} (the run learned at {_lr(lr)} "
-               f"until step {step_text(root.step)}; it is {top.how_far()}: if it breaks "
-               f"again, {top.fix().split(' -> ', 1)[1]})")
+        logged = _lr_in_force(run, root.step)
+        # (Only a climb that never went higher: a decayed schedule broke below a peak it had
+        # trained at, and its peak halved is the knob.)
+        now = logged[0] if logged is not None and 0 < logged[0] < 0.9 * lr and float(
+            logged[1].max()) <= 1.01 * logged[0] else lr
+        fix = (f"learning_rate {_lr(lr)} -> {_lr(now * 0.5)} (the run learned at "
+               f"{_lr(now) if now == lr else 'up to ' + _lr(now)} until step "
+               f"{step_text(root.step)}; {_lr(lr)} is {top.how_far()}: if it breaks again, "
+               f"{top.fix().split(' -> ', 1)[1]})")
     text = f"{where}, with {fix}" if where else f"{_SOLVED_ANYWAY}, {fix}" if solved_anyway \
         else fix
-    look = next((str(r) for r in root.check.remedies if isinstance(r, str) or not (
-        r.knob or r.rollback_step is not None)), None)
+    look = next((str(r) for r in root.check.remedies if (isinstance(r, str) or not (
+        r.knob or r.rollback_step is not None)) and top.name not in str(r)), None)
     if came_back and look is not None:
         text = f"{text}; then {look}"
     calm = _calm(root.check)
@@ -778,12 +829,8 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
     if check.mode == "length_hacking" and check.evidence.get("truncated_from_start"):
         share = float(check.evidence.get("truncated_share", 0.0))
         length = setup.get("max_completion_length")
-        now = length.value_text if length is not None and length.value is not None else None
         cap = check.evidence.get("cap")
-        target = (f"max_completion_length {now} -> {int(float(now) * 2)}" if now and
-                  recipe.as_number(now) else
-                  f"raise max_completion_length{f' (now about {fmt(cap)} tokens)' if cap else ''}"
-                  " 2x")
+        target = _budget_target(length, float(cap) if cap else None, share)
         cut = str(check.evidence.get("truncated_text")
                   or f"{share:.0%} of completions were cut at the cap from the first log")
         text = (f"{target}: {cut}, so the budget is too small for the task's answers (a setup "
@@ -836,12 +883,8 @@ def _answers_cut_short(run: Run, setup: recipe.Setup, checks: Sequence[Check]
         return None
     late = float(np.median(t[-late_points(len(t), min_n=2 if len(t) < 10 else 5):]))
     length = setup.get("max_completion_length")
-    now = recipe.as_number(length.value) if length is not None else None
     _, top = series(run, Metric.RESPONSE_LENGTH_MAX.value)
-    cap = now if now is not None else (float(top.max()) if len(top) else None)
-    target = (f"max_completion_length {fmt(now)} -> {fmt(2 * now)}" if now is not None else
-              f"raise max_completion_length{f' (now about {fmt(cap)} tokens)' if cap else ''} "
-              "2x")
+    target = _budget_target(length, float(top.max()) if len(top) else None, early)
     said = " and ".join("the held-out score stayed at 0" if n == _HELDOUT_NEVER else
                         f"{n} never fired" for n in never)
     cut = (f"{early:.0%} of completions were cut at the cap over the first logs "
@@ -857,6 +900,20 @@ def _answers_cut_short(run: Run, setup: recipe.Setup, checks: Sequence[Check]
                  if reading is not None else None, setup=True)
 
 
+def _budget_target(length: recipe.Reading | None, cap: float | None, share: float) -> str:
+    """The completion budget raised, as the config names it: 2x, or 4x when nearly every
+    completion was cut (how much longer the answers are is then unknown: a budget of 2 tokens
+    doubled still cut 5-token answers)."""
+    factor = 4 if share >= _ALL_CUT else 2
+    now = recipe.as_number(length.value) if length is not None else None
+    name = length.name if length is not None and now is not None else "max_completion_length"
+    if now:
+        return f"{name} {fmt(now)} -> {fmt(factor * now)}"
+    return f"raise {name}{f' (now about {fmt(cap)} tokens)' if cap else ''} {factor}x"
+
+
+#: Share of completions cut at the cap from which the answers' length is unknown.
+_ALL_CUT = 0.95
 _HELDOUT_NEVER = "the held-out score"
 #: Share of completions cut at the cap over the first logs that makes the budget a suspect
 #: (length_hacking's "pinned" line).
@@ -1120,9 +1177,9 @@ def _jump_action(run: Run, root: Event, setup: recipe.Setup, jump: _Jump) -> _Le
             f"{_lr(jump.before)} "
             f"({what}: a scheduler restarted, or a resumed run's lr set wrongly)")
     return _Lead(knobs.Remedy(text, knob=knobs.LEARNING_RATE, rollback_step=jump.last_before + 1),
-                 summary=f"a learning-rate jump: {what}; then "
-                         f"{root.check.mode} at step {step_text(root.step)} "
-                         f"({root.summary.split('; ')[0]})")
+                 summary=f"a learning-rate jump: {what}; then {root.check.mode}"
+                         + (f" at step {step_text(root.step)}" if root.step > jump.step else "")
+                         + f" ({root.summary.split('; ')[0]})")
 
 
 def _burst_action(run: Run, root: Event, setup: recipe.Setup, burst: _Burst) -> _Lead:

@@ -329,7 +329,7 @@ def test_answers_cut_at_the_cap_while_the_held_out_score_stays_at_0_is_the_budge
                    frac_reward_zero_std=np.where(t < 45, 1.0, 0.7))
     d = diagnose(run, DoctorConfig(run_config={"max_completion_length": 3}))
     first = d.root_cause.first_action
-    assert first.startswith("max_completion_length 3 -> 6: "), first
+    assert first.startswith("max_completion_length 3 -> 12: "), first
     assert "the held-out score stayed at 0" in first
     assert d.root_cause.step == 1
 
@@ -1202,3 +1202,156 @@ def test_an_overshoot_names_the_lr_the_reward_fell_at():
     assert "the lr reached 1e-5 after" in rc.summary
     assert rc.first_action.startswith("learning_rate 1e-5 -> 1e-6 (its value when the reward "
                                       "peaked)"), rc.first_action
+
+
+def test_a_far_lr_is_lowered_to_the_start_of_an_overridden_recipe():
+    """With the ceiling set to 5e-4 for the model, an lr of 0.03 (60x it) goes to the recipe's
+    start for that model (a fifth of its ceiling, as the chapter's 1e-6 is of 5e-6): 1e-4, not
+    the chapter's 1e-6, which a run of that model showed learns nothing (helper-31)."""
+    settings = recipe.with_overrides({"learning_rate": {"high": 5e-4}})
+    reading = recipe.read_config({"learning_rate": 3e-2}, settings).get("learning_rate")
+    assert reading.far and reading.fix().startswith("learning_rate 0.03 -> 1e-4"), reading.fix()
+    default = recipe.read_config({"learning_rate": 3e-3}).get("learning_rate")
+    assert default.fix().startswith("learning_rate 0.003 -> 1e-6"), default.fix()
+
+
+def _held_still(n: int = 200, seed: int = 3, reward=None):
+    """A run whose held-out score (every 5 steps) sits at ~0.38 and whose policy barely moves
+    (KL ~0.003) while most groups carry mixed rewards."""
+    rng = np.random.default_rng(seed)
+    held = np.full(n, np.nan)
+    held[::5] = 0.38 + 0.03 * rng.standard_normal(len(held[::5]))
+    r = 0.52 + 0.05 * rng.standard_normal(n) if reward is None else reward
+    return make_run(reward=r, kl=0.003 + 0.0005 * rng.random(n),
+                    frac_reward_zero_std=0.05 + 0.03 * rng.random(n), heldout_score=held,
+                    entropy=0.7 + 0.01 * rng.standard_normal(n))
+
+
+def test_a_kl_coefficient_far_above_the_recipe_is_why_the_policy_never_moved():
+    """beta 5 (100x the top of the recipe), KL 0.003 at the end, the task never learned: the
+    leash is the first action, and no "raise the learning rate" (helper-31's beta 5.0)."""
+    d = diagnose(_held_still(), DoctorConfig(run_config={"beta": 5.0, "learning_rate": 1e-6}))
+    rc = d.root_cause
+    assert rc.mode == "no_progress" and "beta 5 -> 0.01-0.05" in rc.first_action, rc.first_action
+    assert not any("raise the learning rate" in p.action for p in d.plan), d.plan
+
+
+def test_a_reward_that_rose_while_the_held_out_score_stayed_low_is_no_progress():
+    """The train reward 0.09 -> 0.19 over 200 steps, the held-out score flat at 0.38, no reward
+    components for format_gaming to weigh: HEALTHY had read "converged" (helper-31's
+    temperature 2.0). With the run's temperature of 2, that is the first action."""
+    t = np.arange(200)
+    rising = 0.09 + 0.1 * t / 200 + 0.02 * np.random.default_rng(4).standard_normal(200)
+    run = _held_still(reward=rising)
+    check = diagnose(run).check("no_progress")
+    assert check.status.value == "warning", check.summary
+    assert "the gain does not carry to the task" in check.summary
+    d = diagnose(run, DoctorConfig(run_config={"temperature": 2.0}))
+    assert d.root_cause.first_action.startswith("temperature 2 -> 1.0"), d.root_cause.first_action
+
+
+def test_a_rollout_temperature_far_above_the_recipe_comes_before_the_format_term_it_games():
+    """Temperature 2.5: the held-out score fell while a format term carried the reward. Every
+    sample was drawn at 2.5; gating the format term was the first action (helper-31)."""
+    n = 200
+    rng = np.random.default_rng(8)
+    t = np.arange(n)
+    fmt_r = np.clip(0.05 + 0.1 * t / n + 0.02 * rng.standard_normal(n), 0, 1)
+    acc = (rng.random(n) < 0.05) * 0.125
+    held = np.full(n, np.nan)
+    held[::5] = np.clip(0.45 * np.exp(-t[::5] / 40) + 0.01 * rng.standard_normal(40), 0, 1)
+    run = make_run(**{"rewards/format_reward": fmt_r, "rewards/accuracy_reward": acc,
+                      "reward": fmt_r + acc, "heldout_score": held,
+                      "kl": 0.01 + 0.2 * t / n})
+    d = diagnose(run, DoctorConfig(run_config={"temperature": 2.5}))
+    assert "with temperature 2.5 -> 1.0" in d.root_cause.first_action, d.root_cause
+    plain = diagnose(run)
+    assert "temperature" not in plain.root_cause.first_action
+
+
+def _length_paid(n: int = 200, seed: int = 9, **extra):
+    """A reward that pays length alone: the mean length runs 6 -> 10 tokens (the cap) in a
+    dozen steps and stays there, while the held-out score falls to 0."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    length = np.minimum(6 + 3.9 / (1 + np.exp(-(t - 6) / 2)) + 0.05 * rng.standard_normal(n),
+                        9.98)
+    held = np.full(n, np.nan)
+    held[::5] = np.clip(0.06 * np.exp(-t[::5] / 30) + 0.005 * rng.random(40), 0, 1)
+    # Completions that end on their own at the cap are not cut: the cut share stays under half.
+    cut = np.clip(0.4 * (1 - np.exp(-t / 4)) + 0.05 * rng.standard_normal(n), 0, 1)
+    return make_run(reward=length / 10, response_length_mean=length, heldout_score=held,
+                    truncation_ratio=cut, response_length_max=np.full(n, 10.0),
+                    kl=0.01 + 0.5 * (1 - np.exp(-t / 10)), **extra)
+
+
+def test_a_length_run_to_the_cap_in_a_dozen_steps_is_the_exploit_named():
+    """Length 6 -> 10 by step 12 and held: no trend over the whole log and no rise against
+    its first tenth ("length 9.44 -> 9.89"), so the first action was a generic audit."""
+    d = diagnose(_length_paid())
+    assert "length drifted" in d.check("length_hacking").summary, d.check("length_hacking")
+    assert "through completion length (length_hacking)" in d.root_cause.first_action, d.root_cause
+
+
+def test_a_reward_made_of_a_length_term_alone_asks_for_a_correctness_term():
+    """The only logged reward term pays length: "add a reward term that pays correct answers",
+    not "audit the highest-reward samples" alone (helper-31's length-only reward, TRL)."""
+    run = _length_paid(**{"rewards/length_reward": _length_paid().frame["reward_mean"]
+                          .to_numpy()})
+    first = diagnose(run).root_cause.first_action
+    assert ("add a reward term that pays correct answers" in first
+            or "through completion length" in first), first
+
+
+def test_a_budget_that_cut_every_completion_is_raised_4x_under_the_configs_name():
+    """Every completion cut at a 2-token cap: 2 -> 4 still cuts 5-token answers; and a verl
+    config names it actor_rollout_ref.rollout.response_length (helper-31)."""
+    n = 100
+    rng = np.random.default_rng(2)
+    held = np.full(n, np.nan)
+    held[::5] = 0.0
+    run = make_run(reward=0.1 + 0.02 * rng.standard_normal(n), response_length_mean=np.full(n, 2.0),
+                   response_length_max=np.full(n, 2.0), truncation_ratio=np.ones(n),
+                   heldout_score=held)
+    cfg = {"actor_rollout_ref": {"rollout": {"response_length": 2}}}
+    first = diagnose(run, DoctorConfig(run_config=cfg)).root_cause.first_action
+    assert first.startswith("actor_rollout_ref.rollout.response_length 2 -> 8"), first
+
+
+
+TRIAL = Path(__file__).parent / "fixtures" / "trial"
+TINY_RECIPE = {"learning_rate": {"high": 5e-4}}
+
+
+def _trial(name: str):
+    """A trial run (tests/fixtures/trial) diagnosed with its own config and the tiny model's
+    recipe."""
+    from grpo_doctor.recipe import flat_config
+
+    run = load_runs(TRIAL / f"{name}.csv")[0]
+    cfg = flat_config(json.loads((TRIAL / f"{name}.config.json").read_text()))
+    return diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=cfg))
+
+
+def test_what_broke_after_a_jump_is_dated_from_the_jump():
+    """The lr jumped 1e-4 -> 5e-3 at step 101 and the entropy, sharpening since step 1,
+    collapsed: "a jump at step 101; then entropy_collapse at step 1" (helper-31)."""
+    rc = _trial("jump_lr_5e-3_at_100").root_cause
+    assert rc.summary.startswith("a learning-rate jump"), rc.summary
+    assert rc.step >= 101 and "at step 1 " not in rc.summary, rc
+
+
+def test_a_warmup_that_broke_below_its_peak_says_the_lr_in_force():
+    """A warm-up to 5e-3 over 100 steps broke at step 75, at 3.75e-3: "the run learned at
+    0.005 until step 75" said an lr the run had not reached (helper-31)."""
+    first = _trial("warmup_to_5e-3_100").root_cause.first_action
+    assert "learned at up to 0.00375 until step 75" in first, first
+
+
+def test_a_first_update_without_clipping_restarts_and_names_the_clip_once():
+    """lr 2e-2 without clipping destroyed the run at its first update, the grad norm back down
+    at the next log and the reward never back: no restart, and "max_grad_norm 1e9 -> 1.0"
+    twice in one sentence (helper-31)."""
+    first = _trial("lr_2e-2_noclip").root_cause.first_action
+    assert first.startswith("restart from the initial model"), first
+    assert first.count("max_grad_norm 1e9 -> 1.0") == 1, first

@@ -180,7 +180,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "trend_tau": round(trend.tau, 3),
     }
     declining = trend.decreasing(p["alpha"])
-    fast_drop = declining and drop_frac >= p["drop_fraction"]
+    # An entropy that ends above its start has not collapsed, whatever its noise did in
+    # between (a near-deterministic run swinging 0.003-0.09 nats read "fell -49%").
+    fast_drop = declining and drop_frac >= p["drop_fraction"] and ratio < 1.0
     # Spent at the end, or at any sustained stretch of its history (a 9-point rolling median):
     # entropy that came back a little after falling below the line had still fallen below it.
     lowest = float(rolling_median(h, 9).min()) if len(h) >= 9 else hc

@@ -55,6 +55,7 @@ from grpo_doctor.trends import (
     decisive_short_fall,
     level_shift_onset,
     mann_kendall,
+    step_noise,
     trend_onset,
 )
 
@@ -202,7 +203,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # A short log's start is its first point (a median would mix in the fall itself).
         l0, lc = head_tail(m) if long_enough else (float(m[0]), float(np.median(m[-2:])))
         trend = mann_kendall(steps, m)
-        if long_enough and l0 > 0 and lc / l0 >= p["growth"] and trend.increasing(0.01):
+        # A length that ran to the cap in the first few steps has no rise left against the
+        # first tenth of the log ("9.44 -> 9.89" where it went 6 -> 10 by step 12): the
+        # drift is measured from its first points too.
+        # A rise done in a dozen steps and held since is no trend over the whole log, but a
+        # level shift: one many times the step-to-step noise, already done within the first
+        # tenth of the log and held to its end, counts too (a late rise after a dip does not).
+        g0 = min(l0, head_tail(m, head_frac=0.02)[0]) if long_enough else l0
+        shift = 6 * step_noise(m) if long_enough else float("inf")
+        rose = trend.increasing(0.01) or (l0 - g0 >= shift and lc - g0 >= shift)
+        if long_enough and g0 > 0 and lc / g0 >= p["growth"] and rose:
+            l0 = g0
             knot = trend_onset(steps, m, l0, lc)
             progress = task_progress(run, knot)
             if progress.logged and not progress.improving:

@@ -11,7 +11,10 @@ What it detects
     term) never improved over ``patience`` or more logged points, nor the reward by a quarter of
     its range, and the task signal ends below ``low_score`` (its late mean): a task mostly
     failed from the first step to the last is not being learned, flat or not (sparse task
-    rewards often first fire late: the patience). A 0-1 task score improved when the mean of
+    rewards often first fire late: the patience). Or, gaining where the task does not: the
+    reward up a quarter of its range or more while a held-out score never improved over
+    ``patience`` points and ends below ``low_score``, with no format and correctness terms
+    logged for format_gaming to weigh. A 0-1 task score improved when the mean of
     its last fifth is 0.05 above its first fifth's or 1.25x it: a trend test over 250 points
     finds 0.40 -> 0.44 significant, and that is a crawl, not learning. Or, learning the wrong thing:
     the training reward at its top (a 0/1 training score at 0.9 or more, or most equal-reward
@@ -188,6 +191,22 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     reward_rose = (now - start) >= p["best_margin"] * span and _material(run, REWARD)
     stuck = None if (backwards or reward_rose or task_solved(run) or len(r) < p["patience"]
                      ) else _stuck_low(run, signals, task, p)
+    held_stuck = _stuck_low(run, signals, task, p) if (
+        reward_rose and not backwards and HELDOUT in signals.values()
+        and not _format_gaming_judges(run) and len(r) >= p["patience"]) else None
+    if held_stuck is not None:
+        # The held-out score is the task itself; with no format and correctness terms for
+        # format_gaming to weigh, a train reward that rose while it stayed low is no one
+        # else's to call: the gain does not carry to the task.
+        name, was, now_score = held_stuck
+        evidence["threshold"] = (f"the reward up while a 0-1 task score never improved over "
+                                 f"{n_logged:,} logged points and ends below "
+                                 f"{fmt(p['low_score'])}")
+        summary = (f"no progress on the task: over {n_logged:,} logged points the reward rose "
+                   f"({fmt(start)} -> {fmt(now)}) but the {name} did not ({fmt(was)} -> "
+                   f"{fmt(now_score)}, of 1): the gain does not carry to the task")
+        return Outcome(Status.WARNING, summary, onset_step=first_step, evidence=evidence,
+                       remedies=_unmatched_remedies(), key_metric=REWARD)
     if stuck is not None:
         name, was, now_score = stuck
         evidence["threshold"] = (f"no improvement over {n_logged:,} logged points and a 0-1 task "
@@ -230,6 +249,23 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    remedies=_remedies(run), key_metric=REWARD)
 
 
+def _format_gaming_judges(run: Run) -> bool:
+    """A format-like and a correctness-like reward component are logged: format_gaming
+    weighs a reward gain against the task."""
+    roles = {component_role(run, n) for n in components(run)}
+    return {"format", "correctness"} <= roles
+
+
+def _unmatched_remedies() -> tuple[str, ...]:
+    return ("check the reward on a few completions against the held-out task: does it pay "
+            "right answers, and only them? (a reward that pays something else rises while "
+            "the task stays put)",
+            "check the rollout settings against the evaluation's (temperature, prompt "
+            "template, answer format): gains made on samples unlike the evaluation's do not "
+            "carry to it",
+            "keep the checkpoint with the best held-out score")
+
+
 def _learned_then_lost(v: np.ndarray, margin: float) -> bool:
     """``v`` (smoothed) climbed ``margin`` of its range and 6x its step-to-step noise above
     its first points before it ended below its best: it learned, then lost it."""
@@ -249,6 +285,13 @@ def _remedies(run: Run, stuck: tuple[str, float, float] | None = None) -> tuple[
              "answers, and only them?")
     groups = "easier prompts (or a larger group) if most groups score alike"
     still = _barely_moved(run) or _lr_far_below(run)
+    beta, _ = knobs.current(run, knobs.KL_COEF)
+    if still is not None and beta is not None and beta >= _BETA_HOLDS:
+        # The policy did not move because the KL term pays it not to: the leash, not the step.
+        leash = knobs.set_to(run, knobs.KL_COEF, "0.01-0.05",
+                             why=f"{still}: a KL coefficient this large holds the policy at "
+                                 "the reference")
+        return tuple(r for r in (leash, check, groups) if r is not None)
     if still is not None:
         # The reward had something to teach and the policy did not move: the step size.
         return (_lr_remedy(run, still), check, groups)
@@ -293,6 +336,11 @@ def _barely_moved(run: Run) -> str | None:
         return None
     return (f"the policy barely moved from the reference (KL {fmt(kl_end)} at the end) "
             f"while {mixed:.0%} of groups had mixed rewards to learn from")
+
+
+#: A KL coefficient this large (20x the top of the recipe's 0.01-0.05) holds a policy at its
+#: reference: when the policy barely moved, the leash is what to loosen, not the step size.
+_BETA_HOLDS = 1.0
 
 
 #: The chapter's starting learning rate, and how many times below it a configured rate is

@@ -119,6 +119,17 @@ def zero_std_grows_to_plateau(fall: bool = False, n: int = 120) -> Run:
                     train__entropy=0.1 + 0.5 * np.exp(-t / 40) + ar1(73, n, 0.01))
 
 
+def entropy_near_deterministic_ends_above_start(n: int = 200) -> Run:
+    """Sampling near-deterministic from the start (a rollout temperature of 0.15): entropy
+    swinging 0.02-0.1 nats with a slow decline, ending above its first points. Its noise makes
+    a window "drop" of more than half; it did not fall ("fell -67% from 0.026 to 0.0434")."""
+    rng = np.random.default_rng(5)
+    t = np.arange(n)
+    level = np.where(t < 4, 0.026, 0.075 - 0.02 * t / n)
+    h = np.clip(level + rng.uniform(-0.03, 0.03, n) * (t >= 4), 0.0005, None)
+    return make_run(train__entropy=h, train__reward=0.8 + 0.05 * rng.standard_normal(n))
+
+
 def zero_std_healthy_noisy() -> Run:
     z = np.clip(0.3 + ar1(13, N, 0.12), 0, 1)
     return make_run(train__frac_reward_zero_std=z, train__reward=rising_reward(14))
@@ -246,6 +257,8 @@ CASES = [
     Case("zero-std groups climb", "advantage_collapse", zero_std_climbs, ("critical",),
          onset=700, tolerance=60),
     Case("zero-std noisy but healthy", "advantage_collapse", zero_std_healthy_noisy, ("ok",)),
+    Case("near-deterministic entropy that ends above its start", "entropy_collapse",
+         entropy_near_deterministic_ends_above_start, ("ok",)),
     Case("equal groups cross the line on the plateau at its best", "advantage_collapse",
          zero_std_grows_to_plateau, ("warning",), onset=77, tolerance=10),
     Case("equal groups cross the line as the reward falls from its best", "advantage_collapse",

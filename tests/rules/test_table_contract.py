@@ -1209,14 +1209,19 @@ def np_memorised(nums, past):
                     eval_accuracy=held)
 
 
-def _stuck(n: int, score: float, reward_up: float = 0.0) -> Run:
+def _stuck(n: int, score: float, reward_up: float = 0.0, terms: bool = False) -> Run:
     """A held-out score flat at ``score`` (0-1, every 5th step) over ``n`` logged points, and a
     reward flat at 0.5 but for a bump to 0.8 and a dip to 0.2 (its range, 0.6) whose last fifth
-    sits ``reward_up`` of that range higher."""
+    sits ``reward_up`` of that range higher. With ``terms``, the task's score is a correctness
+    term (every step) beside a format term, for format_gaming to weigh, not a held-out score."""
     r = stalled(n, 172, 0.5, 0.005)
     r[n // 3:n // 3 + 5] = 0.8
     r[n // 2:n // 2 + 5] = 0.2
     r[-(n // 5):] += 0.6 * reward_up
+    if terms:
+        return make_run(train__reward=r, **{
+            "train/rewards/accuracy_reward/mean": stalled(n, 173, score, 0.01),
+            "train/rewards/format_reward/mean": stalled(n, 174, 0.5, 0.01)})
     held = np.full(n, np.nan)
     held[::5] = stalled(len(held[::5]), 173, score, 0.01)
     return make_run(train__reward=r, eval_accuracy=held)
@@ -1242,7 +1247,13 @@ def np_material(nums, past):
 
 
 def np_stuck_reward(nums, past):
-    return _stuck(120, 0.1, reward_up=nums[2] * pick(past, 0.8, 1.2))
+    # With correctness and format terms: a reward gain is format_gaming's to weigh.
+    return _stuck(120, 0.1, reward_up=nums[2] * pick(past, 0.8, 1.2), terms=True)
+
+
+def np_gain_not_carried(nums, past):
+    # The reward up a third of its range; the held-out score ends just under (over) the line.
+    return _stuck(int(nums[1]), nums[2] * pick(past, 0.9, 1.1), reward_up=nums[0] * 1.3)
 
 
 # --- the table's thresholds ----------------------------------------------------------------
@@ -1544,6 +1555,10 @@ THRESHOLDS: list[Threshold] = [
     T("no_progress", "warning", "stuck_low",
       r"over (\d+)\+ logged points a 0-1 task score \(held-out, correctness\) never improved "
       r"and ends below ([\d.]+)", np_stuck_low, (param("patience"), param("low_score"))),
+    T("no_progress", "warning", "gain_not_carried",
+      r"the reward up (a quarter) of its range or more while a held-out score never improved "
+      r"over (\d+)\+ logged points and ends below ([\d.]+)", np_gain_not_carried,
+      (param("best_margin"), param("patience"), param("low_score"))),
     T("no_progress", "warning", "stuck_reward",
       r"over (\d+)\+ logged points a 0-1 task score \(held-out, correctness\) never improved "
       r"and ends below ([\d.]+), the reward up less than (a quarter) of its range",
