@@ -166,7 +166,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # and not rising is an offset between the two, not a drift: a reference of other
     # weights, dtype or quantization (an FP8 policy against a bf16 reference), or the KL
     # estimator.
+    # Its first logged points high too: a KL near 0 at step 1 that was at 0.5 a few steps later
+    # moved there (read "KL already 0.00136 at step 1 ... differed from the start").
     from_start = (run.first_step is not None and run.first_step <= 1 and k0 >= p["drift_kl"]
+                  and float(np.median(k[:3])) >= p["drift_kl"]
                   and not (trend.increasing(p["alpha"]) and kc > k0) and kc < p["adapt_kl"])
     if from_start:
         onset = int(steps[0])  # the reward is judged from there too
