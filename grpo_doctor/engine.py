@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from grpo_doctor.config import DoctorConfig
-from grpo_doctor.findings import Check, Diagnosis, Incident, RunInfo, Status
+from grpo_doctor.findings import Check, Diagnosis, Incident, RootCause, RunInfo, Status
 from grpo_doctor.metrics import candidate_keys
 from grpo_doctor.rules import Outcome, Rule, Skip, knobs
 from grpo_doctor.rules.base import ONSET
@@ -431,11 +431,26 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     said = " ".join([cause.summary, cause.first_action] if cause else []) + " " + " ".join(
         p.action for p in plan)
     jumped = lr_jump_note(run, said)
+    blind = _no_config_note(run, cause)
     notes = (tuple(run.notes) + recipe.notes(setup, checks, idle_settings(run, setup), said)
-             + ((low,) if low else ()) + ((jumped,) if jumped else ()))
+             + tuple(n for n in (low, jumped, blind) if n))
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                      notes=notes, root_cause=cause, plan=plan,
                      hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))
+
+
+def _no_config_note(run: Run, cause: RootCause | None) -> str | None:
+    """A cause read off a logged curve (the learning rate) on a run with no config at all:
+    no other setting could be weighed against it (an entropy bonus of 1.0, a temperature of 2
+    that the log does not show), and the user is told how to give them."""
+    if run.config or cause is None or not cause.knob:
+        return None
+    if not str(cause.knob.get("source") or "").startswith("logged"):
+        return None
+    return ("no training config was found with this log: the setting named above is read "
+            "off its logged curve, and no other (beta, temperature, entropy bonus, clipping) "
+            "could be weighed; give the run's config with --train-config FILE (or [config] in "
+            "grpo-doctor.toml)")
 
 
 def _with_hint(check: Check, hints: Mapping[str, object]) -> Check:

@@ -1355,3 +1355,15 @@ def test_a_first_update_without_clipping_restarts_and_names_the_clip_once():
     first = _trial("lr_2e-2_noclip").root_cause.first_action
     assert first.startswith("restart from the initial model"), first
     assert first.count("max_grad_norm 1e9 -> 1.0") == 1, first
+
+
+def test_a_cause_read_off_the_logged_lr_with_no_config_says_how_to_give_one():
+    """No config with the log: the lr named is its logged curve, and nothing else (an entropy
+    bonus of 1.0 that caused the blow-up) could be weighed; the report says so, and how to
+    give the config (helper-31: three runs blamed the lr the log showed)."""
+    run = _breaks_after(np.full(500, 1e-4), 300)
+    bare = diagnose(run)
+    assert (bare.root_cause.knob or {}).get("name") == "learning_rate", bare.root_cause
+    assert any("--train-config FILE" in n for n in bare.notes), bare.notes
+    given = diagnose(run, DoctorConfig(run_config={"learning_rate": 1e-4, "beta": 0.04}))
+    assert not any("--train-config FILE" in n for n in given.notes), given.notes
