@@ -392,6 +392,11 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         causes = [r for r in setup.causes({recipe.CATASTROPHIC_UPDATE}, critical=root.incident)
                   if not _clip_never_reached(run, r)]
     causes = [r for r in causes if not _lr_already_lower(run, r, root.step)]
+    step_size = next((r for r in causes if r.id == "learning_rate" and r.far), None)
+    if causes and causes[0].id == "max_grad_norm" and step_size is not None:
+        # Clipping off and an lr far above the recipe: the lr sets the step, the clip only
+        # bounds it (an lr 60x the ceiling broke a run with clipping on all the same).
+        causes = [step_size, *(r for r in causes if r is not step_size)]
     began = _break_began(run, root, checks)
     # A warning at the head of a break: critical findings followed within a few logged
     # points (the reward 0.72 -> 0.04, entropy x11, grad norm x25).
@@ -761,10 +766,16 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
         # trained at, and its peak halved is the knob.)
         now = logged[0] if logged is not None and 0 < logged[0] < 0.9 * lr and float(
             logged[1].max()) <= 1.01 * logged[0] else lr
-        fix = (f"learning_rate {_lr(lr)} -> {_lr(now * 0.5)} (the run learned at "
+        half = now * 0.5
+        again = f": if it breaks again, {top.fix().split(' -> ', 1)[1]}"
+        if top.setting.recipe.endswith("(your recipe)") and top.setting.high and (
+                half > top.setting.high * 0.5):
+            # A ceiling the user set for this model is its own: never left above it (the
+            # chapter's default may be a full fine-tune's, 10x below a LoRA adapter's).
+            half, again = top.setting.high * 0.5, ""
+        fix = (f"learning_rate {_lr(lr)} -> {_lr(half)} (the run learned at "
                f"{_lr(now) if now == lr else 'up to ' + _lr(now)} until step "
-               f"{step_text(root.step)}; {_lr(lr)} is {top.how_far()}: if it breaks again, "
-               f"{top.fix().split(' -> ', 1)[1]})")
+               f"{step_text(root.step)}; {_lr(lr)} is {top.how_far()}{again})")
     text = f"{where}, with {fix}" if where else f"{_SOLVED_ANYWAY}, {fix}" if solved_anyway \
         else fix
     look = next((str(r) for r in root.check.remedies if (isinstance(r, str) or not (

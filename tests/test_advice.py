@@ -1346,15 +1346,21 @@ def test_a_warmup_that_broke_below_its_peak_says_the_lr_in_force():
     0.005 until step 75" said an lr the run had not reached (helper-31)."""
     first = _trial("warmup_to_5e-3_100").root_cause.first_action
     assert "learned at up to 0.00375 until step 75" in first, first
+    # The ceiling the user set for the model ([recipe]) is never left above.
+    assert "0.005 -> 2.5e-4" in first, first
 
 
 def test_a_first_update_without_clipping_restarts_and_names_the_clip_once():
     """lr 2e-2 without clipping destroyed the run at its first update, the grad norm back down
-    at the next log and the reward never back: no restart, and "max_grad_norm 1e9 -> 1.0"
-    twice in one sentence (helper-31)."""
-    first = _trial("lr_2e-2_noclip").root_cause.first_action
+    at the next log and the reward never back: no restart, "max_grad_norm 1e9 -> 1.0" twice in
+    one sentence, and the 200x lr only second (helper-31, helper-32)."""
+    d = _trial("lr_2e-2_noclip")
+    first = d.root_cause.first_action
     assert first.startswith("restart from the initial model"), first
-    assert first.count("max_grad_norm 1e9 -> 1.0") == 1, first
+    # The lr sets the step, the clip only bounds it: the lr first, the clip named once after.
+    assert "learning_rate 0.02 -> 1e-4" in first, first
+    said = " ".join(p.action for p in d.plan)
+    assert said.count("max_grad_norm 1e9 -> 1.0") == 1, said
 
 
 def test_a_cause_read_off_the_logged_lr_with_no_config_says_how_to_give_one():
@@ -1367,3 +1373,19 @@ def test_a_cause_read_off_the_logged_lr_with_no_config_says_how_to_give_one():
     assert any("--train-config FILE" in n for n in bare.notes), bare.notes
     given = diagnose(run, DoctorConfig(run_config={"learning_rate": 1e-4, "beta": 0.04}))
     assert not any("--train-config FILE" in n for n in given.notes), given.notes
+
+
+def test_groups_of_two_are_equal_by_chance_not_because_they_are_solved():
+    """num_generations 2: at least half of all groups are equal whatever the policy learns
+    (p^2 + (1-p)^2 >= 1/2), so 66% equal groups while the reward rises is no convergence: the
+    group size first, not HEALTHY (helper-32's G=2 run)."""
+    n = 200
+    rng = np.random.default_rng(21)
+    t = np.arange(n)
+    reward = 0.3 + 0.35 * (1 - np.exp(-t / 80)) + 0.03 * rng.standard_normal(n)
+    equal = np.clip(0.5 + 0.16 * t / n + 0.08 * rng.standard_normal(n), 0, 1)
+    run = make_run(reward=reward, frac_reward_zero_std=equal)
+    d = diagnose(run, DoctorConfig(run_config={"num_generations": 2}))
+    check = d.check("advantage_collapse")
+    assert check.status.value == "warning" and "groups of 2 are equal by chance" in check.summary
+    assert d.root_cause.first_action.startswith("num_generations 2 -> 16"), d.root_cause

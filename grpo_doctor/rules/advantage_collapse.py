@@ -284,9 +284,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             corroboration.append(f"entropy down {1 - hc / h0:.0%}")
     evidence["corroboration"] = corroboration
 
-    solving = progress.logged and progress.improving and not dead  # not the task: the rest
+    # Groups of 2 are equal by chance at least half the time (p^2 + (1-p)^2 >= 1/2): their
+    # equal share says nothing of groups being solved, and the group size is the fault.
+    group, _ = knobs.current(run, knobs.GROUP_SIZE)
+    pairs = group is not None and 0 < group <= 2
+    solving = progress.logged and progress.improving and not dead and not pairs
     converged = False
-    if fired and not solving and not dead and progress.logged and not progress.declining:
+    if fired and not solving and not dead and not pairs and progress.logged and not (
+            progress.declining):
         # Groups that turned equal as the reward climbed to the plateau it holds at its best
         # may well be solved ones: not critical below the critical share. Judged from the onset
         # alone, a share that crossed the line on that plateau read "reward up only within its
@@ -329,7 +334,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         sure = metric == ZSF or max(_lower_bound(late, k), _lower_bound(overall, len(z))
                                     ) >= p["warn_fraction"]
         critical = (late >= p["critical_fraction"] or bool(dead)
-                    or (bool(corroboration) and len(z) >= 40 and sure and not converged))
+                    or (bool(corroboration) and len(z) >= 40 and sure and not converged
+                        and not (pairs and learning(run, float(run.steps[0])).improving)))
         status = Status.CRITICAL if critical else Status.WARNING
         evidence["threshold"] = (f"zero-std share >= {p['critical_fraction']:.0%}" if late >=
                                  p["critical_fraction"] else
@@ -347,6 +353,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         if converged:
             summary += ("; the reward climbed to its best level and holds there: many may be "
                         "solved ones")
+        if pairs:
+            summary += (f"; groups of {int(group or 0)} are equal by chance at least half the time, "
+                        "whatever the policy learns")
         if dead:
             summary += "; the task's own reward never fired: " + ", ".join(
                 f"{n} always {fmt(v)} over {c:,} steps" for n, v, c in dead)
