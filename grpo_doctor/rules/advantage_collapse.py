@@ -354,8 +354,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             summary += ("; the reward climbed to its best level and holds there: many may be "
                         "solved ones")
         if pairs:
-            summary += (f"; groups of {int(group or 0)} are equal by chance at least half the time, "
-                        "whatever the policy learns")
+            summary += (f"; groups of {int(group or 0)} are equal by chance at least half "
+                        "the time, whatever the policy learns")
         if dead:
             summary += "; the task's own reward never fired: " + ", ".join(
                 f"{n} always {fmt(v)} over {c:,} steps" for n, v, c in dead)
