@@ -428,6 +428,10 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
                and r.knob is knobs.LEARNING_RATE), None)
     # What comes with a roll-back (going back alone reruns what broke it): the smaller
     # updates, else the finding's own first knob (a tighter KL leash).
+    if lr_remedy is not None and _lr_moved(run, root.step):
+        # The log shows a higher lr in force there than the config's (a jump): that is the
+        # one to change.
+        lr_remedy = _smaller_updates(run, root.step)
     then = lr_remedy or next((r for r in remedies if isinstance(r, knobs.Remedy)
                               and r.knob is not None and r.rollback_step is None), None)
     if root.critical and check.mode in ("kl_drift", "grad_explosion") and (
@@ -502,10 +506,25 @@ def _lr_in_force(run: Run, step: int) -> tuple[float, np.ndarray] | None:
     return float(lr[i]), lr[:i + 1]
 
 
+def _lr_moved(run: Run, step: int) -> bool:
+    """The lr the log shows in force at ``step`` is 1.5x the configured one or more (a jump);
+    a schedule that decayed below it keeps its peak as the knob to halve."""
+    logged = _lr_in_force(run, step)
+    value, _ = knobs.current(run, knobs.LEARNING_RATE)
+    return logged is not None and bool(value) and logged[0] >= 1.5 * float(value or 0)
+
+
 def _smaller_updates(run: Run, step: int) -> knobs.Remedy:
     """Half the lr the log shows in force at ``step`` (a schedule's peak, halved, would raise
-    the 1e-6 a run stepped down to before it broke), else half the configured one."""
+    the 1e-6 a run stepped down to before it broke), else half the configured one. After a
+    jump of the logged lr, the level it held before the jump."""
+    jump = _lr_jump(run)
     logged = _lr_in_force(run, step)
+    if jump is not None and jump.step <= step and logged is not None and (
+            logged[0] >= 0.9 * jump.after):
+        return knobs.Remedy(f"learning_rate back at {_lr(jump.before)} ({jump.words()}; "
+                            f"step {step_text(step)} was at the new level)",
+                            knob=knobs.LEARNING_RATE, factor=jump.before / logged[0])
     if logged is not None and logged[0] > 0:
         now = logged[0]
         return knobs.Remedy(f"learning_rate {_lr(now)} -> {_lr(now * 0.5)} (smaller updates; "
@@ -1302,6 +1321,9 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
                 continue  # said first (a look the first action ends with)
             if lead.setup and m == "numerical_failure" and r.knob is knobs.GRAD_CLIP:
                 continue  # clipping cannot fix a NaN the setup produces
+            if str(lead.remedy).startswith(_SOLVED_ANYWAY) and (
+                    r.rollback_step is not None or str(r).startswith("roll back")):
+                continue  # "no roll-back: it solved its task" is not followed by one
             if m == "no_progress" and r.knob is knobs.LEARNING_RATE and lr_high:
                 continue  # "is it too low?" of a learning rate already above the recipe
             twin = next((it for it in items if it.same_kind(r)), None)

@@ -1389,3 +1389,14 @@ def test_groups_of_two_are_equal_by_chance_not_because_they_are_solved():
     check = d.check("advantage_collapse")
     assert check.status.value == "warning" and "groups of 2 are equal by chance" in check.summary
     assert d.root_cause.first_action.startswith("num_generations 2 -> 16"), d.root_cause
+
+
+def test_a_kl_spike_after_an_lr_jump_asks_for_the_lr_held_before_it_not_half_the_config():
+    """The lr jumped 1e-4 -> 2e-3 at step 61 and KL spiked to 194 at step 112; the run solved
+    its task. "For the next run, learning_rate 1e-4 -> 5e-5" lowered the healthy lr, and a
+    "roll back before step 112" followed "no roll-back" (helper-32)."""
+    d = _trial("jump_lr_2e-3_at_60")
+    first = d.root_cause.first_action
+    assert first.startswith("no roll-back") and "learning_rate back at 1e-4" in first, first
+    assert not any(p.rollback_step is not None or p.action.startswith("roll back")
+                   for p in d.plan[1:]), d.plan

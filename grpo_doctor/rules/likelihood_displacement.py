@@ -118,11 +118,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # tested over the last two late windows, as KL's rise is, when the fall is no wobble of a
     # near-deterministic policy (-0.02 -> -0.05 nats is "|log pi| up 166%"): twice the step
     # noise (its step-to-step swing was 0.03 there).
+    # A fall that ended just before those windows is tested from where it began (the largest
+    # drop's start) to the end.
     recent = min(len(lp), 2 * late_points(len(lp), 0.2, 3))
-    falling = trend.decreasing(p["alpha"]) or (
-        recent < len(lp) and drop is not None
-        and drop.start_value - drop.end_value >= 2 * step_noise(lp)
-        and mann_kendall(steps[-recent:], lp[-recent:]).decreasing(p["alpha"]))
+    real_drop = drop is not None and drop.start_value - drop.end_value >= 2 * step_noise(lp)
+    since_drop = int(np.searchsorted(steps, drop.start_step)) if drop is not None else 0
+    falling = trend.decreasing(p["alpha"]) or (real_drop and any(
+        8 <= len(lp) - i < len(lp) and mann_kendall(steps[i:], lp[i:]).decreasing(p["alpha"])
+        for i in (len(lp) - recent, since_drop)))
     if not (falling and frac >= p["decline_fraction"]):
         if not crashes:
             return Outcome(Status.OK, f"mean log-prob {fmt(l0)} -> {fmt(lc)}: no sustained "
