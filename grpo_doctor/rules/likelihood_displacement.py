@@ -119,10 +119,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # near-deterministic policy (-0.02 -> -0.05 nats is "|log pi| up 166%"): twice the step
     # noise (its step-to-step swing was 0.03 there).
     # A fall that ended just before those windows is tested from where it began (the largest
-    # drop's start) to the end.
+    # drop's start) to the end. Either way the fall must be one on the run's own scale, its
+    # level down a tenth of its starting magnitude or more (levels, not the drop's two points:
+    # -0.0029 -> -0.075 at one noisy log, on a policy sharpened from -0.56 to -0.025, is
+    # "|log pi| up 2521%" and nothing).
     recent = min(len(lp), 2 * late_points(len(lp), 0.2, 3))
-    real_drop = drop is not None and drop.start_value - drop.end_value >= 2 * step_noise(lp)
     since_drop = int(np.searchsorted(steps, drop.start_step)) if drop is not None else 0
+    level_fell = float(np.median(lp[since_drop:since_drop + 5])) - lc if len(lp) else 0.0
+    real_drop = (drop is not None and drop.start_value - drop.end_value >= 2 * step_noise(lp)
+                 and level_fell >= 0.1 * abs(l0))
     falling = trend.decreasing(p["alpha"]) or (real_drop and any(
         8 <= len(lp) - i < len(lp) and mann_kendall(steps[i:], lp[i:]).decreasing(p["alpha"])
         for i in (len(lp) - recent, since_drop)))

@@ -130,6 +130,19 @@ def entropy_near_deterministic_ends_above_start(n: int = 200) -> Run:
     return make_run(train__entropy=h, train__reward=0.8 + 0.05 * rng.standard_normal(n))
 
 
+def log_prob_sharpened_then_wobbles(n: int = 400) -> Run:
+    """A policy that sharpened (-0.56 -> -0.003 nats) and then wobbles a few hundredths below
+    it, one noisy log at -0.075: "|log pi| up 532%" from a top near 0 is no displacement
+    (a long healthy cosine run warned at a live poll)."""
+    rng = np.random.default_rng(31)
+    t = np.arange(n)
+    lp = (-0.56 * np.exp(-t / 60) - 0.003
+          - np.abs(0.01 * rng.standard_normal(n)) * (t > 300) * (t - 300) / 100)
+    lp[-1] = -0.075
+    return make_run(log_prob_mean=lp,
+                    reward=0.5 + 0.5 * (1 - np.exp(-t / 60)) + 0.02 * rng.standard_normal(n))
+
+
 def zero_std_healthy_noisy() -> Run:
     z = np.clip(0.3 + ar1(13, N, 0.12), 0, 1)
     return make_run(train__frac_reward_zero_std=z, train__reward=rising_reward(14))
@@ -257,6 +270,8 @@ CASES = [
     Case("zero-std groups climb", "advantage_collapse", zero_std_climbs, ("critical",),
          onset=700, tolerance=60),
     Case("zero-std noisy but healthy", "advantage_collapse", zero_std_healthy_noisy, ("ok",)),
+    Case("a sharpened log-prob that wobbles near 0", "likelihood_displacement",
+         log_prob_sharpened_then_wobbles, ("ok",)),
     Case("near-deterministic entropy that ends above its start", "entropy_collapse",
          entropy_near_deterministic_ends_above_start, ("ok",)),
     Case("equal groups cross the line on the plateau at its best", "advantage_collapse",
