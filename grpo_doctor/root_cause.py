@@ -677,9 +677,12 @@ def _restart(run: Run, step: int) -> str:
     to. (Its first values may have been normal: an entropy of 1.03 at the first log, falling
     from there, began there all the same.)"""
     logged = run.steps[run.steps <= step]
-    which = "the first logged step" if len(logged) <= 1 else f"logged step {len(logged)} of the run"
-    return (f"restart from the initial model (it began at step {step_text(step)}, {which}: "
-            "there is no earlier checkpoint to go back to)")
+    if len(logged) <= 1:
+        return (f"restart from the initial model (it began at step {step_text(step)}, the "
+                "first logged step: there is no earlier checkpoint to go back to)")
+    # Steps were logged before it, but too few for a checkpoint worth going back to.
+    return (f"restart from the initial model (it began at step {step_text(step)}, logged step "
+            f"{len(logged)} of the run: too early for a checkpoint worth going back to)")
 
 
 def _rollback_words(run: Run, step: int) -> str:

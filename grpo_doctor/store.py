@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grpo_doctor.errors import ConfigError, FormatError, InputError
+from grpo_doctor.escape import visible
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import find_step_column, map_columns
@@ -474,7 +475,9 @@ def build_run(
                and raw[c].notna().any()]
     if textual and len(textual) == len(raw.columns):
         # Every column is text: a report would call the run inconclusive, as if it were short.
-        names = ", ".join(map(str, textual[:4])) + (" ..." if len(textual) > 4 else "")
+        # Column names come from the file: one line, whatever they hold (a damaged
+        # notebook's "metadata": {} across lines).
+        names = ", ".join(visible(c) for c in textual[:4]) + (" ..." if len(textual) > 4 else "")
         raise InputError(f"{source}: no numbers in any metric column ({names} "
                          f"{agree(len(textual), 'holds', 'hold')} only text)")
 

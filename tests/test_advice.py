@@ -1400,3 +1400,16 @@ def test_a_kl_spike_after_an_lr_jump_asks_for_the_lr_held_before_it_not_half_the
     assert first.startswith("no roll-back") and "learning_rate back at 1e-4" in first, first
     assert not any(p.rollback_step is not None or p.action.startswith("roll back")
                    for p in d.plan[1:]), d.plan
+
+
+def test_a_restart_at_the_second_logged_step_does_not_deny_the_first():
+    """"it began at step 2, logged step 2 of the run: there is no earlier checkpoint" while
+    step 1 is logged (helper-32): a step was logged before it, too early to be worth going
+    back to."""
+    from grpo_doctor.root_cause import _restart
+
+    run = make_run(reward=np.linspace(0.2, 0.1, 10))
+    assert "the first logged step: there is no earlier checkpoint" in _restart(run, 1)
+    second = _restart(run, 2)
+    assert "logged step 2 of the run: too early for a checkpoint worth going back to" in second
+    assert "no earlier checkpoint" not in second
