@@ -14,7 +14,10 @@ What it detects
     rewards often first fire late: the patience). Or, gaining where the task does not: the
     reward up a quarter of its range or more while a held-out score never improved over
     ``patience`` points and ends below ``low_score``, with no format and correctness terms
-    logged for format_gaming to weigh. A 0-1 task score improved when the mean of
+    logged for format_gaming to weigh. Or, held back: a 0-1 task score below ``low_score`` at
+    the end while KL stayed under 0.05 with a beta of 1 or more (20x the recipe's top): the KL
+    term holds the policy at the reference, however the score crawls.
+    A 0-1 task score improved when the mean of
     its last fifth is 0.05 above its first fifth's or 1.25x it: a trend test over 250 points
     finds 0.40 -> 0.44 significant, and that is a crawl, not learning. Or, learning the wrong thing:
     the training reward at its top (a 0/1 training score at 0.9 or more, or most equal-reward
@@ -162,6 +165,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                 "end": round(low[2], 4)}
     improving = [n for n, pr in task.items() if (pr.improving
                  or sparse_improving(run, signals[n])) and _material(run, signals[n])]
+    held_back = _held_back(run, evidence)
+    if held_back is not None and len(r) >= p["patience"]:
+        # Learning, but held at the reference by a KL term far above the recipe: the task's
+        # score still low and the policy barely moved. Config and curves agree: a finding.
+        evidence["threshold"] = (f"a 0-1 task score below {fmt(p['low_score'])} at the end, KL "
+                                 f"below {fmt(_HELD_KL)}, and beta {fmt(_BETA_HOLDS)} or more")
+        return Outcome(Status.WARNING, held_back, onset_step=first_step, evidence=evidence,
+                       remedies=_remedies(run), key_metric=REWARD)
     if (reward.improving or sparse_improving(run, REWARD)) and (not task or improving):
         # Means where the medians tie: a sparse reward (0 on most steps) that pays more often
         # late than early had read "improved (0 -> 0)".
@@ -247,6 +258,30 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                + ": the run is not learning its task")
     return Outcome(Status.WARNING, summary, onset_step=first_step, evidence=evidence,
                    remedies=_remedies(run), key_metric=REWARD)
+
+
+def _held_back(run: Run, evidence: Mapping[str, object]) -> str | None:
+    """The summary when the task's 0-1 score ends low (``task_low``), the run's beta is
+    ``_BETA_HOLDS`` or more and its KL stayed under ``_HELD_KL`` while most groups carried a
+    signal: a leash that holds the policy at the reference, however the score crawls
+    (0.41 -> 0.48 over 200 steps at beta 2, KL 0.01). None otherwise."""
+    low = evidence.get("task_low")
+    beta, _ = knobs.current(run, knobs.KL_COEF)
+    _, kl = series(run, Metric.KL.value)
+    _, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    if not isinstance(low, dict) or beta is None or beta < _BETA_HOLDS or len(kl) < 10:
+        return None
+    kl_end = float(np.median(kl[-max(3, len(kl) // 10):]))
+    mixed = 1.0 - float(np.mean(z[-max(3, len(z) // 5):])) if len(z) >= 10 else 1.0
+    if kl_end >= _HELD_KL or mixed < 0.5:
+        return None
+    return (f"learning held back: the {low['signal']} is still low ({fmt(low['start'])} -> "
+            f"{fmt(low['end'])}, of 1) and the policy barely moved from the reference (KL "
+            f"{fmt(kl_end)} at the end), with beta {fmt(beta)}: the KL term holds it there")
+
+
+#: KL to the reference under which a policy with a beta of ``_BETA_HOLDS`` or more is held.
+_HELD_KL = 0.05
 
 
 def _format_gaming_judges(run: Run) -> bool:

@@ -1246,6 +1246,21 @@ def np_material(nums, past):
     return make_run(train__reward=r, eval_accuracy=held)
 
 
+def np_held_back(nums, past):
+    """A held-out score crawling 0.38 -> 0.47 (improved, still below the line) over the
+    table's points, KL just under (over) its line, with the table's beta (x1.2) as the run's
+    setting."""
+    from dataclasses import replace
+
+    n = int(nums[0])
+    held = np.full(n, np.nan)
+    held[::5] = ramp(len(held[::5]), 0.38, 0.47, 0, len(held[::5]) - 1)
+    kl = np.abs(nums[2] * pick(past, 0.6, 1.4) * (1 + ar1(176, n, 0.02)))
+    run = make_run(train__reward=stalled(n, 177, 0.5, 0.01), eval_accuracy=held,
+                   train__kl=kl, train__frac_reward_zero_std=np.full(n, 0.1))
+    return replace(run, config={"beta": nums[3] * 1.2})
+
+
 def np_stuck_reward(nums, past):
     # With correctness and format terms: a reward gain is format_gaming's to weigh.
     return _stuck(120, 0.1, reward_up=nums[2] * pick(past, 0.8, 1.2), terms=True)
@@ -1559,6 +1574,10 @@ THRESHOLDS: list[Threshold] = [
       r"the reward up (a quarter) of its range or more while a held-out score never improved "
       r"over (\d+)\+ logged points and ends below ([\d.]+)", np_gain_not_carried,
       (param("best_margin"), param("patience"), param("low_score"))),
+    T("no_progress", "warning", "held_back",
+      r"over (\d+)\+ logged points, a 0-1 task score below ([\d.]+) at the end while KL "
+      r"stayed under ([\d.]+) with beta (\d+) or more", np_held_back,
+      (param("patience"), param("low_score"), None, None)),
     T("no_progress", "warning", "stuck_reward",
       r"over (\d+)\+ logged points a 0-1 task score \(held-out, correctness\) never improved "
       r"and ends below ([\d.]+), the reward up less than (a quarter) of its range",
