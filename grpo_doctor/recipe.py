@@ -68,6 +68,9 @@ def _links(primary: Iterable[str] = (), contributing: Iterable[str] = ()) -> tup
 
 #: The chapter's starting learning rate as a share of its ceiling (1e-6 of 5e-6).
 LR_START_SHARE = 0.2
+#: The learning rate's floor: a tenth of the chapter's 1e-6 start (OpenRLHF's 5e-7 and the
+#: 3e-7 of some 7B runs are inside; 1e-8 moves a policy nowhere in any run's length).
+LR_FLOOR = 1e-7
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,10 @@ class Setting:
     low: float | None = None  # the range (None: no bound on that side)
     high: float | None = None
     far: float = 10.0  # a value beyond the range by this factor is far outside
+    far_low: float | None = None  # the same below the range, where it differs from ``far``
+    #: The range is a scale set by the model (a learning rate): a ceiling a user moves takes
+    #: the floor with it, as the chapter's 1e-7 floor is a fiftieth of its 5e-6 ceiling.
+    low_follows_high: bool = False
     risks: Mapping[str, tuple[Link, ...]] = field(default_factory=dict)  # verdict -> links
     why: Mapping[str, str] = field(default_factory=dict)  # verdict -> what the chapter says
     target: str = ""  # what to set it to when outside (a verdict-specific one in ``targets``)
@@ -119,14 +126,19 @@ _CUT_WHY = ("groups of near-identical samples, and ratios against log-probs of a
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "learning_rate", knobs.LEARNING_RATE.names, "1e-6 (never start at 5e-6 or more)",
-        "chapter 8.1, 8.4", low=None, high=5e-6, far=30.0, metric=knobs.LEARNING_RATE.metric,
-        # The chapter's second cause of entropy collapse is "learning rate too large".
+        "chapter 8.1, 8.4", low=LR_FLOOR, high=5e-6, far=30.0, far_low=10.0,
+        metric=knobs.LEARNING_RATE.metric, low_follows_high=True,
+        # The chapter's second cause of entropy collapse is "learning rate too large". Too
+        # small (the chapter has no floor: the mechanism's), the policy never leaves its
+        # reference: nothing is learned.
         risks={HIGH: _links(
             primary=(CATASTROPHIC_UPDATE, _KL, "grad_explosion", "ratio_instability", _LLD,
                      "numerical_failure", "entropy_blowup", _ENTROPY_COLLAPSE),
-            contributing=("reward_overfit",))},
+            contributing=("reward_overfit",)),
+            LOW: _links(primary=("no_progress",))},
         # No numbers here: a recipe override moves the ceiling the sentence beside it names.
-        why={HIGH: "each update takes too large a step"},
+        why={HIGH: "each update takes too large a step",
+             LOW: "each update takes too small a step to move the policy"},
     ),
     Setting(
         "beta", knobs.KL_COEF.names, "0.01 (0.01-0.05), adaptive with target 1.0",
@@ -382,6 +394,10 @@ class Reading:
     def target(self) -> str:
         """What the recipe sets it to (empty when it says nothing concrete)."""
         s = self.setting
+        if s.id == "learning_rate" and self.verdict == LOW:
+            # The recipe's start, as for an lr far above it.
+            return _num((s.high or 5e-6) * LR_START_SHARE
+                        * (LORA_LR_SCALE if self.lora else 1.0))
         if s.id == "learning_rate" and self.verdict == HIGH:
             scale = LORA_LR_SCALE if self.lora else 1.0
             if self.far:
@@ -409,7 +425,9 @@ class Reading:
             bound = s.high if s.high is not None else 0.0
             if s.id == "learning_rate" and self.lora:
                 bound *= LORA_LR_SCALE
-            what = "ceiling" if s.low is None else "range " + s.range_text
+            # (The learning rate's floor is the mechanism's, not the chapter's: its ceiling.)
+            ceiling = s.low is None or s.id == "learning_rate"
+            what = "ceiling" if ceiling else "range " + s.range_text
             if s.id == "learning_rate" and self.lora:
                 what += " for a LoRA adapter"  # 10x a full fine-tune's: said, not silent
             if s.id == "learning_rate" and self.factor <= 1.0 + 1e-9:
@@ -417,9 +435,20 @@ class Reading:
             if self.factor >= 1.95:
                 # A ratio of an absurd value stays readable: "1.6e33x", not 34 digits.
                 times = f"{self.factor:.0f}" if self.factor < 1e4 else _num(self.factor)
-                return f"{times}x {where} {_num(bound)} {what}" if s.low is None \
+                return f"{times}x {where} {_num(bound)} {what}" if ceiling \
                     else f"{times}x the top of {where} {s.range_text}"
-            return f"above {where} {_num(bound) if s.low is None else s.range_text}"
+            return f"above {where} {_num(bound) if ceiling else s.range_text}"
+        if self.verdict == LOW and s.id == "learning_rate" and self.factor is not None:
+            # Against the start a user would set, not the floor: "1000x below the recipe's
+            # start of 1e-4".
+            start = (s.high or 5e-6) * LR_START_SHARE * (LORA_LR_SCALE if self.lora else 1.0)
+            x = as_number(self.value) or 0.0
+            lora = " for a LoRA adapter" if self.lora else ""
+            if x <= 0:
+                return f"no step at all ({where} start is {_num(start)}{lora})"
+            below = start / x
+            times = f"{below:.0f}" if below < 1e4 else _num(below)
+            return f"{times}x below {where} start of {_num(start)}{lora}"
         if self.verdict == LOW and s.low is not None:
             return (f"below {where} {s.range_text}" if s.high is not None
                     else f"below {where} floor of {_num(s.low)}")
@@ -605,13 +634,25 @@ def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:
     """``read_config`` of a Run's config, with the logged learning rate and beta as the
     values of a config that lacks them."""
     logged = {}
+    climbing = False
     for s in settings:
         if s.metric and s.metric in run.frame.columns:
             steps, values = run.finite_series(s.metric)
             if len(values):
                 logged[s.metric] = knobs.schedule_peak(steps, values) \
                     if s.id == "learning_rate" else float(values[-1])
-    return read_config(run.config or {}, settings, logged)
+                if s.id == "learning_rate":
+                    climbing = len(values) >= 2 and values[-1] > values[0] \
+                        and int(values.argmax()) == len(values) - 1
+    setup = read_config(run.config or {}, settings, logged)
+    lr = setup.get("learning_rate")
+    if climbing and lr is not None and lr.verdict == LOW and str(lr.source).startswith(
+            "logged"):
+        # A warm-up still climbing at the log's end: its peak is not in the log, and what it
+        # reached so far says nothing of a rate too low.
+        setup = Setup(tuple(replace_verdict(r, UNKNOWN) if r is lr else r for r in setup),
+                      setup.lora)
+    return setup
 
 
 def as_number(value: Any) -> float | None:
@@ -687,9 +728,12 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
     if s.id == "learning_rate" and high is not None and x >= high:
         # "never 5e-6 or more": the ceiling itself is outside the recipe
         return Reading(s, value, key, HIGH, far=False, factor=1.0, lora=lora)
-    if s.low is not None and x < s.low * (1 - 1e-9):
-        factor = s.low / x if x > 0 else math.inf
-        return Reading(s, value, key, LOW, far=factor >= s.far, factor=factor, lora=lora)
+    low = s.low * (LORA_LR_SCALE if lora and s.id == "learning_rate" else 1.0) \
+        if s.low is not None else None
+    if low is not None and x < low * (1 - 1e-9):
+        factor = low / x if x > 0 else math.inf
+        far_low = s.far if s.far_low is None else s.far_low
+        return Reading(s, value, key, LOW, far=factor >= far_low, factor=factor, lora=lora)
     return Reading(s, value, key, OK, lora=lora)
 
 
@@ -758,7 +802,8 @@ def replace_verdict(reading: Reading, verdict: str) -> Reading:
 def with_overrides(overrides: Mapping[str, Mapping[str, float]],
                    settings: Iterable[Setting] = SETTINGS) -> tuple[Setting, ...]:
     """The recipe with a user's ranges: ``{"learning_rate": {"high": 1e-4}}`` (keys ``low``,
-    ``high``, ``far``). Unknown knobs or keys raise ValueError with what exists."""
+    ``high``, ``far``; a learning rate's floor moves with its ceiling unless set). Unknown knobs
+    or keys raise ValueError with what exists."""
     by_id = {s.id: s for s in settings}
     for name, values in overrides.items():
         if name not in by_id:
@@ -774,7 +819,11 @@ def with_overrides(overrides: Mapping[str, Mapping[str, float]],
                                  f"{' of at least 1' if k == 'far' else ' of at least 0'}, "
                                  f"got {v!r}")
         changes: dict[str, Any] = {k: float(v) for k, v in values.items()}
-        moved = replace(by_id[name], **changes)
+        base = by_id[name]
+        if base.low_follows_high and "high" in values and "low" not in values \
+                and base.low is not None and base.high:
+            changes["low"] = base.low * float(values["high"]) / base.high
+        moved = replace(base, **changes)
         if {"low", "high"} & set(values):
             # The chapter's words for its range would contradict the range now applied.
             moved = replace(moved, recipe=f"{moved.range_text} (your recipe)")

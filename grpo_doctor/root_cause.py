@@ -612,9 +612,10 @@ _EXPLOITS = (("format_gaming", "a format term"), ("length_hacking", "completion 
 
 
 def _gamed_through(run: Run, root: Event, checks: Sequence[Check]) -> _Lead | None:
-    """A held-out score that fell while the train reward rose, with a finding that shows
-    what the policy exploits (a format term, length, tool calls) from the turnover on: that
-    finding's fix first, then the audit of the highest-reward samples. (A length drift that
+    """A held-out score that fell while the train reward rose: a reward that pays nothing the
+    task checks gets its missing term first; else a finding that shows what the policy
+    exploits (a format term, length, tool calls) from the turnover on gets its fix first,
+    then the audit of the highest-reward samples. (A length drift that
     began 45 logged points after the held-out score turned over is a consequence, not what a
     lenient verifier was gamed through.)"""
     if root.check.mode != "reward_hacking" or not any(
@@ -622,6 +623,16 @@ def _gamed_through(run: Run, root: Event, checks: Sequence[Check]) -> _Lead | No
             if isinstance(f, dict)):
         return None
     by_mode = {c.mode: c for c in checks if c.fired}
+    # The log (or the config) shows the reward pays nothing the task checks (its only term
+    # a length reward): the reward's design is the cause, and what the policy games it
+    # through (the length) follows from it; an audit or a length fix would leave it.
+    stuck = by_mode.get("no_progress")
+    if stuck is not None and stuck.remedies and (
+            stuck.evidence.get("memorised") or {}).get("kind") == "reward":
+        text = (f"{stuck.remedies[0]} (the held-out score fell while the train reward rose); "
+                "then audit the highest-reward samples by hand")
+        return _Lead(knobs.Remedy(text), summary=f"a reward that pays something the task does "
+                     f"not: {root.summary}; {stuck.summary}")
     for mode, what in _EXPLOITS:
         check = by_mode.get(mode)
         if check is None or not check.remedies or _setup_finding(check):
@@ -634,15 +645,6 @@ def _gamed_through(run: Run, root: Event, checks: Sequence[Check]) -> _Lead | No
                 "samples by hand")
         return _Lead(knobs.Remedy(text), summary=f"reward hacking through {what}: "
                      f"{root.summary}; {check.summary}")
-    # No exploit to name, but the log shows the reward pays nothing the task checks (every
-    # logged term is, say, a length reward): the reward's design is the fix, not an audit.
-    stuck = by_mode.get("no_progress")
-    if stuck is not None and stuck.remedies and (
-            stuck.evidence.get("memorised") or {}).get("kind") == "reward":
-        text = (f"{stuck.remedies[0]} (the held-out score fell while the train reward rose); "
-                "then audit the highest-reward samples by hand")
-        return _Lead(knobs.Remedy(text), summary=f"a reward that pays something the task does "
-                     f"not: {root.summary}; {stuck.summary}")
     return None
 
 

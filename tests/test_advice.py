@@ -97,7 +97,8 @@ def test_a_remedy_never_sets_a_knob_to_the_value_it_has(value):
 
 @pytest.mark.parametrize("value,verdict,far", [
     (1e-6, recipe.OK, False), (5e-6, recipe.HIGH, False), (1e-4, recipe.HIGH, False),
-    (3e-3, recipe.HIGH, True)])
+    (3e-3, recipe.HIGH, True), (1e-7, recipe.OK, False), (3e-7, recipe.OK, False),
+    (5e-8, recipe.LOW, False), (1e-8, recipe.LOW, True), (0, recipe.LOW, True)])
 def test_learning_rates_against_the_recipe(value, verdict, far):
     reading = recipe.read_config({"learning_rate": value}).get("learning_rate")
     assert (reading.verdict, reading.far) == (verdict, far)
@@ -108,6 +109,33 @@ def test_a_lora_adapter_gets_ten_times_the_learning_rate():
     lora = recipe.read_config({"learning_rate": 2e-5, "use_peft": True,
                                "lora_r": 16}).get("learning_rate")
     assert full.verdict == recipe.HIGH and lora.verdict == recipe.OK
+
+
+def test_an_lr_floor_scales_with_lora_and_with_a_ceiling_the_user_moves():
+    """The floor is a tenth of the start: x10 for a LoRA adapter; a user's ceiling of 5e-4
+    (a tiny model) takes it to 1e-5, unless the user sets it; the fix is the start."""
+    lora = recipe.read_config({"learning_rate": 5e-7, "use_peft": True}).get("learning_rate")
+    assert lora.verdict == recipe.LOW and not lora.far
+    assert lora.fix() == "learning_rate 5e-7 -> 1e-5"
+    tiny = recipe.with_overrides({"learning_rate": {"high": 5e-4}})
+    low = recipe.read_config({"learning_rate": 1e-7}, tiny).get("learning_rate")
+    assert (low.verdict, low.far) == (recipe.LOW, True)
+    assert low.sentence() == "learning_rate 1e-7 is 1000x below the recipe's start of 1e-4"
+    assert low.fix() == "learning_rate 1e-7 -> 1e-4"
+    own = recipe.with_overrides({"learning_rate": {"high": 5e-4, "low": 1e-8}})
+    assert recipe.read_config({"learning_rate": 1e-7}, own).get("learning_rate").verdict \
+        == recipe.OK
+    beta = recipe.with_overrides({"beta": {"high": 0.5}})  # a range that is no scale stays
+    assert next(s for s in beta if s.id == "beta").low == 0.01
+
+
+def test_a_warmup_still_climbing_at_the_logs_end_is_no_lr_too_low():
+    """The first 20 steps of a warm-up to 1e-6 logged at 2e-8: its peak is not in the log."""
+    steps = np.arange(1, 21)
+    climbing = make_run(reward=np.full(20, 0.5), learning_rate=1e-6 * steps / 1000)
+    assert recipe.read_run(climbing).get("learning_rate").verdict == recipe.UNKNOWN
+    flat = make_run(reward=np.full(20, 0.5), learning_rate=np.full(20, 2e-8))
+    assert recipe.read_run(flat).get("learning_rate").verdict == recipe.LOW
 
 
 def test_recipe_overrides_are_checked():
@@ -125,7 +153,7 @@ def test_an_overridden_range_is_the_only_range_the_advice_names():
     reading = recipe.read_config({"learning_rate": 2e-3}, settings).get("learning_rate")
     said = f"{reading.fix()} ({reading.sentence()}; {reading.setting.why[reading.verdict]})"
     assert "5e-4" in said and "5e-6" not in said and "1e-6" not in said, said
-    assert reading.recipe_text == "below 5e-4 (your recipe)"
+    assert reading.recipe_text == "1e-5-5e-4 (your recipe)"  # the floor moved with it
     untouched = recipe.read_config({"learning_rate": 2e-5}).get("learning_rate")
     assert untouched.recipe_text == "1e-6 (never start at 5e-6 or more)"
 
@@ -1131,9 +1159,11 @@ def _stalled(n: int = 120, seed: int = 4):
 def test_a_learning_rate_far_below_the_chapters_start_is_the_first_action_of_a_stall():
     d = diagnose(_stalled(), DoctorConfig(run_config={"learning_rate": 1e-9}))
     assert d.root_cause.mode == "no_progress", d.root_cause
-    assert d.root_cause.first_action.startswith(
-        "learning_rate 1e-9 -> 1e-6 (a learning rate of 1e-9 is 1,000x below the chapter's "
-        "1e-6 start"), d.root_cause.first_action
+    # Nothing was learned: a restart, at the recipe's start.
+    first = d.root_cause.first_action
+    assert first.startswith("restart from the initial model"), first
+    assert ("learning_rate 1e-9 -> 1e-6 (learning_rate 1e-9 is 1000x below the recipe's "
+            "start of 1e-6") in first, first
     ordinary = diagnose(_stalled(), DoctorConfig(run_config={"learning_rate": 1e-6}))
     assert not ordinary.root_cause.first_action.startswith("learning_rate")
 
@@ -1413,3 +1443,56 @@ def test_a_restart_at_the_second_logged_step_does_not_deny_the_first():
     second = _restart(run, 2)
     assert "logged step 2 of the run: too early for a checkpoint worth going back to" in second
     assert "no earlier checkpoint" not in second
+
+
+def test_an_lr_far_below_the_models_recipe_is_the_first_action_of_a_run_that_never_moved():
+    """lr 1e-7 on a model whose recipe starts at 1e-4 (helper-32's N1r, verl/wandb): the
+    policy never left its reference (KL 2e-6) while 98% of groups had mixed rewards. It read
+    INCONCLUSIVE ("reward up only within its noise"), and on TensorBoard "raise the learning
+    rate x3" (3e-7: still 300x too low, against the chapter's 5e-6, not the user's recipe)."""
+    d = _trial("lr_1e-7")
+    assert d.status == "warning"
+    rc = d.root_cause
+    assert rc.mode == "no_progress" and "never left its reference" in rc.summary, rc
+    assert "actor_rollout_ref.actor.optim.lr 1e-7 -> 1e-4" in rc.first_action, rc.first_action
+    assert "1000x below the recipe's start of 1e-4" in rc.first_action
+    assert "x3" not in rc.first_action and "5e-6" not in rc.first_action
+
+
+def test_a_reward_the_config_builds_of_length_alone_gets_its_correctness_term_first():
+    """verl on TensorBoard, reward = length only (``reward.weights: {length: 1.0}``), no term
+    logged: the held-out score fell while the length drifted, and the first action was the
+    length exploit's generic fix (helper-31); its TRL twin, whose terms are logged, got "add a
+    reward term that pays correct answers". The config names the terms: the same action."""
+    rc = _trial("length_only_reward").root_cause
+    assert rc.first_action.startswith("add a reward term that pays correct answers"), rc
+    assert "no reward term the config names pays correct answers (length is all the reward)" \
+        in rc.summary, rc.summary
+
+
+def test_a_length_cost_that_shortened_the_answers_is_named_with_its_weight():
+    """reward = exact + 0.2 format - 8 x length/max_len: completions fell 4.09 -> 1.02 tokens
+    and the held-out score fell. The first action named "a length or cost reward" only in the
+    else-branch of a generic look at short completions (helper-31)."""
+    first = _trial("cost_hack_len_-8").root_cause.first_action
+    assert "cut the length_reward term (weight -8 in the config" in first, first
+    assert "gate it on correctness" in first
+
+
+def test_a_length_term_is_paid_in_the_direction_its_weight_says():
+    """TRL logs each reward function's raw output: a length term falling with the length is
+    paid to fall only when the config charges it (a negative weight)."""
+    from dataclasses import replace as dc_replace
+
+    from grpo_doctor.rules import length_hacking
+
+    n = 60
+    length = np.linspace(8, 1.5, n)
+    run = make_run(reward=np.linspace(0.2, 0.6, n), completion_length=length,
+                   rewards__length_reward__mean=length / 10)
+    for weights, named in (([1.0, -8.0], True), ([1.0, 8.0], False), (None, False)):
+        config = {"reward_funcs": ["accuracy_reward", "length_reward"]}
+        if weights is not None:
+            config["reward_weights"] = weights
+        said = length_hacking._length_term_paid(dc_replace(run, config=config), shorter=True)
+        assert (said is not None) == named, (weights, said)

@@ -45,6 +45,9 @@ from grpo_doctor.rules.points import aligned, head_tail, late_points, series, sn
 from grpo_doctor.rules.signals import (
     component_role,
     components,
+    configured_weight,
+    length_term,
+    mean_gain,
     rank_correlation,
     reward_progress,
     task_progress,
@@ -302,17 +305,45 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             "check the reward for a length preference (correlate reward with length)",
         )
     elif any(s.get("collapse") for s in shapes):
-        remedies = _collapse_remedies()
+        term = _length_term_paid(run, shorter=True)
+        remedies = _collapse_remedies() if term is None else (
+            f"cut the {term}: the policy shortens its answers to escape it (completions "
+            f"{fmt(l0)} -> {fmt(lc)} tokens); gate it on correctness, so that a short wrong "
+            "answer earns nothing", *_collapse_remedies()[1:])
     else:
+        term = _length_term_paid(run, shorter=False)
         remedies = (
             "length-normalise the reward; gate any length/cost reward on correctness",
             "check the reward for a length preference (correlate reward with length)",
-        )
+        ) if term is None else (
+            f"cap or drop the {term}: it pays for length itself (completions "
+            f"{fmt(l0)} -> {fmt(lc)} tokens); gate it on correctness",
+            "check the reward for a length preference (correlate reward with length)")
     if collapses:
         onset = earliest
         summary += f"; earlier: {inc.describe(collapses, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=str(shapes[0]["metric"]), incidents=tuple(collapses))
+
+
+def _length_term_paid(run: Run, *, shorter: bool) -> str | None:
+    """'length_reward term (weight -8 in the config; 0.51 -> 0.13)': the logged reward term
+    named for length whose weighted mean rose as the completions moved (``shorter``: fell):
+    the policy is paid by it for the length it took. A term logged as its raw value (TRL logs
+    each function's output before its weight) counts with the weight's sign the config gives
+    it. None when there is none."""
+    for name, col in components(run).items():
+        if not length_term(name):
+            continue
+        weight = configured_weight(run, name)
+        _, v = series(run, col)
+        sign = -1.0 if weight is not None and weight < 0 else 1.0
+        if sign * mean_gain(run, col) <= 0.1 * (float(np.ptp(v)) or 1.0):
+            continue
+        start, end = head_tail(v)
+        said = f"weight {fmt(weight)} in the config; " if weight is not None else ""
+        return f"{name} term ({said}{fmt(start)} -> {fmt(end)})"
+    return None
 
 
 def _task_signal(run: Run) -> str:

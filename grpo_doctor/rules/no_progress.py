@@ -146,8 +146,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                  f"{fmt(SOLVED_HELDOUT)}")
         held = (f"the held-out score went {fmt(m.held_start)} -> {fmt(m.held_end)} (never "
                 f"above {fmt(m.held_best)})")
+        named = ("logged reward term" if m.terms_from == "logged"
+                 else "reward term the config names")
         why = {"prompts": "the policy learned its training set",
-               "reward": f"no logged reward term pays correct answers "
+               "reward": f"no {named} pays correct answers "
                          f"({', '.join(m.terms)} {'is' if len(m.terms) == 1 else 'are'} "
                          f"all the reward)",
                "either": "the reward pays for something the held-out task does not, or the "
@@ -181,6 +183,21 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if improving:
         return Outcome(Status.OK, f"the task improved ({', '.join(improving)})",
                        evidence=evidence, key_metric=REWARD)
+    frozen = _never_moved(run) if len(r) >= p["patience"] else None
+    if frozen is not None:
+        # Nothing learned, and the log shows why: a policy that never left its reference
+        # while its groups carried a signal took updates too small to move it (the learning
+        # rate, a leash, or weights that do not train), whatever its reward's noise.
+        kl_end, mixed = frozen
+        evidence["threshold"] = (f"no improvement over {n_logged:,} logged points, KL below "
+                                 f"{fmt(_FROZEN_KL)} to the end, most groups mixed")
+        summary = (f"learning held back: over {n_logged:,} logged points the policy never "
+                   f"left its reference (KL {fmt(kl_end)} at the end) while {mixed:.0%} of "
+                   f"groups had mixed rewards to learn from, and the reward stayed where it "
+                   f"was ({_ends(run, REWARD, start, now)}): the updates are too small to "
+                   "move it")
+        return Outcome(Status.WARNING, summary, onset_step=first_step, evidence=evidence,
+                       remedies=_remedies(run), key_metric=REWARD)
     # A reward that climbed well above its first points before it fell has learned, then lost
     # it: reward_overfit's fall, not a run that is not learning (its "start", the first fifth,
     # can hold the whole climb of a long log).
@@ -267,17 +284,51 @@ def _held_back(run: Run, evidence: Mapping[str, object]) -> str | None:
     (0.41 -> 0.48 over 200 steps at beta 2, KL 0.01). None otherwise."""
     low = evidence.get("task_low")
     beta, _ = knobs.current(run, knobs.KL_COEF)
-    _, kl = series(run, Metric.KL.value)
-    _, z = series(run, Metric.ZERO_STD_FRACTION.value)
-    if not isinstance(low, dict) or beta is None or beta < _BETA_HOLDS or len(kl) < 10:
+    still = _stillness(run)
+    if not isinstance(low, dict) or beta is None or beta < _BETA_HOLDS or still is None:
         return None
-    kl_end = float(np.median(kl[-max(3, len(kl) // 10):]))
-    mixed = 1.0 - float(np.mean(z[-max(3, len(z) // 5):])) if len(z) >= 10 else 1.0
-    if kl_end >= _HELD_KL or mixed < 0.5:
+    kl_end, mixed = still
+    if kl_end >= _HELD_KL or (mixed is not None and mixed < 0.5):
         return None
     return (f"learning held back: the {low['signal']} is still low ({fmt(low['start'])} -> "
             f"{fmt(low['end'])}, of 1) and the policy barely moved from the reference (KL "
             f"{fmt(kl_end)} at the end), with beta {fmt(beta)}: the KL term holds it there")
+
+
+def _stillness(run: Run) -> tuple[float, float | None] | None:
+    """How far the policy got from its reference and what it had to learn from: the median KL
+    of the log's last tenth, and the share of groups with mixed rewards over its last fifth
+    (None when not logged). None when KL is not logged (10 points or more)."""
+    _, kl = series(run, Metric.KL.value)
+    if len(kl) < 10:
+        return None
+    _, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    kl_end = float(np.median(kl[-max(3, len(kl) // 10):]))
+    mixed = 1.0 - float(np.mean(z[-max(3, len(z) // 5):])) if len(z) >= 10 else None
+    return kl_end, mixed
+
+
+def _never_moved(run: Run) -> tuple[float, float] | None:
+    """(KL at the end, mixed share) when the policy never left its reference: KL below
+    ``_FROZEN_KL`` at the end and on nine logged points in ten, while most groups had mixed
+    rewards to learn from. A KL column of zeros counts only with a beta the config sets above
+    0 (with beta 0 a framework may log 0 for a KL it never computed). None otherwise."""
+    still = _stillness(run)
+    if still is None or still[1] is None or still[1] < 0.5 or still[0] >= _FROZEN_KL:
+        return None
+    _, kl = series(run, Metric.KL.value)
+    if float(np.quantile(kl, 0.9)) >= _FROZEN_KL:
+        return None
+    beta, _ = knobs.current(run, knobs.KL_COEF)
+    if float(np.max(np.abs(kl))) == 0.0 and not (beta is not None and beta > 0):
+        return None
+    return still[0], still[1]
+
+
+#: KL to the reference below which, at the end of 100+ logged points and on nearly all of
+#: them, a policy never left it: a healthy run of any size is 10-1000x above it by then
+#: (0.001-0.3 on the real runs), a learning rate 1000x too small is at 1e-6.
+_FROZEN_KL = 1e-4
 
 
 #: KL to the reference under which a policy with a beta of ``_BETA_HOLDS`` or more is held.
@@ -347,9 +398,9 @@ _OUT_OF_REACH = 0.2
 def _moved_and_paid(run: Run) -> bool:
     """The policy moved (KL to the reference at ``_STILL_KL`` or more at the end, when logged)
     and the reward varied (it paid some answers and not others)."""
-    _, kl = series(run, Metric.KL.value)
+    still = _stillness(run)
     _, r = series(run, REWARD)
-    moved = len(kl) < 10 or float(np.median(kl[-max(3, len(kl) // 10):])) >= _STILL_KL
+    moved = still is None or still[0] >= _STILL_KL
     return moved and len(r) >= 10 and float(np.ptp(r)) > 0
 
 
@@ -361,14 +412,10 @@ def _barely_moved(run: Run) -> str | None:
     """Why the updates were too small, when the log shows it: the KL to the reference still
     below ``_STILL_KL`` at the end while most groups carried a signal (mixed rewards). None
     when KL is not logged or the groups were mostly equal (nothing to learn from)."""
-    _, kl = series(run, Metric.KL.value)
-    _, z = series(run, Metric.ZERO_STD_FRACTION.value)
-    if len(kl) < 10 or len(z) < 10:
+    still = _stillness(run)
+    if still is None or still[1] is None or still[0] >= _STILL_KL or still[1] < 0.5:
         return None
-    kl_end = float(np.median(kl[-max(3, len(kl) // 10):]))
-    mixed = 1.0 - float(np.mean(z[-max(3, len(z) // 5):]))
-    if kl_end >= _STILL_KL or mixed < 0.5:
-        return None
+    kl_end, mixed = still
     return (f"the policy barely moved from the reference (KL {fmt(kl_end)} at the end) "
             f"while {mixed:.0%} of groups had mixed rewards to learn from")
 
@@ -466,7 +513,9 @@ def _lr_remedy(run: Run, still: str | None = None) -> knobs.Remedy:
     # the recipe) merges this into that item rather than asking both ways.
     value, _ = knobs.configured_value(run, knobs.LEARNING_RATE)
     now = f" (now {knobs.knob_value(float(value))})" if isinstance(value, (int, float)) else ""
-    if still is not None and isinstance(value, (int, float)) and _lr_far_below(run):
+    if still is not None and isinstance(value, (int, float)) and 0 <= value < _LR_START:
+        # Below the chapter's start while the policy stood still: raise it to the start (x3
+        # from 1e-7 is still a step that moves nothing).
         return knobs.Remedy(f"learning_rate {knobs.knob_value(float(value))} -> "
                             f"{knobs.knob_value(_LR_START)} ({still}; a LoRA adapter takes "
                             "about 10x that)", knob=knobs.LEARNING_RATE)

@@ -5,11 +5,14 @@ Kept here so that "reward still improving" means the same thing in every rule's 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import Metric
+from grpo_doctor.rules.knobs import flatten
 from grpo_doctor.rules.points import aligned, end_size, head_tail, late_points, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
@@ -221,6 +224,7 @@ class Memorised:
     held_end: float  # and of its last fifth
     held_best: float
     terms: tuple[str, ...] = ()  # the reward's terms, for "reward"
+    terms_from: str = "logged"  # where they were read: "logged" or "the config"
 
 
 #: A held-out score (0-1) that never rose by this much never improved.
@@ -240,8 +244,13 @@ def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
     start, end = float(np.mean(held[:k])), float(np.mean(held[-k:]))
     if end >= SOLVED_HELDOUT or end - start >= HELDOUT_GAIN:
         return None
-    terms = components(run)
+    terms: Mapping[str, object] = components(run)
     correct = [n for n in terms if component_role(run, n) == "correctness"]
+    if not terms:
+        # No term logged: the config may name them (open-r1's reward_funcs).
+        terms = dict.fromkeys(configured_terms(run))
+        correct = [n for n in terms if run.reward_roles.get(n, role_by_name(n))
+                   == "correctness"]
     kind = "prompts" if correct else "reward" if terms else "either"
     score = zero_one_score(run)
     train_end = head_tail(score[1], frac=frac)[1] if score is not None else None
@@ -254,7 +263,8 @@ def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
     else:
         return None
     return Memorised(kind, what, start, end, float(held.max()),
-                     tuple(terms) if kind == "reward" else ())
+                     tuple(terms) if kind == "reward" else (),
+                     "logged" if components(run) else "the config")
 
 
 def task_solved(run: Run, frac: float = 0.2) -> bool:
@@ -324,6 +334,65 @@ def late_level(run: Run, metric: str, frac: float = 0.2) -> float | None:
     if len(v) < 3:
         return None
     return head_tail(v, frac=frac)[1]
+
+
+#: Config keys that name the reward's terms: a list of names (open-r1's and many TRL
+#: scripts' ``reward_funcs``), or a table of weights keyed by name (``reward.weights``).
+_TERM_LISTS = ("reward_funcs", "reward_functions")
+_TERM_TABLES = ("reward.weights", "reward_weights")
+
+
+def configured_terms(run: Run) -> tuple[str, ...]:
+    """The reward's terms as the run's config names them, in its order; () when it names
+    none. (TRL's ``reward_weights`` is a bare list of numbers: no names.)"""
+    flat = flatten(run.config) if run.config else {}
+    for key, value in flat.items():
+        if key.rsplit(".", 1)[-1] in _TERM_LISTS:
+            names = value.split(",") if isinstance(value, str) else value
+            if isinstance(names, (list, tuple)):
+                listed = tuple(str(n).strip().rsplit(".", 1)[-1] for n in names
+                               if isinstance(n, str) and str(n).strip())
+                if listed:
+                    return listed
+    found: list[str] = []
+    for key in flat:
+        for table in _TERM_TABLES:
+            marker = table + "."
+            if key.startswith(marker) or "." + marker in key:
+                rest = key.split(marker, 1)[1]
+                if rest and "." not in rest:
+                    found.append(rest)
+    return tuple(found)
+
+
+def configured_weight(run: Run, name: str) -> float | None:
+    """The weight the config gives the reward term ``name``: ``reward_weights`` (a list in
+    the order of the names ``configured_terms`` reads) or a ``reward.weights`` table; None
+    when it gives none."""
+    flat = flatten(run.config) if run.config else {}
+    terms = configured_terms(run)
+    for key, value in flat.items():
+        last = key.rsplit(".", 1)[-1]
+        if last in _TERM_TABLES and isinstance(value, (list, tuple)) and len(value) == len(
+                terms) and name in terms:
+            weight = value[terms.index(name)]
+        elif any(key.endswith(f"{t}.{name}") for t in _TERM_TABLES):
+            weight = value
+        else:
+            continue
+        if isinstance(weight, (int, float)) and not isinstance(weight, bool):
+            return float(weight)
+    return None
+
+
+#: Words that name a reward term paid (or charged) by completion length.
+_LENGTH_TERM = re.compile(r"(length|(^|[_\W])len([_\W]|$)|cost|brev|concise|short|overlong|"
+                          r"verbos)", re.IGNORECASE)
+
+
+def length_term(name: str) -> bool:
+    """A reward term whose name says it pays or charges for completion length."""
+    return role_by_name(name) == "other" and bool(_LENGTH_TERM.search(name))
 
 
 def components(run: Run) -> dict[str, str]:

@@ -1261,6 +1261,18 @@ def np_held_back(nums, past):
     return replace(run, config={"beta": nums[3] * 1.2})
 
 
+def np_never_moved(nums, past):
+    """A reward of flat noise over the table's points, mixed groups, KL just under (over) the
+    table's line on nine points in ten, with a beta the config sets."""
+    from dataclasses import replace
+
+    n = int(nums[0])
+    kl = np.abs(nums[1] * pick(past, 0.5, 1.5) * (1 + ar1(178, n, 0.05)))
+    run = make_run(train__reward=stalled(n, 179, 0.5, 0.02), train__kl=kl,
+                   train__frac_reward_zero_std=np.full(n, 0.1))
+    return replace(run, config={"beta": 0.04})
+
+
 def np_stuck_reward(nums, past):
     # With correctness and format terms: a reward gain is format_gaming's to weigh.
     return _stuck(120, 0.1, reward_up=nums[2] * pick(past, 0.8, 1.2), terms=True)
@@ -1578,6 +1590,9 @@ THRESHOLDS: list[Threshold] = [
       r"over (\d+)\+ logged points, a 0-1 task score below ([\d.]+) at the end while KL "
       r"stayed under ([\d.]+) with beta (\d+) or more", np_held_back,
       (param("patience"), param("low_score"), None, None)),
+    T("no_progress", "warning", "never_moved",
+      r"or over (\d+)\+ logged points nothing improved while KL stayed below ([\d.]+) to the "
+      r"end", np_never_moved, (param("patience"), None)),
     T("no_progress", "warning", "stuck_reward",
       r"over (\d+)\+ logged points a 0-1 task score \(held-out, correctness\) never improved "
       r"and ends below ([\d.]+), the reward up less than (a quarter) of its range",
