@@ -260,8 +260,22 @@ def with_given_config(run: Run, given: Mapping[str, object]) -> Run:
     # "The log's own config": the log may still log one of them as a metric (a learning
     # rate curve); what it lacks is a config naming them.
     note = ("settings given for the run ([config] or --train-config; the log's own config "
-            f"names none of them): {', '.join(sorted(added))}")
+            f"names none of them): {_given_words(added)}")
     return replace(run, config={**run.config, **added}, notes=[*notes, note])
+
+
+def _given_words(added: Mapping[str, object]) -> str:
+    """The given settings the advice reads, by the names the file gives them, and how many
+    other keys came with them ("learning_rate, num_generations and 20 more keys"): a
+    config file of 40 keys listed whole buries the report it heads."""
+    from grpo_doctor.importers.sidecar import RECIPE_NAMES
+
+    read = sorted(k for k in added if any(k == name or k.endswith("." + name)
+                                          for names in RECIPE_NAMES for name in names))
+    if not read:
+        return ", ".join(sorted(added))
+    rest = len(added) - len(read)
+    return ", ".join(read) + (f" and {plural(rest, 'more key', 'more keys')}" if rest else "")
 
 
 def _own_config_disagreements(own: Mapping[str, object], given: Mapping[str, object]

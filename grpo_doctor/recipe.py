@@ -300,6 +300,19 @@ SETTINGS: tuple[Setting, ...] = (
         target="1",
     ),
     Setting(
+        "adam_epsilon", ("actor_rollout_ref.actor.optim.eps", "policy.optimizer.kwargs.eps",
+                         "optimizer.kwargs.eps", "adam_epsilon", "adam_eps", "optim.eps"),
+        "1e-8 (the optimizers' default)", "the frameworks' default (not in the chapter)",
+        high=1e-5, far=100.0,
+        # Adam divides each step by sqrt(v) + eps: an epsilon far above a language model's
+        # gradient scale (1e-4 to 1e-6 per weight) turns every step into lr * g / eps, a
+        # step too small to move the policy.
+        risks={HIGH: _links(primary=("no_progress",))},
+        why={HIGH: "an epsilon this large swamps Adam's gradient scale: every update shrinks "
+                   "towards nothing"},
+        target="1e-8",
+    ),
+    Setting(
         "ref_model_sync_steps", ("actor_rollout_ref.ref.update_steps", "ref_update_steps",
                                  "ref_model_sync_steps", "reference_update_steps"),
         "every 5,000 steps", "chapter 3 (KL drift), 8.4", kind="number", note_only=True,

@@ -31,8 +31,8 @@ def knob_value(x: float) -> str:
     if abs(x) < 1e-3 or abs(x) >= 1e7:
         mantissa, _, exponent = f"{x:.1e}".partition("e")
         return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
-    if float(x).is_integer():
-        return str(int(x))
+    if float(x).is_integer() or abs(x) >= 1e3:  # 99999.99 is 100000, not 1e+05
+        return str(int(round(x)))
     return f"{x:.4g}"
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from bench.advice import ADVICE_ROWS, CORPUS_RECIPE, REAL_HEALTHY, corpus_config
 from grpo_doctor import recipe
 from grpo_doctor.config import DoctorConfig
-from grpo_doctor.engine import diagnose
+from grpo_doctor.engine import diagnose, with_given_config
 from grpo_doctor.findings import PlanItem
 from grpo_doctor.importers import load_runs
 from grpo_doctor.rules import knobs
@@ -1496,3 +1496,35 @@ def test_a_length_term_is_paid_in_the_direction_its_weight_says():
             config["reward_weights"] = weights
         said = length_hacking._length_term_paid(dc_replace(run, config=config), shorter=True)
         assert (said is not None) == named, (weights, said)
+
+
+def test_an_adam_epsilon_that_swamps_the_gradient_is_why_the_policy_never_moved():
+    """adam_epsilon 1 (the default is 1e-8): every step lr * g / eps, KL 2e-4 after 200 steps
+    with 98% of groups mixed. It read INCONCLUSIVE ("reward not improving: it never left its
+    level"); the lr it would have blamed is the model's healthy 1e-4."""
+    d = _trial("adam_eps_1")
+    assert d.status == "warning"
+    rc = d.root_cause
+    assert "never left its reference" in rc.summary, rc.summary
+    assert "adam_epsilon 1 -> 1e-8" in rc.first_action, rc.first_action
+    assert "100000x the recipe's 1e-5 ceiling" in rc.first_action  # not "1e+05x"
+    assert "learning_rate" not in rc.first_action
+
+
+def test_a_given_config_is_said_by_the_settings_the_advice_reads():
+    """--train-config of 25 keys beside a CSV: the note named all 25; now the ones the advice
+    reads, and how many others came with them."""
+    run = make_run(reward=np.linspace(0.1, 0.9, 60))
+    given = {"learning_rate": 1e-6, "beta": 0.04, "seed": 1, "run_name": "x", "logging_steps": 1}
+    note = with_given_config(run, given).notes[-1]
+    assert note.endswith("names none of them): beta, learning_rate and 3 more keys"), note
+
+
+@given(st.floats(1e-12, 1e12, allow_nan=False))
+def test_a_knob_value_reads_as_a_config_writes_it(x):
+    """Never "1e+05": a factor of 99999.99 is 100000; small values are 1e-8, not 1e-08."""
+    from grpo_doctor.text import knob_value
+
+    said = knob_value(x)
+    assert "e+" not in said and "e-0" not in said, said
+    assert float(said) == pytest.approx(x, rel=0.06, abs=0.5)

@@ -81,6 +81,8 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
     ("actor_rollout_ref.actor.loss_agg_mode", "loss_agg_mode", "loss_type"),
     ("actor_rollout_ref.actor.ppo_epochs", "ppo_epochs", "max_epochs", "num_iterations",
      "num_ppo_epochs", "update_epochs"),
+    ("actor_rollout_ref.actor.optim.eps", "policy.optimizer.kwargs.eps",
+     "optimizer.kwargs.eps", "adam_epsilon", "adam_eps", "optim.eps"),
     ("actor_rollout_ref.ref.update_steps", "ref_update_steps", "ref_model_sync_steps",
      "reference_update_steps"),
     ("algorithm.kl_ctrl.type", "kl_ctrl.type", "adaptive_kl", "kl_target", "target_kl",
