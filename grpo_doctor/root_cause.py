@@ -522,8 +522,8 @@ def _smaller_updates(run: Run, step: int) -> knobs.Remedy:
     logged = _lr_in_force(run, step)
     if jump is not None and jump.step <= step and logged is not None and (
             logged[0] >= 0.9 * jump.after):
-        return knobs.Remedy(f"learning_rate back at {_lr(jump.before)} ({jump.words()}; "
-                            f"step {step_text(step)} was at the new level)",
+        return knobs.Remedy(jump.back("learning_rate", f"; step {step_text(step)} was at the "
+                                                       "new level"),
                             knob=knobs.LEARNING_RATE, factor=jump.before / logged[0])
     if logged is not None and logged[0] > 0:
         now = logged[0]
@@ -1141,6 +1141,10 @@ class _Jump:
         return (f"the logged learning rate jumped {_lr(self.before)} -> {_lr(self.after)} "
                 f"{when}, {self.after / self.before:.0f}x the level it held")
 
+    def back(self, name: str, why: str) -> str:
+        """'learning_rate back at 1e-4 (the logged learning rate jumped ...; why)'."""
+        return f"{name} back at {_lr(self.before)} ({self.words()}{why})"
+
 
 def _lr_jump(run: Run) -> _Jump | None:
     """The jump of the logged lr: ``_JUMP_FACTOR``x or more the median of the
@@ -1208,9 +1212,8 @@ def _jump_action(run: Run, root: Event, setup: recipe.Setup, jump: _Jump) -> _Le
     what = jump.words()
     # Back to the last step logged at the old lr: a sparse lr log leaves the steps between
     # that one and the first logged at the new lr unknown.
-    text = (f"{_rollback_words(run, jump.last_before + 1)}, with {name} back at "
-            f"{_lr(jump.before)} "
-            f"({what}: a scheduler restarted, or a resumed run's lr set wrongly)")
+    text = (f"{_rollback_words(run, jump.last_before + 1)}, with "
+            + jump.back(name, ": a scheduler restarted, or a resumed run's lr set wrongly"))
     return _Lead(knobs.Remedy(text, knob=knobs.LEARNING_RATE, rollback_step=jump.last_before + 1),
                  summary=f"a learning-rate jump: {what}; then {root.check.mode}"
                          + (f" at step {step_text(root.step)}" if root.step > jump.step else "")
