@@ -1528,3 +1528,21 @@ def test_a_knob_value_reads_as_a_config_writes_it(x):
     said = knob_value(x)
     assert "e+" not in said and "e-0" not in said, said
     assert float(said) == pytest.approx(x, rel=0.06, abs=0.5)
+
+
+@pytest.mark.parametrize("source,frozen", [("train/kl", True), ("actor/kl_loss", True),
+                                           ("actor/reward_kl_penalty", False),
+                                           ("ppo/mean_non_score_reward_kl", False)])
+def test_a_policy_that_never_moved_is_read_off_a_true_kl_only(source, frozen):
+    """A KL of 2e-5 over 150 points with mixed groups and a flat reward: a policy that never
+    left its reference, unless the column is beta x KL (a penalty: small by beta's factor)."""
+    from dataclasses import replace as dc_replace
+
+    n = 150
+    rng = np.random.default_rng(5)
+    run = make_run(train__reward=0.5 + 0.02 * np.sin(np.arange(n) * 2.1),  # no trend
+                   train__kl=np.abs(2e-5 * (1 + rng.normal(0, 0.1, n))),
+                   train__frac_reward_zero_std=np.full(n, 0.1))
+    run = dc_replace(run, mapping={**run.mapping, "kl": source}, config={"beta": 0.04})
+    said = diagnose(run).check("no_progress").summary
+    assert ("never left its reference" in said) == frozen, said

@@ -316,13 +316,21 @@ def _never_moved(run: Run) -> tuple[float, float] | None:
     still = _stillness(run)
     if still is None or still[1] is None or still[1] < 0.5 or still[0] >= _FROZEN_KL:
         return None
+    source = run.mapping.get(Metric.KL.value, Metric.KL.value).lower()
+    if any(w in source for w in _SCALED_KL):
+        return None  # beta x KL (a penalty logged as a reward): small whatever the policy did
     _, kl = series(run, Metric.KL.value)
-    if float(np.quantile(kl, 0.9)) >= _FROZEN_KL:
+    if float(np.quantile(np.abs(kl), 0.9)) >= _FROZEN_KL:
         return None
     beta, _ = knobs.current(run, knobs.KL_COEF)
     if float(np.max(np.abs(kl))) == 0.0 and not (beta is not None and beta > 0):
         return None
     return still[0], still[1]
+
+
+#: Names of a logged KL already multiplied by its coefficient (verl's reward_kl_penalty, TRL
+#: PPO's non-score reward): small by the factor beta, not by the policy's standing still.
+_SCALED_KL = ("penalty", "non_score")
 
 
 #: KL to the reference below which, at the end of 100+ logged points and on nearly all of
