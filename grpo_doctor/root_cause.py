@@ -1210,14 +1210,20 @@ def _jump_action(run: Run, root: Event, setup: recipe.Setup, jump: _Jump) -> _Le
     lr = setup.get("learning_rate")
     name = lr.name if lr is not None and lr.value is not None else "learning_rate"
     what = jump.words()
+    back = jump.back(name, ": a scheduler restarted, or a resumed run's lr set wrongly")
+    summary = (f"a learning-rate jump: {what}; then {root.check.mode}"
+               + (f" at step {step_text(root.step)}" if root.step > jump.step else "")
+               + f" ({root.summary.split('; ')[0]})")
+    if task_solved(run):
+        # It solved its task at the new lr all the same: its last checkpoint is the one to
+        # keep, and the scheduler is for the next run.
+        return _Lead(knobs.Remedy(f"{_SOLVED_ANYWAY}, {back}", knob=knobs.LEARNING_RATE),
+                     summary=summary)
     # Back to the last step logged at the old lr: a sparse lr log leaves the steps between
     # that one and the first logged at the new lr unknown.
-    text = (f"{_rollback_words(run, jump.last_before + 1)}, with "
-            + jump.back(name, ": a scheduler restarted, or a resumed run's lr set wrongly"))
+    text = f"{_rollback_words(run, jump.last_before + 1)}, with {back}"
     return _Lead(knobs.Remedy(text, knob=knobs.LEARNING_RATE, rollback_step=jump.last_before + 1),
-                 summary=f"a learning-rate jump: {what}; then {root.check.mode}"
-                         + (f" at step {step_text(root.step)}" if root.step > jump.step else "")
-                         + f" ({root.summary.split('; ')[0]})")
+                 summary=summary)
 
 
 def _burst_action(run: Run, root: Event, setup: recipe.Setup, burst: _Burst) -> _Lead:

@@ -1546,3 +1546,12 @@ def test_a_policy_that_never_moved_is_read_off_a_true_kl_only(source, frozen):
     run = dc_replace(run, mapping={**run.mapping, "kl": source}, config={"beta": 0.04})
     said = diagnose(run).check("no_progress").summary
     assert ("never left its reference" in said) == frozen, said
+
+
+def test_a_jump_the_run_solved_its_task_through_asks_for_no_roll_back():
+    """The lr jumped 1e-4 -> 2e-3 at step 61 and the held-out score still ended at 0.93
+    (verl/CSV): "roll back to before step 61" would throw away a solved run (helper-32);
+    its TensorBoard twin already said "no roll-back"."""
+    first = _trial("jump_lr_2e-3_at_60_verl").root_cause.first_action
+    assert first.startswith("no roll-back: the run came through it and solved its task; for "
+                            "the next run, actor_rollout_ref.actor.optim.lr back at 1e-4"), first
