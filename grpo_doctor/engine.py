@@ -430,7 +430,12 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     from grpo_doctor import recipe
     from grpo_doctor.hints import unmapped_hints
     from grpo_doctor.root_cause import idle_settings, lr_jump_note, root_cause_and_plan
-    from grpo_doctor.rules.no_progress import learning_unproven, low_task_note
+    from grpo_doctor.rules import rule_named
+    from grpo_doctor.rules.no_progress import (
+        learning_unproven,
+        low_task_note,
+        stalled_with_cause,
+    )
 
     info = RunInfo(run.name, run.source, run.format, run.first_step, run.last_step, run.n_steps)
     hints = unmapped_hints(run)
@@ -440,6 +445,12 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     if unproven is not None:
         checks = [unproven if c.mode == unproven.mode else c for c in checks]
     setup = recipe.read_run(run, (config or DoctorConfig()).settings_of_recipe())
+    stalled = stalled_with_cause(
+        run, checks, [r.sentence() for r in setup.causes({"no_progress"}, critical=False)
+                      if r.far],
+        (config or DoctorConfig()).params_for(rule_named("no_progress"))["patience"])
+    if stalled is not None:
+        checks = [stalled if c.mode == stalled.mode else c for c in checks]
     cause, plan = root_cause_and_plan(run, checks, setup)
     low = low_task_note(checks)
     said = " ".join([cause.summary, cause.first_action] if cause else []) + " " + " ".join(

@@ -1555,3 +1555,28 @@ def test_a_jump_the_run_solved_its_task_through_asks_for_no_roll_back():
     first = _trial("jump_lr_2e-3_at_60_verl").root_cause.first_action
     assert first.startswith("no roll-back: the run came through it and solved its task; for "
                             "the next run, actor_rollout_ref.actor.optim.lr back at 1e-4"), first
+
+
+def test_a_reward_that_never_moved_beside_a_setting_far_outside_is_a_finding():
+    """lr 1e-7 (1000x below this model's start) on a log with no KL (beta 0): the reward
+    stayed within its noise for 150 points, INCONCLUSIVE, and the lr was "setup far outside
+    the recipe, with no finding it causes here". The setting is the evidence the curves lack;
+    the same curves with the recipe's lr stay inconclusive."""
+    from dataclasses import replace as dc_replace
+
+    from grpo_doctor.recipe import flat_config
+
+    run = load_runs(TRIAL / "lr_1e-7.csv")[0]
+    run = dc_replace(run, frame=run.frame.drop(columns=["kl", "kl_coef", "learning_rate"]))
+    cfg = flat_config(json.loads((TRIAL / "lr_1e-7.config.json").read_text()))
+    cfg["actor_rollout_ref.actor.kl_loss_coef"] = 0.0
+    d = diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=cfg))
+    assert d.status == "warning"
+    check = d.check("no_progress")
+    assert check.summary.startswith("not learning: reward up only within its noise"), check
+    assert check.first_alert_step == 100
+    assert "actor_rollout_ref.actor.optim.lr 1e-7 -> 1e-4" in d.root_cause.first_action
+    assert not any("no finding it causes here" in n for n in d.notes), d.notes
+    cfg["actor_rollout_ref.actor.optim.lr"] = 1e-4
+    assert diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=cfg)).status \
+        == "inconclusive"

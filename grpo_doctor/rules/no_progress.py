@@ -582,3 +582,30 @@ def learning_unproven(run: Run, checks: Iterable[Check]) -> Check | None:
     reason = f"{check.reason}; {said}"
     return replace(check, summary=reason, reason=reason,
                    evidence={**check.evidence, "learning_unproven": said})
+
+
+def stalled_with_cause(run: Run, checks: Iterable[Check], causes: Iterable[str],
+                       patience: float) -> Check | None:
+    """The no_progress check of a run whose reward never left its level over ``patience`` or
+    more logged points (``unsettled``: no call from the curves alone), made a warning when
+    the run's config holds a setting far outside the recipe that is a known cause of not
+    learning (``causes``: each said as a sentence, "learning_rate 1e-7 is 1000x below the
+    recipe's start of 1e-4"): the setting is the evidence the curves lacked. None otherwise
+    (an unsettled run with no such setting stays inconclusive)."""
+    causes = list(causes)
+    check = next((c for c in checks if c.mode == RULE.id), None)
+    if not causes or check is None or check.fired or not check.evidence.get("unsettled"):
+        return None
+    steps, r = series(run, REWARD)
+    if len(r) < patience:
+        return None
+    alert = int(steps[int(patience) - 1])
+    evidence = {k: v for k, v in check.evidence.items() if k != "unsettled"}
+    evidence["threshold"] = (f"a reward that never left its level over {int(patience)}+ logged "
+                             "points, with a setting far outside the recipe that keeps a policy "
+                             "from learning")
+    summary = (f"not learning: {check.summary} (over {logged(run, REWARD):,} logged points); "
+               f"and {'; '.join(causes)}")
+    return replace(check, status=Status.WARNING, summary=summary,
+                   onset_step=int(run.finite_series(REWARD)[0][0]), first_alert_step=alert,
+                   evidence=evidence, remedies=_remedies(run))
