@@ -429,7 +429,12 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     a metric an unmapped column holds."""
     from grpo_doctor import recipe
     from grpo_doctor.hints import unmapped_hints
-    from grpo_doctor.root_cause import idle_settings, lr_jump_note, root_cause_and_plan
+    from grpo_doctor.root_cause import (
+        always_clipped_note,
+        idle_settings,
+        lr_jump_note,
+        root_cause_and_plan,
+    )
     from grpo_doctor.rules import rule_named
     from grpo_doctor.rules.no_progress import (
         learning_unproven,
@@ -453,12 +458,16 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         checks = [stalled if c.mode == stalled.mode else c for c in checks]
     cause, plan = root_cause_and_plan(run, checks, setup)
     low = low_task_note(checks)
+    slow = recipe.slow_lr_words(setup) if low else None
+    if low and slow:
+        low = f"{low}; {slow}"
     said = " ".join([cause.summary, cause.first_action] if cause else []) + " " + " ".join(
         p.action for p in plan)
     jumped = lr_jump_note(run, said)
     blind = _no_config_note(run, cause)
+    clipped = always_clipped_note(run, setup)
     notes = (tuple(run.notes) + recipe.notes(setup, checks, idle_settings(run, setup), said)
-             + tuple(n for n in (low, jumped, blind) if n))
+             + tuple(n for n in (low, jumped, blind, clipped) if n))
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                      notes=notes, root_cause=cause, plan=plan,
                      hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))

@@ -404,13 +404,20 @@ class Reading:
         return s.recipe
 
     @property
+    def lr_start(self) -> float | None:
+        """The recipe's starting learning rate for this run (a fifth of its ceiling, x10 for a
+        LoRA adapter); None for any other knob."""
+        s = self.setting
+        if s.id != "learning_rate":
+            return None
+        return (s.high or 5e-6) * LR_START_SHARE * (LORA_LR_SCALE if self.lora else 1.0)
+
+    @property
     def target(self) -> str:
         """What the recipe sets it to (empty when it says nothing concrete)."""
         s = self.setting
         if s.id == "learning_rate" and self.verdict == LOW:
-            # The recipe's start, as for an lr far above it.
-            return _num((s.high or 5e-6) * LR_START_SHARE
-                        * (LORA_LR_SCALE if self.lora else 1.0))
+            return _num(self.lr_start or 0.0)  # the recipe's start, as for one far above it
         if s.id == "learning_rate" and self.verdict == HIGH:
             scale = LORA_LR_SCALE if self.lora else 1.0
             if self.far:
@@ -454,7 +461,7 @@ class Reading:
         if self.verdict == LOW and s.id == "learning_rate" and self.factor is not None:
             # Against the start a user would set, not the floor: "1000x below the recipe's
             # start of 1e-4".
-            start = (s.high or 5e-6) * LR_START_SHARE * (LORA_LR_SCALE if self.lora else 1.0)
+            start = self.lr_start or 0.0
             x = as_number(self.value) or 0.0
             lora = " for a LoRA adapter" if self.lora else ""
             if x <= 0:
@@ -772,6 +779,26 @@ def _judge_dtype(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any
     if value is None:
         return Reading(s, None, None, NOT_SET)
     return Reading(s, value, key, UNKNOWN)
+
+
+#: A learning rate this many times below the recipe's start, on a run whose task is still
+#: low, is the first thing to raise (a third: 1e-5 where the start is 1e-4, or 3e-7 where
+#: it is 1e-6).
+SLOW_LR = 3.0
+
+
+def slow_lr_words(setup: Setup) -> str | None:
+    """'the learning rate 1e-5 is 10x below the recipe's start of 1e-4: try the start', for
+    a run whose task is still low though nothing broke; None when the lr is unknown or within
+    a third of its start."""
+    lr = setup.get("learning_rate")
+    x = as_number(lr.value) if lr is not None else None
+    start = lr.lr_start if lr is not None else None
+    if lr is None or x is None or not start or x <= 0 or x * SLOW_LR > start:
+        return None
+    return (f"{lr.name} {_num(x)} is {start / x:.0f}x below the recipe's start of "
+            f"{_num(start)}: learning this slowly, a larger step is the first thing to try "
+            f"({lr.name} {_num(x)} -> {_num(start)})")
 
 
 def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: str = ""

@@ -45,9 +45,11 @@ from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.incidents import aftermath
-from grpo_doctor.rules.points import end_size, late_points, series
+from grpo_doctor.rules.points import end_size, head_tail, late_points, series
 from grpo_doctor.rules.signals import (
     component_role,
+    components,
+    flipped_terms,
     learning,
     reward_at_best,
     reward_progress,
@@ -373,6 +375,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
              if r.far and r.id in _ROLLOUT_SETTINGS]
     if drawn:
         return _knob_action(run, root, drawn, from_start)
+    flipped = _flipped_term(run, root, checks)
+    if flipped is not None:
+        return flipped
     gamed = _gamed_through(run, root, checks)
     if gamed is not None:
         return gamed
@@ -459,6 +464,34 @@ def idle_settings(run: Run, setup: recipe.Setup) -> list[str]:
     """The settings outside the recipe that the log shows did not act (see
     ``_clip_never_reached``): a note, never a cause."""
     return [r.id for r in setup.outside if _clip_never_reached(run, r)]
+
+
+#: Share of logged steps, and the median's multiple of the clip, at which every update was
+#: clipped: the clip, not the learning rate, set the step.
+_ALWAYS_CLIPPED, _CLIPPED_BY = 0.9, 2.0
+
+
+def always_clipped_note(run: Run, setup: recipe.Setup) -> str | None:
+    """A note when the logged (pre-clip) gradient norm was above the configured clip on
+    nearly every logged step, by a median of twice it or more: each update was scaled down
+    to the clip, so the learning rate said nothing of the step taken (rewards on a large
+    scale, unnormalised advantages, or an lr far too high). None otherwise."""
+    clip = setup.get("max_grad_norm")
+    x = recipe.as_number(clip.value) if clip is not None else None
+    _, g = series(run, Metric.GRAD_NORM.value)
+    if x is None or x <= 0 or clip is None or clip.verdict == recipe.OFF or len(g) < 20:
+        return None
+    share = float(np.mean(g > x))
+    median = float(np.median(g))
+    if share < _ALWAYS_CLIPPED or median < _CLIPPED_BY * x:
+        return None
+    flat = recipe.flat_config(run.config or {})
+    scaled, key = recipe.lookup(flat, ("scale_rewards", "norm_adv_by_std_in_grpo"))
+    why = (f" (the rewards' scale left in the advantages: {key} {str(scaled).lower()})"
+           if recipe.as_flag(scaled) is False else "")
+    return (f"the gradient norm was above {clip.name} {knob_value(x)} on {share:.0%} of logged "
+            f"steps (median {fmt(median)}, {median / x:.0f}x the clip): every update was "
+            f"clipped, so the clip, not the learning rate, set the step{why}")
 
 
 def _clip_never_reached(run: Run, reading: recipe.Reading) -> bool:
@@ -592,6 +625,34 @@ def _reward_never_fired(check: Check) -> bool:
 
 #: The settings every rollout sample is drawn with.
 _ROLLOUT_SETTINGS = frozenset({"temperature", "top_p", "top_k"})
+
+
+#: Findings a reward that pays the policy to avoid its own format or answers brings about.
+_REWARD_SIDE = frozenset({"reward_hacking", "format_gaming", "no_progress", "reward_overfit",
+                          "advantage_collapse"})
+
+
+def _flipped_term(run: Run, root: Event, checks: Sequence[Check]) -> _Lead | None:
+    """A format or correctness term the config weighs below 0 (``reward_weights [1, -1]``),
+    behind a reward-side finding: the reward pays the policy to avoid what the term checks,
+    from the first update; its sign is the first fix, from the initial model."""
+    flipped = flipped_terms(run)
+    if not flipped or not any(c.fired and c.mode in _REWARD_SIDE for c in checks):
+        return None
+    name, weight = flipped[0]
+    col = components(run).get(name)
+    moved = ""
+    if col is not None:
+        start, end = head_tail(series(run, col)[1])
+        moved = f"; {name} went {fmt(start)} -> {fmt(end)}"
+    role = run.reward_roles.get(name) or ("format" if component_role(run, name) == "format"
+                                          else "correctness")
+    what = f"{name} {knob_value(weight)} in the config's reward weights"
+    text = (f"{_restart(run, int(run.steps[0]))}, with {name}'s weight {knob_value(weight)} "
+            f"-> {knob_value(abs(weight))} (a negative weight on a {role} term pays the "
+            f"policy to avoid what it checks{moved})")
+    return _Lead(knobs.Remedy(text), summary=f"a setup problem, a reward term with its sign "
+                 f"flipped ({what}): {root.summary}", setup=True)
 
 
 #: The most logged points after the held-out score turned over at which the finding that

@@ -1580,3 +1580,68 @@ def test_a_reward_that_never_moved_beside_a_setting_far_outside_is_a_finding():
     cfg["actor_rollout_ref.actor.optim.lr"] = 1e-4
     assert diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=cfg)).status \
         == "inconclusive"
+
+
+def test_a_slow_learner_is_no_overfit_and_its_low_lr_is_the_first_thing_to_raise():
+    """lr 1e-5 on a model whose start is 1e-4 (helper-33): the held-out score crawled 0.30 ->
+    0.39, still rising, while the noisy train reward fell from a peak: "roll back to step
+    142" (held-out was higher after it) and "lr 1e-5 -> 5e-6" (below the recipe's floor).
+    No over-fitting while the task kept improving; the note says the lr is the step to try."""
+    d = _trial("lr_1e-5")
+    overfit = d.check("reward_overfit")
+    assert not overfit.fired and "held-out score kept rising" in overfit.summary, overfit
+    assert not any(p.rollback_step for p in d.plan)
+    note = next(n for n in d.notes if "still low" in n)
+    assert "1e-5 is 10x below the recipe's start of 1e-4" in note, note
+    assert note.endswith("(actor_rollout_ref.actor.optim.lr 1e-5 -> 1e-4)"), note
+
+
+def test_a_format_term_weighed_below_zero_is_a_sign_to_flip_from_the_initial_model():
+    """reward_weights [1.0, -1.0] for accuracy and format (helper-33): the policy dropped the
+    format (0.67 -> 0.02) and the held-out score fell from step 5. It read "all of the gain
+    comes from format_reward" and "audit ... add a second verifier"."""
+    d = _trial("format_weight_neg1")
+    first = d.root_cause.first_action
+    assert first.startswith("restart from the initial model"), first
+    assert "format_reward's weight -1 -> 1 (a negative weight on a format term" in first, first
+    gaming = d.check("format_gaming")
+    assert "format_reward falling" in gaming.summary and "negative weight (-1)" \
+        in gaming.summary, gaming.summary
+    assert str(gaming.remedies[0]).startswith("make format_reward's weight positive")
+
+
+def test_a_length_penalty_weighed_below_zero_is_no_flipped_sign():
+    from dataclasses import replace as dc_replace
+
+    from grpo_doctor.rules.signals import flipped_terms
+
+    run = make_run(reward=np.zeros(3))
+    run = dc_replace(run, config={"reward_funcs": ["accuracy", "format", "length_penalty",
+                                                   "no_cheating"],
+                                  "reward_weights": [1.0, -0.5, -2.0, -1.0]})
+    assert flipped_terms(run) == [("format", -0.5)]
+
+
+def test_a_run_converging_on_its_training_prompts_only_says_the_held_out_score_did_not():
+    """One training prompt (helper-33): the training score 0.95, the held-out score stuck at
+    0.70. It read "entropy spent as the task is solved (convergence)": nothing said the task
+    was not."""
+    rc = _trial("prompt_pool_1").root_cause
+    assert "the held-out score is not" in rc.summary, rc.summary
+    assert "the held-out score holds at 0.698 against 0.953 on the training prompts" \
+        in rc.first_action, rc.first_action
+
+
+@pytest.mark.parametrize("grad,said", [(5.0, True), (1.5, False), (0.8, False)])
+def test_updates_clipped_on_every_step_are_said(grad, said):
+    """Rewards x20 with scale_rewards off (helper-33): a pre-clip grad norm of 1.5-10 against
+    max_grad_norm 1 on all 200 steps, and the report said nothing."""
+    n = 60
+    run = make_run(reward=np.linspace(0.1, 0.8, n),
+                   grad_norm=grad * (1 + 0.1 * np.sin(np.arange(n))))
+    d = diagnose(run, DoctorConfig(run_config={"max_grad_norm": 1.0, "scale_rewards": False}))
+    note = next((n for n in d.notes if "every update was clipped" in n), None)
+    assert (note is not None) == said, d.notes
+    if said:
+        assert note.endswith("set the step (the rewards' scale left in the advantages: "
+                             "scale_rewards false)"), note

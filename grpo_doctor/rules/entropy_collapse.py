@@ -53,7 +53,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import Plot, Threshold, ladder, number
 from grpo_doctor.rules.points import aligned, head_tail, late_points, series, snap_to_logged
-from grpo_doctor.rules.signals import late_level, learning, rising, task_solved
+from grpo_doctor.rules.signals import heldout_gap, late_level, learning, rising, task_solved
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import (
@@ -260,7 +260,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     benign = solving and not corroboration
     if benign:
         status = Status.WARNING if spent else Status.OK
-        kind = ("entropy spent as the task is solved (convergence)" if spent and solved else
+        kind = ("entropy spent as the training prompts are solved (the held-out score is "
+                "not)" if spent and solved and heldout_gap(run) else
+                "entropy spent as the task is solved (convergence)" if spent and solved else
                 "entropy nearly spent while the task still improves" if spent else
                 "entropy falling fast but still buying reward (healthy sharpening)" if not solved
                 else "entropy falling as the task is solved (convergence)")
@@ -287,9 +289,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                 and progress.end > progress.start else "")
         spent_words = ": with its entropy nearly spent, later steps explore little" if spent \
             else ""
+        gap = heldout_gap(run)
+        # Its training prompts solved and the held-out score well below: converging on them,
+        # not on the task; said, so "converging" is never read as "the task is learned".
+        held = (f"; but the held-out score holds at {fmt(gap[1])} against {fmt(gap[0])} on the "
+                "training prompts: what it learns does not carry over (too few or too alike "
+                "prompts, or prompts sampled unlike the evaluation's); keep the checkpoint with "
+                "the best held-out score") if gap else ""
         remedies = [
             f"nothing urgent: the run is converging{rose}; stop when the reward plateaus"
-            f"{spent_words}",
+            f"{spent_words}{held}",
             *remedies[:2],
         ]
     return Outcome(status, summary, onset_step=onset, evidence=evidence,

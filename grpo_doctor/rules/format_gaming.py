@@ -186,18 +186,27 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # The terms that carried the gain: a format term that never moved (0, or a fixed
     # penalty, on every step) gained nothing and is not named as a source of it.
     gained = [n for n, c in fmt_cols.items() if _varies(run, c) and _gain(run, c)[0] > 0]
+    # A format term weighed below 0 gains the total by falling: the reward pays the policy to
+    # drop the format (a sign flipped), the opposite of gaming it.
+    dropped = [n for n, c in fmt_cols.items() if _varies(run, c) and weights[n] < 0
+               and _gain(run, c)[0] < 0]
+    sources = gained + [f"{n} falling ({_level_words(run, fmt_cols[n])}) at a negative weight "
+                        f"({fmt(weights[n])}): the reward pays the policy to drop it"
+                        for n in dropped]
     # Over 100%: the format terms gained more than the total (another term fell).
     part = "all" if share >= 0.995 else f"{share:.0%}"
     against = "the first" if head == 0.2 else "its first points"
     summary = (f"format gaming: {part} of the reward gain (+{fmt(total_gain)}, the median of the "
                f"last fifth of the log against {against}) comes from "
-               f"{', '.join(gained or fmt_cols)} {task}"
+               f"{', '.join(sources or fmt_cols)} {task}"
                + (" and the held-out score fell" if heldout_down else "")
                + f", from step {ONSET}")
     remedies = (
         f"inspect completions against {pinned[0]}: it never moved, so no answer was ever "
         "judged right (a parser that never matches, or a task too hard); the reward the run "
         "gained is format only" if pinned else None,
+        f"make {dropped[0]}'s weight positive (it is {fmt(weights[dropped[0]])}): a "
+        "negative weight pays the policy to avoid the format" if dropped else
         f"gate {name} on correctness (multiply instead of add), or lower its weight",
         "normalise each reward component separately before weighting",
         "check the format pattern: a lenient regex is easy to satisfy without solving",

@@ -23,7 +23,9 @@ How it is detected
     ``giveback_critical`` of the gain is gone.
 
 False positives
-    Noisy plateaus: a few points below the peak are not a decline. Reward schedules that change
+    Noisy plateaus: a few points below the peak are not a decline. A reward that fell while the
+    held-out score kept rising past its level at the peak is not over-fitting: the task is
+    still being learned. Reward schedules that change
     the reward on purpose (curriculum stages) look like this too; read the onset against them.
 
 Remedies
@@ -48,6 +50,7 @@ from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median, step_noise, trend_onset
 
 REWARD = Metric.REWARD_MEAN.value
+HELDOUT = Metric.HELDOUT_SCORE.value
 
 RULE = Rule(
     "reward_overfit", "Reward over-fitting (rises, then falls)",
@@ -121,6 +124,18 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         if smooth[peak] > max(start, now) + 0.1 * (abs(smooth[peak]) or 1.0):
             text += f" (peak {fmt(float(smooth[peak]))} at step {step_text(int(steps[peak]))})"
         return Outcome(Status.OK, text, evidence=evidence, key_metric=REWARD)
+    held = _held_out_rose_after(run, int(steps[peak]))
+    if held is not None:
+        # The task kept improving after the reward's peak: what fell is the training reward's
+        # noise or a harder stretch of prompts, not a policy over-fitting (a slow learner at
+        # lr 1e-5 was rolled back to a step 0.05 worse on the held-out score).
+        evidence["held_out_after_peak"] = [round(held[0], 4), round(held[1], 4)]
+        text = (f"reward {fmt(start)} -> {fmt(float(smooth[peak]))} (step "
+                f"{step_text(int(steps[peak]))}) -> {fmt(now)}, but the held-out score kept "
+                f"rising after it ({fmt(held[0])} -> {fmt(held[1])}): not over-fitting")
+        if crashes:
+            return _crashes_only(run, crashes, evidence)
+        return Outcome(Status.OK, text, evidence=evidence, key_metric=REWARD)
     final = crashes[-1] if crashes and crashes[-1].recovered_step is None else None
     if final is not None:
         # The reward held near its peak until a crash it never came back from: the fall is
@@ -149,6 +164,21 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    remedies=_remedies(run, int(steps[turned]), plateau=turned > peak),
                    key_metric=REWARD,
                    incidents=tuple(crashes))
+
+
+def _held_out_rose_after(run: Run, peak_step: int) -> tuple[float, float] | None:
+    """(held-out at the reward's peak, held-out late) when the held-out score, logged 3+
+    times each side of the peak, ended above its level at the peak by a twentieth of its
+    range (0.01 at least); None otherwise (not logged, or it fell or held)."""
+    hs, h = series(run, HELDOUT)
+    before, after = h[hs <= peak_step], h[hs > peak_step]
+    if len(before) < 3 or len(after) < 3:
+        return None
+    at_peak = float(np.mean(before[-3:]))
+    late = float(np.mean(after[-max(3, len(after) // 3):]))
+    if late - at_peak < max(0.05 * float(np.ptp(h)), 0.01):
+        return None
+    return at_peak, late
 
 
 def _crashes_only(run: Run, crashes: list, evidence: dict[str, object] | None = None,

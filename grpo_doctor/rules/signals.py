@@ -267,6 +267,26 @@ def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
                      "logged" if components(run) else "the config")
 
 
+#: A held-out score this far below a solved training score (0.9+) has not followed it.
+HELDOUT_GAP = 0.2
+
+
+def heldout_gap(run: Run, frac: float = 0.2) -> tuple[float, float] | None:
+    """(training score, held-out score) at the end, when the 0/1 training score is at 0.9 or
+    more and a 0-1 held-out score (5+ points) ends ``HELDOUT_GAP`` or more below it and below
+    ``SOLVED_HELDOUT``: the training prompts are solved, the task is not. None otherwise."""
+    score = zero_one_score(run)
+    _, held = series(run, Metric.HELDOUT_SCORE.value)
+    if score is None or len(held) < 5 or held.min() < 0 or held.max() > 1:
+        return None
+    train = head_tail(score[1], frac=frac)[1]
+    k = max(2, len(held) // 5)
+    end = float(np.mean(held[-k:]))
+    if train < 0.9 or train - end < HELDOUT_GAP or end >= SOLVED_HELDOUT:
+        return None
+    return train, end
+
+
 def task_solved(run: Run, frac: float = 0.2) -> bool:
     """Whether the log proves the task (nearly) solved at its end: most equal-reward groups
     all-correct (``solved_share``), or a 0/1 correctness score at 0.9 or more; never when
@@ -383,6 +403,20 @@ def configured_weight(run: Run, name: str) -> float | None:
         if isinstance(weight, (int, float)) and not isinstance(weight, bool):
             return float(weight)
     return None
+
+
+def flipped_terms(run: Run) -> list[tuple[str, float]]:
+    """(name, weight) of each reward term the config weighs below 0 that is no cost: a
+    format- or correctness-like term (by name, or as the user gave its role) charged rather
+    than paid, so the policy is paid to avoid what it checks. A cost term (a length
+    penalty) or an anti-cheat term is charged by design."""
+    flipped = []
+    for name in configured_terms(run):
+        weight = configured_weight(run, name)
+        role = run.reward_roles.get(name) or role_by_name(name)
+        if weight is not None and weight < 0 and role in ("format", "correctness"):
+            flipped.append((name, weight))
+    return flipped
 
 
 #: Words that name a reward term paid (or charged) by completion length.

@@ -1,5 +1,6 @@
 """One harness runs every rule case (cases.py); meta-tests check each rule is complete."""
 
+import numpy as np
 import pytest
 
 from grpo_doctor.engine import diagnose
@@ -53,3 +54,20 @@ def test_a_nan_only_in_the_kl_asks_about_its_computation_not_a_rollback():
     assert any("mask padded tokens out of the kl average" in r for r in check.remedies)
     said = " ".join(check.remedies + tuple(step.action for step in d.plan))
     assert "resume" not in said and "learning_rate" not in said and "checkpoint" not in said
+
+
+@pytest.mark.parametrize("held_end,fires", [(0.6, False), (0.25, True)])
+def test_a_reward_fall_is_over_fitting_only_when_the_task_did_not_keep_improving(held_end, fires):
+    """The train reward rose 0.2 -> 0.7 and fell back to 0.4; the held-out score went on to
+    0.6 (still learning: a harder stretch of prompts, not over-fitting) or fell to 0.25."""
+    from tests.helpers import make_run
+
+    n = 200
+    steps = np.arange(n)
+    reward = np.where(steps < 120, 0.2 + 0.5 * steps / 120, 0.7 - 0.3 * (steps - 120) / 80)
+    reward = reward + 0.01 * np.sin(steps * 2.1)
+    held = np.full(n, np.nan)
+    held[::5] = np.where(steps[::5] < 120, 0.2 + 0.2 * steps[::5] / 120,
+                         0.4 + (held_end - 0.4) * (steps[::5] - 120) / 80)
+    check = diagnose(make_run(train__reward=reward, eval_accuracy=held)).check("reward_overfit")
+    assert check.fired == fires, check.summary
