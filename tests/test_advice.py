@@ -1645,3 +1645,29 @@ def test_updates_clipped_on_every_step_are_said(grad, said):
     if said:
         assert note.endswith("set the step (the rewards' scale left in the advantages: "
                              "scale_rewards false)"), note
+
+
+_CONFIG_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=True)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.sampled_from(["reward_funcs", "reward_weights", "reward", "weights",
+                                       "format", "length_reward", "x"]), inner, max_size=4),
+    max_leaves=12)
+
+
+@given(st.dictionaries(st.sampled_from(["reward_funcs", "reward_weights", "reward", "script"]),
+                       _CONFIG_VALUES, max_size=4))
+def test_reward_terms_are_read_from_any_config_without_failing(config):
+    """Whatever shape a config gives its reward's terms and weights (a list of names, a table,
+    numbers as text, nesting), reading them never raises, and a weight is a number or None."""
+    from dataclasses import replace as dc_replace
+
+    from grpo_doctor.rules.signals import configured_terms, configured_weight, flipped_terms
+
+    run = dc_replace(make_run(reward=np.zeros(3)), config=config)
+    for name in configured_terms(run):
+        assert isinstance(name, str)
+        weight = configured_weight(run, name)
+        assert weight is None or isinstance(weight, float)
+    assert all(w < 0 for _, w in flipped_terms(run))
