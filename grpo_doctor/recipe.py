@@ -827,6 +827,16 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
         if unsaid:
             out.append("also far outside the recipe, and not yet acted on above: "
                        + "; ".join(r.sentence() for r in unsaid))
+    # Clearly outside (twice beyond the range or more) but not far enough to explain a
+    # finding alone, on a run where something fired: said once, so a setting the JSON calls
+    # "high" is not silent in the text. (On a healthy run it is evidence of nothing: verl's
+    # default in-reward beta of 0.001 is on most healthy verl runs.)
+    near = [r for r in setup.outside if fired and not r.far and not r.setting.note_only
+            and (r.factor or 0.0) >= CLEARLY_OUTSIDE and any(lk.primary for lk in r.links)
+            and r.id not in said and str(r.source or "").rsplit(".", 1)[-1] not in said]
+    if near:
+        out.append("outside the recipe, not far enough to be a cause alone: "
+                   + "; ".join(r.sentence() for r in near))
     return tuple(out)
 
 

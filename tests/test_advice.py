@@ -1671,3 +1671,24 @@ def test_reward_terms_are_read_from_any_config_without_failing(config):
         weight = configured_weight(run, name)
         assert weight is None or isinstance(weight, float)
     assert all(w < 0 for _, w in flipped_terms(run))
+
+
+def test_a_schedule_that_reached_zero_mid_run_is_why_learning_stopped():
+    """A cosine that reached 0 at step 50 of 200 (helper-34): the held-out score froze at
+    0.60 for 150 steps and the run read HEALTHY ("the reward improved")."""
+    n = 200
+    s = np.arange(1, n + 1)
+    lr = np.where(s <= 50, 1e-4 * 0.5 * (1 + np.cos(np.pi * s / 50)), 0.0)
+    learned = np.minimum(s, 50) / 50
+    d = diagnose(make_run(reward=0.5 + 0.3 * learned + 0.03 * np.sin(s * 2.1),
+                          eval__score=0.45 + 0.15 * learned, grad_norm=np.full(n, 0.6),
+                          learning_rate=lr))
+    rc = d.root_cause
+    assert d.status == "warning" and rc.mode == "no_learning_signal", d
+    # (At step 49 the cosine is at 1e-7, a thousandth of its peak: no step either.)
+    assert rc.first_action.startswith("fix the learning-rate schedule: it reached 0 at step 49 "
+                                      "of 200"), rc.first_action
+    # A schedule that reaches 0 at its last step is no stop.
+    ends = np.where(s < n, 1e-4 * 0.5 * (1 + np.cos(np.pi * s / n)), 0.0)
+    assert not diagnose(make_run(reward=0.5 + 0.3 * s / n, grad_norm=np.full(n, 0.6),
+                                 learning_rate=ends)).check("no_learning_signal").fired

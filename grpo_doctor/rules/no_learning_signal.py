@@ -155,6 +155,46 @@ def _cause(run: Run, steps: np.ndarray, r: np.ndarray, i: int, p: Mapping[str, f
     return found
 
 
+#: A logged learning rate at or below this share of its peak is no step at all.
+_LR_ZERO = 1e-3
+
+
+def _lr_stopped(run: Run, p: Mapping[str, float]) -> Outcome | None:
+    """A warning when the logged learning rate sat at 0 (``_LR_ZERO`` of its peak or less)
+    over the end of the log (10+ logged points and ``min_fraction`` of it) while the task was
+    not solved: gradients flow and nothing moves the weights (a schedule whose horizon is
+    shorter than the run, a cosine decayed to 0 at step 50 of 200). A schedule that reaches 0
+    at its last step or two is none. None otherwise."""
+    steps, lr = series(run, Metric.LEARNING_RATE.value)
+    if len(lr) < 10 or float(np.max(lr)) <= 0 or task_solved(run):
+        return None
+    zero = lr <= _LR_ZERO * float(np.max(lr))
+    if not zero[-1]:
+        return None
+    i = len(zero) - int(np.argmin(zero[::-1])) if not zero.all() else 0
+    n = len(lr) - i
+    if n < max(10, p["min_points"], p["min_fraction"] * len(lr)) or i == 0:
+        return None
+    since = int(steps[i])
+    last = int(steps[-1])
+    evidence = {"lr_zero_since": since, "lr_peak": float(np.max(lr)),
+                "share_of_log": round(n / len(lr), 3),
+                "threshold": f"a logged learning rate at {_LR_ZERO:g} of its peak or less over "
+                             f"the last {p['min_fraction']:.0%}+ of the log (10+ points)"}
+    summary = (f"learning stopped at step {step_text(since)}: the logged learning rate is 0 "
+               f"from there to the end ({n} logged points, {n / len(lr):.0%} of the log; it "
+               f"peaked at {knobs.knob_value(float(np.max(lr)))}), and the task is not solved")
+    remedies = (
+        Remedy(f"fix the learning-rate schedule: it reached 0 at step {step_text(since)} of "
+               f"{step_text(last)} (a scheduler whose horizon is shorter than the run: set its "
+               "total steps to the run's, or a floor such as a minimum lr ratio of 0.1); then "
+               "resume from the last checkpoint: the weights have not changed since "
+               f"step {step_text(since)}", knob=knobs.LEARNING_RATE),
+    )
+    return Outcome(Status.WARNING, summary, onset_step=since, evidence=evidence,
+                   remedies=remedies, key_metric=Metric.LEARNING_RATE.value)
+
+
 def _task_at_best(run: Run) -> bool:
     """Correctness evidence that a flat reward is a solved task: the log proves it solved
     (``task_solved``), or the held-out score, else every correctness-like component, ends
@@ -190,6 +230,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         i = max(i, int(np.searchsorted(steps, gradless[0])))
     n_dead = len(r) - i
     if gradless is None or n_dead < max(p["min_points"], p["min_fraction"] * len(r)):
+        stopped = _lr_stopped(run, p)
+        if stopped is not None:
+            return stopped
         # Say only what the log shows: the end of the log is not a dead stretch.
         how = ("the grad norm" if run.has(GRAD) else "the loss") + " is not 0 at the end"
         text = (f"no dead stretch at the end of the log ({how})" if gradless is None else

@@ -699,6 +699,31 @@ def nls_loss(nums, past):
     return _dead_end(100, 20, loss_only=True, gradient=not past)
 
 
+def _lr_stopped(n: int, zero: int, level: float) -> Run:
+    """A reward noisy about 0.5 (not solved) with gradients throughout, and the logged lr at
+    ``level`` of its 1e-4 peak over the last ``zero`` of ``n`` points."""
+    lr = np.full(n, 1e-4)
+    lr[n - zero:] = 1e-4 * level
+    return make_run(train__reward=0.5 + 0.05 * np.sin(np.arange(n) * 2.1),
+                    train__grad_norm=0.4 + 0.01 * np.abs(ar1(73, n, 1.0)),
+                    train__learning_rate=lr)
+
+
+def nls_lr_level(nums, past):
+    # The last 20 of 100 points just under (over) the table's share of the peak.
+    return _lr_stopped(100, 20, nums[0] * pick(past, 0.5, 2.0))
+
+
+def nls_lr_points(nums, past):
+    # A log of 60 (its 10% is 6): the table's count of points at 0, or one fewer.
+    return _lr_stopped(60, int(nums[1]) - (0 if past else 1), 0.0)
+
+
+def nls_lr_share(nums, past):
+    # A log of 300: one point more than the table's share of it, or one fewer.
+    return _lr_stopped(300, round(300 * nums[2] / 100) + pick(past, 1, -1), 0.0)
+
+
 # --- ratio_instability ---------------------------------------------------------------------
 
 
@@ -1442,6 +1467,15 @@ THRESHOLDS: list[Threshold] = [
       r"over the last (\d+)\+ logged points and (\d+)% of the log", nls_fraction,
       (param("min_points"), param("min_fraction", 0.01))),
     T("no_learning_signal", "critical", "loss_zero", r"grad norm 0, or loss 0", nls_loss),
+    T("no_learning_signal", "warning", "lr_level",
+      r"the logged learning rate at ([\d.]+) of its peak or less over the last (\d+)\+ logged "
+      r"points and (\d+)% of the log", nls_lr_level, (None, None, param("min_fraction", 0.01))),
+    T("no_learning_signal", "warning", "lr_points",
+      r"the logged learning rate at ([\d.]+) of its peak or less over the last (\d+)\+ logged "
+      r"points and (\d+)% of the log", nls_lr_points, (None, None, param("min_fraction", 0.01))),
+    T("no_learning_signal", "warning", "lr_share",
+      r"the logged learning rate at ([\d.]+) of its peak or less over the last (\d+)\+ logged "
+      r"points and (\d+)% of the log", nls_lr_share, (None, None, param("min_fraction", 0.01))),
     # ratio_instability
     T("ratio_instability", "warning", "ratio_max", r"ratio max > (\d+)", ratio_max,
       (param("max_ratio"),)),
