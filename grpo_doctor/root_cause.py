@@ -421,6 +421,12 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         troubled = {c.mode for c in checks if c.fired and not _converging(c)}
         suspect = next((r for r in setup.causes(troubled, critical=True)
                         if any(lk.primary and lk.mode in troubled for lk in r.links)), None)
+        lr = setup.get("learning_rate")
+        if suspect is None and after is not None and after.knob is knobs.LEARNING_RATE \
+                and lr is not None and lr.verdict == recipe.HIGH:
+            # The finding's generic halving of an lr above the recipe's ceiling: the recipe's
+            # own fix says by how much, and never lands on the ceiling (1e-3 -> 5e-4).
+            suspect = lr
         if suspect is not None:
             after = knobs.Remedy(f"{suspect.fix()} ({suspect.sentence()})",
                                  knob=_knob_of(suspect))

@@ -1692,3 +1692,13 @@ def test_a_schedule_that_reached_zero_mid_run_is_why_learning_stopped():
     ends = np.where(s < n, 1e-4 * 0.5 * (1 + np.cos(np.pi * s / n)), 0.0)
     assert not diagnose(make_run(reward=0.5 + 0.3 * s / n, grad_norm=np.full(n, 0.6),
                                  learning_rate=ends)).check("no_learning_signal").fired
+
+
+def test_a_converged_run_lowers_an_lr_above_the_ceiling_below_it_for_the_next_run():
+    """A warm-up to 1e-3 (2x the model's 5e-4 ceiling) that solved its task: "for the next
+    run: learning_rate 0.001 -> 5e-4", the entropy rule's halving, landed on the ceiling
+    (helper-34); its 1.5e-3 twin got the recipe's fix."""
+    first = _trial("warmup_to_1e-3_20").root_cause.first_action
+    assert first.startswith("nothing urgent"), first
+    assert "for the next run: learning_rate 0.001 -> 2.5e-4 (learning_rate 0.001 is 2x the " \
+        "recipe's 5e-4 ceiling" in first, first
