@@ -181,11 +181,14 @@ def _lr_stopped(run: Run, p: Mapping[str, float]) -> Outcome | None:
                 "share_of_log": round(n / len(lr), 3),
                 "threshold": f"a logged learning rate at {_LR_ZERO:g} of its peak or less over "
                              f"the last {p['min_fraction']:.0%}+ of the log (10+ points)"}
-    summary = (f"learning stopped at step {step_text(since)}: the logged learning rate is 0 "
+    peak = knobs.knob_value(float(np.max(lr)))
+    at = "0" if float(np.max(lr[i:])) == 0 else f"{knobs.knob_value(float(np.max(lr[i:])))} or less"
+    summary = (f"learning stopped at step {step_text(since)}: the logged learning rate is {at} "
                f"from there to the end ({n} logged points, {n / len(lr):.0%} of the log; it "
-               f"peaked at {knobs.knob_value(float(np.max(lr)))}), and the task is not solved")
+               f"peaked at {peak}), and the task is not solved")
     remedies = (
-        Remedy(f"fix the learning-rate schedule: it reached 0 at step {step_text(since)} of "
+        Remedy(f"fix the learning-rate schedule: it reached "
+               f"{'0' if at == '0' else 'nearly 0'} at step {step_text(since)} of "
                f"{step_text(last)} (a scheduler whose horizon is shorter than the run: set its "
                "total steps to the run's, or a floor such as a minimum lr ratio of 0.1); then "
                "resume from the last checkpoint: the weights have not changed since "
