@@ -319,3 +319,32 @@ def test_a_problem_is_warned_about_once_and_counted() -> None:
     logs = {"loss": 1.0, "entropy": 0.5}
     doctor.on_log(args, _hooks_state(1), control, logs=logs)
     assert logs["doctor/errors"] == 3.0 and not control.should_training_stop
+
+
+@pytest.mark.slow  # imports transformers (and torch through it: seconds)
+def test_the_trainers_own_arguments_are_the_runs_settings() -> None:
+    """A learning rate of 1e-9 in the TrainingArguments (GRPOConfig) and a policy that never
+    left its reference for 120 steps: live, the callback's run had none of the trainer's
+    settings, and the advice could not name the lr the user set."""
+    pytest.importorskip("transformers")
+    import transformers
+
+    from grpo_doctor import diagnose
+    from grpo_doctor.integrations.trl import DoctorCallback
+
+    doctor = DoctorCallback(every_n_steps=1000, print_alerts=False)
+    args = transformers.TrainingArguments(output_dir="out", report_to=[], learning_rate=1e-9)
+    control = transformers.TrainerControl()
+    state = transformers.TrainerState()
+    doctor.on_train_begin(args, state, control)
+    for step in range(1, 121):
+        state.global_step = step
+        logs = {"reward": 0.5 + 0.02 * math.sin(step * 2.1), "kl": 2e-6 * (1 + step % 3),
+                "frac_reward_zero_std": 0.1, "learning_rate": 1e-9}
+        state.log_history.append({**logs, "step": step})
+        doctor.on_log(args, state, control, logs=dict(logs))
+    run = doctor.run()
+    assert run is not None and run.config["learning_rate"] == 1e-9
+    assert "output_dir" in run.config and "deepspeed" not in run.config
+    first = diagnose(run).root_cause.first_action
+    assert "learning_rate 1e-9 -> 1e-6" in first, first

@@ -106,6 +106,20 @@ def _step_of(entry: Any) -> int | None:
     return value if -(1 << 63) <= value < (1 << 63) else None
 
 
+def _arguments(args: Any) -> dict[str, Any]:
+    """The trainer's arguments as settings: their scalar values and lists of scalars
+    (``reward_weights``), by their names (``TrainingArguments.to_dict()`` where it has one).
+    Nothing else: an accelerator or a DeepSpeed config is no setting the advice reads."""
+    try:
+        raw = args.to_dict() if hasattr(args, "to_dict") else dict(vars(args))
+    except Exception:  # an odd args object must never stop training
+        return {}
+    scalar = (bool, int, float, str)
+    return {k: v for k, v in raw.items() if isinstance(k, str) and (
+        isinstance(v, scalar) or (isinstance(v, (list, tuple)) and v
+                                  and all(isinstance(x, scalar) for x in v)))}
+
+
 class DoctorCallback(TrainerCallback):
     """Checks the logged history every ``every_n_steps`` steps; see the module docstring.
 
@@ -212,7 +226,10 @@ class DoctorCallback(TrainerCallback):
         name = getattr(args, "run_name", None) or Path(
             str(getattr(args, "output_dir", None) or "trainer")).name
         self._name = str(name or "trainer")
-        self._config = _config(vars(state))
+        # The trainer's own arguments (GRPOConfig: learning_rate, beta, num_generations,
+        # temperature, max_completion_length ...) are the run's settings: the advice weighs
+        # them live as it does a saved config. The state's own settings win where both say.
+        self._config = {**_arguments(args), **_config(vars(state))}
 
     @_guarded
     def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
