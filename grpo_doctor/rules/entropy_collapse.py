@@ -273,10 +273,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         status = Status.CRITICAL if corroboration else Status.WARNING
         kind = "entropy collapsing" + (" while the reward has stopped improving" if stalled
                                        else "")
-    evidence["threshold"] = (f"entropy < {fmt(p['floor'])} nats" if hc < p["floor"] else
-                             f"entropy < {p['critical_ratio']:g} x start" if spent else
-                             f"drop > {p['drop_fraction']:.0%} within {fmt(p['window_steps'])} "
-                             f"steps")
+    # Every line the fall crossed: the floor alone read "entropy < 0.02 nats" beside a first
+    # alert raised at 0.07, where the share of the start had crossed first.
+    crossed = ([f"entropy < {p['critical_ratio']:g} x start"] if spent else []) + (
+        [f"entropy < {fmt(p['floor'])} nats"] if hc < p["floor"] else [])
+    evidence["threshold"] = "; ".join(crossed) or (
+        f"drop > {p['drop_fraction']:.0%} within {fmt(p['window_steps'])} steps")
     # The corroboration is read at the end of the run, the fall dated from its onset: say
     # which is which, so "81% zero-std" is not read as the state at the onset.
     why = f"; by the end, {', '.join(corroboration)}" if corroboration else ""
