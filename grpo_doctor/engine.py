@@ -268,10 +268,10 @@ def _given_words(added: Mapping[str, object]) -> str:
     """The given settings the advice reads, by the names the file gives them, and how many
     other keys came with them ("learning_rate, num_generations and 20 more keys"): a
     config file of 40 keys listed whole buries the report it heads."""
-    from grpo_doctor.importers.sidecar import RECIPE_NAMES
+    from grpo_doctor.recipe import SETTINGS
 
     read = sorted(k for k in added if any(k == name or k.endswith("." + name)
-                                          for names in RECIPE_NAMES for name in names))
+                                          for s in SETTINGS for name in s.names))
     if not read:
         return ", ".join(sorted(added))
     rest = len(added) - len(read)

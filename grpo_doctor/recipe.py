@@ -739,8 +739,8 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
         # Off: no clipping is as far from the recipe as it gets; beta 0 and no entropy bonus
         # are common defaults (TRL's), evidence only with a symptom.
         return Reading(s, value, key, OFF, far=s.off_above is not None)
-    high = s.high * (LORA_LR_SCALE if lora and s.id == "learning_rate" else 1.0) \
-        if s.high is not None else None
+    scale = LORA_LR_SCALE if lora and s.id == "learning_rate" else 1.0  # the lr's range only
+    high = s.high * scale if s.high is not None else None
     if high is not None and x > high * (1 + 1e-9) and not (
             s.id == "learning_rate" and x == high):
         factor = x / high if high > 0 else math.inf
@@ -748,8 +748,7 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
     if s.id == "learning_rate" and high is not None and x >= high:
         # "never 5e-6 or more": the ceiling itself is outside the recipe
         return Reading(s, value, key, HIGH, far=False, factor=1.0, lora=lora)
-    low = s.low * (LORA_LR_SCALE if lora and s.id == "learning_rate" else 1.0) \
-        if s.low is not None else None
+    low = s.low * scale if s.low is not None else None
     if low is not None and x < low * (1 - 1e-9):
         factor = low / x if x > 0 else math.inf
         far_low = s.far if s.far_low is None else s.far_low

@@ -646,13 +646,12 @@ def _flipped_term(run: Run, root: Event, checks: Sequence[Check]) -> _Lead | Non
     if not flipped or not any(c.fired and c.mode in _REWARD_SIDE for c in checks):
         return None
     name, weight = flipped[0]
+    role = component_role(run, name)
     col = components(run).get(name)
     moved = ""
     if col is not None:
         start, end = head_tail(series(run, col)[1])
         moved = f"; {name} went {fmt(start)} -> {fmt(end)}"
-    role = run.reward_roles.get(name) or ("format" if component_role(run, name) == "format"
-                                          else "correctness")
     what = f"{name} {knob_value(weight)} in the config's reward weights"
     text = (f"{_restart(run, int(run.steps[0]))}, with {name}'s weight {knob_value(weight)} "
             f"-> {knob_value(abs(weight))} (a negative weight on a {role} term pays the "

@@ -6,7 +6,6 @@ Kept here so that "reward still improving" means the same thing in every rule's 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from grpo_doctor.lazy import numpy as np
@@ -244,13 +243,10 @@ def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
     start, end = float(np.mean(held[:k])), float(np.mean(held[-k:]))
     if end >= SOLVED_HELDOUT or end - start >= HELDOUT_GAIN:
         return None
-    terms: Mapping[str, object] = components(run)
+    logged_terms = components(run)
+    # No term logged: the config may name them (open-r1's reward_funcs).
+    terms = tuple(logged_terms) or configured_terms(run)
     correct = [n for n in terms if component_role(run, n) == "correctness"]
-    if not terms:
-        # No term logged: the config may name them (open-r1's reward_funcs).
-        terms = dict.fromkeys(configured_terms(run))
-        correct = [n for n in terms if run.reward_roles.get(n, role_by_name(n))
-                   == "correctness"]
     kind = "prompts" if correct else "reward" if terms else "either"
     score = zero_one_score(run)
     train_end = head_tail(score[1], frac=frac)[1] if score is not None else None
@@ -263,8 +259,8 @@ def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
     else:
         return None
     return Memorised(kind, what, start, end, float(held.max()),
-                     tuple(terms) if kind == "reward" else (),
-                     "logged" if components(run) else "the config")
+                     terms if kind == "reward" else (),
+                     "logged" if logged_terms else "the config")
 
 
 #: A held-out score this far below a solved training score (0.9+) has not followed it.
@@ -407,16 +403,12 @@ def configured_weight(run: Run, name: str) -> float | None:
 
 def flipped_terms(run: Run) -> list[tuple[str, float]]:
     """(name, weight) of each reward term the config weighs below 0 that is no cost: a
-    format- or correctness-like term (by name, or as the user gave its role) charged rather
-    than paid, so the policy is paid to avoid what it checks. A cost term (a length
-    penalty) or an anti-cheat term is charged by design."""
-    flipped = []
-    for name in configured_terms(run):
-        weight = configured_weight(run, name)
-        role = run.reward_roles.get(name) or role_by_name(name)
-        if weight is not None and weight < 0 and role in ("format", "correctness"):
-            flipped.append((name, weight))
-    return flipped
+    format- or correctness-like term (``component_role``) charged rather than paid, so the
+    policy is paid to avoid what it checks. A cost term (a length penalty) or an anti-cheat
+    term is charged by design."""
+    return [(name, weight) for name in configured_terms(run)
+            if (weight := configured_weight(run, name)) is not None and weight < 0
+            and component_role(run, name) in ("format", "correctness")]
 
 
 #: Words that name a reward term paid (or charged) by completion length.
