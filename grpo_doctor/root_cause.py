@@ -115,6 +115,7 @@ _RANK = {m: i for i, m in enumerate(_ORDER)}
 _SOLVED_ANYWAY = "no roll-back: the run came through it and solved its task; for the next run"
 #: How a finding's remedies say the run is fine as it goes (a convergence, not a failure).
 _CALM = "nothing urgent"
+_MORE_PROMPTS = "more, and more varied, training prompts, drawn as the evaluation's are"
 #: What a policy destroyed by one update shows; their remedies cannot revive it.
 _SYMPTOMS_OF_A_DEAD_RUN = frozenset({
     "advantage_collapse", "length_hacking", "reward_overfit", "entropy_collapse",
@@ -430,6 +431,13 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         if suspect is not None:
             after = knobs.Remedy(f"{suspect.fix()} ({suspect.sentence()})",
                                  knob=_knob_of(suspect))
+        if check.evidence.get("heldout_gap"):
+            # Converging on its training prompts, not on the task: what to change is what it
+            # trains on (a one-prompt pool was told to halve its lr); a setting outside the
+            # recipe comes with it.
+            after = knobs.Remedy(_MORE_PROMPTS + (f"; and {after}" if suspect is not None
+                                                  else ""),
+                                 knob=after.knob if suspect is not None and after else None)
         return _Lead(knobs.Remedy(
             calm + (f"; for the next run: {after}" if after is not None else ""),
             knob=after.knob if after is not None else None,
@@ -879,7 +887,9 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     calm_first = calm is not None and not where and (
         not top.far or (top.id == "learning_rate" and task_solved(run)))
     if calm_first:
-        text = f"{calm}; for the next run: {text}"
+        # Converging on its training prompts only: the prompts come with the setting.
+        prompts = f"{_MORE_PROMPTS}; and " if root.check.evidence.get("heldout_gap") else ""
+        text = f"{calm}; for the next run: {prompts}{text}"
     _, sep, after = root.summary.partition("; after a catastrophic update")
     # A sign other than the root finding itself (named just before: "first sign:
     # entropy_blowup at step 140" after "entropy_blowup at step 140" said nothing).

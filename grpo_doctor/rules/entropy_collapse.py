@@ -292,17 +292,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         spent_words = ": with its entropy nearly spent, later steps explore little" if spent \
             else ""
         gap = heldout_gap(run)
-        # Its training prompts solved and the held-out score well below: converging on them,
-        # not on the task; said, so "converging" is never read as "the task is learned".
-        held = (f"; but the held-out score holds at {fmt(gap[1])} against {fmt(gap[0])} on the "
-                "training prompts: what it learns does not carry over (too few or too alike "
-                "prompts, or prompts sampled unlike the evaluation's); keep the checkpoint with "
-                "the best held-out score") if gap else ""
-        remedies = [
-            f"nothing urgent: the run is converging{rose}; stop when the reward plateaus"
-            f"{spent_words}{held}",
-            *remedies[:2],
-        ]
+        calm = (f"nothing urgent: the run is converging{rose}; stop when the reward plateaus"
+                f"{spent_words}")
+        if gap:
+            # Its training prompts solved and the held-out score well below: converging on
+            # them, not on the task; said first, so "converging" is never read as "the task is
+            # learned". The advice's next-run change is then the prompts, not the pace.
+            evidence["heldout_gap"] = {"train": round(gap[0], 4), "held_out": round(gap[1], 4)}
+            calm = (f"nothing urgent: the run is converging on its training prompts{rose}, not "
+                    f"on the task: the held-out score holds at {fmt(gap[1])} against "
+                    f"{fmt(gap[0])} on them (too few or too alike prompts, or prompts sampled "
+                    "unlike the evaluation's); keep the checkpoint with the best held-out "
+                    f"score; stop when the reward plateaus{spent_words}")
+        remedies = [calm, *remedies[:2]]
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=ENTROPY)
 
