@@ -362,6 +362,17 @@ def resolve_duplicates(raw: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return out, notes
 
 
+def _overwritten_rows(frame: pd.DataFrame) -> int:
+    """Rows of a step logged before that log one of its metrics again (a resumed run writing
+    over old steps). Rows that share a step with other metrics only (the Trainer's eval row at
+    the step of its training row) are merged whole, and are not counted: nothing was dropped."""
+    shared = frame[frame.index.duplicated(keep=False)]
+    by_step = shared.groupby(level=0, sort=False)
+    again = (by_step.count() > 1).any(axis=1)
+    rows = by_step.size()
+    return int((rows[again[again].index] - 1).sum())
+
+
 def _order_note(n_dup: int, n_restarts: int | None) -> str | None:
     """What sorting and de-duplicating the steps did, for the report."""
     went_back = (f"the step went backwards {plural(n_restarts, 'time')} (a resumed run?)"
@@ -431,9 +442,7 @@ def build_run(
     n_restarts = int((np.diff(step_int) < 0).sum()) if restarts is None else restarts
     # Sorting and counting equal neighbours: numpy 2.4's hash-based unique is ~100x slower.
     n_dup = int((np.diff(np.sort(step_int, kind="stable")) == 0).sum()) if len(step_int) else 0
-    note = _order_note(n_dup, None if restarts is not None else n_restarts)
-    if note:
-        note_list.append(note)
+    order_note_at = len(note_list)  # said once the repeats are known to disagree (below)
 
     if column_map:
         # A config file's entries apply where the log has the column (see ColumnMap).
@@ -497,10 +506,12 @@ def build_run(
     for key, mask in col_nan.items():
         if mask.any():
             nan_steps[key] = np.unique(step_int[mask])
+    n_overwritten = 0
     if n_dup or not frame.index.is_monotonic_increasing:  # (a merged restart is already sorted)
         # Keep the last value logged for each step and metric (a resumed run overwrites).
         order = np.argsort(step_int, kind="stable")
         frame = frame.iloc[order]
+        n_overwritten = _overwritten_rows(frame) if n_dup else 0
         frame = frame.groupby(level=0, sort=True).last()
         frame.index.name = "step"
         # A step whose NaN was later overwritten by a number is no longer NaN evidence.
@@ -511,6 +522,9 @@ def build_run(
             else:
                 del nan_steps[key]
     frame = frame.astype(np.float64)
+    note = _order_note(n_overwritten, None if restarts is not None else n_restarts)
+    if note:
+        note_list.insert(order_note_at, note)
 
     return Run(
         name=name, source=source, format=format, frame=frame, config=dict(config or {}),

@@ -16,6 +16,21 @@ def test_sorted_and_duplicates_keep_last_value_and_are_counted():
     assert run.restarts == 1
 
 
+def test_an_eval_row_at_a_training_rows_step_is_merged_without_a_note():
+    """The Trainer logs its eval row at the global_step of a training row (helper-35: "41 rows
+    repeat a step ... the last value logged was kept" on every TRL wandb run, read as lost
+    data). Rows that log other metrics only are merged whole; a row that logs a metric again
+    (a resumed run writing over old steps) is still said."""
+    merged = run_of({"step": [1, 2, 2, 3, 4, 4], "kl": [0.1, 0.2, np.nan, 0.3, 0.4, np.nan],
+                     "eval/accuracy": [np.nan, np.nan, 0.5, np.nan, np.nan, 0.6]})
+    assert list(merged.frame["heldout_score"].dropna()) == [0.5, 0.6]
+    assert list(merged.frame["kl"]) == [0.1, 0.2, 0.3, 0.4]
+    assert not any("repeat" in n for n in merged.notes), merged.notes
+    again = run_of({"step": [1, 2, 2, 3, 4, 4], "kl": [0.1, 0.2, 0.25, 0.3, 0.4, np.nan],
+                    "eval/accuracy": [np.nan, np.nan, 0.5, np.nan, np.nan, 0.6]})
+    assert "1 row repeats a step logged before: the last value logged was kept" in again.notes
+
+
 def test_text_cells_become_gaps_but_logged_nan_is_evidence():
     run = run_of({"Step": [1, 2, 3], "kl": ["No Log", "nan", "0.3"], "loss": ["", "inf", "1"]})
     assert np.isnan(run.frame["kl"].iloc[0]) and np.isnan(run.frame["kl"].iloc[1])
