@@ -347,6 +347,9 @@ SETTINGS: tuple[Setting, ...] = (
 
 BY_ID: dict[str, Setting] = {s.id: s for s in SETTINGS}
 
+#: How a range the user set ([recipe.*] in the config file) is told from the chapter's.
+USER_RECIPE = "(your recipe)"
+
 #: Keys that mean the run trains a LoRA adapter (its learning rate runs ~10x higher); TRL's
 #: ``use_peft`` decides where present (its ``lora_r`` has a default even without PEFT).
 _LORA_KEYS = ("lora_rank", "actor_rollout_ref.model.lora_rank", "peft_config.r", "lora.r",
@@ -487,10 +490,14 @@ class Reading:
         if not target:
             return f"change {self.name} (now {self.value_text}; recipe {self.recipe_text})"
         x = as_number(target)
+        # Never an "or" that raises the lr it lowers, or barely lowers it (3e-3 -> "or 2.5e-3
+        # for a LoRA adapter" read as a contradiction); none beside a ceiling the user set for
+        # this model.
         lora = (f", or {_num(x * LORA_LR_SCALE)} for a LoRA adapter" if x is not None
                 and self.id == "learning_rate" and not self.lora and self.verdict == HIGH
-                and isinstance(self.value, (int, float)) and x * LORA_LR_SCALE < self.value
-                else "")  # never an "or" that raises the lr it lowers
+                and not self.setting.recipe.endswith(USER_RECIPE)
+                and isinstance(self.value, (int, float))
+                and x * LORA_LR_SCALE <= self.value / 3 else "")
         return f"{self.name} {self.value_text} -> {target}{lora}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -875,7 +882,7 @@ def with_overrides(overrides: Mapping[str, Mapping[str, float]],
         moved = replace(base, **changes)
         if {"low", "high"} & set(values):
             # The chapter's words for its range would contradict the range now applied.
-            moved = replace(moved, recipe=f"{moved.range_text} (your recipe)")
+            moved = replace(moved, recipe=f"{moved.range_text} {USER_RECIPE}")
         by_id[name] = moved
     return tuple(by_id.values())
 

@@ -866,7 +866,7 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
             logged[1].max()) <= 1.01 * logged[0] else lr
         half = now * 0.5
         again = f": if it breaks again, {top.fix().split(' -> ', 1)[1]}"
-        if top.setting.recipe.endswith("(your recipe)") and top.setting.high and (
+        if top.setting.recipe.endswith(recipe.USER_RECIPE) and top.setting.high and (
                 half > top.setting.high * 0.5):
             # A ceiling the user set for this model is its own: never left above it (the
             # chapter's default may be a full fine-tune's, 10x below a LoRA adapter's).
@@ -1072,13 +1072,71 @@ def _numerical_setup(run: Run, setup: recipe.Setup, check: Check) -> _Lead:
                 "guard it (return 0 on a failed parse) and restart")
         return _Lead(knobs.Remedy(text), summary=f"a setup problem, the reward function: "
                      f"{check.summary}", setup=True)
+    # What the log and the config point at first: a division the first NaN step shows the
+    # zero of, before a dtype the config rules out (fp16 false led with "fp16 weights").
+    first = min(int(v[0]) for v in run.nan_steps.values() if len(v)) if bad else None
+    zeros = _divisions_by_zero(run, first) if first is not None else []
+    no_fp16 = _fp16_ruled_out(run, dtype)
+    dtypes = ("a 4-bit adapter's compute dtype" if no_fp16 else
+              "the model and optimizer dtype (fp16 weights without an fp32 master copy or "
+              "loss scaling overflow: train in bf16), the loss scaler, the optimizer epsilon "
+              "(1e-8 underflows in fp16), a 4-bit adapter's compute dtype")
+    rest = f"{dtypes}, and a loss or reward that divides by zero"
+    if zeros and no_fp16:
+        # The dtype cleared by the config: the zero the log shows is the first suspect.
+        rest = (f"{zeros[0]}; then {', '.join(zeros[1:])}{', ' if zeros[1:] else ''}{dtypes}, "
+                "and a loss or reward that divides by zero")
+    elif zeros:
+        # The frameworks' own divisions carry an epsilon: the dtype stays the likelier cause.
+        rest = f"{dtypes}; then {'; '.join(zeros)}; and a loss or reward that divides by zero"
+    ruled = " (the config rules out fp16)" if no_fp16 else ""
     text = ("a numerical setup problem from the first update, not an instability (clipping "
-            "cannot fix a NaN): check the model and optimizer dtype (fp16 weights without an "
-            "fp32 master copy or loss scaling overflow: train in bf16), the loss scaler, the "
-            "optimizer epsilon (1e-8 underflows in fp16), a 4-bit adapter's compute dtype, "
-            "and a loss or reward that divides by zero")
+            f"cannot fix a NaN): check {rest}{ruled}")
     return _Lead(knobs.Remedy(text), summary=f"a numerical setup problem: {check.summary}"
                  f"{moved}", setup=True)
+
+
+def _fp16_ruled_out(run: Run, dtype: recipe.Reading | None) -> bool:
+    """The config says the run trains in bf16 or fp32, or turns fp16 off (TRL's fp16
+    false), and nothing in it says fp16."""
+    if dtype is not None and dtype.verdict == recipe.OK:
+        return True
+    if dtype is not None and dtype.verdict not in (recipe.NOT_SET, recipe.UNKNOWN):
+        return False
+    fp16, key = recipe.lookup(recipe.flat_config(run.config or {}), ("fp16",))
+    return key is not None and fp16 is not None and recipe.as_flag(fp16) is False
+
+
+def _divisions_by_zero(run: Run, step: int) -> list[str]:
+    """Zeros the log shows at the first non-finite step that a GRPO loss divides by: groups
+    of equal rewards (std 0) under std scaling, empty completions under a per-token mean."""
+    said = []
+    zs = _at_or_before(run, Metric.ZERO_STD_FRACTION.value, step)
+    flat = recipe.flat_config(run.config or {})
+    scaled, key = recipe.lookup(flat, ("scale_rewards", "norm_adv_by_std_in_grpo"))
+    # Std scaling is the frameworks' default; off as TRL's scale_rewards false or "none".
+    if zs is not None and zs > 0 and (key is None or recipe.as_flag(scaled) is not False):
+        on = f", with {key} {str(scaled).lower()}" if key else ""
+        said.append(f"the advantage's division by its group's reward std: {zs:.0%} of groups "
+                    f"had equal rewards at step {step_text(step)} (std 0{on}), and 0/0 is NaN "
+                    "without an epsilon in the denominator (TRL's has 1e-4, verl's 1e-6; "
+                    "custom advantage code may have none): add one, or turn the std scaling "
+                    "off")
+    shortest = next((c for c in run.frame.columns if str(c).endswith(("min_length",
+                                                                      "length/min"))), None)
+    if shortest is not None and _at_or_before(run, str(shortest), step) == 0:
+        said.append(f"a per-token mean over empty completions ({shortest} 0 at step "
+                    f"{step_text(step)}: 0 tokens, 0/0)")
+    return said
+
+
+def _at_or_before(run: Run, metric: str, step: int) -> float | None:
+    """The metric's last finite value at or before ``step``."""
+    if metric not in run.frame:
+        return None
+    col = run.frame[metric]
+    col = col[(col.index <= step) & np.isfinite(col.to_numpy())]
+    return float(col.iloc[-1]) if len(col) else None
 
 
 def _lr(x: float) -> str:

@@ -897,6 +897,12 @@ def test_a_lowered_learning_rate_never_offers_a_larger_one_for_lora():
         "learning_rate 5e-6 -> 2.5e-6"
     assert recipe.read_config({"learning_rate": 1e-3}).get("learning_rate").fix().endswith(
         ", or 1e-5 for a LoRA adapter")
+    # Nor one that barely lowers it: 3e-3 against a user's ceiling of 5e-4 read "-> 2.5e-4,
+    # or 0.0025 for a LoRA adapter" (helper-35); the user's ceiling is this model's own.
+    user = recipe.with_overrides({"learning_rate": {"high": 5e-4}})
+    fix = recipe.read_config({"learning_rate": 3e-3}, user).get("learning_rate").fix()
+    assert fix == "learning_rate 0.003 -> 2.5e-4", fix
+    assert "LoRA" not in recipe.read_config({"learning_rate": 3e-5}).get("learning_rate").fix()
 
 
 @pytest.mark.parametrize("lr", [1e-6, 1e-4])
@@ -1728,3 +1734,31 @@ def test_a_converged_run_lowers_an_lr_above_the_ceiling_below_it_for_the_next_ru
     assert first.startswith("nothing urgent"), first
     assert "for the next run: learning_rate 0.001 -> 2.5e-4 (learning_rate 0.001 is 2x the " \
         "recipe's 5e-4 ceiling" in first, first
+
+
+@pytest.mark.parametrize("config,zero_std,first", [
+    # fp16 ruled out by the config, equal-reward groups at the NaN step: the division leads
+    ({"fp16": False, "scale_rewards": True}, 0.125, "the advantage's division"),
+    # no config: the dtype stays the likelier cause (the frameworks' divisions have an epsilon)
+    ({}, 0.125, "the model and optimizer dtype"),
+    # the std scaling off: no 0/0 there; the dtype cleared, so the rest of the list
+    ({"fp16": False, "scale_rewards": False}, 0.125, "a 4-bit adapter's compute dtype"),
+    ({"fp16": False}, 0.0, "a 4-bit adapter's compute dtype"),
+])
+def test_a_nan_from_the_first_update_checks_first_what_the_config_and_log_leave(
+        config, zero_std, first):
+    """adv_eps 0 with std scaling (helper-35): NaN at step 1 with 12% of groups equal, and the
+    config saying fp16 false; the first action led with "fp16 weights ... the loss scaler",
+    which the config rules out, and said "divides by zero" last, untied to the advantage."""
+    n = 3
+    logged_nan = np.array(["nan"] * n, dtype=object)  # a NaN the trainer wrote, not a gap
+    run = make_run(reward=np.full(n, 0.36), frac_reward_zero_std=np.full(n, zero_std),
+                   loss=logged_nan, grad_norm=logged_nan, kl=logged_nan)
+    rc = diagnose(run, DoctorConfig(run_config=config)).root_cause
+    action = rc.first_action
+    assert action.startswith("a numerical setup problem from the first update"), action
+    checked = action.split("check ", 1)[1]
+    assert checked.startswith(first), action
+    assert ("fp16 weights" in action) is (not config), action
+    assert ("the advantage's division" in action) is (
+        zero_std > 0 and config.get("scale_rewards", True) is not False), action
