@@ -213,6 +213,23 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         return Outcome(Status.OK, f"the reward rose from {fmt(first)}, then fell to "
                        f"{fmt(now)}: it learned, then lost it (a fall, not a stall)",
                        evidence=evidence, key_metric=REWARD)
+    if not backwards:
+        # A task score back where it began after a climb (the held-out score 0.49 -> 0.955 ->
+        # 0.48 over an lr burst): a fall for the findings of the crash to date, never "not
+        # learning" ("the held-out score stayed low (0.487 -> 0.48)" had read beside its peak).
+        # The task's own signals only: a reward that rose and fell while the task never moved
+        # learned nothing of the task.
+        for name, column in ((n, signals[n]) for n in task):
+            _, v = series(run, column)
+            if not _learned_then_lost(v, p["best_margin"]):
+                continue
+            head = float(np.median(v[:max(3, len(v) // 20)]))
+            peak = float(rolling_median(v, max(5, len(v) // 20) | 1).max())
+            end = float(np.median(v[-max(3, len(v) // 10):]))
+            if end - head <= 0.5 * (peak - head):  # half the climb or more given back
+                return Outcome(Status.OK, f"the {name} rose from {fmt(head)} to {fmt(peak)}, "
+                               f"then fell back to {fmt(end)}: it learned, then lost it (a "
+                               "fall, not a stall)", evidence=evidence, key_metric=column)
     # The reward gaining while the task does not is format_gaming's to judge, not a stall; a
     # gain counts by its size (a quarter of the reward's range), as a trend test over 100+
     # points finds a rise of 0.078 -> 0.086 on a task stuck at 8%.

@@ -100,9 +100,30 @@ def _heldout_turnover(run: Run, p) -> dict | None:
     late_train = float(np.median(r[after][-max(2, int(after.sum()) // 3):]))
     if late_train <= float(r.min()) + 0.25 * float(np.ptp(r)):
         return None  # a train reward at its floor pays for nothing: nothing is being gamed
+    if _fell_with_it(steps, smooth, peak, now, r_steps, r):
+        return None  # one crash took both (an lr burst): not a reward paying for the wrong thing
     return {"form": "held-out score turned over while train reward held or rose",
             "heldout_peak": float(smooth[peak]), "heldout_now": now,
             "peak_step": int(steps[peak]), "onset": snap_to_logged(run, HELDOUT, steps[peak])}
+
+
+def _fell_with_it(steps: np.ndarray, smooth: np.ndarray, peak: int, now: float,
+                  r_steps: np.ndarray, r: np.ndarray) -> bool:
+    """The train reward fell with the held-out score: over the held-out's fall (its peak to
+    where it had lost half the drop) the reward lost a quarter of its range or more. Hacking
+    is the reward holding while the task falls; an lr burst that crashed both at step 121,
+    the reward recovering later, read "held-out score turned over while train reward held"."""
+    half = np.nonzero(smooth[peak:] <= now + 0.5 * (smooth[peak] - now))[0]
+    if not len(half):
+        return False
+    start, end = float(steps[peak]), float(steps[peak + int(half[0])])
+    width = max(3, len(r) // 40)
+    before = r[r_steps <= start][-width:]
+    at = r[r_steps >= end][:width]
+    if len(before) < width or len(at) < width:
+        return False  # a peak at the log's first points: no level before it to fall from
+    fall = float(np.median(before)) - float(np.median(at))
+    return fall >= max(0.25 * float(np.ptp(r)), 3 * step_noise(r))
 
 
 def _efficiency_collapse(run: Run, p) -> dict | None:

@@ -71,3 +71,47 @@ def test_a_reward_fall_is_over_fitting_only_when_the_task_did_not_keep_improving
                          0.4 + (held_end - 0.4) * (steps[::5] - 120) / 80)
     check = diagnose(make_run(train__reward=reward, eval_accuracy=held)).check("reward_overfit")
     assert check.fired == fires, check.summary
+
+
+def test_a_task_score_that_climbed_and_fell_back_is_no_stall():
+    """lr 3e-3 (helper-35): the held-out score 0.49 -> 0.955 at step 85, crashed with the reward
+    at step 121 and ended at 0.48; no_progress said "the held-out score stayed low (0.487 ->
+    0.48) ... the run is not learning its task" beside reward_overfit's "rose, then fell"."""
+    from tests.helpers import make_run
+
+    n = 200
+    s = np.arange(1, n + 1)
+    rise = np.clip(s / 85, 0, 1)
+    fell = s > 120
+    reward = np.where(fell, 0.7, 0.7 + 0.45 * rise) + 0.03 * np.sin(s * 1.7)
+    held = np.where(fell, 0.48, 0.48 + 0.47 * rise)
+    held = np.where(s % 5 == 0, held, np.nan)
+    check = diagnose(make_run(reward=reward, eval__score=held)).check("no_progress")
+    assert not check.fired, check.summary
+    assert "it learned, then lost it" in check.summary, check.summary
+    # The same run whose held-out score never left 0.48 has not learned its task.
+    flat = np.where(s % 5 == 0, 0.48 + 0.01 * np.sin(s), np.nan)
+    still = diagnose(make_run(reward=reward, eval__score=flat)).check("no_progress")
+    assert "learned, then lost" not in still.summary, still.summary
+
+
+def test_a_crash_that_took_the_reward_with_the_held_out_score_is_not_hacking():
+    """lr 3e-3 (helper-35): the held-out score and the reward crashed together at step 121,
+    the reward climbing back later; reward_hacking read "held-out score turned over while
+    train reward held or rose" (critical). The same held-out fall under a reward that held
+    is hacking."""
+    from tests.helpers import make_run
+
+    n = 200
+    s = np.arange(1, n + 1)
+    rise = np.clip(s / 85, 0, 1)
+    held = np.where(s > 120, 0.1, 0.48 + 0.47 * rise)
+    held = np.where(s % 5 == 0, held, np.nan)
+    recovering = np.clip((s - 133) / 40, 0, 1)
+    crashed = np.where(s > 120, 0.2 + 0.8 * recovering, 0.7 + 0.45 * rise)
+    reward = crashed + 0.03 * np.sin(s * 1.7)
+    check = diagnose(make_run(reward=reward, eval__score=held)).check("reward_hacking")
+    assert not check.fired, check.summary
+    held_up = 0.7 + 0.45 * rise + 0.03 * np.sin(s * 1.7)
+    hacked = diagnose(make_run(reward=held_up, eval__score=held)).check("reward_hacking")
+    assert hacked.fired and "held-out score turned over" in hacked.summary, hacked.summary
