@@ -1566,8 +1566,8 @@ def test_a_jump_the_run_solved_its_task_through_asks_for_no_roll_back():
 def test_a_reward_that_never_moved_beside_a_setting_far_outside_is_a_finding():
     """lr 1e-7 (1000x below this model's start) on a log with no KL (beta 0): the reward
     stayed within its noise for 150 points, INCONCLUSIVE, and the lr was "setup far outside
-    the recipe, with no finding it causes here". The setting is the evidence the curves lack;
-    the same curves with the recipe's lr stay inconclusive."""
+    the recipe, no finding here shows its harm yet". The setting is the evidence the curves
+    lack; the same curves with the recipe's lr stay inconclusive."""
     from dataclasses import replace as dc_replace
 
     from grpo_doctor.recipe import flat_config
@@ -1582,7 +1582,7 @@ def test_a_reward_that_never_moved_beside_a_setting_far_outside_is_a_finding():
     assert check.summary.startswith("not learning: reward up only within its noise"), check
     assert check.first_alert_step == 100
     assert "actor_rollout_ref.actor.optim.lr 1e-7 -> 1e-4" in d.root_cause.first_action
-    assert not any("no finding it causes here" in n for n in d.notes), d.notes
+    assert not any("no finding here shows its harm" in n for n in d.notes), d.notes
     cfg["actor_rollout_ref.actor.optim.lr"] = 1e-4
     assert diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=cfg)).status \
         == "inconclusive"
@@ -1762,3 +1762,37 @@ def test_a_nan_from_the_first_update_checks_first_what_the_config_and_log_leave(
     assert ("fp16 weights" in action) is (not config), action
     assert ("the advantage's division" in action) is (
         zero_std > 0 and config.get("scale_rewards", True) is not False), action
+
+
+@pytest.mark.parametrize("beta,plateau,held", [(1.0, 0.63, True), (1.0, 0.93, False),
+                                               (0.04, 0.63, False)])
+def test_a_leash_that_stops_the_task_short_of_solved_is_the_first_action(beta, plateau, held):
+    """beta 1 (helper-35): the held-out score climbed to 0.6 by step 50 and sat there to step
+    200, KL 0.03, where its twins reached 0.9; HEALTHY with the beta in a note ("no finding it
+    causes here"). Not at a plateau that is solved, nor at the recipe's beta."""
+    n = 200
+    s = np.arange(1, n + 1)
+    climb = np.minimum(s / 50, 1)
+    score = np.where(s % 5 == 0, 0.48 + (plateau - 0.48) * climb + 0.01 * np.sin(s), np.nan)
+    run = make_run(reward=0.6 + 0.3 * climb + 0.02 * np.sin(s * 1.3), eval__score=score,
+                   kl=0.03 + 0.003 * np.sin(s * 0.7), frac_reward_zero_std=np.full(n, 0.2),
+                   grad_norm=np.full(n, 0.6))
+    d = diagnose(run, DoctorConfig(run_config={"beta": beta, "learning_rate": 1e-6}))
+    check = d.check("no_progress")
+    assert check.fired is held, check.summary
+    if held:
+        assert "stopped short of solved" in check.summary and "no gain since step 105" \
+            in check.summary, check.summary
+        assert d.root_cause.first_action.startswith("beta 1 -> 0.01-0.05"), \
+            d.root_cause.first_action
+
+
+def test_a_setting_far_outside_with_no_finding_gives_its_fix_in_the_note():
+    """temperature 2 (helper-35): "setup far outside the recipe, with no finding it causes
+    here" read as reassurance on a run it visibly slowed; the note gives the fix."""
+    n = 60
+    run = make_run(reward=np.linspace(0.1, 0.8, n), entropy=np.full(n, 1.0))
+    d = diagnose(run, DoctorConfig(run_config={"temperature": 2.0}))
+    assert "setup far outside the recipe, no finding here shows its harm yet; for the next " \
+        "run: temperature 2 -> 1.0 (temperature 2 is above the recipe's 1-1.2)" in d.notes, \
+        d.notes

@@ -83,7 +83,7 @@ from grpo_doctor.rules.signals import (
     train_set_memorised,
 )
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt
+from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import rolling_median, step_noise
 
 REWARD = Metric.REWARD_MEAN.value
@@ -171,8 +171,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if held_back is not None and len(r) >= p["patience"]:
         # Learning, but held at the reference by a KL term far above the recipe: the task's
         # score still low and the policy barely moved. Config and curves agree: a finding.
-        evidence["threshold"] = (f"a 0-1 task score below {fmt(p['low_score'])} at the end, KL "
-                                 f"below {fmt(_HELD_KL)}, and beta {fmt(_BETA_HOLDS)} or more")
+        score = (f"a 0-1 task score below {fmt(p['low_score'])} at the end" if "task_low" in
+                 evidence else f"a 0-1 task score below {fmt(SOLVED_HELDOUT)} and flat over the "
+                 "log's second half")
+        evidence["threshold"] = (f"{score}, KL below {fmt(_HELD_KL)}, and beta "
+                                 f"{fmt(_BETA_HOLDS)} or more")
         return Outcome(Status.WARNING, held_back, onset_step=first_step, evidence=evidence,
                        remedies=_remedies(run), key_metric=REWARD)
     if (reward.improving or sparse_improving(run, REWARD)) and (not task or improving):
@@ -302,14 +305,43 @@ def _held_back(run: Run, evidence: Mapping[str, object]) -> str | None:
     low = evidence.get("task_low")
     beta, _ = knobs.current(run, knobs.KL_COEF)
     still = _stillness(run)
-    if not isinstance(low, dict) or beta is None or beta < _BETA_HOLDS or still is None:
+    if beta is None or beta < _BETA_HOLDS or still is None:
         return None
     kl_end, mixed = still
     if kl_end >= _HELD_KL or (mixed is not None and mixed < 0.5):
         return None
-    return (f"learning held back: the {low['signal']} is still low ({fmt(low['start'])} -> "
-            f"{fmt(low['end'])}, of 1) and the policy barely moved from the reference (KL "
-            f"{fmt(kl_end)} at the end), with beta {fmt(beta)}: the KL term holds it there")
+    if isinstance(low, dict):
+        return (f"learning held back: the {low['signal']} is still low ({fmt(low['start'])} -> "
+                f"{fmt(low['end'])}, of 1) and the policy barely moved from the reference (KL "
+                f"{fmt(kl_end)} at the end), with beta {fmt(beta)}: the KL term holds it there")
+    stopped = _stopped_short(run)
+    if stopped is None:
+        return None
+    name, was, now, since = stopped
+    # Not low, but stopped well short of solved with the policy pinned (beta 1: the held-out
+    # score flat at 0.6 for 150 steps, KL 0.03, where its twins reached 0.9).
+    return (f"learning held back: the {name} stopped short of solved ({fmt(was)} -> "
+            f"{fmt(now)}, of 1; no gain since step {step_text(since)}) and the policy barely "
+            f"moved from the reference (KL {fmt(kl_end)} at the end), with beta {fmt(beta)}: "
+            "the KL term holds it there")
+
+
+def _stopped_short(run: Run) -> tuple[str, float, float, int] | None:
+    """(name, first-fifth mean, last-fifth mean, the step its flat second half begins) of a
+    0-1 task signal that ends below ``SOLVED_HELDOUT`` and gained nothing material
+    (``_MATERIAL_GAIN``) over the second half of the log; None otherwise."""
+    for name, column in _task_signals(run).items():
+        steps, v = series(run, column)
+        if len(v) < 10 or v.min() < 0 or v.max() > 1:
+            continue
+        k = max(3, len(v) // 5)
+        was, now = float(np.mean(v[:k])), float(np.mean(v[-k:]))
+        half = v[len(v) // 2:]
+        q = max(2, len(half) // 2)
+        gained = float(np.mean(half[-q:])) - float(np.mean(half[:q]))
+        if now < SOLVED_HELDOUT and gained < _MATERIAL_GAIN:
+            return name, was, now, int(steps[len(v) // 2])
+    return None
 
 
 def _stillness(run: Run) -> tuple[float, float | None] | None:
