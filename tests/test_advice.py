@@ -1796,3 +1796,27 @@ def test_a_setting_far_outside_with_no_finding_gives_its_fix_in_the_note():
     assert "setup far outside the recipe, no finding here shows its harm yet; for the next " \
         "run: temperature 2 -> 1.0 (temperature 2 is above the recipe's 1-1.2)" in d.notes, \
         d.notes
+
+
+@pytest.mark.parametrize("from_start", [True, False])
+def test_a_training_side_solved_from_the_first_logs_learned_nothing_by_heart(from_start):
+    """temperature 0.3 (helper-35): the correctness term at 1 from step 1, the held-out score
+    (sampled at temperature 1) at 0.46 -> 0.54; no_progress said "the policy learned its
+    training set" and, with no config, the first action was "train on more prompts". What
+    the log shows is rollouts that score what the held-out set does not."""
+    n = 200
+    s = np.arange(1, n + 1)
+    correct = np.ones(n) if from_start else np.minimum(0.4 + s / 60, 1.0)
+    held = np.where(s % 5 == 0, 0.46 + 0.08 * s / n + 0.01 * np.sin(s), np.nan)
+    run = make_run(reward=correct + 0.2, rewards__accuracy_reward__mean=correct,
+                   rewards__format_reward__mean=np.ones(n), eval__score=held)
+    d = diagnose(run)
+    check = d.check("no_progress")
+    assert check.fired, check.summary
+    assert ("at its top from the first logs" in check.summary) is from_start, check.summary
+    assert ("learned its training set" in check.summary) is not from_start, check.summary
+    first = d.root_cause.first_action
+    if from_start:
+        assert first.startswith("check the rollout temperature against the evaluation's"), first
+    else:
+        assert first.startswith("train on more prompts"), first

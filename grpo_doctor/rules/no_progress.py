@@ -146,18 +146,27 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                  f"{fmt(SOLVED_HELDOUT)}")
         held = (f"the held-out score went {fmt(m.held_start)} -> {fmt(m.held_end)} (never "
                 f"above {fmt(m.held_best)})")
+        if m.from_start and m.kind != "reward":
+            # At its top from the first logs: the policy learned nothing there, by heart or
+            # otherwise ("learned its training set" read beside a reward at 1.18 at step 1).
+            m = replace(m, kind="start")
+            evidence["memorised"] = {**evidence["memorised"], "kind": "start"}
         named = ("logged reward term" if m.terms_from == "logged"
                  else "reward term the config names")
         why = {"prompts": "the policy learned its training set",
+               "start": "nothing was learned: the rollouts score what the held-out set does "
+                        "not (samples drawn colder than the evaluation's, or training prompts "
+                        "easier than the held-out ones)",
                "reward": f"no {named} pays correct answers "
                          f"({', '.join(m.terms)} {'is' if len(m.terms) == 1 else 'are'} "
                          f"all the reward)",
                "either": "the reward pays for something the held-out task does not, or the "
                          "policy learned its training prompts"}[m.kind]
-        summary = (f"the training reward is at its top ({m.train}; reward {fmt(start)} -> "
+        at = "at its top from the first logs" if m.from_start else "at its top"
+        summary = (f"the training reward is {at} ({m.train}; reward {fmt(start)} -> "
                    f"{fmt(now)}), the task is not: {held}: {why}")
         return Outcome(Status.WARNING, summary, onset_step=first_step, evidence=evidence,
-                       remedies=_memorised_remedies(m.kind), key_metric=HELDOUT)
+                       remedies=_memorised_remedies(m.kind, run), key_metric=HELDOUT)
     signals = _task_signals(run)
     low = _stuck_low(run, signals, task, p, skip_improving=False)
     if low is not None and len(r) >= p["min_points"]:
@@ -501,7 +510,16 @@ def _lr_far_below(run: Run) -> str | None:
             "the policy")
 
 
-def _memorised_remedies(kind: str) -> tuple[str, ...]:
+def _memorised_remedies(kind: str, run: Run) -> tuple[str, ...]:
+    if kind == "start":
+        cold = knobs.current(run, knobs.TEMPERATURE)[0] is not None and knobs.set_to(
+            run, knobs.TEMPERATURE, "1.0", why="near-greedy samples solve what the "
+            "evaluation's do not", unless_at_least=1.0)
+        return (cold or "check the rollout temperature against the evaluation's: near-greedy "
+                "samples (a low temperature) solve prompts that temperature-1 samples do not",
+                "check the training prompts against the held-out set (difficulty, format): "
+                "the training side was solved before any update",
+                "stop at the checkpoint with the best held-out score")
     prompts = ("train on more prompts, and more varied ones: the policy solved its training "
                "set without learning the task (a small or repetitive dataset, or one unlike "
                "the held-out set)")

@@ -192,9 +192,10 @@ def unsolved_equal_share(run: Run, steps: np.ndarray, z: np.ndarray) -> np.ndarr
     return np.where(known, np.clip(z - at, 0.0, z), np.nan)
 
 
-def solved_share(run: Run, frac: float = 0.2) -> float | None:
+def solved_share(run: Run, frac: float = 0.2, first: bool = False) -> float | None:
     """The share of equal-reward groups proven all-correct over the last ``frac`` of the log
-    (None when the log cannot tell; see ``unsolved_equal_share``)."""
+    (``first``: its first ``frac``); None when the log cannot tell (see
+    ``unsolved_equal_share``)."""
     steps, z = series(run, Metric.ZERO_STD_FRACTION.value)
     if len(z) < 3:
         return None
@@ -205,7 +206,8 @@ def solved_share(run: Run, frac: float = 0.2) -> float | None:
     if keep.sum() < 3:
         return None
     k = late_points(int(keep.sum()), frac, 2)
-    z_late, u_late = float(np.mean(z[keep][-k:])), float(np.mean(u[keep][-k:]))
+    part = slice(None, k) if first else slice(-k, None)
+    z_late, u_late = float(np.mean(z[keep][part])), float(np.mean(u[keep][part]))
     return 1.0 - u_late / z_late if z_late > 0 else None
 
 
@@ -224,10 +226,18 @@ class Memorised:
     held_best: float
     terms: tuple[str, ...] = ()  # the reward's terms, for "reward"
     terms_from: str = "logged"  # where they were read: "logged" or "the config"
+    # The training side was already at its top over the log's first logs: nothing was
+    # learned, the rollouts score what the held-out set does not (samples drawn colder than
+    # the evaluation's, or training prompts easier than the held-out ones).
+    from_start: bool = False
 
 
 #: A held-out score (0-1) that never rose by this much never improved.
 HELDOUT_GAIN = 0.1
+
+
+#: The share of a log whose training side, at its top already, was solved before learning.
+_FIRST_LOGS = 0.05
 
 
 def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
@@ -254,13 +264,16 @@ def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
     if train_end is not None and train_end >= 0.9 and train_end - end >= 0.3:
         what = (f"{', '.join(correct)} at {fmt(train_end)}" if correct else
                 f"the reward at {fmt(train_end)}, the top of its 0-1 scale")
+        from_start = score is not None and head_tail(score[1], frac=_FIRST_LOGS)[0] >= 0.9
     elif share is not None and share >= 0.8 and train_end is None and end <= 0.6:
         what = f"{share:.0%} of equal-reward groups all-correct"
+        first = solved_share(run, _FIRST_LOGS, first=True)
+        from_start = first is not None and first >= 0.8
     else:
         return None
     return Memorised(kind, what, start, end, float(held.max()),
                      terms if kind == "reward" else (),
-                     "logged" if logged_terms else "the config")
+                     "logged" if logged_terms else "the config", from_start)
 
 
 #: A held-out score this far below a solved training score (0.9+) has not followed it.
