@@ -137,6 +137,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     memorised = train_set_memorised(run)
     if memorised is not None:
         m = memorised
+        if m.from_start and m.kind != "reward":
+            # At its top from the first logs: the policy learned nothing there, by heart or
+            # otherwise ("learned its training set" read beside a reward at 1.18 at step 1).
+            m = replace(m, kind="start")
         evidence["memorised"] = {"kind": m.kind, "train": m.train,
                                  "held_start": round(m.held_start, 4),
                                  "held_end": round(m.held_end, 4),
@@ -146,11 +150,6 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                  f"{fmt(SOLVED_HELDOUT)}")
         held = (f"the held-out score went {fmt(m.held_start)} -> {fmt(m.held_end)} (never "
                 f"above {fmt(m.held_best)})")
-        if m.from_start and m.kind != "reward":
-            # At its top from the first logs: the policy learned nothing there, by heart or
-            # otherwise ("learned its training set" read beside a reward at 1.18 at step 1).
-            m = replace(m, kind="start")
-            evidence["memorised"] = {**evidence["memorised"], "kind": "start"}
         named = ("logged reward term" if m.terms_from == "logged"
                  else "reward term the config names")
         why = {"prompts": "the policy learned its training set",
