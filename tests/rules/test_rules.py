@@ -115,3 +115,21 @@ def test_a_crash_that_took_the_reward_with_the_held_out_score_is_not_hacking():
     held_up = 0.7 + 0.45 * rise + 0.03 * np.sin(s * 1.7)
     hacked = diagnose(make_run(reward=held_up, eval__score=held)).check("reward_hacking")
     assert hacked.fired and "held-out score turned over" in hacked.summary, hacked.summary
+
+
+def test_equal_groups_beside_a_held_out_score_of_zero_are_never_called_solved_ones():
+    """Six-digit sums the base never saw (helper-35): the format term climbed to its plateau
+    and the equal groups were read "the reward climbed to its best level and holds there:
+    many may be solved ones" beside a held-out score of 0."""
+    from tests.helpers import make_run
+
+    n = 60
+    s = np.arange(1, n + 1)
+    reward = 0.1 + 0.1 * np.minimum(s / 20, 1) + 0.005 * np.sin(s * 1.3)
+    zero_std = np.where(s > 25, 0.6, 0.2)
+    for held, solved_words in ((0.0, False), (0.8, True)):
+        score = np.where(s % 5 == 0, held, np.nan)
+        check = diagnose(make_run(reward=reward, frac_reward_zero_std=zero_std,
+                                  eval__score=score)).check("advantage_collapse")
+        assert check.fired, check.summary
+        assert ("solved ones" in check.summary) is solved_words, check.summary
