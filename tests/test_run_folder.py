@@ -137,7 +137,7 @@ def test_diagnose_reads_the_folder_as_one_run_or_one_copy_when_told(runs_root):
     (tb,) = load_runs(folder, format="tensorboard")
     assert tb.format == "tensorboard" and not any("one run's folder" in n for n in tb.notes)
     (csv_run,) = load_runs(folder / "metrics.csv")
-    assert csv_run.format == "csv" and csv_run.name == "metrics"
+    assert csv_run.format == "csv" and csv_run.name == FOLDERS[0]  # "metrics" says nothing
 
 
 def test_the_richest_copy_is_read(tmp_path):

@@ -654,17 +654,17 @@ def test_a_folder_of_runs_is_watched_whole(capsys: pytest.CaptureFixture[str],
     code, out, err = run_cli(capsys, "watch", str(runs), "--once")
     assert code == 0 and err == ""
     status = [line for line in out.splitlines() if line.startswith("status: ")]
-    assert sorted(line.split(":")[1].strip() for line in status) == ["b", "metrics", "tb1"]
+    assert sorted(line.split(":")[1].strip() for line in status) == ["a", "b", "tb1"]
     assert "status: b: critical at step 800" in out
     assert "b: CRITICAL kl_drift: first alert at step" in out
     code, out, _ = run_cli(capsys, "watch", str(runs), "--once", "--exit-on", "critical")
     assert code == 1
     code, out, _ = run_cli(capsys, "watch", str(runs), "--once", "-f", "json")
     events = [json.loads(line) for line in out.splitlines()]
-    assert {e["run"] for e in events if e["event"] == "status"} == {"b", "metrics", "tb1"}
+    assert {e["run"] for e in events if e["event"] == "status"} == {"a", "b", "tb1"}
     code, out, _ = run_cli(capsys, "watch", str(runs), "--once", "--run", "b")
     assert out.splitlines()[-1].startswith("status: b: critical at step 800")  # only b
-    assert "metrics" not in out and "tb1" not in out
+    assert "status: a" not in out and "tb1" not in out
 
 
 def test_a_run_that_appears_later_is_picked_up_once(tmp_path: Path) -> None:

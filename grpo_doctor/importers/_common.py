@@ -30,6 +30,21 @@ _NUMBER = re.compile(
 )
 
 
+#: File stems that name what a file holds, not which run: such a run is named by its folder
+#: (a verl or trainer "metrics.csv" headed every report "metrics").
+_GENERIC_STEMS = frozenset({"metrics", "metric", "progress", "log", "logs", "train",
+                            "training", "history", "events", "results", "scalars", "data",
+                            "output", "run", "export"})
+
+
+def file_run_name(path: Path) -> str:
+    """The run a log file holds, by name: its stem, or its folder's name when the stem is a
+    generic one (``runs/lr_3e-3/metrics.csv`` is "lr_3e-3")."""
+    if path.stem.lower() in _GENERIC_STEMS and path.parent.name:
+        return path.parent.name
+    return path.stem
+
+
 def read_head(path: Path) -> bytes:
     """The first ``HEAD_BYTES`` of a file, what a sniffer sees; an InputError when it cannot be
     read."""

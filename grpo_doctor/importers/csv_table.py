@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers._common import first_line, looks_like_text
+from grpo_doctor.importers._common import file_run_name, first_line, looks_like_text
 from grpo_doctor.importers._csv import read_csv_frame
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import TextPosition, prefix_loader, read_lines
@@ -50,7 +50,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
             nan = {k: v[rows] for k, v in explicit.items()}
             runs.append(
                 build_run(
-                    part, name=str(key) or path.stem, source=str(path), format="csv",
+                    part, name=str(key) or file_run_name(path), source=str(path), format="csv",
                     step_column=options.step_column, column_map=options.column_map,
                     explicit_nan=nan, notes=notes,
                 )
@@ -58,7 +58,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         return runs
     return [
         build_run(
-            frame, name=path.stem, source=str(path), format="csv",
+            frame, name=file_run_name(path), source=str(path), format="csv",
             step_column=options.step_column, column_map=options.column_map,
             explicit_nan=explicit, notes=notes,
         )

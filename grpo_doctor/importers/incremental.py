@@ -146,7 +146,11 @@ def read_lines(path: Path, at: TextPosition, final: bool) -> tuple[str | None, T
 
 
 def snapshot(path: Path, size: int, folder: Path) -> Path:
-    """The first ``size`` bytes of ``path``, copied into ``folder`` under the same name."""
+    """The first ``size`` bytes of ``path``, copied into ``folder`` under the same name, in a
+    folder named as its own (a ``metrics.csv`` run is named by its folder)."""
+    if path.parent.name:
+        folder = folder / path.parent.name
+        folder.mkdir(exist_ok=True)
     out = folder / path.name
     with path.open("rb") as src, out.open("wb") as dst:
         left = size

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers._common import looks_like_text, read_text
+from grpo_doctor.importers._common import file_run_name, looks_like_text, read_text
 from grpo_doctor.importers._records import Record, flatten, numeric_record, records_frame
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import (
@@ -85,7 +85,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
              f"{agree(bad, 'was', 'were')} skipped"] if bad else []
     return [
         build_run(
-            frame, name=path.stem, source=str(path), format="jsonl",
+            frame, name=file_run_name(path), source=str(path), format="jsonl",
             step_column=options.step_column, column_map=options.column_map,
             explicit_nan=explicit, notes=notes,
         )

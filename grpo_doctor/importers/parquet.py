@@ -16,7 +16,7 @@ import pandas as pd
 
 from grpo_doctor.errors import FormatError, GrpoDoctorError
 from grpo_doctor.files import arrow_input, human_bytes, max_read_bytes
-from grpo_doctor.importers._common import read_json
+from grpo_doctor.importers._common import file_run_name, read_json
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.metrics import find_step_column
 from grpo_doctor.store import Run, build_run
@@ -163,7 +163,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     name = meta.get("name") if isinstance(meta.get("name"), str) and meta.get("name") else None
     return [
         build_run(
-            frame, name=name or path.stem, source=str(path), format="parquet",
+            frame, name=name or file_run_name(path), source=str(path), format="parquet",
             step_column=options.step_column, column_map=options.column_map,
             explicit_nan=explicit, config=config, summary=summary, notes=notes,
         )
