@@ -336,8 +336,9 @@ def _held_back(run: Run, evidence: Mapping[str, object]) -> str | None:
 
 def _stopped_short(run: Run) -> tuple[str, float, float, int] | None:
     """(name, first-fifth mean, last-fifth mean, the step its flat second half begins) of a
-    0-1 task signal that ends below ``SOLVED_HELDOUT`` and gained nothing material
-    (``_MATERIAL_GAIN``) over the second half of the log; None otherwise."""
+    0-1 task signal that ends below ``SOLVED_HELDOUT`` and gained nothing material over the
+    second half of the log (the mean of its last quarter less than ``_MATERIAL_GAIN`` above
+    its third's); None otherwise."""
     for name, column in _task_signals(run).items():
         steps, v = series(run, column)
         if len(v) < 10 or v.min() < 0 or v.max() > 1:

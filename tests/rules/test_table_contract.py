@@ -880,6 +880,23 @@ def hack_heldout_noise(nums, past):
     return make_run(train__reward=rising(n, 104), eval__accuracy=held)
 
 
+def hack_crash_took_both(nums, past):
+    """The held-out turnover of ``_heldout`` (half its peak lost over steps 100-150); the
+    train reward holding (past: hacking), or falling with it by twice the table's share of
+    its range (short: one crash took both)."""
+    n = 200
+    t = np.arange(n)
+    peak = 0.6
+    held = np.where(t < 100, 0.3 + 0.3 * t / 100, peak - peak * 0.5 * np.clip((t - 100) / 50,
+                                                                              0, 1))
+    held = held + ar1(103, n, 0.003)
+    held[t % 10 != 0] = np.nan
+    reward = rising(n, 104)
+    if not past:
+        reward = np.where(t > 100, reward - 2 * 0.25 * np.ptp(reward), reward)
+    return make_run(train__reward=reward, eval_accuracy=held)
+
+
 def hack_two_forms(nums, past):
     # The KL efficiency collapsing, and (just past) an anti-cheat term caught recently.
     cheat = np.ones(100)
@@ -1280,10 +1297,49 @@ def np_held_back(nums, past):
     n = int(nums[0])
     held = np.full(n, np.nan)
     held[::5] = ramp(len(held[::5]), 0.38, 0.47, 0, len(held[::5]) - 1)
-    kl = np.abs(nums[2] * pick(past, 0.6, 1.4) * (1 + ar1(176, n, 0.02)))
+    kl = np.abs(nums[4] * pick(past, 0.6, 1.4) * (1 + ar1(176, n, 0.02)))
     run = make_run(train__reward=stalled(n, 177, 0.5, 0.01), eval_accuracy=held,
                    train__kl=kl, train__frac_reward_zero_std=np.full(n, 0.1))
-    return replace(run, config={"beta": nums[3] * 1.2})
+    return replace(run, config={"beta": nums[5] * 1.2})
+
+
+def _stopped_short(level: float, second_half_gain: float, n: int = 200) -> Run:
+    """A held-out score (every 5th step) climbing 0.3 -> ``level`` over the first half, flat
+    over the third quarter and ``second_half_gain`` higher over the last, KL held at 0.02 by
+    beta 1.2, groups mixed."""
+    from dataclasses import replace
+
+    k = n // 5
+    held = np.full(n, np.nan)
+    held[::5] = np.r_[ramp(k // 2, 0.3, level, 0, k // 2 - 1), np.full(k // 4, level),
+                      np.full(k - k // 2 - k // 4, level + second_half_gain)]
+    held[::5] += ar1(180, k, 0.002)
+    run = make_run(train__reward=rising(n, 181, 0.4, 0.6), eval_accuracy=held,
+                   train__kl=np.abs(0.02 * (1 + ar1(182, n, 0.02))),
+                   train__frac_reward_zero_std=np.full(n, 0.1))
+    return replace(run, config={"beta": 1.2})
+
+
+def np_stopped_short_level(nums, past):
+    # Flat over its second half, at 0.9 of the table's line (or 5% above it: solved).
+    return _stopped_short(nums[0] * pick(past, 0.9, 1.05), 0.0)
+
+
+def np_stopped_short_gain(nums, past):
+    # At 0.6, up 0.8x (or 1.6x) the table's gain over the second half.
+    return _stopped_short(0.6, nums[1] * pick(past, 0.8, 1.6))
+
+
+def np_memorised_from_start(nums, past):
+    """The memorised run of ``np_memorised``, its 0/1 accuracy at 1.0 from the first step (or
+    climbing from 0.6 over twice the table's share of the log): nothing learned, or the
+    training set learned by heart."""
+    n = 200
+    acc = np.ones(n) if past else ramp(n, 0.6, 1.0, 0, 2 * nums[1] / 100 * n)
+    held = np.full(n, np.nan)
+    held[::5] = 0.5 + flat(40, 0.0, 174, 0.002)
+    return make_run(train__reward=acc, **{"rewards/accuracy_reward": acc},
+                    eval_accuracy=held)
 
 
 def np_never_moved(nums, past):
@@ -1522,6 +1578,9 @@ THRESHOLDS: list[Threshold] = [
     T("reward_hacking", "critical", "heldout_noise",
       r"and (\d+)x its evaluation-to-evaluation noise", hack_heldout_noise),
     T("reward_hacking", "critical", "two_forms", r"two forms at once", hack_two_forms),
+    T("reward_hacking", "critical", "crash_took_both",
+      r"not when the train reward fell with it, by (a quarter) of its range and beyond its "
+      r"noise", hack_crash_took_both),
     # length_hacking
     T("length_hacking", "warning", "truncated", r"^> (\d+)% truncated at the cap", len_truncated,
       (param("truncation", 0.01),)),
@@ -1621,9 +1680,19 @@ THRESHOLDS: list[Threshold] = [
       r"over (\d+)\+ logged points and ends below ([\d.]+)", np_gain_not_carried,
       (param("best_margin"), param("patience"), param("low_score"))),
     T("no_progress", "warning", "held_back",
-      r"over (\d+)\+ logged points, a 0-1 task score below ([\d.]+) at the end while KL "
-      r"stayed under ([\d.]+) with beta (\d+) or more", np_held_back,
-      (param("patience"), param("low_score"), None, None)),
+      r"over (\d+)\+ logged points, a 0-1 task score below ([\d.]+) at the end \(or below "
+      r"([\d.]+) and its last quarter less than ([\d.]+) above its third\) while KL stayed "
+      r"under ([\d.]+) with beta (\d+) or more", np_held_back,
+      (param("patience"), param("low_score"), None, None, None, None)),
+    T("no_progress", "warning", "stopped_short_level",
+      r"\(or below ([\d.]+) and its last quarter less than ([\d.]+) above its third\)",
+      np_stopped_short_level),
+    T("no_progress", "warning", "stopped_short_gain",
+      r"\(or below ([\d.]+) and its last quarter less than ([\d.]+) above its third\)",
+      np_stopped_short_gain),
+    T("no_progress", "warning", "memorised_from_start",
+      r"at ([\d.]+)\+ over the log's first (\d+)% already, nothing was learned",
+      np_memorised_from_start, short_words="learned its training set"),
     T("no_progress", "warning", "never_moved",
       r"or over (\d+)\+ logged points nothing improved while KL stayed below ([\d.]+) to the "
       r"end", np_never_moved, (param("patience"), None)),
