@@ -1820,3 +1820,22 @@ def test_a_training_side_solved_from_the_first_logs_learned_nothing_by_heart(fro
         assert first.startswith("check the rollout temperature against the evaluation's"), first
     else:
         assert first.startswith("train on more prompts"), first
+
+
+def test_trial_36_runs_read_as_the_expert_reads_them():
+    """Trial 36's runs the tool misread (helper-35), each as its first action now reads."""
+    nan = _trial("adv_eps_0").root_cause.first_action
+    assert "check the advantage's division by its group's reward std" in nan.split("; then")[0]
+    assert "fp16 weights" not in nan
+    beta = _trial("beta_1")
+    assert beta.root_cause.first_action.startswith(
+        "actor_rollout_ref.actor.kl_loss_coef 1 -> 0.01-0.05"), beta.root_cause.first_action
+    cold = _trial("temperature_0.3").root_cause.first_action
+    assert cold.startswith("temperature 0.3 -> 1.0"), cold
+    # Without its config, the log alone: samples colder than the evaluation's, not prompts.
+    alone = diagnose(load_runs(TRIAL / "temperature_0.3.csv")[0],
+                     DoctorConfig(recipe=TINY_RECIPE)).root_cause.first_action
+    assert alone.startswith("check the rollout temperature against the evaluation's"), alone
+    burst = _trial("lr_3e-3_clip_100")
+    assert "LoRA" not in burst.root_cause.first_action
+    assert not burst.check("no_progress").fired and not burst.check("reward_hacking").fired
