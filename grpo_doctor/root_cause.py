@@ -49,11 +49,14 @@ from grpo_doctor.rules.points import end_size, head_tail, late_points, series
 from grpo_doctor.rules.signals import (
     component_role,
     components,
+    configured_terms,
+    configured_weight,
     flipped_terms,
     learning,
     reward_at_best,
     reward_progress,
     task_solved,
+    unpaid_terms,
 )
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run
 from grpo_doctor.text import fmt, headline, knob_value, step_text, without_mode_name
@@ -651,8 +654,20 @@ def _flipped_term(run: Run, root: Event, checks: Sequence[Check]) -> _Lead | Non
     behind a reward-side finding: the reward pays the policy to avoid what the term checks,
     from the first update; its sign is the first fix, from the initial model."""
     flipped = flipped_terms(run)
-    if not flipped or not any(c.fired and c.mode in _REWARD_SIDE for c in checks):
+    unpaid = unpaid_terms(run)
+    if not (flipped or unpaid) or not any(c.fired and c.mode in _REWARD_SIDE for c in checks):
         return None
+    if not flipped:
+        # Weighed at 0: nothing pays a right answer, the reward is the other terms alone. Not
+        # a sign that taught the policy to avoid anything: its checkpoints are usable.
+        name = unpaid[0]
+        others = [n for n in configured_terms(run) if n != name and configured_weight(run, n)]
+        alone = f"{', '.join(others)} alone" if others else "the other terms alone"
+        text = (f"{name}'s weight 0 -> 1 in the config's reward weights (a correctness term "
+                f"weighed at 0 pays nothing for a right answer: the reward is {alone})")
+        return _Lead(knobs.Remedy(text), summary=f"a setup problem, the correctness term "
+                     f"weighed at 0 ({name} 0 in the config's reward weights): {root.summary}",
+                     setup=True)
     name, weight = flipped[0]
     role = component_role(run, name)
     col = components(run).get(name)

@@ -254,8 +254,10 @@ def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
     if end >= SOLVED_HELDOUT or end - start >= HELDOUT_GAIN:
         return None
     logged_terms = components(run)
-    # No term logged: the config may name them (open-r1's reward_funcs).
-    terms = tuple(logged_terms) or configured_terms(run)
+    # No term logged: the config may name them (open-r1's reward_funcs). A term the config
+    # weighs at 0 pays nothing: a correctness term at 0 is no correctness term.
+    terms = tuple(n for n in (tuple(logged_terms) or configured_terms(run))
+                  if configured_weight(run, n) != 0)
     correct = [n for n in terms if component_role(run, n) == "correctness"]
     kind = "prompts" if correct else "reward" if terms else "either"
     score = zero_one_score(run)
@@ -412,6 +414,13 @@ def configured_weight(run: Run, name: str) -> float | None:
         if isinstance(weight, (int, float)) and not isinstance(weight, bool):
             return float(weight)
     return None
+
+
+def unpaid_terms(run: Run) -> list[str]:
+    """Correctness-like reward terms (``component_role``) the config weighs at exactly 0:
+    named, and paying nothing for a right answer."""
+    return [name for name in configured_terms(run) if configured_weight(run, name) == 0
+            and component_role(run, name) == "correctness"]
 
 
 def flipped_terms(run: Run) -> list[tuple[str, float]]:
