@@ -20,8 +20,9 @@ from grpo_doctor.rules import Outcome, Rule, Skip, knobs
 from grpo_doctor.rules.base import ONSET
 from grpo_doctor.rules.incidents import without_ongoing
 from grpo_doctor.rules.points import series
+from grpo_doctor.rules.signals import heldout_gap
 from grpo_doctor.store import Run
-from grpo_doctor.text import plural, step_text
+from grpo_doctor.text import fmt, plural, step_text
 
 #: Prefixes tried in the coarse scan for the first alert.
 SCAN_POINTS = 48
@@ -461,6 +462,14 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     slow = recipe.slow_lr_words(setup) if low else None
     if low and slow:
         low = f"{low}; {slow}"
+    gap = heldout_gap(run) if low else None
+    if low and gap:
+        # The training prompts solved meanwhile: no finding (an evaluation set harder than the
+        # training prompts is common), but the first thing to look at (four training prompts:
+        # 0.94 on them, 0.42 held out).
+        low = (f"{low}, while the training score reached {fmt(gap[0])}: what it learns carries "
+               "over little (too few or too alike training prompts, or a held-out set harder "
+               "than them?)")
     said = " ".join([cause.summary, cause.first_action] if cause else []) + " " + " ".join(
         p.action for p in plan)
     jumped = lr_jump_note(run, said)

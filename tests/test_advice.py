@@ -1839,3 +1839,42 @@ def test_trial_36_runs_read_as_the_expert_reads_them():
     burst = _trial("lr_3e-3_clip_100")
     assert "LoRA" not in burst.root_cause.first_action
     assert not burst.check("no_progress").fired and not burst.check("reward_hacking").fired
+
+
+def test_a_correctness_term_weighed_at_zero_is_the_first_action():
+    """reward.weights {correct: 0, format: 1} (helper-36): the reward at 0.98 on the format
+    alone, the held-out score flat at 0.3; the config made it worse: "correct at 0.984 ...
+    the policy learned its training set: train on more prompts". Without the config the log
+    asks what the reward pays."""
+    n = 200
+    s = np.arange(1, n + 1)
+    run = make_run(reward=0.9 + 0.08 * np.minimum(s / 50, 1) + 0.005 * np.sin(s),
+                   eval__score=np.where(s % 5 == 0, 0.3 + 0.01 * np.sin(s), np.nan))
+    weights = {"reward": {"weights": {"correct": 0.0, "format": 1.0}}}
+    rc = diagnose(run, DoctorConfig(run_config=weights)).root_cause
+    assert rc.first_action.startswith("correct's weight 0 -> 1 in the config's reward weights "
+                                      "(a correctness term weighed at 0 pays nothing for a right "
+                                      "answer: the reward is format alone)"), rc.first_action
+    assert "learned its training set" not in rc.summary, rc.summary
+    paid = diagnose(run, DoctorConfig(run_config={"reward": {"weights": {
+        "correct": 1.0, "format": 0.2}}})).root_cause
+    assert "weight 0" not in paid.first_action, paid.first_action
+
+
+@pytest.mark.parametrize("held_end,said", [(0.48, True), (0.8, False)])
+def test_a_low_held_out_score_beside_solved_training_prompts_is_said_in_the_note(
+        held_end, said):
+    """Four training prompts (helper-36): the accuracy term 0.23 -> 0.94, the held-out score
+    0.31 -> 0.42; HEALTHY with "the task's own score is still low", nothing on the gap. Not a
+    finding (a held-out set harder than the training prompts is common), but the note says
+    the training score beside it."""
+    n = 200
+    s = np.arange(1, n + 1)
+    acc = np.minimum(0.23 + 0.71 * s / 60, 0.94) + 0.01 * np.sin(s)
+    held = np.where(s % 5 == 0, 0.28 + (held_end - 0.28) * s / n + 0.01 * np.sin(s), np.nan)
+    d = diagnose(make_run(reward=acc + 0.2, rewards__accuracy_reward__mean=acc,
+                          rewards__format_reward__mean=np.full(n, 0.2), eval__score=held))
+    note = next((x for x in d.notes if "the training score reached" in x), None)
+    assert (note is not None) is said, d.notes
+    if said:
+        assert d.status == "healthy" and "carries over little" in note, note
