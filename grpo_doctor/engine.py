@@ -353,11 +353,19 @@ def _logged_disagreements(run: Run, added: dict[str, object]) -> list[str]:
             continue
         held = _held_until(steps, logged, x) if s.id == "learning_rate" else None
         if held is not None and peak > x:
-            # The log ran at the given lr, then jumped above it: the config is this run's;
-            # the jump is what the log adds (a scheduler restarted, a resume).
-            out.append(f"{key} {knob_value(x)} given, as the log's own {s.metric} held until "
-                       f"step {held}; it then rose to {knob_value(peak)}: the given value is "
-                       "used")
+            # The log ran at the given lr, and above it before or after: the config is this
+            # run's; the jump or the burst is what the log adds (a scheduler restarted, a
+            # resume, a schedule that starts at its peak).
+            high = steps[logged > x * 1.25]
+            if len(high) and high[0] < held[0]:
+                out.append(f"{key} {knob_value(x)} given, as the log's own {s.metric} held "
+                           f"from step {step_text(held[0])}; it was up to {knob_value(peak)} "
+                           f"before (steps {step_text(high[0])}-{step_text(high[-1])}): the "
+                           "given value is used")
+            else:
+                out.append(f"{key} {knob_value(x)} given, as the log's own {s.metric} held "
+                           f"until step {step_text(held[1])}; it then rose to "
+                           f"{knob_value(peak)}: the given value is used")
             continue
         if peak > x or (s.id == "learning_rate" and _peak_seen(steps, logged)):
             del added[key]
@@ -375,15 +383,15 @@ def _logged_disagreements(run: Run, added: dict[str, object]) -> list[str]:
     return out
 
 
-def _held_until(steps: np.ndarray, logged: np.ndarray, x: float) -> int | None:
-    """The last step of the log's first stretch of 8 or more logged values within a quarter
-    of ``x`` (a level the run held at the given value), or None."""
+def _held_until(steps: np.ndarray, logged: np.ndarray, x: float) -> tuple[int, int] | None:
+    """The first and last step of the log's first stretch of 8 or more logged values within
+    a quarter of ``x`` (a level the run held at the given value), or None."""
     near = np.abs(logged - x) <= 0.25 * x
     run_len = 0
     for i, ok in enumerate(near):
         run_len = run_len + 1 if ok else 0
         if run_len >= 8 and (i + 1 == len(near) or not near[i + 1]):
-            return int(steps[i])
+            return int(steps[i - run_len + 1]), int(steps[i])
     return None
 
 

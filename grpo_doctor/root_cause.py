@@ -1387,13 +1387,18 @@ def _burst_action(run: Run, root: Event, setup: recipe.Setup, burst: _Burst) -> 
             if r.id != "learning_rate"]
     lr = setup.get("learning_rate")
     name = lr.name if lr is not None and lr.value is not None else "learning_rate"
-    text = (f"{_rollback_words(run, burst.first)}, with {name} at no more than "
-            f"{_lr(burst.after)} from the first update ({what}: a schedule or warm-up that "
-            f"starts at its peak)")
+    fix = (f"{name} at no more than {_lr(burst.after)} from the first update ({what}: a "
+           "schedule or warm-up that starts at its peak)")
+    summary = f"a learning-rate burst: {what}; then {root.summary.split('; ')[0]}"
+    if task_solved(run):
+        # It came through the burst and solved its task: a restart gains nothing (its twin
+        # without the burst ended where it did); the schedule is for the next run.
+        return _Lead(knobs.Remedy(f"{_SOLVED_ANYWAY}, {fix}", knob=knobs.LEARNING_RATE),
+                     summary=summary, extra_knobs=tuple(also))
+    text = f"{_rollback_words(run, burst.first)}, with {fix}"
     return _Lead(knobs.Remedy(text, knob=knobs.LEARNING_RATE, rollback_step=burst.first),
-                 summary=f"a learning-rate burst: {what}; then "
-                         f"{root.summary.split('; ')[0]}",
-                 setup=burst.first <= (run.first_step or 0) + 1, extra_knobs=tuple(also))
+                 summary=summary, setup=burst.first <= (run.first_step or 0) + 1,
+                 extra_knobs=tuple(also))
 
 
 # --- the plan -----------------------------------------------------------------------------------

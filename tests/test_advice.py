@@ -417,6 +417,31 @@ def test_a_burst_of_learning_rate_at_the_start_is_the_cause_of_the_first_update(
     assert rc.summary.startswith("a learning-rate burst")
 
 
+def test_a_burst_the_run_came_through_to_a_solved_task_asks_for_no_restart():
+    """lr 5e-3 for 20 steps, then 1e-4 (helper-36): the held-out score fell 0.52 -> 0.22
+    and climbed back to 0.92; "restart from the initial model" gains nothing (its twin without
+    the burst ended where it did). The schedule is for the next run."""
+    n = 200
+    s = np.arange(1, n + 1)
+    lr = np.where(s <= 20, 5e-3, 1e-4)
+    grad = np.where(s == 1, 1200.0, 0.5 + 0.05 * np.sin(s))
+    held = np.where(s <= 20, 0.52 - 0.3 * s / 20, np.minimum(0.22 + 0.7 * (s - 20) / 80, 0.92))
+    acc = np.clip(held + 0.05, 0, 1)
+    d = diagnose(make_run(reward=acc, rewards__accuracy_reward__mean=acc, grad_norm=grad,
+                          learning_rate=lr, entropy=0.02 + 0.41 * np.exp(-s / 40),
+                          eval__score=np.where(s % 5 == 0, held, np.nan)),
+                 DoctorConfig(run_config={"learning_rate": 1e-4}))
+    rc = d.root_cause
+    assert rc.summary.startswith("a learning-rate burst"), rc.summary
+    # The burst came first: the note does not run time backwards ("held until step 200; it
+    # then rose to 0.005", helper-36).
+    assert "learning_rate 1e-4 given, as the log's own learning_rate held from step 21; it " \
+        "was up to 0.005 before (steps 1-20): the given value is used" in d.notes, d.notes
+    assert rc.first_action.startswith("no roll-back: the run came through it and solved its "
+                                      "task; for the next run, learning_rate at no more than "
+                                      "1e-4 from the first update"), rc.first_action
+
+
 @pytest.mark.parametrize("shape", ["cosine", "stepped"])
 def test_a_schedule_that_decays_is_not_a_burst(shape):
     """A cosine decay from 1e-4 to 0, or a stepped schedule (1e-4 for 100 steps, then 1e-5):
