@@ -53,7 +53,7 @@ from grpo_doctor.rules.plot import Plot, Threshold, ladder
 from grpo_doctor.rules.points import head_tail, late_points, series, snap_to_logged
 from grpo_doctor.rules.signals import reward_progress
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt, step_text
+from grpo_doctor.text import fmt, knob_value, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median, trend_onset
 from grpo_doctor.trends.noise import step_noise
 
@@ -185,7 +185,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     why = f", {', '.join(corroboration)}" if corroboration else ""
     moved = (f"rose from {fmt(k0)} to {fmt(kc)}" if kc > k0 else
              f"has stayed high ({fmt(k0)} at the start, {fmt(kc)} now)")
-    if from_start:
+    burst = _lr_burst_at_start(run) if from_start else None
+    if burst is not None:
+        # The first updates' step size, not the leash or the reference: a reference reset
+        # or a tighter beta would answer a drift that did not happen.
+        remedies[:] = [r for r in remedies if "reset the reference" not in str(r)
+                       and "update the reference" not in str(r)]
+    if from_start and burst is None:
         evidence["offset_from_start"] = True
         evidence["threshold"] = f"KL >= {fmt(p['drift_kl'])} from the first logged step"
         # An offset is not a drift: a tighter leash (beta, adaptive KL) would pull toward a
@@ -199,7 +205,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         status = inc.merge_status(status, inc.worst(incidents))
         onset = min(onset, incidents[0].step)
     summary = f"KL {moved} (band {band}) from step {onset_text(knot, onset)}{why}"
-    if from_start:
+    if from_start and burst is not None:
+        # The first updates took a learning rate many times the run's later one: they moved
+        # the policy that far (KL 469 at step 1 under lr 2e-2), no reference mismatch.
+        lr0, lr_after = burst
+        summary = (f"KL already {fmt(float(k[0]))} at step {step_text(int(steps[0]))}, the "
+                   f"first logged ({fmt(k0)} over the first fifth of the log){why}: the first "
+                   f"updates, at a learning rate of {knob_value(lr0)} ({lr0 / lr_after:.0f}x "
+                   f"the {knob_value(lr_after)} after), moved the policy that far")
+    elif from_start:
         summary = (f"KL already {fmt(float(k[0]))} at step {step_text(int(steps[0]))}, the "
                    f"first logged ({fmt(k0)} over the first fifth of the log), and not rising "
                    f"({fmt(kc)} now){why}: policy and reference "
@@ -215,7 +229,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                      max(later, key=lambda i: i.peak))
         more = f" (and {len(later) - 1} more)" if len(later) > 1 else ""
         summary += f"; then {shown.summary}{more}"
-    if status == Status.CRITICAL:
+    if status == Status.CRITICAL and burst is None:
         remedies.insert(0, "stop, update the reference to the last good checkpoint, restart")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=KL, incidents=tuple(incidents))
@@ -277,3 +291,13 @@ def _reference_update(run: Run) -> str:
     if span >= 10_000:
         return "update the reference policy periodically (e.g. every 5,000 steps)"
     return "reset the reference policy to the last good checkpoint when KL passes the target"
+
+
+def _lr_burst_at_start(run: Run) -> tuple[float, float] | None:
+    """(lr over the first 3 logged points, lr over the log's second half) when the first is
+    10x the second or more: a schedule that started at a peak far above the lr it then held."""
+    _, lr = series(run, Metric.LEARNING_RATE.value)
+    if len(lr) < 10:
+        return None
+    first, later = float(np.median(lr[:3])), float(np.median(lr[len(lr) // 2:]))
+    return (first, later) if later > 0 and first >= 10 * later else None

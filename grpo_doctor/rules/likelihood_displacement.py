@@ -167,14 +167,24 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                              f"{fmt(p['window_steps'])} steps")
     status = Status.CRITICAL if phase3 else Status.WARNING
     reward_note = ""
-    if progress.logged and progress.improving:
+    _, r = series(run, Metric.REWARD_MEAN.value)
+    if progress.logged and progress.improving and not (
+            len(r) >= 6 and float(r[:3].max()) > float(np.median(r[-3:])) + 3 * step_noise(r)):
+        # Rising, and above where the log began: not a climb back from a crash just before
+        # the onset (0.76 -> 0.05 at step 2, 0.2 by the end, read "reward still rising").
         reward_note = "; reward still rising, so the reward curve hides it"
     why = f", with {', '.join(phase3)}" if phase3 else ""
     earliest = min(onset, crashes[0].step) if crashes else onset  # an earlier crash is the onset
     top_at = f" (its top, at step {step_text(int(steps[since]))})" if since else ""
+    # The share is the largest fall within the window, between its own two levels: said with
+    # them where they are not the ends just quoted (-1.14 -> -1.38 beside "up 216%", which was
+    # -0.44 -> -1.4 over steps 1-3).
+    span = (f"{fmt(drop.start_value)} -> {fmt(drop.end_value)}, " if drop is not None and (
+        abs(drop.start_value - top) > 0.05 * abs(top) or abs(drop.end_value - lc)
+        > 0.05 * abs(lc)) else "")
     summary = (f"likelihood displacement: mean log-prob fell from {fmt(top)}{top_at} to "
-               f"{fmt(lc)} (|log pi| up {frac:.0%} within {fmt(p['window_steps'])} steps) from "
-               f"step {onset_text(onset, earliest)}{why}{reward_note}")
+               f"{fmt(lc)} ({span}|log pi| up {frac:.0%} within {fmt(p['window_steps'])} "
+               f"steps) from step {onset_text(onset, earliest)}{why}{reward_note}")
     remedies = (
         knobs.scale(run, knobs.LEARNING_RATE, 0.3 if phase3 else 0.5),
         knobs.scale(run, knobs.KL_COEF, 2.0),

@@ -133,3 +133,30 @@ def test_equal_groups_beside_a_held_out_score_of_zero_are_never_called_solved_on
                                   eval__score=score)).check("advantage_collapse")
         assert check.fired, check.summary
         assert ("solved ones" in check.summary) is solved_words, check.summary
+
+
+def test_a_first_update_at_a_learning_rate_burst_is_no_reference_mismatch():
+    """lr 2e-2 for 20 steps, then 1e-4 (helper-36): KL 469 at step 1 was read "policy and
+    reference differed from the start (a reference of other weights or precision)", with
+    "stop, update the reference to the last good checkpoint" in the plan; likelihood
+    displacement said "up 216%" beside "-1.14 to -1.38" and "reward still rising" after a
+    crash to 0.05."""
+    from tests.helpers import make_run
+
+    n = 200
+    s = np.arange(1, n + 1)
+    lr = np.where(s <= 20, 2e-2, 1e-4)
+    kl = np.where(s == 1, 469.0, 1.9 + 0.1 * np.sin(s))
+    reward = np.where(s == 1, 0.76, 0.05 + 0.15 * s / n) + 0.003 * np.sin(s * 1.3)
+    lp = np.r_[-0.44, -0.82, -1.4, np.full(n - 3, -1.2) - 0.2 * s[3:] / n] \
+        + 0.05 * np.sin(s * 0.7)
+    d = diagnose(make_run(reward=reward, kl=kl, learning_rate=lr, log_prob_mean=lp))
+    kl_check = d.check("kl_drift")
+    assert kl_check.fired and "reference" not in kl_check.summary, kl_check.summary
+    assert "the first updates, at a learning rate of 0.02 (200x the 1e-4 after)" \
+        in kl_check.summary, kl_check.summary
+    assert not any("update the reference" in str(r) for r in kl_check.remedies)
+    lld = d.check("likelihood_displacement")
+    assert lld.fired and "still rising" not in lld.summary, lld.summary
+    # The share quoted is the largest fall's, between the levels it is measured on.
+    assert "to -1.38 (-0.408 -> -1.43, |log pi| up 250%" in lld.summary, lld.summary
