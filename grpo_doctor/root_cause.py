@@ -484,15 +484,17 @@ def idle_settings(run: Run, setup: recipe.Setup) -> list[str]:
 
 
 #: Share of logged steps, and the median's multiple of the clip, at which every update was
-#: clipped: the clip, not the learning rate, set the step.
+#: clipped: the clip bounds every batch, not the rare spike it is for.
 _ALWAYS_CLIPPED, _CLIPPED_BY = 0.9, 2.0
 
 
 def always_clipped_note(run: Run, setup: recipe.Setup) -> str | None:
     """A note when the logged (pre-clip) gradient norm was above the configured clip on
     nearly every logged step, by a median of twice it or more: each update was scaled down
-    to the clip, so the learning rate said nothing of the step taken (rewards on a large
-    scale, unnormalised advantages, or an lr far too high). None otherwise."""
+    to the clip (rewards on a large scale, unnormalised advantages, or an lr far too high).
+    Adam's step follows the learning rate whatever the gradient's scale; what the clip on
+    every update changes is that a spike can no longer be told from a normal batch. None
+    otherwise."""
     clip = setup.get("max_grad_norm")
     x = recipe.as_number(clip.value) if clip is not None else None
     _, g = series(run, Metric.GRAD_NORM.value)
@@ -508,7 +510,7 @@ def always_clipped_note(run: Run, setup: recipe.Setup) -> str | None:
            if recipe.as_flag(scaled) is False else "")
     return (f"the gradient norm was above {clip.name} {knob_value(x)} on {share:.0%} of logged "
             f"steps (median {fmt(median)}, {median / x:.0f}x the clip): every update was "
-            f"clipped, so the clip, not the learning rate, set the step{why}")
+            f"clipped, so the clip bounds every batch, not the rare spike it is for{why}")
 
 
 def _clip_never_reached(run: Run, reading: recipe.Reading) -> bool:

@@ -599,6 +599,11 @@ def _lr_remedy(run: Run, still: str | None = None) -> knobs.Remedy:
         return knobs.Remedy(f"raise the learning rate{now}, e.g. x3: {still} (the recipe "
                             "keeps a full fine-tune below 5e-6, a LoRA adapter about 10x "
                             "higher)", knob=knobs.LEARNING_RATE)
+    if isinstance(value, (int, float)) and value >= 10 * _LR_START:
+        # Already a LoRA adapter's lr or more (1e-4 against the chapter's 1e-6): the words on
+        # adapters say nothing to it.
+        return knobs.Remedy(f"check the learning rate is not too low for the setup{now}",
+                            knob=knobs.LEARNING_RATE)
     return knobs.Remedy(f"check the learning rate is not too low for the setup{now}: the "
                         "recipe's 1e-6 is for a full fine-tune, a LoRA adapter needs about 10x",
                         knob=knobs.LEARNING_RATE)
