@@ -459,3 +459,23 @@ def test_no_onset_is_cut_at_narrow_widths(two_findings, width, verbose, data):
     numbers = {n.rstrip(",") for n in re.findall(r"\d[\d,]*", text)}
     for c in shown.findings:
         assert f"{c.onset_step:,}" in numbers and f"{c.first_alert_step:,}" in numbers, text
+
+
+def test_a_converging_run_is_headed_by_its_main_finding_not_a_root_cause():
+    """"root cause: entropy_collapse" above "nothing urgent: the run is converging" read as a
+    failure (helper-36); the text, Markdown and HTML reports head it "main finding". A run
+    that broke keeps "root cause"."""
+    from grpo_doctor.findings import RootCause
+
+    from grpo_doctor.importers import load_runs
+
+    run = load_runs(api.example_path("kl-drift"))[0]
+    base = diagnose(run)
+    assert base.root_cause is not None
+    calm = replace(base, root_cause=replace(
+        base.root_cause, first_action="nothing urgent: the run is converging"))
+    for d, label in ((calm, "main finding"), (base, "root cause")):
+        assert f"{label}: " in render_to_text(d, run, 100)
+        assert f"**{label.capitalize()}**: " in render_markdown(d)
+        assert f"<b>{label.capitalize()}</b>: " in render_html(d, run)
+    assert isinstance(calm.root_cause, RootCause)

@@ -14,6 +14,7 @@ from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.outline import (
     by_onset,
     cause_after_mode,
+    cause_label,
     cause_text,
     extra_hints,
     passed,
@@ -61,7 +62,7 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
     cause = diagnosis.root_cause
     said = cause_text(diagnosis)
     if cause is not None:
-        lines += [f"**Root cause**: {escape(cause.mode)}"
+        lines += [f"**{cause_label(diagnosis).capitalize()}**: {escape(cause.mode)}"
                   f"{escape(cause_after_mode(diagnosis, _step))}  ",
                   f"**Do this first**: {escape(cause.first_action)}", ""]
     elif diagnosis.status_reason:

@@ -52,6 +52,14 @@ def cause_text(diagnosis: Diagnosis) -> str | None:
     return sentence(check) if cause.summary == check.summary else cause.summary
 
 
+def cause_label(diagnosis: Diagnosis) -> str:
+    """"root cause", or "main finding" when its first action says nothing broke (a run
+    converging with its entropy spent: "root cause: entropy_collapse" read as a failure)."""
+    cause = diagnosis.root_cause
+    calm = cause is not None and cause.first_action.startswith("nothing urgent")
+    return "main finding" if calm else "root cause"
+
+
 def cause_after_mode(diagnosis: Diagnosis, step: Callable[[int], str]) -> str:
     """What follows the root cause's mode on its line: " at step N: <its words>", or, when
     its words are an earlier episode already dated at N ("at step N, as seen then: ..."),

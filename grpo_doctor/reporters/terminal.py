@@ -34,6 +34,7 @@ from grpo_doctor.reporters.fit import shorten_left, shorten_right
 from grpo_doctor.reporters.outline import (
     by_onset,
     cause_after_mode,
+    cause_label,
     cause_text,
     extra_hints,
     passed,
@@ -128,7 +129,7 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
     out: list[RenderableType] = []
     cause = diagnosis.root_cause
     if cause is not None:
-        out.append(_hang("root cause: ", Text.assemble(
+        out.append(_hang(f"{cause_label(diagnosis)}: ", Text.assemble(
             (_safe(cause.mode), "bold"), _safe(cause_after_mode(diagnosis, _step)))))
         out.append(_hang("do this first: ", _safe(cause.first_action)))
     elif diagnosis.status_reason:
