@@ -55,7 +55,8 @@ def check_terminal(text: str, diagnosis: Diagnosis, width: int, verbose: bool = 
     assert not wide, wide
     assert any(diagnosis.status.upper() in line for line in lines[:3]), lines[:3]
     if diagnosis.root_cause is not None:
-        assert any(line.startswith("root cause: ") for line in lines[:6]), lines[:6]
+        assert any(line.startswith(("root cause: ", "main finding: ")) for line in lines[:6]), \
+            lines[:6]
         assert any("do this first: " in line for line in lines[:12]), lines[:12]
     if diagnosis.status == "healthy" and width == 80 and not verbose:
         assert len(lines) <= HEALTHY_MAX_LINES, text
