@@ -467,7 +467,6 @@ def test_a_converging_run_is_headed_by_its_main_finding_not_a_root_cause():
     failure (helper-36); the text, Markdown and HTML reports head it "main finding". A run
     that broke keeps "root cause"."""
     from grpo_doctor.findings import RootCause
-
     from grpo_doctor.importers import load_runs
 
     run = load_runs(api.example_path("kl-drift"))[0]
