@@ -1906,3 +1906,15 @@ def test_a_low_held_out_score_beside_solved_training_prompts_is_said_in_the_note
     assert (note is not None) is said, d.notes
     if said:
         assert d.status == "healthy" and "carries over little" in note, note
+
+
+def test_trial_37_runs_read_as_the_expert_reads_them():
+    """Trial 37's runs the tool misread (helper-36): a burst of lr 5e-3 for 20 steps the run
+    came through to a held-out 0.915, told to restart; a correctness term weighed at 0, told
+    to train on more prompts."""
+    burst = _trial("burst_5e-3_20").root_cause.first_action
+    assert burst.startswith("no roll-back: the run came through it and solved its task; for "
+                            "the next run, learning_rate at no more than 1e-4 from the first "
+                            "update"), burst
+    unpaid = _trial("correct_weight_0").root_cause.first_action
+    assert unpaid.startswith("correct's weight 0 -> 1 in the config's reward weights"), unpaid
