@@ -155,7 +155,11 @@ def reward_at_best(run: Run, before: float | None = None) -> bool:
         return False
     smooth = rolling_median(r, 5)
     span = float(np.ptp(smooth))
-    return span > 0 and float(np.median(r[-5:])) >= float(smooth.max()) - 0.1 * span
+    # Within its own noise of the best too: a plateau of batches swinging +-0.05 sits a
+    # tenth of its range below its luckiest 5-point median (0.89 against 0.96 on a cosine
+    # run whose held-out score was at its best; its equal groups went critical).
+    slack = max(0.1 * span, 2 * step_noise(r))
+    return span > 0 and float(np.median(r[-5:])) >= float(smooth.max()) - slack
 
 
 def zero_one_score(run: Run) -> tuple[np.ndarray, np.ndarray] | None:

@@ -160,3 +160,21 @@ def test_a_first_update_at_a_learning_rate_burst_is_no_reference_mismatch():
     assert lld.fired and "still rising" not in lld.summary, lld.summary
     # The share quoted is the largest fall's, between the levels it is measured on.
     assert "to -1.38 (-0.408 -> -1.43, |log pi| up 250%" in lld.summary, lld.summary
+
+
+def test_a_plateau_within_its_noise_of_its_best_is_at_its_best():
+    """A cosine run at 2x the ceiling (helper-36): the reward climbed 0.33 -> 0.96 and sat
+    at 0.89-0.96, batches swinging +-0.05, the held-out score at its best; its last points a
+    tenth of the range below the luckiest 5-point median, so not "at its best", and its
+    groups turning equal (all-correct) went critical."""
+    from grpo_doctor.rules.signals import reward_at_best
+    from tests.helpers import make_run
+
+    n = 200
+    s = np.arange(1, n + 1)
+    swing = 0.05 * np.sin(s * 2.3)
+    plateau = make_run(reward=np.minimum(0.33 + 0.6 * s / 90, 0.92) + swing)
+    assert reward_at_best(plateau)
+    fell = make_run(reward=np.where(s < 150, np.minimum(0.33 + 0.6 * s / 90, 0.92),
+                                    0.6) + swing)
+    assert not reward_at_best(fell)
