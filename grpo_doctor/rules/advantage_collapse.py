@@ -297,10 +297,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # alone, a share that crossed the line on that plateau read "reward up only within its
         # noise" and went critical on a healthy run.
         whole = learning(run, float(run.steps[0]))
-        # Not with the task's own score near 0: its equal groups are all-wrong ones ("many
-        # may be solved ones" read beside a held-out score of 0, helper-35).
+        # Not with the task's own score below half: most of its equal groups are all-wrong
+        # ones ("many may be solved ones" read beside a held-out score of 0, helper-35).
         converged = whole.logged and whole.improving and reward_at_best(run) and not (
-            _task_near_zero(run))
+            _task_low(run))
         if converged and progress.logged and not progress.improving:
             corroboration.remove(progress.stalled_words())  # it converged; it did not stall
             evidence["corroboration"] = corroboration
@@ -440,10 +440,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    remedies=tuple(remedies), key_metric=metric)
 
 
-def _task_near_zero(run: Run) -> bool:
-    """A 0-1 held-out score logged (2+ points) whose late mean is below 0.1: the task is
-    not being solved, whatever the training reward's plateau."""
+def _task_low(run: Run) -> bool:
+    """A 0-1 held-out score logged (2+ points) whose late mean is below 0.5: most prompts
+    are not solved, whatever the training reward's plateau."""
     _, held = series(run, Metric.HELDOUT_SCORE.value)
     if len(held) < 2 or held.min() < 0 or held.max() > 1:
         return False
-    return float(np.mean(held[-max(2, len(held) // 5):])) < 0.1
+    return float(np.mean(held[-max(2, len(held) // 5):])) < 0.5
