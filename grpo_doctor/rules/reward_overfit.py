@@ -45,6 +45,7 @@ from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.points import series, snap_to_logged
+from grpo_doctor.rules.signals import HELDOUT_GAIN
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median, step_noise, trend_onset
@@ -114,7 +115,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     noise = step_noise(r)
     rose = peak >= 4 and (
         mann_kendall(steps[: peak + 1], r[: peak + 1]).increasing(p["alpha"])
-        or (gain > 0 and gain >= 6 * noise))
+        or (gain > 0 and gain >= 6 * noise)
+        or (gain > 0 and _held_out_rose_to(run, float(steps[peak]))))
     if not (after >= p["min_after"] * len(r) and lost >= p["giveback"] and declining and rose):
         if not rose:  # no real gain: a share of it lost means nothing
             evidence.pop("share_of_gain_lost")
@@ -164,6 +166,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    remedies=_remedies(run, int(steps[turned]), plateau=turned > peak),
                    key_metric=REWARD,
                    incidents=tuple(crashes))
+
+
+def _held_out_rose_to(run: Run, peak_step: float) -> bool:
+    """The held-out score (0-1, 3+ evaluations before the reward's peak) rose by
+    ``HELDOUT_GAIN`` or more up to it: the reward's climb, noisy as its batches are, was
+    learning (a climb 0.64 -> 0.96 swinging +-0.15 per batch, the held-out 0.40 -> 0.56,
+    read "no real gain" and its fall to 0.2 went unsaid)."""
+    hs, h = series(run, HELDOUT)
+    before = h[hs <= peak_step]
+    if len(before) < 3 or h.min() < 0 or h.max() > 1:
+        return False
+    k = min(3, len(before) // 2)  # its first and last evaluations, apart
+    return float(np.mean(before[-k:])) - float(np.mean(before[:k])) >= HELDOUT_GAIN
 
 
 def _held_out_rose_after(run: Run, peak_step: int) -> tuple[float, float] | None:

@@ -178,3 +178,22 @@ def test_a_plateau_within_its_noise_of_its_best_is_at_its_best():
     fell = make_run(reward=np.where(s < 150, np.minimum(0.33 + 0.6 * s / 90, 0.92),
                                     0.6) + swing)
     assert not reward_at_best(fell)
+
+
+def test_a_noisy_reward_climb_the_held_out_score_followed_is_a_real_rise():
+    """No clipping at lr 5e-3 (held-out set 2): the reward climbed 0.64 -> 0.96 with its
+    batches swinging +-0.15, the held-out score 0.40 -> 0.78, then both crashed (the held-out
+    to 0). The climb was read "no real gain" and the fall went unsaid; a held-out score that
+    rose with it says the climb was learning."""
+    from tests.helpers import make_run
+
+    n = 250
+    s = np.arange(1, n + 1)
+    swing = 0.15 * np.sin(s * 2.7)
+    reward = np.where(s <= 25, 0.62 + 0.2 * s / 25, np.where(s <= 60, 0.3, 0.45)) + swing
+    held = np.where(s <= 30, 0.36 + 0.42 * s / 30, np.where(s <= 60, 0.02, 0.22))
+    score = np.where(s % 5 == 0, held, np.nan)
+    with_held = diagnose(make_run(reward=reward, eval__score=score)).check("reward_overfit")
+    assert with_held.fired, with_held.summary
+    alone = diagnose(make_run(reward=reward)).check("reward_overfit")
+    assert not alone.fired, alone.summary  # the noisy reward alone proves no climb
