@@ -47,12 +47,14 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.incidents import aftermath
 from grpo_doctor.rules.points import end_size, head_tail, late_points, series
 from grpo_doctor.rules.signals import (
+    LrBurst,
     component_role,
     components,
     configured_terms,
     configured_weight,
     flipped_terms,
     learning,
+    lr_burst,
     reward_at_best,
     reward_progress,
     task_solved,
@@ -368,7 +370,7 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
             summary=f"the learning rate: {overshoot.words()}; first sign: {check.mode} "
                     f"({root.summary})",
             knob=_Knob(lr) if lr is not None and lr.outside else None)
-    burst = _lr_burst(run, root.step)
+    burst = lr_burst(run, root.step)
     if burst is not None:
         return _burst_action(run, root, setup, burst)
     from_start = _from_first_step(run, root)
@@ -1218,50 +1220,6 @@ def _lr_overshoot(run: Run) -> _Overshoot | None:
     return _Overshoot(peak_step, lr_peak, lr_max, fall_step, lr_fall)
 
 
-#: How many times the lr a run trained at a burst must exceed, and the most logged points
-#: after the burst's last one at which the break may begin and still be the burst's doing.
-_BURST_FACTOR = 10.0
-_BURST_REACH = 3
-
-
-@dataclass(frozen=True)
-class _Burst:
-    """A stretch at the start of a schedule where the logged lr was many times what the run
-    trained at after it, ending in one drop (a schedule starting at its peak, a warm-up set
-    the wrong way round): the update that broke the run was taken at the burst's lr."""
-
-    first: int
-    last: int
-    peak: float
-    after: float
-
-
-def _lr_burst(run: Run, step: int) -> _Burst | None:
-    """The burst that the break at ``step`` followed, if any: the logged lr at or before
-    ``step`` peaked at ``_BURST_FACTOR``x or more the median lr after it, fell below a tenth
-    of that peak from one logged point to the next, and ``step`` is within
-    ``_BURST_REACH`` logged points of that drop. A schedule that decays smoothly has no such
-    drop, however far it falls."""
-    ls, lr = series(run, Metric.LEARNING_RATE.value)
-    upto = ls <= step
-    if len(lr) < 8 or not upto.any():
-        return None
-    peak = float(lr[upto].max())
-    high = np.flatnonzero(lr >= 0.5 * peak)
-    drops = [i for i in high if i + 1 < len(lr) and lr[i + 1] <= peak / _BURST_FACTOR]
-    if peak <= 0 or not drops:
-        return None
-    end = drops[0]
-    if end - high[0] + 1 > max(3, len(lr) // 10):
-        return None  # a long stretch at a higher lr is a stepped schedule, not a burst
-    later = lr[end + 1:]
-    later = later[later > 0]
-    if len(later) < 5 or step > int(ls[min(end + _BURST_REACH, len(ls) - 1)]):
-        return None
-    after = float(np.median(later))
-    if peak < _BURST_FACTOR * after:
-        return None
-    return _Burst(int(ls[high[0]]), int(ls[end]), peak, after)
 
 
 #: How many times its steady level the logged lr must rise to, from one logged point to the
@@ -1377,7 +1335,7 @@ def _jump_action(run: Run, root: Event, setup: recipe.Setup, jump: _Jump) -> _Le
                  summary=summary)
 
 
-def _burst_action(run: Run, root: Event, setup: recipe.Setup, burst: _Burst) -> _Lead:
+def _burst_action(run: Run, root: Event, setup: recipe.Setup, burst: LrBurst) -> _Lead:
     """Start again from before the burst with the lr the run trained at after it from the
     first update, and whatever else outside the recipe let one update go that far."""
     span = (f"step {step_text(burst.first)}" if burst.first == burst.last else

@@ -51,7 +51,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.plot import Plot, Threshold, ladder
 from grpo_doctor.rules.points import head_tail, late_points, series, snap_to_logged
-from grpo_doctor.rules.signals import reward_progress
+from grpo_doctor.rules.signals import lr_burst, reward_progress
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, knob_value, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median, trend_onset
@@ -185,7 +185,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     why = f", {', '.join(corroboration)}" if corroboration else ""
     moved = (f"rose from {fmt(k0)} to {fmt(kc)}" if kc > k0 else
              f"has stayed high ({fmt(k0)} at the start, {fmt(kc)} now)")
-    burst = _lr_burst_at_start(run) if from_start else None
+    burst = lr_burst(run, int(steps[0])) if from_start else None
     if burst is not None:
         # The first updates' step size, not the leash or the reference: a reference reset
         # or a tighter beta would answer a drift that did not happen.
@@ -208,7 +208,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if from_start and burst is not None:
         # The first updates took a learning rate many times the run's later one: they moved
         # the policy that far (KL 469 at step 1 under lr 2e-2), no reference mismatch.
-        lr0, lr_after = burst
+        lr0, lr_after = burst.peak, burst.after
         summary = (f"KL already {fmt(float(k[0]))} at step {step_text(int(steps[0]))}, the "
                    f"first logged ({fmt(k0)} over the first fifth of the log){why}: the first "
                    f"updates, at a learning rate of {knob_value(lr0)} ({lr0 / lr_after:.0f}x "
@@ -291,13 +291,3 @@ def _reference_update(run: Run) -> str:
     if span >= 10_000:
         return "update the reference policy periodically (e.g. every 5,000 steps)"
     return "reset the reference policy to the last good checkpoint when KL passes the target"
-
-
-def _lr_burst_at_start(run: Run) -> tuple[float, float] | None:
-    """(lr over the first 3 logged points, lr over the log's second half) when the first is
-    10x the second or more: a schedule that started at a peak far above the lr it then held."""
-    _, lr = series(run, Metric.LEARNING_RATE.value)
-    if len(lr) < 10:
-        return None
-    first, later = float(np.median(lr[:3])), float(np.median(lr[len(lr) // 2:]))
-    return (first, later) if later > 0 and first >= 10 * later else None

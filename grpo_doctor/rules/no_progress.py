@@ -232,10 +232,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # learned nothing of the task.
         for name, column in ((n, signals[n]) for n in task):
             _, v = series(run, column)
-            if not _learned_then_lost(v, p["best_margin"]):
+            climb = _climb(v, p["best_margin"])
+            if climb is None:
                 continue
-            head = float(np.median(v[:max(3, len(v) // 20)]))
-            peak = float(rolling_median(v, max(5, len(v) // 20) | 1).max())
+            head, peak = climb
             end = float(np.median(v[-max(3, len(v) // 10):]))
             if end - head <= 0.5 * (peak - head):  # half the climb or more given back
                 return Outcome(Status.OK, f"the {name} rose from {fmt(head)} to {fmt(peak)}, "
@@ -341,10 +341,10 @@ def _stopped_short(run: Run) -> tuple[str, float, float, int] | None:
     its third's); None otherwise."""
     for name, column in _task_signals(run).items():
         steps, v = series(run, column)
-        if len(v) < 10 or v.min() < 0 or v.max() > 1:
+        ends = _fifths(v)
+        if ends is None:
             continue
-        k = max(3, len(v) // 5)
-        was, now = float(np.mean(v[:k])), float(np.mean(v[-k:]))
+        was, now = ends
         half = v[len(v) // 2:]
         q = max(2, len(half) // 2)
         gained = float(np.mean(half[-q:])) - float(np.mean(half[:q]))
@@ -422,12 +422,21 @@ def _unmatched_remedies() -> tuple[str, ...]:
 def _learned_then_lost(v: np.ndarray, margin: float) -> bool:
     """``v`` (smoothed) climbed ``margin`` of its range and 6x its step-to-step noise above
     its first points before it ended below its best: it learned, then lost it."""
+    return _climb(v, margin) is not None
+
+
+def _climb(v: np.ndarray, margin: float) -> tuple[float, float] | None:
+    """(its first points' median, its smoothed peak) when ``v`` climbed ``margin`` of its
+    range and 6x its step-to-step noise above its first points; None otherwise."""
     if len(v) < 10:
-        return False
+        return None
     smooth = rolling_median(v, max(5, len(v) // 20) | 1)
     first = float(np.median(v[:max(3, len(v) // 20)]))
-    gain = float(smooth.max()) - first
-    return gain >= margin * (float(np.ptp(smooth)) or 1e-12) and gain >= 6 * step_noise(v)
+    peak = float(smooth.max())
+    gain = peak - first
+    if gain >= margin * (float(np.ptp(smooth)) or 1e-12) and gain >= 6 * step_noise(v):
+        return first, peak
+    return None
 
 
 def _remedies(run: Run, stuck: tuple[str, float, float] | None = None) -> tuple[str, ...]:
@@ -542,16 +551,23 @@ def _stuck_low(run: Run, signals: Mapping[str, str], task: Mapping[str, RewardPr
     0 throughout. None when there is none (a reward of unknown scale says nothing of how much
     of the task is solved)."""
     for name, progress in task.items():
-        _, v = series(run, signals[name])
-        if (skip_improving and progress.improving and _material(run, signals[name])) or (
-                len(v) < 10) or v.min() < 0 or (
-                v.max() > 1):
+        ends = _fifths(series(run, signals[name])[1])
+        if ends is None or (skip_improving and progress.improving
+                            and _material(run, signals[name])):
             continue
-        k = max(3, len(v) // 5)
-        was, now = float(np.mean(v[:k])), float(np.mean(v[-k:]))
+        was, now = ends
         if now < p["low_score"]:
             return name, was, now
     return None
+
+
+def _fifths(v: np.ndarray) -> tuple[float, float] | None:
+    """(first-fifth mean, last-fifth mean) of a 0-1 task signal of 10+ points; None for
+    fewer, or for a signal on another scale."""
+    if len(v) < 10 or v.min() < 0 or v.max() > 1:
+        return None
+    k = max(3, len(v) // 5)
+    return float(np.mean(v[:k])), float(np.mean(v[-k:]))
 
 
 #: A 0-1 task score improved when the mean of its last fifth is this much above its first

@@ -555,3 +555,47 @@ def level_now(values: np.ndarray) -> float:
     return float(np.median(values[-max(3, len(values) // 10):]))
 
 
+#: How many times the lr a run trained at a burst must exceed, and the most logged points
+#: after the burst's last one at which the break may begin and still be the burst's doing.
+_BURST_FACTOR = 10.0
+_BURST_REACH = 3
+
+
+@dataclass(frozen=True)
+class LrBurst:
+    """A stretch at the start of a schedule where the logged lr was many times what the run
+    trained at after it, ending in one drop (a schedule starting at its peak, a warm-up set
+    the wrong way round): the update that broke the run was taken at the burst's lr."""
+
+    first: int
+    last: int
+    peak: float
+    after: float
+
+
+def lr_burst(run: Run, step: int) -> LrBurst | None:
+    """The burst that the break at ``step`` followed, if any: the logged lr at or before
+    ``step`` peaked at ``_BURST_FACTOR``x or more the median lr after it, fell below a tenth
+    of that peak from one logged point to the next, and ``step`` is within
+    ``_BURST_REACH`` logged points of that drop. A schedule that decays smoothly has no such
+    drop, however far it falls."""
+    ls, lr = series(run, Metric.LEARNING_RATE.value)
+    upto = ls <= step
+    if len(lr) < 8 or not upto.any():
+        return None
+    peak = float(lr[upto].max())
+    high = np.flatnonzero(lr >= 0.5 * peak)
+    drops = [i for i in high if i + 1 < len(lr) and lr[i + 1] <= peak / _BURST_FACTOR]
+    if peak <= 0 or not drops:
+        return None
+    end = drops[0]
+    if end - high[0] + 1 > max(3, len(lr) // 10):
+        return None  # a long stretch at a higher lr is a stepped schedule, not a burst
+    later = lr[end + 1:]
+    later = later[later > 0]
+    if len(later) < 5 or step > int(ls[min(end + _BURST_REACH, len(ls) - 1)]):
+        return None
+    after = float(np.median(later))
+    if peak < _BURST_FACTOR * after:
+        return None
+    return LrBurst(int(ls[high[0]]), int(ls[end]), peak, after)
