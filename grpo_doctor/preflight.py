@@ -126,14 +126,19 @@ class Preflight:
 def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[str] = ()
                           ) -> tuple[dict[str, Any], str]:
     """A config and its framework from ``source`` (a YAML/JSON config, a saved command line,
-    or a run source), with ``KEY=VALUE`` overrides applied (dotted keys set nested values,
-    as Hydra does). Bad input raises FormatError or ConfigError."""
+    a checkpoint's ``training_args.bin``, or a run source), with ``KEY=VALUE`` overrides
+    applied (dotted keys set nested values, as Hydra does). Bad input raises FormatError or
+    ConfigError."""
     path = Path(source)
     if not path.exists():
         raise FormatError(f"{path}: no such file or folder")
     config: dict[str, Any]
     if path.is_file() and path.suffix.lower() in (".yaml", ".yml", ".json"):
         config = _read_config_file(path)
+    elif path.is_file() and path.suffix.lower() == ".bin":
+        from grpo_doctor.importers.pickled_args import read_training_args
+
+        config = read_training_args(path)  # a checkpoint's training_args.bin
     elif path.is_file() and path.suffix.lower() in (".sh", ".txt", ".cmd", ".bash"):
         config = parse_command_line(_read_small(path))
         if not config:

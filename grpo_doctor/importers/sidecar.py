@@ -2,15 +2,16 @@
 
 A CSV export, TensorBoard events or a trainer state carry no config, while the run's folder
 often does: Hydra's ``.hydra/config.yaml`` (verl), a saved ``training_args.json`` or
-``grpo_config.yaml``, a ``config.yaml``. The first such file found beside the log is read when
-it holds training settings (two or more of the knobs the advice reads); a model's
-``config.json`` (its architecture) is not one. From a folder trainers log into (``runs/``,
-``tensorboard/``, ``checkpoint-N/``, ``wandb/`` ...) the search goes up to the run's own
-folder, never further: a config two folders away may belong to another run. The log's own
-config wins where both set a key; a note names the file read. A PEFT ``adapter_config.json``
-found the same way (every checkpoint of a LoRA run holds one) marks the run as an adapter's
-training, whose learning rate is judged against an adapter's ceiling; a model's own
-``config.json`` saved there names the dtype the weights trained in.
+``grpo_config.yaml``, a ``config.yaml``, the ``training_args.bin`` every Hugging Face
+checkpoint holds (read without running its pickle: ``pickled_args``). The first such file
+found beside the log is read when it holds training settings (two or more of the knobs the
+advice reads); a model's ``config.json`` (its architecture) is not one. From a folder
+trainers log into (``runs/``, ``tensorboard/``, ``checkpoint-N/``, ``wandb/`` ...) the
+search goes up to the run's own folder, never further: a config two folders away may belong
+to another run. The log's own config wins where both set a key; a note names the file read.
+A PEFT ``adapter_config.json`` found the same way (every checkpoint of a LoRA run holds one)
+marks the run as an adapter's training, whose learning rate is judged against an adapter's
+ceiling; a model's own ``config.json`` saved there names the dtype the weights trained in.
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from grpo_doctor.errors import InputError
+from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers._common import load_yaml
 from grpo_doctor.importers._records import flatten
 from grpo_doctor.store import Run
 
 #: Where trainers and launchers save a run's settings, most specific first.
-NAMES = (".hydra/config.yaml", "training_args.json", "grpo_config.yaml", "grpo_config.yml",
-         "grpo_config.json", "train_config.yaml", "train_config.yml", "training_config.yaml",
-         "config.yaml", "config.yml", "args.json", "hparams.yaml", "config.json")
+NAMES = (".hydra/config.yaml", "training_args.json", "training_args.bin", "grpo_config.yaml",
+         "grpo_config.yml", "grpo_config.json", "train_config.yaml", "train_config.yml",
+         "training_config.yaml", "config.yaml", "config.yml", "args.json", "hparams.yaml",
+         "config.json")
 #: Last parts of config keys that only a training config holds (a model's config.json has
 #: none of them, or at most one: its ``temperature`` of generation).
 TRAINING_KEYS = frozenset({
@@ -251,10 +253,19 @@ def _read(path: Path) -> dict[str, Any] | None:
     try:
         if not path.is_file() or path.stat().st_size > _MAX_BYTES:
             return None
+        if path.suffix == ".bin":
+            from grpo_doctor.importers.pickled_args import read_training_args
+
+            return _as_training_config(read_training_args(path))
         text = path.read_text(encoding="utf-8", errors="replace")
         loaded = json.loads(text) if path.suffix == ".json" else load_yaml(text, path)
-    except (OSError, ValueError, InputError):
+    except (OSError, ValueError, InputError, FormatError):
         return None  # not a config this run can use: the log is read as if it were absent
+    return _as_training_config(loaded)
+
+
+def _as_training_config(loaded: Any) -> dict[str, Any] | None:
+    """``loaded`` when it holds training settings (two knobs or more, and no model's)."""
     if not isinstance(loaded, dict) or _MODEL_KEYS & set(loaded):
         return None
     return {str(k): v for k, v in loaded.items()} if len(_training_keys(loaded)) >= 2 else None
