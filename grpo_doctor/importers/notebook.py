@@ -24,6 +24,8 @@ from grpo_doctor.importers._common import read_json, to_number
 from grpo_doctor.importers._tables import Table, parse_text_tables, tables_frame
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.console import log_to_run, parse_console
+from grpo_doctor.importers.notebook_code import code_settings
+from grpo_doctor.importers.sidecar import supplied_settings
 from grpo_doctor.metrics import map_columns
 from grpo_doctor.store import Run, build_run
 
@@ -185,8 +187,29 @@ def _pick(found: Sequence[_Found]) -> tuple[list[_Found], int]:
     return max(chains, key=rank), len(chains)
 
 
+def notebook_settings(path: Path) -> dict[str, Any]:
+    """The trainer settings a notebook's code sets (a notebook not yet run holds no table)."""
+    return _code_settings(_read_notebook(path))
+
+
+def _code_settings(nb: dict[str, Any]) -> dict[str, Any]:
+    return code_settings(_text(cell.get("source")) for cell in nb["cells"]
+                         if isinstance(cell, dict) and cell.get("cell_type") == "code")
+
+
+def _code_config(nb: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The trainer settings the notebook's code cells set (``notebook_code``), with a note
+    naming the recipe's knobs among them."""
+    config = _code_settings(nb)
+    named = supplied_settings(config, config)
+    if named:
+        notes.append(f"settings read from the notebook's code: {', '.join(named)}")
+    return config
+
+
 def _load(path: Path, options: LoadOptions) -> list[Run]:
-    found, text = _scan(_read_notebook(path))
+    nb = _read_notebook(path)
+    found, text = _scan(nb)
     if not found:
         log = parse_console(text, str(path))
         if log.kind in ("verl", "dict"):
@@ -194,14 +217,14 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
             return [log_to_run(log, path, "notebook", options)]
         raise FormatError(f"{path}: no training progress table in the notebook")
     chain, n_runs = _pick(found)
-    notes = []
+    notes: list[str] = []
     if n_runs > 1:
         notes.append(
             f"the notebook holds {n_runs} training tables: read the longest one with rewards"
         )
     if chain[0].header[0].strip().lower() == "epoch":
         notes.append("the progress table counts epochs, not steps: steps are epoch numbers")
-    config: dict[str, Any] = {}
+    config = _code_config(nb, notes)
     progress = chain[-1].progress
     if progress is not None:
         config["max_steps"] = progress[1]

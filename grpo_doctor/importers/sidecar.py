@@ -112,7 +112,7 @@ def with_sidecar_config(run: Run) -> Run:
     if not _training_keys(new):
         return run
     merged = {**config, **own}
-    note = f"settings read from {path}, beside the log: {', '.join(_supplied(merged, new))}"
+    note = f"settings read from {path}, beside the log: {', '.join(supplied_settings(merged, new))}"
     return replace(run, config=merged, notes=[*run.notes, note])
 
 
@@ -160,7 +160,7 @@ def _with_weights_dtype(run: Run) -> Run:
     return run
 
 
-def _supplied(merged: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+def supplied_settings(merged: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """The settings the advice reads from the file, as the file names them: each recipe knob
     whose value comes from ``new`` (``actor_rollout_ref.actor.optim.lr``, not the section
     ``actor_rollout_ref`` that holds it; temperature too, not only the knobs that made it a

@@ -1,0 +1,131 @@
+"""A notebook's code cells give the run's settings: the GRPOConfig keywords, parsed, never run."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grpo_doctor.importers import load_runs
+from grpo_doctor.importers.notebook_code import code_settings
+from tests.helpers import run_cli
+from tests.importers.test_notebook import _html_output
+from tests.test_sidecar_config import _sharpening
+
+#: The cells of an Unsloth GRPO notebook, as they are written there.
+UNSLOTH = [
+    "%%capture\n!pip install unsloth vllm\n",
+    "from unsloth import FastLanguageModel\nimport torch\n"
+    "max_seq_length = 1024 # Can increase for longer reasoning traces\n"
+    "lora_rank = 64 # Larger rank = smarter, but slower\n\n"
+    "model, tokenizer = FastLanguageModel.from_pretrained(\n"
+    "    model_name = 'unsloth/Qwen2.5-3B-Instruct',\n    max_seq_length = max_seq_length,\n"
+    "    load_in_4bit = True,\n    max_lora_rank = lora_rank,\n)\n"
+    "model = FastLanguageModel.get_peft_model(\n    model,\n    r = lora_rank,\n"
+    "    lora_alpha = lora_rank*2,\n)\n",
+    "maximum_length = int(np.max(tokenized['L']))\n"
+    "max_prompt_length = 256 + 1\n"
+    "max_completion_length = max_seq_length - max_prompt_length\n"
+    "from vllm import SamplingParams\n"
+    "vllm_sampling_params = SamplingParams(\n    min_p = 0.1,\n    top_p = 0.95,\n"
+    "    temperature = 0.3,\n    stop = [tokenizer.eos_token],\n)\n"
+    "from trl import GRPOConfig, GRPOTrainer\n"
+    "training_args = GRPOConfig(\n    vllm_sampling_params = vllm_sampling_params,\n"
+    "    learning_rate = 5e-6,\n    lr_scheduler_type = 'cosine',\n"
+    "    num_generations = 8, # Decrease if out of memory\n"
+    "    max_prompt_length = maximum_length + 1,\n"
+    "    max_completion_length = max_completion_length,\n    max_grad_norm = 0.1,\n"
+    "    report_to = 'none',\n    **extra,\n)\n",
+    "sampling_params = SamplingParams(temperature = 0.8, top_p = 0.95)  # inference after\n",
+]
+
+
+def test_unsloth_notebook_settings_are_read_from_the_code():
+    config = code_settings(UNSLOTH)
+    assert config["learning_rate"] == 5e-6
+    assert config["num_generations"] == 8
+    assert config["max_completion_length"] == 1024 - 257  # arithmetic over literal names
+    assert config["max_grad_norm"] == 0.1
+    # The rollouts' sampling: the SamplingParams handed to the config, not the later one.
+    assert config["temperature"] == 0.3 and config["top_p"] == 0.95
+    assert config["use_peft"] is True and config["lora_r"] == 64
+    assert "max_prompt_length" not in config  # computed from data: not a setting
+    assert "vllm_sampling_params" not in config
+
+
+def test_the_last_grpo_config_wins_and_training_arguments_only_without_one():
+    cells = ["args = TrainingArguments(learning_rate = 2e-5, max_grad_norm = 1.0)",
+             "args = GRPOConfig(learning_rate = 1e-6, beta = 0.04)",
+             "args = GRPOConfig(learning_rate = 3e-6, beta = 0.0)"]
+    assert code_settings(cells) == {"learning_rate": 3e-6, "beta": 0.0}
+    assert code_settings(cells[:1]) == {"learning_rate": 2e-5, "max_grad_norm": 1.0}
+    assert code_settings(["x = 1", "print('no trainer here')"]) == {}
+
+
+def test_code_is_parsed_never_run(tmp_path):
+    marker = tmp_path / "ran"
+    cells = [f"import os\nos.system('touch {marker}')\n",
+             f"args = GRPOConfig(learning_rate = __import__('os').system('touch {marker}'),\n"
+             "                  beta = 0.04, num_generations = 'a' * 10**9)\n",
+             "def broken(:\n"]
+    assert code_settings(cells) == {"beta": 0.04}
+    assert not marker.exists()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=200), max_size=4))
+def test_any_cell_text_is_read_or_left_out(cells):
+    config = code_settings(cells)
+    assert isinstance(config, dict)
+
+
+def _notebook(tmp_path, code: str):
+    frame = _sharpening(120)
+    rows = [[str(int(r.step)), "0.0", f"{r.reward:.4f}", f"{r.entropy:.4f}"]
+            for r in frame.itertuples()]
+    table = _html_output(["Step", "Training Loss", "reward", "entropy"], rows)
+    cells = [{"cell_type": "code", "metadata": {}, "source": code.splitlines(keepends=True),
+              "outputs": []},
+             {"cell_type": "code", "metadata": {}, "source": ["trainer.train()"],
+              "outputs": [table]}]
+    path = tmp_path / "grpo_run.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    return path
+
+
+def test_a_notebooks_config_is_the_evidence_the_advice_names(tmp_path, capsys):
+    path = _notebook(tmp_path, "training_args = GRPOConfig(\n    learning_rate = 3e-3,\n"
+                               "    num_generations = 8,\n    beta = 0.04,\n)\n")
+    (run,) = load_runs(path)
+    assert run.config["learning_rate"] == 3e-3
+    assert any("settings read from the notebook's code: beta, learning_rate, num_generations"
+               in n for n in run.notes)
+    code, out, _ = run_cli(capsys, "diagnose", str(path), "-f", "json")
+    report = json.loads(out)
+    assert report["root_cause"]["knob"]["name"] == "learning_rate"
+    assert report["root_cause"]["first_action"].startswith("learning_rate 0.003 -> 1e-6")
+
+
+def test_preflight_reads_a_notebook_not_yet_run(tmp_path, capsys):
+    cells = [{"cell_type": "code", "metadata": {}, "source": [c], "outputs": []}
+             for c in UNSLOTH]
+    path = tmp_path / "unsloth_grpo.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    code, out, err = run_cli(capsys, "preflight", str(path))
+    assert "temperature 0.3 -> 1.0" in out, out
+    assert "num_generations 8" in out
+    cells[3]["source"] = ["args = GRPOConfig(**config_from_yaml)"]
+    cells[2]["source"] = []
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    code, out, err = run_cli(capsys, "preflight", str(path))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "none of the recipe's settings found" in err  # only the adapter's rank is literal
+    cells[1]["source"] = []
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    code, out, err = run_cli(capsys, "preflight", str(path))
+    assert code == 2 and out == "" and "no GRPOConfig(...)" in err
