@@ -103,8 +103,9 @@ ConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "[tool.grpo-doctor], searched upwards).")]
 TrainConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--train-config", metavar="FILE",
-    help="The training run's own config (TRL GRPOConfig or verl YAML/JSON, or a launch "
-    "script): its settings are evidence for the advice where the log holds none (a config "
+    help="The training run's own config (TRL GRPOConfig or verl YAML/JSON, a launch script, "
+    "a checkpoint's training_args.bin, a training script or notebook): its settings are "
+    "evidence for the advice where the log holds none (a config "
     "saved beside the log is read without it).")]
 RunOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--run", metavar="NAME", help="Pick one run by name from a source holding several.")]
@@ -278,7 +279,9 @@ def diagnose(
 def preflight(
     source: Annotated[str, typer.Argument(
         help="A trainer config (TRL GRPOConfig or verl YAML/JSON), a saved launch command "
-        "(.sh/.txt: OpenRLHF or verl flags), or a run whose logged config to read.")],
+        "(.sh/.txt: OpenRLHF or verl flags), a checkpoint's training_args.bin, a training "
+        "script or notebook (its GRPOConfig(...), parsed, never run), or a run whose logged "
+        "config to read.")],
     overrides: Annotated[list[str], typer.Argument(
         metavar="[KEY=VALUE]...",
         help="Hydra-style overrides applied to the config (dotted keys).")] = [],  # noqa: B006

@@ -126,9 +126,9 @@ class Preflight:
 def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[str] = ()
                           ) -> tuple[dict[str, Any], str]:
     """A config and its framework from ``source`` (a YAML/JSON config, a saved command line,
-    a checkpoint's ``training_args.bin``, a notebook's code, or a run source), with
-    ``KEY=VALUE`` overrides applied (dotted keys set nested values, as Hydra does). Bad input
-    raises FormatError or ConfigError."""
+    a checkpoint's ``training_args.bin``, a training script's or notebook's code, or a run
+    source), with ``KEY=VALUE`` overrides applied (dotted keys set nested values, as Hydra
+    does). Bad input raises FormatError or ConfigError."""
     path = Path(source)
     if not path.exists():
         raise FormatError(f"{path}: no such file or folder")
@@ -139,13 +139,16 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
         from grpo_doctor.importers.pickled_args import read_training_args
 
         config = read_training_args(path)  # a checkpoint's training_args.bin
-    elif path.is_file() and path.suffix.lower() == ".ipynb":
+    elif path.is_file() and path.suffix.lower() in (".ipynb", ".py"):
         from grpo_doctor.importers.notebook import notebook_settings
+        from grpo_doctor.importers.notebook_code import code_settings
 
-        config = notebook_settings(path)  # its GRPOConfig(...) cell, parsed, never run
+        # Its GRPOConfig(...) call, parsed, never run.
+        config = (notebook_settings(path) if path.suffix.lower() == ".ipynb"
+                  else code_settings([_read_small(path)]))
         if not config:
             raise FormatError(f"{path}: no GRPOConfig(...) or TrainingArguments(...) with "
-                              "literal settings in the notebook's code")
+                              "literal settings in its code")
     elif path.is_file() and path.suffix.lower() in (".sh", ".txt", ".cmd", ".bash"):
         config = parse_command_line(_read_small(path))
         if not config:

@@ -108,6 +108,19 @@ def test_a_notebooks_config_is_the_evidence_the_advice_names(tmp_path, capsys):
     assert report["root_cause"]["first_action"].startswith("learning_rate 0.003 -> 1e-6")
 
 
+def test_preflight_and_train_config_read_a_training_script(tmp_path, capsys):
+    script = tmp_path / "train_grpo.py"
+    script.write_text("\n".join(UNSLOTH[1:]) + "\ntrainer.train()\n")
+    code, out, err = run_cli(capsys, "preflight", str(script))
+    assert "temperature 0.3 -> 1.0" in out, err
+    frame = _sharpening(120)
+    frame.to_csv(tmp_path / "metrics.csv", index=False)
+    script.write_text("args = GRPOConfig(learning_rate = 3e-3, beta = 0.04)\n")
+    code, out, err = run_cli(capsys, "diagnose", str(tmp_path / "metrics.csv"),
+                             "--train-config", str(script), "-f", "json")
+    assert json.loads(out)["root_cause"]["knob"]["name"] == "learning_rate"
+
+
 def test_preflight_reads_a_notebook_not_yet_run(tmp_path, capsys):
     cells = [{"cell_type": "code", "metadata": {}, "source": [c], "outputs": []}
              for c in UNSLOTH]
