@@ -1283,6 +1283,11 @@ def lr_jump_note(run: Run, said: str) -> str | None:
     jump = _lr_jump(run)
     if jump is None or "learning rate jumped" in said:
         return None
+    if f"learning_rate {_lr(jump.after)} " in said:
+        # The advice names the lr it jumped to as a cause: a finding did follow it.
+        return (f"{jump.words()}: the learning_rate {_lr(jump.after)} named above is the "
+                f"level it jumped to, the run held {_lr(jump.before)} before; was the jump "
+                "meant (a scheduler restarted, a resumed run's lr set otherwise)?")
     return (f"{jump.words()}, and no finding followed it here: was it meant (a scheduler "
             "restarted, a resumed run's lr set otherwise)?")
 

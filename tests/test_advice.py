@@ -1461,6 +1461,13 @@ def test_a_kl_spike_after_an_lr_jump_asks_for_the_lr_held_before_it_not_half_the
     assert first.startswith("no roll-back") and "learning_rate back at 1e-4" in first, first
     assert not any(p.rollback_step is not None or p.action.startswith("roll back")
                    for p in d.plan[1:]), d.plan
+    # Read with no config, the lr the advice names is the jump's level: the note says so, not
+    # "no finding followed it here".
+    bare = diagnose(load_runs(TRIAL / "jump_lr_2e-3_at_60.csv")[0])
+    assert "learning_rate 0.002 -> " in bare.root_cause.first_action
+    (jumped,) = [n for n in bare.notes if "learning rate jumped" in n]
+    assert "the learning_rate 0.002 named above is the level it jumped to" in jumped
+    assert "no finding followed" not in jumped
 
 
 def test_a_restart_at_the_second_logged_step_does_not_deny_the_first():
