@@ -214,6 +214,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         log = parse_console(text, str(path))
         if log.kind in ("verl", "dict"):
             log.notes.append("no progress table in the notebook: read its printed log lines")
+            log.config = {**_code_config(nb, log.notes), **log.config}  # what it printed wins
             return [log_to_run(log, path, "notebook", options)]
         raise FormatError(f"{path}: no training progress table in the notebook")
     chain, n_runs = _pick(found)

@@ -121,6 +121,22 @@ def test_preflight_and_train_config_read_a_training_script(tmp_path, capsys):
     assert json.loads(out)["root_cause"]["knob"]["name"] == "learning_rate"
 
 
+def test_a_notebook_of_printed_log_lines_reads_its_code_too(tmp_path):
+    lines = "".join(f"{{'loss': 0.01, 'reward': {0.2 + i / 100:.2f}, 'kl': 0.001, "
+                    f"'epoch': {i / 100}}}\n" for i in range(1, 31))
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [],
+              "source": ["args = GRPOConfig(learning_rate = 2e-6, num_generations = 4)"]},
+             {"cell_type": "code", "metadata": {}, "source": ["trainer.train()"],
+              "outputs": [{"output_type": "stream", "name": "stdout", "text": lines}]}]
+    path = tmp_path / "printed.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    (run,) = load_runs(path)
+    assert run.n_steps == 30
+    assert run.config["learning_rate"] == 2e-6 and run.config["num_generations"] == 4
+    assert any("notebook's code" in n for n in run.notes)
+
+
 def test_preflight_reads_a_notebook_not_yet_run(tmp_path, capsys):
     cells = [{"cell_type": "code", "metadata": {}, "source": [c], "outputs": []}
              for c in UNSLOTH]
