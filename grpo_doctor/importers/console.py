@@ -17,8 +17,9 @@ Shapes, tried in this order (the first that yields metrics is the run):
 4. Blocks of ``key: value`` lines.
 
 Config is read where the log prints it: hydra overrides on a verl command line
-(``actor_rollout_ref.actor.optim.lr=1e-6`` ...), a pretty-printed config dict, and
-``logging_steps=10``-style trainer arguments.
+(``actor_rollout_ref.actor.optim.lr=1e-6`` ...), a pretty-printed config dict,
+``logging_steps=10``-style trainer arguments, and the Trainer's arguments printed whole
+(``print(training_args)``: ``GRPOConfig(`` then one ``key=value,`` per line).
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ _TRAINER_ARG = re.compile(
     r"\b(max_steps|num_train_epochs|per_device_train_batch_size|gradient_accumulation_steps|"
     r"num_generations|learning_rate|beta|max_completion_length|logging_steps)=([^\s,)]+)"
 )
+#: ``print(training_args)``: the Trainer's arguments printed one ``key=value,`` per line
+#: between ``GRPOConfig(`` and ``)`` (TrainingArguments.__str__): every field is the run's.
+_ARGS_OPEN = re.compile(
+    r"\b(?:GRPOConfig|RLOOConfig|GRPOTrainingArguments|TrainingArguments)\(\s*$")
+_ARGS_FIELD = re.compile(r"^\s*([A-Za-z_]\w*)=(.*?),?\s*$")
 _TOTAL_STEPS = re.compile(r"\bTotal (?:training )?steps:\s*(\d+)")
 _OVERRIDE = re.compile(r"\+{0,2}([A-Za-z_][\w-]*(?:\.[\w-]+)+)=(.*)", re.DOTALL)
 _KV_LINE = re.compile(
@@ -777,8 +783,18 @@ def model_params(text: str) -> float | None:
 
 def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
     config: dict[str, Any] = {}
+    printed_args = False  # within a printed arguments block
     for seg in segments:
         text = seg.text
+        if printed_args:
+            field = _ARGS_FIELD.match(text) if len(text) <= _MAX_KV_CHARS else None
+            if field is not None:
+                config.setdefault(field.group(1), _coerce(field.group(2).strip()))
+                continue
+            printed_args = False
+        if "(" in text and _ARGS_OPEN.search(text):
+            printed_args = True
+            continue
         if text.count("=") >= 2 and "." in text:
             found = _overrides(text)
             if len(found) >= 2:

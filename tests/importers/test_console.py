@@ -375,3 +375,20 @@ def test_an_adapter_is_told_from_a_full_fine_tune_by_the_share_it_trains(tmp_pat
               f"'epoch': {i / 10}}}" for i in range(1, 6)]
     log.write_text("\n".join(lines) + "\n")
     assert recipe.read_config(load_run(log).config).lora is lora
+
+
+def test_printed_training_arguments_are_the_runs_config(tmp_path):
+    """``print(training_args)`` before training (TrainingArguments.__str__, one ``key=value,``
+    per line; the fixture is real trl's output) gives every setting; a vLLM SamplingParams
+    repr printed later is not the rollout's temperature."""
+    printed = (FIXTURES / "training_args" / "printed_grpo_config.txt").read_text()
+    lines = "".join(f"{{'loss': 0.0, 'reward': {0.2 + i / 100:.3f}, 'kl': 0.01, "
+                    f"'epoch': {i / 40:.3f}}}\n" for i in range(1, 41))
+    later = "SamplingParams(n=1, temperature=0.7, top_p=0.95, max_tokens=64)\n"
+    path = write(tmp_path / "train.log", printed + lines + later)
+    (run,) = load_runs(path)
+    config = run.config
+    assert config["learning_rate"] == 3e-3 and config["temperature"] == 2.0
+    assert config["num_generations"] == 4 and config["max_completion_length"] == 64
+    assert config["max_grad_norm"] == 1.0 and config["bf16"] is False
+    assert run.n_steps == 40
