@@ -1660,6 +1660,46 @@ def test_a_length_penalty_weighed_below_zero_is_no_flipped_sign():
     assert flipped_terms(run) == [("format", -0.5)]
 
 
+def test_bare_reward_weights_name_the_logged_terms_their_weighted_sum_fits():
+    """TRL's reward_weights is a bare list in the order of the reward functions, which no
+    config holds: the logged terms (here in another column order) are matched to the weights
+    by the one assignment whose weighted sum is the logged reward."""
+    from dataclasses import replace as dc_replace
+
+    from grpo_doctor.rules.signals import configured_terms, configured_weight, flipped_terms
+
+    rng = np.random.default_rng(5)
+    accuracy = rng.uniform(0, 1, 40).round(4)
+    fmt = rng.uniform(0.5, 1, 40).round(4)
+    length = rng.uniform(0, 0.3, 40).round(4)
+    run = make_run(**{"rewards/format_reward/mean": fmt, "rewards/length/mean": length,
+                      "rewards/accuracy_reward/mean": accuracy,
+                      "reward": (accuracy - 1.0 * fmt - 8.0 * length).round(4)})
+    run = dc_replace(run, config={"reward_weights": [1.0, -1.0, -8.0]})
+    assert configured_terms(run) == ("accuracy_reward", "format_reward", "length")
+    assert configured_weight(run, "format_reward") == -1.0
+    assert flipped_terms(run) == [("format_reward", -1.0)]
+    # No assignment fits (the reward is not their weighted sum), or two fit alike (equal
+    # terms): the weights name nothing.
+    noisy = dc_replace(run, frame=run.frame.assign(reward_mean=rng.uniform(0, 1, 40)))
+    assert configured_terms(noisy) == ()
+    same = make_run(**{"rewards/a/mean": fmt, "rewards/b/mean": fmt, "reward": 0.5 * fmt})
+    assert configured_terms(dc_replace(same, config={"reward_weights": [1.0, -0.5]})) == ()
+
+
+def test_a_negative_format_weight_without_term_names_is_the_first_action():
+    """The trial run whose format term was weighed -1, given as a TRL config holds it
+    (reward_weights alone: the names were the trainer's arguments, not the config's), as a
+    checkpoint's training_args.bin or a W&B config would carry it."""
+    cfg = json.loads((TRIAL / "format_weight_neg1.config.json").read_text())
+    cfg.pop("reward_funcs")
+    from grpo_doctor.recipe import flat_config
+
+    run = load_runs(TRIAL / "format_weight_neg1.csv")[0]
+    d = diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(cfg)))
+    assert "format_reward's weight -1 -> " in d.root_cause.first_action, d.root_cause
+
+
 def test_a_run_converging_on_its_training_prompts_only_says_the_held_out_score_did_not():
     """One training prompt (helper-33): the training score 0.95, the held-out score stuck at
     0.70. It read "entropy spent as the task is solved (convergence)": nothing said the task

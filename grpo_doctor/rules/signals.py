@@ -379,7 +379,8 @@ _TERM_TABLES = ("reward.weights", "reward_weights")
 
 def configured_terms(run: Run) -> tuple[str, ...]:
     """The reward's terms as the run's config names them, in its order; () when it names
-    none. (TRL's ``reward_weights`` is a bare list of numbers: no names.)"""
+    none. TRL's ``reward_weights`` is a bare list of numbers: its terms are the logged ones in
+    the one order that makes their weighted sum the logged reward (``_terms_by_weights``)."""
     flat = flatten(run.config) if run.config else {}
     for key, value in flat.items():
         if key.rsplit(".", 1)[-1] in _TERM_LISTS:
@@ -397,7 +398,52 @@ def configured_terms(run: Run) -> tuple[str, ...]:
                 rest = key.split(marker, 1)[1]
                 if rest and "." not in rest:
                     found.append(rest)
-    return tuple(found)
+    if found:
+        return tuple(found)
+    weights = next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == "reward_weights"),
+                   None)
+    return _terms_by_weights(run, weights)
+
+
+#: The most terms whose orders ``_terms_by_weights`` tries (6! = 720 orders).
+_MAX_ORDERED_TERMS = 6
+
+
+def _terms_by_weights(run: Run, weights: object) -> tuple[str, ...]:
+    """The logged reward terms in the order of a bare weight list: TRL logs the reward as the
+    weighted sum of its terms (``reward_weights``, in the order of the reward functions the
+    trainer was given, which no config holds), so the one assignment of the weights to the
+    logged terms whose sum is the logged reward, step by step, names them. () when no
+    assignment fits, or two different ones fit alike."""
+    if not isinstance(weights, (list, tuple)) or not all(
+            isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
+        return ()
+    logged = components(run)
+    k = len(weights)
+    if not 2 <= k <= _MAX_ORDERED_TERMS or len(logged) != k or not run.has(
+            Metric.REWARD_MEAN.value):
+        return ()
+    names = list(logged)
+    rows = run.frame[[Metric.REWARD_MEAN.value, *logged.values()]].dropna()
+    if len(rows) < 5:
+        return ()
+    total = rows[Metric.REWARD_MEAN.value].to_numpy(dtype=float)
+    terms = rows[list(logged.values())].to_numpy(dtype=float)
+    from itertools import permutations
+
+    fits: dict[tuple[float, ...], tuple[float, tuple[int, ...]]] = {}
+    for order in permutations(range(k)):  # names[j] is paid weights[order[j]]
+        w = tuple(float(weights[i]) for i in order)
+        if w not in fits:
+            # The mean, not the median: two terms equal on most steps differ on the others.
+            fits[w] = (float(np.mean(np.abs(total - terms @ np.array(w)))), order)
+    ranked = sorted(fits.values())
+    scale = max(float(np.ptp(total)), float(np.median(np.abs(total))), 1e-6)
+    best, order = ranked[0]
+    if best > 0.01 * scale or (len(ranked) > 1 and ranked[1][0] <= max(3 * best,
+                                                                       0.002 * scale)):
+        return ()
+    return tuple(names[order.index(i)] for i in range(k))
 
 
 def configured_weight(run: Run, name: str) -> float | None:
