@@ -508,8 +508,12 @@ def always_clipped_note(run: Run, setup: recipe.Setup) -> str | None:
         return None
     flat = recipe.flat_config(run.config or {})
     scaled, key = recipe.lookup(flat, ("scale_rewards", "norm_adv_by_std_in_grpo"))
+    estimator, _ = recipe.lookup(flat, ("adv_estimator",))
+    # Only a group-relative advantage is scaled by its group's std (verl's flag does nothing
+    # under GAE); a key the config does not hold says nothing.
     why = (f" (the rewards' scale left in the advantages: {key} {str(scaled).lower()})"
-           if recipe.as_flag(scaled) is False else "")
+           if key is not None and recipe.as_flag(scaled) is False
+           and str(estimator or "grpo").lower() in ("grpo", "grpo_passk", "dr_grpo") else "")
     return (f"the gradient norm was above {clip.name} {knob_value(x)} on {share:.0%} of logged "
             f"steps (median {fmt(median)}, {median / x:.0f}x the clip): every update was "
             f"clipped, so the clip bounds every batch, not the rare spike it is for{why}")

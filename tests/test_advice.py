@@ -1749,6 +1749,14 @@ def test_updates_clipped_on_every_step_are_said(grad, said):
         assert note.endswith("every update was clipped, so the clip bounds every batch, not "
                              "the rare spike it is for (the rewards' scale left in the "
                              "advantages: scale_rewards false)"), note
+        # A config that says nothing of the scaling, or a critic's advantage (GAE), gets no
+        # reason; it read "(...: None none)" on real verl PPO runs (helper-37).
+        for config in ({"max_grad_norm": 1.0},
+                       {"max_grad_norm": 1.0, "algorithm": {"adv_estimator": "gae",
+                                                           "norm_adv_by_std_in_grpo": False}}):
+            again = diagnose(run, DoctorConfig(run_config=config))
+            (clipped,) = [n for n in again.notes if "every update was clipped" in n]
+            assert clipped.endswith("not the rare spike it is for"), clipped
 
 
 _CONFIG_VALUES = st.recursive(
