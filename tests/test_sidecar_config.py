@@ -42,6 +42,16 @@ def test_a_config_beside_a_csv_is_the_evidence_the_advice_names(tmp_path, capsys
     assert any("grpo_config.yaml, beside the log" in n for n in report["notes"])
 
 
+def test_a_folder_of_a_log_and_its_config_is_one_run(tmp_path, capsys):
+    """``diagnose FOLDER`` on a CSV and the grpo_config.yaml beside it: one run, read with its
+    config, not "holds 2 training logs" (helper-37)."""
+    _sharpening().to_csv(tmp_path / "metrics.csv", index=False)
+    (tmp_path / "grpo_config.yaml").write_text(PENALTY)
+    code, out, err = run_cli(capsys, "diagnose", str(tmp_path), "-f", "json")
+    assert code in (0, 1), err
+    assert json.loads(out)["root_cause"]["knob"]["name"] == "entropy_coef"
+
+
 def test_hydra_config_above_tensorboard_events_in_runs_is_read(tmp_path):
     """verl under Hydra: outputs/<date>/<time>/.hydra/config.yaml, the events two folders
     down in runs/<date_host>/ (written by a real writer)."""

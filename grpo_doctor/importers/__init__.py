@@ -120,8 +120,12 @@ def _logs_in(folder: Path) -> tuple[list[Path], bool]:
         files = sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
     except OSError:
         return [], False
+    from grpo_doctor.importers.sidecar import NAMES as CONFIG_NAMES
+
     logs = []
     for f in files[:MAX_FOLDER_FILES]:
+        if f.name in CONFIG_NAMES:
+            continue  # the run's settings beside its log, read with it (sidecar)
         try:
             imp = detect_format(f)
         except (FormatError, InputError):
