@@ -225,7 +225,7 @@ def diagnose(run: Run, config: DoctorConfig | None = None, *,
              with_first_alert: bool = True) -> Diagnosis:
     """Every selected rule over ``run``; never raises for a rule that cannot run."""
     cfg = config or DoctorConfig()
-    run = with_reward_roles(with_given_config(run, cfg.run_config), cfg.reward_roles)
+    run = with_reward_roles(with_run_settings(run, cfg.run_config), cfg.reward_roles)
     checks = [check_rule(rule, run, cfg.params_for(rule), with_first_alert=with_first_alert)
               for rule in cfg.rules()]
     found = replace(assemble(run, checks, cfg), config=cfg.applied())
@@ -237,31 +237,82 @@ def diagnose(run: Run, config: DoctorConfig | None = None, *,
     return found
 
 
-def with_given_config(run: Run, given: Mapping[str, object]) -> Run:
+def with_run_settings(run: Run, given: Mapping[str, object]) -> Run:
+    """``run`` with every setting it was made with that its log does not hold: the ones the
+    user gave (``[config]``, ``--train-config``), then those of a config beside the log,
+    each checked against what the log recorded (``with_given_config``)."""
+    run, merged, beside = _with_beside_as_given(run, given)
+    return with_given_config(run, merged, beside)
+
+
+def _with_beside_as_given(run: Run, given: Mapping[str, object]
+                          ) -> tuple[Run, dict[str, object], dict[str, str]]:
+    """``run`` without the settings read from a config beside its log, and those settings
+    as given ones under the user's (``[config]``, ``--train-config`` win over a file that may
+    be another run's), with the file each came from: checked against the log as given
+    settings are (``with_given_config``)."""
+    if not run.config_beside:
+        return run, dict(given), {}
+    from grpo_doctor.recipe import flat_config
+
+    found = {k: v for k, v in run.config.items() if k in run.config_beside}
+    flat = flat_config(found)
+    refused = _bad_values(flat)
+    flat = {k: v for k, v in flat.items() if k not in refused}
+    own = {k: v for k, v in run.config.items() if k not in found}
+    where = next(iter(run.config_beside.values()))
+    beside = {k: run.config_beside.get(k.split(".", 1)[0], where) for k in flat
+              if k not in given}
+    notes = [*run.notes, *(f"{why} (in {where}): left out, no trainer takes it"
+                           for why in refused.values())]
+    return (replace(run, config=own, config_beside={}, notes=notes), {**flat, **given},
+            beside)
+
+
+def _bad_values(flat: Mapping[str, object]) -> dict[str, str]:
+    """The settings of ``flat`` no trainer takes (a group size of 16.5, a learning rate of
+    -1), each with why: refused in a file given to preflight or ``--train-config``, left
+    out when read from beside a log."""
+    from grpo_doctor.recipe import bad_value, read_config
+
+    out: dict[str, str] = {}
+    for reading in read_config(flat).readings:
+        why = bad_value(reading)
+        if why is not None and reading.source is not None and reading.source in flat:
+            out[reading.source] = why
+    return out
+
+
+def with_given_config(run: Run, given: Mapping[str, object],
+                      beside: Mapping[str, str] | None = None) -> Run:
     """``run`` with the settings a user gave (the config file's ``[config]``, or
     ``--train-config``) where its log sets none: the log's own config wins where both set a
-    knob."""
+    knob. ``beside``: the given keys read from a config file beside the log (key -> path),
+    said as that file's and not listed as the user's."""
     if not given:
         return run
     from grpo_doctor.recipe import flat_config
 
+    beside = beside or {}
     own = flat_config(run.config) if run.config else {}
     added = {k: v for k, v in given.items()
              if not any(key == k or key.endswith("." + k) for key in own)}
-    unread = _unread_keys(given)
+    # A trainer's saved config holds no misspelt key: only the user's are checked.
+    unread = _unread_keys({k: v for k, v in given.items() if k not in beside})
     added = {k: v for k, v in added.items() if k not in unread}
-    notes = [*run.notes, *_own_config_disagreements(own, given),
+    notes = [*run.notes, *_own_config_disagreements(own, given, beside),
              *(f"{k} given: not a setting grpo-doctor reads (did you mean {near}?); it changes "
                "nothing here" for k, near in unread.items())]
     if not added:
         return replace(run, notes=notes)
-    notes += _logged_disagreements(run, added)
-    if not added:
-        return replace(run, notes=notes)
+    notes += _logged_disagreements(run, added, beside)
+    users = {k: v for k, v in added.items() if k not in beside}
+    if not users:
+        return replace(run, config={**run.config, **added}, notes=notes)
     # "The log's own config": the log may still log one of them as a metric (a learning
     # rate curve); what it lacks is a config naming them.
     note = ("settings given for the run ([config] or --train-config; the log's own config "
-            f"names none of them): {_given_words(added)}")
+            f"names none of them): {_given_words(users)}")
     return replace(run, config={**run.config, **added}, notes=[*notes, note])
 
 
@@ -279,8 +330,14 @@ def _given_words(added: Mapping[str, object]) -> str:
     return ", ".join(read) + (f" and {plural(rest, 'more key', 'more keys')}" if rest else "")
 
 
-def _own_config_disagreements(own: Mapping[str, object], given: Mapping[str, object]
-                              ) -> list[str]:
+def _origin(key: str, beside: Mapping[str, str]) -> str:
+    """How a setting came: "given" (by the user), or where it was read ("in
+    training_args.bin beside the log", "in the notebook's code")."""
+    return f"in {beside[key]}" if key in beside else "given"
+
+
+def _own_config_disagreements(own: Mapping[str, object], given: Mapping[str, object],
+                              beside: Mapping[str, str]) -> list[str]:
     """Given settings the log's own config sets otherwise: the log's value is used (it is
     what the run ran with), and a note says so rather than drop the given one silently."""
     from grpo_doctor.recipe import SETTINGS, as_number, lookup
@@ -302,7 +359,8 @@ def _own_config_disagreements(own: Mapping[str, object], given: Mapping[str, obj
         same = (x is not None and y is not None and abs(x - y) <= 1e-9 * max(abs(x), abs(y))
                 ) or str(value).strip().lower() == str(logged).strip().lower()
         if not same:
-            out.append(f"{key} {shown(value)} given, but the log's own config has {own_key} "
+            out.append(f"{key} {shown(value)} {_origin(key, beside)}, but the log's own config "
+                       f"has {own_key} "
                        f"{shown(logged)}: the log's value is used (is the config this run's?)")
     return out
 
@@ -328,21 +386,29 @@ def _unread_keys(given: Mapping[str, object]) -> dict[str, str]:
     return out
 
 
-def _logged_disagreements(run: Run, added: dict[str, object]) -> list[str]:
+def _logged_disagreements(run: Run, added: dict[str, object],
+                          beside: Mapping[str, str]) -> list[str]:
     """Given settings the log's own curve contradicts (a learning rate of 7.9e-6 given, the
     logged one peaking at 9.8e-5). A logged peak above the given value proves the run ran at
     it: the log's value is kept (``added`` loses the key). One below it may be a schedule
     that decayed before the log began: the given value stands, unless the log shows the
-    schedule's peak (it begins at its first logging interval). Either way a note says so."""
+    schedule's peak (it begins at its first logging interval). Either way a note says so.
+    ``beside``: the keys read from a config file beside the log, said as that file's."""
     from grpo_doctor.recipe import SETTINGS, as_number, lookup
     from grpo_doctor.text import knob_value
 
-    out = []
+    out: list[str] = []
     for s in SETTINGS:
-        if not s.metric or s.metric not in run.frame.columns:
-            continue
         value, key = lookup(added, s.names)
         x = as_number(value)
+        if s.id == "max_completion_length" and key is not None and x is not None:
+            capped = _cap_contradicted(run, key, x, beside)
+            if capped is not None:
+                del added[key]
+                out.append(capped)
+            continue
+        if not s.metric or s.metric not in run.frame.columns:
+            continue
         steps, logged = run.finite_series(s.metric)
         if x is None or key is None or not len(logged) or x <= 0:
             continue
@@ -351,6 +417,8 @@ def _logged_disagreements(run: Run, added: dict[str, object]) -> list[str]:
             peak = float(logged[-1])
         if abs(peak - x) <= 0.25 * max(abs(peak), abs(x)):
             continue
+        said = f"{key} {knob_value(x)} {_origin(key, beside)}"
+        kept = "the given value is used" if key not in beside else "the file's value is used"
         held = _held_until(steps, logged, x) if s.id == "learning_rate" else None
         if held is not None and peak > x:
             # The log ran at the given lr, and above it before or after: the config is this
@@ -358,29 +426,40 @@ def _logged_disagreements(run: Run, added: dict[str, object]) -> list[str]:
             # resume, a schedule that starts at its peak).
             high = steps[logged > x * 1.25]
             if len(high) and high[0] < held[0]:
-                out.append(f"{key} {knob_value(x)} given, as the log's own {s.metric} held "
-                           f"from step {step_text(held[0])}; it was up to {knob_value(peak)} "
-                           f"before (steps {step_text(high[0])}-{step_text(high[-1])}): the "
-                           "given value is used")
+                out.append(f"{said}, as the log's own {s.metric} held from step "
+                           f"{step_text(held[0])}; it was up to {knob_value(peak)} before "
+                           f"(steps {step_text(high[0])}-{step_text(high[-1])}): {kept}")
             else:
-                out.append(f"{key} {knob_value(x)} given, as the log's own {s.metric} held "
-                           f"until step {step_text(held[1])}; it then rose to "
-                           f"{knob_value(peak)}: the given value is used")
+                out.append(f"{said}, as the log's own {s.metric} held until step "
+                           f"{step_text(held[1])}; it then rose to {knob_value(peak)}: {kept}")
             continue
         if peak > x or (s.id == "learning_rate" and _peak_seen(steps, logged)):
             del added[key]
             reach = "reaches" if peak > x else "peaks at"
-            out.append(f"{key} {knob_value(x)} given, but the log's own {s.metric} {reach} "
-                       f"{knob_value(peak)}: the log's value is used (is the config this run's?)")
+            out.append(f"{said}, but the log's own {s.metric} {reach} {knob_value(peak)}: the "
+                       "log's value is used (is the config this run's?)")
         elif s.id == "learning_rate":
-            out.append(f"{key} {knob_value(x)} given; the log's own {s.metric} is at most "
-                       f"{knob_value(peak)} (a schedule that decayed before the log began?): "
-                       "the given value is used")
+            out.append(f"{said}; the log's own {s.metric} is at most {knob_value(peak)} (a "
+                       f"schedule that decayed before the log began?): {kept}")
         else:
-            out.append(f"{key} {knob_value(x)} given; the log's own {s.metric} ends at "
-                       f"{knob_value(peak)} (an adaptive coefficient, or another setting of "
-                       "that name?): the given value is used")
+            out.append(f"{said}; the log's own {s.metric} ends at {knob_value(peak)} (an "
+                       f"adaptive coefficient, or another setting of that name?): {kept}")
     return out
+
+
+def _cap_contradicted(run: Run, key: str, cap: float, beside: Mapping[str, str]) -> str | None:
+    """A note when the log's completions ran longer than the completion budget given
+    (``max_completion_length`` 256 beside a log whose longest completion is 1849 tokens): the
+    budget is not this run's, and the advice must not shrink what the run had."""
+    from grpo_doctor.metrics import Metric
+    from grpo_doctor.text import knob_value
+
+    _, longest = run.finite_series(Metric.RESPONSE_LENGTH_MAX.value)
+    if not len(longest) or cap <= 0 or float(longest.max()) <= 1.05 * cap:
+        return None
+    return (f"{key} {knob_value(cap)} {_origin(key, beside)}, but the log's completions reach "
+            f"{fmt(float(longest.max()))} tokens: the log's value is used (is the config this "
+            "run's?)")
 
 
 def _held_until(steps: np.ndarray, logged: np.ndarray, x: float) -> tuple[int, int] | None:

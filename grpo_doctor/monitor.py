@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.config import Settings
-from grpo_doctor.engine import assemble, check_rule, with_given_config, with_reward_roles
+from grpo_doctor.engine import assemble, check_rule, with_reward_roles, with_run_settings
 from grpo_doctor.escape import terminal
 from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.store import Run
@@ -184,7 +184,7 @@ class Monitor:
         new: list[Alert] = []
         checks: list[Check] = []
         # The settings and reward roles the user gave, as diagnose applies them.
-        run = with_reward_roles(with_given_config(run, self._given_config), self._reward_roles)
+        run = with_reward_roles(with_run_settings(run, self._given_config), self._reward_roles)
         unit = step_unit(run)
         # A log started over or rewritten (a watch's restart, a file rewritten in place to the
         # same size) is all new points; one that grew keeps what was evaluated before.

@@ -915,3 +915,64 @@ def _jsonable(value: Any) -> Any:
         return x
     return str(value)
 
+
+# --- values no trainer takes -------------------------------------------------------------
+
+
+#: What a number setting can hold at all, whatever the recipe says: (the least value, whether
+#: the least is excluded, whether it counts things). A value outside is a typo or a
+#: misunderstanding, not a setup to judge: TRL, verl and the optimizers refuse it too.
+#: (beta and the entropy bonus take any sign: the recipe says what a negative one does;
+#: max_grad_norm and top_k at 0 or below mean off.)
+_DOMAIN: dict[str, tuple[float, bool, bool]] = {
+    "learning_rate": (0.0, False, False), "num_generations": (1, False, True),
+    "temperature": (0.0, False, False), "top_p": (0.0, True, False),
+    "epsilon": (0.0, False, False), "epsilon_high": (0.0, False, False),
+    "max_completion_length": (1, False, True), "num_iterations": (1, False, True),
+    "top_k": (-1, False, True), "ref_model_sync_steps": (-1, False, True),
+}
+
+
+def _shown(reading: Reading) -> str:
+    """A value as the config wrote it; words quoted ('fast'). (YAML reads 1e-6, without a
+    dot, as text: a number written so is shown as written.)"""
+    value = reading.value
+    if not isinstance(value, str):
+        return reading.value_text
+    numeric = as_number(value) is not None or value.strip().lower() == "nan"
+    return value.strip() if numeric else repr(value)
+
+
+def bad_value(reading: Reading) -> str | None:
+    """Why a number setting's value is no number it can hold ("learning_rate: 'fast' is not
+    a number"), or None. An interpolation left unresolved (``${oc.env:LR}``) is not judged,
+    not an error."""
+    s, value = reading.setting, reading.value
+    if s.kind != "number" or value is None:
+        return None
+    if isinstance(value, str) and "${" in value:
+        return None
+    x = as_number(value)
+    if x is None:
+        if reading.verdict != UNKNOWN:
+            return None  # beta: false, entropy_coef: off: words the recipe reads
+        return f"{reading.name}: {_shown(reading)} is not a number"
+    if math.isnan(x):
+        return f"{reading.name}: {_shown(reading)} is not a number"
+    if math.isinf(x):
+        return None if s.off_above is not None else \
+            f"{reading.name}: {_shown(reading)} is not a finite number"
+    domain = _DOMAIN.get(s.id)
+    if domain is None:
+        return None
+    least, open_, whole = domain
+    if whole and not x.is_integer():
+        return f"{reading.name}: {_shown(reading)} is not a whole number"
+    if x < least or (open_ and x == least):
+        bound = f"above {knob_value(least)}" if open_ else f"at least {knob_value(least)}"
+        top = " and at most 1" if s.id == "top_p" else ""
+        return f"{reading.name}: {_shown(reading)} is out of range (it must be {bound}{top})"
+    if s.id == "top_p" and x > 1:
+        return f"{reading.name}: {_shown(reading)} is out of range (it must be above 0 and at " \
+            "most 1)"
+    return None

@@ -358,3 +358,66 @@ def test_a_train_config_value_no_trainer_takes_is_one_line_and_exit_2(tmp_path, 
     assert code == 2 and out == ""
     assert err.strip().endswith("temperature: 'hot' is not a number") and len(
         err.strip().splitlines()) == 1, err
+
+
+def _lr_run(tmp_path):
+    """metrics.csv of an entropy collapse logged with its learning rate, 9.8e-5 throughout."""
+    frame = _sharpening()
+    frame["learning_rate"] = 9.8e-5
+    frame.to_csv(tmp_path / "metrics.csv", index=False)
+    return tmp_path / "metrics.csv"
+
+
+def test_a_config_beside_the_log_is_checked_against_it_as_a_given_one_is(tmp_path, capsys):
+    """A config beside the log may be another run's: its learning rate of 1e-3 against a log
+    whose own lr is 9.8e-5 throughout is said, and the log's value used, as for
+    --train-config; it had silently become the root cause's setting (helper-37)."""
+    log = _lr_run(tmp_path)
+    (tmp_path / "grpo_config.yaml").write_text(
+        "learning_rate: 1.0e-3\nnum_generations: 16\ntemperature: 0.3\n")
+    code, out, _ = run_cli(capsys, "diagnose", str(log), "-f", "json")
+    report = json.loads(out)
+    assert any(n.startswith("learning_rate 0.001 in grpo_config.yaml beside the log, but the "
+                            "log's own learning_rate peaks at 9.8e-5: the log's value is used")
+               for n in report["notes"]), report["notes"]
+    assert "0.001" not in report["root_cause"]["first_action"], report["root_cause"]
+    # A config given for the run wins over the one beside the log, knob by knob.
+    (tmp_path / "given.yaml").write_text("temperature: 1.0\nlearning_rate: 9.8e-5\n")
+    code, out, _ = run_cli(capsys, "diagnose", str(log), "--train-config",
+                           str(tmp_path / "given.yaml"), "-f", "json")
+    setup = {s["name"]: s for s in json.loads(out)["setup"]}
+    assert setup["temperature"]["value"] == 1.0 and setup["num_generations"]["value"] == 16
+
+
+def test_a_value_no_trainer_takes_beside_a_log_is_left_out_and_said(tmp_path, capsys):
+    log = _lr_run(tmp_path)
+    (tmp_path / "grpo_config.yaml").write_text(
+        "learning_rate: 9.8e-5\nnum_generations: 16.5\nbeta: 0.04\n")
+    code, out, _ = run_cli(capsys, "diagnose", str(log), "-f", "json")
+    report = json.loads(out)
+    assert any("num_generations: 16.5 is not a whole number (in grpo_config.yaml beside the "
+               "log): left out" in n for n in report["notes"]), report["notes"]
+    assert "16.5" not in json.dumps(report["plan"]) + json.dumps(report["setup"])
+
+
+def test_a_completion_budget_the_logs_completions_outran_is_not_the_runs(tmp_path):
+    """Completions of 1849 tokens, 75% cut at that cap, beside a config saying 256: the
+    advice said "max_completion_length 256 -> 512", less than the run had (helper-37)."""
+    import numpy as np
+
+    from grpo_doctor.engine import diagnose
+
+    n = 60
+    frame = pd.DataFrame({"step": np.arange(1, n + 1),
+                          "reward": np.full(n, -5.5) + np.random.default_rng(3).normal(0, .1, n),
+                          "completions/max_length": np.full(n, 1849.0),
+                          "completions/mean_length": np.full(n, 1700.0),
+                          "completions/clipped_ratio": np.full(n, 0.75)})
+    frame.to_csv(tmp_path / "metrics.csv", index=False)
+    (tmp_path / "grpo_config.yaml").write_text(
+        "max_completion_length: 256\nlearning_rate: 5.0e-6\nnum_generations: 8\n")
+    (run,) = load_runs(tmp_path / "metrics.csv")
+    d = diagnose(run)
+    assert any(n.startswith("max_completion_length 256 in grpo_config.yaml beside the log, but "
+                            "the log's completions reach 1,849 tokens") for n in d.notes), d.notes
+    assert "1,849" in d.root_cause.first_action and "256" not in d.root_cause.first_action

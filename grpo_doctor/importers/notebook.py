@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -214,8 +214,9 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         log = parse_console(text, str(path))
         if log.kind in ("verl", "dict"):
             log.notes.append("no progress table in the notebook: read its printed log lines")
-            log.config = {**_code_config(nb, log.notes), **log.config}  # what it printed wins
-            return [log_to_run(log, path, "notebook", options)]
+            code = _code_config(nb, log.notes)
+            log.config = {**code, **log.config}  # what it printed wins
+            return [_from_code(log_to_run(log, path, "notebook", options), code)]
         raise FormatError(f"{path}: no training progress table in the notebook")
     chain, n_runs = _pick(found)
     notes: list[str] = []
@@ -225,20 +226,26 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         )
     if chain[0].header[0].strip().lower() == "epoch":
         notes.append("the progress table counts epochs, not steps: steps are epoch numbers")
-    config = _code_config(nb, notes)
+    code = _code_config(nb, notes)
+    config = dict(code)
     progress = chain[-1].progress
     if progress is not None:
         config["max_steps"] = progress[1]
         if progress[0] < progress[1]:
             notes.append(f"training stopped at step {progress[0]} of {progress[1]}")
     frame = tables_frame([(t.header, t.rows) for t in chain])
-    return [
-        build_run(
-            frame, name=path.stem, source=str(path), format="notebook",
-            step_column=options.step_column, column_map=options.column_map,
-            config=config, notes=notes,
-        )
-    ]
+    run = build_run(frame, name=path.stem, source=str(path), format="notebook",
+                    step_column=options.step_column, column_map=options.column_map,
+                    config=config, notes=notes)
+    return [_from_code(run, code)]
+
+
+def _from_code(run: Run, code: dict[str, Any]) -> Run:
+    """``run`` with the settings its code gave marked as such: code edited after the run
+    says what the next run will do, so the diagnosis checks them against the log (a
+    completion budget the log's completions outran is not the one it ran with)."""
+    read = {k: "the notebook's code" for k in code if k in run.config and k != "max_steps"}
+    return replace(run, config_beside={**run.config_beside, **read}) if read else run
 
 
 def _sniff(path: Path, head: bytes) -> int:

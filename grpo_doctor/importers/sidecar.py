@@ -113,7 +113,9 @@ def with_sidecar_config(run: Run) -> Run:
         return run
     merged = {**config, **own}
     note = f"settings read from {path}, beside the log: {', '.join(supplied_settings(merged, new))}"
-    return replace(run, config=merged, notes=[*run.notes, note])
+    return replace(run, config=merged, notes=[*run.notes, note],
+                   config_beside={**run.config_beside,
+                                  **{k: f"{path.name} beside the log" for k in new}})
 
 
 def _with_adapter(run: Run) -> Run:
