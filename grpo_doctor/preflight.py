@@ -142,8 +142,12 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
         from grpo_doctor.importers.notebook_code import code_settings
 
         # Its GRPOConfig(...) call, parsed, never run.
-        config = (notebook_settings(path) if path.suffix.lower() == ".ipynb"
-                  else code_settings([_read_small(path)]))
+        if path.suffix.lower() == ".ipynb":
+            config = notebook_settings(path)
+        else:
+            code = _read_small(path)
+            _refuse_uncompilable(path, code)
+            config = code_settings([code])
         if not config:
             raise FormatError(f"{path}: no GRPOConfig(...) or TrainingArguments(...) with "
                               "literal settings in its code")
@@ -188,6 +192,19 @@ def _read_run_config(path: Path) -> dict[str, Any]:
         raise FormatError(f"{path}: the run logged no config; give the trainer's config "
                           "file instead")
     return config
+
+
+def _refuse_uncompilable(path: Path, code: str) -> None:
+    """A FormatError naming the line when Python would refuse the script (a syntax error, a
+    keyword given twice): its settings never ran. Compiled, never run."""
+    try:
+        compile(code, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}: " if exc.lineno else ""
+        raise FormatError(f"{path}: {where}{exc.msg} (Python refuses this script: its settings "
+                          "never ran)") from None
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        raise FormatError(f"{path}: not a Python script Python can compile") from None
 
 
 def _read_small(path: Path) -> str:

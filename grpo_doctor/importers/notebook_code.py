@@ -129,10 +129,15 @@ def _assigned_name(statement: ast.stmt) -> str | None:
 
 
 def _keywords(node: ast.Call, names: dict[str, Any]) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
+    seen: set[str] = set()
     for keyword in node.keywords:
         if keyword.arg is None:
             continue  # **kwargs: what it holds is not written here
+        if keyword.arg in seen:
+            out.pop(keyword.arg, None)  # repeated: Python refuses the call, neither value ran
+            continue
+        seen.add(keyword.arg)
         value = _value(keyword.value, names)
         if value is not _NOTHING:
             out[keyword.arg] = value

@@ -158,3 +158,18 @@ def test_preflight_reads_a_notebook_not_yet_run(tmp_path, capsys):
                                 "nbformat_minor": 5}))
     code, out, err = run_cli(capsys, "preflight", str(path))
     assert code == 2 and out == "" and "no GRPOConfig(...)" in err
+
+
+def test_a_script_python_refuses_is_said_with_its_line(tmp_path, capsys):
+    """A keyword given twice parses but does not compile: the config never ran. preflight
+    said "OK" (helper-37); a syntax error read as "no GRPOConfig(...)"."""
+    assert code_settings(["args = GRPOConfig(learning_rate=1e-3, learning_rate=1e-6, "
+                          "beta=0.04)"]) == {"beta": 0.04}
+    for text, said in (("args = GRPOConfig(learning_rate=1e-3, learning_rate=1e-6)\n",
+                        "line 1: keyword argument repeated: learning_rate"),
+                       ("x = 1\nargs = GRPOConfig(learning_rate=1e-3\n", "line 2: ")):
+        script = tmp_path / "train.py"
+        script.write_text(text)
+        code, out, err = run_cli(capsys, "preflight", str(script))
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert said in err and "Python refuses this script" in err, err
