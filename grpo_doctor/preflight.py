@@ -503,7 +503,7 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
                       "status):"]
         for r in noted:
             lines += outside_line(r, "·")
-    inside = [r for r in pre.setup.known if r.verdict == recipe.OK]
+    inside = [r for r in pre.setup.known if r.verdict == recipe.OK and not _no_number(r)]
     given = [r for r in inside if r.id not in pre.defaults]
     assumed = [r for r in inside if r.id in pre.defaults]
     if inside:
@@ -514,6 +514,10 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
     if assumed:  # not in the file: the framework's defaults, as outside lines mark them
         lines += wrap(", ".join(f"{r.name} {r.value_text}" for r in assumed),
                       "within the recipe (framework defaults): ")
+    by_log = [r for r in pre.setup.known if r.verdict == recipe.OK and _no_number(r)]
+    if by_log:
+        lines += wrap(", ".join(f"{r.name} {r.value_text} ({r.setting.range_text})"
+                                for r in by_log), "no number in the recipe, the log judges: ")
     unknown = [r for r in pre.setup.known if r.verdict in (recipe.UNKNOWN, recipe.NOT_APPLICABLE)]
     if unknown:
         lines += wrap(", ".join(f"{r.name} {r.value_text}" + (
@@ -540,6 +544,14 @@ def _fix_text(r: recipe.Reading, pre: Preflight) -> str:
     return f"{fix} (framework default)"
 
 
+def _no_number(reading: recipe.Reading) -> bool:
+    """A number setting the recipe gives no range (the completion budget: "long enough for
+    the task's answers"): no value is within it or outside it; the log's truncation judges."""
+    s = reading.setting
+    return (s.kind == "number" and s.low is None and s.high is None
+            and not any(c.isdigit() for c in s.range_text))
+
+
 def render_preflight_markdown(pre: Preflight) -> str:
     out = [f"## {pre.status} · preflight of `{pre.source}` ({pre.framework})", "",
            "| knob | value | recipe | verdict | change |", "|---|---|---|---|---|"]
@@ -547,8 +559,9 @@ def render_preflight_markdown(pre: Preflight) -> str:
         fix = r.fix() if r.outside else ""
         default = " (framework default)" if r.id in pre.defaults else ""
         note = " (note)" if r.outside and r.setting.note_only else ""
+        verdict = "by the log" if r.verdict == recipe.OK and _no_number(r) else r.verdict
         out.append(f"| {r.name} | {r.value_text}{default} | {r.setting.range_text} | "
-                   f"{r.verdict}{note} | {fix} |")
+                   f"{verdict}{note} | {fix} |")
     if pre.blind:
         out += ["", "**Blind checks** (log these metrics to run them):", ""]
         out += [f"- `{b.mode}`: {b.how}" for b in pre.blind]

@@ -333,3 +333,16 @@ def test_a_yaml_merge_key_is_no_duplicate(capsys, tmp_path):
                       "run:\n  <<: *b\n  learning_rate: 2.0e-6\n")
     code, out, err = run_cli(capsys, "preflight", str(config))
     assert code == 0 and err == "", err
+
+
+def test_a_completion_budget_is_never_within_a_recipe_that_gives_it_no_number(tmp_path, capsys):
+    """max_completion_length 32 read "within the recipe" (helper-37): the recipe asks for a
+    budget long enough for the task's answers, which only the log's truncation can judge."""
+    path = tmp_path / "grpo_config.yaml"
+    path.write_text("learning_rate: 1.0e-6\nnum_generations: 16\nmax_completion_length: 32\n")
+    code, out, _ = run_cli(capsys, "preflight", str(path))
+    assert "no number in the recipe, the log judges: max_completion_length 32" in out, out
+    assert "max_completion_length 32" not in out.split("within the recipe")[-1].split(
+        "no number")[0]
+    code, out, _ = run_cli(capsys, "preflight", str(path), "-f", "markdown")
+    assert "| max_completion_length | 32 |" in out and "| by the log |" in out
