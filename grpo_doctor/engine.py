@@ -454,18 +454,25 @@ def _cap_contradicted(run: Run, key: str, cap: float, beside: Mapping[str, str])
     from grpo_doctor.metrics import Metric
     from grpo_doctor.text import knob_value
 
+    # The longest completion logged, else the mean (no mean can pass the cap either).
     _, longest = run.finite_series(Metric.RESPONSE_LENGTH_MAX.value)
+    what = "completions reach"
+    if not len(longest):
+        _, longest = run.finite_series(Metric.RESPONSE_LENGTH_MEAN.value)
+        what = "mean completion length reaches"
     if not len(longest) or cap <= 0 or float(longest.max()) <= 1.05 * cap:
         return None
-    return (f"{key} {knob_value(cap)} {_origin(key, beside)}, but the log's completions reach "
+    return (f"{key} {knob_value(cap)} {_origin(key, beside)}, but the log's {what} "
             f"{fmt(float(longest.max()))} tokens: the log's value is used (is the config this "
             "run's?)")
 
 
 def _held_until(steps: np.ndarray, logged: np.ndarray, x: float) -> tuple[int, int] | None:
     """The first and last step of the log's first stretch of 8 or more logged values within
-    a quarter of ``x`` (a level the run held at the given value), or None."""
-    near = np.abs(logged - x) <= 0.25 * x
+    5% of ``x`` (a level the run held at the given value), or None. A schedule decaying
+    through ``x`` is not held there: a linear decay 5e-6 -> 0 over 250 steps spends 25 steps
+    within a quarter of 1e-6, and 1e-6 was read as the run's lr."""
+    near = np.abs(logged - x) <= 0.05 * x
     run_len = 0
     for i, ok in enumerate(near):
         run_len = run_len + 1 if ok else 0

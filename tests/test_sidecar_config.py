@@ -421,3 +421,40 @@ def test_a_completion_budget_the_logs_completions_outran_is_not_the_runs(tmp_pat
     assert any(n.startswith("max_completion_length 256 in grpo_config.yaml beside the log, but "
                             "the log's completions reach 1,849 tokens") for n in d.notes), d.notes
     assert "1,849" in d.root_cause.first_action and "256" not in d.root_cause.first_action
+
+
+def test_a_schedule_decaying_through_the_given_lr_did_not_hold_it():
+    """A linear decay 5e-6 -> 0 over 250 steps passes within a quarter of 1e-6 for 25 steps:
+    "learning_rate 1e-6 given, as the log's own learning_rate held from step 176" kept a
+    value the run only passed through (helper-37). Held means within 5% for 8 logs."""
+    import numpy as np
+
+    from grpo_doctor.engine import with_given_config
+    from tests.helpers import make_run
+
+    n = 250
+    decay = make_run(reward=np.linspace(0.2, 0.6, n), learning_rate=np.linspace(5e-6, 0, n))
+    read = with_given_config(decay, {"learning_rate": 1e-6})
+    assert "learning_rate" not in read.config
+    assert any("but the log's own learning_rate reaches 5e-6" in n for n in read.notes)
+    held = make_run(reward=np.linspace(0.2, 0.6, n),
+                    learning_rate=np.r_[np.full(20, 5e-6), np.full(n - 20, 1e-6)])
+    kept = with_given_config(held, {"learning_rate": 1e-6})
+    assert kept.config["learning_rate"] == 1e-6
+
+
+def test_a_mean_completion_length_above_the_budget_contradicts_it(tmp_path):
+    import numpy as np
+
+    from grpo_doctor.engine import diagnose
+
+    n = 60
+    pd.DataFrame({"step": np.arange(1, n + 1), "reward": np.linspace(0.1, 0.9, n),
+                  "completion_length": np.full(n, 200.0)}).to_csv(tmp_path / "metrics.csv",
+                                                                 index=False)
+    (tmp_path / "grpo_config.yaml").write_text(
+        "max_completion_length: 32\nlearning_rate: 5.0e-6\nnum_generations: 8\n")
+    (run,) = load_runs(tmp_path / "metrics.csv")
+    assert any(n.startswith("max_completion_length 32 in grpo_config.yaml beside the log, but "
+                            "the log's mean completion length reaches 200 tokens")
+               for n in diagnose(run).notes)
