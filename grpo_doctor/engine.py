@@ -407,6 +407,13 @@ def _logged_disagreements(run: Run, added: dict[str, object],
                 del added[key]
                 out.append(capped)
             continue
+        if (s.id == "beta" and key in beside and key is not None
+                and key.rsplit(".", 1)[-1] == "beta" and x == 0):
+            leashed = _beta_contradicted(run, key, beside)
+            if leashed is not None:
+                del added[key]
+                out.append(leashed)
+            continue
         if not s.metric or s.metric not in run.frame.columns:
             continue
         steps, logged = run.finite_series(s.metric)
@@ -465,6 +472,21 @@ def _cap_contradicted(run: Run, key: str, cap: float, beside: Mapping[str, str])
     return (f"{key} {knob_value(cap)} {_origin(key, beside)}, but the log's {what} "
             f"{fmt(float(longest.max()))} tokens: the log's value is used (is the config this "
             "run's?)")
+
+
+def _beta_contradicted(run: Run, key: str, beside: Mapping[str, str]) -> str | None:
+    """A note when TRL's ``beta`` 0, read from a file beside the log, meets a log that records a
+    KL to the reference: TRL computes and logs it only when beta is not 0 (a default config
+    saved by a newer TRL beside an older run's log), so the run had a leash of unknown
+    strength. A beta 0 the user gives is trusted: a custom trainer may log the KL anyway."""
+    from grpo_doctor.metrics import Metric
+
+    _, kl = run.finite_series(Metric.KL.value)
+    if not len(kl) or float(np.max(np.abs(kl))) <= 0:
+        return None
+    return (f"{key} 0 {_origin(key, beside)}, but the log records a KL to the reference (up "
+            f"to {fmt(float(np.max(kl)))}), which TRL logs only when beta is not 0: beta is "
+            "left unknown (is the config this run's?)")
 
 
 def _held_until(steps: np.ndarray, logged: np.ndarray, x: float) -> tuple[int, int] | None:

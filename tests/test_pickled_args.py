@@ -181,3 +181,27 @@ def test_the_trainers_own_save_is_read(tmp_path, zip_format):
     assert fields["max_grad_norm"] == 100.0
     assert fields["warmup_steps"] == 5
     assert fields["lr_scheduler_type"] == "linear"
+
+
+def test_a_saved_beta_0_beside_a_log_that_records_a_kl_is_left_unknown(tmp_path):
+    """TRL logs the KL only when beta is not 0: a training_args.bin saying beta 0 (today's
+    TRL default) beside a log with a KL of up to 9 is another run's config for that knob, and
+    "beta 0 -> 0.01-0.05" was put first (helper-37). A beta 0 the user gives is trusted."""
+    import numpy as np
+
+    from grpo_doctor.engine import diagnose
+
+    folder = tmp_path / "outputs" / "checkpoint-400"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(7)
+    s = np.arange(1, 401)
+    kl = np.abs(0.05 + 9 * np.clip((s - 150) / 250, 0, 1) + rng.normal(0, 0.02, 400))
+    history = [{"step": int(i), "reward": float(0.5 + 0.01 * rng.normal()), "kl": float(k),
+                "learning_rate": 3e-3} for i, k in zip(s, kl, strict=True)]
+    (folder / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    shutil.copy(GRPO_ARGS, folder / "training_args.bin")
+    (run,) = load_runs(folder)
+    d = diagnose(run)
+    assert any(n.startswith("beta 0 in training_args.bin beside the log, but the log records "
+                            "a KL to the reference") for n in d.notes), d.notes
+    assert "beta 0 ->" not in d.root_cause.first_action, d.root_cause
