@@ -116,6 +116,7 @@ def test_a_bin_that_holds_no_arguments_is_one_line_and_exit_2(tmp_path, capsys):
         "dict.bin": pickle.dumps({"learning_rate": 1e-6}),  # no arguments object
         "weights.bin": _zip({"archive/data.pkl": pickle.dumps(3), "archive/data/0": b"x" * 64}),
         "no_data.bin": _zip({"archive/version": b"3"}),
+        "bomb.bin": _zip({"archive/data.pkl": b"\x80\x02N." + b"\0" * (5 << 20)}),
         "cut.bin": GRPO_ARGS.read_bytes()[:2000],
         "empty.bin": b"",
     }

@@ -102,8 +102,11 @@ def _pickle_bytes(path: Path, data: bytes) -> bytes:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             member = next((m for m in archive.infolist()
                            if m.filename.rsplit("/", 1)[-1] == "data.pkl"), None)
-            if member is None or member.file_size > _MAX_BYTES:
+            if member is None:
                 raise FormatError(f"{path}: a zip archive without a torch data.pkl")
+            if member.file_size > _MAX_BYTES:
+                raise FormatError(f"{path}: its data.pkl unpacks to {member.file_size:,} bytes, "
+                                  "not a saved training_args.bin")
             return archive.read(member)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
         raise FormatError(f"{path}: a damaged zip archive") from None
