@@ -142,12 +142,13 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
         from grpo_doctor.importers.notebook_code import code_settings
 
         # Its GRPOConfig(...) call, parsed, never run.
+        # A value the code computes is "not judged", never the framework's default.
         if path.suffix.lower() == ".ipynb":
-            config = notebook_settings(path)
+            config = notebook_settings(path, computed=True)
         else:
             code = _read_small(path)
             _refuse_uncompilable(path, code)
-            config = code_settings([code])
+            config = code_settings([code], computed=True)
         if not config:
             raise FormatError(f"{path}: no GRPOConfig(...) or TrainingArguments(...) with "
                               "literal settings in its code")

@@ -187,14 +187,16 @@ def _pick(found: Sequence[_Found]) -> tuple[list[_Found], int]:
     return max(chains, key=rank), len(chains)
 
 
-def notebook_settings(path: Path) -> dict[str, Any]:
-    """The trainer settings a notebook's code sets (a notebook not yet run holds no table)."""
-    return _code_settings(_read_notebook(path))
+def notebook_settings(path: Path, *, computed: bool = False) -> dict[str, Any]:
+    """The trainer settings a notebook's code sets (a notebook not yet run holds no table);
+    with ``computed``, the ones it computes too (``notebook_code.COMPUTED``)."""
+    return _code_settings(_read_notebook(path), computed=computed)
 
 
-def _code_settings(nb: dict[str, Any]) -> dict[str, Any]:
-    return code_settings(_text(cell.get("source")) for cell in nb["cells"]
-                         if isinstance(cell, dict) and cell.get("cell_type") == "code")
+def _code_settings(nb: dict[str, Any], *, computed: bool = False) -> dict[str, Any]:
+    return code_settings((_text(cell.get("source")) for cell in nb["cells"]
+                          if isinstance(cell, dict) and cell.get("cell_type") == "code"),
+                         computed=computed)
 
 
 def _code_config(nb: dict[str, Any], notes: list[str]) -> dict[str, Any]:

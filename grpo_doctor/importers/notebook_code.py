@@ -34,8 +34,14 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
 }
 
 
-def code_settings(cells: Iterable[str]) -> dict[str, Any]:
-    """The trainer settings ``cells`` (the notebook's code cells, in order) set literally."""
+#: What a setting the code computes (from data, a call) is given as with ``computed=True``:
+#: an unresolved interpolation to the recipe, so it is "not judged", never a default.
+COMPUTED = "${computed in the code}"
+
+
+def code_settings(cells: Iterable[str], *, computed: bool = False) -> dict[str, Any]:
+    """The trainer settings ``cells`` (the notebook's code cells, in order) set literally;
+    with ``computed``, those it computes too, as ``COMPUTED``."""
     names: dict[str, Any] = {}
     calls: dict[str, list[dict[str, Any]]] = {}
     size = 0
@@ -45,7 +51,7 @@ def code_settings(cells: Iterable[str]) -> dict[str, Any]:
             break
         tree = _parse(source)
         if tree is not None:
-            _read_cell(tree, names, calls)
+            _read_cell(tree, names, calls, computed)
     config = next((calls[c][-1] for c in CONFIG_CALLS if calls.get(c)), None)
     if config is None:
         return {}
@@ -83,7 +89,7 @@ def _parse(source: str) -> ast.Module | None:
 
 
 def _read_cell(tree: ast.Module, names: dict[str, Any],
-               calls: dict[str, list[dict[str, Any]]]) -> None:
+               calls: dict[str, list[dict[str, Any]]], computed: bool = False) -> None:
     """Top-level literal assignments into ``names``; every config, sampling or adapter call
     (anywhere in the cell, in order) into ``calls`` by its name."""
     for statement in tree.body:
@@ -91,7 +97,8 @@ def _read_cell(tree: ast.Module, names: dict[str, Any],
             if isinstance(node, ast.Call):
                 name = _call_name(node)
                 if name in (*CONFIG_CALLS, *_ADAPTER_CALLS, "SamplingParams"):
-                    calls.setdefault(name, []).append(_keywords(node, names))
+                    calls.setdefault(name, []).append(
+                        _keywords(node, names, computed and name in CONFIG_CALLS))
         target = _assigned_name(statement)
         if target is not None:
             value = statement.value if isinstance(statement, ast.Assign | ast.AnnAssign) \
@@ -128,7 +135,8 @@ def _assigned_name(statement: ast.stmt) -> str | None:
     return target.id if isinstance(target, ast.Name) else None
 
 
-def _keywords(node: ast.Call, names: dict[str, Any]) -> dict[str, Any]:
+def _keywords(node: ast.Call, names: dict[str, Any], computed: bool = False
+              ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     seen: set[str] = set()
     for keyword in node.keywords:
@@ -141,6 +149,9 @@ def _keywords(node: ast.Call, names: dict[str, Any]) -> dict[str, Any]:
         value = _value(keyword.value, names)
         if value is not _NOTHING:
             out[keyword.arg] = value
+        elif computed and not isinstance(names.get(getattr(keyword.value, "id", "")),
+                                         _Sampling):
+            out[keyword.arg] = COMPUTED
     return out
 
 

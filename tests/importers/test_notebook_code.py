@@ -173,3 +173,17 @@ def test_a_script_python_refuses_is_said_with_its_line(tmp_path, capsys):
         code, out, err = run_cli(capsys, "preflight", str(script))
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
         assert said in err and "Python refuses this script" in err, err
+
+
+def test_a_setting_the_code_computes_is_not_judged_never_a_default(tmp_path, capsys):
+    """learning_rate = 9**9**9 (or a value read from data) read as "within the recipe
+    (framework defaults): learning_rate 1e-6" (helper-37): the code sets it, to a value only
+    running it would tell."""
+    script = tmp_path / "train.py"
+    script.write_text("import numpy as np\nlr = float(np.load('lr.npy'))\n"
+                      "args = GRPOConfig(learning_rate=lr, num_generations=8, "
+                      "max_completion_length=9**9**9)\n")
+    code, out, err = run_cli(capsys, "preflight", str(script))
+    assert "not judged: learning_rate ${computed in the code}, max_completion_length" in out, out
+    assert "learning_rate 1e-6" not in out
+    assert code_settings([script.read_text()]) == {"num_generations": 8}
