@@ -265,8 +265,20 @@ def _with_beside_as_given(run: Run, given: Mapping[str, object]
               if k not in given}
     notes = [*run.notes, *(f"{why} (in {where}): left out, no trainer takes it"
                            for why in refused.values())]
+    overridden = sorted(k for k in flat if k in given and str(flat[k]) != str(given[k])
+                        and _recipe_key(k))
+    if overridden:
+        notes.append(f"the settings given ([config] or --train-config) are used over {where} "
+                     f"for {', '.join(f'{k} ({flat[k]} there)' for k in overridden)}")
     return (replace(run, config=own, config_beside={}, notes=notes), {**flat, **given},
             beside)
+
+
+def _recipe_key(key: str) -> bool:
+    """Whether the recipe reads ``key`` (under any of its settings' names)."""
+    from grpo_doctor.recipe import SETTINGS
+
+    return any(key == name or key.endswith("." + name) for s in SETTINGS for name in s.names)
 
 
 def _bad_values(flat: Mapping[str, object]) -> dict[str, str]:
@@ -320,10 +332,7 @@ def _given_words(added: Mapping[str, object]) -> str:
     """The given settings the advice reads, by the names the file gives them, and how many
     other keys came with them ("learning_rate, num_generations and 20 more keys"): a
     config file of 40 keys listed whole buries the report it heads."""
-    from grpo_doctor.recipe import SETTINGS
-
-    read = sorted(k for k in added if any(k == name or k.endswith("." + name)
-                                          for s in SETTINGS for name in s.names))
+    read = sorted(k for k in added if _recipe_key(k))
     if not read:
         return ", ".join(sorted(added))
     rest = len(added) - len(read)
@@ -454,6 +463,10 @@ def _logged_disagreements(run: Run, added: dict[str, object],
     return out
 
 
+#: The median share of completions cut from which the longest logged one is the run's cap.
+_CUT_AT_CAP = 0.2
+
+
 def _cap_contradicted(run: Run, key: str, cap: float, beside: Mapping[str, str]) -> str | None:
     """A note when the log's completions ran longer than the completion budget given
     (``max_completion_length`` 256 beside a log whose longest completion is 1849 tokens): the
@@ -463,6 +476,14 @@ def _cap_contradicted(run: Run, key: str, cap: float, beside: Mapping[str, str])
 
     # The longest completion logged, else the mean (no mean can pass the cap either).
     _, longest = run.finite_series(Metric.RESPONSE_LENGTH_MAX.value)
+    _, cut = run.finite_series(Metric.TRUNCATION_RATIO.value)
+    if (len(longest) and len(cut) and cap > 0 and float(np.median(cut)) >= _CUT_AT_CAP
+            and float(longest.max()) < 0.8 * cap):
+        # Many completions cut, none longer than a fraction of the budget: the run's cap was
+        # the log's, not this one (a 1,024 configured, completions cut at 128).
+        return (f"{key} {knob_value(cap)} {_origin(key, beside)}, but the log's completions "
+                f"are cut at about {fmt(float(longest.max()))} tokens ({float(np.median(cut)):.0%}"
+                " of them at that cap): the log's value is used (is the config this run's?)")
     what = "completions reach"
     if not len(longest):
         _, longest = run.finite_series(Metric.RESPONSE_LENGTH_MEAN.value)

@@ -517,8 +517,10 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
                       "within the recipe (framework defaults): ")
     by_log = [r for r in pre.setup.known if r.verdict == recipe.OK and _no_number(r)]
     if by_log:
-        lines += wrap(", ".join(f"{r.name} {r.value_text} ({r.setting.range_text})"
-                                for r in by_log), "no number in the recipe, the log judges: ")
+        # Not the recipe's words beside the value: "32 (long enough for the task's answers)"
+        # read as a verdict (helper-38).
+        lines += wrap(", ".join(f"{r.name} {r.value_text}" for r in by_log),
+                      "not judged (no number in the recipe): ")
     unknown = [r for r in pre.setup.known if r.verdict in (recipe.UNKNOWN, recipe.NOT_APPLICABLE)]
     if unknown:
         lines += wrap(", ".join(f"{r.name} {r.value_text}" + (

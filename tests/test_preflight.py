@@ -341,7 +341,8 @@ def test_a_completion_budget_is_never_within_a_recipe_that_gives_it_no_number(tm
     path = tmp_path / "grpo_config.yaml"
     path.write_text("learning_rate: 1.0e-6\nnum_generations: 16\nmax_completion_length: 32\n")
     code, out, _ = run_cli(capsys, "preflight", str(path))
-    assert "no number in the recipe, the log judges: max_completion_length 32" in out, out
+    assert "not judged (no number in the recipe): max_completion_length 32" in out, out
+    assert "long enough" not in out
     assert "max_completion_length 32" not in out.split("within the recipe")[-1].split(
         "no number")[0]
     code, out, _ = run_cli(capsys, "preflight", str(path), "-f", "markdown")

@@ -458,3 +458,50 @@ def test_a_mean_completion_length_above_the_budget_contradicts_it(tmp_path):
     assert any(n.startswith("max_completion_length 32 in grpo_config.yaml beside the log, but "
                             "the log's mean completion length reaches 200 tokens")
                for n in diagnose(run).notes)
+
+
+def test_a_budget_far_above_the_cap_the_log_shows_is_not_the_runs(tmp_path):
+    """1,024 configured while 92% of completions were cut at about 128 tokens: the raise
+    was "1,024 -> 4,096" (helper-38)."""
+    import numpy as np
+
+    from grpo_doctor.engine import diagnose
+
+    n = 60
+    pd.DataFrame({"step": np.arange(1, n + 1), "reward": np.linspace(0.1, 0.3, n),
+                  "completions/max_length": np.full(n, 128.0),
+                  "completions/mean_length": np.full(n, 126.0),
+                  "completions/clipped_ratio": np.full(n, 0.92)}).to_csv(
+        tmp_path / "metrics.csv", index=False)
+    (tmp_path / "grpo_config.yaml").write_text(
+        "max_completion_length: 1024\nlearning_rate: 5.0e-6\nnum_generations: 8\n")
+    (run,) = load_runs(tmp_path / "metrics.csv")
+    d = diagnose(run)
+    assert any(n.startswith("max_completion_length 1024 in grpo_config.yaml beside the log, "
+                            "but the log's completions are cut at about 128 tokens")
+               for n in d.notes), d.notes
+    assert "1,024 ->" not in d.root_cause.first_action, d.root_cause
+
+
+def test_a_given_config_said_to_win_over_the_file_beside_the_log(tmp_path, capsys):
+    log = _lr_run(tmp_path)
+    (tmp_path / "grpo_config.yaml").write_text(
+        "learning_rate: 2.0e-4\nnum_generations: 16\ntemperature: 0.3\n")
+    (tmp_path / "given.yaml").write_text("learning_rate: 9.8e-5\ntemperature: 0.3\n")
+    code, out, _ = run_cli(capsys, "diagnose", str(log), "--train-config",
+                           str(tmp_path / "given.yaml"), "-f", "json")
+    notes = json.loads(out)["notes"]
+    assert ("the settings given ([config] or --train-config) are used over grpo_config.yaml "
+            "beside the log for learning_rate (0.0002 there)") in notes, notes
+
+
+def test_a_learning_rate_logged_as_0_everywhere_is_no_setting():
+    """verl prints ``actor/lr:0.000`` for 1e-6: "learning_rate 0 -> 1e-6 (learning_rate 0 is
+    no step at all)" on a real run's snippet (helper-38)."""
+    import numpy as np
+
+    from grpo_doctor.recipe import read_run
+    from tests.helpers import make_run
+
+    run = make_run(reward=np.linspace(0.2, 0.4, 30), learning_rate=np.zeros(30))
+    assert read_run(run).get("learning_rate").value is None
