@@ -261,9 +261,13 @@ def _knob_explained(events: Sequence[Event], worst: Sequence[Check], setup: reci
     root left the policy usable (a collapse, a stall, not a blow-up to roll back from), a
     critical finding that a setting *far* outside the recipe primarily causes is the cause to
     fix first (a group of 2 behind equal-reward groups, beside an entropy fall that is the run
-    sharpening as it learns). ``root`` otherwise."""
+    sharpening as it learns). ``root`` otherwise, and always when ``root`` is a completion
+    budget that cut most answers from the first logs: that setup problem comes first (a
+    group of 2 beside it is a co-cause, its groups all-wrong anyway while answers are cut)."""
     if root.check.mode in _DESTRUCTIVE or setup.causes(_linked_modes(root),
                                                        critical=root.critical):
+        return root
+    if root.check.mode == "length_hacking" and root.check.evidence.get("truncated_from_start"):
         return root
     for e in events:
         c = e.check

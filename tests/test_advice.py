@@ -1973,3 +1973,23 @@ def test_trial_37_runs_read_as_the_expert_reads_them():
                             "update"), burst
     unpaid = _trial("correct_weight_0").root_cause.first_action
     assert unpaid.startswith("correct's weight 0 -> 1 in the config's reward weights"), unpaid
+
+
+def test_a_budget_that_cut_answers_from_the_first_log_comes_before_a_group_of_2():
+    """96% of completions cut at a 128-token cap from the first log, and a group of 2 behind
+    equal-reward groups from step 50 (helper-38, a minesweeper run read with a G=2 config):
+    "num_generations 2 -> 16" came first. The budget is the setup problem: while answers
+    are cut the groups are all-wrong whatever their size; the group is item 2."""
+    rng = np.random.default_rng(4)
+    n = 50
+    s = np.arange(10, 10 * n + 1, 10)
+    run = make_run(steps=s, reward=rng.normal(-1.0, 2.0, n),
+                   truncation_ratio=np.clip(0.96 - 0.12 * s / s[-1], 0, 1),
+                   response_length_max=np.full(n, 128.0),
+                   response_length_mean=np.full(n, 125.0),
+                   zero_std_fraction=np.where(s >= 50, 0.7, 0.2) + rng.normal(0, 0.02, n))
+    d = diagnose(run, DoctorConfig(run_config={"num_generations": 2}))
+    assert d.root_cause.mode == "length_hacking", d.root_cause
+    assert d.root_cause.first_action.startswith("raise max_completion_length"), d.root_cause
+    assert any(p.action.startswith("also outside the recipe: num_generations 2 -> 16")
+               for p in d.plan[1:3]), [p.action for p in d.plan]
