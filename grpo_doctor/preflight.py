@@ -138,13 +138,16 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
 
         config = read_training_args(path)  # a checkpoint's training_args.bin
     elif path.is_file() and path.suffix.lower() in (".ipynb", ".py"):
-        from grpo_doctor.importers.notebook import notebook_settings
+        from grpo_doctor.importers.notebook import notebook_config_error, notebook_settings
         from grpo_doctor.importers.notebook_code import code_settings
 
         # Its GRPOConfig(...) call, parsed, never run.
         # A value the code computes is "not judged", never the framework's default.
         if path.suffix.lower() == ".ipynb":
             config = notebook_settings(path, computed=True)
+            broken = None if config else notebook_config_error(path)
+            if broken:
+                raise FormatError(f"{path}: {broken} (the config cell does not parse)")
         else:
             code = _read_small(path)
             _refuse_uncompilable(path, code)

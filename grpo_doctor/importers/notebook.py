@@ -24,7 +24,7 @@ from grpo_doctor.importers._common import read_json, to_number
 from grpo_doctor.importers._tables import Table, parse_text_tables, tables_frame
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.console import log_to_run, parse_console
-from grpo_doctor.importers.notebook_code import code_settings
+from grpo_doctor.importers.notebook_code import code_settings, config_syntax_error
 from grpo_doctor.importers.sidecar import supplied_settings
 from grpo_doctor.metrics import map_columns
 from grpo_doctor.store import Run, build_run
@@ -193,10 +193,18 @@ def notebook_settings(path: Path, *, computed: bool = False) -> dict[str, Any]:
     return _code_settings(_read_notebook(path), computed=computed)
 
 
+def notebook_config_error(path: Path) -> str | None:
+    """Where the notebook's config cell fails to parse (``notebook_code``), or None."""
+    return config_syntax_error(_code_cells(_read_notebook(path)))
+
+
+def _code_cells(nb: dict[str, Any]) -> list[str]:
+    return [_text(cell.get("source")) for cell in nb["cells"]
+            if isinstance(cell, dict) and cell.get("cell_type") == "code"]
+
+
 def _code_settings(nb: dict[str, Any], *, computed: bool = False) -> dict[str, Any]:
-    return code_settings((_text(cell.get("source")) for cell in nb["cells"]
-                          if isinstance(cell, dict) and cell.get("cell_type") == "code"),
-                         computed=computed)
+    return code_settings(_code_cells(nb), computed=computed)
 
 
 def _code_config(nb: dict[str, Any], notes: list[str]) -> dict[str, Any]:

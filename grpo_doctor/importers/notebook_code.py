@@ -77,6 +77,23 @@ class _Sampling:
         self.keywords = keywords
 
 
+def config_syntax_error(cells: Iterable[str]) -> str | None:
+    """Where the first cell that writes a trainer config fails to parse ("cell 4, line 2:
+    '(' was never closed"), or None: said when no config could be read from the code."""
+    for index, source in enumerate(cells, 1):
+        if not any(f"{name}(" in source for name in CONFIG_CALLS):
+            continue
+        lines = [("" if line.lstrip().startswith(("!", "%")) else line)
+                 for line in source.splitlines()]
+        try:
+            ast.parse("\n".join(lines))
+        except SyntaxError as exc:
+            return f"cell {index}, line {exc.lineno}: {exc.msg}"
+        except (ValueError, RecursionError, MemoryError):
+            return f"cell {index}: not Python grpo-doctor can parse"
+    return None
+
+
 def _parse(source: str) -> ast.Module | None:
     """A cell's code with IPython's magics and shell lines dropped; None when it is not
     Python (or nests too deeply to parse)."""

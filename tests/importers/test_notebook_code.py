@@ -187,3 +187,15 @@ def test_a_setting_the_code_computes_is_not_judged_never_a_default(tmp_path, cap
     assert "not judged: learning_rate ${computed in the code}, max_completion_length" in out, out
     assert "learning_rate 1e-6" not in out
     assert code_settings([script.read_text()]) == {"num_generations": 8}
+
+
+def test_a_notebooks_config_cell_that_does_not_parse_is_named(tmp_path, capsys):
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "source": [source]}
+             for source in ("%%capture\n!pip install unsloth\n",
+                            "args = GRPOConfig(\n    learning_rate = 5e-6,\n")]
+    path = tmp_path / "broken.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    code, out, err = run_cli(capsys, "preflight", str(path))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "cell 2, line 1: '(' was never closed (the config cell does not parse)" in err, err
