@@ -317,7 +317,18 @@ def with_given_config(run: Run, given: Mapping[str, object],
                "nothing here" for k, near in unread.items())]
     if not added:
         return replace(run, notes=notes)
+    before = set(added)
     notes += _logged_disagreements(run, added, beside)
+    refuted = sorted(k for k in before - set(added) if k in beside)
+    if refuted:
+        # The log contradicts the file beside it: the file is likely another run's, and its
+        # other settings (a temperature of 2 the log cannot check) are no evidence either.
+        where = beside[refuted[0]]
+        dropped = sorted(k for k in added if k in beside and _recipe_key(k))
+        added = {k: v for k, v in added.items() if k not in beside}
+        if dropped:
+            notes.append(f"{where} is contradicted by the log ({', '.join(refuted)}): none of "
+                         f"its settings is used ({', '.join(dropped)} left out)")
     users = {k: v for k, v in added.items() if k not in beside}
     if not users:
         return replace(run, config={**run.config, **added}, notes=notes)

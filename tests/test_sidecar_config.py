@@ -505,3 +505,20 @@ def test_a_learning_rate_logged_as_0_everywhere_is_no_setting():
 
     run = make_run(reward=np.linspace(0.2, 0.4, 30), learning_rate=np.zeros(30))
     assert read_run(run).get("learning_rate").value is None
+
+
+def test_a_file_the_log_contradicts_gives_no_setting(tmp_path):
+    """A training_args.bin whose learning rate the log contradicts is likely another run's:
+    its temperature of 2, which the log cannot check, drove "temperature 2 -> 1.0" on a
+    healthy run (helper-39)."""
+    from grpo_doctor.engine import diagnose
+
+    log = _lr_run(tmp_path)
+    (tmp_path / "grpo_config.yaml").write_text(
+        "learning_rate: 1.0e-3\nnum_generations: 16\ntemperature: 2.0\n")
+    (run,) = load_runs(log)
+    d = diagnose(run)
+    assert any(n.startswith("grpo_config.yaml beside the log is contradicted by the log "
+                            "(learning_rate): none of its settings is used") for n in d.notes)
+    assert not any("temperature 2" in n for n in d.notes), d.notes
+    assert {s["name"]: s for s in d.setup}.get("temperature", {}).get("value") is None
