@@ -148,6 +148,9 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
             broken = None if config else notebook_config_error(path)
             if broken:
                 raise FormatError(f"{path}: {broken} (the config cell does not parse)")
+            if config and "beta" not in config and _logs_a_kl(path):
+                # The TRL it ran on had a KL term (today's default beta 0 logs none).
+                config["beta"] = "${not 0: the notebook's log records a KL}"
         else:
             code = _read_small(path)
             _refuse_uncompilable(path, code)
@@ -196,6 +199,19 @@ def _read_run_config(path: Path) -> dict[str, Any]:
         raise FormatError(f"{path}: the run logged no config; give the trainer's config "
                           "file instead")
     return config
+
+
+def _logs_a_kl(path: Path) -> bool:
+    """Whether the run a notebook holds logged a KL to the reference (TRL logs it only when
+    beta is not 0: a notebook run on an older TRL, whose default beta was 0.04)."""
+    from grpo_doctor.sources import load_runs
+
+    try:
+        runs = load_runs(path)
+    except (InputError, FormatError):
+        return False
+    kl = runs[0].finite_series(Metric.KL.value)[1] if runs else ()
+    return bool(len(kl)) and float(max(abs(float(v)) for v in kl)) > 0
 
 
 def _refuse_uncompilable(path: Path, code: str) -> None:

@@ -199,3 +199,22 @@ def test_a_notebooks_config_cell_that_does_not_parse_is_named(tmp_path, capsys):
     code, out, err = run_cli(capsys, "preflight", str(path))
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert "cell 2, line 1: '(' was never closed (the config cell does not parse)" in err, err
+
+
+def test_preflight_of_a_notebook_that_logged_a_kl_gives_no_default_beta_0(tmp_path, capsys):
+    """An Unsloth notebook run on an older TRL (default beta 0.04) logs a KL on every step:
+    "beta 0 (framework default) ... TRL then logs no kl" contradicted its own table
+    (helper-39)."""
+    frame = _sharpening(30)
+    rows = [[str(int(r.step)), "0.0", f"{r.reward:.4f}", "0.0012"] for r in frame.itertuples()]
+    table = _html_output(["Step", "Training Loss", "reward", "kl"], rows)
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [],
+              "source": ["args = GRPOConfig(learning_rate = 5e-6, num_generations = 8)"]},
+             {"cell_type": "code", "metadata": {}, "source": ["trainer.train()"],
+              "outputs": [table]}]
+    path = tmp_path / "old_trl.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    code, out, _ = run_cli(capsys, "preflight", str(path))
+    assert "beta 0 (framework default)" not in out and "TRL's default beta is 0" not in out
+    assert "not judged: beta ${not 0: the notebook's log records a KL}" in out, out
