@@ -75,12 +75,13 @@ def partings(comparison: Comparison) -> list[tuple[int, str, int, MetricComparis
 
 
 def parting_line(comparison: Comparison, metric: str, i: int) -> str:
-    """'B parts from A at step 7 on reward_mean: 0.663 vs 0.757' (the levels: each run's mean
-    over the first window where the gap is significant)."""
+    """'B parts from A at step 7 on reward_mean: A 0.663, B 0.757' (the levels: each run's
+    mean over the first window where the gap is significant), each named, in the config
+    diff's order: "0.663 vs 0.757" after "B parts from A" read as B's first (helper-39)."""
     p = comparison.metrics[metric].partings[i]
     assert p is not None
-    return (f"{letter(i)} parts from A at step {p.step:,} on {metric}: {fmt(p.level_a)} vs "
-            f"{fmt(p.level_b)}")
+    return (f"{letter(i)} parts from A at step {p.step:,} on {metric}: A {fmt(p.level_a)}, "
+            f"{letter(i)} {fmt(p.level_b)}")
 
 
 def not_compared(comparison: Comparison) -> list[tuple[int, list[str], int]]:
