@@ -56,12 +56,13 @@ TERMS: tuple[Term, ...] = (
        "setup_problem", "from the first step"),
     _t("roll back", """Restart from a saved checkpoint from before the cause (the report names
        a logged step that exists), with the setting fixed.""", "roll-back", "rollback"),
-    _t("recipe", """The ranges of each setting in the chapter grpo-doctor encodes, a chapter on
-       GRPO's failure modes (its digest: shared/reference/failure-modes.md; section 8: lr
-       from 1e-6 and below 5e-6, beta 0.01-0.05, G 8-16, temperature 1.0-1.2, clip 0.2 low
-       and 0.28 high, max_grad_norm 1.0, bf16 ...; override with a [recipe.KNOB] table).
-       A setting outside it that the chapter links to the symptom is the first action;
-       `grpo-doctor preflight` checks a config before the run.""", "the recipe", "recipe range",
+    _t("recipe", """The ranges of each setting in the chapter on GRPO's failure modes that
+       grpo-doctor encodes (its section 8): lr from 1e-6 and below 5e-6 (10x for a LoRA
+       adapter), beta 0.01-0.05, G 8-64 (16 to start), temperature 1.0-1.2, clip 0.2 low and
+       0.28 high, max_grad_norm 1.0, bf16 ...; `grpo-doctor preflight CONFIG` lists every
+       knob against it, and a [recipe.KNOB] table overrides a range for your model
+       (docs/configuration.md). A setting outside it that the chapter links to the symptom
+       is the first action.""", "the recipe", "recipe range",
        see=("root cause",)),
     _t("inconclusive", """Too little to judge: fewer than two checks could run (their metrics
        are not logged) or too few steps were logged. Not a pass: `--strict` fails on it.""",
