@@ -55,7 +55,7 @@ class RewardProgress:
                 and self.before - max(self.start, end) >= 0.25 * self.span):
             # It crashed as the finding began: the stretch from the onset starts below the
             # fall ("not improving (0.0553 -> 0.0397)" where it fell 0.72 -> 0.04).
-            return f"reward fell ({fmt(self.before)} -> {fmt(end)}) as it began"
+            return f"reward falling ({fmt(self.before)} -> {fmt(end)}) as it began"
         words = "reward falling" if self.declining else "reward not improving"
         if not self.declining and self.start is not None and end is not None and (
                 end > self.start):

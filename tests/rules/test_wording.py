@@ -158,5 +158,6 @@ def test_a_reward_that_crashed_as_a_finding_began_is_said_from_where_it_fell():
     from tests.test_advice import _breaks_after
 
     summary = diagnose(_breaks_after(np.full(500, 2e-6), 305)).check("kl_drift").summary
-    assert "reward fell (0.707 -> 0.202) as it began" in summary, summary
+    assert "reward falling (0.707 -> 0.202) as it began" in summary, summary
+    assert "with reward fell" not in summary  # "with reward fell" (helper-39)
     assert "not improving" not in summary
