@@ -341,11 +341,25 @@ def mean_gain(run: Run, col: str, frac: float = 0.2) -> float:
     return float(np.mean(v[-k:]) - np.mean(v[:k])) if len(v) >= 2 else 0.0
 
 
+#: Steps off its floor a sparse term must gain, late against early, to have improved.
+_SPARSE_HITS = 3
+
+
 def sparse_improving(run: Run, col: str, share: float = 0.1) -> bool:
-    """The mean of ``col`` rose by ``share`` of its range or more (see ``mean_gain``)."""
+    """The mean of ``col`` rose by ``share`` of its range or more (see ``mean_gain``). A term
+    at its floor on most steps must also leave it on ``_SPARSE_HITS`` more of its last
+    points than of its first: 2 right steps of the last 12 after none of the first 12 (a
+    group of 2, one prompt a step) is chance, and read "the task improved" beside a
+    correctness term that paid on 5 of 60 steps."""
     v = series(run, col)[1]
     rng = float(np.ptp(v)) if len(v) else 0.0
-    return rng > 0 and mean_gain(run, col) > share * rng
+    if not (rng > 0 and mean_gain(run, col) > share * rng):
+        return False
+    off = v > float(np.min(v))
+    if float(np.mean(off)) >= 0.5:
+        return True  # not sparse: the mean's rise is the signal
+    k = max(1, int(len(v) * 0.2))
+    return int(off[-k:].sum()) - int(off[:k].sum()) >= _SPARSE_HITS
 
 
 def sparse_declining(run: Run, col: str, share: float = 0.1) -> bool:

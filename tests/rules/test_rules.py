@@ -197,3 +197,23 @@ def test_a_noisy_reward_climb_the_held_out_score_followed_is_a_real_rise():
     assert with_held.fired, with_held.summary
     alone = diagnose(make_run(reward=reward)).check("reward_overfit")
     assert not alone.fired, alone.summary  # the noisy reward alone proves no climb
+
+
+def test_a_sparse_term_improved_only_when_it_pays_on_more_late_steps_than_chance():
+    """A correctness term that paid on 5 of 60 steps (2 of the last 12, none of the first 12:
+    one prompt of 2 rollouts a step) read "the task improved" beside a report saying almost no
+    answer is judged right (helper-39). A sparse term must leave its floor on 3 more of its
+    last points than of its first; a dense one is judged by its mean alone."""
+    import numpy as np
+
+    from grpo_doctor.rules.signals import sparse_improving
+    from tests.helpers import make_run
+
+    chance = np.zeros(60)
+    chance[[35, 36, 44, 52, 57]] = 2.0
+    late = np.zeros(60)
+    late[[2, 40, 44, 48, 50, 52, 55, 57, 59]] = 1.0
+    dense = np.linspace(0.2, 0.6, 60)
+    for values, improved in ((chance, False), (late, True), (dense, True)):
+        run = make_run(**{"rewards/correctness/mean": values})
+        assert sparse_improving(run, "reward_component/correctness") is improved, values
