@@ -108,7 +108,8 @@ TrainConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "evidence for the advice where the log holds none (a config "
     "saved beside the log is read without it).")]
 RunOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "--run", metavar="NAME", help="Pick one run by name from a source holding several.")]
+    "--run", metavar="NAME", help="Pick one run by name from a source holding several (or by "
+    "a part of its name that no other run's holds).")]
 InputFormatOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--input-format", "--from", metavar="FORMAT",
     help="Read the source as this format instead of detecting it.")]

@@ -212,8 +212,13 @@ def picked(source: str, runs: list[Run], run: str | None) -> list[Run]:
     if run is not None:
         chosen = [r for r in runs if r.name == run]
         if not chosen:
-            names = ", ".join(r.name for r in runs)
-            raise InputError(f"{source}: no run named {run!r} (runs: {names})")
+            # A part of the name picks the one run whose name holds it (long generated names:
+            # "grpo_formal_1" for "grpo_formal_1p5b_seed3").
+            chosen = [r for r in runs if run.lower() in r.name.lower()]
+        if not chosen or (len(chosen) > 1 and any(r.name != run for r in chosen)):
+            names = ", ".join(r.name for r in (chosen or runs))
+            what = "no run named" if not chosen else "more than one run matches"
+            raise InputError(f"{source}: {what} {run!r} (runs: {names})")
         runs = chosen
     if not runs:
         raise InputError(f"{source}: no run found")

@@ -14,3 +14,24 @@ def test_a_generic_file_name_names_the_run_by_its_folder(tmp_path, file, name):
     path.write_text("step,reward\n1,0.1\n2,0.2\n")
     (run,) = load_runs(path)
     assert run.name == name
+
+
+def test_a_run_is_picked_by_a_part_of_its_name_only_one_holds(tmp_path):
+    """Generated run names are long (grpo_formal_1p5b_seed42_20260720T031006Z): ``--run``
+    took only the whole name (helper-39)."""
+    import pytest
+
+    from grpo_doctor.errors import InputError
+    from grpo_doctor.importers import load_runs
+
+    rows = ["run,step,reward"] + [f"{name},{s},{0.1 * s}" for name in
+                                  ("grpo_seed42_20260720T0310", "grpo_seed123_20260720T0359")
+                                  for s in range(1, 6)]
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join(rows) + "\n")
+    (run,) = load_runs(path, run="seed42")
+    assert run.name == "grpo_seed42_20260720T0310"
+    with pytest.raises(InputError, match="more than one run matches 'grpo'"):
+        load_runs(path, run="grpo")
+    with pytest.raises(InputError, match="no run named 'ppo'"):
+        load_runs(path, run="ppo")
