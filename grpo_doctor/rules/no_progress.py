@@ -297,8 +297,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                              f"{p['best_margin']:.0%}+ of its range below its best")
     worse = [f"{n} {_ends(run, signals[n], pr.start, pr.end)}" for n, pr in task.items()
              if pr.start is not None and pr.end is not None]
+    # Which levels: the means of a noisy 0-1 reward can move the other way (0.43 -> 0.49
+    # where the medians went 0.625 -> 0.5, helper-39).
     summary = (f"no progress: over {n_logged:,} logged points the reward went "
-               f"{fmt(start)} -> {fmt(now)} (best {fmt(best)})"
+               f"{fmt(start)} -> {fmt(now)} (medians of its first and last fifth; best "
+               f"{fmt(best)})"
                + (f", {', '.join(worse)}" if worse else "")
                + ": the run is not learning its task")
     return Outcome(Status.WARNING, summary, onset_step=first_step, evidence=evidence,
