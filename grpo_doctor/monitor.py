@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.config import Settings
-from grpo_doctor.engine import assemble, check_rule, with_reward_roles, with_run_settings
+from grpo_doctor.engine import assemble, check_rule, with_reward_roles
 from grpo_doctor.escape import terminal
 from grpo_doctor.findings import Check, Diagnosis, Status
+from grpo_doctor.run_settings import with_run_settings
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, in_log_lines
 

@@ -665,7 +665,7 @@ def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:
     for s in settings:
         if s.metric and s.metric in run.frame.columns:
             steps, values = run.finite_series(s.metric)
-            if s.id == "learning_rate" and not any(float(v) > 0 for v in values):
+            if s.id == "learning_rate" and len(values) and float(values.max()) <= 0:
                 # 0 at every logged step: a log printing too few digits (verl's
                 # "actor/lr:0.000" for 1e-6), not a run that trained at 0.
                 continue

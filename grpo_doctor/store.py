@@ -74,7 +74,7 @@ class Run:
     # Top-level keys of ``config`` read from beside the log (a training config saved beside
     # it, a notebook's code), not from the log itself, with where ("training_args.bin beside
     # the log"): the diagnosis checks them against what the log recorded, and a config given
-    # for the run wins over them (engine.with_run_settings).
+    # for the run wins over them (run_settings.with_run_settings).
     config_beside: dict[str, str] = field(default_factory=dict)
     # Logs of this run found but not read (a copy no richer than the one read, an earlier
     # checkpoint): (path, why), for ``audit -v``.

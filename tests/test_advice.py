@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from bench.advice import ADVICE_ROWS, CORPUS_RECIPE, REAL_HEALTHY, corpus_config
 from grpo_doctor import recipe
 from grpo_doctor.config import DoctorConfig
-from grpo_doctor.engine import diagnose, with_given_config
+from grpo_doctor.engine import diagnose
 from grpo_doctor.findings import PlanItem
 from grpo_doctor.importers import load_runs
 from grpo_doctor.rules import knobs
+from grpo_doctor.run_settings import with_given_config
 from tests.helpers import REAL_RUNS, make_run
 from tests.test_real_runs import healthy_status
 

@@ -224,7 +224,7 @@ def test_a_given_setting_the_log_contradicts_is_said_and_a_proven_value_kept():
     before the log began (a log that starts mid-run)."""
     import numpy as np
 
-    from grpo_doctor.engine import with_given_config
+    from grpo_doctor.run_settings import with_given_config
     from tests.helpers import make_run
 
     n = 50
@@ -256,7 +256,7 @@ def test_a_given_lr_the_log_held_before_it_jumped_is_the_runs():
     says where the log held it."""
     import numpy as np
 
-    from grpo_doctor.engine import with_given_config
+    from grpo_doctor.run_settings import with_given_config
     from tests.helpers import make_run
 
     n = 400
@@ -332,7 +332,7 @@ def test_given_settings_the_logs_own_config_sets_otherwise_and_misspelt_keys_are
     is a misspelling of one the advice reads changes nothing, and says so."""
     import numpy as np
 
-    from grpo_doctor.engine import with_given_config
+    from grpo_doctor.run_settings import with_given_config
     from tests.helpers import make_run
 
     run = make_run(reward=np.linspace(0.2, 0.6, 30))
@@ -429,7 +429,7 @@ def test_a_schedule_decaying_through_the_given_lr_did_not_hold_it():
     value the run only passed through (helper-37). Held means within 5% for 8 logs."""
     import numpy as np
 
-    from grpo_doctor.engine import with_given_config
+    from grpo_doctor.run_settings import with_given_config
     from tests.helpers import make_run
 
     n = 250

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import permutations
 
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
@@ -443,8 +444,6 @@ def _terms_by_weights(run: Run, weights: object) -> tuple[str, ...]:
         return ()
     total = rows[Metric.REWARD_MEAN.value].to_numpy(dtype=float)
     terms = rows[list(logged.values())].to_numpy(dtype=float)
-    from itertools import permutations
-
     fits: dict[tuple[float, ...], tuple[float, tuple[int, ...]]] = {}
     for order in permutations(range(k)):  # names[j] is paid weights[order[j]]
         w = tuple(float(weights[i]) for i in order)
