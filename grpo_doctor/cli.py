@@ -142,16 +142,15 @@ def _settings(config: Path | None, maps: list[str], sets: list[str], select: lis
         return settings
     from dataclasses import replace
 
-    from grpo_doctor.preflight import (
-        read_preflight_source,
-        refuse_bad_values,
-        resolve_interpolations,
-    )
+    from grpo_doctor.importers.interpolation import resolve_interpolations
+    from grpo_doctor.preflight import read_preflight_source, refuse_bad_values
     from grpo_doctor.recipe import flat_config, read_config
 
     given, _ = read_preflight_source(train_config)
+    # As the trainer saw it: verl saves ``n: ${actor_rollout_ref.rollout.n}`` unresolved.
+    given = resolve_interpolations(given)
     # A value no trainer takes ('hot') is refused here as preflight refuses it.
-    refuse_bad_values(read_config(resolve_interpolations(given)), str(train_config))
+    refuse_bad_values(read_config(given), str(train_config))
     # Dotted keys: the log's own config still wins knob by knob (verl's nested sections).
     return replace(settings, run_config={**settings.run_config, **flat_config(given)})
 

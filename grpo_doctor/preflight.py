@@ -22,6 +22,7 @@ from typing import Any
 
 from grpo_doctor import recipe
 from grpo_doctor.errors import ConfigError, FormatError, InputError
+from grpo_doctor.importers.interpolation import resolve_interpolations
 from grpo_doctor.metrics import Metric
 
 #: What TRL's ``GRPOConfig`` sets when a config file leaves a knob out (TRL 1.x; checked
@@ -110,7 +111,7 @@ class Preflight:
             d["from_default"] = r.id in self.defaults
             if r.outside:
                 d["fix"] = r.fix()
-                d["why"] = r.setting.why.get(r.verdict, "")
+                d["why"] = r.why
                 d["note"] = r.setting.note_only  # only a note: not counted in the status
             readings.append(d)
         return {"source": self.source, "framework": self.framework, "status": self.status,
@@ -412,53 +413,6 @@ def refuse_bad_values(setup: recipe.Setup, source: str = "") -> None:
         raise ConfigError(f"{source + ': ' if source else ''}{'; '.join(bad)}")
 
 
-_INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
-
-
-def resolve_interpolations(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` (copied) with Hydra/OmegaConf references to other keys resolved, as the
-    trainer resolves them (``response_length: ${data.max_response_length}``: verl saves its
-    ``.hydra/config.yaml`` unresolved). A value that is one reference takes the referenced
-    value; a reference inside text is replaced by its text; resolvers (``${oc.env:X}``) and
-    references to missing keys are left as written."""
-    out = json.loads(json.dumps(config, default=str))  # a deep copy of plain data
-
-    def target(dotted: str, seen: frozenset[str]) -> tuple[bool, Any]:
-        node: Any = out
-        for part in dotted.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return False, None
-            node = node[part]
-        if isinstance(node, str) and dotted not in seen and len(seen) < 32:
-            return True, resolve(node, seen | {dotted})
-        return True, node
-
-    def resolve(value: str, seen: frozenset[str]) -> Any:
-        whole = _INTERPOLATION.fullmatch(value.strip())
-        if whole:
-            found, got = target(whole.group(1), seen)
-            return got if found else value
-
-        def one(m: re.Match[str]) -> str:
-            found, got = target(m.group(1), seen)
-            return str(got) if found and not isinstance(got, (dict, list)) else m.group(0)
-
-        return _INTERPOLATION.sub(one, value)
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: walk(v) for k, v in node.items()}
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        if isinstance(node, str) and "${" in node:
-            return resolve(node, frozenset())
-        return node
-
-    resolved = walk(out)
-    assert isinstance(resolved, dict)
-    return resolved
-
-
 def blind_checks(framework: str, setup: recipe.Setup | None = None, *, groups: bool = True
                  ) -> tuple[BlindCheck, ...]:
     """The rules whose metrics the framework does not log by default (none for an unknown
@@ -506,7 +460,7 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
     def outside_line(r: recipe.Reading, mark: str) -> list[str]:
         risks = ", ".join("catastrophic updates" if lk.mode == recipe.CATASTROPHIC_UPDATE
                           else lk.mode for lk in r.links)
-        return wrap(f"{_fix_text(r, pre)}: {r.sentence()}; {r.setting.why.get(r.verdict, '')}"
+        return wrap(f"{_fix_text(r, pre)}: {r.sentence()}; {r.why}"
                     + (f"; risks {risks}" if risks else ""), f"{mark} ")
 
     # The knobs the status counts (✗ far, ! outside), then the note-only ones (overlong
@@ -543,7 +497,7 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
     unknown = [r for r in pre.setup.known if r.verdict in (recipe.UNKNOWN, recipe.NOT_APPLICABLE)]
     if unknown:
         lines += wrap(", ".join(f"{r.name} {r.value_text}" + (
-            f" ({r.setting.why[r.verdict]})" if r.verdict in r.setting.why else "")
+            f" ({r.why})" if r.why else "")
             for r in unknown), "not judged: ")
     if pre.blind:
         lines += ["", "Checks the run's logs will leave blind (log these to run them):"]

@@ -416,6 +416,27 @@ class Reading:
         return (s.high or 5e-6) * LR_START_SHARE * (LORA_LR_SCALE if self.lora else 1.0)
 
     @property
+    def why(self) -> str:
+        """Why the recipe moves it ("each update takes too large a step"), and why the target
+        goes past the chapter's own remedy where it does: an lr halved (x0.5) that would still
+        sit at or above the ceiling the recipe says never to start at."""
+        why = self.setting.why.get(self.verdict, "")
+        s = self.setting
+        if s.id == "learning_rate" and self.verdict == HIGH and not self.far and isinstance(
+                self.value, (int, float)):
+            ceiling = (s.high or 5e-6) * (LORA_LR_SCALE if self.lora else 1.0)
+            half = float(self.value) * 0.5
+            if half >= ceiling * (1 - 1e-9):
+                at = "the ceiling" if half <= ceiling * (1 + 1e-6) else \
+                    f"above the {_num(ceiling)} ceiling"
+                why += (f"; halved (the chapter's x0.5) it would still be {_num(half)}, {at}"
+                        " the recipe never starts at")
+            elif half > ceiling * 0.5 * (1 + 1e-9):  # the target is half the ceiling instead
+                why += (f"; halved (the chapter's x0.5) it would be {_num(half)}, just under"
+                        f" the {_num(ceiling)} ceiling; half the ceiling leaves room")
+        return why
+
+    @property
     def target(self) -> str:
         """What the recipe sets it to (empty when it says nothing concrete)."""
         s = self.setting

@@ -876,7 +876,7 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
         # (Solved: the run came through it; its last checkpoint is the one to keep, and the
         # setting is for the next run.)
         where = ""
-    fix = f"{top.fix()} ({top.sentence()}; {top.setting.why.get(top.verdict, '')}"
+    fix = f"{top.fix()} ({top.sentence()}; {top.why}"
     fix = fix.rstrip("; ") + ")"
     if where and top.id == "learning_rate" and not top.far and _learned_before(run, root.step):
         # The run learned at this lr until it broke: halve it from the checkpoint, as after any
@@ -1080,7 +1080,7 @@ def _numerical_setup(run: Run, setup: recipe.Setup, check: Check) -> _Lead:
              "was applied" if still else "")
     if dtype is not None and dtype.outside:
         text = (f"restart from the initial model with {dtype.fix()} ({dtype.sentence()}: "
-                f"{dtype.setting.why.get(dtype.verdict, '')}); clipping cannot fix a NaN")
+                f"{dtype.why}); clipping cannot fix a NaN")
         summary = (f"a numerical setup problem: {dtype.id} {dtype.value_text} "
                    f"({check.summary}){moved}")
         return _Lead(knobs.Remedy(text), summary=summary, knob=_Knob(dtype), setup=True)

@@ -152,7 +152,7 @@ def test_an_overridden_range_is_the_only_range_the_advice_names():
     beside "the recipe starts at 1e-6 and stays below 5e-6"."""
     settings = recipe.with_overrides({"learning_rate": {"high": 5e-4}})
     reading = recipe.read_config({"learning_rate": 2e-3}, settings).get("learning_rate")
-    said = f"{reading.fix()} ({reading.sentence()}; {reading.setting.why[reading.verdict]})"
+    said = f"{reading.fix()} ({reading.sentence()}; {reading.why})"
     assert "5e-4" in said and "5e-6" not in said and "1e-6" not in said, said
     assert reading.recipe_text == "1e-5-5e-4 (your recipe)"  # the floor moved with it
     untouched = recipe.read_config({"learning_rate": 2e-5}).get("learning_rate")
@@ -929,6 +929,26 @@ def test_a_lowered_learning_rate_never_offers_a_larger_one_for_lora():
     fix = recipe.read_config({"learning_rate": 3e-3}, user).get("learning_rate").fix()
     assert fix == "learning_rate 0.003 -> 2.5e-4", fix
     assert "LoRA" not in recipe.read_config({"learning_rate": 3e-5}).get("learning_rate").fix()
+
+
+@pytest.mark.parametrize(("lr", "said"), [
+    (1e-5, "halved (the chapter's x0.5) it would still be 5e-6, the ceiling"),
+    (8e-6, "halved (the chapter's x0.5) it would be 4e-6, just under the 5e-6 ceiling"),
+    (5e-6, ""),  # halved: below the ceiling, the chapter's remedy as it stands
+])
+def test_an_lr_cut_past_the_chapters_half_says_why(lr, said):
+    """The chapter halves an lr behind an entropy plunge; 1e-5 halved is 5e-6, the ceiling it
+    never starts at, so the target is half the ceiling and the reason says so (the expert's
+    "lr x0.5" on the real 181457 run read as a different number without it)."""
+    reading = recipe.read_config({"learning_rate": lr}).get("learning_rate")
+    assert reading.fix() == f"learning_rate {recipe._num(lr)} -> 2.5e-6"
+    assert reading.why.startswith("each update takes too large a step")
+    if said:
+        assert said in reading.why, reading.why
+    else:
+        assert "x0.5" not in reading.why, reading.why
+    lora = recipe.read_config({"learning_rate": 1e-4, "use_peft": True}).get("learning_rate")
+    assert "5e-5" in lora.why and "the ceiling" in lora.why, lora.why  # 10x for an adapter
 
 
 @pytest.mark.parametrize("lr", [1e-6, 1e-4])

@@ -522,3 +522,50 @@ def test_a_file_the_log_contradicts_gives_no_setting(tmp_path):
                             "(learning_rate): none of its settings is used") for n in d.notes)
     assert not any("temperature 2" in n for n in d.notes), d.notes
     assert {s["name"]: s for s in d.setup}.get("temperature", {}).get("value") is None
+
+
+#: verl's saved ``.hydra/config.yaml`` is unresolved: the entropy bonus is set once under
+#: ``algorithm`` and referenced from the actor, as a user's launcher often does.
+HYDRA_REFS = """\
+algorithm:
+  adv_estimator: grpo
+  entropy_bonus: -0.05
+actor_rollout_ref:
+  actor:
+    optim:
+      lr: 1.0e-6
+    entropy_coeff: ${algorithm.entropy_bonus}
+    ppo_micro_batch_size: ${oc.select:actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu,4}
+  rollout:
+    n: 16
+    val_kwargs:
+      n: ${actor_rollout_ref.rollout.n}
+"""
+
+
+def test_hydra_references_in_a_config_are_read_as_the_trainer_resolved_them(tmp_path, capsys):
+    """Beside the log and given with ``--train-config``: ``entropy_coeff:
+    ${algorithm.entropy_bonus}`` is -0.05, the cause named first; a resolver (``oc.select``)
+    is left as written, never a number."""
+    events = tmp_path / "outputs" / "runs" / "Dec05_12-00-00_host"
+    events.mkdir(parents=True)
+    frame = _sharpening()
+    _write_events(events, frame["step"].to_numpy(),
+                  {"train/reward": frame["reward"].to_numpy(),
+                   "train/entropy": frame["entropy"].to_numpy()})
+    (tmp_path / "outputs" / ".hydra").mkdir()
+    (tmp_path / "outputs" / ".hydra" / "config.yaml").write_text(HYDRA_REFS)
+    (run,) = load_runs(events)
+    actor = run.config["actor_rollout_ref"]["actor"]
+    assert actor["entropy_coeff"] == -0.05
+    assert actor["ppo_micro_batch_size"].startswith("${oc.select:")
+    assert run.config["actor_rollout_ref"]["rollout"]["val_kwargs"]["n"] == 16
+    code, out, err = run_cli(capsys, "diagnose", str(events), "-f", "json")
+    assert json.loads(out)["root_cause"]["first_action"].startswith(
+        "actor_rollout_ref.actor.entropy_coeff -0.05 -> 0.005"), out
+    frame.to_csv(tmp_path / "metrics.csv", index=False)
+    (tmp_path / "verl.yaml").write_text(HYDRA_REFS)
+    code, out, err = run_cli(capsys, "diagnose", str(tmp_path / "metrics.csv"),
+                             "--train-config", str(tmp_path / "verl.yaml"), "-f", "json")
+    assert json.loads(out)["root_cause"]["first_action"].startswith(
+        "actor_rollout_ref.actor.entropy_coeff -0.05 -> 0.005"), out

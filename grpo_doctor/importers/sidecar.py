@@ -26,6 +26,7 @@ from typing import Any
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers._common import load_yaml
 from grpo_doctor.importers._records import flatten
+from grpo_doctor.importers.interpolation import resolve_interpolations
 from grpo_doctor.store import Run
 
 #: Where trainers and launchers save a run's settings, most specific first.
@@ -263,7 +264,8 @@ def _read(path: Path) -> dict[str, Any] | None:
         loaded = json.loads(text) if path.suffix == ".json" else load_yaml(text, path)
     except (OSError, ValueError, InputError, FormatError):
         return None  # not a config this run can use: the log is read as if it were absent
-    return _as_training_config(loaded)
+    config = _as_training_config(loaded)
+    return resolve_interpolations(config) if config is not None else None
 
 
 def _as_training_config(loaded: Any) -> dict[str, Any] | None:
