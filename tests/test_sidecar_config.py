@@ -569,3 +569,26 @@ def test_hydra_references_in_a_config_are_read_as_the_trainer_resolved_them(tmp_
                              "--train-config", str(tmp_path / "verl.yaml"), "-f", "json")
     assert json.loads(out)["root_cause"]["first_action"].startswith(
         "actor_rollout_ref.actor.entropy_coeff -0.05 -> 0.005"), out
+
+
+def test_hostile_references_resolve_bounded_and_cycles_stay_as_written():
+    """Keys that each hold two references to the one before double at every level: 40 levels
+    would be 2^40 characters and as many steps. Each key is resolved once and text past
+    MAX_RESOLVED_CHARS is kept as written, whatever the keys' order; a cycle stays a reference,
+    a chain deeper than 32 stops, and neither raises."""
+    from grpo_doctor.importers.interpolation import MAX_RESOLVED_CHARS, resolve_interpolations
+
+    for order in (range(1, 41), range(40, 0, -1)):
+        laughs = {f"x{i}": f"${{x{i - 1}}}${{x{i - 1}}}" for i in order}
+        laughs["x0"] = "ab"
+        out = resolve_interpolations(laughs)
+        assert out["x3"] == "ab" * 8
+        assert all(len(v) <= MAX_RESOLVED_CHARS for v in out.values())
+    cyclic = resolve_interpolations({"a": "${b}", "b": "${a}", "lr": "${opt.lr}",
+                                     "opt": {"lr": 1e-6}})
+    assert cyclic["a"].startswith("${") and cyclic["b"].startswith("${")
+    assert cyclic["lr"] == 1e-6
+    chain = {f"k{i}": f"${{k{i + 1}}}" for i in range(5000)}
+    chain["k5000"] = 7
+    out = resolve_interpolations(chain)
+    assert out["k4999"] == 7 and str(out["k0"]).startswith("${")
