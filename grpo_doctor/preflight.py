@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 
 from grpo_doctor import recipe
 from grpo_doctor.errors import ConfigError, FormatError, InputError
+from grpo_doctor.importers.command_line import coerce, parse_command_line, set_dotted
 from grpo_doctor.importers.interpolation import resolve_interpolations
 from grpo_doctor.metrics import Metric
 
@@ -160,7 +159,9 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
             raise FormatError(f"{path}: no GRPOConfig(...) or TrainingArguments(...) with "
                               "literal settings in its code")
     elif path.is_file() and path.suffix.lower() in (".sh", ".txt", ".cmd", ".bash"):
-        config = parse_command_line(_read_small(path))
+        text = _read_small(path)
+        # A launch script, or the arguments a launch printed (argparse's Namespace).
+        config = parse_command_line(text) or _printed(text)
         if not config:
             raise FormatError(f"{path}: no --flag value or key=value settings found")
     else:
@@ -170,7 +171,7 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
         key = key.strip().lstrip("+")
         if not sep or not key:
             raise ConfigError(f"override {item!r}: expected KEY=VALUE")
-        _set_dotted(config, key, _coerce(value.strip()))
+        set_dotted(config, key, coerce(value.strip()))
     return config, framework_of(config)
 
 
@@ -186,6 +187,9 @@ def _read_run_config(path: Path) -> dict[str, Any]:
     try:
         runs = load_runs(path)
     except (InputError, FormatError):
+        printed = _printed(_head(path)) if path.is_file() else {}
+        if printed:
+            return printed  # a console capture of the launch, with no metrics yet
         if not path.is_dir():
             raise
         found = find_training_config(path)
@@ -196,10 +200,30 @@ def _read_run_config(path: Path) -> dict[str, Any]:
             raise
         return _read_config_file(saved)  # says what is wrong with it, or holds no knob
     config = dict(runs[0].config or {})
+    if not config and path.is_file():
+        config = _printed(_head(path))
     if not config:
         raise FormatError(f"{path}: the run logged no config; give the trainer's config "
                           "file instead")
     return config
+
+
+def _printed(text: str) -> dict[str, Any]:
+    """The settings a console capture prints in words (a launch echoed, argparse's Namespace,
+    the Trainer's arguments), when two training knobs or more are among them."""
+    from grpo_doctor.importers.console import printed_settings
+
+    settings = printed_settings(text)
+    return settings if len(recipe.read_config(settings).known) >= 2 else {}
+
+
+def _head(path: Path, size: int = 1 << 20) -> str:
+    """The first ``size`` bytes of a file as text: a console capture prints its launch first."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(size).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise FormatError(f"{path}: {exc.strerror or exc}") from None
 
 
 def _logs_a_kl(path: Path) -> bool:
@@ -281,71 +305,6 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"duplicate key {key}")
         out[key] = value
     return out
-
-
-def _coerce(value: str) -> Any:
-    low = value.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("null", "none", "~"):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        return float(value)
-    except ValueError:
-        return value.strip("'\"")
-
-
-def _set_dotted(config: dict[str, Any], key: str, value: Any) -> None:
-    node = config
-    parts = key.split(".")
-    for part in parts[:-1]:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = {}
-            node[part] = child
-        node = child
-    node[parts[-1]] = value
-
-
-_FLAG = re.compile(r"--?([A-Za-z][\w.-]*)(?:=(.*))?$")
-_OVERRIDE = re.compile(r"\+?([A-Za-z_][\w]*(?:\.[\w]+)+)=(.*)$")
-
-
-def parse_command_line(text: str) -> dict[str, Any]:
-    """Settings of a saved launch command: ``--flag value``, ``--flag=value``, a bare
-    ``--flag`` (true), and Hydra ``a.b.c=value`` overrides; backslash line continuations and
-    comments allowed. Dashes in flag names become underscores (OpenRLHF's ``--actor_learning_rate``
-    and ``--actor-learning-rate`` alike)."""
-    text = re.sub(r"\\\n", " ", text)
-    tokens: list[str] = []
-    for line in text.splitlines():
-        try:
-            tokens += shlex.split(line, comments=True)
-        except ValueError:
-            tokens += line.split()
-    config: dict[str, Any] = {}
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        override = _OVERRIDE.match(token)
-        flag = _FLAG.match(token) if token.startswith("-") else None
-        if override:
-            _set_dotted(config, override.group(1), _coerce(override.group(2)))
-        elif flag:
-            name = flag.group(1).replace("-", "_")
-            if flag.group(2) is not None:
-                config[name] = _coerce(flag.group(2))
-            elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-                config[name] = _coerce(tokens[i + 1])
-                i += 1
-            else:
-                config[name] = True
-        i += 1
-    return config
 
 
 #: OpenRLHF's flag names for the recipe's knobs.

@@ -75,6 +75,22 @@ def test_an_openrlhf_command_line_is_read():
     assert g.value == 4 and g.verdict == recipe.LOW
 
 
+@pytest.mark.parametrize(("name", "text"), [
+    ("args.txt", "Namespace(actor_learning_rate=5e-07, n_samples_per_prompt=2, "
+                 "dataloader=<object at 0x7f>, init_kl_coef=0.01)\n"),
+    ("train.log", "+ python3 -m openrlhf.cli.train_ppo_ray --actor_learning_rate 5e-7 "
+                  "--n_samples_per_prompt 2\nJob submitted\n(pid=3) loading model\n"),
+])
+def test_a_namespace_printed_or_a_launch_captured_is_read(tmp_path, name, text):
+    """OpenRLHF saves no config: what a user has is argparse's Namespace, printed, or the
+    console capture of the launch before any metric; both give the settings."""
+    path = tmp_path / name
+    path.write_text(text)
+    config, framework = read_preflight_source(path)
+    assert framework == "openrlhf"
+    assert preflight(config, framework).setup.get("num_generations").verdict == recipe.LOW
+
+
 def test_command_lines_take_every_flag_form():
     config = parse_command_line("python x.py --a 1 --b=2e-6 --flag \\\n  --c-d text "
                                 "x.y.z=0.5  # a comment\n")

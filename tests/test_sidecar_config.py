@@ -592,3 +592,34 @@ def test_hostile_references_resolve_bounded_and_cycles_stay_as_written():
     chain["k5000"] = 7
     out = resolve_interpolations(chain)
     assert out["k4999"] == 7 and str(out["k0"]).startswith("${")
+
+
+def test_a_launch_script_or_console_capture_beside_the_log_gives_its_settings(tmp_path):
+    """OpenRLHF saves no config file: its settings are in the launch script and in what the
+    launch printed (the command under ``set -x``, argparse's Namespace). Beside TensorBoard
+    events two folders down they are the run's; a script wins over a capture, and a file
+    holding fewer than two training knobs (a README, a pip log) gives nothing."""
+    events = tmp_path / "logs" / "tensorboard" / "run1"
+    events.mkdir(parents=True)
+    frame = _sharpening(60)
+    _write_events(events, frame["step"].to_numpy(),
+                  {"train/reward": frame["reward"].to_numpy(),
+                   "train/entropy": frame["entropy"].to_numpy()})
+    (tmp_path / "notes.txt").write_text("pip install openrlhf --upgrade\nlr looked fine\n")
+    (run,) = load_runs(events)
+    assert not any("beside the log" in n for n in run.notes)
+    (tmp_path / "train.log").write_text(
+        "+ python3 -m openrlhf.cli.train_ppo_ray --actor_learning_rate 5e-5 "
+        "--n_samples_per_prompt 2 --temperature 2.0\n"
+        "(pid=1) Namespace(actor_learning_rate=5e-05, init_kl_coef=0.02, "
+        "n_samples_per_prompt=2, temperature=2.0)\n")
+    (run,) = load_runs(events)
+    assert run.config["n_samples_per_prompt"] == 2 and run.config["init_kl_coef"] == 0.02
+    assert any("train.log, beside the log" in n for n in run.notes), run.notes
+    (tmp_path / "train_grpo.sh").write_text(
+        "set -x\nray job submit -- python3 -m openrlhf.cli.train_ppo_ray \\\n"
+        "   --actor_learning_rate 1e-6 \\\n   --n_samples_per_prompt 16 \\\n"
+        "   --temperature 1.0\n")
+    (run,) = load_runs(events)
+    assert run.config["n_samples_per_prompt"] == 16 and run.config["temperature"] == 1.0
+    assert any("train_grpo.sh, beside the log" in n for n in run.notes), run.notes

@@ -42,6 +42,7 @@ from grpo_doctor.importers._common import HEAD_BYTES, looks_like_text, read_text
 from grpo_doctor.importers._records import Record, flatten, numeric_record, records_frame
 from grpo_doctor.importers._tables import parse_text_tables, table_header, tables_frame
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
+from grpo_doctor.importers.command_line import launch_flags, printed_namespace
 from grpo_doctor.importers.incremental import TextPosition, read_lines, rows_from_records
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns
@@ -781,9 +782,17 @@ def model_params(text: str) -> float | None:
     return float(m.group(1)) * 1e9 if m else None
 
 
+def printed_settings(text: str) -> dict[str, Any]:
+    """The settings a console capture prints in words (a launch echoed, argparse's
+    Namespace, the Trainer's arguments printed whole, ``key=value`` arguments, Hydra
+    overrides), without its metrics: what a log beside another log says of their run."""
+    return _text_config(split_segments(text))
+
+
 def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
     config: dict[str, Any] = {}
     printed_args = False  # within a printed arguments block
+    launched = namespace = False  # a launch's flags, argparse's Namespace, read
     for seg in segments:
         text = seg.text
         if printed_args:
@@ -795,6 +804,17 @@ def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
         if "(" in text and _ARGS_OPEN.search(text):
             printed_args = True
             continue
+        # The launch a log echoes (``set -x``; OpenRLHF's ``--actor_learning_rate 5e-7``) and
+        # argparse's arguments printed whole: the first of each is the run's (a later launch
+        # is an evaluation's, or another run's).
+        if not launched and "--" in text and (flags := launch_flags(text)):
+            launched = True
+            for key, value in flags.items():
+                config.setdefault(key, value)
+        if not namespace and "Namespace(" in text and (args := printed_namespace(text)):
+            namespace = True
+            for key, value in args.items():
+                config.setdefault(key, value)
         if text.count("=") >= 2 and "." in text:
             found = _overrides(text)
             if len(found) >= 2:

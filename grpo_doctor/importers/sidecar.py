@@ -43,6 +43,12 @@ TRAINING_KEYS = frozenset({
     "response_length", "entropy_coeff", "entropy_coef", "per_device_train_batch_size",
     "gradient_accumulation_steps", "ppo_mini_batch_size", "train_batch_size", "loss_type",
     "loss_agg_mode", "warmup_ratio", "lr_scheduler_type",
+    # OpenRLHF's flags and NeMo-RL's keys (a NeMo config with ``max_grad_norm: null`` had
+    # held one knob this list knew, and was dropped whole).
+    "actor_learning_rate", "n_samples_per_prompt", "generate_max_len", "eps_clip", "max_norm",
+    "entropy_loss_coef", "use_kl_loss", "num_generations_per_prompt",
+    "reference_policy_kl_penalty", "ratio_clip_min", "ratio_clip_max", "max_new_tokens",
+    "max_total_sequence_length", "num_prompts_per_step",
 })
 #: Top-level keys of a model's own config (Hugging Face ``config.json``): not the run's.
 _MODEL_KEYS = frozenset({"architectures", "model_type"})
@@ -73,7 +79,7 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
     ("actor_rollout_ref.actor.grad_clip", "max_grad_norm", "grad_clip", "max_norm",
      "policy.max_grad_norm", "clip_grad", "max_norm"),
     ("data.max_response_length", "max_completion_length", "generate_max_len",
-     "policy.max_total_sequence_length", "max_new_tokens", "max_response_length",
+     "max_new_tokens", "max_response_length", "policy.max_total_sequence_length",
      "actor_rollout_ref.rollout.response_length", "max_tokens"),
     ("reward_model.overlong_buffer.enable",
      "reward_model.reward_kwargs.overlong_buffer_cfg.enable", "overlong_buffer.enable",
@@ -211,12 +217,57 @@ def _run_folders(log: Path) -> list[Path]:
 
 def find_training_config(log: Path) -> tuple[Path, dict[str, Any]] | None:
     """The first training config beside ``log`` (a file or a run's folder) and its settings;
-    None when there is none (or ``log`` is not a local path)."""
+    None when there is none (or ``log`` is not a local path). A saved config comes first; else
+    the launch script or the console capture beside the log, whose settings are in words."""
     for folder in _run_folders(log):
         for name in NAMES:
             config = _read(folder / name)
             if config is not None:
                 return folder / name, config
+        found = _captured(folder, log)
+        if found is not None:
+            return found
+    return None
+
+
+#: A launch script, and what a launch printed to the terminal (captured with ``tee`` or a
+#: scheduler's ``.out``), beside the run's logs: OpenRLHF saves no config file, only these.
+_SCRIPTS = frozenset({".sh", ".bash"})
+_CAPTURES = frozenset({".log", ".out", ".txt"})
+#: Of a capture, only its head is read: the launch and its arguments are printed first.
+_CAPTURE_HEAD = 1 << 20
+#: Files of a folder looked at for a launch (a folder of thousands of shards is not read).
+_MAX_FILES = 50
+
+
+def _captured(folder: Path, log: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The settings of the launch script or console capture in ``folder`` (not ``log``
+    itself), scripts first; None when none holds two training knobs or more."""
+    try:
+        files = sorted(f for f in folder.iterdir()
+                       if f.suffix.lower() in _SCRIPTS | _CAPTURES and f.is_file())[:_MAX_FILES]
+        mine = log.resolve()
+    except OSError:
+        return None
+    from grpo_doctor.importers.command_line import parse_command_line
+    from grpo_doctor.importers.console import printed_settings
+
+    for path in sorted(files, key=lambda f: f.suffix.lower() not in _SCRIPTS):
+        try:
+            if path.resolve() == mine or path.stat().st_size > (
+                    _MAX_BYTES if path.suffix.lower() in _SCRIPTS else 1 << 40):
+                continue
+            with path.open("rb") as fh:
+                text = fh.read(_CAPTURE_HEAD).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        if "\0" in text:
+            continue  # binary
+        settings = (parse_command_line(text) if path.suffix.lower() in _SCRIPTS
+                    else printed_settings(text))
+        config = _as_training_config(settings)
+        if config is not None:
+            return path, resolve_interpolations(config)
     return None
 
 

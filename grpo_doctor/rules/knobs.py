@@ -91,7 +91,10 @@ GRAD_CLIP = Knob(
 MAX_LENGTH = Knob(
     "max response length",
     ("data.max_response_length", "max_completion_length", "generate_max_len",
-     "policy.max_total_sequence_length", "max_new_tokens", "max_response_length"),
+     "max_new_tokens", "max_response_length",
+     # NeMo-RL's prompt and completion together: a bound, read only when no budget is set
+     # (beside ``policy.generation.max_new_tokens: 5`` it had read 24).
+     "policy.max_total_sequence_length"),
 )
 
 

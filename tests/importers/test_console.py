@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from grpo_doctor import recipe
 from grpo_doctor.errors import FormatError, GrpoDoctorError
 from grpo_doctor.importers import LoadOptions, load_runs
 from grpo_doctor.importers.console import (
@@ -375,6 +376,52 @@ def test_an_adapter_is_told_from_a_full_fine_tune_by_the_share_it_trains(tmp_pat
               f"'epoch': {i / 10}}}" for i in range(1, 6)]
     log.write_text("\n".join(lines) + "\n")
     assert recipe.read_config(load_run(log).config).lora is lora
+
+
+#: What OpenRLHF's example scripts echo under ``set -x`` (the flags of its README), and the
+#: arguments it prints whole (argparse's Namespace repr).
+OPENRLHF_LAUNCH = (
+    "+ ray job submit --address=http://127.0.0.1:8265 --runtime-env-json='{\"working_dir\": "
+    "\"/openrlhf\"}' -- python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen2.5-1.5B "
+    "--actor_learning_rate 5e-5 --init_kl_coef 0.001 --n_samples_per_prompt 2 "
+    "--generate_max_len 1024 --advantage_estimator group_norm --bf16 --flash_attn\n")
+OPENRLHF_NAMESPACE = (
+    "Namespace(actor_learning_rate=5e-05, adam_betas=(0.9, 0.95), advantage_estimator="
+    "'group_norm', init_kl_coef=0.001, n_samples_per_prompt=2, temperature=1.0, "
+    "generate_max_len=1024, max_norm=1.0, eps_clip=0.2, reward_pretrain=None, "
+    "dataloader=<object at 0x7f>, bf16=True)\n")
+
+
+@pytest.mark.parametrize("head", [OPENRLHF_LAUNCH, OPENRLHF_NAMESPACE])
+def test_a_launch_echoed_or_its_arguments_printed_are_the_runs_config(tmp_path, head):
+    """OpenRLHF's launch under ``set -x`` and argparse's ``Namespace(...)``: their settings
+    are the run's, each a literal (an object's repr is left out, never evaluated); a later
+    launch in the same log does not override the first; a line naming python with one flag,
+    or flags with no launcher, is no launch."""
+    lines = "".join(f"{{'policy_loss': 0.01, 'reward': {0.2 + i / 100:.3f}, 'kl': 0.01}}\n"
+                    for i in range(1, 41))
+    later = "python3 eval.py --actor_learning_rate 1e-3 --n_samples_per_prompt 64\n"
+    path = write(tmp_path / "train.log", head + lines + later)
+    (run,) = load_runs(path)
+    config = run.config
+    assert config["actor_learning_rate"] == 5e-5 and config["init_kl_coef"] == 0.001
+    assert config["n_samples_per_prompt"] == 2 and config["generate_max_len"] == 1024
+    assert config["bf16"] is True and "dataloader" not in config
+    reading = recipe.read_config(config)
+    assert reading.get("num_generations").verdict == recipe.LOW
+    assert reading.get("beta").verdict == recipe.LOW
+
+
+def test_a_line_that_only_looks_like_a_launch_gives_no_setting():
+    from grpo_doctor.importers.command_line import launch_flags, printed_namespace
+
+    assert launch_flags("python train.py --help") == {}
+    assert launch_flags("see --learning_rate 1 --beta 2 in the docs") == {}
+    assert launch_flags("torchrun --nproc_per_node 8 train.py --learning_rate 1e-6") == {
+        "nproc_per_node": 8, "learning_rate": 1e-6}
+    assert printed_namespace("Namespace(a=1, b=__import__('os').system('x'))") == {"a": 1}
+    assert printed_namespace("Namespace(a=" + "[" * 5000 + "]" * 5000 + ")") == {}
+    assert printed_namespace("no namespace here") == {}
 
 
 def test_printed_training_arguments_are_the_runs_config(tmp_path):

@@ -1,0 +1,140 @@
+"""Settings on a command line: a saved launch script, or the launch a console log echoes
+(``set -x``, OpenRLHF's ``ray job submit ... -- python3 -m openrlhf.cli.train_ppo_ray
+--actor_learning_rate 5e-7 ...``), and argparse's ``Namespace(...)`` printed whole. Read as
+text, never run or evaluated."""
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from typing import Any
+
+
+def coerce(value: str) -> Any:
+    low = value.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "none", "~"):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value.strip("'\"")
+
+
+def set_dotted(config: dict[str, Any], key: str, value: Any) -> None:
+    node = config
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+_FLAG = re.compile(r"--?([A-Za-z][\w.-]*)(?:=(.*))?$")
+_OVERRIDE = re.compile(r"\+?([A-Za-z_][\w]*(?:\.[\w]+)+)=(.*)$")
+
+
+def parse_command_line(text: str) -> dict[str, Any]:
+    """Settings of a saved launch command: ``--flag value``, ``--flag=value``, a bare
+    ``--flag`` (true), and Hydra ``a.b.c=value`` overrides; backslash line continuations and
+    comments allowed. Dashes in flag names become underscores (OpenRLHF's ``--actor_learning_rate``
+    and ``--actor-learning-rate`` alike)."""
+    text = re.sub(r"\\\n", " ", text)
+    tokens: list[str] = []
+    for line in text.splitlines():
+        try:
+            tokens += shlex.split(line, comments=True)
+        except ValueError:
+            tokens += line.split()
+    config: dict[str, Any] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        override = _OVERRIDE.match(token)
+        flag = _FLAG.match(token) if token.startswith("-") else None
+        if override:
+            set_dotted(config, override.group(1), coerce(override.group(2)))
+        elif flag:
+            name = flag.group(1).replace("-", "_")
+            if flag.group(2) is not None:
+                config[name] = coerce(flag.group(2))
+            elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+                config[name] = coerce(tokens[i + 1])
+                i += 1
+            else:
+                config[name] = True
+        i += 1
+    return config
+
+
+#: A line that launches training: an interpreter or launcher, then the flags it passes on.
+_LAUNCHER = re.compile(r"(?:^|[\s/'\"])(?:python[\d.]*|torchrun|deepspeed|accelerate|"
+                       r"ray job submit|trl|verl)(?=\s)")
+#: A launch line's flags: two at least before it counts (``python train.py --help`` is none).
+_MIN_FLAGS = 2
+
+
+def launch_flags(line: str) -> dict[str, Any]:
+    """The ``--flag value`` settings of a launch command a console log echoes, or {} for a
+    line that is not one (no interpreter or launcher, or fewer than two flags)."""
+    if "--" not in line or not _LAUNCHER.search(line):
+        return {}
+    found = parse_command_line(line)
+    flags = {k: v for k, v in found.items() if not isinstance(v, dict)}  # dotted: Hydra's
+    return flags if len(flags) >= _MIN_FLAGS else {}
+
+
+#: Longest ``Namespace(...)`` read (OpenRLHF's holds ~150 arguments in ~8,000 characters).
+_MAX_NAMESPACE_CHARS = 200_000
+
+
+def printed_namespace(line: str) -> dict[str, Any]:
+    """The arguments of argparse's ``Namespace(a=1, b='x', ...)`` printed on ``line``, each a
+    literal (a value that is not one, such as ``<object at 0x7f>``, is left out); {} when
+    there is none."""
+    start = line.find("Namespace(")
+    if start < 0 or len(line) - start > _MAX_NAMESPACE_CHARS:
+        return {}
+    out: dict[str, Any] = {}
+    for item in _top_level_items(line[start + len("Namespace("):]):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            continue
+        try:
+            out[key] = ast.literal_eval(value.strip())
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            continue  # a callable, an object's repr: no setting
+    return out
+
+
+def _top_level_items(text: str) -> list[str]:
+    """``a=1, b=(2, 3), c='x, y'`` up to the closing bracket of the call: the items its
+    top-level commas separate (brackets and quotes nest)."""
+    items: list[str] = []
+    depth, quote, begin = 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            if depth == 0:
+                items.append(text[begin:i])
+                return items
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(text[begin:i])
+            begin = i + 1
+    return items  # no closing bracket: the line was cut, its items so far
