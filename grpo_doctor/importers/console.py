@@ -171,6 +171,10 @@ def parse_verl_line(text: str) -> tuple[int, Record] | None:
     m = _VERL_STEP.search(text)
     if m is None:
         return None
+    if "(" in text:
+        # verl formats each value with pformat: under numpy 2 that is its repr,
+        # ``actor/entropy:np.float64(0.0179)``.
+        text = text[:m.end()] + _WRAPPED_NUMBER.sub(r"\1", text[m.end():])
     record: Record = {}
     for item in text[m.end():].split(" - "):
         im = _VERL_ITEM.fullmatch(item)

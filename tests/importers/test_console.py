@@ -38,6 +38,17 @@ def test_verl_line_strips_units_and_keeps_nan():
     assert rec["response_length/min"] == 38.0  # a trailing " -" is not part of the value
 
 
+def test_verl_line_of_numpy_reprs_is_read():
+    """verl formats each value with pformat: under numpy 2 that is its repr. Every actor/
+    metric had been dropped without a word (trial 39)."""
+    step, rec = parse_verl_line(
+        "step:2 - actor/entropy:np.float64(0.0179) - actor/lr(1e-4):np.float64(0.010) - "
+        "actor/grad_norm:np.float64(nan) - critic/score/mean:1.18 - actor/n:np.int64(8)")
+    assert step == 2 and rec["actor/entropy"] == 0.0179 and rec["actor/lr"] == 1e-06
+    assert math.isnan(rec["actor/grad_norm"]) and rec["critic/score/mean"] == 1.18
+    assert rec["actor/n"] == 8
+
+
 def test_verl_line_cut_off_keeps_complete_items():
     step, rec = parse_verl_line("step:59 - actor/grad_norm:nan - perf/mfu/actor:0.042 - prompt")
     assert step == 59 and set(rec) == {"actor/grad_norm", "perf/mfu/actor"}
