@@ -211,7 +211,7 @@ def _read_run_config(path: Path) -> dict[str, Any]:
 def _printed(text: str) -> dict[str, Any]:
     """The settings a console capture prints in words (a launch echoed, argparse's Namespace,
     the Trainer's arguments), when two training knobs or more are among them."""
-    from grpo_doctor.importers.console import printed_settings
+    from grpo_doctor.importers.console_text import printed_settings
 
     settings = printed_settings(text)
     return settings if len(recipe.read_config(settings).known) >= 2 else {}

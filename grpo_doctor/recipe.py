@@ -66,6 +66,13 @@ def _links(primary: Iterable[str] = (), contributing: Iterable[str] = ()) -> tup
             + tuple(Link(m, primary=False) for m in contributing))
 
 
+#: verl's switches for its KL coefficients: ``kl_loss_coef`` counts only with
+#: ``actor.use_kl_loss``, ``kl_ctrl.*`` only with ``algorithm.use_kl_in_reward``. Both are off
+#: by default and the coefficients keep their defaults (0.001) in the saved config, so a
+#: config with both off had read "kl_loss_coef 0.001 is below the recipe" for no KL at all.
+KL_LOSS_SWITCH = "use_kl_loss"
+_KL_REWARD_SWITCH = "use_kl_in_reward"
+
 #: The chapter's starting learning rate as a share of its ceiling (1e-6 of 5e-6).
 LR_START_SHARE = 0.2
 #: The learning rate's floor: a tenth of the chapter's 1e-6 start (OpenRLHF's 5e-7 and the
@@ -141,7 +148,8 @@ SETTINGS: tuple[Setting, ...] = (
              LOW: "each update takes too small a step to move the policy"},
     ),
     Setting(
-        "beta", knobs.KL_COEF.names, "0.01 (0.01-0.05), adaptive with target 1.0",
+        "beta", (*knobs.KL_COEF.names, KL_LOSS_SWITCH),
+        "0.01 (0.01-0.05), adaptive with target 1.0",
         "chapter 8.1, 8.4", low=0.01, high=0.05, far=20.0, metric=knobs.KL_COEF.metric,
         off_when_zero=True,
         negative="negative: a reward for moving away from the reference, the leash reversed",
@@ -396,8 +404,14 @@ class Reading:
         return self.id
 
     @property
+    def switched_off(self) -> bool:
+        """A KL coefficient its switch leaves unused (verl's ``use_kl_loss: False``)."""
+        return self.id == "beta" and str(self.source).endswith(KL_LOSS_SWITCH) and (
+            not isinstance(self.value, bool) and self.value == 0)
+
+    @property
     def value_text(self) -> str:
-        return _value_text(self.value)
+        return "False" if self.switched_off else _value_text(self.value)
 
     @property
     def recipe_text(self) -> str:
@@ -519,6 +533,9 @@ class Reading:
                 and not self.setting.recipe.endswith(USER_RECIPE)
                 and isinstance(self.value, (int, float))
                 and x * LORA_LR_SCALE <= self.value / 3 else "")
+        if self.switched_off:
+            coef = self.name[:-len(KL_LOSS_SWITCH)] + "kl_loss_coef"
+            return f"{self.name} False -> True, with {coef} {target}"
         return f"{self.name} {self.value_text} -> {target}{lora}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -600,6 +617,38 @@ def flat_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+
+
+def _kl_in_force(flat: dict[str, Any]) -> dict[str, Any]:
+    """``flat`` without the KL coefficients its switches leave unused; with both switched off,
+    beta is 0 under the loss switch's key (no KL term at all)."""
+    loss, loss_key = lookup(flat, (KL_LOSS_SWITCH,))
+    reward, _ = lookup(flat, (_KL_REWARD_SWITCH,))
+    if loss is None or loss_key is None or "kl_loss_coef" not in "".join(flat):
+        return flat  # not verl's pair (OpenRLHF's --use_kl_loss moves its one coefficient)
+    out = dict(flat)
+    if as_flag(loss) is False:
+        out = {k: v for k, v in out.items() if not k.endswith("kl_loss_coef")}
+    if reward is not None and as_flag(reward) is False:  # (one written by hand may leave it out)
+        out = {k: v for k, v in out.items() if ".kl_ctrl." not in f".{k}"}
+    if as_flag(loss) is False and (reward is None or as_flag(reward) is False) and lookup(
+            out, knobs.KL_COEF.names)[0] is None:
+        out[loss_key] = 0  # read as beta 0: the leash is off
+    return out
+
+
+#: Sections whose dtype is not the trained weights': the inference engine's (verl's
+#: ``actor_rollout_ref.rollout.dtype``, vLLM's bf16 beside fp32 training), the frozen
+#: reference's, a reward model's or critic's.
+_NOT_TRAINED = ("rollout", "ref", "reward_model", "critic", "generation", "vllm")
+
+
+def _trained_side(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """``flat`` without the keys of sections that hold no trained policy weights."""
+    return {k: v for k, v in flat.items()
+            if not any(part in _NOT_TRAINED for part in k.split(".")[:-1])}
+
+
 def lookup(flat: Mapping[str, Any], names: Iterable[str]) -> tuple[Any, str | None]:
     """The first of ``names`` that ``flat`` holds (a full dotted key, or its last parts), with
     its key; (None, None) when none. A null value counts as not set."""
@@ -663,12 +712,12 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
     the config lacks the knob, e.g. the learning rate's logged peak). The group size of a run
     whose estimator uses no groups (PPO with a critic) is ``NOT_APPLICABLE``: the recipe's
     8-64 is GRPO's, and ``rollout.n: 1`` is right for PPO."""
-    flat = flat_config(config)
+    flat = _kl_in_force(flat_config(config))
     lora = _is_lora(flat)
     groups = group_based(flat)
     readings = []
     for s in settings:
-        value, key = lookup(flat, s.names)
+        value, key = lookup(_trained_side(flat) if s.id == "dtype" else flat, s.names)
         if value is None and s.metric and logged and s.metric in logged:
             value, key = logged[s.metric], f"logged {s.metric} (peak)"
         if s.id == "num_generations" and not groups and value is not None:

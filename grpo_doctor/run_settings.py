@@ -185,9 +185,25 @@ def _unread_keys(given: Mapping[str, object]) -> dict[str, str]:
         # 0.88: a letter dropped or swapped (temprature, learning_rte), not another real
         # key of the trainers (num_train_epochs is 0.8 from num_ppo_epochs).
         near = difflib.get_close_matches(last, sorted(names), n=1, cutoff=0.88)
-        if near and last.rstrip("0123456789") != near[0]:  # beta1: Adam's, not a typo
+        if near and last.rstrip("0123456789") != near[0] and not _another_word(last, near[0]):
             out[str(key)] = near[0]
     return out
+
+
+_INFLECTIONS = ("s", "es", "d", "ed")
+
+
+def _another_word(key: str, name: str) -> bool:
+    """Whether ``key`` is a real key beside the knob ``name``, not a typo of it: a whole word
+    added (verl's ``clip_ratio_c``, ``max_tool_response_length``) or a word inflected (Adam's
+    ``betas``, NeMo-RL's ``enabled`` and ``params_dtype``). A NeMo-RL config had drawn nine
+    "did you mean" notes."""
+    words, knob = key.split("_"), name.split("_")
+    if set(knob) < set(words):
+        return True
+    return len(words) == len(knob) and words != knob and all(
+        a == b or any(a == b + x or b == a + x for x in _INFLECTIONS)
+        for a, b in zip(words, knob))
 
 
 def _logged_disagreements(run: Run, added: dict[str, object],

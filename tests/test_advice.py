@@ -789,9 +789,15 @@ def test_a_task_score_crawling_up_is_not_progress_and_a_still_policy_asks_for_a_
     assert still.root_cause.first_action.startswith("raise the learning rate (now 1e-6), e.g. x3")
     assert "barely moved from the reference (KL 0.0019 at the end)" in \
         still.root_cause.first_action
+    assert "(the recipe keeps a full fine-tune below 5e-6" in still.root_cause.first_action
     moved = diagnose(_crawling(0.2), config)
     assert moved.root_cause.mode == "no_progress"
     assert moved.root_cause.first_action.startswith("check the reward")
+    # Above the chapter's ceiling (a recipe set for this model), no sentence argues with x3.
+    high = diagnose(_crawling(0.002), DoctorConfig(run_config={"learning_rate": 1e-4}))
+    said = " ".join(p.action for p in high.plan)
+    assert "raise the learning rate (now 1e-4), e.g. x3" in said, said
+    assert "keeps a full fine-tune below 5e-6" not in said
 
 
 def test_a_format_term_that_saturated_in_the_first_fifth_is_still_format_gaming():
@@ -2014,3 +2020,64 @@ def test_a_budget_that_cut_answers_from_the_first_log_comes_before_a_group_of_2(
     assert d.root_cause.first_action.startswith("raise max_completion_length"), d.root_cause
     assert any(p.action.startswith("also outside the recipe: num_generations 2 -> 16")
                for p in d.plan[1:3]), [p.action for p in d.plan]
+
+
+def test_verls_kl_switches_decide_which_coefficient_counts():
+    """verl applies kl_loss_coef only with actor.use_kl_loss, kl_ctrl.* only with
+    algorithm.use_kl_in_reward; both off by default, the coefficients left at 0.001 in the
+    saved config. Both off is beta 0 (the switch named, not "0.001 below the recipe"); an
+    unused kl_ctrl.type is no "adaptive KL off" (trial 39)."""
+    def verl(loss: bool, reward: bool, coef: float = 0.001) -> recipe.Setup:
+        return recipe.read_config({
+            "actor_rollout_ref": {"actor": {"use_kl_loss": loss, "kl_loss_coef": coef}},
+            "algorithm": {"use_kl_in_reward": reward,
+                          "kl_ctrl": {"type": "fixed", "kl_coef": 0.02}}})
+
+    off = verl(False, False).get("beta")
+    assert off.verdict == recipe.OFF and off.value_text == "False"
+    assert off.fix() == ("actor_rollout_ref.actor.use_kl_loss False -> True, with "
+                         "actor_rollout_ref.actor.kl_loss_coef 0.01-0.05")
+    assert verl(False, False).get("adaptive_kl").verdict == recipe.NOT_SET
+    on = verl(True, False).get("beta")
+    assert on.source == "actor_rollout_ref.actor.kl_loss_coef" and on.verdict == recipe.LOW
+    in_reward = verl(False, True)
+    assert in_reward.get("beta").source == "algorithm.kl_ctrl.kl_coef"
+    assert in_reward.get("beta").verdict == recipe.OK
+    assert in_reward.get("adaptive_kl").verdict == recipe.OFF
+    # OpenRLHF's --use_kl_loss moves its one coefficient into the loss: no switch here.
+    assert recipe.read_config({"use_kl_loss": True, "init_kl_coef": 0.02}).get(
+        "beta").verdict == recipe.OK
+    assert recipe.read_config({"use_kl_loss": True}).get("beta").value_text != "False"
+
+
+def test_the_inference_engines_dtype_is_not_the_trained_weights():
+    """verl's actor_rollout_ref.rollout.dtype is vLLM's (bf16 or fp16 beside fp32 training):
+    it had been shown as the training dtype. The actor's, NeMo-RL's policy.precision, are."""
+    verl = {"actor_rollout_ref": {"rollout": {"dtype": "float16"},
+                                  "actor": {"fsdp_config": {"param_dtype": "bf16"}}}}
+    assert recipe.read_config(verl).get("dtype").source == \
+        "actor_rollout_ref.actor.fsdp_config.param_dtype"
+    only_rollout = {"actor_rollout_ref": {"rollout": {"dtype": "float16"}}}
+    assert recipe.read_config(only_rollout).get("dtype").verdict == recipe.NOT_SET
+    nemo = {"policy": {"precision": "float16",
+                       "generation": {"vllm_cfg": {"precision": "bfloat16"}}}}
+    assert recipe.read_config(nemo).get("dtype").value == "float16"
+
+
+def test_a_reward_stuck_at_the_logs_highest_says_it_may_be_full_marks():
+    """Reward exactly 1.2 (correct + format) on most steps, the groups all equal: with no
+    reward term logged to say what 1.2 pays, "make the reward reachable" alone misreads
+    prompts the policy solves (trial 39's temperature 0.3); both readings are said. A value
+    below the log's highest gets the reward check alone."""
+    rng = np.random.default_rng(3)
+    n = 120
+    top = np.where(rng.random(n) < 0.6, 1.2, 1.2 - rng.uniform(0.05, 0.4, n))
+    d = diagnose(make_run(reward=top, frac_reward_zero_std=np.full(n, 0.95)))
+    said = " ".join(p.action for p in d.plan)
+    assert "it is the log's highest reward: if that is full marks, these prompts are solved" \
+        in said, said
+    assert "then, if it is not full marks, make the reward reachable" in said
+    low = np.where(rng.random(n) < 0.7, 0.0, rng.uniform(0.05, 0.3, n))
+    d = diagnose(make_run(reward=low, frac_reward_zero_std=np.full(n, 0.95)))
+    said = " ".join(p.action for p in d.plan)
+    assert "exactly 0 on" in said and "full marks" not in said, said

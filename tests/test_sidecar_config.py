@@ -337,8 +337,13 @@ def test_given_settings_the_logs_own_config_sets_otherwise_and_misspelt_keys_are
 
     run = make_run(reward=np.linspace(0.2, 0.6, 30))
     run.config.update({"num_generations": 2, "temperature": 0.9})
+    real = {"policy.optimizer.kwargs.betas": [0.9, 0.999], "checkpointing.enabled": True,
+            "policy.megatron_cfg.optimizer.params_dtype": "float32",
+            "actor_rollout_ref.actor.clip_ratio_c": 3.0,
+            "actor_rollout_ref.rollout.multi_turn.max_tool_response_length": 256}
     out = with_given_config(run, {"num_generations": 64, "temperature": 0.9,
-                                  "temprature": 0.5, "beta1": 0.9, "num_train_epochs": 3})
+                                  "temprature": 0.5, "beta1": 0.9, "num_train_epochs": 3,
+                                  "learning_rte": 1e-6, **real})
     assert out.config["num_generations"] == 2 and "temprature" not in out.config
     notes = " | ".join(out.notes)
     assert ("num_generations 64 given, but the log's own config has num_generations 2: the "
@@ -348,6 +353,10 @@ def test_given_settings_the_logs_own_config_sets_otherwise_and_misspelt_keys_are
         in notes
     assert "beta1" not in notes.split("settings given")[0]
     assert "num_train_epochs given" not in notes
+    assert "learning_rte given: not a setting grpo-doctor reads (did you mean learning_rate?)" \
+        in notes
+    # Real keys of NeMo-RL and verl beside a knob's name are no typo of it (trial 39).
+    assert not any(f"{k} given" in notes for k in real), notes
 
 
 def test_a_train_config_value_no_trainer_takes_is_one_line_and_exit_2(tmp_path, capsys):

@@ -173,6 +173,23 @@ def test_select_of_checks_that_all_judged_and_passed_is_healthy_for_those_and_sa
 
 # 6. A signal present but unmapped -------------------------------------------------------------
 
+@pytest.mark.parametrize(("column", "offered"), [
+    ("probe/kl_to_ref", True), ("actor/ppo_kl", False), ("approx_kl", False),
+    ("rollout/mismatch_kl", False), ("actor/kl_coef_used", False),
+])
+def test_only_a_kl_to_the_reference_is_offered_for_the_kl(column, offered):
+    """verl's actor/ppo_kl is the KL between the policy and the one that sampled, not the
+    drift from the reference: offering it for kl_drift would judge the wrong thing."""
+    from grpo_doctor.hints import unmapped_hints
+    from grpo_doctor.store import build_run
+
+    s = np.arange(1, 31)
+    run = build_run(pd.DataFrame({"step": s, "reward": 0.5 + 0.01 * s, column: 0.01 * s}),
+                    source="run.csv", name="run", format="csv")
+    assert any(h.metric == "kl" for h in unmapped_hints(run)) is offered
+
+
+
 def test_an_unmapped_logprob_is_suggested(capsys, tmp_path):
     run = history.unmapped_logprob()
     d = diagnose(run)

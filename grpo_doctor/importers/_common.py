@@ -34,7 +34,8 @@ _NUMBER = re.compile(
 #: (a verl or trainer "metrics.csv" headed every report "metrics").
 _GENERIC_STEMS = frozenset({"metrics", "metric", "progress", "log", "logs", "train",
                             "training", "history", "events", "results", "scalars", "data",
-                            "output", "run", "export"})
+                            "output", "run", "export", "tensorboard", "tb", "tb_logs",
+                            "stdout", "console", "nohup", "train_log", "training_log"})
 
 
 def file_run_name(path: Path) -> str:
@@ -43,6 +44,15 @@ def file_run_name(path: Path) -> str:
     if path.stem.lower() in _GENERIC_STEMS and path.parent.name:
         return path.parent.name
     return path.stem
+
+
+def folder_run_name(folder: Path) -> str:
+    """The run a folder of logs holds, by name: its own, or its parent's when its own is a
+    generic one (``w03/tensorboard/`` is "w03")."""
+    folder = folder.resolve()
+    if folder.name.lower() in _GENERIC_STEMS and folder.parent.name:
+        return folder.parent.name
+    return folder.name
 
 
 def read_head(path: Path) -> bytes:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import re
-import shlex
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -38,15 +37,26 @@ import numpy as np
 import pandas as pd
 
 from grpo_doctor.errors import FormatError
-from grpo_doctor.importers._common import HEAD_BYTES, looks_like_text, read_text, to_number
+from grpo_doctor.importers._common import (
+    HEAD_BYTES,
+    file_run_name,
+    looks_like_text,
+    read_text,
+    to_number,
+)
 from grpo_doctor.importers._records import Record, flatten, numeric_record, records_frame
 from grpo_doctor.importers._tables import parse_text_tables, table_header, tables_frame
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
-from grpo_doctor.importers.command_line import launch_flags, printed_namespace
+from grpo_doctor.importers.console_text import (
+    Segment,
+    split_segments,
+    strip_ansi,
+    text_config,
+)
 from grpo_doctor.importers.incremental import TextPosition, read_lines, rows_from_records
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns
-from grpo_doctor.store import MODEL_PARAMS, SAVED_CHECKPOINTS, TRAINABLE_PARAMS, Run, build_run
+from grpo_doctor.store import Run, build_run
 from grpo_doctor.text import agree, plural
 
 _TEXT_SUFFIXES = {".log", ".txt", ".md", ".out", ".err", ".stdout", ".stderr"}
@@ -57,8 +67,6 @@ _MAX_DICT_CHARS = 1 << 20  # a printed dict longer than this is not parsed
 _MAX_DICT_LINES = 5000  # nor one spread over more lines
 _MAX_KV_CHARS = 1000  # a "key: value" line longer than this is not one
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_RAY_PREFIX = re.compile(r"\((?:[^()\n]{0,80}? )?pid=\d+[^()\n]{0,60}\)[ \t]?")
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity)"
 _VERL_STEP = re.compile(r"(?<![\w/])step:\s?(\d+)\s+-\s+(?=[^\s:]+:)")
 _VERL_ITEM = re.compile(
@@ -80,18 +88,6 @@ _SALVAGE_PAIR = re.compile(
     rf"['\"]([^'\"\n]{{1,200}})['\"]\s*:\s*(['\"]?)({_NUM})\2(?=\s*[,}}])", re.IGNORECASE
 )
 _PROGRESS = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
-_LOGGING_STEPS = re.compile(r"\blogging_steps['\"]?\s*[=:]\s*(\d+)")
-_TRAINER_ARG = re.compile(
-    r"\b(max_steps|num_train_epochs|per_device_train_batch_size|gradient_accumulation_steps|"
-    r"num_generations|learning_rate|beta|max_completion_length|logging_steps)=([^\s,)]+)"
-)
-#: ``print(training_args)``: the Trainer's arguments printed one ``key=value,`` per line
-#: between ``GRPOConfig(`` and ``)`` (TrainingArguments.__str__): every field is the run's.
-_ARGS_OPEN = re.compile(
-    r"\b(?:GRPOConfig|RLOOConfig|GRPOTrainingArguments|TrainingArguments)\(\s*$")
-_ARGS_FIELD = re.compile(r"^\s*([A-Za-z_]\w*)=(.*?),?\s*$")
-_TOTAL_STEPS = re.compile(r"\bTotal (?:training )?steps:\s*(\d+)")
-_OVERRIDE = re.compile(r"\+{0,2}([A-Za-z_][\w-]*(?:\.[\w-]+)+)=(.*)", re.DOTALL)
 _KV_LINE = re.compile(
     rf"^\s*([A-Za-z_][\w.@-]*(?:\s*/\s*[\w.@-]+)*)\s*[:=]\s*({_NUM})\s*,?\s*$", re.IGNORECASE
 )
@@ -103,14 +99,6 @@ _STEP_WORDS = {k.lower() for k in STEP_KEYS} | {"global_steps"}
 #: steps are the order of its metric lines, which a live monitor says in its alerts.
 LOG_LINE_STEPS = ("no step in the log: steps are log-line numbers (1st logged line = 1), "
                   "not trainer steps")
-
-
-@dataclass
-class Segment:
-    """A piece of printed text: a line, a ``\\r`` fragment, or one Ray process's part of a line."""
-
-    text: str
-    source: str  # the Ray process prefix it was printed under ('' when none)
 
 
 @dataclass
@@ -130,26 +118,6 @@ class ConsoleLog:
 
 
 # --- text ---------------------------------------------------------------------------------------
-
-
-def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text)
-
-
-def split_segments(text: str) -> list[Segment]:
-    """The log cut into lines, carriage-return fragments and Ray process parts, ANSI removed."""
-    out: list[Segment] = []
-    for line in strip_ansi(text).split("\n"):
-        for frag in line.split("\r"):
-            pos = 0
-            source = ""
-            for m in _RAY_PREFIX.finditer(frag):
-                if m.start() > pos:
-                    out.append(Segment(frag[pos:m.start()], source))
-                source = m.group(0).strip()
-                pos = m.end()
-            out.append(Segment(frag[pos:], source))
-    return out
 
 
 def parse_number(text: str, scale: str | None = None) -> float | None:
@@ -734,123 +702,6 @@ def _kv_records(segments: Sequence[Segment]) -> list[Record]:
     return records if keys and map_columns(keys).mapping else []
 
 
-# --- config -------------------------------------------------------------------------------------
-
-
-def _coerce(value: str) -> Any:
-    """A hydra override value: a number, bool, null, a ``[a,b]`` list, or the text itself."""
-    if value.startswith("[") and value.endswith("]"):
-        inner = value[1:-1].strip()
-        return [_coerce(v.strip().strip("'\"")) for v in inner.split(",")] if inner else []
-    low = value.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("null", "none", "~"):
-        return None
-    if re.fullmatch(r"[-+]?\d+", value):
-        return int(value)
-    num = to_number(value)
-    return num if num is not None else value
-
-
-def _overrides(line: str) -> dict[str, Any]:
-    """Hydra ``dotted.key=value`` tokens of a command line."""
-    try:
-        tokens = shlex.split(line, comments=False)
-    except ValueError:
-        tokens = line.split()
-    found = {}
-    for token in tokens:
-        # Overrides passed to a script as one quoted string are split again.
-        parts = token.split()
-        if sum(1 for p in parts if _OVERRIDE.fullmatch(p.strip("'\""))) < 2:
-            parts = [token]
-        for part in parts:
-            m = _OVERRIDE.fullmatch(part.strip("'\""))
-            if m:
-                found[m.group(1)] = _coerce(m.group(2).strip("'\""))
-    return found
-
-
-_SAVED = re.compile(r"[Ss]aving (?:model )?checkpoint to \S*?checkpoint-(\d+)")
-_TRAINABLE = re.compile(r"Number of trainable parameters = ([\d,]+)")
-#: A Hub model id whose name gives its size ("Qwen/Qwen2.5-7B-Instruct", the cache's
-#: "models--Qwen--Qwen3.5-9B"), the size the first number before a B.
-_MODEL_ID = re.compile(r"\b[A-Za-z][\w.]*(?:/|--)[\w.-]*?(?<![\w.])(\d+(?:\.\d+)?)[Bb](?![A-Za-z])")
-
-
-def model_params(text: str) -> float | None:
-    """The parameters of the model a log line names by its Hub id (7e9 for
-    "Qwen/Qwen2.5-7B-Instruct"), or None."""
-    m = _MODEL_ID.search(text)
-    return float(m.group(1)) * 1e9 if m else None
-
-
-def printed_settings(text: str) -> dict[str, Any]:
-    """The settings a console capture prints in words (a launch echoed, argparse's
-    Namespace, the Trainer's arguments printed whole, ``key=value`` arguments, Hydra
-    overrides), without its metrics: what a log beside another log says of their run."""
-    return _text_config(split_segments(text))
-
-
-def _text_config(segments: Sequence[Segment]) -> dict[str, Any]:
-    config: dict[str, Any] = {}
-    printed_args = False  # within a printed arguments block
-    launched = namespace = False  # a launch's flags, argparse's Namespace, read
-    for seg in segments:
-        text = seg.text
-        if printed_args:
-            field = _ARGS_FIELD.match(text) if len(text) <= _MAX_KV_CHARS else None
-            if field is not None:
-                config.setdefault(field.group(1), _coerce(field.group(2).strip()))
-                continue
-            printed_args = False
-        if "(" in text and _ARGS_OPEN.search(text):
-            printed_args = True
-            continue
-        # The launch a log echoes (``set -x``; OpenRLHF's ``--actor_learning_rate 5e-7``) and
-        # argparse's arguments printed whole: the first of each is the run's (a later launch
-        # is an evaluation's, or another run's).
-        if not launched and "--" in text and (flags := launch_flags(text)):
-            launched = True
-            for key, value in flags.items():
-                config.setdefault(key, value)
-        if not namespace and "Namespace(" in text and (args := printed_namespace(text)):
-            namespace = True
-            for key, value in args.items():
-                config.setdefault(key, value)
-        if text.count("=") >= 2 and "." in text:
-            found = _overrides(text)
-            if len(found) >= 2:
-                config.update(found)
-        if "=" in text:
-            for m in _TRAINER_ARG.finditer(text):
-                config.setdefault(m.group(1), _coerce(m.group(2)))
-        # The substring tests keep a huge line from costing a slow regex scan per pattern.
-        logging = _LOGGING_STEPS.search(text) if "logging_steps" in text else None
-        if logging:
-            config.setdefault("logging_steps", int(logging.group(1)))
-        total = _TOTAL_STEPS.search(text) if "steps:" in text else None
-        if total:
-            config.setdefault("total_training_steps", int(total.group(1)))
-        if TRAINABLE_PARAMS not in config and "trainable parameters" in text:
-            trainable = _TRAINABLE.search(text)
-            if trainable:
-                config[TRAINABLE_PARAMS] = int(trainable.group(1).replace(",", ""))
-        if MODEL_PARAMS not in config and ("/" in text or "--" in text):
-            size = model_params(text)
-            if size:
-                config[MODEL_PARAMS] = size
-        if "checkpoint-" in text and "aving" in text:
-            # Transformers' "Saving model checkpoint to .../checkpoint-100": what a roll-back
-            # can go back to.
-            saved = config.setdefault(SAVED_CHECKPOINTS, [])
-            for n in map(int, _SAVED.findall(text)):
-                if n not in saved:
-                    saved.append(n)
-    return config
-
-
 # --- the whole log ------------------------------------------------------------------------------
 
 
@@ -858,7 +709,7 @@ def parse_console(text: str, source: str = "") -> ConsoleLog:
     """Everything a console log holds; ``kind`` is empty when it has no metrics. ``source``
     names the log in errors."""
     segments = split_segments(text)
-    log = ConsoleLog(kind="", config=_text_config(segments))
+    log = ConsoleLog(kind="", config=text_config(segments))
     steps, records = _verl_records(segments)
     if records:
         for printed in _printed_dicts(segments):
@@ -956,7 +807,8 @@ def log_to_run(log: ConsoleLog, path: Path, format: str, options: LoadOptions,
     """A parsed console log (or a notebook's text output) as a ``Run``."""
     steps = None if options.step_column else log.steps
     return build_run(
-        log.frame, name=name or path.stem, source=str(path), format=format, steps=steps,
+        log.frame, name=name or file_run_name(path), source=str(path), format=format,
+        steps=steps,
         step_column=options.step_column, column_map=options.column_map,
         explicit_nan=log.explicit, config=log.config, notes=log.notes, summary=log.summary,
     )

@@ -63,7 +63,8 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
     ("actor_rollout_ref.actor.optim.lr", "policy.optimizer.kwargs.lr", "actor_learning_rate",
      "learning_rate", "lr", "optim.lr", "actor_lr"),
     ("actor_rollout_ref.actor.kl_loss_coef", "algorithm.kl_ctrl.kl_coef",
-     "loss_fn.reference_policy_kl_penalty", "init_kl_coef", "kl_coef", "kl_loss_coef", "beta"),
+     "loss_fn.reference_policy_kl_penalty", "init_kl_coef", "kl_coef", "kl_loss_coef", "beta",
+     "use_kl_loss"),
     ("actor_rollout_ref.rollout.n", "grpo.num_generations_per_prompt", "num_generations",
      "n_samples_per_prompt", "rollout_n", "group_size"),
     ("actor_rollout_ref.rollout.temperature", "generation.temperature", "temperature"),
@@ -250,7 +251,7 @@ def _captured(folder: Path, log: Path) -> tuple[Path, dict[str, Any]] | None:
     except OSError:
         return None
     from grpo_doctor.importers.command_line import parse_command_line
-    from grpo_doctor.importers.console import printed_settings
+    from grpo_doctor.importers.console_text import printed_settings
 
     for path in sorted(files, key=lambda f: f.suffix.lower() not in _SCRIPTS):
         try:

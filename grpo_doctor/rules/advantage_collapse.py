@@ -132,6 +132,15 @@ def _stuck_reward(run: Run, share: float = 0.5) -> tuple[float, float] | None:
     return (float(values[top]), float(at)) if at >= share else None
 
 
+def _at_its_top(run: Run, value: float) -> bool:
+    """Whether ``value`` is the highest mean reward logged, above its lowest, with no reward
+    term logged to say what it pays."""
+    if components(run):
+        return False
+    _, r = series(run, Metric.REWARD_MEAN.value)
+    return len(r) > 0 and value >= float(r.max()) and value > float(r.min())
+
+
 def _rarely_scoring(run: Run, share: float = 0.8) -> tuple[str, int, int] | None:
     """(name, steps it scored on, logged steps) of the first correctness-like component at
     its floor on at least ``share`` of the logged steps but not on all (a term that never
@@ -427,7 +436,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         else:
             what = (f"the reward function on a few completions (parsing, a wrong field): it "
                     f"gave {exactly}")
-        remedies.insert(0, f"check {what}; then make the reward reachable: easier prompts or "
+        then = "then make the reward reachable"
+        if stuck is not None and rare is None and _at_its_top(run, stuck[0]):
+            # The log's highest reward with no term to say what it pays: full marks (prompts
+            # the policy solves: verl's 1.2 = correct + format) or a format-only score that
+            # the task's own reward never adds to (a real run's 0.5). Both are said.
+            what += ("; it is the log's highest reward: if that is full marks, these prompts "
+                     "are solved (filter them out, or harder prompts), else the task's own "
+                     "reward never fires")
+            then = "then, if it is not full marks, make the reward reachable"
+        remedies.insert(0, f"check {what}; {then}: easier prompts or "
                         "a lower curriculum level, partial credit, an SFT warm-up on the output "
                         "format")
     if pinned:

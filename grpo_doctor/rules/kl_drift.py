@@ -199,7 +199,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         remedies[:] = [r for r in remedies if "KL coefficient" not in str(r)
                        and "adaptive KL" not in str(r) and "reset the reference" not in str(r)]
         remedies.insert(0, "check the reference model: the same checkpoint, dtype and "
-                        "quantization as the policy at step 0 (KL should start near 0)")
+                        "quantization as the policy at step 0 (KL should start near 0); if it "
+                        "is, the first updates moved the policy that far: a learning rate too "
+                        "large")
     knot = onset
     if incidents:
         status = inc.merge_status(status, inc.worst(incidents))
@@ -217,8 +219,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         summary = (f"KL already {fmt(float(k[0]))} at step {step_text(int(steps[0]))}, the "
                    f"first logged ({fmt(k0)} over the first fifth of the log), and not rising "
                    f"({fmt(kc)} now){why}: policy and reference "
-                   "differed from the start (a reference of other weights or precision), "
-                   "not a drift")
+                   "differed from the start (a reference of other weights or precision, or "
+                   "first updates that large), not a drift")
     earlier = [i for i in incidents if i.step < knot]
     later = [i for i in incidents if i.step >= knot]
     if earlier:

@@ -615,9 +615,13 @@ def _lr_remedy(run: Run, still: str | None = None) -> knobs.Remedy:
                             f"{knobs.knob_value(_LR_START)} ({still}; a LoRA adapter takes "
                             "about 10x that)", knob=knobs.LEARNING_RATE)
     if still is not None:
-        return knobs.Remedy(f"raise the learning rate{now}, e.g. x3: {still} (the recipe "
-                            "keeps a full fine-tune below 5e-6, a LoRA adapter about 10x "
-                            "higher)", knob=knobs.LEARNING_RATE)
+        # The chapter's ceiling only beside a value below it: a recipe set for this model
+        # (1e-4 for a tiny one) had read "x3 ... (the recipe keeps a full fine-tune below
+        # 5e-6)", an advice that argues with itself.
+        bound = (" (the recipe keeps a full fine-tune below 5e-6, a LoRA adapter about 10x "
+                 "higher)") if not isinstance(value, (int, float)) or value < 5e-6 else ""
+        return knobs.Remedy(f"raise the learning rate{now}, e.g. x3: {still}{bound}",
+                            knob=knobs.LEARNING_RATE)
     if isinstance(value, (int, float)) and value >= 10 * _LR_START:
         # Already a LoRA adapter's lr or more (1e-4 against the chapter's 1e-6): the words on
         # adapters say nothing to it.

@@ -366,7 +366,7 @@ def test_hostile_shapes_stay_linear(tmp_path, text):
     ("Qwen/Qwen2.5-Instruct", None),
 ])
 def test_a_model_id_gives_the_models_size(line, size):
-    from grpo_doctor.importers.console import model_params
+    from grpo_doctor.importers.console_text import model_params
 
     assert model_params(line) == size
 

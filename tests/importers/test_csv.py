@@ -16,6 +16,24 @@ def test_a_generic_file_name_names_the_run_by_its_folder(tmp_path, file, name):
     assert run.name == name
 
 
+def test_a_generic_console_or_tensorboard_folder_names_the_run_by_its_folder(tmp_path):
+    """A console capture "train.log" and a "tensorboard/" folder headed reports "train" and
+    "tensorboard" (trial 39): each is named by the folder of its run."""
+    from tests.test_properties import _write_events
+
+    log = tmp_path / "w03_temp_2.0" / "train.log"
+    log.parent.mkdir()
+    log.write_text("".join(f"{{'loss': 0.1, 'reward': {i / 10}, 'kl': 0.01}}\n"
+                           for i in range(1, 9)))
+    (run,) = load_runs(log)
+    assert run.name == "w03_temp_2.0"
+    events = tmp_path / "w11" / "tensorboard"
+    events.mkdir(parents=True)
+    _write_events(events, list(range(1, 9)), {"train/reward": [0.1 * i for i in range(8)]})
+    (run,) = load_runs(events)
+    assert run.name == "w11"
+
+
 def test_a_run_is_picked_by_a_part_of_its_name_only_one_holds(tmp_path):
     """Generated run names are long (grpo_formal_1p5b_seed42_20260720T031006Z): ``--run``
     took only the whole name (helper-39)."""

@@ -56,7 +56,7 @@ import numpy as np
 from grpo_doctor.errors import FormatError
 from grpo_doctor.files import read_bytes, read_error, size_of, walk
 from grpo_doctor.importers._bytes import Buffer
-from grpo_doctor.importers._common import truncation_note, walk_files
+from grpo_doctor.importers._common import folder_run_name, truncation_note, walk_files
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import FileIdentity, SeveralRuns, read_from, snapshot
 from grpo_doctor.importers.tensorboard.decode import (
@@ -513,7 +513,7 @@ def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
     out = []
     for folder, files in by_folder.items():
         rel = folder.relative_to(path).as_posix()
-        name = path.resolve().name if rel == "." else rel
+        name = folder_run_name(path) if rel == "." else rel
         out.append((name, files, str(folder)))
     return out
 
