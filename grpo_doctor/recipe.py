@@ -25,6 +25,7 @@ many healthy runs use a learning rate above 1e-6 (LoRA adapters, small models) o
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -718,6 +719,14 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
     readings = []
     for s in settings:
         value, key = lookup(_trained_side(flat) if s.id == "dtype" else flat, s.names)
+        if value is None and s.id == "max_grad_norm":
+            # Written as null: the Trainer and NeMo-RL clip only when it is set. Judged as 0
+            # (off), said as written.
+            null = next((k for n in s.names for k in flat if (k == n or k.endswith("." + n))
+                         and flat[k] is None), None)
+            if null is not None:
+                readings.append(dataclasses.replace(judge(s, 0, null, flat, lora), value=None))
+                continue
         if value is None and s.metric and logged and s.metric in logged:
             value, key = logged[s.metric], f"logged {s.metric} (peak)"
         if s.id == "num_generations" and not groups and value is not None:

@@ -2081,3 +2081,13 @@ def test_a_reward_stuck_at_the_logs_highest_says_it_may_be_full_marks():
     d = diagnose(make_run(reward=low, frac_reward_zero_std=np.full(n, 0.95)))
     said = " ".join(p.action for p in d.plan)
     assert "exactly 0 on" in said and "full marks" not in said, said
+
+
+def test_a_clip_written_as_null_is_no_clipping():
+    """NeMo-RL's ``policy.max_grad_norm: null`` and the Trainer's ``max_grad_norm: None``
+    clip nothing (both clip only when it is set); a config without the key says nothing."""
+    nemo = recipe.read_config({"policy": {"max_grad_norm": None}}).get("max_grad_norm")
+    assert nemo.verdict == recipe.OFF and nemo.source == "policy.max_grad_norm"
+    assert nemo.fix() == "policy.max_grad_norm none -> 1.0"
+    assert recipe.read_config({"learning_rate": 1e-6}).get("max_grad_norm").verdict == \
+        recipe.NOT_SET
