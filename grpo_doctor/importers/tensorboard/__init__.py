@@ -502,7 +502,7 @@ def _sniff(path: Path, head: bytes) -> int:
 def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
     """(run name, event files, source) for each folder that directly holds event files."""
     if path.is_file():
-        return [(path.resolve().parent.name or path.name, [path], str(path))]
+        return [(folder_run_name(path.parent) or path.name, [path], str(path))]
     by_folder: dict[Path, list[Path]] = {}
     # No recursion (a deep tree is no RecursionError); a linked folder is read, each folder once.
     for folder, _dirs, entries in walk(path, follow_links=True):
