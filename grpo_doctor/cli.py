@@ -76,8 +76,10 @@ def _force(*outputs: str) -> Any:
 
 
 # Options defined once, reused by every command that takes them.
-FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT",
-                                        help="Report format: terminal, json or markdown.")]
+FormatOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--format", "-f", metavar="FORMAT",
+    help="Report format: terminal, json or markdown (default: by the --output file's "
+    "extension, .json or .md; else terminal).")]
 FailOnOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer needs Optional
     "--fail-on", metavar="LEVEL",
     help="Exit 1 at or above: critical (default), warning, inconclusive (anything "
@@ -155,6 +157,21 @@ def _settings(config: Path | None, maps: list[str], sets: list[str], select: lis
     return replace(settings, run_config={**settings.run_config, **flat_config(given)})
 
 
+#: What a report file's extension asks for when no --format is given.
+_FORMAT_OF_SUFFIX = {".json": "json", ".md": "markdown", ".markdown": "markdown",
+                     ".xml": "junit", ".parquet": "parquet"}
+
+
+def report_format(given: str | None, output: Path | None,
+                  writes: tuple[str, ...] = ("json", "markdown")) -> str:
+    """The --format given, else the one of ``writes`` the --output file's extension names
+    ("report.json" had received the terminal text), else terminal."""
+    if given is not None:
+        return given
+    named = _FORMAT_OF_SUFFIX.get(output.suffix.lower()) if output is not None else None
+    return named if named in writes else "terminal"
+
+
 def _emit(text: str | bytes, output: Path | None, force: bool) -> None:
     if output is None:
         if isinstance(text, bytes):  # parquet: only to a file (the command refuses stdout)
@@ -197,7 +214,7 @@ def diagnose(
     example: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--example", metavar="NAME",
         help="Diagnose a bundled example run instead (see `examples`).")] = None,
-    format: FormatOpt = "terminal",
+    format: FormatOpt = None,
     fail_on: FailOnOpt = None,
     map: MapOpt = [],  # noqa: B006
     reward_role: RewardRoleOpt = [],  # noqa: B006
@@ -230,6 +247,7 @@ def diagnose(
 
     if (source is None) == (example is None):
         raise ConfigError("give a log to diagnose, or --example NAME (not both)")
+    format = report_format(format, output)
     if format not in ("terminal", "json", "markdown"):
         raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
     settings = _settings(config, map, set, select, ignore, fail_on, reward_roles=reward_role,
@@ -285,7 +303,7 @@ def preflight(
     overrides: Annotated[list[str], typer.Argument(
         metavar="[KEY=VALUE]...",
         help="Hydra-style overrides applied to the config (dotted keys).")] = [],  # noqa: B006
-    format: FormatOpt = "terminal",
+    format: FormatOpt = None,
     fail_on: Annotated[str, typer.Option(
         "--fail-on", metavar="LEVEL", help="Exit 1 at or above: critical (default: a knob "
         "far outside the recipe), warning (any knob outside it), never.")] = "critical",
@@ -301,6 +319,7 @@ def preflight(
     from grpo_doctor import preflight as pf
     from grpo_doctor.errors import ConfigError
 
+    format = report_format(format, output)
     if format not in ("terminal", "json", "markdown"):
         raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
     pf.exit_code(pf.Preflight("", "", pf.recipe.Setup(())), fail_on)  # validate early
@@ -319,10 +338,11 @@ def preflight(
     raise typer.Exit(pf.exit_code(result, fail_on))
 
 
-AuditFormatOpt = Annotated[str, typer.Option(
+AuditFormatOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--format", "-f", metavar="FORMAT",
     help="Report format: terminal, json, junit, markdown, or parquet (one row "
-    "per run and check; needs --output).")]
+    "per run and check; needs --output). Default: by the --output file's extension "
+    "(.json, .md, .xml, .parquet); else terminal.")]
 BaselineOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--baseline", metavar="FILE",
     help="Accepted findings (from --write-baseline; a file or an s3://, gs://, az:// URI): "
@@ -345,7 +365,7 @@ def audit(
     paths: Annotated[list[str], typer.Argument(
         help="Logs, folders (searched recursively), glob patterns (quote them), "
         "wandb://entity/project, or bucket prefixes (s3://, gs://, az://).")],
-    format: AuditFormatOpt = "terminal",
+    format: AuditFormatOpt = None,
     fail_on: FailOnOpt = None,
     baseline: BaselineOpt = None,
     write_baseline: WriteBaselineOpt = None,
@@ -394,6 +414,7 @@ def audit(
     from grpo_doctor.errors import ConfigError
     from grpo_doctor.reporters import audit_report as report
 
+    format = report_format(format, output, ("json", "junit", "markdown", "parquet"))
     _check_audit_format(format, output)
     if baseline is not None and write_baseline is not None:
         raise ConfigError("give --baseline or --write-baseline, not both")
@@ -438,9 +459,7 @@ def compare(
         "first is the "
         "reference. SOURCE#RUN picks one run of a source holding several; such a source "
         "given alone (or after the reference) gives all its runs.")],
-    format: Annotated[str, typer.Option(
-        "--format", "-f", metavar="FORMAT",
-        help="Report format: terminal, json or markdown.")] = "terminal",
+    format: FormatOpt = None,
     html: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--html", metavar="FILE",
         help="Also write a self-contained HTML page with the runs' curves overlaid "
@@ -466,6 +485,7 @@ def compare(
     from grpo_doctor.errors import ConfigError
     from grpo_doctor.reporters import compare_report as report
 
+    format = report_format(format, output)
     if format not in ("terminal", "json", "markdown"):
         raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
     settings = _settings(config, map, set, [], [], None)
@@ -525,7 +545,7 @@ def _audit_report(result, format: str, output: Path | None, force: bool,
 def audit_merge(
     reports: Annotated[list[Path], typer.Argument(
         help="JSON reports of audit shards (audit --shard K/N --format json).")],
-    format: AuditFormatOpt = "terminal",
+    format: AuditFormatOpt = None,
     output: OutputOpt = None,
     force: Annotated[bool, _force("--output")] = False,
     strict: StrictOpt = False,
@@ -537,6 +557,7 @@ def audit_merge(
     """
     from grpo_doctor import fleet
 
+    format = report_format(format, output, ("json", "junit", "markdown", "parquet"))
     _check_audit_format(format, output)
     result = fleet.merge(reports)
     _audit_report(result, format, output, force)

@@ -196,6 +196,32 @@ def test_python_dash_m_works():
     assert p.returncode == 0 and json.loads(p.stdout)["status"] == "healthy"
 
 
+@pytest.mark.parametrize(("command", "name", "looks"), [
+    (("diagnose", "--example", "kl-drift"), "r.json", "json"),
+    (("diagnose", "--example", "kl-drift"), "r.md", "## "),
+    (("diagnose", "--example", "kl-drift"), "r.txt", "CRITICAL"),
+    (("diagnose", "--example", "kl-drift"), "r.xml", "CRITICAL"),  # no junit here: terminal
+    (("diagnose", "--example", "kl-drift", "-f", "terminal"), "r2.json", "CRITICAL"),
+    (("audit", "EXAMPLES"), "a.xml", "<?xml"),
+    (("audit", "EXAMPLES"), "a.json", "json"),
+])
+def test_a_report_file_gets_the_format_its_extension_names(capsys, tmp_path, command, name,
+                                                           looks):
+    """``-o report.json`` had received the terminal text (helper-42): with no --format, the
+    file's extension names it, among the formats the command writes; a given one wins."""
+    from tests.helpers import REPO
+
+    out = tmp_path / name
+    args = [str(REPO / "grpo_doctor" / "examples") if a == "EXAMPLES" else a for a in command]
+    code, _, err = run_cli(capsys, *args, "-o", str(out))
+    assert code in (0, 1), err
+    text = out.read_text()
+    if looks == "json":
+        json.loads(text)
+    else:
+        assert text.lstrip().startswith(looks), text[:80]
+
+
 def test_output_file_gets_normal_permissions(capsys, tmp_path):
     import os
     import stat
