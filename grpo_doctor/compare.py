@@ -38,7 +38,7 @@ from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.objstore import is_store_uri
 from grpo_doctor.rules import knobs
-from grpo_doctor.store import Run
+from grpo_doctor.store import DERIVED_KEYS, Run
 from grpo_doctor.trends.divergence import (
     RESOLUTION,
     Parting,
@@ -197,9 +197,11 @@ def compare_findings(diagnoses: Sequence[Diagnosis]) -> dict[str, FindingCompari
 
 
 def _run_info(run: Run, diagnosis: Diagnosis) -> dict[str, Any]:
-    # config_keys: how many config values the log held (0: none read, nothing to compare).
+    # config_keys: how many settings the log held (0: none read, nothing to compare; the
+    # model's size or its saved checkpoints, read from its words, are no setting).
+    settings = {k: v for k, v in (run.config or {}).items() if k not in DERIVED_KEYS}
     return {**diagnosis.run.to_dict(), "status": diagnosis.status,
-            "config_keys": len(knobs.flatten(run.config)) if run.config else 0}
+            "config_keys": len(knobs.flatten(settings)) if settings else 0}
 
 
 def compare_runs(runs: Sequence[Run], diagnoses: Sequence[Diagnosis] | None = None

@@ -444,10 +444,10 @@ class Reading:
             if half >= ceiling * (1 - 1e-9):
                 at = "the ceiling" if half <= ceiling * (1 + 1e-6) else \
                     f"above the {_num(ceiling)} ceiling"
-                why += (f"; halved (the chapter's x0.5) it would still be {_num(half)}, {at}"
+                why += (f"; halved it would still be {_num(half)}, {at}"
                         " the recipe never starts at")
             elif half > ceiling * 0.5 * (1 + 1e-9):  # the target is half the ceiling instead
-                why += (f"; halved (the chapter's x0.5) it would be {_num(half)}, just under"
+                why += (f"; halved it would be {_num(half)}, just under"
                         f" the {_num(ceiling)} ceiling; half the ceiling leaves room")
         return why
 

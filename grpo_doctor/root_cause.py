@@ -898,9 +898,15 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
             # A ceiling the user set for this model is its own: never left above it (the
             # chapter's default may be a full fine-tune's, 10x below a LoRA adapter's).
             half, again = top.setting.high * 0.5, ""
-        fix = (f"learning_rate {_lr(lr)} -> {_lr(half)} (the run learned at "
-               f"{_lr(now) if now == lr else 'up to ' + _lr(now)} until step "
-               f"{step_text(root.step)}; {_lr(lr)} is {top.how_far()}{again})")
+        decayed = logged is not None and now == lr and 0 < logged[0] < 0.9 * lr
+        # A schedule that had decayed by the break: its peak is the knob, said as a peak
+        # ("learned at 9.8e-5 until step 150" where 2.7e-5 was in force there).
+        learned = (f"the run learned at a peak of {_lr(lr)}, decayed to {_lr(logged[0])} by "
+                   f"step {step_text(root.step)} where it broke" if decayed and logged else
+                   f"the run learned at {_lr(now) if now == lr else 'up to ' + _lr(now)} "
+                   f"until step {step_text(root.step)}")
+        fix = (f"learning_rate {_lr(lr)} -> {_lr(half)} ({learned}; {_lr(lr)} is "
+               f"{top.how_far()}{again})")
     text = f"{where}, with {fix}" if where else f"{_SOLVED_ANYWAY}, {fix}" if solved_anyway \
         else fix
     look = next((str(r) for r in root.check.remedies if (isinstance(r, str) or not (

@@ -41,6 +41,8 @@ SAVED_CHECKPOINTS = "saved_checkpoints"
 #: (from its name: "Qwen2.5-7B-Instruct"); together they tell an adapter from a full fine-tune.
 TRAINABLE_PARAMS = "trainable_params"
 MODEL_PARAMS = "model_params"
+#: The config keys an importer derives from a log's words, not settings the run was given.
+DERIVED_KEYS = frozenset({SAVED_CHECKPOINTS, TRAINABLE_PARAMS, MODEL_PARAMS})
 
 
 @dataclass

@@ -386,6 +386,15 @@ def test_a_run_that_learned_at_its_learning_rate_halves_it_after_the_roll_back()
     assert "learning_rate 1e-4 -> 5e-5 (the run learned at 1e-4 until step 15" in \
         late.first_action
     assert "if it breaks again, 2.5e-6" in late.first_action
+    # A schedule that had decayed by the break: its peak is the knob, said as a peak (it
+    # read "learned at 1e-4 until step 150" with 2.7e-5 in force there; helper-42).
+    decayed = _blows_up_after(150, learned=True)
+    decayed.frame["learning_rate"] = 1e-4 * (0.2 + 0.8 * np.cos(
+        np.linspace(0, np.pi / 2, len(decayed.frame))))
+    decayed = diagnose(decayed, config).root_cause
+    assert "(the run learned at a peak of 1e-4, decayed to " in decayed.first_action, \
+        decayed.first_action
+    assert "learning_rate 1e-4 -> 5e-5" in decayed.first_action
     flat = diagnose(_blows_up_after(150, learned=False), config).root_cause
     assert flat.mode == "entropy_blowup" and flat.knob["name"] == "learning_rate"
     assert flat.first_action.startswith("roll back to ")
@@ -938,8 +947,8 @@ def test_a_lowered_learning_rate_never_offers_a_larger_one_for_lora():
 
 
 @pytest.mark.parametrize(("lr", "said"), [
-    (1e-5, "halved (the chapter's x0.5) it would still be 5e-6, the ceiling"),
-    (8e-6, "halved (the chapter's x0.5) it would be 4e-6, just under the 5e-6 ceiling"),
+    (1e-5, "halved it would still be 5e-6, the ceiling"),
+    (8e-6, "halved it would be 4e-6, just under the 5e-6 ceiling"),
     (5e-6, ""),  # halved: below the ceiling, the chapter's remedy as it stands
 ])
 def test_an_lr_cut_past_the_chapters_half_says_why(lr, said):

@@ -589,3 +589,17 @@ def test_no_onset_or_step_is_cut_at_narrow_widths(three_examples, width, data):
             if onset is not None and status in ("warning", "critical"):
                 assert f"{onset:,}" in numbers, (onset, text)
     assert f"{step:,}" in numbers and f"{step + 10**6:,}" in numbers, text
+
+
+def test_what_a_log_says_of_its_model_is_no_config_to_compare():
+    """Two console logs that name their model (7B, 161M trainable) and their saved
+    checkpoints, and no setting: "no difference in the configs read" (helper-42) claimed a
+    comparison of settings that never happened."""
+    from grpo_doctor.reporters.compare_report import _no_config_diff
+
+    runs = [make_run(reward=np.linspace(0.1, 0.5 + d, 30)) for d in (0.0, 0.2)]
+    for run in runs:
+        run.config.update({"model_params": 7e9, "trainable_params": 161480704,
+                           "saved_checkpoints": [100, 200]})
+    assert _no_config_diff(compare_runs(runs)) == \
+        "no config in any run's log: nothing to compare"

@@ -534,7 +534,7 @@ def test_a_fall_in_stages_is_dated_at_its_plunge():
     _present(path)
     d = diagnose(load_runs(REAL_RUNS / path)[0])
     length = d.check("length_hacking")
-    assert length.onset_step == 40 and "crashed from 110 to 2.65 between steps 35" in (
+    assert length.onset_step == 40 and "crashed from 110 to 2.65 between steps 35 and 45" in (
         length.summary)
     assert all(item.treats == "consequence" for item in d.plan if item.modes == (
         "length_hacking",))

@@ -237,8 +237,14 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
             half = (start_level + bottom) / 2
             back = next((j for j in range(ep.peak + 1, ep.recovered + 1)
                          if np.all(v[j:ep.recovered + 1] >= half)), ep.recovered)
+        # Where it got there: its first logged point within 5% of the fall of the bottom,
+        # not the bottom of a slow drift after it (a length at 4 tokens by step 45 read
+        # "crashed ... between steps 35 and 95", where the smoothed series bottomed out).
+        near = np.nonzero(v[ep.start + 1:ep.peak + 1]
+                          <= bottom + 0.05 * (start_level - bottom))[0]
+        reached = ep.start + 1 + int(near[0]) if len(near) else ep.peak
         text = (f"{name} crashed from {fmt(start_level)} to {fmt(bottom)} between steps "
-                f"{fmt(int(steps[ep.start]))} and {step_text(int(steps[ep.peak]))}; "
+                f"{fmt(int(steps[ep.start]))} and {step_text(int(steps[reached]))}; "
                 + (NEVER_BACK if back is None else
                    f"back above {fmt((start_level + bottom) / 2)} at step "
                    f"{fmt(int(steps[back]))}"))
