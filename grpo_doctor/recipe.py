@@ -650,6 +650,17 @@ def _trained_side(flat: Mapping[str, Any]) -> dict[str, Any]:
             if not any(part in _NOT_TRAINED for part in k.split(".")[:-1])}
 
 
+def _sync_in_force(flat: dict[str, Any]) -> dict[str, Any]:
+    """``flat`` without TRL's reference-update interval when ``sync_ref_model`` is off: the
+    reference is never updated, whatever ``ref_model_sync_steps`` says (it had been shown as
+    an interval "within the recipe")."""
+    sync, _ = lookup(flat, ("sync_ref_model",))
+    if sync is None or as_flag(sync) is not False:
+        return flat
+    return {k: v for k, v in flat.items()
+            if not (k == "ref_model_sync_steps" or k.endswith(".ref_model_sync_steps"))}
+
+
 def lookup(flat: Mapping[str, Any], names: Iterable[str]) -> tuple[Any, str | None]:
     """The first of ``names`` that ``flat`` holds (a full dotted key, or its last parts), with
     its key; (None, None) when none. A null value counts as not set."""
@@ -713,7 +724,7 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
     the config lacks the knob, e.g. the learning rate's logged peak). The group size of a run
     whose estimator uses no groups (PPO with a critic) is ``NOT_APPLICABLE``: the recipe's
     8-64 is GRPO's, and ``rollout.n: 1`` is right for PPO."""
-    flat = _kl_in_force(flat_config(config))
+    flat = _sync_in_force(_kl_in_force(flat_config(config)))
     lora = _is_lora(flat)
     groups = group_based(flat)
     readings = []
@@ -907,11 +918,21 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
                                              and r.id not in idle)
                         for lk in r.links)]
     out = []
+    if not fired:
+        # Clearly outside (twice beyond the range or more) on a run where nothing fired: the
+        # run did well enough all the same, and the setting is for the next run. Two trials'
+        # experts named beta 0.5 and 4 PPO epochs on runs that learned; the report had been
+        # silent on them while it named a top_k of 3.
+        quiet += [r for r in setup.outside if r not in quiet and not r.far
+                  and not r.setting.note_only and (r.factor or 0.0) >= CLEARLY_OUTSIDE
+                  and r.links]
     if quiet:
         # Its fix said: "with no finding it causes here" alone read as reassurance beside a
         # temperature of 2 that visibly slowed a run no rule could call.
-        out.append("setup far outside the recipe, no finding here shows its harm yet; for the "
-                   "next run: " + "; ".join(f"{r.fix()} ({r.sentence()})" for r in quiet))
+        all_far = all(r.far for r in quiet)
+        out.append(f"setup {'far ' if all_far else ''}outside the recipe, no finding here "
+                   f"shows its harm{' yet' if all_far else ''}; for the next run: "
+                   + "; ".join(f"{r.fix()} ({r.sentence()})" for r in quiet))
     if said:
         unsaid = [r for r in far if r not in quiet and r.id not in said
                   and str(r.source or "").rsplit(".", 1)[-1] not in said]

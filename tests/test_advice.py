@@ -2100,3 +2100,42 @@ def test_a_clip_written_as_null_is_no_clipping():
     assert nemo.fix() == "policy.max_grad_norm none -> 1.0"
     assert recipe.read_config({"learning_rate": 1e-6}).get("max_grad_norm").verdict == \
         recipe.NOT_SET
+
+
+def test_a_term_every_sample_meets_is_not_one_that_never_fires():
+    """format_reward at 1.0 on every step beside groups nearly all equal: "a task too hard
+    for it to ever fire" (trial 40) said the opposite of the numbers; a term at 0 on every
+    step still reads as one that never fires."""
+    rng = np.random.default_rng(4)
+    n = 150
+    acc = (rng.random(n) < 0.5).astype(float) * 0.1
+    for constant, said in ((1.0, "every sample meets it"), (0.0, "to ever fire")):
+        d = diagnose(make_run(reward=acc + constant, rewards__accuracy_reward__mean=acc,
+                              rewards__format_reward__mean=np.full(n, constant),
+                              frac_reward_zero_std=np.full(n, 0.97)))
+        plan = " ".join(p.action for p in d.plan)
+        assert f"format_reward always {constant:g}" in plan and said in plan, plan
+
+
+@pytest.mark.parametrize("weights", [[0.0, 1.0], "[0.0, 1.0]", "(0, 1)"])
+def test_reward_weights_kept_as_text_by_a_tracker_are_read(weights):
+    """MLflow keeps every param as text: TRL's reward_weights "[0.0, 1.0]" had been passed
+    over, and the correctness term weighed at 0 read as format gaming to gate (trial 40)."""
+    from grpo_doctor.rules.signals import configured_weight
+
+    run = make_run(reward=np.linspace(0.1, 0.5, 40),
+                   rewards__accuracy_reward__mean=np.full(40, 0.3),
+                   rewards__format_reward__mean=np.linspace(0.1, 0.5, 40))
+    run.config.update({"reward_funcs": "['accuracy_reward', 'format_reward']",
+                       "reward_weights": weights})
+    assert configured_weight(run, "accuracy_reward") == 0.0
+    assert configured_weight(run, "format_reward") == 1.0
+
+
+def test_a_reference_interval_with_the_sync_off_is_no_interval():
+    """TRL's ref_model_sync_steps 512 beside sync_ref_model False: the reference never
+    updates; the interval had been listed as a setting within the recipe (trial 40)."""
+    off = recipe.read_config({"sync_ref_model": False, "ref_model_sync_steps": 512})
+    assert off.get("ref_model_sync_steps").verdict == recipe.NOT_SET
+    on = recipe.read_config({"sync_ref_model": True, "ref_model_sync_steps": 512})
+    assert on.get("ref_model_sync_steps").value == 512

@@ -221,14 +221,36 @@ def _kind(folder: Path) -> str | None:
 
 
 def _file_store_root(path: Path) -> Path | None:
-    """``path`` when it is an mlruns folder, one experiment folder or one run folder."""
+    """``path`` when it is an mlruns folder, one experiment folder or one run folder; its
+    ``mlruns/`` when it is the folder MLflow made that in (the client's default place: a run
+    folder holding only it had read "no training log found")."""
     try:
+        if path.name != "mlruns" and (path / "mlruns").is_dir() and _only_mlruns(path):
+            inner = _file_store_root(path / "mlruns")
+            if inner is not None:
+                return inner
         if (path / "meta.yaml").is_file():
             return path if _kind(path) is not None else None
         children = sorted(c for c in path.iterdir() if c.is_dir() and _ID.fullmatch(c.name))
     except OSError:
         return None
     return path if any(_kind(c) == "experiment" for c in children[:20]) else None
+
+
+#: Files beside an ``mlruns/`` that are no log (a script, its config, a README): the folder
+#: is still the run's MLflow store. Any other entry (a store or a log of its own) makes it a
+#: folder of several sources, for ``audit`` to walk.
+_BESIDE_MLRUNS = frozenset({".py", ".yaml", ".yml", ".toml", ".sh", ".md", ".cfg", ".ini"})
+
+
+def _only_mlruns(path: Path) -> bool:
+    """Whether ``path`` holds its ``mlruns/`` and nothing that could be a log of its own."""
+    for child in path.iterdir():
+        if child.name.startswith(".") or child.name == "mlruns":
+            continue
+        if child.is_dir() or child.suffix.lower() not in _BESIDE_MLRUNS:
+            return False
+    return True
 
 
 def _run_folders(root: Path) -> Iterator[tuple[Path, dict[str, Any]]]:

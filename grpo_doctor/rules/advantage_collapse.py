@@ -449,11 +449,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                         "a lower curriculum level, partial credit, an SFT warm-up on the output "
                         "format")
     if pinned:
-        which = ", ".join(n for n, _, _ in pinned)
+        which = ", ".join(f"{n} always {fmt(v)}" for n, v, _ in pinned)
+        # A term that pays every sample the same, at a positive value, is one every sample
+        # meets (trial 40's format_reward at 1.0 on every step), not one that never fires.
+        met = all(v > 0 for _, v, _ in pinned)
         remedies.insert(0, f"check the reward {agree(len(pinned), 'function', 'functions')} "
-                        f"that never changed ({which}) on a "
-                        "few completions: broken parsing, a wrong field, or a task too hard for "
-                        f"{agree(len(pinned), 'it', 'them')} to ever fire")
+                        f"that never changed ({which}) on a few completions: "
+                        + ("every sample meets it, so it teaches nothing: drop it or make it "
+                           "stricter" if met else
+                           "broken parsing, a wrong field, or a task too hard for "
+                           f"{agree(len(pinned), 'it', 'them')} to ever fire"))
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=metric)
 

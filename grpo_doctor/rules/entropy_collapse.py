@@ -251,8 +251,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if fit is not None:
         evidence["reward_ceiling_fit"] = {k: round(v, 4) for k, v in fit.items()}
         if progress.end is not None:
-            headroom = (f"; at this entropy the reward can reach about {fmt(fit['ceiling'])} "
-                        f"(now {fmt(progress.end)})")
+            # Said as what it is, a fit of the reward against the entropy so far (R = -a e^H +
+            # b); a ceiling at or below the reward now is one already reached ("can reach
+            # about 1.11 (now 1.18)" read as a contradiction).
+            ceiling, now = float(fit["ceiling"]), float(progress.end)
+            reached = ceiling <= now + 0.02 * max(abs(now), 1e-9)
+            headroom = (f"; the reward's fit against the entropy puts its ceiling at about "
+                        f"{fmt(ceiling)} (now {fmt(now)})"
+                        + (": already there, little left to gain without more entropy"
+                           if reached else ""))
 
     stalled = progress.logged and not progress.improving and not progress.declining
     # Convergence is shown, not assumed: the task must be improving (held-out, correctness

@@ -166,8 +166,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                                  level_shift_onset(m_steps, mk)[0])})
     evidence: dict[str, object] = {"checked": logged}
     if not hits:
-        return Outcome(Status.OK, f"ratios within range ({', '.join(logged)})",
-                       evidence=evidence, key_metric=logged[0])
+        # Said as what was read: a clip fraction alone (TRL logs no ratio) bounds how often
+        # the clip acted, not how far the ratios went (up to 17 on a run clipping 2%).
+        ratios = [m for m in logged if m in (Metric.RATIO_MAX.value, Metric.RATIO_MIN.value,
+                                             Metric.IS_RATIO_MAX.value, Metric.IS_RATIO_MIN.value)]
+        text = (f"ratios within range ({', '.join(logged)})" if ratios else
+                f"no excursion in {', '.join(logged)} (no ratio logged: how far the ratios "
+                "went is not known)")
+        return Outcome(Status.OK, text, evidence=evidence, key_metric=logged[0])
     grad = rising(run, Metric.GRAD_NORM.value, 0.01)
     status = Status.CRITICAL if len(hits) >= 2 or grad else Status.WARNING
     onset = min(int(h["onset"]) for h in hits)

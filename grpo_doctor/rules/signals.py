@@ -392,6 +392,28 @@ _TERM_LISTS = ("reward_funcs", "reward_functions")
 _TERM_TABLES = ("reward.weights", "reward_weights")
 
 
+#: Longest list written as text read as a list (a tracker's params are all text).
+_MAX_LIST_TEXT = 10_000
+
+
+def _as_list(value: object) -> object:
+    """``value``, or the list it writes as text: MLflow and other trackers keep every param as
+    a string ("[0.0, 1.0]", "['format_reward', 'accuracy_reward']"), which had left a
+    correctness weight of 0 unread. Read as a literal, never evaluated."""
+    if isinstance(value, str) and len(value) <= _MAX_LIST_TEXT:
+        text = value.strip()
+        if text.startswith(("[", "(")) and text.endswith(("]", ")")):
+            import ast
+
+            try:
+                parsed = ast.literal_eval(text)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return value
+            if isinstance(parsed, (list, tuple)):
+                return list(parsed)
+    return value
+
+
 def configured_terms(run: Run) -> tuple[str, ...]:
     """The reward's terms as the run's config names them, in its order; () when it names
     none. TRL's ``reward_weights`` is a bare list of numbers: its terms are the logged ones in
@@ -399,6 +421,7 @@ def configured_terms(run: Run) -> tuple[str, ...]:
     flat = flatten(run.config) if run.config else {}
     for key, value in flat.items():
         if key.rsplit(".", 1)[-1] in _TERM_LISTS:
+            value = _as_list(value)
             names = value.split(",") if isinstance(value, str) else value
             if isinstance(names, (list, tuple)):
                 listed = tuple(str(n).strip().rsplit(".", 1)[-1] for n in names
@@ -417,7 +440,7 @@ def configured_terms(run: Run) -> tuple[str, ...]:
         return tuple(found)
     weights = next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == "reward_weights"),
                    None)
-    return _terms_by_weights(run, weights)
+    return _terms_by_weights(run, _as_list(weights))
 
 
 #: The most terms whose orders ``_terms_by_weights`` tries (6! = 720 orders).
@@ -467,6 +490,7 @@ def configured_weight(run: Run, name: str) -> float | None:
     terms = configured_terms(run)
     for key, value in flat.items():
         last = key.rsplit(".", 1)[-1]
+        value = _as_list(value) if last in _TERM_TABLES else value
         if last in _TERM_TABLES and isinstance(value, (list, tuple)) and len(value) == len(
                 terms) and name in terms:
             weight = value[terms.index(name)]

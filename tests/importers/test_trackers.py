@@ -484,3 +484,12 @@ def test_a_fifo_as_the_first_swanlab_run_does_not_hide_the_folder(tmp_path):
     os.mkfifo(fifo / "run-aaaaaaaa.swanlab")
     assert detect_format(swanlog).name == "swanlab"
     assert len(load_runs(swanlog)) == len(load_runs(SWANLOG))
+
+
+def test_the_folder_mlflow_made_its_mlruns_in_is_read(stores, tmp_path):
+    """MLflow's client writes ``./mlruns`` where it runs: a run folder holding only that had
+    read "no training log found" (trial 40)."""
+    import shutil
+
+    shutil.copytree(stores["mlruns"], tmp_path / "r03" / "mlruns")
+    assert sorted(r.name for r in load_runs(tmp_path / "r03")) == [NAME, "short"]

@@ -161,3 +161,43 @@ def test_a_reward_that_crashed_as_a_finding_began_is_said_from_where_it_fell():
     assert "reward falling (0.707 -> 0.202) as it began" in summary, summary
     assert "with reward fell" not in summary  # "with reward fell" (helper-39)
     assert "not improving" not in summary
+
+
+def _norms(base: float, spike_at: int, spike: float, after: float, n: int = 200,
+           seed: int = 9):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    g = base * np.exp(rng.normal(0, 0.4, n))
+    g[spike_at] = spike
+    g[spike_at + 1:] = after * np.exp(rng.normal(0, 0.4, n - spike_at - 1))
+    return make_run(grad_norm=g, reward=0.5 + 0.001 * np.arange(n))
+
+
+@pytest.mark.parametrize(("base", "spike", "after", "unrecovered"), [
+    (0.003, 0.55, 0.003, False),  # trial 40's top_p 0.3: rare mixed groups, blips under 1
+    (0.003, 0.55, 0.009, False),  # and the level 3x a tiny one after: still under any clip
+    (0.7, 579.0, 0.6, False),     # back to its level at once: recovered, not "unrecovered"
+    (0.14, 165.0, 0.7, True),     # no clip: the level 5x what it was, and stays there
+])
+def test_an_unrecovered_spike_is_one_the_norm_stays_up_after(base, spike, after, unrecovered):
+    """"gradient norm exploding: unrecovered spike" had been said of a norm of 579 that
+    fell back to 0.6 at the next step, and of a peak of 0.547 on a run whose norm was 0.003
+    between its rare mixed groups (trial 40)."""
+    check = diagnose(_norms(base, 150, spike, after)).check("grad_explosion")
+    said = "unrecovered spike" in check.summary
+    assert said is unrecovered, check.summary
+
+
+def test_a_clip_fraction_alone_says_nothing_of_how_far_the_ratios_went():
+    """TRL logs a clip fraction and no ratio: "ratios within range" beside ratios that reached
+    17 (trial 40) claimed what was never read."""
+    import numpy as np
+
+    n = 100
+    clip_only = diagnose(make_run(reward=np.linspace(0.2, 0.8, n),
+                                  clip_ratio__region_mean=np.full(n, 0.02)))
+    assert "no ratio logged" in clip_only.check("ratio_instability").summary
+    both = diagnose(make_run(reward=np.linspace(0.2, 0.8, n), ratio_max=np.full(n, 1.2),
+                             clip_ratio__region_mean=np.full(n, 0.02)))
+    assert both.check("ratio_instability").summary.startswith("ratios within range")
