@@ -20,7 +20,7 @@ from grpo_doctor.rules import Outcome, Rule, Skip, knobs
 from grpo_doctor.rules.base import ONSET
 from grpo_doctor.rules.incidents import without_ongoing
 from grpo_doctor.rules.points import series
-from grpo_doctor.rules.signals import heldout_gap
+from grpo_doctor.rules.signals import format_outweighs, heldout_gap
 from grpo_doctor.run_settings import with_run_settings
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, plural, step_text
@@ -306,21 +306,33 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     slow = recipe.slow_lr_words(setup) if low else None
     if low and slow:
         low = f"{low}; {slow}"
-    gap = heldout_gap(run) if low else None
+    quiet = not any(c.fired for c in checks)
+    gap = heldout_gap(run) if low or quiet else None
+    carries = ("what it learns carries over little (too few or too alike training prompts, or "
+               "a held-out set harder than them?)")
     if low and gap:
         # The training prompts solved meanwhile: no finding (an evaluation set harder than the
         # training prompts is common), but the first thing to look at (four training prompts:
         # 0.94 on them, 0.42 held out).
-        low = (f"{low}, while the training score reached {fmt(gap[0])}: what it learns carries "
-               "over little (too few or too alike training prompts, or a held-out set harder "
-               "than them?)")
+        low = f"{low}, while the training score reached {fmt(gap[0])}: {carries}"
+    elif gap:
+        # The same gap above the low mark (a pool of 8 prompts: 0.93 on them, 0.58 held out):
+        # said, as a note, on a run nothing fired on.
+        low = (f"the training score reached {fmt(gap[0])} while the held-out score ended at "
+               f"{fmt(gap[1])}: {carries}")
     said = " ".join([cause.summary, cause.first_action] if cause else []) + " " + " ".join(
         p.action for p in plan)
+    outweighs = format_outweighs(run)
+    weighed = (f"the config weighs {outweighs[0]} at {fmt(outweighs[1])}, above "
+               f"{outweighs[2]} at {fmt(outweighs[3])}: the reward pays the form more than a "
+               "right answer, what format gaming grows from; for the next run, weigh "
+               f"{outweighs[2]} at least as high" if outweighs is not None
+               and outweighs[0] not in said else None)
     jumped = lr_jump_note(run, said)
     blind = _no_config_note(run, cause)
     clipped = always_clipped_note(run, setup)
     notes = (tuple(run.notes) + recipe.notes(setup, checks, idle_settings(run, setup), said)
-             + tuple(n for n in (low, jumped, blind, clipped) if n))
+             + tuple(n for n in (low, weighed, jumped, blind, clipped) if n))
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                      notes=notes, root_cause=cause, plan=plan,
                      hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))

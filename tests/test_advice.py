@@ -1980,13 +1980,14 @@ def test_a_correctness_term_weighed_at_zero_is_the_first_action():
     assert "weight 0" not in paid.first_action, paid.first_action
 
 
-@pytest.mark.parametrize("held_end,said", [(0.48, True), (0.8, False)])
+@pytest.mark.parametrize("held_end,said", [(0.48, True), (0.6, True), (0.8, False)])
 def test_a_low_held_out_score_beside_solved_training_prompts_is_said_in_the_note(
         held_end, said):
     """Four training prompts (helper-36): the accuracy term 0.23 -> 0.94, the held-out score
     0.31 -> 0.42; HEALTHY with "the task's own score is still low", nothing on the gap. Not a
     finding (a held-out set harder than the training prompts is common), but the note says
-    the training score beside it."""
+    the training score beside it. Above the low mark too (trial 40's pool of 8 prompts: 0.93
+    on them, 0.58 held out, and nothing said)."""
     n = 200
     s = np.arange(1, n + 1)
     acc = np.minimum(0.23 + 0.71 * s / 60, 0.94) + 0.01 * np.sin(s)
@@ -2139,3 +2140,21 @@ def test_a_reference_interval_with_the_sync_off_is_no_interval():
     assert off.get("ref_model_sync_steps").verdict == recipe.NOT_SET
     on = recipe.read_config({"sync_ref_model": True, "ref_model_sync_steps": 512})
     assert on.get("ref_model_sync_steps").value == 512
+
+
+def test_a_format_term_weighed_above_the_answer_is_said_for_the_next_run():
+    """reward_weights [1, 5] (format 5x the answer) on a run that learned all the same: said
+    in a note, the setting format gaming grows from (trial 40 had it silent); equal weights
+    say nothing."""
+    n = 120
+    s = np.arange(n)
+    acc = 0.3 + 0.5 * s / n
+    fmt_term = np.minimum(1.0, 0.5 + s / 40)
+    for weights, said in (([1.0, 5.0], True), ([1.0, 1.0], False)):
+        run = make_run(reward=acc * weights[0] + fmt_term * weights[1],
+                       rewards__accuracy_reward__mean=acc,
+                       rewards__format_reward__mean=fmt_term)
+        run.config.update({"reward_funcs": ["accuracy_reward", "format_reward"],
+                           "reward_weights": weights})
+        notes = " ".join(diagnose(run).notes)
+        assert ("weighs format_reward at 5, above accuracy_reward at 1" in notes) is said, notes

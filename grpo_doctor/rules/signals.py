@@ -510,6 +510,23 @@ def unpaid_terms(run: Run) -> list[str]:
             and component_role(run, name) == "correctness"]
 
 
+def format_outweighs(run: Run) -> tuple[str, float, str, float] | None:
+    """(format term, its weight, correctness term, its weight) when the config weighs a
+    format-like term above every correctness-like one, both paid (> 0): the reward pays the
+    form more than a right answer, the setting format gaming grows from. None otherwise."""
+    terms = configured_terms(run)
+    weights = {n: w for n in terms if (w := configured_weight(run, n)) is not None}
+    fmt_terms = [(n, w) for n, w in weights.items() if w > 0
+                 and component_role(run, n) == "format"]
+    right = [(n, w) for n, w in weights.items() if w > 0
+             and component_role(run, n) == "correctness"]
+    if not fmt_terms or not right:
+        return None
+    f_name, f_w = max(fmt_terms, key=lambda t: t[1])
+    c_name, c_w = max(right, key=lambda t: t[1])
+    return (f_name, f_w, c_name, c_w) if f_w > c_w else None
+
+
 def flipped_terms(run: Run) -> list[tuple[str, float]]:
     """(name, weight) of each reward term the config weighs below 0 that is no cost: a
     format- or correctness-like term (``component_role``) charged rather than paid, so the
