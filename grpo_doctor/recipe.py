@@ -901,6 +901,19 @@ def slow_lr_words(setup: Setup) -> str | None:
             f"({lr.name} {_num(x)} -> {_num(start)})")
 
 
+#: Where the note of the settings no finding is linked to gives their fixes.
+NEXT_RUN = "; for the next run: "
+
+
+def next_run_settings(notes: Iterable[str]) -> tuple[str, str] | None:
+    """(the note, its fixes) of the settings note ``notes`` hold: what a report of a run with
+    no finding shows under its verdict."""
+    for note in notes:
+        if note.startswith("setup ") and NEXT_RUN in note:
+            return note, note.split(NEXT_RUN, 1)[1]
+    return None
+
+
 def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: str = ""
           ) -> tuple[str, ...]:
     """One note for the settings far outside the recipe that no fired finding is linked to:
@@ -931,7 +944,7 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
         # temperature of 2 that visibly slowed a run no rule could call.
         all_far = all(r.far for r in quiet)
         out.append(f"setup {'far ' if all_far else ''}outside the recipe, no finding here "
-                   f"shows its harm{' yet' if all_far else ''}; for the next run: "
+                   f"shows its harm{' yet' if all_far else ''}{NEXT_RUN}"
                    + "; ".join(f"{r.fix()} ({r.sentence()})" for r in quiet))
     if said:
         unsaid = [r for r in far if r not in quiet and r.id not in said

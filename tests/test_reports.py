@@ -479,3 +479,33 @@ def test_a_converging_run_is_headed_by_its_main_finding_not_a_root_cause():
         assert f"**{label.capitalize()}**: " in render_markdown(d)
         assert f"<b>{label.capitalize()}</b>: " in render_html(d, run)
     assert isinstance(calm.root_cause, RootCause)
+
+
+def test_a_healthy_runs_setting_for_the_next_run_is_said_under_its_verdict(capsys, tmp_path):
+    """beta 0.5 on a run that learned all the same (trial 40): the fix for the next run stands
+    under "No failure mode found" in the terminal and Markdown reports, and beside the run in
+    the audit, not at the foot among the notes; the JSON keeps it as a note."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from tests.helpers import run_cli
+
+    n = 120
+    s = np.arange(1, n + 1)
+    pd.DataFrame({"step": s, "reward": 0.3 + 0.5 * s / n + 0.01 * np.sin(s),
+                  "kl": 0.01 + 0.0001 * s}).to_csv(tmp_path / "metrics.csv", index=False)
+    (tmp_path / "grpo_config.yaml").write_text("beta: 0.5\nlearning_rate: 1.0e-6\n"
+                                               "num_generations: 16\n")
+    log = str(tmp_path / "metrics.csv")
+    _, out, _ = run_cli(capsys, "diagnose", log)
+    head, _, tail = out.partition("passed:")
+    assert "for the next run: beta 0.5 -> 0.01-0.05" in head, out
+    assert "beta 0.5" not in tail
+    _, out, _ = run_cli(capsys, "diagnose", log, "-f", "markdown")
+    assert "**For the next run**: beta 0.5 -> 0.01-0.05" in out
+    _, out, _ = run_cli(capsys, "diagnose", log, "-f", "json")
+    assert any("for the next run: beta 0.5" in x for x in json.loads(out)["notes"])
+    _, out, _ = run_cli(capsys, "audit", str(tmp_path))
+    assert "→ healthy · for the next run: beta 0.5 -> 0.01-0.05" in out, out

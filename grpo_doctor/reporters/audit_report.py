@@ -24,6 +24,7 @@ from grpo_doctor import escape as esc
 from grpo_doctor.audit_result import AuditedRun, AuditResult, ProgressFn
 from grpo_doctor.escape import markdown as escape
 from grpo_doctor.escape import terminal
+from grpo_doctor.recipe import next_run_settings
 from grpo_doctor.reporters.fit import both_ends
 from grpo_doctor.text import without_asides
 
@@ -183,12 +184,28 @@ def _root_lines(run: AuditedRun, width: int) -> list[str]:
     (none when the run has no root cause)."""
     cause = _root_cause(run)
     if cause is None:
-        return []
+        settings = _next_run(run)
+        if settings is None:
+            return []
+        said = f"→ healthy · for the next run: {terminal(settings)}"
+        return textwrap.wrap(said, max(20, width), initial_indent="  ",
+                             subsequent_indent="    ", break_long_words=False,
+                             break_on_hyphens=False)
     said = f"→ root {terminal(_cause(cause))}"
     if action := _do_first(cause):
         said += f" · do first: {terminal(action)}"
     return textwrap.wrap(said, max(20, width), initial_indent="  ", subsequent_indent="    ",
                          break_long_words=False, break_on_hyphens=False)
+
+
+def _next_run(run: AuditedRun) -> str | None:
+    """The settings a healthy run's record notes for the next run (clearly outside the recipe
+    with no finding linked to them), or None."""
+    notes = run.record.get("notes")
+    if run.findings or run.record.get("status") != "healthy" or not isinstance(notes, list):
+        return None
+    found = next_run_settings(n for n in notes if isinstance(n, str))
+    return found[1] if found is not None else None
 
 
 def _do_first_section(result: AuditResult, width: int):  # -> rich.console.Group | None
@@ -197,7 +214,7 @@ def _do_first_section(result: AuditResult, width: int):  # -> rich.console.Group
     from rich.console import Group
     from rich.text import Text
 
-    runs = [r for r in result.runs if _root_cause(r) is not None]
+    runs = [r for r in result.runs if _root_cause(r) is not None or _next_run(r) is not None]
     if not runs:
         return None
     out: list[Any] = [Text("")]

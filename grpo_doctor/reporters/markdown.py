@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from grpo_doctor.escape import markdown as escape
 from grpo_doctor.findings import Check, Diagnosis
+from grpo_doctor.recipe import next_run_settings
 from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.outline import (
     by_onset,
@@ -69,6 +70,8 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
         lines += [f"**Inconclusive**: {escape(diagnosis.status_reason)}.", ""]
     elif status == "healthy":
         lines += ["No failure mode found.", ""]
+        if (settings := next_run_settings(diagnosis.notes)) is not None:
+            lines += [f"**For the next run**: {escape(settings[1])}", ""]
     findings = by_onset(diagnosis)
     if findings:
         lines += [f"{h}# Findings, in the order they began", ""]
@@ -102,6 +105,9 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
             f"{_step(c.first_alert_step)} | {escape(c.summary)} |"
         )
     lines += ["", "</details>"]
+    lifted = next_run_settings(diagnosis.notes) if cause is None and status == "healthy" \
+        else None
     for note in diagnosis.notes:
-        lines += ["", f"> note: {escape(note)}"]
+        if lifted is None or note != lifted[0]:
+            lines += ["", f"> note: {escape(note)}"]
     return "\n".join(lines) + "\n"

@@ -29,6 +29,7 @@ from rich.text import Text
 
 from grpo_doctor.escape import terminal as _safe
 from grpo_doctor.findings import Check, Diagnosis, PlanItem, Status
+from grpo_doctor.recipe import next_run_settings
 from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.fit import shorten_left, shorten_right
 from grpo_doctor.reporters.outline import (
@@ -138,6 +139,10 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
         ran = sum(1 for c in diagnosis.checks if c.status is not Status.SKIPPED)
         out.append(Text(f"No failure mode found by the {plural(ran, 'check')} that ran.",
                         style="green"))
+        if (settings := next_run_settings(diagnosis.notes)) is not None:
+            # A setting outside the recipe on a run that did well all the same: the one
+            # thing to change, said where the eye lands, not among the notes.
+            out.append(_hang("for the next run: ", _safe(settings[1])))
     return out
 
 
@@ -231,8 +236,10 @@ def _lists(diagnosis: Diagnosis) -> list[RenderableType]:
     if skipped(diagnosis):
         out.append(_hang("skipped: ", _safe(skipped_line(diagnosis.checks)), head_style="dim"))
     out += [_hang("hint: ", _safe(hint), head_style="cyan") for hint in extra_hints(diagnosis)]
+    lifted = next_run_settings(diagnosis.notes) if diagnosis.root_cause is None and (
+        diagnosis.status == "healthy") else None
     out += [_hang("note: ", _safe(note), head_style="dim", body_style="dim")
-            for note in diagnosis.notes]
+            for note in diagnosis.notes if lifted is None or note != lifted[0]]
     return out
 
 
