@@ -945,7 +945,7 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
         all_far = all(r.far for r in quiet)
         out.append(f"setup {'far ' if all_far else ''}outside the recipe, no finding here "
                    f"shows its harm{' yet' if all_far else ''}{NEXT_RUN}"
-                   + "; ".join(f"{r.fix()} ({r.sentence()})" for r in quiet))
+                   + "; ".join(f"{r.fix()} ({r.how_far()})" for r in quiet))
     if said:
         unsaid = [r for r in far if r not in quiet and r.id not in said
                   and str(r.source or "").rsplit(".", 1)[-1] not in said]

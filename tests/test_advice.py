@@ -1913,7 +1913,7 @@ def test_a_setting_far_outside_with_no_finding_gives_its_fix_in_the_note():
     run = make_run(reward=np.linspace(0.1, 0.8, n), entropy=np.full(n, 1.0))
     d = diagnose(run, DoctorConfig(run_config={"temperature": 2.0}))
     assert "setup far outside the recipe, no finding here shows its harm yet; for the next " \
-        "run: temperature 2 -> 1.0 (temperature 2 is above the recipe's 1-1.2)" in d.notes, \
+        "run: temperature 2 -> 1.0 (above the recipe's 1-1.2)" in d.notes, \
         d.notes
 
 
