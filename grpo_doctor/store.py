@@ -41,8 +41,11 @@ SAVED_CHECKPOINTS = "saved_checkpoints"
 #: (from its name: "Qwen2.5-7B-Instruct"); together they tell an adapter from a full fine-tune.
 TRAINABLE_PARAMS = "trainable_params"
 MODEL_PARAMS = "model_params"
+#: The config key a console log sets when a supervised fine-tuning printed before the RL run
+#: (its loss lines, left out): the policy had its SFT warm-up.
+SFT_BEFORE = "sft_before"
 #: The config keys an importer derives from a log's words, not settings the run was given.
-DERIVED_KEYS = frozenset({SAVED_CHECKPOINTS, TRAINABLE_PARAMS, MODEL_PARAMS})
+DERIVED_KEYS = frozenset({SAVED_CHECKPOINTS, TRAINABLE_PARAMS, MODEL_PARAMS, SFT_BEFORE})
 
 
 @dataclass

@@ -2158,3 +2158,18 @@ def test_a_format_term_weighed_above_the_answer_is_said_for_the_next_run():
                            "reward_weights": weights})
         notes = " ".join(diagnose(run).notes)
         assert ("weighs format_reward at 5, above accuracy_reward at 1" in notes) is said, notes
+
+
+def test_a_run_that_had_its_sft_is_not_told_to_warm_up_with_sft():
+    """SCU's console log prints 40 SFT loss lines before GRPO: "an SFT warm-up on the output
+    format" beside it (helper-42) asked for what the run had done."""
+    n = 72
+    reward = np.zeros(n)
+    reward[[5, 17, 30, 41, 55, 63, 66, 70]] = 0.25
+    for sft, said in ((False, True), (True, False)):
+        run = make_run(reward=reward, reward_std=(reward > 0) * 0.3,
+                       frac_reward_zero_std=np.where(reward > 0, 0.5, 1.0))
+        if sft:
+            run.config["sft_before"] = True
+        plan = " ".join(p.action for p in diagnose(run).plan)
+        assert ("an SFT warm-up" in plan) is said, plan

@@ -56,7 +56,7 @@ from grpo_doctor.importers.console_text import (
 from grpo_doctor.importers.incremental import TextPosition, read_lines, rows_from_records
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns
-from grpo_doctor.store import Run, build_run
+from grpo_doctor.store import SFT_BEFORE, Run, build_run
 from grpo_doctor.text import agree, plural
 
 _TEXT_SUFFIXES = {".log", ".txt", ".md", ".out", ".err", ".stdout", ".stderr"}
@@ -642,6 +642,7 @@ def _dict_log(segments: Sequence[Segment], log: ConsoleLog, source: str = "") ->
     left_out = sum(len(r.dicts) for r in runs if r not in rl) if rl else 0
     logs = [_run_log(segments, r, log.config, source) for r in (rl or runs)]
     if left_out:
+        log.config[SFT_BEFORE] = True
         logs[0].notes.append(f"{plural(left_out, 'log line')} of an earlier training "
                              "without RL metrics (supervised fine-tuning?) "
                              f"{agree(left_out, 'was', 'were')} left out")

@@ -60,7 +60,7 @@ from grpo_doctor.rules.signals import (
     reward_progress,
     unsolved_equal_share,
 )
-from grpo_doctor.store import Run
+from grpo_doctor.store import SFT_BEFORE, Run
 from grpo_doctor.text import agree, fmt, step_text
 from grpo_doctor.trends import level_shift_onset, mann_kendall, rolling_median
 
@@ -445,9 +445,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                      "are solved (filter them out, or harder prompts), else the task's own "
                      "reward never fires")
             then = "then, if it is not full marks, make the reward reachable"
+        # (Not an SFT warm-up the log shows the run already had: SFT printed before it.)
+        warm = "" if run.config.get(SFT_BEFORE) else ", an SFT warm-up on the output format"
         remedies.insert(0, f"check {what}; {then}: easier prompts or "
-                        "a lower curriculum level, partial credit, an SFT warm-up on the output "
-                        "format")
+                        f"a lower curriculum level, partial credit{warm}")
     if pinned:
         which = ", ".join(f"{n} always {fmt(v)}" for n, v, _ in pinned)
         # A term that pays every sample the same, at a positive value, is one every sample

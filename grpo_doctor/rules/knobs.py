@@ -207,7 +207,10 @@ def clip_gradients(run: Run, why: str = "clip gradients") -> Remedy | None:
     tighter (asking for it again would change nothing)."""
     value, _ = current(run, GRAD_CLIP)
     if value is None:
-        return Remedy("clip gradients (max_grad_norm 1.0)", GRAD_CLIP)
+        # Not in the log: TRL, verl and OpenRLHF clip at 1.0 unless told otherwise, so the
+        # remedy is a check (it read as a change to make on a TRL run clipping at 1.0).
+        return Remedy("check gradients are clipped (max_grad_norm 1.0, the trainers' "
+                      "default: the log does not say)", GRAD_CLIP)
     if value <= 0 or value >= 1e3:
         return Remedy(f"{GRAD_CLIP.label} {_num(value)} -> 1.0 (clipping is off: {why})",
                       GRAD_CLIP)

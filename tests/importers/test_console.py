@@ -231,6 +231,8 @@ def test_sft_before_grpo_and_two_trainings_in_one_log(tmp_path):
     assert run.n_steps == 2 and "reward_mean" in run.mapping
     assert any("3 log lines of an earlier training without RL metrics" in n
                for n in run.notes)
+    # The run had its SFT: the advice does not ask for an SFT warm-up (helper-42).
+    assert run.config.get("sft_before") is True
     first, second = load_runs(write(tmp_path / "two.log", grpo + end + grpo + grpo))
     assert (first.name, second.name) == ("two#1", "two#2")
     assert (first.n_steps, second.n_steps) == (2, 4)
