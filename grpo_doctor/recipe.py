@@ -25,7 +25,6 @@ many healthy runs use a learning rate above 1e-6 (LoRA adapters, small models) o
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -618,6 +617,7 @@ def flat_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+# --- what a config puts in force: a coefficient its switch leaves unused is no setting ------
 
 
 def _kl_in_force(flat: dict[str, Any]) -> dict[str, Any]:
@@ -736,7 +736,7 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
             null = next((k for n in s.names for k in flat if (k == n or k.endswith("." + n))
                          and flat[k] is None), None)
             if null is not None:
-                readings.append(dataclasses.replace(judge(s, 0, null, flat, lora), value=None))
+                readings.append(replace(judge(s, 0, null, flat, lora), value=None))
                 continue
         if value is None and s.metric and logged and s.metric in logged:
             value, key = logged[s.metric], f"logged {s.metric} (peak)"
