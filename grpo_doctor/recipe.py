@@ -960,8 +960,9 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
             and (r.factor or 0.0) >= CLEARLY_OUTSIDE and any(lk.primary for lk in r.links)
             and r.id not in said and str(r.source or "").rsplit(".", 1)[-1] not in said]
     if near:
+        # With its fix: "epsilon 0.6 is 2x the top" left the value to guess (helper-43).
         out.append("outside the recipe, not far enough to be a cause alone: "
-                   + "; ".join(r.sentence() for r in near))
+                   + "; ".join(f"{r.fix()} ({r.how_far()})" for r in near))
     return tuple(out)
 
 

@@ -157,6 +157,32 @@ PPO_HYDRA = ("algorithm:\n  adv_estimator: gae\n  kl_ctrl:\n    kl_coef: 0.02\n"
              "critic:\n  optim:\n    lr: 1.0e-5\ndata:\n  train_batch_size: 256\n")
 
 
+def _expanded(text: str) -> list[str]:
+    """The names of a settings note, keys of one section given once ("a.b.{c, d}") spelt out."""
+    import re
+
+    out = []
+    for part in re.findall(r"[^,{]+\{[^}]*\}|[^,]+", text):
+        part = part.strip()
+        if "{" in part:
+            section, lasts = part.split("{", 1)
+            out += [section + last.strip() for last in lasts.rstrip("}").split(",")]
+        else:
+            out.append(part)
+    return out
+
+
+def test_settings_of_one_section_are_said_once():
+    from grpo_doctor.importers.sidecar import settings_text
+
+    names = ["actor_rollout_ref.rollout.n", "actor_rollout_ref.actor.optim.lr",
+             "actor_rollout_ref.rollout.temperature", "beta", "learning_rate"]
+    text = settings_text(names)
+    assert text == ("actor_rollout_ref.actor.optim.lr, actor_rollout_ref.rollout.{n, "
+                    "temperature}, beta, learning_rate")
+    assert _expanded(text) == sorted(names)
+
+
 def test_a_hydra_config_note_names_the_settings_not_the_sections(tmp_path):
     """verl's .hydra/config.yaml: the note names each recipe setting read from it by the
     file's own key, not its sections (actor_rollout_ref, algorithm, data)."""
@@ -165,7 +191,7 @@ def test_a_hydra_config_note_names_the_settings_not_the_sections(tmp_path):
     (tmp_path / ".hydra" / "config.yaml").write_text(PPO_HYDRA)
     (run,) = load_runs(tmp_path / "metrics.csv")
     (note,) = [n for n in run.notes if "beside the log" in n]
-    named = note.split("beside the log: ", 1)[1].split(", ")
+    named = _expanded(note.split("beside the log: ", 1)[1])
     assert named == sorted(named)
     assert {"actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.rollout.n",
             "actor_rollout_ref.rollout.temperature", "actor_rollout_ref.actor.entropy_coeff",

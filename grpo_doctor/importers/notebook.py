@@ -25,7 +25,7 @@ from grpo_doctor.importers._tables import Table, parse_text_tables, tables_frame
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.console import log_to_run, parse_console
 from grpo_doctor.importers.notebook_code import code_settings, config_syntax_error
-from grpo_doctor.importers.sidecar import supplied_settings
+from grpo_doctor.importers.sidecar import settings_text, supplied_settings
 from grpo_doctor.metrics import map_columns
 from grpo_doctor.store import Run, build_run
 
@@ -213,7 +213,7 @@ def _code_config(nb: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     config = _code_settings(nb)
     named = supplied_settings(config, config)
     if named:
-        notes.append(f"settings read from the notebook's code: {', '.join(named)}")
+        notes.append(f"settings read from the notebook's code: {settings_text(named)}")
     return config
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -120,7 +120,8 @@ def with_sidecar_config(run: Run) -> Run:
     if not _training_keys(new):
         return run
     merged = {**config, **own}
-    note = f"settings read from {path}, beside the log: {', '.join(supplied_settings(merged, new))}"
+    named = settings_text(supplied_settings(merged, new))
+    note = f"settings read from {path}, beside the log: {named}"
     return replace(run, config=merged, notes=[*run.notes, note],
                    config_beside={**run.config_beside,
                                   **{k: f"{path.name} beside the log" for k in new}})
@@ -188,6 +189,19 @@ def supplied_settings(merged: Mapping[str, Any], new: Mapping[str, Any]) -> list
         names = {key for key, value in _flat(new).items()
                  if value is not None and key.rsplit(".", 1)[-1] in TRAINING_KEYS}
     return sorted(names)
+
+
+def settings_text(names: Sequence[str]) -> str:
+    """``names`` in a line a report can afford: keys that share their section said once
+    ("actor_rollout_ref.rollout.{n, temperature, top_p}"), each section in sorted order; a verl
+    config's fifteen dotted keys had run to ten lines of a healthy report."""
+    by_section: dict[str, list[str]] = {}
+    for name in sorted(names):
+        section, _, last = name.rpartition(".")
+        by_section.setdefault(section, []).append(last)
+    return ", ".join(
+        (f"{section}.{{{', '.join(lasts)}}}" if len(lasts) > 1 else f"{section}.{lasts[0]}")
+        if section else ", ".join(lasts) for section, lasts in by_section.items())
 
 
 def _flat(config: Mapping[str, Any]) -> dict[str, Any]:
