@@ -2173,3 +2173,15 @@ def test_a_run_that_had_its_sft_is_not_told_to_warm_up_with_sft():
             run.config["sft_before"] = True
         plan = " ".join(p.action for p in diagnose(run).plan)
         assert ("an SFT warm-up" in plan) is said, plan
+
+
+def test_a_setting_outside_but_not_a_cause_alone_says_its_fix():
+    """epsilon 0.6 beside an unrelated finding: the note said "epsilon 0.6 is 2x the top of
+    the recipe's 0.1-0.3" and left the value to guess (helper-43)."""
+    rng = np.random.default_rng(8)
+    n = 120
+    run = make_run(reward=0.5 + rng.normal(0, 0.02, n), frac_reward_zero_std=np.full(n, 0.95))
+    d = diagnose(run, DoctorConfig(run_config={"epsilon": 0.6, "learning_rate": 1e-6}))
+    note = next((x for x in d.notes if "not far enough to be a cause alone" in x), None)
+    assert note is not None and "epsilon 0.6 -> 0.2 (2x the top of the recipe's 0.1-0.3)" in \
+        note, d.notes
