@@ -247,8 +247,11 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         lead = _first_action(run, root, setup, checks)
     if lead.setup and root.step > events[0].step:
         # A setup problem was there from the first logs: it is dated there, with the length
-        # finding that shows the budget when there is one.
-        root = next((e for e in events if e.check.mode == "length_hacking"), events[0])
+        # finding that shows the budget when there is one. Not under another finding's name:
+        # "advantage_collapse at step 5" headed a format-gaming sentence "from step 7" (and
+        # audit's root was no finding it listed; helper-43).
+        root = next((e for e in events if e.check.mode == "length_hacking"),
+                    events[0] if events[0].check.mode == root.check.mode else root)
     cause = RootCause(root.check.mode, root.step, lead.summary or root.summary,
                       str(lead.remedy), knob=lead.knob.to_cause() if lead.knob else None,
                       setup=lead.setup)

@@ -2185,3 +2185,13 @@ def test_a_setting_outside_but_not_a_cause_alone_says_its_fix():
     note = next((x for x in d.notes if "not far enough to be a cause alone" in x), None)
     assert note is not None and "epsilon 0.6 -> 0.2 (2x the top of the recipe's 0.1-0.3)" in \
         note, d.notes
+
+
+def test_a_setup_problem_is_named_by_the_finding_it_quotes():
+    """Trial 40's correctness weight of 0: "advantage_collapse at step 5" (an early episode
+    that cleared) headed format gaming's sentence "from step 7", and audit's root was no
+    finding it listed (helper-43). The root is the finding quoted, at its own step."""
+    d = _trial("correct_weight_0_tb")
+    rc = d.root_cause
+    assert rc.first_action.startswith("accuracy_reward's weight 0 -> 1"), rc.first_action
+    assert rc.mode == "format_gaming" and rc.step == d.check("format_gaming").onset_step
