@@ -2195,3 +2195,21 @@ def test_a_setup_problem_is_named_by_the_finding_it_quotes():
     rc = d.root_cause
     assert rc.first_action.startswith("accuracy_reward's weight 0 -> 1"), rc.first_action
     assert rc.mode == "format_gaming" and rc.step == d.check("format_gaming").onset_step
+
+
+def test_no_roll_back_while_the_held_out_score_kept_rising_through_it():
+    """8 PPO epochs, ratios to 77 from step 5, the held-out score 0.26 -> 0.85 all the while:
+    "roll back to a checkpoint from before step 5" threw the run away (helper-43). The
+    setting is for the run from its last checkpoint."""
+    rng = np.random.default_rng(12)
+    n = 200
+    s = np.arange(1, n + 1)
+    held = np.where(s % 5 == 0, 0.26 + 0.6 * s / n + rng.normal(0, 0.01, n), np.nan)
+    run = make_run(reward=0.3 + 0.6 * s / n + rng.normal(0, 0.02, n), eval__score=held,
+                   ratio_max=np.where(s >= 5, 20 + rng.normal(0, 2, n), 1.2),
+                   ratio_min=np.where(s >= 5, 0.05, 0.9))
+    rc = diagnose(run, DoctorConfig(run_config={"num_iterations": 8, "learning_rate": 1e-6})
+                  ).root_cause
+    assert rc is not None and "num_iterations 8 -> 1" in rc.first_action, rc
+    assert rc.first_action.startswith("no roll-back: the held-out score kept rising through "
+                                      "it"), rc.first_action

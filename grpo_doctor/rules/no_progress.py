@@ -301,7 +301,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # where the medians went 0.625 -> 0.5, helper-39).
     summary = (f"no progress: over {n_logged:,} logged points the reward went "
                f"{fmt(start)} -> {fmt(now)} (medians of its first and last fifth; best "
-               f"{fmt(best)})"
+               f"{fmt(best)} as a rolling median)"
                + (f", {', '.join(worse)}" if worse else "")
                + ": the run is not learning its task")
     return Outcome(Status.WARNING, summary, onset_step=first_step, evidence=evidence,
