@@ -322,12 +322,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
                f"{fmt(gap[1])}: {carries}")
     said = " ".join([cause.summary, cause.first_action] if cause else []) + " " + " ".join(
         p.action for p in plan)
-    outweighs = format_outweighs(run)
-    weighed = (f"the config weighs {outweighs[0]} at {fmt(outweighs[1])}, above "
-               f"{outweighs[2]} at {fmt(outweighs[3])}: the reward pays the form more than a "
-               "right answer, what format gaming grows from; for the next run, weigh "
-               f"{outweighs[2]} at least as high" if outweighs is not None
-               and outweighs[0] not in said else None)
+    weighed = _format_weight_note(run, said)
     jumped = lr_jump_note(run, said)
     blind = _no_config_note(run, cause)
     clipped = always_clipped_note(run, setup)
@@ -336,6 +331,18 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                      notes=notes, root_cause=cause, plan=plan,
                      hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))
+
+
+def _format_weight_note(run: Run, said: str) -> str | None:
+    """A config that weighs a format term above the answer, when the advice (``said``) does
+    not name it already; None otherwise."""
+    found = format_outweighs(run)
+    if found is None or found[0] in said:
+        return None
+    form, form_weight, answer, answer_weight = found
+    return (f"the config weighs {form} at {fmt(form_weight)}, above {answer} at "
+            f"{fmt(answer_weight)}: the reward pays the form more than a right answer, what "
+            f"format gaming grows from; for the next run, weigh {answer} at least as high")
 
 
 def _no_config_note(run: Run, cause: RootCause | None) -> str | None:

@@ -22,6 +22,7 @@ from grpo_doctor import recipe
 from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.importers.command_line import coerce, parse_command_line, set_dotted
 from grpo_doctor.importers.interpolation import resolve_interpolations
+from grpo_doctor.importers.sidecar import CAPTURE_HEAD
 from grpo_doctor.metrics import Metric
 
 #: What TRL's ``GRPOConfig`` sets when a config file leaves a knob out (TRL 1.x; checked
@@ -217,13 +218,11 @@ def _printed(text: str) -> dict[str, Any]:
     return settings if len(recipe.read_config(settings).known) >= 2 else {}
 
 
-def _head(path: Path, size: int = 1 << 20) -> str:
-    """The first ``size`` bytes of a file as text: a console capture prints its launch first."""
-    try:
-        with path.open("rb") as fh:
-            return fh.read(size).decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise FormatError(f"{path}: {exc.strerror or exc}") from None
+def _head(path: Path) -> str:
+    """A console capture's first megabyte as text: it prints its launch first."""
+    from grpo_doctor.importers._common import read_head
+
+    return read_head(path, CAPTURE_HEAD).decode("utf-8", errors="replace")
 
 
 def _logs_a_kl(path: Path) -> bool:

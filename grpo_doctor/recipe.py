@@ -625,7 +625,7 @@ def _kl_in_force(flat: dict[str, Any]) -> dict[str, Any]:
     beta is 0 under the loss switch's key (no KL term at all)."""
     loss, loss_key = lookup(flat, (KL_LOSS_SWITCH,))
     reward, _ = lookup(flat, (_KL_REWARD_SWITCH,))
-    if loss is None or loss_key is None or "kl_loss_coef" not in "".join(flat):
+    if loss is None or loss_key is None or not any(k.endswith("kl_loss_coef") for k in flat):
         return flat  # not verl's pair (OpenRLHF's --use_kl_loss moves its one coefficient)
     out = dict(flat)
     if as_flag(loss) is False:

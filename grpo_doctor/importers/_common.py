@@ -55,13 +55,13 @@ def folder_run_name(folder: Path) -> str:
     return folder.name
 
 
-def read_head(path: Path) -> bytes:
-    """The first ``HEAD_BYTES`` of a file, what a sniffer sees; an InputError when it cannot be
-    read."""
+def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
+    """The first ``size`` bytes of a file (``HEAD_BYTES``: what a sniffer sees); an InputError
+    when it cannot be read."""
     check_input(path)  # a FIFO or a device is refused, never opened
     try:
         with path.open("rb") as fh:
-            return fh.read(HEAD_BYTES)
+            return fh.read(size)
     except PermissionError as exc:
         raise InputError(f"{path}: permission denied") from exc
     except OSError as exc:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.importers._common import load_yaml
+from grpo_doctor.importers._common import load_yaml, read_head
 from grpo_doctor.importers._records import flatten
 from grpo_doctor.importers.interpolation import resolve_interpolations
 from grpo_doctor.store import Run
@@ -250,7 +250,7 @@ def find_training_config(log: Path) -> tuple[Path, dict[str, Any]] | None:
 _SCRIPTS = frozenset({".sh", ".bash"})
 _CAPTURES = frozenset({".log", ".out", ".txt"})
 #: Of a capture, only its head is read: the launch and its arguments are printed first.
-_CAPTURE_HEAD = 1 << 20
+CAPTURE_HEAD = 1 << 20
 #: Files of a folder looked at for a launch (a folder of thousands of shards is not read).
 _MAX_FILES = 50
 
@@ -268,18 +268,16 @@ def _captured(folder: Path, log: Path) -> tuple[Path, dict[str, Any]] | None:
     from grpo_doctor.importers.console_text import printed_settings
 
     for path in sorted(files, key=lambda f: f.suffix.lower() not in _SCRIPTS):
+        script = path.suffix.lower() in _SCRIPTS
         try:
-            if path.resolve() == mine or path.stat().st_size > (
-                    _MAX_BYTES if path.suffix.lower() in _SCRIPTS else 1 << 40):
-                continue
-            with path.open("rb") as fh:
-                text = fh.read(_CAPTURE_HEAD).decode("utf-8", errors="replace")
-        except OSError:
+            if path.resolve() == mine or (script and path.stat().st_size > _MAX_BYTES):
+                continue  # (a script that large is no launch script)
+            text = read_head(path, CAPTURE_HEAD).decode("utf-8", errors="replace")
+        except (OSError, InputError):
             continue
         if "\0" in text:
             continue  # binary
-        settings = (parse_command_line(text) if path.suffix.lower() in _SCRIPTS
-                    else printed_settings(text))
+        settings = parse_command_line(text) if script else printed_settings(text)
         config = _as_training_config(settings)
         if config is not None:
             return path, resolve_interpolations(config)
