@@ -624,3 +624,66 @@ def test_a_reward_that_never_left_its_level_has_not_converged():
     check = d.check("no_progress")
     assert "converged" not in check.summary and check.evidence.get("unsettled"), check.summary
     assert check.summary.startswith("reward not improving (0.5 -> 0.5)"), check.summary
+
+
+def _never_solved(n: int = 200) -> dict[str, np.ndarray]:
+    """A task the policy never solves: the reward 0 but for a lucky batch now and then
+    (1 in 25), most groups all-0, a KL term still moving the weights, a held-out score that
+    touched 0.005 once."""
+    rng = np.random.default_rng(3)
+    reward = np.where(np.arange(n) % 25 == 12, 0.0156, 0.0)
+    held = np.zeros(n)
+    held[40:45] = 0.005
+    return {"reward": reward, "frac_reward_zero_std": np.where(reward > 0, 0.97, 1.0),
+            "grad_norm": 0.01 + 0.002 * rng.random(n), "kl": np.linspace(0, 0.002, n),
+            "eval_accuracy": held}
+
+
+def test_a_reward_stuck_at_zero_with_a_gradient_is_not_a_pass_of_no_learning_signal():
+    """Reward 0 on 96% of steps to the end, while a KL term keeps the grad norm above 0:
+    not dead by its gradient, but no pass either ("passed: no_learning_signal" beside 99% of
+    groups equal); a held-out score that touched 0.005 did not "learn, then lose it"."""
+    from grpo_doctor.reporters.outline import passed, unsettled
+    from tests.helpers import make_run
+
+    d = diagnose(make_run(**_never_solved()))
+    assert "no_learning_signal" not in passed(d)
+    assert "no_learning_signal" in [c.mode for c in unsettled(d)]
+    text = d.check("no_learning_signal").summary
+    assert text.startswith("the reward sat at 0 on ") and "not dead by its gradient" in text
+    progress = d.check("no_progress")
+    assert progress.status.value == "warning" and "learned, then lost" not in progress.summary
+
+
+def test_a_converged_run_flat_at_its_best_still_passes_no_learning_signal():
+    from grpo_doctor.reporters.outline import passed
+    from tests.helpers import make_run
+
+    n = 200
+    reward = np.minimum(np.linspace(0.1, 1.4, n), 1.0)
+    d = diagnose(make_run(reward=reward, grad_norm=np.full(n, 0.05), kl=np.linspace(0, .02, n)))
+    assert "no_learning_signal" in passed(d)
+
+
+def test_a_burst_on_a_reward_that_was_always_zero_did_not_freeze_it():
+    """The aftermath of an incident: a reward at 0 on nearly every step before it did not
+    "freeze at 0" after it (a task never solved; said as harm it made a burst of 0.19 on
+    norms of 0.01 critical)."""
+    from grpo_doctor.rules import incidents
+    from tests.helpers import make_run
+
+    run = make_run(**_never_solved())
+    assert not any("froze" in a for a in incidents.aftermath(run, 190))
+    moving = _never_solved()
+    moving["reward"] = np.r_[np.linspace(0.1, 0.6, 183), np.zeros(17)]
+    assert "the reward froze at 0" in incidents.aftermath(make_run(**moving), 190)
+
+
+def test_a_held_out_score_that_touched_a_few_thousandths_did_not_learn_then_lose_it():
+    """The corpus's too-hard run (reward 0 on 96% of steps): its held-out score at 0.0006 that
+    touched 0.005 is no "it learned, then lost it (a fall, not a stall)": it stayed low."""
+    from tests.helpers import corpus_diagnosis
+
+    progress = corpus_diagnosis("11_too_hard").check("no_progress")
+    assert progress.status.value == "warning" and "stayed low" in progress.summary
+    assert "learned, then lost" not in progress.summary

@@ -46,7 +46,10 @@ def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
         # noisy reward would otherwise make a fall from 0.6 to 0.2 look small.
         span = float(np.ptp(rolling_median(r, 5) if len(r) >= 10 else r)) or 1.0
         b, a = float(np.median(before)), float(np.median(after))
-        if np.ptp(r[s > step]) == 0 and len(r[s > step]) >= 5 and np.ptp(before) > 0:
+        # "Froze" only where it had been moving: a reward at 0 on 96% of steps before (a
+        # task it never solved) did not freeze at 0 after a burst.
+        if np.ptp(r[s > step]) == 0 and len(r[s > step]) >= 5 and np.ptp(before) > 0 and (
+                float(np.mean(r[s < step] == a)) < 0.5):
             out.append(f"the reward froze at {fmt(a)}")
         elif b - a >= 0.5 * span:
             out.append(reward_fall(run, step, float(s[s > step][:10][-1]))

@@ -198,6 +198,24 @@ def _lr_stopped(run: Run, p: Mapping[str, float]) -> Outcome | None:
                    remedies=remedies, key_metric=Metric.LEARNING_RATE.value)
 
 
+def _stuck_end(r: np.ndarray, p: Mapping[str, float], run: Run
+               ) -> tuple[int, float, float] | None:
+    """(points, level, share) when the reward sat at one level (within ``reward_band`` of its
+    range) on 90%+ of the last half of the log, below its best, with the task not at its
+    best: a sparse reward at 0 but for a few lucky batches is stuck, not moving. None
+    otherwise (a converged run sits at its best)."""
+    n = max(int(p["min_points"]), len(r) // 2)
+    if len(r) < 2 * p["min_points"]:
+        return None
+    tail = r[-n:]
+    level = float(np.median(tail))
+    band = p["reward_band"] * float(np.ptp(r))
+    share = float(np.mean(np.abs(tail - level) <= band))
+    if share < 0.9 or level >= float(np.max(r)) - band or _task_at_best(run):
+        return None
+    return n, level, share
+
+
 def _task_at_best(run: Run) -> bool:
     """Correctness evidence that a flat reward is a solved task: the log proves it solved
     (``task_solved``), or the held-out score, else every correctness-like component, ends
@@ -240,6 +258,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         how = ("the grad norm" if run.has(GRAD) else "the loss") + " is not 0 at the end"
         text = (f"no dead stretch at the end of the log ({how})" if gradless is None else
                 "no dead stretch at the end of the log (the reward still moves)")
+        stuck = _stuck_end(r, p, run) if gradless is None else None
+        if stuck is not None:
+            # A reward at one unsolved level to the end while a KL or entropy term still
+            # moves the weights: no pass ("passed: no_learning_signal" beside 99% of groups
+            # equal read as "the run has a signal"), not a dead run either (``unsettled``).
+            n, level, share = stuck
+            evidence["unsettled"] = True
+            text = (f"the reward sat at {fmt(level)} on {share:.0%} of the last {n} logged "
+                    f"points, but {how}: not dead by its gradient")
         return Outcome(Status.OK, text, evidence=evidence, key_metric=REWARD)
     how = gradless[1]
     start = int(steps[i])

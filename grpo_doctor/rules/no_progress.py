@@ -437,7 +437,11 @@ def _climb(v: np.ndarray, margin: float) -> tuple[float, float] | None:
     first = float(np.median(v[:max(3, len(v) // 20)]))
     peak = float(smooth.max())
     gain = peak - first
-    if gain >= margin * (float(np.ptp(smooth)) or 1e-12) and gain >= 6 * step_noise(v):
+    # On a 0-1 score the climb must be learning by its size too: a held-out score of 0 that
+    # touched 0.005 once "learned, then lost it" on a run that never solved a prompt.
+    material = gain >= _MATERIAL_GAIN if v.min() >= 0 and v.max() <= 1 else True
+    if gain >= margin * (float(np.ptp(smooth)) or 1e-12) and gain >= 6 * step_noise(v) \
+            and material:
         return first, peak
     return None
 
