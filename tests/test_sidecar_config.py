@@ -658,3 +658,67 @@ def test_a_launch_script_or_console_capture_beside_the_log_gives_its_settings(tm
     (run,) = load_runs(events)
     assert run.config["n_samples_per_prompt"] == 16 and run.config["temperature"] == 1.0
     assert any("train_grpo.sh, beside the log" in n for n in run.notes), run.notes
+
+
+def test_the_settings_read_leave_out_a_reference_sync_that_is_off():
+    """TRL's ref_model_sync_steps (512 by default) is read only under sync_ref_model: with it
+    off, the note of settings read does not list it (the advice does not read it either)."""
+    from grpo_doctor.importers.sidecar import supplied_settings
+
+    config = {"learning_rate": 1e-6, "beta": 0.04, "ref_model_sync_steps": 512}
+    off = supplied_settings({**config, "sync_ref_model": False}, config)
+    on = supplied_settings({**config, "sync_ref_model": True}, config)
+    assert "ref_model_sync_steps" not in off and "learning_rate" in off
+    assert "ref_model_sync_steps" in on
+
+
+def _hparams_run(folder: Path, *, args_text: dict | None = None) -> None:
+    """A run written by torch's real SummaryWriter: scalars in ``folder``, and
+    ``add_hparams``'s session in the sub-folder it makes for it (``<folder>/<time.time()>``)."""
+    import pytest
+
+    pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(folder))
+    if args_text is not None:  # as Hugging Face's TensorBoardCallback writes TrainingArguments
+        writer.add_text("args", json.dumps(args_text))
+    for step in range(1, 41):
+        writer.add_scalar("train/reward", 0.2 + step / 100, step)
+        writer.add_scalar("train/kl", 0.001 * step, step)
+    writer.add_hparams({"learning_rate": 3e-4, "beta": 0.0, "num_generations": 8,
+                        "loss_type": "grpo", "use_vllm": False}, {})
+    writer.close()
+
+
+def test_the_hparams_a_summary_writer_keeps_in_its_own_sub_folder_are_the_runs_config(
+        tmp_path, capsys):
+    """``SummaryWriter.add_hparams`` writes its session to a sub-folder of the log: its
+    settings are the run's config (ints as the script had them), named in a note, and the run
+    is one run, not two."""
+    _hparams_run(tmp_path / "exp")
+    assert [p for p in (tmp_path / "exp").iterdir() if p.is_dir()]
+    runs = load_runs(tmp_path / "exp")
+    assert len(runs) == 1
+    config = runs[0].config
+    assert config["learning_rate"] == 3e-4 and config["num_generations"] == 8
+    assert isinstance(config["num_generations"], int) and config["loss_type"] == "grpo"
+    assert any("hparams" in n and "learning_rate" in n for n in runs[0].notes)
+    code, out, _ = run_cli(capsys, "diagnose", str(tmp_path / "exp"))
+    assert code == 0 and "learning_rate 3e-4 ->" in " ".join(out.split())
+
+
+def test_the_args_text_wins_over_the_hparams_and_watch_reads_them_too(tmp_path):
+    """A log with both (the full ``args`` JSON and a sanitised hparams copy): the args win;
+    ``watch`` builds the same config from the growing log as the importer does."""
+    from grpo_doctor.watch import Watcher
+
+    _hparams_run(tmp_path / "exp", args_text={"learning_rate": 1e-6, "beta": 0.04})
+    config = load_runs(tmp_path / "exp")[0].config
+    assert config["learning_rate"] == 1e-6 and config["beta"] == 0.04
+    assert config["num_generations"] == 8  # only the hparams name it
+    watcher = Watcher(tmp_path / "exp")
+    watcher.poll(final=True)
+    assert watcher.run is not None
+    assert watcher.run.config["learning_rate"] == 1e-6
+    assert watcher.run.config["num_generations"] == 8

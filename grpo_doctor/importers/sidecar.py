@@ -179,7 +179,13 @@ def supplied_settings(merged: Mapping[str, Any], new: Mapping[str, Any]) -> list
     A file that supplies none of them: the training keys it adds."""
     flat = _flat(merged)
     names = set()
+    # TRL reads ref_model_sync_steps only under sync_ref_model: with it off the interval is
+    # no setting the advice reads (recipe._sync_in_force).
+    sync_off = any(k.rsplit(".", 1)[-1] == "sync_ref_model" and v is False
+                   for k, v in flat.items())
     for setting in RECIPE_NAMES:
+        if sync_off and "ref_model_sync_steps" in setting:
+            continue
         key = next((k for name in setting for k, v in flat.items()
                     if (k == name or k.endswith("." + name)) and v is not None and v != ""),
                    None)

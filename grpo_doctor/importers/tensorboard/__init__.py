@@ -60,6 +60,7 @@ from grpo_doctor.importers._common import folder_run_name, truncation_note, walk
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import FileIdentity, SeveralRuns, read_from, snapshot
 from grpo_doctor.importers.tensorboard.decode import (
+    HPARAMS_TAG,
     _Damaged,
     _decode,
     _one_by_one,
@@ -360,7 +361,11 @@ def _grid(chunks: list[_Chunk], refused: np.ndarray | None, n_tags: int, source:
 def _text_config(texts: list[tuple[str, int, str]]) -> dict[str, Any]:
     """Hugging Face writes TrainingArguments (and the model config) as JSON text summaries."""
     config: dict[str, Any] = {}
+    hparams: dict[str, Any] = {}
     for tag, _order, text in sorted(texts, key=lambda t: t[1]):
+        if tag == HPARAMS_TAG:
+            hparams.update(json.loads(text))
+            continue
         if not tag.endswith("text_summary"):
             continue
         try:
@@ -374,7 +379,8 @@ def _text_config(texts: list[tuple[str, int, str]]) -> dict[str, Any]:
             config.update(parsed)
         else:
             config[name] = parsed
-    return config
+    # add_hparams keeps a sanitised copy (lists as text): the full ``args`` text wins.
+    return {**hparams, **config}
 
 
 def _event_file_key(path: Path) -> tuple[int, str]:
@@ -512,6 +518,8 @@ def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
             by_folder[folder] = found
     out = []
     for folder, files in by_folder.items():
+        if folder != path and folder.parent in by_folder and _hparams_only(files):
+            continue  # the run's add_hparams session, read with the run (_with_hparams_beside)
         rel = folder.relative_to(path).as_posix()
         name = folder_run_name(path) if rel == "." else rel
         out.append((name, files, str(folder)))
@@ -529,7 +537,7 @@ def _load(path: Path, options: LoadOptions,
     for name, files, source in found:
         run = _load_run(name, files, source, options, read)
         if run is not None:
-            runs.append(run)
+            runs.append(_with_hparams_beside(run, Path(source)))
         elif len(found) == 1:
             what = "file" if len(files) == 1 else "files"
             where = files[0] if len(files) == 1 else source
@@ -537,6 +545,62 @@ def _load(path: Path, options: LoadOptions,
     if not runs:
         raise FormatError(f"{path}: no scalar events in any TensorBoard file")
     return runs
+
+
+#: An hparams sub-folder holds a few hundred bytes: a larger file is a run of its own, not read
+#: here; and a folder of many sub-folders is a tree of runs, not one run's hparams.
+_HPARAMS_MAX_BYTES = 1 << 20
+_HPARAMS_MAX_FOLDERS = 16
+
+
+def _hparams_of(path: Path) -> dict[str, Any] | None:
+    """The settings of an add_hparams session in the event file ``path``; None when it is no
+    small file holding one."""
+    try:
+        if path.stat().st_size > _HPARAMS_MAX_BYTES:
+            return None
+        texts = read_event_file(path).texts
+    except (OSError, FormatError):
+        return None
+    found = [json.loads(text) for tag, _order, text in texts if tag == HPARAMS_TAG]
+    return {k: v for got in found for k, v in got.items()} if found else None
+
+
+def _hparams_only(files: list[Path]) -> bool:
+    """Whether a folder's event files are an add_hparams session (with the metrics it was
+    given), not a run of their own."""
+    return all(_hparams_of(f) is not None for f in files)
+
+
+def _with_hparams_beside(run: Run, folder: Path) -> Run:
+    """``run`` with the settings ``SummaryWriter.add_hparams`` wrote for it, which torch and
+    tensorboardX keep in a sub-folder of their own (``<logdir>/<time.time()>/``): settings the
+    run's own event files (``args`` text) name win. ``run`` unchanged when there are none."""
+    if folder.is_file():
+        folder = folder.parent
+    try:
+        children = sorted(c for c in folder.iterdir() if c.is_dir())[:_HPARAMS_MAX_FOLDERS]
+    except OSError:
+        return run
+    found: dict[str, Any] = {}
+    for child in children:
+        try:
+            events = [f for f in sorted(child.iterdir()) if _is_event_file(f.name)
+                      and f.is_file()]
+        except OSError:
+            continue
+        for path in events:
+            found.update(_hparams_of(path) or {})
+    own = run.config or {}
+    new = {k: v for k, v in found.items() if k not in own}
+    if not new:
+        return run
+    from grpo_doctor.importers.sidecar import settings_text, supplied_settings
+
+    merged = {**found, **own}
+    named = settings_text(supplied_settings(merged, new)) or plural(len(new), "setting")
+    note = f"settings read from the hparams TensorBoard keeps beside the log: {named}"
+    return replace(run, config=merged, notes=[*run.notes, note])
 
 
 # --- a growing run, read record by record from where each file left off (``watch``) -------------
@@ -673,9 +737,10 @@ def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | N
     with tempfile.TemporaryDirectory(prefix="grpo-doctor-watch-") as tmp:
         copies = [snapshot(p, size, Path(tmp)) for p, size in files]
         try:
-            return _load_run(state.name, copies, state.run_source, options)
+            run = _load_run(state.name, copies, state.run_source, options)
         except FormatError:
             return None
+    return None if run is None else _with_hparams_beside(run, Path(state.run_source))
 
 
 IMPORTER = Importer(

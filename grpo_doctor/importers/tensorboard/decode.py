@@ -6,6 +6,7 @@ that reads records equal to a template but for their numbers straight from rows 
 
 from __future__ import annotations
 
+import json
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -652,6 +653,10 @@ def _one_by_one(b: Buffer, pts: _Points, idx: np.ndarray, s: np.ndarray, e: np.n
             o = base + min(k, 255)
             if v.HasField("metadata"):
                 pts.plugins.append((v.tag, o, v.metadata.plugin_data.plugin_name))
+                if v.tag == HPARAMS_TAG and v.metadata.plugin_data.plugin_name == "hparams":
+                    hparams = _session_hparams(v.metadata.plugin_data.content)
+                    if hparams:
+                        pts.texts.append((HPARAMS_TAG, o, json.dumps(hparams)))
             kind = v.WhichOneof("value")
             if kind == "simple_value":
                 x: float | None = float(v.simple_value)
@@ -683,6 +688,32 @@ def _one_by_one(b: Buffer, pts: _Points, idx: np.ndarray, s: np.ndarray, e: np.n
         pts.values.append(np.asarray(values, dtype=np.float64))
         pts.order.append(np.asarray(orders, dtype=np.int64))
         pts.tensor.append(np.asarray(tensor, dtype=bool))
+
+
+#: Where ``SummaryWriter.add_hparams`` (torch, tensorboardX) keeps the settings of a run: the
+#: hparams plugin's session start, in an event file of its own sub-folder.
+HPARAMS_TAG = "_hparams_/session_start_info"
+
+
+def _session_hparams(content: bytes) -> dict[str, Any]:
+    """The settings of an hparams session start (``HParamsPluginData``): name -> number, text or
+    bool; {} when the bytes are no such record."""
+    from google.protobuf.message import DecodeError
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+
+    try:
+        data = HParamsPluginData.FromString(content)
+    except DecodeError:
+        return {}
+    out: dict[str, Any] = {}
+    for name, value in data.session_start_info.hparams.items():
+        kind = value.WhichOneof("kind")
+        if kind in ("number_value", "string_value", "bool_value"):
+            number = getattr(value, kind)
+            # add_hparams stores ints as doubles: 8.0 back to 8, as the trainer had it.
+            out[name] = int(number) if kind == "number_value" and float(number).is_integer() \
+                and abs(number) < 2**53 else number
+    return out
 
 
 def read_event_file(path: Path, file_no: int = 0) -> _Points:
