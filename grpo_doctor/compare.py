@@ -14,8 +14,9 @@ The first run is the reference; every other run is compared with it, in three pa
    one checkpoint, as a rule, do not part.
 3. **Findings diff**: each failure mode raised in any run, with its status, onset and first
    alert per run and what changed against the reference (appears, disappears, escalates,
-   eases, onset moved; not compared when the check was skipped in either run), and each
-   run's root cause where the diagnosis names one.
+   eases, onset moved, other form: the mode read from another signal, as answers cut at the
+   budget against answers shortened; not compared when the check was skipped in either
+   run), and each run's root cause where the diagnosis names one.
 
 Pure data in, pure data out: the result types are in ``comparison.py``, reporters in
 ``reporters/compare_report.py``.
@@ -155,6 +156,10 @@ def _change(ref: Check | None, other: Check | None) -> str:
         return "disappears"
     if not ref_fired:
         return "same"
+    if ref.key_metric and other.key_metric and ref.key_metric != other.key_metric:
+        # Another form of the mode (answers cut at the budget against answers shortened):
+        # "eases" or "escalates" would compare two different things.
+        return "other_form"
     r, o = ref.status.rank, other.status.rank
     if o != r:
         return "escalates" if o > r else "eases"

@@ -603,3 +603,18 @@ def test_what_a_log_says_of_its_model_is_no_config_to_compare():
                            "saved_checkpoints": [100, 200]})
     assert _no_config_diff(compare_runs(runs)) == \
         "no config in any run's log: nothing to compare"
+
+
+def test_one_mode_in_another_form_is_not_said_to_ease_or_escalate():
+    """length_hacking as answers cut at the budget (critical) against answers shortened
+    (warning): another form, not "eases"; the same form at a lower status still eases."""
+    from grpo_doctor.compare import _change
+    from grpo_doctor.findings import Check, Status
+
+    cut = Check("length_hacking", Status.CRITICAL, "truncated", 10,
+                key_metric="truncation_ratio")
+    shortened = Check("length_hacking", Status.WARNING, "collapse", 10,
+                      key_metric="response_length_mean")
+    assert _change(cut, shortened) == "other_form"
+    assert _change(cut, Check("length_hacking", Status.WARNING, "truncated", 10,
+                              key_metric="truncation_ratio")) == "eases"
