@@ -121,10 +121,22 @@ def with_sidecar_config(run: Run) -> Run:
         return run
     merged = {**config, **own}
     named = settings_text(supplied_settings(merged, new))
-    note = f"settings read from {path}, beside the log: {named}"
+    note = f"settings read from {_beside(path, run)}, beside the log: {named}"
     return replace(run, config=merged, notes=[*run.notes, note],
                    config_beside={**run.config_beside,
                                   **{k: f"{path.name} beside the log" for k in new}})
+
+
+def _beside(path: Path, run: Run) -> str:
+    """``path`` as a note shows it: from the log's folder when it lies under it (the run's
+    header names that folder already; a full path twice had cost a healthy report two
+    lines), whole otherwise."""
+    source = Path(run.source)
+    folder = source if source.is_dir() else source.parent
+    try:
+        return path.relative_to(folder).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _with_adapter(run: Run) -> Run:
@@ -139,7 +151,8 @@ def _with_adapter(run: Run) -> Run:
         return run
     path, rank = found
     rank_text = f" of rank {rank}" if rank else ""
-    note = f"a LoRA adapter{rank_text} ({path} beside the log): judged against an adapter's lr"
+    note = (f"a LoRA adapter{rank_text} ({_beside(path, run)} beside the log): judged against "
+            "an adapter's lr")
     return replace(run, config={**(run.config or {}), "use_peft": True},
                    notes=[*run.notes, note])
 
