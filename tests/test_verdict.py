@@ -687,3 +687,22 @@ def test_a_held_out_score_that_touched_a_few_thousandths_did_not_learn_then_lose
     progress = corpus_diagnosis("11_too_hard").check("no_progress")
     assert progress.status.value == "warning" and "stayed low" in progress.summary
     assert "learned, then lost" not in progress.summary
+
+
+def test_an_entropy_dip_that_came_back_is_no_collapse():
+    """Entropy sliding 0.70 -> 0.62 with a dip to 0.3 half-way: the window's fall past 50% came
+    back, 11% is lost at the end. "entropy fell 10% ... threshold: drop > 50%" had read a
+    critical collapse (trial 41, run 12); a fall that holds still fires."""
+    from tests.helpers import make_run
+
+    n = 150
+    rng = np.random.default_rng(5)
+    h = np.linspace(0.70, 0.62, n) + rng.normal(0, 0.02, n)
+    h[85:100] = 0.3
+    reward = np.full(n, 0.2) + rng.normal(0, 0.005, n)
+    check = diagnose(make_run(entropy=h, reward=reward)).check("entropy_collapse")
+    assert not check.fired, check.summary
+    assert check.evidence["largest_drop_in_window"] >= 0.5
+    held = h.copy()
+    held[85:] = 0.3 + rng.normal(0, 0.01, n - 85)
+    assert diagnose(make_run(entropy=held, reward=reward)).check("entropy_collapse").fired

@@ -17,7 +17,8 @@ How it is detected
     For the warning, a Mann-Kendall trend test with the Hamed-Rao autocorrelation correction
     must find a significant decline (p < ``alpha``) and the largest relative drop within
     ``window_steps`` (rolling median, so no single point decides) must exceed
-    ``drop_fraction``. The critical line is a level, with no trend test: the median of the
+    ``drop_fraction``, with at least half that share still lost at the end (a dip that came
+    back is none). The critical line is a level, with no trend test: the median of the
     last 10% of points at or below ``critical_ratio`` of the median of the first points (at
     least 3). The onset is the knot of a two-piece linear fit to log-entropy: where the
     decline began. When reward is logged, Cui's R = -a*exp(H) + b is fitted to report the
@@ -182,7 +183,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     declining = trend.decreasing(p["alpha"])
     # An entropy that ends above its start has not collapsed, whatever its noise did in
     # between (a near-deterministic run swinging 0.003-0.09 nats read "fell -49%").
-    fast_drop = declining and drop_frac >= p["drop_fraction"] and ratio < 1.0
+    # And for good: a window's fall that mostly came back (0.80 -> 0.36 within 100 steps of a
+    # noisy entropy that ends 10% below its start) is a dip, not a collapse.
+    fast_drop = declining and drop_frac >= p["drop_fraction"] and (
+        ratio <= 1.0 - 0.5 * p["drop_fraction"])
     # Spent at the end, or at any sustained stretch of its history (a 9-point rolling median):
     # entropy that came back a little after falling below the line had still fallen below it.
     lowest = float(rolling_median(h, 9).min()) if len(h) >= 9 else hc
