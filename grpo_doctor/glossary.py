@@ -267,6 +267,12 @@ TERMS: tuple[Term, ...] = (
        "reward_std", "group_reward_std", see=("reward component",)),
     _t("tool_calls", """Tool calls per episode in an agentic run.""", "tool calls",
        see=("tool_spam",)),
+    _t("turns", """Turns per episode in a multi-turn run: the tool calls plus the turns every
+       episode has (the answer; verl counts the prompt too). tool_spam reads the turns above
+       that floor where no call count is logged.""", "num_turns", see=("tool_spam",)),
+    _t("tool_failure_rate", """The share of tool calls that failed (an error, an invalid
+       call) in an agentic run.""", "tool failures", "failure_frequency",
+       see=("tool_failure",)),
 )
 
 

@@ -43,6 +43,8 @@ class Metric(str, Enum):
     ALL_WRONG_FRACTION = "all_wrong_fraction"
     ADVANTAGE_MEAN = "advantage_mean"
     TOOL_CALLS = "tool_calls"
+    TURNS = "turns"
+    TOOL_FAILURE_RATE = "tool_failure_rate"
     HELDOUT_SCORE = "heldout_score"
     MISMATCH_KL = "mismatch_kl"
     IS_RATIO_MAX = "is_ratio_max"
@@ -249,9 +251,21 @@ ALIASES: list[Alias] = [
     *_aliases(
         Metric.TOOL_CALLS,
         "tools/call_frequency", "tool_call_counts/mean", "tool_calls", "tool_calls/mean",
-        "avg_turns_per_sample", "env/number_of_actions/mean", "verl_tool/num_turns/mean",
-        "num_turns/mean", "tool_call_rate",
+        "tool_call_rate",
     ),
+    # Turns are not calls: a turn count is the calls plus the turns every episode has (the
+    # final answer, the prompt), so a rise 0.39 -> 2.34 calls reads 1.39 -> 3.34 turns, 2.4x.
+    *_aliases(
+        Metric.TURNS,
+        "avg_turns_per_sample", "env/number_of_actions/mean", "verl_tool/num_turns/mean",
+        "num_turns/mean", "turns_per_sample/mean",
+    ),
+    *_aliases(
+        Metric.TOOL_FAILURE_RATE,
+        "tools/failure_frequency", "invalid_tool_call_rate", "tool_failure_rate",
+    ),
+    Alias("verl_tool/tool_call_success/mean", Metric.TOOL_FAILURE_RATE, _one_minus,
+          conversion="1 - value (VerlTool's share of calls that succeeded)"),
     *_aliases(
         Metric.HELDOUT_SCORE,
         "validation_accuracy", "validation/accuracy", "val_accuracy", "eval/reward",

@@ -386,7 +386,7 @@ def blind_checks(framework: str, setup: recipe.Setup | None = None, *, groups: b
         logged.discard(Metric.KL.value)  # TRL computes no KL at beta 0
     out = []
     for rule in RULES:
-        if rule.id == "tool_spam":
+        if rule.id in ("tool_spam", "tool_failure"):
             continue  # agentic runs only: a note in `rules`, not a gap in every setup
         if rule.id == "advantage_collapse" and not groups:
             continue  # no groups, no all-equal groups

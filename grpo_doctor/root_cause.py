@@ -67,8 +67,8 @@ from grpo_doctor.trends import rolling_median, step_noise
 _ALL = frozenset({
     "numerical_failure", "entropy_collapse", "advantage_collapse", "kl_drift",
     "likelihood_displacement", "grad_explosion", "ratio_instability", "reward_hacking",
-    "length_hacking", "format_gaming", "tool_spam", "reward_overfit", "entropy_blowup",
-    "no_learning_signal", "no_progress",
+    "length_hacking", "format_gaming", "tool_spam", "tool_failure", "reward_overfit",
+    "entropy_blowup", "no_learning_signal", "no_progress",
 })
 #: What each mode can bring about later in a run (besides itself).
 CAN_CAUSE: dict[str, frozenset[str]] = {
@@ -105,15 +105,24 @@ CAN_CAUSE: dict[str, frozenset[str]] = {
                                      "grad_explosion"}),
     "no_learning_signal": frozenset({"advantage_collapse", "reward_overfit", "length_hacking",
                                      "entropy_collapse", "no_progress"}),
-    "tool_spam": frozenset({"reward_hacking", "length_hacking", "reward_overfit"}),
+    # A call-rate reward farmed moves the policy as any gamed reward does; tool output's
+    # long-tail tokens are where the chapter's likelihood displacement starts.
+    "tool_spam": frozenset({"reward_hacking", "length_hacking", "reward_overfit", "kl_drift",
+                            "entropy_collapse", "advantage_collapse", "format_gaming",
+                            "likelihood_displacement", "ratio_instability", "no_progress"}),
+    # A tool that never answers: the agent answers without it or farms the calls a reward
+    # pays for, and nothing of the task is learned.
+    "tool_failure": frozenset({"tool_spam", "format_gaming", "advantage_collapse",
+                               "entropy_collapse", "no_progress", "reward_hacking",
+                               "length_hacking", "reward_overfit", "no_learning_signal"}),
     "reward_overfit": frozenset(),
     "no_progress": frozenset(),
 }
 #: At one step, the more upstream mode is the cause. Reward design (hacking, format gaming)
 #: comes before the KL drift it drives.
-_ORDER = ("grad_explosion", "numerical_failure", "reward_hacking", "format_gaming",
-          "kl_drift", "ratio_instability", "likelihood_displacement", "entropy_blowup",
-          "entropy_collapse", "no_learning_signal", "tool_spam", "length_hacking",
+_ORDER = ("grad_explosion", "numerical_failure", "tool_failure", "reward_hacking",
+          "format_gaming", "kl_drift", "ratio_instability", "likelihood_displacement",
+          "entropy_blowup", "entropy_collapse", "no_learning_signal", "tool_spam", "length_hacking",
           "advantage_collapse", "reward_overfit", "no_progress")
 _RANK = {m: i for i, m in enumerate(_ORDER)}
 #: Instead of a roll-back, for a run that broke and came back to solve its task.
@@ -230,7 +239,7 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
     if root is None:  # nothing explains everything: the earliest of the worst findings
         root = next(e for e in events if e.check in worst)
     root = _knob_explained(events, worst, setup, root)
-    cheating = _cheat_attempts(run, events)
+    cheating = _cheat_attempts(run, events) or _farmed_tools(events, worst)
     if cheating is not None and root.check.mode not in ("numerical_failure",):
         # The anti-cheat check caught the policy trying: whatever else is wrong, that is
         # what to look at first (a larger budget or a smaller step will not stop it).
@@ -304,6 +313,18 @@ def _cheat_attempts(run: Run, events: Sequence[Event]) -> Event | None:
                 if rose:
                     return e
     return None
+
+
+def _farmed_tools(events: Sequence[Event], worst: Sequence[Check]) -> Event | None:
+    """The tool-spam finding when it explains every other worst finding: the calls surged on
+    a reward that pays for them, and the KL drift or the entropy fall that a level-shift
+    onset dates a few steps earlier are what farming them did (a tighter leash would not stop
+    it)."""
+    spam = next((e for e in events if e.check.mode == "tool_spam" and not e.incident), None)
+    if spam is None:
+        return None
+    causes = CAN_CAUSE["tool_spam"] | {"tool_spam"}
+    return spam if all(c.mode in causes for c in worst) else None
 
 
 #: What a policy that learned its training prompts, not the task, shows: near-deterministic

@@ -19,6 +19,7 @@ _MODULES = [
     "length_hacking",
     "format_gaming",
     "tool_spam",
+    "tool_failure",
     "reward_overfit",
     "entropy_blowup",
     "no_progress",

@@ -450,6 +450,33 @@ def tool_calls_steady() -> Run:
                        "critic/score/mean": rising_reward(64)})
 
 
+def turns_surge() -> Run:
+    """NeMo-RL's turns per sample: 1.4 -> 3.3 (the calls 0.4 -> 2.3, one answer turn each)."""
+    turns = 1.4 + 1.9 * sig((T - 600) / 40) + np.abs(ar1(65, N, 0.03))
+    return make_run(**{"avg_turns_per_sample": turns, "critic/score/mean": 0.4 + ar1(66, N,
+                                                                                     0.02)})
+
+
+def turns_steady() -> Run:
+    """Agents learn to use tools a little more: 1.35 -> 1.5 turns."""
+    return make_run(**{"avg_turns_per_sample": 1.35 + 0.15 * T / N + np.abs(ar1(67, N, 0.02)),
+                       "critic/score/mean": rising_reward(68)})
+
+
+# --- tool failure ----------------------------------------------------------------------------
+
+def tool_breaks_down() -> Run:
+    """The tool's endpoint goes down at step 500: failures 5% -> 95%."""
+    share = np.clip(0.05 + 0.9 * sig((T - 500) / 10) + ar1(69, N, 0.01), 0, 1)
+    return make_run(**{"tools/failure_frequency": share, "reward": 0.5 + ar1(70, N, 0.02)})
+
+
+def tool_calls_learned() -> Run:
+    """Malformed calls at first (60% fail), learned away: 60% -> 8%."""
+    share = np.clip(0.08 + 0.52 * np.exp(-T / 150) + ar1(71, N, 0.01), 0, 1)
+    return make_run(**{"tools/failure_frequency": share, "reward": rising_reward(72)})
+
+
 # --- reward over-fitting ---------------------------------------------------------------------
 
 def reward_rises_then_falls() -> Run:
@@ -513,6 +540,11 @@ CASES += [
     Case("tool calls surge", "tool_spam", tool_calls_surge, ("critical",), onset=700,
          tolerance=40),
     Case("tool calls steady", "tool_spam", tool_calls_steady, ("ok",)),
+    Case("turns surge", "tool_spam", turns_surge, ("critical",), onset=600, tolerance=40),
+    Case("turns steady", "tool_spam", turns_steady, ("ok",)),
+    Case("the tool breaks down", "tool_failure", tool_breaks_down, ("warning",), onset=500,
+         tolerance=20),
+    Case("malformed calls learned away", "tool_failure", tool_calls_learned, ("ok",)),
     Case("reward rises then falls", "reward_overfit", reward_rises_then_falls,
          ("warning", "critical"), onset=700, tolerance=60),
     Case("reward noisy plateau", "reward_overfit", reward_noisy_plateau, ("ok",)),

@@ -1095,6 +1095,24 @@ def tool_stalled(nums, past):
     return _tools(1.0, 4.0, reward=stalled(100, 142) if past else rising(100, 141))
 
 
+# --- tool_failure --------------------------------------------------------------------------
+
+
+def _failures(early: float, late: float, n: int = 100) -> Run:
+    """A failure share at ``early`` over the first 30% of the log, ``late`` from 60% on."""
+    share = np.clip(ramp(n, early, late, 30, 60) + ar1(150, n, 0.005), 0.0, 1.0)
+    return make_run(tools__failure_frequency=share, reward=stalled(n, 151))
+
+
+def fail_late(nums, past):
+    return _failures(0.1, nums[0] / 100 * pick(past, 1.1, 0.9))
+
+
+def fail_broken(nums, past):
+    level = nums[0] / 100 * pick(past, 1.05, 0.95)
+    return _failures(min(level, 1.0), min(level, 1.0))
+
+
 # --- reward_overfit ------------------------------------------------------------------------
 
 
@@ -1629,6 +1647,11 @@ THRESHOLDS: list[Threshold] = [
     T("tool_spam", "warning", "significant", r"with a significant rise", tool_significant),
     T("tool_spam", "critical", "reward_not_improving", r"with the reward not improving",
       tool_stalled),
+    # tool_failure
+    T("tool_failure", "warning", "late_share", r"(\d+)%\+ of calls failing over the end",
+      fail_late, (param("fail_share", 0.01),)),
+    T("tool_failure", "critical", "never_worked", r"(\d+)%\+ failing late and over the first",
+      fail_broken, (param("broken_share", 0.01),)),
     # reward_overfit
     T("reward_overfit", "warning", "giveback",
       r"gives back > (\d+)% of its gain \(the peak (\d+)%\+ of the log before its end\)",
