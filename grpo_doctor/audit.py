@@ -64,7 +64,7 @@ from grpo_doctor.discovery import (
     passed_over_reason,
 )
 from grpo_doctor.engine import DoctorConfig, diagnose
-from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
+from grpo_doctor.errors import ConfigError, GrpoDoctorError, InputError
 from grpo_doctor.files import as_path, is_remote
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.hints import require_metrics
@@ -166,8 +166,11 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
                 fmt = imp.name
             try:
                 runs = load_runs(where, format=fmt, column_map=column_map)
-            except FormatError as exc:
-                if _text_doc(src):  # a README, notes: text that holds no training log
+            except GrpoDoctorError as exc:
+                # A README, notes: text that holds no training log; or a .log of text whose
+                # timestamps hold a comma ("11:11:39,323", wandb's debug.log), read as a table
+                # with no numbers.
+                if _text_doc(src):
                     return {"skip": f"no training log in it ({_one_line(exc).split(': ', 1)[-1]})"}
                 raise
             if _text_doc(src) and not any(run.mapping for run in runs):

@@ -693,3 +693,20 @@ def test_the_findings_column_lists_the_root_cause_first_among_equal_onsets(tmp_p
     code, out, err = run_cli(capsys, "audit", str(tmp_path), "-f", "markdown")
     row = next(line for line in out.splitlines() if line.startswith("| 20251022_120223"))
     assert re.search(r"length_hacking@10\W*( ✗)?, advantage_collapse@10", row), row
+
+
+def test_a_text_log_with_comma_timestamps_is_passed_over_not_unreadable(tmp_path, capsys):
+    """wandb's debug.log ("2026-12-06 11:11:39,323 INFO ...") reads as a CSV of no numbers:
+    beside a run it is a document passed over, not an unreadable run (trial 41: "3 unreadable"
+    on an audit of verl runs with their wandb folders)."""
+    _copy("healthy", tmp_path / "run" / "metrics.csv")
+    wandb = tmp_path / "run" / "wandb"
+    wandb.mkdir()
+    (wandb / "debug.log").write_text(
+        "2026-12-06 11:11:39,323 INFO    MainThread:9682 [wandb_setup.py:_flush():81] "
+        "Current SDK version is 0.31.0\n"
+        "2026-12-06 11:11:39,324 INFO    MainThread:9682 [wandb_setup.py:_flush():81] "
+        "Configure stats pid to 9682\n")
+    code, out, _ = run_cli(capsys, "audit", str(tmp_path), "-f", "json", "-j", "1")
+    result = json.loads(out)
+    assert result["errors"] == [] and len(result["runs"]) == 1
