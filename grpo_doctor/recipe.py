@@ -105,6 +105,9 @@ class Setting:
     off_above: float | None = None  # a value this large means "off" (max_grad_norm 1e9)
     ok_values: tuple[str, ...] = ()  # a choice's values inside the recipe
     note_only: bool = False  # never a cause: only reported (preflight, notes)
+    #: A flag whose off state no recipe has (tool output trained on): off is far outside, a
+    #: cause with a warning too.
+    off_is_far: bool = False
     #: What a negative value does, for a coefficient whose sign flips its purpose (an entropy
     #: bonus that becomes a penalty): far outside the recipe, not merely "off".
     negative: str = ""
@@ -275,6 +278,20 @@ SETTINGS: tuple[Setting, ...] = (
         risks={OFF: _links(contributing=("length_hacking",))},
         why={OFF: "truncated completions are scored as if they had ended"},
         target="on", note_only=True,
+    ),
+    Setting(
+        "mask_tool_output", ("actor_rollout_ref.agent.mask_observations", "mask_observations",
+                             "actor_rollout_ref.actor.state_masking", "state_masking",
+                             "mask_tool_output", "mask_env_tokens"),
+        "on (the tool's output masked from the policy loss)",
+        "chapter 4 (LLD in tool-integrated GRPO); VerlTool's and Search-R1's default",
+        kind="flag", off_is_far=True,
+        risks={OFF: _links(primary=(_LLD, _KL), contributing=("ratio_instability",
+                                                              "entropy_blowup"))},
+        why={OFF: "the policy is trained on the tool's tokens, which it never sampled: "
+                  "long-tail ratios on them, and their likelihood pushed around by text the "
+                  "policy does not write"},
+        target="on",
     ),
     Setting(
         "dynamic_sampling", ("algorithm.filter_groups.enable", "filter_groups.enable",
@@ -820,7 +837,7 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
             flag = (as_number(value) or 0) > 0
         if flag is None:
             return Reading(s, value, key, UNKNOWN)
-        return Reading(s, value, key, OK if flag else OFF)
+        return Reading(s, value, key, OK if flag else OFF, far=s.off_is_far and not flag)
     if s.kind == "choice":
         text = str(value).strip().lower()
         return Reading(s, value, key, OK if text in s.ok_values else OFF)

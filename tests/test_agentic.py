@@ -76,3 +76,24 @@ def test_verltool_success_is_read_as_its_complement():
     broken = diagnose(make_run(**{"verl_tool/tool_call_success/mean": np.zeros(N),
                                   "reward": 0.5 + ar1(4, N, 0.02)}))
     assert broken.check("tool_failure").status.value == "critical"
+
+
+def test_tool_output_trained_on_is_the_first_action_behind_the_kl_drift_it_drives():
+    """VerlTool's mask_observations false: the policy trained on the tool's tokens drifts
+    from its reference (KL 0.4 -> 2.0, a warning). The setting is the cause to fix, not a
+    tighter leash (beta 0.04 is inside the recipe); Search-R1's state_masking reads alike."""
+    from grpo_doctor import recipe
+
+    run = make_run(kl=0.3 + 1.7 * _sig((T - 40) / 10) + np.abs(ar1(5, N, 0.02)),
+                   reward=0.5 + 0.3 * T / N + ar1(6, N, 0.02))
+    run = replace(run, config={"actor_rollout_ref": {"agent": {"mask_observations": False},
+                                                     "actor": {"kl_loss_coef": 0.04,
+                                                               "use_kl_loss": True}}})
+    d = diagnose(run)
+    assert d.check("kl_drift").status.value == "warning"
+    assert d.root_cause.first_action.startswith(
+        "actor_rollout_ref.agent.mask_observations false -> true")
+    off = recipe.read_config({"actor_rollout_ref": {"actor": {"state_masking": False}}})
+    assert off.get("mask_tool_output").verdict == recipe.OFF and off.get("mask_tool_output").far
+    on = recipe.read_config({"state_masking": True})
+    assert on.get("mask_tool_output").verdict == recipe.OK
