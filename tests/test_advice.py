@@ -2213,3 +2213,21 @@ def test_no_roll_back_while_the_held_out_score_kept_rising_through_it():
     assert rc is not None and "num_iterations 8 -> 1" in rc.first_action, rc
     assert rc.first_action.startswith("no roll-back: the held-out score kept rising through "
                                       "it"), rc.first_action
+
+
+def test_a_low_rollout_temperature_is_the_cause_of_the_kl_drift_it_drives():
+    """Temperature 0.3 (far below the recipe's 1-1.2), KL 0.05 -> 0.9 while the reward rises:
+    the policy pulled to the sharpened distribution it samples from leaves its reference.
+    The first action is the temperature, not a tighter leash (beta 0.04 is inside the
+    recipe; trial 41, run 09)."""
+    from dataclasses import replace
+
+    n = 150
+    t = np.arange(n)
+    rng = np.random.default_rng(9)
+    run = make_run(kl=0.05 + 0.85 / (1 + np.exp(-(t - 30) / 6)) + rng.normal(0, 0.02, n),
+                   reward=0.85 + 0.3 * t / n + rng.normal(0, 0.02, n))
+    run = replace(run, config={"temperature": 0.3, "beta": 0.04})
+    d = diagnose(run)
+    assert d.check("kl_drift").fired
+    assert d.root_cause.first_action.startswith("temperature 0.3 -> 1.0")
