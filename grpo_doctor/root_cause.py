@@ -182,6 +182,9 @@ def _rank(check: Check) -> int:
     policy."""
     if check.mode == "no_progress" and check.evidence.get("memorised"):
         return -1
+    if check.mode in ("length_hacking", "tool_failure") and check.evidence.get(
+            "truncated_from_start" if check.mode == "length_hacking" else "from_start"):
+        return -1  # a setup problem from the first logs, before what was learned under it
     return _RANK.get(check.mode, 99)
 
 
@@ -339,6 +342,11 @@ def _can_cause(check: Check) -> frozenset[str]:
         return _ALL  # a dead run names the catastrophic update that explains the rest
     if check.mode == "no_progress" and check.evidence.get("memorised"):
         return _MEMORISED_CAUSES
+    if check.mode == "length_hacking" and check.evidence.get("truncated_from_start"):
+        # A budget that cut most answers from the first logs is the setup every later
+        # finding was learned under: a policy squeezed into it sharpens (entropy down) and
+        # earns what fits (the format) (trial 41: 5 tokens, "lr 3e-4 -> 1.5e-4" first).
+        return CAN_CAUSE["length_hacking"] | {"entropy_collapse", "format_gaming"}
     return CAN_CAUSE.get(check.mode, frozenset())
 
 

@@ -2231,3 +2231,24 @@ def test_a_low_rollout_temperature_is_the_cause_of_the_kl_drift_it_drives():
     d = diagnose(run)
     assert d.check("kl_drift").fired
     assert d.root_cause.first_action.startswith("temperature 0.3 -> 1.0")
+
+
+def test_a_budget_that_cut_most_answers_from_the_first_logs_comes_before_the_entropy_fall():
+    """56% of completions cut at a 5-token budget from the first logs, then the entropy
+    halves with the reward stalled: the budget is the setup every later finding was learned
+    under, so it is the root and the first action, not "lr x0.5" (trial 41, run 11)."""
+    from dataclasses import replace
+
+    n = 150
+    t = np.arange(n)
+    rng = np.random.default_rng(11)
+    run = make_run(**{"completions/clipped_ratio": 0.55 + rng.normal(0, 0.03, n),
+                      "completions/mean_length": 4.6 + rng.normal(0, 0.1, n),
+                      "entropy": 0.32 + 0.37 * np.exp(-np.maximum(t - 12, 0) / 25)
+                      + rng.normal(0, 0.01, n),
+                      "reward": 0.7 + rng.normal(0, 0.05, n)})
+    run = replace(run, config={"max_completion_length": 5, "learning_rate": 1e-6})
+    d = diagnose(run)
+    assert d.check("entropy_collapse").fired and d.check("length_hacking").fired
+    assert d.root_cause.mode == "length_hacking" and d.root_cause.setup
+    assert d.root_cause.first_action.startswith("max_completion_length 5 -> ")
