@@ -2252,3 +2252,18 @@ def test_a_budget_that_cut_most_answers_from_the_first_logs_comes_before_the_ent
     assert d.check("entropy_collapse").fired and d.check("length_hacking").fired
     assert d.root_cause.mode == "length_hacking" and d.root_cause.setup
     assert d.root_cause.first_action.startswith("max_completion_length 5 -> ")
+
+
+def test_trial_agentic_runs_name_their_cause():
+    """Trial 41's tool-integrated runs (tests/fixtures/trial/agentic_*): a call reward farmed
+    is stopped first, not a tighter leash; a tool that never worked is fixed first, not the
+    lr or the format term; turns (NeMo-RL) read as calls above their floor."""
+    spam = _trial("agentic_tool_spam")
+    assert spam.root_cause.mode == "tool_spam"
+    assert spam.root_cause.first_action.startswith(
+        "stop paying for calls: the tool_call_reward term (weight 0.3")
+    fails = _trial("agentic_tool_fails")
+    assert fails.root_cause.mode == "tool_failure" and fails.root_cause.step == 1
+    assert fails.root_cause.first_action.startswith("fix the tool")
+    turns = _trial("agentic_tool_spam_nemo_turns")
+    assert turns.check("tool_spam").fired and turns.check("tool_spam").key_metric == "turns"
