@@ -255,7 +255,7 @@ def test_passed_and_skipped_each_one_line_with_what_to_log(failing):
     assert len(passed) == 1 and len(skipped) == 1
     ok = [c.mode for c in failing.diagnosis.checks if c.status.value == "ok"]
     assert passed[0] == "passed: " + ", ".join(ok)
-    assert "tool_spam (log tool_calls)" in skipped[0]
+    assert "tool_spam (log tool_calls or turns)" in skipped[0]
 
 
 def test_wrapped_lines_hang_under_their_first_word(failing):

@@ -153,8 +153,10 @@ def test_select_of_checks_that_all_judged_and_passed_is_healthy_for_those_and_sa
     code, out, _ = run_cli(capsys, "diagnose", healthy, "--select", "kl_drift", "-f", "json")
     doc = json.loads(out)
     assert code == 0 and doc["status"] == "healthy" and doc["config"]["selected"] == ["kl_drift"]
-    assert doc["notes"][0] == ("healthy for the selected checks only (kl_drift): the other 14 "
-                               "checks did not run")
+    from grpo_doctor.rules import RULES
+
+    assert doc["notes"][0] == ("healthy for the selected checks only (kl_drift): the other "
+                               f"{len(RULES) - 1} checks did not run")
     # a selected check that could not judge (no ratio logged) leaves it inconclusive
     code, out, _ = run_cli(capsys, "diagnose", healthy, "--select", "kl_drift", "--select",
                            "ratio_instability", "-f", "json")
