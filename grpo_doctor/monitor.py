@@ -49,6 +49,14 @@ class Alert:
     #: since then on which the rule found it clear (at least ``Settings.clear_after``).
     last_seen_step: int | None = None
     clear_points: int | None = None
+    #: What to do first, as ``diagnose`` would say it on the data seen at this poll: the
+    #: probable root cause's first action (another finding's, when that finding caused this
+    #: one), and that root cause's mode.
+    first_action: str | None = None
+    root_cause: str | None = None
+    #: No new finding: the root cause, and so the first action, changed and held for
+    #: ``ADVICE_HOLD`` logged points (an "advice" event).
+    revised: bool = False
 
     @property
     def cleared(self) -> bool:
@@ -56,16 +64,20 @@ class Alert:
 
     @property
     def escalated(self) -> bool:
-        return self.previous is not None and not self.cleared
+        return self.previous is not None and not self.cleared and not self.revised
 
     @property
     def event(self) -> str:
-        return "cleared" if self.cleared else "alert"
+        return "cleared" if self.cleared else "advice" if self.revised else "alert"
 
     def line(self) -> str:
         """One line for a log or a terminal (the summary's names from the log escaped: one
         line, no control sequence)."""
         unit = self.step_unit
+        if self.revised:
+            return (f"DO FIRST (revised at {unit} {fmt(self.step)}: the probable root cause is "
+                    f"now {self.mode}, onset {fmt(self.onset_step)}): "
+                    f"{terminal(self.first_action or '')}")
         if self.cleared:
             was = self.previous.value if self.previous is not None else "raised"
             return (f"CLEARED {self.mode} (was {was}, first alerted at {unit} "
@@ -79,9 +91,14 @@ class Alert:
             if self.previous_first_alert_step != self.first_alert_step:
                 what += f", first alerted at {unit} {fmt(self.previous_first_alert_step)}"
             what += ")"
+        do = ""
+        if self.first_action:
+            why = (f" (root cause: {self.root_cause})" if self.root_cause
+                   and self.root_cause != self.mode else "")
+            do = f". Do first{why}: {terminal(self.first_action)}"
         return (f"{what}: first alert at {unit} {fmt(self.first_alert_step)}, onset "
                 f"{fmt(self.onset_step)}, seen at {unit} {fmt(self.step)}. "
-                f"{terminal(self.summary)}")
+                f"{terminal(self.summary).rstrip('.')}{do}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +109,7 @@ class Alert:
             "step": self.step, "summary": self.summary, "remedies": list(self.remedies),
             "run": self.run, "source": self.source, "step_unit": self.step_unit,
             "last_seen_step": self.last_seen_step, "clear_points": self.clear_points,
+            "first_action": self.first_action, "root_cause": self.root_cause,
         }
 
 
@@ -166,6 +184,11 @@ class Monitor:
         self._cleared_at: dict[str, int | None] = {}  # the step each mode last cleared at
         self._n_steps = 0  # the Run's rows at the last evaluate
         self._last_frame: pd.DataFrame | None = None  # and its frame
+        #: What to do first now: the root cause's first action at the last evaluate (None
+        #: when nothing is raised).
+        self.first_action: str | None = None
+        self._advised: tuple[str, ...] | None = None  # the root cause last advised on
+        self._candidate: tuple[tuple[str, ...], int] | None = None  # another, and its points
 
     def _new_points(self, run: Run) -> int:
         """Logged points of ``run`` not evaluated before: the rows beyond the last run's, when
@@ -184,6 +207,7 @@ class Monitor:
         that cleared)."""
         new: list[Alert] = []
         checks: list[Check] = []
+        fresh: list[Check] = []  # as the rules judge this poll, for the advice
         # The settings and reward roles the user gave, as diagnose applies them.
         run = with_reward_roles(with_run_settings(run, self._given_config), self._reward_roles)
         unit = step_unit(run)
@@ -210,15 +234,66 @@ class Monitor:
                 self._holds[rule.id] = _Hold(last_seen=run.last_step)
                 new.append(alert)
             elif prev is not None:
+                fresh.append(replace(check, first_alert_step=prev.first_alert_step))
                 cleared, check = self._held(check, prev, run, points)
                 if cleared is not None:
                     new.append(cleared)
+                checks.append(check)
+                continue
+            fresh.append(check)
             checks.append(check)
         self.checks = tuple(checks)
         self.run = run
+        new = self._advise(run, new, points, fresh)
         new.sort(key=lambda a: _step_order(a.first_alert_step))  # as the log raised them
         self.alerts.extend(new)
         return new
+
+    def _advise(self, run: Run, new: list[Alert], points: int, fresh: Sequence[Check]
+                ) -> list[Alert]:
+        """``new`` with what to do first: the root cause's first action on the checks as the
+        rules judge this poll (``fresh``: a held finding's text is as it was when raised, its
+        evidence too), as diagnose would give it (a live alert had carried its own finding's
+        remedy: "dynamic sampling" where the reward function was the cause); and an advice
+        event when, with no new finding, the root cause changed and held for
+        ``ADVICE_HOLD`` logged points (a first action never revised had said "dynamic
+        sampling" for 69 logs)."""
+        raised = [a for a in new if not a.cleared]
+        self.first_action = None
+        if not any(c.fired for c in fresh):
+            self._advised, self._candidate = None, None
+            return new
+        cause = assemble(run, fresh).root_cause
+        if cause is None:
+            return new
+        self.first_action = cause.first_action
+        key = _advice_key(cause.mode, cause.knob, cause.first_action)
+        if raised:
+            self._advised, self._candidate = key, None
+            out = [replace(a, first_action=cause.first_action, root_cause=cause.mode)
+                   if not a.cleared else a for a in new]
+            for a in out:
+                if not a.cleared:
+                    self.alerted[a.mode] = a
+            return out
+        if key == self._advised or self._advised is None:
+            self._candidate = None
+            return new
+        held = points + (self._candidate[1] if self._candidate and self._candidate[0] == key
+                         else 0)
+        self._candidate = (key, held)
+        if held < ADVICE_HOLD:
+            return new
+        self._advised, self._candidate = key, None
+        shown = self._shown.get(cause.mode)
+        prev = self.alerted.get(cause.mode)
+        revised = Alert(
+            mode=cause.mode, severity=shown.status if shown is not None else Status.WARNING,
+            first_alert_step=prev.first_alert_step if prev is not None else None,
+            onset_step=cause.step, summary=cause.summary, step=run.last_step,
+            run=run.name, source=run.source, step_unit=step_unit(run),
+            first_action=cause.first_action, root_cause=cause.mode, revised=True)
+        return [*new, revised]
 
     def _held(self, check: Check, prev: Alert, run: Run, points: int
               ) -> tuple[Alert | None, Check]:
@@ -280,6 +355,18 @@ class Monitor:
     def severities(self) -> dict[str, int]:
         """0 ok / 1 warning / 2 critical per mode that could be checked (skipped ones left out)."""
         return {c.mode: c.status.rank for c in self.checks if c.status is not Status.SKIPPED}
+
+
+#: Logged points a changed root cause must hold before the advice is revised: a root that
+#: flips back at the next poll is noise, not news.
+ADVICE_HOLD = 5
+
+
+def _advice_key(mode: str, knob: dict[str, Any] | None, first_action: str) -> tuple[str, ...]:
+    """What makes two first actions the same advice: the root cause's mode, the knob it
+    turns, and the action's kind (its first two words: "roll back", "check the", ...), not the
+    numbers that move at every poll."""
+    return (mode, str((knob or {}).get("name") or ""), " ".join(first_action.split()[:2]))
 
 
 def _step_order(step: int | None) -> tuple[bool, int]:

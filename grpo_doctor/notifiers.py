@@ -124,7 +124,8 @@ class WandbNotifier:
             levels: Any = wandb.AlertLevel  # type: ignore[attr-defined]
             level = (levels.ERROR if alert.severity is Status.CRITICAL else levels.WARN
                      if alert.severity is Status.WARNING else levels.INFO)
-            what = "cleared" if alert.cleared else alert.severity.value
+            what = ("cleared" if alert.cleared else "advice revised" if alert.revised
+                    else alert.severity.value)
             self.run.alert(title=f"grpo-doctor: {alert.mode} ({what})",
                            text=alert.line(), level=level)
         except Exception as exc:  # any failure of a notifier must not stop the watch

@@ -845,6 +845,10 @@ def _rollback_words(run: Run, step: int) -> str:
         return _restart(run, step)
     good = _last_good_step(run, step)
     saved = _saved_checkpoints(run)
+    off = _saving_off(run)
+    if off is not None and not saved:
+        return (f"restart from the initial model ({off}: no checkpoint was saved to go back "
+                f"to; save some for the next run), as it broke at step {step_text(step)}")
     if saved:
         # The log says which checkpoints exist: name one, or say there is none to go back to.
         last_ok = good[0][0] if good is not None else int(before[-1])
@@ -862,6 +866,22 @@ def _rollback_words(run: Run, step: int) -> str:
                 f"{fmt(best[1])}, against {fmt(last[1])} at step {step_text(last[0])})")
     return (f"roll back to a checkpoint from before step {step_text(step)} (the last logged "
             f"step before it is {step_text(int(before[-1]))})")
+
+
+def _saving_off(run: Run) -> str | None:
+    """The setting that saves no checkpoint (the Trainer's ``save_strategy "no"``, verl's
+    ``trainer.save_freq -1``), as "save_strategy no"; None when the config saves some or does
+    not say."""
+    flat = recipe.flat_config(run.config or {})
+    for key, value in flat.items():
+        last = key.rsplit(".", 1)[-1]
+        text = str(getattr(value, "value", value)).strip().lower()
+        if last == "save_strategy" and text in ("no", "intervalstrategy.no", "savestrategy.no"):
+            return f"{key} no"
+        if last == "save_freq" and recipe.as_number(value) is not None and (
+                recipe.as_number(value) or 0) <= 0:
+            return f"{key} {value}"
+    return None
 
 
 def _saved_checkpoints(run: Run) -> list[int]:

@@ -124,6 +124,11 @@ class Watcher:
         return self.monitor.clearing
 
     @property
+    def first_action(self) -> str | None:
+        """What to do first as of the last poll (the root cause's first action)."""
+        return self.monitor.first_action
+
+    @property
     def status(self) -> str:
         """healthy, warning or critical, as of the last poll (healthy before any data)."""
         diagnosis = self.monitor.diagnosis()
@@ -440,7 +445,7 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
             for alert in alerts:
                 emit(alert)
             printer.refresh()
-            if any(a.severity.rank >= threshold for a in alerts):
+            if any(a.severity.rank >= threshold for a in alerts if not a.revised):
                 return finish(1)
             if once or (max_polls is not None and watcher.polls >= max_polls):
                 return finish(0)

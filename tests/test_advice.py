@@ -2267,3 +2267,18 @@ def test_trial_agentic_runs_name_their_cause():
     assert fails.root_cause.first_action.startswith("fix the tool")
     turns = _trial("agentic_tool_spam_nemo_turns")
     assert turns.check("tool_spam").fired and turns.check("tool_spam").key_metric == "turns"
+
+
+def test_no_roll_back_to_a_checkpoint_a_run_that_saves_none_never_wrote():
+    """The Trainer's save_strategy "no" (a callback's run, trial 42) or verl's save_freq -1:
+    the run broke at step 305 and there is no checkpoint from before it; restart, and save
+    some next time. With saving on, the roll-back stands."""
+    from dataclasses import replace
+
+    run = _breaks_after(np.full(500, 1e-5), 305)
+    for config, said in (({"save_strategy": "no"}, "save_strategy no"),
+                         ({"trainer": {"save_freq": -1}}, "trainer.save_freq -1")):
+        first = diagnose(replace(run, config=config)).root_cause.first_action
+        assert first.startswith(f"restart from the initial model ({said}: no checkpoint"), first
+    kept = diagnose(replace(run, config={"save_strategy": "steps"})).root_cause.first_action
+    assert kept.startswith("roll back to a checkpoint from before step 305"), kept

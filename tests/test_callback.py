@@ -154,7 +154,13 @@ def test_stops_training_on_critical_at_the_offline_first_alert(tmp_path: Path,
     early = next(log for log in checked if log["_step"] == 10)
     assert early["doctor/entropy_collapse"] == 0.0
     assert trained.state.log_history[-2]["doctor/entropy_collapse"] == 2.0
-    assert "grpo-doctor: CRITICAL entropy_collapse" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "grpo-doctor: CRITICAL entropy_collapse" in err
+    # What to do first is printed with the alert, weighing the trainer's own arguments
+    # (learning_rate 1e-3, 200x the recipe's ceiling): trial 42 found it only in a
+    # diagnosis nobody printed.
+    assert crit[0].first_action is not None and "learning_rate 0.001 -> " in crit[0].first_action
+    assert ". Do first: " in err
 
 
 @pytest.mark.slow  # trains with the real Trainer

@@ -39,6 +39,9 @@ class Watched(Protocol):
     @property
     def clearing(self) -> Mapping[str, Clearing]: ...
 
+    @property
+    def first_action(self) -> str | None: ...
+
 
 class Watch(Protocol):
     """What is shown of a watch (``watch.Watcher``, or ``watch.WatchAll`` of several runs)."""
@@ -66,6 +69,7 @@ def status_dict(watcher: Watched) -> dict[str, Any]:
                       "first_alert_step": c.first_alert_step, "onset_step": c.onset_step,
                       "clearing": _clearing_dict(watcher, c.mode)}
                      for c in by_first_alert(watcher.checks)],
+        "first_action": watcher.first_action,
     }
 
 
@@ -91,8 +95,10 @@ def status_line(watcher: Watched, *, named: bool = False) -> str:
              f"{_held(watcher, c.mode, '; ')})" for c in by_first_alert(watcher.checks)]
     what = "; ".join(found) if found else "no failure mode found"
     who = f"{terminal(run.name)}: " if named else ""
+    do = f". Do first: {terminal(watcher.first_action)}" if found and watcher.first_action \
+        else ""
     return (f"status: {who}{watcher.status} at {unit} {fmt(run.last_step)} "
-            f"({plural(run.n_steps, unit)}, {plural(watcher.polls, 'poll')}): {what}")
+            f"({plural(run.n_steps, unit)}, {plural(watcher.polls, 'poll')}): {what}{do}")
 
 
 
@@ -129,7 +135,10 @@ def _panel(watcher: Watched, interval: float) -> Any:
                          Text(fmt(c.first_alert_step)), Text(fmt(c.onset_step)),
                          Text(terminal(c.summary) + _held(watcher, c.mode, " · ")))
     border = {"critical": "red", "warning": "yellow"}.get(watcher.status, "green")
-    return Panel(Group(head, body), title=title, title_align="left", border_style=border)
+    parts: list[Any] = [head, body]
+    if fired and watcher.first_action:
+        parts.append(Text(f"do first: {terminal(watcher.first_action)}", style="bold"))
+    return Panel(Group(*parts), title=title, title_align="left", border_style=border)
 
 
 def _fleet_panel(watcher: Watch, interval: float) -> Any:
