@@ -20,7 +20,7 @@ from grpo_doctor.escape import terminal
 from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.run_settings import with_run_settings
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt, in_log_lines
+from grpo_doctor.text import fmt, in_log_lines, step_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -180,6 +180,9 @@ class Monitor:
         #: The raised findings held as shown while their rule says less (see ``Clearing``).
         self.clearing: dict[str, Clearing] = {}
         self._shown: dict[str, Check] = {}  # each raised finding as it last changed
+        #: The step each raised finding was last shown anew at: its summary's numbers are
+        #: those of then, and the panel says so ("as of step 20") once the log has moved on.
+        self.shown_at: dict[str, int | None] = {}
         self._holds: dict[str, _Hold] = {}  # each raised finding's count towards its clear
         self._cleared_at: dict[str, int | None] = {}  # the step each mode last cleared at
         self._n_steps = 0  # the Run's rows at the last evaluate
@@ -231,6 +234,7 @@ class Monitor:
                 )
                 self.alerted[rule.id] = alert
                 self._shown[rule.id] = check
+                self.shown_at[rule.id] = run.last_step
                 self._holds[rule.id] = _Hold(last_seen=run.last_step)
                 new.append(alert)
             elif prev is not None:
@@ -311,6 +315,7 @@ class Monitor:
             hold.below += points
         if check.status is Status.OK and hold.clear >= self.clear_after:
             del self._shown[mode], self._holds[mode], self.alerted[mode]
+            self.shown_at.pop(mode, None)
             self._cleared_at[mode] = run.last_step
             return Alert(
                 mode=mode, severity=Status.OK, first_alert_step=prev.first_alert_step,
@@ -324,6 +329,7 @@ class Monitor:
             # the mode's first alert kept.
             check = _onset_by(replace(check, first_alert_step=prev.first_alert_step))
             self._shown[mode] = check
+            self.shown_at[mode] = run.last_step
             hold.below = 0
             return None, check
         if check.status is not shown.status:
@@ -380,11 +386,19 @@ def by_first_alert(checks: Sequence[Check]) -> list[Check]:
 
 
 def _onset_by(check: Check) -> Check:
-    """A finding alerted at some step had begun by then: its onset is no later."""
+    """A finding alerted at some step had begun by then: its onset is no later, and its
+    sentence says so where it names a later step ("onset 3 ... from step 6" read as two
+    onsets), as diagnose's does. An earlier episode that raised it (an incident at or before
+    the alert) keeps the onset of the episode the sentence describes, as diagnose's does."""
     first, onset = check.first_alert_step, check.onset_step
-    if first is not None and onset is not None and first < onset:
-        return replace(check, onset_step=first)
-    return check
+    if first is None or onset is None or first >= onset:
+        return check
+    if any(i.step <= first for i in check.incidents):
+        return check
+    summary = check.summary
+    if f"step {step_text(first)}" not in summary:
+        summary += f"; raised from step {step_text(first)}"
+    return replace(check, onset_step=first, summary=summary)
 
 
 def step_unit(run: Run) -> str:

@@ -124,6 +124,11 @@ class Watcher:
         return self.monitor.clearing
 
     @property
+    def shown_at(self) -> dict[str, int | None]:
+        """The step each raised finding's summary was written at (``Monitor.shown_at``)."""
+        return self.monitor.shown_at
+
+    @property
     def first_action(self) -> str | None:
         """What to do first as of the last poll (the root cause's first action)."""
         return self.monitor.first_action

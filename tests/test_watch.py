@@ -1029,3 +1029,46 @@ def test_live_alerts_say_what_to_do_first_and_revise_it_when_the_cause_is_cleare
     assert revised[0].line().startswith("DO FIRST (revised at step ")
     assert revised[0].to_dict()["event"] == "advice"
     assert diagnose(final).root_cause.first_action.startswith("check the reward function")
+
+
+def test_a_held_summary_says_when_it_was_written_and_the_panel_what_to_do(tmp_path: Path
+                                                                          ) -> None:
+    """A finding held as shown keeps the numbers of the poll that raised it: once the log has
+    moved on, the panel says "(as of step N)" beside them (trial 42: "always 0 over 20
+    steps" still shown at step 60), and shows what to do first under the findings."""
+    from rich.console import Console
+
+    from grpo_doctor.reporters.live import live_panel
+
+    path = tmp_path / "run.csv"
+    lines = (EXAMPLES / "entropy-collapse.csv").read_text().splitlines(True)
+    path.write_text("".join(lines[:-40]))
+    watcher = Watcher(path)
+    raised = [a for a in watcher.poll() if a.event == "alert"]
+    assert raised
+    with path.open("a") as fh:
+        fh.write("".join(lines[-40:]))
+    watcher.poll()
+    mode = raised[0].mode
+    assert watcher.shown_at[mode] == raised[0].step < watcher.run.last_step
+    console = Console(record=True, width=400)
+    console.print(live_panel(watcher, 1.0))
+    text = console.export_text()
+    assert f"(as of step {raised[0].step:,})" in text
+    assert "do first: " in text and watcher.first_action and watcher.first_action[:30] in text
+
+
+def test_an_onset_moved_to_the_alert_is_said_in_the_sentence_too() -> None:
+    """The callback printed "onset 3 ... from step 6": an alert whose first-alert step comes
+    before the rule's onset moves the onset there and says it was raised from there; an
+    earlier episode that raised it keeps the episode the sentence describes."""
+    from grpo_doctor.findings import Check, Incident
+    from grpo_doctor.monitor import _onset_by
+
+    late = Check("kl_drift", Status.WARNING, "KL rose from 0.1 to 0.9 from step 6", 6, 3)
+    moved = _onset_by(late)
+    assert moved.onset_step == 3 and moved.summary.endswith("; raised from step 3")
+    episode = Incident("kl", 3, 4, 1.2, 1.0, 5, "an episode")
+    kept = _onset_by(Check("kl_drift", Status.WARNING, late.summary, 6, 3,
+                           incidents=(episode,)))
+    assert kept.onset_step == 6 and kept.summary == late.summary

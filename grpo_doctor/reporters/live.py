@@ -42,6 +42,9 @@ class Watched(Protocol):
     @property
     def first_action(self) -> str | None: ...
 
+    @property
+    def shown_at(self) -> Mapping[str, int | None]: ...
+
 
 class Watch(Protocol):
     """What is shown of a watch (``watch.Watcher``, or ``watch.WatchAll`` of several runs)."""
@@ -82,6 +85,16 @@ def _held(watcher: Watched, mode: str, sep: str) -> str:
     """A held finding's progress towards its clear (``; clearing: ...``), else ""."""
     held = watcher.clearing.get(mode)
     return f"{sep}{held.text()}" if held is not None else ""
+
+
+def _as_of(watcher: Watched, mode: str, unit: str) -> str:
+    """`` (as of step 20)`` when a held finding's summary was written before the last step
+    read: its numbers are of then ("always 0 over 20 steps" shown at step 60 read as now)."""
+    at = watcher.shown_at.get(mode)
+    run = watcher.run
+    if at is None or run is None or run.last_step is None or at >= run.last_step:
+        return ""
+    return f" (as of {unit} {fmt(at)})"
 
 
 def status_line(watcher: Watched, *, named: bool = False) -> str:
@@ -133,7 +146,8 @@ def _panel(watcher: Watched, interval: float) -> Any:
             style = "bold red" if c.status is Status.CRITICAL else "yellow"
             body.add_row(Text(c.mode), Text(c.status.value, style=style),
                          Text(fmt(c.first_alert_step)), Text(fmt(c.onset_step)),
-                         Text(terminal(c.summary) + _held(watcher, c.mode, " · ")))
+                         Text(terminal(c.summary) + _as_of(watcher, c.mode, unit)
+                              + _held(watcher, c.mode, " · ")))
     border = {"critical": "red", "warning": "yellow"}.get(watcher.status, "green")
     parts: list[Any] = [head, body]
     if fired and watcher.first_action:
