@@ -1072,3 +1072,30 @@ def test_an_onset_moved_to_the_alert_is_said_in_the_sentence_too() -> None:
     kept = _onset_by(Check("kl_drift", Status.WARNING, late.summary, 6, 3,
                            incidents=(episode,)))
     assert kept.onset_step == 6 and kept.summary == late.summary
+
+
+REAL_TWO_RUNS = REAL_RUNS / "trl-console" / "RLDecisionAgent_train_grpo.log"
+
+
+@pytest.mark.skipif(not REAL_TWO_RUNS.is_file(), reason="shared real runs not present")
+def test_a_relaunch_into_the_same_log_is_watched_as_another_run(tmp_path: Path) -> None:
+    """A console log that a second launch appends to (the real RLDecisionAgent log: NaN from
+    the first update, then a relaunch): the watch follows each run as diagnose names them,
+    and the second run never "clears" the first one's NaN (trial 42)."""
+    from grpo_doctor.watch import WatchAll
+
+    lines = REAL_TWO_RUNS.read_text(encoding="utf-8", errors="replace").splitlines(True)
+    log = tmp_path / "train.log"
+    log.write_text("")
+    watch = WatchAll(log)
+    got: list[Alert] = []
+    for i in range(0, len(lines), 10):
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write("".join(lines[i:i + 10]))
+        got += watch.poll()
+    got += watch.poll(final=True)
+    names = {w.run.name for w in watch.members() if w.run is not None}
+    assert {"train#1", "train#2"} <= names
+    first = next(w for w in watch.members() if w.run is not None and w.run.name == "train#1")
+    assert first.status == "critical"
+    assert not any(a.cleared and a.mode == "numerical_failure" for a in got)

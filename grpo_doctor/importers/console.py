@@ -53,7 +53,12 @@ from grpo_doctor.importers.console_text import (
     strip_ansi,
     text_config,
 )
-from grpo_doctor.importers.incremental import TextPosition, read_lines, rows_from_records
+from grpo_doctor.importers.incremental import (
+    TextPosition,
+    pick_run,
+    read_lines,
+    rows_from_records,
+)
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns
 from grpo_doctor.store import SFT_BEFORE, Run, build_run
@@ -847,7 +852,13 @@ def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | N
                         .replace("\x00", ""))
     if not log.kind:
         return None
-    return log_to_run(log, path, "console", options)
+    logs = [*log.earlier, log]
+    if len(logs) == 1:
+        return log_to_run(log, path, "console", options)
+    # A relaunch into the same log is another run, named as diagnose names it: watching the
+    # last alone had the second run "clear" the first one's NaN (trial 42).
+    return pick_run([log_to_run(part, path, "console", options, name=f"{path.stem}#{k}")
+                     for k, part in enumerate(logs, 1)], options, str(path))
 
 
 IMPORTER = Importer(
