@@ -740,3 +740,15 @@ def test_audit_says_what_inconclusive_means_now(capsys):
     _present(path)
     _, out, _ = run_cli(capsys, "audit", str(REAL_RUNS / path))
     assert "1 inconclusive (no failure and no sign of learning)" in " ".join(out.split())
+
+
+def test_a_fall_on_the_last_two_logs_of_a_live_log_is_not_back_yet_not_never():
+    """SCU as a monitor saw it at step 210: the reward 0.5 -> 0.36 over its last two logs
+    read "it never came back" (critical), and the next log was back at 0.5 (trial 42). Two
+    points down is "not back yet", a warning; three (rho1.00 at 145) stays a crash."""
+    path = "trl-console/SCU_TSC_docker_run.log"
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0].truncated(210)).check("reward_overfit")
+    assert check.status.value == "warning"
+    assert "not back yet (2 logged points so far)" in check.summary
+    assert "never came back" not in check.summary

@@ -213,7 +213,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if len(z) < (3 if short_ok else 20):
         raise Skip(f"needs at least {3 if short_ok else 20} logged points of the zero-std "
                    f"signal")
-    k = late_points(len(z), p["late_fraction"], min_n=(2 if len(z) < 10 else 5) if short_ok
+    k = late_points(len(z), p["late_fraction"], min_n=(3 if len(z) < 10 else 5) if short_ok
                     else 10)
     late = float(np.mean(z[-k:]))
     overall = float(np.mean(z))

@@ -17,7 +17,7 @@ from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt, step_text
+from grpo_doctor.text import fmt, plural, step_text
 from grpo_doctor.trends.binning import rolling_median
 from grpo_doctor.trends.episodes import Episode, falls, stretches_above
 from grpo_doctor.trends.noise import step_noise
@@ -125,8 +125,12 @@ def _span(steps: np.ndarray, ep: Episode) -> str:
 #: What an incident still going on at the end of the log says of itself ("as seen then" by a
 #: monitor, it is false once the run came back).
 NEVER_BACK = "it never came back"
+#: A fall at the very end of a log, down for fewer points than a crash takes: not yet told
+#: from a bad stretch ("it never came back" on a live log whose next point was back up).
+NOT_BACK_YET = "not back yet ({} so far)"
 STILL_ABOVE = "still above {} at the last logged step"
-_ONGOING = re.compile(rf"; (?:{NEVER_BACK}|still above [^;]+? at the last logged step)(?=;|$)")
+_ONGOING = re.compile(rf"; (?:{NEVER_BACK}|not back yet \([^;)]*\)|still above [^;]+? at "
+                      r"the last logged step)(?=;|$)")
 
 
 def without_ongoing(text: str) -> str:
@@ -246,23 +250,34 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
         near = np.nonzero(v[ep.start + 1:ep.peak + 1]
                           <= bottom + 0.05 * (start_level - bottom))[0]
         reached = ep.start + 1 + int(near[0]) if len(near) else ep.peak
-        text = (f"{name} crashed from {fmt(start_level)} to {fmt(bottom)} between steps "
-                f"{fmt(int(steps[ep.start]))} and {step_text(int(steps[reached]))}; "
-                + (NEVER_BACK if back is None else
-                   f"back above {fmt((start_level + bottom) / 2)} at step "
-                   f"{fmt(int(steps[back]))}"))
         # Dated at its first point clearly down (15% of the fall below the level it left):
         # points still at that level are not the crash yet.
         left = max(start_level, float(v[ep.start]))
         down = np.nonzero(v[ep.start + 1:ep.peak + 1] <= left - 0.15 * (left - bottom))[0]
         first = ep.start + 1 + int(down[0]) if len(down) else min(ep.start + 1, ep.peak)
+        # Down on the last two logged points only: a warning until a third tells it from two
+        # bad batches (SCU's live 0.5 -> 0.36 at 200-205 was back at 0.5 at the next log;
+        # rho1.00's 0.9 -> 0.375 -> 0.25 -> 0.1 over three logs is a crash).
+        down_for = len(v) - first
+        fresh = back is None and down_for < _DOWN_FOR_A_CRASH
+        text = (f"{name} crashed from {fmt(start_level)} to {fmt(bottom)} between steps "
+                f"{fmt(int(steps[ep.start]))} and {step_text(int(steps[reached]))}; "
+                + (NOT_BACK_YET.format(plural(down_for, "logged point")) if fresh else
+                   NEVER_BACK if back is None else
+                   f"back above {fmt((start_level + bottom) / 2)} at step "
+                   f"{fmt(int(steps[back]))}"))
         out.append(Incident(
             metric=metric, step=int(steps[first]),
             peak_step=int(steps[ep.peak]), peak=bottom, threshold=start_level - amount,
             recovered_step=None if back is None else int(steps[back]),
             summary=text,
-            severity=Status.CRITICAL if ep.recovered is None else Status.WARNING))
+            severity=Status.CRITICAL if ep.recovered is None and not fresh else Status.WARNING))
     return out
+
+
+#: Logged points a fall at the end of a log must have stayed down on to be a crash it never
+#: came back from (fewer: "not back yet", a warning).
+_DOWN_FOR_A_CRASH = 3
 
 
 def _plunge(v: np.ndarray, smooth: np.ndarray, ep: Episode, within: int, tolerance: float,
