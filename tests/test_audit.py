@@ -692,7 +692,7 @@ def test_the_findings_column_lists_the_root_cause_first_among_equal_onsets(tmp_p
     shutil.copy(src, tmp_path / src.name)
     code, out, err = run_cli(capsys, "audit", str(tmp_path), "-f", "markdown")
     row = next(line for line in out.splitlines() if line.startswith("| 20251022_120223"))
-    assert re.search(r"length_hacking@10\W*( ✗)?, advantage_collapse@10", row), row
+    assert re.search(r"length_hacking@10\W*( ✗)?, \**advantage_collapse@10", row), row
 
 
 def test_a_text_log_with_comma_timestamps_is_passed_over_not_unreadable(tmp_path, capsys):

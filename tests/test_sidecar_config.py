@@ -722,3 +722,18 @@ def test_the_args_text_wins_over_the_hparams_and_watch_reads_them_too(tmp_path):
     assert watcher.run is not None
     assert watcher.run.config["learning_rate"] == 1e-6
     assert watcher.run.config["num_generations"] == 8
+
+
+def test_a_tensorboard_folder_named_generically_is_named_by_the_run_it_sits_in(tmp_path):
+    """``w11/tensorboard/`` is the run "w11" (a report had been headed "tensorboard"); under a
+    sweep each keeps its own name; two generic folders of one run keep their paths apart."""
+    steps = np.arange(1, 21)
+    cols = {"train/reward": np.linspace(0.1, 0.5, 20)}
+    _write_events(tmp_path / "w11" / "tensorboard", steps, cols)
+    assert [r.name for r in load_runs(tmp_path / "w11")] == ["w11"]
+    for name in ("a", "b"):
+        _write_events(tmp_path / "sweep" / name / "tb", steps, cols)
+    assert sorted(r.name for r in load_runs(tmp_path / "sweep")) == ["a", "b"]
+    for sub in ("train", "logs"):
+        _write_events(tmp_path / "x" / sub, steps, cols)
+    assert sorted(r.name for r in load_runs(tmp_path / "x")) == ["logs", "train"]

@@ -38,10 +38,15 @@ _GENERIC_STEMS = frozenset({"metrics", "metric", "progress", "log", "logs", "tra
                             "stdout", "console", "nohup", "train_log", "training_log"})
 
 
+def generic_name(name: str) -> bool:
+    """Whether a file stem or folder name names no run (``metrics``, ``tensorboard``, ...)."""
+    return name.lower() in _GENERIC_STEMS
+
+
 def file_run_name(path: Path) -> str:
     """The run a log file holds, by name: its stem, or its folder's name when the stem is a
     generic one (``runs/lr_3e-3/metrics.csv`` is "lr_3e-3")."""
-    if path.stem.lower() in _GENERIC_STEMS and path.parent.name:
+    if generic_name(path.stem) and path.parent.name:
         return path.parent.name
     return path.stem
 
@@ -50,7 +55,7 @@ def folder_run_name(folder: Path) -> str:
     """The run a folder of logs holds, by name: its own, or its parent's when its own is a
     generic one (``w03/tensorboard/`` is "w03")."""
     folder = folder.resolve()
-    if folder.name.lower() in _GENERIC_STEMS and folder.parent.name:
+    if generic_name(folder.name) and folder.parent.name:
         return folder.parent.name
     return folder.name
 

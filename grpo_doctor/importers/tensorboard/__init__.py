@@ -56,7 +56,12 @@ import numpy as np
 from grpo_doctor.errors import FormatError
 from grpo_doctor.files import read_bytes, read_error, size_of, walk
 from grpo_doctor.importers._bytes import Buffer
-from grpo_doctor.importers._common import folder_run_name, truncation_note, walk_files
+from grpo_doctor.importers._common import (
+    folder_run_name,
+    generic_name,
+    truncation_note,
+    walk_files,
+)
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import FileIdentity, SeveralRuns, read_from, snapshot
 from grpo_doctor.importers.tensorboard.decode import (
@@ -516,11 +521,20 @@ def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
         found = [f for f in found if f.is_file()]
         if found:
             by_folder[folder] = found
-    out = []
+    found = []
     for folder, files in by_folder.items():
         if folder != path and folder.parent in by_folder and _hparams_only(files):
             continue  # the run's add_hparams session, read with the run (_with_hparams_beside)
         rel = folder.relative_to(path).as_posix()
+        # A generic last folder names nothing (``w11/tensorboard/`` is the run "w11", and
+        # ``a/tensorboard`` under a sweep is "a"), unless two runs would then share a name.
+        head, _, last = rel.rpartition("/")
+        short = (head or ".") if generic_name(last) else rel
+        found.append((rel, short, files, folder))
+    shorts = [short for _rel, short, _files, _folder in found]
+    out = []
+    for rel, short, files, folder in found:
+        rel = short if shorts.count(short) == 1 else rel
         name = folder_run_name(path) if rel == "." else rel
         out.append((name, files, str(folder)))
     return out
