@@ -263,10 +263,11 @@ class Monitor:
         ``ADVICE_HOLD`` logged points (a first action never revised had said "dynamic
         sampling" for 69 logs)."""
         raised = [a for a in new if not a.cleared]
-        self.first_action = None
-        if not any(c.fired for c in fresh):
-            self._advised, self._candidate = None, None
+        if not self.alerted:  # nothing raised (or everything cleared): nothing to advise
+            self.first_action, self._advised, self._candidate = None, None, None
             return new
+        if not any(c.fired for c in fresh):
+            return new  # held findings the rules did not raise at this poll: advice stands
         cause = assemble(run, fresh).root_cause
         if cause is None:
             return new
@@ -280,7 +281,7 @@ class Monitor:
                 if not a.cleared:
                     self.alerted[a.mode] = a
             return out
-        if key == self._advised or self._advised is None:
+        if key == self._advised:
             self._candidate = None
             return new
         held = points + (self._candidate[1] if self._candidate and self._candidate[0] == key

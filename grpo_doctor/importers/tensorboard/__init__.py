@@ -521,7 +521,7 @@ def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
         found = [f for f in found if f.is_file()]
         if found:
             by_folder[folder] = found
-    found = []
+    named: list[tuple[str, str, list[Path], Path]] = []
     for folder, files in by_folder.items():
         if folder != path and folder.parent in by_folder and _hparams_only(files):
             continue  # the run's add_hparams session, read with the run (_with_hparams_beside)
@@ -530,10 +530,10 @@ def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
         # ``a/tensorboard`` under a sweep is "a"), unless two runs would then share a name.
         head, _, last = rel.rpartition("/")
         short = (head or ".") if generic_name(last) else rel
-        found.append((rel, short, files, folder))
-    shorts = [short for _rel, short, _files, _folder in found]
+        named.append((rel, short, files, folder))
+    shorts = [short for _rel, short, _files, _folder in named]
     out = []
-    for rel, short, files, folder in found:
+    for rel, short, files, folder in named:
         rel = short if shorts.count(short) == 1 else rel
         name = folder_run_name(path) if rel == "." else rel
         out.append((name, files, str(folder)))
