@@ -708,3 +708,20 @@ def test_an_entropy_dip_that_came_back_is_no_collapse():
     held = h.copy()
     held[85:] = 0.3 + rng.normal(0, 0.01, n - 85)
     assert diagnose(make_run(entropy=held, reward=reward)).check("entropy_collapse").fired
+
+
+def test_equal_groups_the_log_cannot_explain_are_looked_at_before_they_are_dropped():
+    """90% of groups equal, the reward noisy and flat, no term or score to say why: the first
+    remedy is to look at a few groups (all right, or all wrong and the reward never pays),
+    with dynamic sampling after it (ADVICE.md: dynamic sampling first is the wrong step where
+    the reward never fires)."""
+    from tests.helpers import make_run
+
+    n = 120
+    rng = np.random.default_rng(4)
+    d = diagnose(make_run(frac_reward_zero_std=np.clip(0.9 + rng.normal(0, 0.03, n), 0, 1),
+                          reward=0.3 + rng.normal(0, 0.05, n)))
+    check = d.check("advantage_collapse")
+    assert check.fired
+    assert check.remedies[0].startswith("look at a few equal-reward groups")
+    assert check.remedies[1].startswith("dynamic sampling")

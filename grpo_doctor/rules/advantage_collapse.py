@@ -449,6 +449,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         warm = "" if run.config.get(SFT_BEFORE) else ", an SFT warm-up on the output format"
         remedies.insert(0, f"check {what}; {then}: easier prompts or "
                         f"a lower curriculum level, partial credit{warm}")
+    if remedies[0] == dynamic and fired and not solving:
+        # Nothing in the log says which way the groups are equal: an expert looks before
+        # dropping them (dynamic sampling first is the wrong step where the reward never
+        # fires, ADVICE.md's SCU; three logs in, the log cannot tell that yet).
+        remedies.insert(0, "look at a few equal-reward groups: all right (the prompts are "
+                        "solved: harder ones) or all wrong (check the reward pays a right "
+                        "answer, then easier prompts); then dynamic sampling")
     if pinned:
         which = ", ".join(f"{n} always {fmt(v)}" for n, v, _ in pinned)
         # A term that pays every sample the same, at a positive value, is one every sample
