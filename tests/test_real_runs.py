@@ -752,3 +752,17 @@ def test_a_fall_on_the_last_two_logs_of_a_live_log_is_not_back_yet_not_never():
     assert check.status.value == "warning"
     assert "not back yet (2 logged points so far)" in check.summary
     assert "never came back" not in check.summary
+
+
+def test_completions_at_the_cap_that_never_grew_there_ask_for_the_budget_first():
+    """OpenEnv's 2048 game as a monitor saw it (3, 10, 20 logs): half the completions cut at
+    a 586-token cap from its second log, the length never growing (432-586). Overlong shaping
+    first (trial 42) would penalise answers that do not fit; the budget comes first, as
+    ADVICE.md's expert says and diagnose says of the whole log."""
+    path = ("notebook-tables/OpenEnv_gpt_oss_(20B)_Reinforcement_Learning_2048_Game__"
+            "2025-11-25_8a1c943e_2b8cd9.csv")
+    _present(path)
+    run = load_runs(REAL_RUNS / path)[0]
+    for cut in (3, 10, 20):
+        first = diagnose(run.truncated(cut)).root_cause.first_action
+        assert first.startswith("max response length x2"), (cut, first)

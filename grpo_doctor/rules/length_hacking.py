@@ -50,6 +50,7 @@ from grpo_doctor.rules.signals import (
     mean_gain,
     rank_correlation,
     reward_progress,
+    rising,
     task_progress,
 )
 from grpo_doctor.store import Run
@@ -301,6 +302,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             "no stop token) more than a budget or a length reward; then check that update's "
             "gradient norm and lower the learning rate if it spiked",
             "overlong shaping or a larger budget only once completions end on their own",
+        )
+    elif pinned and not rising(run, LEN):
+        # At the cap without having grown there (OpenEnv's 2048-game code at 432-586 of a
+        # 586-token budget from its first log): answers that do not fit, not a length the
+        # policy learned to pad; shaping would penalise the answers themselves.
+        remedies = (
+            knobs.scale(run, knobs.MAX_LENGTH, 2.0,
+                        why="completions reach the cap without having grown there: the "
+                            "answers may not fit"),
+            "overlong shaping (a soft penalty near the budget) once answers fit",
+            "check the reward for a length preference (correlate reward with length)",
         )
     elif pinned:
         remedies = (
