@@ -192,6 +192,7 @@ class Monitor:
         self.first_action: str | None = None
         self._advised: tuple[str, ...] | None = None  # the root cause last advised on
         self._candidate: tuple[tuple[str, ...], int] | None = None  # another, and its points
+        self._pending: Alert | None = None  # the advice event the candidate would be
 
     def _new_points(self, run: Run) -> int:
         """Logged points of ``run`` not evaluated before: the rows beyond the last run's, when
@@ -265,16 +266,19 @@ class Monitor:
         raised = [a for a in new if not a.cleared]
         if not self.alerted:  # nothing raised (or everything cleared): nothing to advise
             self.first_action, self._advised, self._candidate = None, None, None
+            self._pending = None
             return new
         if not any(c.fired for c in fresh):
             return new  # held findings the rules did not raise at this poll: advice stands
-        cause = assemble(run, fresh).root_cause
+        diagnosis = assemble(run, fresh)
+        cause = diagnosis.root_cause
         if cause is None:
             return new
         self.first_action = cause.first_action
-        key = _advice_key(cause.mode, cause.knob, cause.first_action)
+        rollback = diagnosis.plan[0].rollback_step if diagnosis.plan else None
+        key = (*_advice_key(cause.mode, cause.knob, cause.first_action), str(rollback))
         if raised:
-            self._advised, self._candidate = key, None
+            self._advised, self._candidate, self._pending = key, None, None
             out = [replace(a, first_action=cause.first_action, root_cause=cause.mode)
                    if not a.cleared else a for a in new]
             for a in out:
@@ -282,14 +286,11 @@ class Monitor:
                     self.alerted[a.mode] = a
             return out
         if key == self._advised:
-            self._candidate = None
+            self._candidate, self._pending = None, None
             return new
         held = points + (self._candidate[1] if self._candidate and self._candidate[0] == key
                          else 0)
         self._candidate = (key, held)
-        if held < ADVICE_HOLD:
-            return new
-        self._advised, self._candidate = key, None
         shown = self._shown.get(cause.mode)
         prev = self.alerted.get(cause.mode)
         revised = Alert(
@@ -298,7 +299,24 @@ class Monitor:
             onset_step=cause.step, summary=cause.summary, step=run.last_step,
             run=run.name, source=run.source, step_unit=step_unit(run),
             first_action=cause.first_action, root_cause=cause.mode, revised=True)
+        if held < ADVICE_HOLD:
+            self._pending = revised
+            return new
+        self._advised, self._candidate, self._pending = key, None, None
         return [*new, revised]
+
+    def settle(self) -> list[Alert]:
+        """At the end of a watch or of training: the revised advice still waiting out its
+        hold, so the last word printed is the diagnosis' on the whole log (sclr_l3's last
+        status had said "check the reward function" while its last alert said "dynamic
+        sampling")."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return []
+        self._advised = self._candidate[0] if self._candidate is not None else None
+        self._candidate = None
+        self.alerts.append(pending)
+        return [pending]
 
     def _held(self, check: Check, prev: Alert, run: Run, points: int
               ) -> tuple[Alert | None, Check]:

@@ -197,8 +197,9 @@ class Watcher:
         often ends so) is complete once the log was unchanged for ``quiet`` s. Not while
         polling: buffered output is flushed mid-line, then may pause for minutes."""
         if self.source is None or not self.source.quiet_for(quiet):
-            return []
-        return self._poll(final=True)  # not a poll: --max-polls N reports N
+            return self.monitor.settle()
+        # Not a poll (--max-polls N reports N); then the advice pending its hold.
+        return self._poll(final=True) + self.monitor.settle()
 
     def _poll(self, final: bool) -> list[Alert]:
         if self.source is None:

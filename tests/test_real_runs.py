@@ -766,3 +766,17 @@ def test_completions_at_the_cap_that_never_grew_there_ask_for_the_budget_first()
     for cut in (3, 10, 20):
         first = diagnose(run.truncated(cut)).root_cause.first_action
         assert first.startswith("max response length x2"), (cut, first)
+
+
+def test_an_entropy_fall_judged_in_a_window_says_the_window_fall_it_was_judged_on():
+    """rho1.00 as a monitor saw it at step 120: "entropy fell 47%" under "threshold: drop >
+    50%" read as under its own line (trial 42); the fall within the window is said too."""
+    import re
+
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    _present(path)
+    check = diagnose(load_runs(REAL_RUNS / path)[0].truncated(120)).check("entropy_collapse")
+    assert check.fired
+    fell = int(re.search(r"entropy fell (\d+)%", check.summary).group(1))
+    steepest = re.search(r"\((\d+)% within [\d,]+ steps at its steepest\)", check.summary)
+    assert fell >= 50 or (steepest and int(steepest.group(1)) >= 50), check.summary

@@ -1099,3 +1099,26 @@ def test_a_relaunch_into_the_same_log_is_watched_as_another_run(tmp_path: Path) 
     first = next(w for w in watch.members() if w.run is not None and w.run.name == "train#1")
     assert first.status == "critical"
     assert not any(a.cleared and a.mode == "numerical_failure" for a in got)
+
+
+@pytest.mark.skipif(not REAL_SCU.is_file(), reason="shared real runs not present")
+def test_the_advice_pending_its_hold_is_the_last_word_when_the_watch_ends() -> None:
+    """A watch (or training) that ends while a changed root cause waits out its hold prints it
+    then: the last advice printed is the diagnosis' on the log read, never a first action the
+    final status contradicts (sclr_l3, trial 42)."""
+    from grpo_doctor.monitor import Monitor
+
+    final = load_run(REAL_SCU)
+    for end in (30, 35, 40):
+        monitor = Monitor()
+        got: list[Alert] = []
+        for step in final.steps[final.steps <= end]:
+            got += monitor.evaluate(final.truncated(int(step)))
+        if any(a.revised for a in got):
+            continue
+        settled = monitor.settle()
+        if settled:
+            assert settled[0].revised and settled[0].first_action == monitor.first_action
+            assert monitor.settle() == []  # said once
+            return
+    pytest.fail("no advice was pending at steps 30-40")

@@ -263,6 +263,7 @@ class DoctorCallback(TrainerCallback):
         if self.history and self._checked_at < state.global_step:
             self._checked_at = state.global_step
             self._report(self.check(), state)
+        self._report(self.monitor.settle(), state)  # the last word on what to do first
 
     def _report(self, alerts: list[Alert], state: TrainerState) -> None:
         if not (self.print_alerts and state.is_world_process_zero):

@@ -293,8 +293,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # The corroboration is read at the end of the run, the fall dated from its onset: say
     # which is which, so "81% zero-std" is not read as the state at the onset.
     why = f"; by the end, {', '.join(corroboration)}" if corroboration else ""
-    summary = (f"{kind}: entropy fell {1 - ratio:.0%} from {fmt(h0)} to {fmt(hc)}, beginning at "
-               f"step {ONSET}{why}{headroom}")
+    # The fall the threshold judged, where it is deeper than the fall from the start ("fell
+    # 47%" beside "threshold: drop > 50%" read as under the line).
+    steepest = (f" ({drop_frac:.0%} within {fmt(drop.end_step - drop.start_step)} steps at "
+                f"its steepest)" if drop is not None and fast_drop and not spent
+                and drop_frac > 1 - ratio + 0.005 else "")
+    summary = (f"{kind}: entropy fell {1 - ratio:.0%} from {fmt(h0)} to {fmt(hc)}{steepest}, "
+               f"beginning at step {ONSET}{why}{headroom}")
     remedies = _remedies(run)
     if benign:
         rose = (f" (reward {fmt(progress.start)} -> {fmt(progress.end)})"
