@@ -261,8 +261,10 @@ def test_watch_shows_a_held_finding_and_says_when_and_why_it_cleared(tmp_path: P
     assert finding["clearing"] == {"now": "ok", "points": 5, "of": 20, "last_seen_step": 3}
     from grpo_doctor.reporters.live import status_line
 
-    assert status_line(watcher).endswith(
+    findings, _, do = status_line(watcher).partition(". Do first: ")
+    assert findings.endswith(
         "level warning (first alert at step 1; clearing: clear for 5 of 20 logged points)")
+    assert do == watcher.first_action  # what to do first, while the finding is held
     cleared, status = grow(len(lines))
     assert cleared["event"] == "cleared" and cleared["previous"] == "warning"
     assert (cleared["last_seen_step"], cleared["clear_points"], cleared["step"]) == (3, 25, 28)
