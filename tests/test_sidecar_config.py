@@ -737,3 +737,28 @@ def test_a_tensorboard_folder_named_generically_is_named_by_the_run_it_sits_in(t
     for sub in ("train", "logs"):
         _write_events(tmp_path / "x" / sub, steps, cols)
     assert sorted(r.name for r in load_runs(tmp_path / "x")) == ["logs", "train"]
+
+
+def test_hparams_written_after_a_watch_began_are_read_at_the_next_poll(tmp_path):
+    """A script that calls add_hparams at the end (or mid-run): the watch, started before,
+    reads the settings once their sub-folder appears (helper-46: the watch had ended on
+    "learning_rate x0.5" where --once said "learning_rate 3e-4 -> ...")."""
+    import pytest
+
+    pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter
+
+    from grpo_doctor.watch import Watcher
+
+    folder = tmp_path / "exp"
+    writer = SummaryWriter(str(folder))
+    for step in range(1, 31):
+        writer.add_scalar("train/reward", 0.2 + step / 100, step)
+    writer.flush()
+    watcher = Watcher(folder)
+    watcher.poll()
+    assert watcher.run is not None and "learning_rate" not in (watcher.run.config or {})
+    writer.add_hparams({"learning_rate": 3e-4, "num_generations": 8}, {})
+    writer.close()
+    watcher.poll()
+    assert watcher.run.config["learning_rate"] == 3e-4

@@ -637,6 +637,22 @@ class _Tail:
     folder: Path | None = None  # None: the run is one event file
     files: Mapping[Path, _FileTail] = field(default_factory=dict)
     plugin_of: Mapping[str, str] = field(default_factory=dict)
+    #: The sub-folders holding event files (an add_hparams session): one that appears is
+    #: structural, so the run is rebuilt with its settings (``_with_hparams_beside``).
+    sub_folders: frozenset[str] = frozenset()
+
+
+def _sub_folders(folder: Path | None) -> frozenset[str]:
+    """The names of ``folder``'s sub-folders (``_HPARAMS_MAX_FOLDERS`` at most) that hold an
+    event file."""
+    if folder is None:
+        return frozenset()
+    try:
+        children = sorted(c for c in folder.iterdir() if c.is_dir())[:_HPARAMS_MAX_FOLDERS]
+        return frozenset(c.name for c in children
+                         if any(_is_event_file(f.name) for f in c.iterdir()))
+    except OSError:
+        return frozenset()
 
 
 def _tail_files(path: Path, state: _Tail, options: LoadOptions) -> tuple[_Tail, list[Path] | None]:
@@ -667,7 +683,9 @@ def _read_new(path: Path, state: _Tail | None, options: LoadOptions, final: bool
     state, files = _tail_files(path, state or _Tail(), options)
     if files is None:
         return Delta(Rows(), state)
-    structural = False
+    subs = _sub_folders(state.folder)
+    structural = subs != state.sub_folders and bool(subs - state.sub_folders)
+    state = replace(state, sub_folders=subs)
     parts: list[Rows] = []
     tails = dict(state.files)
     plugin_of = dict(state.plugin_of)
