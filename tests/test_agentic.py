@@ -97,3 +97,17 @@ def test_tool_output_trained_on_is_the_first_action_behind_the_kl_drift_it_drive
     assert off.get("mask_tool_output").verdict == recipe.OFF and off.get("mask_tool_output").far
     on = recipe.read_config({"state_masking": True})
     assert on.get("mask_tool_output").verdict == recipe.OK
+
+
+def test_a_call_reward_the_config_weighs_is_named_where_no_term_is_logged():
+    """verl logs no reward term per step: a custom reward function's weights in the config
+    (reward_model.reward_kwargs.weights.tool_call 0.3) name what the calls farm (helper-46:
+    the verl restack of the tool-spam run read "cap tool calls" first)."""
+    columns = _spam_columns("tool_call_counts/mean")
+    del columns["rewards/tool_call_reward/mean"], columns["rewards/accuracy_reward/mean"]
+    run = replace(make_run(**columns), config={"reward_model": {"reward_kwargs": {"weights": {
+        "correct": 1.0, "format": 0.2, "tool_call": 0.3}}}})
+    d = diagnose(run)
+    assert d.root_cause.mode == "tool_spam"
+    assert d.root_cause.first_action.startswith(
+        "stop paying for calls: the tool_call term (weight 0.3 in the config)")

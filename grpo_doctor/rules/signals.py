@@ -389,7 +389,9 @@ def late_level(run: Run, metric: str, frac: float = 0.2) -> float | None:
 #: Config keys that name the reward's terms: a list of names (open-r1's and many TRL
 #: scripts' ``reward_funcs``), or a table of weights keyed by name (``reward.weights``).
 _TERM_LISTS = ("reward_funcs", "reward_functions")
-_TERM_TABLES = ("reward.weights", "reward_weights")
+#: Tables of a weight per term: a config's own, and a verl custom reward function's keyword
+#: arguments (``reward_model.reward_kwargs.weights``).
+_TERM_TABLES = ("reward.weights", "reward_weights", "reward_kwargs.weights")
 
 
 #: Longest list written as text read as a list (a tracker's params are all text).

@@ -41,6 +41,7 @@ from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import (
     component_role,
     components,
+    configured_terms,
     configured_weight,
     reward_progress,
 )
@@ -77,9 +78,10 @@ def _calls(run: Run) -> tuple[np.ndarray, np.ndarray, str, str]:
                                      "every episode has)")
 
 
-def _tool_term(run: Run) -> tuple[str, float, float] | None:
+def _tool_term(run: Run) -> tuple[str, float | None, float | None] | None:
     """(name, first, last) of a logged reward term that pays for tool use and rose: the
-    reward the calls farm."""
+    reward the calls farm; else (name, None, None) of a term the config weighs above 0 and
+    names for tool use (verl logs no term per step)."""
     for name, col in components(run).items():
         if not _TOOL_TERM.search(name) or component_role(run, name) == "correctness":
             continue
@@ -88,6 +90,10 @@ def _tool_term(run: Run) -> tuple[str, float, float] | None:
             first, last = head_tail(v)
             if last > first:
                 return name, first, last
+    for name in configured_terms(run):
+        weight = configured_weight(run, name)
+        if _TOOL_TERM.search(name) and weight is not None and weight > 0:
+            return name, None, None
     return None
 
 
@@ -119,11 +125,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         name, first, last = term
         weight = configured_weight(run, name)
         weighed = f" (weight {fmt(weight)} in the config)" if weight is not None else ""
-        paid = f"; the {name} term it farms rose {fmt(first)} -> {fmt(last)}"
+        moved = f" ({fmt(first)} -> {fmt(last)})" if first is not None else ""
+        paid = (f"; the {name} term it farms rose {fmt(first)} -> {fmt(last)}"
+                if first is not None else
+                f"; the config pays a {name} term{weighed}")
         evidence["tool_term"] = {"name": name, "start": first, "now": last, "weight": weight}
         remedies = (
-            f"stop paying for calls: the {name} term{weighed} pays each one ({fmt(first)} -> "
-            f"{fmt(last)}); drop it (weight 0) or pay it only with a correct final answer",
+            f"stop paying for calls: the {name} term{weighed} pays each one{moved}; drop it "
+            "(weight 0) or pay it only with a correct final answer",
             "cap tool calls / turns per episode",
             "give each call a cost",
         )
