@@ -376,7 +376,7 @@ def blind_checks(framework: str, setup: recipe.Setup | None = None, *, groups: b
     """The rules whose metrics the framework does not log by default (none for an unknown
     framework: nothing is known about its logs). ``groups`` False: the advantage estimator
     uses no groups (PPO's GAE), so there are no equal-reward groups to log."""
-    from grpo_doctor.rules import RULES
+    from grpo_doctor.rules import AGENTIC, RULES
 
     logged = set(LOGGED_BY_DEFAULT.get(framework, ()))
     if not logged:
@@ -386,7 +386,7 @@ def blind_checks(framework: str, setup: recipe.Setup | None = None, *, groups: b
         logged.discard(Metric.KL.value)  # TRL computes no KL at beta 0
     out = []
     for rule in RULES:
-        if rule.id in ("tool_spam", "tool_failure"):
+        if rule.id in AGENTIC:
             continue  # agentic runs only: a note in `rules`, not a gap in every setup
         if rule.id == "advantage_collapse" and not groups:
             continue  # no groups, no all-equal groups

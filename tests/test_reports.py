@@ -255,7 +255,8 @@ def test_passed_and_skipped_each_one_line_with_what_to_log(failing):
     assert len(passed) == 1 and len(skipped) == 1
     ok = [c.mode for c in failing.diagnosis.checks if c.status.value == "ok"]
     assert passed[0] == "passed: " + ", ".join(ok)
-    assert "tool_spam (log tool_calls or turns)" in skipped[0]
+    # No tool metric: the agentic checks are one short gap, not two lines of what to log.
+    assert "tool_spam, tool_failure (agentic runs only: no tool metric logged)" in skipped[0]
 
 
 def test_wrapped_lines_hang_under_their_first_word(failing):
@@ -509,3 +510,19 @@ def test_a_healthy_runs_setting_for_the_next_run_is_said_under_its_verdict(capsy
     assert any("for the next run: beta 0.5" in x for x in json.loads(out)["notes"])
     _, out, _ = run_cli(capsys, "audit", str(tmp_path))
     assert "→ healthy · for the next run: beta 0.5 -> 0.01-0.05" in out, out
+
+
+def test_a_run_with_tool_metrics_is_told_what_else_to_log():
+    """A run that logs tool calls but no failures is agentic: tool_failure's gap says what to
+    log, not that the run has no tools."""
+    import numpy as np
+
+    from grpo_doctor.engine import diagnose
+    from grpo_doctor.reporters.outline import skipped_line
+    from tests.helpers import make_run
+
+    n = 40
+    d = diagnose(make_run(**{"tools/call_frequency": np.full(n, 1.0),
+                             "reward": np.linspace(0.2, 0.6, n)}))
+    line = skipped_line(d.checks)
+    assert "tool_failure (log tool_failure_rate)" in line and "agentic runs only" not in line

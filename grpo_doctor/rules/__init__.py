@@ -26,6 +26,10 @@ _MODULES = [
 ]
 
 
+#: The checks of agentic runs (tool calls): a run with no tool logs them only as one gap.
+AGENTIC = ("tool_spam", "tool_failure")
+
+
 def _load() -> tuple[Rule, ...]:
     rules = []
     for name in _MODULES:
