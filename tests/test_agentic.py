@@ -111,3 +111,11 @@ def test_a_call_reward_the_config_weighs_is_named_where_no_term_is_logged():
     assert d.root_cause.mode == "tool_spam"
     assert d.root_cause.first_action.startswith(
         "stop paying for calls: the tool_call term (weight 0.3 in the config)")
+
+
+def test_a_failure_share_logged_as_a_percent_is_skipped_with_why():
+    """45 for 45%: no "4500% of calls failed"; the check says what it needs."""
+    d = diagnose(make_run(**{"tools/failure_frequency": np.full(N, 45.0),
+                             "reward": 0.5 + ar1(4, N, 0.02)}))
+    check = d.check("tool_failure")
+    assert check.status.value == "skipped" and "must be 0-1" in check.summary

@@ -38,9 +38,10 @@ from collections.abc import Mapping
 from grpo_doctor.findings import Status
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule
+from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.points import late_points, series
 from grpo_doctor.store import Run
+from grpo_doctor.text import fmt
 from grpo_doctor.trends import rolling_median
 
 FAILURES = Metric.TOOL_FAILURE_RATE.value
@@ -59,6 +60,10 @@ RULE = Rule(
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, f = series(run, FAILURES)
+    if float(np.min(f)) < 0 or float(np.max(f)) > 1 + 1e-9:
+        # A share is 0-1: a percent (45 for 45%) would read "4500% of calls failed".
+        raise Skip(f"the tool failure share must be 0-1 (logged {fmt(float(np.min(f)))} to "
+                   f"{fmt(float(np.max(f)))}): map a 0-1 share")
     late = float(np.median(f[-late_points(len(f), 0.2, 3):]))
     early = float(np.median(f[:max(3, len(f) // 10)]))
     evidence: dict[str, object] = {"failure_share_start": round(early, 4),
