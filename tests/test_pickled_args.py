@@ -76,6 +76,26 @@ def test_a_checkpoints_training_args_are_the_evidence_the_advice_names(tmp_path,
     assert json.loads(out)["root_cause"]["knob"]["name"] == "learning_rate"
 
 
+def test_a_console_capture_in_the_output_folder_reads_the_latest_checkpoints_args(tmp_path):
+    """``python train.py > outputs/console.log``: the Trainer saved its settings only in
+    ``outputs/checkpoint-N/``; the latest checkpoint's are the run's (an earlier one's may be
+    a run resumed with other settings)."""
+    folder = _checkpoint(tmp_path)
+    early = folder.parent / "checkpoint-50"
+    early.mkdir()
+    (early / "training_args.bin").write_bytes(b"not a pickle")
+    rows = [repr({"loss": "0.01", "reward": f"{r.reward:.4g}", "entropy": f"{r.entropy:.4g}",
+                  "epoch": f"{r.step / 250:.4g}"}) for r in _sharpening().itertuples()]
+    (folder.parent / "console.log").write_text("\n".join(rows) + "\n")
+    from grpo_doctor.importers.sidecar import with_sidecar_config
+    from grpo_doctor.sources import load_run
+
+    run = with_sidecar_config(load_run(folder.parent / "console.log"))
+    assert run.config["learning_rate"] == 3e-3 and run.config["temperature"] == 2.0
+    assert any("settings read from checkpoint-250/training_args.bin, beside the log" in n
+               for n in run.notes), run.notes
+
+
 def test_preflight_reads_a_training_args_bin(tmp_path, capsys):
     code, out, err = run_cli(capsys, "preflight", str(GRPO_ARGS))
     assert code == 1, err

@@ -244,3 +244,26 @@ def test_a_log_of_another_run_beside_the_state_is_a_run_of_its_own(tmp_path, cap
     assert code == 2 and "holds 2 runs" in err
     code, _, _ = run_cli(capsys, "diagnose", str(folder), "--run", "run/trainer_state.json")
     assert code == 1
+
+
+def test_a_stdout_capture_without_steps_is_a_copy_of_the_state(tmp_path):
+    """transformers 5 prints each log as a dict of 4-significant-figure strings with no step,
+    and ``python train.py > console.log`` keeps no progress bar (stderr): the i-th dict is the
+    state's i-th logged step (every 10th here), within its printed rounding. A script's own
+    print of its settings (``RUN {"learning_rate": ...}``) is no row."""
+    state = _state_of("entropy-collapse", 400)
+    state["log_history"] = [e for e in state["log_history"] if e["step"] % 10 == 0]
+    folder = tmp_path / "run"
+    (folder / "checkpoint-400").mkdir(parents=True)
+    (folder / "checkpoint-400" / STATE).write_text(json.dumps(state))
+    lines = ['RUN demo {"learning_rate": 1e-06, "seed": 1} task sum']
+    for entry in state["log_history"]:
+        printed = {k: f"{v:.4g}" for k, v in entry.items() if k != "step"}
+        lines.append(repr(printed))
+    (folder / "console.log").write_text("\n".join(lines) + "\n")
+    run = load_run(folder)
+    assert run.format == "trainer-state" and run.n_steps == 40
+    assert "console.log (40 x" in run.notes[1], run.notes
+    assert not any("disagrees" in n or "not a copy" in n for n in run.notes), run.notes
+    alone = load_run(folder / "console.log")
+    assert alone.n_steps == 40  # the settings line is not a row

@@ -371,9 +371,12 @@ def _config_of(printed: _Printed) -> dict[str, Any] | None:
 
 
 def _is_metric_dict(keys: Sequence[str]) -> bool:
+    """Whether a printed dict is a row of metrics: it logs one grpo-doctor knows other than the
+    learning rate, which a script's own print of its settings holds too (``RUN {"learning_rate":
+    1e-4, "seed": 1}`` read as a row had shifted every step of a Trainer log without steps)."""
     if any(k.startswith("eval_") for k in keys):
         return True
-    return bool(map_columns(keys).mapping)
+    return bool(set(map_columns(keys).mapping) - {"learning_rate"})
 
 
 def _explicit_step(value: dict[Any, Any]) -> int | None:

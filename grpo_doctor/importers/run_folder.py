@@ -23,7 +23,7 @@ several runs) is not one run and is read file by file, as are multi-run tracker 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ from grpo_doctor.files import entry_path, scandir
 from grpo_doctor.importers import detect_format, importer_named
 from grpo_doctor.importers._common import head_of, walk_files
 from grpo_doctor.importers.base import Importer, LoadOptions
+from grpo_doctor.importers.console import LOG_LINE_STEPS
 from grpo_doctor.importers.trainer_state import STATE_FILE
 from grpo_doctor.store import Run
 from grpo_doctor.text import agree, plural
@@ -58,9 +59,10 @@ _MAX_PEEK = 50  # files looked at in a subfolder that is not the run's own
 #: scores less).
 _CAPTURE_SCORE = 80
 _MAX_DEPTH = 4
-#: Relative tolerance when checking a copy's values against the run's (TensorBoard stores
-#: float32, JSON and CSV print float64).
-_RTOL = 1e-5
+#: Relative tolerance when checking a copy's values against the run's: TensorBoard stores
+#: float32, and transformers 5 prints its console dicts to 4 significant figures ('0.3136' for
+#: 0.313588, off by up to 5e-4).
+_RTOL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -240,6 +242,19 @@ def _disagreement(run: Run, other: Run) -> str | None:
             f"{theirs:.6g} there, {mine:.6g} here)")
 
 
+def _on_steps_of(other: Run, run: Run) -> Run:
+    """``other`` on ``run``'s steps when it logged no step of its own (a console capture of
+    stdout alone: the Trainer's dicts carry none, its progress bar went to stderr) and holds
+    as many rows: its i-th printed dict is the run's i-th logged step. Numbered 1, 2, 3 it
+    would be compared with steps 1, 2, 3 of a run logging every 10th, and read as another
+    run."""
+    if LOG_LINE_STEPS not in other.notes or other.n_steps != run.n_steps or other is run:
+        return other
+    frame = other.frame.copy()
+    frame.index = run.frame.index
+    return replace(other, frame=frame, notes=[n for n in other.notes if n != LOG_LINE_STEPS])
+
+
 def _another_run(run: Run, other: Run, steps, metrics: list[str]) -> bool:
     """Whether ``other`` differs from ``run`` beyond rounding (1%) at nine in ten or more of
     the (at least five) shared steps where both logged a shared metric: another run's log,
@@ -307,6 +322,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     config: dict = {}
     apart: list[tuple[Copy, Run]] = []
     for copy, other in others:
+        other = _on_steps_of(other, run)
         other_shape = f"{other.n_steps} x {int(other.frame.notna().any().sum())}"
         clash = _disagreement(run, other)
         if clash and clash.endswith(_ANOTHER):

@@ -252,15 +252,38 @@ def _run_folders(log: Path) -> list[Path]:
     return folders
 
 
+def _latest_checkpoint(folder: Path) -> Path | None:
+    """``folder``'s ``checkpoint-N/`` of the largest N: a Trainer saves its settings
+    (``training_args.bin``), the model's config and a PEFT adapter's there, not beside the
+    console capture or the ``runs/`` events in the output folder."""
+    try:
+        found = [(int(m.group(1)), entry) for entry in folder.iterdir()
+                 if (m := _CHECKPOINT.match(entry.name)) and entry.is_dir()]
+    except OSError:
+        return None
+    return max(found)[1] if found else None
+
+
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def _saved_in(folder: Path) -> list[Path]:
+    """``folder``, then its latest checkpoint's folder: where a run's saved files lie."""
+    latest = _latest_checkpoint(folder)
+    return [folder] if latest is None else [folder, latest]
+
+
 def find_training_config(log: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The first training config beside ``log`` (a file or a run's folder) and its settings;
-    None when there is none (or ``log`` is not a local path). A saved config comes first; else
-    the launch script or the console capture beside the log, whose settings are in words."""
+    """The first training config beside ``log`` (a file or a run's folder, or that folder's
+    latest ``checkpoint-N/``) and its settings; None when there is none (or ``log`` is not a
+    local path). A saved config comes first; else the launch script or the console capture
+    beside the log, whose settings are in words."""
     for folder in _run_folders(log):
-        for name in NAMES:
-            config = _read(folder / name)
-            if config is not None:
-                return folder / name, config
+        for where in _saved_in(folder):
+            for name in NAMES:
+                config = _read(where / name)
+                if config is not None:
+                    return where / name, config
         found = _captured(folder, log)
         if found is not None:
             return found
@@ -325,7 +348,7 @@ def _json_files(log: Path, name: str) -> list[tuple[Path, dict[str, Any]]]:
     """Each JSON object named ``name`` in ``log``'s run folders (see ``_run_folders``),
     nearest first; unreadable or oversized files are passed over."""
     found = []
-    for folder in _run_folders(log):
+    for folder in (where for f in _run_folders(log) for where in _saved_in(f)):
         path = folder / name
         try:
             if not path.is_file() or path.stat().st_size > _MAX_BYTES:
