@@ -189,6 +189,22 @@ def test_an_unrecovered_spike_is_one_the_norm_stays_up_after(base, spike, after,
     assert said is unrecovered, check.summary
 
 
+def test_a_second_spike_soon_after_is_no_level_that_stayed_up():
+    """Trial 43 (real TRL, a task too hard): norms of 0.2-0.6 between steps of 0 (no mixed
+    group), 1.84 at step 124 and 1.86 at 130, back to 0.2-0.6 after. The second spike in the
+    first one's window had read "unrecovered spike" (and the lr its cause) beside a late
+    level below the early one."""
+    import numpy as np
+
+    rng = np.random.default_rng(43)
+    g = rng.uniform(0.2, 0.35, 200)
+    g[rng.random(200) < 0.43] = 0.0
+    g[124:134] = [1.84, 0.0, 0.0, 0.0, 0.28, 0.0, 1.86, 0.95, 0.66, 0.26]
+    check = diagnose(make_run(grad_norm=g, reward=0.5 + 0.01 * rng.standard_normal(200))
+                     ).check("grad_explosion")
+    assert "unrecovered" not in check.summary, check.summary
+
+
 def test_a_clip_fraction_alone_says_nothing_of_how_far_the_ratios_went():
     """TRL logs a clip fraction and no ratio: "ratios within range" beside ratios that reached
     17 (trial 40) claimed what was never read."""
