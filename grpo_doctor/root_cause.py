@@ -44,6 +44,7 @@ from grpo_doctor import recipe
 from grpo_doctor.findings import Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
+from grpo_doctor.rules.entropy_collapse import RULE as ENTROPY_RULE
 from grpo_doctor.rules.incidents import aftermath
 from grpo_doctor.rules.points import end_size, head_tail, late_points, series
 from grpo_doctor.rules.signals import (
@@ -417,6 +418,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
              if r.far and r.id in _ROLLOUT_SETTINGS]
     if drawn:
         return _knob_action(run, root, drawn, from_start)
+    sharp = _sampled_sharp(run, setup, root)
+    if sharp is not None:
+        return sharp
     flipped = _flipped_term(run, root, checks)
     if flipped is not None:
         return flipped
@@ -698,6 +702,50 @@ def _reward_never_fired(check: Check) -> bool:
 
 #: The settings every rollout sample is drawn with.
 _ROLLOUT_SETTINGS = frozenset({"temperature", "top_p", "top_k"})
+
+#: Findings that read a run sampled near-greedily as learned out: every group samples one
+#: answer, all right or all wrong, so nothing varies to learn from.
+_SHARP_READS = frozenset({"no_learning_signal", "advantage_collapse", "entropy_collapse",
+                          "no_progress"})
+#: Mean token entropy (nats) below which sampling is near-deterministic (entropy_collapse's
+#: floor), and the share of equal-reward groups that says the groups sample one answer.
+_SHARP_ENTROPY = next(p.default for p in ENTROPY_RULE.params if p.name == "floor")
+_SHARP_EQUAL = 0.5
+
+
+def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
+    """A rollout temperature far below the recipe, with sampling near-deterministic from the
+    first logged step (entropy below the floor, or most groups equal before any update could
+    have sharpened them): the groups sample one answer each, so the reward (often "solved")
+    measures near-greedy decoding and GRPO gets no signal. Trial 43's temperature 0.2 read
+    "stop here, the task is solved" with the temperature in a note, on a policy right 30% of
+    the time at temperature 1."""
+    temperature = setup.get("temperature")
+    if (root.check.mode not in _SHARP_READS or temperature is None or not temperature.far
+            or temperature.verdict != recipe.LOW):
+        return None
+    head = slice(0, min(3, len(run.steps)))
+    said = []
+    if Metric.ENTROPY.value in run.frame:
+        h = series(run, Metric.ENTROPY.value)[1][head]
+        if len(h) and float(np.median(h)) < _SHARP_ENTROPY:
+            said.append(f"entropy {fmt(float(np.median(h)))} nats, below the "
+                        f"{fmt(_SHARP_ENTROPY)}-nat floor")
+    if Metric.ZERO_STD_FRACTION.value in run.frame:
+        z = series(run, Metric.ZERO_STD_FRACTION.value)[1][head]
+        if len(z) and float(np.median(z)) >= _SHARP_EQUAL:
+            said.append(f"{float(np.median(z)):.0%} of groups equal")
+    if not said:
+        return None
+    setting = f"{temperature.name} {temperature.value_text}"
+    text = (f"{temperature.fix()} ({temperature.sentence()}): sampling is near-greedy from the "
+            f"first step ({'; '.join(said)}), so each group samples one answer, the reward "
+            "measures near-greedy decoding and GRPO has nothing to compare")
+    # "(the task is solved)" holds at this temperature only.
+    summary = root.summary.replace("(the task is solved)", f"(at {setting})")
+    return _Lead(knobs.Remedy(text, knob=knobs.TEMPERATURE),
+                 summary=f"a setup problem, sampling near-greedy from the first step "
+                         f"({setting}): {summary}", knob=_Knob(temperature), setup=True)
 
 
 #: Findings a reward that pays the policy to avoid its own format or answers brings about.

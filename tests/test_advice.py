@@ -2282,3 +2282,27 @@ def test_no_roll_back_to_a_checkpoint_a_run_that_saves_none_never_wrote():
         assert first.startswith(f"restart from the initial model ({said}: no checkpoint"), first
     kept = diagnose(replace(run, config={"save_strategy": "steps"})).root_cause.first_action
     assert kept.startswith("roll back to a checkpoint from before step 305"), kept
+
+
+def test_real_trl_runs_of_trial_43_read_their_setting_not_a_solved_task_or_an_explosion():
+    """Trial 43: runs written by the real TRL 1.16 GRPOTrainer (tests/fixtures/trial/trl_*).
+    At temperature 0.2 the reward sat at 1.47 of 1.5 from the first step (entropy 0.011, 75%
+    of groups equal) on a policy right 30% of the time at temperature 1: it read "stop here,
+    the task is solved", the temperature in a note. On a task out of reach, the grad norm's
+    two pre-clip spikes six steps apart (1.84, 1.86; level 0.2-0.6 after, 0 on 87 steps) read
+    "unrecovered spike", and the lr its cause, before the prompts."""
+    cold = _trial("trl_temperature_0.2")
+    assert cold.root_cause.first_action.startswith("temperature 0.2 -> 1.0"), cold.root_cause
+    assert "near-greedy" in cold.root_cause.first_action
+    assert "(the task is solved)" not in cold.root_cause.summary
+    # Sampled at the recipe's temperature, a run at its top is solved: no such call.
+    warm = json.loads((TRIAL / "trl_temperature_0.2.config.json").read_text())
+    from grpo_doctor.recipe import flat_config
+
+    at_one = diagnose(load_runs(TRIAL / "trl_temperature_0.2.csv")[0], DoctorConfig(
+        recipe=TINY_RECIPE, run_config=flat_config({**warm, "temperature": 1.0})))
+    assert "temperature" not in at_one.root_cause.first_action, at_one.root_cause
+    hard = _trial("trl_hard_task")
+    assert not hard.check("grad_explosion").fired, hard.check("grad_explosion").summary
+    assert hard.root_cause.first_action.startswith("the prompts are out of reach"), \
+        hard.root_cause.first_action

@@ -1,0 +1,225 @@
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trial 43).
+
+A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
+about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
+``trl.GRPOTrainer`` (TRL 1.16, transformers 5) as a user would leave it, one setting changed
+per run. Each run's folder is what TRL writes: TensorBoard events under ``runs/``,
+``checkpoint-N/`` with ``trainer_state.json`` and ``training_args.bin``, and ``console.log``
+(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from two of them.
+
+Needs torch (CPU), transformers and trl==1.16.0 in a venv of their own::
+
+    python -m corpus.trl_real base [ROOT]    # the tokenizer, the tiny model, its SFT -> ROOT/base
+    mkdir -p ROOT/runs/NAME
+    python -m corpus.trl_real NAME ROOT > ROOT/runs/NAME/console.log 2>&1   # about 20 s
+    python -m corpus.trl_real list
+
+ROOT defaults to ``trl-runs``.
+"""
+import os
+import random
+import re
+import sys
+import time
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import torch
+
+torch.set_num_threads(1)
+
+ROOT = sys.argv[2] if len(sys.argv) > 2 else "trl-runs"
+BASE = f"{ROOT}/base"
+CHARS = list("0123456789abcdefghijklmnopqrstuvwxyz+=<>/ ")
+SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
+
+# ---------------------------------------------------------------- runs
+CTRL = dict(learning_rate=1e-4, seed=1)
+RUNS = {
+    # healthy controls: TRL defaults except a learning rate that learns on a tiny model
+    "ctrl_s1": dict(learning_rate=1e-4, seed=1),
+    "ctrl_s2": dict(learning_rate=2e-4, seed=2),
+    "ctrl_s3": dict(learning_rate=5e-5, seed=3),
+    # TRL's own default lr: too low for a tiny model in 200 steps
+    "trl_default_lr": dict(learning_rate=1e-6, seed=1),
+    # exactly one wrong setting each (relative to ctrl_s1)
+    "lr_high": dict(CTRL, learning_rate=4e-3),
+    "temp_low": dict(CTRL, temperature=0.2),
+    "gen2": dict(CTRL, num_generations=2),
+    "trunc": dict(CTRL, max_completion_length=5),
+    "fmt_only": dict(CTRL, reward_weights=[0.0, 1.0]),
+    "beta_high": dict(CTRL, beta=0.5),
+    "eps_wide": dict(CTRL, epsilon=0.8, epsilon_high=0.8),
+    "iters8": dict(CTRL, num_iterations=8),
+    # two knobs: no clipping to speak of, and the lr of lr_high
+    "gradnorm_huge": dict(CTRL, max_grad_norm=1e9, learning_rate=4e-3),
+    "hard_task": dict(CTRL, _task="hard"),
+    # live callback on a failing setting
+    "cb_lr_high": dict(CTRL, learning_rate=4e-3, _callback=True),
+    # callback that only reports (stop_on=None), to see whether its advice flaps over a whole run
+    "cb_hard_task": dict(CTRL, _task="hard", _callback="report"),
+    "cb_fmt_only": dict(CTRL, reward_weights=[0.0, 1.0], _callback="report"),
+    "cb_temp_low": dict(CTRL, temperature=0.2, _callback="report"),
+}
+
+
+# ---------------------------------------------------------------- tokenizer / model
+def make_tokenizer():
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(SPECIALS + CHARS)}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+        unk_token="<unk>",
+    )
+    return fast
+
+
+def make_prompts():
+    return [(a, b) for a in range(10) for b in range(10)]
+
+
+def answer(a, b, task="sum"):
+    return str((a + b) % 10) if task == "sum" else str(a * b + 13 * a + 7)  # hard: 2-3 digits
+
+
+def build_base():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    random.seed(0)
+    tok = make_tokenizer()
+    cfg = Qwen2Config(
+        vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64,
+        tie_word_embeddings=False, rope_theta=10000.0, bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    model = Qwen2ForCausalLM(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    prompts = make_prompts()
+
+    def noisy_target(a, b, pc):
+        d = answer(a, b) if random.random() < pc else str(random.randint(0, 9))
+        r = random.random()
+        if pc == 1.0 or r < 0.85:
+            return f"<a>{d}</a>"
+        return random.choice([d, f"<a>{d}", f"a>{d}</a>", f"<a>{d}/a>", f"<a>{d}{d}</a>"])
+
+    t0 = time.time()
+    for step in range(850):
+        pc = 1.0 if step < 700 else 0.35  # learn the mapping, then blur it to mixed success
+        if step == 700:
+            for group in opt.param_groups:
+                group["lr"] = 2e-4
+        batch = [random.choice(prompts) for _ in range(64)]
+        ids, labels = [], []
+        for a, b in batch:
+            p = tok(f"{a}+{b}=", add_special_tokens=False)["input_ids"]
+            c = tok(noisy_target(a, b, pc), add_special_tokens=False)["input_ids"]
+            c = [*c, tok.eos_token_id]
+            ids.append(p + c)
+            labels.append([-100] * len(p) + c)
+        L = max(map(len, ids))
+        inp = torch.tensor([x + [tok.pad_token_id] * (L - len(x)) for x in ids])
+        lab = torch.tensor([x + [-100] * (L - len(x)) for x in labels])
+        att = (torch.arange(L)[None, :] < torch.tensor([len(x) for x in ids])[:, None]).long()
+        loss = model(input_ids=inp, attention_mask=att, labels=lab).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % 200 == 0 or step == 699:
+            print(step, round(loss.item(), 4), f"{time.time()-t0:.0f}s", flush=True)
+        if step in (699, 774):
+            evaluate(model, tok, n=200)
+            model.train()
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.save_pretrained(BASE)
+    tok.save_pretrained(BASE)
+    evaluate(model, tok)
+
+
+def evaluate(model, tok, n=400, temperature=1.0):
+    model.eval()
+    prompts = make_prompts()
+    enc = tok([f"{a}+{b}=" for a, b in prompts], return_tensors="pt", add_special_tokens=False)
+    corr = fmt = 0
+    tot = 0
+    with torch.no_grad():
+        for _ in range(n // 100):
+            out = model.generate(**enc, do_sample=True, temperature=temperature, max_new_tokens=12,
+                                 pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+            texts = tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+            for (a, b), t in zip(prompts, texts):
+                corr += correctness_reward([t], answer=[answer(a, b)])[0]
+                fmt += format_reward([t])[0]
+                tot += 1
+    print(f"eval: correctness {corr/tot:.3f} format {fmt/tot:.3f} sample {texts[:5]}")
+
+
+# ---------------------------------------------------------------- rewards (TRL signature)
+ANS = re.compile(r"<a>(\d+)</a>")
+
+
+def correctness_reward(completions, answer=None, **kwargs):
+    out = []
+    for c, ans in zip(completions, answer):
+        m = ANS.search(c)
+        out.append(1.0 if m and m.group(1) == ans else 0.0)
+    return out
+
+
+def format_reward(completions, **kwargs):
+    return [0.5 if re.fullmatch(r"\s*<a>\d</a>\s*", c) else 0.0 for c in completions]
+
+
+# ---------------------------------------------------------------- one GRPO run
+def run(name):
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+    from trl import GRPOConfig, GRPOTrainer
+
+    spec = dict(RUNS[name])
+    task = spec.pop("_task", "sum")
+    use_cb = spec.pop("_callback", False)
+    out = f"{ROOT}/runs/{name}"
+    os.makedirs(out, exist_ok=True)
+    random.seed(spec.get("seed", 42))
+    rows = [dict(prompt=f"{a}+{b}=", answer=answer(a, b, task)) for a, b in make_prompts()] * 20
+    random.shuffle(rows)
+    ds = Dataset.from_list(rows)
+    tok = PreTrainedTokenizerFast.from_pretrained(BASE)
+    model = AutoModelForCausalLM.from_pretrained(BASE)
+    kw = dict(
+        output_dir=out, report_to=["tensorboard"], use_cpu=True, bf16=False,
+        logging_steps=1, max_steps=200, save_strategy="steps", save_steps=50,
+        per_device_train_batch_size=32, num_generations=8, max_completion_length=12,
+        disable_tqdm=True, dataloader_num_workers=0,
+    )
+    kw.update(spec)
+    cfg = GRPOConfig(**kw)
+    callbacks = []
+    if use_cb:
+        from grpo_doctor.integrations.trl import DoctorCallback
+        callbacks.append(DoctorCallback() if use_cb is True else DoctorCallback(stop_on=None))
+    trainer = GRPOTrainer(model=model, reward_funcs=[correctness_reward, format_reward], args=cfg,
+                          train_dataset=ds, processing_class=tok, callbacks=callbacks)
+    print("RUN", name, " ".join(f"{k}={v}" for k, v in spec.items()), "task", task, flush=True)
+    t0 = time.time()
+    trainer.train()
+    print(f"TRAIN_SECONDS {time.time()-t0:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    arg = sys.argv[1]
+    if arg == "base":
+        build_base()
+    elif arg == "list":
+        print("\n".join(RUNS))
+    else:
+        run(arg)
