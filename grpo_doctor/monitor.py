@@ -192,6 +192,7 @@ class Monitor:
         self.first_action: str | None = None
         self._advised: tuple[str, ...] | None = None  # the root cause last advised on
         self._candidate: tuple[tuple[str, ...], int] | None = None  # another, and its points
+        self._refiring: dict[str, int] = {}  # polls in a row a cleared warning fired again
         self._pending: Alert | None = None  # the advice event the candidate would be
 
     def _new_points(self, run: Run) -> int:
@@ -224,6 +225,10 @@ class Monitor:
             params = self._params[rule.id]
             check = _in_unit(check_rule(rule, run, params, with_first_alert=False), unit)
             prev = self.alerted.get(rule.id)
+            if prev is None and not self._confirmed(check, run):
+                fresh.append(check)
+                checks.append(replace(check, status=Status.OK))  # held clear until confirmed
+                continue
             if check.fired and (prev is None or check.status.rank > prev.severity.rank):
                 check = self._raised(_in_unit(check_rule(rule, run, params), unit), prev, run)
                 alert = Alert(
@@ -253,6 +258,23 @@ class Monitor:
         new.sort(key=lambda a: _step_order(a.first_alert_step))  # as the log raised them
         self.alerts.extend(new)
         return new
+
+    def _confirmed(self, check: Check, run: Run) -> bool:
+        """Whether a finding not raised now may be: a warning back within ``clear_after``
+        logged points of its clear is raised at the second poll in a row that fires it (one
+        poll is the flicker the clear waited out: a callback checking every 10 steps had
+        raised, cleared and raised a warning at steps 50, 80 and 90; trial 43). A critical is
+        raised at once."""
+        mode = check.mode
+        cleared = self._cleared_at.get(mode)
+        if not check.fired:
+            self._refiring.pop(mode, None)
+            return True
+        if check.status is not Status.WARNING or cleared is None or int(
+                (run.steps > cleared).sum()) > self.clear_after:
+            return True
+        self._refiring[mode] = self._refiring.get(mode, 0) + 1
+        return self._refiring[mode] >= 2
 
     def _advise(self, run: Run, new: list[Alert], points: int, fresh: Sequence[Check]
                 ) -> list[Alert]:
@@ -288,8 +310,11 @@ class Monitor:
         if key == self._advised:
             self._candidate, self._pending = None, None
             return new
-        held = points + (self._candidate[1] if self._candidate and self._candidate[0] == key
-                         else 0)
+        # Counted from the poll that first showed it: a callback checking every 10 steps
+        # had revised at once on each poll's root ("easier prompts" at step 60, "look at the
+        # groups" at 70, "easier prompts" at 80: trial 43), however briefly it held.
+        held = (points + self._candidate[1]) if (
+            self._candidate and self._candidate[0] == key) else 0
         self._candidate = (key, held)
         shown = self._shown.get(cause.mode)
         prev = self.alerted.get(cause.mode)
@@ -382,8 +407,9 @@ class Monitor:
         return {c.mode: c.status.rank for c in self.checks if c.status is not Status.SKIPPED}
 
 
-#: Logged points a changed root cause must hold before the advice is revised: a root that
-#: flips back at the next poll is noise, not news.
+#: Logged points a changed root cause must hold, from the poll that first showed it, before
+#: the advice is revised (so at two polls at least): a root that flips back at the next poll
+#: is noise, not news.
 ADVICE_HOLD = 5
 
 

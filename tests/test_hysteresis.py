@@ -211,6 +211,27 @@ def test_the_callback_does_not_flap() -> None:
     assert not flaps(shown, CLEAR_AFTER)
 
 
+def test_a_callback_checking_every_ten_steps_does_not_flap_nor_flip_its_advice() -> None:
+    """Trial 43's real TRL runs checked as ``DoctorCallback`` checks them (every 10 steps):
+    at temperature 0.2 a warning had been raised at step 50, cleared at 80 and raised at 90;
+    on a task out of reach the first action had flipped "easier prompts" -> "look at the
+    groups" -> "easier prompts" at steps 60, 70 and 80."""
+    from dataclasses import replace
+
+    from grpo_doctor.recipe import flat_config
+    from tests.test_advice import TINY_RECIPE, TRIAL
+
+    for name in ("trl_temperature_0.2", "trl_hard_task"):
+        run = load_runs(TRIAL / f"{name}.csv")[0]
+        cfg = flat_config(json.loads((TRIAL / f"{name}.config.json").read_text()))
+        alerts, shown = replay(Monitor(Settings(recipe=TINY_RECIPE)), replace(run, config=cfg),
+                               every=10)
+        assert not flaps(shown, 20), (name, flaps(shown, 20))
+        advice = [a.first_action.split()[:2] for _, a in alerts if a.first_action]
+        back = [i for i in range(2, len(advice)) if advice[i] == advice[i - 2] != advice[i - 1]]
+        assert not back, (name, advice)
+
+
 # --- configuration and what watch shows -----------------------------------------------------
 
 
