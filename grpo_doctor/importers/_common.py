@@ -60,6 +60,21 @@ def folder_run_name(folder: Path) -> str:
     return folder.name
 
 
+#: The folder a Hugging Face Trainer saves at step N: its state, settings and weights.
+CHECKPOINT_FOLDER = re.compile(r"checkpoint-(\d+)")
+
+
+def checkpoint_folders(root: Path) -> list[tuple[int, Path]]:
+    """The ``checkpoint-N`` folders directly under ``root``, by N (none when it cannot be
+    listed)."""
+    try:
+        children = list(root.iterdir())
+    except OSError:
+        return []
+    return sorted((int(m.group(1)), child) for child in children
+                  if (m := CHECKPOINT_FOLDER.fullmatch(child.name)) and child.is_dir())
+
+
 def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
     """The first ``size`` bytes of a file (``HEAD_BYTES``: what a sniffer sees); an InputError
     when it cannot be read."""

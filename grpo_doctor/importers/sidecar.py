@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.importers._common import load_yaml, read_head
+from grpo_doctor.importers._common import checkpoint_folders, load_yaml, read_head
 from grpo_doctor.importers._records import flatten
 from grpo_doctor.importers.interpolation import resolve_interpolations
 from grpo_doctor.store import Run
@@ -252,25 +252,12 @@ def _run_folders(log: Path) -> list[Path]:
     return folders
 
 
-def _latest_checkpoint(folder: Path) -> Path | None:
-    """``folder``'s ``checkpoint-N/`` of the largest N: a Trainer saves its settings
+def _saved_in(folder: Path) -> list[Path]:
+    """``folder``, then its latest ``checkpoint-N/``: a Trainer saves its settings
     (``training_args.bin``), the model's config and a PEFT adapter's there, not beside the
     console capture or the ``runs/`` events in the output folder."""
-    try:
-        found = [(int(m.group(1)), entry) for entry in folder.iterdir()
-                 if (m := _CHECKPOINT.match(entry.name)) and entry.is_dir()]
-    except OSError:
-        return None
-    return max(found)[1] if found else None
-
-
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-
-
-def _saved_in(folder: Path) -> list[Path]:
-    """``folder``, then its latest checkpoint's folder: where a run's saved files lie."""
-    latest = _latest_checkpoint(folder)
-    return [folder] if latest is None else [folder, latest]
+    saved = checkpoint_folders(folder)
+    return [folder, saved[-1][1]] if saved else [folder]
 
 
 def find_training_config(log: Path) -> tuple[Path, dict[str, Any]] | None:

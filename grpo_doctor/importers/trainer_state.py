@@ -9,31 +9,30 @@ closing entry with ``train_runtime`` goes to the summary, not into the curves.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.importers._common import looks_like_text, read_json
+from grpo_doctor.importers._common import (
+    CHECKPOINT_FOLDER,
+    checkpoint_folders,
+    looks_like_text,
+    read_json,
+)
 from grpo_doctor.importers._records import log_history_records, records_frame
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run, build_run
 from grpo_doctor.text import plural
 
 STATE_FILE = "trainer_state.json"
-_CHECKPOINT = re.compile(r"checkpoint-(\d+)")
 #: Keys every Trainer log entry has; one of them in a JSON list's head makes it a log_history.
 _LOG_KEYS = (b'"loss"', b'"learning_rate"', b'"epoch"', b'"grad_norm"', b'"reward"')
 
 
 def _checkpoints_in(root: Path) -> list[tuple[int, Path]]:
     """The trainer states of the ``checkpoint-N`` folders directly under ``root``, by N."""
-    try:
-        children = list(root.iterdir())
-    except OSError:
-        return []
-    return sorted((int(m.group(1)), child / STATE_FILE) for child in children
-                  if (m := _CHECKPOINT.fullmatch(child.name)) and (child / STATE_FILE).is_file())
+    return [(n, folder / STATE_FILE) for n, folder in checkpoint_folders(root)
+            if (folder / STATE_FILE).is_file()]
 
 
 def _latest_checkpoint(folder: Path) -> tuple[Path, int] | None:
@@ -46,7 +45,7 @@ def saved_checkpoints(state_path: Path) -> list[int]:
     """The steps of the ``checkpoint-N`` folders (with a trainer state) beside the one
     ``state_path`` is in, or under the output folder holding it: what a roll-back can reach."""
     folder = state_path.parent
-    root = folder.parent if _CHECKPOINT.fullmatch(folder.name) else folder
+    root = folder.parent if CHECKPOINT_FOLDER.fullmatch(folder.name) else folder
     return [n for n, _ in _checkpoints_in(root)]
 
 
@@ -93,7 +92,7 @@ def _run_name(state: Path) -> str:
     if state.name != STATE_FILE:
         return state.stem
     folder = state.parent
-    if _CHECKPOINT.fullmatch(folder.name) and folder.parent.name:
+    if CHECKPOINT_FOLDER.fullmatch(folder.name) and folder.parent.name:
         return folder.parent.name
     return folder.name or state.stem
 

@@ -150,13 +150,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # 0.008 on a run logging 0.003-0.012 between its rare mixed groups, or 579 back to 0.6
     # after norms of 0.5-18, is recovered, however small the median level was.
     unrecovered = []
-    spiked = set(int(i) for i in idx)
     for i in idx:
-        # The level after it, the next spikes left out: a second spike three steps later is
+        # The level after it, the next spikes left out: a second spike soon after is
         # recurrence (judged below), not a level that stayed up (0.28, 1.86, 0.95, 0.56, 0.26
         # after a 1.84 on a run logging 0.2-0.6 had read "unrecovered").
-        after = np.array([g[j] for j in range(i + 1, min(len(g), i + 1 + max(5, len(g) // 20)))
-                          if j not in spiked])
+        following = np.arange(i + 1, min(len(g), i + 1 + max(5, len(g) // 20)))
+        after = g[following[~np.isin(following, idx)]]
         before = g[max(0, i - 20):i]
         usual = float(np.quantile(before, 0.9)) if len(before) >= 5 else 0.0
         # (A spike under the usual clip of 1.0 explodes nothing: "exploding" beside a peak of
