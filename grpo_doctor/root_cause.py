@@ -714,15 +714,20 @@ _SHARP_EQUAL = 0.5
 
 
 def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
-    """A rollout temperature far below the recipe, with sampling near-deterministic from the
-    first logged step (entropy below the floor, or most groups equal before any update could
-    have sharpened them): the groups sample one answer each, so the reward (often "solved")
-    measures near-greedy decoding and GRPO gets no signal. Trial 43's temperature 0.2 read
-    "stop here, the task is solved" with the temperature in a note, on a policy right 30% of
-    the time at temperature 1."""
-    temperature = setup.get("temperature")
-    if (root.check.mode not in _SHARP_READS or temperature is None or not temperature.far
-            or temperature.verdict != recipe.LOW):
+    """A rollout temperature (or top_p, top_k) far below the recipe, with sampling
+    near-deterministic from the first logged step (entropy below the floor, or most groups
+    equal before any update could have sharpened them): the groups sample one answer each, so
+    the reward (often "solved") measures near-greedy decoding and GRPO gets no signal.
+    Trial 43's temperature 0.2 read "stop here, the task is solved" with the temperature in a
+    note, on a policy right 30% of the time at temperature 1."""
+    if root.check.mode not in _SHARP_READS:
+        return None
+    # Temperature, or the distribution cut by nucleus or top-k sampling: any of them far below
+    # the recipe samples one answer per group.
+    sharpeners = (setup.get(name) for name in ("temperature", "top_p", "top_k"))
+    knob = next((r for r in sharpeners
+                 if r is not None and r.far and r.verdict == recipe.LOW), None)
+    if knob is None:
         return None
     head = slice(0, min(3, len(run.steps)))
     said = []
@@ -737,15 +742,15 @@ def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
             said.append(f"{float(np.median(z)):.0%} of groups equal")
     if not said:
         return None
-    setting = f"{temperature.name} {temperature.value_text}"
-    text = (f"{temperature.fix()} ({temperature.sentence()}): sampling is near-greedy from the "
+    setting = f"{knob.name} {knob.value_text}"
+    text = (f"{knob.fix()} ({knob.sentence()}): sampling is near-greedy from the "
             f"first step ({'; '.join(said)}), so each group samples one answer, the reward "
             "measures near-greedy decoding and GRPO has nothing to compare")
-    # "(the task is solved)" holds at this temperature only.
+    # "(the task is solved)" holds at this setting only.
     summary = root.summary.replace("(the task is solved)", f"(at {setting})")
-    return _Lead(knobs.Remedy(text, knob=knobs.TEMPERATURE),
+    return _Lead(knobs.Remedy(text, knob=knobs.TEMPERATURE if knob.id == "temperature" else None),
                  summary=f"a setup problem, sampling near-greedy from the first step "
-                         f"({setting}): {summary}", knob=_Knob(temperature), setup=True)
+                         f"({setting}): {summary}", knob=_Knob(knob), setup=True)
 
 
 #: Findings a reward that pays the policy to avoid its own format or answers brings about.

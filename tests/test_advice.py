@@ -2302,6 +2302,12 @@ def test_real_trl_runs_of_trial_43_read_their_setting_not_a_solved_task_or_an_ex
     at_one = diagnose(load_runs(TRIAL / "trl_temperature_0.2.csv")[0], DoctorConfig(
         recipe=TINY_RECIPE, run_config=flat_config({**warm, "temperature": 1.0})))
     assert "temperature" not in at_one.root_cause.first_action, at_one.root_cause
+    # The same near-greedy sampling by a cut distribution names the cut: top_p, then top_k.
+    for cut, fix in (({"top_p": 0.05}, "top_p 0.05 -> 1.0"), ({"top_k": 1}, "top_k 1 -> ")):
+        sharp = diagnose(load_runs(TRIAL / "trl_temperature_0.2.csv")[0], DoctorConfig(
+            recipe=TINY_RECIPE, run_config=flat_config({**warm, "temperature": 1.0, **cut})))
+        assert sharp.root_cause.first_action.startswith(fix), sharp.root_cause
+        assert "near-greedy" in sharp.root_cause.first_action
     hard = _trial("trl_hard_task")
     assert not hard.check("grad_explosion").fired, hard.check("grad_explosion").summary
     assert hard.root_cause.first_action.startswith("the prompts are out of reach"), \
