@@ -1090,9 +1090,13 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
     """A run wrong from its first logged step: the setup, not the training, is the cause."""
     check = root.check
     by_mode = {c.mode: c for c in checks if c.fired}
-    if check.mode == "numerical_failure" or (
-            "numerical_failure" in by_mode and _policy_never_moved(run, setup)):
-        return _numerical_setup(run, setup, by_mode.get("numerical_failure", check))
+    numeric = by_mode.get("numerical_failure")
+    if numeric is not None and numeric.status is not Status.CRITICAL:
+        # Only a logged statistic (KL, entropy) went non-finite, the loss and the gradient
+        # stayed finite: how it is computed broke, not the dtype; its own checks lead.
+        numeric = None
+    if numeric is not None and (check is numeric or _policy_never_moved(run, setup)):
+        return _numerical_setup(run, setup, numeric)
     if check.mode == "length_hacking" and check.evidence.get("truncated_from_start"):
         share = float(check.evidence.get("truncated_share", 0.0))
         length = setup.get("max_completion_length")

@@ -2312,3 +2312,22 @@ def test_real_trl_runs_of_trial_43_read_their_setting_not_a_solved_task_or_an_ex
     assert not hard.check("grad_explosion").fired, hard.check("grad_explosion").summary
     assert hard.root_cause.first_action.startswith("the prompts are out of reach"), \
         hard.root_cause.first_action
+
+
+def test_a_kl_nan_from_the_first_step_with_the_loss_finite_checks_the_kl_estimator_first():
+    """open-r1#704 (../shared/real-runs/issue-snippets): kl NaN on every logged step from step
+    1, the loss finite and moving. The NaN never reached the weights, yet the first action
+    led with "fp16 weights ... the loss scaler", the KL estimator second; the summary said the
+    weights "were not touched" of a run whose loss and reward moved."""
+    n = 4
+    run = make_run(reward=np.array([13.4, 6.9, 6.3, 6.4]), loss=np.array([-0.28, -0.15,
+                   -0.11, -0.01]), kl=np.array(["nan"] * n, dtype=object))
+    rc = diagnose(run).root_cause
+    assert rc.mode == "numerical_failure"
+    assert rc.first_action.startswith("check the KL estimator"), rc.first_action
+    assert "not touched" not in rc.summary and "did not reach the weights" in rc.summary
+    # The loss NaN too: the update itself broke, the setup leads.
+    broken = make_run(reward=np.array([13.4, 6.9, 6.3, 6.4]),
+                      loss=np.array(["nan"] * n, dtype=object),
+                      kl=np.array(["nan"] * n, dtype=object))
+    assert diagnose(broken).root_cause.first_action.startswith("a numerical setup problem")

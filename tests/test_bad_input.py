@@ -170,7 +170,7 @@ def test_an_all_nan_statistic_is_found_from_its_first_step(capsys):
     assert code == 0 and report["status"] == "warning"
     assert nf["status"] == "warning" and nf["onset_step"] == 1
     assert nf["summary"].startswith("non-finite values first at step 1: kl")
-    assert "stayed finite: the weights were not touched" in nf["summary"]
+    assert "stayed finite: the NaN did not reach the weights" in nf["summary"]
     assert check(report, "kl_drift")["status"] == "skipped"  # no finite kl to judge
 
 

@@ -95,7 +95,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         not _finite_at(run, u, _bad_steps(run, m)) for m in bad for u in updates)
     status = Status.CRITICAL if reached else Status.WARNING
     if not reached:
-        summary += f"; {' and '.join(updates)} stayed finite: the weights were not touched"
+        summary += f"; {' and '.join(updates)} stayed finite: the NaN did not reach the weights"
     # The first logged step of a log that starts with training (not an excerpt from later).
     at_start = first <= (run.first_step or 0) and (run.first_step or 0) <= 20
     setup = ("keep lm_head and the loss in fp32 under bf16/fp16; guard log(0) in the KL "

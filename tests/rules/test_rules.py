@@ -49,7 +49,7 @@ def test_a_nan_only_in_the_kl_asks_about_its_computation_not_a_rollback():
     check = d.check("numerical_failure")
     assert check.status.value == "warning" and check.onset_step == 300
     assert check.summary == ("non-finite values first at step 300: kl (1 value from step 300); "
-                             "loss and grad_norm stayed finite: the weights were not touched")
+                             "loss and grad_norm stayed finite: the NaN did not reach the weights")
     assert check.remedies[0].startswith("check the KL estimator for log(0)")
     assert any("mask padded tokens out of the kl average" in r for r in check.remedies)
     said = " ".join(check.remedies + tuple(step.action for step in d.plan))
