@@ -214,7 +214,9 @@ SETTINGS: tuple[Setting, ...] = (
         low=50, far=5.0,
         risks={LOW: _SAMPLING_CUT},
         why={LOW: "top-k sampling keeps only the k likeliest tokens: " + _CUT_WHY},
-        target="-1 (off)",
+        # 0 is off everywhere: transformers' generate, vLLM and SGLang (verl's -1 too), while
+        # transformers rejects -1 ("top_k has to be a strictly positive integer", trial 44).
+        target="0 (off)",
     ),
     Setting(
         "entropy_coef", (*knobs.ENTROPY_COEF.names, "entropy_loss_coef"),

@@ -1541,7 +1541,7 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
         # group, a curriculum) cannot revive it. Only preventing the update counts.
         order = [m for m in order if m not in _SYMPTOMS_OF_A_DEAD_RUN]
     items: list[_Item] = [_Item(lead.remedy, [mode], "root_cause",
-                                lead.knob.reading.id if lead.knob else None)]
+                                lead.knob.reading.id if lead.knob else _setting_of(lead.remedy))]
     # Other settings outside the recipe that the chapter links to the cause.
     linked = list(lead.extra_knobs) + [
         r for r in setup.linked(_linked_modes(root)) if r not in lead.extra_knobs]

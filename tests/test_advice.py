@@ -847,7 +847,7 @@ def test_a_task_out_of_reach_is_not_healthy_and_asks_for_easier_prompts():
 
 
 @pytest.mark.parametrize("knob,value,first", [
-    ("top_p", 0.5, "top_p 0.5 -> 1.0"), ("top_k", 5, "top_k 5 -> -1 (off)")])
+    ("top_p", 0.5, "top_p 0.5 -> 1.0"), ("top_k", 5, "top_k 5 -> 0 (off)")])
 def test_a_sampling_cut_is_named_for_the_entropy_fall_it_causes(knob, value, first):
     """Nucleus or top-k sampling at the rollout sharpens the sampled distribution as a low
     temperature does: at 0.5 (or k=5) it is far outside the recipe and the first action on
@@ -2331,3 +2331,18 @@ def test_a_kl_nan_from_the_first_step_with_the_loss_finite_checks_the_kl_estimat
                       loss=np.array(["nan"] * n, dtype=object),
                       kl=np.array(["nan"] * n, dtype=object))
     assert diagnose(broken).root_cause.first_action.startswith("a numerical setup problem")
+
+
+@given(peak=st.floats(1e-7, 1e-3), warmup=st.integers(3, 30), every=st.integers(2, 10),
+       total=st.integers(200, 2000))
+def test_the_peak_of_a_warm_up_into_a_linear_decay_is_where_the_two_lines_meet(
+        peak, warmup, every, total):
+    """transformers' linear schedule with warm-up, logged every few steps: the largest logged
+    value is below the configured peak unless a log falls on the warm-up's end (nips rho1.00:
+    9.8e-5 logged, 1e-4 configured, warm-up 10, a log every 5)."""
+    steps = np.arange(every, total, every, dtype=float)
+    lr = np.where(steps < warmup, peak * steps / warmup,
+                  peak * (total - steps) / (total - warmup))
+    if lr.argmax() < 2:
+        return  # a warm-up seen at fewer than two logs: no line to meet
+    assert knobs.schedule_peak(steps, lr) == pytest.approx(peak, rel=1e-6)

@@ -146,16 +146,39 @@ def schedule_peak(steps: np.ndarray, values: np.ndarray) -> float:
     steps whose first line is step 10), the line through its first points taken back to
     step 1. TRL's default schedule decays linearly from the first update, so the first log
     of such a run shows 7.9e-6 of a configured 1e-5; halving 7.9e-6 would be advice about a
-    value the user never set. Any other shape (a warm-up, a cosine) keeps the largest."""
+    value the user never set. A linear warm-up into a linear decay, logged every few steps,
+    peaks between two logs: the two lines meet at the peak (9.8e-5 logged of a configured
+    1e-4: a warm-up of 10 steps, a log every 5). Any other shape (a cosine, steps) keeps the
+    largest."""
     top = float(values.max())
-    if (len(values) < 3 or steps[0] <= 1 or values[0] < top or not values[1] < values[0]
-            or not starts_with_run(steps)):
+    if len(values) < 3 or not starts_with_run(steps):
         return top
-    slope = (values[1] - values[0]) / (steps[1] - steps[0])
-    on_line = values[0] + slope * (steps[2] - steps[0])
-    if abs(values[2] - on_line) > 0.02 * values[0]:
-        return top  # not a line: a cosine, steps, an adaptive rate
-    return max(top, float(values[0] - slope * (steps[0] - 1)))
+    i = int(values.argmax())
+    if i == 0:
+        if steps[0] <= 1 or not values[1] < values[0] or not _collinear(steps, values, 0):
+            return top  # not a line: a cosine, steps, an adaptive rate
+        slope = (values[1] - values[0]) / (steps[1] - steps[0])
+        return max(top, float(values[0] - slope * (steps[0] - 1)))
+    if (i < 2 or i + 2 >= len(values) or steps[i] - steps[i - 1] <= 1  # every step: logged
+            or not values[i - 2] < values[i - 1] < top
+            or not values[i + 1] < top or not _collinear(steps, values, i)):
+        return top
+    rise = (values[i - 1] - values[i - 2]) / (steps[i - 1] - steps[i - 2])
+    fall = (values[i + 1] - values[i]) / (steps[i + 1] - steps[i])
+    # Where the warm-up's line meets the decay's.
+    x = (values[i] - fall * steps[i] - values[i - 1] + rise * steps[i - 1]) / (rise - fall)
+    if not steps[i - 1] < x < steps[i]:
+        return top
+    peak = float(values[i] + fall * (x - steps[i]))
+    # At a log (within rounding) the logged value is the peak.
+    return peak if top * (1 + 1e-6) < peak <= 1.25 * top else top
+
+
+def _collinear(steps: np.ndarray, values: np.ndarray, i: int) -> bool:
+    """The logs at i, i+1 and i+2 lie on one line (within 2% of the first)."""
+    slope = (values[i + 1] - values[i]) / (steps[i + 1] - steps[i])
+    on_line = values[i] + slope * (steps[i + 2] - steps[i])
+    return bool(abs(values[i + 2] - on_line) <= 0.02 * values[i])
 
 
 def _num(x: float) -> str:
