@@ -1,4 +1,4 @@
-"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trial 43).
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43, 44).
 
 A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
 about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
@@ -14,7 +14,9 @@ Needs torch (CPU), transformers and trl==1.16.0 in a venv of their own::
     python -m corpus.trl_real NAME ROOT > ROOT/runs/NAME/console.log 2>&1   # about 20 s
     python -m corpus.trl_real list
 
-ROOT defaults to ``trl-runs``.
+ROOT defaults to ``trl-runs``. Trial 44's runs (a name's ``_logger``) write to wandb offline,
+MLflow (sqlite, or a ``file:`` store), Trackio or SwanLab (local) instead of TensorBoard, into
+the run's folder; their settings are set from the environment before TRL is imported.
 """
 import os
 import random
@@ -23,9 +25,31 @@ import sys
 import time
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-import torch
 
-torch.set_num_threads(1)
+
+def logger_env(name, out):
+    """Point each logger at the run folder. Must run before torch, transformers and trl are
+    imported: trackio reads TRACKIO_DIR at import time, and trl imports trackio."""
+    spec = RUNS.get(name, {})
+    logger_name = spec.get("_logger", "tensorboard")
+    if logger_name == "wandb":
+        os.environ["WANDB_MODE"] = "offline"
+        os.environ["WANDB_DIR"] = out
+        os.environ.setdefault("WANDB_PROJECT", "t44")
+    elif logger_name == "mlflow":
+        if spec.get("_mlflow_store") == "file":
+            # the legacy ./mlruns folder (mlflow 3.17 refuses it without this)
+            os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+            os.environ["MLFLOW_TRACKING_URI"] = f"file:{out}/mlruns"
+        else:  # mlflow 3.x's recommended backend
+            os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{out}/mlflow.db"
+        os.environ.setdefault("MLFLOW_EXPERIMENT_NAME", "t44")
+    elif logger_name == "trackio":
+        os.environ["TRACKIO_DIR"] = f"{out}/trackio"
+    elif logger_name == "swanlab":
+        os.environ["SWANLAB_MODE"] = "local"
+        os.environ["SWANLAB_LOG_DIR"] = f"{out}/swanlog"
+
 
 ROOT = sys.argv[2] if len(sys.argv) > 2 else "trl-runs"
 BASE = f"{ROOT}/base"
@@ -59,6 +83,44 @@ RUNS = {
     "cb_hard_task": dict(CTRL, _task="hard", _callback="report"),
     "cb_fmt_only": dict(CTRL, reward_weights=[0.0, 1.0], _callback="report"),
     "cb_temp_low": dict(CTRL, temperature=0.2, _callback="report"),
+    # trial 44
+    # healthy controls written by other loggers
+    "ctrl_wandb": dict(CTRL, _logger="wandb"),
+    "ctrl_mlflow": dict(CTRL, seed=2, _logger="mlflow"),
+    "ctrl_trackio": dict(CTRL, seed=3, _logger="trackio"),
+    "ctrl_swanlab": dict(CTRL, seed=4, _logger="swanlab"),
+    "ctrl_tb": dict(CTRL),  # the trial-43 control again, TensorBoard, for comparison
+    # exactly one wrong setting each (relative to CTRL)
+    "top_p_low": dict(CTRL, top_p=0.05),
+    "top_k_1": dict(CTRL, top_k=1, _logger="wandb"),
+    "eps_tiny": dict(CTRL, epsilon=0.01, epsilon_high=0.01, num_iterations=4),
+    "iters_lr": dict(CTRL, num_iterations=4, learning_rate=1e-3, _logger="mlflow"),
+    "lr_mid_const": dict(CTRL, learning_rate=1e-3, lr_scheduler_type="constant"),
+    "hack_reward": dict(CTRL, max_completion_length=24, _rewards="hack",
+                        reward_weights=[1.0, 1.0, 0.0],
+                        _logger="wandb"),
+    "hack_count": dict(CTRL, max_completion_length=24, _rewards="hack_count",
+                       reward_weights=[1.0, 1.0, 0.0],
+                       _logger="wandb"),
+    # the same lenient-check bug on the hard task (answers of 2-3 digits), where the exact
+    # answer is out of reach
+    "hack_hard": dict(CTRL, _task="hard", max_completion_length=24, _rewards="hack_digits",
+                      reward_weights=[1.0, 1.0, 0.0], _logger="wandb"),
+    "nan_reward": dict(CTRL, _rewards="nan"),
+    "length_reward": dict(CTRL, _rewards="length", _logger="mlflow", _mlflow_store="file"),
+    "steps_per_gen": dict(CTRL, steps_per_generation=4),
+    "sync_ref": dict(CTRL, beta=0.04, sync_ref_model=True, ref_model_sync_steps=10,
+                     learning_rate=5e-4),
+    "temp_high": dict(CTRL, temperature=2.0, _logger="trackio"),
+    # not scored: does the advice "top_k 1 -> -1 (off)" run in TRL 1.16? (No: transformers
+    # rejects it; the advice is now 0.)
+    "check_top_k_neg1": dict(CTRL, top_k=-1),
+    # report-only live callback on the reward-hacking setting
+    "cb_hack_hard": dict(CTRL, _task="hard", max_completion_length=24, _rewards="hack_digits",
+                         reward_weights=[1.0, 1.0, 0.0], _callback="report"),
+    "cb_hack_count": dict(CTRL, max_completion_length=24, _rewards="hack_count",
+                          reward_weights=[1.0, 1.0, 0.0],
+                          _callback="report"),
 }
 
 
@@ -178,6 +240,51 @@ def format_reward(completions, **kwargs):
     return [0.5 if re.fullmatch(r"\s*<a>\d</a>\s*", c) else 0.0 for c in completions]
 
 
+def correctness_anywhere_reward(completions, answer=None, **kwargs):
+    """BUGGY: pays 1.0 when the answer digit appears anywhere in the completion (spamming
+    digits pays)."""
+    return [1.0 if ans in c else 0.0 for c, ans in zip(completions, answer)]
+
+
+def correctness_count_reward(completions, answer=None, **kwargs):
+    """BUGGY partial credit: 1.0 per occurrence of the answer digit in the completion
+    (repeating it pays more)."""
+    return [float(c.count(ans)) for c, ans in zip(completions, answer)]
+
+
+def digit_overlap_reward(completions, answer=None, **kwargs):
+    """BUGGY lenient check: 1.0 if ANY digit of the answer appears anywhere in the completion."""
+    return [1.0 if any(ch in c for ch in ans) else 0.0 for c, ans in zip(completions, answer)]
+
+
+def exact_correctness(completions, answer=None, **kwargs):
+    """The true exact check, logged with weight 0."""
+    return correctness_reward(completions, answer=answer)
+
+
+def correctness_solution_reward(completions, solution=None, **kwargs):
+    """BUGGY setup: reads a dataset column 'solution' that does not exist -> None for every
+    completion."""
+    if solution is None:
+        return [None] * len(completions)
+    return correctness_reward(completions, answer=solution)
+
+
+def length_bonus_reward(completions, **kwargs):
+    """A length bonus: 0.2 per character of the completion."""
+    return [0.2 * len(c) for c in completions]
+
+
+REWARD_SETS = {
+    "default": [correctness_reward, format_reward],
+    "hack": [correctness_anywhere_reward, format_reward, exact_correctness],
+    "hack_count": [correctness_count_reward, format_reward, exact_correctness],
+    "hack_digits": [digit_overlap_reward, format_reward, exact_correctness],
+    "nan": [correctness_solution_reward, format_reward],
+    "length": [correctness_reward, format_reward, length_bonus_reward],
+}
+
+
 # ---------------------------------------------------------------- one GRPO run
 def run(name):
     from datasets import Dataset
@@ -186,9 +293,18 @@ def run(name):
 
     spec = dict(RUNS[name])
     task = spec.pop("_task", "sum")
+    spec.pop("_mlflow_store", None)
     use_cb = spec.pop("_callback", False)
-    out = f"{ROOT}/runs/{name}"
+    logger_name = spec.pop("_logger", "tensorboard")
+    reward_set = spec.pop("_rewards", "default")
+    out = os.path.abspath(f"{ROOT}/runs/{name}")
     os.makedirs(out, exist_ok=True)
+    if logger_name == "swanlab":
+        # transformers 5.25's SwanLabCallback calls swanlab.get_run(), which raises in swanlab
+        # 0.10 when no run is active ("No active Run. Call swanlab.init() first."), so start
+        # the run ourselves as a user would.
+        import swanlab
+        swanlab.init(project="t44", name=name, mode="local", log_dir=f"{out}/swanlog")
     random.seed(spec.get("seed", 42))
     rows = [dict(prompt=f"{a}+{b}=", answer=answer(a, b, task)) for a, b in make_prompts()] * 20
     random.shuffle(rows)
@@ -196,7 +312,7 @@ def run(name):
     tok = PreTrainedTokenizerFast.from_pretrained(BASE)
     model = AutoModelForCausalLM.from_pretrained(BASE)
     kw = dict(
-        output_dir=out, report_to=["tensorboard"], use_cpu=True, bf16=False,
+        output_dir=out, report_to=[logger_name], run_name=name, use_cpu=True, bf16=False,
         logging_steps=1, max_steps=200, save_strategy="steps", save_steps=50,
         per_device_train_batch_size=32, num_generations=8, max_completion_length=12,
         disable_tqdm=True, dataloader_num_workers=0,
@@ -207,9 +323,10 @@ def run(name):
     if use_cb:
         from grpo_doctor.integrations.trl import DoctorCallback
         callbacks.append(DoctorCallback() if use_cb is True else DoctorCallback(stop_on=None))
-    trainer = GRPOTrainer(model=model, reward_funcs=[correctness_reward, format_reward], args=cfg,
+    trainer = GRPOTrainer(model=model, reward_funcs=REWARD_SETS[reward_set], args=cfg,
                           train_dataset=ds, processing_class=tok, callbacks=callbacks)
-    print("RUN", name, " ".join(f"{k}={v}" for k, v in spec.items()), "task", task, flush=True)
+    print("RUN", name, " ".join(f"{k}={v}" for k, v in spec.items()), "task", task, "logger",
+          logger_name, "rewards", reward_set, flush=True)
     t0 = time.time()
     trainer.train()
     print(f"TRAIN_SECONDS {time.time()-t0:.1f}", flush=True)
@@ -217,6 +334,11 @@ def run(name):
 
 if __name__ == "__main__":
     arg = sys.argv[1]
+    if arg in RUNS:
+        logger_env(arg, os.path.abspath(f"{ROOT}/runs/{arg}"))
+    import torch
+
+    torch.set_num_threads(1)
     if arg == "base":
         build_base()
     elif arg == "list":

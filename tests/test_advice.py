@@ -2308,6 +2308,14 @@ def test_real_trl_runs_of_trial_43_read_their_setting_not_a_solved_task_or_an_ex
             recipe=TINY_RECIPE, run_config=flat_config({**warm, "temperature": 1.0, **cut})))
         assert sharp.root_cause.first_action.startswith(fix), sharp.root_cause
         assert "near-greedy" in sharp.root_cause.first_action
+    # Trial 44: a bonus per character drove completions to the 12-token cap from step ~115.
+    # The first action was "overlong shaping", and the plan raised the budget, which would
+    # feed the bonus; the term that pays for length is the fix.
+    paid = _trial("trl_length_bonus")
+    first = paid.root_cause.first_action
+    assert first.startswith("cap or drop the length_bonus_reward term"), first
+    assert not any("max_completion_length" in p.action and "->" in p.action
+                   for p in paid.plan), [p.action for p in paid.plan]
     hard = _trial("trl_hard_task")
     assert not hard.check("grad_explosion").fired, hard.check("grad_explosion").summary
     assert hard.root_cause.first_action.startswith("the prompts are out of reach"), \

@@ -159,19 +159,33 @@ def schedule_peak(steps: np.ndarray, values: np.ndarray) -> float:
             return top  # not a line: a cosine, steps, an adaptive rate
         slope = (values[1] - values[0]) / (steps[1] - steps[0])
         return max(top, float(values[0] - slope * (steps[0] - 1)))
-    if (i < 2 or i + 2 >= len(values) or steps[i] - steps[i - 1] <= 1  # every step: logged
-            or not values[i - 2] < values[i - 1] < top
-            or not values[i + 1] < top or not _collinear(steps, values, i)):
+    if i < 2 or steps[i] - steps[i - 1] <= 1:  # logged every step: the peak is a log
         return top
-    rise = (values[i - 1] - values[i - 2]) / (steps[i - 1] - steps[i - 2])
-    fall = (values[i + 1] - values[i]) / (steps[i + 1] - steps[i])
-    # Where the warm-up's line meets the decay's.
-    x = (values[i] - fall * steps[i] - values[i - 1] + rise * steps[i - 1]) / (rise - fall)
-    if not steps[i - 1] < x < steps[i]:
+    if i + 2 < len(values) and _collinear(steps, values, i):
+        # The largest log is on the decay: the warm-up's line through the two logs before it.
+        peak = _lines_meet(steps, values, i - 2, i, steps[i - 1], steps[i])
+    elif i + 3 < len(values) and _collinear(steps, values, i - 2) and _collinear(
+            steps, values, i + 1):
+        # The largest log is on the warm-up: the decay's line through the two logs after it.
+        peak = _lines_meet(steps, values, i - 1, i + 1, steps[i], steps[i + 1])
+    else:
         return top
-    peak = float(values[i] + fall * (x - steps[i]))
     # At a log (within rounding) the logged value is the peak.
-    return peak if top * (1 + 1e-6) < peak <= 1.25 * top else top
+    return peak if peak is not None and top * (1 + 1e-6) < peak <= 1.25 * top else top
+
+
+def _lines_meet(steps: np.ndarray, values: np.ndarray, rise: int, fall: int, after: float,
+                before: float) -> float | None:
+    """Where the line through logs ``rise``, ``rise + 1`` meets the line through ``fall``,
+    ``fall + 1``, if it does strictly between steps ``after`` and ``before``."""
+    up = (values[rise + 1] - values[rise]) / (steps[rise + 1] - steps[rise])
+    down = (values[fall + 1] - values[fall]) / (steps[fall + 1] - steps[fall])
+    if not up > 0 > down:
+        return None
+    x = (values[fall] - down * steps[fall] - values[rise] + up * steps[rise]) / (up - down)
+    if not after < x < before:
+        return None
+    return float(values[fall] + down * (x - steps[fall]))
 
 
 def _collinear(steps: np.ndarray, values: np.ndarray, i: int) -> bool:

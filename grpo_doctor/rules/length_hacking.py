@@ -314,6 +314,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             "overlong shaping (a soft penalty near the budget) once answers fit",
             "check the reward for a length preference (correlate reward with length)",
         )
+    elif pinned and (term := _length_term_paid(run, shorter=False)) is not None:
+        # Grown to the cap with a reward term paying for length: the term is the hack, and a
+        # larger budget would only feed it (trial 44, a bonus per character).
+        remedies = (
+            f"cap or drop the {term}: it pays for length itself (completions {fmt(l0)} -> "
+            f"{fmt(lc)} tokens, now at the cap); gate it on correctness",
+            "then overlong shaping: soft penalty near the length budget, or drop truncated "
+            "samples (DAPO)",
+        )
     elif pinned:
         remedies = (
             "overlong shaping: soft penalty near the length budget, or drop truncated samples "
