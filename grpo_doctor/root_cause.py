@@ -770,6 +770,14 @@ def _flipped_term(run: Run, root: Event, checks: Sequence[Check]) -> _Lead | Non
         # Weighed at 0: nothing pays a right answer, the reward is the other terms alone. Not
         # a sign that taught the policy to avoid anything: its checkpoints are usable.
         name = unpaid[0]
+        hacked = next((c for c in checks if c.fired and c.mode == "reward_hacking"), None)
+        still = next((f for f in (hacked.evidence.get("forms") or []) if f.get("unpaid")),
+                     None) if hacked is not None else None
+        if hacked is not None and still is not None and hacked.remedies:
+            # A paid term rose while the unpaid check did not: what it pays is the fix.
+            return _Lead(knobs.Remedy(str(hacked.remedies[0])), summary=(
+                f"a setup problem, the task's check weighed at 0 ({still['unpaid']} 0 in the "
+                f"config's reward weights): {root.summary}"))
         others = [n for n in configured_terms(run) if n != name and configured_weight(run, n)]
         alone = f"{', '.join(others)} alone" if others else "the other terms alone"
         text = (f"{name}'s weight 0 -> 1 in the config's reward weights (a correctness term "

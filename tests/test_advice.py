@@ -2316,6 +2316,23 @@ def test_real_trl_runs_of_trial_43_read_their_setting_not_a_solved_task_or_an_ex
     assert first.startswith("cap or drop the length_bonus_reward term"), first
     assert not any("max_completion_length" in p.action and "->" in p.action
                    for p in paid.plan), [p.action for p in paid.plan]
+    # Trial 44: a lenient check (any digit of the answer anywhere) paid, the exact check
+    # logged at weight 0. The reward rose 0.70 -> 0.86 on the lenient term while the exact
+    # check stayed at 0.01-0.02: it read an entropy warning, "lr 1e-4 -> 2.5e-6" first, and
+    # reward_hacking "needs a held-out score". The unpaid check is that score.
+    lenient = _trial("trl_lenient_check")
+    hacked = lenient.check("reward_hacking")
+    assert hacked.fired and "exact_correctness" in hacked.summary, hacked.summary
+    assert lenient.root_cause.first_action.startswith(
+        "check digit_overlap_reward on a few completions against exact_correctness"), \
+        lenient.root_cause.first_action
+    # The same curves with every term paid: nothing says which check is the task's.
+    from grpo_doctor.recipe import flat_config
+
+    paid_all = json.loads((TRIAL / "trl_lenient_check.config.json").read_text())
+    everyone = diagnose(load_runs(TRIAL / "trl_lenient_check.csv")[0], DoctorConfig(
+        recipe=TINY_RECIPE, run_config=flat_config({**paid_all, "reward_weights": [1, 1, 1]})))
+    assert not everyone.check("reward_hacking").fired, everyone.check("reward_hacking").summary
     hard = _trial("trl_hard_task")
     assert not hard.check("grad_explosion").fired, hard.check("grad_explosion").summary
     assert hard.root_cause.first_action.startswith("the prompts are out of reach"), \

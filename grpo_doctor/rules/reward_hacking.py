@@ -1,13 +1,15 @@
 """Reward hacking: the reward rises for the wrong reasons.
 
 What it detects
-    Three forms that scalars show. (1) A held-out or true score (validation accuracy, a gold
+    Four forms that scalars show. (1) A held-out or true score (validation accuracy, a gold
     reward) turning over while the train reward keeps rising. (2) Reward that no longer pays for
     the KL it costs: reward gained per sqrt(KL) (Gao et al.'s overoptimisation law) collapsing
     to under ``efficiency_drop`` of its early value while KL climbs past ``min_kl``; the
     rule of thumb "reward +0.1 while KL +5". (3) An anti-cheat reward component (a name with
     cheat / hack / violation / forbidden) turning negative on ``cheat_share`` of recent steps:
-    the policy is trying the exploit the component exists to catch.
+    the policy is trying the exploit the component exists to catch. (4) The reward rising on a
+    term it pays while the task's own check, logged at weight 0 in the config (watched, not
+    paid), stays flat or falls: the paid term is not the task (a lenient verifier).
 
 Why it matters
     A verifier exploit looks like success on the reward curve. The true task degrades, KL races,
@@ -47,7 +49,14 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import Plot
 from grpo_doctor.rules.points import aligned, head_tail, late_points, series, snap_to_logged
-from grpo_doctor.rules.signals import component_role, components
+from grpo_doctor.rules.signals import (
+    component_role,
+    components,
+    configured_weight,
+    reward_progress,
+    sparse_improving,
+    unpaid_terms,
+)
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import mann_kendall, rolling_median, step_noise
@@ -174,6 +183,45 @@ def _cheat_attempts(run: Run, p) -> dict | None:
     return None
 
 
+def _unpaid_check_still(run: Run) -> dict | None:
+    """The reward rose on a term it pays while the task's own check, logged but weighed 0 in
+    the config (watched, not paid), did not: what the reward pays is not the task (a lenient
+    verifier paying any digit of the answer, trial 44: reward 0.69 -> 0.86 while the exact
+    check stayed at 0.02). A gain on a format term is format_gaming's, not this."""
+    cols = components(run)
+    first = float(run.first_step or 0)
+    if not reward_progress(run, first).improving:
+        return None
+    for name in unpaid_terms(run):
+        col = cols.get(name)
+        if col is None:
+            continue
+        check = reward_progress(run, first, metric=col)
+        if not check.logged or check.improving or sparse_improving(run, col):
+            continue
+        gainer = next((n for n, c in cols.items() if n != name
+                       and (configured_weight(run, n) or 0.0) > 0
+                       and component_role(run, n) != "format"
+                       and reward_progress(run, first, metric=c).improving), None)
+        if gainer is None:
+            continue
+        steps, g = series(run, cols[gainer])
+        g0, g1 = head_tail(g)
+        smooth = rolling_median(g, 5)
+        onset = int(steps[int(np.argmax(smooth >= g0 + 0.25 * (g1 - g0)))])
+        # Means, not medians: a check right on a few samples a step has a median of 0.
+        c = series(run, col)[1]
+        k = max(1, len(c) // 5)
+        c0, c1 = float(np.mean(c[:k])), float(np.mean(c[-k:]))
+        r0, r1 = head_tail(series(run, REWARD)[1])
+        return {"form": f"the reward rose ({fmt(r0)} -> {fmt(r1)}) on {gainer} ({fmt(g0)} -> "
+                        f"{fmt(g1)}) while {name}, the task's check the config weighs at 0, "
+                        f"{'fell' if check.declining else 'stayed'} ({fmt(c0)} -> {fmt(c1)})",
+                "paid": gainer, "unpaid": name, "unpaid_falling": check.declining,
+                "onset": snap_to_logged(run, REWARD, onset)}
+    return None
+
+
 def _truncation_explains(run: Run, steps: np.ndarray, penalised: np.ndarray) -> bool:
     """The anti-cheat penalty fell only on steps where every completion was cut at the
     length cap: a completion cut before it wrote anything fails the check without cheating
@@ -189,9 +237,12 @@ def _truncation_explains(run: Run, steps: np.ndarray, penalised: np.ndarray) -> 
 
 
 def _require_a_signal(run: Run) -> None:
+    logged = components(run)
     if not (run.has(HELDOUT) or run.has(KL) or any(component_role(run, n) == "cheat"
-                                                   for n in components(run))):
-        raise Skip("needs a held-out score, KL or an anti-cheat reward component")
+                                                   for n in logged)
+            or any(n in logged for n in unpaid_terms(run))):
+        raise Skip("needs a held-out score, KL, an anti-cheat reward component or a "
+                   "correctness term logged at weight 0")
 
 
 @RULE.reads_short_logs
@@ -204,7 +255,7 @@ def short_log(run: Run, p: Mapping[str, float]) -> None:
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     _require_a_signal(run)
     forms = [f for f in (_heldout_turnover(run, p), _efficiency_collapse(run, p),
-                         _cheat_attempts(run, p)) if f]
+                         _cheat_attempts(run, p), _unpaid_check_still(run)) if f]
     evidence: dict[str, object] = {}
     if not forms:
         r0, rc = head_tail(series(run, REWARD)[1]) if run.has(REWARD) else (None, None)
@@ -212,13 +263,18 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             f" (reward {fmt(r0)} -> {fmt(rc)})" if r0 is not None else ""), evidence=evidence,
             key_metric=REWARD if run.has(REWARD) else None)
     turnover = any("held-out" in f["form"] for f in forms)
-    status = Status.CRITICAL if turnover or len(forms) >= 2 else Status.WARNING
+    status = Status.CRITICAL if turnover or len(forms) >= 2 or any(
+        f.get("unpaid_falling") for f in forms) else Status.WARNING
     onset = min(int(f["onset"]) for f in forms)
     evidence["forms"] = forms
     evidence["threshold"] = "; ".join(f["form"] for f in forms)
     summary = f"reward hacking: {'; '.join(f['form'] for f in forms)}, from step {ONSET}"
     caught = next((f["component"] for f in forms if f.get("component")), None)
+    still = next((f for f in forms if f.get("unpaid")), None)
     remedies = (
+        f"check {still['paid']} on a few completions against {still['unpaid']}: it pays what "
+        f"the task's own check does not (a lenient or exploitable verifier); pay "
+        f"{still['unpaid']} (weight 0 -> 1) or fix {still['paid']}" if still else None,
         f"inspect the completions that {caught} penalised: what they tried (forbidden "
         "imports, tampering with the checker) is what the policy is learning; then make the "
         "check stricter and the penalty larger than any reward it could gain" if caught else
