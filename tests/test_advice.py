@@ -2371,3 +2371,21 @@ def test_the_peak_of_a_warm_up_into_a_linear_decay_is_where_the_two_lines_meet(
     if lr.argmax() < 2:
         return  # a warm-up seen at fewer than two logs: no line to meet
     assert knobs.schedule_peak(steps, lr) == pytest.approx(peak, rel=1e-6)
+
+
+def test_a_reward_term_that_never_returned_a_value_is_the_first_fix():
+    """Trial 44's nan_reward: the correctness function returned None for every completion, the
+    reward was the format term alone (saturated at 0.5), groups equal. The first action read
+    "check the reward function ... exactly 0.5 (format_reward 0.5 on those steps)", the term
+    that never scored unnamed."""
+    n = 60
+    rng = np.random.default_rng(3)
+    fmt_term = np.clip(0.47 + 0.02 * rng.standard_normal(n), 0, 0.5)
+    run = make_run(reward=fmt_term, frac_reward_zero_std=np.full(n, 0.88),
+                   rewards__correctness_reward__mean=np.array(["nan"] * n, dtype=object),
+                   rewards__format_reward__mean=fmt_term, grad_norm=np.full(n, 0.05))
+    d = diagnose(run)
+    first = d.root_cause.first_action
+    assert first.startswith("fix the reward function correctness_reward: it returned no "
+                            "value"), first
+    assert "the reward is format_reward alone" in first

@@ -267,3 +267,32 @@ def test_a_stdout_capture_without_steps_is_a_copy_of_the_state(tmp_path):
     assert not any("disagrees" in n or "not a copy" in n for n in run.notes), run.notes
     alone = load_run(folder / "console.log")
     assert alone.n_steps == 40  # the settings line is not a row
+
+
+def test_a_reward_term_logged_as_none_on_every_step_is_kept_from_the_copy_that_has_it(
+        tmp_path):
+    """Trial 44: a reward function that returned None for every completion (it read a dataset
+    column that does not exist). TRL logged ``None`` for its mean; TensorBoard drops such a
+    tag, so the folder read the events and the term was gone: its first action blamed the
+    format term. The trainer state's nulls are evidence, carried into the run read."""
+    folder = output_folder(tmp_path / "none_reward", saves=(200,))
+    (folder / "metrics.csv").unlink()
+    shutil.rmtree(folder / "wandb")
+    state = json.loads((folder / STATE).read_text())
+    dropped = next(k for k in state["log_history"][0] if k != "step")
+    for entry in state["log_history"]:
+        entry.pop(dropped)  # the events hold more: TRL's TensorBoard tags outnumber its state's
+        entry["rewards/correctness_reward/mean"] = None
+        entry["rewards/correctness_reward/std"] = None
+    (folder / STATE).write_text(json.dumps(state))
+    alone = load_run(folder / STATE)
+    assert len(alone.nan_steps["reward_component/correctness_reward"]) == alone.n_steps
+    run = load_run(folder)
+    assert run.format == "tensorboard"
+    assert len(run.nan_steps["reward_component/correctness_reward"]) == run.n_steps
+    assert any("rewards/correctness_reward/mean, rewards/correctness_reward/std logged with "
+               "no value (None) on every step" in n for n in run.notes), run.notes
+    # A null elsewhere is no number, as before: not evidence of anything.
+    state["log_history"][0]["learning_rate"] = None
+    (folder / STATE).write_text(json.dumps(state))
+    assert "learning_rate" not in load_run(folder / STATE).nan_steps

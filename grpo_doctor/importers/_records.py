@@ -1,10 +1,13 @@
 """Logged dicts into a frame, for the importers that read dicts: JSON lines, trainer_state.json
 entries and printed console dicts. Nested keys are joined with "/", values become floats
-(``_common.to_number``) and whatever is not a number is left out.
+(``_common.to_number``) and whatever is not a number is left out, except a reward term's
+null: TRL logs ``None`` for a reward function that returned None for every completion (a
+dataset column it reads that is missing), and that is evidence, kept as a logged NaN.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -15,6 +18,9 @@ from grpo_doctor.importers._common import to_number
 from grpo_doctor.store import check_table_size
 
 Record = dict[str, float]
+
+#: A reward term's key (TRL's ``rewards/<function>/mean``): a null there is a NaN logged.
+_REWARD_TERM = re.compile(r"(^|/)rewards/[^/]+/(mean|std)$")
 
 
 def flatten(obj: Mapping[str, Any], sep: str = "/", prefix: str = "") -> dict[str, Any]:
@@ -46,6 +52,8 @@ def numeric_record(obj: Mapping[str, Any], drop: Iterable[str] = (), *,
         num = to_number(value)
         if num is not None:
             out[str(key)] = num
+        elif value is None and _REWARD_TERM.search(str(key)):
+            out[str(key)] = float("nan")
     return out
 
 

@@ -255,6 +255,27 @@ def _on_steps_of(other: Run, run: Run) -> Run:
     return replace(other, frame=frame, notes=[n for n in other.notes if n != LOG_LINE_STEPS])
 
 
+def _never_a_number(run: Run, other: Run) -> list[str]:
+    """Columns ``other`` logged on every step with no number (TRL's ``None`` for a reward
+    function that returned None for every completion) that ``run`` lacks: TensorBoard drops
+    such a tag, so the richest copy may be the one without the evidence. Added to ``run``
+    as logged NaNs, at the steps the two share."""
+    added = []
+    for col, steps in other.nan_steps.items():
+        if col in run.frame.columns or col not in other.frame.columns or \
+                other.frame[col].notna().any():
+            continue
+        shared = np.intersect1d(steps, run.frame.index.to_numpy())
+        if not len(shared):
+            continue
+        run.frame[col] = np.nan
+        run.nan_steps[col] = shared
+        if col in other.mapping:
+            run.mapping[col] = other.mapping[col]
+        added.append(col)
+    return added
+
+
 def _another_run(run: Run, other: Run, steps, metrics: list[str]) -> bool:
     """Whether ``other`` differs from ``run`` beyond rounding (1%) at nine in ten or more of
     the (at least five) shared steps where both logged a shared metric: another run's log,
@@ -336,6 +357,11 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
             passed.append((copy.label, f"{_UNKNOWN} ({other_shape})"))
             continue
         passed.append((copy.label, f"{_COPY} ({other_shape})"))
+        never = _never_a_number(run, other)
+        if never:
+            notes.append(f"{', '.join(other.mapping.get(c, c) for c in never)} logged with no "
+                         f"value (None) on every step in {copy.label}, absent from "
+                         f"{best_copy.label}: kept as evidence")
         if clash:
             notes.append(f"{copy.label} disagrees with {best_copy.label}: {clash}")
         config.update(other.config)

@@ -184,6 +184,14 @@ def _pinned_components(run: Run, p: Mapping[str, float]) -> list[tuple[str, floa
     return out
 
 
+def _never_scored(run: Run, p: Mapping[str, float]) -> list[str]:
+    """Reward terms logged on enough steps, never with a number (TRL's None for a reward
+    function that returned None for every completion): they never scored a completion."""
+    return [c.split("/", 1)[1] for c in run.frame.columns if is_reward_component(c)
+            and not run.frame[c].notna().any()
+            and len(run.nan_steps.get(c, ())) >= p["min_component_steps"]]
+
+
 def _lower_bound(share: float, n: int, z: float = 1.645) -> float:
     """Wilson's one-sided 95% lower bound of a proportion ``share`` seen over ``n`` trials."""
     if n <= 0:
@@ -467,6 +475,18 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                            "stricter" if met else
                            "broken parsing, a wrong field, or a task too hard for "
                            f"{agree(len(pinned), 'it', 'them')} to ever fire"))
+    silent = _never_scored(run, p)
+    if silent:
+        # Before any other term's reading: a term that never returned a value is a bug in
+        # its function, and the reward the groups were equal on is the others alone.
+        evidence["never_scored"] = silent
+        others = [n for n in components(run) if n not in silent]
+        alone = f"; the reward is {', '.join(others)} alone" if others else ""
+        remedies.insert(0, f"fix the reward {agree(len(silent), 'function', 'functions')} "
+                        f"{', '.join(silent)}: {agree(len(silent), 'it', 'they')} returned no "
+                        f"value (None) on every logged step, so never scored a completion (a "
+                        f"dataset column it reads that is missing, an exception turned into "
+                        f"None){alone}")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=metric)
 

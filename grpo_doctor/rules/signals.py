@@ -550,11 +550,12 @@ def length_term(name: str) -> bool:
 
 
 def components(run: Run) -> dict[str, str]:
-    """Reward components logged: short name -> canonical column."""
+    """Reward components logged with a value: short name -> canonical column. (A term
+    logged on every step with no value, TRL's None, is advantage_collapse's evidence.)"""
     from grpo_doctor.metrics import REWARD_COMPONENT_PREFIX
 
     return {c[len(REWARD_COMPONENT_PREFIX):]: c for c in run.frame.columns
-            if c.startswith(REWARD_COMPONENT_PREFIX) and run.has(c)}
+            if c.startswith(REWARD_COMPONENT_PREFIX) and bool(run.frame[c].notna().any())}
 
 
 _FORMAT_WORDS = ("format", "xml", "tag", "think", "structure", "style", "syntax", "valid")
