@@ -296,3 +296,31 @@ def test_a_reward_term_logged_as_none_on_every_step_is_kept_from_the_copy_that_h
     state["log_history"][0]["learning_rate"] = None
     (folder / STATE).write_text(json.dumps(state))
     assert "learning_rate" not in load_run(folder / STATE).nan_steps
+
+
+def test_an_output_folder_whose_only_log_is_a_loggers_store_reads_the_store(tmp_path):
+    """Trial 44: TRL with report_to swanlab (or trackio) and no checkpoint saved yet leaves
+    an output folder holding only ``swanlog/`` beside notes; it read "no training log found"
+    (exit 2) while the store itself reads fine."""
+    folder = tmp_path / "swan_out"
+    folder.mkdir()
+    run_dir = sorted((FIXTURES / "swanlab" / "swanlog").iterdir())[0]
+    shutil.copytree(run_dir, folder / "swanlog" / run_dir.name)
+    (folder / "README.md").write_text("# notes\n")
+    run = load_run(folder)
+    assert run.format == "swanlab" and run.n_steps > 0
+
+
+def test_tensorboard_events_beside_other_logs_are_a_folder_of_runs(tmp_path, capsys):
+    """``diagnose`` of a folder holding one TensorBoard run among other runs' logs (a CSV, a
+    console log, in subfolders of their own) read the events alone under the folder's name,
+    without a word (helper-50, on ../shared/real-runs)."""
+    folder = tmp_path / "many"
+    shutil.copytree(FIXTURES / "tensorboard" / "simple_value", folder / "tensorboard")
+    (folder / "csv").mkdir()
+    shutil.copy(CSV, folder / "csv" / "metrics.csv")
+    code, _out, err = run_cli(capsys, "diagnose", str(folder))
+    assert code == 2 and "holds TensorBoard events and 1 other log (csv)" in err, err
+    assert "audit" in err
+    # The events' own folder reads as before.
+    assert load_run(folder / "tensorboard").format == "tensorboard"

@@ -136,6 +136,36 @@ def _logs_in(folder: Path) -> tuple[list[Path], bool]:
     return logs, len(files) > MAX_FOLDER_FILES
 
 
+#: Subfolders of a folder looked into for logs when the folder itself is not one.
+MAX_FOLDER_DIRS = 50
+
+
+def _subfolder_logs(folder: Path) -> list[tuple[Path, str | None]]:
+    """(subfolder, format) for each subfolder of ``folder`` that is a log itself (a logger's
+    store: SwanLab's ``swanlog/``, Trackio's, ``mlruns/``), or (subfolder, None) when it
+    directly holds log files."""
+    try:
+        subs = sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))
+    except OSError:
+        return []
+    found: list[tuple[Path, str | None]] = []
+    for sub in subs[:MAX_FOLDER_DIRS]:
+        try:
+            found.append((sub, detect_format(sub).name))
+        except (FormatError, InputError):
+            if _logs_in(sub)[0]:
+                found.append((sub, None))
+    return found
+
+
+def _beside_events(folder: Path) -> list[Path]:
+    """Logs in ``folder`` (its files, its subfolders) that hold no TensorBoard event file:
+    other runs beside the events the TensorBoard reader would read as the folder's run."""
+    events = importer_named("tensorboard")
+    others = [sub for sub, _ in _subfolder_logs(folder) if events.sniff(sub, b"") <= 0]
+    return others + [f for f in _logs_in(folder)[0] if detect_format(f) is not events]
+
+
 def _several_logs(folder: Path, logs: list[Path], more: bool) -> FormatError:
     """A folder holding separate logs is not one run: say what it holds and what to do."""
     names = ", ".join(f.name for f in logs[:4]) + (", ..." if len(logs) > 4 else "")
@@ -194,15 +224,33 @@ def load_runs(
         try:
             imp = detect_format(path)
         except FormatError:
-            # A run folder holding one log file (e.g. metrics.csv): read that file.
+            # A run folder holding one log file (e.g. metrics.csv): read that file; or one
+            # logger's store (an output folder whose only log is swanlog/): read that.
             logs, more = _logs_in(path) if path.is_dir() else ([], False)
             if len(logs) > 1:
                 raise _several_logs(path, logs, more) from None
             if not logs and path.is_dir():
-                raise _no_log(path) from None
+                stores = _subfolder_logs(path)
+                if len(stores) == 1 and stores[0][1] is not None:
+                    logs = [stores[0][0]]
+                elif stores:
+                    raise _several_logs(path, [sub for sub, _ in stores], False) from None
+                else:
+                    raise _no_log(path) from None
             if not logs:
                 raise
             path, imp = logs[0], detect_format(logs[0])
+        else:
+            if imp.name == "tensorboard" and path.is_dir() and not is_remote(path):
+                # Event files somewhere below, and other logs beside them: a folder of runs
+                # (it read one TensorBoard file as the folder's run, helper-50).
+                beside = _beside_events(path)
+                if beside:
+                    names = ", ".join(f.name for f in beside[:4]) + (
+                        ", ..." if len(beside) > 4 else "")
+                    raise FormatError(
+                        f"{path} holds TensorBoard events and {plural(len(beside), 'other log')}"
+                        f" ({names}): diagnose one of them, or audit the folder")
     return picked(text, imp.load(path, options), run)
 
 
