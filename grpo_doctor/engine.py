@@ -103,6 +103,7 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
     except Skip as exc:
         return Check(rule.id, Status.SKIPPED, str(exc), reason=str(exc))
     alert = first_alert(rule, run, params) if (out.fired and with_first_alert) else None
+    again: int | None = None  # the episode's own alert, after an earlier one cleared
     onset = shown = out.onset_step  # shown: the onset step the summary names
     incidents = out.incidents
     if alert is not None and onset is not None and alert < onset:
@@ -118,6 +119,8 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
             # the onset stays where the real thing began; else the finding began at the alert.
             end = cleared if cleared is not None else receded
             assert end is not None
+            # Cleared: a monitor raised it again for the episode the summary describes.
+            again = _raised_again(rule, run, params, cleared) if cleared is not None else None
             episode = _earlier_episode(rule, run, params, out.key_metric, alert, end,
                                        "cleared" if cleared is not None else "mostly receded")
             incidents = (episode, *incidents)
@@ -135,8 +138,24 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
         mode=rule.id, status=out.status, summary=summary, onset_step=onset,
         first_alert_step=alert, evidence=evidence,
         remedies=knobs.present(*out.remedies) if out.fired else (),
-        key_metric=out.key_metric, incidents=incidents,
+        key_metric=out.key_metric, incidents=incidents, episode_alert_step=again,
     )
+
+
+def _raised_again(rule: Rule, run: Run, params: Mapping[str, float], end: int) -> int | None:
+    """The first logged step after ``end`` (where an earlier episode had cleared or receded)
+    whose prefix raises the finding again; None if none before the last step does."""
+    later = run.steps[run.steps > end]
+    if not len(later) or not _raises(rule, run, params, int(later[-1])):
+        return None
+    lo, hi = -1, len(later) - 1  # lo: known not to raise (-1: ``end`` itself)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _raises(rule, run, params, int(later[mid])):
+            hi = mid
+        else:
+            lo = mid
+    return int(later[hi])
 
 
 def _cleared(rule: Rule, run: Run, params: Mapping[str, float], alert: int, onset: int
@@ -208,12 +227,15 @@ def _earlier_episode(rule: Rule, run: Run, params: Mapping[str, float], metric: 
         if len(during):
             at = int(np.argmax(during.to_numpy()))
             peak_step, peak = int(during.index[at]), float(during.iloc[at])
+    # What it was raised as then: the finding's threshold line is its own now (54% of groups
+    # equal, a warning, under "threshold: zero-std share >= 80%" read as below the line).
+    severity = Status.CRITICAL if said.status is Status.CRITICAL else Status.WARNING
     return Incident(metric=metric or "", step=alert, peak_step=peak_step, peak=peak,
-                    threshold=None, recovered_step=cleared, severity=Status.WARNING,
+                    threshold=None, recovered_step=cleared, severity=severity,
                     # The rule's words are what it saw then ("it never came back" was true
                     # at the alert), so they are dated, and the clearing follows.
-                    summary=f"at step {step_text(alert)}, as seen then: {what}; {how} by "
-                            f"step {step_text(cleared)}")
+                    summary=f"at step {step_text(alert)}, as seen then ({severity.value}): "
+                            f"{what}; {how} by step {step_text(cleared)}")
 
 
 def _value_at(run: Run, metric: str | None, step: int) -> float:

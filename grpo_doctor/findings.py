@@ -97,6 +97,9 @@ class Check:
     reason: str | None = None
     key_metric: str | None = None  # what a sparkline or chart of this check shows
     incidents: tuple[Incident, ...] = ()
+    #: When an earlier episode raised the finding first (``first_alert_step`` before the
+    #: onset): where a monitor raised it again for the episode the summary describes.
+    episode_alert_step: int | None = None
 
     @property
     def fired(self) -> bool:
@@ -109,6 +112,10 @@ class Check:
         step = "–" if self.first_alert_step is None else f"{self.first_alert_step:,}"
         earlier = (self.first_alert_step is not None and self.onset_step is not None
                    and self.first_alert_step < self.onset_step)
+        if earlier and self.episode_alert_step is not None:
+            # This episode's own alert: "onset 130 · first alert 45" read backwards. The
+            # earlier episode is an incident, shown with its step.
+            return f"first alert {self.episode_alert_step:,}"
         return f"first alert {step}" + (" (an earlier episode)" if earlier else "")
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,6 +124,7 @@ class Check:
             "status": self.status.value,
             "onset_step": self.onset_step,
             "first_alert_step": self.first_alert_step,
+            "episode_alert_step": self.episode_alert_step,
             "summary": self.summary,
             "evidence": self.evidence,
             "remedies": list(self.remedies),

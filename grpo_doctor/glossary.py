@@ -34,7 +34,10 @@ TERMS: tuple[Term, ...] = (
        log up to that step alone (the log replayed as `watch` reads it): how early a live
        monitor would have warned. It can come before the onset when an earlier episode, one the
        run came back from, raised the finding first: that episode is then an incident of the
-       finding, with its own step.""", "first alert step",
+       finding, with its own step, and the report shows the alert of the episode the
+       sentence describes (JSON ``episode_alert_step``; ``first_alert_step`` stays the
+       earliest).""",
+       "first alert step",
        "first_alert_step", see=("onset",)),
     _t("episode", """A stretch of steps during which a failure mode was present. A run can have
        several: the finding's onset is where the one its sentence describes began, and an

@@ -41,7 +41,7 @@ def test_diagnose_example_json_contract(capsys):
     assert d["config"] == {"file": None, "ignored": [], "overrides": {}}
     assert set(d["run"]) == {"name", "source", "format", "first_step", "last_step", "n_steps"}
     for c in d["checks"]:
-        assert set(c) == V1_CHECK_KEYS | {"incidents"}
+        assert set(c) == V1_CHECK_KEYS | {"incidents", "episode_alert_step"}
     assert set(d["root_cause"]) == {"mode", "step", "summary", "first_action", "knob",
                                     "setup_problem"}
     assert d["root_cause"]["mode"] == "entropy_collapse" and d["status_reason"] is None

@@ -141,7 +141,8 @@ def test_an_earlier_episode_says_what_it_was():  # and when it was seen so
     episode = check.incidents[0]
     assert (episode.step, episode.recovered_step) == (85, 140)
     assert episode.metric == "entropy" and episode.threshold is None
-    assert episode.summary.startswith("at step 85, as seen then: entropy blow-up: entropy x")
+    assert episode.summary.startswith(
+        "at step 85, as seen then (warning): entropy blow-up: entropy x")
     assert episode.summary.endswith("mostly receded by step 140")
     assert episode.peak_step == 90 and episode.peak == pytest.approx(0.514, abs=0.001)
     # The run came back from that episode: the cause is the blow-up that did not go back.
@@ -330,8 +331,14 @@ def test_an_onset_is_the_step_its_sentence_names_and_an_earlier_episode_is_an_in
     assert check.onset_step == 135 and "from step 135" in check.summary
     assert [i.step for i in check.incidents] == [check.first_alert_step] == [40]
     text = terminal.render_to_text(d, width=100)
-    assert "advantage_collapse critical · onset 135 · first alert 40" in text
+    # This episode's own alert, then the earlier one: "onset 135 · first alert 40" read
+    # backwards (helper-50).
+    assert check.episode_alert_step is not None and check.episode_alert_step >= 135
+    assert (f"advantage_collapse critical · onset 135 · first alert "
+            f"{check.episode_alert_step}\n") in text
     assert "first episode" not in text and "incident: at step 40, as seen then" in text
+    # What it was raised as then, beside a threshold line that is the finding's own now.
+    assert "as seen then (warning): advantage collapse: 54% of groups" in text
     row = next(r for r in markdown.render_markdown(d).splitlines()
                if r.startswith("| advantage_collapse |"))
     assert "| 135 |" in row
