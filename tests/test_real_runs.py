@@ -620,7 +620,9 @@ def test_a_length_finding_says_what_the_reward_did_with_its_numbers():
     path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
     _present(path)
     summary = diagnose(load_runs(REAL_RUNS / path)[0]).check("length_hacking").summary
-    assert "reward falling (0.713 -> 0.00625)" in summary
+    # Not "reward falling (0.713 -> 0.00625)" from step 5: it rose under the truncation and
+    # crashed at 150 (helper-50).
+    assert "reward rose to 0.912 by step 55, then fell to 0.00625" in summary
 
 
 def test_a_blow_up_still_climbing_at_the_cut_is_called_and_dated_where_it_began():
@@ -711,8 +713,7 @@ def test_the_reward_now_is_one_number_across_a_report():
     path = "log-history/nips-grpo-dynamics_qwen35_rho0.70_seed44_step_logs.json"
     _present(path)
     d = diagnose(load_runs(REAL_RUNS / path)[0])
-    falling = re.search(r"reward falling \([\d.]+ -> ([\d.]+)\)",
-                        d.check("length_hacking").summary)
+    falling = re.search(r"then fell to ([\d.]+)", d.check("length_hacking").summary)
     late = [m.group(1) for p in d.plan for m in re.finditer(
         r"the reward ([\d.]+) of 1 late in the run", p.action)]
     assert falling is not None and late == [falling.group(1)], (falling, late)

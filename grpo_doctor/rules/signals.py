@@ -15,7 +15,7 @@ from grpo_doctor.metrics import Metric
 from grpo_doctor.rules.knobs import flatten
 from grpo_doctor.rules.points import aligned, end_size, head_tail, late_points, series
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt
+from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median, step_noise
 
 
@@ -40,6 +40,10 @@ class RewardProgress:
     #: run's smoothed range: a crash at the onset is said from where it fell.
     before: float | None = None
     span: float | None = None
+    #: The stretch's own best (smoothed) and its step: a fall from a peak reached after the
+    #: onset is said from there, not as a fall from the start.
+    peak: float | None = None
+    peak_step: int | None = None
 
     def stalled_words(self) -> str:
         """What did not improve since the finding's onset, as a report says it, with its
@@ -57,6 +61,14 @@ class RewardProgress:
             # It crashed as the finding began: the stretch from the onset starts below the
             # fall ("not improving (0.0553 -> 0.0397)" where it fell 0.72 -> 0.04).
             return f"reward falling ({fmt(self.before)} -> {fmt(end)}) as it began"
+        if (self.declining and self.peak is not None and self.peak_step is not None
+                and self.span and end is not None and self.start is not None
+                and self.peak - self.start >= 0.2 * self.span
+                and self.since is not None and self.peak_step > self.since):
+            # It rose after the onset and fell later: "reward falling (0.713 -> 0.00625) from
+            # step 5" of a reward that rose 0.2 -> 0.93 by step 45 and crashed at 150.
+            return (f"reward rose to {fmt(self.peak)} by step {step_text(self.peak_step)}, "
+                    f"then fell to {fmt(end)}")
         words = "reward falling" if self.declining else "reward not improving"
         if not self.declining and self.start is not None and end is not None and (
                 end > self.start):
@@ -104,10 +116,12 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
     declining = (test.decreasing(alpha) and gain < 0) or (gain < -0.25 and shift)
     now = level_now(r)
     prior = r[steps < seg_s[0]][-3:]
+    top = int(np.argmax(smooth[after]))
     return RewardProgress(True, bool(improving), bool(declining), start, end,
                           float(smooth.max()), since=int(seg_s[0]), now=now,
                           noise=step_noise(seg_r),
-                          before=float(np.median(prior)) if len(prior) else None, span=span)
+                          before=float(np.median(prior)) if len(prior) else None, span=span,
+                          peak=float(smooth[after][top]), peak_step=int(seg_s[top]))
 
 
 def task_progress(run: Run, since: float) -> RewardProgress:

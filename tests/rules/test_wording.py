@@ -217,3 +217,22 @@ def test_a_clip_fraction_alone_says_nothing_of_how_far_the_ratios_went():
     both = diagnose(make_run(reward=np.linspace(0.2, 0.8, n), ratio_max=np.full(n, 1.2),
                              clip_ratio__region_mean=np.full(n, 0.02)))
     assert both.check("ratio_instability").summary.startswith("ratios within range")
+
+
+def test_a_reward_that_rose_after_the_onset_and_fell_later_is_said_so():
+    """qwen35 rho0.70's truncation from step 5 read "reward falling (0.713 -> 0.00625)": the
+    reward rose 0.2 -> 0.93 under it and crashed at step 150. A fall from a peak reached
+    after the onset is said from the peak; a fall from the start stays "falling"."""
+    import numpy as np
+
+    from grpo_doctor.rules.signals import reward_progress
+
+    n = 40
+    steps = np.arange(5, 5 * n + 5, 5)
+    rose = np.concatenate([np.linspace(0.2, 0.93, 10), np.full(20, 0.93), np.full(10, 0.01)])
+    run = make_run(steps=steps, reward=rose + 0.01 * ar1(1, n, 1.0))
+    words = reward_progress(run, 5).stalled_words()
+    assert re.fullmatch(r"reward rose to 0\.9\d* by step \d+, then fell to 0\.0\d*", words), words
+    fell = make_run(steps=steps, reward=np.linspace(0.9, 0.01, n) + 0.01 * ar1(2, n, 1.0))
+    assert reward_progress(fell, 5).stalled_words().startswith("reward falling ("), \
+        reward_progress(fell, 5).stalled_words()
