@@ -789,3 +789,15 @@ def test_an_entropy_fall_judged_in_a_window_says_the_window_fall_it_was_judged_o
     fell = int(re.search(r"entropy fell (\d+)%", check.summary).group(1))
     steepest = re.search(r"\((\d+)% within [\d,]+ steps at its steepest\)", check.summary)
     assert fell >= 50 or (steepest and int(steepest.group(1)) >= 50), check.summary
+
+
+def test_a_per_step_cut_is_not_said_as_a_share_of_the_batch():
+    """Qwen3 (4B): the mean length at the cap (every completion cut) on 47% of logged steps
+    read "dropping truncated samples now would drop 57% of the batch": a share of steps said
+    as one of completions, and another number than the line before it (helper-50)."""
+    path = "notebook-tables/Qwen3_(4B)-GRPO__2025-05-13_be104f96_067fe1.csv"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    said = next(p.action for p in d.plan if "dropping truncated samples" in p.action)
+    assert said.endswith("would drop the whole batch on 47% of logged steps"), said
+    assert "47% of logged steps" in d.root_cause.first_action

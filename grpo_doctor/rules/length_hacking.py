@@ -127,6 +127,7 @@ def _pinned(run: Run, p) -> dict | None:
                          "steps",
                 "share": share, "onset": int(steps[np.argmax(at_cap)]), "metric": LEN,
                 "from_start": from_start, "early_share": float(at_cap.mean()), "cap": cap,
+                "per_step": True,
                 "cut": f"every completion was cut at the cap on {at_cap.mean():.0%} of logged "
                        "steps, the first one among them"}
     return None
@@ -279,7 +280,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             knobs.scale(run, knobs.MAX_LENGTH, 2.0,
                         why=f"{pinned['cut']}: the budget is too small for the task"),
             "once answers fit: overlong shaping (a soft penalty near the budget); dropping "
-            f"truncated samples now would drop {share:.0%} of the batch",
+            "truncated samples now would drop " + (
+                f"the whole batch on {float(pinned['early_share']):.0%} of logged steps"
+                if pinned.get("per_step") else
+                f"{share:.0%} of the batch"),
             "check the reward for a length preference (correlate reward with length)",
         )
     elif budget:
