@@ -489,11 +489,11 @@ def test_a_dead_stretch_begins_where_its_sentence_says_and_its_fall_is_dated():
     _present(path)
     check = diagnose(load_runs(REAL_RUNS / path)[0]).check("no_learning_signal")
     assert check.onset_step == 150 and "since step 150" in check.summary
-    # The fall in the words and numbers of the reward crash beside it ("crashed from 0.775 to
-    # 0 between steps 125 and 150"): 3-point medians, not 0.8, the raw point at 125.
-    assert "the reward fell from 0.775 at step 125 to 0 at step 150" in check.summary
+    # The fall in the words and numbers of the reward crash beside it, the values logged at
+    # the steps named (0.8 at step 125; a 3-point median's 0.775 read as the log's, helper-50).
+    assert "the reward fell from 0.8 at step 125 to 0 at step 150" in check.summary
     crash = diagnose(load_runs(REAL_RUNS / path)[0]).check("reward_overfit").summary
-    assert "from 0.775 to 0 between steps 125 and 150" in crash
+    assert "from 0.8 to 0 between steps 125 and 150" in crash
     assert any(str(r).startswith("roll back to a checkpoint from step 125 or before")
                for r in check.remedies)
 
@@ -542,7 +542,8 @@ def test_a_fall_in_stages_is_dated_at_its_plunge():
     _present(path)
     d = diagnose(load_runs(REAL_RUNS / path)[0])
     length = d.check("length_hacking")
-    assert length.onset_step == 40 and "crashed from 110 to 2.65 between steps 35 and 45" in (
+    # The value logged at step 45 (4.25; 2.65 came only at step 100).
+    assert length.onset_step == 40 and "crashed from 110 to 4.25 between steps 35 and 45" in (
         length.summary)
     assert all(item.treats == "consequence" for item in d.plan if item.modes == (
         "length_hacking",))

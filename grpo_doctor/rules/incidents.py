@@ -81,7 +81,7 @@ def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
 
 def reward_fall(run: Run, lo: float, hi: float) -> str | None:
     """The reward's fall of half its range or more that overlaps steps ``lo``..``hi``, in the
-    words and numbers a reward crash uses: its 3-point medians where it left its level and
+    words and numbers a reward crash uses: the values logged where it left its level and
     where it bottomed ("the reward fell from 0.875 at step 35 to 0 at step 45"). Every
     finding that quotes one fall quotes the same two numbers (None: no such fall)."""
     s, r = series(run, REWARD)
@@ -94,8 +94,8 @@ def reward_fall(run: Run, lo: float, hi: float) -> str | None:
         # Dated where it took its plunge, as a crash is (not where a slow slide began).
         ep = replace(ep, start=_plunge(r, smooth, ep, within, amount / 2, relative=False))
         if s[ep.start] <= hi and s[ep.peak] >= lo:
-            return (f"the reward fell from {fmt(float(smooth[ep.start]))} at step "
-                    f"{step_text(int(s[ep.start]))} to {fmt(float(smooth[ep.peak]))} at step "
+            return (f"the reward fell from {fmt(float(r[ep.start]))} at step "
+                    f"{step_text(int(s[ep.start]))} to {fmt(float(r[ep.peak]))} at step "
                     f"{step_text(int(s[ep.peak]))}")
     return None
 
@@ -260,8 +260,12 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
         # rho1.00's 0.9 -> 0.375 -> 0.25 -> 0.1 over three logs is a crash).
         down_for = len(v) - first
         fresh = back is None and down_for < _DOWN_FOR_A_CRASH
-        text = (f"{name} crashed from {fmt(start_level)} to {fmt(bottom)} between steps "
-                f"{fmt(int(steps[ep.start]))} and {step_text(int(steps[reached]))}; "
+        # The values logged at the two steps named: the smoothed levels read as the log's
+        # own ("from 0.775 at step 125" where it logged 0.8; "to 2.65 by step 45" where it
+        # logged 4.25 and reached 2.65 only at step 100, helper-50).
+        text = (f"{name} crashed from {fmt(float(v[ep.start]))} to {fmt(float(v[reached]))} "
+                f"between steps {fmt(int(steps[ep.start]))} and "
+                f"{step_text(int(steps[reached]))}; "
                 + (NOT_BACK_YET.format(plural(down_for, "logged point")) if fresh else
                    NEVER_BACK if back is None else
                    f"back above {fmt((start_level + bottom) / 2)} at step "
