@@ -536,6 +536,13 @@ class Reading:
             return f"outside {where} {s.recipe}"
         return f"within {where} {s.recipe}"
 
+    def how_far_of_value(self) -> str:
+        """'1e-4 is 20x the recipe's 5e-6 ceiling': said of the value, so that beside a fix
+        ("1e-4 -> 2.5e-6, or 2.5e-5 for a LoRA adapter (20x ...)") it is not read as said of
+        the new one."""
+        return self.how_far() if self.verdict == OFF and self.setting.kind == "number" \
+            else f"{self.value_text} is {self.how_far()}"
+
     def sentence(self) -> str:
         """'entropy_coef 0.5 is 50x the top of the recipe's 0.001-0.01'."""
         return f"{self.name} {self.value_text} is {self.how_far()}" if self.verdict != OFF \
@@ -967,7 +974,7 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
         all_far = all(r.far for r in quiet)
         out.append(f"setup {'far ' if all_far else ''}outside the recipe, no finding here "
                    f"shows its harm{' yet' if all_far else ''}{NEXT_RUN}"
-                   + "; ".join(f"{r.fix()} ({r.how_far()})" for r in quiet))
+                   + "; ".join(f"{r.fix()} ({r.how_far_of_value()})" for r in quiet))
     if said:
         unsaid = [r for r in far if r not in quiet and r.id not in said
                   and str(r.source or "").rsplit(".", 1)[-1] not in said]
@@ -984,7 +991,7 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
     if near:
         # With its fix: "epsilon 0.6 is 2x the top" left the value to guess (helper-43).
         out.append("outside the recipe, not far enough to be a cause alone: "
-                   + "; ".join(f"{r.fix()} ({r.how_far()})" for r in near))
+                   + "; ".join(f"{r.fix()} ({r.how_far_of_value()})" for r in near))
     return tuple(out)
 
 

@@ -1913,7 +1913,7 @@ def test_a_setting_far_outside_with_no_finding_gives_its_fix_in_the_note():
     run = make_run(reward=np.linspace(0.1, 0.8, n), entropy=np.full(n, 1.0))
     d = diagnose(run, DoctorConfig(run_config={"temperature": 2.0}))
     assert "setup far outside the recipe, no finding here shows its harm yet; for the next " \
-        "run: temperature 2 -> 1.0 (above the recipe's 1-1.2)" in d.notes, \
+        "run: temperature 2 -> 1.0 (2 is above the recipe's 1-1.2)" in d.notes, \
         d.notes
 
 
@@ -2183,8 +2183,8 @@ def test_a_setting_outside_but_not_a_cause_alone_says_its_fix():
     run = make_run(reward=0.5 + rng.normal(0, 0.02, n), frac_reward_zero_std=np.full(n, 0.95))
     d = diagnose(run, DoctorConfig(run_config={"epsilon": 0.6, "learning_rate": 1e-6}))
     note = next((x for x in d.notes if "not far enough to be a cause alone" in x), None)
-    assert note is not None and "epsilon 0.6 -> 0.2 (2x the top of the recipe's 0.1-0.3)" in \
-        note, d.notes
+    assert note is not None and (
+        "epsilon 0.6 -> 0.2 (0.6 is 2x the top of the recipe's 0.1-0.3)" in note), d.notes
 
 
 def test_a_setup_problem_is_named_by_the_finding_it_quotes():
