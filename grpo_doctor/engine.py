@@ -84,6 +84,13 @@ def first_alert(rule: Rule, run: Run, params: Mapping[str, float]) -> int | None
         lo = int(idx)
     if hi is None:
         return None
+    return _first_raising(rule, run, params, steps, lo, hi)
+
+
+def _first_raising(rule: Rule, run: Run, params: Mapping[str, float], steps: np.ndarray,
+                   lo: int, hi: int) -> int:
+    """The first of ``steps`` whose prefix raises the finding, by bisection between index
+    ``lo`` (known not to raise; -1: before the first) and ``hi`` (known to raise)."""
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if _raises(rule, run, params, int(steps[mid])):
@@ -148,14 +155,7 @@ def _raised_again(rule: Rule, run: Run, params: Mapping[str, float], end: int) -
     later = run.steps[run.steps > end]
     if not len(later) or not _raises(rule, run, params, int(later[-1])):
         return None
-    lo, hi = -1, len(later) - 1  # lo: known not to raise (-1: ``end`` itself)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _raises(rule, run, params, int(later[mid])):
-            hi = mid
-        else:
-            lo = mid
-    return int(later[hi])
+    return _first_raising(rule, run, params, later, -1, len(later) - 1)  # -1: ``end`` itself
 
 
 def _cleared(rule: Rule, run: Run, params: Mapping[str, float], alert: int, onset: int
