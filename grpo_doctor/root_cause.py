@@ -910,6 +910,17 @@ def _rollback_words(run: Run, step: int) -> str:
     if off is not None and not saved:
         return (f"restart from the initial model ({off}: no checkpoint was saved to go back "
                 f"to; save some for the next run), as it broke at step {step_text(step)}")
+    every = None if saved else _save_interval(run, int(run.steps[-1]))
+    if every is not None:
+        # The log names no checkpoint; its config says when they were saved.
+        scheduled, key, n = every
+        last_ok = good[0][0] if good is not None else int(before[-1])
+        usable = [c for c in scheduled if c <= last_ok]
+        if usable:
+            return (f"roll back to checkpoint-{usable[-1]} (the last one {key} {n} saved at or "
+                    f"before step {step_text(last_ok)}; the cause is dated {step_text(step)})")
+        return (f"restart from the initial model ({key} {n} saved no checkpoint before step "
+                f"{step_text(step)}: the first is checkpoint-{n})")
     if saved:
         # The log says which checkpoints exist: name one, or say there is none to go back to.
         last_ok = good[0][0] if good is not None else int(before[-1])
@@ -943,6 +954,27 @@ def _saving_off(run: Run) -> str | None:
                 recipe.as_number(value) or 0) <= 0:
             return f"{key} {value}"
     return None
+
+
+def _save_interval(run: Run, last: int) -> tuple[list[int], str, int] | None:
+    """The checkpoints a config's saving schedule left by step ``last`` (the Trainer's
+    ``save_steps`` under ``save_strategy steps``, verl's ``trainer.save_freq``), the key and
+    its interval; the last ``save_total_limit`` of them where one is set. None when the
+    config does not say (a ``save_steps`` below 1 is a share of the run: not said here)."""
+    flat = recipe.flat_config(run.config or {})
+    strategy, _ = recipe.lookup(flat, ("save_strategy",))
+    if strategy is not None and str(getattr(strategy, "value", strategy)).strip().lower() \
+            not in ("steps", "intervalstrategy.steps", "savestrategy.steps"):
+        return None
+    value, key = recipe.lookup(flat, ("save_steps", "trainer.save_freq", "save_freq"))
+    n = recipe.as_number(value)
+    if key is None or n is None or n < 1 or n != int(n):
+        return None
+    saved = list(range(int(n), last + 1, int(n)))
+    limit = recipe.as_number(recipe.lookup(flat, ("save_total_limit",))[0])
+    if limit is not None and limit >= 1:
+        saved = saved[-int(limit):]
+    return saved, key, int(n)
 
 
 def _saved_checkpoints(run: Run) -> list[int]:

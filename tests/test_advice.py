@@ -2389,3 +2389,27 @@ def test_a_reward_term_that_never_returned_a_value_is_the_first_fix():
     assert first.startswith("fix the reward function correctness_reward: it returned no "
                             "value"), first
     assert "the reward is format_reward alone" in first
+
+
+@pytest.mark.parametrize("config,first", [
+    # Trial 44: an MLflow store read alone, its params saying save_steps 50: the break at
+    # step 12 had read "roll back to a checkpoint from before step 12" (none exists).
+    ({"save_strategy": "steps", "save_steps": 50},
+     "restart from the initial model (save_steps 50 saved no checkpoint before step"),
+    ({"save_strategy": "steps", "save_steps": 5},
+     "roll back to checkpoint-10 (the last one save_steps 5 saved at or before step"),
+    # verl: trainer.save_freq
+    ({"trainer": {"save_freq": 4}}, "roll back to checkpoint-8 (the last one "
+                                    "trainer.save_freq 4 saved at or before step"),
+    # Saved by epoch, or not said: the logged step before it, as before.
+    ({"save_strategy": "epoch", "save_steps": 5}, "roll back to a checkpoint from"),
+    ({}, "roll back to a checkpoint from"),
+])
+def test_a_roll_back_names_a_checkpoint_the_config_saved(config, first):
+    n = 40
+    reward = np.concatenate([np.linspace(0.2, 0.6, 12), np.zeros(n - 12)])
+    grad = np.concatenate([np.full(11, 0.5), [40.0], np.zeros(n - 12)])
+    run = make_run(reward=reward, grad_norm=grad, loss=np.full(n, 0.1))
+    d = diagnose(run, DoctorConfig(run_config=config))
+    assert d.root_cause is not None and d.root_cause.first_action.startswith(first), \
+        d.root_cause
