@@ -533,7 +533,8 @@ class Reading:
             return (f"below {where} {s.range_text}" if s.high is not None
                     else f"below {where} floor of {_num(s.low)}")
         if self.outside:
-            return f"outside {where} {s.recipe}"
+            # A flag is on or off: "false is outside the recipe's on" read garbled.
+            return f"not {where} {s.recipe}" if s.kind == "flag" else f"outside {where} {s.recipe}"
         return f"within {where} {s.recipe}"
 
     def how_far_of_value(self) -> str:
@@ -959,6 +960,10 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
              if not any(lk.mode in fired or (lk.mode == CATASTROPHIC_UPDATE and fired
                                              and r.id not in idle)
                         for lk in r.links)]
+    # A setting the advice already names is not one whose harm "no finding shows" (top_p
+    # 0.05, the root cause's first action, also read "for the next run: top_p 0.05 -> 1.0").
+    quiet = [r for r in quiet if not (said and (r.id in said or str(r.source or "").rsplit(
+        ".", 1)[-1] in said))]
     out = []
     if not fired:
         # Clearly outside (twice beyond the range or more) on a run where nothing fired: the

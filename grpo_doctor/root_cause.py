@@ -421,6 +421,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     sharp = _sampled_sharp(run, setup, root)
     if sharp is not None:
         return sharp
+    silent = _never_scored(root, checks)
+    if silent is not None:
+        return silent
     flipped = _flipped_term(run, root, checks)
     if flipped is not None:
         return flipped
@@ -756,6 +759,23 @@ def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
 #: Findings a reward that pays the policy to avoid its own format or answers brings about.
 _REWARD_SIDE = frozenset({"reward_hacking", "format_gaming", "no_progress", "reward_overfit",
                           "advantage_collapse"})
+
+
+def _never_scored(root: Event, checks: Sequence[Check]) -> _Lead | None:
+    """A reward function that returned no value on every logged step (TRL's None, kept as
+    advantage_collapse's evidence): a setup problem from the first step, whatever finding it
+    brought about, and its fix the first action (trial 44's nan_reward had read as equal
+    groups from step 8)."""
+    equal = next((c for c in checks if c.fired and c.mode == "advantage_collapse"
+                  and c.evidence.get("never_scored")), None)
+    fix = next((str(r) for r in equal.remedies if str(r).startswith("fix the reward")),
+               None) if equal is not None else None
+    if equal is None or fix is None:
+        return None
+    names = ", ".join(equal.evidence["never_scored"])
+    return _Lead(knobs.Remedy(fix), summary=f"a setup problem, a reward function that never "
+                 f"returned a value ({names}: None on every logged step): {root.summary}",
+                 setup=True)
 
 
 def _flipped_term(run: Run, root: Event, checks: Sequence[Check]) -> _Lead | None:

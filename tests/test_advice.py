@@ -2308,12 +2308,15 @@ def test_real_trl_runs_of_trial_43_read_their_setting_not_a_solved_task_or_an_ex
             recipe=TINY_RECIPE, run_config=flat_config({**warm, "temperature": 1.0, **cut})))
         assert sharp.root_cause.first_action.startswith(fix), sharp.root_cause
         assert "near-greedy" in sharp.root_cause.first_action
+        # Named first, it is no setting "no finding here shows the harm of" (trial 44).
+        assert not any("no finding here shows its harm" in n for n in sharp.notes), sharp.notes
     # Trial 44: a bonus per character drove completions to the 12-token cap from step ~115.
     # The first action was "overlong shaping", and the plan raised the budget, which would
     # feed the bonus; the term that pays for length is the fix.
     paid = _trial("trl_length_bonus")
     first = paid.root_cause.first_action
-    assert first.startswith("cap or drop the length_bonus_reward term"), first
+    assert first.startswith("cap or drop the length_bonus_reward term (it went 1.59 -> 2.4)"), \
+        first
     assert not any("max_completion_length" in p.action and "->" in p.action
                    for p in paid.plan), [p.action for p in paid.plan]
     # Trial 44: a lenient check (any digit of the answer anywhere) paid, the exact check
@@ -2389,6 +2392,8 @@ def test_a_reward_term_that_never_returned_a_value_is_the_first_fix():
     assert first.startswith("fix the reward function correctness_reward: it returned no "
                             "value"), first
     assert "the reward is format_reward alone" in first
+    assert d.root_cause.setup and d.root_cause.summary.startswith(
+        "a setup problem, a reward function that never returned a value"), d.root_cause
 
 
 @pytest.mark.parametrize("config,first", [
@@ -2413,3 +2418,15 @@ def test_a_roll_back_names_a_checkpoint_the_config_saved(config, first):
     d = diagnose(run, DoctorConfig(run_config=config))
     assert d.root_cause is not None and d.root_cause.first_action.startswith(first), \
         d.root_cause
+
+
+def test_a_flag_outside_the_recipe_reads_as_one():
+    """Trial 44's plan read "mask_truncated_completions false is outside the recipe's on (DAPO
+    overlong reward shaping)"."""
+    from grpo_doctor import recipe
+
+    setup = recipe.read_config({"mask_truncated_completions": False})
+    flag = setup.get("overlong_shaping")
+    assert flag is not None and flag.sentence() == (
+        "mask_truncated_completions false is not the recipe's on (DAPO overlong reward "
+        "shaping)")

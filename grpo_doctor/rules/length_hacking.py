@@ -372,7 +372,7 @@ def _length_term_paid(run: Run, *, shorter: bool) -> str | None:
             continue
         start, end = head_tail(v)
         said = f"weight {fmt(weight)} in the config; " if weight is not None else ""
-        return f"{name} term ({said}{fmt(start)} -> {fmt(end)})"
+        return f"{name} term ({said}it went {fmt(start)} -> {fmt(end)})"
     return None
 
 
