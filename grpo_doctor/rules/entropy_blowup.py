@@ -147,7 +147,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
         *([clip] if clip is not None else []),
         ("lower or remove the entropy bonus; check " if bonus is None or bonus > 0 else
-         "check ") + "train-inference mismatch and LLD",
+         "check ") + "train-inference mismatch and likelihood displacement (LLD)",
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=ENTROPY)

@@ -127,7 +127,8 @@ def _remedies(run: Run) -> list[str]:
         *([bonus] if bonus is not None else []),
         knobs.set_to(run, knobs.TEMPERATURE, "1.0-1.2", unless_at_least=1.0)
         or "keep rollout temperature at 1.0-1.2",
-        knobs.set_to(run, knobs.CLIP_HIGH, "0.28", why="Clip-Higher lets rare tokens grow",
+        knobs.set_to(run, knobs.CLIP_HIGH, "0.28",
+                     why="Clip-Higher: a higher upper clip lets rare tokens grow",
                      unless_at_least=0.28) or "Clip-Cov / KL-Cov on high-covariance tokens",
         "adaptive KL (target ~1.0) instead of a fixed small beta",
     ]

@@ -128,7 +128,7 @@ def _measurement_remedies(metrics: list[str]) -> tuple[str, ...]:
     out = []
     if Metric.KL.value in metrics:
         out.append("check the KL estimator for log(0): a -inf log-prob from the policy or the "
-                   "reference model (clamp the log-ratio before exp in k3)")
+                   "reference model (clamp the log-ratio before exp in the k3 KL estimator)")
     if Metric.ENTROPY.value in metrics:
         out.append("check the entropy computation: log-softmax of the logits, not log of "
                    "softmax probabilities")
