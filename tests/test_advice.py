@@ -2329,6 +2329,14 @@ def test_real_trl_runs_of_trial_43_read_their_setting_not_a_solved_task_or_an_ex
     assert lenient.root_cause.first_action.startswith(
         "check digit_overlap_reward on a few completions against exact_correctness"), \
         lenient.root_cause.first_action
+    # Live at step 80 the reward had gone 0.70 -> 0.75 -> 0.72 on a reward swinging about
+    # 0.05 a step: no over-fitting (the callback had warned on it).
+    from grpo_doctor.recipe import flat_config as _flat
+
+    at_80 = diagnose(load_runs(TRIAL / "trl_lenient_check.csv")[0].truncated(80), DoctorConfig(
+        recipe=TINY_RECIPE, run_config=_flat(json.loads(
+            (TRIAL / "trl_lenient_check.config.json").read_text()))))
+    assert not at_80.check("reward_overfit").fired, at_80.check("reward_overfit").summary
     # The same curves with every term paid: nothing says which check is the task's.
     from grpo_doctor.recipe import flat_config
 
