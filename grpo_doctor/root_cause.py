@@ -930,24 +930,21 @@ def _rollback_words(run: Run, step: int) -> str:
     if off is not None and not saved:
         return (f"restart from the initial model ({off}: no checkpoint was saved to go back "
                 f"to; save some for the next run), as it broke at step {step_text(step)}")
+    # The checkpoints the log names, else those its config's saving schedule left.
     every = None if saved else _save_interval(run, int(run.steps[-1]))
-    if every is not None:
-        # The log names no checkpoint; its config says when they were saved.
-        scheduled, key, n = every
+    checkpoints = every[0] if every is not None else saved
+    if checkpoints or every is not None:
         last_ok = good[0][0] if good is not None else int(before[-1])
-        usable = [c for c in scheduled if c <= last_ok]
+        usable = [c for c in checkpoints if c <= last_ok]
+        which = (f"the last one {every[1]} {every[2]} saved" if every is not None
+                 else "the last saved checkpoint")
         if usable:
-            return (f"roll back to checkpoint-{usable[-1]} (the last one {key} {n} saved at or "
-                    f"before step {step_text(last_ok)}; the cause is dated {step_text(step)})")
-        return (f"restart from the initial model ({key} {n} saved no checkpoint before step "
-                f"{step_text(step)}: the first is checkpoint-{n})")
-    if saved:
-        # The log says which checkpoints exist: name one, or say there is none to go back to.
-        last_ok = good[0][0] if good is not None else int(before[-1])
-        usable = [c for c in saved if c <= last_ok]
-        if usable:
-            return (f"roll back to checkpoint-{usable[-1]} (the last saved checkpoint at or "
-                    f"before step {step_text(last_ok)}; the cause is dated {step_text(step)})")
+            return (f"roll back to checkpoint-{usable[-1]} ({which} at or before step "
+                    f"{step_text(last_ok)}; the cause is dated {step_text(step)})")
+        if every is not None:
+            return (f"restart from the initial model ({every[1]} {every[2]} saved no "
+                    f"checkpoint before step {step_text(step)}: the first is "
+                    f"checkpoint-{every[2]})")
         return (f"restart from the initial model (no saved checkpoint from before step "
                 f"{step_text(step)}: {', '.join(f'checkpoint-{c}' for c in saved[:3])} "
                 f"{'come' if len(saved) > 1 else 'comes'} after it)")
