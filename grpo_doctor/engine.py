@@ -150,8 +150,8 @@ def check_rule(rule: Rule, run: Run, params: Mapping[str, float], *,
 
 
 def _raised_again(rule: Rule, run: Run, params: Mapping[str, float], end: int) -> int | None:
-    """The first logged step after ``end`` (where an earlier episode had cleared or receded)
-    whose prefix raises the finding again; None if none before the last step does."""
+    """The first logged step after ``end`` (where an earlier episode had cleared) whose
+    prefix raises the finding again; None if the last step's does not."""
     later = run.steps[run.steps > end]
     if not len(later) or not _raises(rule, run, params, int(later[-1])):
         return None

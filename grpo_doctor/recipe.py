@@ -962,8 +962,7 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
                         for lk in r.links)]
     # A setting the advice already names is not one whose harm "no finding shows" (top_p
     # 0.05, the root cause's first action, also read "for the next run: top_p 0.05 -> 1.0").
-    quiet = [r for r in quiet if not (said and (r.id in said or str(r.source or "").rsplit(
-        ".", 1)[-1] in said))]
+    quiet = [r for r in quiet if not _named(r, said)]
     out = []
     if not fired:
         # Clearly outside (twice beyond the range or more) on a run where nothing fired: the
@@ -981,8 +980,7 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
                    f"shows its harm{' yet' if all_far else ''}{NEXT_RUN}"
                    + "; ".join(f"{r.fix()} ({r.how_far_of_value()})" for r in quiet))
     if said:
-        unsaid = [r for r in far if r not in quiet and r.id not in said
-                  and str(r.source or "").rsplit(".", 1)[-1] not in said]
+        unsaid = [r for r in far if r not in quiet and not _named(r, said)]
         if unsaid:
             out.append("also far outside the recipe, and not yet acted on above: "
                        + "; ".join(r.sentence() for r in unsaid))
@@ -992,12 +990,19 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
     # default in-reward beta of 0.001 is on most healthy verl runs.)
     near = [r for r in setup.outside if fired and not r.far and not r.setting.note_only
             and (r.factor or 0.0) >= CLEARLY_OUTSIDE and any(lk.primary for lk in r.links)
-            and r.id not in said and str(r.source or "").rsplit(".", 1)[-1] not in said]
+            and not _named(r, said)]
     if near:
         # With its fix: "epsilon 0.6 is 2x the top" left the value to guess (helper-43).
         out.append("outside the recipe, not far enough to be a cause alone: "
                    + "; ".join(f"{r.fix()} ({r.how_far_of_value()})" for r in near))
     return tuple(out)
+
+
+def _named(reading: Reading, said: str) -> bool:
+    """Whether the advice's text ``said`` names the setting, by the recipe's name or the
+    config's own key."""
+    return bool(said) and (reading.id in said
+                           or str(reading.source or "").rsplit(".", 1)[-1] in said)
 
 
 def replace_verdict(reading: Reading, verdict: str) -> Reading:

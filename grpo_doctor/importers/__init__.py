@@ -162,7 +162,8 @@ def _beside_events(folder: Path) -> list[Path]:
     """Logs in ``folder`` (its files, its subfolders) that hold no TensorBoard event file:
     other runs beside the events the TensorBoard reader would read as the folder's run."""
     events = importer_named("tensorboard")
-    others = [sub for sub, _ in _subfolder_logs(folder) if events.sniff(sub, b"") <= 0]
+    others = [sub for sub, fmt in _subfolder_logs(folder)
+              if fmt != events.name and events.sniff(sub, b"") <= 0]
     return others + [f for f in _logs_in(folder)[0] if detect_format(f) is not events]
 
 

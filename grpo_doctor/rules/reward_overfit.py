@@ -48,7 +48,13 @@ from grpo_doctor.rules.points import series, snap_to_logged
 from grpo_doctor.rules.signals import HELDOUT_GAIN
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
-from grpo_doctor.trends import mann_kendall, rolling_median, step_noise, trend_onset
+from grpo_doctor.trends import (
+    mann_kendall,
+    rolling_median,
+    shift_stands_out,
+    step_noise,
+    trend_onset,
+)
 
 REWARD = Metric.REWARD_MEAN.value
 HELDOUT = Metric.HELDOUT_SCORE.value
@@ -96,7 +102,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     smooth[peak] = min(smooth[peak], float(np.median(r[max(0, peak - w):peak + w + 1])))
     # The start is the first few points: a fast rise would otherwise be part of the "start".
     start = float(np.median(r[: max(3, len(r) // 20)]))
-    now = float(np.median(r[-max(3, len(r) // 10):]))
+    late = max(3, len(r) // 10)
+    now = float(np.median(r[-late:]))
     gain = smooth[peak] - start
     lost = (smooth[peak] - now) / gain if gain > 0 else 0.0
     evidence: dict[str, object] = {"reward_start": round(start, 4),
@@ -119,8 +126,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         or (gain > 0 and _held_out_rose_to(run, float(steps[peak]))))
     # The fall must stand out of the noise of the two medians it compares: 0.75 -> 0.72 on a
     # reward swinging +-0.05 per step is no fall (a live callback warned on it, trial 44).
-    m = max(3, len(r) // 10)
-    fell = smooth[peak] - now >= 2 * 1.25 * noise * np.sqrt(2 / m)
+    fell = smooth[peak] > now and shift_stands_out(smooth[peak] - now, noise, late)
     if not (after >= p["min_after"] * len(r) and lost >= p["giveback"] and declining and rose
             and fell):
         if not rose:  # no real gain: a share of it lost means nothing

@@ -16,7 +16,7 @@ from grpo_doctor.rules.knobs import flatten
 from grpo_doctor.rules.points import aligned, end_size, head_tail, late_points, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
-from grpo_doctor.trends import mann_kendall, rolling_median, step_noise
+from grpo_doctor.trends import mann_kendall, rolling_median, shift_stands_out, step_noise
 
 
 @dataclass(frozen=True)
@@ -110,8 +110,7 @@ def reward_progress(run: Run, since: float, alpha: float = 0.05,
     # A level shift must also stand out of the noise of the two medians it compares: a
     # reward flat at 0.9 that a few samples per step swing 0.8-1.0 has a tiny smoothed
     # range, and a fifth of its log at 0.85 is not a decline.
-    m = end_size(len(seg_r), 0.2)
-    shift = abs(end - start) >= 2 * 1.25 * step_noise(seg_r) * np.sqrt(2 / m)
+    shift = shift_stands_out(end - start, step_noise(seg_r), end_size(len(seg_r), 0.2))
     improving = (test.increasing(alpha) and gain > 0) or (gain > 0.25 and shift)
     declining = (test.decreasing(alpha) and gain < 0) or (gain < -0.25 and shift)
     now = level_now(r)

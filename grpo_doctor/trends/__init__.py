@@ -7,7 +7,7 @@ binned (``bin_series``) before the O(n^2) statistics so cost stays near linear i
 from grpo_doctor.trends.binning import bin_series, finite, rolling_median
 from grpo_doctor.trends.changepoint import hinge_onset, level_shift_onset, trend_onset
 from grpo_doctor.trends.monotonic import TrendTest, mann_kendall, theil_sen
-from grpo_doctor.trends.noise import step_noise
+from grpo_doctor.trends.noise import shift_stands_out, step_noise
 from grpo_doctor.trends.spikes import robust_spikes
 from grpo_doctor.trends.windows import (
     decisive_short_fall,
@@ -27,6 +27,7 @@ __all__ = [
     "mann_kendall",
     "robust_spikes",
     "rolling_median",
+    "shift_stands_out",
     "step_noise",
     "theil_sen",
     "trend_onset",

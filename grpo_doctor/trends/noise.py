@@ -13,3 +13,10 @@ def step_noise(values: np.ndarray) -> float:
     if len(values) < 2:
         return 0.0
     return 1.4826 * float(np.median(np.abs(np.diff(values)))) / float(np.sqrt(2))
+
+
+def shift_stands_out(change: float, noise: float, points: int) -> bool:
+    """Whether a change between two medians of ``points`` points each stands out of a
+    series whose ``step_noise`` is ``noise``: twice the noise of their difference, the
+    median's spread taken as 1.25x the mean's."""
+    return abs(change) >= 2 * 1.25 * noise * float(np.sqrt(2 / points))
