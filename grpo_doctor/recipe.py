@@ -489,8 +489,11 @@ class Reading:
         if s.id == "max_completion_length" and isinstance(self.value, (int, float)):
             return f"{int(self.value) * 2}"
         target = s.targets.get(self.verdict, s.target)
-        if s.kind == "flag" and isinstance(self.value, bool) and target in ("on", "off"):
-            return "true" if target == "on" else "false"  # as the config writes it
+        if s.kind == "flag" and target in ("on", "off") and as_flag(self.value) is not None:
+            word = "true" if target == "on" else "false"  # as the config writes it
+            # A tracker's params keep the config's text ('False'): answered in its spelling.
+            spelled = isinstance(self.value, str) and self.value[:1].isupper()
+            return word.capitalize() if spelled else word
         return target
 
     def how_far(self) -> str:

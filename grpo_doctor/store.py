@@ -396,6 +396,31 @@ def _order_note(n_dup: int, n_restarts: int | None) -> str | None:
     return None
 
 
+def _without_edge_extras(frame: pd.DataFrame, mapped: list[str],
+                         nan_steps: dict[str, np.ndarray]) -> pd.DataFrame:
+    """``frame`` without its first and last rows while they hold other columns only, none of
+    the metrics the checks read: the profiling timings a tracker records at step 0, before
+    the first training step is counted, and the end-of-training summary one step past the
+    last (TRL through wandb, MLflow, Trackio). Counted as logged steps they stretch the run to
+    a step it never trained. A row with no number at all (a table's 'No Log') stays."""
+    if not mapped or not len(frame):
+        return frame
+    held = np.array(frame[mapped].notna().any(axis=1), dtype=bool)
+    for col in mapped:
+        if col in nan_steps:
+            held |= np.isin(frame.index.to_numpy(), nan_steps[col])
+    if not held.any():
+        return frame
+    extra = ~held & np.array(frame[frame.columns.difference(mapped)].notna().any(axis=1),
+                             dtype=bool)
+    first, last = 0, len(frame)
+    while extra[first]:
+        first += 1
+    while extra[last - 1]:
+        last -= 1
+    return frame.iloc[first:last] if first or last < len(frame) else frame
+
+
 def build_run(
     raw: pd.DataFrame,
     *,
@@ -532,6 +557,7 @@ def build_run(
             else:
                 del nan_steps[key]
     frame = frame.astype(np.float64)
+    frame = _without_edge_extras(frame, list(cm.mapping), nan_steps)
     note = _order_note(n_overwritten, None if restarts is not None else n_restarts)
     if note:
         note_list.insert(order_note_at, note)

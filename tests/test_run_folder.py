@@ -324,3 +324,38 @@ def test_tensorboard_events_beside_other_logs_are_a_folder_of_runs(tmp_path, cap
     assert "audit" in err
     # The events' own folder reads as before.
     assert load_run(folder / "tensorboard").format == "tensorboard"
+
+
+def _trainer_state_of(run, last_step: int) -> dict:
+    """A Trainer's trainer_state.json holding ``run``'s values up to ``last_step``, under the
+    names TRL logs them (its loggers add the ``train/`` prefix)."""
+    history = []
+    for step, row in run.frame.loc[:last_step].iterrows():
+        entry = {run.mapping[c].removeprefix("train/").replace("eval/", "eval_"): float(v)
+                 for c, v in row.items() if c in run.mapping and v == v}
+        history.append({**entry, "step": int(step)})
+    return {"global_step": last_step, "log_history": history}
+
+
+@pytest.mark.parametrize("saved_at", [100, 200])
+def test_a_loggers_store_beside_the_checkpoints_is_a_copy_and_wins_when_it_goes_further(
+        tmp_path, saved_at):
+    """Trial 44: TRL's SwanLab (MLflow, Trackio) callback writes its store beside the
+    checkpoints; the folder read the checkpoint's trainer state without listing the store.
+    After a crash past the last save, only the store reaches the last step."""
+    run_dir = sorted((FIXTURES / "swanlab" / "swanlog").iterdir())[0]
+    store = load_run(run_dir)
+    folder = tmp_path / "out"
+    shutil.copytree(run_dir, folder / "swanlog" / run_dir.name)
+    saved = folder / f"checkpoint-{saved_at}"
+    saved.mkdir()
+    (saved / STATE).write_text(json.dumps(_trainer_state_of(store, saved_at)))
+    run = load_run(folder)
+    assert run.last_step == store.last_step == 200
+    read = run.notes[0]
+    if saved_at < 200:
+        assert run.format == "swanlab" and "read swanlog (swanlab" in read, read
+        assert f"checkpoint-{saved_at}/trainer_state.json ({saved_at} x" in run.notes[1]
+    else:  # as rich in what the checks read: the trainer state, which brings its settings
+        assert run.format == "trainer-state" and "swanlog" in run.notes[1], run.notes[:2]
+

@@ -57,3 +57,17 @@ def test_truncated_is_a_prefix():
     run = run_of({"step": [1, 5, 9], "kl": [0.1, 0.2, 0.3]}, )
     assert list(run.truncated(5).steps) == [1, 5]
     assert list(run.truncated(4).steps) == [1]
+
+
+def test_a_trackers_rows_of_timings_only_before_and_after_training_are_not_steps(tmp_path):
+    """TRL's profiling timings reach wandb, MLflow and Trackio at step 0, before the first
+    step is counted, and Trackio's end-of-training summary one step past the last: they read
+    as 'steps 0-201 (202 logged)' for a run of 200 steps."""
+    run = run_of({"step": [0, 1, 2, 3, 4],
+                  "profiling/Time taken: GRPOTrainer.compute_loss": [0.1, 0.1, 0.1, 0.1, None],
+                  "train/reward": [None, 0.2, 0.3, 0.4, None],
+                  "train/global_step": [None, None, None, None, 4]})
+    assert (run.first_step, run.last_step, run.n_steps) == (1, 3, 3)
+    # A row with no number at all stays a logged step ("No Log" in a notebook's table).
+    kept = run_of({"step": [1, 2, 3], "reward": [None, 0.2, 0.3]})
+    assert (kept.first_step, kept.n_steps) == (1, 3)

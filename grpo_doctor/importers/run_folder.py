@@ -45,9 +45,15 @@ _COPY_FORMATS = frozenset({
     "trainer-state", "tensorboard", "wandb-offline", "csv", "jsonl", "console", "parquet",
     "long-csv", "wandb-csv", "tensorboard-csv", "notebook",
 })
+#: Logger stores that can hold many runs. In a run's own folder (TRL's MLflow, Trackio and
+#: SwanLab callbacks write ``mlflow.db``/``mlruns/``, ``trackio/``, ``swanlog/`` beside the
+#: checkpoints) one holding a single run is a copy of it, and may be the only copy that
+#: reaches the last step (a crash after the last save).
+_STORE_FORMATS = ("mlflow", "trackio", "swanlab")
 #: The format read first among copies equally rich (a trainer state carries the config).
 _PREFERENCE = ("trainer-state", "wandb-offline", "tensorboard", "parquet", "jsonl", "csv")
 _MAX_ENTRIES = 5000
+_SQLITE = frozenset({".db", ".sqlite", ".sqlite3"})
 #: Where trainers put a run's TensorBoard files: HF ``runs/<date_host>/``, verl
 #: ``tensorboard_log/<project>/<experiment>/``, and the names people give ``logging_dir``.
 _TENSORBOARD_FOLDERS = frozenset({
@@ -116,6 +122,19 @@ def _direct_log(path: Path) -> str | None:
     return imp.name
 
 
+def _store(path: Path) -> str | None:
+    """The format of a logger's store at ``path`` (a folder, or an SQLite file), if it is one."""
+    try:
+        head = b"" if path.is_dir() else head_of(path)
+    except OSError:
+        return None
+    for name in _STORE_FORMATS:
+        # Above an unreadable SQLite's low score: a damaged file is no copy to offer.
+        if importer_named(name).sniff(path, head) >= 50:
+            return name
+    return None
+
+
 def _holds_logs(folder: Path) -> bool:
     """Whether a folder directly holds log files (a folder of other runs' logs)."""
     try:
@@ -157,6 +176,10 @@ def layout(folder: Path) -> Layout | None:
                     structured += 1
                 continue
             if entry.name.lower() not in _TENSORBOARD_FOLDERS:
+                store = _store(path)
+                if store is not None:
+                    copies.append(Copy(path, store, entry.name))
+                    continue
                 if _holds_logs(path):
                     return None  # logs of other runs beside this one: a folder of runs
                 continue
@@ -164,7 +187,7 @@ def layout(folder: Path) -> Layout | None:
                 copies.append(Copy(found, "tensorboard", found.relative_to(folder).as_posix()))
                 structured += 1
         elif is_file:
-            fmt = _direct_log(path)
+            fmt = _direct_log(path) or (_store(path) if path.suffix.lower() in _SQLITE else None)
             if fmt is None:
                 continue
             if fmt == "tensorboard":
@@ -208,7 +231,10 @@ def _known(run: Run) -> int:
     if not len(run.frame):
         return 0
     mapped = [m for m in run.mapping if m in run.frame.columns]
-    return run.n_steps * int(run.frame[mapped].notna().any().sum()) if mapped else 0
+    if not mapped:
+        return 0
+    held = run.frame[mapped].notna()
+    return int(held.any(axis=1).sum()) * int(held.any().sum())
 
 
 def _rank(fmt: str) -> int:
@@ -333,7 +359,10 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     if not read:
         why = "; ".join(f"{label}: {reason}" for label, reason in passed[:3])
         raise FormatError(f"{path}: no log of the run could be read ({why})")
-    read.sort(key=lambda cr: (-_known(cr[1]), -_size(cr[1]), _rank(cr[0].format),
+    # Equally rich in what the checks read, the preferred format wins over a copy that only
+    # adds columns (a tracker's profiling timings): a trainer state brings its checkpoint's
+    # training_args.bin and config.json.
+    read.sort(key=lambda cr: (-_known(cr[1]), _rank(cr[0].format), -_size(cr[1]),
                               cr[0].label))
     (best_copy, run), others = read[0], read[1:]
     shape = f"{run.n_steps} steps x {int(run.frame.notna().any().sum())} metrics"
