@@ -266,8 +266,10 @@ TERMS: tuple[Term, ...] = (
     _t("loss", """The training loss the trainer logged. In GRPO it is not a progress measure
        (it can be ~0 while learning): grpo-doctor reads it only for NaN."""),
     _t("reward_mean", """The mean total reward of the batch's completions (reward_std: its
-       spread; group_reward_std: the mean spread within groups).""", "reward",
-       "reward_std", "group_reward_std", see=("reward component",)),
+       spread; group_reward_std: the mean spread within groups; reward_max and reward_min: its
+       highest and lowest, equal when every completion of the step scored the same).""",
+       "reward", "reward_std", "group_reward_std", "reward_max", "reward_min",
+       see=("reward component",)),
     _t("tool_calls", """Tool calls per episode in an agentic run.""", "tool calls",
        see=("tool_spam",)),
     _t("turns", """Turns per episode in a multi-turn run: the tool calls plus the turns every

@@ -22,6 +22,8 @@ class Metric(str, Enum):
     REWARD_MEAN = "reward_mean"
     REWARD_STD = "reward_std"
     GROUP_REWARD_STD = "group_reward_std"
+    REWARD_MAX = "reward_max"
+    REWARD_MIN = "reward_min"
     ENTROPY = "entropy"
     KL = "kl"
     KL_COEF = "kl_coef"
@@ -125,6 +127,18 @@ ALIASES: list[Alias] = [
         "reward_std", "rollout/reward_std", "env/reward_std", "ppo/std_scores", "rewards/std",
         "reward/std",
     ),
+    # The batch's extremes: verl logs no reward std, and max = min says every sample of the
+    # step scored the same.
+    *_aliases(
+        Metric.REWARD_MAX,
+        "critic/score/max", "critic/rewards/max", "reward_max", "rewards/max", "reward/max",
+        "score/max", "max_reward", "max_total_reward",
+    ),
+    *_aliases(
+        Metric.REWARD_MIN,
+        "critic/score/min", "critic/rewards/min", "reward_min", "rewards/min", "reward/min",
+        "score/min", "min_reward", "min_total_reward",
+    ),
     *_aliases(
         Metric.GROUP_REWARD_STD,
         "group_reward_std", "group_reward_std_mean", "rollout/in_group_std",
@@ -205,12 +219,13 @@ ALIASES: list[Alias] = [
         "response_length", "rollout/response_length_mean", "mean_gen_tokens_per_sample",
         "token/response_length/mean", "tokens/response_length/mean", "response_length_mean",
         "tokens/responses_len_mean", "completion_length_mean", "mean_response_length",
+        "mean_length",  # TRL's completions/mean_length as users shorten it in a pasted table
     ),
     *_aliases(
         Metric.RESPONSE_LENGTH_MAX,
         "completions/max_length", "response_length/max", "max_gen_tokens_per_sample",
         "token/response_length/max", "tokens/response_length/max", "response_length_max",
-        "completion_length_max", "max_response_length",
+        "completion_length_max", "max_response_length", "max_length",
     ),
     *_aliases(
         Metric.TRUNCATION_RATIO,

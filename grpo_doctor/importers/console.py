@@ -249,7 +249,9 @@ class _Printed:
     config: bool = False  # a pretty-printed nested dict (already flattened with ".")
 
 
-_CONTINUATION = re.compile(r"^\s+['\"]|^\s*[}\]]")
+#: A line that goes on with a dict: indented like pprint's, a closing bracket, or a quoted key
+#: at column 0 (a long dict wrapped by a terminal or an issue's paste).
+_CONTINUATION = re.compile(r"^\s+['\"]|^\s*[}\]]|^['\"][^'\"\n]*['\"]\s*:")
 _PPRINT_KEY = re.compile(rf"({_QUOTED})\s*:\s*")
 _PPRINT_VALUE = re.compile(rf"\{{|{_QUOTED}|\[[^\[\]]*\]|[^,{{}}]+")
 

@@ -86,6 +86,8 @@ def skip_reason(check: Check) -> str:
         return reason
     what = needs.group(1)
     options = what.split(" or ")
+    if len(options) > 3:  # the rest are in `explain`: the line stays one line
+        return f"log one of {', '.join(options[:3])}, or {len(options) - 3} more"
     if len(options) > 2 and not any("+" in o for o in options):
         return "log one of " + ", ".join(options)
     return "log " + what

@@ -48,7 +48,14 @@ from grpo_doctor.metrics import Metric, is_reward_component
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import ZERO_SHARE, Plot, Threshold, ZeroShare, ladder
-from grpo_doctor.rules.points import head_tail, late_points, logged, series, snap_to_logged
+from grpo_doctor.rules.points import (
+    aligned,
+    head_tail,
+    late_points,
+    logged,
+    series,
+    snap_to_logged,
+)
 from grpo_doctor.rules.signals import (
     SOLVED_HELDOUT,
     component_role,
@@ -68,10 +75,15 @@ ZSF = Metric.ZERO_STD_FRACTION.value
 RSTD = Metric.REWARD_STD.value
 GSTD = Metric.GROUP_REWARD_STD.value
 REWARD = Metric.REWARD_MEAN.value
+RMAX = Metric.REWARD_MAX.value
+RMIN = Metric.REWARD_MIN.value
+#: The signal read from the batch's reward max and min (verl logs no reward std): a lower bound
+#: of the equal groups' share, 1 only where every sample of the step scored the same.
+ALL_ALIKE = "share of steps where every sample scored the same (reward max = min)"
 
 RULE = Rule(
     "advantage_collapse", "Advantage collapse (zero-variance groups)",
-    requires_any=((ZSF,), (GSTD,), (RSTD,)),
+    requires_any=((ZSF,), (GSTD,), (RSTD,), (RMAX, RMIN)),
     plot=Plot(zero_share=ZeroShare(of=(RSTD, GSTD), eps="zero_std_eps",
                                    window="late_fraction")),
     params=(
@@ -97,6 +109,9 @@ def _signal(run: Run, p: Mapping[str, float]) -> tuple[str, np.ndarray, np.ndarr
         if len(s) >= 4:
             return metric, steps, (np.abs(s) <= p["zero_std_eps"]).astype(float), (
                 f"share of steps with {metric} = 0")
+    steps, top, low = aligned(run, RMAX, RMIN)
+    if len(steps) >= 3:
+        return RMAX, steps, (np.abs(top - low) <= p["zero_std_eps"]).astype(float), ALL_ALIKE
     raise Skip("needs zero_std_fraction or reward_std with at least 10 logged values")
 
 
@@ -124,7 +139,10 @@ def _stuck_reward(run: Run, share: float = 0.5) -> tuple[float, float] | None:
     ``share`` of the logged steps: every sample scored the same (all wrong, or a reward that
     cannot tell samples apart), step after step."""
     _, r = series(run, Metric.REWARD_MEAN.value)
-    if len(r) < 5:
+    # Three steps suffice where the batch's max and min say every sample scored the same.
+    _, highest, lowest = aligned(run, RMAX, RMIN)
+    alike = len(highest) >= 3 and bool(np.all(highest == lowest))
+    if len(r) < (3 if alike else 5):
         return None
     values, counts = np.unique(r, return_counts=True)
     top = int(np.argmax(counts))
@@ -217,7 +235,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # average over logging_steps) suffice. A 0/1 per-step indicator needs more of them.
     # A step's reward std is one batch: zero by chance with small G, so the 0/1 indicator
     # needs 20 points and a late window of 10.
-    short_ok = metric == ZSF
+    # A whole batch scoring alike is no chance of small groups: a few points suffice too.
+    short_ok = metric == ZSF or what == ALL_ALIKE
     if len(z) < (3 if short_ok else 20):
         raise Skip(f"needs at least {3 if short_ok else 20} logged points of the zero-std "
                    f"signal")
@@ -261,6 +280,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                            f"note: reward {agree(len(pinned), 'component', 'components')} "
                            f"{names} never moved, the others carry the signal",
                            evidence=evidence, key_metric=metric)
+    if not fired and not pinned and what == ALL_ALIKE:
+        # Max and min apart says nothing of the groups within the batch: not a pass.
+        raise Skip("needs zero_std_fraction or reward_std (the reward's max and min show "
+                   "only batches that scored all alike, and none did)")
     if not fired and not pinned:
         return Outcome(Status.OK, f"{what}: {late:.0%} over the last {k} logged points "
                        f"(effective groups {1 - late:.0%})", evidence=evidence, key_metric=metric)
@@ -362,7 +385,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                  f"zero-std share >= {p['warn_fraction']:.0%}"
                                  + (" and the task's reward never moving" if dead else ""))
         why = f" with {', '.join(corroboration)}" if corroboration else ""
-        share = (f"the reward std was 0 on {late:.0%} of steps" if metric != ZSF else
+        share = (f"every sample scored the same (reward max = min) on {late:.0%} of steps"
+                 if what == ALL_ALIKE else
+                 f"the reward std was 0 on {late:.0%} of steps" if metric != ZSF else
                  f"{late:.0%} of groups had equal rewards without being solved (all-wrong or "
                  "stuck)" if "all_correct_share_of_equal_groups" in evidence else
                  f"{late:.0%} of groups had equal rewards (zero reward variance)")

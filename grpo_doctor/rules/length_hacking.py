@@ -85,6 +85,10 @@ RULE = Rule(
 )
 
 
+#: Share truncated from which the mean length is the cap itself.
+_ALL_CUT = 0.95
+
+
 def _pinned(run: Run, p) -> dict | None:
     steps, t = series(run, TRUNC)
     if len(t) >= 3:  # a share per logged step: meaningful even in short logs
@@ -100,6 +104,9 @@ def _pinned(run: Run, p) -> dict | None:
             from_start = early >= p["truncation"] and t[0] >= p["truncation"] and (
                 steps[0] <= 20)
             cap = float(series(run, LEN_MAX)[1].max()) if run.has(LEN_MAX) else None
+            if cap is None and min(early, late) >= _ALL_CUT and run.has(LEN):
+                # Every completion cut: the mean length is the cap.
+                cap = float(series(run, LEN)[1].max())
             # Said with both shares when it began there ("58% ... from the first logged
             # step" read as 58% at the start, where 96% were cut).
             return {"shape": (f"{early:.0%} of completions truncated at the cap from the first "

@@ -273,6 +273,46 @@ def test_pipe_tables_are_merged_by_step(tmp_path):
     assert run.restarts == 0
 
 
+
+def test_a_table_aligned_with_spaces_is_read(tmp_path):
+    """A progress table pasted from a terminal, its columns aligned with spaces and a "..."
+    row where the paste was shortened (trl#5697's shape): it exited 2, "format not
+    recognised", while the same rows with tabs read fine. A printed DataFrame's index column
+    is dropped."""
+    path = write(tmp_path / "paste.txt",
+                 "Step  loss  grad_norm  reward_mean  clipped_ratio  mean_length\n"
+                 "1     0     0          0            1.0            256\n"
+                 "2     0     0          0            1.0            256\n"
+                 "...\n"
+                 "10    0     0          0            1.0            256\n")
+    (run,) = load_runs(path)
+    assert list(run.frame.index) == [1, 2, 10]
+    assert list(run.frame["truncation_ratio"]) == [1.0, 1.0, 1.0]
+    assert run.mapping["response_length_mean"] == "mean_length"
+    frame = write(tmp_path / "frame.txt",
+                  "   step  Training Loss    reward\n0     10       0.25  0.100\n"
+                  "1     20       0.20  0.150\n2     30       0.10  0.200\n")
+    (run,) = load_runs(frame)
+    assert list(run.frame.index) == [10, 20, 30]
+    assert list(run.frame["reward_mean"]) == [0.1, 0.15, 0.2]
+    # Prose that happens to begin with "Step" is no table.
+    with pytest.raises(GrpoDoctorError):
+        load_runs(write(tmp_path / "prose.txt", "Step  one  was  slow\nthen it was fine\n"))
+
+
+def test_a_printed_dict_wrapped_at_column_0_keeps_every_key(tmp_path):
+    """A Trainer dict wrapped over lines that begin at column 0 (unsloth#3485's paste): only
+    the first line's keys were read (no reward, no zero-std share), with a note that printed
+    dicts "were cut off"."""
+    one = ("{'loss': 0.0, 'grad_norm': 0.0, 'learning_rate': 3e-08, \n"
+           "'rewards/json_format_reward_func/mean': 1.0, \n"
+           "'reward': 4.0, 'reward_std': 0.0, 'frac_reward_zero_std': 1.0, 'epoch': 0.01}\n")
+    (run,) = load_runs(write(tmp_path / "wrapped.txt", one * 3))
+    assert run.n_steps == 3
+    assert list(run.frame["zero_std_fraction"]) == [1.0, 1.0, 1.0]
+    assert list(run.frame["reward_component/json_format_reward_func"]) == [1.0, 1.0, 1.0]
+    assert not any("cut off" in n for n in run.notes), run.notes
+
 def test_markdown_table_with_bold_cells(tmp_path):
     path = write(tmp_path / "report.md",
                  "| step | grad_norm | score |\n|------|------|------|\n"

@@ -5,6 +5,7 @@ import pytest
 
 from grpo_doctor.engine import diagnose
 from grpo_doctor.rules import RULES
+from tests.helpers import make_run
 from tests.rules.cases import CASES, Case, diagnosed
 
 
@@ -38,7 +39,7 @@ def test_a_nan_only_in_the_kl_asks_about_its_computation_not_a_rollback():
     weights; it asks about the KL's computation instead."""
     import numpy as np
 
-    from tests.helpers import ar1, make_run
+    from tests.helpers import ar1
 
     n = 400
     kl = (0.05 + 0.01 * np.abs(ar1(5, n, 1.0))).astype(object)
@@ -217,3 +218,27 @@ def test_a_sparse_term_improved_only_when_it_pays_on_more_late_steps_than_chance
     for values, improved in ((chance, False), (late, True), (dense, True)):
         run = make_run(**{"rewards/correctness/mean": values})
         assert sparse_improving(run, "reward_component/correctness") is improved, values
+
+
+def test_verl_batches_that_all_scored_the_same_are_equal_groups():
+    """verl logs no reward std, only the score's mean, max and min: rllm#54's three steps had
+    max = min = 0 (every sample scored 0: an empty data_source matched no reward function)
+    and read INCONCLUSIVE, advantage_collapse "needs zero_std_fraction or reward_std"."""
+    zero = np.zeros(3)
+    run = make_run(critic__score__mean=zero, critic__score__max=zero, critic__score__min=zero,
+                   actor__grad_norm=np.array([0.004, 0.005, 0.004]),
+                   steps=np.array([1, 4, 7]))
+    d = diagnose(run)
+    equal = d.check("advantage_collapse")
+    assert equal.status == "critical" and "every sample scored the same" in equal.summary
+    assert d.root_cause.first_action.startswith(
+        "check the reward function on a few completions"), d.root_cause.first_action
+    assert "exactly 0" in d.root_cause.first_action
+    # A batch whose max and min are apart says nothing of its groups: skipped, not passed.
+    n = 40
+    rng = np.random.default_rng(0)
+    mean = 0.3 + 0.005 * np.arange(n) + rng.normal(0, 0.02, n)
+    apart = diagnose(make_run(critic__score__mean=mean, critic__score__max=np.ones(n),
+                              critic__score__min=np.zeros(n)))
+    assert apart.check("advantage_collapse").status == "skipped", \
+        apart.check("advantage_collapse").summary
