@@ -1,11 +1,11 @@
-"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43, 44).
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-45).
 
 A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
 about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
 ``trl.GRPOTrainer`` (TRL 1.16, transformers 5) as a user would leave it, one setting changed
 per run. Each run's folder is what TRL writes: TensorBoard events under ``runs/``,
 ``checkpoint-N/`` with ``trainer_state.json`` and ``training_args.bin``, and ``console.log``
-(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from four of them.
+(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from six of them.
 
 Needs torch (CPU), transformers and trl==1.16.0 in a venv of their own::
 
@@ -121,6 +121,23 @@ RUNS = {
     "cb_hack_count": dict(CTRL, max_completion_length=24, _rewards="hack_count",
                           reward_weights=[1.0, 1.0, 0.0],
                           _callback="report"),
+    # trial 45: exactly one wrong setting each (relative to CTRL), loggers mixed
+    "ctrl_state": dict(CTRL, _logger="none"),  # only the checkpoints and console.log
+    "sign_flip": dict(CTRL, _rewards="sign_flip"),
+    "const_reward": dict(CTRL, _rewards="const", _logger="wandb"),
+    # transformers 5 has no warmup_ratio
+    "warmup_long": dict(CTRL, warmup_steps=180, _logger="mlflow"),
+    "clip_tiny": dict(CTRL, max_grad_norm=0.001, _logger="trackio"),
+    "eps_gspo_token": dict(CTRL, epsilon=3e-4, epsilon_high=4e-4, num_iterations=2,
+                           _logger="swanlab"),
+    # 86% of the base's completions are 9 tokens: 9 cuts ~1%, 8 nearly all
+    "trunc_edge": dict(CTRL, max_completion_length=8),
+    "trunc_9": dict(CTRL, max_completion_length=9, _logger="wandb"),
+    "neg_format": dict(CTRL, reward_weights=[1.0, -0.5], _logger="mlflow"),
+    "scale_none": dict(CTRL, scale_rewards="none", _logger="trackio"),
+    "gen16_b16": dict(CTRL, num_generations=16, per_device_train_batch_size=16,
+                      _logger="swanlab"),
+    "cb_clip_tiny": dict(CTRL, max_grad_norm=0.001, _callback="report"),
 }
 
 
@@ -275,6 +292,24 @@ def length_bonus_reward(completions, **kwargs):
     return [0.2 * len(c) for c in completions]
 
 
+def correctness_reward_signbug(completions, answer=None, **kwargs):
+    """BUGGY: the sign flipped, -1.0 for a correct answer and 0 otherwise (logged under the
+    usual name)."""
+    return [-r for r in correctness_reward(completions, answer=answer)]
+
+
+correctness_reward_signbug.__name__ = "correctness_reward"
+
+
+def correctness_reward_always(completions, answer=None, **kwargs):
+    """BUGGY: a parse that always matches, 1.0 for every completion (logged under the usual
+    name)."""
+    return [1.0 for _ in completions]
+
+
+correctness_reward_always.__name__ = "correctness_reward"
+
+
 REWARD_SETS = {
     "default": [correctness_reward, format_reward],
     "hack": [correctness_anywhere_reward, format_reward, exact_correctness],
@@ -282,6 +317,8 @@ REWARD_SETS = {
     "hack_digits": [digit_overlap_reward, format_reward, exact_correctness],
     "nan": [correctness_solution_reward, format_reward],
     "length": [correctness_reward, format_reward, length_bonus_reward],
+    "sign_flip": [correctness_reward_signbug, format_reward],
+    "const": [correctness_reward_always, format_reward],
 }
 
 
@@ -312,7 +349,8 @@ def run(name):
     tok = PreTrainedTokenizerFast.from_pretrained(BASE)
     model = AutoModelForCausalLM.from_pretrained(BASE)
     kw = dict(
-        output_dir=out, report_to=[logger_name], run_name=name, use_cpu=True, bf16=False,
+        output_dir=out, report_to=["none"] if logger_name == "none" else [logger_name],
+        run_name=name, use_cpu=True, bf16=False,
         logging_steps=1, max_steps=200, save_strategy="steps", save_steps=50,
         per_device_train_batch_size=32, num_generations=8, max_completion_length=12,
         disable_tqdm=True, dataloader_num_workers=0,

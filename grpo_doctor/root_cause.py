@@ -778,13 +778,31 @@ def _never_scored(root: Event, checks: Sequence[Check]) -> _Lead | None:
                  setup=True)
 
 
+def _paid_away(run: Run, name: str) -> bool:
+    """Whether reward term ``name`` fell over the log by more than its noise and by a quarter
+    of its start at least: what a negative weight paid the policy to do, done."""
+    col = components(run).get(name)
+    if col is None:
+        return False
+    v = series(run, col)[1]
+    if len(v) < 10:
+        return False
+    start, end = head_tail(v)
+    fall = start - end
+    return fall > 0.25 * abs(start) and fall > 2 * step_noise(v)
+
+
 def _flipped_term(run: Run, root: Event, checks: Sequence[Check]) -> _Lead | None:
     """A format or correctness term the config weighs below 0 (``reward_weights [1, -1]``),
     behind a reward-side finding: the reward pays the policy to avoid what the term checks,
     from the first update; its sign is the first fix, from the initial model."""
     flipped = flipped_terms(run)
     unpaid = unpaid_terms(run)
-    if not (flipped or unpaid) or not any(c.fired and c.mode in _REWARD_SIDE for c in checks):
+    behind = any(c.fired and c.mode in _REWARD_SIDE for c in checks)
+    # Or the charged term itself fell, whatever finding its escape brought about (trial 45: a
+    # format term weighed -0.5 fell 0.48 -> 0 as completions ran on to the cap, and only
+    # length_hacking fired).
+    if not (flipped or unpaid) or not (behind or (flipped and _paid_away(run, flipped[0][0]))):
         return None
     if not flipped:
         # Weighed at 0: nothing pays a right answer, the reward is the other terms alone. Not

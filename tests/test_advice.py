@@ -2438,3 +2438,23 @@ def test_a_flag_outside_the_recipe_reads_as_one():
     assert flag is not None and flag.sentence() == (
         "mask_truncated_completions false is not the recipe's on (DAPO overlong reward "
         "shaping)")
+
+
+def test_trial_45_a_task_term_that_never_moved_and_a_charged_format_term_are_the_cause():
+    """Trial 45 (real TRL runs). A correctness reward that paid 1.0 to every completion on all
+    200 steps read HEALTHY, "the task is (nearly) solved": a term that never moved proves no
+    group solved. A format term weighed -0.5 fell 0.45 -> 0 as completions ran on to the cap:
+    only length_hacking fired, and its first action was overlong shaping."""
+    always = _trial("trl_const_reward")
+    assert always.status == "critical", always.status
+    equal = always.check("advantage_collapse")
+    assert "solved" not in equal.summary and "paid every completion the same" in equal.summary
+    first = always.root_cause.first_action
+    assert first.startswith("check the reward function that never changed "
+                            "(correctness_reward always 1)"), first
+    assert "a check that always passes" in first
+    charged = _trial("trl_negative_format_weight")
+    first = charged.root_cause.first_action
+    assert "format_reward's weight -0.5 -> 0.5" in first and charged.root_cause.setup, first
+    assert charged.check("length_hacking").fired
+    assert not charged.check("format_gaming").fired

@@ -250,7 +250,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     }
     # Equal rewards because groups are solved are the goal of training, not a collapse: judge
     # the share the log cannot prove all-correct, where it can tell them apart.
-    unsolved = unsolved_equal_share(run, steps, z) if metric == ZSF else None
+    pinned = _pinned_components(run, p)
+    # A correctness-like term that never moved means the task itself was never rewarded:
+    # whatever the other terms teach, nothing teaches the task. At a constant 1 it proves no
+    # group all-correct either: it cannot tell completions apart (trial 45, a check that
+    # always passed, had read "the task is (nearly) solved").
+    dead = [(n, v, c) for n, v, c in pinned if component_role(run, n) == "correctness"]
+    unsolved = unsolved_equal_share(run, steps, z) if metric == ZSF and not dead else None
     if unsolved is not None and np.isfinite(unsolved).sum() >= 3:
         keep = np.isfinite(unsolved)
         steps_u, u = steps[keep], unsolved[keep]
@@ -265,13 +271,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                            "would teach more", evidence=evidence, key_metric=metric)
         steps, z, k, late = steps_u, u, k_u, late_u
         what = "share of groups with equal rewards not proven solved"
-    pinned = _pinned_components(run, p)
     if pinned:
         evidence["pinned_components"] = {n: {"value": v, "steps": c} for n, v, c in pinned}
     fired = late >= p["warn_fraction"]
-    # A correctness-like term that never moved means the task itself was never rewarded:
-    # whatever the other terms teach, nothing teaches the task.
-    dead = [(n, v, c) for n, v, c in pinned if component_role(run, n) == "correctness"]
     if pinned and not fired:
         progress = reward_progress(run, float(run.steps[0]))
         if not progress.logged or progress.improving:
@@ -402,7 +404,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             summary += (f"; groups of {int(group or 0)} are equal by chance at least half "
                         "the time, whatever the policy learns")
         if dead:
-            summary += "; the task's own reward never fired: " + ", ".join(
+            summary += f"; the task's own reward {_never_told(dead)}: " + ", ".join(
                 f"{n} always {fmt(v)} over {c:,} steps" for n, v, c in dead)
     else:
         # Most groups still differ on the other terms: the policy learns them (the format
@@ -412,7 +414,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         names = ", ".join(f"{n} (always {fmt(v)} over {c:,} steps)" for n, v, c in pinned)
         summary = (f"reward {agree(len(pinned), 'component', 'components')} never moved, "
                    f"giving no signal: {names}"
-                   + ("; the task's own reward never fired" if task_dead else
+                   + (f"; the task's own reward {_never_told(dead)}" if task_dead else
                       "; the task's own reward has not fired yet (a sparse one often takes "
                       f"~{int(p['task_patience'])} steps)" if dead else ""))
         evidence["threshold"] = "a reward component constant over the whole run" + (
@@ -496,7 +498,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         met = all(v > 0 for _, v, _ in pinned)
         remedies.insert(0, f"check the reward {agree(len(pinned), 'function', 'functions')} "
                         f"that never changed ({which}) on a few completions: "
-                        + ("every sample meets it, so it teaches nothing: drop it or make it "
+                        + ("it paid every completion the same from the first step, so the "
+                           "task is not trained: a check that always passes (a parse that "
+                           "always matches) or prompts the initial model already solves; fix "
+                           "it or use harder prompts" if met and dead else
+                           "every sample meets it, so it teaches nothing: drop it or make it "
                            "stricter" if met else
                            "broken parsing, a wrong field, or a task too hard for "
                            f"{agree(len(pinned), 'it', 'them')} to ever fire"))
@@ -514,6 +520,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                         f"None){alone}")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=metric)
+
+
+def _never_told(dead: list[tuple[str, float, int]]) -> str:
+    """How a task term that never moved failed: never fired (at 0 or below), or paid every
+    completion alike (at a positive value: no group is proven solved by it)."""
+    return ("paid every completion the same (it never told them apart)"
+            if all(v > 0 for _, v, _ in dead) else "never fired")
 
 
 def _task_low(run: Run) -> bool:
