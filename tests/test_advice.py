@@ -2458,3 +2458,11 @@ def test_trial_45_a_task_term_that_never_moved_and_a_charged_format_term_are_the
     assert "format_reward's weight -0.5 -> 0.5" in first and charged.root_cause.setup, first
     assert charged.check("length_hacking").fired
     assert not charged.check("format_gaming").fired
+    # A larger budget would give the escape more room.
+    assert not any("length" in p.action and "->" in p.action for p in charged.plan), \
+        [p.action for p in charged.plan]
+    # Completions cut from the first step by a budget one token short: the entropy fell as
+    # the controls' did, and the cut (there before the fall) is no sign of a collapse cascade.
+    short = _trial("trl_budget_8")
+    assert [c.mode for c in short.findings] == ["length_hacking"], short.findings
+    assert short.root_cause.first_action.startswith("max_completion_length 8 -> 32")

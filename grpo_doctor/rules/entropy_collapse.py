@@ -232,7 +232,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # all-correct ones: convergence, not the collapse cascade.
         corroboration.append(f"zero-std groups at {zsf_late:.0%}")
     trunc = late_level(run, Metric.TRUNCATION_RATIO.value)
-    if trunc is not None and trunc >= 0.5:
+    # Completions cut from the first logs on (a budget too small) are no sign of the cascade
+    # (degenerate text running on to the cap): they were cut before the entropy fell.
+    if trunc is not None and trunc >= 0.5 and not _cut_from_start(run):
         corroboration.append(f"{trunc:.0%} of completions truncated at the length cap")
     _, g = series(run, Metric.GRAD_NORM.value)
     # A task proven solved leaves all-correct groups: no advantage, no gradient, and a policy
@@ -354,3 +356,9 @@ def _length_collapse(run: Run) -> str | None:
     if l0 > 0 and lc <= 0.3 * l0 and lc <= 10:
         return f"completions shrank to {fmt(lc)} tokens (from {fmt(l0)})"
     return None
+
+
+def _cut_from_start(run: Run) -> bool:
+    """Half of the completions or more cut at the length cap over the first logs already."""
+    t = series(run, Metric.TRUNCATION_RATIO.value)[1]
+    return len(t) >= 3 and head_tail(t)[0] >= 0.5

@@ -46,6 +46,7 @@ from grpo_doctor.rules.signals import (
     component_role,
     components,
     configured_weight,
+    flipped_terms,
     length_term,
     mean_gain,
     rank_correlation,
@@ -333,6 +334,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             f"{fmt(lc)} tokens, now at the cap); gate it on correctness",
             "then overlong shaping: soft penalty near the length budget, or drop truncated "
             "samples (DAPO)",
+        )
+    elif pinned and flipped_terms(run):
+        # Grown to the cap while the config charges a format or correctness term (its sign is
+        # the root cause's fix): running on past the answer escapes the charge, and a larger
+        # budget would give it more room (trial 45, format_reward weighed -0.5).
+        remedies = (
+            "overlong shaping: soft penalty near the length budget, or drop truncated samples "
+            "(DAPO)",
+            "check the reward for a length preference (correlate reward with length)",
         )
     elif pinned:
         remedies = (
