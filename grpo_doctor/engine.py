@@ -14,7 +14,15 @@ from dataclasses import replace
 import numpy as np
 
 from grpo_doctor.config import DoctorConfig
-from grpo_doctor.findings import Check, Diagnosis, Incident, RootCause, RunInfo, Status
+from grpo_doctor.findings import (
+    MIN_STEPS_FOR_HEALTHY,
+    Check,
+    Diagnosis,
+    Incident,
+    RootCause,
+    RunInfo,
+    Status,
+)
 from grpo_doctor.metrics import candidate_keys
 from grpo_doctor.rules import Outcome, Rule, Skip, knobs
 from grpo_doctor.rules.base import ONSET
@@ -22,6 +30,7 @@ from grpo_doctor.rules.incidents import without_ongoing
 from grpo_doctor.rules.points import series
 from grpo_doctor.rules.signals import format_outweighs, heldout_gap
 from grpo_doctor.run_settings import with_run_settings
+from grpo_doctor.signs import signs
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, plural, step_text
 
@@ -350,9 +359,12 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     clipped = always_clipped_note(run, setup)
     notes = (tuple(run.notes) + recipe.notes(setup, checks, idle_settings(run, setup), said)
              + tuple(n for n in (low, weighed, jumped, blind, clipped) if n))
-    return Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
-                     notes=notes, root_cause=cause, plan=plan,
-                     hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))
+    diagnosis = Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
+                          notes=notes, root_cause=cause, plan=plan,
+                          hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))
+    if diagnosis.status == "inconclusive" and run.n_steps < MIN_STEPS_FOR_HEALTHY:
+        diagnosis = replace(diagnosis, signs=signs(run))
+    return diagnosis
 
 
 def _format_weight_note(run: Run, said: str) -> str | None:

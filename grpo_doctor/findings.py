@@ -205,6 +205,9 @@ class Diagnosis:
     #: The run's settings read from its config, each with its verdict against the chapter's
     #: recipe (``recipe.Reading.to_dict``): knobs the config does not set are left out.
     setup: tuple[dict[str, Any], ...] = ()
+    #: On a log too short to judge: what every logged step shows at an extreme (every
+    #: completion cut, a gradient of 0), said beside the inconclusive verdict (``signs``).
+    signs: tuple[str, ...] = ()
 
     @property
     def judged(self) -> tuple[Check, ...]:
@@ -310,4 +313,5 @@ class Diagnosis:
             "hints": list(self.hints),
             "config": self.config,
             "setup": list(self.setup),
+            "signs": list(self.signs),
         }

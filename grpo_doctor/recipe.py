@@ -796,14 +796,16 @@ def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:
                 logged[s.metric] = knobs.schedule_peak(steps, values) \
                     if s.id == "learning_rate" else float(values[-1])
                 if s.id == "learning_rate":
-                    climbing = len(values) >= 2 and values[-1] > values[0] \
-                        and int(values.argmax()) == len(values) - 1
+                    # Two logged values or one may be inside a warm-up whose rise they cannot
+                    # show (ms-swift's 1e-8 at steps 2-3 of 4,389): not judged low either.
+                    climbing = len(values) < 3 or (
+                        values[-1] > values[0] and int(values.argmax()) == len(values) - 1)
     setup = read_config(run.config or {}, settings, logged)
     lr = setup.get("learning_rate")
     if climbing and lr is not None and lr.verdict == LOW and str(lr.source).startswith(
             "logged"):
-        # A warm-up still climbing at the log's end: its peak is not in the log, and what it
-        # reached so far says nothing of a rate too low.
+        # A warm-up still climbing at the log's end (or a log too early to show one): its
+        # peak is not in the log, and what it reached so far says nothing of a rate too low.
         setup = Setup(tuple(replace_verdict(r, UNKNOWN) if r is lr else r for r in setup),
                       setup.lora)
     return setup

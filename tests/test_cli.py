@@ -36,7 +36,7 @@ def test_diagnose_example_json_contract(capsys):
     assert code == 1
     d = json.loads(out)
     assert set(d) == V1_KEYS | {"status_reason", "notes", "root_cause", "plan", "hints",
-                                "config", "setup"}
+                                "config", "setup", "signs"}
     assert d["schema_version"] == 2 and d["status"] == "critical"
     assert d["config"] == {"file": None, "ignored": [], "overrides": {}}
     assert set(d["run"]) == {"name", "source", "format", "first_step", "last_step", "n_steps"}

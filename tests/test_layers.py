@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("the W&B client and its cache", {"remote"}),
     ("a source by name (a path, or wandb:// fetched first)", {"sources"}),
     ("judging a run", {"rules", "recipe", "config", "hints", "root_cause", "engine", "run_settings",
-                       "comparison", "audit_result", "discovery", "monitor", "notifiers"}),
+                       "signs", "comparison", "audit_result", "discovery", "monitor", "notifiers"}),
     ("everything that prints", {"reporters"}),
     ("the commands", {"audit", "fleet", "ray_executor", "compare", "watch", "preflight",
                       "integrations"}),

@@ -725,3 +725,32 @@ def test_equal_groups_the_log_cannot_explain_are_looked_at_before_they_are_dropp
     assert check.fired
     assert check.remedies[0].startswith("look at a few equal-reward groups")
     assert check.remedies[1].startswith("dynamic sampling")
+
+
+def test_a_log_too_short_to_judge_says_what_every_step_shows_at_an_extreme(tmp_path):
+    """Two pasted lines of ms-swift's logging.jsonl (ms-swift#9261): every completion cut at
+    4,096 tokens, every group equal, a gradient of 0. Too few steps for any check, it read
+    INCONCLUSIVE with nothing more; the steps already show a setup problem. The verdict stays
+    inconclusive."""
+    line = ('{{"loss": 0.0, "grad_norm": 0.0, "learning_rate": 1e-08, '
+            '"completions/mean_length": 4096.0, '
+            '"completions/clipped_ratio": 1.0, "reward": 0.0, "reward_std": 0.0, '
+            '"frac_reward_zero_std": {z}, "global_step/max_steps": "{k}/10000"}}\n')
+    path = tmp_path / "logging.jsonl"
+    path.write_text(line.format(z=1.0, k=1) + line.format(z=1.0, k=2)
+                    + '{"loss": 0.0, "grad_norm": 0.0, "completions/mean_')
+    d = diagnose(load_runs(path)[0])
+    assert d.status == "inconclusive" and d.run.first_step == 1 and d.run.n_steps == 2
+    assert d.signs[0].startswith("every completion cut at the length cap (4,096 tokens)")
+    assert any("every group with equal rewards" in s for s in d.signs), d.signs
+    assert json.loads(json.dumps(d.to_dict()))["signs"] == list(d.signs)
+    assert any("cut off before its step" in n for n in d.notes), d.notes
+    # The first steps of a run may sit in its warm-up: 1e-8 there is no rate too low.
+    assert not any("learning_rate" in n for n in d.notes), d.notes
+    # Groups that differ with a gradient of 0: the update is lost, not the reward (#5890).
+    path.write_text(line.format(z=0.5, k=1))
+    lost = diagnose(load_runs(path)[0]).signs[-1]
+    assert lost.startswith("a gradient norm of exactly 0 while rewards within groups differ")
+    # A run of 20 steps or more is judged by the checks, with no signs beside them.
+    path.write_text("".join(line.format(z=1.0, k=k) for k in range(1, 41)))
+    assert diagnose(load_runs(path)[0]).signs == ()

@@ -35,6 +35,17 @@ def flatten(obj: Mapping[str, Any], sep: str = "/", prefix: str = "") -> dict[st
     return out
 
 
+#: ms-swift's progress key ("global_step/max_steps": "12/547"), a step where no other is.
+PROGRESS_KEY = "global_step/max_steps"
+_PROGRESS_VALUE = re.compile(r"\s*(\d+)\s*/\s*\d+\s*")
+
+
+def progress_step(value: Any) -> int | None:
+    """The step of a ``global_step/max_steps`` value ("12/547" -> 12), else None."""
+    m = _PROGRESS_VALUE.fullmatch(value) if isinstance(value, str) else None
+    return int(m.group(1)) if m else None
+
+
 def numeric_record(obj: Mapping[str, Any], drop: Iterable[str] = (), *,
                    exact_ints: bool = False) -> Record:
     """The numeric entries of a (flat) mapping as floats; other entries are left out.

@@ -44,7 +44,14 @@ from grpo_doctor.importers._common import (
     read_text,
     to_number,
 )
-from grpo_doctor.importers._records import Record, flatten, numeric_record, records_frame
+from grpo_doctor.importers._records import (
+    PROGRESS_KEY,
+    Record,
+    flatten,
+    numeric_record,
+    progress_step,
+    records_frame,
+)
 from grpo_doctor.importers._tables import parse_text_tables, table_header, tables_frame
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.console_text import (
@@ -386,10 +393,7 @@ def _explicit_step(value: dict[Any, Any]) -> int | None:
         num = to_number(value.get(key))
         if num is not None and np.isfinite(num):
             return round(num)
-    text = value.get("global_step/max_steps")
-    if isinstance(text, str) and re.fullmatch(r"\s*\d+\s*/\s*\d+\s*", text):
-        return int(text.split("/")[0])
-    return None
+    return progress_step(value.get(PROGRESS_KEY))
 
 
 def _progress_between(segments: Sequence[Segment], start: int, stop: int
@@ -627,7 +631,7 @@ def _run_log(segments: Sequence[Segment], run: _PrintedRun, config: dict[str, An
                      summary=numeric_record(run.summary))
     found = run.dicts
     steps, note = _dict_steps(segments, found, _logging_steps(config), run.summary, run.start)
-    drop = ("step", "global_step", "train/global_step", "global_step/max_steps")
+    drop = ("step", "global_step", "train/global_step", PROGRESS_KEY)
     records = [numeric_record({str(k): v for k, v in p.value.items()}, drop) for p in found]
     merged_steps, merged = _merge_same_step(steps, records)
     log.frame, log.explicit = records_frame(merged, source)

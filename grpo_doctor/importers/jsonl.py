@@ -9,13 +9,22 @@ Lines become rows through ``_records`` (shared with the other importers that rea
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers._common import file_run_name, looks_like_text, read_text
-from grpo_doctor.importers._records import Record, flatten, numeric_record, records_frame
+from grpo_doctor.importers._records import (
+    PROGRESS_KEY,
+    Record,
+    flatten,
+    numeric_record,
+    progress_step,
+    records_frame,
+)
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
+from grpo_doctor.importers.console import salvage_pairs
 from grpo_doctor.importers.incremental import (
     TextPosition,
     prefix_loader,
@@ -27,28 +36,47 @@ from grpo_doctor.store import Run, build_run
 from grpo_doctor.text import agree, plural
 
 
-def _parse_lines(text: str) -> tuple[list[Record], int]:
+def _parse_lines(text: str, whole: bool = False) -> tuple[list[Record], int, bool]:
+    """The records of the lines, how many lines were no JSON object, and whether the last one
+    was an object cut off, of which (``whole``: the file read to its end, as pasted or left by
+    a crash) the complete ``"key": number`` entries were kept."""
     records: list[Record] = []
     bad = 0
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
+    lines = [line.strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    cut = False
+    for k, line in enumerate(lines):
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError):
-            bad += 1
-            continue
+            if whole and k == len(lines) - 1 and line.startswith("{") and (
+                    pairs := salvage_pairs(line)):
+                obj, cut = {**pairs, **_progress_of(line)}, True
+            else:
+                bad += 1
+                continue
         if not isinstance(obj, dict):
             bad += 1
             continue
         # verl's file logger writes {"step": N, "data": {metrics}}: the metrics are the data.
         if set(obj) == {"step", "data"} and isinstance(obj["data"], dict):
             obj = {"step": obj["step"], **obj["data"]}
+        step = progress_step(obj.get(PROGRESS_KEY))
+        if step is not None and not any(k in obj for k in ("step", "global_step")):
+            obj = {**obj, "global_step": step}  # ms-swift logs its step only as "12/547"
         record = numeric_record(flatten(obj), exact_ints=True)
         if record:
             records.append(record)
-    return records, bad
+    return records, bad, cut
+
+
+_STEP_KEYS = frozenset({"step", "global_step", "_step", "train/global_step"})
+
+
+def _progress_of(line: str) -> dict[str, str]:
+    """ms-swift's ``"global_step/max_steps": "12/547"`` in a line cut off after it."""
+    m = re.search(rf'"{re.escape(PROGRESS_KEY)}"\s*:\s*"([^"]*)"', line)
+    return {PROGRESS_KEY: m.group(1)} if m else {}
 
 
 def _first_line_is_object(head: bytes) -> bool:
@@ -76,13 +104,21 @@ def _sniff(path: Path, head: bytes) -> int:
 
 
 def _load(path: Path, options: LoadOptions) -> list[Run]:
-    records, bad = _parse_lines(read_text(path))
+    records, bad, cut = _parse_lines(read_text(path), whole=True)
+    if cut and len(records) > 1 and _STEP_KEYS & records[0].keys() and not (
+            _STEP_KEYS & records[-1].keys()):
+        records.pop()  # cut off before its step: a row of no known step
+        cut_note = "the last line was cut off before its step: it was left out"
+    else:
+        cut_note = "the last line was cut off: only its complete numeric entries were read"
     if not records:
         raise FormatError(f"{path}: no line is a JSON object with a numeric value")
     frame, explicit = records_frame(records, str(path))
     notes = [f"{plural(bad, 'line')} "
              f"{agree(bad, 'was not a JSON object', 'were not JSON objects')} and "
              f"{agree(bad, 'was', 'were')} skipped"] if bad else []
+    if cut:
+        notes.append(cut_note)
     return [
         build_run(
             frame, name=file_run_name(path), source=str(path), format="jsonl",
@@ -108,7 +144,7 @@ def _read_new(path: Path, state: _Tail | None, options: LoadOptions, final: bool
     text, at = read_lines(path, state.at, final)
     if text is None:
         return Delta(Rows(), _Tail(at, state.count))
-    records, _bad = _parse_lines(text)
+    records, _bad, _cut = _parse_lines(text)
     rows = rows_from_records(records, first_index=state.count)
     return Delta(rows, _Tail(at, state.count + len(records)))
 

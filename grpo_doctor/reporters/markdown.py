@@ -68,6 +68,9 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
                   f"**Do this first**: {escape(cause.first_action)}", ""]
     elif diagnosis.status_reason:
         lines += [f"**Inconclusive**: {escape(diagnosis.status_reason)}.", ""]
+        if diagnosis.signs:
+            lines += ["Every logged step shows:", "",
+                      *[f"- {escape(sign)}" for sign in diagnosis.signs], ""]
     elif status == "healthy":
         lines += ["No failure mode found.", ""]
         if (settings := next_run_settings(diagnosis.notes)) is not None:

@@ -135,6 +135,9 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
         out.append(_hang("do this first: ", _safe(cause.first_action)))
     elif diagnosis.status_reason:
         out.append(_hang("inconclusive: ", _safe(diagnosis.status_reason), head_style="bold blue"))
+        shown = "every logged step shows: " if diagnosis.run.n_steps > 1 else "its step shows: "
+        out += [_hang(shown if k == 0 else " " * len(shown), _safe(sign), head_style="blue")
+                for k, sign in enumerate(diagnosis.signs)]
     elif diagnosis.status == "healthy":
         ran = sum(1 for c in diagnosis.checks if c.status is not Status.SKIPPED)
         out.append(Text(f"No failure mode found by the {plural(ran, 'check')} that ran.",

@@ -1,0 +1,78 @@
+"""What a log too short to judge already shows.
+
+Two or three pasted lines (an issue's excerpt, the first steps of a run) are too few for any
+check's trend or level, and the run is inconclusive. Some values say a setup problem on the
+first step all the same, where every logged step sits at an extreme: every completion cut at
+the length cap, every sample scoring the same, a gradient of exactly 0. Said beside the
+verdict, as what the steps show, never as a finding: the verdict stays inconclusive.
+
+A sign is data plus a pure reading of the metric store, as a rule is.
+"""
+
+from __future__ import annotations
+
+from grpo_doctor.lazy import numpy as np
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules.points import aligned, series
+from grpo_doctor.store import Run
+from grpo_doctor.text import fmt
+
+#: A share this close to 1 on every logged step is "every one".
+_ALL = 0.95
+
+
+def _all_cut(run: Run) -> str | None:
+    _, cut = series(run, Metric.TRUNCATION_RATIO.value)
+    if not len(cut) or cut.min() < _ALL:
+        return None
+    _, length = series(run, Metric.RESPONSE_LENGTH_MEAN.value)
+    cap = f" ({fmt(float(length.max()))} tokens)" if len(length) else ""
+    return (f"{_share(float(cut.min()), 'completion')} cut at the length cap{cap}: a budget "
+            "too small for the answers (max_completion_length), if it goes on")
+
+
+def _share(low: float, what: str) -> str:
+    """'every completion' for a share of 1 at every step, else '95% or more of completions'."""
+    return f"every {what}" if low >= 0.999 else f"{low:.0%} or more of {what}s"
+
+
+def _all_alike(run: Run) -> str | None:
+    _, top, low = aligned(run, Metric.REWARD_MAX.value, Metric.REWARD_MIN.value)
+    if not len(top) or not np.all(top == low):
+        return None
+    values = np.unique(top)
+    at = f" ({fmt(float(values[0]))})" if len(values) == 1 else ""
+    return (f"every sample of every step scored the same{at}, reward max = min: no group can "
+            "teach anything; check the reward function on a few completions")
+
+
+def _all_equal_groups(run: Run) -> str | None:
+    _, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    if not len(z) or z.min() < _ALL:
+        return None
+    return (f"{_share(float(z.min()), 'group')} with equal rewards (zero reward std): no "
+            "learning signal; check the reward function on a few completions")
+
+
+def _no_gradient(run: Run) -> str | None:
+    _, g = series(run, Metric.GRAD_NORM.value)
+    if not len(g) or np.any(g != 0):
+        return None
+    _, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    _, spread = series(run, Metric.REWARD_STD.value)
+    if (len(z) and z.max() < _ALL) or (not len(z) and len(spread) and spread.min() > 0):
+        # Groups whose rewards differ have advantages that are not 0: the gradient is lost
+        # after them (ms-swift#5890: DeepSpeed across nodes), not in the reward.
+        return ("a gradient norm of exactly 0 while rewards within groups differ: the "
+                "advantages are not 0, so the update is lost after them (the distributed or "
+                "optimizer setup: DeepSpeed ZeRO across nodes, a frozen or detached model), "
+                "not in the reward")
+    return "a gradient norm of exactly 0: no update moved the policy"
+
+
+SIGNS = (_all_cut, _all_alike, _all_equal_groups, _no_gradient)
+
+
+def signs(run: Run) -> tuple[str, ...]:
+    """What every logged step of ``run`` shows at an extreme, in words (empty for none)."""
+    return tuple(s for sign in SIGNS if (s := sign(run)) is not None)
