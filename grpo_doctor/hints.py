@@ -61,11 +61,12 @@ _GUESSES = (
            lambda v: _share((v >= 0) & (v < 20)) >= 0.95),
     # Not the KLs between the policy and the one that sampled (verl's ppo_kl, PPO's
     # approx_kl, a rollout mismatch KL) nor a KL's coefficient or target: none is the drift
-    # from the reference (verl's actor/ppo_kl had been offered for kl_drift).
+    # from the reference (verl's actor/ppo_kl had been offered for kl_drift). Nor TRL PPO's
+    # objective/kl, a sum over each response's tokens (metrics.py leaves it unmapped).
     _Guess(Metric.KL, "a KL to the reference",
            lambda n, t: ("kl" in t or any(x.startswith("kl") for x in t)) and not t & {
                "ppo", "approx", "mismatch", "coef", "coeff", "ctl", "ctrl", "target",
-               "rollout", "old"},
+               "rollout", "old", "objective"},
            lambda v: _share(v >= -0.01) >= 0.95),
     _Guess(Metric.ZERO_STD_FRACTION, "the share of groups with equal rewards",
            lambda n, t: any(k in n for k in ("zero_std", "zerostd", "all_same", "same_reward",

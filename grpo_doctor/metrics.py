@@ -146,7 +146,8 @@ ALIASES: list[Alias] = [
     *_aliases(
         Metric.ENTROPY,
         "entropy", "actor/entropy", "actor/entropy_loss", "entropy_loss", "critic/entropy/mean",
-        "objective/entropy", "policy/entropy_avg", "ppo/policy/entropy", "entropy_mean",
+        # TRL's PPO and RLOO log both: the per-token mean first, not the sum over a response.
+        "policy/entropy_avg", "objective/entropy", "ppo/policy/entropy", "entropy_mean",
         "policy_entropy", "native_entropy", "rollout/entropy", "token_entropy",
     ),
     Alias("approx_entropy", Metric.ENTROPY, proxy="NeMo-RL approx_entropy: a Monte Carlo "
@@ -154,7 +155,9 @@ ALIASES: list[Alias] = [
     *_aliases(
         Metric.KL,
         "kl", "actor/kl_loss", "actor/reward_kl_penalty", "critic/kl", "kl_loss", "kl_penalty",
-        "objective/kl", "kl_divergence", "kl_to_ref", "kl_mean", "ppo/mean_non_score_reward_kl",
+        "kl_divergence", "kl_to_ref", "kl_mean", "ppo/mean_non_score_reward_kl",
+        # Not TRL PPO's and RLOO's objective/kl: a sum over each response's tokens, which the
+        # per-token lines (KL above 10: stop) would read as a blow-up (6.8 at its first step).
     ),
     *_aliases(
         Metric.KL_COEF,
@@ -323,7 +326,7 @@ _COMPONENT_PATTERNS = [
 STEP_KEYS = [
     "step", "_step", "global_step", "train/global_step", "trainer/global_step",
     "training/global_step", "system/global_step", "global_steps", "update", "iteration",
-    "iter",
+    "iter", "current_steps",  # LLaMA-Factory's trainer_log.jsonl
 ]
 
 #: Columns that name the run a row belongs to, in files holding several runs.

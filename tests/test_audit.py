@@ -710,3 +710,20 @@ def test_a_text_log_with_comma_timestamps_is_passed_over_not_unreadable(tmp_path
     code, out, _ = run_cli(capsys, "audit", str(tmp_path), "-f", "json", "-j", "1")
     result = json.loads(out)
     assert result["errors"] == [] and len(result["runs"]) == 1
+
+
+def test_an_inconclusive_run_shows_what_every_step_shows_below_the_table(tmp_path, capsys):
+    """Pasted excerpts audited together: a two-line log whose completions were all cut at the
+    cap was one more "inconclusive" row with nothing below the table."""
+    line = ('{{"grad_norm": 0.0, "completions/mean_length": 4096.0, '
+            '"completions/clipped_ratio": 1.0, "frac_reward_zero_std": 1.0, "step": {k}}}\n')
+    (tmp_path / "cut.jsonl").write_text(line.format(k=1) + line.format(k=2))
+    (tmp_path / "fine.jsonl").write_text(
+        '{"grad_norm": 0.5, "completions/clipped_ratio": 0.1, "frac_reward_zero_std": 0.2, '
+        '"step": 1}\n')
+    code, out, _ = run_cli(capsys, "audit", str(tmp_path))
+    assert code == 0, out
+    below = out.split("\n\n", 1)[1]
+    assert "→ inconclusive · every logged step shows: every completion cut at the length cap" \
+        in " ".join(below.split()), out
+    assert "fine" not in below, out

@@ -185,6 +185,64 @@ def _verl_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]
     return steps, records
 
 
+# --- mlx-lm ---------------------------------------------------------------------------------------
+
+#: mlx-lm's GRPO trainer: "Iter 12: Train loss 0.010, Total rewards mean 0.250, ..., KL 0.001,
+#: r1_accuracy_reward_func mean 0.250, ..., Learning Rate 1.000e-05, Peak mem 32.940 GB", and
+#: its validation lines "Iter 10: Val loss 0.000, Val total_rewards_mean 0.000, ...".
+_ITER_LINE = re.compile(r"^\s*Iter (\d+):\s+(?=\S)")
+_ITER_ITEM = re.compile(
+    rf"\s*(?P<key>[A-Za-z][^,]*?)\s+(?P<val>{_NUM})[A-Za-z%]*(?:\s+[A-Za-z]+)?\s*")
+#: Its names, as TRL logs the same things (the aliases know those).
+_ITER_NAMES = {"train loss": "loss", "total rewards mean": "reward",
+               "total rewards std": "reward_std", "grouped rewards std": "group_reward_std",
+               "kl": "kl", "learning rate": "learning_rate"}
+
+
+def parse_iter_line(text: str) -> tuple[int, Record] | None:
+    """``Iter N: Name value, ...`` as (N, {key: value}); a reward function's ``NAME mean``
+    as TRL's ``rewards/NAME/mean``, a validation line's keys under ``val/``."""
+    m = _ITER_LINE.match(text)
+    if m is None:
+        return None
+    record: Record = {}
+    for item in text[m.end():].split(","):
+        im = _ITER_ITEM.fullmatch(item)
+        if im is None:
+            continue
+        value = parse_number(im.group("val"))
+        if value is None:
+            continue
+        key = im.group("key").strip()
+        if key.startswith("Val "):
+            record[f"val/{key[4:].strip()}"] = value
+            continue
+        name = _ITER_NAMES.get(key.lower())
+        if name is None and key.endswith((" mean", " std")) and " " not in key.rsplit(" ", 1)[0]:
+            func, stat = key.rsplit(" ", 1)
+            name = f"rewards/{func}/{stat}"
+        record[name or key] = value
+    return (int(m.group(1)), record) if record else None
+
+
+def _iter_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]:
+    steps: list[int] = []
+    records: list[Record] = []
+    for seg in segments:
+        if "Iter " not in seg.text:
+            continue
+        parsed = parse_iter_line(seg.text)
+        if parsed is None:
+            continue
+        step, record = parsed
+        if steps and steps[-1] == step:
+            records[-1].update(record)  # the validation line of the same iteration
+        else:
+            steps.append(step)
+            records.append(record)
+    return steps, records
+
+
 # --- printed dicts ------------------------------------------------------------------------------
 
 
@@ -735,6 +793,13 @@ def parse_console(text: str, source: str = "") -> ConsoleLog:
         log.frame, log.explicit = records_frame(records, source)
         log.steps = steps
         return log
+    steps, records = _iter_records(segments)
+    if len(records) >= 2 or (records and not _has_metric_dict("\n".join(
+            seg.text for seg in segments[:200]))):
+        log.kind = "mlx"
+        log.frame, log.explicit = records_frame(records, source)
+        log.steps = steps
+        return log
     _dict_log(segments, log, source)
     if log.kind:
         return log
@@ -764,7 +829,8 @@ def _sniff_text(path: Path, head: bytes) -> str:
     return strip_ansi(text)
 
 
-_SNIFF_KEY = re.compile(r"['\"](?:loss|reward|grad_norm|learning_rate|kl)['\"]\s*:")
+_SNIFF_KEY = re.compile(
+    r"['\"](?:loss|reward|grad_norm|learning_rate|kl|objective/kl|objective/scores)['\"]\s*:")
 
 
 def _has_metric_dict(text: str) -> bool:
@@ -795,6 +861,8 @@ def _sniff(path: Path, head: bytes) -> int:
         return 85 + bonus
     if _has_metric_dict(text):
         return 80 + bonus
+    if any(_ITER_LINE.match(line) and parse_iter_line(line) for line in text.splitlines()):
+        return 75 + bonus
     lines = text.splitlines()
     if any(table_header(line) for line in lines):
         return 65 + bonus

@@ -80,19 +80,28 @@ def _progress_of(line: str) -> dict[str, str]:
 
 
 def _first_line_is_object(head: bytes) -> bool:
+    """Whether the first line is a JSON object; or the second, after one line of a header or
+    a note pasted above the log (a paste's ``"mean|std"``)."""
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for k, line in enumerate(lines[:2]):
         if not line.startswith("{"):
+            if k == 0 and len(lines) > 2 and len(line) <= 200:
+                continue  # one line above the log
             return False
         try:
-            return isinstance(json.loads(line), dict)
+            return isinstance(json.loads(line), dict) and (k == 0 or _is_object(lines[2]))
         except (ValueError, RecursionError):
             # A first line longer than the head is cut; an object start is still telling.
-            return len(line) >= len(text) - 2 and line.startswith('{"')
+            return k == 0 and len(line) >= len(text) - 2 and line.startswith('{"')
     return False
+
+
+def _is_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _sniff(path: Path, head: bytes) -> int:

@@ -185,9 +185,11 @@ def _root_lines(run: AuditedRun, width: int) -> list[str]:
     cause = _root_cause(run)
     if cause is None:
         settings = _next_run(run)
-        if settings is None:
+        signs = _signs(run)
+        if settings is None and not signs:
             return []
-        said = f"→ healthy · for the next run: {terminal(settings)}"
+        said = (f"→ healthy · for the next run: {terminal(settings)}" if settings is not None
+                else f"→ inconclusive · every logged step shows: {terminal('; '.join(signs))}")
         return textwrap.wrap(said, max(20, width), initial_indent="  ",
                              subsequent_indent="    ", break_long_words=False,
                              break_on_hyphens=False)
@@ -196,6 +198,13 @@ def _root_lines(run: AuditedRun, width: int) -> list[str]:
         said += f" · do first: {terminal(action)}"
     return textwrap.wrap(said, max(20, width), initial_indent="  ", subsequent_indent="    ",
                          break_long_words=False, break_on_hyphens=False)
+
+
+def _signs(run: AuditedRun) -> list[str]:
+    """What every logged step of a run too short to judge shows at an extreme (its record's
+    ``signs``)."""
+    signs = run.record.get("signs")
+    return [s for s in signs if isinstance(s, str)] if isinstance(signs, list) else []
 
 
 def _next_run(run: AuditedRun) -> str | None:
@@ -214,7 +223,8 @@ def _do_first_section(result: AuditResult, width: int):  # -> rich.console.Group
     from rich.console import Group
     from rich.text import Text
 
-    runs = [r for r in result.runs if _root_cause(r) is not None or _next_run(r) is not None]
+    runs = [r for r in result.runs if _root_cause(r) is not None or _next_run(r) is not None
+            or _signs(r)]
     if not runs:
         return None
     out: list[Any] = [Text("")]

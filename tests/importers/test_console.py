@@ -313,6 +313,41 @@ def test_a_printed_dict_wrapped_at_column_0_keeps_every_key(tmp_path):
     assert list(run.frame["reward_component/json_format_reward_func"]) == [1.0, 1.0, 1.0]
     assert not any("cut off" in n for n in run.notes), run.notes
 
+
+def test_mlx_lm_grpo_iter_lines_are_read(tmp_path):
+    """mlx-lm's GRPO trainer prints "Iter N: Train loss ..., Total rewards mean ..., KL ...,
+    NAME mean ..." lines and validation lines at the same iteration (mlx-examples#1233): the
+    file read as a CSV whose columns "hold only text" (exit 2)."""
+    val = ("Iter 1: Val loss 0.000, Val total_rewards_mean 0.000, Val kl 0.000, "
+           "Val took 37.389s\n")
+    train = ("Iter {k}: Train loss 0.000, Total rewards mean {r}, Total rewards std 0.000, "
+             "Grouped rewards std 0.000, KL 0.001, r1_accuracy_reward_func mean {r}, "
+             "r1_accuracy_reward_func std 0.000, Learning Rate 1.000e-05, It/sec 0.049, "
+             "Peak mem 32.940 GB\n")
+    path = write(tmp_path / "mlx.log", val + "".join(
+        train.format(k=k, r=0.25 if k == 2 else 0.0) for k in range(1, 6)))
+    (run,) = load_runs(path)
+    assert list(run.frame.index) == [1, 2, 3, 4, 5]
+    assert list(run.frame["reward_mean"]) == [0.0, 0.25, 0.0, 0.0, 0.0]
+    assert run.frame.loc[1, "val/total_rewards_mean"] == 0.0
+    assert {"kl", "learning_rate", "group_reward_std", "loss"} <= set(run.mapping)
+    assert run.mapping["reward_component/r1_accuracy_reward_func"] == \
+        "rewards/r1_accuracy_reward_func/mean"
+
+
+def test_trl_ppo_dicts_are_read_with_the_per_token_entropy_and_no_summed_kl(tmp_path):
+    """TRL's PPO and RLOO trainers print 'objective/kl', 'objective/scores' and 'lr': the
+    dicts were read as a CSV of text (exit 2). objective/kl and objective/entropy are sums
+    over each response's tokens: the per-token entropy is read, the summed KL is not (6.8 at
+    the first step read as a KL blow-up)."""
+    row = ("{{'objective/kl': {kl}, 'objective/entropy': 114.4, 'objective/scores': 2.36, "
+           "'policy/entropy_avg': 1.11, 'lr': 9.2e-06, 'episode': {k}}}\n")
+    path = write(tmp_path / "ppo.txt", "".join(row.format(kl=6.8 + k, k=96 * k)
+                                               for k in range(1, 9)))
+    (run,) = load_runs(path)
+    assert run.n_steps == 8 and run.mapping["entropy"] == "policy/entropy_avg"
+    assert "kl" not in run.mapping and "objective/kl" in run.unmapped
+
 def test_markdown_table_with_bold_cells(tmp_path):
     path = write(tmp_path / "report.md",
                  "| step | grad_norm | score |\n|------|------|------|\n"

@@ -80,3 +80,31 @@ def test_verl_file_logger_records_are_unwrapped(tmp_path):
     assert run.mapping["heldout_score"] == "val-core/openai/gsm8k/acc/mean@1"
     assert list(run.frame.index) == [0, 1, 2]
     assert run.frame.loc[2, "reward_mean"] == 0.4
+
+
+def test_ms_swift_and_llama_factory_steps_and_a_cut_off_last_line(tmp_path):
+    """ms-swift's logging.jsonl names its step only as "global_step/max_steps": "12/547" (read
+    as row numbers 0, 1); LLaMA-Factory's trainer_log.jsonl as current_steps (a gap of 1,200
+    steps disappeared); a paste cut off in its last line lost that line's values."""
+    swift = write(tmp_path / "logging.jsonl",
+                  '{"loss": 0.1, "reward": 0.5, "global_step/max_steps": "1/547"}\n'
+                  '{"loss": 0.2, "reward": 0.6, "global_step/max_steps": "2/547"}\n'
+                  '{"loss": 0.3, "reward": 0.7, "global_step/max_steps": "3/547", "memo')
+    (run,) = load_runs(swift)
+    assert list(run.frame.index) == [1, 2, 3]
+    assert list(run.frame["reward_mean"]) == [0.5, 0.6, 0.7]
+    assert any("last line was cut off" in n for n in run.notes), run.notes
+    factory = write(tmp_path / "trainer_log.jsonl",
+                    '{"current_steps": 10, "total_steps": 1287, "reward": 0.13}\n'
+                    '{"current_steps": 20, "total_steps": 1287, "reward": 0.14}\n'
+                    '{"current_steps": 1260, "total_steps": 1287, "reward": 0.12}\n')
+    assert list(load_runs(factory)[0].frame.index) == [10, 20, 1260]
+
+
+def test_a_line_pasted_above_the_json_lines_is_skipped(tmp_path):
+    """trl#986's paste began with a line of its own ("mean|std") above the JSON lines: the
+    file read as no known format (exit 2), while --from jsonl read it."""
+    path = write(tmp_path / "paste.jsonl", '"mean|std"\n' + "".join(
+        f'{{"step": {k}, "reward": {0.1 * k}}}\n' for k in range(1, 5)))
+    (run,) = load_runs(path)
+    assert run.format == "jsonl" and list(run.frame.index) == [1, 2, 3, 4]
