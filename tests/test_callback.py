@@ -354,3 +354,20 @@ def test_the_trainers_own_arguments_are_the_runs_settings() -> None:
     assert "output_dir" in run.config and "deepspeed" not in run.config
     first = diagnose(run).root_cause.first_action
     assert "learning_rate 1e-9 -> 1e-6" in first, first
+
+
+@pytest.mark.slow  # imports transformers (and torch through it: seconds)
+def test_it_says_it_is_there_and_that_nothing_was_raised(capsys: Any) -> None:
+    """Trial 45: a report-only callback on a healthy run printed nothing at all, and a user
+    could not tell a quiet run from a callback that never ran."""
+    pytest.importorskip("transformers")
+    from grpo_doctor.integrations.trl import DoctorCallback
+
+    _drive(DoctorCallback(every_n_steps=5, stop_on=None), {
+        step: {"loss": 0.1, "reward": 0.5 + 0.001 * step, "entropy": 0.5}
+        for step in range(1, 31)})
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "grpo-doctor: checking this run every 5 steps; an alert prints here", err
+    assert err[-1] == "grpo-doctor: no alert over 30 logged steps (to step 30)", err
+    _drive(DoctorCallback(print_alerts=False), {1: {"loss": 0.1}})
+    assert capsys.readouterr().err == ""

@@ -9,8 +9,9 @@ The callback keeps the history the trainer logs (``on_log``) and, every ``every_
 steps, checks it with the same rules and first-alert replay as ``grpo-doctor diagnose`` on the
 run's ``trainer_state.json`` (the history is read as that importer reads ``log_history``). It
 adds to the logs it checked ``doctor/<mode>`` (0 ok, 1 warning, 2 critical; modes whose metrics
-are not logged are left out) and ``doctor/alerts`` (alerts raised so far), prints one line per
-new or escalated finding, and stops training (``control.should_training_stop``) when a finding
+are not logged are left out) and ``doctor/alerts`` (alerts raised so far), prints one line when
+training begins, one per new or escalated finding (and one at the end if there was none), and
+stops training (``control.should_training_stop``) when a finding
 reaches ``stop_on``. As ``watch`` does, it holds a raised finding (its ``doctor/<mode>`` value
 included) until it has been clear for ``Settings.clear_after`` logged entries, then prints one
 ``CLEARED`` line; a critical one eases to 1 only after as many entries below critical.
@@ -126,6 +127,8 @@ class DoctorCallback(TrainerCallback):
     ``stop_on``: "critical" (default), "warning", or None / "never" to only report.
     ``settings``: thresholds, mapping and selected modes, as ``grpo_doctor.config.Settings``
     (from ``grpo_doctor.config.load_settings()`` to use the project's config file).
+    ``print_alerts``: print to stderr (the main process only) one line when training begins,
+    one per alert, and one at the end when no alert was raised.
     """
 
     def __init__(self, every_n_steps: int = 10, stop_on: str | None = "critical",
@@ -230,6 +233,12 @@ class DoctorCallback(TrainerCallback):
         # temperature, max_completion_length ...) are the run's settings: the advice weighs
         # them live as it does a saved config. The state's own settings win where both say.
         self._config = {**_arguments(args), **_config(vars(state))}
+        # One line that says it is there: silence alone cannot tell a healthy run from a
+        # callback that never ran (trial 45).
+        stops = {"critical": ", and a critical one stops training",
+                 "warning": ", and a warning or critical one stops training"}
+        self._say(f"checking this run every {self.every_n_steps} steps; an alert prints "
+                  f"here{stops.get(str(self.stop_on), '')}", state)
 
     @_guarded
     def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
@@ -264,9 +273,14 @@ class DoctorCallback(TrainerCallback):
             self._checked_at = state.global_step
             self._report(self.check(), state)
         self._report(self.monitor.settle(), state)  # the last word on what to do first
+        if not self.alerts and self.history:
+            self._say(f"no alert over {len(self.history)} logged steps (to step "
+                      f"{self.history[-1]['step']})", state)
 
     def _report(self, alerts: list[Alert], state: TrainerState) -> None:
-        if not (self.print_alerts and state.is_world_process_zero):
-            return
         for alert in alerts:
-            print(f"grpo-doctor: {alert.line()}", file=sys.stderr, flush=True)
+            self._say(alert.line(), state)
+
+    def _say(self, line: str, state: TrainerState) -> None:
+        if self.print_alerts and getattr(state, "is_world_process_zero", True):
+            print(f"grpo-doctor: {line}", file=sys.stderr, flush=True)
