@@ -463,10 +463,10 @@ class Reading:
             ceiling = (s.high or 5e-6) * (LORA_LR_SCALE if self.lora else 1.0)
             half = float(self.value) * 0.5
             if half >= ceiling * (1 - 1e-9):
-                at = "the ceiling" if half <= ceiling * (1 + 1e-6) else \
-                    f"above the {_num(ceiling)} ceiling"
-                why += (f"; halved it would still be {_num(half)}, {at}"
-                        " the recipe never starts at")
+                at = "at the recipe's ceiling" if half <= ceiling * (1 + 1e-6) else \
+                    f"above the recipe's {_num(ceiling)} ceiling"
+                why += (f"; halved it would still be {_num(half)}, {at} (a run should "
+                        "start below it), so the target is half the ceiling")
             elif half > ceiling * 0.5 * (1 + 1e-9):  # the target is half the ceiling instead
                 why += (f"; halved it would be {_num(half)}, just under"
                         f" the {_num(ceiling)} ceiling; half the ceiling leaves room")
@@ -998,7 +998,7 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
             and not _named(r, said)]
     if near:
         # With its fix: "epsilon 0.6 is 2x the top" left the value to guess (helper-43).
-        out.append("outside the recipe, not far enough to be a cause alone: "
+        out.append("also outside the recipe, a contributing risk rather than the cause: "
                    + "; ".join(f"{r.fix()} ({r.how_far_of_value()})" for r in near))
     return tuple(out)
 

@@ -957,8 +957,12 @@ def _rollback_words(run: Run, step: int) -> str:
         which = (f"the last one {every[1]} {every[2]} saved" if every is not None
                  else "the last saved checkpoint")
         if usable:
+            # Why that step: the best reward just before the cause, or the last logged step
+            # before it ("at or before step 115; the cause is dated 130" left 115 unexplained).
+            why = ("where the reward was best just before" if good is not None
+                   else "the last logged step before")
             return (f"roll back to checkpoint-{usable[-1]} ({which} at or before step "
-                    f"{step_text(last_ok)}; the cause is dated {step_text(step)})")
+                    f"{step_text(last_ok)}, {why} the cause at step {step_text(step)})")
         if every is not None:
             return (f"restart from the initial model ({every[1]} {every[2]} saved no "
                     f"checkpoint before step {step_text(step)}: the first is "

@@ -911,7 +911,8 @@ def test_a_roll_back_is_never_the_whole_first_action():
     rc = diagnose(run, DoctorConfig(run_config={"beta": 0.04, "learning_rate": 1e-6})
                   ).root_cause
     assert rc.mode == "kl_drift" and rc.first_action.startswith("roll back to ")
-    assert rc.first_action.endswith(", then KL coefficient (beta) 0.04 -> 0.08 (tighter leash)")
+    assert rc.first_action.endswith(
+        ", then KL coefficient (beta) 0.04 -> 0.08 (holds the policy closer to its reference)")
 
 
 @pytest.mark.parametrize("clip_high,named", [(0.1, False), (0.2, False), (0.28, True)])
@@ -947,7 +948,7 @@ def test_a_lowered_learning_rate_never_offers_a_larger_one_for_lora():
 
 
 @pytest.mark.parametrize(("lr", "said"), [
-    (1e-5, "halved it would still be 5e-6, the ceiling"),
+    (1e-5, "halved it would still be 5e-6, at the recipe's ceiling"),
     (8e-6, "halved it would be 4e-6, just under the 5e-6 ceiling"),
     (5e-6, ""),  # halved: below the ceiling, the chapter's remedy as it stands
 ])
@@ -2182,7 +2183,7 @@ def test_a_setting_outside_but_not_a_cause_alone_says_its_fix():
     n = 120
     run = make_run(reward=0.5 + rng.normal(0, 0.02, n), frac_reward_zero_std=np.full(n, 0.95))
     d = diagnose(run, DoctorConfig(run_config={"epsilon": 0.6, "learning_rate": 1e-6}))
-    note = next((x for x in d.notes if "not far enough to be a cause alone" in x), None)
+    note = next((x for x in d.notes if "a contributing risk rather than the cause" in x), None)
     assert note is not None and (
         "epsilon 0.6 -> 0.2 (0.6 is 2x the top of the recipe's 0.1-0.3)" in note), d.notes
 

@@ -727,3 +727,12 @@ def test_an_inconclusive_run_shows_what_every_step_shows_below_the_table(tmp_pat
     assert "→ inconclusive · every logged step shows: every completion cut at the length cap" \
         in " ".join(below.split()), out
     assert "fine" not in below, out
+
+
+def test_the_headline_tells_short_inconclusive_runs_from_runs_that_show_no_learning(
+        tmp_path, capsys):
+    """Pasted excerpts of one to eleven steps were counted among "inconclusive (no failure and
+    no sign of learning)" (helper-55): too short to judge is another reason."""
+    (tmp_path / "short.jsonl").write_text('{"step": 1, "reward": 0.5, "loss": 0.1}\n')
+    _, out, _ = run_cli(capsys, "audit", str(tmp_path))
+    assert "1 inconclusive (1 too short to judge)" in " ".join(out.split()), out

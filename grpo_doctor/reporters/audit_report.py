@@ -24,6 +24,7 @@ from grpo_doctor import escape as esc
 from grpo_doctor.audit_result import AuditedRun, AuditResult, ProgressFn
 from grpo_doctor.escape import markdown as escape
 from grpo_doctor.escape import terminal
+from grpo_doctor.findings import MIN_STEPS_FOR_HEALTHY
 from grpo_doctor.recipe import next_run_settings
 from grpo_doctor.reporters.fit import both_ends
 from grpo_doctor.text import without_asides
@@ -116,7 +117,12 @@ def _headline(result: AuditResult) -> str:
     text = (f"{s['runs']} run{'s' * (s['runs'] != 1)}: {s['critical']} critical, "
             f"{s['warning']} warning, {s['healthy']} healthy")
     if s["inconclusive"]:
-        text += f", {s['inconclusive']} inconclusive (no failure and no sign of learning)"
+        short = sum(1 for r in result.runs if r.status == "inconclusive" and _too_short(r))
+        why = [f"{short} too short to judge"] if short else []
+        if s["inconclusive"] - short:
+            why.append("no failure and no sign of learning" if not short else
+                       f"{s['inconclusive'] - short} with no failure and no sign of learning")
+        text += f", {s['inconclusive']} inconclusive ({'; '.join(why)})"
     if s["errors"]:
         text += f"; {s['errors']} unreadable"
     copies = sum(p.copy for p in result.passed_over)
@@ -124,6 +130,12 @@ def _headline(result: AuditResult) -> str:
         text += (f"; {copies} cop{'ies' if copies != 1 else 'y'} of a listed run left out "
                  "(-v)")
     return text
+
+
+def _too_short(run: AuditedRun) -> bool:
+    """A run of fewer logged steps than a healthy call needs (its record's ``run.n_steps``)."""
+    steps = (run.record.get("run") or {}).get("n_steps")
+    return isinstance(steps, int) and steps < MIN_STEPS_FOR_HEALTHY
 
 
 def _packed(text: str, width: int) -> str:

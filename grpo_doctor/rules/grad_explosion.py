@@ -281,8 +281,13 @@ def _harmful_spikes(run: Run, steps: np.ndarray, g: np.ndarray, p: Mapping[str, 
         # the run shrugged it off (the KL finding keeps the episode).
         if not harm and not (with_it and np.sum(run.steps > step) < JUDGED):
             continue
+        # The norms logged as 0 between (zero-variance batches) are not its level: said so,
+        # or "18x its level before (0.202)" read against four logs of 0 just before.
+        idle = int(np.sum((all_steps > steps[i - 1]) & (all_steps < step) & (all_g == 0)))
+        level_words = (f"the non-zero norms before it ({fmt(level)}; the last "
+                       f"{idle} logged were 0)" if idle else f"its level before ({fmt(level)})")
         summary = (f"one update at step {step}: grad norm {fmt(float(g[i]))}, "
-                   f"{g[i] / level:.0f}x its level before ({fmt(level)})")
+                   f"{g[i] / level:.0f}x {level_words}")
         if with_it:
             summary += f", with {', '.join(with_it)}"
         if harm:

@@ -134,7 +134,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     else:
         band, status = "", Status.OK
     remedies = [
-        knobs.scale(run, knobs.KL_COEF, 2.0, why="tighter leash",
+        knobs.scale(run, knobs.KL_COEF, 2.0, why="holds the policy closer to its reference",
                     fallback="adaptive KL with target ~1.0"),
         knobs.Remedy("adaptive KL controller: raise beta while KL exceeds a target (e.g. 1.0)",
                      knobs.KL_COEF),
@@ -270,7 +270,7 @@ def _incident_remedies(run: Run, incidents: list) -> tuple[str, ...]:
     off; for a spike it came back from, or spikes that keep recurring, look at those batches."""
     first = incidents[0]
     worst = max(incidents, key=lambda i: i.peak)
-    leash = knobs.scale(run, knobs.KL_COEF, 2.0, why="tighter leash",
+    leash = knobs.scale(run, knobs.KL_COEF, 2.0, why="holds the policy closer to its reference",
                         fallback="adaptive KL with target ~1.0")
     if len(incidents) >= 3:
         look = (f"KL spikes keep coming back ({len(incidents)} episodes, up to {fmt(worst.peak)} "
