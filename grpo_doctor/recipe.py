@@ -465,8 +465,8 @@ class Reading:
             if half >= ceiling * (1 - 1e-9):
                 at = "at the recipe's ceiling" if half <= ceiling * (1 + 1e-6) else \
                     f"above the recipe's {_num(ceiling)} ceiling"
-                why += (f"; halved it would still be {_num(half)}, {at} (a run should "
-                        "start below it), so the target is half the ceiling")
+                why += (f"; halved it would still be {_num(half)}, {at}, which a run "
+                        "should start below, so the target is half the ceiling")
             elif half > ceiling * 0.5 * (1 + 1e-9):  # the target is half the ceiling instead
                 why += (f"; halved it would be {_num(half)}, just under"
                         f" the {_num(ceiling)} ceiling; half the ceiling leaves room")

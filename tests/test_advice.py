@@ -2464,6 +2464,15 @@ def test_trial_45_a_task_term_that_never_moved_and_a_charged_format_term_are_the
         [p.action for p in charged.plan]
     # Completions cut from the first step by a budget one token short: the entropy fell as
     # the controls' did, and the cut (there before the fall) is no sign of a collapse cascade.
+    # A correctness function that returned -1 for a right answer: the term went -0.25 ->
+    # -0.03 as the policy unlearned the task. It read "look at a few equal-reward groups",
+    # beside "many may be solved ones".
+    flipped = _trial("trl_sign_flip")
+    first = flipped.root_cause.first_action
+    assert first.startswith("check correctness_reward on a few completions: it paid nothing "
+                            "above 0 on any logged step"), first
+    assert "flipped sign" in first
+    assert "solved ones" not in flipped.check("advantage_collapse").summary
     short = _trial("trl_budget_8")
     assert [c.mode for c in short.findings] == ["length_hacking"], short.findings
     assert short.root_cause.first_action.startswith("max_completion_length 8 -> 32")

@@ -342,7 +342,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # Not with the task's own score below half: most of its equal groups are all-wrong
         # ones ("many may be solved ones" read beside a held-out score of 0, helper-35).
         converged = whole.logged and whole.improving and reward_at_best(run) and not (
-            _task_low(run))
+            _task_low(run)) and _never_positive(run, pinned) is None
         if converged and progress.logged and not progress.improving:
             corroboration.remove(progress.stalled_words())  # it converged; it did not stall
             evidence["corroboration"] = corroboration
@@ -484,6 +484,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         warm = "" if run.config.get(SFT_BEFORE) else ", an SFT warm-up on the output format"
         remedies.insert(0, f"check {what}; {then}: easier prompts or "
                         f"a lower curriculum level, partial credit{warm}")
+    unpaid = _never_positive(run, pinned) if fired else None
+    if unpaid is not None and remedies[0] == dynamic:
+        # The task's own term never paid above 0 (trial 45: a correctness function that
+        # returned -1 for a right answer went -0.28 -> -0.04 as the policy unlearned the task):
+        # no group is proven solved by it, and its sign is the first thing to look at.
+        name, start, end = unpaid
+        evidence["task_term_never_positive"] = name
+        remedies.insert(0, f"check {name} on a few completions: it paid nothing above 0 on "
+                        f"any logged step ({fmt(start)} -> {fmt(end)}), so a right answer "
+                        "must score above a wrong one: a flipped sign pays the policy to be "
+                        "wrong; if no answer was ever right, easier prompts")
     if remedies[0] == dynamic and fired and not solving:
         # Nothing in the log says which way the groups are equal: an expert looks before
         # dropping them (dynamic sampling first is the wrong step where the reward never
@@ -520,6 +531,21 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                         f"None){alone}")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=metric)
+
+
+def _never_positive(run: Run, pinned: list[tuple[str, float, int]]
+                    ) -> tuple[str, float, float] | None:
+    """(name, start, end) of a correctness-like reward term that moved but never paid above
+    0 over at least 20 logged steps: its groups are never all-correct ones."""
+    still = {n for n, _, _ in pinned}
+    for name, col in components(run).items():
+        if name in still or component_role(run, name) != "correctness":
+            continue
+        v = series(run, col)[1]
+        if len(v) >= 20 and float(v.max()) <= 0 and float(np.ptp(v)) > 0:
+            start, end = head_tail(v)
+            return name, start, end
+    return None
 
 
 def _never_told(dead: list[tuple[str, float, int]]) -> str:
