@@ -1,11 +1,11 @@
-"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-45).
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-48).
 
 A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
 about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
 ``trl.GRPOTrainer`` (TRL 1.16, transformers 5) as a user would leave it, one setting changed
 per run. Each run's folder is what TRL writes: TensorBoard events under ``runs/``,
 ``checkpoint-N/`` with ``trainer_state.json`` and ``training_args.bin``, and ``console.log``
-(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from six of them.
+(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from eight of them.
 
 Needs torch (CPU), transformers and trl==1.16.0 in a venv of their own::
 
@@ -58,6 +58,7 @@ SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 
 # ---------------------------------------------------------------- runs
 CTRL = dict(learning_rate=1e-4, seed=1)
+CTRL48 = dict(learning_rate=1e-4, seed=5)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -138,6 +139,21 @@ RUNS = {
     "gen16_b16": dict(CTRL, num_generations=16, per_device_train_batch_size=16,
                       _logger="swanlab"),
     "cb_clip_tiny": dict(CTRL, max_grad_norm=0.001, _callback="report"),
+    # trial 48: exactly one wrong setting each (relative to CTRL48), loggers mixed
+    "ctrl48": dict(CTRL48),
+    "fmt_heavy": dict(CTRL48, reward_weights=[1.0, 5.0], _logger="wandb"),
+    "clip_high_huge": dict(CTRL48, epsilon_high=5.0, num_iterations=4, _logger="mlflow"),
+    # max_grad_norm 0 -> transformers skips clipping (still logs the norm)
+    "noclip_lr": dict(CTRL48, learning_rate=3e-4, max_grad_norm=0.0, _logger="trackio"),
+    # TRL 1.16 has no max_prompt_length: a dataset bug instead, the prompt is only "a+"
+    "prompt_cut": dict(CTRL48, _prompt="a_plus", _logger="swanlab"),
+    "rep_penalty": dict(CTRL48, repetition_penalty=2.0),
+    "beta_big_lr": dict(CTRL48, beta=1.0, learning_rate=5e-4, _logger="wandb"),
+    "iters_mid": dict(CTRL48, num_iterations=4, learning_rate=5e-4, _logger="mlflow"),
+    "grad_accum": dict(CTRL48, gradient_accumulation_steps=8, _logger="trackio"),
+    "cosine_hot": dict(CTRL48, learning_rate=2e-3, lr_scheduler_type="cosine", warmup_steps=20,
+                       _logger="swanlab"),
+    "cb_fmt_heavy": dict(CTRL48, reward_weights=[1.0, 5.0], _callback="report"),
 }
 
 
@@ -334,6 +350,7 @@ def run(name):
     use_cb = spec.pop("_callback", False)
     logger_name = spec.pop("_logger", "tensorboard")
     reward_set = spec.pop("_rewards", "default")
+    prompt_bug = spec.pop("_prompt", None)
     out = os.path.abspath(f"{ROOT}/runs/{name}")
     os.makedirs(out, exist_ok=True)
     if logger_name == "swanlab":
@@ -343,7 +360,9 @@ def run(name):
         import swanlab
         swanlab.init(project="t44", name=name, mode="local", log_dir=f"{out}/swanlog")
     random.seed(spec.get("seed", 42))
-    rows = [dict(prompt=f"{a}+{b}=", answer=answer(a, b, task)) for a, b in make_prompts()] * 20
+    rows = [dict(prompt=f"{a}+{b}=" if prompt_bug is None else f"{a}+",  # "a_plus": b dropped
+                 answer=answer(a, b, task))
+            for a, b in make_prompts()] * 20
     random.shuffle(rows)
     ds = Dataset.from_list(rows)
     tok = PreTrainedTokenizerFast.from_pretrained(BASE)

@@ -219,6 +219,22 @@ SETTINGS: tuple[Setting, ...] = (
         target="0 (off)",
     ),
     Setting(
+        # Not in the chapter: a sampling setting that reshapes the distribution the rollout
+        # samples from, as a cut does, so the trainer's ratios are against log-probs the
+        # sampler did not use (trial 48: 2.0 brought gradient spikes and a lower plateau).
+        "repetition_penalty", ("actor_rollout_ref.rollout.repetition_penalty",
+                               "generation.repetition_penalty", "rollout.repetition_penalty",
+                               "repetition_penalty"),
+        "1.0 (off: sample from the policy as it is)", "the frameworks' default (TRL, vLLM)",
+        high=1.0, far=1.5,
+        risks={HIGH: _links(primary=("ratio_instability", "grad_explosion"),
+                            contributing=(_ADV, "no_progress"))},
+        why={HIGH: "a repetition penalty lowers the logits of tokens already written: the "
+                   "rollout samples from a distribution the policy does not have, and a task "
+                   "whose answers repeat tokens (tags, digits) is penalised for them"},
+        target="1.0",
+    ),
+    Setting(
         "entropy_coef", (*knobs.ENTROPY_COEF.names, "entropy_loss_coef"),
         "0.005 (0.001-0.01)", "chapter 2.4, 8.1, 8.4", low=0.001, high=0.01, far=10.0,
         off_when_zero=True,

@@ -242,6 +242,13 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
                  and not (critical and _converging(e.check))), None)
     if root is None:  # nothing explains everything: the earliest of the worst findings
         root = next(e for e in events if e.check in worst)
+    unlearned = next((e for e in events if e.check.mode == "format_gaming" and not e.incident
+                      and e.check in worst and _reward_never_fired(e.check)), None)
+    if unlearned is not None and not root.critical:
+        # The format learned while the task's own check never left its level: a warning
+        # before it (an entropy fall of 27%) does not explain a task never learned, and its
+        # knob would be advice about the wrong problem (trial 48: a prompt missing a number).
+        root = unlearned
     root = _knob_explained(events, worst, setup, root)
     cheating = _cheat_attempts(run, events) or _farmed_tools(events, worst)
     if cheating is not None and root.check.mode not in ("numerical_failure",):
@@ -675,7 +682,13 @@ def _lr_already_lower(run: Run, reading: recipe.Reading, step: int) -> bool:
     now, so_far = logged
     if now > target:
         return False
-    peak = float(series(run, Metric.LEARNING_RATE.value)[1].max())
+    ls, lr = series(run, Metric.LEARNING_RATE.value)
+    after = lr[ls > step][:5]
+    if len(after) >= 2 and bool(np.all(np.diff(np.r_[now, after]) > 0)):
+        # A warm-up still climbing where the finding began (trial 48: lr 0 at step 1 of a
+        # warm-up to 2e-3 read as "already lower", and beta took the blame).
+        return False
+    peak = float(lr.max())
     held = float(np.ptp(so_far)) <= 0.25 * now and now < 0.5 * peak
     return now < float(so_far.max()) or held
 
@@ -698,7 +711,8 @@ def _reward_never_fired(check: Check) -> bool:
     if check.mode == "format_gaming":
         # A correctness term that never moved: no answer was ever judged right, whatever the
         # step size; the check on completions comes first (the setting is said after it).
-        return bool(check.evidence.get("correctness_never_moved"))
+        return bool(check.evidence.get("correctness_never_moved")
+                    or check.evidence.get("correctness_flat"))
     return check.mode in ("advantage_collapse", "no_learning_signal") and bool(
         check.evidence.get("pinned_components") or check.evidence.get("reward_stuck_at"))
 

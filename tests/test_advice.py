@@ -2476,3 +2476,27 @@ def test_trial_45_a_task_term_that_never_moved_and_a_charged_format_term_are_the
     short = _trial("trl_budget_8")
     assert [c.mode for c in short.findings] == ["length_hacking"], short.findings
     assert short.root_cause.first_action.startswith("max_completion_length 8 -> 32")
+
+
+def test_trial_48_a_warm_up_from_0_and_a_repetition_penalty_are_the_cause():
+    """Trial 48 (real TRL runs). A cosine schedule to 2e-3 after a 20-step warm-up logged lr
+    0 at step 1, where the entropy began to fall: "already lower" than the recipe's lr, and
+    beta 0 (TRL's default, the control's too) took the blame. A repetition_penalty of 2.0
+    brought gradient spikes and a lower plateau; the tool never read it, and cut the
+    control's own lr 40x."""
+    hot = _trial("trl_cosine_2e-3")
+    first = hot.root_cause.first_action
+    assert "learning_rate 0.002 -> " in first and "beta" not in first, first
+    penalised = _trial("trl_repetition_penalty_2")
+    first = penalised.root_cause.first_action
+    assert first.startswith("repetition_penalty 2 -> 1.0"), first
+    # The prompt lost its second number: the answer check sat at chance (0.094) for 200
+    # steps while the format was learned. It read an entropy warning, "lr 1e-4 -> 2.5e-6";
+    # and its words had said "0.0938 on all but 164 of 200 logged steps" of 36.
+    blind = _trial("trl_prompt_missing_b")
+    gamed = blind.check("format_gaming")
+    assert gamed.status == "critical" and "never left its level" in gamed.summary
+    assert "exactly that on 36 of 200 logged steps" in gamed.summary, gamed.summary
+    first = blind.root_cause.first_action
+    assert blind.root_cause.mode == "format_gaming", blind.root_cause
+    assert first.startswith("inspect a few prompts and completions against correctness_reward")

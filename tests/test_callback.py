@@ -361,11 +361,21 @@ def test_it_says_it_is_there_and_that_nothing_was_raised(capsys: Any) -> None:
     """Trial 45: a report-only callback on a healthy run printed nothing at all, and a user
     could not tell a quiet run from a callback that never ran."""
     pytest.importorskip("transformers")
+    import transformers
+
     from grpo_doctor.integrations.trl import DoctorCallback
 
-    _drive(DoctorCallback(every_n_steps=5, stop_on=None), {
-        step: {"loss": 0.1, "reward": 0.5 + 0.001 * step, "entropy": 0.5}
-        for step in range(1, 31)})
+    doctor = DoctorCallback(every_n_steps=5, stop_on=None)
+    args = transformers.TrainingArguments(output_dir="out", report_to=[])
+    control, state = transformers.TrainerControl(), transformers.TrainerState()
+    doctor.on_train_begin(args, state, control)
+    for step in range(1, 31):
+        state.global_step = step
+        doctor.on_log(args, state, control,
+                      logs={"loss": 0.1, "reward": 0.5 + 0.001 * step, "entropy": 0.5})
+    # The Trainer's closing summary, logged at the last step again (trial 48 read "201").
+    doctor.on_log(args, state, control, logs={"train_runtime": 12.0, "train_loss": 0.1})
+    doctor.on_train_end(args, state, control)
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "grpo-doctor: checking this run every 5 steps; an alert prints here", err
     assert err[-1] == "grpo-doctor: no alert over 30 logged steps (to step 30)", err

@@ -274,7 +274,9 @@ class DoctorCallback(TrainerCallback):
             self._report(self.check(), state)
         self._report(self.monitor.settle(), state)  # the last word on what to do first
         if not self.alerts and self.history:
-            self._say(f"no alert over {len(self.history)} logged steps (to step "
+            # Steps, not entries: the Trainer's closing summary is logged at the last step.
+            steps = len({e["step"] for e in self.history})
+            self._say(f"no alert over {steps} logged steps (to step "
                       f"{self.history[-1]['step']})", state)
 
     def _report(self, alerts: list[Alert], state: TrainerState) -> None:

@@ -43,7 +43,13 @@ from grpo_doctor.rules.points import head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import component_role, components, sparse_improving
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
-from grpo_doctor.trends import TrendTest, mann_kendall, trend_onset
+from grpo_doctor.trends import (
+    TrendTest,
+    mann_kendall,
+    shift_stands_out,
+    step_noise,
+    trend_onset,
+)
 
 RULE = Rule(
     "format_gaming", "Format gaming",
@@ -79,10 +85,34 @@ def _level_words(run: Run, col: str) -> str:
     a, b = head_tail(v, frac=0.2)
     k = max(1, len(v) // 5)
     if a == b and np.any(v != a):
-        return (f"{fmt(a)} on all but {int(np.sum(v != a))} of {len(v)} logged steps; mean "
-                f"{fmt(float(np.mean(v[:k])))} over the first fifth, "
+        at = int(np.sum(v == a))
+        # "0.0938 on all but 164 of 200" meant 36 (trial 48): said as what it is.
+        where = (f"on all but {len(v) - at} of {len(v)} logged steps" if 2 * at >= len(v)
+                 else f"the median of the first and of the last fifth, exactly that on {at} of "
+                      f"{len(v)} logged steps")
+        return (f"{fmt(a)} {where}; mean {fmt(float(np.mean(v[:k])))} over the first fifth, "
                 f"{fmt(float(np.mean(v[-k:])))} over the last")
     return f"{fmt(a)} -> {fmt(b)}"
+
+
+def _flat(run: Run, col: str, long_log: int) -> bool:
+    """Whether a term logged on ``long_log`` steps or more ended where it began: its last
+    fifth's median within the noise of its first's, and no significant trend either way."""
+    steps, v = series(run, col)
+    if len(v) < long_log:
+        return False
+    a, b = head_tail(v, frac=0.2)
+    if a == b == float(v.min()):
+        # A term at its floor on most steps that scores on a few: its medians cannot move,
+        # and its few hits are too noisy to call flat (a real 7B run's answer check went
+        # 0.083 -> 0.167 in mean over 120 steps, learning); sparse_improving judges it.
+        return False
+    k = max(3, len(v) // 5)
+    noise = step_noise(v)
+    moved = float(np.mean(v[-k:]) - np.mean(v[:k]))
+    trend = mann_kendall(steps, v)
+    return not shift_stands_out(b - a, noise, k) and not shift_stands_out(moved, noise, k) \
+        and not (trend.increasing(0.05) or trend.decreasing(0.05))
 
 
 def _varies(run: Run, col: str) -> bool:
@@ -156,6 +186,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # answer was ever judged differently, so the task was never learned.
     pinned = [n for n, c in cor_cols.items() if not _varies(run, c)]
     evidence["correctness_never_moved"] = pinned
+    # Or one that moved within its noise only over a long log: no better at the end than at
+    # the start (trial 48: the prompt lost its second number, and the answer check sat at
+    # chance, 0.094, for 200 steps while the format was learned).
+    flat = [n for n, c in cor_cols.items() if n not in pinned and n not in improved
+            and n not in declined and _flat(run, c, int(p["long_log"]))]
+    evidence["correctness_flat"] = flat
     # The format gain must be a trend, not noise on a flat start (a short log whose task term
     # never moved would otherwise fire on the first wiggle).
     trending = any(_gain(run, c)[2].increasing(0.05) for c in fmt_cols.values()) or (
@@ -170,7 +206,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     onset = snap_to_logged(run, col, trend_onset(steps, v, *head_tail(v, frac=0.2)))
     h_steps, h = series(run, Metric.HELDOUT_SCORE.value)
     heldout_down = len(h) >= 5 and mann_kendall(h_steps, h).decreasing(0.05)
-    long_dead = bool(pinned) and len(run.steps) >= p["long_log"]
+    long_dead = (bool(pinned) and len(run.steps) >= p["long_log"]) or bool(flat)
     status = Status.CRITICAL if heldout_down or long_dead else Status.WARNING
     evidence["threshold"] = (f"format share of the gain >= {p['format_share']:.0%} with no "
                              "correctness term improving")
@@ -180,6 +216,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         task = (f"while {', '.join(pinned)} never moved (the same value on all "
                 f"{len(series(run, cor_cols[pinned[0]])[1])} logged steps: no answer was ever "
                 "judged right)")
+    elif flat:
+        task = "while " + ", ".join(
+            f"{n} never left its level ({_level_words(run, cor_cols[n])}, over "
+            f"{len(series(run, cor_cols[n])[1])} logged steps: the task was not learned)"
+            for n in flat)
     else:
         task = "while " + ", ".join(f"{n} did not improve ({_level_words(run, c)})"
                                     for n, c in cor_cols.items())
@@ -204,7 +245,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     remedies = (
         f"inspect completions against {pinned[0]}: it never moved, so no answer was ever "
         "judged right (a parser that never matches, or a task too hard); the reward the run "
-        "gained is format only" if pinned else None,
+        "gained is format only" if pinned else
+        f"inspect a few prompts and completions against {flat[0]}: it never left its level "
+        "while the format was learned, so the task is not being learned (a prompt or dataset "
+        "that does not carry what the answer needs, a checker that rejects right answers, or "
+        "a task too hard)" if flat else None,
         f"make {dropped[0]}'s weight positive (it is {fmt(weights[dropped[0]])}): a "
         "negative weight pays the policy to avoid the format" if dropped else
         f"gate {name} on correctness (multiply instead of add), or lower its weight",

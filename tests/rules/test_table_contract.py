@@ -1056,7 +1056,14 @@ def fmt_heldout(nums, past):
     n = 100
     held = (ramp(n, 0.5, 0.3, 20, 80) if past else np.full(n, 0.4)) + ar1(135, n, 0.005)
     held[np.arange(n) % 5 != 0] = np.nan
-    return _format_run(1.0, 0.0, heldout=held)
+    # A correctness term that fell (no flat level, which is critical of its own over 100 logs).
+    falling = ramp(n, 0.3, 0.2, 20, 80) + ar1(132, n, 0.005)
+    return _format_run(1.0, 0.0, heldout=held, accuracy=falling)
+
+
+def fmt_flat(nums, past):
+    n = int(nums[0]) - (0 if past else 1)
+    return _format_run(1.0, 0.0, n=n)  # accuracy: 0.2 plus noise, no trend
 
 
 def fmt_long_log(nums, past):
@@ -1639,6 +1646,9 @@ THRESHOLDS: list[Threshold] = [
     T("format_gaming", "critical", "never_moved",
       r"a correctness term that never moved over (\d+)\+ logged steps", fmt_long_log,
       (param("long_log"),)),
+    T("format_gaming", "critical", "flat",
+      r"over (\d+)\+ logged steps \(no answer ever right\), or one that never left its level",
+      fmt_flat, (param("long_log"),)),
     # tool_spam
     T("tool_spam", "warning", "surge", r"calls x(\d+) \(and (\d+)\+ more per sample\)",
       tool_surge, (param("surge"), param("min_calls"))),
