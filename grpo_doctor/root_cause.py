@@ -981,8 +981,9 @@ def _rollback_words(run: Run, step: int) -> str:
             return (f"restart from the initial model ({every[1]} {every[2]} saved no "
                     f"checkpoint before step {step_text(step)}: the first is "
                     f"checkpoint-{every[2]})")
+        more = ", ..." if len(saved) > 3 else ""  # the first three, not all of them
         return (f"restart from the initial model (no saved checkpoint from before step "
-                f"{step_text(step)}: {', '.join(f'checkpoint-{c}' for c in saved[:3])} "
+                f"{step_text(step)}: {', '.join(f'checkpoint-{c}' for c in saved[:3])}{more} "
                 f"{'come' if len(saved) > 1 else 'comes'} after it)")
     if good is not None:
         best, last = good

@@ -359,3 +359,16 @@ def test_a_loggers_store_beside_the_checkpoints_is_a_copy_and_wins_when_it_goes_
     else:  # as rich in what the checks read: the trainer state, which brings its settings
         assert run.format == "trainer-state" and "swanlog" in run.notes[1], run.notes[:2]
 
+
+
+def test_a_damaged_store_beside_the_checkpoints_is_said_not_dropped(tmp_path):
+    """An mlflow.db cut short in a Trainer output folder was left out without a word."""
+    run_dir = sorted((FIXTURES / "swanlab" / "swanlog").iterdir())[0]
+    store = load_run(run_dir)
+    folder = tmp_path / "out"
+    (folder / "checkpoint-200").mkdir(parents=True)
+    (folder / "checkpoint-200" / STATE).write_text(json.dumps(_trainer_state_of(store, 200)))
+    shutil.copy(CSV, folder / "metrics.csv")
+    (folder / "mlflow.db").write_bytes(b"SQLite format 3\x00" + b"\x10\x00" + b"\x00" * 200)
+    run = load_run(folder)
+    assert "mlflow.db (a tracker's SQLite store that cannot be read)" in run.notes[1], run.notes

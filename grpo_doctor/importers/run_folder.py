@@ -34,6 +34,7 @@ from grpo_doctor.importers import detect_format, importer_named
 from grpo_doctor.importers._common import head_of, walk_files
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.console import LOG_LINE_STEPS
+from grpo_doctor.importers.tracker_store import unreadable_sqlite
 from grpo_doctor.importers.trainer_state import STATE_FILE
 from grpo_doctor.store import Run
 from grpo_doctor.text import agree, plural
@@ -135,6 +136,12 @@ def _store(path: Path) -> str | None:
     return None
 
 
+def _damaged_store(path: Path) -> bool:
+    """An SQLite file that cannot be opened or listed (a tracker's store cut short): said
+    among what was passed over, not dropped without a word."""
+    return unreadable_sqlite(path, head_of(path))
+
+
 def _holds_logs(folder: Path) -> bool:
     """Whether a folder directly holds log files (a folder of other runs' logs)."""
     try:
@@ -189,6 +196,8 @@ def layout(folder: Path) -> Layout | None:
         elif is_file:
             fmt = _direct_log(path) or (_store(path) if path.suffix.lower() in _SQLITE else None)
             if fmt is None:
+                if path.suffix.lower() in _SQLITE and _damaged_store(path):
+                    passed.append((entry.name, "a tracker's SQLite store that cannot be read"))
                 continue
             if fmt == "tensorboard":
                 structured += 1

@@ -130,6 +130,8 @@ def _remedies(run: Run) -> list[str]:
         knobs.set_to(run, knobs.CLIP_HIGH, "0.28",
                      why="Clip-Higher: a higher upper clip lets rare tokens grow",
                      unless_at_least=0.28) or "Clip-Cov / KL-Cov on high-covariance tokens",
+        "adaptive KL (target ~1.0) instead of no KL term (beta 0)"
+        if knobs.current(run, knobs.KL_COEF)[0] == 0 else
         "adaptive KL (target ~1.0) instead of a fixed small beta",
     ]
 
@@ -301,8 +303,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steepest = (f" ({drop_frac:.0%} within {fmt(drop.end_step - drop.start_step)} steps at "
                 f"its steepest)" if drop is not None and fast_drop and not spent
                 and drop_frac > 1 - ratio + 0.005 else "")
-    summary = (f"{kind}: entropy fell {1 - ratio:.0%} from {fmt(h0)} to {fmt(hc)}{steepest}, "
-               f"beginning at step {ONSET}{why}{headroom}")
+    # Spent at its lowest stretch though the end came back just above the line ("fell 90%"
+    # beside "threshold: entropy < 0.1 x start" at 0.1003 of it): the level that crossed.
+    low_point = (f" (at its lowest {fmt(lowest)}, {lowest / h0:.1%} of its start)"
+                 if spent and ratio > p["critical_ratio"] and not steepest else "")
+    summary = (f"{kind}: entropy fell {1 - ratio:.0%} from {fmt(h0)} to {fmt(hc)}{steepest}"
+               f"{low_point}, beginning at step {ONSET}{why}{headroom}")
     remedies = _remedies(run)
     if benign:
         rose = (f" (reward {fmt(progress.start)} -> {fmt(progress.end)})"
