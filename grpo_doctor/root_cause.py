@@ -272,7 +272,13 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         # audit's root was no finding it listed; helper-43).
         root = next((e for e in events if e.check.mode == "length_hacking"),
                     events[0] if events[0].check.mode == root.check.mode else root)
-    cause = RootCause(root.check.mode, root.step, lead.summary or root.summary,
+    said = lead.summary or root.summary
+    if lead.setup and root.incident and root.check.onset_step is not None and (
+            root.step < root.check.onset_step):
+        # Dated by an earlier episode of the finding whose sentence says "from step 8": both
+        # steps said ("at step 3" beside "from step 8" read as a contradiction, helper-57).
+        said += f" (first seen at step {step_text(root.step)}, in an earlier episode)"
+    cause = RootCause(root.check.mode, root.step, said,
                       str(lead.remedy), knob=lead.knob.to_cause() if lead.knob else None,
                       setup=lead.setup)
     return cause, _plan(run, events, checks, root, lead, setup)

@@ -2500,3 +2500,12 @@ def test_trial_48_a_warm_up_from_0_and_a_repetition_penalty_are_the_cause():
     first = blind.root_cause.first_action
     assert blind.root_cause.mode == "format_gaming", blind.root_cause
     assert first.startswith("inspect a few prompts and completions against correctness_reward")
+
+
+def test_a_setup_root_dated_by_an_earlier_episode_says_both_steps():
+    """"no_learning_signal at step 41: ... nothing left to learn since step 180" (helper-57):
+    a setup problem is dated by the finding's first episode, and its sentence by the last."""
+    cause = _trial("trl_temperature_0.2").root_cause
+    assert cause.setup and cause.step == 41
+    assert "since step 180" in cause.summary
+    assert cause.summary.endswith("(first seen at step 41, in an earlier episode)"), cause.summary
