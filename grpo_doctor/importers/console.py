@@ -243,6 +243,50 @@ def _iter_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]
     return steps, records
 
 
+# --- progress-bar postfixes ----------------------------------------------------------------------
+
+#: tqdm's postfix, where a trainer shows its status on the bar (OpenRLHF before mid-2025:
+#: "Episode [1/1]:   3%|▎  | 4/128 [05:12<2:41:10, 78.0s/it, policy_loss=0.0123, kl=0.00012,
+#: reward=0.45, ...]"): the bar's position is the step.
+_BAR_POSTFIX = re.compile(r"^(?P<desc>[^|]*?)\s*\d+%\|[^|]*\|\s*(?P<n>\d+)/\d+\s*\[[^\]]*?,\s*"
+                          r"(?P<pairs>[A-Za-z_][\w/]*=[^\]]*)\]")
+_MAX_BAR_CHARS = 4000
+_POSTFIX_PAIR = re.compile(rf"([A-Za-z_][\w/]*)=({_NUM})(?=\s*(?:,|$))", re.IGNORECASE)
+
+
+def _postfix_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]:
+    """The bar whose postfix holds the most metrics the checks read, one record per position
+    (the last drawn wins). OpenRLHF draws two: the episode's, a step per rollout batch with
+    its status in full, and each PPO epoch's, a position per micro-batch with short names;
+    the first is read."""
+    bars: dict[str, dict[int, Record]] = {}
+    for seg in segments:
+        # A bar's line holds "%|" and is short: anything else is not scanned (a megabyte
+        # line of digits would make the pattern backtrack).
+        if "%|" not in seg.text or len(seg.text) > _MAX_BAR_CHARS:
+            continue
+        m = _BAR_POSTFIX.search(seg.text.strip())
+        if m is None:
+            continue
+        record: Record = {}
+        for key, value in _POSTFIX_PAIR.findall(m.group("pairs")):
+            num = parse_number(value)
+            if num is not None:
+                record[key] = num
+        if record:
+            desc = re.sub(r"\d+", "#", m.group("desc").strip())  # "Episode [#/#]:"
+            bars.setdefault(desc, {})[int(m.group("n"))] = record
+    if not bars:
+        return [], []
+    known = {d: len(map_columns({k for r in rows.values() for k in r}).mapping)
+             for d, rows in bars.items()}
+    best = max(bars, key=lambda d: (known[d], -len(bars[d])))
+    if not known[best]:
+        return [], []
+    rows = sorted(bars[best].items())
+    return [n for n, _ in rows], [r for _, r in rows]
+
+
 # --- printed dicts ------------------------------------------------------------------------------
 
 
@@ -454,6 +498,17 @@ def _explicit_step(value: dict[Any, Any]) -> int | None:
     return progress_step(value.get(PROGRESS_KEY))
 
 
+#: A step named just before a printed dict on its line: "Global step 12: {", "step=12 {".
+_LABELED_STEP = re.compile(r"\b(?:global[ _]step|step)\s*[:=#]?\s*(\d+)\s*[:,\-]?\s*$",
+                           re.IGNORECASE)
+
+
+def _labeled_step(text: str) -> int | None:
+    m = _DICT_START.search(text)
+    label = _LABELED_STEP.search(text[:m.start()]) if m is not None else None
+    return int(label.group(1)) if label else None
+
+
 def _progress_between(segments: Sequence[Segment], start: int, stop: int
                       ) -> list[tuple[int, int]]:
     out = []
@@ -623,6 +678,11 @@ def _dict_steps(
     explicit = [_explicit_step(p.value) for p in found]
     if all(s is not None for s in explicit):
         return [int(s) for s in explicit if s is not None], None
+    labeled = [_labeled_step(segments[p.index].text) for p in found]
+    if all(s is not None for s in labeled):
+        # "✨ Global step 12: {...}" (OpenRLHF): the line names its step; a progress bar
+        # beside it counts prompts, not steps.
+        return [int(s) for s in labeled if s is not None], None
     progress = _clear_steps(segments, found, start)
     if progress is not None:
         return progress, "steps read from the training progress bar"
@@ -803,6 +863,13 @@ def parse_console(text: str, source: str = "") -> ConsoleLog:
     _dict_log(segments, log, source)
     if log.kind:
         return log
+    steps, records = _postfix_records(segments)
+    if len(records) >= 2:
+        log.kind = "bar"
+        log.frame, log.explicit = records_frame(records, source)
+        log.steps = steps
+        log.notes.append("steps read from the training progress bar, its postfix the metrics")
+        return log
     tables = parse_text_tables([s.text for s in segments])
     if tables:
         log.kind = "table"
@@ -863,6 +930,8 @@ def _sniff(path: Path, head: bytes) -> int:
         return 80 + bonus
     if any(_ITER_LINE.match(line) and parse_iter_line(line) for line in text.splitlines()):
         return 75 + bonus
+    if _postfix_records(split_segments(text[:_SNIFF_BYTES]))[1]:
+        return 70 + bonus
     lines = text.splitlines()
     if any(table_header(line) for line in lines):
         return 65 + bonus

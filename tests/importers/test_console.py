@@ -348,6 +348,35 @@ def test_trl_ppo_dicts_are_read_with_the_per_token_entropy_and_no_summed_kl(tmp_
     assert run.n_steps == 8 and run.mapping["entropy"] == "policy/entropy_avg"
     assert "kl" not in run.mapping and "objective/kl" in run.unmapped
 
+
+def test_openrlhf_status_lines_and_bars_give_the_global_step(tmp_path):
+    """OpenRLHF's trainer logs "✨ Global step 12: {...}" beside an Episode bar that counts
+    prompts (steps 8, 16, ... were read from the bar); before mid-2025 it showed its status
+    only as the Episode bar's postfix, "policy_loss=0.0123, kl=..., reward=...", beside each
+    PPO epoch's bar of micro-batches with short names (pg, rm, glen): that log read as a CSV
+    of text (exit 2)."""
+    status = ("{{'policy_loss': 0.01, 'actor_lr': 5e-07, 'kl': {kl}, 'reward': {r}, "
+              "'response_length': 300, 'response_clip_ratio': 0.01}}")
+    lines = []
+    for k in range(1, 6):
+        lines.append(f"2025-06-01 [INFO] ppo_trainer: ✨ Global step {k}: "
+                     + status.format(kl=0.001 * k, r=k / 10))
+        lines.append(f"Episode [1/1]:  {k}%|█   | {8 * k}/800 [00:0{k}<01:00, reward=0.3]")
+    (run,) = load_runs(write(tmp_path / "new.log", "\n".join(lines) + "\n"))
+    assert list(run.frame.index) == [1, 2, 3, 4, 5]
+    assert list(run.frame["reward_mean"]) == [0.1, 0.2, 0.3, 0.4, 0.5]
+    old = []
+    for k in range(1, 6):
+        old += [f"Train epoch [1/1]:  {25 * mb}%|██▌  | {mb}/4 [00:01<00:03, pg=0.01, rm=0.3, "
+                f"glen=300, kl=0.0001, act_lr=5e-7]" for mb in range(1, 5)]
+        old.append(f"Episode [1/1]:  {k}%|▎   | {k}/128 [00:0{k}<2:41:10, 78.0s/it, "
+                   f"policy_loss=0.0123, kl={0.001 * k:.3g}, reward={0.1 * k:.3g}, "
+                   f"response_length=312, actor_lr=5e-07]")
+    (run,) = load_runs(write(tmp_path / "old.log", "\r".join(old) + "\n"))
+    assert run.format == "console" and list(run.frame.index) == [1, 2, 3, 4, 5]
+    assert list(run.frame["reward_mean"]) == [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert run.mapping["loss"] == "policy_loss" and "pg" not in run.frame.columns
+
 def test_markdown_table_with_bold_cells(tmp_path):
     path = write(tmp_path / "report.md",
                  "| step | grad_norm | score |\n|------|------|------|\n"
