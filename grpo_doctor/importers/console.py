@@ -243,6 +243,57 @@ def _iter_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]
     return steps, records
 
 
+# --- NeMo-RL -------------------------------------------------------------------------------------
+
+#: NeMo-RL's GRPO prints each step as a block: "===== Step 12/500 =====", then
+#: "📊 Training Results:" with "  • Loss: 0.0123", "  • Avg Reward: 0.4500", ..., and
+#: "⏱️  Timing:" with "  • generation: 30.12s (50.0%)"; validation as "▶ Starting validation at
+#: step 10..." and "📊 Validation Results:" with "    • Accuracy: 0.5000".
+_NEMO_STEP = re.compile(r"^=+\s*Step (\d+)/\d+\s*=+$")
+_NEMO_SECTION = re.compile(r"(Training Results|Validation Results|Validation Timing|Timing):$")
+_NEMO_BULLET = re.compile(rf"^•\s*(?P<key>[^:]+?):\s*(?P<val>{_NUM})")
+_NEMO_VALIDATION_AT = re.compile(r"Starting validation at step (\d+)")
+#: Its training names as the aliases know them (NeMo-RL's own logged keys).
+_NEMO_NAMES = {"loss": "loss", "avg reward": "reward", "avg total reward": "reward",
+               "avg filtered reward": "filtered_reward", "generation kl error": "gen_kl_error",
+               "mean generation length": "mean_gen_tokens_per_sample"}
+_NEMO_PREFIX = {"Timing": "timing/", "Validation Results": "validation/",
+                "Validation Timing": "validation_timing/"}
+
+
+def _nemo_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]:
+    by_step: dict[int, Record] = {}
+    step: int | None = None
+    validation_at: int | None = None
+    section = ""
+    for seg in segments:
+        text = seg.text.strip()
+        if m := _NEMO_STEP.match(text):
+            step, section, validation_at = int(m.group(1)), "", None
+            continue
+        if m := _NEMO_VALIDATION_AT.search(text):
+            validation_at = int(m.group(1))
+            continue
+        if m := _NEMO_SECTION.search(text):
+            section = m.group(1)
+            continue
+        m = _NEMO_BULLET.match(text)
+        if m is None or not section:
+            continue
+        at = validation_at if section.startswith("Validation") and validation_at is not None \
+            else step
+        value = parse_number(m.group("val"))
+        if at is None or value is None:
+            continue
+        key = m.group("key").strip()
+        name = (_NEMO_NAMES.get(key.lower(), key.lower().replace(" ", "_"))
+                if section == "Training Results" else
+                _NEMO_PREFIX[section] + key.lower().replace(" ", "_"))
+        by_step.setdefault(at, {})[name] = value
+    rows = sorted(by_step.items())
+    return [n for n, _ in rows], [r for _, r in rows]
+
+
 # --- progress-bar postfixes ----------------------------------------------------------------------
 
 #: tqdm's postfix, where a trainer shows its status on the bar (OpenRLHF before mid-2025:
@@ -853,6 +904,12 @@ def parse_console(text: str, source: str = "") -> ConsoleLog:
         log.frame, log.explicit = records_frame(records, source)
         log.steps = steps
         return log
+    steps, records = _nemo_records(segments)
+    if len(records) >= 2:
+        log.kind = "nemo-rl"
+        log.frame, log.explicit = records_frame(records, source)
+        log.steps = steps
+        return log
     steps, records = _iter_records(segments)
     if len(records) >= 2 or (records and not _has_metric_dict("\n".join(
             seg.text for seg in segments[:200]))):
@@ -932,6 +989,8 @@ def _sniff(path: Path, head: bytes) -> int:
         return 75 + bonus
     if _postfix_records(split_segments(text[:_SNIFF_BYTES]))[1]:
         return 70 + bonus
+    if "Training Results:" in text and len(_nemo_records(split_segments(text))[1]) >= 2:
+        return 80 + bonus
     lines = text.splitlines()
     if any(table_header(line) for line in lines):
         return 65 + bonus

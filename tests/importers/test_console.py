@@ -377,6 +377,25 @@ def test_openrlhf_status_lines_and_bars_give_the_global_step(tmp_path):
     assert list(run.frame["reward_mean"]) == [0.1, 0.2, 0.3, 0.4, 0.5]
     assert run.mapping["loss"] == "policy_loss" and "pg" not in run.frame.columns
 
+
+def test_nemo_rl_step_blocks_are_read(tmp_path):
+    """NeMo-RL's GRPO prints a block per step ("===== Step 3/100 =====", "📊 Training
+    Results:", "  • Avg Reward: 0.45", "⏱️  Timing:") and its validation apart: the log
+    read as "file format not recognised" (exit 2)."""
+    out = ["▶ Starting validation at step 0...", "", "📊 Validation Results:",
+           "    • Accuracy: 0.2000", "    • Average response length: 480.0 tokens"]
+    for k in range(1, 5):
+        out += ["", f"{'=' * 25} Step {k}/100 {'=' * 25}", "▶ Generating responses...", "",
+                "📊 Training Results:", f"  • Loss: {0.01 * k:.4f}",
+                "  • Generation KL Error: 0.0012", f"  • Avg Reward: {k / 10:.4f}",
+                "  • Mean Generation Length: 512.0000", "", "⏱️  Timing:",
+                "  • Total step time: 61.00s", "  • generation: 30.10s (49.3%)"]
+    (run,) = load_runs(write(tmp_path / "nemo.log", "\n".join(out) + "\n"))
+    assert run.format == "console" and list(run.frame.index) == [0, 1, 2, 3, 4]
+    assert list(run.frame["reward_mean"].dropna()) == [0.1, 0.2, 0.3, 0.4]
+    assert run.frame.loc[0, "heldout_score"] == 0.2
+    assert {"loss", "response_length_mean", "mismatch_kl"} <= set(run.mapping)
+
 def test_markdown_table_with_bold_cells(tmp_path):
     path = write(tmp_path / "report.md",
                  "| step | grad_norm | score |\n|------|------|------|\n"
