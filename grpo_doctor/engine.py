@@ -304,7 +304,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     recipe, the root cause and the plan, and a ``--map`` hint wherever a check was skipped for
     a metric an unmapped column holds."""
     from grpo_doctor import recipe
-    from grpo_doctor.hints import unmapped_hints
+    from grpo_doctor.hints import unmapped_hints, unread_notes
     from grpo_doctor.root_cause import (
         always_clipped_note,
         idle_settings,
@@ -358,7 +358,8 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     blind = _no_config_note(run, cause)
     clipped = always_clipped_note(run, setup)
     notes = (tuple(run.notes) + recipe.notes(setup, checks, idle_settings(run, setup), said)
-             + tuple(n for n in (low, weighed, jumped, blind, clipped) if n))
+             + tuple(n for n in (low, weighed, jumped, blind, clipped) if n)
+             + tuple(unread_notes(run)))
     diagnosis = Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                           notes=notes, root_cause=cause, plan=plan,
                           hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))

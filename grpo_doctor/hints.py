@@ -87,6 +87,20 @@ _GUESSES = (
 )
 
 
+#: Columns named like a metric the checks read that are left unread on purpose, and why: said
+#: once, so "kl_drift: log kl" beside a logged objective/kl is not read as an oversight.
+_UNREAD = {
+    "objective/kl": (Metric.KL, "TRL's PPO and RLOO sum it over each response's tokens; the KL "
+                                "lines are per token, so it is not read as the KL"),
+}
+
+
+def unread_notes(run: Run) -> list[str]:
+    """Notes on columns left unread on purpose (``_UNREAD``) where their metric is missing."""
+    return [f"{column}: {why}" for column, (metric, why) in _UNREAD.items()
+            if column in run.unmapped and not run.has(metric.value)]
+
+
 def unmapped_hints(run: Run) -> list[Hint]:
     """For each canonical metric the run lacks, the first unmapped column whose name and values
     look like it (at most one suggestion per metric and per column)."""

@@ -347,6 +347,10 @@ def test_trl_ppo_dicts_are_read_with_the_per_token_entropy_and_no_summed_kl(tmp_
     (run,) = load_runs(path)
     assert run.n_steps == 8 and run.mapping["entropy"] == "policy/entropy_avg"
     assert "kl" not in run.mapping and "objective/kl" in run.unmapped
+    from grpo_doctor.engine import diagnose
+
+    notes = diagnose(run).notes  # said once, so "log kl" is not read as an oversight
+    assert any(n.startswith("objective/kl: TRL's PPO and RLOO sum it") for n in notes), notes
 
 
 def test_openrlhf_status_lines_and_bars_give_the_global_step(tmp_path):
