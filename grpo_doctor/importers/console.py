@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -167,22 +167,31 @@ def parse_verl_line(text: str) -> tuple[int, Record] | None:
     return int(m.group(1)), record
 
 
-def _verl_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]:
+def _line_records(segments: Sequence[Segment], marker: str,
+                  parse: Callable[[str], tuple[int, Record] | None]
+                  ) -> tuple[list[int], list[Record]]:
+    """(steps, records) of the lines ``parse`` reads (those holding ``marker``); several
+    lines for one step in a row (a validation line beside its training one) are merged, the
+    last value winning."""
     steps: list[int] = []
     records: list[Record] = []
     for seg in segments:
-        if "step:" not in seg.text:
+        if marker not in seg.text:
             continue
-        parsed = parse_verl_line(seg.text)
+        parsed = parse(seg.text)
         if parsed is None or not parsed[1]:
             continue
         step, record = parsed
         if steps and steps[-1] == step:
-            records[-1].update(record)  # several lines for one step: merge, last wins
+            records[-1].update(record)
         else:
             steps.append(step)
             records.append(record)
     return steps, records
+
+
+def _verl_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]:
+    return _line_records(segments, "step:", parse_verl_line)
 
 
 # --- mlx-lm ---------------------------------------------------------------------------------------
@@ -226,21 +235,7 @@ def parse_iter_line(text: str) -> tuple[int, Record] | None:
 
 
 def _iter_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]:
-    steps: list[int] = []
-    records: list[Record] = []
-    for seg in segments:
-        if "Iter " not in seg.text:
-            continue
-        parsed = parse_iter_line(seg.text)
-        if parsed is None:
-            continue
-        step, record = parsed
-        if steps and steps[-1] == step:
-            records[-1].update(record)  # the validation line of the same iteration
-        else:
-            steps.append(step)
-            records.append(record)
-    return steps, records
+    return _line_records(segments, "Iter ", parse_iter_line)
 
 
 # --- NeMo-RL -------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from grpo_doctor.importers.incremental import (
     rows_from_records,
 )
 from grpo_doctor.live_store import Rows
+from grpo_doctor.metrics import STEP_KEYS
 from grpo_doctor.store import Run, build_run
 from grpo_doctor.text import agree, plural
 
@@ -70,7 +71,8 @@ def _parse_lines(text: str, whole: bool = False) -> tuple[list[Record], int, boo
     return records, bad, cut
 
 
-_STEP_KEYS = frozenset({"step", "global_step", "_step", "train/global_step"})
+#: The step keys a record may hold (the importer reads the step column by these names).
+_STEPS = frozenset(STEP_KEYS)
 
 
 def _progress_of(line: str) -> dict[str, str]:
@@ -114,8 +116,8 @@ def _sniff(path: Path, head: bytes) -> int:
 
 def _load(path: Path, options: LoadOptions) -> list[Run]:
     records, bad, cut = _parse_lines(read_text(path), whole=True)
-    if cut and len(records) > 1 and _STEP_KEYS & records[0].keys() and not (
-            _STEP_KEYS & records[-1].keys()):
+    if cut and len(records) > 1 and _STEPS & records[0].keys() and not (
+            _STEPS & records[-1].keys()):
         records.pop()  # cut off before its step: a row of no known step
         cut_note = "the last line was cut off before its step: it was left out"
     else:

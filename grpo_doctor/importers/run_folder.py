@@ -125,21 +125,12 @@ def _direct_log(path: Path) -> str | None:
 
 def _store(path: Path) -> str | None:
     """The format of a logger's store at ``path`` (a folder, or an SQLite file), if it is one."""
-    try:
-        head = b"" if path.is_dir() else head_of(path)
-    except OSError:
-        return None
+    head = b"" if path.is_dir() else head_of(path)
     for name in _STORE_FORMATS:
         # Above an unreadable SQLite's low score: a damaged file is no copy to offer.
         if importer_named(name).sniff(path, head) >= 50:
             return name
     return None
-
-
-def _damaged_store(path: Path) -> bool:
-    """An SQLite file that cannot be opened or listed (a tracker's store cut short): said
-    among what was passed over, not dropped without a word."""
-    return unreadable_sqlite(path, head_of(path))
 
 
 def _holds_logs(folder: Path) -> bool:
@@ -196,7 +187,8 @@ def layout(folder: Path) -> Layout | None:
         elif is_file:
             fmt = _direct_log(path) or (_store(path) if path.suffix.lower() in _SQLITE else None)
             if fmt is None:
-                if path.suffix.lower() in _SQLITE and _damaged_store(path):
+                # A tracker's store cut short: said among what was passed over, not dropped.
+                if path.suffix.lower() in _SQLITE and unreadable_sqlite(path, head_of(path)):
                     passed.append((entry.name, "a tracker's SQLite store that cannot be read"))
                 continue
             if fmt == "tensorboard":

@@ -256,6 +256,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # group all-correct either: it cannot tell completions apart (trial 45, a check that
     # always passed, had read "the task is (nearly) solved").
     dead = [(n, v, c) for n, v, c in pinned if component_role(run, n) == "correctness"]
+    unpaid = _never_positive(run, pinned)
     unsolved = unsolved_equal_share(run, steps, z) if metric == ZSF and not dead else None
     if unsolved is not None and np.isfinite(unsolved).sum() >= 3:
         keep = np.isfinite(unsolved)
@@ -341,7 +342,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # Not with the task's own score below half: most of its equal groups are all-wrong
         # ones ("many may be solved ones" read beside a held-out score of 0, helper-35).
         converged = whole.logged and whole.improving and reward_at_best(run) and not (
-            _task_low(run)) and _never_positive(run, pinned) is None
+            _task_low(run)) and unpaid is None
         if converged and progress.logged and not progress.improving:
             corroboration.remove(progress.stalled_words())  # it converged; it did not stall
             evidence["corroboration"] = corroboration
@@ -483,8 +484,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         warm = "" if run.config.get(SFT_BEFORE) else ", an SFT warm-up on the output format"
         remedies.insert(0, f"check {what}; {then}: easier prompts or "
                         f"a lower curriculum level, partial credit{warm}")
-    unpaid = _never_positive(run, pinned) if fired else None
-    if unpaid is not None and remedies[0] == dynamic:
+    if fired and unpaid is not None and remedies[0] == dynamic:
         # The task's own term never paid above 0 (trial 45: a correctness function that
         # returned -1 for a right answer went -0.28 -> -0.04 as the policy unlearned the task):
         # no group is proven solved by it, and its sign is the first thing to look at.
