@@ -102,8 +102,10 @@ TERMS: tuple[Term, ...] = (
        see=("zero-std share", "advantage")),
     _t("advantage", """A completion's reward minus its group's mean reward (divided by the
        group's standard deviation in GRPO): what the update pushes up or down. All-equal
-       rewards in a group give every completion an advantage of 0.""", "advantages",
-       "advantage_mean", see=("zero-std share",)),
+       rewards in a group give every completion an advantage of 0; advantage_max and
+       advantage_min both 0 while the rewards differ is no gradient at all (a group of one
+       sample).""", "advantages", "advantage_mean", "advantage_max", "advantage_min",
+       see=("zero-std share",)),
     _t("zero-std share", """The share of groups whose completions all got the same reward
        (standard deviation 0): their advantages are 0 and they give no gradient. Above ~0.5 for
        long, most of the batch is wasted (advantage_collapse).""", "zero-std", "zero std",

@@ -44,6 +44,8 @@ class Metric(str, Enum):
     ALL_CORRECT_FRACTION = "all_correct_fraction"
     ALL_WRONG_FRACTION = "all_wrong_fraction"
     ADVANTAGE_MEAN = "advantage_mean"
+    ADVANTAGE_MAX = "advantage_max"
+    ADVANTAGE_MIN = "advantage_min"
     TOOL_CALLS = "tool_calls"
     TURNS = "turns"
     TOOL_FAILURE_RATE = "tool_failure_rate"
@@ -121,6 +123,8 @@ ALIASES: list[Alias] = [
         "reward", "reward_mean", "rewards/mean", "critic/score/mean", "critic/rewards/mean",
         "rollout/reward_mean", "env/reward_mean", "ppo/mean_scores", "objective/scores",
         "mean_reward", "score/mean", "reward/mean", "score",
+        # slime: its rollout/rewards are the group-normalised ones (0 on average under GRPO).
+        "rollout/raw_reward",
     ),
     *_aliases(
         Metric.REWARD_STD,
@@ -168,7 +172,7 @@ ALIASES: list[Alias] = [
         Metric.LOG_PROB_MEAN,
         "log_prob_mean", "mean_log_prob", "logprob_mean", "mean_logprob", "rollout/old_log_prob",
         "verl_tool/per_action_logp/mean", "actor/pos_avg_old_log_prob", "token_log_prob_mean",
-        "old_log_prob/mean", "log_prob/mean", "logprobs/mean",
+        "old_log_prob/mean", "log_prob/mean", "logprobs/mean", "rollout/log_probs",
     ),
     Alias("rollout_corr/training_log_ppl", Metric.LOG_PROB_MEAN, _negate,
           proxy="minus verl rollout_corr/training_log_ppl (sequence-averaged -log pi)"),
@@ -210,6 +214,7 @@ ALIASES: list[Alias] = [
     *_aliases(
         Metric.LEARNING_RATE,
         "learning_rate", "actor/lr", "actor_lr", "lr", "ppo/learning_rate", "optimizer/lr",
+        "lr-pg_0",  # slime: the first parameter group's
     ),
     *_aliases(
         Metric.LOSS,
@@ -223,6 +228,7 @@ ALIASES: list[Alias] = [
         "token/response_length/mean", "tokens/response_length/mean", "response_length_mean",
         "tokens/responses_len_mean", "completion_length_mean", "mean_response_length",
         "mean_length",  # TRL's completions/mean_length as users shorten it in a pasted table
+        "rollout/response_lengths",  # slime
     ),
     *_aliases(
         Metric.RESPONSE_LENGTH_MAX,
@@ -234,7 +240,7 @@ ALIASES: list[Alias] = [
         Metric.TRUNCATION_RATIO,
         "completions/clipped_ratio", "response_length/clip_ratio", "response_clip_ratio",
         "rollout/truncated_rate", "truncation_rate", "truncation_ratio", "truncated",
-        "truncated_ratio", "clipped_ratio",
+        "truncated_ratio", "clipped_ratio", "rollout/truncated",
     ),
     *_aliases(
         Metric.ZERO_STD_FRACTION,
@@ -266,6 +272,9 @@ ALIASES: list[Alias] = [
         Metric.ADVANTAGE_MEAN,
         "critic/advantages/mean", "advantages/mean", "advantage_mean", "ppo/policy/advantages_mean",
     ),
+    # The batch's extremes: max = min = 0 while the rewards differ is no gradient at all.
+    *_aliases(Metric.ADVANTAGE_MAX, "critic/advantages/max", "advantages/max", "advantage_max"),
+    *_aliases(Metric.ADVANTAGE_MIN, "critic/advantages/min", "advantages/min", "advantage_min"),
     *_aliases(
         Metric.TOOL_CALLS,
         "tools/call_frequency", "tool_call_counts/mean", "tool_calls", "tool_calls/mean",

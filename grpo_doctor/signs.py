@@ -70,7 +70,22 @@ def _no_gradient(run: Run) -> str | None:
     return "a gradient norm of exactly 0: no update moved the policy"
 
 
-SIGNS = (_all_cut, _all_alike, _all_equal_groups, _no_gradient)
+def _no_advantage(run: Run) -> str | None:
+    _, top, low = aligned(run, Metric.ADVANTAGE_MAX.value, Metric.ADVANTAGE_MIN.value)
+    _, r_top, r_low = aligned(run, Metric.REWARD_MAX.value, Metric.REWARD_MIN.value)
+    if not len(top) or np.any(top != 0) or np.any(low != 0) or not len(r_top) or np.all(
+            r_top == r_low):
+        return None
+    # Rewards that differ within the batch but no advantage: every group held one sample, or
+    # the estimator zeroed them (Awesome-ML-SYS-Tutorial#106's verl step: score 0 to 1,
+    # advantages max = min = 0).
+    return ("every advantage was exactly 0 while the rewards differed (from "
+            f"{fmt(float(r_low.min()))} to {fmt(float(r_top.max()))}): no policy gradient; "
+            "check the group size (rollout.n / num_generations: a group of 1 sample has no "
+            "baseline to beat) and the advantage estimator")
+
+
+SIGNS = (_all_cut, _all_alike, _all_equal_groups, _no_gradient, _no_advantage)
 
 
 def signs(run: Run) -> tuple[str, ...]:

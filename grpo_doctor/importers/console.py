@@ -483,11 +483,19 @@ def _nested_start(text: str, start: int) -> bool:
     return re.search(r"['\"]\s*:\s*$", text[:start]) is not None
 
 
+#: A printed dict whose opening brace a paste lost: "'loss': -0.0, 'grad_norm': 0.0, ...}"
+#: (ms-swift#5571: the thread's line began at its first key; it had read as a CSV, exit 2).
+_BARE_DICT = re.compile(r"^\s*(['\"])[\w./@-]+\1\s*:\s*[^,{}]+,\s*['\"].*\}\s*$")
+
+
 def _printed_dicts(segments: Sequence[Segment]) -> Iterator[_Printed]:
     i = 0
     while i < len(segments):
         text = segments[i].text
         m = _DICT_START.search(text)
+        if m is None and _BARE_DICT.match(text):
+            text = "{" + text.lstrip()
+            m = _DICT_START.search(text)
         if m is None or _nested_start(text, m.start()):
             i += 1
             continue
@@ -537,16 +545,17 @@ def _is_metric_dict(keys: Sequence[str]) -> bool:
 
 
 def _explicit_step(value: dict[Any, Any]) -> int | None:
-    for key in ("step", "global_step", "train/global_step"):
+    for key in ("step", "global_step", "train/global_step", "train/step"):
         num = to_number(value.get(key))
         if num is not None and np.isfinite(num):
             return round(num)
     return progress_step(value.get(PROGRESS_KEY))
 
 
-#: A step named just before a printed dict on its line: "Global step 12: {", "step=12 {".
-_LABELED_STEP = re.compile(r"\b(?:global[ _]step|step)\s*[:=#]?\s*(\d+)\s*[:,\-]?\s*$",
-                           re.IGNORECASE)
+#: A step named just before a printed dict on its line: "Global step 12: {", "step=12 {",
+#: and slime's "rollout 3: {" (its rollout's metrics; its "step 3: {" the training step's).
+_LABELED_STEP = re.compile(
+    r"\b(?:global[ _]step|step|rollout)\s*[:=#]?\s*(\d+)\s*[:,\-]?\s*$", re.IGNORECASE)
 
 
 def _labeled_step(text: str) -> int | None:
@@ -795,7 +804,7 @@ def _run_log(segments: Sequence[Segment], run: _PrintedRun, config: dict[str, An
                      summary=numeric_record(run.summary))
     found = run.dicts
     steps, note = _dict_steps(segments, found, _logging_steps(config), run.summary, run.start)
-    drop = ("step", "global_step", "train/global_step", PROGRESS_KEY)
+    drop = ("step", "global_step", "train/global_step", "train/step", PROGRESS_KEY)
     records = [numeric_record({str(k): v for k, v in p.value.items()}, drop) for p in found]
     merged_steps, merged = _merge_same_step(steps, records)
     log.frame, log.explicit = records_frame(merged, source)
@@ -948,17 +957,24 @@ def _sniff_text(path: Path, head: bytes) -> str:
     return strip_ansi(text)
 
 
+# Under a framework's prefix too: slime prints {'train/loss': ...} and {'rollout/raw_reward':
+# ...} (they had been read as a CSV of text, exit 2: trial 50).
 _SNIFF_KEY = re.compile(
-    r"['\"](?:loss|reward|grad_norm|learning_rate|kl|objective/kl|objective/scores)['\"]\s*:")
+    r"['\"](?:(?:train|rollout|actor)/)?(?:loss|reward|raw_reward|grad_norm|learning_rate|kl"
+    r"|objective/kl|objective/scores)['\"]\s*:")
 
 
 def _has_metric_dict(text: str) -> bool:
-    """A printed dict holding one of the Trainer's metric keys (a ``{`` before the key)."""
+    """A printed dict holding one of the Trainer's metric keys (a ``{`` before the key, or a
+    line that is a dict with its ``{`` lost)."""
     for k, m in enumerate(_SNIFF_KEY.finditer(text)):
         if k >= 10_000:
             return False
         line_start = text.rfind("\n", 0, m.start()) + 1
         if text.rfind("{", max(line_start, m.start() - 4000), m.start()) != -1:
+            return True
+        line_end = text.find("\n", m.start())
+        if _BARE_DICT.match(text[line_start:line_end if line_end != -1 else len(text)]):
             return True
     return False
 

@@ -382,6 +382,44 @@ def test_openrlhf_status_lines_and_bars_give_the_global_step(tmp_path):
     assert run.mapping["loss"] == "policy_loss" and "pg" not in run.frame.columns
 
 
+def test_slime_rollout_and_train_dicts_are_one_run(tmp_path):
+    """slime logs "rollout 3: {'rollout/raw_reward': ...}" (its rollout/rewards are the
+    group-normalised ones), "step 3: {'train/grad_norm': ...}" and a "perf 3: {...}" of
+    timings: the log read as a CSV of text (exit 2, trial 50)."""
+    lines = []
+    for k in range(5):
+        lines += [f"[10:0{k}:00] rollout_metrics.py:268 - perf {k}: {{'perf/rollout_time': 50.1}}",
+                  f"[10:0{k}:01] train_metric_utils.py:136 - rollout {k}: "
+                  f"{{'rollout/response_lengths': {800 + k}.5, 'rollout/rewards': 0.0, "
+                  f"'rollout/truncated': 0.25, 'rollout/raw_reward': {k / 10}, "
+                  f"'rollout/log_probs': -0.3}}",
+                  f"[10:0{k}:02] model.py:918 - step {k}: {{'train/loss': 0.01, "
+                  f"'train/entropy_loss': 0.5, 'train/kl_loss': 0.001, 'train/grad_norm': "
+                  f"{k + 1}.0, 'train/lr-pg_0': 1e-06, 'train/step': {k}}}"]
+    (run,) = load_runs(write(tmp_path / "slime.log", "\n".join(lines) + "\n"))
+    assert run.format == "console" and list(run.frame.index) == [0, 1, 2, 3, 4]
+    assert list(run.frame["reward_mean"]) == [0.0, 0.1, 0.2, 0.3, 0.4]
+    assert list(run.frame["grad_norm"]) == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert run.mapping["reward_mean"] == "rollout/raw_reward"
+    assert run.mapping["learning_rate"] == "train/lr-pg_0"
+    assert run.mapping["truncation_ratio"] == "rollout/truncated"
+    assert run.mapping["log_prob_mean"] == "rollout/log_probs"
+
+
+def test_a_printed_dict_that_lost_its_opening_brace_is_read(tmp_path):
+    """A thread's paste began at the dict's first key ("'loss': -0.0, 'grad_norm': 0.0,
+    ...}", ms-swift#5571): "the CSV has a header but no rows" (exit 2)."""
+    line = ("'loss': -0.0, 'grad_norm': 0.0, 'learning_rate': 2.6e-07, 'reward': {r}, "
+            "'reward_std': 0.44, 'global_step/max_steps': '{k}/3766', 'percentage': '0.13%'}}")
+    text = "\n".join(line.format(r=0.3 + k / 100, k=k) for k in range(5, 8)) + "\n"
+    (run,) = load_runs(write(tmp_path / "swift.log", text))
+    assert run.format == "console" and list(run.frame.index) == [5, 6, 7]
+    assert list(run.frame["reward_mean"]) == [0.35, 0.36, 0.37]
+    # Text that only looks like it: a line of key-value pairs without a closing brace.
+    with pytest.raises(GrpoDoctorError):
+        load_runs(write(tmp_path / "notes.log", "'a': 1, 'b': 2\n'c': 3, 'd': 4\n"))
+
+
 def test_nemo_rl_step_blocks_are_read(tmp_path):
     """NeMo-RL's GRPO prints a block per step ("===== Step 3/100 =====", "📊 Training
     Results:", "  • Avg Reward: 0.45", "⏱️  Timing:") and its validation apart: the log
