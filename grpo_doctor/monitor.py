@@ -260,18 +260,17 @@ class Monitor:
         return new
 
     def _confirmed(self, check: Check, run: Run) -> bool:
-        """Whether a finding not raised now may be: a warning back within ``clear_after``
-        logged points of its clear is raised at the second poll in a row that fires it (one
-        poll is the flicker the clear waited out: a callback checking every 10 steps had
-        raised, cleared and raised a warning at steps 50, 80 and 90; trial 43). A critical is
-        raised at once."""
+        """Whether a finding not raised now may be: a warning that cleared before is raised
+        again at the second poll in a row that fires it (one poll is the flicker the clear
+        waited out: a callback checking every 10 steps had raised, cleared and raised a
+        warning at steps 50, 80 and 90, trial 43; and, 40 steps after its clear, no_progress
+        at 120, 160 and 200 on a task out of reach, helper-57). A critical is raised at
+        once."""
         mode = check.mode
-        cleared = self._cleared_at.get(mode)
         if not check.fired:
             self._refiring.pop(mode, None)
             return True
-        if check.status is not Status.WARNING or cleared is None or int(
-                (run.steps > cleared).sum()) > self.clear_after:
+        if check.status is not Status.WARNING or mode not in self._cleared_at:
             return True
         self._refiring[mode] = self._refiring.get(mode, 0) + 1
         return self._refiring[mode] >= 2

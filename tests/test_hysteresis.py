@@ -112,6 +112,22 @@ def test_a_flapping_finding_is_raised_once_and_cleared_once_it_stayed_clear() ->
     assert not flaps(shown, within=CLEAR_AFTER)
 
 
+def test_a_warning_back_after_its_clear_needs_two_polls_in_a_row_however_late() -> None:
+    """An out-of-reach task checked every 10 steps: no_progress raised at 120, cleared at 160,
+    raised again at 200 on one poll (helper-57). A cleared warning comes back only at the
+    second poll in a row that fires it, however long after its clear; a critical at once."""
+    def polled(late: Sequence[int]) -> list[tuple[int, str, Status]]:
+        # Raised at the poll of point 20, cleared at 40; then ``late`` at the polls of 70, 80.
+        levels = [0] * 10 + [1] * 10 + [0] * 49 + [late[0]] + [0] * 9 + [late[1]] + [0] * 10
+        alerts, _ = replay(level_monitor(), levels_run(levels), every=10)
+        return [(p, a.event, a.severity) for p, a in alerts]
+
+    start = [(20, "alert", Status.WARNING), (40, "cleared", Status.OK)]
+    assert polled([1, 0]) == start
+    assert polled([1, 1]) == [*start, (80, "alert", Status.WARNING)]
+    assert polled([2, 0])[2] == (70, "alert", Status.CRITICAL)
+
+
 def test_while_held_the_monitor_says_how_far_the_clear_has_got() -> None:
     run = levels_run([1] * 5 + [0] * 7)
     monitor = level_monitor()
@@ -230,6 +246,29 @@ def test_a_callback_checking_every_ten_steps_does_not_flap_nor_flip_its_advice()
         advice = [a.first_action.split()[:2] for _, a in alerts if a.first_action]
         back = [i for i in range(2, len(advice)) if advice[i] == advice[i - 2] != advice[i - 1]]
         assert not back, (name, advice)
+
+
+def test_the_first_live_advice_names_the_cause_from_the_first_poll() -> None:
+    """Checked every 10 steps (helper-57): on a task out of reach the first alert had said
+    "look at a few equal-reward groups: all right ... or all wrong" beside a correctness term
+    at 0.06; at temperature 0.2 it had opened "no roll-back: the run came through it" on a
+    run sampling near-greedily from step 1."""
+    from dataclasses import replace
+
+    from grpo_doctor.recipe import flat_config
+    from tests.test_advice import TINY_RECIPE, TRIAL
+
+    first = {}
+    for name in ("trl_temperature_0.2", "trl_hard_task"):
+        run = load_runs(TRIAL / f"{name}.csv")[0]
+        cfg = flat_config(json.loads((TRIAL / f"{name}.config.json").read_text()))
+        alerts, _ = replay(Monitor(Settings(recipe=TINY_RECIPE)), replace(run, config=cfg),
+                           every=10)
+        first[name] = next(a.first_action for _, a in alerts if a.first_action)
+    assert first["trl_hard_task"].startswith("the prompts are out of reach (correctness_reward "
+                                             "is at most"), first
+    assert first["trl_temperature_0.2"].startswith("for the next run, temperature 0.2 -> 1.0")
+    assert first["trl_temperature_0.2"].endswith("no roll-back: the task is solved"), first
 
 
 # --- configuration and what watch shows -----------------------------------------------------
