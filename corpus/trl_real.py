@@ -1,15 +1,16 @@
-"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-48).
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-49).
 
 A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
 about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
 ``trl.GRPOTrainer`` (TRL 1.16, transformers 5) as a user would leave it, one setting changed
 per run. Each run's folder is what TRL writes: TensorBoard events under ``runs/``,
 ``checkpoint-N/`` with ``trainer_state.json`` and ``training_args.bin``, and ``console.log``
-(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from eight of them.
+(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from fourteen of them.
 
 Needs torch (CPU), transformers and trl==1.16.0 in a venv of their own::
 
     python -m corpus.trl_real base [ROOT]    # the tokenizer, the tiny model, its SFT -> ROOT/base
+    python -m corpus.trl_real base_solved [ROOT]   # a longer SFT, right nearly always (trial 49)
     mkdir -p ROOT/runs/NAME
     python -m corpus.trl_real NAME ROOT > ROOT/runs/NAME/console.log 2>&1   # about 20 s
     python -m corpus.trl_real list
@@ -59,6 +60,7 @@ SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 # ---------------------------------------------------------------- runs
 CTRL = dict(learning_rate=1e-4, seed=1)
 CTRL48 = dict(learning_rate=1e-4, seed=5)
+CTRL49 = dict(learning_rate=1e-4, seed=9)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -154,6 +156,26 @@ RUNS = {
     "cosine_hot": dict(CTRL48, learning_rate=2e-3, lr_scheduler_type="cosine", warmup_steps=20,
                        _logger="swanlab"),
     "cb_fmt_heavy": dict(CTRL48, reward_weights=[1.0, 5.0], _callback="report"),
+    # trial 49: exactly one wrong setting each (relative to CTRL49 = CTRL48 with seed 9)
+    "ctrl49": dict(CTRL49),
+    "gen2_49": dict(CTRL49, num_generations=2, _logger="wandb"),
+    "temp_greedy": dict(CTRL49, temperature=0.05, _logger="mlflow"),
+    # a "thoroughness" bonus of 0.05 per completion character, room to grow to 48 tokens
+    "thorough": dict(CTRL49, _rewards="thorough", max_completion_length=48, _logger="trackio"),
+    # correctness paid 0/100 instead of 0/1, and no std scaling so the scale reaches the loss
+    "corr_x100": dict(CTRL49, _rewards="x100", scale_rewards="none", _logger="swanlab"),
+    # the same bonus weighted 20x (1.0 per character): does it length-hack?
+    "thorough_w20": dict(CTRL49, _rewards="thorough", max_completion_length=48,
+                         reward_weights=[1.0, 1.0, 20.0], _logger="wandb"),
+    # out of reach: answer (a*b*7+3)%97 (1-2 digits)
+    "mod97": dict(CTRL49, _task="mod97"),
+    # already solved: GRPO starts from a base SFT-ed to answer correctly (no blur phase)
+    "solved_base": dict(CTRL49, _base="solved", _logger="wandb"),
+    "wd10": dict(CTRL49, weight_decay=10.0, _logger="mlflow"),
+    "warmup_forever": dict(CTRL49, warmup_steps=10000, _logger="trackio"),
+    # expected harmless: the length-normalised original GRPO loss (completions are ~9 tokens)
+    "loss_grpo": dict(CTRL49, loss_type="grpo", _logger="swanlab"),
+    "cb_temp_greedy": dict(CTRL49, temperature=0.05, _callback="report"),
 }
 
 
@@ -178,10 +200,12 @@ def make_prompts():
 
 
 def answer(a, b, task="sum"):
+    if task == "mod97":
+        return str((a * b * 7 + 3) % 97)
     return str((a + b) % 10) if task == "sum" else str(a * b + 13 * a + 7)  # hard: 2-3 digits
 
 
-def build_base():
+def build_base(solved=False):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
@@ -206,7 +230,7 @@ def build_base():
         return random.choice([d, f"<a>{d}", f"a>{d}</a>", f"<a>{d}/a>", f"<a>{d}{d}</a>"])
 
     t0 = time.time()
-    for step in range(850):
+    for step in range(700 if solved else 850):
         pc = 1.0 if step < 700 else 0.35  # learn the mapping, then blur it to mixed success
         if step == 700:
             for group in opt.param_groups:
@@ -234,8 +258,9 @@ def build_base():
             model.train()
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.eos_token_id = tok.eos_token_id
-    model.save_pretrained(BASE)
-    tok.save_pretrained(BASE)
+    dest = BASE + "_solved" if solved else BASE
+    model.save_pretrained(dest)
+    tok.save_pretrained(dest)
     evaluate(model, tok)
 
 
@@ -326,7 +351,22 @@ def correctness_reward_always(completions, answer=None, **kwargs):
 correctness_reward_always.__name__ = "correctness_reward"
 
 
+def thoroughness_reward(completions, **kwargs):
+    """A "thoroughness" bonus: 0.05 per character of the completion (longer = more thorough)."""
+    return [0.05 * len(c) for c in completions]
+
+
+def correctness_reward_x100(completions, answer=None, **kwargs):
+    """Correctness paid 100 instead of 1 (logged under the usual name)."""
+    return [100.0 * r for r in correctness_reward(completions, answer=answer)]
+
+
+correctness_reward_x100.__name__ = "correctness_reward"
+
+
 REWARD_SETS = {
+    "thorough": [correctness_reward, format_reward, thoroughness_reward],
+    "x100": [correctness_reward_x100, format_reward],
     "default": [correctness_reward, format_reward],
     "hack": [correctness_anywhere_reward, format_reward, exact_correctness],
     "hack_count": [correctness_count_reward, format_reward, exact_correctness],
@@ -351,6 +391,7 @@ def run(name):
     logger_name = spec.pop("_logger", "tensorboard")
     reward_set = spec.pop("_rewards", "default")
     prompt_bug = spec.pop("_prompt", None)
+    base = BASE + "_solved" if spec.pop("_base", None) == "solved" else BASE
     out = os.path.abspath(f"{ROOT}/runs/{name}")
     os.makedirs(out, exist_ok=True)
     if logger_name == "swanlab":
@@ -365,8 +406,8 @@ def run(name):
             for a, b in make_prompts()] * 20
     random.shuffle(rows)
     ds = Dataset.from_list(rows)
-    tok = PreTrainedTokenizerFast.from_pretrained(BASE)
-    model = AutoModelForCausalLM.from_pretrained(BASE)
+    tok = PreTrainedTokenizerFast.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base)
     kw = dict(
         output_dir=out, report_to=["none"] if logger_name == "none" else [logger_name],
         run_name=name, use_cpu=True, bf16=False,
@@ -398,6 +439,8 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     if arg == "base":
         build_base()
+    elif arg == "base_solved":
+        build_base(solved=True)
     elif arg == "list":
         print("\n".join(RUNS))
     else:

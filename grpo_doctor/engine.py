@@ -28,7 +28,7 @@ from grpo_doctor.rules import Outcome, Rule, Skip, knobs
 from grpo_doctor.rules.base import ONSET
 from grpo_doctor.rules.incidents import without_ongoing
 from grpo_doctor.rules.points import series
-from grpo_doctor.rules.signals import format_outweighs, heldout_gap
+from grpo_doctor.rules.signals import format_outweighs, heldout_gap, unfinished_warmup
 from grpo_doctor.run_settings import with_run_settings
 from grpo_doctor.signs import signs
 from grpo_doctor.store import Run
@@ -357,13 +357,30 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     jumped = lr_jump_note(run, said)
     blind = _no_config_note(run, cause)
     clipped = always_clipped_note(run, setup)
-    notes = (tuple(run.notes) + recipe.notes(setup, checks, idle_settings(run, setup), said)
+    settings = recipe.notes(setup, checks, idle_settings(run, setup), said)
+    first: list[str] = []
+    warmup = unfinished_warmup(run)
+    if warmup is not None and quiet:
+        # The lr never reached its setting: the warm-up, not the lr, is what to change (its
+        # only advice had been to lower an lr the run never trained at; trial 49).
+        first.append(f"{warmup.fix()}: {warmup.words()}")
+    if weighed and quiet:
+        # Nothing fired: the weight is a setting for the next run, said on the line a healthy
+        # report shows under its verdict, first (the audit had shown only the recipe's lr
+        # beside a format term the run's own config weighed 5x the answer: helper-57).
+        first.append(_weight_fix(run) or "")
+        weighed = None
+    if first:
+        settings = _with_first(settings, [f for f in first if f])
+    notes = (tuple(run.notes) + settings
              + tuple(n for n in (low, weighed, jumped, blind, clipped) if n)
              + tuple(unread_notes(run)))
     diagnosis = Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                           notes=notes, root_cause=cause, plan=plan,
                           hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))
-    if diagnosis.status == "inconclusive" and run.n_steps < MIN_STEPS_FOR_HEALTHY:
+    if run.n_steps < MIN_STEPS_FOR_HEALTHY:
+        # Beside a finding too: a NaN on a pasted step had hidden that every completion of it
+        # was cut at the cap and every sample scored -1 (Agent-R1#30, trial 50).
         diagnosis = replace(diagnosis, signs=signs(run))
     return diagnosis
 
@@ -378,6 +395,34 @@ def _format_weight_note(run: Run, said: str) -> str | None:
     return (f"the config weighs {form} at {fmt(form_weight)}, above {answer} at "
             f"{fmt(answer_weight)}: the reward pays the form more than a right answer, what "
             f"format gaming grows from; for the next run, weigh {answer} at least as high")
+
+
+def _weight_fix(run: Run) -> str | None:
+    """The format weight's fix for the next run, when the config weighs the form above the
+    answer."""
+    found = format_outweighs(run)
+    if found is None:
+        return None
+    form, form_weight, answer, answer_weight = found
+    return (f"{answer}'s weight {fmt(answer_weight)} -> {fmt(form_weight)}, or {form}'s "
+            f"{fmt(form_weight)} -> {fmt(answer_weight)} (a reward that pays the form above a "
+            "right answer is what format gaming grows from)")
+
+
+def _with_first(settings: tuple[str, ...], fixes: Sequence[str]) -> tuple[str, ...]:
+    """The settings notes with ``fixes`` first among the next run's settings (a note of
+    their own when no setting is outside the recipe)."""
+    from grpo_doctor.recipe import NEXT_RUN
+
+    if not fixes:
+        return settings
+    fix = "; ".join(fixes)
+    for k, note in enumerate(settings):
+        if note.startswith("setup ") and NEXT_RUN in note:
+            head, rest = note.split(NEXT_RUN, 1)
+            return (*settings[:k], f"{head}{NEXT_RUN}{fix}; {rest}", *settings[k + 1:])
+    return (f"setup outside what the run needs, no finding here shows its harm{NEXT_RUN}{fix}",
+            *settings)
 
 
 def _no_config_note(run: Run, cause: RootCause | None) -> str | None:

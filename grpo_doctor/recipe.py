@@ -1012,10 +1012,17 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
     near = [r for r in setup.outside if fired and not r.far and not r.setting.note_only
             and (r.factor or 0.0) >= CLEARLY_OUTSIDE and any(lk.primary for lk in r.links)
             and not _named(r, said)]
-    if near:
-        # With its fix: "epsilon 0.6 is 2x the top" left the value to guess (helper-43).
+    # "A contributing risk" only beside a finding it is linked to: it had been said of
+    # verl's beta 0.001 beside a NaN (trial 50); the others are for the next run.
+    risk = [r for r in near if any(lk.primary and lk.mode in fired for lk in r.links)]
+    later = [r for r in near if r not in risk]
+    # With its fix: "epsilon 0.6 is 2x the top" left the value to guess (helper-43).
+    if risk:
         out.append("also outside the recipe, a contributing risk rather than the cause: "
-                   + "; ".join(f"{r.fix()} ({r.how_far_of_value()})" for r in near))
+                   + "; ".join(f"{r.fix()} ({r.how_far_of_value()})" for r in risk))
+    if later:
+        out.append("also outside the recipe, linked to no finding here; for the next run: "
+                   + "; ".join(f"{r.fix()} ({r.how_far_of_value()})" for r in later))
     return tuple(out)
 
 

@@ -250,7 +250,8 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         # knob would be advice about the wrong problem (trial 48: a prompt missing a number).
         root = unlearned
     root = _knob_explained(events, worst, setup, root)
-    cheating = _cheat_attempts(run, events) or _farmed_tools(events, worst)
+    cheating = (_cheat_attempts(run, events) or _farmed_tools(events, worst)
+                or _length_paid(events, worst))
     if cheating is not None and root.check.mode not in ("numerical_failure",):
         # The anti-cheat check caught the policy trying: whatever else is wrong, that is
         # what to look at first (a larger budget or a smaller step will not stop it).
@@ -282,6 +283,15 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
                       str(lead.remedy), knob=lead.knob.to_cause() if lead.knob else None,
                       setup=lead.setup)
     return cause, _plan(run, events, checks, root, lead, setup)
+
+
+def _length_paid(events: Sequence[Event], worst: Sequence[Check]) -> Event | None:
+    """A length finding among the worst whose reward term pays for the length itself: the
+    reward is exploited, and a gradient spike or an lr outside the recipe beside it is no
+    cause of that (trial 49: a bonus per character at weight 20 had read "learning_rate first"
+    from a spike three steps before the hack)."""
+    return next((e for e in events if e.check.mode == "length_hacking" and e.check in worst
+                 and not e.incident and e.check.evidence.get("length_term_paid")), None)
 
 
 def _knob_explained(events: Sequence[Event], worst: Sequence[Check], setup: recipe.Setup,
@@ -1129,7 +1139,12 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
                    f"until step {step_text(root.step)}")
         fix = (f"learning_rate {_lr(lr)} -> {_lr(half)} ({learned}; {_lr(lr)} is "
                f"{top.how_far()}{again})")
-    text = f"{where}, with {fix}" if where else f"{_SOLVED_ANYWAY}, {fix}" if solved_anyway \
+    # A setting at fault from the first step of a run solved all the same came through
+    # nothing: the setting leads (a live check at step 10 had opened "no roll-back: the run
+    # came through it" at temperature 0.2, trial 43's cb_temp_low).
+    text = f"{where}, with {fix}" if where else (
+        f"for the next run, {fix}; no roll-back: the task is solved" if from_start
+        else f"{_SOLVED_ANYWAY}, {fix}") if solved_anyway \
         else (f"no roll-back: the held-out score kept rising through it ({kept}); from the "
               f"last checkpoint, {fix}") if kept else fix
     look = next((str(r) for r in root.check.remedies if (isinstance(r, str) or not (

@@ -2144,9 +2144,10 @@ def test_a_reference_interval_with_the_sync_off_is_no_interval():
 
 
 def test_a_format_term_weighed_above_the_answer_is_said_for_the_next_run():
-    """reward_weights [1, 5] (format 5x the answer) on a run that learned all the same: said
-    in a note, the setting format gaming grows from (trial 40 had it silent); equal weights
-    say nothing."""
+    """reward_weights [1, 5] (format 5x the answer) on a run that learned all the same: the
+    first setting for the next run, the line a healthy report and the audit show (trial 40 had
+    it silent; the audit then showed only the recipe's lr: helper-57); equal weights say
+    nothing."""
     n = 120
     s = np.arange(n)
     acc = 0.3 + 0.5 * s / n
@@ -2157,8 +2158,11 @@ def test_a_format_term_weighed_above_the_answer_is_said_for_the_next_run():
                        rewards__format_reward__mean=fmt_term)
         run.config.update({"reward_funcs": ["accuracy_reward", "format_reward"],
                            "reward_weights": weights})
-        notes = " ".join(diagnose(run).notes)
-        assert ("weighs format_reward at 5, above accuracy_reward at 1" in notes) is said, notes
+        notes = diagnose(run).notes
+        shown = recipe.next_run_settings(notes)
+        assert (shown is not None and shown[1].startswith(
+            "accuracy_reward's weight 1 -> 5, or format_reward's 5 -> 1")) is said, notes
+        assert ("format gaming grows from" in " ".join(notes)) is said, notes
 
 
 def test_a_run_that_had_its_sft_is_not_told_to_warm_up_with_sft():
@@ -2183,9 +2187,12 @@ def test_a_setting_outside_but_not_a_cause_alone_says_its_fix():
     n = 120
     run = make_run(reward=0.5 + rng.normal(0, 0.02, n), frac_reward_zero_std=np.full(n, 0.95))
     d = diagnose(run, DoctorConfig(run_config={"epsilon": 0.6, "learning_rate": 1e-6}))
-    note = next((x for x in d.notes if "a contributing risk rather than the cause" in x), None)
+    # Linked to no finding here (groups all equal): no "contributing risk" (verl's beta 0.001
+    # had been one beside a NaN, trial 50), a setting for the next run.
+    note = next((x for x in d.notes if x.startswith("also outside the recipe")), None)
     assert note is not None and (
         "epsilon 0.6 -> 0.2 (0.6 is 2x the top of the recipe's 0.1-0.3)" in note), d.notes
+    assert "contributing risk" not in note and "linked to no finding here" in note, note
 
 
 def test_a_setup_problem_is_named_by_the_finding_it_quotes():
@@ -2509,3 +2516,59 @@ def test_a_setup_root_dated_by_an_earlier_episode_says_both_steps():
     assert cause.setup and cause.step == 41
     assert "since step 180" in cause.summary
     assert cause.summary.endswith("(first seen at step 41, in an earlier episode)"), cause.summary
+
+
+def test_trial_49_runs_a_task_out_of_reach_a_length_bonus_and_a_warm_up_that_never_ended():
+    """Trial 49 (real TRL runs). The answer (a*b*7+3)%97: correctness ~0.1 all run, 72% of
+    groups equal, the format term saturating: "the reward is still rising: groups are being
+    solved", HEALTHY. A "thoroughness" bonus at weight 20 (its name says nothing of length):
+    completions 9 -> 48 tokens, and the root was a gradient spike three steps before the hack,
+    "learning_rate first". warmup_steps 10000 in a 200-step run: the lr never passed 2e-6,
+    and the only advice was to lower it."""
+    far = _trial("trl_mod97")
+    assert far.status == "warning" and far.root_cause.mode == "advantage_collapse"
+    assert "allows at most 12% of groups all-correct" in far.check("advantage_collapse").summary
+    assert far.root_cause.first_action.startswith("most prompts are out of reach"), far.root_cause
+    paid = _trial("trl_thoroughness_w20")
+    assert paid.root_cause.mode == "length_hacking", paid.root_cause
+    assert paid.root_cause.first_action.startswith(
+        "cap or drop the thoroughness_reward term (weight 20 in the config"), paid.root_cause
+    slow = _trial("trl_warmup_10000")
+    shown = recipe.next_run_settings(slow.notes)
+    assert slow.status != "healthy" and shown is not None, slow.notes
+    assert shown[1].startswith("warmup_steps 10,000 -> 20: the warm-up never ended in a run "
+                               "of 200 steps: the logged lr climbed 1e-8 -> 2e-6"), shown
+
+
+def test_a_warm_up_that_reached_its_peak_or_a_schedule_that_decays_is_no_unfinished_one():
+    from grpo_doctor.rules.signals import unfinished_warmup
+
+    n = 100
+    s = np.arange(1, n + 1)
+    for lr, finished in ((1e-4 * s / 1e4, False), (1e-4 * np.minimum(1, s / 10), True),
+                         (1e-4 * (1 - s / n), True), (np.full(n, 1e-4), True)):
+        run = make_run(reward=np.linspace(0.2, 0.6, n), learning_rate=lr)
+        run.config.update({"learning_rate": 1e-4, "warmup_steps": 10_000 if not finished else 10})
+        assert (unfinished_warmup(run) is None) is finished, lr[-3:]
+    run = make_run(reward=np.linspace(0.2, 0.6, n), learning_rate=1e-4 * s / 1e4)
+    assert unfinished_warmup(run) is None  # no configured lr: nothing to fall short of
+
+
+def test_a_correctness_term_low_caps_the_groups_it_can_call_solved():
+    """72% of groups equal while the reward rises on its format term and correctness creeps
+    0.05 -> 0.12: at most 12% can be all-correct groups, so the equal ones are not solved
+    ones (trial 49); the same share beside correctness at 0.9 is convergence."""
+    rng = np.random.default_rng(4)
+    n = 200
+    s = np.arange(n)
+    for correct, solved in ((0.05 + 0.07 * s / n, False), (0.3 + 0.6 * s / n, True)):
+        fmt_term = np.minimum(0.5, 0.3 + s / 200)
+        run = make_run(reward=correct + fmt_term + rng.normal(0, 0.01, n),
+                       rewards__correctness_reward__mean=np.clip(
+                           correct + rng.normal(0, 0.02, n), 0, 1),
+                       rewards__format_reward__mean=fmt_term,
+                       frac_reward_zero_std=np.clip(0.4 + 0.35 * s / n + rng.normal(0, 0.03, n),
+                                                    0, 1))
+        check = diagnose(run).check("advantage_collapse")
+        assert check.fired is not solved, check.summary
+        assert ("allows at most 1" in check.summary) is not solved, check.summary

@@ -11,6 +11,7 @@ import pytest
 
 from grpo_doctor.engine import diagnose
 from grpo_doctor.importers import load_runs
+from grpo_doctor.reporters.terminal import render_to_text
 from grpo_doctor.store import Run
 from tests.helpers import REPO, run_cli
 from tests.rules import history
@@ -754,3 +755,33 @@ def test_a_log_too_short_to_judge_says_what_every_step_shows_at_an_extreme(tmp_p
     # A run of 20 steps or more is judged by the checks, with no signs beside them.
     path.write_text("".join(line.format(z=1.0, k=k) for k in range(1, 41)))
     assert diagnose(load_runs(path)[0]).signs == ()
+
+
+def test_a_short_log_says_what_its_steps_show_beside_a_finding_too(tmp_path):
+    """A pasted verl step (Agent-R1#30): NaN losses, every completion at the 257-token cap,
+    every sample scored -1. The NaN's critical hid the rest (it was said only when nothing
+    fired). And a verl step whose advantages are all 0 while its scores span 0 to 1
+    (Awesome-ML-SYS-Tutorial#106): no gradient at all, said as what the step shows."""
+    nan = ("step:83 - actor/pg_loss:nan - actor/kl_loss:nan - actor/grad_norm:nan - "
+           "actor/entropy_loss:nan - critic/score/mean:-1.000 - critic/score/max:-1.000 - "
+           "critic/score/min:-1.000 - response_length/mean:257.000 - "
+           "response_length/clip_ratio:1.000\n")
+    d = diagnose(load_runs(_text(tmp_path / "nan.log", nan))[0])
+    assert d.status == "critical" and d.root_cause.mode == "numerical_failure"
+    assert d.signs[0].startswith("every completion cut at the length cap (257 tokens)"), d.signs
+    assert any(s.startswith("every sample of every step scored the same (-1)") for s in d.signs)
+    shown = render_to_text(d, width=100)
+    assert "its step shows: every completion cut at the length cap" in shown, shown
+    flat = ("step:83 - actor/pg_loss:0.000 - critic/score/mean:0.500 - critic/score/max:1.000 - "
+            "critic/score/min:0.000 - critic/advantages/max:0.000 - "
+            "critic/advantages/min:0.000\n")
+    d = diagnose(load_runs(_text(tmp_path / "flat.log", flat))[0])
+    assert d.signs == ("every advantage was exactly 0 while the rewards differed (from 0 to 1):"
+                       " no policy gradient; check the group size (rollout.n / num_generations:"
+                       " a group of 1 sample has no baseline to beat) and the advantage "
+                       "estimator",), d.signs
+
+
+def _text(path, text: str):
+    path.write_text(text)
+    return path

@@ -200,14 +200,20 @@ def _root_lines(run: AuditedRun, width: int) -> list[str]:
         signs = _signs(run)
         if settings is None and not signs:
             return []
-        said = (f"→ healthy · for the next run: {terminal(settings)}" if settings is not None
-                else f"→ inconclusive · every logged step shows: {terminal('; '.join(signs))}")
+        status = str(run.record.get("status"))
+        said = f"→ {status}"
+        if signs:
+            said += f" · every logged step shows: {terminal('; '.join(signs))}"
+        if settings is not None:
+            said += f" · for the next run: {terminal(settings)}"
         return textwrap.wrap(said, max(20, width), initial_indent="  ",
                              subsequent_indent="    ", break_long_words=False,
                              break_on_hyphens=False)
     said = f"→ root {terminal(_cause(cause))}"
     if action := _do_first(cause):
         said += f" · do first: {terminal(action)}"
+    if signs := _signs(run):
+        said += f" · every logged step shows: {terminal('; '.join(signs))}"
     return textwrap.wrap(said, max(20, width), initial_indent="  ", subsequent_indent="    ",
                          break_long_words=False, break_on_hyphens=False)
 
@@ -220,10 +226,14 @@ def _signs(run: AuditedRun) -> list[str]:
 
 
 def _next_run(run: AuditedRun) -> str | None:
-    """The settings a healthy run's record notes for the next run (clearly outside the recipe
-    with no finding linked to them), or None."""
+    """The settings a run's record notes for the next run (clearly outside the recipe with no
+    finding linked to them) when it is healthy, or inconclusive on a log long enough to judge;
+    None otherwise (as ``outline.next_run``)."""
     notes = run.record.get("notes")
-    if run.findings or run.record.get("status") != "healthy" or not isinstance(notes, list):
+    status = run.record.get("status")
+    if run.findings or status not in ("healthy", "inconclusive") or not isinstance(notes, list):
+        return None
+    if status == "inconclusive" and _too_short(run):
         return None
     found = next_run_settings(n for n in notes if isinstance(n, str))
     return found[1] if found is not None else None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from grpo_doctor.escape import markdown as escape
 from grpo_doctor.findings import Check, Diagnosis
-from grpo_doctor.recipe import next_run_settings
 from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.outline import (
     by_onset,
@@ -18,6 +17,7 @@ from grpo_doctor.reporters.outline import (
     cause_label,
     cause_text,
     extra_hints,
+    next_run,
     passed,
     sentence,
     skipped,
@@ -66,14 +66,15 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
         lines += [f"**{cause_label(diagnosis).capitalize()}**: {escape(cause.mode)}"
                   f"{escape(cause_after_mode(diagnosis, _step))}  ",
                   f"**Do this first**: {escape(cause.first_action)}", ""]
+        lines += _signs(diagnosis)
     elif diagnosis.status_reason:
         lines += [f"**Inconclusive**: {escape(diagnosis.status_reason)}.", ""]
-        if diagnosis.signs:
-            lines += ["Every logged step shows:", "",
-                      *[f"- {escape(sign)}" for sign in diagnosis.signs], ""]
+        lines += _signs(diagnosis)
+        if (settings := next_run(diagnosis)) is not None:
+            lines += [f"**For the next run**: {escape(settings[1])}", ""]
     elif status == "healthy":
         lines += ["No failure mode found.", ""]
-        if (settings := next_run_settings(diagnosis.notes)) is not None:
+        if (settings := next_run(diagnosis)) is not None:
             lines += [f"**For the next run**: {escape(settings[1])}", ""]
     findings = by_onset(diagnosis)
     if findings:
@@ -108,9 +109,16 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
             f"{_step(c.first_alert_step)} | {escape(c.summary)} |"
         )
     lines += ["", "</details>"]
-    lifted = next_run_settings(diagnosis.notes) if cause is None and status == "healthy" \
-        else None
+    lifted = next_run(diagnosis)
     for note in diagnosis.notes:
         if lifted is None or note != lifted[0]:
             lines += ["", f"> note: {escape(note)}"]
     return "\n".join(lines) + "\n"
+
+
+def _signs(diagnosis: Diagnosis) -> list[str]:
+    """What every step of a log too short to judge shows at an extreme, as a list."""
+    if not diagnosis.signs:
+        return []
+    return ["Every logged step shows:", "", *[f"- {escape(sign)}" for sign in diagnosis.signs],
+            ""]

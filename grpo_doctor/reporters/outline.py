@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from grpo_doctor.findings import Check, Diagnosis, Status
+from grpo_doctor.findings import MIN_STEPS_FOR_HEALTHY, Check, Diagnosis, Status
+from grpo_doctor.recipe import next_run_settings
 from grpo_doctor.text import step_text, without_mode_name
 
 _NEEDS = re.compile(r"needs (.+?)(?:: not logged|,? none logged)\b.*")
@@ -136,3 +137,15 @@ def extra_hints(diagnosis: Diagnosis) -> list[str]:
         if option is None or option.group() not in said:
             out.append(hint)
     return out
+
+
+def next_run(diagnosis: Diagnosis) -> tuple[str, str] | None:
+    """(the note, its fixes) of the settings for the next run that a report shows under its
+    verdict: on a run with no root cause, healthy or judged long enough to say nothing shows it
+    learns (on a few pasted lines, a setting for the next run is noise beside what they show).
+    None otherwise."""
+    if diagnosis.root_cause is not None or diagnosis.status not in ("healthy", "inconclusive"):
+        return None
+    if diagnosis.status == "inconclusive" and diagnosis.run.n_steps < MIN_STEPS_FOR_HEALTHY:
+        return None
+    return next_run_settings(diagnosis.notes)

@@ -29,7 +29,6 @@ from rich.text import Text
 
 from grpo_doctor.escape import terminal as _safe
 from grpo_doctor.findings import Check, Diagnosis, PlanItem, Status
-from grpo_doctor.recipe import next_run_settings
 from grpo_doctor.reporters import config_line, evidence
 from grpo_doctor.reporters.fit import shorten_left, shorten_right
 from grpo_doctor.reporters.outline import (
@@ -38,6 +37,7 @@ from grpo_doctor.reporters.outline import (
     cause_label,
     cause_text,
     extra_hints,
+    next_run,
     passed,
     sentence,
     skipped,
@@ -133,20 +133,28 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
         out.append(_hang(f"{cause_label(diagnosis)}: ", Text.assemble(
             (_safe(cause.mode), "bold"), _safe(cause_after_mode(diagnosis, _step)))))
         out.append(_hang("do this first: ", _safe(cause.first_action)))
+        out += _signs(diagnosis)
     elif diagnosis.status_reason:
         out.append(_hang("inconclusive: ", _safe(diagnosis.status_reason), head_style="bold blue"))
-        shown = "every logged step shows: " if diagnosis.run.n_steps > 1 else "its step shows: "
-        out += [_hang(shown if k == 0 else " " * len(shown), _safe(sign), head_style="blue")
-                for k, sign in enumerate(diagnosis.signs)]
+        out += _signs(diagnosis)
+        if (settings := next_run(diagnosis)) is not None:
+            out.append(_hang("for the next run: ", _safe(settings[1])))
     elif diagnosis.status == "healthy":
         ran = sum(1 for c in diagnosis.checks if c.status is not Status.SKIPPED)
         out.append(Text(f"No failure mode found by the {plural(ran, 'check')} that ran.",
                         style="green"))
-        if (settings := next_run_settings(diagnosis.notes)) is not None:
+        if (settings := next_run(diagnosis)) is not None:
             # A setting outside the recipe on a run that did well all the same: the one
             # thing to change, said where the eye lands, not among the notes.
             out.append(_hang("for the next run: ", _safe(settings[1])))
     return out
+
+
+def _signs(diagnosis: Diagnosis) -> list[RenderableType]:
+    """What every step of a log too short to judge shows at an extreme, one hung line each."""
+    shown = "every logged step shows: " if diagnosis.run.n_steps > 1 else "its step shows: "
+    return [_hang(shown if k == 0 else " " * len(shown), _safe(sign), head_style="blue")
+            for k, sign in enumerate(diagnosis.signs)]
 
 
 def _onsets(check: Check) -> str:
@@ -239,8 +247,7 @@ def _lists(diagnosis: Diagnosis) -> list[RenderableType]:
     if skipped(diagnosis):
         out.append(_hang("skipped: ", _safe(skipped_line(diagnosis.checks)), head_style="dim"))
     out += [_hang("hint: ", _safe(hint), head_style="cyan") for hint in extra_hints(diagnosis)]
-    lifted = next_run_settings(diagnosis.notes) if diagnosis.root_cause is None and (
-        diagnosis.status == "healthy") else None
+    lifted = next_run(diagnosis)
     out += [_hang("note: ", _safe(note), head_style="dim", body_style="dim")
             for note in diagnosis.notes if lifted is None or note != lifted[0]]
     return out

@@ -134,6 +134,24 @@ def _out_of_reach(run: Run) -> tuple[float, str, float] | None:
     return None
 
 
+#: What the share is when the log tells all-correct groups apart: the rest.
+UNSOLVED = "share of groups with equal rewards not proven solved"
+
+
+def _solved_ceiling(run: Run) -> tuple[str, float, float] | None:
+    """(name, late mean, best smoothed level) of the task's 0-1 correctness term: no more
+    groups than that mean can be all-correct. None without one."""
+    for name, col in components(run).items():
+        if component_role(run, name) != "correctness":
+            continue
+        _, v = series(run, col)
+        if len(v) < 10 or v.min() < 0 or v.max() > 1:
+            continue
+        k = max(5, len(v) // 5)
+        return name, float(np.mean(v[-k:])), float(np.max(rolling_median(v, 5)))
+    return None
+
+
 def _stuck_reward(run: Run, share: float = 0.5) -> tuple[float, float] | None:
     """(value, share of logged steps) when the mean reward is exactly one value on at least
     ``share`` of the logged steps: every sample scored the same (all wrong, or a reward that
@@ -271,7 +289,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                            "task is (nearly) solved and little signal is left; harder prompts "
                            "would teach more", evidence=evidence, key_metric=metric)
         steps, z, k, late = steps_u, u, k_u, late_u
-        what = "share of groups with equal rewards not proven solved"
+        what = UNSOLVED
     if pinned:
         evidence["pinned_components"] = {n: {"value": v, "steps": c} for n, v, c in pinned}
     fired = late >= p["warn_fraction"]
@@ -330,7 +348,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # equal share says nothing of groups being solved, and the group size is the fault.
     group, _ = knobs.current(run, knobs.GROUP_SIZE)
     pairs = group is not None and 0 < group <= 2
-    solving = progress.logged and progress.improving and not dead and not pairs
+    # A 0-1 task score of p caps the all-correct groups at p: equal groups beyond it, over the
+    # warning line, are not solved ones whatever the reward does (a format term saturating
+    # beside a correctness term at 0.12 had read "groups are being solved", trial 49's mod97).
+    ceiling = _solved_ceiling(run) if fired and metric == ZSF and what != UNSOLVED else None
+    unsolved_floor = late - ceiling[1] if ceiling is not None else 0.0
+    if ceiling is not None and unsolved_floor >= p["warn_fraction"]:
+        evidence["all_correct_at_most"] = round(ceiling[1], 4)
+    else:
+        ceiling = None
+    solving = progress.logged and progress.improving and not dead and not pairs and (
+        ceiling is None)
     converged = False
     if fired and not solving and not dead and not pairs and progress.logged and not (
             progress.declining):
@@ -341,8 +369,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         whole = learning(run, float(run.steps[0]))
         # Not with the task's own score below half: most of its equal groups are all-wrong
         # ones ("many may be solved ones" read beside a held-out score of 0, helper-35).
+        # Nor with the task's own 0-1 score at its floor all run (a format term that climbed
+        # to its plateau beside a correctness term at 0.01: cb_hard_task, helper-57).
+        floor = _out_of_reach(run)
         converged = whole.logged and whole.improving and reward_at_best(run) and not (
-            _task_low(run)) and unpaid is None
+            _task_low(run)) and unpaid is None and not (floor is not None and floor[2] < 0.5
+                                                       ) and ceiling is None
         if converged and progress.logged and not progress.improving:
             corroboration.remove(progress.stalled_words())  # it converged; it did not stall
             evidence["corroboration"] = corroboration
@@ -397,6 +429,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                         else f"{overall:.0%} of all steps")
         summary = (f"advantage collapse: {share} over the last {k} logged points "
                    f"({overall_text}), from step {ONSET}{why}")
+        if ceiling is not None:
+            summary += (f"; {ceiling[0]} at {fmt(ceiling[1])} of 1 allows at most "
+                        f"{ceiling[1]:.0%} of groups all-correct, so most equal groups are "
+                        "all-wrong ones" if ceiling[1] >= 0.005 else
+                        f"; {ceiling[0]} at {fmt(ceiling[1])}: no group is all-correct, the "
+                        "equal groups are all-wrong ones")
         if converged:
             summary += ("; the reward climbed to its best level and holds there: many may be "
                         "solved ones")
@@ -441,13 +479,27 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "curriculum: start from easier prompts, filter prompts the policy always solves",
         "normalise each reward component separately before weighting",
     ]
-    reach = _out_of_reach(run) if fired and late >= p["critical_fraction"] else None
-    if reach is not None and stuck is None and not pinned:
+    reach = _out_of_reach(run) if fired else None
+    most = reach is None and ceiling is not None  # above the floor: most prompts, not all
+    if most and ceiling is not None:
+        reach = (ceiling[1], ceiling[0], ceiling[2])
+    if reach is not None and stuck is None and not pinned and (
+            late >= p["critical_fraction"] or reach[2] < 0.5):
         # Nearly every group equal and the 0/1 score at its floor: the prompts are beyond the
         # policy. Dynamic sampling would drop most of the batch; the prompts are the fix.
+        # Below the critical share too when the score never left its floor: the equal groups
+        # are all-wrong ones (a live check at step 10 had said "all right or all wrong" beside
+        # a correctness term at 0.01: helper-57).
         evidence["score_late"] = round(reach[0], 4)
         remedies.remove(dynamic)
-        if reach[2] >= 0.5:
+        if late < p["critical_fraction"]:
+            level = (f"at most {fmt(reach[2])} of 1" if reach[0] >= reach[2] else
+                     f"{fmt(reach[0])} of 1, never above {fmt(reach[2])}")
+            remedies.insert(0, f"{'most' if most else 'the'} prompts are out of reach "
+                            f"({reach[1]} is {level}: the equal groups are all-wrong ones): "
+                            "easier prompts or a lower curriculum level, partial credit, or an "
+                            "SFT warm-up")
+        elif reach[2] >= 0.5:
             # It solved these prompts before: the policy broke, the prompts did not get harder.
             remedies.insert(0, f"nearly every group all wrong since the policy broke ({reach[1]} "
                             f"{fmt(reach[0])} of 1 late in the run, {fmt(reach[2])} at its best): "

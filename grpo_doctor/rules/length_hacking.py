@@ -369,6 +369,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if collapses:
         onset = earliest
         summary += f"; earlier: {inc.describe(collapses, 1)}"
+    paying = next((r for r in remedies if isinstance(r, str) and (
+        r.startswith("cap or drop the ") or r.startswith("cut the "))), None)
+    if paying is not None:
+        # The reward pays for the length: what the root cause reads (a gradient spike amid the
+        # hack is its consequence, not its cause; trial 49).
+        evidence["length_term_paid"] = True
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=str(shapes[0]["metric"]), incidents=tuple(collapses))
 
@@ -380,7 +386,7 @@ def _length_term_paid(run: Run, *, shorter: bool) -> str | None:
     each function's output before its weight) counts with the weight's sign the config gives
     it. None when there is none."""
     for name, col in components(run).items():
-        if not length_term(name):
+        if not (length_term(name) or _tracks_length(run, name, col)):
             continue
         weight = configured_weight(run, name)
         _, v = series(run, col)
@@ -391,6 +397,23 @@ def _length_term_paid(run: Run, *, shorter: bool) -> str | None:
         said = f"weight {fmt(weight)} in the config; " if weight is not None else ""
         return f"{name} term ({said}it went {fmt(start)} -> {fmt(end)})"
     return None
+
+
+#: A reward term whose logged values rank with the completion length this closely pays for
+#: length whatever its name (trial 49: a "thoroughness" bonus per character, weight 20).
+_TRACKS_LENGTH = 0.9
+
+
+def _tracks_length(run: Run, name: str, col: str) -> bool:
+    """Whether a term that is neither the task's check nor the format's moves with the
+    completion length, step by step, over 20 or more logged points."""
+    if component_role(run, name) != "other":
+        return False
+    _, v, length = aligned(run, col, LEN)
+    if len(v) < 20:
+        return False
+    rho = rank_correlation(v, length)
+    return rho is not None and rho >= _TRACKS_LENGTH
 
 
 def _task_signal(run: Run) -> str:

@@ -12,7 +12,7 @@ from itertools import permutations
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import Metric
-from grpo_doctor.rules.knobs import flatten
+from grpo_doctor.rules.knobs import flatten, knob_value
 from grpo_doctor.rules.points import aligned, end_size, head_tail, late_points, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
@@ -715,3 +715,73 @@ def lr_burst(run: Run, step: int) -> LrBurst | None:
     if peak < _BURST_FACTOR * after:
         return None
     return LrBurst(int(ls[high[0]]), int(ls[end]), peak, after)
+
+
+@dataclass(frozen=True)
+class UnfinishedWarmup:
+    """A learning-rate warm-up still climbing at the log's end, far below the configured
+    peak: the run never trained at its learning rate."""
+
+    first: float  # the first logged lr above 0
+    last: float
+    configured: float
+    setting: str | None  # "warmup_steps 10000" or "warmup_ratio 2" when the config says
+    run_steps: int  # the run's length: max_steps from the config, else the last logged step
+
+    def fix(self) -> str:
+        """The warm-up for the next run: about a tenth of its steps."""
+        tenth = max(1, round(self.run_steps / 10))
+        if self.setting is None:
+            return (f"a warm-up of about {tenth:,} steps (a tenth of the run), so the lr "
+                    f"reaches {knob_value(self.configured)}")
+        name, value = self.setting.split(" ", 1)
+        return f"{name} {value} -> {'0.1' if name == 'warmup_ratio' else f'{tenth:,}'}"
+
+    def words(self) -> str:
+        said = f" in a run of {self.run_steps:,} steps" if self.setting else ""
+        return (f"the warm-up never ended{said}: the logged lr climbed "
+                f"{knob_value(self.first)} -> {knob_value(self.last)}, "
+                f"{self.last / self.configured:.0%} of the configured "
+                f"{knob_value(self.configured)}, so the run never trained at its learning rate")
+
+
+#: A warm-up whose lr at the log's end is at most this share of the configured peak.
+_WARMUP_SHORT_OF = 0.25
+
+
+def unfinished_warmup(run: Run) -> UnfinishedWarmup | None:
+    """The warm-up that never ended, from the logged lr: 10+ logged values, never falling,
+    ending at least 3x its first value above 0 and at most a quarter of the configured lr.
+    None otherwise (a schedule that peaked, a log without lr or config lr)."""
+    flat = flatten(run.config) if run.config else {}
+    configured = _config_number(flat, ("learning_rate", "lr", "actor_learning_rate"))
+    _, lr = series(run, Metric.LEARNING_RATE.value)
+    lr = lr[lr > 0]
+    if configured is None or configured <= 0 or len(lr) < 10:
+        return None
+    falls = np.diff(lr) < -1e-3 * float(lr.max())
+    if falls.any() or lr[-1] < 3 * lr[0] or lr[-1] > _WARMUP_SHORT_OF * configured:
+        return None
+    steps = _config_number(flat, ("max_steps", "total_training_steps")) or float(run.last_step or 0)
+    setting = None
+    for key in ("warmup_steps", "num_warmup_steps", "lr_warmup_steps", "warmup_ratio",
+                "lr_warmup_steps_ratio"):
+        value = _config_number(flat, (key,))
+        if value:
+            setting = f"{key} {fmt(value)}"
+            break
+    return UnfinishedWarmup(float(lr[0]), float(lr[-1]), configured, setting, int(steps))
+
+
+def _config_number(flat: dict[str, object], names: tuple[str, ...]) -> float | None:
+    """The first of ``names`` (a key or a key's last part) the flat config holds as a number."""
+    for name in names:
+        for key, value in flat.items():
+            if key == name or key.endswith("." + name):
+                try:
+                    x = float(value)  # type: ignore[arg-type]
+                except (TypeError, ValueError):
+                    continue
+                if np.isfinite(x):
+                    return x
+    return None
