@@ -285,6 +285,17 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
     return cause, _plan(run, events, checks, root, lead, setup)
 
 
+def _solved_words(run: Run) -> str:
+    """'the task is solved', or, when the reward sat at its top from the first logged steps,
+    that nothing was learned there (temperature 0.05: near-greedy samples of what the policy
+    already knew scored 1.5 from step 1, and "the task is solved" read as an achievement)."""
+    _, r = series(run, Metric.REWARD_MEAN.value)
+    if len(r) >= 10 and float(np.median(r[:5])) >= float(np.max(r)) - 0.1 * (
+            float(np.ptp(r)) or 1.0):
+        return "the reward was at its top from the first logged steps (nothing to learn there)"
+    return "the task is solved"
+
+
 def _length_paid(events: Sequence[Event], worst: Sequence[Check]) -> Event | None:
     """A length finding among the worst whose reward term pays for the length itself: the
     reward is exploited, and a gradient spike or an lr outside the recipe beside it is no
@@ -1143,7 +1154,7 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     # nothing: the setting leads (a live check at step 10 had opened "no roll-back: the run
     # came through it" at temperature 0.2, trial 43's cb_temp_low).
     text = f"{where}, with {fix}" if where else (
-        f"for the next run, {fix}; no roll-back: the task is solved" if from_start
+        f"for the next run, {fix}; no roll-back: {_solved_words(run)}" if from_start
         else f"{_SOLVED_ANYWAY}, {fix}") if solved_anyway \
         else (f"no roll-back: the held-out score kept rising through it ({kept}); from the "
               f"last checkpoint, {fix}") if kept else fix
@@ -1696,7 +1707,14 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
     sources = [*setup_first, (mode, "root_cause"), *rest]
     lr_reading = setup.get("learning_rate")
     lr_high = lr_reading is not None and lr_reading.verdict == recipe.HIGH
+    # A sampling setting at fault from the first logged step: the finding's training remedies
+    # (lr, entropy bonus, Clip-Higher, KL) treat a collapse the updates made, not one the
+    # sampler made (temperature 0.05 had them as items 2-5, trial 49).
+    sampled = lead.knob is not None and lead.knob.reading.id in _SAMPLING and (
+        root.step <= run.first_step)
     for m, kind in sources:
+        if sampled and kind == "root_cause":
+            continue
         remedies = by_mode[m].remedies
         if (m, kind) in setup_first:
             remedies = remedies[:1]
@@ -1722,6 +1740,10 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
                 twin.absorb(r, m)
     return tuple(PlanItem(str(it.remedy), tuple(it.modes), it.treats, it.setting,
                           it.remedy.rollback_step) for it in items)
+
+
+#: The recipe's sampling settings: a rollout drawn otherwise than the policy's distribution.
+_SAMPLING = frozenset({"temperature", "top_p", "top_k", "repetition_penalty"})
 
 
 def _also_outside(reading: recipe.Reading) -> str:

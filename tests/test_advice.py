@@ -2572,3 +2572,34 @@ def test_a_correctness_term_low_caps_the_groups_it_can_call_solved():
         check = diagnose(run).check("advantage_collapse")
         assert check.fired is not solved, check.summary
         assert ("allows at most 1" in check.summary) is not solved, check.summary
+
+
+def test_a_near_greedy_sampler_from_step_1_is_planned_as_a_sampler():
+    """temperature 0.05 (trial 49): the reward 1.5 from step 1, a gradient of 0 on 196 of 200
+    steps. It read "the run came through it and solved its task", planned lr, entropy bonus,
+    Clip-Higher and adaptive KL after the temperature, passed no_learning_signal with "the
+    reward still moves", and (live) called 3e-6 -> 0 nats "a catastrophic update"."""
+    n = 200
+    rng = np.random.default_rng(3)
+    reward = np.full(n, 1.5)
+    reward[[2, 27, 50, 95, 133, 179, 194]] = [1.47, 1.31, 1.44, 1.0, 1.25, 1.25, 1.25]
+    grad = np.zeros(n)
+    grad[[2, 27, 95, 133]] = [0.8, 17.9, 2.0, 1.1]
+    run = make_run(reward=reward, grad_norm=grad, entropy=np.abs(rng.normal(0, 3e-6, n)),
+                   frac_reward_zero_std=np.where(grad > 0, 0.75, 1.0),
+                   rewards__correctness_reward__mean=reward - 0.5,
+                   rewards__format_reward__mean=np.full(n, 0.5))
+    run.config.update({"temperature": 0.05, "reward_funcs": ["correctness_reward",
+                                                             "format_reward"]})
+    d = diagnose(run)
+    first = d.root_cause.first_action
+    assert first.startswith("for the next run, temperature 0.05 -> 1.0"), first
+    assert first.endswith("no roll-back: the reward was at its top from the first logged steps "
+                          "(nothing to learn there)"), first
+    assert not any("entropy coefficient" in p.action or "epsilon_high" in p.action
+                   for p in d.plan), [p.action for p in d.plan]
+    quiet = d.check("no_learning_signal")
+    assert "the reward still moves now and then" in quiet.summary, quiet.summary
+    assert "the grad norm was 0 on 196 of 200 logged steps" in quiet.summary, quiet.summary
+    early = diagnose(run.truncated(10)).check("no_learning_signal")
+    assert "catastrophic update" not in early.summary, early.summary
