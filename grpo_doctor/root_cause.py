@@ -1711,7 +1711,7 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
     # (lr, entropy bonus, Clip-Higher, KL) treat a collapse the updates made, not one the
     # sampler made (temperature 0.05 had them as items 2-5, trial 49).
     sampled = lead.knob is not None and lead.knob.reading.id in _SAMPLING and (
-        root.step <= run.first_step)
+        root.step <= (run.first_step or 0))
     for m, kind in sources:
         if sampled and kind == "root_cause":
             continue
