@@ -372,3 +372,10 @@ def test_a_damaged_store_beside_the_checkpoints_is_said_not_dropped(tmp_path):
     (folder / "mlflow.db").write_bytes(b"SQLite format 3\x00" + b"\x10\x00" + b"\x00" * 200)
     run = load_run(folder)
     assert "mlflow.db (a tracker's SQLite store that cannot be read)" in run.notes[1], run.notes
+    # With the checkpoint its only other log too (helper-57: the folder read as its
+    # checkpoint, the store unsaid).
+    (folder / "metrics.csv").unlink()
+    run = load_run(folder)
+    assert run.format == "trainer-state" and run.last_step == 200
+    assert "1 log of it found" in run.notes[0] and "the richest" not in run.notes[0], run.notes
+    assert "mlflow.db (a tracker's SQLite store that cannot be read)" in run.notes[1], run.notes

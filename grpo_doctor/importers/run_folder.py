@@ -142,6 +142,9 @@ def _holds_logs(folder: Path) -> bool:
     return any(_direct_log(f) is not None for f in files[:_MAX_PEEK])
 
 
+_DAMAGED = "a tracker's SQLite store that cannot be read"
+
+
 def layout(folder: Path) -> Layout | None:
     """The copies of the run whose folder ``folder`` is, or None when it is not one run's."""
     try:
@@ -189,7 +192,7 @@ def layout(folder: Path) -> Layout | None:
             if fmt is None:
                 # A tracker's store cut short: said among what was passed over, not dropped.
                 if path.suffix.lower() in _SQLITE and unreadable_sqlite(path, head_of(path)):
-                    passed.append((entry.name, "a tracker's SQLite store that cannot be read"))
+                    passed.append((entry.name, _DAMAGED))
                 continue
             if fmt == "tensorboard":
                 structured += 1
@@ -210,7 +213,10 @@ def layout(folder: Path) -> Layout | None:
         copies = [c for c in copies if c not in events]
         copies.append(Copy(folder, "tensorboard", "."))
         structured -= len(events) - 1
-    if len(copies) < 2 or not (has_state or structured == 1):
+    # One copy beside a store that cannot be read is still this run's folder: the store is
+    # listed as passed over (it had gone unsaid, the folder read as its checkpoint; helper-57).
+    damaged = any(why == _DAMAGED for _, why in passed)
+    if (len(copies) < 2 and not (copies and damaged)) or not (has_state or structured == 1):
         return None
     return Layout(tuple(copies), tuple(passed))
 
@@ -367,9 +373,10 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
                               cr[0].label))
     (best_copy, run), others = read[0], read[1:]
     shape = f"{run.n_steps} steps x {int(run.frame.notna().any().sum())} metrics"
-    richest = "the richest" if _known(run) else "the richest (no metric grpo-doctor knows)"
+    richest = ("" if len(found.copies) == 1 else ", the richest") + (
+        "" if _known(run) else " (no metric grpo-doctor knows)")
     notes = [f"one run's folder: {plural(len(found.copies), 'log')} of it found; read "
-             f"{best_copy.label} ({best_copy.format}, {shape}), {richest}"]
+             f"{best_copy.label} ({best_copy.format}, {shape}){richest}"]
     config: dict = {}
     apart: list[tuple[Copy, Run]] = []
     for copy, other in others:
