@@ -2548,10 +2548,20 @@ def test_a_warm_up_that_reached_its_peak_or_a_schedule_that_decays_is_no_unfinis
     for lr, finished in ((1e-4 * s / 1e4, False), (1e-4 * np.minimum(1, s / 10), True),
                          (1e-4 * (1 - s / n), True), (np.full(n, 1e-4), True)):
         run = make_run(reward=np.linspace(0.2, 0.6, n), learning_rate=lr)
-        run.config.update({"learning_rate": 1e-4, "warmup_steps": 10_000 if not finished else 10})
+        run.config.update({"learning_rate": 1e-4, "max_steps": n,
+                           "warmup_steps": 10_000 if not finished else 10})
         assert (unfinished_warmup(run) is None) is finished, lr[-3:]
     run = make_run(reward=np.linspace(0.2, 0.6, n), learning_rate=1e-4 * s / 1e4)
     assert unfinished_warmup(run) is None  # no configured lr: nothing to fall short of
+    # A run stopped (or watched) in a warm-up shorter than it: normal there.
+    run.config.update({"learning_rate": 1e-4, "warmup_steps": 500, "max_steps": 5_000})
+    assert unfinished_warmup(run) is None
+    run.config.update({"warmup_steps": 10_000})
+    assert unfinished_warmup(run) is not None
+    run.config.pop("warmup_steps")
+    assert unfinished_warmup(run) is None  # 100 of 5,000 steps logged: not the whole run
+    run.config.update({"max_steps": 100})
+    assert unfinished_warmup(run) is not None  # the whole run logged, the lr never got there
 
 
 def test_a_correctness_term_low_caps_the_groups_it_can_call_solved():

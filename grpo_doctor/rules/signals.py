@@ -751,8 +751,10 @@ _WARMUP_SHORT_OF = 0.25
 
 def unfinished_warmup(run: Run) -> UnfinishedWarmup | None:
     """The warm-up that never ended, from the logged lr: 10+ logged values, never falling,
-    ending at least 3x its first value above 0 and at most a quarter of the configured lr.
-    None otherwise (a schedule that peaked, a log without lr or config lr)."""
+    ending at least 3x its first value above 0 and at most a quarter of the configured lr, on
+    a run whose warm-up the config sets as long as the run itself (or, without that setting,
+    a log that reaches its configured last step). None otherwise: a schedule that peaked, a
+    log without lr or config lr, a run stopped or watched in its warm-up (normal there)."""
     flat = flatten(run.config) if run.config else {}
     configured = _config_number(flat, ("learning_rate", "lr", "actor_learning_rate"))
     _, lr = series(run, Metric.LEARNING_RATE.value)
@@ -762,15 +764,19 @@ def unfinished_warmup(run: Run) -> UnfinishedWarmup | None:
     falls = np.diff(lr) < -1e-3 * float(lr.max())
     if falls.any() or lr[-1] < 3 * lr[0] or lr[-1] > _WARMUP_SHORT_OF * configured:
         return None
-    steps = _config_number(flat, ("max_steps", "total_training_steps")) or float(run.last_step or 0)
-    setting = None
+    total = _config_number(flat, ("max_steps", "total_training_steps"))
+    last = float(run.last_step or 0)
+    setting, longer = None, False
     for key in ("warmup_steps", "num_warmup_steps", "lr_warmup_steps", "warmup_ratio",
                 "lr_warmup_steps_ratio"):
         value = _config_number(flat, (key,))
         if value:
             setting = f"{key} {fmt(value)}"
+            longer = value >= 1 if "ratio" in key else bool(total) and value >= (total or 0)
             break
-    return UnfinishedWarmup(float(lr[0]), float(lr[-1]), configured, setting, int(steps))
+    if not longer and not (total and last >= 0.9 * total):
+        return None
+    return UnfinishedWarmup(float(lr[0]), float(lr[-1]), configured, setting, int(total or last))
 
 
 def _config_number(flat: dict[str, object], names: tuple[str, ...]) -> float | None:
