@@ -280,6 +280,8 @@ ALIASES: list[Alias] = [
         "tools/call_frequency", "tool_call_counts/mean", "tool_calls", "tool_calls/mean",
         "tool_call_rate",
     ),
+    Alias("env/number_of_valid_search", Metric.TOOL_CALLS,
+          proxy="Search-R1's valid searches per sample (a malformed call is not counted)"),
     # Turns are not calls: a turn count is the calls plus the turns every episode has (the
     # final answer, the prompt), so a rise 0.39 -> 2.34 calls reads 1.39 -> 3.34 turns, 2.4x.
     *_aliases(
