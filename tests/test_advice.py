@@ -2608,8 +2608,18 @@ def test_a_near_greedy_sampler_from_step_1_is_planned_as_a_sampler():
                           "(nothing to learn there)"), first
     assert not any("entropy coefficient" in p.action or "epsilon_high" in p.action
                    for p in d.plan), [p.action for p in d.plan]
-    quiet = d.check("no_learning_signal")
-    assert "the reward still moves now and then" in quiet.summary, quiet.summary
-    assert "the grad norm was 0 on 196 of 200 logged steps" in quiet.summary, quiet.summary
+    # Dead all run but for a lucky group now and then: not "the reward still moves" (a live
+    # alert had cleared on it at step 190, helper-60).
+    dead = d.check("no_learning_signal")
+    assert dead.status == "warning" and dead.onset_step == 1, dead.summary
+    assert "grad norm 0 on 196 of them (it moved on 7 of 200 logged points)" in dead.summary
+    assert dead.summary.endswith("solved before training began"), dead.summary
+    # Live on a fifth of its steps: no dead stretch, said as the log shows it.
+    often = grad.copy()
+    often[::5] = 0.5
+    quiet = diagnose(make_run(reward=np.where(often > 0, 1.25, 1.5), grad_norm=often)
+                     ).check("no_learning_signal")
+    assert quiet.status == "ok" and "the grad norm was 0 on 157 of 200 logged steps" in (
+        quiet.summary) and "the reward still moves now and then" in quiet.summary, quiet.summary
     early = diagnose(run.truncated(10)).check("no_learning_signal")
     assert "catastrophic update" not in early.summary, early.summary

@@ -493,8 +493,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         evidence["score_late"] = round(reach[0], 4)
         remedies.remove(dynamic)
         if late < p["critical_fraction"]:
-            level = (f"at most {fmt(reach[2])} of 1" if reach[0] >= reach[2] else
-                     f"{fmt(reach[0])} of 1, never above {fmt(reach[2])}")
+            # Its best is a 5-step median: single steps go higher (0.625 once beside "never
+            # above 0.25" read as a contradiction, helper-60).
+            level = (f"at most {fmt(reach[2])} of 1 over any 5 logged steps" if reach[0] >= reach[2]
+                     else f"{fmt(reach[0])} of 1, at best {fmt(reach[2])} over 5 logged steps")
             remedies.insert(0, f"{'most' if most else 'the'} prompts are out of reach "
                             f"({reach[1]} is {level}: the equal groups are all-wrong ones): "
                             "easier prompts or a lower curriculum level, partial credit, or an "
@@ -502,7 +504,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         elif reach[2] >= 0.5:
             # It solved these prompts before: the policy broke, the prompts did not get harder.
             remedies.insert(0, f"nearly every group all wrong since the policy broke ({reach[1]} "
-                            f"{fmt(reach[0])} of 1 late in the run, {fmt(reach[2])} at its best): "
+                            f"{fmt(reach[0])} of 1 late in the run, {fmt(reach[2])} at its best "
+                            "over 5 logged steps): "
                             "fix what broke it (the root cause) and go back to a checkpoint "
                             "from before; dynamic sampling would drop most of the batch")
         else:

@@ -188,8 +188,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        remedies=_remedies(run), key_metric=REWARD)
     if (reward.improving or sparse_improving(run, REWARD)) and (not task or improving):
         # Means where the medians tie: a sparse reward (0 on most steps) that pays more often
-        # late than early had read "improved (0 -> 0)".
-        return Outcome(Status.OK, f"the reward improved ({_ends(run, REWARD, start, now)})",
+        # late than early had read "improved (0 -> 0)". With the task's own signals that
+        # improved named: the reward's own ends may be within its noise.
+        ends = {n: head_tail(series(run, signals[n])[1], frac=0.2) for n in improving}
+        how = "".join(f", {n} {_ends(run, signals[n], *ends[n])}" for n in improving)
+        return Outcome(Status.OK, f"the reward improved ({_ends(run, REWARD, start, now)}{how})",
                        evidence=evidence, key_metric=REWARD)
     if improving:
         return Outcome(Status.OK, f"the task improved ({', '.join(improving)})",
@@ -438,8 +441,9 @@ def _climb(v: np.ndarray, margin: float) -> tuple[float, float] | None:
     peak = float(smooth.max())
     gain = peak - first
     # On a 0-1 score the climb must be learning by its size too: a held-out score of 0 that
-    # touched 0.005 once "learned, then lost it" on a run that never solved a prompt.
-    material = gain >= _MATERIAL_GAIN if v.min() >= 0 and v.max() <= 1 else True
+    # touched 0.005 once "learned, then lost it" on a run that never solved a prompt; nor
+    # is a 5-step median of 0.094 (3 of 32 right) on a task out of reach (helper-60).
+    material = gain >= 2 * _MATERIAL_GAIN if v.min() >= 0 and v.max() <= 1 else True
     if gain >= margin * (float(np.ptp(smooth)) or 1e-12) and gain >= 6 * step_noise(v) \
             and material:
         return first, peak
@@ -593,7 +597,10 @@ def _material(run: Run, column: str) -> bool:
         return True
     k = max(2, len(v) // 5)
     early, late = float(np.mean(v[:k])), float(np.mean(v[-k:]))
-    return late - early >= _MATERIAL_GAIN or late >= _MATERIAL_RATIO * early + 0.01
+    # The ratio only off the floor: 0.012 -> 0.034 of 1 on a task out of reach is 3x and no
+    # learning (a live no_progress cleared on it, "the reward improved", helper-60).
+    return late - early >= _MATERIAL_GAIN or (
+        late >= _MATERIAL_RATIO * early + 0.01 and late >= _MATERIAL_GAIN)
 
 
 def _ends(run: Run, column: str, start: float, end: float) -> str:
