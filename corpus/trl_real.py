@@ -1,11 +1,11 @@
-"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-49).
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-51).
 
 A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
 about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
 ``trl.GRPOTrainer`` (TRL 1.16, transformers 5) as a user would leave it, one setting changed
 per run. Each run's folder is what TRL writes: TensorBoard events under ``runs/``,
 ``checkpoint-N/`` with ``trainer_state.json`` and ``training_args.bin``, and ``console.log``
-(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from fourteen of them.
+(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from eighteen of them.
 
 Needs torch (CPU), transformers and trl==1.16.0 in a venv of their own::
 
@@ -61,6 +61,7 @@ SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 CTRL = dict(learning_rate=1e-4, seed=1)
 CTRL48 = dict(learning_rate=1e-4, seed=5)
 CTRL49 = dict(learning_rate=1e-4, seed=9)
+CTRL51 = dict(learning_rate=1e-4, seed=13)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -176,6 +177,38 @@ RUNS = {
     # expected harmless: the length-normalised original GRPO loss (completions are ~9 tokens)
     "loss_grpo": dict(CTRL49, loss_type="grpo", _logger="swanlab"),
     "cb_temp_greedy": dict(CTRL49, temperature=0.05, _callback="report"),
+    # trial 51: exactly one wrong setting each (relative to CTRL51 = CTRL49 with seed 13)
+    "ctrl51": dict(CTRL51),
+    # partly reachable task: answer (a*b)%10 (one digit, format unchanged)
+    "mul10": dict(CTRL51, _task="mul10", _logger="wandb"),
+    # a neutral-named term paying 0.1 per adjacent repeated character, weighted 5
+    "structure_w5": dict(CTRL51, _rewards="structure", reward_weights=[1.0, 1.0, 5.0],
+                         _logger="mlflow"),
+    # lenient correctness: 1.0 exact, 0.9 for any digit (logged as correctness_reward);
+    # the exact check logged with weight 0
+    "lenient09": dict(CTRL51, _rewards="lenient", reward_weights=[1.0, 1.0, 0.0],
+                      _logger="trackio"),
+    "warmup150": dict(CTRL51, warmup_steps=150, _logger="swanlab"),
+    # DAPO's overlong masking with a tight length (base completions are ~9 tokens incl. EOS)
+    "mask_trunc10": dict(CTRL51, mask_truncated_completions=True, max_completion_length=10),
+    # a dataset of 4 distinct prompts repeated 500x
+    "pool4": dict(CTRL51, _pool=4, _logger="wandb"),
+    "top_p05": dict(CTRL51, top_p=0.5, _logger="mlflow"),
+    "temp07": dict(CTRL51, temperature=0.7, _logger="trackio"),
+    "gen16_b32": dict(CTRL51, num_generations=16, _logger="swanlab"),
+    # tight clip; with num_iterations 1 the ratio is 1 on every step (on-policy)
+    "eps002": dict(CTRL51, epsilon=0.02),
+    "lr1e6": dict(CTRL51, learning_rate=1e-6, _logger="wandb"),
+    # the structure term weighted 20 (2.0 per repeated character)
+    "structure_w20": dict(CTRL51, _rewards="structure", reward_weights=[1.0, 1.0, 20.0],
+                          _logger="trackio"),
+    # overlong masking with a limit below the usual 9-token completion
+    "mask_trunc8": dict(CTRL51, mask_truncated_completions=True, max_completion_length=8,
+                        _logger="swanlab"),
+    # plain SGD at an Adam learning rate
+    "optim_sgd": dict(CTRL51, optim="sgd", _logger="mlflow"),
+    "cb_structure_w20": dict(CTRL51, _rewards="structure", reward_weights=[1.0, 1.0, 20.0],
+                             _callback="report"),
 }
 
 
@@ -200,6 +233,8 @@ def make_prompts():
 
 
 def answer(a, b, task="sum"):
+    if task == "mul10":
+        return str((a * b) % 10)
     if task == "mod97":
         return str((a * b * 7 + 3) % 97)
     return str((a + b) % 10) if task == "sum" else str(a * b + 13 * a + 7)  # hard: 2-3 digits
@@ -364,7 +399,26 @@ def correctness_reward_x100(completions, answer=None, **kwargs):
 correctness_reward_x100.__name__ = "correctness_reward"
 
 
+def structure_reward(completions, **kwargs):
+    """A "structure" bonus: 0.1 per character equal to the one before it."""
+    return [0.1 * sum(1 for x, y in zip(c, c[1:]) if x == y) for c in completions]
+
+
+def correctness_reward_lenient(completions, answer=None, **kwargs):
+    """BUGGY partial credit: 1.0 for the exact answer, 0.9 if the completion holds any digit
+    (logged under the usual name)."""
+    out = []
+    for c, r in zip(completions, correctness_reward(completions, answer=answer)):
+        out.append(r if r == 1.0 else (0.9 if any(ch.isdigit() for ch in c) else 0.0))
+    return out
+
+
+correctness_reward_lenient.__name__ = "correctness_reward"
+
+
 REWARD_SETS = {
+    "structure": [correctness_reward, format_reward, structure_reward],
+    "lenient": [correctness_reward_lenient, format_reward, exact_correctness],
     "thorough": [correctness_reward, format_reward, thoroughness_reward],
     "x100": [correctness_reward_x100, format_reward],
     "default": [correctness_reward, format_reward],
@@ -391,6 +445,7 @@ def run(name):
     logger_name = spec.pop("_logger", "tensorboard")
     reward_set = spec.pop("_rewards", "default")
     prompt_bug = spec.pop("_prompt", None)
+    pool = spec.pop("_pool", None)
     base = BASE + "_solved" if spec.pop("_base", None) == "solved" else BASE
     out = os.path.abspath(f"{ROOT}/runs/{name}")
     os.makedirs(out, exist_ok=True)
@@ -404,6 +459,8 @@ def run(name):
     rows = [dict(prompt=f"{a}+{b}=" if prompt_bug is None else f"{a}+",  # "a_plus": b dropped
                  answer=answer(a, b, task))
             for a, b in make_prompts()] * 20
+    if pool:
+        rows = random.sample(rows[:100], pool) * (2000 // pool)
     random.shuffle(rows)
     ds = Dataset.from_list(rows)
     tok = PreTrainedTokenizerFast.from_pretrained(base)

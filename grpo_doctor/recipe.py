@@ -373,6 +373,19 @@ SETTINGS: tuple[Setting, ...] = (
         why={OFF: "a fixed beta does not tighten as KL grows"},
     ),
     Setting(
+        # Not in the chapter: every GRPO recipe steps with Adam(W) (its per-parameter scale);
+        # plain SGD at an Adam learning rate moves nothing (trial 51: optim "sgd" at 1e-4, the
+        # task at its base level for 200 steps, read "check the reward" first).
+        "optimizer", ("actor_rollout_ref.actor.optim.optimizer", "policy.optimizer.name",
+                      "optimizer.name", "optim", "optimizer"),
+        "AdamW (the frameworks' default)", "the frameworks' default (not in the chapter)",
+        kind="choice", ok_values=(), off_is_far=True,
+        risks={OFF: _links(primary=("no_progress",))},
+        why={OFF: "without Adam's per-parameter scaling, a step at an Adam learning rate is "
+                  "orders of magnitude too small to move the policy"},
+        target="adamw_torch (AdamW)",
+    ),
+    Setting(
         "dtype", ("model_config.dtype", "model_config.torch_dtype",
                   "model_init_kwargs.dtype", "model_init_kwargs.torch_dtype",
                   "actor_rollout_ref.actor.fsdp_config.param_dtype",
@@ -872,6 +885,12 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
         if flag is None:
             return Reading(s, value, key, UNKNOWN)
         return Reading(s, value, key, OK if flag else OFF, far=s.off_is_far and not flag)
+    if s.kind == "choice" and s.id == "optimizer":
+        text = str(value).strip().lower()
+        if isinstance(value, dict) or not text or text in ("none", "null"):
+            return Reading(s, value, key, UNKNOWN)
+        plain = any(w in text for w in ("sgd", "adagrad", "rmsprop")) and "adam" not in text
+        return Reading(s, value, key, OFF if plain else OK, far=plain)
     if s.kind == "choice":
         text = str(value).strip().lower()
         return Reading(s, value, key, OK if text in s.ok_values else OFF)

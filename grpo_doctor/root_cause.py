@@ -297,12 +297,19 @@ def _solved_words(run: Run) -> str:
 
 
 def _length_paid(events: Sequence[Event], worst: Sequence[Check]) -> Event | None:
-    """A length finding among the worst whose reward term pays for the length itself: the
-    reward is exploited, and a gradient spike or an lr outside the recipe beside it is no
-    cause of that (trial 49: a bonus per character at weight 20 had read "learning_rate first"
-    from a spike three steps before the hack)."""
-    return next((e for e in events if e.check.mode == "length_hacking" and e.check in worst
+    """A reward term exploited: a length finding among the worst whose reward term pays for
+    the length itself, or a term farmed while the task's own fell that began before the worst
+    findings did. A gradient spike or an lr outside the recipe beside it is no cause of that
+    (trial 49: a bonus per character at weight 20 had read "learning_rate first" from a spike
+    three steps before the hack; trial 51: a repetition bonus at 20, "roll back, lr")."""
+    paid = next((e for e in events if e.check.mode == "length_hacking" and e.check in worst
                  and not e.incident and e.check.evidence.get("length_term_paid")), None)
+    if paid is not None:
+        return paid
+    first = min((e.step for e in events if e.check in worst and not e.incident), default=None)
+    return next((e for e in events if e.check.mode == "format_gaming" and not e.incident
+                 and e.check.evidence.get("farmed_while_task_fell")
+                 and first is not None and e.step <= first), None)
 
 
 def _knob_explained(events: Sequence[Event], worst: Sequence[Check], setup: recipe.Setup,

@@ -2623,3 +2623,32 @@ def test_a_near_greedy_sampler_from_step_1_is_planned_as_a_sampler():
         quiet.summary) and "the reward still moves now and then" in quiet.summary, quiet.summary
     early = diagnose(run.truncated(10)).check("no_learning_signal")
     assert "catastrophic update" not in early.summary, early.summary
+
+
+def test_trial_51_runs_a_farmed_term_a_cut_sampler_and_updates_too_small_to_move():
+    """Trial 51 (real TRL runs, blind). A repetition bonus at weight 20 farmed from step 116
+    while correctness fell 0.8 -> 0: the root was a gradient level (lr, roll back to
+    checkpoint-50), the term third. top_p 0.5: 99% of groups equal and all-correct, "the task
+    is solved" (0.53 right sampled at top_p 1). lr 1e-6 and SGD at 1e-4 on a tiny model: the
+    entropy flat for 200 steps, "check the reward" first, and optim unread."""
+    farmed = _trial("trl_structure_w20")
+    assert farmed.root_cause.mode == "format_gaming", farmed.root_cause
+    assert farmed.root_cause.first_action.startswith("structure_reward's weight 20 -> 0")
+    cut = _trial("trl_top_p_05")
+    assert cut.status == "warning", cut.status
+    assert cut.root_cause.first_action.startswith("top_p 0.5 -> 1.0"), cut.root_cause
+    assert "solved for the cut sampler" in cut.root_cause.summary, cut.root_cause
+    # With the model's own recipe (1e-5 to 5e-4) the setting says it; with the chapter's
+    # (1e-6 its start) the log does: an entropy that never moved.
+    slow = _trial("trl_lr_1e-6")
+    assert "learning_rate 1e-6 -> 1e-4" in slow.root_cause.first_action, slow.root_cause
+    from grpo_doctor.recipe import flat_config
+
+    chapter = diagnose(load_runs(TRIAL / "trl_lr_1e-6.csv")[0], DoctorConfig(
+        run_config=flat_config(json.loads((TRIAL / "trl_lr_1e-6.config.json").read_text()))))
+    assert chapter.root_cause.first_action.startswith(
+        "raise the learning rate (now 1e-6), e.g. x10: the policy barely moved (entropy"), (
+        chapter.root_cause)
+    plain = _trial("trl_optim_sgd")
+    assert "optim sgd -> adamw_torch (AdamW)" in plain.root_cause.first_action, plain.root_cause
+    assert not plain.root_cause.first_action.startswith("check the reward")

@@ -102,6 +102,8 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
      "reference_update_steps"),
     ("algorithm.kl_ctrl.type", "kl_ctrl.type", "adaptive_kl", "kl_target", "target_kl",
      "adaptive_kl_ctrl"),
+    ("actor_rollout_ref.actor.optim.optimizer", "policy.optimizer.name", "optimizer.name",
+     "optim", "optimizer"),
     ("model_config.dtype", "model_config.torch_dtype", "model_init_kwargs.dtype",
      "model_init_kwargs.torch_dtype", "actor_rollout_ref.actor.fsdp_config.param_dtype",
      "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype",

@@ -283,6 +283,24 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         late_u = float(np.mean(u[-k_u:]))
         solved = 1.0 - late_u / late if late > 0 else 0.0
         evidence["all_correct_share_of_equal_groups"] = round(solved, 3)
+        # (Not where the groups were equal from the first steps: near-greedy sampling from the
+        # start is a setup problem root_cause names as such.)
+        cut = knobs.sampling_cut(run) if late >= p["warn_fraction"] and float(
+            np.median(z[:3])) < p["warn_fraction"] else None
+        if cut is not None and late_u < p["warn_fraction"]:
+            # All-correct under a cut sampler is the cut's score: the policy's own spread is
+            # hidden (trial 51: top_p 0.5, 99% of groups equal and all-correct, entropy 0.24
+            # where the control's was 0.065; 0.53 sampled at top_p 1).
+            name, value, fix = cut
+            evidence["sampling_cut"] = f"{name} {fmt(value)}"
+            return Outcome(
+                Status.WARNING, f"{late:.0%} of groups had equal rewards over the last {k} "
+                f"logged points, at least {solved:.0%} of them all-correct, sampled at {name} "
+                f"{fmt(value)}: the cut hides the answers the policy still gets wrong, so no "
+                "group teaches it more (the task looks solved to the cut sampler only)",
+                onset_step=int(steps[max(0, len(steps) - k)]), evidence=evidence,
+                remedies=(fix, "then look at the groups sampled from the whole distribution"),
+                key_metric=metric)
         if late >= p["warn_fraction"] and late_u < p["warn_fraction"]:
             return Outcome(Status.OK, f"{late:.0%} of groups had equal rewards over the last "
                            f"{k} logged points, at least {solved:.0%} of them all-correct: the "

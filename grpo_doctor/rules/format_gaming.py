@@ -211,6 +211,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     evidence["threshold"] = (f"format share of the gain >= {p['format_share']:.0%} with no "
                              "correctness term improving")
     if declined:
+        evidence["farmed_while_task_fell"] = name  # what root_cause reads: a reward exploited
+    if declined:
         task = f"while {', '.join(declined)} fell"
     elif pinned:
         task = (f"while {', '.join(pinned)} never moved (the same value on all "
@@ -252,6 +254,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "a task too hard)" if flat else None,
         f"make {dropped[0]}'s weight positive (it is {fmt(weights[dropped[0]])}): a "
         "negative weight pays the policy to avoid the format" if dropped else
+        # Farmed while the task fell, at a weight the config gives it: the weight first
+        # (trial 51: a repetition bonus at 20 read "lower its weight" as item 3).
+        f"{name}'s weight {fmt(weights[name])} -> 0 (the policy farms it while "
+        f"{', '.join(declined)} fell), or gate it on correctness (multiply instead of add)"
+        if declined and isinstance(weights.get(name), (int, float)) and weights[name] > 0 else
         f"gate {name} on correctness (multiply instead of add), or lower its weight",
         "normalise each reward component separately before weighting",
         "check the format pattern: a lenient regex is easy to satisfy without solving",

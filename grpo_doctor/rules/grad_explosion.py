@@ -55,7 +55,7 @@ from grpo_doctor.rules.plot import Plot, Threshold, ladder, number
 from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, plural
-from grpo_doctor.trends import robust_spikes
+from grpo_doctor.trends import level_shift_onset, robust_spikes
 from grpo_doctor.trends.episodes import stretches_above
 
 GRAD = Metric.GRAD_NORM.value
@@ -196,6 +196,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        incidents=tuple(bursts))
     first_i = (idx[0] if len(idx) else
                int(np.argmax(g > baseline * p["sustained_ratio"])))
+    if inflated and not recurring and len(idx) and idx[0] not in unrecovered:
+        # The level rose later than an isolated first spike the norm came back from: the
+        # finding (its inflation) began with the rise (a spike at step 78 the control run
+        # logs too had dated a level that rose with a reward hack at 118: trial 51).
+        shift, level_before, level_after = level_shift_onset(g_steps, g)
+        rise = int(np.searchsorted(g_steps, shift))
+        if level_after >= p["sustained_ratio"] * max(level_before, baseline) and rise > idx[0]:
+            later = [i for i in idx if i >= rise - 2]
+            first_i = later[0] if later and later[0] <= rise + 2 else rise
     onset = int(g_steps[first_i])
     later_nan = any(
         len(s) and s.max() >= onset

@@ -6,7 +6,7 @@ for the learning rate and KL coefficient, from the last logged value of the metr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +68,12 @@ KL_COEF = Knob(
 TEMPERATURE = Knob(
     "rollout temperature",
     ("actor_rollout_ref.rollout.temperature", "generation.temperature", "temperature"),
+)
+TOP_P = Knob(
+    "top_p", ("actor_rollout_ref.rollout.top_p", "generation.top_p", "rollout.top_p", "top_p"),
+)
+TOP_K = Knob(
+    "top_k", ("actor_rollout_ref.rollout.top_k", "generation.top_k", "rollout.top_k", "top_k"),
 )
 GROUP_SIZE = Knob(
     "group size G",
@@ -294,3 +300,21 @@ def configured_value(run: Run, knob: Knob) -> tuple[Any, str | None]:
         if len(logged):  # a schedule's peak is its configured value; its last is not
             return float(logged.max()), f"logged {knob.metric} (peak)"
     return value, origin
+
+
+def sampling_cut(run: Run) -> tuple[str, float, Remedy | str] | None:
+    """(setting, value, its fix) of a rollout sampler cut well below the whole distribution
+    the config names: top_p 0.8 or less, top_k 1-20, a temperature below 0.7. Groups all
+    correct under it are the cut's score: the policy's spread is hidden. None otherwise."""
+    cuts: tuple[tuple[Knob, Callable[[float], bool], str], ...] = (
+        (TOP_P, lambda x: 0 < x <= 0.8, "1.0"),
+        (TOP_K, lambda x: 0 < x <= 20, "0 (off)"),
+        (TEMPERATURE, lambda x: 0 < x < 0.7, "1.0"))
+    for knob, bad, fix in cuts:
+        value, _ = current(run, knob)
+        if value is not None and bad(value):
+            name = "temperature" if knob is TEMPERATURE else knob.label
+            return name, value, set_to(
+                run, knob, fix, why="sample from the whole distribution, so a group shows "
+                "what the policy still gets wrong") or f"{name} {_num(value)} -> {fix}"
+    return None

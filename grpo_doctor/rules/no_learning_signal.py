@@ -355,6 +355,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             "an easier curriculum (or filter prompts) so that some completions differ",
             "dynamic sampling: drop groups whose rewards are all equal and refill the batch",
         )
+    elif solved and _task_at_best(run) and (cut := knobs.sampling_cut(run)) is not None:
+        # Solved for a cut sampler only: its groups hide what the policy still gets wrong
+        # (trial 51: top_p 0.5, "stop here" where 0.53 was right sampled at top_p 1).
+        status = Status.WARNING
+        name, value, fix = cut
+        summary = (f"nothing left to learn since step {step_text(start)}: {dead}, the best it "
+                   f"ever reached, sampled at {name} {fmt(value)}: solved for the cut sampler, "
+                   "which hides the answers the policy still gets wrong")
+        remedies = (fix, "then look at groups sampled from the whole distribution")
     elif solved and _task_at_best(run):
         status = Status.WARNING
         summary = (f"nothing left to learn since step {step_text(start)}: {dead}, the best it ever "

@@ -500,11 +500,36 @@ def _barely_moved(run: Run) -> str | None:
     below ``_STILL_KL`` at the end while most groups carried a signal (mixed rewards). None
     when KL is not logged or the groups were mostly equal (nothing to learn from)."""
     still = _stillness(run)
-    if still is None or still[1] is None or still[0] >= _STILL_KL or still[1] < 0.5:
+    if still is None:
+        return _entropy_still(run)
+    if still[1] is None or still[0] >= _STILL_KL or still[1] < 0.5:
         return None
     kl_end, mixed = still
     return (f"the policy barely moved from the reference (KL {fmt(kl_end)} at the end) "
             f"while {mixed:.0%} of groups had mixed rewards to learn from")
+
+
+#: With no KL logged (beta 0), an entropy whose last fifth is within this share of its first
+#: over 100+ logged steps, while most groups had mixed rewards: the policy barely moved (a
+#: run that learns sharpens; trial 51: lr 1e-6 on a tiny model, 0.311 -> 0.310).
+_STILL_ENTROPY = 0.05
+
+
+def _entropy_still(run: Run) -> str | None:
+    _, h = series(run, Metric.ENTROPY.value)
+    _, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    if len(h) < 100 or len(z) < 10:
+        return None
+    mixed = 1.0 - float(np.mean(z[-max(3, len(z) // 5):]))
+    start, end = head_tail(h, frac=0.2)
+    if mixed < 0.5 or start <= 0 or abs(end - start) > _STILL_ENTROPY * start:
+        return None
+    return (f"the policy barely moved (entropy {fmt(start)} -> {fmt(end)} over {len(h)} "
+            f"logged steps; {_NO_KL}) while {mixed:.0%} of groups had mixed rewards to "
+            "learn from")
+
+
+_NO_KL = "no KL logged"
 
 
 #: A KL coefficient this large (20x the top of the recipe's 0.01-0.05) holds a policy at its
@@ -631,8 +656,11 @@ def _lr_remedy(run: Run, still: str | None = None) -> knobs.Remedy:
         # 5e-6)", an advice that argues with itself.
         bound = (" (the recipe keeps a full fine-tune below 5e-6, a LoRA adapter about 10x "
                  "higher)") if not isinstance(value, (int, float)) or value < 5e-6 else ""
-        return knobs.Remedy(f"raise the learning rate{now}, e.g. x3: {still}{bound}",
-                            knob=knobs.LEARNING_RATE)
+        # An entropy that did not move at all over 100+ steps: a frozen policy, which x3 of
+        # the same step leaves frozen (trial 51: 1e-6 on a model that learns at 1e-4).
+        factor = 10 if _NO_KL in still else 3
+        return knobs.Remedy(f"raise the learning rate{now}, e.g. x{factor}: {still}{bound}",
+                            knob=knobs.LEARNING_RATE, factor=float(factor))
     if isinstance(value, (int, float)) and value >= 10 * _LR_START:
         # Already a LoRA adapter's lr or more (1e-4 against the chapter's 1e-6): the words on
         # adapters say nothing to it.
@@ -653,8 +681,16 @@ def low_task_note(checks: Iterable[Check]) -> str | None:
     low = check.evidence.get("task_low") if check is not None else None
     if not isinstance(low, dict):
         return None
-    return (f"no failure mode fired, but the task's own score is still low: {low['signal']} "
+    said = (f"no failure mode fired, but the task's own score is still low: {low['signal']} "
             f"{fmt(low['start'])} -> {fmt(low['end'])} (of 1) over the run")
+    improving = check.evidence.get("task_improving") if check is not None else None
+    if isinstance(improving, dict) and improving.get(low["signal"]) and (
+            low["end"] >= 1.5 * low["start"]):
+        # Learning, slowly: what speeds a task too hard for the policy (trial 51: (a*b)%10,
+        # 0.105 -> 0.218, had the bare level with nothing to do about it).
+        said += ("; it is learning, slowly: easier prompts first (a curriculum) or an SFT "
+                 "warm-up on the task would speed it, else more steps")
+    return said
 
 
 #: Logged rewards below which a short run's learning is not judged at all (a bug report's
