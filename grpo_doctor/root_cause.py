@@ -306,10 +306,13 @@ def _length_paid(events: Sequence[Event], worst: Sequence[Check]) -> Event | Non
                  and not e.incident and e.check.evidence.get("length_term_paid")), None)
     if paid is not None:
         return paid
-    first = min((e.step for e in events if e.check in worst and not e.incident), default=None)
+    # Before anything that breaks a policy (a gradient blow-up at step 5 could be what the
+    # task lost to); a sharpening entropy from step 1 is no such thing.
+    first = min((e.step for e in events if e.check.status is Status.CRITICAL
+                 and e.check.mode in _DESTRUCTIVE and not e.incident), default=None)
     return next((e for e in events if e.check.mode == "format_gaming" and not e.incident
                  and e.check.evidence.get("farmed_while_task_fell")
-                 and first is not None and e.step <= first), None)
+                 and (first is None or e.step <= first)), None)
 
 
 def _knob_explained(events: Sequence[Event], worst: Sequence[Check], setup: recipe.Setup,

@@ -354,3 +354,23 @@ def test_watch_on_a_failing_real_run_does_not_flap(path: str) -> None:
                 assert alert.last_seen_step is not None
                 seen = int(np.searchsorted(run.steps, alert.last_seen_step)) + 1
                 assert points - seen >= CLEAR_AFTER
+
+
+def test_a_farmed_term_is_named_live_from_the_poll_its_task_fell() -> None:
+    """Trial 51's repetition bonus at weight 20, checked every 10 steps: from step 130 the
+    live advice had been "restart from the initial model, learning_rate ..." (an entropy
+    sharpening from step 1 as the root), the task term's fall 0.9 -> 0 read as "did not
+    improve (0.484 the median of the first and of the last fifth)"."""
+    from dataclasses import replace
+
+    from grpo_doctor.recipe import flat_config
+    from tests.test_advice import TINY_RECIPE, TRIAL
+
+    run = load_runs(TRIAL / "trl_structure_w20.csv")[0]
+    cfg = flat_config(json.loads((TRIAL / "trl_structure_w20.config.json").read_text()))
+    alerts, _ = replay(Monitor(Settings(recipe=TINY_RECIPE)), replace(run, config=cfg), every=10)
+    late = [a for p, a in alerts if a.step is not None and a.step >= 130 and a.first_action]
+    assert late and all(a.first_action.startswith("structure_reward's weight 20 -> 0")
+                        for a in late), [(a.step, a.first_action[:60]) for a in late]
+    gamed = next(a for _, a in alerts if a.mode == "format_gaming")
+    assert "while correctness_reward fell" in gamed.summary, gamed.summary

@@ -46,6 +46,7 @@ from grpo_doctor.text import fmt
 from grpo_doctor.trends import (
     TrendTest,
     mann_kendall,
+    rolling_median,
     shift_stands_out,
     step_noise,
     trend_onset,
@@ -69,6 +70,20 @@ def _gain(run: Run, col: str, head: float = 0.2) -> tuple[float, float, TrendTes
     steps, v = series(run, col)
     a, b = head_tail(v, frac=0.2, head_frac=head)
     return b - a, float(np.ptp(v)) or 1e-12, mann_kendall(steps, v)
+
+
+def _fell_from_best(run: Run, col: str) -> bool:
+    """A task term that climbed to 0.5 or more (its best 5-step median, before the log's last
+    fifth) and now sits at 60% of that or less: it fell, however its first fifth compares (a
+    live check at step 130 had read 0.97 -> 0.41 as "did not improve (0.484 first and last
+    fifth)", trial 51)."""
+    _, v = series(run, col)
+    if len(v) < 20:
+        return False
+    smooth = rolling_median(v, 5)
+    cut = len(v) - len(v) // 5
+    best = float(smooth[:cut].max())
+    return best >= 0.5 and float(np.mean(v[-5:])) <= 0.6 * best
 
 
 #: The head a gain is measured from when a correctness term fell: the first 5% of the log (at
@@ -161,9 +176,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     fmt_cols, cor_cols = _format_and_correctness(run)
     total = Metric.REWARD_MEAN.value
     cor = {n: _gain(run, c) for n, c in cor_cols.items()}
-    improved = [n for n, (g, rng, t) in cor.items() if (g > 0 and t.increasing(0.05))
-                or g > 0.1 * rng or sparse_improving(run, cor_cols[n])]
-    declined = [n for n, (g, rng, t) in cor.items() if g < 0 and t.decreasing(0.01)]
+    fell = {n for n, c in cor_cols.items() if _fell_from_best(run, c)}
+    improved = [n for n, (g, rng, t) in cor.items() if n not in fell and (
+        (g > 0 and t.increasing(0.05)) or g > 0.1 * rng or sparse_improving(run, cor_cols[n]))]
+    declined = [n for n, (g, rng, t) in cor.items() if (g < 0 and t.decreasing(0.01))
+                or n in fell]
     head = _EARLY_HEAD if declined and not improved else 0.2
     if run.has(total):
         total_gain, total_range, _ = _gain(run, total, head)
