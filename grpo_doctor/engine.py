@@ -28,7 +28,12 @@ from grpo_doctor.rules import Outcome, Rule, Skip, knobs
 from grpo_doctor.rules.base import ONSET
 from grpo_doctor.rules.incidents import without_ongoing
 from grpo_doctor.rules.points import series
-from grpo_doctor.rules.signals import format_outweighs, heldout_gap, unfinished_warmup
+from grpo_doctor.rules.signals import (
+    format_outweighs,
+    heldout_gap,
+    task_solved,
+    unfinished_warmup,
+)
 from grpo_doctor.run_settings import with_run_settings
 from grpo_doctor.signs import signs
 from grpo_doctor.store import Run
@@ -357,7 +362,8 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     jumped = lr_jump_note(run, said)
     blind = _no_config_note(run, cause)
     clipped = always_clipped_note(run, setup)
-    settings = recipe.notes(setup, checks, idle_settings(run, setup), said)
+    settings = recipe.notes(setup, checks, idle_settings(run, setup), said,
+                            proven=("learning_rate",) if quiet and _learned(run, checks) else ())
     first: list[str] = []
     warmup = unfinished_warmup(run)
     if warmup is not None and quiet:
@@ -395,6 +401,19 @@ def _format_weight_note(run: Run, said: str) -> str | None:
     return (f"the config weighs {form} at {fmt(form_weight)}, above {answer} at "
             f"{fmt(answer_weight)}: the reward pays the form more than a right answer, what "
             f"format gaming grows from; for the next run, weigh {answer} at least as high")
+
+
+def _learned(run: Run, checks: Sequence[Check]) -> bool:
+    """The run learned its task: solved by the end, or its own score up materially
+    (no_progress's reading; slowly counts: a run learning slowly told to cut its lr 40x had
+    read against the note that it was learning, trial 51)."""
+    if task_solved(run):
+        return True
+    progress = next((c for c in checks if c.mode == "no_progress"), None)
+    if progress is None or progress.status is not Status.OK:
+        return False
+    improving = progress.evidence.get("task_improving")
+    return isinstance(improving, dict) and any(improving.values())
 
 
 def _weight_fix(run: Run) -> str | None:

@@ -359,6 +359,18 @@ SETTINGS: tuple[Setting, ...] = (
         target="1e-8",
     ),
     Setting(
+        # Not in the chapter: Adam's second-moment decay. Far below 0.999 its running scale
+        # follows each batch, and one with a large gradient takes a step of about lr, not a
+        # damped one (trial 52: 0.5, a spike of 13 read as "the lr", never as this).
+        "adam_beta2", ("actor_rollout_ref.actor.optim.betas.1", "adam_beta2", "beta2"),
+        "0.999 (the optimizers' default; 0.95-0.999)", "the frameworks' default (not in the "
+        "chapter)", low=0.95, far=1.5,
+        risks={LOW: _links(primary=("grad_explosion",), contributing=(CATASTROPHIC_UPDATE,))},
+        why={LOW: "a short second-moment memory follows each batch's gradient: a large one "
+                  "is not damped, and the step it takes is about the lr itself"},
+        target="0.999",
+    ),
+    Setting(
         "ref_model_sync_steps", ("actor_rollout_ref.ref.update_steps", "ref_update_steps",
                                  "ref_model_sync_steps", "reference_update_steps"),
         "every 5,000 steps", "chapter 3 (KL drift), 8.4", kind="number", note_only=True,
@@ -984,8 +996,8 @@ def next_run_settings(notes: Iterable[str]) -> tuple[str, str] | None:
     return None
 
 
-def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: str = ""
-          ) -> tuple[str, ...]:
+def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: str = "",
+          proven: Iterable[str] = ()) -> tuple[str, ...]:
     """One note for the settings far outside the recipe that no fired finding is linked to:
     evidence of nothing here, worth a look (a healthy run stays healthy). ``idle``: settings
     the log shows did not act (no clipping on a run whose grad norms never reached the clip),
@@ -1004,14 +1016,27 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
     # 0.05, the root cause's first action, also read "for the next run: top_p 0.05 -> 1.0").
     quiet = [r for r in quiet if not _named(r, said)]
     out = []
+    # A setting the run itself learned at (nothing fired, the task improved): its own run is
+    # better evidence than the recipe's, written for another model size (every healthy trial
+    # control on a tiny model had read "for the next run: learning_rate 1e-4 -> 2.5e-6").
+    proven = set(proven)
+    learned_at = [r for r in setup.outside if r.id in proven and not fired]
+    quiet = [r for r in quiet if r not in learned_at]
+    if learned_at:
+        out.append("; ".join(f"{r.name} {r.value_text} is {r.how_far()}" for r in learned_at)
+                   + ", yet this run learned at it: keep it here ("
+                   + "; ".join(r.fix().split(" -> ", 1)[1].split(",", 1)[0]
+                               for r in learned_at)
+                   + " where it breaks)")
     if not fired:
+        # (Not one the run learned at: said above.)
         # Clearly outside (twice beyond the range or more) on a run where nothing fired: the
         # run did well enough all the same, and the setting is for the next run. Two trials'
         # experts named beta 0.5 and 4 PPO epochs on runs that learned; the report had been
         # silent on them while it named a top_k of 3.
         quiet += [r for r in setup.outside if r not in quiet and not r.far
                   and not r.setting.note_only and (r.factor or 0.0) >= CLEARLY_OUTSIDE
-                  and r.links]
+                  and r.links and r not in learned_at]
     if quiet:
         # Its fix said: "with no finding it causes here" alone read as reassurance beside a
         # temperature of 2 that visibly slowed a run no rule could call.
@@ -1020,7 +1045,8 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
                    f"shows its harm{' yet' if all_far else ''}{NEXT_RUN}"
                    + "; ".join(f"{r.fix()} ({r.how_far_of_value()})" for r in quiet))
     if said:
-        unsaid = [r for r in far if r not in quiet and not _named(r, said)]
+        unsaid = [r for r in far if r not in quiet and r not in learned_at
+                  and not _named(r, said)]
         if unsaid:
             out.append("also far outside the recipe, and not yet acted on above: "
                        + "; ".join(r.sentence() for r in unsaid))

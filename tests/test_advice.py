@@ -2652,3 +2652,32 @@ def test_trial_51_runs_a_farmed_term_a_cut_sampler_and_updates_too_small_to_move
     plain = _trial("trl_optim_sgd")
     assert "optim sgd -> adamw_torch (AdamW)" in plain.root_cause.first_action, plain.root_cause
     assert not plain.root_cause.first_action.startswith("check the reward")
+
+
+def test_a_setting_the_run_learned_at_is_kept_for_this_model_not_cut_for_the_next():
+    """Every healthy trial control on a tiny model had read "for the next run: learning_rate
+    1e-4 -> 2.5e-6", a 40x cut to a rate that learns nothing there (trial 51's lr 1e-6). A run
+    that learned at its rate says so; one that did not keep the recipe's line."""
+    n = 150
+    rng = np.random.default_rng(2)
+    s = np.arange(n)
+    for correct, learned in ((0.3 + 0.6 * s / n, True), (np.full(n, 0.3), False)):
+        c = np.clip(correct + rng.normal(0, 0.02, n), 0, 1)
+        run = make_run(reward=c + 0.5, rewards__correctness_reward__mean=c,
+                       rewards__format_reward__mean=np.full(n, 0.5),
+                       entropy=0.3 - 0.1 * s / n)
+        run.config.update({"learning_rate": 1e-4, "reward_funcs": ["correctness_reward",
+                                                                   "format_reward"]})
+        d = diagnose(run)
+        kept = next((x for x in d.notes if "yet this run learned at it" in x), None)
+        assert (kept is not None) is learned, d.notes
+        cut = any("learning_rate 1e-4 -> 2.5e-6" in x for x in d.notes if x != kept)
+        assert cut is not learned, d.notes
+
+
+def test_adam_beta2_far_below_its_default_is_read():
+    """adam_beta2 0.5 (trial 52): a spike of 13 read as "the lr", the setting unread."""
+    reading = recipe.read_config({"adam_beta2": 0.5}).get("adam_beta2")
+    assert reading.verdict == recipe.LOW and reading.far and reading.fix() == (
+        "adam_beta2 0.5 -> 0.999")
+    assert recipe.read_config({"adam_beta2": 0.999}).get("adam_beta2").verdict == recipe.OK

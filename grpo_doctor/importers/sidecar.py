@@ -98,6 +98,7 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
      "num_ppo_epochs", "update_epochs"),
     ("actor_rollout_ref.actor.optim.eps", "policy.optimizer.kwargs.eps",
      "optimizer.kwargs.eps", "adam_epsilon", "adam_eps", "optim.eps"),
+    ("actor_rollout_ref.actor.optim.betas.1", "adam_beta2", "beta2"),
     ("actor_rollout_ref.ref.update_steps", "ref_update_steps", "ref_model_sync_steps",
      "reference_update_steps"),
     ("algorithm.kl_ctrl.type", "kl_ctrl.type", "adaptive_kl", "kl_target", "target_kl",

@@ -688,8 +688,9 @@ def low_task_note(checks: Iterable[Check]) -> str | None:
             low["end"] >= 1.5 * low["start"]):
         # Learning, slowly: what speeds a task too hard for the policy (trial 51: (a*b)%10,
         # 0.105 -> 0.218, had the bare level with nothing to do about it).
-        said += ("; it is learning, slowly: easier prompts first (a curriculum) or an SFT "
-                 "warm-up on the task would speed it, else more steps")
+        said += ("; it is learning, slowly: check a few prompts' reference answers first (a "
+                 "wrong answer key looks the same), then easier prompts (a curriculum) or an "
+                 "SFT warm-up on the task would speed it, else more steps")
     return said
 
 
