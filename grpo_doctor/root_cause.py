@@ -1178,6 +1178,17 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
     # run to a solved task: its twin 20x the ceiling read "nothing urgent" beside it.)
     calm_first = calm is not None and not where and (
         not top.far or (top.id == "learning_rate" and task_solved(run)))
+    if calm_first and top.id == "learning_rate" and task_solved(run) and isinstance(
+            top.value, (int, float)) and top.value > 0 and not top.setting.recipe.endswith(
+                recipe.USER_RECIPE):
+        # (A ceiling the user set for this model stands: its target is the model's own.)
+        # Solved at this rate: the chapter's own remedy for a sharpening, halved, not the
+        # recipe's start (a tiny model solving its task at 3e-4 had read "-> 1e-6", a rate
+        # that learns nothing there; trial 52).
+        value = float(top.value)
+        text = (f"learning_rate {_lr(value)} -> {_lr(value * 0.5)} (slows the sharpening; the "
+                f"run solved its task at {_lr(value)}, so the recipe's "
+                f"{top.fix().split(' -> ', 1)[1].split(',', 1)[0]} is a larger model's)")
     if calm_first:
         # Converging on its training prompts only: the prompts come with the setting.
         prompts = f"{_MORE_PROMPTS}; and " if root.check.evidence.get("heldout_gap") else ""

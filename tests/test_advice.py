@@ -2681,3 +2681,23 @@ def test_adam_beta2_far_below_its_default_is_read():
     assert reading.verdict == recipe.LOW and reading.far and reading.fix() == (
         "adam_beta2 0.5 -> 0.999")
     assert recipe.read_config({"adam_beta2": 0.999}).get("adam_beta2").verdict == recipe.OK
+
+
+def test_a_run_that_solved_its_task_at_a_high_rate_halves_it_for_the_next_run():
+    """A constant 3e-4 on a tiny model (trial 52): the entropy spent as the task was solved,
+    "for the next run: learning_rate 3e-4 -> 1e-6", the chapter's start, a rate that learns
+    nothing there. Solved at its rate, the next run halves it (the chapter's own remedy for a
+    sharpening); a ceiling the user set for the model keeps its own target (helper-34)."""
+    n = 200
+    s = np.arange(n)
+    rng = np.random.default_rng(6)
+    c = np.clip(0.4 + 0.58 * (1 - np.exp(-s / 40)) + rng.normal(0, 0.01, n), 0, 1)
+    run = make_run(reward=c + 0.5, rewards__correctness_reward__mean=c,
+                   rewards__format_reward__mean=np.full(n, 0.5),
+                   entropy=0.27 * np.exp(-s / 40) + 0.01, frac_reward_zero_std=0.2 + 0.7 * c)
+    run.config.update({"learning_rate": 3e-4, "reward_funcs": ["correctness_reward",
+                                                               "format_reward"]})
+    d = diagnose(run)
+    assert d.root_cause is not None and d.root_cause.first_action.startswith("nothing urgent")
+    assert "for the next run: learning_rate 3e-4 -> 1.5e-4 (slows the sharpening; the run " \
+        "solved its task at 3e-4" in d.root_cause.first_action, d.root_cause.first_action
