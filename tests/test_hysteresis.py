@@ -374,3 +374,15 @@ def test_a_farmed_term_is_named_live_from_the_poll_its_task_fell() -> None:
                         for a in late), [(a.step, a.first_action[:60]) for a in late]
     gamed = next(a for _, a in alerts if a.mode == "format_gaming")
     assert "while correctness_reward fell" in gamed.summary, gamed.summary
+
+
+def test_a_task_term_that_climbed_and_fell_is_no_stall_while_it_falls() -> None:
+    """Trial 51's farmed repetition bonus, read at step 130: correctness 0.41 -> 0.875 -> 0 had
+    read "stayed low (0.47 -> 0.406)" beside "the reward barely moved (0.961 -> 1.72)", its
+    climb lost in the noise of its own crash."""
+    from grpo_doctor.engine import diagnose
+
+    run = load_runs(Path(__file__).parent / "fixtures" / "trial" / "trl_structure_w20.csv")[0]
+    check = diagnose(run.truncated(130)).check("no_progress")
+    assert check.status == "ok" and "then fell back to 0: it learned, then lost it" in (
+        check.summary), check.summary
