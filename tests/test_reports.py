@@ -526,3 +526,24 @@ def test_a_run_with_tool_metrics_is_told_what_else_to_log():
                              "reward": np.linspace(0.2, 0.6, n)}))
     line = skipped_line(d.checks)
     assert "tool_failure (log tool_failure_rate)" in line and "agentic runs only" not in line
+
+
+def test_the_audit_says_a_healthy_runs_task_is_still_low(tmp_path, capsys):
+    """A partly reachable task learning slowly (correctness 0.1 -> 0.2, trial 51): diagnose
+    notes the task is still low; the audit had shown "healthy" alone, read as learning."""
+    import numpy as np
+    import pandas as pd
+
+    from tests.helpers import run_cli
+
+    n = 200
+    s = np.arange(1, n + 1)
+    rng = np.random.default_rng(5)
+    correct = np.clip(0.1 + 0.11 * s / n + rng.normal(0, 0.02, n), 0, 1)
+    pd.DataFrame({"step": s, "reward": correct + 0.5, "rewards/correctness_reward/mean": correct,
+                  "rewards/format_reward/mean": np.full(n, 0.5)}).to_csv(
+        tmp_path / "metrics.csv", index=False)
+    _, out, _ = run_cli(capsys, "diagnose", str(tmp_path / "metrics.csv"))
+    assert out.startswith("HEALTHY") and "task's own score is still low" in out, out
+    _, out, _ = run_cli(capsys, "audit", str(tmp_path))
+    assert "→ healthy · task score still low: correctness_reward 0.1" in out, out

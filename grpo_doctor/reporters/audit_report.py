@@ -198,12 +198,15 @@ def _root_lines(run: AuditedRun, width: int) -> list[str]:
     if cause is None:
         settings = _next_run(run)
         signs = _signs(run)
-        if settings is None and not signs:
+        low = _low_task(run)
+        if settings is None and not signs and low is None:
             return []
         status = str(run.record.get("status"))
         said = f"→ {status}"
         if signs:
             said += f" · every logged step shows: {terminal('; '.join(signs))}"
+        if low is not None:
+            said += f" · {terminal(low)}"
         if settings is not None:
             said += f" · for the next run: {terminal(settings)}"
         return textwrap.wrap(said, max(20, width), initial_indent="  ",
@@ -223,6 +226,21 @@ def _signs(run: AuditedRun) -> list[str]:
     ``signs``)."""
     signs = run.record.get("signs")
     return [s for s in signs if isinstance(s, str)] if isinstance(signs, list) else []
+
+
+#: How a healthy run's record says its task's own score is still low (no_progress's note).
+_LOW_TASK = "no failure mode fired, but the task's own score is still low: "
+
+
+def _low_task(run: AuditedRun) -> str | None:
+    """'task score still low: correctness_reward 0.105 -> 0.218 (of 1) ...' from a healthy
+    run's record, so a fleet's audit does not read its HEALTHY as learning (the audit had
+    dropped the note diagnose shows; trial 52)."""
+    notes = run.record.get("notes")
+    if run.findings or not isinstance(notes, list):
+        return None
+    note = next((n for n in notes if isinstance(n, str) and n.startswith(_LOW_TASK)), None)
+    return None if note is None else "task score still low: " + note[len(_LOW_TASK):]
 
 
 def _next_run(run: AuditedRun) -> str | None:
@@ -246,7 +264,7 @@ def _do_first_section(result: AuditResult, width: int):  # -> rich.console.Group
     from rich.text import Text
 
     runs = [r for r in result.runs if _root_cause(r) is not None or _next_run(r) is not None
-            or _signs(r)]
+            or _signs(r) or _low_task(r) is not None]
     if not runs:
         return None
     out: list[Any] = [Text("")]
