@@ -364,20 +364,17 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     clipped = always_clipped_note(run, setup)
     settings = recipe.notes(setup, checks, idle_settings(run, setup), said,
                             proven=("learning_rate",) if quiet and _learned(run, checks) else ())
-    first: list[str] = []
-    warmup = unfinished_warmup(run)
-    if warmup is not None and quiet:
+    if quiet:
         # The lr never reached its setting: the warm-up, not the lr, is what to change (its
-        # only advice had been to lower an lr the run never trained at; trial 49).
-        first.append(f"{warmup.fix()}: {warmup.words()}")
-    if weighed and quiet:
-        # Nothing fired: the weight is a setting for the next run, said on the line a healthy
-        # report shows under its verdict, first (the audit had shown only the recipe's lr
-        # beside a format term the run's own config weighed 5x the answer: helper-57).
-        first.append(_weight_fix(run) or "")
-        weighed = None
-    if first:
+        # only advice had been to lower an lr the run never trained at; trial 49). And the
+        # format weight, said on the line a healthy report shows under its verdict (the audit
+        # had shown only the recipe's lr beside a format term weighed 5x the answer:
+        # helper-57), not as a note.
+        warmup = unfinished_warmup(run)
+        first = [f"{warmup.fix()}: {warmup.words()}" if warmup is not None else None,
+                 _weight_fix(run) if weighed else None]
         settings = _with_first(settings, [f for f in first if f])
+        weighed = None
     notes = (tuple(run.notes) + settings
              + tuple(n for n in (low, weighed, jumped, blind, clipped) if n)
              + tuple(unread_notes(run)))

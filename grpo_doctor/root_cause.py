@@ -251,7 +251,7 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         root = unlearned
     root = _knob_explained(events, worst, setup, root)
     cheating = (_cheat_attempts(run, events) or _farmed_tools(events, worst)
-                or _length_paid(events, worst))
+                or _reward_exploited(events, worst))
     if cheating is not None and root.check.mode not in ("numerical_failure",):
         # The anti-cheat check caught the policy trying: whatever else is wrong, that is
         # what to look at first (a larger budget or a smaller step will not stop it).
@@ -296,7 +296,7 @@ def _solved_words(run: Run) -> str:
     return "the task is solved"
 
 
-def _length_paid(events: Sequence[Event], worst: Sequence[Check]) -> Event | None:
+def _reward_exploited(events: Sequence[Event], worst: Sequence[Check]) -> Event | None:
     """A reward term exploited: a length finding among the worst whose reward term pays for
     the length itself, or a term farmed while the task's own fell that began before the worst
     findings did. A gradient spike or an lr outside the recipe beside it is no cause of that

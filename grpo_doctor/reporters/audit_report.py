@@ -27,6 +27,7 @@ from grpo_doctor.escape import terminal
 from grpo_doctor.findings import MIN_STEPS_FOR_HEALTHY
 from grpo_doctor.recipe import next_run_settings
 from grpo_doctor.reporters.fit import both_ends
+from grpo_doctor.rules.no_progress import LOW_TASK_NOTE
 from grpo_doctor.text import without_asides
 
 if TYPE_CHECKING:
@@ -228,10 +229,6 @@ def _signs(run: AuditedRun) -> list[str]:
     return [s for s in signs if isinstance(s, str)] if isinstance(signs, list) else []
 
 
-#: How a healthy run's record says its task's own score is still low (no_progress's note).
-_LOW_TASK = "no failure mode fired, but the task's own score is still low: "
-
-
 def _low_task(run: AuditedRun) -> str | None:
     """'task score still low: correctness_reward 0.105 -> 0.218 (of 1) ...' from a healthy
     run's record, so a fleet's audit does not read its HEALTHY as learning (the audit had
@@ -239,8 +236,8 @@ def _low_task(run: AuditedRun) -> str | None:
     notes = run.record.get("notes")
     if run.findings or not isinstance(notes, list):
         return None
-    note = next((n for n in notes if isinstance(n, str) and n.startswith(_LOW_TASK)), None)
-    return None if note is None else "task score still low: " + note[len(_LOW_TASK):]
+    note = next((n for n in notes if isinstance(n, str) and n.startswith(LOW_TASK_NOTE)), None)
+    return None if note is None else "task score still low: " + note[len(LOW_TASK_NOTE):]
 
 
 def _next_run(run: AuditedRun) -> str | None:

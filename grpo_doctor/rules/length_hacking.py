@@ -280,6 +280,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     earliest = min(onset, collapses[0].step) if collapses else onset  # an earlier collapse
     summary = (f"length hacking: {'; '.join(s['shape'] for s in shapes)}, from step "
                f"{onset_text(onset, earliest)}{why}")
+    term: str | None = None  # a reward term paying for the length, when a remedy names it
     if pinned and pinned.get("from_start"):
         share = max(float(pinned["share"]), float(pinned["early_share"]))
         evidence.update({"truncated_from_start": True, "truncated_share": round(share, 3),
@@ -369,9 +370,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if collapses:
         onset = earliest
         summary += f"; earlier: {inc.describe(collapses, 1)}"
-    paying = next((r for r in remedies if isinstance(r, str) and (
-        r.startswith("cap or drop the ") or r.startswith("cut the "))), None)
-    if paying is not None:
+    if term is not None:
         # The reward pays for the length: what the root cause reads (a gradient spike amid the
         # hack is its consequence, not its cause; trial 49).
         evidence["length_term_paid"] = True

@@ -679,6 +679,10 @@ def _lr_remedy(run: Run, still: str | None = None) -> knobs.Remedy:
                         knob=knobs.LEARNING_RATE)
 
 
+#: How the note of a run nothing fired on begins when its task's own score is still low.
+LOW_TASK_NOTE = "no failure mode fired, but the task's own score is still low: "
+
+
 def low_task_note(checks: Iterable[Check]) -> str | None:
     """For a run nothing fired on: the task's own 0-1 score still low at the end (below
     ``low_score``), as no_progress measured it, in one sentence. None otherwise."""
@@ -689,7 +693,7 @@ def low_task_note(checks: Iterable[Check]) -> str | None:
     low = check.evidence.get("task_low") if check is not None else None
     if not isinstance(low, dict):
         return None
-    said = (f"no failure mode fired, but the task's own score is still low: {low['signal']} "
+    said = (f"{LOW_TASK_NOTE}{low['signal']} "
             f"{fmt(low['start'])} -> {fmt(low['end'])} (of 1) over the run")
     improving = check.evidence.get("task_improving") if check is not None else None
     if isinstance(improving, dict) and improving.get(low["signal"]) and (
