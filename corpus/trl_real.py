@@ -1,11 +1,11 @@
-"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-51).
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-52).
 
 A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
 about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
 ``trl.GRPOTrainer`` (TRL 1.16, transformers 5) as a user would leave it, one setting changed
 per run. Each run's folder is what TRL writes: TensorBoard events under ``runs/``,
 ``checkpoint-N/`` with ``trainer_state.json`` and ``training_args.bin``, and ``console.log``
-(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from eighteen of them.
+(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from twenty of them.
 
 Needs torch (CPU), transformers and trl==1.16.0 in a venv of their own::
 
@@ -62,6 +62,7 @@ CTRL = dict(learning_rate=1e-4, seed=1)
 CTRL48 = dict(learning_rate=1e-4, seed=5)
 CTRL49 = dict(learning_rate=1e-4, seed=9)
 CTRL51 = dict(learning_rate=1e-4, seed=13)
+CTRL52 = dict(learning_rate=1e-4, seed=17)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -209,6 +210,36 @@ RUNS = {
     "optim_sgd": dict(CTRL51, optim="sgd", _logger="mlflow"),
     "cb_structure_w20": dict(CTRL51, _rewards="structure", reward_weights=[1.0, 1.0, 20.0],
                              _callback="report"),
+    # trial 52: exactly one wrong setting each (relative to CTRL52 = CTRL51 with seed 17)
+    "ctrl52": dict(CTRL52),
+    # 30% of the dataset rows carry a wrong answer (a random other digit)
+    "label_noise30": dict(CTRL52, _noise=0.3, _logger="wandb"),
+    # (first attempt of label_noise30: the noise hit dicts shared by the 20 copies of each
+    # prompt, so nearly every prompt ended with one random wrong digit as its answer, ~1/9
+    # back to right: a scrambled answer key)
+    "labels_scrambled": dict(CTRL52, _noise=0.3, _noise_shared=True, _logger="wandb"),
+    # format_reward's regex looks for <answer>..</answer>: never matches, always 0
+    "fmt_never": dict(CTRL52, _rewards="fmt_never", _logger="mlflow"),
+    # correctness pays if the right digit is any of a list "<a>1</a><a>2</a>..." (same name),
+    # room for 48 tokens; the exact check logged at weight 0
+    "list_hack": dict(CTRL52, _rewards="list", max_completion_length=48,
+                      reward_weights=[1.0, 1.0, 0.0], _logger="trackio"),
+    "beta01_lr5e4": dict(CTRL52, beta=0.1, learning_rate=5e-4, _logger="swanlab"),
+    "gn100_lr1e3": dict(CTRL52, max_grad_norm=100.0, learning_rate=1e-3),
+    "scale_batch": dict(CTRL52, scale_rewards="batch", _logger="wandb"),
+    "it2_eps05": dict(CTRL52, num_iterations=2, epsilon=0.5, _logger="mlflow"),
+    "temp13": dict(CTRL52, temperature=1.3, _logger="trackio"),
+    "adam_b2_05": dict(CTRL52, adam_beta2=0.5, _logger="swanlab"),
+    "adam_eps1e3": dict(CTRL52, adam_epsilon=1e-3),
+    # correctness_reward returns None on a random third of completions
+    "none_third": dict(CTRL52, _rewards="none_third", _logger="wandb"),
+    # the prompt is a+b= but the answer key is (a+b+1)%10
+    "shifted_key": dict(CTRL52, _task="shift1", _logger="mlflow"),
+    "const3e4": dict(CTRL52, learning_rate=3e-4, lr_scheduler_type="constant", _logger="trackio"),
+    # one prompt per step
+    "b8g8": dict(CTRL52, per_device_train_batch_size=8, num_generations=8, _logger="swanlab"),
+    # report-only live callback on the scrambled answer key
+    "cb_labels_scrambled": dict(CTRL52, _noise=0.3, _noise_shared=True, _callback="report"),
 }
 
 
@@ -233,6 +264,8 @@ def make_prompts():
 
 
 def answer(a, b, task="sum"):
+    if task == "shift1":
+        return str((a + b + 1) % 10)
     if task == "mul10":
         return str((a * b) % 10)
     if task == "mod97":
@@ -416,7 +449,36 @@ def correctness_reward_lenient(completions, answer=None, **kwargs):
 correctness_reward_lenient.__name__ = "correctness_reward"
 
 
+def format_reward_never(completions, **kwargs):
+    """BUGGY: looks for <answer>..</answer>, which the task never uses (always 0)."""
+    return [0.5 if re.fullmatch(r"\s*<answer>\d</answer>\s*", c) else 0.0 for c in completions]
+
+
+format_reward_never.__name__ = "format_reward"
+
+
+def correctness_reward_list(completions, answer=None, **kwargs):
+    """BUGGY: 1.0 if the answer is any of the <a>..</a> tags (a list of guesses pays)."""
+    return [1.0 if ans in ANS.findall(c) else 0.0 for c, ans in zip(completions, answer)]
+
+
+correctness_reward_list.__name__ = "correctness_reward"
+_NONE_RNG = random.Random(1234)
+
+
+def correctness_reward_none_third(completions, answer=None, **kwargs):
+    """BUGGY: None (e.g. a checker time-out) on a random third of completions."""
+    return [None if _NONE_RNG.random() < 1 / 3 else r
+            for r in correctness_reward(completions, answer=answer)]
+
+
+correctness_reward_none_third.__name__ = "correctness_reward"
+
+
 REWARD_SETS = {
+    "fmt_never": [correctness_reward, format_reward_never],
+    "list": [correctness_reward_list, format_reward, exact_correctness],
+    "none_third": [correctness_reward_none_third, format_reward],
     "structure": [correctness_reward, format_reward, structure_reward],
     "lenient": [correctness_reward_lenient, format_reward, exact_correctness],
     "thorough": [correctness_reward, format_reward, thoroughness_reward],
@@ -446,6 +508,8 @@ def run(name):
     reward_set = spec.pop("_rewards", "default")
     prompt_bug = spec.pop("_prompt", None)
     pool = spec.pop("_pool", None)
+    noise = spec.pop("_noise", None)
+    shared = spec.pop("_noise_shared", False)
     base = BASE + "_solved" if spec.pop("_base", None) == "solved" else BASE
     out = os.path.abspath(f"{ROOT}/runs/{name}")
     os.makedirs(out, exist_ok=True)
@@ -456,9 +520,14 @@ def run(name):
         import swanlab
         swanlab.init(project="t44", name=name, mode="local", log_dir=f"{out}/swanlog")
     random.seed(spec.get("seed", 42))
-    rows = [dict(prompt=f"{a}+{b}=" if prompt_bug is None else f"{a}+",  # "a_plus": b dropped
-                 answer=answer(a, b, task))
+    rows = [dict(prompt=f"{a}+{b}=" if prompt_bug is None else f"{a}+", answer=answer(a, b, task))
             for a, b in make_prompts()] * 20
+    if noise:
+        if not shared:  # the 20 copies of a prompt are the same dict unless copied
+            rows = [dict(r) for r in rows]
+        for r in rows:
+            if random.random() < noise:
+                r["answer"] = str(random.choice([d for d in range(10) if str(d) != r["answer"]]))
     if pool:
         rows = random.sample(rows[:100], pool) * (2000 // pool)
     random.shuffle(rows)
