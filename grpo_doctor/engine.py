@@ -29,10 +29,13 @@ from grpo_doctor.rules.base import ONSET
 from grpo_doctor.rules.incidents import without_ongoing
 from grpo_doctor.rules.points import series
 from grpo_doctor.rules.signals import (
+    component_role,
     format_outweighs,
     heldout_gap,
+    pinned_terms,
     task_solved,
     unfinished_warmup,
+    unscored_share,
 )
 from grpo_doctor.run_settings import with_run_settings
 from grpo_doctor.signs import signs
@@ -359,6 +362,8 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     said = " ".join([cause.summary, cause.first_action] if cause else []) + " " + " ".join(
         p.action for p in plan)
     weighed = _format_weight_note(run, said)
+    still = _still_term_note(run, checks, said)
+    unscored = unscored_share(run)
     jumped = lr_jump_note(run, said)
     blind = _no_config_note(run, cause)
     clipped = always_clipped_note(run, setup)
@@ -376,7 +381,8 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         settings = _with_first(settings, [f for f in first if f])
         weighed = None
     notes = (tuple(run.notes) + settings
-             + tuple(n for n in (low, weighed, jumped, blind, clipped) if n)
+             + tuple(n for n in (low, still, unscored.words() if unscored else None, weighed,
+                                 jumped, blind, clipped) if n)
              + tuple(unread_notes(run)))
     diagnosis = Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                           notes=notes, root_cause=cause, plan=plan,
@@ -386,6 +392,33 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         # was cut at the cap and every sample scored -1 (Agent-R1#30, trial 50).
         diagnosis = replace(diagnosis, signs=signs(run))
     return diagnosis
+
+
+#: Logged steps over which a reward term that held one value is said in a note: fewer are
+#: a short log's chance.
+STILL_TERM_STEPS = 20
+
+
+def _still_term_note(run: Run, checks: Sequence[Check], said: str) -> str | None:
+    """The reward terms that never paid (0 or a fixed charge on every logged step: a format
+    check whose pattern never matched, 0 on all 200 steps beside a correctness term that
+    learned, trial 52; Unsloth's soft and strict format checks), when no finding or advice
+    names them already; None otherwise. A term fixed at a positive value is met by every
+    sample (a format a near-greedy sampler always keeps): no bug to look for. An anti-cheat
+    term at 0 never caught anything, as it should."""
+    named = said + " ".join(c.summary for c in checks if c.fired)
+    still = [(n, v, k) for n, v, k in pinned_terms(run, STILL_TERM_STEPS)
+             if v <= 0 and n not in named and component_role(run, n) != "cheat"]
+    if not still:
+        return None
+    # Short: said on a healthy report, which reads in ten seconds.
+    values = {v for _, v, _ in still}
+    counts = {k for _, _, k in still}
+    steps = f"all {counts.pop():,} logged steps" if len(counts) == 1 else "every logged step"
+    names = ", ".join(n if len(values) == 1 else f"{n} ({fmt(v)})" for n, v, _ in still)
+    level = f"{fmt(still[0][1])} on" if len(values) == 1 else "fixed on"
+    return (f"{names}: {level} {steps}, never paying a completion (a pattern that never "
+            "matches?)")
 
 
 def _format_weight_note(run: Run, said: str) -> str | None:

@@ -47,6 +47,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.entropy_collapse import RULE as ENTROPY_RULE
 from grpo_doctor.rules.incidents import aftermath
 from grpo_doctor.rules.points import end_size, head_tail, late_points, series
+from grpo_doctor.rules.reward_overfit import scorer_fix
 from grpo_doctor.rules.signals import (
     LrBurst,
     component_role,
@@ -256,7 +257,15 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         # The anti-cheat check caught the policy trying: whatever else is wrong, that is
         # what to look at first (a larger budget or a smaller step will not stop it).
         root = cheating
-    jumped = _after_jump(run, events, worst) if cheating is None else None
+    stopped = next((e for e in events if e.check.evidence.get("scorer_stopped")
+                    and e.check in worst), None)
+    if stopped is not None and root.check.mode != "numerical_failure":
+        # A reward term's scorer went down while the completions held: what broke is the
+        # scorer, and what followed (equal groups, an entropy "collapse" the reward's fall made
+        # critical) is its echo; an lr cut would be advice about a policy that was fine
+        # (trial 53: "restart from the initial model, lr" beside a good checkpoint-100).
+        root = stopped
+    jumped = _after_jump(run, events, worst) if cheating is None and stopped is None else None
     if jumped is not None:
         root, jump = jumped
         # What broke after the jump is dated from it: an entropy fall dated from step 1 (the
@@ -438,6 +447,14 @@ class _Lead:
 
 def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[Check]) -> _Lead:
     check = root.check
+    stopped = check.evidence.get("scorer_stopped")
+    if isinstance(stopped, dict):
+        step = int(stopped["step"])
+        return _Lead(knobs.Remedy(
+            f"{scorer_fix(str(stopped['term']), float(stopped['value']), step)}; then "
+            f"{_rollback_words(run, step, best=False)}: the completions did not change "
+            "there, so the policy was fine", rollback_step=step),
+            summary=str(stopped.get("said") or ""))
     overshoot = _lr_overshoot(run) if check.mode in _LR_MODES else None
     if overshoot is not None:
         lr = setup.get("learning_rate")
@@ -982,9 +999,11 @@ def _restart(run: Run, step: int) -> str:
             f"{len(logged)} of the run: too early for a checkpoint worth going back to)")
 
 
-def _rollback_words(run: Run, step: int) -> str:
+def _rollback_words(run: Run, step: int, best: bool = True) -> str:
     """Where to go back to before ``step``: a logged step that exists before it, or the
-    initial model when the run was wrong from its first logged step."""
+    initial model when the run was wrong from its first logged step. ``best``: the best
+    reward of the last few steps before it, where the damage may have begun a point or two
+    early; not where the policy is known to have held to ``step`` (a scorer that stopped)."""
     before = run.steps[run.steps < step]
     if not len(before) and len(run.steps) and int(run.steps[0]) > _LOG_STARTS_LATE:
         # An excerpt that starts mid-run (a bug report's one line at step 59): the steps
@@ -993,7 +1012,7 @@ def _rollback_words(run: Run, step: int) -> str:
                 "there; the run's earlier steps are not in it)")
     if not len(before):
         return _restart(run, step)
-    good = _last_good_step(run, step)
+    good = _last_good_step(run, step) if best else None
     saved = _saved_checkpoints(run)
     off = _saving_off(run)
     if off is not None and not saved:
@@ -1023,10 +1042,10 @@ def _rollback_words(run: Run, step: int) -> str:
                 f"{step_text(step)}: {', '.join(f'checkpoint-{c}' for c in saved[:3])}{more} "
                 f"{'come' if len(saved) > 1 else 'comes'} after it)")
     if good is not None:
-        best, last = good
-        return (f"roll back to a checkpoint from step {step_text(best[0])} or before (the "
+        top, last = good
+        return (f"roll back to a checkpoint from step {step_text(top[0])} or before (the "
                 f"best reward of the last logged steps before step {step_text(step)}: "
-                f"{fmt(best[1])}, against {fmt(last[1])} at step {step_text(last[0])})")
+                f"{fmt(top[1])}, against {fmt(last[1])} at step {step_text(last[0])})")
     return (f"roll back to a checkpoint from before step {step_text(step)} (the last logged "
             f"step before it is {step_text(int(before[-1]))})")
 
@@ -1251,10 +1270,27 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
         target = _budget_target(length, float(cap) if cap else None, share)
         cut = str(check.evidence.get("truncated_text")
                   or f"{share:.0%} of completions were cut at the cap from the first log")
-        text = (f"{target}: {cut}, so the budget is too small for the task's answers (a setup "
-                "problem); raise it before any overlong shaping, which would drop or penalise "
-                "most of the batch")
-        summary = f"a setup problem, the completion budget: {cut}"
+        masked = _masked_out(run, setup)
+        stops = _stop_never_comes(run)
+        if stops is not None and stops[1] is not None:
+            share_steps, (term, a, b) = stops[0], stops[1]
+            # Answers judged right inside completions that never once ended: they fit, and
+            # what is cut is what follows them (trial 53: an eos the model never writes,
+            # correctness 0.35 -> 0.80 with every completion at the 24-token cap; "24 -> 96"
+            # would buy 4x the text after the answer).
+            text = (f"check the stop first: {cut}, not one ending on its own on "
+                    f"{share_steps:.0%} of logged steps, though {term} rose {fmt(a)} -> {fmt(b)} "
+                    f"inside them: the answers fit, the stop never comes; make generation stop "
+                    f"on the token the model ends with "
+                    f"({_STOP_TOKEN}){masked}; only then, if answers need room, {target}")
+            summary = f"a setup problem, generation never stops: {cut}"
+        else:
+            stop = (f" (or generation never stops: with short answers, check the stop token, "
+                    f"{_STOP_TOKEN})" if stops is not None else "")
+            text = (f"{target}: {cut}, so the budget is too small for the task's answers{stop} "
+                    f"(a setup problem){masked}; raise it before any overlong shaping, which "
+                    "would drop or penalise most of the batch")
+            summary = f"a setup problem, the completion budget: {cut}"
         reading = length if length is not None and length.value is not None else None
         return _Lead(knobs.Remedy(text, knob=knobs.MAX_LENGTH), summary=summary,
                      knob=_Knob(recipe.replace_verdict(reading, recipe.LOW))
@@ -1267,6 +1303,53 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
             summary=f"a setup problem: the policy and the reference differ from the first "
                     f"logged step ({root.summary})", setup=True)
     return None
+
+
+_STOP_TOKEN = ("tokenizer.eos_token / generation_config.eos_token_id, the chat template's "
+               "end-of-turn token")
+
+#: The share of logged steps on which every completion was cut (``_EVERY_ONE_CUT`` or more of
+#: them) for "not one completion ended on its own": a budget one token short still lets a
+#: malformed short answer end on a quarter of the steps (trial 45); a stop token the model
+#: never writes, none (trial 53: 199 of 200 steps).
+_NEVER_ENDS = 0.95
+_EVERY_ONE_CUT = 0.99
+
+
+def _stop_never_comes(run: Run) -> tuple[float, tuple[str, float, float] | None] | None:
+    """(share of steps all cut, (task term, first-fifth mean, last-fifth mean) when a
+    correctness-like 0-1 term rose 0.15 or more meanwhile) when not one completion ended on
+    its own on ``_NEVER_ENDS`` of 20+ logged steps; None otherwise."""
+    _, t = series(run, Metric.TRUNCATION_RATIO.value)
+    if len(t) < 20:
+        return None
+    share = float(np.mean(t >= _EVERY_ONE_CUT))
+    if share < _NEVER_ENDS:
+        return None
+    for name, col in components(run).items():
+        if component_role(run, name) != "correctness":
+            continue
+        v = series(run, col)[1]
+        k = max(3, len(v) // 5)
+        if len(v) >= 20 and v.min() >= 0 and v.max() <= 1 and (
+                float(np.mean(v[-k:])) - float(np.mean(v[:k])) >= 0.15):
+            return share, (name, float(np.mean(v[:k])), float(np.mean(v[-k:])))
+    return share, None
+
+
+def _masked_out(run: Run, setup: recipe.Setup) -> str:
+    """'; with truncated completions masked out, ...' when the config masks them and the
+    gradient was 0 on most logged steps: every completion cut, so none was trained on (trial
+    53: grad norm 0 on 197 of 200 steps). '' otherwise."""
+    shaping = setup.get("overlong_shaping")
+    if shaping is None or shaping.value is not True:
+        return ""
+    _, g = series(run, Metric.GRAD_NORM.value)
+    zero = int(np.sum(g == 0))
+    if len(g) < 10 or zero < 0.8 * len(g):
+        return ""
+    return (f"; with truncated completions masked out ({shaping.source or 'the config'}), "
+            f"none was trained on: grad norm 0 on {zero:,} of {len(g):,} logged steps")
 
 
 def _never_fired_terms(run: Run, checks: Sequence[Check]) -> list[str]:

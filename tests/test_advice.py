@@ -2654,6 +2654,148 @@ def test_trial_51_runs_a_farmed_term_a_cut_sampler_and_updates_too_small_to_move
     assert not plain.root_cause.first_action.startswith("check the reward")
 
 
+def test_a_reward_function_returning_none_on_some_completions_is_said_from_the_shortfall():
+    """TRL sums the weighted terms per completion ignoring a function's None and logs each
+    term's mean over what it scored: the reward is the sum of the terms' means on every step
+    unless a function returned None (trial 52: correctness_reward None on a third of
+    completions, the reward 0.3 below its parts on all 200 steps, read as nothing)."""
+    d = _trial("trl_reward_none_third")
+    said = [n for n in d.notes if "below the sum of its terms' means" in n]
+    assert said and "correctness_reward returns None (or NaN) on some completions" in said[0], (
+        d.notes)
+    share = int(said[0].split("(about ")[1].split("%")[0])
+    assert 25 <= share <= 45, said  # a third, as the harness drew it
+    assert d.status == "healthy"  # the run learned: a bug to fix, not a failure mode
+    never = _trial("trl_format_never_matches")
+    assert never.status == "healthy"
+    assert any(n.startswith("format_reward: 0 on all 200 logged steps, never paying a "
+                            "completion") for n in never.notes), never.notes
+    assert not any("below the sum" in n for n in never.notes)
+    # The same sums with every completion scored; and a config that is not TRL's.
+    n = 100
+    rng = np.random.default_rng(4)
+    c = np.clip(np.linspace(0.3, 0.9, n) + rng.normal(0, 0.05, n), 0, 1)
+    f = np.clip(0.45 + rng.normal(0, 0.02, n), 0, 0.5)
+    for reward, config, noted in ((c + f, {"reward_weights": None}, False),
+                                  (0.67 * c + f, {"reward_weights": None}, True),
+                                  (0.67 * c + f, {"reward_weights": "None"}, True),
+                                  (2 * (0.67 * c + f), {"reward_weights": [2.0, 2.0]}, True),
+                                  (c + 2 * f, {"reward_weights": [1.0, 2.0]}, False),
+                                  (0.67 * c + f, {}, False)):
+        run = make_run(reward=reward, rewards__correctness_reward__mean=c,
+                       rewards__format_reward__mean=f)
+        run.config.update(config)
+        notes = diagnose(run).notes
+        assert any("below the sum" in x for x in notes) == noted, (config, notes)
+
+
+def _scored_until(stop: int, length_after: float = 9.0, n: int = 200, seed: int = 8):
+    rng = np.random.default_rng(seed)
+    s = np.arange(1, n + 1)
+    c = np.clip(0.35 + 0.5 * s / n + rng.normal(0, 0.05, n), 0, 1)
+    c[s >= stop] = 0.0
+    f = np.clip(0.47 + rng.normal(0, 0.01, n), 0, 0.5)
+    length = np.where(s >= stop, length_after, 9.0) + rng.normal(0, 0.05, n)
+    run = make_run(reward=c + f, rewards__correctness_reward__mean=c,
+                   rewards__format_reward__mean=f, entropy=0.3 - 0.2 * s / n,
+                   response_length_mean=length, learning_rate=np.full(n, 1e-4))
+    run.config.update({"save_steps": 50, "max_steps": n})
+    return run
+
+
+def test_a_reward_term_whose_scorer_stopped_names_the_scorer_and_the_last_good_checkpoint():
+    """A grader that went down at step 101 (correctness exactly 0 from there to the end) while
+    the completions held their length and entropy: the policy was fine, the scorer is what to
+    fix, and checkpoint-100 is good (trial 53 had read "restart from the initial model, with
+    learning_rate 1e-4 -> 2.5e-6" from an entropy collapse at step 1 the crash made
+    critical)."""
+    d = diagnose(_scored_until(101))
+    assert d.root_cause.first_action.startswith(
+        "check correctness_reward on completions from step 101 on: it scored every one 0"), (
+        d.root_cause)
+    assert "roll back to checkpoint-100" in d.root_cause.first_action, d.root_cause
+    assert d.root_cause.summary.startswith("correctness_reward fell from"), d.root_cause
+    assert "exactly 0 on all 100 logged steps since" in d.root_cause.summary
+    # A policy that broke changes what it writes: the completions 3x longer from the drop.
+    broke = diagnose(_scored_until(101, length_after=27.0))
+    assert "scorer_stopped" not in broke.check("reward_overfit").evidence
+    assert not broke.root_cause.first_action.startswith("check correctness_reward on")
+    # A drop held for only a few steps at the end is a bad stretch, not a scorer gone.
+    late = diagnose(_scored_until(195))
+    assert "scorer_stopped" not in late.check("reward_overfit").evidence
+
+
+def _all_cut(share_steps: float, rising: bool, masked: bool = False, n: int = 200):
+    rng = np.random.default_rng(11)
+    s = np.arange(1, n + 1)
+    c = np.clip((0.35 + 0.5 * s / n if rising else np.full(n, 0.3)) + rng.normal(0, 0.04, n),
+                0, 1)
+    cut = np.where(rng.random(n) < share_steps, 1.0, 0.9)
+    run = make_run(reward=c + 0.45, rewards__correctness_reward__mean=c,
+                   rewards__format_reward__mean=np.full(n, 0.45) + rng.normal(0, 0.01, n),
+                   truncation_ratio=cut, response_length_mean=np.full(n, 24.0),
+                   entropy=0.35 - 0.1 * s / n,
+                   grad_norm=np.where(rng.random(n) < 0.97, 0.0, 1.0) if masked
+                   else 0.6 + rng.normal(0, 0.05, n))
+    run.config.update({"max_completion_length": 24, "mask_truncated_completions": masked})
+    return diagnose(run)
+
+
+def test_answers_judged_right_inside_completions_that_never_end_put_the_stop_token_first():
+    """Every completion at the 24-token cap on 199 of 200 steps while the task's own term
+    rose 0.35 -> 0.80 inside them: the answers fit, the stop never comes (trial 53: an eos the
+    model never writes read "max_completion_length 24 -> 96", 4x the text after the answer).
+    A budget one token short lets a short answer end on a quarter of the steps (trial 45):
+    the budget stays first there. Masked truncated completions with every one cut trained
+    nothing, and the advice says so."""
+    never = _all_cut(1.0, rising=True)
+    assert never.root_cause.first_action.startswith("check the stop first: "), never.root_cause
+    assert "generation_config.eos_token_id" in never.root_cause.first_action
+    assert never.root_cause.first_action.endswith("max_completion_length 24 -> 96")
+    assert "generation never stops" in never.root_cause.summary
+    short = _all_cut(0.75, rising=True)
+    assert short.root_cause.first_action.startswith("max_completion_length 24 -> "), (
+        short.root_cause)
+    assert "eos_token" not in short.root_cause.first_action
+    flat = _all_cut(1.0, rising=False, masked=True)
+    action = flat.root_cause.first_action
+    assert action.startswith("max_completion_length 24 -> "), flat.root_cause
+    assert "or generation never stops: with short answers, check the stop token" in action
+    assert "with truncated completions masked out (mask_truncated_completions), none was " \
+        "trained on: grad norm 0 on" in action, action
+
+
+def _coin(n: int = 200, entropy_end: float = 0.236, equal: float = 0.0):
+    rng = np.random.default_rng(6)
+    s = np.arange(1, n + 1)
+    c = rng.binomial(32, 0.5, n) / 32
+    entropy = entropy_end + (0.29 - entropy_end) * np.exp(-s / 10) + rng.normal(0, 0.005, n)
+    f = np.clip(0.49 + rng.normal(0, 0.01, n), 0, 0.5)
+    return make_run(reward=c + f, rewards__correctness_reward__mean=c,
+                    rewards__format_reward__mean=f, entropy=entropy,
+                    zero_std_fraction=np.full(n, equal))
+
+
+def test_a_reward_that_never_moved_while_groups_differed_and_the_policy_moved_is_checked_first():
+    """A correctness check that pays at random: 0.5 on every block of 50 steps, groups mixed
+    on every step, the entropy 0.29 -> 0.24 (trial 53: INCONCLUSIVE with only "for the next
+    run: learning_rate 1e-4 -> 2.5e-6"). Something to learn from on every step and a policy
+    that moved, yet no change in what the reward pays: the reward is what to check."""
+    d = diagnose(_coin())
+    assert d.status == "warning", d.status
+    check = d.check("no_progress")
+    assert "never left its level" in check.summary and "the policy moved (entropy" in (
+        check.summary), check.summary
+    assert d.root_cause.first_action.startswith(
+        "check the reward on a few completions against the task: does its score depend on the "
+        "completion at all?"), d.root_cause
+    # A policy that barely moved is the step size's (the entropy within 5%), and groups that
+    # mostly scored alike had nothing to teach: neither is this finding.
+    assert "does its score depend" not in str(diagnose(_coin(entropy_end=0.288)).root_cause)
+    assert diagnose(_coin(equal=0.8)).check("no_progress").status.value != "warning"
+    assert diagnose(_coin(n=60)).check("no_progress").status.value != "warning"  # too short
+
+
 def test_a_setting_the_run_learned_at_is_kept_for_this_model_not_cut_for_the_next():
     """Every healthy trial control on a tiny model had read "for the next run: learning_rate
     1e-4 -> 2.5e-6", a 40x cut to a rate that learns nothing there (trial 51's lr 1e-6). A run

@@ -553,6 +553,33 @@ def test_a_run_learning_at_a_low_level_is_healthy_with_a_note_that_says_how_low(
     assert not any("still low" in n for n in diagnose(_learning_from(0.6, 0.8)).notes)
 
 
+def test_a_reward_term_that_never_paid_is_named_in_a_note_and_one_met_by_every_sample_is_not():
+    """A format check whose pattern never matched (0 on all 200 steps beside a correctness
+    term that learned; trial 52, Unsloth's soft and strict format checks) is a bug the user
+    can fix: said, even on a healthy run. A term at a fixed positive value (a format every
+    sample keeps) and an anti-cheat term that never caught anything are not."""
+    from tests.helpers import make_run
+
+    rng = np.random.default_rng(5)
+    n = 200
+    right = rng.binomial(16, np.linspace(0.35, 0.9, n)) / 16
+    dead = make_run(reward=right, rewards__correctness_reward__mean=right,
+                    rewards__format_reward__mean=np.zeros(n))
+    d = diagnose(dead)
+    assert d.status == "healthy"
+    said = [x for x in d.notes if "never paying a completion" in x]
+    assert said and said[0].startswith("format_reward: 0 on all 200 logged steps"), d.notes
+    for kept in ({"rewards__format_reward__mean": np.full(n, 0.5)},
+                 {"rewards__no_cheating__mean": np.zeros(n)},
+                 {"rewards__format_reward__mean": np.r_[np.zeros(n - 1), 0.5]}):
+        run = make_run(reward=right + 0.5, rewards__correctness_reward__mean=right, **kept)
+        assert not any("never paying" in x for x in diagnose(run).notes), kept
+    # Too few steps to be more than chance.
+    short = make_run(reward=right[:15], rewards__correctness_reward__mean=right[:15],
+                     rewards__format_reward__mean=np.zeros(15))
+    assert not any("never paying" in x for x in diagnose(short).notes)
+
+
 def test_a_cluster_of_lucky_batches_in_a_sparse_reward_is_not_a_peak_to_over_fit_from():
     """A sparse reward (0.12 on most steps, 1-2.3 when a sample is right) whose spikes cluster
     for a few steps: a 5-point rolling median reads a peak of ~0.5 and a 'fall' back to 0.12.

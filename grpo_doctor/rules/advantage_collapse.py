@@ -52,7 +52,6 @@ from grpo_doctor.rules.points import (
     aligned,
     head_tail,
     late_points,
-    logged,
     series,
     snap_to_logged,
 )
@@ -63,6 +62,7 @@ from grpo_doctor.rules.signals import (
     heldout_solved,
     learning,
     level_now,
+    pinned_terms,
     reward_at_best,
     reward_progress,
     unsolved_equal_share,
@@ -208,18 +208,6 @@ def _parts_when(run: Run, value: float) -> str:
     return ", ".join(parts)
 
 
-def _pinned_components(run: Run, p: Mapping[str, float]) -> list[tuple[str, float, int]]:
-    out: list[tuple[str, float, int]] = []
-    comps = [c for c in run.frame.columns if is_reward_component(c)]
-    if len(comps) < 2:
-        return out
-    for c in comps:
-        _, v = series(run, c)
-        if len(v) >= p["min_component_steps"] and np.ptp(v) == 0:
-            out.append((c.split("/", 1)[1], float(v[0]), logged(run, c)))
-    return out
-
-
 def _never_scored(run: Run, p: Mapping[str, float]) -> list[str]:
     """Reward terms logged on enough steps, never with a number (TRL's None for a reward
     function that returned None for every completion): they never scored a completion."""
@@ -268,7 +256,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     }
     # Equal rewards because groups are solved are the goal of training, not a collapse: judge
     # the share the log cannot prove all-correct, where it can tell them apart.
-    pinned = _pinned_components(run, p)
+    pinned = pinned_terms(run, int(p["min_component_steps"]))
     # A correctness-like term that never moved means the task itself was never rewarded:
     # whatever the other terms teach, nothing teaches the task. At a constant 1 it proves no
     # group all-correct either: it cannot tell completions apart (trial 45, a check that

@@ -283,6 +283,21 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         return Outcome(Status.OK, f"reward {fmt(start)} -> {fmt(now)}, at its best level "
                        f"({fmt(best)}): converged, not stalled", evidence=evidence,
                        key_metric=REWARD)
+    moved_for_nothing = _moved_for_nothing(run) if (
+        never_moved and not backwards and len(r) >= p["patience"]) else None
+    if moved_for_nothing is not None:
+        # The groups told completions apart on most steps and the policy moved, yet nothing it
+        # learned changed the reward: what the reward pays is nothing the policy can learn (a
+        # coin-flip check, trial 53: 0.50 on every 50-step block, groups mixed on 100% of
+        # steps, entropy 0.29 -> 0.23, read inconclusive with an lr cut).
+        evidence["threshold"] = (f"the reward within its noise over {n_logged:,} logged "
+                                 "points while most groups had mixed rewards and the policy "
+                                 "moved")
+        summary = (f"no progress: over {n_logged:,} logged points the reward never left its "
+                   f"level ({_ends(run, REWARD, start, now)}) while {moved_for_nothing}: "
+                   "nothing the policy learned changed what the reward pays")
+        return Outcome(Status.WARNING, summary, onset_step=first_step, evidence=evidence,
+                       remedies=_unlearnable_remedies(run), key_metric=REWARD)
     if never_moved and not backwards:
         # A reward that never left its level (exactly 0.5 on most steps) has not converged:
         # nothing was learned to converge to. Not a pass (``unsettled``).
@@ -485,6 +500,48 @@ def _remedies(run: Run, stuck: tuple[str, float, float] | None = None) -> tuple[
     return (check, _lr_remedy(run), groups)
 
 
+#: The relative change of the entropy (first fifth to last) over which a policy moved.
+_ENTROPY_MOVED = 0.1
+
+
+def _moved_for_nothing(run: Run) -> str | None:
+    """Why a reward that never moved was learnable and learned from, when the log shows it:
+    most groups had mixed rewards over the log's last fifth, and the policy moved (its KL to
+    the reference at ``_STILL_KL`` or more at the end, or its entropy ``_ENTROPY_MOVED`` or
+    more off its first points). None otherwise (too few signals, or a policy that barely moved:
+    the step size's to answer)."""
+    _, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    if len(z) < 10 or _barely_moved(run) is not None:
+        return None
+    mixed = 1.0 - float(np.mean(z[-max(3, len(z) // 5):]))
+    if mixed < 0.5:
+        return None
+    still = _stillness(run)
+    _, kl = series(run, Metric.KL.value)
+    # Moved over the log: a KL that sat at one level from the first logs (an offset) is no
+    # move the log saw.
+    if still is not None and still[0] >= max(_STILL_KL, 2 * float(np.median(
+            np.abs(kl[:max(5, len(kl) // 20)])))):
+        return (f"{mixed:.0%} of groups had mixed rewards to learn from and the policy moved "
+                f"(KL {fmt(still[0])} at the end)")
+    _, h = series(run, Metric.ENTROPY.value)
+    if len(h) < 10:
+        return None
+    a, b = _entropy_ends(h)
+    if a <= 0 or abs(b - a) < _ENTROPY_MOVED * a:
+        return None
+    return (f"{mixed:.0%} of groups had mixed rewards to learn from and the policy moved "
+            f"(entropy {fmt(a)} -> {fmt(b)})")
+
+
+def _unlearnable_remedies(run: Run) -> tuple[str, ...]:
+    return ("check the reward on a few completions against the task: does its score depend on "
+            "the completion at all? (a check that ignores the answer, or pays at random; "
+            "reference answers that do not match their prompts)",
+            "log a held-out score to see whether the task moves while the reward does not",
+            _lr_remedy(run))
+
+
 #: A 0-1 task score this low at the end, never improved while the policy moved: the task is
 #: out of the policy's reach (at 0.44 right, it is not: what the reward pays comes first).
 _OUT_OF_REACH = 0.2
@@ -529,12 +586,21 @@ def _entropy_still(run: Run) -> str | None:
     if len(h) < 100 or len(z) < 10:
         return None
     mixed = 1.0 - float(np.mean(z[-max(3, len(z) // 5):]))
-    start, end = head_tail(h, frac=0.2)
+    start, end = _entropy_ends(h)
     if mixed < 0.5 or start <= 0 or abs(end - start) > _STILL_ENTROPY * start:
         return None
     return (f"the policy barely moved (entropy {fmt(start)} -> {fmt(end)} over {len(h)} "
             f"logged steps; {_NO_KL}) while {mixed:.0%} of groups had mixed rewards to "
             "learn from")
+
+
+def _entropy_ends(h: np.ndarray) -> tuple[float, float]:
+    """The entropy's medians over its first points (a twentieth of the log, 5 or more) and
+    over its last fifth. From its first points: a policy that moved in its first steps and
+    then held moved (trial 53: 0.284 over the first 10 steps, 0.25 over the first fifth,
+    0.236 at the end, read as "barely moved")."""
+    return (float(np.median(h[:max(5, len(h) // 20)])),
+            float(np.median(h[-max(3, len(h) // 5):])))
 
 
 _NO_KL = "no KL logged"

@@ -45,7 +45,7 @@ from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.points import series, snap_to_logged
-from grpo_doctor.rules.signals import HELDOUT_GAIN
+from grpo_doctor.rules.signals import HELDOUT_GAIN, scorer_stopped
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import (
@@ -90,6 +90,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, r = series(run, REWARD)
     brief: list = []
     crashes = _crashes(run, p, brief)
+    stopped = _scorer_crash(run, crashes, steps)
+    if stopped is not None:
+        return stopped
     if len(r) < 30:
         return _crashes_only(run, crashes, brief=brief)
     w = max(5, len(r) // 20) | 1
@@ -205,6 +208,43 @@ def _held_out_rose_after(run: Run, peak_step: int) -> tuple[float, float] | None
     if late - at_peak < max(0.05 * float(np.ptp(h)), 0.01):
         return None
     return at_peak, late
+
+
+def _scorer_crash(run: Run, crashes: list, steps: np.ndarray) -> Outcome | None:
+    """The crash a reward term's scorer brought, when one stopped scoring there
+    (``scorer_stopped``): what to fix is the scorer, and the checkpoints from before it are
+    good. None otherwise."""
+    stop = scorer_stopped(run)
+    if stop is None:
+        return None
+    at = int(np.searchsorted(steps, stop.step))
+    crash = next((c for c in crashes if abs(int(np.searchsorted(steps, c.step)) - at) <= 3),
+                 None)
+    if crash is None:
+        return None
+    summary = f"reward crash: {inc.describe([crash])}: {stop.words()}"
+    evidence: dict[str, object] = {
+        "threshold": f"reward below {fmt(crash.threshold)} within a few logged points",
+        "scorer_stopped": {"term": stop.term, "step": stop.step, "value": stop.value,
+                           "said": stop.words(),
+                           "before": round(stop.before, 4), "held_steps": stop.held,
+                           "policy": {n: [round(a, 4), round(b, 4)] for n, a, b in stop.policy}}}
+    return Outcome(
+        inc.worst([crash]), summary, onset_step=crash.step, evidence=evidence,
+        remedies=(scorer_fix(stop.term, stop.value, stop.step),
+                  knobs.rollback(stop.step, f"resume from the checkpoint before step "
+                                 f"{step_text(stop.step)} once the scorer works: the policy "
+                                 "was not what broke"),
+                  "check which signal moved first (entropy, KL, log-prob, grad norm): the "
+                  "reward lags"),
+        key_metric=REWARD, incidents=(crash,))
+
+
+def scorer_fix(term: str, value: float, step: int) -> str:
+    """The first thing to do about a scorer that stopped at ``step``."""
+    return (f"check {term} on completions from step {step_text(step)} on: it scored every one "
+            f"{fmt(value)} from there (a grader or reward server down, an exception caught "
+            f"and scored {fmt(value)}, a changed answer key)")
 
 
 def _crashes_only(run: Run, crashes: list, evidence: dict[str, object] | None = None,

@@ -11,9 +11,9 @@ from itertools import permutations
 
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
-from grpo_doctor.metrics import Metric
+from grpo_doctor.metrics import Metric, is_reward_component
 from grpo_doctor.rules.knobs import flatten, knob_value
-from grpo_doctor.rules.points import aligned, end_size, head_tail, late_points, series
+from grpo_doctor.rules.points import aligned, end_size, head_tail, late_points, logged, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median, shift_stands_out, step_noise
@@ -571,6 +571,21 @@ def components(run: Run) -> dict[str, str]:
             if c.startswith(REWARD_COMPONENT_PREFIX) and bool(run.frame[c].notna().any())}
 
 
+def pinned_terms(run: Run, min_steps: int) -> list[tuple[str, float, int]]:
+    """(name, value, logged steps) of each reward term that held one value on every one of
+    its ``min_steps``+ logged steps, when the run logs two or more terms: a term that never
+    told two completions apart, so it adds nothing to any group's advantage."""
+    comps = [c for c in run.frame.columns if is_reward_component(c)]
+    if len(comps) < 2:
+        return []
+    out: list[tuple[str, float, int]] = []
+    for c in comps:
+        _, v = series(run, c)
+        if len(v) >= min_steps and np.ptp(v) == 0:
+            out.append((c.split("/", 1)[1], float(v[0]), logged(run, c)))
+    return out
+
+
 _FORMAT_WORDS = ("format", "xml", "tag", "think", "structure", "style", "syntax", "valid")
 _CORRECT_WORDS = ("correct", "accura", "answer", "acc", "exact", "match_answer", "math",
                   "equation", "verif", "solve",
@@ -791,3 +806,150 @@ def _config_number(flat: dict[str, object], names: tuple[str, ...]) -> float | N
                 if np.isfinite(x):
                     return x
     return None
+
+
+@dataclass(frozen=True)
+class UnscoredShare:
+    """A logged reward below the sum of its terms: some completions were scored by no value
+    (None) of a reward function (``unscored_share``)."""
+
+    reward: float  # the reward's late mean
+    terms: float  # the weighted sum of its terms' late means
+    below: int  # logged steps where the reward fell short of the sum
+    steps: int  # logged steps with the reward and every term
+    term: str | None  # the term whose gaps track the shortfall, where one does
+    share: float | None  # about what share of that term's completions went unscored
+
+    def words(self) -> str:
+        who = (f"{self.term} returns None (or NaN) on some completions (about "
+               f"{self.share:.0%} of them), which TRL leaves out of its mean"
+               if self.term and self.share else "a reward function returns None (or NaN) on "
+               "some completions, which TRL leaves out of that term's mean")
+        return (f"the logged reward ({fmt(self.reward)} late in the run) is below the sum of its "
+                f"terms' means ({fmt(self.terms)}) on {self.below:,} of {self.steps:,} logged "
+                f"steps: {who} and pays nothing for; fix the function (an exception or a parse "
+                "that fails), not the training")
+
+
+#: The shortfall, as a share of the reward's scale, on the typical step and on nearly every
+#: step, that no rounding of the logged values reaches (exactly 0 on every step of a run
+#: whose functions always return a number).
+_UNSCORED_GAP = 0.03
+_UNSCORED_STEPS = 0.9
+
+
+def unscored_share(run: Run, min_steps: int = 20) -> UnscoredShare | None:
+    """The shortfall of TRL's logged reward against its terms, when some completions went
+    unscored. TRL sums the weighted terms per completion ignoring NaN (a function's None) and
+    logs each term's mean over the completions it scored: with every function returning a
+    number, the reward is the weighted sum of the terms' means on every step; a term that
+    returned None on a third of completions leaves the reward a third of its mean short
+    (trial 52). Read only where the config is TRL's (its ``reward_weights``, None for all 1)
+    and its weights are one number; None otherwise."""
+    flat = flatten(run.config) if run.config else {}
+    if "reward_weights" not in flat:
+        return None
+    weights = _as_list(flat["reward_weights"])
+    if weights is None or weights in ("None", "null", ""):  # a tracker's text of None
+        weight = 1.0
+    elif isinstance(weights, (list, tuple)) and weights and len({
+            float(w) for w in weights if isinstance(w, (int, float))}) == 1 and all(
+            isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights):
+        weight = float(weights[0])
+    else:
+        return None
+    terms = components(run)
+    if len(terms) < 1 or weight <= 0 or not run.has(Metric.REWARD_MEAN.value):
+        return None
+    if isinstance(weights, (list, tuple)) and len(weights) != len(terms):
+        return None
+    rows = run.frame[[Metric.REWARD_MEAN.value, *terms.values()]].dropna()
+    if len(rows) < min_steps:
+        return None
+    reward = rows[Metric.REWARD_MEAN.value].to_numpy(dtype=float)
+    parts = rows[list(terms.values())].to_numpy(dtype=float)
+    gap = weight * parts.sum(axis=1) - reward
+    scale = max(float(np.ptp(reward)), float(np.median(np.abs(reward))), 1e-6)
+    short = gap > 0.3 * _UNSCORED_GAP * scale
+    if float(np.median(gap)) < _UNSCORED_GAP * scale or short.mean() < _UNSCORED_STEPS:
+        return None
+    k = max(3, len(rows) // 5)
+    term, share = None, None
+    fit = np.linalg.lstsq(weight * parts, gap, rcond=None)[0]
+    top = int(np.argmax(fit))
+    if 0.02 <= fit[top] <= 1.0 and all(f <= 0.25 * fit[top] for i, f in enumerate(fit)
+                                       if i != top):
+        term, share = list(terms)[top], float(fit[top])
+    return UnscoredShare(float(np.mean(reward[-k:])), float(np.mean(weight * parts[-k:].sum(
+        axis=1))), int(short.sum()), len(rows), term, share)
+
+
+@dataclass(frozen=True)
+class ScorerStopped:
+    """A reward term that dropped at one step to a value it then held exactly on every
+    logged step, while the completions it scored did not change (``scorer_stopped``)."""
+
+    term: str
+    step: int  # the first logged step at the held value
+    value: float
+    before: float  # the term's level over the logged points just before ``step``
+    held: int  # logged steps at ``value`` from ``step`` on
+    policy: tuple[tuple[str, float, float], ...]  # (signal, before, after) that held still
+
+    def words(self) -> str:
+        still = ", ".join(f"{n} {fmt(a)} -> {fmt(b)}" for n, a, b in self.policy)
+        return (f"{self.term} fell from {fmt(self.before)} to {fmt(self.value)} at step "
+                f"{step_text(self.step)} and was exactly {fmt(self.value)} on all {self.held:,} "
+                f"logged steps since, while the completions did not change ({still}): the "
+                "scorer stopped, not the policy")
+
+
+#: Logged points on each side of the drop that the policy's signals are compared over, and
+#: the relative change of their medians under which the completions "did not change".
+_SCORER_WINDOW = 10
+_POLICY_STILL = 0.15
+
+
+def scorer_stopped(run: Run) -> ScorerStopped | None:
+    """The reward term whose scorer stopped: it fell at one step from its level to a value it
+    then held exactly on every logged step to the end (10+ of them, a tenth of the log or
+    more), while the completions' length and entropy kept their level across the drop. A
+    policy that breaks changes what it writes; a grader that goes down (an outage, an
+    exception caught and scored 0, a changed answer key) does not (trial 53: correctness 0.75
+    -> 0.000 from step 101 to 200, length 9.0 -> 9.0, entropy 0.08 -> 0.08, read as an
+    entropy collapse from step 1). None when no term did, or no length or entropy is logged
+    to show the completions held."""
+    found: ScorerStopped | None = None
+    for name, col in components(run).items():
+        steps, v = series(run, col)
+        n = len(v)
+        if n < 3 * _SCORER_WINDOW:
+            continue
+        end = float(v[-1])
+        held = n - int(np.flatnonzero(v != end)[-1]) - 1 if (v != end).any() else n
+        if held < max(_SCORER_WINDOW, n // 10) or n - held < 2 * _SCORER_WINDOW:
+            continue
+        pre = v[n - held - _SCORER_WINDOW:n - held]
+        level = float(np.median(pre))
+        span = float(np.ptp(v[:n - held]))
+        # A drop to a floor the term seldom touched before, still up just before it: not a
+        # score that wore down to 0, nor one that sat at 0 on most steps anyway.
+        if not (span > 0 and level - end >= 0.5 * span and float(np.mean(pre == end)) < 0.2
+                and float(np.median(v[n - held - 3:n - held])) - end >= 0.5 * (level - end)):
+            continue
+        at = int(steps[n - held])
+        policy: list[tuple[str, float, float]] = []
+        for label, metric in (("length", Metric.RESPONSE_LENGTH_MEAN.value),
+                              ("entropy", Metric.ENTROPY.value)):
+            s, x = series(run, metric)
+            a, b = x[s < at][-_SCORER_WINDOW:], x[s >= at][:_SCORER_WINDOW]
+            if len(a) < 3 or len(b) < 3:
+                continue
+            before, after = float(np.median(a)), float(np.median(b))
+            if abs(after - before) > _POLICY_STILL * max(abs(before), 1e-9):
+                policy = []
+                break
+            policy.append((label, before, after))
+        if policy and (found is None or at < found.step):
+            found = ScorerStopped(name, at, end, level, held, tuple(policy))
+    return found
