@@ -912,8 +912,8 @@ _POLICY_STILL = 0.15
 
 def scorer_stopped(run: Run) -> ScorerStopped | None:
     """The reward term whose scorer stopped: it fell at one step from its level to a value it
-    then held exactly on every logged step to the end (10+ of them, a tenth of the log or
-    more), while the completions' length and entropy kept their level across the drop. A
+    then held exactly on every logged step to the end (10+ of them, so that a live poll names
+    it 10 steps after the drop), while the completions' length and entropy kept their level across the drop. A
     policy that breaks changes what it writes; a grader that goes down (an outage, an
     exception caught and scored 0, a changed answer key) does not (trial 53: correctness 0.75
     -> 0.000 from step 101 to 200, length 9.0 -> 9.0, entropy 0.08 -> 0.08, read as an
@@ -927,7 +927,7 @@ def scorer_stopped(run: Run) -> ScorerStopped | None:
             continue
         end = float(v[-1])
         held = n - int(np.flatnonzero(v != end)[-1]) - 1 if (v != end).any() else n
-        if held < max(_SCORER_WINDOW, n // 10) or n - held < 2 * _SCORER_WINDOW:
+        if held < _SCORER_WINDOW or n - held < 2 * _SCORER_WINDOW:
             continue
         pre = v[n - held - _SCORER_WINDOW:n - held]
         level = float(np.median(pre))
