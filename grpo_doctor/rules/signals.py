@@ -913,12 +913,12 @@ _POLICY_STILL = 0.15
 def scorer_stopped(run: Run) -> ScorerStopped | None:
     """The reward term whose scorer stopped: it fell at one step from its level to a value it
     then held exactly on every logged step to the end (10+ of them, so that a live poll names
-    it 10 steps after the drop), while the completions' length and entropy kept their level across the drop. A
-    policy that breaks changes what it writes; a grader that goes down (an outage, an
-    exception caught and scored 0, a changed answer key) does not (trial 53: correctness 0.75
-    -> 0.000 from step 101 to 200, length 9.0 -> 9.0, entropy 0.08 -> 0.08, read as an
-    entropy collapse from step 1). None when no term did, or no length or entropy is logged
-    to show the completions held."""
+    it 10 steps after the drop), while the completions' length and entropy kept their level
+    across the drop. A policy that breaks changes what it writes; a grader that goes down (an
+    outage, an exception caught and scored 0, a changed answer key) does not (trial 53:
+    correctness 0.75 -> 0.000 from step 101 to 200, length 9.0 -> 9.0, entropy 0.08 -> 0.08,
+    read as an entropy collapse from step 1). None when no term did, or no length or entropy
+    is logged to show the completions held."""
     found: ScorerStopped | None = None
     for name, col in components(run).items():
         steps, v = series(run, col)
