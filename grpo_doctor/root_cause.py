@@ -1765,6 +1765,12 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
         after = not began or min(began) >= near_root
         return "consequence" if m in explained and after else "finding"
 
+    stopped = root.check.evidence.get("scorer_stopped")
+    if isinstance(stopped, dict):
+        # What began once the scorer stopped (every group all "wrong", the gradient gone) is
+        # its echo: the policy did not break, and those findings' remedies would treat it.
+        at = int(stopped["step"])
+        order = [m for m in order if (by_mode[m].onset_step or 0) < at]
     dead = mode == "no_learning_signal" and root.check.evidence.get("cause")
     if dead:
         # A destroyed policy: what its symptoms would ask for (dynamic sampling, a larger
@@ -1772,8 +1778,9 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
         order = [m for m in order if m not in _SYMPTOMS_OF_A_DEAD_RUN]
     items: list[_Item] = [_Item(lead.remedy, [mode], "root_cause",
                                 lead.knob.reading.id if lead.knob else _setting_of(lead.remedy))]
-    # Other settings outside the recipe that the chapter links to the cause.
-    linked = list(lead.extra_knobs) + [
+    # Other settings outside the recipe that the chapter links to the cause. Not to a
+    # scorer that stopped: a crash the grader made is no lr's (trial 53).
+    linked = [] if root.check.evidence.get("scorer_stopped") else list(lead.extra_knobs) + [
         r for r in setup.linked(_linked_modes(root)) if r not in lead.extra_knobs]
     for reading in linked:
         if lead.knob is not None and reading.id == lead.knob.reading.id:

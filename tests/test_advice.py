@@ -2716,6 +2716,11 @@ def test_a_reward_term_whose_scorer_stopped_names_the_scorer_and_the_last_good_c
     assert "roll back to checkpoint-100" in d.root_cause.first_action, d.root_cause
     assert d.root_cause.summary.startswith("correctness_reward fell from"), d.root_cause
     assert "exactly 0 on all 100 logged steps since" in d.root_cause.summary
+    # What followed the scorer (equal groups, a vanished gradient, the reward's fall) is its
+    # echo: no entropy collapse made critical by it, no lr or group-size item in the plan.
+    assert d.check("entropy_collapse").status.value != "critical", d.check("entropy_collapse")
+    assert not any("learning_rate" in p.action or "group size" in p.action for p in d.plan), (
+        d.plan)
     # A policy that broke changes what it writes: the completions 3x longer from the drop.
     broke = diagnose(_scored_until(101, length_after=27.0))
     assert "scorer_stopped" not in broke.check("reward_overfit").evidence

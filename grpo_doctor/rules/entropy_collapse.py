@@ -54,7 +54,14 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import Plot, Threshold, ladder, number
 from grpo_doctor.rules.points import aligned, head_tail, late_points, series, snap_to_logged
-from grpo_doctor.rules.signals import heldout_gap, late_level, learning, rising, task_solved
+from grpo_doctor.rules.signals import (
+    heldout_gap,
+    late_level,
+    learning,
+    rising,
+    scorer_stopped,
+    task_solved,
+)
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import (
@@ -220,32 +227,38 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     smooth = rolling_median(h, 5)
     begun = np.nonzero(smooth <= h0 - 0.1 * (h0 - hc))[0]
     since = min(float(onset), float(steps[begun[0]]) if len(begun) else float(onset))
-    progress = learning(run, since)
-    solved = task_solved(run)
+    # The cascade's signs as the policy made them: after a reward term's scorer stopped (a
+    # grader down: every group scores alike, the gradient vanishes, the reward falls) they
+    # are the scorer's, not the entropy's (trial 53: a fall the control's entropy made too,
+    # read critical for "reward falling, zero-std groups at 100%, grad norm vanished").
+    stop = scorer_stopped(run)
+    seen = run.truncated(int(stop.step) - 1) if stop is not None else run
+    progress = learning(seen, since)
+    solved = task_solved(seen)
     corroboration = []  # independent signs of the collapse cascade
     if progress.logged and progress.declining:
         corroboration.append("reward falling")
     zsf = Metric.ZERO_STD_FRACTION.value
-    zsf_late = late_level(run, zsf)
+    zsf_late = late_level(seen, zsf)
     solving = (progress.logged and progress.improving) or solved
     if zsf_late is not None and not solved and (
-            zsf_late >= 0.8 or (rising(run, zsf) and zsf_late >= 0.3 and not solving)):
+            zsf_late >= 0.8 or (rising(seen, zsf) and zsf_late >= 0.3 and not solving)):
         # With the reward still rising, or the task proven solved, equal-reward groups are
         # all-correct ones: convergence, not the collapse cascade.
         corroboration.append(f"zero-std groups at {zsf_late:.0%}")
-    trunc = late_level(run, Metric.TRUNCATION_RATIO.value)
+    trunc = late_level(seen, Metric.TRUNCATION_RATIO.value)
     # Completions cut from the first logs on (a budget too small) are no sign of the cascade
     # (degenerate text running on to the cap): they were cut before the entropy fell.
-    if trunc is not None and trunc >= 0.5 and not _cut_from_start(run):
+    if trunc is not None and trunc >= 0.5 and not _cut_from_start(seen):
         corroboration.append(f"{trunc:.0%} of completions truncated at the length cap")
-    _, g = series(run, Metric.GRAD_NORM.value)
+    _, g = series(seen, Metric.GRAD_NORM.value)
     # A task proven solved leaves all-correct groups: no advantage, no gradient, and a policy
     # deterministic because it is right. Those are convergence, not the cascade.
     if len(g) >= 6 and not solved:
         g0, gc = head_tail(g)
         if g0 > 0 and gc <= 0.01 * g0:
             corroboration.append(f"grad norm vanished ({fmt(g0)} -> {fmt(gc)})")
-    shrunk = _length_collapse(run)
+    shrunk = _length_collapse(seen)
     if shrunk:
         corroboration.append(shrunk)
     if hc < p["floor"] and not solved:

@@ -234,9 +234,7 @@ def _scorer_crash(run: Run, crashes: list, steps: np.ndarray) -> Outcome | None:
         remedies=(scorer_fix(stop.term, stop.value, stop.step),
                   knobs.rollback(stop.step, f"resume from the checkpoint before step "
                                  f"{step_text(stop.step)} once the scorer works: the policy "
-                                 "was not what broke"),
-                  "check which signal moved first (entropy, KL, log-prob, grad norm): the "
-                  "reward lags"),
+                                 "was not what broke")),
         key_metric=REWARD, incidents=(crash,))
 
 

@@ -1379,6 +1379,33 @@ def np_never_moved(nums, past):
     return replace(run, config={"beta": 0.04})
 
 
+def _moved_for_nothing(n: int, entropy_drop: float = 0.0, kl_end: float | None = None) -> Run:
+    """A reward of i.i.d. noise around 0.5 (never leaving its level) over ``n`` logged points,
+    groups mixed on 90% of them, and a policy that moved: its entropy ``entropy_drop`` off its
+    first points from step 8 on, or a KL climbing from 0.001 to ``kl_end``."""
+    rng = np.random.default_rng(181)
+    reward = 0.5 + rng.normal(0, 0.05, n)
+    cols: dict[str, np.ndarray] = {"train__reward": reward,
+                                   "train__frac_reward_zero_std": np.full(n, 0.1)}
+    if kl_end is None:
+        cols["train__entropy"] = np.r_[np.full(7, 0.3), np.full(n - 7, 0.3 * (1 - entropy_drop))]
+    else:
+        cols["train__kl"] = np.r_[np.full(7, 0.001), np.linspace(0.001, kl_end, n - 7)]
+    return make_run(**cols)
+
+
+def np_moved_points(nums, past):
+    return _moved_for_nothing(int(nums[0]) - (0 if past else 1), entropy_drop=0.3)
+
+
+def np_moved_kl(nums, past):
+    return _moved_for_nothing(150, kl_end=nums[1] * pick(past, 1.5, 0.7))
+
+
+def np_moved_entropy(nums, past):
+    return _moved_for_nothing(150, entropy_drop=nums[2] / 100 * pick(past, 1.3, 0.75))
+
+
 def np_stuck_reward(nums, past):
     # With correctness and format terms: a reward gain is format_gaming's to weigh.
     return _stuck(120, 0.1, reward_up=nums[2] * pick(past, 0.8, 1.2), terms=True)
@@ -1729,6 +1756,13 @@ THRESHOLDS: list[Threshold] = [
     T("no_progress", "warning", "never_moved",
       r"or over (\d+)\+ logged points nothing improved while KL stayed below ([\d.]+) to the "
       r"end", np_never_moved, (param("patience"), None)),
+    *(T("no_progress", "warning", f"moved_for_nothing_{what}",
+        r"or over (\d+)\+ logged points the reward never left its level \(its best within twice "
+        r"its step noise of its start\) while most groups had mixed rewards over the last fifth "
+        r"and the policy moved \(KL up to ([\d.]+)\+ and twice its first points, or the entropy "
+        r"(\d+)%\+ off its first points\)", build, (param("patience"), None, None))
+      for what, build in (("points", np_moved_points), ("kl", np_moved_kl),
+                          ("entropy", np_moved_entropy))),
     T("no_progress", "warning", "stuck_reward",
       r"over (\d+)\+ logged points a 0-1 task score \(held-out, correctness\) never improved "
       r"and ends below ([\d.]+), the reward up less than (a quarter) of its range",
