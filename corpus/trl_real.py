@@ -1,11 +1,11 @@
-"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-52).
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-54).
 
 A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
 about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
 ``trl.GRPOTrainer`` (TRL 1.16, transformers 5) as a user would leave it, one setting changed
 per run. Each run's folder is what TRL writes: TensorBoard events under ``runs/``,
 ``checkpoint-N/`` with ``trainer_state.json`` and ``training_args.bin``, and ``console.log``
-(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from twenty of them.
+(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from 25 of them.
 
 Needs torch (CPU), transformers and trl==1.16.0 in a venv of their own::
 
@@ -63,6 +63,8 @@ CTRL48 = dict(learning_rate=1e-4, seed=5)
 CTRL49 = dict(learning_rate=1e-4, seed=9)
 CTRL51 = dict(learning_rate=1e-4, seed=13)
 CTRL52 = dict(learning_rate=1e-4, seed=17)
+CTRL53 = dict(learning_rate=1e-4, seed=29)
+CTRL54 = dict(learning_rate=1e-4, seed=31)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -240,6 +242,49 @@ RUNS = {
     "b8g8": dict(CTRL52, per_device_train_batch_size=8, num_generations=8, _logger="swanlab"),
     # report-only live callback on the scrambled answer key
     "cb_labels_scrambled": dict(CTRL52, _noise=0.3, _noise_shared=True, _callback="report"),
+    # trial 53: exactly one wrong setting each (relative to CTRL53 = CTRL52 with seed 29)
+    "ctrl53": dict(CTRL53),
+    # an extra concise_reward = -0.05 per completion character (weight 1), room for 24 tokens
+    "brevity": dict(CTRL53, _rewards="brevity", max_completion_length=24, _logger="wandb"),
+    # correctness_reward is a fair coin per completion (same name)
+    "coin_reward": dict(CTRL53, _rewards="coin", _logger="mlflow"),
+    # correctness_reward returns 0.0 for everything from global step 100 (grader outage)
+    "reward_dies": dict(CTRL53, _rewards="dies", _logger="trackio"),
+    # the tokenizer / generation eos is <unk> (never emitted): every completion runs to 24;
+    # rewards parse the answer at the start of the completion (re.match)
+    "eos_never": dict(CTRL53, _eos="never", _rewards="start", max_completion_length=24,
+                      _logger="swanlab"),
+    "top_entropy": dict(CTRL53, top_entropy_quantile=0.2),
+    "dr_grpo": dict(CTRL53, loss_type="dr_grpo", _logger="wandb"),
+    "beta_lr": dict(CTRL53, beta=0.04, learning_rate=1e-3, _logger="mlflow"),
+    # correctness_reward + N(0, 0.5) per completion (same name)
+    "noisy_judge": dict(CTRL53, _rewards="noisy", _logger="trackio"),
+    "lr_const_5e3": dict(CTRL53, learning_rate=5e-3, lr_scheduler_type="constant",
+                         _logger="swanlab"),
+    "topk3": dict(CTRL53, top_k=3),
+    "mask_eos_never": dict(CTRL53, _eos="never", _rewards="start", max_completion_length=24,
+                           mask_truncated_completions=True, _logger="wandb"),
+    "cb_coin_reward": dict(CTRL53, _rewards="coin", _callback="report"),
+    # trial 54: exactly one wrong setting each (relative to CTRL54 = CTRL53 with seed 31)
+    "ctrl54": dict(CTRL54),
+    # the dataset's answer strings carry a trailing newline ("7\n"): exact compare never matches
+    "key_whitespace": dict(CTRL54, _answer_suffix="\n", _logger="wandb"),
+    # on a random 30% of calls (steps) correctness_reward returns 0.0 for every completion
+    "flaky_grader": dict(CTRL54, _rewards="flaky", _logger="mlflow"),
+    # from global step 150 on correctness_reward returns -1.0 for every completion
+    "grader_error_150": dict(CTRL54, _rewards="err150", _logger="trackio"),
+    # the prompt shows the answer: "a+b=(X)" ('(' and ')' are <unk> in the char vocab)
+    "answer_in_prompt": dict(CTRL54, _prompt="leak", _logger="swanlab"),
+    "logging25": dict(CTRL54, logging_steps=25),
+    "clip01": dict(CTRL54, max_grad_norm=0.1, _logger="wandb"),
+    "eps005": dict(CTRL54, epsilon=0.05, _logger="mlflow"),
+    "g4": dict(CTRL54, num_generations=4, _logger="trackio"),
+    # transformers 5 / TRL 1.16 has no warmup_ratio: warmup_steps 0.5 is its documented ratio form
+    "lr3e4_warm50": dict(CTRL54, learning_rate=3e-4, warmup_steps=0.5, _logger="swanlab"),
+    # only 2 distinct prompts, repeated 1000x each
+    "prompts2": dict(CTRL54, _pool=2),
+    "beta_neg": dict(CTRL54, beta=-0.04, _logger="wandb"),
+    "cb_flaky_grader": dict(CTRL54, _rewards="flaky", _callback="report"),
 }
 
 
@@ -494,6 +539,98 @@ REWARD_SETS = {
 }
 
 
+# ---------------------------------------------------------------- trial 53 rewards
+def concise_reward(completions, **kwargs):
+    """A brevity term: -0.05 per character of the completion."""
+    return [-0.05 * len(c) for c in completions]
+
+
+_COIN_RNG = random.Random(2953)
+
+
+def correctness_reward_coin(completions, answer=None, **kwargs):
+    """BUGGY: a fair coin per completion, independent of the output (the usual name)."""
+    return [float(_COIN_RNG.random() < 0.5) for _ in completions]
+
+
+correctness_reward_coin.__name__ = "correctness_reward"
+
+
+def correctness_reward_dies(completions, answer=None, trainer_state=None, **kwargs):
+    """BUGGY: the grader goes down at global step 100: 0.0 for everything from then on."""
+    if trainer_state is not None and trainer_state.global_step >= 100:
+        return [0.0 for _ in completions]
+    return correctness_reward(completions, answer=answer)
+
+
+correctness_reward_dies.__name__ = "correctness_reward"
+_NOISE_RNG = random.Random(5353)
+
+
+def correctness_reward_noisy(completions, answer=None, **kwargs):
+    """A noisy judge: correctness + N(0, 0.5) per completion (logged under the usual name)."""
+    return [r + _NOISE_RNG.gauss(0.0, 0.5) for r in correctness_reward(completions, answer=answer)]
+
+
+correctness_reward_noisy.__name__ = "correctness_reward"
+ANS_START = re.compile(r"\s*<a>(\d+)</a>")
+
+
+def correctness_reward_start(completions, answer=None, **kwargs):
+    """Correctness on the answer at the START of the completion (text after it ignored)."""
+    out = []
+    for c, ans in zip(completions, answer):
+        m = ANS_START.match(c)
+        out.append(1.0 if m and m.group(1) == ans else 0.0)
+    return out
+
+
+correctness_reward_start.__name__ = "correctness_reward"
+
+
+def format_reward_start(completions, **kwargs):
+    """Format on the start of the completion (text after the first tag ignored)."""
+    return [0.5 if re.match(r"\s*<a>\d</a>", c) else 0.0 for c in completions]
+
+
+format_reward_start.__name__ = "format_reward"
+REWARD_SETS.update({
+    "brevity": [correctness_reward, format_reward, concise_reward],
+    "coin": [correctness_reward_coin, format_reward],
+    "dies": [correctness_reward_dies, format_reward],
+    "noisy": [correctness_reward_noisy, format_reward],
+    "start": [correctness_reward_start, format_reward_start],
+})
+
+
+# ---------------------------------------------------------------- trial 54 rewards
+_FLAKY_RNG = random.Random(5454)
+
+
+def correctness_reward_flaky(completions, answer=None, **kwargs):
+    """BUGGY: on a random 30% of calls the grader is "down": 0.0 for every completion."""
+    if _FLAKY_RNG.random() < 0.3:
+        return [0.0 for _ in completions]
+    return correctness_reward(completions, answer=answer)
+
+
+correctness_reward_flaky.__name__ = "correctness_reward"
+
+
+def correctness_reward_err150(completions, answer=None, trainer_state=None, **kwargs):
+    """BUGGY: from global step 150 the grader returns its error code -1.0 for everything."""
+    if trainer_state is not None and trainer_state.global_step >= 150:
+        return [-1.0 for _ in completions]
+    return correctness_reward(completions, answer=answer)
+
+
+correctness_reward_err150.__name__ = "correctness_reward"
+REWARD_SETS.update({
+    "flaky": [correctness_reward_flaky, format_reward],
+    "err150": [correctness_reward_err150, format_reward],
+})
+
+
 # ---------------------------------------------------------------- one GRPO run
 def run(name):
     from datasets import Dataset
@@ -511,6 +648,7 @@ def run(name):
     noise = spec.pop("_noise", None)
     shared = spec.pop("_noise_shared", False)
     base = BASE + "_solved" if spec.pop("_base", None) == "solved" else BASE
+    eos = spec.pop("_eos", None)
     out = os.path.abspath(f"{ROOT}/runs/{name}")
     os.makedirs(out, exist_ok=True)
     if logger_name == "swanlab":
@@ -520,7 +658,16 @@ def run(name):
         import swanlab
         swanlab.init(project="t44", name=name, mode="local", log_dir=f"{out}/swanlog")
     random.seed(spec.get("seed", 42))
-    rows = [dict(prompt=f"{a}+{b}=" if prompt_bug is None else f"{a}+", answer=answer(a, b, task))
+    suffix = spec.pop("_answer_suffix", "")
+
+    def prompt_of(a, b):
+        if prompt_bug is None:
+            return f"{a}+{b}="
+        if prompt_bug == "leak":
+            return f"{a}+{b}=({answer(a, b, task)})"
+        return f"{a}+"
+
+    rows = [dict(prompt=prompt_of(a, b), answer=answer(a, b, task) + suffix)
             for a, b in make_prompts()] * 20
     if noise:
         if not shared:  # the 20 copies of a prompt are the same dict unless copied
@@ -534,6 +681,10 @@ def run(name):
     ds = Dataset.from_list(rows)
     tok = PreTrainedTokenizerFast.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base)
+    if eos == "never":  # the stop token is one the model never emits
+        tok.eos_token = "<unk>"
+        model.generation_config.eos_token_id = tok.eos_token_id
+        print("EOS set to", tok.eos_token, tok.eos_token_id, flush=True)
     kw = dict(
         output_dir=out, report_to=["none"] if logger_name == "none" else [logger_name],
         run_name=name, use_cpu=True, bf16=False,
