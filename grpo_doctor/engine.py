@@ -33,6 +33,7 @@ from grpo_doctor.rules.signals import (
     format_outweighs,
     heldout_gap,
     pinned_terms,
+    scorer_gaps,
     task_solved,
     unfinished_warmup,
     unscored_share,
@@ -364,6 +365,10 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     weighed = _format_weight_note(run, said)
     still = _still_term_note(run, checks, said)
     unscored = unscored_share(run)
+    gaps = scorer_gaps(run)
+    # Said where no finding's advice names it (no crash of the reward came of it).
+    failed = (f"{gaps.words()}; retry or skip failed calls rather than score them"
+              if gaps is not None and f"{gaps.term}'s scorer" not in said else None)
     jumped = lr_jump_note(run, said)
     blind = _no_config_note(run, cause)
     clipped = always_clipped_note(run, setup)
@@ -381,8 +386,8 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         settings = _with_first(settings, [f for f in first if f])
         weighed = None
     notes = (tuple(run.notes) + settings
-             + tuple(n for n in (low, still, unscored.words() if unscored else None, weighed,
-                                 jumped, blind, clipped) if n)
+             + tuple(n for n in (failed, low, still, unscored.words() if unscored else None,
+                                 weighed, jumped, blind, clipped) if n)
              + tuple(unread_notes(run)))
     diagnosis = Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                           notes=notes, root_cause=cause, plan=plan,

@@ -133,6 +133,10 @@ class Check:
         }
 
 
+#: Steps between logged points from which a short log is a sparse one.
+_SPARSE_EVERY = 5
+
+
 @dataclass(frozen=True)
 class RunInfo:
     name: str
@@ -259,9 +263,17 @@ class Diagnosis:
         skipped = [c for c in self.checks if c.status is Status.SKIPPED]
         short = sum(1 for c in skipped if "at least" in (c.reason or ""))
         if self.run.n_steps < MIN_STEPS_FOR_HEALTHY and len(judged) >= MIN_CHECKS_FOR_HEALTHY:
+            first, last, n = self.run.first_step, self.run.last_step, self.run.n_steps
+            every = (last - first) / (n - 1) if first is not None and last is not None and (
+                n > 1) else 0
+            # A whole run logged sparsely (logging_steps 25: 8 points over 200 steps) is not a
+            # short run: what to change is how often it logs (trial 54).
+            sparse = (f"; it logged once every {every:g} steps over steps {first}-{last}: log "
+                      "every step or few (TRL's logging_steps 1-5) to judge a run this long"
+                      if every >= _SPARSE_EVERY and float(every).is_integer() else "")
             return (f"{plural(self.run.n_steps, 'logged step')} "
                     f"{'is' if self.run.n_steps == 1 else 'are'} too few to call it healthy "
-                    f"(at least {MIN_STEPS_FOR_HEALTHY} needed)")
+                    f"(at least {MIN_STEPS_FOR_HEALTHY} needed){sparse}")
         ran = (f"only {plural(len(judged), 'check')} could judge it ({', '.join(judged)})" if judged
                else "no check could judge it")
         why = []

@@ -447,6 +447,10 @@ class _Lead:
 
 def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[Check]) -> _Lead:
     check = root.check
+    gaps = check.evidence.get("scorer_gaps")
+    if isinstance(gaps, dict):
+        # A scorer that failed on some calls: the crashes are those calls, the policy fine.
+        return _Lead(knobs.Remedy(str(gaps["fix"])), summary=str(gaps["said"]))
     stopped = check.evidence.get("scorer_stopped")
     if isinstance(stopped, dict):
         step = int(stopped["step"])
@@ -1779,8 +1783,10 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
     items: list[_Item] = [_Item(lead.remedy, [mode], "root_cause",
                                 lead.knob.reading.id if lead.knob else _setting_of(lead.remedy))]
     # Other settings outside the recipe that the chapter links to the cause. Not to a
-    # scorer that stopped: a crash the grader made is no lr's (trial 53).
-    linked = [] if root.check.evidence.get("scorer_stopped") else list(lead.extra_knobs) + [
+    # scorer that stopped or failed on some calls: a crash the grader made is no lr's (trials
+    # 53, 54).
+    scorer = root.check.evidence.get("scorer_stopped") or root.check.evidence.get("scorer_gaps")
+    linked = [] if scorer else list(lead.extra_knobs) + [
         r for r in setup.linked(_linked_modes(root)) if r not in lead.extra_knobs]
     for reading in linked:
         if lead.knob is not None and reading.id == lead.knob.reading.id:

@@ -9,8 +9,8 @@ kept as evidence (``Run.nan_steps``) rather than confused with a gap. Nothing is
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grpo_doctor.errors import ConfigError, FormatError, InputError
@@ -149,6 +149,17 @@ class Run:
             restarts=self.restarts, notes=self.notes, summary=self.summary,
             reward_roles=self.reward_roles, _finite=finite,
         )
+
+    def without_steps(self, steps: Iterable[int]) -> Run:
+        """The run with the rows of ``steps`` left out (steps a failed scorer logged: what the
+        rules judge of the policy is the rest)."""
+        drop = np.asarray(sorted(set(int(s) for s in steps)), dtype=float)
+        keep = ~np.isin(self.frame.index.to_numpy(dtype=float), drop)
+        finite = {m: (st[~np.isin(st, drop)], v[~np.isin(st, drop)])
+                  for m, (st, v) in self._finite.items()}
+        nan_steps = {k: v[~np.isin(v, drop)] for k, v in self.nan_steps.items()}
+        return replace(self, frame=self.frame.iloc[keep], nan_steps=nan_steps, _finite=finite,
+                       _derived={})
 
 
 def column_floats(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:

@@ -2801,6 +2801,61 @@ def test_a_reward_that_never_moved_while_groups_differed_and_the_policy_moved_is
     assert diagnose(_coin(n=60)).check("no_progress").status.value != "warning"  # too short
 
 
+def _flaky(level_start: float, level_end: float, per_step: int = 32, down: float = 0.3,
+           n: int = 200, seed: int = 12):
+    rng = np.random.default_rng(seed)
+    s = np.arange(1, n + 1)
+    c = rng.binomial(per_step, level_start + (level_end - level_start) * s / n) / per_step
+    c[rng.random(n) < down] = 0.0
+    f = np.clip(0.47 + rng.normal(0, 0.01, n), 0, 0.5)
+    return make_run(reward=c + f, rewards__correctness_reward__mean=c,
+                    rewards__format_reward__mean=f, entropy=0.3 - 0.2 * s / n,
+                    response_length_mean=9 + rng.normal(0, 0.05, n))
+
+
+def test_a_grader_down_on_some_calls_is_named_and_its_zeros_are_not_the_policys():
+    """A grader down on 30% of its calls: correctness exactly 0 on 62 of 200 steps between
+    steps at 0.3-0.9 (trial 54 read "roll back to the checkpoint from before the crash (step
+    119)", a step no checkpoint was saved at, and live "entropy collapsing ... restart, lr").
+    With 32 completions a step at 0.6, a step of all-failing groups is a 1-in-100 event."""
+    d = diagnose(_flaky(0.4, 0.9))
+    assert d.check("entropy_collapse").status.value != "critical"
+    said = [n for n in d.notes if "its scorer failed on those calls" in n]
+    assert said and said[0].startswith("correctness_reward was exactly 0 on 57 of 200 logged "
+                                       "steps (steps 2, 3, 10, 18, 20, ...)"), d.notes
+    # Where a crash of the reward came of it (the real run), the crash's advice is the
+    # scorer's, with no lr and no roll-back to a step no checkpoint was saved at.
+    real = _trial("trl_grader_flaky_30")
+    assert real.root_cause.first_action.startswith(
+        "check correctness_reward's scorer: it scored every completion 0 on 62 of 200 logged "
+        "steps"), real.root_cause
+    assert not any("learning_rate" in p.action or "roll back" in p.action for p in real.plan)
+    # A hard task's all-wrong steps, and a step of 8 completions (one prompt), are chance.
+    for run in (_flaky(0.1, 0.15, down=0.0), _flaky(0.4, 0.9, per_step=8, down=0.0)):
+        assert "scorer_gaps" not in str(diagnose(run).check("reward_overfit").evidence)
+        assert not diagnose(run).root_cause or "scorer" not in (
+            diagnose(run).root_cause.first_action)
+
+
+def test_trial_53s_real_runs_put_the_scorer_the_reward_and_the_stop_token_first():
+    """The real TRL runs the scorer, coin and stop-token mechanisms were built from (trial
+    53), each diagnosed with its own config."""
+    down = _trial("trl_grader_down_101")
+    assert down.root_cause.first_action.startswith("check correctness_reward on completions "
+                                                   "from step 101 on"), down.root_cause
+    assert "roll back to checkpoint-100 (the last one save_steps 50 saved" in (
+        down.root_cause.first_action)
+    coin = _trial("trl_coin_reward")
+    assert coin.status == "warning" and coin.root_cause.first_action.startswith(
+        "check the reward on a few completions against the task: does its score depend"), (
+        coin.root_cause)
+    eos = _trial("trl_eos_never")
+    assert eos.root_cause.first_action.startswith("check the stop first: "), eos.root_cause
+    sparse = _trial("trl_logging_25")
+    assert sparse.status == "inconclusive" and not sparse.findings, sparse.findings
+    assert "logged once every 25 steps" in sparse.status_reason
+
+
 def test_a_setting_the_run_learned_at_is_kept_for_this_model_not_cut_for_the_next():
     """Every healthy trial control on a tiny model had read "for the next run: learning_rate
     1e-4 -> 2.5e-6", a 40x cut to a rate that learns nothing there (trial 51's lr 1e-6). A run

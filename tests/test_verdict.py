@@ -580,6 +580,32 @@ def test_a_reward_term_that_never_paid_is_named_in_a_note_and_one_met_by_every_s
     assert not any("never paying" in x for x in diagnose(short).notes)
 
 
+def test_a_run_logged_every_25_steps_whose_reward_climbed_on_each_is_no_collapse():
+    """logging_steps 25: the control's own run in 8 points, the reward 0.90 -> 1.37 on every
+    one, the entropy 0.167 -> 0.069, the zero-std share 3% -> 40% (trial 54 read it critical
+    "entropy collapsing", lr 1e-4 -> 2.5e-6: the exemption of a learning run needs 10 rewards).
+    Too few points to call it healthy, and the reason says how to log."""
+    from tests.helpers import make_run
+
+    steps = np.arange(25, 201, 25)
+    run = make_run(steps=steps, reward=[0.899, 1.133, 1.24, 1.298, 1.321, 1.341, 1.374, 1.368],
+                   rewards__correctness_reward__mean=[0.42, 0.65, 0.75, 0.8, 0.83, 0.85, 0.88,
+                                                      0.88],
+                   entropy=[0.167, 0.12, 0.1, 0.09, 0.08, 0.075, 0.07, 0.069],
+                   zero_std_fraction=[0.03, 0.03, 0.11, 0.28, 0.25, 0.32, 0.42, 0.40])
+    d = diagnose(run)
+    assert d.check("entropy_collapse").status.value == "ok", d.check("entropy_collapse")
+    assert d.status == "inconclusive"
+    assert d.status_reason.endswith("it logged once every 25 steps over steps 25-200: log every "
+                                    "step or few (TRL's logging_steps 1-5) to judge a run this "
+                                    "long"), d.status_reason
+    # The same entropy with the reward falling on each point is no learning run.
+    falling = make_run(steps=steps, reward=[1.37, 1.3, 1.2, 1.1, 1.0, 0.95, 0.9, 0.85],
+                       entropy=[0.167, 0.12, 0.1, 0.09, 0.08, 0.075, 0.07, 0.069],
+                       zero_std_fraction=[0.03, 0.03, 0.11, 0.28, 0.25, 0.32, 0.42, 0.40])
+    assert diagnose(falling).check("entropy_collapse").status.value == "critical"
+
+
 def test_a_cluster_of_lucky_batches_in_a_sparse_reward_is_not_a_peak_to_over_fit_from():
     """A sparse reward (0.12 on most steps, 1-2.3 when a sample is right) whose spikes cluster
     for a few steps: a 5-point rolling median reads a peak of ~0.5 and a 'fall' back to 0.12.

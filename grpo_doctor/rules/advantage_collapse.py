@@ -65,6 +65,7 @@ from grpo_doctor.rules.signals import (
     pinned_terms,
     reward_at_best,
     reward_progress,
+    scored_run,
     unsolved_equal_share,
 )
 from grpo_doctor.store import SFT_BEFORE, Run
@@ -236,6 +237,8 @@ def lines(p: Mapping[str, float], evidence: Mapping[str, object]
 
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    # The policy's own record: not the steps a failed or stopped scorer logged.
+    run = scored_run(run)
     metric, steps, z, what = _signal(run, p)
     # The zero-std fraction is itself a share over many groups: a few logged points (each an
     # average over logging_steps) suffice. A 0/1 per-step indicator needs more of them.

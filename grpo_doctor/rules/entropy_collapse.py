@@ -59,7 +59,7 @@ from grpo_doctor.rules.signals import (
     late_level,
     learning,
     rising,
-    scorer_stopped,
+    scored_run,
     task_solved,
 )
 from grpo_doctor.store import Run
@@ -73,6 +73,8 @@ from grpo_doctor.trends import (
 )
 
 ENTROPY = Metric.ENTROPY.value
+#: The fewest logged rewards whose significant climb shows a short log learning.
+_SHORT_LEARNING = 6
 REWARD = Metric.REWARD_MEAN.value
 
 RULE = Rule(
@@ -227,13 +229,21 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     smooth = rolling_median(h, 5)
     begun = np.nonzero(smooth <= h0 - 0.1 * (h0 - hc))[0]
     since = min(float(onset), float(steps[begun[0]]) if len(begun) else float(onset))
-    # The cascade's signs as the policy made them: after a reward term's scorer stopped (a
-    # grader down: every group scores alike, the gradient vanishes, the reward falls) they
-    # are the scorer's, not the entropy's (trial 53: a fall the control's entropy made too,
-    # read critical for "reward falling, zero-std groups at 100%, grad norm vanished").
-    stop = scorer_stopped(run)
-    seen = run.truncated(int(stop.step) - 1) if stop is not None else run
+    # The cascade's signs as the policy made them: where a reward term's scorer stopped or
+    # failed (a grader down: every group scores alike, the gradient vanishes, the reward
+    # falls) they are the scorer's, not the entropy's (trial 53: a fall the control's entropy
+    # made too, read critical for "reward falling, zero-std groups at 100%, grad norm
+    # vanished").
+    seen = scored_run(run)
     progress = learning(seen, since)
+    if not progress.logged:
+        # A log of a few points (logging_steps 25: 8 of them) whose reward climbed steadily on
+        # each is learning: said from those points, for the exemption only (trial 54: the
+        # control's own run read critical "entropy collapsing ... zero-std groups at 40%"
+        # while the reward rose 0.90 -> 1.37 on every logged step).
+        short = learning(seen, since, min_points=_SHORT_LEARNING)
+        if short.improving:
+            progress = short
     solved = task_solved(seen)
     corroboration = []  # independent signs of the collapse cascade
     if progress.logged and progress.declining:

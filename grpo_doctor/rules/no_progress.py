@@ -77,6 +77,7 @@ from grpo_doctor.rules.signals import (
     component_role,
     components,
     reward_progress,
+    scored_run,
     sparse_declining,
     sparse_improving,
     task_solved,
@@ -115,6 +116,8 @@ def _task_signals(run: Run) -> dict[str, str]:
 
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    # The policy's own record: not the steps a failed or stopped scorer logged.
+    run = scored_run(run)
     steps, r = series(run, REWARD)
     n_logged = logged(run, REWARD)  # r may be binned
     first_step = int(run.finite_series(REWARD)[0][0])  # and steps[0] the end of a bin

@@ -45,7 +45,7 @@ from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, onset_text
 from grpo_doctor.rules.points import series, snap_to_logged
-from grpo_doctor.rules.signals import HELDOUT_GAIN, scorer_stopped
+from grpo_doctor.rules.signals import HELDOUT_GAIN, ScorerGaps, scorer_gaps, scorer_stopped
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import (
@@ -245,6 +245,15 @@ def scorer_fix(term: str, value: float, step: int) -> str:
             f"and scored {fmt(value)}, a changed answer key)")
 
 
+def gaps_fix(gaps: ScorerGaps) -> str:
+    """The first thing to do about a scorer that failed on some of its calls."""
+    return (f"check {gaps.term}'s scorer: it scored every completion {fmt(gaps.value)} on "
+            f"{len(gaps.steps)} of {gaps.logged:,} logged steps (timeouts, a reward server "
+            "that drops calls, an exception caught and scored as a failure); those steps "
+            "trained on a reward that said nothing, so retry or skip failed calls rather than "
+            "score them")
+
+
 def _crashes_only(run: Run, crashes: list, evidence: dict[str, object] | None = None,
                   brief: list | None = None) -> Outcome:
     evidence = dict(evidence or {})
@@ -257,17 +266,41 @@ def _crashes_only(run: Run, crashes: list, evidence: dict[str, object] | None = 
     first = crashes[0]
     evidence["threshold"] = f"reward below {fmt(first.threshold)} within a few logged points"
     summary = f"reward crash: {inc.describe(crashes)}"
+    remedies = _remedies(run, first.step, crash=True)
+    gaps = scorer_gaps(run)
+    if gaps is not None and any(abs(s - c.step) <= 3 for c in crashes for s in gaps.steps):
+        # The crash is a call the scorer failed: what to fix is the scorer (trial 54).
+        summary += f": {gaps.words()}"
+        evidence["scorer_gaps"] = {"term": gaps.term, "value": gaps.value,
+                                   "steps": len(gaps.steps), "logged": gaps.logged,
+                                   "said": gaps.words(), "fix": gaps_fix(gaps)}
+        return Outcome(inc.worst(crashes), summary, onset_step=first.step, evidence=evidence,
+                       remedies=(gaps_fix(gaps),),
+                       key_metric=REWARD, incidents=tuple(crashes))
+    if all(c.recovered_step is not None for c in crashes):
+        # The reward came back by itself: no policy to roll back from. What dropped it for a
+        # few steps is what to look at (trial 54: a grader down on 30% of its calls read
+        # "roll back to the checkpoint from before the crash (step 119)", a step no
+        # checkpoint was saved at, from a crash back above its line 9 steps later).
+        at = ", ".join(step_text(c.step) for c in crashes[:3]) + (
+            ", ..." if len(crashes) > 3 else "")
+        remedies = (f"look at the batches of the crash{'es' if len(crashes) > 1 else ''} "
+                    f"(step {at}): the reward came back by itself, so a grader or data glitch "
+                    "there (a reward term at 0 on those steps, a malformed batch) is likelier "
+                    "than the policy; no roll-back needed", *remedies[1:])
     return Outcome(inc.worst(crashes), summary, onset_step=first.step, evidence=evidence,
-                   remedies=_remedies(run, first.step, crash=True), key_metric=REWARD,
-                   incidents=tuple(crashes))
+                   remedies=remedies, key_metric=REWARD, incidents=tuple(crashes))
 
 
 def _remedies(run: Run, step: int, crash: bool = False, plateau: bool = False
               ) -> tuple[str, ...]:
-    where = ("from before the crash" if crash else "from the end of the peak's level"
-             if plateau else "nearest the peak")
+    # "a checkpoint from before step N": N is where the fall began, not a step a checkpoint
+    # was saved at (the root cause names the saved one).
+    where = (f"a checkpoint from before the crash at step {step_text(step)}" if crash else
+             f"a checkpoint from the end of the peak's level, step {step_text(step)} or before"
+             if plateau else f"the checkpoint nearest the peak at step {step_text(step)}")
     return (
-        knobs.rollback(step, f"roll back to the checkpoint {where} (step {step_text(step)})"),
+        knobs.rollback(step, f"roll back to {where}"),
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
         "check which signal moved first (entropy, KL, log-prob, grad norm): the reward lags",
         "more diverse prompts / a larger prompt pool",

@@ -12,7 +12,7 @@ from itertools import permutations
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import Metric, is_reward_component
-from grpo_doctor.rules.knobs import flatten, knob_value
+from grpo_doctor.rules.knobs import GROUP_SIZE, current, flatten, knob_value
 from grpo_doctor.rules.points import aligned, end_size, head_tail, late_points, logged, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
@@ -85,17 +85,18 @@ class RewardProgress:
 
 
 def reward_progress(run: Run, since: float, alpha: float = 0.05,
-                    metric: str = Metric.REWARD_MEAN.value) -> RewardProgress:
+                    metric: str = Metric.REWARD_MEAN.value, min_points: int = 10
+                    ) -> RewardProgress:
     """Did the mean reward (or ``metric``) keep improving from step ``since`` to the end?
 
     Improving: a significant upward trend after ``since`` or a late level clearly above the
     level at ``since`` (by a quarter of the run's smoothed reward range, and by twice the
     noise of the two medians compared). Declining: the mirror image. With fewer than 10
-    logged values nothing can be judged (``logged`` False); a segment shorter than 8 points
-    is widened backwards to 8.
+    logged values (``min_points``) nothing can be judged (``logged`` False); a segment
+    shorter than 8 points is widened backwards to 8.
     """
     steps, r = series(run, metric)
-    if len(r) < 10:
+    if len(r) < min_points:
         return RewardProgress(False, False, False)
     smooth = rolling_median(r, 5)
     span = float(np.ptp(smooth)) or 1e-12
@@ -139,15 +140,18 @@ def task_progress(run: Run, since: float) -> RewardProgress:
     return reward_progress(run, since)
 
 
-def learning(run: Run, since: float) -> RewardProgress:
+def learning(run: Run, since: float, min_points: int = 10) -> RewardProgress:
     """Is the run still learning after ``since``? The train reward improving, unless the
     held-out score is falling or no correctness-like component improves (a format term alone
-    can lift the reward while every answer stays wrong)."""
-    progress = reward_progress(run, since)
+    can lift the reward while every answer stays wrong). ``min_points``: the fewest logged
+    values judged (see ``reward_progress``)."""
+    progress = reward_progress(run, since, min_points=min_points)
     if not (progress.logged and progress.improving):
         return progress
-    held = reward_progress(run, since, metric=Metric.HELDOUT_SCORE.value)
-    parts = [reward_progress(run, since, metric=col) for name, col in components(run).items()
+    held = reward_progress(run, since, metric=Metric.HELDOUT_SCORE.value,
+                           min_points=min_points)
+    parts = [reward_progress(run, since, metric=col, min_points=min_points)
+             for name, col in components(run).items()
              if component_role(run, name) == "correctness"]
     parts = [pr for pr in parts if pr.logged]
     if (held.logged and held.declining) or (parts and not any(pr.improving for pr in parts)):
@@ -953,3 +957,93 @@ def scorer_stopped(run: Run) -> ScorerStopped | None:
         if policy and (found is None or at < found.step):
             found = ScorerStopped(name, at, end, level, held, tuple(policy))
     return found
+
+
+@dataclass(frozen=True)
+class ScorerGaps:
+    """A 0-1 reward term at its floor on many scattered steps whose neighbours score well
+    above it, more often than all of a step's prompt groups failing together explains: the
+    scorer failed on those calls (``scorer_gaps``)."""
+
+    term: str
+    value: float  # the floor it dropped to
+    steps: tuple[int, ...]  # the logged steps at it
+    logged: int  # the term's logged steps
+    level: float  # the median of its other steps
+    expected: float  # steps at the floor that all-failing groups would explain
+
+    def words(self) -> str:
+        first = ", ".join(step_text(s) for s in self.steps[:5]) + (
+            ", ..." if len(self.steps) > 5 else "")
+        return (f"{self.term} was exactly {fmt(self.value)} on {len(self.steps)} of "
+                f"{self.logged:,} logged steps (steps {first}), scattered between steps at "
+                f"{fmt(self.level)} (median), where all-failing groups would explain about "
+                f"{self.expected:.0f}: its scorer failed on those calls")
+
+
+#: Completions a step's term must average over (read from the granularity of its values)
+#: for a step of all-failing groups to be rare, and the group size assumed when the config
+#: does not name one.
+_GAPS_MIN_COMPLETIONS = 16
+_GAPS_GROUP = 8
+
+
+def _completions_per_step(v: np.ndarray) -> int | None:
+    """The fewest completions whose mean gives every value of ``v`` (a mean of 0/1 scores
+    over N completions is a multiple of 1/N); None past 1024 or for values of another kind."""
+    for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, *range(3, 1025)):
+        x = v * n
+        if np.all(np.abs(x - np.round(x)) < 1e-4):
+            return n
+    return None
+
+
+def scorer_gaps(run: Run) -> ScorerGaps | None:
+    """The reward term whose scorer failed on some calls: a 0-1 term exactly at its floor on
+    5+ steps in 3+ stretches (5% of 30+ logged steps or more, under 60% of them) while its other
+    steps score 0.25+ above it, three times as often as the steps of all-failing groups its
+    neighbours' level explains, its completions per step 16 or more (trial 54: a grader down
+    on 30% of its calls, correctness exactly 0 on 62 of 200 steps between steps at 0.3-0.9).
+    None otherwise."""
+    groups, _ = current(run, GROUP_SIZE)
+    g = int(groups) if groups is not None and groups >= 1 else _GAPS_GROUP
+    for name, col in components(run).items():
+        steps, v = series(run, col)
+        n = len(v)
+        if n < 30 or v.min() < 0 or v.max() > 1:
+            continue
+        floor = float(v.min())
+        at = v == floor
+        k = int(at.sum())
+        # Scattered: three stretches or more (one to the end is a scorer that stopped).
+        stretches = int(at[0]) + int(np.sum(at[1:] & ~at[:-1]))
+        if k < max(5, 0.05 * n) or k > 0.6 * n or stretches < 3:
+            continue
+        level = float(np.median(v[~at]))
+        per_step = _completions_per_step(v)
+        if level - floor < 0.25 or per_step is None or per_step < _GAPS_MIN_COMPLETIONS:
+            continue
+        units = max(1, per_step // g)
+        # Each step's chance that every group fails, at its neighbours' level (the 3 steps
+        # either side that were not at the floor).
+        others = np.flatnonzero(~at)
+        at_i = np.searchsorted(others, np.arange(n))
+        near = np.array([float(np.median(v[others[max(0, j - 3):j + 3]])) for j in at_i])
+        expected = float(np.sum((1 - np.clip(near - floor, 0, 1)) ** units))
+        if k < 3 * expected + 3:
+            continue
+        return ScorerGaps(name, floor, tuple(int(s) for s in steps[at]), n, level, expected)
+    return None
+
+
+def scored_run(run: Run) -> Run:
+    """The run as its policy was scored: cut before a scorer that stopped (``scorer_stopped``),
+    without the steps a scorer failed on (``scorer_gaps``). What the rules judge of the policy
+    (its reward falling, groups alike, the gradient gone) is not what a grader's outage made
+    (trial 54: a grader down on 30% of its calls read live "entropy collapsing ... reward
+    falling, zero-std groups at 75%", restart with the lr, then cleared 20 steps later)."""
+    stop = scorer_stopped(run)
+    if stop is not None:
+        run = run.truncated(stop.step - 1)
+    gaps = scorer_gaps(run)
+    return run.without_steps(gaps.steps) if gaps is not None else run
