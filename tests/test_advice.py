@@ -2856,6 +2856,24 @@ def test_trial_53s_real_runs_put_the_scorer_the_reward_and_the_stop_token_first(
     assert "logged once every 25 steps" in sparse.status_reason
 
 
+def test_a_weight_0_on_one_of_two_terms_that_always_agreed_is_a_pass_not_a_skip():
+    """reward_weights [1, 1, 0] over a lenient check, the format and the exact check, the two
+    checks equal on every step (trial 52: never hacked): which one is unpaid is unknown, and
+    either way the unpaid check agrees with the paid one. reward_hacking had skipped with
+    "needs ... a correctness term logged at weight 0" beside a config that has one."""
+    rng = np.random.default_rng(9)
+    n = 120
+    c = rng.binomial(32, np.linspace(0.35, 0.9, n)) / 32
+    f = np.clip(0.47 + rng.normal(0, 0.01, n), 0, 0.5)
+    for reward, passes in ((c + f, True), (2 * c, False)):
+        run = make_run(reward=reward, rewards__correctness_reward__mean=c,
+                       rewards__format_reward__mean=f, rewards__exact_correctness__mean=c)
+        run.config.update({"reward_weights": [1.0, 1.0, 0.0]})
+        check = diagnose(run).check("reward_hacking")
+        assert (check.status.value == "ok" and check.evidence.get("identical_terms") == [
+            "correctness_reward", "exact_correctness"]) == passes, check
+
+
 def test_a_setting_the_run_learned_at_is_kept_for_this_model_not_cut_for_the_next():
     """Every healthy trial control on a tiny model had read "for the next run: learning_rate
     1e-4 -> 2.5e-6", a 40x cut to a rate that learns nothing there (trial 51's lr 1e-6). A run

@@ -55,6 +55,7 @@ from grpo_doctor.rules.signals import (
     configured_weight,
     reward_progress,
     sparse_improving,
+    unpaid_among_twins,
     unpaid_terms,
 )
 from grpo_doctor.store import Run
@@ -253,6 +254,16 @@ def short_log(run: Run, p: Mapping[str, float]) -> None:
 
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    twins = unpaid_among_twins(run)
+    if twins and not (run.has(HELDOUT) or run.has(KL)):
+        # The config's weight 0 is on one of terms that agreed on every step: whichever one
+        # is paid, the check left unpaid agrees with it, which is the check this form makes
+        # (trial 52: a lenient check and the exact one; "needs a correctness term logged at
+        # weight 0" read as if there were none).
+        return Outcome(Status.OK, f"no sign of reward hacking: the weight 0 of reward_weights "
+                       f"is on one of {', '.join(twins)}, which logged the same value on "
+                       "every step: the check left unpaid agrees with the one paid",
+                       evidence={"identical_terms": list(twins)}, key_metric=REWARD)
     _require_a_signal(run)
     forms = [f for f in (_heldout_turnover(run, p), _efficiency_collapse(run, p),
                          _cheat_attempts(run, p), _unpaid_check_still(run)) if f]

@@ -1047,3 +1047,45 @@ def scored_run(run: Run) -> Run:
         run = run.truncated(stop.step - 1)
     gaps = scorer_gaps(run)
     return run.without_steps(gaps.steps) if gaps is not None else run
+
+
+def unpaid_among_twins(run: Run) -> tuple[str, ...]:
+    """The logged reward terms among which the config's weight 0 is, when it cannot say
+    which: a ``reward_weights`` list with a 0, as many weights as logged terms, and two or
+    more terms that logged the same value on every step (a lenient check and the exact one
+    that agree: trial 52; the weights' order names no term then). () otherwise."""
+    flat = flatten(run.config) if run.config else {}
+    weights = _as_list(flat.get("reward_weights"))
+    terms = components(run)
+    if not isinstance(weights, (list, tuple)) or len(weights) != len(terms) or not any(
+            isinstance(w, (int, float)) and w == 0 for w in weights) or configured_terms(run):
+        return ()
+    columns = list(terms.items())
+    for i, (a, col_a) in enumerate(columns):
+        twins = [a]
+        for b, col_b in columns[i + 1:]:
+            pair = run.frame[[col_a, col_b]].dropna()
+            if len(pair) >= 10 and bool((pair[col_a] == pair[col_b]).all()):
+                twins.append(b)
+        if len(twins) > 1 and _zero_on(run, [float(w) for w in weights], twins):
+            return tuple(twins)
+    return ()
+
+
+def _zero_on(run: Run, weights: list[float], twins: list[str]) -> bool:
+    """Every assignment of ``weights`` to the logged terms whose weighted sum is the logged
+    reward (step by step, within 1% of its scale) puts a 0 on one of ``twins``."""
+    terms = components(run)
+    if len(weights) > _MAX_ORDERED_TERMS or not run.has(Metric.REWARD_MEAN.value):
+        return False
+    rows = run.frame[[Metric.REWARD_MEAN.value, *terms.values()]].dropna()
+    if len(rows) < 5:
+        return False
+    total = rows[Metric.REWARD_MEAN.value].to_numpy(dtype=float)
+    parts = rows[list(terms.values())].to_numpy(dtype=float)
+    scale = max(float(np.ptp(total)), float(np.median(np.abs(total))), 1e-6)
+    names = list(terms)
+    fits = [order for order in set(permutations(weights))
+            if float(np.mean(np.abs(total - parts @ np.array(order)))) <= 0.01 * scale]
+    return bool(fits) and all(any(w == 0 and names[j] in twins for j, w in enumerate(order))
+                              for order in fits)
