@@ -1289,7 +1289,8 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
                     f"({_STOP_TOKEN}){masked}; only then, if answers need room, {target}")
             summary = f"a setup problem, generation never stops: {cut}"
         else:
-            stop = (f" (or generation never stops: with short answers, check the stop token, "
+            # Not in parentheses: the audit's line drops them, and this is an either-or.
+            stop = (f", or generation never stops (with short answers, check the stop token: "
                     f"{_STOP_TOKEN})" if stops is not None else "")
             text = (f"{target}: {cut}, so the budget is too small for the task's answers{stop} "
                     f"(a setup problem){masked}; raise it before any overlong shaping, which "

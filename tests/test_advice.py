@@ -2765,7 +2765,8 @@ def test_answers_judged_right_inside_completions_that_never_end_put_the_stop_tok
     flat = _all_cut(1.0, rising=False, masked=True)
     action = flat.root_cause.first_action
     assert action.startswith("max_completion_length 24 -> "), flat.root_cause
-    assert "or generation never stops: with short answers, check the stop token" in action
+    assert "the budget is too small for the task's answers, or generation never stops (with " \
+        "short answers, check the stop token: " in action, action
     assert "with truncated completions masked out (mask_truncated_completions), none was " \
         "trained on: grad norm 0 on" in action, action
 
