@@ -43,6 +43,7 @@ from grpo_doctor.audit_result import (
     BASELINE_VERSION,
     COPY_OF,
     SEVERITY,
+    VALUES_DIGEST,
     AuditedRun,
     AuditError,
     AuditResult,
@@ -99,8 +100,7 @@ def _inside(src: Source, path: str) -> str:
         return path
 
 
-#: The record key holding a digest of a run's logged values (dropped once copies are found).
-DIGEST = "_values_digest"
+DIGEST = VALUES_DIGEST
 
 
 def values_digest(run: Run) -> str:
@@ -117,16 +117,17 @@ def values_digest(run: Run) -> str:
     return h.hexdigest()[:20]
 
 
-def _listed_once(found: list[tuple[str, dict[str, Any]]], passed: list[PassedOver]
-                 ) -> list[tuple[str, dict[str, Any]]]:
+def listed_once(found: list[tuple[str, dict[str, Any]]], passed: list[PassedOver],
+                keep_digest: bool = False) -> list[tuple[str, dict[str, Any]]]:
     """The runs of ``found`` with the same logged values read through another format (a
     notebook and the CSV table exported from it, event files and their CSV download) listed
     once, the first source in path order; each copy left out is said in ``passed``. Copies
-    in one format stay rows of their own, as they were given."""
+    in one format stay rows of their own, as they were given. ``keep_digest``: a shard's
+    records keep their digest, for the merge to find copies in two shards."""
     kept: dict[str, tuple[str, str]] = {}
     out = []
     for key, record in sorted(found, key=lambda kr: kr[0]):
-        digest = record.pop(DIGEST, None)
+        digest = record.get(DIGEST) if keep_digest else record.pop(DIGEST, None)
         fmt = str(record["run"].get("format"))
         if digest is not None and digest in kept and kept[digest][1] != fmt:
             passed.append(PassedOver(key, f"{COPY_OF}{kept[digest][0]} (read as "
@@ -318,7 +319,7 @@ def audit(
             passed.append(PassedOver(src.key, str(result["skip"])))
         found += [(src.key, record) for record in result.get("runs", [])]
         passed += [PassedOver(_inside(src, p), why) for p, why in result.get("passed_over", [])]
-    found = _listed_once(found, passed)
+    found = listed_once(found, passed, keep_digest=shard is not None)
     if not found and shard is None and all(e.missing for e in errors):
         empty = [e.source for e in errors if e.error == no_log_found(e.source)]
         if len(empty) < len(errors):  # paths that do not exist: as a usage error

@@ -60,6 +60,10 @@ class PassedOver:
         return self.why.startswith(COPY_OF)
 
 
+#: The record key holding a digest of a run's logged values (dropped once copies are found;
+#: a shard's report keeps it under ``audit``, for ``audit-merge``).
+VALUES_DIGEST = "_values_digest"
+
 #: How a copy left out says whose copy it is.
 COPY_OF = "the same logged values as "
 
@@ -91,7 +95,11 @@ class AuditedRun:
         audit = {"source": self.source, "label": self.label, "failing": list(self.failing),
                  "new": None if self.new is None else list(self.new),
                  "worsened": None if self.worsened is None else list(self.worsened)}
-        return {**self.record, "audit": audit}
+        record = dict(self.record)
+        digest = record.pop(VALUES_DIGEST, None)
+        if digest is not None:  # a shard's run: for the merge to list copies once
+            audit["values_digest"] = digest
+        return {**record, "audit": audit}
 
 
 def read_json_option(path: str, missing: str, invalid: str) -> Any:

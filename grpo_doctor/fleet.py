@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_doctor.audit_result import (
+    VALUES_DIGEST,
     AuditedRun,
     AuditError,
     AuditResult,
@@ -275,8 +276,16 @@ def merge(paths: Iterable[str | os.PathLike[str]]):
                 raise ConfigError(f"{where}: run {key[1]!r} of {key[0]} is also in "
                                   f"{came_from[key]}")
             judged[id(record)] = audit
+            if isinstance(audit.get("values_digest"), str):
+                record[VALUES_DIGEST] = audit["values_digest"]
             found.append((key[0], record))
         errors += [AuditError(str(e.get("source")), str(e.get("error"))) for e in doc["errors"]]
+    # A run read in two formats (a notebook and the CSV table exported from it) whose files
+    # fell in two shards is listed once, as the whole audit lists it (helper-67: the merge
+    # counted 52 runs where the audit counts 51).
+    from grpo_doctor.audit import listed_once
+
+    found = listed_once(found, [])
     runs = []
     for run in labelled(found):
         audit = judged[id(run.record)]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from grpo_doctor.api import example_path
 from grpo_doctor.compare import KNOBS
 from grpo_doctor.fleet import COLUMNS, parse_shard, shard_of
-from tests.helpers import run_cli
+from tests.helpers import REAL_RUNS, run_cli
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 #: Few checks keep the many audits of these tests quick; the shard logic does not care.
@@ -207,6 +207,34 @@ def test_a_shard_holding_two_files_named_alike_merges(capsys, tmp_path):
     code, merged, err = run_cli(capsys, "audit-merge", str(tmp_path / "s1.json"), "-f", "json")
     assert code == 0, err
     assert len(json.loads(merged)["runs"]) == 2
+
+
+@pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared real runs not present")
+def test_a_notebook_and_its_csv_table_in_two_shards_merge_into_one_run(capsys, tmp_path):
+    """The whole audit lists a run read in two formats once (a notebook and the table
+    exported from it); with the two files in two shards, the merge had listed it twice (52
+    runs against 51, helper-67). The shards keep a digest of each run's values for it."""
+    notebook = REAL_RUNS / "notebooks" / "Qwen3_VL_(8B)-Vision-GRPO.ipynb"
+    table = (REAL_RUNS / "notebook-tables"
+             / "Qwen3_VL_(8B)-Vision-GRPO__2025-10-14_4480b9c4_4d11ec.csv")
+    # Two folders whose files fall in different shards of 2.
+    a, b = next((a, b) for a in "abcdefgh" for b in "ijklmnop"
+                if shard_of(f"{a}/{notebook.name}", 2) != shard_of(f"{b}/{table.name}", 2))
+    for folder, src in ((a, notebook), (b, table)):
+        (tmp_path / "root" / folder).mkdir(parents=True)
+        shutil.copy(src, tmp_path / "root" / folder / src.name)
+    root = tmp_path / "root"
+    _, whole = _audit(capsys, root, "-f", "json")
+    paths = []
+    for k in (1, 2):
+        _, out = _audit(capsys, root, "-f", "json", "--shard", f"{k}/2")
+        assert len(json.loads(out)["runs"]) == 1  # each shard holds one of the copies
+        paths.append(tmp_path / f"s{k}.json")
+        paths[-1].write_text(out)
+    code, merged, err = run_cli(capsys, "audit-merge", *map(str, paths), "-f", "json")
+    assert code in (0, 1), err
+    assert len(json.loads(whole)["runs"]) == 1
+    assert merged == whole
 
 
 @pytest.fixture(scope="module")
