@@ -41,7 +41,6 @@ from typing import Any
 
 from grpo_doctor.audit_result import (
     BASELINE_VERSION,
-    COPY_OF,
     SEVERITY,
     VALUES_DIGEST,
     AuditedRun,
@@ -51,6 +50,7 @@ from grpo_doctor.audit_result import (
     PassedOver,
     ProgressFn,
     labelled,
+    listed_once,
 )
 from grpo_doctor.config import Settings
 from grpo_doctor.discovery import (
@@ -100,9 +100,6 @@ def _inside(src: Source, path: str) -> str:
         return path
 
 
-DIGEST = VALUES_DIGEST
-
-
 def values_digest(run: Run) -> str:
     """A digest of what a run logged: its steps and canonical metrics, to 6 significant
     digits. A notebook and the CSV table exported from it (or one log copied into two
@@ -115,28 +112,6 @@ def values_digest(run: Run) -> str:
     for col in frame.columns:
         h.update(" ".join(f"{x:.6g}" for x in frame[col].to_numpy(dtype="float64")).encode())
     return h.hexdigest()[:20]
-
-
-def listed_once(found: list[tuple[str, dict[str, Any]]], passed: list[PassedOver],
-                keep_digest: bool = False) -> list[tuple[str, dict[str, Any]]]:
-    """The runs of ``found`` with the same logged values read through another format (a
-    notebook and the CSV table exported from it, event files and their CSV download) listed
-    once, the first source in path order; each copy left out is said in ``passed``. Copies
-    in one format stay rows of their own, as they were given. ``keep_digest``: a shard's
-    records keep their digest, for the merge to find copies in two shards."""
-    kept: dict[str, tuple[str, str]] = {}
-    out = []
-    for key, record in sorted(found, key=lambda kr: kr[0]):
-        digest = record.get(DIGEST) if keep_digest else record.pop(DIGEST, None)
-        fmt = str(record["run"].get("format"))
-        if digest is not None and digest in kept and kept[digest][1] != fmt:
-            passed.append(PassedOver(key, f"{COPY_OF}{kept[digest][0]} (read as "
-                                          f"{kept[digest][1]}): listed once"))
-            continue
-        if digest is not None:
-            kept.setdefault(digest, (key, fmt))
-        out.append((key, record))
-    return out
 
 
 def _text_doc(src: Source) -> bool:
@@ -180,7 +155,7 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
                 require_metrics(run)
             return {"runs": [{**to_json_obj(diagnose(run, cfg)),
                               "context": run_context(run, where),
-                              DIGEST: values_digest(run)} for run in runs],
+                              VALUES_DIGEST: values_digest(run)} for run in runs],
                     "passed_over": [[p, why] for run in runs for p, why in run.passed_over]}
     except GrpoDoctorError as exc:
         return {"error": _one_line(exc)}

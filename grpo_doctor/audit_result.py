@@ -102,6 +102,28 @@ class AuditedRun:
         return {**record, "audit": audit}
 
 
+def listed_once(found: list[tuple[str, dict[str, Any]]], passed: list[PassedOver],
+                keep_digest: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """The runs of ``found`` with the same logged values read through another format (a
+    notebook and the CSV table exported from it, event files and their CSV download) listed
+    once, the first source in path order; each copy left out is said in ``passed``. Copies
+    in one format stay rows of their own, as they were given. ``keep_digest``: a shard's
+    records keep their digest, for the merge to find copies in two shards."""
+    kept: dict[str, tuple[str, str]] = {}
+    out = []
+    for key, record in sorted(found, key=lambda kr: kr[0]):
+        digest = record.get(VALUES_DIGEST) if keep_digest else record.pop(VALUES_DIGEST, None)
+        fmt = str(record["run"].get("format"))
+        if digest is not None and digest in kept and kept[digest][1] != fmt:
+            passed.append(PassedOver(key, f"{COPY_OF}{kept[digest][0]} (read as "
+                                          f"{kept[digest][1]}): listed once"))
+            continue
+        if digest is not None:
+            kept.setdefault(digest, (key, fmt))
+        out.append((key, record))
+    return out
+
+
 def read_json_option(path: str, missing: str, invalid: str) -> Any:
     """A JSON file a user named in an option (a baseline, a shard report): a file that is not
     there or not JSON is a usage error (exit 2), said in one line. An object-store URI is

@@ -238,9 +238,18 @@ def split_source(text: str) -> tuple[str, str | None]:
         return text, None
     if is_store_uri(text):  # a bucket's keys are not looked up here: # always picks a run
         return source, run
-    if not text.startswith("wandb://") and (Path(text).exists() or not Path(source).exists()):
+    if text.startswith("wandb://"):
+        return source, run
+    if Path(text).exists():
         return text, None
-    return source, run
+    # The first "#" after which the rest names a run: run names hold "#" too (a console log's
+    # runs are "NAME#1", "NAME#2": "log#NAME#1" had read as a file "log#NAME", helper-67).
+    at = text.find("#")
+    while at > 0:
+        if Path(text[:at]).exists() and text[at + 1:]:
+            return text[:at], text[at + 1:]
+        at = text.find("#", at + 1)
+    return text, None
 
 
 def load_compared(sources: Sequence[str | os.PathLike[str]], picks: Sequence[str] = (), *,

@@ -33,6 +33,7 @@ from grpo_doctor.audit_result import (
     AuditResult,
     Baseline,
     labelled,
+    listed_once,
     read_json_option,
 )
 from grpo_doctor.discovery import newest_mtime
@@ -283,8 +284,6 @@ def merge(paths: Iterable[str | os.PathLike[str]]):
     # A run read in two formats (a notebook and the CSV table exported from it) whose files
     # fell in two shards is listed once, as the whole audit lists it (helper-67: the merge
     # counted 52 runs where the audit counts 51).
-    from grpo_doctor.audit import listed_once
-
     found = listed_once(found, [])
     runs = []
     for run in labelled(found):

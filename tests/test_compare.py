@@ -165,6 +165,24 @@ def test_a_source_holding_several_runs_gives_them_all_or_those_picked(tmp_path):
     assert [r.name for r in runs] == ["b", "01_healthy_s1"]
 
 
+def test_a_run_name_holding_a_hash_is_picked_by_source_hash_name(tmp_path):
+    """A console log's runs are named "NAME#1", "NAME#2": "log#NAME#1" is the log and that
+    run, not a file "log#NAME" (helper-67: "no such file or folder"); a file whose name holds
+    a "#" is still that file."""
+    from grpo_doctor.compare import split_source
+
+    log = tmp_path / "train.log"
+    log.write_text("x\n")
+    assert split_source(f"{log}#train#1") == (str(log), "train#1")
+    assert split_source(f"{log}#1") == (str(log), "1")
+    odd = tmp_path / "a#b.csv"
+    odd.write_text("x\n")
+    assert split_source(str(odd)) == (str(odd), None)
+    assert split_source(f"{odd}#r#2") == (str(odd), "r#2")
+    assert split_source(str(tmp_path / "nothing#here")) == (str(tmp_path / "nothing#here"), None)
+    assert split_source("wandb://e/p/r#x") == ("wandb://e/p/r", "x")
+
+
 def test_which_run_of_several_is_meant_is_never_guessed(tmp_path):
     from grpo_doctor.errors import ConfigError, InputError
 

@@ -193,6 +193,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        and "update the reference" not in str(r)]
     if from_start and burst is None:
         evidence["offset_from_start"] = True
+        # The band's name as an offset: "drifting" beside "not a drift" read as a
+        # contradiction (helper-67).
+        evidence["band"] = str(band).replace(", drifting", ", an offset").replace(
+            ", dangerous", ", a dangerous offset")
         evidence["threshold"] = f"KL >= {fmt(p['drift_kl'])} from the first logged step"
         # An offset is not a drift: a tighter leash (beta, adaptive KL) would pull toward a
         # reference that is itself the problem.
