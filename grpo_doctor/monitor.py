@@ -18,6 +18,8 @@ from grpo_doctor.config import Settings
 from grpo_doctor.engine import assemble, check_rule, with_reward_roles
 from grpo_doctor.escape import terminal
 from grpo_doctor.findings import Check, Diagnosis, Status
+from grpo_doctor.lazy import numpy as np
+from grpo_doctor.rules.points import series
 from grpo_doctor.run_settings import with_run_settings
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, in_log_lines, step_text
@@ -356,7 +358,8 @@ class Monitor:
             hold.below = 0
         elif check.status is not Status.SKIPPED:  # skipped says nothing: the count waits
             hold.below += points
-        if check.status is Status.OK and hold.clear >= self.clear_after:
+        if check.status is Status.OK and hold.clear >= self.clear_after and not any(
+                _stirring(run, m, self.clear_after) for m in _signals(check)):
             del self._shown[mode], self._holds[mode], self.alerted[mode]
             self.shown_at.pop(mode, None)
             self._cleared_at[mode] = run.last_step
@@ -410,6 +413,39 @@ class Monitor:
 #: the advice is revised (so at two polls at least): a root that flips back at the next poll
 #: is noise, not news.
 ADVICE_HOLD = 5
+
+
+def _signals(check: Check) -> list[str]:
+    """The signals a finding is read from: its key metric, those its rule draws and those it
+    needs (the reward aside: most rules read it, and it moves on its own)."""
+    from grpo_doctor.metrics import Metric
+    from grpo_doctor.rules import rule_named
+
+    try:
+        rule = rule_named(check.mode)
+    except KeyError:
+        return [check.key_metric] if check.key_metric else []
+    drawn = list(getattr(rule.plot, "metrics", ()) or ())
+    read = [*rule.requires, *(m for group in rule.requires_any for m in group)]
+    return [m for m in dict.fromkeys([check.key_metric, *drawn, *read])
+            if m and m != Metric.REWARD_MEAN.value]
+
+
+def _stirring(run: Run, metric: str | None, window: int) -> bool:
+    """The newest logged value of a finding's signal far outside its calm stretch (more than
+    5 median deviations from the median of the ``window`` points before it): the poll where
+    the signal moves again is no time to call it clear (helper-67: length_hacking cleared at
+    step 145, where the truncated share had just jumped to 52%, and was raised again at 160).
+    The clear waits a poll."""
+    if not metric:
+        return False
+    _, v = series(run, metric)
+    if len(v) < window + 1:
+        return False
+    calm = v[-window - 1:-1]
+    centre = float(np.median(calm))
+    spread = float(np.median(np.abs(calm - centre)))
+    return abs(float(v[-1]) - centre) > 5 * max(spread, 1e-9 + 0.01 * abs(centre))
 
 
 def _advice_key(mode: str, knob: dict[str, Any] | None, first_action: str) -> tuple[str, ...]:

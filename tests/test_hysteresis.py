@@ -61,6 +61,38 @@ def replay(monitor: Monitor, run: Run, every: int = 1, start: int = 0
     return alerts, shown
 
 
+LEVEL_E = Rule(id="level_e", title="the last logged level, read with the entropy", params=(),
+               requires=("reward_mean", "entropy"))
+
+
+@LEVEL_E.detects
+def _level_e(run: Run, params: Mapping[str, float]) -> Outcome:
+    _, values = run.finite_series("reward_mean")
+    status = (Status.OK, Status.WARNING, Status.CRITICAL)[int(values[-1])]
+    return Outcome(status, f"level {int(values[-1])}", onset_step=run.last_step,
+                   key_metric="entropy")
+
+
+def test_a_finding_is_not_cleared_at_the_poll_where_its_signal_jumps_again() -> None:
+    """Clear for 20 logged points, but the newest entropy far outside its calm stretch: the
+    poll where the signal moves again is no time to call the finding clear (helper-67: a
+    truncation pile-up cleared at the step the next one began, raised again 3 points on).
+    The clear waits for a poll where the signal is calm."""
+    n = 40
+    level = np.r_[np.ones(5), np.zeros(n - 5)]
+    entropy = 1.0 + 0.01 * np.sin(np.arange(n))
+    entropy[24] = 3.0  # the 25th point: where the clear would fall
+    monitor = Monitor(Settings(clear_after=CLEAR_AFTER))
+    monitor._rules, monitor._params = [LEVEL_E], {"level_e": {}}
+    alerts, _ = replay(monitor, make_run(reward=level, entropy=entropy))
+    cleared = [points for points, a in alerts if a.cleared]
+    assert cleared == [26], alerts
+    calm = Monitor(Settings(clear_after=CLEAR_AFTER))
+    calm._rules, calm._params = [LEVEL_E], {"level_e": {}}
+    alerts, _ = replay(calm, make_run(reward=level, entropy=1.0 + 0.01 * np.sin(np.arange(n))))
+    assert [points for points, a in alerts if a.cleared] == [25], alerts
+
+
 def flaps(shown: Sequence[tuple[int, dict[str, int]]], within: int
           ) -> list[tuple[str, int, int, int, int]]:
     """Each finding shown at a severity (or above), then below it, then at it again, all within
