@@ -19,6 +19,8 @@ from grpo_doctor.engine import assemble, check_rule, with_reward_roles
 from grpo_doctor.escape import terminal
 from grpo_doctor.findings import Check, Diagnosis, Status
 from grpo_doctor.lazy import numpy as np
+from grpo_doctor.metrics import Metric
+from grpo_doctor.rules import rule_named
 from grpo_doctor.rules.points import series
 from grpo_doctor.run_settings import with_run_settings
 from grpo_doctor.store import Run
@@ -418,9 +420,6 @@ ADVICE_HOLD = 5
 def _signals(check: Check) -> list[str]:
     """The signals a finding is read from: its key metric, those its rule draws and those it
     needs (the reward aside: most rules read it, and it moves on its own)."""
-    from grpo_doctor.metrics import Metric
-    from grpo_doctor.rules import rule_named
-
     try:
         rule = rule_named(check.mode)
     except KeyError:

@@ -47,7 +47,6 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.entropy_collapse import RULE as ENTROPY_RULE
 from grpo_doctor.rules.incidents import aftermath
 from grpo_doctor.rules.points import end_size, head_tail, late_points, series
-from grpo_doctor.rules.reward_overfit import scorer_fix
 from grpo_doctor.rules.signals import (
     LrBurst,
     component_role,
@@ -455,7 +454,7 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if isinstance(stopped, dict):
         step = int(stopped["step"])
         return _Lead(knobs.Remedy(
-            f"{scorer_fix(str(stopped['term']), float(stopped['value']), step)}; then "
+            f"{stopped['fix']}; then "
             f"{_rollback_words(run, step, best=False)}: the completions did not change "
             "there, so the policy was fine", rollback_step=step),
             summary=str(stopped.get("said") or ""))

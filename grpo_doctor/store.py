@@ -155,8 +155,10 @@ class Run:
         rules judge of the policy is the rest)."""
         drop = np.asarray(sorted(set(int(s) for s in steps)), dtype=float)
         keep = ~np.isin(self.frame.index.to_numpy(dtype=float), drop)
-        finite = {m: (st[~np.isin(st, drop)], v[~np.isin(st, drop)])
-                  for m, (st, v) in self._finite.items()}
+        finite = {}
+        for metric, (st, v) in self._finite.items():
+            kept = ~np.isin(st, drop)
+            finite[metric] = (st[kept], v[kept])
         nan_steps = {k: v[~np.isin(v, drop)] for k, v in self.nan_steps.items()}
         return replace(self, frame=self.frame.iloc[keep], nan_steps=nan_steps, _finite=finite,
                        _derived={})

@@ -227,25 +227,26 @@ def _scorer_crash(run: Run, crashes: list, steps: np.ndarray) -> Outcome | None:
         "threshold": f"reward below {fmt(crash.threshold)} within a few logged points",
         "scorer_stopped": {"term": stop.term, "step": stop.step, "value": stop.value,
                            "said": stop.words(),
+                           "fix": _scorer_fix(stop.term, stop.value, stop.step),
                            "before": round(stop.before, 4), "held_steps": stop.held,
                            "policy": {n: [round(a, 4), round(b, 4)] for n, a, b in stop.policy}}}
     return Outcome(
         inc.worst([crash]), summary, onset_step=crash.step, evidence=evidence,
-        remedies=(scorer_fix(stop.term, stop.value, stop.step),
+        remedies=(_scorer_fix(stop.term, stop.value, stop.step),
                   knobs.rollback(stop.step, f"resume from the checkpoint before step "
                                  f"{step_text(stop.step)} once the scorer works: the policy "
                                  "was not what broke")),
         key_metric=REWARD, incidents=(crash,))
 
 
-def scorer_fix(term: str, value: float, step: int) -> str:
+def _scorer_fix(term: str, value: float, step: int) -> str:
     """The first thing to do about a scorer that stopped at ``step``."""
     return (f"check {term} on completions from step {step_text(step)} on: it scored every one "
             f"{fmt(value)} from there (a grader or reward server down, an exception caught "
             f"and scored {fmt(value)}, a changed answer key)")
 
 
-def gaps_fix(gaps: ScorerGaps) -> str:
+def _gaps_fix(gaps: ScorerGaps) -> str:
     """The first thing to do about a scorer that failed on some of its calls."""
     return (f"check {gaps.term}'s scorer: it scored every completion {fmt(gaps.value)} on "
             f"{len(gaps.steps)} of {gaps.logged:,} logged steps (timeouts, a reward server "
@@ -273,9 +274,9 @@ def _crashes_only(run: Run, crashes: list, evidence: dict[str, object] | None = 
         summary += f": {gaps.words()}"
         evidence["scorer_gaps"] = {"term": gaps.term, "value": gaps.value,
                                    "steps": len(gaps.steps), "logged": gaps.logged,
-                                   "said": gaps.words(), "fix": gaps_fix(gaps)}
+                                   "said": gaps.words(), "fix": _gaps_fix(gaps)}
         return Outcome(inc.worst(crashes), summary, onset_step=first.step, evidence=evidence,
-                       remedies=(gaps_fix(gaps),),
+                       remedies=(_gaps_fix(gaps),),
                        key_metric=REWARD, incidents=tuple(crashes))
     if all(c.recovered_step is not None for c in crashes):
         # The reward came back by itself: no policy to roll back from. What dropped it for a
