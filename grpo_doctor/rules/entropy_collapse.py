@@ -60,6 +60,7 @@ from grpo_doctor.rules.signals import (
     learning,
     rising,
     scored_run,
+    solved_share,
     task_solved,
 )
 from grpo_doctor.store import Run
@@ -250,12 +251,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         corroboration.append("reward falling")
     zsf = Metric.ZERO_STD_FRACTION.value
     zsf_late = late_level(seen, zsf)
+    # Only the equal-reward groups the log cannot prove all-correct are the cascade's: at a
+    # 0/1 reward of 0.8-0.9, 80% zero-std groups are mostly all-correct ones (rho1.00 at step
+    # 120 read critical "zero-std groups at 80%" where at least 79% of them were solved, and
+    # "convergence" at the points either side of it).
+    share = solved_share(seen)
+    stuck = zsf_late * (1 - share) if zsf_late is not None and share is not None else zsf_late
     solving = (progress.logged and progress.improving) or solved
-    if zsf_late is not None and not solved and (
-            zsf_late >= 0.8 or (rising(seen, zsf) and zsf_late >= 0.3 and not solving)):
+    if stuck is not None and not solved and (
+            stuck >= 0.8 or (rising(seen, zsf) and stuck >= 0.3 and not solving)):
         # With the reward still rising, or the task proven solved, equal-reward groups are
         # all-correct ones: convergence, not the collapse cascade.
-        corroboration.append(f"zero-std groups at {zsf_late:.0%}")
+        corroboration.append(f"zero-std groups at {stuck:.0%}" if share is None or share < 0.05
+                             else f"equal-reward groups not solved at {stuck:.0%}")
     trunc = late_level(seen, Metric.TRUNCATION_RATIO.value)
     # Completions cut from the first logs on (a budget too small) are no sign of the cascade
     # (degenerate text running on to the cap): they were cut before the entropy fell.

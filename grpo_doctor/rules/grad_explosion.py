@@ -89,8 +89,12 @@ RULE = Rule(
 @RULE.draws
 def lines(p: Mapping[str, float], evidence: Mapping[str, object]
           ) -> dict[str, tuple[Threshold, ...]]:
-    """The baseline, and ``sustained_ratio`` (warning) and twice it (critical) times it."""
+    """The baseline, and ``sustained_ratio`` (warning) and twice it (critical) times it; for
+    a burst alone, the line it crossed."""
     base = number(evidence, "baseline")
+    line = number(evidence, "burst_line")
+    if (base is None or base <= 0) and line is not None and line > 0:
+        return {GRAD: (Threshold(line, f"burst line {fmt(line)}", "critical"),)}
     if base is None or base <= 0:
         return {}
     r = p["sustained_ratio"]
@@ -190,6 +194,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                  f">= {fmt(p['burst_ratio'])}x its level before followed by "
                                  f"harm or logged with KL >= {fmt(inc.DANGEROUS_KL)}")
         evidence["episodes_only"] = True  # the level itself stayed steady
+        # The burst's own numbers, not the steady level's: "baseline 17.3, inflation 0.037x"
+        # under "18x the non-zero norms before it (0.202)" read as a contradiction (the
+        # run's median, after the burst, held the norms of a broken policy).
+        for key in ("baseline", "late_median", "inflation", "spikes", "spike_steps",
+                    "spike_ratios"):
+            evidence.pop(key, None)
+        worst = max(bursts, key=lambda i: i.peak)
+        evidence.update(peak=round(worst.peak, 6), peak_step=worst.peak_step,
+                        burst_line=round(worst.threshold, 6) if worst.threshold else None)
         summary = f"gradient-norm burst: {inc.describe(bursts)}"
         return Outcome(inc.worst(bursts), summary, onset_step=bursts[0].step,
                        evidence=evidence, remedies=_remedies(run), key_metric=GRAD,

@@ -266,6 +266,13 @@ def _crashes_only(run: Run, crashes: list, evidence: dict[str, object] | None = 
                        "logged rewards to judge)", evidence=evidence, key_metric=REWARD)
     first = crashes[0]
     evidence["threshold"] = f"reward below {fmt(first.threshold)} within a few logged points"
+    # The crash's own numbers, not the rise-then-fall's ("reward peak 0.887, peak step 5"
+    # under "crashed from 0.8 between steps 125 and 150" read as a contradiction).
+    evidence.pop("reward_peak", None)
+    evidence.pop("peak_step", None)
+    last = crashes[-1]
+    evidence.update(crash_step=last.step, lowest=round(last.peak, 6),
+                    lowest_step=last.peak_step)
     summary = f"reward crash: {inc.describe(crashes)}"
     remedies = _remedies(run, first.step, crash=True)
     gaps = scorer_gaps(run)
