@@ -66,6 +66,7 @@ from grpo_doctor.rules.signals import (
     reward_at_best,
     reward_progress,
     scored_run,
+    scorer_stopped,
     unsolved_equal_share,
 )
 from grpo_doctor.store import SFT_BEFORE, Run
@@ -235,8 +236,36 @@ def lines(p: Mapping[str, float], evidence: Mapping[str, object]
     return {ZSF: zero, ZERO_SHARE: zero}
 
 
+def _scorer_passes(run: Run) -> Outcome | None:
+    """A reward term whose scorer began passing every completion (``scorer_stopped``, jumped
+    up): from then on its groups are all "right", alike, and teach nothing; what looks like a
+    solved task is the scorer (trial 55: correctness 0.85 -> exactly 1 from step 121, zero-std
+    groups 25% -> 91%, read "at least 100% of them all-correct: the task is (nearly) solved").
+    None otherwise."""
+    stop = scorer_stopped(run)
+    if stop is None or not stop.passes:
+        return None
+    s, z = series(run, ZSF)
+    after = z[s >= stop.step]
+    alike = (f"{float(np.mean(after)):.0%} of groups had equal rewards from step "
+             f"{step_text(stop.step)}: " if len(after) else "")
+    return Outcome(Status.CRITICAL, f"advantage collapse: {alike}{stop.words()}",
+                   onset_step=stop.step,
+                   evidence={"scorer_stopped": stop.evidence(),
+                             "threshold": "a 0-1 term held exactly at a value its level before "
+                                          "could not hold by chance, completions unchanged"},
+                   remedies=(stop.fix(), knobs.rollback(
+                       stop.step, f"resume from the checkpoint before step "
+                       f"{step_text(stop.step)} once the scorer works: the steps since trained "
+                       "on no signal")),
+                   key_metric=ZSF)
+
+
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    passing = _scorer_passes(run)
+    if passing is not None:
+        return passing
     # The policy's own record: not the steps a failed or stopped scorer logged.
     run = scored_run(run)
     metric, steps, z, what = _signal(run, p)
@@ -562,9 +591,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # Nothing in the log says which way the groups are equal: an expert looks before
         # dropping them (dynamic sampling first is the wrong step where the reward never
         # fires, ADVICE.md's SCU; three logs in, the log cannot tell that yet).
+        # (Or different answers scored alike: a reward that does not score each completion,
+        # a cache keyed on the prompt, trial 55, which equal groups at a middling score look
+        # like in the log as much as prompts all solved or all failed do.)
         remedies.insert(0, "look at a few equal-reward groups: all right (the prompts are "
-                        "solved: harder ones) or all wrong (check the reward pays a right "
-                        "answer, then easier prompts); then dynamic sampling")
+                        "solved: harder ones), all wrong (check the reward pays a right "
+                        "answer, then easier prompts), or different answers scored alike "
+                        "(the reward does not score each completion: a cache or lookup keyed "
+                        "on the prompt); then dynamic sampling")
     if pinned:
         which = ", ".join(f"{n} always {fmt(v)}" for n, v, _ in pinned)
         # A term that pays every sample the same, at a positive value, is one every sample

@@ -225,25 +225,14 @@ def _scorer_crash(run: Run, crashes: list, steps: np.ndarray) -> Outcome | None:
     summary = f"reward crash: {inc.describe([crash])}: {stop.words()}"
     evidence: dict[str, object] = {
         "threshold": f"reward below {fmt(crash.threshold)} within a few logged points",
-        "scorer_stopped": {"term": stop.term, "step": stop.step, "value": stop.value,
-                           "said": stop.words(),
-                           "fix": _scorer_fix(stop.term, stop.value, stop.step),
-                           "before": round(stop.before, 4), "held_steps": stop.held,
-                           "policy": {n: [round(a, 4), round(b, 4)] for n, a, b in stop.policy}}}
+        "scorer_stopped": stop.evidence()}
     return Outcome(
         inc.worst([crash]), summary, onset_step=crash.step, evidence=evidence,
-        remedies=(_scorer_fix(stop.term, stop.value, stop.step),
+        remedies=(stop.fix(),
                   knobs.rollback(stop.step, f"resume from the checkpoint before step "
                                  f"{step_text(stop.step)} once the scorer works: the policy "
                                  "was not what broke")),
         key_metric=REWARD, incidents=(crash,))
-
-
-def _scorer_fix(term: str, value: float, step: int) -> str:
-    """The first thing to do about a scorer that stopped at ``step``."""
-    return (f"check {term} on completions from step {step_text(step)} on: it scored every one "
-            f"{fmt(value)} from there (a grader or reward server down, an exception caught "
-            f"and scored {fmt(value)}, a changed answer key)")
 
 
 def _gaps_fix(gaps: ScorerGaps) -> str:

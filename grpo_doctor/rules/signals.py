@@ -900,18 +900,56 @@ class ScorerStopped:
     held: int  # logged steps at ``value`` from ``step`` on
     policy: tuple[tuple[str, float, float], ...]  # (signal, before, after) that held still
 
+    @property
+    def passes(self) -> bool:
+        """Whether it jumped up to the held value (a scorer passing everything), not down."""
+        return self.value > self.before
+
     def words(self) -> str:
         still = ", ".join(f"{n} {fmt(a)} -> {fmt(b)}" for n, a, b in self.policy)
-        return (f"{self.term} fell from {fmt(self.before)} to {fmt(self.value)} at step "
+        moved, what = (("jumped", "the scorer passes everything; the policy did not improve")
+                       if self.passes else ("fell", "the scorer stopped, not the policy"))
+        return (f"{self.term} {moved} from {fmt(self.before)} to {fmt(self.value)} at step "
                 f"{step_text(self.step)} and was exactly {fmt(self.value)} on all {self.held:,} "
-                f"logged steps since, while the completions did not change ({still}): the "
-                "scorer stopped, not the policy")
+                f"logged steps since, while the completions did not change ({still}): {what}")
+
+    def evidence(self) -> dict[str, object]:
+        """What a finding carries of it, for the root cause to lead with (``said``, ``fix``)."""
+        return {"term": self.term, "step": self.step, "value": self.value,
+                "said": self.words(), "fix": self.fix(), "before": round(self.before, 4),
+                "held_steps": self.held,
+                "policy": {n: [round(a, 4), round(b, 4)] for n, a, b in self.policy}}
+
+    def fix(self) -> str:
+        """The first thing to do about it."""
+        why = ("a check that passes everything: an exception caught and scored as a pass, an "
+               "empty answer key, a fallback or cached score" if self.passes else
+               f"a grader or reward server down, an exception caught and scored "
+               f"{fmt(self.value)}, a changed answer key")
+        return (f"check {self.term} on completions from step {step_text(self.step)} on: it "
+                f"scored every one {fmt(self.value)} from there ({why})")
 
 
 #: Logged points on each side of the drop that the policy's signals are compared over, and
 #: the relative change of their medians under which the completions "did not change".
 _SCORER_WINDOW = 10
 _POLICY_STILL = 0.15
+
+
+def _held_by_chance(v: np.ndarray, pre: np.ndarray, end: float, held: int) -> float:
+    """The chance that a 0-1 term at the level ``pre`` shows (a mean of 0/1 scores over the
+    completions its values' granularity gives, 16 or more) logs exactly ``end`` on ``held``
+    steps in a row; 1.0 where the term is of another kind."""
+    n = _completions_per_step(v)
+    if n is None or n < _GAPS_MIN_COMPLETIONS or v.min() < 0 or v.max() > 1:
+        return 1.0
+    import math
+
+    p = min(max(float(np.mean(pre)), 1e-9), 1 - 1e-9)
+    k = int(round(end * n))
+    log_pmf = (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+               + k * math.log(p) + (n - k) * math.log(1 - p))
+    return math.exp(max(held * log_pmf, -700.0))
 
 
 def scorer_stopped(run: Run) -> ScorerStopped | None:
@@ -921,8 +959,11 @@ def scorer_stopped(run: Run) -> ScorerStopped | None:
     across the drop. A policy that breaks changes what it writes; a grader that goes down (an
     outage, an exception caught and scored 0, a changed answer key) does not (trial 53:
     correctness 0.75 -> 0.000 from step 101 to 200, length 9.0 -> 9.0, entropy 0.08 -> 0.08,
-    read as an entropy collapse from step 1). None when no term did, or no length or entropy
-    is logged to show the completions held."""
+    read as an entropy collapse from step 1). Or a 0-1 term that jumped to a value its level
+    before could not have held exactly on those steps by chance (``_held_by_chance`` under
+    1e-6), the completions as still: a scorer passing everything (trial 55: correctness 0.85
+    -> exactly 1 on 256 of 256 completions on all 80 steps from 121, read as a solved task).
+    None when no term did, or no length or entropy is logged to show the completions held."""
     found: ScorerStopped | None = None
     for name, col in components(run).items():
         steps, v = series(run, col)
@@ -936,10 +977,15 @@ def scorer_stopped(run: Run) -> ScorerStopped | None:
         pre = v[n - held - _SCORER_WINDOW:n - held]
         level = float(np.median(pre))
         span = float(np.ptp(v[:n - held]))
+        just_before = float(np.median(v[n - held - 3:n - held]))
         # A drop to a floor the term seldom touched before, still up just before it: not a
-        # score that wore down to 0, nor one that sat at 0 on most steps anyway.
-        if not (span > 0 and level - end >= 0.5 * span and float(np.mean(pre == end)) < 0.2
-                and float(np.median(v[n - held - 3:n - held])) - end >= 0.5 * (level - end)):
+        # score that wore down to 0, nor one that sat at 0 on most steps anyway. Or a jump to
+        # a value its level before could not have held exactly (a scorer passing everything).
+        dropped = (span > 0 and level - end >= 0.5 * span and float(np.mean(pre == end)) < 0.2
+                   and just_before - end >= 0.5 * (level - end))
+        if not (dropped or (float(np.mean(pre == end)) < 0.2 and end - level >= 0.05
+                            and end - just_before >= 0.5 * (end - level)
+                            and _held_by_chance(v, pre, end, held) < 1e-6)):
             continue
         at = int(steps[n - held])
         policy: list[tuple[str, float, float]] = []
