@@ -1024,10 +1024,12 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
     quiet = [r for r in quiet if r not in learned_at]
     if learned_at:
         out.append("; ".join(f"{r.name} {r.value_text} is {r.how_far()}" for r in learned_at)
-                   + ", yet this run learned at it: keep it here ("
+                   # (Said as a fallback: "keep it here (2.5e-6 where it breaks)" read as
+                   # the value at which it breaks, trial 55.)
+                   + ", yet this run learned at it: keep it (should a run at it break: "
                    + "; ".join(r.fix().split(" -> ", 1)[1].split(",", 1)[0]
                                for r in learned_at)
-                   + " where it breaks)")
+                   + ")")
     if not fired:
         # (Not one the run learned at: said above.)
         # Clearly outside (twice beyond the range or more) on a run where nothing fired: the

@@ -1288,6 +1288,24 @@ def test_a_correctness_term_that_never_moved_comes_before_an_lr_outside_the_reci
     assert "learning_rate 0.01" in said
 
 
+def test_a_correctness_term_pinned_above_0_is_a_check_that_pays_everything_not_one_that_never_did():
+    """Trial 55: an empty answer key that every completion "contains", correctness_reward 1 on
+    all 200 steps while the format was learned. The advice said "it never moved, so no answer
+    was ever judged right" of a term that judged every one right. At 0 that stands."""
+    n = 200
+    rng = np.random.default_rng(5)
+    fmt_term = np.clip(0.1 + 0.4 * (1 - np.exp(-np.arange(n) / 30))
+                       + 0.01 * rng.standard_normal(n), 0, 0.5)
+    for held, words in ((1.0, "it scored every one 1 on every step, so it judges nothing"),
+                        (0.0, "it never moved, so no answer was ever judged right")):
+        run = make_run(reward=held + fmt_term, rewards__correctness_reward__mean=np.full(n, held),
+                       rewards__format_reward__mean=fmt_term)
+        check = diagnose(run).check("format_gaming")
+        assert check.fired and check.remedies[0].startswith(
+            f"inspect completions against correctness_reward: {words}"), check.remedies
+        assert ("right or wrong" in check.summary) == (held > 0), check.summary
+
+
 def test_an_overshoot_names_the_lr_the_reward_fell_at():
     """A stepped schedule, 1e-6 -> 3e-6 at step 200 -> 1e-5 at step 400, broke at step 205:
     it fell at 3e-6, not "as the lr rose to 1e-5" (200 steps after the fall)."""
@@ -2857,6 +2875,38 @@ def test_trial_53s_real_runs_put_the_scorer_the_reward_and_the_stop_token_first(
     assert "logged once every 25 steps" in sparse.status_reason
 
 
+def test_a_scorer_that_began_passing_everything_is_the_root_not_a_solved_task():
+    """Trial 55: from step 121 the grader raised and its except-branch returned 1.0: the
+    correctness term 0.81 -> exactly 1 on 256 of 256 completions on all 80 steps, length and
+    entropy unchanged. It read HEALTHY ("at least 100% of them all-correct: the task is
+    (nearly) solved"), live and after. A policy at 0.81 cannot hold 256/256 by chance."""
+    d = _trial("trl_pass_on_error")
+    assert d.status == "critical", d.status
+    check = d.check("advantage_collapse")
+    assert check.onset_step == 121 and "jumped from 0.812 to 1 at step 121" in check.summary
+    first = d.root_cause.first_action
+    assert first.startswith("check correctness_reward on completions from step 121 on: it "
+                            "scored every one 1 from there (a check that passes everything"), first
+    assert "roll back to checkpoint-100 (the last one save_steps 50 saved" in first, first
+    assert not any("learning_rate" in p.action for p in d.plan), d.plan
+    # Live, it is called 10 logged steps after the jump, and not before.
+    run = load_runs(TRIAL / "trl_pass_on_error.csv")[0]
+    assert diagnose(run.truncated(129)).status == "healthy"
+    assert "jumped" in diagnose(run.truncated(130)).check("advantage_collapse").summary
+    # A policy that converged to 256 of 256 right, its rate creeping up to 1 (exact 1s come
+    # ever more often, then on every step), is a solved task, not a scorer.
+    n = 160
+    for seed in range(5):
+        rate = 1 - 0.6 * np.exp(-np.arange(n) / (12 + 2 * seed))
+        c = np.random.default_rng(seed).binomial(256, rate) / 256
+        solved = make_run(reward=c + 0.5, rewards__correctness_reward__mean=c,
+                          rewards__format_reward__mean=np.full(n, 0.5),
+                          completion_length=np.full(n, 9.0), entropy=np.full(n, 0.08),
+                          frac_reward_zero_std=np.where(c == 1.0, 1.0, 0.3))
+        assert (c[-10:] == 1.0).all()
+        assert "scorer_stopped" not in diagnose(solved).check("advantage_collapse").evidence
+
+
 def test_a_weight_0_on_one_of_two_terms_that_always_agreed_is_a_pass_not_a_skip():
     """reward_weights [1, 1, 0] over a lenient check, the format and the exact check, the two
     checks equal on every step (trial 52: never hacked): which one is unpaid is unknown, and
@@ -2892,6 +2942,8 @@ def test_a_setting_the_run_learned_at_is_kept_for_this_model_not_cut_for_the_nex
         d = diagnose(run)
         kept = next((x for x in d.notes if "yet this run learned at it" in x), None)
         assert (kept is not None) is learned, d.notes
+        # The recipe's value as a fallback, not as where it breaks (trial 55).
+        assert kept is None or kept.endswith("keep it (should a run at it break: 2.5e-6)"), kept
         cut = any("learning_rate 1e-4 -> 2.5e-6" in x for x in d.notes if x != kept)
         assert cut is not learned, d.notes
 

@@ -229,12 +229,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                              "correctness term improving")
     if declined:
         evidence["farmed_while_task_fell"] = name  # what root_cause reads: a reward exploited
+    # Pinned above 0 it paid every answer alike, so none was ever judged wrong either (trial
+    # 55: an empty answer key that every completion "contains" read "no answer was ever
+    # judged right" beside a term at 1 on every step).
+    held = float(series(run, cor_cols[pinned[0]])[1][0]) if pinned else 0.0
+    judged = ("every answer paid the same, right or wrong" if held > 0 else
+              "no answer was ever judged right")
     if declined:
         task = f"while {', '.join(declined)} fell"
     elif pinned:
         task = (f"while {', '.join(pinned)} never moved (the same value on all "
-                f"{len(series(run, cor_cols[pinned[0]])[1])} logged steps: no answer was ever "
-                "judged right)")
+                f"{len(series(run, cor_cols[pinned[0]])[1])} logged steps: {judged})")
     elif flat:
         task = "while " + ", ".join(
             f"{n} never left its level ({_level_words(run, cor_cols[n])}, over "
@@ -262,6 +267,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                + (" and the held-out score fell" if heldout_down else "")
                + f", from step {ONSET}")
     remedies = (
+        f"inspect completions against {pinned[0]}: it scored every one {fmt(held)} on every "
+        "step, so it judges nothing (an empty or wrong answer field, a match that always "
+        "passes, an exception scored as a pass); the reward the run gained is format only"
+        if pinned and held > 0 else
         f"inspect completions against {pinned[0]}: it never moved, so no answer was ever "
         "judged right (a parser that never matches, or a task too hard); the reward the run "
         "gained is format only" if pinned else
