@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 
 from grpo_doctor import importers
 from grpo_doctor.files import is_remote
@@ -29,7 +30,8 @@ def load_runs(
         runs = importers.load_runs(source, format=format, column_map=column_map,
                                    step_column=step_column, run=run)
         # The settings a log does not hold, from a training config beside it (local only).
-        return runs if is_remote(source) else [with_sidecar_config(r) for r in runs]
+        return runs if is_remote(source) else [_with_richer_note(with_sidecar_config(r))
+                                               for r in runs]
     from grpo_doctor.remote.wandb_api import load_wandb_uri  # a large module few sources need
 
     fetched = load_wandb_uri(text, importers.load_options(column_map, step_column, run))
@@ -40,3 +42,11 @@ def load_run(source: str | os.PathLike[str], **options: object) -> Run:
     """The one run held by ``source`` (``run="NAME"`` picks one of several); an error naming
     the runs if there are several and none was picked."""
     return importers.only_run(source, load_runs(source, **options))  # type: ignore[arg-type]
+
+
+def _with_richer_note(run: Run) -> Run:
+    """``run`` with a note naming a richer log of it beside the file it was read from."""
+    from grpo_doctor.importers.run_folder import richer_state_beside
+
+    note = richer_state_beside(run)
+    return replace(run, notes=[*run.notes, note]) if note else run

@@ -379,3 +379,48 @@ def test_a_damaged_store_beside_the_checkpoints_is_said_not_dropped(tmp_path):
     assert run.format == "trainer-state" and run.last_step == 200
     assert "1 log of it found" in run.notes[0] and "the richest" not in run.notes[0], run.notes
     assert "mlflow.db (a tracker's SQLite store that cannot be read)" in run.notes[1], run.notes
+
+
+def test_a_copy_printed_to_6_decimals_agrees_with_the_full_precision_log():
+    """A notebook's table prints 6 decimals: a loss of -6.6e-9 is -0.000000 there. Trial 55
+    read "disagrees ... loss differs at 116 of 200 shared steps (step 13: -0 there,
+    -6.62274e-09 here)" from the rounding alone; a real difference is still one."""
+    import numpy as np
+
+    from grpo_doctor.importers.run_folder import _disagreement
+    from tests.helpers import make_run
+
+    rng = np.random.default_rng(1)
+    loss = rng.normal(0, 1e-8, 200)
+    reward = rng.random(200)
+    full = make_run(loss=loss, reward=reward)
+    printed = make_run(loss=np.round(loss, 6), reward=np.round(reward, 6))
+    assert _disagreement(full, printed) is None
+    edited = make_run(loss=np.round(loss, 6), reward=np.where(np.arange(200) == 7, 9.5,
+                                                              np.round(reward, 6)))
+    assert "differs at 1 of 200" in (_disagreement(full, edited) or "")
+
+
+def test_a_log_read_alone_names_a_richer_trainer_state_beside_it(tmp_path):
+    """Pointed at a notebook or CSV of a run whose checkpoint holds the full log_history, the
+    checks the richer log feeds were skipped unsaid (trial 55: 7 checks of 11 on a notebook,
+    its entropy and grad norm in checkpoint-200/trainer_state.json)."""
+    from grpo_doctor.sources import load_runs as load_source
+
+    n = 30
+    history = [{"step": s, "reward": 0.1 + s / 100, "entropy": 0.5 - s / 200,
+                "grad_norm": 0.3, "loss": 0.01} for s in range(1, n + 1)]
+    (tmp_path / "checkpoint-30").mkdir()
+    (tmp_path / "checkpoint-30" / "trainer_state.json").write_text(json.dumps(
+        {"global_step": n, "max_steps": n, "log_history": history}))
+    table = tmp_path / "table.csv"
+    table.write_text("step,reward\n" + "".join(f"{h['step']},{h['reward']}\n" for h in history))
+    note = next((x for x in load_source(table)[0].notes if "richer log" in x), None)
+    assert note is not None and note.startswith(
+        "a richer log of this run lies beside it: checkpoint-30/trainer_state.json"), note
+    # Read from the folder, or with nothing richer beside it: no such note.
+    assert not any("richer log" in x for x in load_source(tmp_path)[0].notes)
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "table.csv").write_text(table.read_text())
+    assert not any("richer log" in x for x in load_source(lone / "table.csv")[0].notes)

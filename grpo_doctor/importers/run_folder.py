@@ -70,6 +70,9 @@ _MAX_DEPTH = 4
 #: float32, and transformers 5 prints its console dicts to 4 significant figures ('0.3136' for
 #: 0.313588, off by up to 5e-4).
 _RTOL = 1e-3
+#: And absolute: a notebook's table prints 6 decimals (a loss of -6.6e-9 is -0.000000 there;
+#: trial 55 read "disagrees ... at 116 of 200 shared steps" from the rounding alone).
+_ATOL = 5e-7
 
 
 @dataclass(frozen=True)
@@ -259,7 +262,7 @@ def _disagreement(run: Run, other: Run) -> str | None:
         a = run.frame.loc[shared_steps, metric].to_numpy(dtype=np.float64)
         b = other.frame.loc[shared_steps, metric].to_numpy(dtype=np.float64)
         both = np.isfinite(a) & np.isfinite(b)
-        off = both & ~np.isclose(a, b, rtol=_RTOL, atol=1e-12)
+        off = both & ~np.isclose(a, b, rtol=_RTOL, atol=_ATOL)
         if off.any() and (worst is None or off.sum() > worst[0]):
             i = int(np.flatnonzero(off)[0])
             worst = (int(off.sum()), metric, int(shared_steps[i]), float(a[i]), float(b[i]))
@@ -422,3 +425,36 @@ IMPORTER = Importer(
     reads_folders=True,
     whole_folder=True,
 )
+
+
+def richer_state_beside(run: Run) -> str | None:
+    """A note when ``run`` was read from one log file of a run's folder whose trainer state
+    (the folder's own or its latest checkpoint's) holds more of what the checks read: pointed
+    at a notebook, a user had 7 checks run of 11, the entropy and grad norm sitting in the
+    checkpoint beside it (trial 55). Only the trainer state is read, a small JSON; None
+    otherwise."""
+    path = Path(run.source)
+    if not path.is_file() or path.name == STATE_FILE:
+        return None
+    found = layout(path.parent)
+    if found is None or not any(c.path == path for c in found.copies):
+        return None
+    state = next((c for c in found.copies if c.format == "trainer-state"), None)
+    if state is None:
+        return None
+    try:
+        other = importer_named(state.format).load(state.path, LoadOptions())
+    except GrpoDoctorError:
+        return None
+    if len(other) != 1 or _known(other[0]) <= _known(run):
+        return None
+    clash = _disagreement(run, _on_steps_of(other[0], run))
+    if clash and clash.endswith(_ANOTHER):
+        return None
+    mine = sum(m in run.frame.columns for m in run.mapping)
+    theirs = sum(m in other[0].frame.columns for m in other[0].mapping)
+    if theirs <= mine:
+        return None
+    return (f"a richer log of this run lies beside it: {state.label} ({theirs} metrics "
+            f"grpo-doctor reads, against {mine} here); point grpo-doctor at the folder "
+            f"({path.parent.name}/) to read the richest")
