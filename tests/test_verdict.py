@@ -13,7 +13,7 @@ from grpo_doctor.engine import diagnose
 from grpo_doctor.importers import load_runs
 from grpo_doctor.reporters.terminal import render_to_text
 from grpo_doctor.store import Run
-from tests.helpers import REPO, run_cli
+from tests.helpers import REPO, make_run, run_cli
 from tests.rules import history
 
 CORPUS = REPO / "tests" / "fixtures" / "corpus"
@@ -838,3 +838,24 @@ def test_a_short_log_says_what_its_steps_show_beside_a_finding_too(tmp_path):
 def _text(path, text: str):
     path.write_text(text)
     return path
+
+
+def test_an_equal_groups_episode_that_held_from_the_start_is_dated_there_not_at_its_window():
+    """Trial 55 (a grader cache keyed on the prompt): equal groups at 60-70% from step 3, under
+    the line on single steps now and then, the last of them inside the late window. It read
+    "from step 161" beside "87% over the run": the late window's first step."""
+    n = 200
+    rng = np.random.default_rng(4)
+    z = np.clip(0.68 + 0.05 * rng.standard_normal(n), 0, 1)
+    z[:2] = 0.2
+    z[[40, 95, 170]] = 0.4  # single-step dips, the last inside the last 40 points
+    run = make_run(frac_reward_zero_std=z, reward=0.3 + 0.05 * rng.standard_normal(n))
+    check = diagnose(run).check("advantage_collapse")
+    assert check.fired and check.onset_step == 3, (check.onset_step, check.summary)
+    assert "from step 3" in check.summary
+    # Its rolling median under the line until step 150: the episode is from there.
+    z2 = z.copy()
+    z2[:150] = np.clip(0.3 + 0.05 * rng.standard_normal(150), 0, 1)
+    z2[[20, 60]] = 0.6
+    late = diagnose(make_run(frac_reward_zero_std=z2, reward=0.3 + 0.05 * rng.standard_normal(n)))
+    assert 145 <= late.check("advantage_collapse").onset_step <= 160

@@ -366,6 +366,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             i = min(int(below[-1]) + 1, len(z) - 1)
             if len(z) >= 8 and len(z) - i < k:
                 i = len(z) - k
+                # Unless its rolling median crossed the line long before and held above it:
+                # a share at 60-70% from step 3 that dips under 50% on single steps is one
+                # episode from step 3 (trial 55 read "from step 161" beside "87% over the
+                # run", the window's first step).
+                held = rolling_median(z, 9) >= p["warn_fraction"]
+                if held[-1] and not held.all():
+                    first = len(held) - int(np.argmax(~held[::-1]))
+                    i = min(i, first)
+                elif held.all():
+                    i = 0
             onset = int(steps[i])
         else:
             onset = int(steps[0])
