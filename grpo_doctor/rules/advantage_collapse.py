@@ -370,11 +370,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                 # a share at 60-70% from step 3 that dips under 50% on single steps is one
                 # episode from step 3 (trial 55 read "from step 161" beside "87% over the
                 # run", the window's first step).
-                held = rolling_median(z, 9) >= p["warn_fraction"]
-                if held[-1] and not held.all():
-                    first = len(held) - int(np.argmax(~held[::-1]))
-                    i = min(i, first)
-                elif held.all():
+                above = rolling_median(z, 9) >= p["warn_fraction"]
+                if above[-1] and not above.all():
+                    i = min(i, len(above) - int(np.argmax(~above[::-1])))
+                elif above.all():
                     i = 0
             onset = int(steps[i])
         else:
