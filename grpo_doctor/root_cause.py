@@ -263,7 +263,8 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         # scorer, and what followed (equal groups, an entropy "collapse" the reward's fall made
         # critical) is its echo; an lr cut would be advice about a policy that was fine
         # (trial 53: "restart from the initial model, lr" beside a good checkpoint-100).
-        root = stopped
+        # Dated at the drop it names, not where the crash's smoothed reward left its level.
+        root = replace(stopped, step=int(stopped.check.evidence["scorer_stopped"]["step"]))
     jumped = _after_jump(run, events, worst) if cheating is None and stopped is None else None
     if jumped is not None:
         root, jump = jumped
@@ -485,6 +486,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     sharp = _sampled_sharp(run, setup, root)
     if sharp is not None:
         return sharp
+    at_once = _ends_at_once(run, setup) if from_start else None
+    if at_once is not None:
+        return at_once
     silent = _never_scored(root, checks)
     if silent is not None:
         return silent
@@ -1311,6 +1315,41 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
 
 _STOP_TOKEN = ("tokenizer.eos_token / generation_config.eos_token_id, the chat template's "
                "end-of-turn token")
+
+
+#: Mean completion length, in tokens, at or under which a completion ended at once, and the
+#: share of logged steps it must hold on.
+_AT_ONCE_TOKENS = 2.0
+_AT_ONCE_SHARE = 0.9
+
+
+def _ends_at_once(run: Run, setup: recipe.Setup) -> _Lead | None:
+    """Generation that stops at once: completions of 2 tokens or fewer on average on 90%+ of
+    5+ logged steps from the first, none cut at a cap, a budget above that if one is set, and
+    a reward that never varied: nothing was written to score (trial 56: the eos token set to
+    "<", the answer's first character; 1.3 tokens, read "check the reward function"). A task
+    answered in one token pays some of them. None otherwise."""
+    _, length = series(run, Metric.RESPONSE_LENGTH_MEAN.value)
+    _, reward = series(run, Metric.REWARD_MEAN.value)
+    if len(length) < 5 or len(reward) < 5 or float(np.ptp(reward)) > 1e-9:
+        return None
+    share = float(np.mean(length <= _AT_ONCE_TOKENS))
+    if share < _AT_ONCE_SHARE or length[0] > _AT_ONCE_TOKENS:
+        return None
+    _, cut = series(run, Metric.TRUNCATION_RATIO.value)
+    budget = setup.get("max_completion_length")
+    if (len(cut) and float(np.median(cut)) > 0.05) or (
+            budget is not None and isinstance(budget.value, (int, float))
+            and budget.value <= 2 * _AT_ONCE_TOKENS):
+        return None  # cut at a cap that small: the budget, said by the length finding
+    said = (f"completions {fmt(float(np.median(length)))} tokens long on average from the "
+            f"first logged step ({share:.0%} of logged steps at {fmt(_AT_ONCE_TOKENS)} or "
+            f"fewer), none cut at a cap, and the reward {fmt(float(reward[0]))} on every step")
+    return _Lead(knobs.Remedy(
+        f"check the stop first: {said}: generation stops at once, before any answer, so there "
+        f"is nothing to score; check the stop token ({_STOP_TOKEN}) and any stop strings "
+        "against the start of a right answer"),
+        summary=f"a setup problem, generation stops at once: {said}", setup=True)
 
 #: The share of logged steps on which every completion was cut (``_EVERY_ONE_CUT`` or more of
 #: them) for "not one completion ended on its own": a budget one token short still lets a

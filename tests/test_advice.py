@@ -6,6 +6,7 @@ The real-run rows are ../shared/real-runs/ADVICE.md (skipped when absent); bench
 holds the same table and prints the corpus scores."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -1286,6 +1287,59 @@ def test_a_correctness_term_that_never_moved_comes_before_an_lr_outside_the_reci
     assert d.root_cause.first_action.startswith("inspect completions against check_answer")
     said = " ".join([d.root_cause.first_action, *(p.action for p in d.plan), *d.notes])
     assert "learning_rate 0.01" in said
+
+
+def test_a_task_term_that_fell_at_one_step_to_near_0_with_the_completions_unchanged_is_the_key():
+    """Trial 56: from step 101 the rows served carry a shifted answer key: correctness 0.78 ->
+    0 (1/32 by chance on 17 of the 100 steps after), length and entropy unchanged. The exact
+    hold the scorer check asked for never came; it read "restart from the initial model,
+    learning_rate -> 2.5e-6" from an entropy fall the control makes too, and the crash, dated
+    98, sent the user back past checkpoint-100."""
+    d = _trial("trl_key_shift_100")
+    assert d.root_cause.mode == "reward_overfit" and d.root_cause.step == 101, d.root_cause
+    assert "stayed at 0-0.0312 on all 100 logged steps since" in d.root_cause.summary
+    first = d.root_cause.first_action
+    assert first.startswith("check correctness_reward on completions from step 101 on: it "
+                            "scored about 0 from there, against 0.781 before"), first
+    assert "answer key or data column" in first
+    assert "roll back to checkpoint-100 (the last one save_steps 50 saved" in first, first
+    assert not any("learning_rate" in p.action for p in d.plan), d.plan
+    assert not d.check("entropy_collapse").fired
+    # Live: named 10 steps after the drop, and held (no entropy collapse at step 150).
+    run = load_runs(TRIAL / "trl_key_shift_100.csv")[0]
+    for last in (110, 150, 180):
+        live = diagnose(run.truncated(last))
+        assert "stayed at 0-0.0312" in live.check("reward_overfit").summary, last
+        assert not live.check("entropy_collapse").fired, last
+    # A policy that broke in one step changes what it writes: no scorer is blamed.
+    broken = run.frame.copy()
+    broken.loc[broken.index > 100, "response_length_mean"] *= 3
+    assert "scorer" not in str(diagnose(replace(run, frame=broken)).check(
+        "reward_overfit").evidence)
+
+
+def test_generation_that_stops_at_once_is_the_stop_token_not_the_reward_function():
+    """Trial 56: the eos token set to "<", the first character of every right answer: 1.3
+    tokens per completion from step 1, nothing cut, the reward 0 on every step. It read
+    "check the reward function on a few completions: it returned 0 for every one"."""
+    d = _trial("trl_eos_at_once")
+    assert d.root_cause.setup and d.root_cause.step == 1, d.root_cause
+    first = d.root_cause.first_action
+    assert first.startswith("check the stop first: completions 1.3 tokens long on average "
+                            "from the first logged step"), first
+    assert "eos_token" in first
+    # A task answered in one token whose reward varies, and a budget of 2 tokens, are not it.
+    rng = np.random.default_rng(2)
+    paid = make_run(reward=rng.binomial(32, 0.4, 100) / 32,
+                    completion_length=np.full(100, 1.2),
+                    frac_reward_zero_std=np.full(100, 0.4))
+    assert "stops at once" not in str(diagnose(paid).root_cause)
+    for budget, at_once in ((None, True), (2, False)):
+        short = make_run(reward=np.zeros(100), completion_length=np.full(100, 1.3),
+                         frac_reward_zero_std=np.ones(100), grad_norm=np.zeros(100))
+        given = {} if budget is None else {"max_completion_length": budget}
+        got = diagnose(short, DoctorConfig(run_config=given)).root_cause
+        assert ("stops at once" in str(got)) is at_once, got
 
 
 def test_a_correctness_term_pinned_above_0_is_a_check_that_pays_everything_not_one_that_never_did():

@@ -226,8 +226,10 @@ def _scorer_crash(run: Run, crashes: list, steps: np.ndarray) -> Outcome | None:
     evidence: dict[str, object] = {
         "threshold": f"reward below {fmt(crash.threshold)} within a few logged points",
         "scorer_stopped": stop.evidence()}
+    # Dated at the drop, the first step the scorer scored so (a crash's own dating reaches
+    # back to where the smoothed reward left its level: "at step 98" beside "at step 101").
     return Outcome(
-        inc.worst([crash]), summary, onset_step=crash.step, evidence=evidence,
+        inc.worst([crash]), summary, onset_step=stop.step, evidence=evidence,
         remedies=(stop.fix(),
                   knobs.rollback(stop.step, f"resume from the checkpoint before step "
                                  f"{step_text(stop.step)} once the scorer works: the policy "

@@ -899,6 +899,8 @@ class ScorerStopped:
     before: float  # the term's level over the logged points just before ``step``
     held: int  # logged steps at ``value`` from ``step`` on
     policy: tuple[tuple[str, float, float], ...]  # (signal, before, after) that held still
+    exact: bool = True  # every one of them exactly ``value``; else near it
+    after_range: tuple[float, float] | None = None  # (lowest, highest) from ``step`` on
 
     @property
     def passes(self) -> bool:
@@ -909,9 +911,17 @@ class ScorerStopped:
         still = ", ".join(f"{n} {fmt(a)} -> {fmt(b)}" for n, a, b in self.policy)
         moved, what = (("jumped", "the scorer passes everything; the policy did not improve")
                        if self.passes else ("fell", "the scorer stopped, not the policy"))
+        if self.exact:
+            since = f"was exactly {fmt(self.value)} on all {self.held:,} logged steps since"
+        else:
+            low, high = self.after_range or (self.value, self.value)
+            since = (f"stayed at {fmt(low)}-{fmt(high)} on all {self.held:,} logged steps "
+                     "since")
+            what = ("the scorer or the answers it checks changed (a key or data column), not "
+                    "the policy")
         return (f"{self.term} {moved} from {fmt(self.before)} to {fmt(self.value)} at step "
-                f"{step_text(self.step)} and was exactly {fmt(self.value)} on all {self.held:,} "
-                f"logged steps since, while the completions did not change ({still}): {what}")
+                f"{step_text(self.step)} and {since}, while the completions did not change "
+                f"({still}): {what}")
 
     def evidence(self) -> dict[str, object]:
         """What a finding carries of it, for the root cause to lead with (``said``, ``fix``)."""
@@ -925,15 +935,40 @@ class ScorerStopped:
         why = ("a check that passes everything: an exception caught and scored as a pass, an "
                "empty answer key, a fallback or cached score" if self.passes else
                f"a grader or reward server down, an exception caught and scored "
-               f"{fmt(self.value)}, a changed answer key")
-        return (f"check {self.term} on completions from step {step_text(self.step)} on: it "
-                f"scored every one {fmt(self.value)} from there ({why})")
+               f"{fmt(self.value)}, a changed answer key" if self.exact else
+               "the answer key or data column those prompts are checked against, a changed "
+               "grader")
+        scored = (f"it scored every one {fmt(self.value)} from there" if self.exact else
+                  f"it scored about {fmt(self.value)} from there, against "
+                  f"{fmt(self.before)} before, on completions like the earlier ones")
+        return (f"check {self.term} on completions from step {step_text(self.step)} on: "
+                f"{scored} ({why})")
 
 
 #: Logged points on each side of the drop that the policy's signals are compared over, and
 #: the relative change of their medians under which the completions "did not change".
 _SCORER_WINDOW = 10
 _POLICY_STILL = 0.15
+
+
+#: The share of a drop within which a term's values after it count as held near its end
+#: level when they are not exactly one value.
+_NEAR_DROP = 0.2
+
+
+def _trailing_holds(v: np.ndarray) -> list[tuple[int, float, bool]]:
+    """The stretches at the end of ``v`` held at one level, as (points, level, exactly): the
+    run of its last value; then the run of points within a fifth of the term's range of the
+    median of its last ``_SCORER_WINDOW`` (a last run of exact 0s may be the latest part of a
+    longer stretch at 0-1/32; the caller checks each against the drop itself)."""
+    n = len(v)
+    end = float(v[-1])
+    off = v != end
+    held = n - int(np.flatnonzero(off)[-1]) - 1 if off.any() else n
+    level = float(np.median(v[-_SCORER_WINDOW:]))
+    far = np.abs(v - level) > _NEAR_DROP * float(np.ptp(v))
+    return [(held, end, True),
+            ((n - int(np.flatnonzero(far)[-1]) - 1 if far.any() else n), level, False)]
 
 
 def _held_by_chance(v: np.ndarray, pre: np.ndarray, end: float, held: int) -> float:
@@ -952,6 +987,49 @@ def _held_by_chance(v: np.ndarray, pre: np.ndarray, end: float, held: int) -> fl
     return math.exp(max(held * log_pmf, -700.0))
 
 
+def _stop_at(run: Run, name: str, steps: np.ndarray, v: np.ndarray, held: int, end: float,
+             exact: bool) -> ScorerStopped | None:
+    """The scorer stop a term's last ``held`` points at ``end`` make, if they do."""
+    n = len(v)
+    if held < _SCORER_WINDOW or n - held < 2 * _SCORER_WINDOW:
+        return None
+    pre = v[n - held - _SCORER_WINDOW:n - held]
+    level = float(np.median(pre))
+    span = float(np.ptp(v[:n - held]))
+    just_before = float(np.median(v[n - held - 3:n - held]))
+    tail = v[n - held:]
+    # Near its end level: exactly there, or (a policy still scoring a few by chance against a
+    # changed answer key) within a fifth of the drop of it on every step.
+    band = 0.0 if exact else _NEAR_DROP * (level - end)
+    at_end = np.abs(pre - end) <= band
+    # A drop to a floor the term seldom touched before, still up just before it: not a score
+    # that wore down to 0, nor one that sat at 0 on most steps anyway. Or a jump to a value
+    # its level before could not have held exactly (a scorer passing everything).
+    dropped = (span > 0 and level - end >= 0.5 * span and float(np.mean(at_end)) < 0.2
+               and just_before - end >= 0.5 * (level - end)
+               and bool(np.all(np.abs(tail - end) <= band)))
+    if not (dropped or (exact and float(np.mean(pre == end)) < 0.2 and end - level >= 0.05
+                        and end - just_before >= 0.5 * (end - level)
+                        and _held_by_chance(v, pre, end, held) < 1e-6)):
+        return None
+    at = int(steps[n - held])
+    policy: list[tuple[str, float, float]] = []
+    for label, metric in (("length", Metric.RESPONSE_LENGTH_MEAN.value),
+                          ("entropy", Metric.ENTROPY.value)):
+        s, x = series(run, metric)
+        a, b = x[s < at][-_SCORER_WINDOW:], x[s >= at][:_SCORER_WINDOW]
+        if len(a) < 3 or len(b) < 3:
+            continue
+        before, after = float(np.median(a)), float(np.median(b))
+        if abs(after - before) > _POLICY_STILL * max(abs(before), 1e-9):
+            return None
+        policy.append((label, before, after))
+    if not policy:
+        return None
+    return ScorerStopped(name, at, end, level, held, tuple(policy), exact,
+                         (float(tail.min()), float(tail.max())))
+
+
 def scorer_stopped(run: Run) -> ScorerStopped | None:
     """The reward term whose scorer stopped: it fell at one step from its level to a value it
     then held exactly on every logged step to the end (10+ of them, so that a live poll names
@@ -967,41 +1045,14 @@ def scorer_stopped(run: Run) -> ScorerStopped | None:
     found: ScorerStopped | None = None
     for name, col in components(run).items():
         steps, v = series(run, col)
-        n = len(v)
-        if n < 3 * _SCORER_WINDOW:
+        if len(v) < 3 * _SCORER_WINDOW:
             continue
-        end = float(v[-1])
-        held = n - int(np.flatnonzero(v != end)[-1]) - 1 if (v != end).any() else n
-        if held < _SCORER_WINDOW or n - held < 2 * _SCORER_WINDOW:
-            continue
-        pre = v[n - held - _SCORER_WINDOW:n - held]
-        level = float(np.median(pre))
-        span = float(np.ptp(v[:n - held]))
-        just_before = float(np.median(v[n - held - 3:n - held]))
-        # A drop to a floor the term seldom touched before, still up just before it: not a
-        # score that wore down to 0, nor one that sat at 0 on most steps anyway. Or a jump to
-        # a value its level before could not have held exactly (a scorer passing everything).
-        dropped = (span > 0 and level - end >= 0.5 * span and float(np.mean(pre == end)) < 0.2
-                   and just_before - end >= 0.5 * (level - end))
-        if not (dropped or (float(np.mean(pre == end)) < 0.2 and end - level >= 0.05
-                            and end - just_before >= 0.5 * (end - level)
-                            and _held_by_chance(v, pre, end, held) < 1e-6)):
-            continue
-        at = int(steps[n - held])
-        policy: list[tuple[str, float, float]] = []
-        for label, metric in (("length", Metric.RESPONSE_LENGTH_MEAN.value),
-                              ("entropy", Metric.ENTROPY.value)):
-            s, x = series(run, metric)
-            a, b = x[s < at][-_SCORER_WINDOW:], x[s >= at][:_SCORER_WINDOW]
-            if len(a) < 3 or len(b) < 3:
-                continue
-            before, after = float(np.median(a)), float(np.median(b))
-            if abs(after - before) > _POLICY_STILL * max(abs(before), 1e-9):
-                policy = []
+        for held, end, exact in _trailing_holds(v):
+            stop = _stop_at(run, name, steps, v, held, end, exact)
+            if stop is not None:
+                if found is None or stop.step < found.step:
+                    found = stop
                 break
-            policy.append((label, before, after))
-        if policy and (found is None or at < found.step):
-            found = ScorerStopped(name, at, end, level, held, tuple(policy))
     return found
 
 
