@@ -3028,3 +3028,27 @@ def test_a_run_that_solved_its_task_at_a_high_rate_halves_it_for_the_next_run():
     assert d.root_cause is not None and d.root_cause.first_action.startswith("nothing urgent")
     assert "for the next run: learning_rate 3e-4 -> 1.5e-4 (slows the sharpening; the run " \
         "solved its task at 3e-4" in d.root_cause.first_action, d.root_cause.first_action
+
+
+def test_completions_that_grew_into_the_cap_just_before_their_pile_up_are_not_called_unfit():
+    """rho1.00: 267 tokens at step 130, the 512 cap at 160, in the entropy blow-up; the plan
+    read "max response length x2 (completions reach the cap without having grown there: the
+    answers may not fit)", ADVICE.md's wrong first step for that run. Near the cap all along,
+    cut more and more, that reading stands."""
+    n = 100
+    rng = np.random.default_rng(6)
+    # As rho1.00: an early excursion to the cap, steady at 270, then grown into the cap.
+    steady = np.concatenate([np.full(10, 280.0), np.full(10, 512.0), np.full(50, 270.0),
+                             np.linspace(300, 512, 10), np.full(20, 512.0)])
+    cut = np.concatenate([np.zeros(10), np.full(10, 0.97), np.zeros(55),
+                          np.linspace(0.3, 1, 5), np.full(20, 0.98)])
+    near_cap = np.full(n, 480.0) + rng.normal(0, 5, n)
+    piles = np.concatenate([np.full(50, 0.3), np.full(50, 0.7)])
+    for length, trunc, unfit in ((steady, cut, False), (near_cap, piles, True)):
+        run = make_run(completion_length=length, truncation_ratio=trunc,
+                       response_length_max=np.full(n, 512.0),
+                       reward=0.5 + 0.02 * rng.standard_normal(n))
+        check = diagnose(run).check("length_hacking")
+        assert check.fired
+        said = " ".join(check.remedies)
+        assert ("without having grown there" in said) is unfit, (unfit, check.remedies)

@@ -841,3 +841,15 @@ def test_the_verbose_evidence_of_a_burst_and_of_a_crash_is_the_episode_the_summa
     assert crash.evidence["crash_step"] == crash.onset_step == 130
     assert f"to {fmt(crash.evidence['lowest'])} between" in crash.summary
     assert f"and {crash.evidence['lowest_step']}" in crash.summary
+
+
+def test_a_short_log_that_learned_keeps_its_learning_rate():
+    """Gemma-3, 25 logs every 10 steps (too few for no_progress): reward 0.43 -> 1.51,
+    correctness 0.23 -> 0.95, healthy. It read "for the next run: learning_rate 1e-5 ->
+    2.5e-6", where runs logging 50+ points that learned at their rate read "keep it"."""
+    path = "trainer-state/Gemma-3-RL-Finetuning_checkpoint-250_trainer_state.json"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    assert d.status == "healthy"
+    assert any("yet this run learned at it: keep it" in n for n in d.notes), d.notes
+    assert not any("for the next run: learning_rate" in n for n in d.notes), d.notes

@@ -705,7 +705,8 @@ def test_the_hparams_a_summary_writer_keeps_in_its_own_sub_folder_are_the_runs_c
     assert isinstance(config["num_generations"], int) and config["loss_type"] == "grpo"
     assert any("hparams" in n and "learning_rate" in n for n in runs[0].notes)
     code, out, _ = run_cli(capsys, "diagnose", str(tmp_path / "exp"))
-    assert code == 0 and "learning_rate 3e-4 ->" in " ".join(out.split())
+    # (Read and said: as "keep it" here, where the short log's reward rose at it.)
+    assert code == 0 and "learning_rate 3e-4 is 60x" in " ".join(out.split())
 
 
 def test_the_args_text_wins_over_the_hparams_and_watch_reads_them_too(tmp_path):

@@ -141,6 +141,20 @@ def _pinned(run: Run, p) -> dict | None:
     return None
 
 
+def _grew_into_cap(run: Run, pinned: dict) -> bool:
+    """Whether the completions grew into the cap just before their pile-up there: a length
+    under 60% of the cap within the 10 logged points before its onset. A whole-run trend
+    misses it where the pile-up ends a log whose length was steady (rho1.00: 267 tokens at
+    step 130, the 512 cap at 160, read "completions reach the cap without having grown
+    there")."""
+    cap, onset = pinned.get("cap"), pinned.get("onset")
+    if not cap or onset is None:
+        return False
+    s, m = series(run, LEN)
+    before = m[s < float(onset)][-10:]
+    return len(before) >= 3 and float(np.min(before)) < 0.6 * float(cap)
+
+
 def _jump_to_cap(run: Run) -> tuple[float, float, int] | None:
     """(length before, length after, step) when the mean completion length went from a quarter
     of the cap or less to 90% of it or more between two consecutive logged points: one update
@@ -316,7 +330,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             "gradient norm and lower the learning rate if it spiked",
             "overlong shaping or a larger budget only once completions end on their own",
         )
-    elif pinned and not rising(run, LEN):
+    elif pinned and not rising(run, LEN) and not _grew_into_cap(run, pinned):
         # At the cap without having grown there (OpenEnv's 2048-game code at 432-586 of a
         # 586-token budget from its first log): answers that do not fit, not a length the
         # policy learned to pad; shaping would penalise the answers themselves.
