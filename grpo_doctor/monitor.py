@@ -61,6 +61,10 @@ class Alert:
     #: No new finding: the root cause, and so the first action, changed and held for
     #: ``ADVICE_HOLD`` logged points (an "advice" event).
     revised: bool = False
+    #: A raised finding's new episode: the onset of the one alerted before, which the run
+    #: recovered from (rho1.00: a crash at step 45 the reward came back from by 55, then the
+    #: real one at 130 that a finding still held from step 45 had kept silent).
+    earlier_onset: int | None = None
 
     @property
     def cleared(self) -> bool:
@@ -90,7 +94,10 @@ class Alert:
                     f"points since; cleared at {unit} {fmt(self.step)}. "
                     f"{terminal(self.summary)}")
         what = f"{self.severity.value.upper()} {self.mode}"
-        if self.previous is not None:
+        if self.earlier_onset is not None:
+            what += (f" (a new episode: the one from {unit} {fmt(self.earlier_onset)} "
+                     "recovered)")
+        elif self.previous is not None:
             what += f" (escalated from {self.previous.value}"
             if self.previous_first_alert_step != self.first_alert_step:
                 what += f", first alerted at {unit} {fmt(self.previous_first_alert_step)}"
@@ -114,6 +121,7 @@ class Alert:
             "run": self.run, "source": self.source, "step_unit": self.step_unit,
             "last_seen_step": self.last_seen_step, "clear_points": self.clear_points,
             "first_action": self.first_action, "root_cause": self.root_cause,
+            "earlier_onset": self.earlier_onset,
         }
 
 
@@ -233,14 +241,20 @@ class Monitor:
                 fresh.append(check)
                 checks.append(replace(check, status=Status.OK))  # held clear until confirmed
                 continue
-            if check.fired and (prev is None or check.status.rank > prev.severity.rank):
+            episode = prev is not None and self._new_episode(check)
+            if check.fired and (prev is None or check.status.rank > prev.severity.rank
+                                or episode):
                 check = self._raised(_in_unit(check_rule(rule, run, params), unit), prev, run)
+                if episode and prev is not None:
+                    # A new episode is alerted as it begins, not as the mode's first.
+                    check = replace(check, first_alert_step=run.last_step)
                 alert = Alert(
                     mode=rule.id, severity=check.status, first_alert_step=check.first_alert_step,
                     onset_step=check.onset_step, summary=check.summary, step=run.last_step,
-                    previous=prev.severity if prev is not None else None,
+                    previous=prev.severity if prev is not None and not episode else None,
                     previous_first_alert_step=prev.first_alert_step if prev is not None else None,
                     remedies=check.remedies, run=run.name, source=run.source, step_unit=unit,
+                    earlier_onset=prev.onset_step if episode and prev is not None else None,
                 )
                 self.alerted[rule.id] = alert
                 self._shown[rule.id] = check
@@ -387,6 +401,18 @@ class Monitor:
                 of=self.clear_after, last_seen_step=hold.last_seen)
         return None, shown  # held: as it was shown
 
+    def _new_episode(self, check: Check) -> bool:
+        """Whether a raised finding, held while its rule found it clear on ``NEW_EPISODE``
+        logged points and half of ``clear_after`` or more (the run came back: held only by the
+        hysteresis), fires again
+        for an episode that began after the rule last raised it: a new alert, not silence
+        under the old one."""
+        hold = self._holds.get(check.mode)
+        return (check.fired and hold is not None
+                and hold.clear >= max(NEW_EPISODE, self.clear_after // 2)
+                and hold.last_seen is not None and check.onset_step is not None
+                and check.onset_step > hold.last_seen)
+
     def _raised(self, check: Check, prev: Alert | None, run: Run) -> Check:
         """A finding newly raised or escalated, as it is shown: an escalation keeps the mode's
         first alert; a finding back after it cleared is first alerted after that."""
@@ -410,6 +436,11 @@ class Monitor:
         """0 ok / 1 warning / 2 critical per mode that could be checked (skipped ones left out)."""
         return {c.mode: c.status.rank for c in self.checks if c.status is not Status.SKIPPED}
 
+
+#: Logged points (and half of ``clear_after``) a held finding's rule must have found it clear
+#: for a later firing to be a new episode, alerted anew: a recovery, not a flicker the
+#: hysteresis holds through.
+NEW_EPISODE = 5
 
 #: Logged points a changed root cause must hold, from the poll that first showed it, before
 #: the advice is revised (so at two polls at least): a root that flips back at the next poll
