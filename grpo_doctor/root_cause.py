@@ -1832,6 +1832,10 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
             continue
         if lead.remedy.knob is not None and _knob_of(reading) is lead.remedy.knob:
             continue  # the first action already turns it
+        if reading.fix().split(" (", 1)[0] in str(lead.remedy):
+            # Said as the first action in its own words (a cut sampler's "top_p 0.8 -> 1.0"
+            # had come again as "also outside the recipe: top_p 0.8 -> 1.0", trial 56).
+            continue
         if lead.setup and not reading.far:
             continue  # a run broken by its setup: a setting merely outside is not the point
         if reading.setting.note_only and not reading.far:

@@ -3052,3 +3052,15 @@ def test_completions_that_grew_into_the_cap_just_before_their_pile_up_are_not_ca
         assert check.fired
         said = " ".join(check.remedies)
         assert ("without having grown there" in said) is unfit, (unfit, check.remedies)
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in TRIAL.glob("*.csv")))
+def test_no_plan_names_the_same_change_twice(name):
+    """Trial 56 (top_p 0.8): "1. top_p 0.8 -> 1.0 (sample from the whole distribution ...)"
+    and "3. also outside the recipe: top_p 0.8 -> 1.0": a change said twice reads as two."""
+    import re
+
+    d = _trial(name)
+    changes = [m.group(0) for item in d.plan
+               for m in re.finditer(r"\b[a-z_.]+ [-\d.e]+ -> [-\d.e]+", item.action)]
+    assert len(changes) == len(set(changes)), [p.action for p in d.plan]
