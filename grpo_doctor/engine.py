@@ -29,6 +29,7 @@ from grpo_doctor.rules.base import ONSET
 from grpo_doctor.rules.incidents import without_ongoing
 from grpo_doctor.rules.points import series
 from grpo_doctor.rules.signals import (
+    cispo_cap,
     component_role,
     format_outweighs,
     heldout_gap,
@@ -373,6 +374,12 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     jumped = lr_jump_note(run, said)
     blind = _no_config_note(run, cause)
     clipped = always_clipped_note(run, setup)
+    cap = cispo_cap(run)
+    cispo = (f"loss_type cispo caps each importance weight at epsilon_high itself, "
+             f"{fmt(cap[0])} ({cap[1]}), below the on-policy weight of 1: every "
+             "positive-advantage token is clipped by construction (its clip ratio says "
+             "nothing of the policy's pace); for the next run: epsilon_high 5.0, TRL's "
+             "recommended value for cispo") if cap is not None else None
     settings = recipe.notes(setup, checks, idle_settings(run, setup), said,
                             proven=("learning_rate",) if quiet and _learned(run, checks) else ())
     if quiet:
@@ -388,7 +395,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         weighed = None
     notes = (tuple(run.notes) + settings
              + tuple(n for n in (failed, low, still, unscored.words() if unscored else None,
-                                 weighed, jumped, blind, clipped) if n)
+                                 weighed, jumped, blind, clipped, cispo) if n)
              + tuple(unread_notes(run)))
     diagnosis = Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                           notes=notes, root_cause=cause, plan=plan,

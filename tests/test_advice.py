@@ -3064,3 +3064,21 @@ def test_no_plan_names_the_same_change_twice(name):
     changes = [m.group(0) for item in d.plan
                for m in re.finditer(r"\b[a-z_.]+ [-\d.e]+ -> [-\d.e]+", item.action)]
     assert len(changes) == len(set(changes)), [p.action for p in d.plan]
+
+
+def test_cispo_with_its_cap_below_1_clips_by_construction_a_note_not_an_lr_cut():
+    """Trial 56: loss_type cispo with epsilon_high unset (TRL: epsilon's 0.2). CISPO clamps
+    each importance weight at epsilon_high itself, so every on-policy weight (1.0) is capped
+    and cispo_clip_ratio reads ~0.5 on every step. It read "ratio_instability warning ...
+    learning_rate 1e-4 -> 2.5e-6" on a run that learned as the control did."""
+    d = _trial("trl_cispo_eps_high_default")
+    assert d.status == "healthy" and not d.check("ratio_instability").fired
+    note = next((n for n in d.notes if n.startswith("loss_type cispo caps")), None)
+    assert note is not None and "epsilon_high 5.0" in note and "0.2" in note, d.notes
+    # The same clip ratio under a loss that clips at 1 + epsilon is still read.
+    run = load_runs(TRIAL / "trl_cispo_eps_high_default.csv")[0]
+    cfg = json.loads((TRIAL / "trl_cispo_eps_high_default.config.json").read_text())
+    for loss, cap, fires in (("dapo", None, True), ("cispo", 5.0, True), ("cispo", None, False)):
+        given = {**cfg, "loss_type": loss, "epsilon_high": cap}
+        got = diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=given))
+        assert got.check("ratio_instability").fired is fires, (loss, cap)

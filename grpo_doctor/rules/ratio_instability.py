@@ -43,7 +43,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import Plot, Threshold, ladder
 from grpo_doctor.rules.points import head_tail, late_points, series, snap_to_logged
-from grpo_doctor.rules.signals import rising
+from grpo_doctor.rules.signals import cispo_cap, rising
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import level_shift_onset, mann_kendall
@@ -152,7 +152,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         m for m in (Metric.MISMATCH_KL.value,) if run.has(m)]
     if not logged:
         raise Skip("needs ratio_max/min, clip_fraction, is_ratio_max or mismatch_kl")
+    capped = cispo_cap(run)
     for metric, test, label in checks:
+        if capped is not None and metric == Metric.CLIP_FRACTION.value:
+            continue  # clipped by construction: the engine's note names the setting
         hit = _excursion(run, metric, test, label, p)
         if hit:
             hits.append(hit)

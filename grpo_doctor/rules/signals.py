@@ -1186,3 +1186,28 @@ def _zero_on(run: Run, weights: list[float], twins: list[str]) -> bool:
             if float(np.mean(np.abs(total - parts @ np.array(order)))) <= 0.01 * scale]
     return bool(fits) and all(any(w == 0 and names[j] in twins for j, w in enumerate(order))
                               for order in fits)
+
+
+#: TRL's GRPOConfig default for ``epsilon`` (and so for ``epsilon_high`` when unset).
+_TRL_EPSILON = 0.2
+
+
+def cispo_cap(run: Run) -> tuple[float, str] | None:
+    """(the cap, where it was read) when the config's loss is CISPO and the importance
+    weight's cap is below 1: TRL's CISPO clamps each weight at ``epsilon_high`` itself
+    (``clamp(ratio, max=epsilon_high)``, not ``1 + epsilon_high``), and ``epsilon_high``
+    defaults to ``epsilon`` (0.2), so every on-policy weight (1.0) is capped and
+    ``cispo_clip_ratio`` counts every positive-advantage token by construction (trial 56:
+    0.5 on every step, read as ratio instability with an lr cut). TRL recommends 5.0. None
+    otherwise."""
+    flat = flatten(run.config) if run.config else {}
+    loss = next((str(v) for k, v in flat.items() if k.rsplit(".", 1)[-1] == "loss_type"), "")
+    if loss.lower() != "cispo":
+        return None
+    for key in ("epsilon_high", "epsilon"):
+        value = next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == key
+                      and isinstance(v, (int, float)) and not isinstance(v, bool)), None)
+        if value is not None:
+            where = key if key == "epsilon_high" else "epsilon_high unset: epsilon's"
+            return (float(value), where) if value < 1 else None
+    return _TRL_EPSILON, "TRL's default (epsilon 0.2)"
