@@ -464,9 +464,12 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         lr = setup.get("learning_rate")
         return _Lead(
             knobs.Remedy(
+                # From a checkpoint saved by the peak, as every roll-back names one: "the
+                # checkpoint nearest step 25" was checkpoint-50, already below the initial
+                # model (trial 56).
                 f"learning_rate {_lr(overshoot.lr_max)} -> {_lr(overshoot.lr_peak)} (its value "
-                f"when the reward peaked), restarting from the checkpoint nearest step "
-                f"{step_text(overshoot.peak_step)}",
+                f"when the reward peaked at step {step_text(overshoot.peak_step)}); "
+                f"{_rollback_words(run, overshoot.peak_step, best=False)}",
                 knob=knobs.LEARNING_RATE, factor=overshoot.lr_peak / overshoot.lr_max,
                 rollback_step=overshoot.peak_step),
             summary=f"the learning rate: {overshoot.words()}; first sign: {check.mode} "
@@ -1605,8 +1608,12 @@ def _lr_overshoot(run: Run) -> _Overshoot | None:
     """
     ls, lr = series(run, Metric.LEARNING_RATE.value)
     rs, r = series(run, Metric.REWARD_MEAN.value)
-    if len(lr) < 10 or len(r) < 20 or lr[0] <= 0:
+    # A warm-up from 0 (TRL's and transformers' schedules log 0 at the first step) starts at
+    # its first step above it (trial 56: 0 -> 5e-3 over 100 steps read no overshoot at all).
+    positive = lr[lr > 0]
+    if len(lr) < 10 or len(r) < 20 or not len(positive):
         return None
+    lr0 = float(positive[0])
     smooth = rolling_median(r, max(5, len(r) // 20) | 1)
     peak = int(np.argmax(smooth))
     start, now = float(np.median(r[:max(3, len(r) // 20)])), float(np.median(r[-5:]))
@@ -1620,7 +1627,7 @@ def _lr_overshoot(run: Run) -> _Overshoot | None:
     lr_peak = float(np.interp(peak_step, ls, lr))
     top = int(np.argmax(lr))
     lr_max = float(lr[top])
-    if (lr_max < 3 * float(lr[0]) or lr_max < 1.5 * lr_peak or lr_peak <= 0
+    if (lr_max < 3 * lr0 or lr_max < 1.5 * lr_peak or lr_peak <= 0
             or int(ls[top]) <= peak_step):
         return None
     # The fall came as the lr rose: by the time half the gain was gone the lr had risen from

@@ -1370,8 +1370,9 @@ def test_an_overshoot_names_the_lr_the_reward_fell_at():
     rc = d.root_cause
     assert "fell as the lr rose to 3e-6 (half its gain gone by step 2" in rc.summary, rc.summary
     assert "the lr reached 1e-5 after" in rc.summary
-    assert rc.first_action.startswith("learning_rate 1e-5 -> 1e-6 (its value when the reward "
-                                      "peaked)"), rc.first_action
+    assert rc.first_action.startswith(
+        "learning_rate 1e-5 -> 1e-6 (its value when the reward peaked at step 194); roll back "
+        "to a checkpoint from before step 194"), rc.first_action
 
 
 def test_a_far_lr_is_lowered_to_the_start_of_an_overridden_recipe():
@@ -3082,3 +3083,15 @@ def test_cispo_with_its_cap_below_1_clips_by_construction_a_note_not_an_lr_cut()
         given = {**cfg, "loss_type": loss, "epsilon_high": cap}
         got = diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=given))
         assert got.check("ratio_instability").fired is fires, (loss, cap)
+
+
+def test_a_warm_up_from_0_that_overshot_names_the_lr_at_the_peak_and_a_checkpoint_before_it():
+    """Trial 56: 0 -> 5e-3 over 100 steps; the reward peaked at step 25 (lr 1.25e-3) and fell
+    as the lr rose. A warm-up logged from 0 read no overshoot at all: "roll back to
+    checkpoint-50 ... learning_rate 0.005 -> 1e-6", checkpoint-50 already below the initial
+    model."""
+    d = _trial("trl_warmup_from_0_to_5e-3")
+    first = d.root_cause.first_action
+    assert first.startswith("learning_rate 0.005 -> 0.0012 (its value when the reward peaked "
+                            "at step 25); restart from the initial model"), first
+    assert "checkpoint-50 (" not in first
