@@ -54,10 +54,29 @@ def _all_equal_groups(run: Run) -> str | None:
             "learning signal; check the reward function on a few completions")
 
 
+def _policy_moved(run: Run) -> str | None:
+    """How the log shows the policy changed (its completions' length or entropy to under half
+    or over twice their first value), or None."""
+    for label, metric, unit in (("length", Metric.RESPONSE_LENGTH_MEAN.value, " tokens"),
+                                ("entropy", Metric.ENTROPY.value, "")):
+        _, v = series(run, metric)
+        if len(v) >= 2 and v[0] > 0 and not 0.5 <= v[-1] / v[0] <= 2:
+            return f"{label} {fmt(float(v[0]))} -> {fmt(float(v[-1]))}{unit}"
+    return None
+
+
 def _no_gradient(run: Run) -> str | None:
     _, g = series(run, Metric.GRAD_NORM.value)
     if not len(g) or np.any(g != 0):
         return None
+    moved = _policy_moved(run)
+    if moved is not None:
+        # A policy with no gradient writes what it wrote: one whose completions changed was
+        # updated, whatever the logged norm (a 4-log run whose completions fell 15 -> 2
+        # tokens read "the update is lost" beside "the policy learned to answer in 2").
+        return (f"a gradient norm logged as exactly 0, yet the policy changed ({moved}): the "
+                "updates went through, and the logged norm is not the one applied (some "
+                "distributed setups, DeepSpeed ZeRO among them, log 0)")
     _, z = series(run, Metric.ZERO_STD_FRACTION.value)
     _, spread = series(run, Metric.REWARD_STD.value)
     if (len(z) and z.max() < _ALL) or (not len(z) and len(spread) and spread.min() > 0):

@@ -805,6 +805,13 @@ def test_a_log_too_short_to_judge_says_what_every_step_shows_at_an_extreme(tmp_p
     path.write_text(line.format(z=0.5, k=1))
     lost = diagnose(load_runs(path)[0]).signs[-1]
     assert lost.startswith("a gradient norm of exactly 0 while rewards within groups differ")
+    # But a policy whose completions changed was updated: the logged norm is what is wrong
+    # (a 4-log run whose completions fell 15 -> 2 tokens had read "the update is lost").
+    path.write_text(line.format(z=0.5, k=1) + line.format(z=0.5, k=2).replace(
+        '"completions/mean_length": 4096.0', '"completions/mean_length": 1000.0'))
+    moved = diagnose(load_runs(path)[0]).signs[-1]
+    assert moved.startswith("a gradient norm logged as exactly 0, yet the policy changed "
+                            "(length 4,096 -> 1,000 tokens)"), moved
     # A run of 20 steps or more is judged by the checks, with no signs beside them.
     path.write_text("".join(line.format(z=1.0, k=k) for k in range(1, 41)))
     assert diagnose(load_runs(path)[0]).signs == ()
