@@ -499,6 +499,8 @@ class Reading:
         sit at or above the ceiling the recipe says never to start at."""
         why = self.setting.why.get(self.verdict, "")
         s = self.setting
+        if s.id == "learning_rate" and self.verdict == LOW and as_number(self.value) == 0:
+            return "the weights never moved"  # not "too small a step": no step at all
         if s.id == "learning_rate" and self.verdict == HIGH and not self.far and isinstance(
                 self.value, (int, float)):
             ceiling = (s.high or 5e-6) * (LORA_LR_SCALE if self.lora else 1.0)
@@ -569,7 +571,7 @@ class Reading:
             x = as_number(self.value) or 0.0
             lora = " for a LoRA adapter" if self.lora else ""
             if x <= 0:
-                return f"no step at all ({where} start is {_num(start)}{lora})"
+                return f"no step at all, where {where} start is {_num(start)}{lora}"
             below = start / x
             times = f"{below:.0f}" if below < 1e4 else _num(below)
             return f"{times}x below {where} start of {_num(start)}{lora}"

@@ -1158,6 +1158,11 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
         # (Solved: the run came through it; its last checkpoint is the one to keep, and the
         # setting is for the next run.)
         where = ""
+    if top.id == "learning_rate" and top.value == 0:
+        # An lr of 0 never moved the weights: every checkpoint is the initial model, and a
+        # restart is no step to take (trial 56: "restart from the initial model ... with
+        # learning_rate 0 -> 1e-6").
+        where = ""
     fix = f"{top.fix()} ({top.sentence()}; {top.why}"
     fix = fix.rstrip("; ") + ")"
     if where and top.id == "learning_rate" and not top.far and _learned_before(run, root.step):

@@ -3095,3 +3095,13 @@ def test_a_warm_up_from_0_that_overshot_names_the_lr_at_the_peak_and_a_checkpoin
     assert first.startswith("learning_rate 0.005 -> 0.0012 (its value when the reward peaked "
                             "at step 25); restart from the initial model"), first
     assert "checkpoint-50 (" not in first
+
+
+def test_an_lr_of_0_is_set_without_a_restart_the_weights_never_moved():
+    """Trial 56: learning_rate 0. It read "restart from the initial model (it began at step
+    1 ...), with learning_rate 0 -> 1e-6 (... no step at all (the recipe's start is 1e-6);
+    each update takes too small a step ...)": every checkpoint is the initial model (the tiny
+    model's recipe starts at 1e-4)."""
+    first = _trial("trl_lr_0").root_cause.first_action
+    assert first.startswith("learning_rate 0 -> 1e-4 (learning_rate 0 is no step at all"), first
+    assert "restart" not in first and "the weights never moved" in first
