@@ -34,6 +34,7 @@ from grpo_doctor.rules.signals import (
     format_outweighs,
     heldout_gap,
     learning,
+    nan_term_note,
     pinned_terms,
     scorer_gaps,
     task_solved,
@@ -320,6 +321,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         always_clipped_note,
         idle_settings,
         lr_jump_note,
+    lr_restarts_note,
         root_cause_and_plan,
     )
     from grpo_doctor.rules import rule_named
@@ -367,11 +369,12 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     weighed = _format_weight_note(run, said)
     still = _still_term_note(run, checks, said)
     unscored = unscored_share(run)
+    holes = nan_term_note(run)
     gaps = scorer_gaps(run)
     # Said where no finding's advice names it (no crash of the reward came of it).
     failed = (f"{gaps.words()}; retry or skip failed calls rather than score them"
               if gaps is not None and f"{gaps.term}'s scorer" not in said else None)
-    jumped = lr_jump_note(run, said)
+    jumped = lr_jump_note(run, said) or lr_restarts_note(run)
     blind = _no_config_note(run, cause)
     clipped = always_clipped_note(run, setup)
     cap = cispo_cap(run)
@@ -394,7 +397,8 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         settings = _with_first(settings, [f for f in first if f])
         weighed = None
     notes = (tuple(run.notes) + settings
-             + tuple(n for n in (failed, low, still, unscored.words() if unscored else None,
+             + tuple(n for n in (failed, low, still, holes,
+                                 unscored.words() if unscored else None,
                                  weighed, jumped, blind, clipped, cispo) if n)
              + tuple(unread_notes(run)))
     diagnosis = Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),

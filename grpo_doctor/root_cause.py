@@ -1718,6 +1718,33 @@ def lr_jump_note(run: Run, said: str) -> str | None:
             "restarted, a resumed run's lr set otherwise)?")
 
 
+def lr_restarts_note(run: Run) -> str | None:
+    """A note when the logged lr came back to its peak after decaying: a schedule with
+    restarts (``cosine_with_restarts``) takes full-size steps again at each (trial 55: lr 1e-3
+    restarted every 50 steps, and the advice had named the lr without the restarts). None
+    when it never did."""
+    steps, lr = series(run, Metric.LEARNING_RATE.value)
+    if len(lr) < 10 or float(np.max(lr)) <= 0:
+        return None
+    peak = float(np.max(lr))
+    back: list[int] = []
+    topped = low = False  # reached its peak once; decayed from it since (a warm-up is not)
+    for step, value in zip(steps, lr):
+        if value >= 0.9 * peak:
+            if low:
+                back.append(int(step))
+            topped, low = True, False
+        elif topped and value <= 0.2 * peak:
+            low = True
+    if not back:
+        return None
+    at = ", ".join(step_text(b) for b in back[:4]) + (", ..." if len(back) > 4 else "")
+    return (f"the logged learning rate came back to its peak ({_lr(peak)}) after decaying, at "
+            f"step{'s' if len(back) > 1 else ''} {at}: a schedule with restarts takes "
+            "full-size steps again at each, so a learning_rate too high hits the run again "
+            "there")
+
+
 def _after_jump(run: Run, events: Sequence[Event], worst: Sequence[Check]) -> tuple[
         Event, _Jump] | None:
     """The first finding that began at or soon after a jump of the logged lr, when nothing

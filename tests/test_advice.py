@@ -3105,3 +3105,32 @@ def test_an_lr_of_0_is_set_without_a_restart_the_weights_never_moved():
     first = _trial("trl_lr_0").root_cause.first_action
     assert first.startswith("learning_rate 0 -> 1e-4 (learning_rate 0 is no step at all"), first
     assert "restart" not in first and "the weights never moved" in first
+
+
+def test_an_lr_schedule_with_restarts_is_named_a_warm_up_is_not():
+    """Trial 55: cosine with restarts at 1e-3, back at its peak at steps 51, 101, 151; the
+    advice named the lr and never the restarts. A warm-up to its peak, a decay, and a
+    warm-up then decay are no restart."""
+    n = 200
+    t = np.arange(1, n + 1)
+    restarts = 1e-3 * 0.5 * (1 + np.cos(np.pi * ((t - 1) % 50) / 50))
+    warm = np.minimum(1.0, t / 100) * 5e-3
+    decay = 1e-4 * (1 - t / n)
+    warm_decay = np.where(t <= 20, t / 20, 1 - (t - 20) / (n - 20)) * 1e-4
+    rng = np.random.default_rng(1)
+    for lr, named in ((restarts, True), (warm, False), (decay, False), (warm_decay, False)):
+        run = make_run(reward=0.5 + 0.02 * rng.standard_normal(n), learning_rate=lr)
+        note = next((x for x in diagnose(run).notes if "came back to its peak" in x), None)
+        assert (note is not None) is named, (named, note)
+        if named:
+            assert "at steps 51, 101, 151" in note, note
+
+
+def test_a_reward_term_nan_on_one_step_is_named_in_a_note():
+    """Trial 57: correctness_reward returned NaN for a whole batch at step 78, the reward
+    0.48 there (format only); the run healthy otherwise. Nothing said it, live or after."""
+    d = _trial("trl_correctness_nan_at_78")
+    assert d.status == "healthy", d.status
+    note = next((n for n in d.notes if "was NaN on" in n), None)
+    assert note is not None and note.startswith(
+        "correctness_reward was NaN on 1 of 200 logged steps (step 78)"), d.notes

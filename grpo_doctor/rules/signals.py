@@ -1211,3 +1211,33 @@ def cispo_cap(run: Run) -> tuple[float, str] | None:
             where = key if key == "epsilon_high" else "epsilon_high unset: epsilon's"
             return (float(value), where) if value < 1 else None
     return _TRL_EPSILON, "TRL's default (epsilon 0.2)"
+
+
+#: The largest share of its logged steps a reward term may be NaN on for "a few steps" (more
+#: is a term logged at another cadence, or one broken throughout: other notes' business).
+_NAN_TERM_SHARE = 0.1
+
+
+def nan_term_note(run: Run) -> str | None:
+    """A note when a reward term was NaN on a few steps where the reward was finite: its
+    function returned NaN (or None) for the whole batch there, and those steps trained on the
+    other terms alone (trial 57: correctness NaN at step 78, the reward 0.48 there, format
+    only; nothing said it). None otherwise."""
+    if Metric.REWARD_MEAN.value not in run.frame.columns:
+        return None
+    finite_reward = np.isfinite(run.frame[Metric.REWARD_MEAN.value].to_numpy(dtype=float))
+    for name, col in components(run).items():
+        values = run.frame[col].to_numpy(dtype=float)
+        scored = finite_reward & np.isfinite(values)
+        holes = finite_reward & ~np.isfinite(values)
+        if not holes.any() or scored.sum() < 10 or holes.sum() > _NAN_TERM_SHARE * (
+                scored.sum() + holes.sum()):
+            continue
+        at = [int(s) for s in run.frame.index[holes]]
+        where = ", ".join(step_text(s) for s in at[:5]) + (", ..." if len(at) > 5 else "")
+        return (f"{name} was NaN on {len(at)} of {int(scored.sum() + holes.sum()):,} logged "
+                f"steps (step{'s' if len(at) > 1 else ''} {where}) where the reward was "
+                "finite: its function returned NaN (or None) for every completion there, and "
+                "those steps trained on the other terms alone; check it on those steps' "
+                "completions")
+    return None
