@@ -3134,3 +3134,14 @@ def test_a_reward_term_nan_on_one_step_is_named_in_a_note():
     note = next((n for n in d.notes if "was NaN on" in n), None)
     assert note is not None and note.startswith(
         "correctness_reward was NaN on 1 of 200 logged steps (step 78)"), d.notes
+
+
+def test_every_term_silent_the_format_checks_too_is_the_form_the_rewards_parse():
+    """Trial 57: both rewards read a tag the model never writes: every term 0 on every step.
+    It read "check the reward function ... it returned 0 for (nearly) every one"; the format
+    term's silence says what to look at: the completions' form against what the rewards
+    parse."""
+    first = _trial("trl_tag_never_written").root_cause.first_action
+    assert first.startswith("check a few completions against the format the rewards parse: "
+                            "every reward term was 0 on every logged step, the format term "
+                            "(format_reward) included"), first

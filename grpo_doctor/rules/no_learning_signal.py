@@ -50,7 +50,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, Skip
 from grpo_doctor.rules.knobs import Remedy
 from grpo_doctor.rules.points import head_tail, series
-from grpo_doctor.rules.signals import component_role, components, task_solved
+from grpo_doctor.rules.signals import component_role, components, pinned_terms, task_solved
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 
@@ -348,10 +348,22 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         moved = (f"it moved on {blips} of {len(r)} logged points only" if blips
                  else "it never varied")
         summary = f"no learning signal from the first logged step: {dead} ({moved})"
-        remedies = (
+        terms = components(run)
+        still = [n for n, v, _ in pinned_terms(run, 10) if v == level or v == 0]
+        formats = [n for n in still if component_role(run, n) == "format"]
+        first = (
+            # Every term silent, the format check's too: no completion took the form they all
+            # parse (trial 57: both rewards read a tag the model never wrote).
+            Remedy(f"check a few completions against the format the rewards parse: every "
+                   f"reward term was 0 on every logged step, the format term "
+                   f"({', '.join(formats)}) included, so no completion ever took the form "
+                   "they read (a tag, a template, a stop before it)")
+            if formats and len(terms) >= 2 and len(still) == len(terms) else
             Remedy(f"check the reward function on a few completions: it returned "
                    f"{fmt(level)} for (nearly) every one (broken parsing, a wrong field, or a "
-                   "task it can never or always reward)"),
+                   "task it can never or always reward)"))
+        remedies = (
+            first,
             "an easier curriculum (or filter prompts) so that some completions differ",
             "dynamic sampling: drop groups whose rewards are all equal and refill the batch",
         )
