@@ -434,6 +434,32 @@ def _without_edge_extras(frame: pd.DataFrame, mapped: list[str],
     return frame.iloc[first:last] if first or last < len(frame) else frame
 
 
+#: The prefix of TRL's profiling timings ("profiling/Time taken: GRPOTrainer._calculate_rewards"),
+#: which a tracker records on every step, whatever ``logging_steps`` is.
+_TIMING_PREFIX = "profiling/"
+
+
+def _without_timing_rows(frame: pd.DataFrame, mapped: list[str],
+                         nan_steps: dict[str, np.ndarray]) -> pd.DataFrame:
+    """``frame`` without the rows that hold profiling timings only: with ``logging_steps`` 10
+    a Trackio store had 191 rows of timings and 20 of training metrics, read as "191 logged"
+    (trial 57). Rows the checks read, or with a NaN kept as evidence, stay."""
+    timing = [c for c in frame.columns if str(c).startswith(_TIMING_PREFIX)]
+    if not timing or not mapped or not len(frame):
+        return frame
+    held = np.array(frame[mapped].notna().any(axis=1), dtype=bool)
+    for col in mapped:
+        if col in nan_steps:
+            held |= np.isin(frame.index.to_numpy(), nan_steps[col])
+    others = frame.columns.difference(timing)
+    other = np.array(frame[others].notna().any(axis=1), dtype=bool) if len(others) else (
+        np.zeros(len(frame), dtype=bool))
+    only_timing = ~held & ~other & np.array(frame[timing].notna().any(axis=1), dtype=bool)
+    if not held.any() or not only_timing.any():
+        return frame
+    return frame.loc[~only_timing]
+
+
 def build_run(
     raw: pd.DataFrame,
     *,
@@ -571,6 +597,7 @@ def build_run(
                 del nan_steps[key]
     frame = frame.astype(np.float64)
     frame = _without_edge_extras(frame, list(cm.mapping), nan_steps)
+    frame = _without_timing_rows(frame, list(cm.mapping), nan_steps)
     note = _order_note(n_overwritten, None if restarts is not None else n_restarts)
     if note:
         note_list.insert(order_note_at, note)

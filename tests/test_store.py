@@ -71,3 +71,11 @@ def test_a_trackers_rows_of_timings_only_before_and_after_training_are_not_steps
     # A row with no number at all stays a logged step ("No Log" in a notebook's table).
     kept = run_of({"step": [1, 2, 3], "reward": [None, 0.2, 0.3]})
     assert (kept.first_step, kept.n_steps) == (1, 3)
+    # Timings on every step between logged ones (logging_steps 10: 191 rows of timings and
+    # 20 of training metrics read "191 logged", trial 57) are no steps either.
+    steps = list(range(1, 41))
+    sparse = run_of({"step": steps,
+                     "profiling/Time taken: GRPOTrainer.compute_loss": [0.1] * 40,
+                     "train/reward": [0.2 if s % 10 == 0 else None for s in steps],
+                     "train/epoch": [None] * 39 + [1.0]})
+    assert list(sparse.steps) == [10, 20, 30, 40], list(sparse.steps)
