@@ -853,3 +853,20 @@ def test_a_short_log_that_learned_keeps_its_learning_rate():
     assert d.status == "healthy"
     assert any("yet this run learned at it: keep it" in n for n in d.notes), d.notes
     assert not any("for the next run: learning_rate" in n for n in d.notes), d.notes
+
+
+def test_markdown_tags_a_consequences_plan_item_as_the_terminal_does():
+    """helper-70: the terminal says "[length_hacking; follows from the root cause]", the
+    markdown only "(length_hacking)": in a PR comment the item read as an independent
+    action."""
+    from grpo_doctor.reporters import markdown
+
+    path = "trl-console/nips-grpo-dynamics_exp1a_rho0.50_seed43.log"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    consequences = [p for p in d.plan if p.treats == "consequence"]
+    assert consequences
+    text = markdown.render_markdown(d)
+    for item in consequences:
+        line = next(x for x in text.splitlines() if item.action[:60] in x)
+        assert line.endswith("; follows from the root cause)"), line

@@ -88,8 +88,12 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
     if diagnosis.plan:
         several = len(findings) > 1
         lines += [f"{h}# What to change, first things first", ""]
+        # Tagged as the terminal tags them: a consequence's item said to follow from the
+        # root cause (a PR comment had read it as an independent action, helper-70).
         lines += [f"{k}. {escape(item.action)}"
-                  + (f" ({escape(', '.join(item.modes))})" if several and item.modes else "")
+                  + (f" ({escape(', '.join(item.modes))}"
+                     + ("; follows from the root cause" if item.treats == "consequence"
+                        else "") + ")" if several and item.modes else "")
                   for k, item in enumerate(diagnosis.plan, 1)]
         lines.append("")
     if ok := passed(diagnosis):
