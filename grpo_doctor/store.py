@@ -409,6 +409,17 @@ def _order_note(n_dup: int, n_restarts: int | None) -> str | None:
     return None
 
 
+def _held_rows(frame: pd.DataFrame, mapped: list[str],
+               nan_steps: dict[str, np.ndarray]) -> np.ndarray:
+    """Per row: whether it holds a metric the checks read, or a NaN of one kept as
+    evidence."""
+    held = np.array(frame[mapped].notna().any(axis=1), dtype=bool)
+    for col in mapped:
+        if col in nan_steps:
+            held |= np.isin(frame.index.to_numpy(), nan_steps[col])
+    return held
+
+
 def _without_edge_extras(frame: pd.DataFrame, mapped: list[str],
                          nan_steps: dict[str, np.ndarray]) -> pd.DataFrame:
     """``frame`` without its first and last rows while they hold other columns only, none of
@@ -418,10 +429,7 @@ def _without_edge_extras(frame: pd.DataFrame, mapped: list[str],
     a step it never trained. A row with no number at all (a table's 'No Log') stays."""
     if not mapped or not len(frame):
         return frame
-    held = np.array(frame[mapped].notna().any(axis=1), dtype=bool)
-    for col in mapped:
-        if col in nan_steps:
-            held |= np.isin(frame.index.to_numpy(), nan_steps[col])
+    held = _held_rows(frame, mapped, nan_steps)
     if not held.any():
         return frame
     extra = ~held & np.array(frame[frame.columns.difference(mapped)].notna().any(axis=1),
@@ -447,10 +455,7 @@ def _without_timing_rows(frame: pd.DataFrame, mapped: list[str],
     timing = [c for c in frame.columns if str(c).startswith(_TIMING_PREFIX)]
     if not timing or not mapped or not len(frame):
         return frame
-    held = np.array(frame[mapped].notna().any(axis=1), dtype=bool)
-    for col in mapped:
-        if col in nan_steps:
-            held |= np.isin(frame.index.to_numpy(), nan_steps[col])
+    held = _held_rows(frame, mapped, nan_steps)
     others = frame.columns.difference(timing)
     other = np.array(frame[others].notna().any(axis=1), dtype=bool) if len(others) else (
         np.zeros(len(frame), dtype=bool))

@@ -5,6 +5,7 @@ Kept here so that "reward still improving" means the same thing in every rule's 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from itertools import permutations
@@ -12,7 +13,7 @@ from itertools import permutations
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import Metric, is_reward_component
-from grpo_doctor.rules.knobs import GROUP_SIZE, current, flatten, knob_value
+from grpo_doctor.rules.knobs import CLIP_HIGH, GROUP_SIZE, current, flatten, knob_value
 from grpo_doctor.rules.points import aligned, end_size, head_tail, late_points, logged, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
@@ -978,8 +979,6 @@ def _held_by_chance(v: np.ndarray, pre: np.ndarray, end: float, held: int) -> fl
     n = _completions_per_step(v)
     if n is None or n < _GAPS_MIN_COMPLETIONS or v.min() < 0 or v.max() > 1:
         return 1.0
-    import math
-
     p = min(max(float(np.mean(pre)), 1e-9), 1 - 1e-9)
     k = int(round(end * n))
     log_pmf = (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
@@ -1204,12 +1203,13 @@ def cispo_cap(run: Run) -> tuple[float, str] | None:
     loss = next((str(v) for k, v in flat.items() if k.rsplit(".", 1)[-1] == "loss_type"), "")
     if loss.lower() != "cispo":
         return None
-    for key in ("epsilon_high", "epsilon"):
-        value = next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == key
-                      and isinstance(v, (int, float)) and not isinstance(v, bool)), None)
-        if value is not None:
-            where = key if key == "epsilon_high" else "epsilon_high unset: epsilon's"
-            return (float(value), where) if value < 1 else None
+    high, _ = current(run, CLIP_HIGH)
+    if high is not None:
+        return (high, "epsilon_high") if high < 1 else None
+    epsilon = next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == "epsilon"
+                    and isinstance(v, (int, float)) and not isinstance(v, bool)), None)
+    if epsilon is not None:
+        return (float(epsilon), "epsilon_high unset: epsilon's") if epsilon < 1 else None
     return _TRL_EPSILON, "TRL's default (epsilon 0.2)"
 
 
