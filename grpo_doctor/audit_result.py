@@ -17,7 +17,7 @@ from grpo_doctor.config import failing_statuses
 from grpo_doctor.errors import ConfigError, GrpoDoctorError
 from grpo_doctor.exit_codes import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
 from grpo_doctor.files import as_path, is_remote
-from grpo_doctor.findings import RUN_SEVERITY, SCHEMA_VERSION
+from grpo_doctor.findings import RUN_SEVERITY, RUN_STOPPED, SCHEMA_VERSION
 from grpo_doctor.importers._common import read_json
 
 #: ``progress(done, total)``: called once the sources are known, then after each source.
@@ -89,7 +89,14 @@ class AuditedRun:
 
     @property
     def findings(self) -> list[dict[str, Any]]:
-        return [c for c in self.record["checks"] if c["status"] in ("warning", "critical")]
+        found = [c for c in self.record["checks"] if c["status"] in ("warning", "critical")]
+        cause = self.record.get("root_cause")
+        if not found and isinstance(cause, dict) and cause.get("mode") == RUN_STOPPED:
+            # A run that died on an error is a warning with no check's finding: listed, judged
+            # against --fail-on and kept by a baseline as one (``root_cause.stopped_cause``).
+            found = [{"mode": RUN_STOPPED, "status": "warning", "onset_step": cause.get("step"),
+                      "summary": cause.get("summary")}]
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         audit = {"source": self.source, "label": self.label, "failing": list(self.failing),

@@ -16,9 +16,11 @@ import numpy as np
 from grpo_doctor.config import DoctorConfig
 from grpo_doctor.findings import (
     MIN_STEPS_FOR_HEALTHY,
+    RUN_STOPPED,
     Check,
     Diagnosis,
     Incident,
+    PlanItem,
     RootCause,
     RunInfo,
     Status,
@@ -321,8 +323,9 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         always_clipped_note,
         idle_settings,
         lr_jump_note,
-    lr_restarts_note,
+        lr_restarts_note,
         root_cause_and_plan,
+        stopped_cause,
     )
     from grpo_doctor.rules import rule_named
     from grpo_doctor.rules.no_progress import (
@@ -346,6 +349,12 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     if stalled is not None:
         checks = [stalled if c.mode == stalled.mode else c for c in checks]
     cause, plan = root_cause_and_plan(run, checks, setup)
+    stopped = _stopped_note(run, cause, checks)
+    if cause is None:
+        cause = stopped_cause(run, sum(c.status is not Status.SKIPPED for c in checks))
+        if cause is not None:
+            plan = (PlanItem(cause.first_action, (RUN_STOPPED,)), *plan)
+            stopped = None
     low = low_task_note(checks)
     slow = recipe.slow_lr_words(setup) if low else None
     if low and slow:
@@ -397,7 +406,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         settings = _with_first(settings, [f for f in first if f])
         weighed = None
     notes = (tuple(run.notes) + settings
-             + tuple(n for n in (failed, low, still, holes,
+             + tuple(n for n in (stopped, failed, low, still, holes,
                                  unscored.words() if unscored else None,
                                  weighed, jumped, blind, clipped, cispo) if n)
              + tuple(unread_notes(run)))
@@ -436,6 +445,23 @@ def _still_term_note(run: Run, checks: Sequence[Check], said: str) -> str | None
     level = f"{fmt(still[0][1])} on" if len(values) == 1 else "fixed on"
     return (f"{names}: {level} {steps}, never paying a completion (a pattern that never "
             "matches?)")
+
+
+def _stopped_note(run: Run, cause: RootCause | None, checks: Sequence[Check]) -> str | None:
+    """How the process ended, when it stopped on an error or an interrupt after the last
+    logged step: said beside a root cause that explains the run (the error may be its
+    consequence, a NaN the code then raised on); a run nothing else explains gets it as its
+    root cause instead (``root_cause.stopped_cause``)."""
+    ending = run.ending
+    if ending is None or run.last_step is None:
+        return None
+    after = f"after step {step_text(run.last_step)}"
+    if not ending.needs_fix:
+        return (f"the run was stopped by hand ({ending.error}) {after}: the log ends there, "
+                "not at the end of training")
+    if cause is None:
+        return None
+    return (f"the run stopped on an error {after}: {ending.words()}; fix it before resuming")
 
 
 def _format_weight_note(run: Run, said: str) -> str | None:

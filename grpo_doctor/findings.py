@@ -21,6 +21,9 @@ SCHEMA_VERSION = 2
 
 #: The mode that checks for NaN/inf: it runs on any log, so it is no evidence of health alone.
 NAN_CHECK = "numerical_failure"
+#: The root cause of a run whose process stopped on an error (a traceback ends its log), when
+#: no finding explains it: no check's, the engine's (``root_cause.stopped_cause``).
+RUN_STOPPED = "run_stopped"
 #: Checks (besides the NaN check) that must have judged a run before it is called healthy.
 MIN_CHECKS_FOR_HEALTHY = 2
 #: Logged steps a run needs before silence means health: the trend tests need 8 points and
@@ -227,6 +230,8 @@ class Diagnosis:
             return "critical"
         if worst == 1:
             return "warning"
+        if self.root_cause is not None and self.root_cause.mode == RUN_STOPPED:
+            return "warning"  # training looked sound, but the run died: something to fix
         if self.run.n_steps < MIN_STEPS_FOR_HEALTHY:
             return "inconclusive"
         if len(self.judged) < MIN_CHECKS_FOR_HEALTHY and not self.selected_all_judged:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from grpo_doctor import recipe
-from grpo_doctor.findings import Check, PlanItem, RootCause, Status
+from grpo_doctor.findings import RUN_STOPPED, Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.entropy_collapse import RULE as ENTROPY_RULE
@@ -62,7 +62,7 @@ from grpo_doctor.rules.signals import (
     unpaid_terms,
 )
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run
-from grpo_doctor.text import fmt, headline, knob_value, step_text, without_mode_name
+from grpo_doctor.text import fmt, headline, knob_value, plural, step_text, without_mode_name
 from grpo_doctor.trends import rolling_median, step_noise
 
 _ALL = frozenset({
@@ -1095,6 +1095,39 @@ def _save_interval(run: Run, last: int) -> tuple[list[int], str, int] | None:
     if limit is not None and limit >= 1:
         saved = saved[-int(limit):]
     return saved, key, int(n)
+
+
+def stopped_cause(run: Run, checks_ran: int) -> RootCause | None:
+    """The root cause of a run whose process stopped on an error after its last logged step
+    (``Run.ending``), for a run no finding explains: the error to fix, then where to resume
+    (a reward function's ``KeyError`` at step 120 of 200 had read HEALTHY, unsaid). None for a
+    run that ended otherwise, or that the user stopped."""
+    ending = run.ending
+    if ending is None or not ending.needs_fix or run.last_step is None:
+        return None
+    last = run.last_step
+    saved = [c for c in _saved_checkpoints(run) if c <= last]
+    every = None if saved else _save_interval(run, last)
+    if saved:
+        resume = f"resume from checkpoint-{saved[-1]}, the last it saved"
+    elif every is not None and every[0]:
+        resume = (f"resume from checkpoint-{every[0][-1]} (the last one {every[1]} "
+                  f"{every[2]} saved)")
+    else:
+        resume = "resume from the last checkpoint it saved"
+    summary = f"the run stopped on an error after its last logged step: {ending.words()}"
+    if checks_ran:
+        summary += (f"; its training up to then showed no failure mode "
+                    f"({plural(checks_ran, 'check')} ran)")
+    if ending.kind == "killed":
+        fix = ("find what killed the process (the host's memory: fewer rollout workers, a "
+               "smaller batch or generation budget)")
+    elif "out of memory" in ending.error.lower() or "OutOfMemory" in ending.error:
+        fix = (f"make the step fit in memory ({ending.error}): a smaller per-device batch or "
+               "num_generations, a shorter max completion length, or gradient checkpointing")
+    else:
+        fix = f"fix the error that stopped the run: {ending.words()}"
+    return RootCause(RUN_STOPPED, last, summary, f"{fix}; then {resume}")
 
 
 def _saved_checkpoints(run: Run) -> list[int]:

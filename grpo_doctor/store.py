@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from grpo_doctor.endings import Ending
 from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.escape import visible
 from grpo_doctor.lazy import numpy as np
@@ -84,6 +85,9 @@ class Run:
     # Logs of this run found but not read (a copy no richer than the one read, an earlier
     # checkpoint): (path, why), for ``audit -v``.
     passed_over: list[tuple[str, str]] = field(default_factory=list)
+    # How the process ended after its last logged step, when the log says (a traceback in its
+    # console output): a run that stopped on an error, not one that finished.
+    ending: Ending | None = None
     # metric -> (steps, values) with gaps and non-finite values dropped; filled on first use
     # and sliced (not recomputed) by ``truncated``, which replaying first alerts calls often.
     _finite: dict[str, tuple[np.ndarray, np.ndarray]] = field(
@@ -148,6 +152,8 @@ class Run:
             step_source=self.step_source, duplicate_steps=self.duplicate_steps,
             restarts=self.restarts, notes=self.notes, summary=self.summary,
             reward_roles=self.reward_roles, _finite=finite,
+            # The ending was printed after the last step: a run cut before it had not ended.
+            ending=self.ending if end >= len(self.frame) else None,
         )
 
     def without_steps(self, steps: Iterable[int]) -> Run:

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "grpo_doctor"
 LAYERS: list[tuple[str, set[str]]] = [
     ("leaves anyone may import", {"errors", "exit_codes", "text", "escape", "version", "display",
                                   "lazy", "interrupts", "objstore", "files", "atomic",
-                                  "metrics", "glossary"}),
+                                  "metrics", "glossary", "endings"}),
     ("the records: a run's metrics, a diagnosis", {"store", "live_store", "findings"}),
     ("reading logs; pure statistics", {"importers", "trends"}),
     ("the W&B client and its cache", {"remote"}),

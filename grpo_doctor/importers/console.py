@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from grpo_doctor.endings import Ending, ending_in
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers._common import (
     HEAD_BYTES,
@@ -1011,7 +1012,8 @@ def _sniff(path: Path, head: bytes) -> int:
 
 
 def _load(path: Path, options: LoadOptions) -> list[Run]:
-    log = parse_console(read_text(path), str(path))
+    text = read_text(path)
+    log = parse_console(text, str(path))
     if not log.kind:
         raise FormatError(
             f"{path}: no metric lines found (expected verl 'step:N - key:value' lines, "
@@ -1019,9 +1021,32 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         )
     logs = [*log.earlier, log]
     if len(logs) == 1:
-        return [log_to_run(log, path, "console", options)]
-    return [log_to_run(part, path, "console", options, name=f"{path.stem}#{k}")
-            for k, part in enumerate(logs, 1)]
+        runs = [log_to_run(log, path, "console", options)]
+    else:
+        runs = [log_to_run(part, path, "console", options, name=f"{path.stem}#{k}")
+                for k, part in enumerate(logs, 1)]
+    runs[-1].ending = _ending(text)
+    return runs
+
+
+#: Lines scanned back from the end for the last metric line: a traceback is a few hundred.
+_ENDING_LINES = 3000
+
+
+def _is_metric_line(line: str) -> bool:
+    return "train_runtime" in line or bool(_SNIFF_KEY.search(line)) or bool(
+        _VERL_STEP.search(line)) or bool(_ITER_LINE.match(line))
+
+
+def _ending(text: str) -> Ending | None:
+    """How the process ended, from what it printed after its last metric line (a traceback,
+    ``Killed``); None when metrics or the Trainer's closing summary come last."""
+    lines = text[-2_000_000:].splitlines()[-_ENDING_LINES:]
+    last = max((k for k, line in enumerate(lines) if _is_metric_line(strip_ansi(line))),
+               default=-1)
+    if last >= 0 and "train_runtime" in lines[last]:
+        return None  # finished: the Trainer's closing summary
+    return ending_in("\n".join(lines[last + 1:]))
 
 
 def log_to_run(log: ConsoleLog, path: Path, format: str, options: LoadOptions,

@@ -19,11 +19,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from grpo_doctor.endings import Ending
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers._common import read_json, to_number
 from grpo_doctor.importers._tables import Table, parse_text_tables, tables_frame
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.console import log_to_run, parse_console
+from grpo_doctor.importers.console_text import strip_ansi
 from grpo_doctor.importers.notebook_code import code_settings, config_syntax_error
 from grpo_doctor.importers.sidecar import settings_text, supplied_settings
 from grpo_doctor.metrics import map_columns
@@ -85,6 +87,7 @@ class _Found:
     header: list[str]
     rows: list[list[str]]
     progress: tuple[int, int] | None  # the progress bar above it: (step reached, max_steps)
+    ending: Ending | None = None  # the error its cell ended in (an exception raised in it)
 
 
 def _text(value: Any) -> str:
@@ -142,15 +145,29 @@ def _scan(nb: dict[str, Any]) -> tuple[list[_Found], str]:
     texts: list[str] = []
     for cell in nb["cells"]:
         outputs = cell.get("outputs") if isinstance(cell, dict) else None
-        for output in outputs if isinstance(outputs, list) else []:
-            if not isinstance(output, dict):
-                continue
+        outputs = [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else []
+        ending = _cell_error(outputs)
+        for output in outputs:
             tables, text = _output_tables(output)
             texts.append(text)
             for header, rows in tables:
                 if _is_progress_table(header):
-                    found.append(_Found(len(found), header, rows, _progress(output)))
+                    found.append(_Found(len(found), header, rows, _progress(output), ending))
     return found, "\n".join(texts)
+
+
+def _cell_error(outputs: Sequence[dict[str, Any]]) -> Ending | None:
+    """The exception a cell's run ended in (its ``error`` output), as the console's ending;
+    an interrupted kernel's ``KeyboardInterrupt`` is the user's own stop."""
+    error = next((o for o in reversed(outputs) if o.get("output_type") == "error"), None)
+    if error is None:
+        return None
+    name = strip_ansi(_text(error.get("ename"))).strip() or "an error"
+    value = " ".join(strip_ansi(_text(error.get("evalue"))).split())
+    said = f"{name}: {value}" if value else name
+    if len(said) > 160:
+        said = said[:157].rstrip() + "..."
+    return Ending("interrupted" if name == "KeyboardInterrupt" else "error", said)
 
 
 def _step_range(table: _Found) -> tuple[float, float] | None:
@@ -247,6 +264,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     run = build_run(frame, name=path.stem, source=str(path), format="notebook",
                     step_column=options.step_column, column_map=options.column_map,
                     config=config, notes=notes)
+    run.ending = chain[-1].ending
     return [_from_code(run, code)]
 
 

@@ -383,6 +383,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     config: dict = {}
     apart: list[tuple[Copy, Run]] = []
     for copy, other in others:
+        ending = other.ending
         other = _on_steps_of(other, run)
         other_shape = f"{other.n_steps} x {int(other.frame.notna().any().sum())}"
         clash = _disagreement(run, other)
@@ -397,6 +398,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
             passed.append((copy.label, f"{_UNKNOWN} ({other_shape})"))
             continue
         passed.append((copy.label, f"{_COPY} ({other_shape})"))
+        # The process's console beside the logs it wrote says how it ended (a traceback).
+        run.ending = run.ending or ending
         never = _never_a_number(run, other)
         if never:
             notes.append(f"{', '.join(other.mapping.get(c, c) for c in never)} logged with no "

@@ -1,0 +1,114 @@
+"""How a run's process ended, read from the text it printed after its last metrics.
+
+A log that ends in a Python traceback, or in the shell's ``Killed`` or an out-of-memory error,
+is of a run that stopped there, whatever its curves showed before: a reward function that
+raised ``KeyError`` at step 120 of 200 had read HEALTHY, the traceback unsaid. The exception's
+last line and the innermost frame of the user's own code (not of a library) are what a user
+fixes; ``KeyboardInterrupt`` is a user's own stop, said as such and nothing to fix.
+
+Pure text reading: no I/O, no knowledge of the metric store.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: A traceback's opening line (Python's, and Ray's worker tracebacks, which print the same).
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
+#: The exception line closing a traceback: a dotted class name, then its message.
+_EXCEPTION = re.compile(
+    r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Timeout|"
+    r"Failure|Killed)\w*)(?::\s?(?P<message>.*))?$")
+#: Ends a process without a traceback: the kernel's OOM killer as the shell reports it, a
+#: crash of native code, a collective that timed out.
+_FATAL = (
+    (re.compile(r"^(?:.*\s)?Killed\s*$"), "killed",
+     "the process was killed (the shell's 'Killed': the host's out-of-memory killer?)"),
+    (re.compile(r"Segmentation fault"), "error", "a segmentation fault (native code crashed)"),
+    (re.compile(r"Watchdog caught collective operation timeout|NCCL.*[Tt]imed? ?out"),
+     "error", "a collective operation timed out (NCCL watchdog)"),
+)
+#: Paths of installed code: the frame to fix is the last one outside them.
+_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*)[/\\]")
+#: A Ray worker's prefix on each line it prints (``(TaskRunner pid=123)``), ranks' ``[rank0]:``.
+_PREFIX = re.compile(r"^\s*(?:\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\)\s*|\[rank\d+\]:\s*)")
+#: Longest exception message kept: a tensor's repr can run for pages.
+_MAX_MESSAGE = 160
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How the process ended: ``kind`` "error" (an exception or a fatal signal), "killed"
+    (the process killed from outside) or "interrupted" (the user's Ctrl-C); ``error`` the
+    exception's line (``KeyError: 'answer'``) or what happened; ``where`` the innermost frame
+    of the user's code ("in correctness_reward, train.py line 120"), None when none is shown."""
+
+    kind: str
+    error: str
+    where: str | None = None
+
+    @property
+    def needs_fix(self) -> bool:
+        """Something to fix before resuming (an interrupt is the user's own stop)."""
+        return self.kind != "interrupted"
+
+    def words(self) -> str:
+        """``KeyError: 'answer' (raised in correctness_reward, train.py line 120)``."""
+        return self.error + (f" (raised {self.where})" if self.where else "")
+
+
+def _clean(line: str) -> str:
+    return _PREFIX.sub("", line.rstrip())
+
+
+def _where(frames: list[re.Match[str]]) -> str | None:
+    """The innermost frame in the user's own code, else the innermost frame."""
+    if not frames:
+        return None
+    own = [f for f in frames if not _LIBRARY.search(f["path"])]
+    frame = (own or frames)[-1]
+    name = re.split(r"[/\\]", frame["path"])[-1]
+    return f"in {frame['func']}, {name} line {frame['line']}"
+
+
+def _traceback_ending(lines: list[str]) -> Ending | None:
+    """The last traceback's exception and frame (after chained ones: the last is raised)."""
+    start = max((k for k, line in enumerate(lines) if _TRACEBACK.search(line)), default=None)
+    if start is None:
+        return None
+    frames: list[re.Match[str]] = []
+    for line in lines[start + 1:]:
+        text = _clean(line)
+        frame = _FRAME.match(text)
+        if frame:
+            frames.append(frame)
+            continue
+        if text[:1].isspace() or not text:
+            continue  # the frame's source line, its ^^^^ marks
+        found = _EXCEPTION.match(text.strip())
+        if found:
+            name = found["name"]
+            message = " ".join((found["message"] or "").split())
+            if len(message) > _MAX_MESSAGE:
+                message = message[:_MAX_MESSAGE - 3].rstrip() + "..."
+            error = f"{name}: {message}" if message else name
+            short = name.rsplit(".", 1)[-1]
+            kind = "interrupted" if short == "KeyboardInterrupt" else "error"
+            return Ending(kind, error, _where(frames))
+    return None
+
+
+def ending_in(text: str) -> Ending | None:
+    """How the process that printed ``text`` ended (the text after its last metrics: a
+    traceback there, or a fatal line); None when nothing says it stopped on an error."""
+    lines = [_clean(line) for line in text.replace("\r", "\n").splitlines()]
+    found = _traceback_ending(lines)
+    if found is not None:
+        return found
+    for line in reversed(lines[-50:]):
+        for pattern, kind, said in _FATAL:
+            if pattern.search(line):
+                return Ending(kind, said)
+    return None

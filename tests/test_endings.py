@@ -1,0 +1,204 @@
+"""A run whose process stopped on an error after its last logged step (a traceback ends its
+console output) is said to have stopped, with the error and where it was raised, and where to
+resume; a user's Ctrl-C is a note; a traceback the run printed and went on from is nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grpo_doctor import api
+from grpo_doctor.endings import Ending, ending_in
+from grpo_doctor.reporters.json_report import render_json
+
+EXAMPLES = Path(api.example_path("healthy")).parent
+
+KEY_ERROR = """Traceback (most recent call last):
+  File "/home/me/train_grpo.py", line 210, in <module>
+    trainer.train()
+  File "/opt/venv/lib/python3.11/site-packages/transformers/trainer.py", line 2325, in train
+    return inner_training_loop(
+           ^^^^^^^^^^^^^^^^^^^^
+  File "/opt/venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1234, in _reward
+    output_reward_func = reward_func(prompts=prompts, completions=completions, **reward_kwargs)
+  File "/home/me/rewards.py", line 41, in correctness_reward
+    key = row["answer"]
+KeyError: 'answer'
+"""
+
+
+def _trl_console(rows: int | None = None) -> str:
+    """The bundled healthy run printed as TRL's Trainer prints its logs, one dict a step."""
+    frame = pd.read_csv(EXAMPLES / "healthy.csv")
+    if rows is not None:
+        frame = frame.head(rows)
+    lines = []
+    for _, row in frame.iterrows():
+        logged = {key.removeprefix("train/"): float(value) for key, value in row.items()
+                  if key != "train/global_step"}
+        lines.append(repr({"loss": 0.01, **logged, "epoch": 0.1}))
+    return "\n".join(lines) + "\n"
+
+
+def _diagnose(tmp_path: Path, text: str) -> api.Result:
+    path = tmp_path / "console.log"
+    path.write_text(text)
+    return api.diagnose_source(path)[0]
+
+
+def test_a_traceback_after_the_last_step_is_the_root_cause(tmp_path: Path) -> None:
+    healthy = _diagnose(tmp_path, _trl_console())
+    assert healthy.diagnosis.status == "healthy"
+    result = _diagnose(tmp_path, _trl_console() + KEY_ERROR)
+    d = result.diagnosis
+    assert d.status == "warning"
+    assert d.root_cause is not None and d.root_cause.mode == "run_stopped"
+    assert d.root_cause.step == result.run.last_step
+    first = d.root_cause.first_action
+    # The error and the user's own frame (not the library's), then where to resume.
+    assert "KeyError: 'answer'" in first and "in correctness_reward, rewards.py line 41" in first
+    assert first.index("KeyError") < first.index("resume")
+    assert d.plan[0].action == first
+    assert not any(c.fired for c in d.checks)  # the training itself stays judged sound
+    doc = json.loads(render_json(d))
+    assert doc["status"] == "warning" and doc["root_cause"]["mode"] == "run_stopped"
+
+
+def test_resume_names_the_last_checkpoint_saved_before_the_stop(tmp_path: Path) -> None:
+    """A run's folder: the console read for how it ended, the checkpoints for where to go on
+    (TRL writes a trainer state into each)."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "console.log").write_text(_trl_console(130) + KEY_ERROR)
+    frame = pd.read_csv(EXAMPLES / "healthy.csv")
+    for step in (50, 100):
+        history = [{"step": int(row["train/global_step"]), "loss": 0.01,
+                    **{k.removeprefix("train/"): float(v) for k, v in row.items()
+                       if k != "train/global_step"}}
+                   for _, row in frame.head(step).iterrows()]
+        (run_dir / f"checkpoint-{step}").mkdir()
+        (run_dir / f"checkpoint-{step}" / "trainer_state.json").write_text(json.dumps(
+            {"global_step": step, "max_steps": 200, "log_history": history}))
+    first = api.diagnose_source(run_dir)[0].diagnosis.root_cause
+    assert first is not None and first.mode == "run_stopped"
+    assert first.first_action.endswith("then resume from checkpoint-100, the last it saved")
+
+
+def test_a_traceback_the_run_went_on_from_is_no_ending(tmp_path: Path) -> None:
+    text = _trl_console(100) + KEY_ERROR + _trl_console()[len(_trl_console(100)):]
+    d = _diagnose(tmp_path, text).diagnosis
+    assert d.root_cause is None or d.root_cause.mode != "run_stopped"
+    assert not any("stopped" in n for n in d.notes)
+
+
+def test_a_finished_run_has_no_ending(tmp_path: Path) -> None:
+    summary = "{'train_runtime': 120.5, 'train_samples_per_second': 3.1, 'train_loss': 0.01}\n"
+    d = _diagnose(tmp_path, _trl_console() + KEY_ERROR + summary).diagnosis
+    assert d.status == "healthy"
+
+
+def test_ctrl_c_is_a_note_not_a_cause(tmp_path: Path) -> None:
+    interrupted = KEY_ERROR.replace("KeyError: 'answer'", "KeyboardInterrupt")
+    d = _diagnose(tmp_path, _trl_console() + interrupted).diagnosis
+    assert d.status == "healthy"
+    assert any(n.startswith("the run was stopped by hand (KeyboardInterrupt)") for n in d.notes)
+
+
+def test_a_stop_beside_a_finding_is_a_note(tmp_path: Path) -> None:
+    frame = pd.read_csv(EXAMPLES / "grad-explosion.csv")
+    lines = [repr({"loss": 0.01, **{k.removeprefix("train/"): float(v) for k, v in row.items()
+                                    if k != "train/global_step"}}) for _, row in frame.iterrows()]
+    text = "\n".join(lines) + "\n" + KEY_ERROR.replace("KeyError: 'answer'",
+                                                       "ValueError: loss is nan")
+    d = _diagnose(tmp_path, text).diagnosis
+    assert d.root_cause is not None and d.root_cause.mode != "run_stopped"
+    assert any("the run stopped on an error after step" in n and "ValueError: loss is nan" in n
+               for n in d.notes)
+
+
+def test_out_of_memory_asks_for_a_smaller_step(tmp_path: Path) -> None:
+    oom = KEY_ERROR.replace("KeyError: 'answer'", "torch.OutOfMemoryError: CUDA out of memory. "
+                            "Tried to allocate 2.00 GiB.")
+    first = _diagnose(tmp_path, _trl_console() + oom).diagnosis.root_cause
+    assert first is not None and first.first_action.startswith("make the step fit in memory")
+
+
+def test_a_killed_process(tmp_path: Path) -> None:
+    d = _diagnose(tmp_path, _trl_console() + "Killed\n").diagnosis
+    assert d.root_cause is not None and "killed" in d.root_cause.first_action
+
+
+def test_ray_workers_tracebacks_are_read_through_their_prefix() -> None:
+    text = "\n".join(f"(TaskRunner pid=4242) {line}" for line in KEY_ERROR.splitlines())
+    assert ending_in(text) == Ending("error", "KeyError: 'answer'",
+                                     "in correctness_reward, rewards.py line 41")
+
+
+def test_the_last_of_chained_exceptions_is_the_one_raised() -> None:
+    chained = (KEY_ERROR + "\nDuring handling of the above exception, another exception "
+               "occurred:\n\n" + KEY_ERROR.replace("KeyError: 'answer'",
+                                                   "RuntimeError: reward failed"))
+    found = ending_in(chained)
+    assert found is not None and found.error == "RuntimeError: reward failed"
+
+
+def test_a_tail_without_an_error_is_none() -> None:
+    assert ending_in("100%|██████████| 200/200 [01:10<00:00]\nSaving model checkpoint\n") is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=400))
+def test_any_text_reads_without_raising(text: str) -> None:
+    found = ending_in(text)
+    assert found is None or (found.kind in ("error", "killed", "interrupted") and found.error)
+    if found is not None:
+        assert len(found.error) <= 250
+
+
+@pytest.mark.parametrize("message", ["x" * 5000])
+def test_a_long_message_is_shortened(message: str) -> None:
+    found = ending_in(KEY_ERROR.replace("'answer'", message))
+    assert found is not None and len(found.error) < 200 and found.error.endswith("...")
+
+
+def test_a_notebook_whose_training_cell_raised(tmp_path: Path) -> None:
+    """The exception a training cell ended in (its ``error`` output beside the progress
+    table), as a console's traceback."""
+    nb = json.loads((Path(__file__).parent / "fixtures/notebook/grpo.ipynb").read_text())
+    cell = [c for c in nb["cells"] if any("<table" in str(o.get("data", {}))
+                                          for o in c.get("outputs", []))][-1]
+    cell["outputs"].append({"output_type": "error", "ename": "OutOfMemoryError",
+                            "evalue": "CUDA out of memory. Tried to allocate 1.50 GiB",
+                            "traceback": ["\x1b[0;31mOutOfMemoryError\x1b[0m ..."]})
+    path = tmp_path / "run.ipynb"
+    path.write_text(json.dumps(nb))
+    d = api.diagnose_source(path)[0].diagnosis
+    # Beside this run's own finding (a NaN KL), said as a note.
+    assert d.root_cause is not None and d.root_cause.mode == "numerical_failure"
+    assert any("stopped on an error after step 12: OutOfMemoryError: CUDA out of memory" in n
+               for n in d.notes)
+    cell["outputs"][-1].update(ename="KeyboardInterrupt", evalue="")
+    path.write_text(json.dumps(nb))
+    d = api.diagnose_source(path)[0].diagnosis
+    assert d.root_cause is None or d.root_cause.mode != "run_stopped"
+    assert any("stopped by hand (KeyboardInterrupt)" in n for n in d.notes)
+
+
+def test_an_audit_lists_a_stopped_run_and_fails_it_at_warning(tmp_path: Path) -> None:
+    from grpo_doctor.audit import audit
+    from grpo_doctor.config import Settings
+
+    (tmp_path / "crashed.log").write_text(_trl_console() + KEY_ERROR)
+    (tmp_path / "finished.log").write_text(_trl_console())
+    result = audit([str(tmp_path)], Settings(fail_on="warning"), jobs=1)
+    by_name = {r.name: r for r in result.runs}
+    crashed = by_name["crashed"]
+    assert [f["mode"] for f in crashed.findings] == ["run_stopped"]
+    assert crashed.failing == ("run_stopped",)
+    assert by_name["finished"].findings == [] and by_name["finished"].failing == ()
+    assert result.exit_code() == 1
