@@ -3,8 +3,8 @@
 A log that ends in a Python traceback, or in the shell's ``Killed`` or an out-of-memory error,
 is of a run that stopped there, whatever its curves showed before: a reward function that
 raised ``KeyError`` at step 120 of 200 had read HEALTHY, the traceback unsaid. The exception's
-last line and the innermost frame of the user's own code (not of a library) are what a user
-fixes; ``KeyboardInterrupt`` is a user's own stop, said as such and nothing to fix.
+last line and the frame that raised it are what a user fixes; ``KeyboardInterrupt`` is a
+user's own stop, said as such and nothing to fix.
 
 Pure text reading: no I/O, no knowledge of the metric store.
 """
@@ -42,8 +42,8 @@ _MAX_MESSAGE = 160
 class Ending:
     """How the process ended: ``kind`` "error" (an exception or a fatal signal), "killed"
     (the process killed from outside) or "interrupted" (the user's Ctrl-C); ``error`` the
-    exception's line (``KeyError: 'answer'``) or what happened; ``where`` the innermost frame
-    of the user's code ("in correctness_reward, train.py line 120"), None when none is shown."""
+    exception's line (``KeyError: 'answer'``) or what happened; ``where`` the frame that raised
+    it ("in correctness_reward, train.py line 120"), None when none is shown."""
 
     kind: str
     error: str
@@ -64,11 +64,16 @@ def _clean(line: str) -> str:
 
 
 def _where(frames: list[re.Match[str]]) -> str | None:
-    """The innermost frame in the user's own code, else the innermost frame."""
+    """Where the exception was raised: the innermost frame, named by its function (a
+    comprehension's ``<listcomp>`` frame by the function it is in, when that is the user's
+    code too)."""
     if not frames:
         return None
-    own = [f for f in frames if not _LIBRARY.search(f["path"])]
-    frame = (own or frames)[-1]
+    frame = frames[-1]
+    if frame["func"].startswith("<") and not _LIBRARY.search(frame["path"]):
+        own = [f for f in frames if not _LIBRARY.search(f["path"])
+               and not f["func"].startswith("<")]
+        frame = own[-1] if own else frame
     name = re.split(r"[/\\]", frame["path"])[-1]
     return f"in {frame['func']}, {name} line {frame['line']}"
 

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import assemble, check_rule, with_reward_roles
 from grpo_doctor.escape import terminal
-from grpo_doctor.findings import Check, Diagnosis, Status
+from grpo_doctor.findings import RUN_STOPPED, Check, Diagnosis, Status
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
+from grpo_doctor.root_cause import stopped_cause
 from grpo_doctor.rules import rule_named
 from grpo_doctor.rules.points import series
 from grpo_doctor.run_settings import with_run_settings
@@ -186,6 +187,7 @@ class Monitor:
         self._params = {rule.id: cfg.params_for(rule) for rule in self._rules}
         self.clear_after = self._settings.clear_after
         self.alerted: dict[str, Alert] = {}
+        self._stop_alerted = False  # the run's stop on an error was alerted (``_stopped``)
         self.alerts: list[Alert] = []
         self.checks: tuple[Check, ...] = ()
         self.run: Run | None = None
@@ -273,9 +275,30 @@ class Monitor:
         self.checks = tuple(checks)
         self.run = run
         new = self._advise(run, new, points, fresh)
+        stopped = self._stopped(run, unit)
+        if stopped is not None:
+            new.append(stopped)
         new.sort(key=lambda a: _step_order(a.first_alert_step))  # as the log raised them
         self.alerts.extend(new)
         return new
+
+    def _stopped(self, run: Run, unit: str) -> Alert | None:
+        """An alert, once, when the log shows its process stopped on an error (a traceback
+        after the last metrics): a watched run that died had gone on being polled in
+        silence, its last status standing. Its fix is what to do first while no finding
+        was raised."""
+        cause = stopped_cause(run, 0) if run.ending is not None else None
+        if cause is None:
+            return None
+        if not self.alerted:
+            self.first_action = cause.first_action
+        if self._stop_alerted:
+            return None
+        self._stop_alerted = True
+        return Alert(mode=RUN_STOPPED, severity=Status.WARNING, first_alert_step=run.last_step,
+                     onset_step=run.last_step, summary=cause.summary, step=run.last_step,
+                     run=run.name, source=run.source, step_unit=unit,
+                     first_action=cause.first_action, root_cause=RUN_STOPPED)
 
     def _confirmed(self, check: Check, run: Run) -> bool:
         """Whether a finding not raised now may be: a warning that cleared before is raised

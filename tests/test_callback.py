@@ -381,3 +381,31 @@ def test_it_says_it_is_there_and_that_nothing_was_raised(capsys: Any) -> None:
     assert err[-1] == "grpo-doctor: no alert over 30 logged steps (to step 30)", err
     _drive(DoctorCallback(print_alerts=False), {1: {"loss": 0.1}})
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow  # imports transformers (and torch through it: seconds)
+def test_a_check_does_not_make_the_trainers_warnings_print_again() -> None:
+    """pandas sets and restores warning filters inside ordinary calls; each change made Python
+    forget the warnings it had shown, so a trainer's deprecation warnings printed again at
+    every check (trial 58). Shown once, they stay shown; the filters come back as they were."""
+    pytest.importorskip("transformers")
+    import warnings
+
+    from grpo_doctor.integrations.trl import DoctorCallback
+
+    def deprecated() -> None:
+        warnings.warn("an old argument", FutureWarning, stacklevel=1)
+
+    doctor = DoctorCallback(print_alerts=False)
+    doctor.history = [{**simulated(step), "step": step} for step in range(1, 61)]
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        before = list(warnings.filters)
+        deprecated()
+        doctor.check()
+        deprecated()
+        doctor.check()
+        deprecated()
+        assert list(warnings.filters) == before
+    assert len([w for w in shown if w.category is FutureWarning]) == 1
+    assert doctor.monitor.run is not None  # the checks ran

@@ -139,6 +139,15 @@ def test_ray_workers_tracebacks_are_read_through_their_prefix() -> None:
                                      "in correctness_reward, rewards.py line 41")
 
 
+def test_a_comprehension_is_named_by_the_function_it_is_in() -> None:
+    comprehension = ('  File "/home/me/rewards.py", line 44, in <listcomp>\n'
+                     '    return [1.0 if row["answer"] == a else 0.0 for a in answer]\n'
+                     "KeyError: 'answer'")
+    text = KEY_ERROR.replace("KeyError: 'answer'", comprehension)
+    found = ending_in(text)
+    assert found is not None and found.where == "in correctness_reward, rewards.py line 41"
+
+
 def test_the_last_of_chained_exceptions_is_the_one_raised() -> None:
     chained = (KEY_ERROR + "\nDuring handling of the above exception, another exception "
                "occurred:\n\n" + KEY_ERROR.replace("KeyError: 'answer'",
@@ -202,3 +211,30 @@ def test_an_audit_lists_a_stopped_run_and_fails_it_at_warning(tmp_path: Path) ->
     assert crashed.failing == ("run_stopped",)
     assert by_name["finished"].findings == [] and by_name["finished"].failing == ()
     assert result.exit_code() == 1
+
+
+def test_watch_alerts_once_when_the_watched_run_stops_on_an_error(tmp_path: Path) -> None:
+    from grpo_doctor.watch import Watcher
+
+    path = tmp_path / "console.log"
+    lines = _trl_console().splitlines(keepends=True)
+    path.write_text("".join(lines[:60]))
+    watcher = Watcher(path)
+    before = watcher.poll()
+    assert not any(a.mode == "run_stopped" for a in before)
+    with path.open("a") as fh:
+        fh.write("".join(lines[60:80]))
+    assert not any(a.mode == "run_stopped" for a in watcher.poll())
+    with path.open("a") as fh:
+        fh.write(KEY_ERROR)
+    stopped = [a for a in watcher.poll() if a.mode == "run_stopped"]
+    assert len(stopped) == 1 and stopped[0].step == 80
+    assert stopped[0].first_action is not None and "KeyError: 'answer'" in stopped[0].first_action
+    assert watcher.status == "warning"
+    from grpo_doctor.reporters.live import status_line
+
+    line = status_line(watcher)
+    assert "the run stopped on an error. Do first: fix the error" in line
+    with path.open("a") as fh:
+        fh.write("\n")
+    assert not any(a.mode == "run_stopped" for a in watcher.poll())  # said once

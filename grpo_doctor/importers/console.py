@@ -1089,17 +1089,21 @@ def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | N
         return None
     with path.open("rb") as fh:
         data = fh.read(state.at.offset)
-    log = parse_console(data.decode("utf-8", errors="replace").lstrip("\ufeff")
-                        .replace("\x00", ""))
+    text = data.decode("utf-8", errors="replace").lstrip("\ufeff").replace("\x00", "")
+    log = parse_console(text)
     if not log.kind:
         return None
     logs = [*log.earlier, log]
     if len(logs) == 1:
-        return log_to_run(log, path, "console", options)
+        run = log_to_run(log, path, "console", options)
+        run.ending = _ending(text)
+        return run
     # A relaunch into the same log is another run, named as diagnose names it: watching the
     # last alone had the second run "clear" the first one's NaN (trial 42).
-    return pick_run([log_to_run(part, path, "console", options, name=f"{path.stem}#{k}")
-                     for k, part in enumerate(logs, 1)], options, str(path))
+    runs = [log_to_run(part, path, "console", options, name=f"{path.stem}#{k}")
+            for k, part in enumerate(logs, 1)]
+    runs[-1].ending = _ending(text)
+    return pick_run(runs, options, str(path))
 
 
 IMPORTER = Importer(

@@ -121,6 +121,38 @@ def _arguments(args: Any) -> dict[str, Any]:
                                   and all(isinstance(x, scalar) for x in v)))}
 
 
+#: The warnings module's hooks that tell every module's registry of warnings already shown
+#: to forget them (each change of the filters calls them; by name across Python versions).
+_FORGETTING_HOOKS = ("_filters_mutated", "_filters_mutated_lock_held")
+
+
+@contextlib.contextmanager
+def _shown_warnings_kept() -> Any:
+    """Keep the training process's warnings shown once shown once: pandas sets and restores
+    warning filters inside ordinary calls (``catch_warnings`` around a dtype lookup), and each
+    change makes Python forget which warnings it showed, so the trainer's own deprecation
+    warnings printed again at every check (64 FutureWarning lines in place of 16, trial 58).
+    The filters come back as they were; only a change that outlives the check is let through."""
+    module = sys.modules["warnings"]
+    before = list(module.filters)
+    saved = {name: getattr(module, name) for name in _FORGETTING_HOOKS if hasattr(module, name)}
+    for name in saved:
+        setattr(module, name, _no_op)
+    try:
+        yield
+    finally:
+        for name, hook in saved.items():
+            setattr(module, name, hook)
+        if list(module.filters) != before:
+            for hook in saved.values():
+                with contextlib.suppress(Exception):
+                    hook()
+
+
+def _no_op() -> None:
+    return None
+
+
 class DoctorCallback(TrainerCallback):
     """Checks the logged history every ``every_n_steps`` steps; see the module docstring.
 
@@ -172,8 +204,9 @@ class DoctorCallback(TrainerCallback):
 
     def check(self) -> list[Alert]:
         """Check the history now; the new alerts."""
-        run = self.run()
-        return self.monitor.evaluate(run) if run is not None and run.n_steps else []
+        with _shown_warnings_kept():
+            run = self.run()
+            return self.monitor.evaluate(run) if run is not None and run.n_steps else []
 
     def values(self) -> dict[str, float]:
         """The ``doctor/*`` values of the last check."""

@@ -106,10 +106,12 @@ def status_line(watcher: Watched, *, named: bool = False) -> str:
     unit = step_unit(run)  # a log with no step: its line numbers, never called steps
     found = [f"{c.mode} {c.status.value} (first alert at {unit} {fmt(c.first_alert_step)}"
              f"{_held(watcher, c.mode, '; ')})" for c in by_first_alert(watcher.checks)]
-    what = "; ".join(found) if found else "no failure mode found"
+    stopped = not found and watcher.status != "healthy" and bool(watcher.first_action)
+    what = "; ".join(found) if found else (
+        "the run stopped on an error" if stopped else "no failure mode found")
     who = f"{terminal(run.name)}: " if named else ""
-    do = f". Do first: {terminal(watcher.first_action)}" if found and watcher.first_action \
-        else ""
+    do = f". Do first: {terminal(watcher.first_action)}" if (
+        found or stopped) and watcher.first_action else ""
     return (f"status: {who}{watcher.status} at {unit} {fmt(run.last_step)} "
             f"({plural(run.n_steps, unit)}, {plural(watcher.polls, 'poll')}): {what}{do}")
 
