@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,6 +48,9 @@ from grpo_doctor.run_settings import with_run_settings
 from grpo_doctor.signs import signs
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, plural, step_text
+
+if TYPE_CHECKING:
+    from grpo_doctor.recipe import Setup
 
 #: Prefixes tried in the coarse scan for the first alert.
 SCAN_POINTS = 48
@@ -384,7 +388,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     failed = (f"{gaps.words()}; retry or skip failed calls rather than score them"
               if gaps is not None and f"{gaps.term}'s scorer" not in said else None)
     jumped = lr_jump_note(run, said) or lr_restarts_note(run)
-    blind = _no_config_note(run, cause)
+    blind = _no_config_note(run, cause) or _lr_not_applied_note(setup)
     clipped = always_clipped_note(run, setup)
     cap = cispo_cap(run)
     cispo = (f"loss_type cispo caps each importance weight at epsilon_high itself, "
@@ -462,6 +466,21 @@ def _stopped_note(run: Run, cause: RootCause | None, checks: Sequence[Check]) ->
     if cause is None:
         return None
     return (f"the run stopped on an error {after}: {ending.words()}; fix it before resuming")
+
+
+def _lr_not_applied_note(setup: Setup) -> str | None:
+    """The configured learning rate, when the logged one shows it never applied
+    (``recipe.read_run``); None otherwise."""
+    from grpo_doctor.recipe import LOGGED_LR_NOT_CONFIG
+
+    lr = setup.get("learning_rate")
+    if lr is None or not str(lr.source).startswith(LOGGED_LR_NOT_CONFIG):
+        return None
+    configured = str(lr.source)[len(LOGGED_LR_NOT_CONFIG):].strip()
+    return (f"{configured} in the config never applied: the logged learning rate peaked at "
+            f"{fmt(float(lr.value))}, decaying from the first logged step (a run resumed from "
+            "a checkpoint keeps the checkpoint's optimizer and scheduler, so a learning rate "
+            "edited for the resume does nothing); what it trained at is what is judged")
 
 
 def _format_weight_note(run: Run, said: str) -> str | None:

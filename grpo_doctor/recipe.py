@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from grpo_doctor.lazy import numpy as np
 from grpo_doctor.rules import knobs
 from grpo_doctor.store import MODEL_PARAMS, TRAINABLE_PARAMS
 from grpo_doctor.text import knob_value
@@ -542,7 +543,8 @@ class Reading:
     def how_far(self) -> str:
         """'600x the recipe's 5e-6 ceiling', '0 switches it off; the recipe's: 0.01 ...'."""
         s = self.setting
-        where = "the recipe's"
+        # A clip judged against a sequence-level ratio's range is GSPO's, not the chapter's.
+        where = "GSPO's" if s.source.startswith("GSPO") else "the recipe's"
         if self.verdict == OFF and s.kind == "number":
             return f"{self.value_text} switches it off; the recipe's: {s.recipe}"
         if self.verdict == UNSAFE and s.negative:
@@ -803,8 +805,11 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
     flat = _sync_in_force(_kl_in_force(flat_config(config)))
     lora = _is_lora(flat)
     groups = group_based(flat)
+    sequence = sequence_level(flat)
     readings = []
     for s in settings:
+        if sequence is not None and s.id in _SEQUENCE_CLIP:
+            s = _sequence_clip(s, sequence)
         value, key = lookup(_trained_side(flat) if s.id == "dtype" else flat, s.names)
         if value is None and s.id == "max_grad_norm":
             # Written as null: the Trainer and NeMo-RL clip only when it is set. Judged as 0
@@ -821,6 +826,36 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
             continue
         readings.append(judge(s, value, key, flat, lora))
     return Setup(tuple(readings), lora)
+
+
+#: GSPO's clip range (Zheng et al. 2025, and TRL's GSPO example): a ratio of whole-sequence
+#: likelihoods, geometric per token, moves by a few parts in 10,000 per update, so the
+#: token-level 0.2 / 0.28 never clips it.
+_SEQUENCE_CLIP = {"epsilon": "3e-4", "epsilon_high": "4e-4"}
+
+
+def sequence_level(flat: Mapping[str, Any]) -> str | None:
+    """The setting that makes the importance ratio a sequence's (GSPO): TRL's
+    ``importance_sampling_level: sequence``, verl's ``policy_loss.loss_mode: gspo``, as
+    "KEY VALUE"; None for token-level ratios or a config that does not say."""
+    for key, value in flat.items():
+        last = key.rsplit(".", 1)[-1]
+        text = str(value).strip().lower()
+        if (last == "importance_sampling_level" and text in ("sequence", "sequence_token")) or (
+                last == "loss_mode" and text == "gspo"):
+            return f"{key} {value}"
+    return None
+
+
+def _sequence_clip(s: Setting, sequence: str) -> Setting:
+    """The clip setting ``s`` judged against GSPO's range when the ratio is a sequence's."""
+    target = _SEQUENCE_CLIP[s.id]
+    why = (f"{sequence}: a sequence-level ratio moves by a few parts in 10,000 per update, so "
+           f"a token-level clip range this wide never clips it (GSPO uses {target})")
+    return replace(s, recipe=f"{target} (GSPO: the ratio is a sequence's, {sequence})",
+                   source="GSPO (Zheng et al. 2025), TRL's GSPO example", low=1e-4, high=1e-3,
+                   far=10.0, risks={HIGH: _links(primary=("ratio_instability",))},
+                   why={HIGH: why}, target=target, targets={})
 
 
 def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:
@@ -845,6 +880,18 @@ def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:
                         values[-1] > values[0] and int(values.argmax()) == len(values) - 1)
     setup = read_config(run.config or {}, settings, logged)
     lr = setup.get("learning_rate")
+    peak = logged.get(knobs.LEARNING_RATE.metric or "")
+    configured = as_number(lr.value) if lr is not None else None
+    if lr is not None and peak and configured and not str(lr.source).startswith("logged") and (
+            configured >= UNAPPLIED_LR * peak and _decays_from_start(run)):
+        # The schedule the log shows never came near the configured rate, decaying from its
+        # first logged step: a run resumed with an edited learning_rate keeps its checkpoint's
+        # optimizer and scheduler (trial 58: 3e-3 in training_args.bin, 1e-4 -> 5e-7 logged,
+        # read "learned at 0.003: keep it"). What it trained at is the logged rate.
+        judged = judge(lr.setting, peak, f"{LOGGED_LR_NOT_CONFIG} {lr.name} {lr.value}",
+                       flat_config(run.config or {}), setup.lora)
+        setup = Setup(tuple(judged if r is lr else r for r in setup), setup.lora)
+        lr = judged
     if climbing and lr is not None and lr.verdict == LOW and str(lr.source).startswith(
             "logged"):
         # A warm-up still climbing at the log's end (or a log too early to show one): its
@@ -852,6 +899,22 @@ def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:
         setup = Setup(tuple(replace_verdict(r, UNKNOWN) if r is lr else r for r in setup),
                       setup.lora)
     return setup
+
+
+#: How many times the logged learning rate's peak a configured one must be to have never
+#: applied, and the source a reading then names ("... the config's learning_rate 0.003").
+UNAPPLIED_LR = 5.0
+LOGGED_LR_NOT_CONFIG = "logged learning_rate (peak), not the config's"
+
+
+def _decays_from_start(run) -> bool:
+    """The logged learning rate is highest at its first logged points and lower at its last:
+    a schedule already decaying when the log begins (no warm-up climbing to the config's
+    rate)."""
+    values = run.finite_series(knobs.LEARNING_RATE.metric or "")[1]
+    if len(values) < 3:
+        return False
+    return int(np.argmax(values)) <= 1 and float(values[-1]) < float(values.max())
 
 
 def as_number(value: Any) -> float | None:
@@ -1175,6 +1238,17 @@ def _shown(reading: Reading) -> str:
         return reading.value_text
     numeric = as_number(value) is not None or value.strip().lower() == "nan"
     return value.strip() if numeric else repr(value)
+
+
+def refuse_bad_values(setup: Setup, source: str = "") -> None:
+    """A ConfigError naming every setting whose value no trainer takes ('fast', nan, a
+    negative lr, a group of 16.5): refused in a training config given to preflight,
+    ``--train-config`` or a config file's ``[config]``."""
+    from grpo_doctor.errors import ConfigError
+
+    bad = [problem for r in setup.known if (problem := bad_value(r)) is not None]
+    if bad:
+        raise ConfigError(f"{source + ': ' if source else ''}{'; '.join(bad)}")
 
 
 def bad_value(reading: Reading) -> str | None:

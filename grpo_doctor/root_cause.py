@@ -452,6 +452,10 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         # A scorer that failed on some calls: the crashes are those calls, the policy fine.
         return _Lead(knobs.Remedy(str(gaps["fix"])), summary=str(gaps["said"]))
     stopped = check.evidence.get("scorer_stopped")
+    if isinstance(stopped, dict) and stopped.get("data_order"):
+        # Prompts served in the dataset's order, a harder slice from the drop: the policy
+        # is fine and nothing needs undoing (a roll-back read as a policy collapse).
+        return _Lead(knobs.Remedy(str(stopped["fix"])), summary=str(stopped.get("said") or ""))
     if isinstance(stopped, dict):
         step = int(stopped["step"])
         return _Lead(knobs.Remedy(

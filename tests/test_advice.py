@@ -1318,6 +1318,41 @@ def test_a_task_term_that_fell_at_one_step_to_near_0_with_the_completions_unchan
         "reward_overfit").evidence)
 
 
+def test_prompts_served_in_order_a_harder_slice_from_101_is_the_data_not_the_policy():
+    """Trial 58: ``shuffle_dataset False`` and a dataset whose rows from step 101 on are a
+    harder task: correctness 0.84 -> about 0.22 at step 101, swinging 0-0.69 from step to
+    step (four prompts a step), format 0.49, length and entropy unchanged; the policy's own
+    skill held (0.858 at checkpoints 100 and 200). It read CRITICAL entropy_collapse from
+    step 1, "restart from the initial model, learning_rate 1e-4 -> 2.5e-6"."""
+    d = _trial("trl_sorted_data_101")
+    assert d.status == "warning", d
+    assert d.root_cause.mode == "reward_overfit" and d.root_cause.step == 101, d.root_cause
+    first = d.root_cause.first_action
+    assert first.startswith("look at the prompts served from step 101 on: correctness_reward "
+                            "scored about 0.219 on them, against 0.844 before"), first
+    assert "shuffle_dataset False serves the dataset in its own order" in first
+    assert "roll back" not in first and "restart" not in first, first
+    assert not any("learning_rate" in p.action for p in d.plan), d.plan
+    assert [c.mode for c in d.findings] == ["reward_overfit"], d.findings
+    # Live: named once three windows of it are logged, never an lr restart before.
+    run = load_runs(TRIAL / "trl_sorted_data_101.csv")[0]
+    cfg = json.loads((TRIAL / "trl_sorted_data_101.config.json").read_text())
+    live = diagnose(run.truncated(131), DoctorConfig(recipe=TINY_RECIPE, run_config=cfg))
+    assert live.root_cause is not None and live.root_cause.first_action.startswith(
+        "look at the prompts served from step 101 on"), live.root_cause
+    # Shuffled, the same fall is the answers it is checked against, or the grader.
+    shuffled = diagnose(run, DoctorConfig(recipe=TINY_RECIPE,
+                                          run_config={**cfg, "shuffle_dataset": True}))
+    first = shuffled.root_cause.first_action
+    assert first.startswith("check correctness_reward on completions from step 101 on"), first
+    assert "a new slice of the data" in first and shuffled.status == "critical"
+    # The format term falling with it: the policy changed what it writes, no prompts blamed.
+    flipped = run.frame.copy()
+    flipped["reward_component/format_reward"] = np.where(flipped.index > 100, 0.05, 0.49)
+    changed = replace(run, frame=flipped, _finite={}, _derived={})  # no cached series
+    assert "prompts" not in str(diagnose(changed).check("reward_overfit").summary)
+
+
 def test_generation_that_stops_at_once_is_the_stop_token_not_the_reward_function():
     """Trial 56: the eos token set to "<", the first character of every right answer: 1.3
     tokens per completion from step 1, nothing cut, the reward 0 on every step. It read
@@ -3145,3 +3180,55 @@ def test_every_term_silent_the_format_checks_too_is_the_form_the_rewards_parse()
     assert first.startswith("check a few completions against the format the rewards parse: "
                             "every reward term was 0 on every logged step, the format term "
                             "(format_reward) included"), first
+
+
+def test_a_learning_rate_edited_for_a_resume_never_applied():
+    """Trial 58: resumed from checkpoint-100 with learning_rate edited to 3e-3; the Trainer
+    restored the checkpoint's optimizer and scheduler, and the log shows 1e-4 decaying to
+    5e-7. It read "learning_rate 0.003 is 600x the recipe's ceiling, yet this run learned at
+    it: keep it". What it trained at is the logged rate, and the edit is said to have done
+    nothing."""
+    loaded = load_runs(TRIAL / "trl_top_p_08_temp_07.csv")[0]
+    cfg = json.loads((TRIAL / "trl_top_p_08_temp_07.config.json").read_text())
+    # The run's own config (a checkpoint's training_args.bin read with its trainer state),
+    # not one given for it (which the log's curve overrules before the recipe reads it).
+    run = replace(loaded, config={**cfg, "learning_rate": 3e-3})
+    d = diagnose(run, DoctorConfig(recipe=TINY_RECIPE))
+    lr = next(s for s in d.setup if s["name"] == "learning_rate")
+    assert lr["value"] == pytest.approx(1e-4) and "not the config's" in lr["source"], lr
+    assert any(n.startswith("learning_rate 0.003 in the config never applied: the logged "
+                            "learning rate peaked at 0.0001") for n in d.notes), d.notes
+    assert not any("0.003" in n and "keep it" in n for n in d.notes), d.notes
+    # A warm-up that has not reached the configured rate is not that: the config stands.
+    warm = run.frame.copy()
+    warm["learning_rate"] = np.linspace(1e-6, 2e-5, len(warm))
+    warming = diagnose(replace(run, frame=warm, _finite={}, _derived={}),
+                       DoctorConfig(recipe=TINY_RECIPE))
+    lr = next(s for s in warming.setup if s["name"] == "learning_rate")
+    assert lr["value"] == 3e-3 and not any("never applied" in n for n in warming.notes)
+
+
+def test_a_sequence_level_ratio_judges_its_clip_against_gspos_range():
+    """Trial 58: importance_sampling_level "sequence" (GSPO) with the token-level epsilon 0.2
+    kept, num_iterations 4: the run learned, worse than the control (0.77 against 0.90 held
+    out). Nothing read the GSPO switch: the next-run line said only num_iterations. A
+    sequence's ratio moves by parts in 10,000: the clip to name is GSPO's 3e-4."""
+    run = load_runs(TRIAL / "trl_top_p_08_temp_07.csv")[0]
+    cfg = json.loads((TRIAL / "trl_top_p_08_temp_07.config.json").read_text())
+    gspo = {**cfg, "importance_sampling_level": "sequence", "epsilon": 0.2,
+            "num_iterations": 4}
+    d = diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=gspo))
+    eps = next(s for s in d.setup if s["name"] == "epsilon")
+    assert eps["verdict"] == "high" and eps["far"] and "GSPO" in eps["recipe"], eps
+    said = " ".join(d.notes)
+    assert "epsilon 0.2 -> 3e-4 (0.2 is 200x the top of GSPO's" in said, d.notes
+    assert said.index("epsilon 0.2 -> 3e-4") < said.index("num_iterations 4 -> 1")
+    # Token-level ratios keep the chapter's 0.2; verl names GSPO by its loss mode.
+    token = diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config={**gspo,
+                                       "importance_sampling_level": "token"}))
+    assert next(s for s in token.setup if s["name"] == "epsilon")["verdict"] == "ok"
+    from grpo_doctor.recipe import read_config
+
+    verl = read_config({"actor_rollout_ref": {"actor": {"clip_ratio_low": 0.2,
+                                                        "policy_loss": {"loss_mode": "gspo"}}}})
+    assert verl.get("epsilon").verdict == "high"

@@ -228,6 +228,10 @@ def _scorer_crash(run: Run, crashes: list, steps: np.ndarray) -> Outcome | None:
         "scorer_stopped": stop.evidence()}
     # Dated at the drop, the first step the scorer scored so (a crash's own dating reaches
     # back to where the smoothed reward left its level: "at step 98" beside "at step 101").
+    if stop.data_order:
+        # Harder prompts served in order: nothing broke, the reward reads another task.
+        return Outcome(Status.WARNING, summary, onset_step=stop.step, evidence=evidence,
+                       remedies=(stop.fix(),), key_metric=REWARD, incidents=(crash,))
     return Outcome(
         inc.worst([crash]), summary, onset_step=stop.step, evidence=evidence,
         remedies=(stop.fix(),

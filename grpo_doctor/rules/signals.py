@@ -902,6 +902,15 @@ class ScorerStopped:
     policy: tuple[tuple[str, float, float], ...]  # (signal, before, after) that held still
     exact: bool = True  # every one of them exactly ``value``; else near it
     after_range: tuple[float, float] | None = None  # (lowest, highest) from ``step`` on
+    # The config's setting that serves the prompts in the dataset's own order ("shuffle_dataset
+    # False"), when it says so: a fall onto a slice of other prompts, not a grader's.
+    unshuffled: str | None = None
+
+    @property
+    def data_order(self) -> bool:
+        """A fall onto a slice of other prompts that the config serves in order, not a
+        grader's: scored about a level (not exactly), shuffling off."""
+        return bool(self.unshuffled) and not self.exact and not self.passes
 
     @property
     def passes(self) -> bool:
@@ -917,9 +926,13 @@ class ScorerStopped:
         else:
             low, high = self.after_range or (self.value, self.value)
             since = (f"stayed at {fmt(low)}-{fmt(high)} on all {self.held:,} logged steps "
-                     "since")
-            what = ("the scorer or the answers it checks changed (a key or data column), not "
-                    "the policy")
+                     "since" if high - low <= 0.5 * (self.before - self.value) else
+                     f"held about {fmt(self.value)} (the median) over the {self.held:,} "
+                     "logged steps since")
+            what = (f"the prompts changed, not the policy ({self.unshuffled}: the dataset is "
+                    "served in its own order)" if self.unshuffled else
+                    "the prompts served, or the answers they are checked against, changed (a "
+                    "new slice of the data, a key or data column), not the policy")
         return (f"{self.term} {moved} from {fmt(self.before)} to {fmt(self.value)} at step "
                 f"{step_text(self.step)} and {since}, while the completions did not change "
                 f"({still}): {what}")
@@ -928,6 +941,7 @@ class ScorerStopped:
         """What a finding carries of it, for the root cause to lead with (``said``, ``fix``)."""
         return {"term": self.term, "step": self.step, "value": self.value,
                 "said": self.words(), "fix": self.fix(), "before": round(self.before, 4),
+                "data_order": self.data_order,
                 "held_steps": self.held,
                 "policy": {n: [round(a, 4), round(b, 4)] for n, a, b in self.policy}}
 
@@ -942,6 +956,17 @@ class ScorerStopped:
         scored = (f"it scored every one {fmt(self.value)} from there" if self.exact else
                   f"it scored about {fmt(self.value)} from there, against "
                   f"{fmt(self.before)} before, on completions like the earlier ones")
+        if self.data_order:
+            # A sorted or concatenated dataset read in order: a harder slice from this step.
+            return (f"look at the prompts served from step {step_text(self.step)} on: "
+                    f"{self.term} scored about {fmt(self.value)} on them, against "
+                    f"{fmt(self.before)} before, on completions like the earlier ones; "
+                    f"{self.unshuffled} serves the dataset in its own order, so a slice of "
+                    "other or harder prompts reads as a fall: shuffle it (shuffle_dataset "
+                    "True, verl's data.shuffle True), or check those rows' answers")
+        if not self.exact and not self.passes:
+            why = ("the prompts served from there (a new slice of the data) or the answer key "
+                   "or data column they are checked against, a changed grader")
         return (f"check {self.term} on completions from step {step_text(self.step)} on: "
                 f"{scored} ({why})")
 
@@ -953,8 +978,10 @@ _POLICY_STILL = 0.15
 
 
 #: The share of a drop within which a term's values after it count as held near its end
-#: level when they are not exactly one value.
+#: level when they are not exactly one value, and the share of those values that may stray
+#: past it (never back above half the drop).
 _NEAR_DROP = 0.2
+_STRAYS = 0.1
 
 
 def _trailing_holds(v: np.ndarray) -> list[tuple[int, float, bool]]:
@@ -968,8 +995,46 @@ def _trailing_holds(v: np.ndarray) -> list[tuple[int, float, bool]]:
     held = n - int(np.flatnonzero(off)[-1]) - 1 if off.any() else n
     level = float(np.median(v[-_SCORER_WINDOW:]))
     far = np.abs(v - level) > _NEAR_DROP * float(np.ptp(v))
-    return [(held, end, True),
-            ((n - int(np.flatnonzero(far)[-1]) - 1 if far.any() else n), level, False)]
+    # The longest stretch to the end that starts near the level and strays from it on few
+    # points: a policy scoring about 1 in 5 of a new kind of prompt, 32 completions a step,
+    # strays past a fifth of the range now and then (trial 58: prompts in file order, a
+    # harder task served from step 101, correctness 0.83 -> about 0.22).
+    strays = np.cumsum(far[::-1])[::-1]  # far points from each index to the end
+    length = n - np.arange(n)
+    near = (~far) & (strays <= _STRAYS * length)
+    near_held = n - int(np.flatnonzero(near)[0]) if near.any() else 0
+    return [(held, end, True), (near_held, level, False)]
+
+
+def _level_shift(run: Run, name: str, v: np.ndarray, steps: np.ndarray
+                 ) -> tuple[int, float, bool] | None:
+    """The stretch after the sharpest fall of a correctness term's level between two windows
+    of ``_SCORER_WINDOW`` points, as (points, its median, False), when the other reward terms
+    held their level across it and three windows or more follow: a term scored on a few
+    prompts a step swings by a third from step to step, so no fifth of a band holds it
+    (trial 58: correctness 0.83, then 0-0.69 around 0.22 once a harder task was served from
+    step 101, the format term 0.49 throughout). A format term that fell is the policy's
+    doing (one a weight taught it to drop), so only the task's own term is read so."""
+    n, w = len(v), _SCORER_WINDOW
+    if n < 5 * w or component_role(run, name) != "correctness":
+        return None
+    total = np.concatenate([[0.0], np.cumsum(v)])
+    split = np.arange(w, n - 3 * w + 1)
+    fall = (total[split] - total[split - w]) / w - (total[split + w] - total[split]) / w
+    at = int(split[int(np.argmax(fall))])
+    others = [col for other, col in components(run).items() if other != name]
+    for col in [*others, Metric.LEARNING_RATE.value]:
+        s, x = series(run, col)
+        a, b = x[s < steps[at]][-w:], x[s >= steps[at]][:w]
+        if len(a) < 3 or len(b) < 3:
+            continue
+        before, after = float(np.median(a)), float(np.median(b))
+        if col == Metric.LEARNING_RATE.value:
+            if after > 1.2 * before:
+                return None  # the step size grew into the fall (a warm-up overshooting)
+        elif abs(after - before) > max(_POLICY_STILL * abs(before), 0.05):
+            return None
+    return n - at, float(np.median(v[at:])), False
 
 
 def _held_by_chance(v: np.ndarray, pre: np.ndarray, end: float, held: int) -> float:
@@ -987,7 +1052,7 @@ def _held_by_chance(v: np.ndarray, pre: np.ndarray, end: float, held: int) -> fl
 
 
 def _stop_at(run: Run, name: str, steps: np.ndarray, v: np.ndarray, held: int, end: float,
-             exact: bool) -> ScorerStopped | None:
+             exact: bool, smoothed: bool = False) -> ScorerStopped | None:
     """The scorer stop a term's last ``held`` points at ``end`` make, if they do."""
     n = len(v)
     if held < _SCORER_WINDOW or n - held < 2 * _SCORER_WINDOW:
@@ -1004,9 +1069,17 @@ def _stop_at(run: Run, name: str, steps: np.ndarray, v: np.ndarray, held: int, e
     # A drop to a floor the term seldom touched before, still up just before it: not a score
     # that wore down to 0, nor one that sat at 0 on most steps anyway. Or a jump to a value
     # its level before could not have held exactly (a scorer passing everything).
+    # A level shift (``_level_shift``): its level, the median of a window around each point
+    # (a noisy term's step values swing past any band), not back above a third of the drop
+    # but on a few points, never above half of it (below the end level is no recovery).
+    if not smoothed:
+        held_near = bool(np.all(np.abs(tail - end) <= band))
+    else:
+        level_of = rolling_median(tail, _SCORER_WINDOW)
+        held_near = (float(np.mean(level_of > end + (level - end) / 3)) <= _STRAYS
+                     and bool(np.all(level_of < (level + end) / 2)))
     dropped = (span > 0 and level - end >= 0.5 * span and float(np.mean(at_end)) < 0.2
-               and just_before - end >= 0.5 * (level - end)
-               and bool(np.all(np.abs(tail - end) <= band)))
+               and just_before - end >= 0.5 * (level - end) and held_near)
     if not (dropped or (exact and float(np.mean(pre == end)) < 0.2 and end - level >= 0.05
                         and end - just_before >= 0.5 * (end - level)
                         and _held_by_chance(v, pre, end, held) < 1e-6)):
@@ -1026,7 +1099,21 @@ def _stop_at(run: Run, name: str, steps: np.ndarray, v: np.ndarray, held: int, e
     if not policy:
         return None
     return ScorerStopped(name, at, end, level, held, tuple(policy), exact,
-                         (float(tail.min()), float(tail.max())))
+                         (float(tail.min()), float(tail.max())), unshuffled(run))
+
+
+def unshuffled(run: Run) -> str | None:
+    """The config's setting that turns shuffling of the training prompts off, as "KEY
+    False" (TRL's ``shuffle_dataset``, verl's ``data.shuffle``); None when it shuffles or
+    does not say."""
+    flat = flatten(run.config) if run.config else {}
+    for key, value in flat.items():
+        if key.rsplit(".", 1)[-1] == "shuffle_dataset" or key == "data.shuffle" or (
+                key.endswith(".data.shuffle")):
+            text = str(value).strip().lower()
+            if text in ("false", "0", "no", "off"):
+                return f"{key} False"
+    return None
 
 
 def scorer_stopped(run: Run) -> ScorerStopped | None:
@@ -1046,8 +1133,10 @@ def scorer_stopped(run: Run) -> ScorerStopped | None:
         steps, v = series(run, col)
         if len(v) < 3 * _SCORER_WINDOW:
             continue
-        for held, end, exact in _trailing_holds(v):
-            stop = _stop_at(run, name, steps, v, held, end, exact)
+        shift = _level_shift(run, name, v, steps)
+        holds = [(h, e, x, False) for h, e, x in _trailing_holds(v)]
+        for held, end, exact, smoothed in holds + ([(*shift, True)] if shift else []):
+            stop = _stop_at(run, name, steps, v, held, end, exact, smoothed)
             if stop is not None:
                 if found is None or stop.step < found.step:
                     found = stop
