@@ -122,16 +122,44 @@ def plan(path: str | os.PathLike[str], *, force: bool = False, in_place: bool = 
                      f"to files (or to /dev/stdout, /dev/null, a terminal or a FIFO)")
 
 
-def check_all(paths: Iterable[str | os.PathLike[str] | None], *, force: bool = False
-              ) -> list[Target]:
+def _read_files(inputs: Iterable[str | os.PathLike[str] | None]
+                ) -> dict[tuple[int, int], str]:
+    """The regular files among ``inputs`` (a command's logs and config files), by device and
+    inode: what no report may replace."""
+    out: dict[tuple[int, int], str] = {}
+    for path in inputs:
+        if path is None:
+            continue
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            out[(st.st_dev, st.st_ino)] = str(path)
+    return out
+
+
+def check_all(paths: Iterable[str | os.PathLike[str] | None], *, force: bool = False,
+              inputs: Iterable[str | os.PathLike[str] | None] = ()) -> list[Target]:
     """Plan every target (None entries skipped) before any is written; a target named twice
-    is an error too (the second write would replace the first)."""
+    is an error too (the second write would replace the first), and so is one that is a file
+    the command reads (``inputs``: ``-o run.csv --force`` on run.csv had replaced the log
+    with its own report, through a link too)."""
     planned: list[Target] = []
     seen: dict[str, Path] = {}
+    read = _read_files(inputs)
     for path in paths:
         if path is None:
             continue
         target = plan(path, force=force)
+        if target.kind == "replace" and read:
+            st = os.stat(target.real)
+            given = read.get((st.st_dev, st.st_ino))
+            if given is not None:
+                what = ("a file this command reads" if os.path.abspath(given) ==
+                        os.path.abspath(target.path) else f"{given}, which this command reads")
+                raise InputError(f"{target.path}: is {what}; not writing a report over it "
+                                 "(name another file)")
         key = os.path.realpath(target.real) if target.kind in ("new", "replace") else \
             f"{target.kind}:{target.real}"
         if target.kind in ("new", "replace") and key in seen:

@@ -8,6 +8,7 @@ errors and usage errors into one line on stderr and exit code 2.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -197,12 +198,14 @@ def _write_charts(result: Result, params: Mapping[str, Mapping[str, float]], htm
         render_png(result.diagnosis, result.run, png, settings_params=params, force=force)
 
 
-def _check_outputs(force: bool, *paths: Path | None) -> None:
+def _check_outputs(force: bool, *paths: Path | None,
+                   inputs: Sequence[str | Path | None] = ()) -> None:
     """Every file a command will write, checked before any is written (and before the work,
-    where the names are known then): a refused target leaves nothing half done."""
+    where the names are known then): a refused target leaves nothing half done, and no
+    target is a file the command reads (``inputs``)."""
     from grpo_doctor.atomic import check_all
 
-    check_all(paths, force=force)
+    check_all(paths, force=force, inputs=inputs)
 
 
 @app.command()
@@ -256,8 +259,8 @@ def diagnose(
         from grpo_doctor.reporters.html import require_matplotlib
 
         require_matplotlib()
-    _check_outputs(force, output, html)
-    path = str(api.example_path(example)) if example else source
+    _check_outputs(force, output, html, inputs=(source, config, train_config))
+    path = str(api.example_path(example)) if example is not None else source
     assert path is not None  # checked above: a source or an example
     results = api.diagnose_source(path, settings, input_format=input_format, run=run,
                                   step_column=step_column)
@@ -269,7 +272,8 @@ def diagnose(
     if png is not None:
         from grpo_doctor.reporters.html import png_paths
 
-        _check_outputs(force, output, html, *png_paths(result.diagnosis, png))
+        _check_outputs(force, output, html, *png_paths(result.diagnosis, png),
+                       inputs=(source, config, train_config))
     if html is not None or png is not None:
         _write_charts(result, settings.params, html, png, force)
     if format == "json":
@@ -323,7 +327,7 @@ def preflight(
     if format not in ("terminal", "json", "markdown"):
         raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
     pf.exit_code(pf.Preflight("", "", pf.recipe.Setup(())), fail_on)  # validate early
-    _check_outputs(force, output)
+    _check_outputs(force, output, inputs=(source,))
     config, framework = pf.read_preflight_source(source, overrides)
     result = pf.preflight(config, framework, source=source)
     if format == "json":
@@ -422,7 +426,8 @@ def audit(
     accepted = auditing.Baseline.load(baseline) if baseline is not None else None
     cutoff = auditing.parse_since(since) if since is not None else None
     html_index = html / "index.html" if html is not None else None
-    _check_outputs(force, write_baseline, output, html_index)
+    _check_outputs(force, write_baseline, output, html_index,
+                   inputs=(*paths, baseline, config))
     with report.progress_bar(sys.stderr.isatty()) as progress:
         result = auditing.audit(paths, settings, jobs=jobs, since=cutoff, progress=progress,
                                 baseline=accepted,
@@ -432,7 +437,7 @@ def audit(
         from grpo_doctor.api import audit_html_paths
 
         _check_outputs(force, write_baseline if result.runs else None, output,
-                       *audit_html_paths(result, html))
+                       *audit_html_paths(result, html), inputs=(*paths, baseline, config))
     if write_baseline is not None and result.runs:
         today = auditing.Baseline.of(result.runs)
         write_atomic(write_baseline, today.to_json(), force=force)
@@ -489,7 +494,7 @@ def compare(
     if format not in ("terminal", "json", "markdown"):
         raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
     settings = _settings(config, map, set, [], [], None)
-    _check_outputs(force, output, html)
+    _check_outputs(force, output, html, inputs=(*sources, config))
     comparison, runs = compare_sources(sources, settings, input_format=input_format, picks=run)
     if html is not None:
         from grpo_doctor.atomic import write_atomic

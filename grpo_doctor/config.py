@@ -307,6 +307,12 @@ def load_settings(path: Path | None = None, *, search: bool = True) -> Settings:
     run_config = table.get("config", {})
     if not isinstance(run_config, dict):
         raise ConfigError(f"{path}: [config] must be a table of the run's settings")
+    if run_config:
+        # As --train-config and preflight refuse them: a temperature of "hot", a group of
+        # 16.5 (helper-73: they had been notes on a diagnosis, exit 1).
+        from grpo_doctor.recipe import flat_config, read_config, refuse_bad_values
+
+        refuse_bad_values(read_config(flat_config(run_config)), f"{path}: [config]")
     clear_after = check_clear_after(table.get("clear-after", table.get("clear_after",
                                                                      CLEAR_AFTER)),
                                     f"{path}: clear-after")

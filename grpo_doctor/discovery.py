@@ -374,7 +374,10 @@ def expand(paths: Sequence[str], since: datetime | None = None,
             errors.append(AuditError(arg, f"{arg}: no such file or folder", missing=True))
     out = list(sources.values())
     if since is not None:
-        cutoff = since.timestamp()
+        try:
+            cutoff = since.timestamp()
+        except (ValueError, OverflowError):  # before the epoch's range (0001-01-01): no cut
+            cutoff = float("-inf")
         out = [s for s in out if is_uri(s.path)
                or newest_mtime(located.get(s.path) or Path(s.path)) >= cutoff]
     return out, errors

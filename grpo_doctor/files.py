@@ -86,11 +86,21 @@ def entry_path(entry: os.DirEntry[str]) -> Path:
 def arrow_input(path: Path) -> Iterator[Any]:
     """What a pyarrow reader (CSV, parquet) is given: a local path as it is, an object in a
     store opened for range reads through the layer."""
-    if isinstance(path, StorePath):
+    if isinstance(path, StorePath) or not _utf8(str(path)):
+        # pyarrow takes a path only as UTF-8: a name of other bytes (``bad-\xff.csv``, kept by
+        # Python as surrogates) is opened here and read through the file object.
         with path.open("rb") as fh:
             yield fh
     else:
         yield path
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def max_read_bytes() -> int:

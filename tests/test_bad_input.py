@@ -482,6 +482,47 @@ def test_wandb_names_never_become_paths(capsys, tmp_path):
 # --- --output never loses a file -------------------------------------------------------------
 
 
+def test_no_report_replaces_a_file_the_command_reads_even_with_force(capsys, tmp_path):
+    """``-o run.csv --force`` on run.csv had replaced the log with its report; so had a link
+    to it, the --config file, compare's reference and audit's --write-baseline (helper-73)."""
+    from grpo_doctor.api import example_path
+
+    log, ref = tmp_path / "in.csv", tmp_path / "ref.csv"
+    toml = tmp_path / "grpo-doctor.toml"
+    link = tmp_path / "link.md"
+
+    def reset() -> None:
+        log.write_bytes(example_path("kl-drift").read_bytes())
+        ref.write_bytes(example_path("healthy").read_bytes())
+        toml.write_text("[map]\n")
+
+    reset()
+    link.symlink_to(log)
+    cases = [
+        (["diagnose", str(log), "-o", str(log)], log, "a file this command reads"),
+        (["diagnose", str(log), "--html", str(log)], log, "a file this command reads"),
+        (["diagnose", str(log), "-o", str(link)], link, f"{log}, which this command reads"),
+        (["diagnose", str(log), "--config", str(toml), "-o", str(toml)], toml,
+         "a file this command reads"),
+        (["compare", str(ref), str(log), "-o", str(ref)], ref, "a file this command reads"),
+        (["audit", str(log), "-j", "1", "-o", str(log)], log, "a file this command reads"),
+        (["audit", str(log), "-j", "1", "--write-baseline", str(log)], log,
+         "a file this command reads"),
+    ]
+    for args, target, what in cases:
+        reset()
+        assert_error(capsys, [*args, "--force"],
+                     f"{target}: is {what}; not writing a report over it (name another file)")
+        assert log.read_bytes() == example_path("kl-drift").read_bytes(), args
+        assert ref.read_bytes() == example_path("healthy").read_bytes(), args
+        assert toml.read_text() == "[map]\n", args
+    # A report beside the log is replaced as asked.
+    report = tmp_path / "report.md"
+    report.write_text("old")
+    code, _, err = run_cli(capsys, "diagnose", str(log), "-o", str(report), "--force")
+    assert code == 1 and err == "" and report.read_text() != "old"
+
+
 def test_audit_and_html_outputs_never_overwrite_without_force(capsys, tmp_path):
     for option, args in (("-o", ["audit", str(BAD / "inf.csv"), "--jobs", "1"]),
                          ("--html", ["diagnose", str(BAD / "inf.csv"), "-f", "json"])):
@@ -1396,3 +1437,67 @@ def test_a_folder_holding_only_a_config_is_not_a_run(capsys, tmp_path):
         assert f"no training log found in {folder}" in err
     code, _, err = run_cli(capsys, "diagnose", str(folder / "config.json"))
     assert code == 2 and "not a JSON training log" in err
+
+
+def test_odd_arguments_are_one_line_errors_or_read(capsys, tmp_path, monkeypatch):
+    """helper-73: each of these had ended in an internal error (exit 3)."""
+    from grpo_doctor.api import example_path
+
+    assert_error(capsys, ["diagnose", "--example", ""], "no example named ''", prefix=True)
+    # A --since before what a timestamp holds cuts nothing.
+    log = tmp_path / "run.csv"
+    log.write_bytes(example_path("healthy").read_bytes())
+    code, out, err = run_cli(capsys, "audit", str(log), "--since", "0001-01-01", "-j", "1")
+    assert code == 0 and err == "" and "1 run:" in out
+    # A file name that is not UTF-8 (pyarrow takes paths only as UTF-8).
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/bad-\xff\xfe.csv"))
+    odd.write_bytes(example_path("healthy").read_bytes())
+    code, out, err = run_cli(capsys, "diagnose", str(odd))
+    assert code == 0 and err == "" and out.startswith("HEALTHY")
+    # A W&B server URL wandb itself refuses: said, never reached.
+    wandb = pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_BASE_URL", "notaurl")
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    wandb.teardown()  # settings are read once per wandb session: a fresh one reads the URL
+    try:
+        assert_error(capsys, ["fetch", "ent/proj/run1", "--out", str(tmp_path / "cache")],
+                     "WANDB_BASE_URL='notaurl' is not a URL wandb accepts; set it to the "
+                     "server's URL (https://api.wandb.ai, or your own)")
+    finally:
+        wandb.teardown()
+
+
+def test_watch_reads_past_a_garbage_line_with_a_bare_carriage_return(tmp_path):
+    """helper-73: a line holding a bare CR, NUL and a byte not UTF-8 appended to a watched
+    CSV had ended the watch in an internal error, where diagnose reads the file."""
+    from grpo_doctor.api import example_path
+    from grpo_doctor.watch import Watcher
+
+    lines = example_path("entropy-collapse").read_text().splitlines(keepends=True)
+    log = tmp_path / "grow.csv"
+    log.write_text("".join(lines[:200]))
+    watcher = Watcher(log)
+    watcher.poll()
+    with log.open("ab") as fh:
+        fh.write(b"201,0.1\r0.2,junk\x00\xff\n")
+        fh.write("".join(lines[202:250]).encode())
+    watcher.poll(final=True)
+    assert watcher.run is not None and watcher.run.last_step == 249
+
+
+@pytest.mark.parametrize("table, said", [
+    ('temperature = "hot"', "temperature: 'hot' is not a number"),
+    ("num_generations = 16.5", "num_generations: 16.5 is not a whole number"),
+    ("learning_rate = 1e400", "learning_rate: inf is not a finite number"),
+    ("beta = nan", "beta: nan is not a number"),
+])
+def test_a_config_files_run_settings_are_checked_as_train_config_is(capsys, tmp_path, table,
+                                                                     said):
+    """helper-73: values no trainer takes in a config file's [config] had been notes on a
+    diagnosis (exit 1); --train-config and preflight refuse them."""
+    from grpo_doctor.api import example_path
+
+    config = tmp_path / "grpo-doctor.toml"
+    config.write_text(f"[config]\n{table}\n")
+    assert_error(capsys, ["diagnose", str(example_path("healthy")), "--config", str(config)],
+                 f"{config}: [config]: {said}")

@@ -103,8 +103,10 @@ def _csv_cells(text: str, width: int, delimiter: str) -> list[np.ndarray]:
         return [col.to_numpy(zero_copy_only=False).astype(object) for col in table.columns]
     except pa.ArrowInvalid:  # ragged rows: the csv module is forgiving
         csv.field_size_limit(1 << 30)
+        # newline="" as the csv module wants it: a bare CR inside a line (garbage appended to
+        # a watched log) is then a cell's character, not "new-line in unquoted field".
         body = [(r + [""] * width)[:width]
-                for r in csv.reader(io.StringIO(text), delimiter=delimiter) if r]
+                for r in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter) if r]
         return [np.array([r[j] for r in body], dtype=object) for j in range(width)]
 
 

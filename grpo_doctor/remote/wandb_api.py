@@ -364,7 +364,16 @@ def _base_url() -> str:
     from wandb import env
     from wandb.sdk import wandb_setup
 
-    return str(env.get_base_url(wandb_setup.singleton().settings.base_url)).rstrip("/")
+    try:
+        settings = wandb_setup.singleton().settings
+    except Exception as exc:  # wandb validates its settings (WANDB_BASE_URL=notaurl) here
+        raw = os.environ.get("WANDB_BASE_URL")
+        if raw is None:
+            raise _FatalFetchError(f"wandb refused its settings ({type(exc).__name__}); "
+                                   "check its environment variables and settings files") from None
+        raise _FatalFetchError(f"WANDB_BASE_URL={raw!r} is not a URL wandb accepts; set it to "
+                               "the server's URL (https://api.wandb.ai, or your own)") from None
+    return str(env.get_base_url(settings.base_url)).rstrip("/")
 
 
 def _credentials(base_url: str) -> str | None:

@@ -625,3 +625,62 @@ def test_crc_rows_are_the_byte_tables() -> None:
     rows = tb_framing._crc_rows(300)
     for d in (0, 1, 7, 8, 63, 64, 299):
         np.testing.assert_array_equal(rows[d], tb_framing._crc_byte_table(d))
+
+
+# --- a run resumed into a new folder; two runs written to one folder ---------------------------
+
+
+def _scalars(folder: Path, steps: range, reward: float, stamp: int) -> None:
+    """One launch's events, written by TensorBoard's own writer, named as written at
+    ``stamp`` (the file-name timestamp orders launches)."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    folder.mkdir(parents=True, exist_ok=True)
+    w = EventFileWriter(str(folder))
+    for step in steps:
+        values = [summary_pb2.Summary.Value(tag="train/reward", simple_value=reward),
+                  summary_pb2.Summary.Value(tag="train/learning_rate",
+                                            simple_value=1e-4 * (1 - step / 400))]
+        w.add_event(event_pb2.Event(wall_time=stamp + step, step=step,
+                                    summary=summary_pb2.Summary(value=values)))
+    w.close()
+    written = max(folder.glob("*tfevents*"), key=lambda p: p.stat().st_mtime_ns)
+    written.rename(folder / f"events.out.tfevents.{stamp}.node.{stamp % 997}.0")
+
+
+def test_a_run_resumed_into_a_new_folder_is_read_as_one_run(tmp_path: Path) -> None:
+    """The Trainer writes each launch under runs/<date>_<host>: a run resumed from
+    checkpoint-100 is a folder of steps 1-100 beside one of 101-200 (trial 58: refused as
+    "holds 2 runs")."""
+    root = tmp_path / "out" / "runs"
+    _scalars(root / "Dec07_02-12-15_vm", range(1, 101), 0.5, 1_700_000_000)
+    _scalars(root / "Dec07_02-12-39_vm", range(101, 201), 0.7, 1_700_000_500)
+    runs = load_runs(root)
+    assert len(runs) == 1, [r.name for r in runs]
+    run = runs[0]
+    assert run.name == "out" and run.n_steps == 200
+    assert run.notes[0] == ("one run resumed 1 time: 2 event folders read as one "
+                            "(Dec07_02-12-15_vm: steps 1-100; Dec07_02-12-39_vm: steps 101-200)")
+    # Resumed from an earlier checkpoint than its last step: the later launch's values win.
+    _scalars(root / "Dec07_03-00-00_vm", range(181, 231), 0.9, 1_700_001_000)
+    run = load_runs(root)[0]
+    assert run.last_step == 230 and run.frame.loc[190, "reward_mean"] == pytest.approx(0.9)
+
+
+def test_runs_that_start_over_are_apart_in_sibling_folders_or_one(tmp_path: Path) -> None:
+    """Two launches from step 1, in sibling folders or written into one logging_dir, are two
+    runs: merged, a run re-launched into one folder had read as one run, its learning rate
+    'jumping' where the second run's values took over (trial 58)."""
+    _scalars(tmp_path / "sweep" / "a", range(1, 101), 0.5, 1_700_000_000)
+    _scalars(tmp_path / "sweep" / "b", range(1, 101), 0.7, 1_700_000_500)
+    assert sorted(r.name for r in load_runs(tmp_path / "sweep")) == ["a", "b"]
+    one = tmp_path / "one" / "logs"
+    _scalars(one, range(1, 201), 0.5, 1_700_000_000)
+    _scalars(one, range(1, 101), 0.9, 1_700_000_900)
+    runs = load_runs(one)
+    assert [(r.n_steps, r.restarts) for r in runs] == [(200, 0), (100, 0)]
+    assert runs[1].frame["reward_mean"].iloc[0] == pytest.approx(0.9)
+    assert "2 runs written to this folder" in runs[0].notes[-1]
+    with pytest.raises(GrpoDoctorError):
+        load_run(one)

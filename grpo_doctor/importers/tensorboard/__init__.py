@@ -393,20 +393,42 @@ def _event_file_key(path: Path) -> tuple[int, str]:
     return (int(m.group(1)) if m else 0, path.name)
 
 
+@dataclass
+class _FileGroup:
+    """The points of event files read as one run: a run and its resumes (a later file that
+    goes on from a step after the first one's start)."""
+
+    chunks: list[_Chunk] = field(default_factory=list)
+    plugins: list[tuple[str, int, str]] = field(default_factory=list)
+    texts: list[tuple[str, int, str]] = field(default_factory=list)
+    files: int = 0  # files with points
+    first: int | None = None  # its first step
+
+
+def _first_step(chunks: list[_Chunk]) -> int | None:
+    steps = [int(c.step.min()) for c in chunks if len(c.step)]
+    return min(steps) if steps else None
+
+
 def _load_run(name: str, files: list[Path], source: str, options: LoadOptions,
               read: Callable[[Path, int, dict[str, int]], _FilePoints] | None = None
-              ) -> Run | None:
-    """One run from its event files, oldest first; None when they hold no scalar. ``read``
-    reads one file's points (``_read_points``; tests pass ``_read_simple``)."""
+              ) -> list[Run]:
+    """The runs of one folder's event files, oldest first; none when they hold no scalar.
+    A later file that goes on from a step after the run's first is the run resumed (merged,
+    its values kept where steps overlap); one that starts over at or before the run's first
+    step is another run written to the same folder (a run re-launched into one logging_dir:
+    merged, it had read as one run with an invented learning-rate jump, trial 58), named
+    ``NAME#2``. ``read`` reads one file's points (``_read_points``; tests pass
+    ``_read_simple``)."""
     read = read or _read_points
     files = sorted(files, key=_event_file_key)
     notes: list[str] = []
     errors: list[FormatError] = []
     tag_ids: dict[str, int] = {}  # run-wide tag ids
-    chunks: list[_Chunk] = []
+    groups: list[_FileGroup] = [_FileGroup()]
     plugins: list[tuple[str, int, str]] = []
     texts: list[tuple[str, int, str]] = []
-    files_read = files_with_points = 0
+    files_read = 0
     got: _FilePoints | None  # None once its chunks are taken (below)
     for file_no, path in enumerate(files):
         try:
@@ -420,18 +442,27 @@ def _load_run(name: str, files: list[Path], source: str, options: LoadOptions,
         prefix = f"{path.name}: " if len(files) > 1 else ""
         notes.extend(prefix + note for note in got.notes)
         files_read += 1
+        group = groups[-1]
         if got.chunks:
-            files_with_points += 1
-            chunks.extend(got.chunks)
+            first = _first_step(got.chunks)
+            if group.first is not None and first is not None and first <= group.first:
+                group = _FileGroup()  # started over: another run in the same folder
+                groups.append(group)
+            group.files += 1
+            group.chunks.extend(got.chunks)
+            if group.first is None:
+                group.first = first
+        group.plugins.extend(got.plugins)
+        group.texts.extend(got.texts)
         plugins.extend(got.plugins)
         texts.extend(got.texts)
-    got = None  # the chunks list alone holds the points: _grid frees them as it goes
+    got = None  # the chunks lists alone hold the points: _grid frees them as it goes
     _return_freed_memory()
     if not files_read and errors:
         raise errors[0]
-    if not chunks:
-        return None
-
+    groups = [g for g in groups if g.chunks]
+    if not groups:
+        return []
     # A tensor counts only when its tag's plugin (from the first event naming one) is
     # "scalars", or when no plugin was ever named for the tag.
     plugin_of: dict[str, str] = {}
@@ -441,7 +472,25 @@ def _load_run(name: str, files: list[Path], source: str, options: LoadOptions,
     for t, i in tag_ids.items():
         names[i] = t
     refused = np.array([plugin_of.get(t, "") not in ("", "scalars") for t in names], dtype=bool)
-    pivoted = _grid(chunks, refused if refused.any() else None, len(names), source)
+    runs = []
+    for k, group in enumerate(groups, 1):
+        own = list(notes)
+        if len(groups) > 1:
+            own.append(f"{plural(len(groups), 'run')} written to this folder, each later one "
+                       f"starting over from the first's step {groups[0].first} or before: read "
+                       f"apart, this is run {k} of them")
+        run = _group_run(f"{name}#{k}" if len(groups) > 1 else name, group, names, refused,
+                         source, options, own)
+        if run is not None:
+            runs.append(run)
+    return runs
+
+
+def _group_run(name: str, group: _FileGroup, names: list[str], refused: np.ndarray,
+               source: str, options: LoadOptions, notes: list[str]) -> Run | None:
+    """One run from a group's points (``_load_run``)."""
+    pivoted = _grid(group.chunks, refused if refused.any() else None, len(names), source)
+    group.chunks = []
     if pivoted is None:
         return None
     frame_steps, used, grid, explicit, n_replaced = pivoted
@@ -452,16 +501,16 @@ def _load_run(name: str, files: list[Path], source: str, options: LoadOptions,
     columns = [names[i] for i in used]
     frame = pd.DataFrame(grid, columns=columns, copy=False)
     explicit_nan = {columns[j]: explicit[:, j] for j in range(len(used)) if explicit[:, j].any()}
-    restarts = max(files_with_points - 1, 0)
+    restarts = max(group.files - 1, 0)
     if restarts:
         notes.append(
-            f"{files_with_points} event files merged ({plural(restarts, 'restart')}); where steps "
+            f"{group.files} event files merged ({plural(restarts, 'restart')}); where steps "
             f"overlap the later file's value is kept ({plural(n_replaced, 'value')} replaced)"
         )
     return build_run(
         frame, name=name, source=source, format="tensorboard",
         steps=frame_steps if options.step_column is None else None,
-        step_column=options.step_column, config=_text_config(texts),
+        step_column=options.step_column, config=_text_config(group.texts),
         column_map=options.column_map, explicit_nan=explicit_nan, notes=notes,
         restarts=restarts,
     )
@@ -540,6 +589,44 @@ def _discover(path: Path) -> list[tuple[str, list[Path], str]]:
     return out
 
 
+def _resumed_runs(parent: Path, entries: list[tuple[str, list[Path], str]],
+                  options: LoadOptions,
+                  read: Callable[[Path, int, dict[str, int]], _FilePoints] | None
+                  ) -> list[Run]:
+    """The runs of sibling event folders, the folders of one run resumed joined: the Trainer
+    writes each launch under ``runs/<date>_<host>``, so a run resumed from checkpoint-100 is a
+    folder of steps 1-100 beside one of steps 101-200 (trial 58: refused as "holds 2 runs").
+    A folder whose steps go on from after the previous one's first step, within two logging
+    intervals of its last, is that run resumed; one starting over at step 1 is another run.
+    Each folder is read once; a resumed run's folders are read again together."""
+    loaded = [(entry, _load_run(*entry, options, read)) for entry in entries]
+    runs = [run for _, found in loaded for run in found]
+    spans = []
+    for entry, found in loaded:
+        if len(found) != 1 or not found[0].n_steps:
+            return runs
+        steps = found[0].steps
+        gap = float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0
+        spans.append((int(steps[0]), int(steps[-1]), gap, entry))
+    spans.sort(key=lambda x: x[0])
+    if not all(b[0] > a[0] and b[0] <= a[1] + 2 * a[2] for a, b in zip(spans, spans[1:])):
+        return runs
+    # The Trainer's ``<output_dir>/runs/<date>_<host>``: the run is the output folder.
+    unnamed = generic_name(parent.name) or parent.name == "runs"
+    name = parent.parent.name if unnamed and parent.parent.name else (
+        folder_run_name(parent) or parent.name)
+    joined = _load_run(name, [f for *_, entry in spans for f in entry[1]], str(parent),
+                       options, read)
+    if len(joined) != 1:
+        return runs
+    said = "; ".join(f"{Path(entry[2]).name}: steps {first}-{last}"
+                     for first, last, _, entry in spans)
+    run = joined[0]
+    run.notes = [f"one run resumed {plural(len(spans) - 1, 'time')}: {len(spans)} event folders "
+                 f"read as one ({said})", *run.notes]
+    return [run]
+
+
 def _load(path: Path, options: LoadOptions,
           read: Callable[[Path, int, dict[str, int]], _FilePoints] | None = None) -> list[Run]:
     found = _discover(path)
@@ -547,15 +634,22 @@ def _load(path: Path, options: LoadOptions,
         raise FormatError(f"{path}: no TensorBoard event files (*tfevents*) found")
     if options.run is not None and any(name == options.run for name, _, _ in found):
         found = [f for f in found if f[0] == options.run]
-    runs = []
-    for name, files, source in found:
-        run = _load_run(name, files, source, options, read)
-        if run is not None:
-            runs.append(_with_hparams_beside(run, Path(source)))
-        elif len(found) == 1:
-            what = "file" if len(files) == 1 else "files"
-            where = files[0] if len(files) == 1 else source
-            raise FormatError(f"{where}: no scalar events in TensorBoard {what}")
+    runs: list[Run] = []
+    by_parent: dict[Path, list[tuple[str, list[Path], str]]] = {}
+    for entry in found:
+        by_parent.setdefault(Path(entry[2]).parent, []).append(entry)
+    for parent, siblings in by_parent.items():
+        if len(siblings) > 1 and options.run is None:
+            runs.extend(_with_hparams_beside(run, Path(run.source))
+                        for run in _resumed_runs(parent, siblings, options, read))
+            continue
+        for name, files, source in siblings:
+            loaded = _load_run(name, files, source, options, read)
+            runs.extend(_with_hparams_beside(run, Path(source)) for run in loaded)
+            if not loaded and len(found) == 1:
+                what = "file" if len(files) == 1 else "files"
+                where = files[0] if len(files) == 1 else source
+                raise FormatError(f"{where}: no scalar events in TensorBoard {what}")
     if not runs:
         raise FormatError(f"{path}: no scalar events in any TensorBoard file")
     return runs
@@ -769,10 +863,11 @@ def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | N
     with tempfile.TemporaryDirectory(prefix="grpo-doctor-watch-") as tmp:
         copies = [snapshot(p, size, Path(tmp)) for p, size in files]
         try:
-            run = _load_run(state.name, copies, state.run_source, options)
+            loaded = _load_run(state.name, copies, state.run_source, options)
         except FormatError:
             return None
-    return None if run is None else _with_hparams_beside(run, Path(state.run_source))
+    # A run re-launched into the folder: the live one is the latest.
+    return _with_hparams_beside(loaded[-1], Path(state.run_source)) if loaded else None
 
 
 IMPORTER = Importer(
