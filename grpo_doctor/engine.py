@@ -353,7 +353,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     if stalled is not None:
         checks = [stalled if c.mode == stalled.mode else c for c in checks]
     cause, plan = root_cause_and_plan(run, checks, setup)
-    stopped = _stopped_note(run, cause, checks)
+    stopped = _stopped_note(run, cause, checks) or _short_of_max_steps(run)
     if cause is None:
         cause = stopped_cause(run, sum(c.status is not Status.SKIPPED for c in checks))
         if cause is not None:
@@ -481,6 +481,26 @@ def _lr_not_applied_note(setup: Setup) -> str | None:
             f"{fmt(float(lr.value))}, decaying from the first logged step (a run resumed from "
             "a checkpoint keeps the checkpoint's optimizer and scheduler, so a learning rate "
             "edited for the resume does nothing); what it trained at is what is judged")
+
+
+def _short_of_max_steps(run: Run) -> str | None:
+    """The log ending a logging interval or more before the ``max_steps`` its config sets,
+    with no word of how it ended: a run still going, or one that stopped (a crash whose
+    traceback is not in this log: trial 58's read HEALTHY over steps 1-120 of 200, unsaid).
+    None when the log says how it ended, or the config sets no step count."""
+    from grpo_doctor.recipe import as_number, flat_config, lookup
+
+    if run.ending is not None or run.last_step is None or run.n_steps < 2:
+        return None
+    total = as_number(lookup(flat_config(run.config or {}), ("max_steps",))[0])
+    if total is None or total <= 0 or not float(total).is_integer():
+        return None
+    every = float(np.median(np.diff(run.steps)))
+    if run.last_step + every > total:
+        return None
+    return (f"the log ends at step {step_text(run.last_step)} of the {int(total):,} steps its "
+            "config sets (max_steps): the run is still going, or it stopped early (its "
+            "console output says why)")
 
 
 def _format_weight_note(run: Run, said: str) -> str | None:

@@ -3232,3 +3232,24 @@ def test_a_sequence_level_ratio_judges_its_clip_against_gspos_range():
     verl = read_config({"actor_rollout_ref": {"actor": {"clip_ratio_low": 0.2,
                                                         "policy_loss": {"loss_mode": "gspo"}}}})
     assert verl.get("epsilon").verdict == "high"
+
+
+def test_a_held_out_score_that_stalled_while_training_went_on_is_the_prompt_pool():
+    """Trial 58: 8 training prompts, the 92 others held out: training correctness 0.41 ->
+    0.94, held-out correctness 0.50 -> 0.72 by step 100, then flat. It read HEALTHY: the
+    held-out score it read was eval_reward (the terms' sum, 0-1.5), never compared with the
+    training side. The evaluation's own correctness term is the held-out task score."""
+    d = _trial("trl_pool8_heldout")
+    assert d.status == "warning" and d.root_cause.mode == "no_progress", d
+    assert d.root_cause.step == 120, d.root_cause
+    assert "gained nothing from step 120 on while training went on" in d.root_cause.summary
+    assert d.root_cause.first_action.startswith("train on more prompts, and more varied ones")
+    # A harder held-out set that plateaued with the training side: no finding.
+    run = load_runs(TRIAL / "trl_pool8_heldout.csv")[0]
+    flat = run.frame.copy()
+    column = "reward_component/correctness_reward"
+    flat.loc[flat.index > 100, column] = float(flat.loc[90:100, column].mean())
+    cfg = json.loads((TRIAL / "trl_pool8_heldout.config.json").read_text())
+    together = diagnose(replace(run, frame=flat, _finite={}, _derived={}),
+                        DoctorConfig(recipe=TINY_RECIPE, run_config=cfg))
+    assert not together.check("no_progress").fired, together.check("no_progress").summary

@@ -5,6 +5,7 @@ resume; a user's Ctrl-C is a note; a traceback the run printed and went on from 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -238,3 +239,20 @@ def test_watch_alerts_once_when_the_watched_run_stops_on_an_error(tmp_path: Path
     with path.open("a") as fh:
         fh.write("\n")
     assert not any(a.mode == "run_stopped" for a in watcher.poll())  # said once
+
+
+def test_a_log_short_of_its_max_steps_says_so_when_it_says_nothing_of_how_it_ended() -> None:
+    """Trial 58: the TensorBoard log of a run that crashed at step 120 of 200 read HEALTHY
+    over steps 1-120, the traceback in a console log it was not read with."""
+    from grpo_doctor import diagnose
+    from grpo_doctor.importers import load_runs
+
+    trial = Path(__file__).parent / "fixtures" / "trial"
+    run = load_runs(trial / "trl_top_p_08_temp_07.csv")[0]
+    config = {"max_steps": 200}
+    said = "the log ends at step 120 of the 200 steps its config sets (max_steps)"
+    cut = replace(run.truncated(120), config=config)
+    assert any(n.startswith(said) for n in diagnose(cut).notes)
+    assert not any("(max_steps)" in n for n in diagnose(replace(run, config=config)).notes)
+    ended = replace(cut, ending=Ending("error", "KeyError: 'answer'"))
+    assert not any(n.startswith(said) for n in diagnose(ended).notes)

@@ -72,6 +72,7 @@ from grpo_doctor.rules.base import Outcome, Param, Rule
 from grpo_doctor.rules.points import head_tail, logged, series
 from grpo_doctor.rules.signals import (
     HELDOUT_GAIN,
+    HELDOUT_GAP,
     SOLVED_HELDOUT,
     RewardProgress,
     component_role,
@@ -150,9 +151,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                                  "held_best": round(m.held_best, 4)}
         evidence["threshold"] = (f"the training reward at its top while the held-out score "
                                  f"never rose by {fmt(HELDOUT_GAIN)} and stays below "
-                                 f"{fmt(SOLVED_HELDOUT)}")
+                                 f"{fmt(SOLVED_HELDOUT)}" if m.plateau_at is None else
+                                 f"the training score at 0.9 or more and {fmt(HELDOUT_GAP)} "
+                                 f"or more above the held-out score, which gained under "
+                                 f"{fmt(HELDOUT_GAIN / 2)} over its last half while training "
+                                 f"gained more")
         held = (f"the held-out score went {fmt(m.held_start)} -> {fmt(m.held_end)} (never "
-                f"above {fmt(m.held_best)})")
+                f"above {fmt(m.held_best)})" if m.plateau_at is None else
+                f"the held-out score rose {fmt(m.held_start)} -> {fmt(m.held_end)} but gained "
+                f"nothing from step {step_text(m.plateau_at)} on while training went on")
         named = ("logged reward term" if m.terms_from == "logged"
                  else "reward term the config names")
         why = {"prompts": "the policy learned its training set",
@@ -167,7 +174,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         at = "at its top from the first logs" if m.from_start else "at its top"
         summary = (f"the training reward is {at} ({m.train}; reward {fmt(start)} -> "
                    f"{fmt(now)}), the task is not: {held}: {why}")
-        return Outcome(Status.WARNING, summary, onset_step=first_step, evidence=evidence,
+        onset = m.plateau_at if m.plateau_at is not None else first_step
+        return Outcome(Status.WARNING, summary, onset_step=onset, evidence=evidence,
                        remedies=_memorised_remedies(m.kind, run), key_metric=HELDOUT)
     signals = _task_signals(run)
     low = _stuck_low(run, signals, task, p, skip_improving=False)

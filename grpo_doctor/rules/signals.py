@@ -253,6 +253,8 @@ class Memorised:
     # learned, the rollouts score what the held-out set does not (samples drawn colder than
     # the evaluation's, or training prompts easier than the held-out ones).
     from_start: bool = False
+    # The held-out score rose, then stalled from this step while the training side went on.
+    plateau_at: int | None = None
 
 
 #: A held-out score (0-1) that never rose by this much never improved.
@@ -263,18 +265,68 @@ HELDOUT_GAIN = 0.1
 _FIRST_LOGS = 0.05
 
 
+def heldout_task_score(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, values) of the held-out score on a 0-1 scale: the logged held-out score when it
+    is one, else the evaluation's own mean of a correctness term (TRL's
+    ``eval_rewards/<name>/mean`` beside ``rewards/<name>/mean``: its ``eval_reward`` sums the
+    terms, 0-1.5 with a format term, trial 58). Empty when there is none."""
+    steps, held = series(run, Metric.HELDOUT_SCORE.value)
+    if len(held) and held.min() >= 0 and held.max() <= 1:
+        return steps, held
+    for name, col in components(run).items():
+        if component_role(run, name) != "correctness":
+            continue
+        source = run.mapping.get(col, "")
+        for prefix in ("eval_", "eval/", "val_", "val/"):
+            twin = prefix + source
+            if source and twin in run.frame.columns:
+                s, x = run.finite_series(twin)
+                if len(x) >= 5 and x.min() >= 0 and x.max() <= 1:
+                    return s, x
+    return steps[:0], held[:0]
+
+
+#: The share of a held-out score's points at the end over which it stalled, for a plateau.
+_PLATEAU_SHARE = 0.5
+
+
+def _heldout_plateau(held: np.ndarray, train: tuple[np.ndarray, np.ndarray],
+                     held_steps: np.ndarray) -> bool:
+    """The held-out score gained nothing over its last half (under half of ``HELDOUT_GAIN``)
+    while the training score gained over the same steps: the policy went on learning what
+    it trains on, not the task (trial 58: 8 training prompts, held-out 0.70 -> 0.72 from step
+    100, training 0.86 -> 0.94). A harder held-out set that plateaued with the training side
+    is not this."""
+    half = len(held) // 2
+    if half < 2:
+        return False
+    mid = float(np.mean(held[max(0, half - 1):half + 1]))
+    end = float(np.mean(held[-2:]))
+    if end - mid >= HELDOUT_GAIN / 2:
+        return False
+    ts, tv = train
+    at = int(np.searchsorted(ts, held_steps[half]))
+    if at < 3 or len(tv) - at < 3:
+        return False
+    return float(np.mean(tv[-max(3, len(tv) // 5):])) - float(np.mean(tv[at - 3:at + 3])) \
+        >= HELDOUT_GAIN / 2
+
+
 def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
     """The training side solved at the end (a 0/1 training score at 0.9 or more, or most
     equal-reward groups all-correct) while the held-out score (0-1, 5 or more points) stayed
     below ``SOLVED_HELDOUT``, never rose by ``HELDOUT_GAIN`` from its first fifth, and ends
     0.3 or more below the training score. None otherwise (no held-out score logged says
     nothing)."""
-    _, held = series(run, Metric.HELDOUT_SCORE.value)
+    held_steps, held = heldout_task_score(run)
     if len(held) < 5 or held.min() < 0 or held.max() > 1:
         return None
     k = max(2, len(held) // 5)
     start, end = float(np.mean(held[:k])), float(np.mean(held[-k:]))
-    if end >= SOLVED_HELDOUT or end - start >= HELDOUT_GAIN:
+    score = zero_one_score(run)
+    # Rose, then stalled while training went on: the prompts learned, not the task.
+    stalled = score is not None and _heldout_plateau(held, score, held_steps)
+    if end >= SOLVED_HELDOUT or (end - start >= HELDOUT_GAIN and not stalled):
         return None
     logged_terms = components(run)
     # No term logged: the config may name them (open-r1's reward_funcs). A term the config
@@ -283,8 +335,15 @@ def train_set_memorised(run: Run, frac: float = 0.2) -> Memorised | None:
                   if configured_weight(run, n) != 0)
     correct = [n for n in terms if component_role(run, n) == "correctness"]
     kind = "prompts" if correct else "reward" if terms else "either"
-    score = zero_one_score(run)
     train_end = head_tail(score[1], frac=frac)[1] if score is not None else None
+    if stalled and end - start >= HELDOUT_GAIN:
+        # Rose, then stalled: only a gap of the held-out's own is the prompts' (a correctness
+        # term to say it with, and the training side well above it).
+        if not correct or train_end is None or train_end < 0.9 or train_end - end < HELDOUT_GAP:
+            return None
+        plateau_at = int(held_steps[len(held) // 2])
+        return Memorised(kind, f"{', '.join(correct)} at {fmt(train_end)}", start, end,
+                         float(held.max()), (), "logged", False, plateau_at)
     share = solved_share(run, frac)
     if train_end is not None and train_end >= 0.9 and train_end - end >= 0.3:
         what = (f"{', '.join(correct)} at {fmt(train_end)}" if correct else

@@ -1355,6 +1355,37 @@ def np_stopped_short_gain(nums, past):
     return _stopped_short(0.6, nums[1] * pick(past, 0.8, 1.6))
 
 
+def _plateau(held_gain: float, train_end: float, held_end: float) -> Run:
+    """A 0/1 accuracy climbing 0.5 -> ``train_end`` - 0.1 over the first half and 0.1 more over
+    the second; a held-out score (every 5th step) climbing 0.3 -> ``held_end`` -
+    ``held_gain`` over the first half and ``held_gain`` more over the second."""
+    n = 200
+    acc = np.r_[ramp(n // 2, 0.5, train_end - 0.1, 0, n // 2 - 1),
+                ramp(n - n // 2, train_end - 0.1, train_end, 0, n - n // 2 - 1)]
+    k = n // 5
+    held = np.full(n, np.nan)
+    held[::5] = np.r_[ramp(k // 2, 0.3, held_end - held_gain, 0, k // 2 - 1),
+                      ramp(k - k // 2, held_end - held_gain, held_end, 0, k - k // 2 - 1)]
+    held[::5] += flat(k, 0.0, 175, 0.002)
+    return make_run(train__reward=acc, **{"rewards/accuracy_reward": acc},
+                    eval_accuracy=held)
+
+
+def np_plateau_gain(nums, past):
+    # The held-out score's last half up 0.4x (or 2x) the table's gain.
+    return _plateau(nums[0] * pick(past, 0.4, 2.0), 0.97, 0.6)
+
+
+def np_plateau_train(nums, past):
+    # The training score ending 5% over (7% under) the table's level.
+    return _plateau(0.0, nums[1] * pick(past, 1.05, 0.93), 0.5)
+
+
+def np_plateau_gap(nums, past):
+    # The training score 1.25x (0.75x) the table's gap above the held-out score.
+    return _plateau(0.0, 0.95, 0.95 - nums[2] * pick(past, 1.25, 0.75))
+
+
 def np_memorised_from_start(nums, past):
     """The memorised run of ``np_memorised``, its 0/1 accuracy at 1.0 from the first step (or
     climbing from 0.6 over twice the table's share of the log): nothing learned, or the
@@ -1770,6 +1801,11 @@ THRESHOLDS: list[Threshold] = [
     T("no_progress", "warning", "material_gain",
       r"improved: the mean of its last fifth ([\d.]+)\+ above its first fifth's, or "
       r"([\d.]+)x it; a significant crawl of ([\d.]+) -> ([\d.]+) is not", np_material),
+    *(T("no_progress", "warning", f"plateau_{what}",
+        r"or the held-out score rose, then gained under ([\d.]+) over its last half while the "
+        r"training score gained more and ends at ([\d.]+)\+ and ([\d.]+)\+ above it", build)
+      for what, build in (("gain", np_plateau_gain), ("train", np_plateau_train),
+                          ("gap", np_plateau_gap))),
     T("no_progress", "warning", "memorised",
       r"a 0/1 training score at ([\d.]+)\+\) while a held-out score never rose by ([\d.]+) and "
       r"ends below ([\d.]+), ([\d.]+)\+ below the training score", np_memorised),
