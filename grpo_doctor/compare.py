@@ -215,6 +215,9 @@ def compare_runs(runs: Sequence[Run], diagnoses: Sequence[Diagnosis] | None = No
     are made with the default settings when not given."""
     if len(runs) < 2:
         raise ConfigError("compare needs at least two runs (the first is the reference)")
+    if not all(isinstance(r, Run) for r in runs):
+        odd = next(type(r).__name__ for r in runs if not isinstance(r, Run))
+        raise ConfigError(f"compare_runs takes Runs (load_run(path)), got {odd}")
     diags = list(diagnoses) if diagnoses is not None else [diagnose(r) for r in runs]
     canonical = {m for run in runs[:1] for m in run.mapping}
     shared = sorted((m for m in canonical if any(m in r.mapping for r in runs[1:])),

@@ -141,6 +141,10 @@ def passed_over_reason(path: Path) -> str | None:
     """Why a file found in a folder is not tried at all, or None when it is tried."""
     if path.name.startswith("."):
         return "hidden"
+    # An event file's name ends in its writer's host name (``...tfevents.1700000000.node.sh``):
+    # whatever that ends like, it is a log (watch had waited on one forever, helper-73).
+    if "tfevents" in path.name:
+        return None
     if path.suffix.lower() in _NOT_LOGS:
         return f"not a log ({path.suffix.lower()} file)"
     if path.suffix.lower() == ".json" and not _json_log(path):

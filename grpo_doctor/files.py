@@ -135,6 +135,10 @@ def refuse(path: Path, what: str) -> InputError:
 def watched_input(path: str | os.PathLike[str]) -> Path:
     """``path`` to follow as it grows: refused now when it is a FIFO or a device, not at the
     first poll; a path not there yet is fine (training may not have started)."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, (str, os.PathLike)) and not is_remote(path):
+        raise InputError(f"a log's path is needed to watch, got {type(path).__name__}")
     if is_remote(path):
         return open_uri(str(path), missing_ok=True)  # type: ignore[return-value]
     p = Path(path)

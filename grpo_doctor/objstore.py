@@ -154,6 +154,10 @@ def _s3_options() -> dict[str, Any]:
     return options
 
 
+#: How long an object store's client retries a failing request before it is an error.
+_STORE_RETRY_SECONDS = 15
+
+
 def filesystem(loc: Location) -> Any:
     """The pyarrow filesystem for ``loc`` (one per scheme and account in a process)."""
     key = (loc.scheme, loc.account)
@@ -182,6 +186,11 @@ def _make_filesystem(loc: Location) -> Any:
                 scheme, sep, host = emulator.rstrip("/").partition("://")
                 options.update(endpoint_override=host if sep else scheme,
                                scheme=scheme if sep else "http", anonymous=True)
+            # The client retries without end by default: offline, a read had hung past a
+            # minute where s3:// fails in seconds (helper-73).
+            from datetime import timedelta
+
+            options["retry_time_limit"] = timedelta(seconds=_STORE_RETRY_SECONDS)
             return pafs.GcsFileSystem(**options)
         if loc.scheme == "az":
             az: dict[str, Any] = {"account_name": loc.account}

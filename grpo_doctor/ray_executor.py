@@ -48,6 +48,27 @@ def _import_ray() -> Any:
     return ray
 
 
+#: Seconds a cluster's address may take to accept a connection before it is unreachable.
+_CONNECT_SECONDS = 5.0
+
+
+def _reachable(where: str) -> None:
+    """An InputError when ``where`` (``host:port``, ``ray://host:port``) accepts no connection:
+    Ray itself retries an unreachable cluster for a minute and more, printing as it goes
+    (helper-73). "auto" and other forms are left to Ray."""
+    import socket
+
+    host, sep, port = where.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=_CONNECT_SECONDS).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise InputError(f"cannot reach the Ray cluster at {where} ({why}); check --ray-address "
+                         f"or RAY_ADDRESS") from None
+
+
 def _connect(ray: Any, address: str | None, jobs: int | None) -> bool:
     """Join the cluster (or start a local instance); whether this call started Ray here."""
     import logging
@@ -60,6 +81,8 @@ def _connect(ray: Any, address: str | None, jobs: int | None) -> bool:
                                "ignore_reinit_error": True}
     if where is None:
         options.update(include_dashboard=False, num_cpus=jobs)
+    else:
+        _reachable(where)
     # Ray's own notices (with configure_logging off they would reach stderr through logging's
     # last-resort handler): the audit's stderr keeps to its progress and its errors.
     logging.getLogger("ray").setLevel(logging.ERROR)

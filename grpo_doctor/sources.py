@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from grpo_doctor import importers
+from grpo_doctor.errors import ConfigError, InputError
 from grpo_doctor.files import is_remote
 from grpo_doctor.importers.sidecar import with_sidecar_config
 from grpo_doctor.store import Run
@@ -25,6 +26,13 @@ def load_runs(
 ) -> list[Run]:
     """Every run held by ``source`` (a file or folder, local or ``s3://``, ``gs://``, ``az://``;
     ``wandb://entity/project/run``)."""
+    source = _checked_source(source)
+    for name, value in (("format", format), ("step_column", step_column), ("run", run)):
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{name} must be a string, got {type(value).__name__}")
+    if column_map is not None and not isinstance(column_map, Mapping):
+        raise ConfigError("column_map must be a mapping of canonical names to columns "
+                          f"({{'reward_mean': 'my_reward'}}), got {type(column_map).__name__}")
     text = str(source) if is_remote(source) else os.fspath(source)
     if not text.startswith("wandb://"):
         runs = importers.load_runs(source, format=format, column_map=column_map,
@@ -36,6 +44,17 @@ def load_runs(
 
     fetched = load_wandb_uri(text, importers.load_options(column_map, step_column, run))
     return importers.picked(text, fetched, run)
+
+
+def _checked_source(source: object) -> str | os.PathLike[str]:
+    """``source`` as a path (bytes decoded as the file system does); an InputError for a
+    value that is no path (None, a DataFrame: ``diagnose_frame`` reads those)."""
+    if isinstance(source, bytes):
+        return os.fsdecode(source)
+    if isinstance(source, (str, os.PathLike)) or is_remote(source):
+        return source  # type: ignore[return-value]  # (an object store's path)
+    hint = " (a DataFrame: diagnose_frame(df))" if type(source).__name__ == "DataFrame" else ""
+    raise InputError(f"a log's path is needed, got {type(source).__name__}{hint}")
 
 
 def load_run(source: str | os.PathLike[str], **options: object) -> Run:

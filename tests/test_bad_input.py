@@ -1501,3 +1501,26 @@ def test_a_config_files_run_settings_are_checked_as_train_config_is(capsys, tmp_
     config.write_text(f"[config]\n{table}\n")
     assert_error(capsys, ["diagnose", str(example_path("healthy")), "--config", str(config)],
                  f"{config}: [config]: {said}")
+
+
+def test_watch_reads_an_event_file_whose_host_name_ends_like_a_script(tmp_path):
+    """helper-73: ``events.out.tfevents.1700000000.node.sh`` was passed over as a shell script
+    by watch (diagnose read it): a live run was never alerted on."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    from grpo_doctor.watch import Watcher
+
+    written = tmp_path / "written"
+    w = EventFileWriter(str(written))
+    for step in range(1, 21):
+        value = summary_pb2.Summary.Value(tag="train/reward", simple_value=step / 20)
+        w.add_event(event_pb2.Event(wall_time=1.7e9 + step, step=step,
+                                    summary=summary_pb2.Summary(value=[value])))
+    w.close()
+    run = tmp_path / "run"
+    run.mkdir()
+    next(written.glob("*tfevents*")).rename(run / "events.out.tfevents.1700000000.node.sh")
+    watcher = Watcher(run)
+    watcher.poll()
+    assert watcher.run is not None and watcher.run.n_steps == 20

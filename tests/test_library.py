@@ -1,6 +1,7 @@
 """The package as a Python user meets it: errors in Python's words, and short reprs for a
 notebook (a cell ending in a Diagnosis shows its Markdown report)."""
 
+import os
 import subprocess
 import sys
 
@@ -193,3 +194,36 @@ def test_a_frame_holding_several_runs_names_them_and_picks_one(tmp_path):
     assert picked.frame.equals(from_file.frame)
     with pytest.raises(InputError, match="no run 'z'"):
         grpo_doctor.run_from_frame(frame, run="z")
+
+
+def test_the_library_refuses_odd_arguments_with_its_own_errors(tmp_path):
+    """helper-73: a path, a DataFrame or None given where a Run was expected, a rule's name as
+    the config, a list as a column map had raised AttributeError, TypeError or ValueError."""
+    import pandas as pd
+
+    import grpo_doctor
+    from grpo_doctor.api import example_path
+    from grpo_doctor.compare import compare_runs
+    from grpo_doctor.errors import ConfigError, InputError
+    from grpo_doctor.watch import Watcher
+
+    path = example_path("kl-drift")
+    frame = pd.read_csv(path)
+    # What a notebook user means is read: a log's path, a DataFrame (as diagnose_frame).
+    assert grpo_doctor.diagnose(str(path)).status == "critical"
+    assert grpo_doctor.diagnose(frame).status == "critical"
+    assert grpo_doctor.load_run(os.fsencode(path)).n_steps == 800
+    for call, error in (
+        (lambda: grpo_doctor.diagnose(None), InputError),
+        (lambda: grpo_doctor.diagnose(grpo_doctor.load_run(path), "kl_drift"), ConfigError),
+        (lambda: grpo_doctor.diagnose_frame(frame, "kl_drift"), ConfigError),
+        (lambda: grpo_doctor.diagnose_frame(frame, column_map=["a"]), ConfigError),
+        (lambda: grpo_doctor.diagnose_log_history(
+            [{"step": i, "reward": i / 20} for i in range(1, 21)], run_config="x"), ConfigError),
+        (lambda: grpo_doctor.load_run(path, run=123), ConfigError),
+        (lambda: grpo_doctor.load_run(None), InputError),
+        (lambda: compare_runs([None, None]), ConfigError),
+        (lambda: Watcher(None), InputError),
+    ):
+        with pytest.raises(error):
+            call()

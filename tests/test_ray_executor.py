@@ -149,3 +149,16 @@ def test_without_ray_one_line_says_what_to_install(runs: Path, cli: CliRunner,
     assert (code, out) == (2, "")
     assert err == ("grpo-doctor: error: audit --executor ray needs Ray: pip install ray "
                    "(or the ray extra, from a clone: pip install '.[ray]')\n")
+
+
+def test_an_unreachable_cluster_address_is_refused_at_once():
+    """helper-73: Ray retried --ray-address 127.0.0.1:9 for over a minute, printing; a port
+    that accepts no connection is an error before Ray is asked."""
+    from grpo_doctor.errors import InputError
+    from grpo_doctor.ray_executor import _reachable
+
+    with pytest.raises(InputError, match=r"cannot reach the Ray cluster at 127\.0\.0\.1:9 "):
+        _reachable("127.0.0.1:9")
+    with pytest.raises(InputError):
+        _reachable("ray://127.0.0.1:9")
+    _reachable("auto")  # left to Ray

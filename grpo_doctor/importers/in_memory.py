@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from grpo_doctor.errors import FormatError, InputError
+from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.importers._records import log_history_records, records_frame
 from grpo_doctor.metrics import find_run_column
 from grpo_doctor.store import Run, build_run
@@ -40,6 +40,7 @@ def run_from_frame(
     arguments), read as evidence as a log's own config is."""
     if not isinstance(frame, pd.DataFrame):
         raise InputError(f"expected a pandas DataFrame, got {type(frame).__name__}")
+    _check_mappings(column_map, config)
     if frame.empty:
         raise FormatError(f"{name}: the DataFrame has no rows or no columns")
     run_col = find_run_column(str(c) for c in frame.columns)
@@ -68,6 +69,15 @@ def run_from_frame(
                      step_column=step_column, column_map=column_map, config=config)
 
 
+def _check_mappings(column_map: object, config: object) -> None:
+    """A ConfigError for a ``column_map`` or ``config`` that is no mapping (a list, a path)."""
+    for name, value, example in (("column_map", column_map, "{'reward_mean': 'my_reward'}"),
+                                 ("run_config", config, "trainer.args.to_dict()")):
+        if value is not None and not isinstance(value, Mapping):
+            raise ConfigError(f"{name} must be a mapping ({example}), got "
+                              f"{type(value).__name__}")
+
+
 def run_from_log_history(
     history: Sequence[Mapping[str, Any]],
     *,
@@ -81,6 +91,7 @@ def run_from_log_history(
     ``trainer.args.to_dict()``: the recipe checks read them as evidence."""
     if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
         raise InputError(f"expected a list of logged dicts, got {type(history).__name__}")
+    _check_mappings(column_map, config)
     records, summary, skipped = log_history_records(list(history))
     if not records:
         raise FormatError(f"{name}: the log history has no entry with a step")
