@@ -39,6 +39,7 @@ from grpo_doctor.rules.signals import (
     learning,
     nan_term_note,
     pinned_terms,
+    reweighted_note,
     scorer_gaps,
     task_solved,
     unfinished_warmup,
@@ -273,7 +274,15 @@ def _value_at(run: Run, metric: str | None, step: int) -> float:
 
 def diagnose(run: Run, config: DoctorConfig | None = None, *,
              with_first_alert: bool = True) -> Diagnosis:
-    """Every selected rule over ``run``; never raises for a rule that cannot run."""
+    """Every selected rule over ``run``; never raises for a rule that cannot run. ``run`` may
+    be a log's path too (read as ``load_run`` reads it), or a DataFrame (as ``diagnose_frame``
+    reads one)."""
+    run = _as_run(run)
+    if config is not None and not isinstance(config, DoctorConfig):
+        from grpo_doctor.errors import ConfigError
+
+        raise ConfigError(f"config must be a DoctorConfig (DoctorConfig(select=('kl_drift',)), "
+                          f"DoctorConfig.from_file(path)), got {type(config).__name__}")
     cfg = config or DoctorConfig()
     run = with_reward_roles(with_run_settings(run, cfg.run_config), cfg.reward_roles)
     checks = [check_rule(rule, run, cfg.params_for(rule), with_first_alert=with_first_alert)
@@ -285,6 +294,20 @@ def diagnose(run: Run, config: DoctorConfig | None = None, *,
                 + (f": the other {plural(n_other, 'check')} did not run" if n_other else ""))
         found = replace(found, notes=(said, *found.notes))
     return found
+
+
+def _as_run(run: object) -> Run:
+    """``run`` as a Run: a path read by ``load_run``, a DataFrame by ``run_from_frame``; an
+    InputError for anything else (``diagnose("run.csv")`` had raised AttributeError)."""
+    if isinstance(run, Run):
+        return run
+    if type(run).__name__ == "DataFrame":
+        from grpo_doctor.importers.in_memory import run_from_frame
+
+        return run_from_frame(run)  # type: ignore[arg-type]
+    from grpo_doctor.sources import load_run
+
+    return load_run(run)  # type: ignore[arg-type]  # checks what it is given
 
 
 def with_reward_roles(run: Run, given: Mapping[str, str]) -> Run:
@@ -382,7 +405,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     weighed = _format_weight_note(run, said)
     still = _still_term_note(run, checks, said)
     unscored = unscored_share(run)
-    holes = nan_term_note(run)
+    holes = nan_term_note(run) or reweighted_note(run)
     gaps = scorer_gaps(run)
     # Said where no finding's advice names it (no crash of the reward came of it).
     failed = (f"{gaps.words()}; retry or skip failed calls rather than score them"
@@ -490,17 +513,21 @@ def _short_of_max_steps(run: Run) -> str | None:
     None when the log says how it ended, or the config sets no step count."""
     from grpo_doctor.recipe import as_number, flat_config, lookup
 
-    if run.ending is not None or run.last_step is None or run.n_steps < 2:
-        return None
+    if run.ending is not None or run.last_step is None or run.n_steps < 2 or (
+            "train_runtime" in (run.summary or {})):
+        return None  # (the Trainer's closing summary: it ended, at a stop a callback asked)
     total = as_number(lookup(flat_config(run.config or {}), ("max_steps",))[0])
     if total is None or total <= 0 or not float(total).is_integer():
         return None
     every = float(np.median(np.diff(run.steps)))
     if run.last_step + every > total:
         return None
+    from grpo_doctor.root_cause import resume_words
+
     return (f"the log ends at step {step_text(run.last_step)} of the {int(total):,} steps its "
-            "config sets (max_steps): the run is still going, or it stopped early (its "
-            "console output says why)")
+            "config sets (max_steps), with no end of training in it: the run is still going, "
+            f"or it stopped (killed, or an error its console output shows); if it stopped, "
+            f"{resume_words(run)}")
 
 
 def _format_weight_note(run: Run, said: str) -> str | None:

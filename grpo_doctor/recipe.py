@@ -805,7 +805,7 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
     flat = _sync_in_force(_kl_in_force(flat_config(config)))
     lora = _is_lora(flat)
     groups = group_based(flat)
-    sequence = sequence_level(flat)
+    sequence = knobs.sequence_level(flat)
     readings = []
     for s in settings:
         if sequence is not None and s.id in _SEQUENCE_CLIP:
@@ -832,19 +832,6 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
 #: likelihoods, geometric per token, moves by a few parts in 10,000 per update, so the
 #: token-level 0.2 / 0.28 never clips it.
 _SEQUENCE_CLIP = {"epsilon": "3e-4", "epsilon_high": "4e-4"}
-
-
-def sequence_level(flat: Mapping[str, Any]) -> str | None:
-    """The setting that makes the importance ratio a sequence's (GSPO): TRL's
-    ``importance_sampling_level: sequence``, verl's ``policy_loss.loss_mode: gspo``, as
-    "KEY VALUE"; None for token-level ratios or a config that does not say."""
-    for key, value in flat.items():
-        last = key.rsplit(".", 1)[-1]
-        text = str(value).strip().lower()
-        if (last == "importance_sampling_level" and text in ("sequence", "sequence_token")) or (
-                last == "loss_mode" and text == "gspo"):
-            return f"{key} {value}"
-    return None
 
 
 def _sequence_clip(s: Setting, sequence: str) -> Setting:

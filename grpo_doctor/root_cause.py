@@ -1101,6 +1101,21 @@ def _save_interval(run: Run, last: int) -> tuple[list[int], str, int] | None:
     return saved, key, int(n)
 
 
+def resume_words(run: Run) -> str:
+    """Where a run that stopped after its last logged step goes on from: "resume from
+    checkpoint-100, the last it saved" (the checkpoints the log or its folder names, else its
+    config's saving schedule)."""
+    last = run.last_step if run.last_step is not None else 0
+    saved = [c for c in _saved_checkpoints(run) if c <= last]
+    every = None if saved else _save_interval(run, last)
+    if saved:
+        return f"resume from checkpoint-{saved[-1]}, the last it saved"
+    if every is not None and every[0]:
+        return (f"resume from checkpoint-{every[0][-1]} (the last one {every[1]} {every[2]} "
+                "saved)")
+    return "resume from the last checkpoint it saved"
+
+
 def stopped_cause(run: Run, checks_ran: int) -> RootCause | None:
     """The root cause of a run whose process stopped on an error after its last logged step
     (``Run.ending``), for a run no finding explains: the error to fix, then where to resume
@@ -1109,16 +1124,7 @@ def stopped_cause(run: Run, checks_ran: int) -> RootCause | None:
     ending = run.ending
     if ending is None or not ending.needs_fix or run.last_step is None:
         return None
-    last = run.last_step
-    saved = [c for c in _saved_checkpoints(run) if c <= last]
-    every = None if saved else _save_interval(run, last)
-    if saved:
-        resume = f"resume from checkpoint-{saved[-1]}, the last it saved"
-    elif every is not None and every[0]:
-        resume = (f"resume from checkpoint-{every[0][-1]} (the last one {every[1]} "
-                  f"{every[2]} saved)")
-    else:
-        resume = "resume from the last checkpoint it saved"
+    resume = resume_words(run)
     summary = f"the run stopped on an error after its last logged step: {ending.words()}"
     if checks_ran:
         summary += (f"; its training up to then showed no failure mode "
@@ -1131,7 +1137,7 @@ def stopped_cause(run: Run, checks_ran: int) -> RootCause | None:
                "num_generations, a shorter max completion length, or gradient checkpointing")
     else:
         fix = f"fix the error that stopped the run: {ending.words()}"
-    return RootCause(RUN_STOPPED, last, summary, f"{fix}; then {resume}")
+    return RootCause(RUN_STOPPED, run.last_step, summary, f"{fix}; then {resume}")
 
 
 def _saved_checkpoints(run: Run) -> list[int]:

@@ -37,6 +37,8 @@ SPARSE_RATIO = 64
 #: The config key a log's saved checkpoints (the steps of its ``checkpoint-N``) are kept under:
 #: what a roll-back can go back to.
 SAVED_CHECKPOINTS = "saved_checkpoints"
+#: The prefix of the values grpo-doctor's TRL callback logs into the run's own log.
+DOCTOR_PREFIX = "doctor/"
 #: Config keys an importer sets from a log's own words: the parameters the optimizer trains
 #: (Transformers' "Number of trainable parameters = N") and the model's size in parameters
 #: (from its name: "Qwen2.5-7B-Instruct"); together they tell an adapter from a full fine-tune.
@@ -494,6 +496,11 @@ def build_run(
     """
     raw = raw.copy(deep=False)
     raw.columns = [str(c) for c in raw.columns]
+    # The TRL callback's own doctor/* values, logged beside the run's: its verdicts, not the
+    # run's metrics (read back, they had added a dozen columns to every report, trial 59).
+    own = [c for c in raw.columns if c.startswith(DOCTOR_PREFIX)]
+    if own:
+        raw = raw.drop(columns=own)
     raw, duplicate_notes = resolve_duplicates(raw)
     note_list = list(notes) + duplicate_notes
 

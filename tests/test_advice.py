@@ -3234,6 +3234,25 @@ def test_a_sequence_level_ratio_judges_its_clip_against_gspos_range():
     assert verl.get("epsilon").verdict == "high"
 
 
+def test_gspos_own_clip_clips_many_tokens_and_that_is_no_instability():
+    """Trial 59: GSPO at its own clip (epsilon 3e-4, epsilon_high 4e-4) clipped a large share
+    of tokens by design; ratio_instability read it as bursts from step 2, "learning_rate 1e-4 ->
+    2.5e-6", and the plan told the GSPO run to switch to GSPO."""
+    run = load_runs(TRIAL / "trl_top_p_08_temp_07.csv")[0]
+    cfg = json.loads((TRIAL / "trl_top_p_08_temp_07.config.json").read_text())
+    clipped = run.frame.copy()
+    clipped["clip_fraction"] = 0.35 + 0.05 * np.sin(np.arange(len(clipped)))
+    gspo = {**cfg, "importance_sampling_level": "sequence", "epsilon": 3e-4,
+            "epsilon_high": 4e-4, "num_iterations": 2}
+    changed = replace(run, frame=clipped, _finite={}, _derived={})
+    d = diagnose(changed, DoctorConfig(recipe=TINY_RECIPE, run_config=gspo))
+    check = d.check("ratio_instability")
+    assert check.status.value == "skipped" and "large by construction" in check.summary
+    assert not any("GSPO" in p.action for p in d.plan), d.plan
+    token = diagnose(changed, DoctorConfig(recipe=TINY_RECIPE, run_config=cfg))
+    assert token.check("ratio_instability").fired  # the same clipping, token-level: read
+
+
 def test_a_held_out_score_that_stalled_while_training_went_on_is_the_prompt_pool():
     """Trial 58: 8 training prompts, the 92 others held out: training correctness 0.41 ->
     0.94, held-out correctness 0.50 -> 0.72 by step 100, then flat. It read HEALTHY: the

@@ -8,6 +8,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -250,9 +251,53 @@ def test_a_log_short_of_its_max_steps_says_so_when_it_says_nothing_of_how_it_end
     trial = Path(__file__).parent / "fixtures" / "trial"
     run = load_runs(trial / "trl_top_p_08_temp_07.csv")[0]
     config = {"max_steps": 200}
-    said = "the log ends at step 120 of the 200 steps its config sets (max_steps)"
+    said = "the log ends at step 120 of the 200 steps its config sets (max_steps), with no end"
     cut = replace(run.truncated(120), config=config)
     assert any(n.startswith(said) for n in diagnose(cut).notes)
     assert not any("(max_steps)" in n for n in diagnose(replace(run, config=config)).notes)
     ended = replace(cut, ending=Ending("error", "KeyError: 'answer'"))
     assert not any(n.startswith(said) for n in diagnose(ended).notes)
+
+
+def test_a_crash_then_a_resume_in_one_console_log_are_two_processes(tmp_path: Path) -> None:
+    """Trial 59: a KeyError at step 120, then a resume from checkpoint-100 appended to the
+    same console.log, had read as one run of 220 "steps" (log-line numbers), the resumed
+    steps shifted by 20."""
+    from grpo_doctor.importers import load_runs
+
+    first, second = _trl_console(120), _trl_console(100)
+    path = tmp_path / "console.log"
+    path.write_text(first + KEY_ERROR + second)
+    runs = load_runs(path)
+    assert [r.n_steps for r in runs] == [120, 100]
+    assert runs[0].ending is None and runs[1].ending is None  # the log went on after it
+
+
+def test_the_callbacks_own_values_are_not_read_back_as_metrics() -> None:
+    """Trial 59: a run logged with the TRL callback attached read its doctor/* values back as
+    a dozen metrics of the run."""
+    from grpo_doctor.importers.in_memory import run_from_log_history
+
+    history = [{"step": s, "loss": 0.1, "reward": s / 50, "doctor/kl_drift": 0.0,
+                "doctor/alerts": 0.0} for s in range(1, 51)]
+    run = run_from_log_history(history)
+    assert not any(c.startswith("doctor/") for c in run.frame.columns)
+    assert "doctor/alerts" not in run.unmapped
+
+
+def test_a_reward_whose_weights_changed_mid_run_says_so() -> None:
+    """Trial 59: resumed at step 101 with reward_weights [10, 0.5]: the reward jumped 1.3 ->
+    9.6, its terms unchanged, and nothing said why."""
+    from grpo_doctor.importers import load_runs
+    from grpo_doctor.rules.signals import reweighted_note
+
+    trial = Path(__file__).parent / "fixtures" / "trial"
+    run = load_runs(trial / "trl_top_p_08_temp_07.csv")[0]
+    assert reweighted_note(run) is None  # one set of weights throughout
+    frame = run.frame.copy()
+    c, f = frame["reward_component/correctness_reward"], frame["reward_component/format_reward"]
+    frame["reward_mean"] = np.where(frame.index > 100, 10 * c + 0.5 * f, c + f)
+    note = reweighted_note(replace(run, frame=frame, _finite={}, _derived={}))
+    assert note is not None and note.startswith(
+        "from step 101 the reward is 10 x correctness_reward + 0.5 x format_reward, where "
+        "before it was 1 x correctness_reward + 1 x format_reward")

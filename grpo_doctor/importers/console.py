@@ -785,6 +785,10 @@ def _printed_runs(segments: Sequence[Segment], log: ConsoleLog) -> list[_Printed
     """Metric dicts grouped into runs: the Trainer's closing ``train_runtime`` summary ends one
     (a script that trains twice, or an SFT phase before GRPO, prints two)."""
     runs = [_PrintedRun()]
+    # Where a process died: a traceback between two metric dicts ends the run the first
+    # belongs to, as a closing summary does (trial 59: a crash at step 120, then a resume from
+    # checkpoint-100 appended to the same log, had read as one run of 220 "steps").
+    died = [k for k, seg in enumerate(segments) if _TRACEBACK_LINE.search(seg.text)]
     for printed in _printed_dicts(segments):
         value = printed.value
         keys = [str(k) for k in value]
@@ -795,6 +799,9 @@ def _printed_runs(segments: Sequence[Segment], log: ConsoleLog) -> list[_Printed
             runs[-1].summary = dict(value)
             runs.append(_PrintedRun(start=printed.end + 1))
         elif _is_metric_dict(keys) and numeric_record(value):
+            last = runs[-1].dicts[-1].end if runs[-1].dicts else None
+            if last is not None and any(last < k < printed.index for k in died):
+                runs.append(_PrintedRun(start=last + 1))
             runs[-1].dicts.append(printed)
     return [r for r in runs if r.dicts]
 
@@ -1028,6 +1035,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     runs[-1].ending = _ending(text)
     return runs
 
+
+_TRACEBACK_LINE = re.compile(r"Traceback \(most recent call last\):")
 
 #: Lines scanned back from the end for the last metric line: a traceback is a few hundred.
 _ENDING_LINES = 3000

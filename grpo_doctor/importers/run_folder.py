@@ -383,7 +383,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     config: dict = {}
     apart: list[tuple[Copy, Run]] = []
     for copy, other in others:
-        ending = other.ending
+        ending, summary = other.ending, other.summary
         other = _on_steps_of(other, run)
         other_shape = f"{other.n_steps} x {int(other.frame.notna().any().sum())}"
         clash = _disagreement(run, other)
@@ -398,8 +398,10 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
             passed.append((copy.label, f"{_UNKNOWN} ({other_shape})"))
             continue
         passed.append((copy.label, f"{_COPY} ({other_shape})"))
-        # The process's console beside the logs it wrote says how it ended (a traceback).
+        # The process's console beside the logs it wrote says how it ended (a traceback, or
+        # the Trainer's closing summary).
         run.ending = run.ending or ending
+        run.summary = {**(summary or {}), **(run.summary or {})}
         never = _never_a_number(run, other)
         if never:
             notes.append(f"{', '.join(other.mapping.get(c, c) for c in never)} logged with no "

@@ -68,13 +68,13 @@ from grpo_doctor.config import Settings
 from grpo_doctor.findings import check_rank
 from grpo_doctor.metrics import ColumnMap
 from grpo_doctor.monitor import Alert, Monitor
-from grpo_doctor.store import Run
+from grpo_doctor.store import DOCTOR_PREFIX, Run
 
 if TYPE_CHECKING:
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
 #: Prefix of the values the callback logs; never read back as metrics.
-PREFIX = "doctor/"
+PREFIX = DOCTOR_PREFIX
 #: The value counting the problems the callback met (and survived); logged once there is one.
 ERRORS = f"{PREFIX}errors"
 

@@ -318,3 +318,16 @@ def sampling_cut(run: Run) -> tuple[str, float, Remedy | str] | None:
                 run, knob, fix, why="sample from the whole distribution, so a group shows "
                 "what the policy still gets wrong") or f"{name} {_num(value)} -> {fix}"
     return None
+
+
+def sequence_level(flat: Mapping[str, Any]) -> str | None:
+    """The setting that makes the importance ratio a sequence's (GSPO): TRL's
+    ``importance_sampling_level: sequence``, verl's ``policy_loss.loss_mode: gspo``, as
+    "KEY VALUE"; None for token-level ratios or a config that does not say."""
+    for key, value in flat.items():
+        last = key.rsplit(".", 1)[-1]
+        text = str(value).strip().lower()
+        if (last == "importance_sampling_level" and text in ("sequence", "sequence_token")) or (
+                last == "loss_mode" and text == "gspo"):
+            return f"{key} {value}"
+    return None

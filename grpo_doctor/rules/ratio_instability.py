@@ -153,8 +153,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if not logged:
         raise Skip("needs ratio_max/min, clip_fraction, is_ratio_max or mismatch_kl")
     capped = cispo_cap(run)
+    # A sequence's ratio clipped at GSPO's 1 +- 3e-4 clips a large share of tokens by design
+    # (trial 58's control at GSPO's own clip read "ratio instability", lr -> 2.5e-6, and
+    # "switch to GSPO"): the clip fraction says nothing of its pace there.
+    sequence = knobs.sequence_level(knobs.flatten(run.config) if run.config else {})
+    if (capped is not None or sequence) and logged == [Metric.CLIP_FRACTION.value]:
+        why = sequence or "loss_type cispo"
+        raise Skip(f"needs ratio_max/min, is_ratio_max or mismatch_kl: under {why} the clip "
+                   "fraction is large by construction")
     for metric, test, label in checks:
-        if capped is not None and metric == Metric.CLIP_FRACTION.value:
+        if (capped is not None or sequence) and metric == Metric.CLIP_FRACTION.value:
             continue  # clipped by construction: the engine's note names the setting
         hit = _excursion(run, metric, test, label, p)
         if hit:
@@ -189,7 +197,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     remedies = (
         "fewer PPO epochs / mini-batches per rollout batch",
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
-        "sequence-level ratios (GSPO) or tighter clipping (clip_ratio 0.2)",
+        None if sequence else "sequence-level ratios (GSPO) or tighter clipping (clip_ratio "
+        "0.2)",
         "train-inference mismatch: truncated/masked importance sampling, fp32 lm_head",
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,

@@ -80,9 +80,18 @@ def short_log(run: Run, p: Mapping[str, float]) -> Outcome | None:
     return _crashes_only(run, crashes) if crashes else None
 
 
+#: The least fall a crash is, as a share of the reward's magnitude (its largest absolute
+#: logged value): a reward pinned at its top by a near-greedy sampler has a range of a few
+#: hundredths, and 1.5 -> 1.47 had read as a crash of 60% of it (trial 59).
+CRASH_OF_MAGNITUDE = 0.1
+
+
 def _crashes(run: Run, p: Mapping[str, float], brief: list | None = None) -> list:
+    _, r = series(run, REWARD)
+    magnitude = float(np.max(np.abs(r))) if len(r) else 0.0
     return inc.crashes(run, REWARD, "reward", share=p["crash_share"],
-                       within=int(p["crash_points"]), brief=brief)
+                       within=int(p["crash_points"]), min_drop=CRASH_OF_MAGNITUDE * magnitude,
+                       brief=brief)
 
 
 @RULE.detects

@@ -1389,3 +1389,61 @@ def nan_term_note(run: Run) -> str | None:
                 "those steps trained on the other terms alone; check it on those steps' "
                 "completions")
     return None
+
+
+#: Logged points each side of a change of the reward's weights needs to fit them.
+_REWEIGHT_POINTS = 20
+#: Candidate split points tried at most (a long log's are spread over it), and rows read.
+_REWEIGHT_SPLITS = 200
+_REWEIGHT_ROWS = 4000
+
+
+def _weights_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """The terms' weights that best give the reward, and the fit's largest miss."""
+    w, *_ = np.linalg.lstsq(x, y, rcond=None)
+    return w, float(np.max(np.abs(x @ w - y))) if len(y) else 0.0
+
+
+def reweighted_note(run: Run) -> str | None:
+    """A note when the reward stopped being the same weighted sum of its logged terms at one
+    step: exactly one sum before, exactly another after (a run resumed with other
+    ``reward_weights``: trial 59's reward jumped 1.3 -> 9.6 at step 101, its terms unchanged,
+    and nothing said why). None when one set of weights gives it throughout, or the terms do
+    not give it at all (a reward with terms it does not log)."""
+    comps = components(run)
+    if not comps or Metric.REWARD_MEAN.value not in run.frame.columns:
+        return None
+    frame = run.frame[[Metric.REWARD_MEAN.value, *comps.values()]].dropna()
+    if len(frame) > _REWEIGHT_ROWS:  # a long log: every k-th row tells the same sums
+        frame = frame.iloc[::len(frame) // _REWEIGHT_ROWS + 1]
+    n = len(frame)
+    if n < 2 * _REWEIGHT_POINTS:
+        return None
+    y = frame[Metric.REWARD_MEAN.value].to_numpy(dtype=float)
+    x = frame[list(comps.values())].to_numpy(dtype=float)
+    scale = max(float(np.max(np.abs(y))), 1e-9)
+    tight = 0.01 * scale
+    if _weights_fit(x, y)[1] <= tight:
+        return None  # one set of weights throughout
+    every = max(1, (n - 2 * _REWEIGHT_POINTS) // _REWEIGHT_SPLITS)
+    best: tuple[float, int, np.ndarray, np.ndarray] | None = None
+    for at in range(_REWEIGHT_POINTS, n - _REWEIGHT_POINTS + 1, every):
+        w1, miss1 = _weights_fit(x[:at], y[:at])
+        w2, miss2 = _weights_fit(x[at:], y[at:])
+        if best is None or max(miss1, miss2) < best[0]:
+            best = (max(miss1, miss2), at, w1, w2)
+    if best is None or best[0] > tight:
+        return None
+    _, at, w1, w2 = best
+    if np.max(np.abs(w2 - w1)) < 0.1 * max(float(np.max(np.abs(w1))), 1e-9):
+        return None
+    names = list(comps)
+
+    def said(w: np.ndarray) -> str:
+        return " + ".join(f"{fmt(float(v))} x {n}" for v, n in zip(w, names))
+
+    step = int(frame.index[at])
+    return (f"from step {step_text(step)} the reward is {said(w2)}, where before it was "
+            f"{said(w1)}: its weights changed mid-run (a resume with other reward_weights?); "
+            "the reward before and after are on different scales, so read the terms, not "
+            "the reward, across that step")

@@ -1150,6 +1150,16 @@ def _crash(share: float, back: bool, n: int = 200) -> Run:
     return make_run(train__reward=r + ar1(151, n, 0.005))
 
 
+def overfit_crash_magnitude(nums, past):
+    """A reward pinned near 1.5 (a range of hundredths) whose fall is 80% of its range and
+    1.5x (or 0.5x) the table's share of its magnitude, back 20 points later."""
+    n = 200
+    drop = 1.5 * nums[2] / 100 * pick(past, 1.5, 0.5)
+    r = 1.5 - ramp(n, 0.0, drop, 150, 153) + ramp(n, 0.0, drop, 173, 176)
+    r[:100] -= drop / 4 * np.linspace(1, 0, 100)  # a range the fall is 80% of
+    return make_run(train__reward=r + ar1(151, n, drop / 400))
+
+
 def overfit_crash(nums, past):
     return _crash(nums[0] / 100 + pick(past, 0.1, -0.1), back=True)
 
@@ -1728,11 +1738,16 @@ THRESHOLDS: list[Threshold] = [
       r"gives back > (\d+)% of its gain \(the peak (\d+)%\+ of the log before its end\)",
       overfit_after, (param("giveback", 0.01), param("min_after", 0.01))),
     T("reward_overfit", "warning", "crash_share",
-      r"a crash \((\d+)% of its range within (\d+) points\) it came back from", overfit_crash,
-      (param("crash_share", 0.01), param("crash_points"))),
+      r"a crash \((\d+)% of its range within (\d+) points, and (\d+)% of its largest value\) "
+      r"it came back from", overfit_crash,
+      (param("crash_share", 0.01), param("crash_points"), None)),
     T("reward_overfit", "warning", "crash_points",
-      r"a crash \((\d+)% of its range within (\d+) points\) it came back from",
-      overfit_crash_points, (param("crash_share", 0.01), param("crash_points"))),
+      r"a crash \((\d+)% of its range within (\d+) points, and (\d+)% of its largest value\) "
+      r"it came back from",
+      overfit_crash_points, (param("crash_share", 0.01), param("crash_points"), None)),
+    T("reward_overfit", "warning", "crash_magnitude",
+      r"a crash \((\d+)% of its range within (\d+) points, and (\d+)% of its largest value\) "
+      r"it came back from", overfit_crash_magnitude),
     T("reward_overfit", "critical", "giveback", r"> (\d+)% given back", overfit_critical,
       (param("giveback_critical", 0.01),)),
     T("reward_overfit", "critical", "crash_never_back", r"a crash it never came back from",
