@@ -20,7 +20,9 @@ _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fun
 #: The exception line closing a traceback: a dotted class name, then its message.
 _EXCEPTION = re.compile(
     r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Timeout|"
-    r"Failure|Killed)\w*)(?::\s?(?P<message>.*))?$")
+    r"Failure|Killed)\w*(?:\((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*\))?)(?::\s?(?P<message>.*))?$")
+#: Terminal colour codes (Ray colours its workers' prefixes).
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: Ends a process without a traceback: the kernel's OOM killer as the shell reports it, a
 #: crash of native code, a collective that timed out.
 _FATAL = (
@@ -60,7 +62,7 @@ class Ending:
 
 
 def _clean(line: str) -> str:
-    return _PREFIX.sub("", line.rstrip())
+    return _PREFIX.sub("", _ANSI.sub("", line.rstrip()))
 
 
 def _where(frames: list[re.Match[str]]) -> str | None:

@@ -301,3 +301,25 @@ def test_a_reward_whose_weights_changed_mid_run_says_so() -> None:
     assert note is not None and note.startswith(
         "from step 101 the reward is 10 x correctness_reward + 0.5 x format_reward, where "
         "before it was 1 x correctness_reward + 1 x format_reward")
+
+
+def test_a_ray_task_error_in_a_verl_log_is_read_through_its_colours() -> None:
+    """verl's driver dies on a Ray task's error, printed under coloured worker prefixes: the
+    wrapped exception names the cause (out of memory here)."""
+    colour = "\x1b[2m\x1b[36m(main_task pid=4242)\x1b[0m "
+    text = "\n".join([
+        colour + "step:12 - actor/pg_loss:0.009 - critic/score/mean:0.650",
+        colour + "Traceback (most recent call last):",
+        colour + '  File "/opt/verl/verl/trainer/ppo/ray_trainer.py", line 900, in fit',
+        colour + "    batch = self.actor_rollout_wg.generate_sequences(batch)",
+        "Error executing job with overrides: []",
+        "Traceback (most recent call last):",
+        '  File "/opt/verl/verl/trainer/main_ppo.py", line 64, in main',
+        "    run_ppo(config)",
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=4242, "
+        "ip=10.0.0.1)",
+    ])
+    found = ending_in(text)
+    assert found is not None and found.error.startswith(
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task()")
+    assert found.where == "in main, main_ppo.py line 64"
