@@ -26,7 +26,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -139,15 +139,32 @@ def _read_files(inputs: Iterable[str | os.PathLike[str] | None]
     return out
 
 
+def _folders(inputs: Iterable[str | os.PathLike[str] | None]) -> list[str]:
+    """The folders among ``inputs``, resolved, each ending in the path separator."""
+    out = []
+    for path in inputs:
+        if path is None:
+            continue
+        try:
+            if os.path.isdir(path):
+                out.append(os.path.join(os.path.realpath(path), ""))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 def check_all(paths: Iterable[str | os.PathLike[str] | None], *, force: bool = False,
-              inputs: Iterable[str | os.PathLike[str] | None] = ()) -> list[Target]:
+              inputs: Iterable[str | os.PathLike[str] | None] = (),
+              reads: Callable[[Path], bool] | None = None) -> list[Target]:
     """Plan every target (None entries skipped) before any is written; a target named twice
     is an error too (the second write would replace the first), and so is one that is a file
     the command reads (``inputs``: ``-o run.csv --force`` on run.csv had replaced the log
     with its own report, through a link too)."""
     planned: list[Target] = []
     seen: dict[str, Path] = {}
+    inputs = list(inputs)
     read = _read_files(inputs)
+    folders = _folders(inputs) if reads is not None else []
     for path in paths:
         if path is None:
             continue
@@ -160,6 +177,15 @@ def check_all(paths: Iterable[str | os.PathLike[str] | None], *, force: bool = F
                         os.path.abspath(target.path) else f"{given}, which this command reads")
                 raise InputError(f"{target.path}: is {what}; not writing a report over it "
                                  "(name another file)")
+        if target.kind == "replace" and folders and reads is not None:
+            # A log inside a folder the command reads (``diagnose runA -o runA/train.log``):
+            # what it would read, lost to its report (helper-75).
+            real = os.path.realpath(target.real)
+            inside = next((f for f in folders if real.startswith(f)), None)
+            if inside is not None and reads(Path(real)):
+                raise InputError(f"{target.path}: is a log in {inside.rstrip(os.sep)}, which "
+                                 "this command reads; not writing a report over it (name "
+                                 "another file)")
         key = os.path.realpath(target.real) if target.kind in ("new", "replace") else \
             f"{target.kind}:{target.real}"
         if target.kind in ("new", "replace") and key in seen:

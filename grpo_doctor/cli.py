@@ -205,7 +205,18 @@ def _check_outputs(force: bool, *paths: Path | None,
     target is a file the command reads (``inputs``)."""
     from grpo_doctor.atomic import check_all
 
-    check_all(paths, force=force, inputs=inputs)
+    check_all(paths, force=force, inputs=inputs, reads=_read_as_log)
+
+
+def _read_as_log(path: Path) -> bool:
+    """Whether a file inside a folder a command reads is one of its logs (not a report)."""
+    from grpo_doctor.discovery import classify
+    from grpo_doctor.errors import GrpoDoctorError
+
+    try:
+        return classify(path) is not None
+    except GrpoDoctorError:
+        return True  # named like a log: not to be replaced either
 
 
 @app.command()

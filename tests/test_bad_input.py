@@ -516,7 +516,22 @@ def test_no_report_replaces_a_file_the_command_reads_even_with_force(capsys, tmp
         assert log.read_bytes() == example_path("kl-drift").read_bytes(), args
         assert ref.read_bytes() == example_path("healthy").read_bytes(), args
         assert toml.read_text() == "[map]\n", args
-    # A report beside the log is replaced as asked.
+    # A log inside a folder the command reads is one of its inputs too (helper-75).
+    folder = tmp_path / "runA"
+    folder.mkdir()
+    inside = folder / "train.csv"
+    inside.write_bytes(example_path("healthy").read_bytes())
+    for args in (["diagnose", str(folder)], ["audit", str(tmp_path), "-j", "1"]):
+        where = folder if args[0] == "diagnose" else tmp_path
+        assert_error(capsys, [*args, "-o", str(inside), "--force"],
+                     f"{inside}: is a log in {os.path.realpath(where)}, which this command "
+                     "reads; not writing a report over it (name another file)")
+        assert inside.read_bytes() == example_path("healthy").read_bytes(), args
+    # A report beside the log is replaced as asked, in the folder it reads too.
+    old_report = folder / "report.md"
+    old_report.write_text("old")
+    code, _, err = run_cli(capsys, "diagnose", str(folder), "-o", str(old_report), "--force")
+    assert code == 0 and err == "" and old_report.read_text() != "old"
     report = tmp_path / "report.md"
     report.write_text("old")
     code, _, err = run_cli(capsys, "diagnose", str(log), "-o", str(report), "--force")

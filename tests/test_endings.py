@@ -43,7 +43,8 @@ def _trl_console(rows: int | None = None) -> str:
     for _, row in frame.iterrows():
         logged = {key.removeprefix("train/"): float(value) for key, value in row.items()
                   if key != "train/global_step"}
-        lines.append(repr({"loss": 0.01, **logged, "epoch": 0.1}))
+        epoch = round(float(row["train/global_step"]) / 1000, 4)  # as the Trainer prints it
+        lines.append(repr({"loss": 0.01, **logged, "epoch": epoch}))
     return "\n".join(lines) + "\n"
 
 
@@ -270,7 +271,11 @@ def test_a_crash_then_a_resume_in_one_console_log_are_two_processes(tmp_path: Pa
     path.write_text(first + KEY_ERROR + second)
     runs = load_runs(path)
     assert [r.n_steps for r in runs] == [120, 100]
-    assert runs[0].ending is None and runs[1].ending is None  # the log went on after it
+    # The first process died on the error; the relaunch did not (helper-75: the first had
+    # read HEALTHY, the crash said nowhere).
+    assert runs[0].ending == Ending("error", "KeyError: 'answer'",
+                                    "in correctness_reward, rewards.py line 41")
+    assert runs[1].ending is None
 
 
 def test_the_callbacks_own_values_are_not_read_back_as_metrics() -> None:

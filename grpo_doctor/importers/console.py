@@ -128,6 +128,7 @@ class ConsoleLog:
     # Runs printed before this one in the same log (a script that trained twice); this is the
     # last, the one a live watch follows.
     earlier: list[ConsoleLog] = field(default_factory=list)
+    ending: Ending | None = None  # how an earlier run's process died (a later one followed)
 
 
 # --- text ---------------------------------------------------------------------------------------
@@ -775,19 +776,29 @@ class _PrintedRun:
     dicts: list[_Printed] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     start: int = 0  # the segment after the previous run's summary
+    ending: Ending | None = None  # the error its process died on, when a later run follows
 
     def is_rl(self) -> bool:
         keys = {str(k) for p in self.dicts for k in p.value}
         return bool(_RL_METRICS & set(map_columns(sorted(keys)).mapping))
 
 
+def _went_back(before: _Printed, after: _Printed) -> bool:
+    """Whether the Trainer's ``epoch`` went back between two printed dicts: a relaunch (from
+    an earlier checkpoint, or from the start), not a process that printed a caught
+    exception's traceback and went on (reward libraries print them mid-run)."""
+    a, b = to_number(before.value.get("epoch")), to_number(after.value.get("epoch"))
+    return a is not None and b is not None and b < a
+
+
 def _printed_runs(segments: Sequence[Segment], log: ConsoleLog) -> list[_PrintedRun]:
     """Metric dicts grouped into runs: the Trainer's closing ``train_runtime`` summary ends one
     (a script that trains twice, or an SFT phase before GRPO, prints two)."""
     runs = [_PrintedRun()]
-    # Where a process died: a traceback between two metric dicts ends the run the first
-    # belongs to, as a closing summary does (trial 59: a crash at step 120, then a resume from
-    # checkpoint-100 appended to the same log, had read as one run of 220 "steps").
+    # Where a process died: a traceback between two metric dicts, the epoch going back after
+    # it (a relaunch), ends the run the first belongs to, as a closing summary does (trial 59:
+    # a crash at step 120, then a resume from checkpoint-100 appended to the same log, had read
+    # as one run of 220 "steps").
     died = [k for k, seg in enumerate(segments) if _TRACEBACK_LINE.search(seg.text)]
     for printed in _printed_dicts(segments):
         value = printed.value
@@ -799,8 +810,12 @@ def _printed_runs(segments: Sequence[Segment], log: ConsoleLog) -> list[_Printed
             runs[-1].summary = dict(value)
             runs.append(_PrintedRun(start=printed.end + 1))
         elif _is_metric_dict(keys) and numeric_record(value):
-            last = runs[-1].dicts[-1].end if runs[-1].dicts else None
-            if last is not None and any(last < k < printed.index for k in died):
+            prev = runs[-1].dicts[-1] if runs[-1].dicts else None
+            last = prev.end if prev is not None else None
+            if prev is not None and last is not None and any(
+                    last < k < printed.index for k in died) and _went_back(prev, printed):
+                runs[-1].ending = ending_in("\n".join(
+                    seg.text for seg in segments[last + 1:printed.index]))
                 runs.append(_PrintedRun(start=last + 1))
             runs[-1].dicts.append(printed)
     return [r for r in runs if r.dicts]
@@ -809,7 +824,7 @@ def _printed_runs(segments: Sequence[Segment], log: ConsoleLog) -> list[_Printed
 def _run_log(segments: Sequence[Segment], run: _PrintedRun, config: dict[str, Any],
              source: str) -> ConsoleLog:
     log = ConsoleLog(kind="dict", config=dict(config),
-                     summary=numeric_record(run.summary))
+                     summary=numeric_record(run.summary), ending=run.ending)
     found = run.dicts
     steps, note = _dict_steps(segments, found, _logging_steps(config), run.summary, run.start)
     drop = ("step", "global_step", "train/global_step", "train/step", PROGRESS_KEY)
@@ -1032,6 +1047,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     else:
         runs = [log_to_run(part, path, "console", options, name=f"{path.stem}#{k}")
                 for k, part in enumerate(logs, 1)]
+        for run, part in zip(runs, logs):
+            run.ending = part.ending  # a crash a relaunch followed (the last: below)
     runs[-1].ending = _ending(text)
     return runs
 
