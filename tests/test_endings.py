@@ -328,3 +328,22 @@ def test_a_ray_task_error_in_a_verl_log_is_read_through_its_colours() -> None:
     assert found is not None and found.error.startswith(
         "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task()")
     assert found.where == "in main, main_ppo.py line 64"
+
+
+def test_a_folders_report_says_a_crash_its_console_shows_before_a_relaunch(tmp_path: Path
+                                                                            ) -> None:
+    """Trial 59: the folder's trainer state covers the crash and the resume as one run;
+    the console beside it holds both launches, the first dying on a KeyError: said."""
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoint-200").mkdir(parents=True)
+    (run_dir / "console.log").write_text(_trl_console(120) + KEY_ERROR + _trl_console(100))
+    frame = pd.read_csv(EXAMPLES / "healthy.csv").head(200)
+    history = [{"step": int(row["train/global_step"]), "loss": 0.01,
+                **{k.removeprefix("train/"): float(v) for k, v in row.items()
+                   if k != "train/global_step"}} for _, row in frame.iterrows()]
+    (run_dir / "checkpoint-200" / "trainer_state.json").write_text(json.dumps(
+        {"global_step": 200, "max_steps": 200, "log_history": history}))
+    d = api.diagnose_source(run_dir)[0].diagnosis
+    assert d.run.n_steps == 200 and d.status == "healthy"
+    assert any(n.startswith("console.log: launch 1 of 2 stopped on an error after 120 logged "
+                            "steps (KeyError: 'answer'") for n in d.notes), d.notes

@@ -334,6 +334,19 @@ _UNKNOWN = "holds no metric grpo-doctor knows"
 _EARLIER = "an earlier save of the same log_history"
 
 
+def _relaunch_note(label: str, runs: list[Run]) -> list[str]:
+    """What a log holding several launches says of those that died on an error before the
+    next (a console log of a crash, then a resume): the folder's richest log covers them as
+    one run and would not say it (trial 59)."""
+    out = []
+    for k, run in enumerate(runs[:-1], 1):
+        if run.ending is not None and run.ending.needs_fix:
+            out.append(f"{label}: launch {k} of {len(runs)} stopped on an error after "
+                       f"{run.n_steps:,} logged steps ({run.ending.words()}), and the run was "
+                       "launched again (resumed?)")
+    return out
+
+
 def _passed_note(passed: list[tuple[str, str]]) -> str:
     """One line naming every log passed over, grouped by why (``audit -v`` has each reason)."""
     copies = [f"{label} {why.removeprefix(_COPY).strip()}" for label, why in passed
@@ -353,6 +366,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
                           "run among at least two logs)")
     read: list[tuple[Copy, Run]] = []
     passed = list(found.passed_over)
+    relaunched: list[str] = []  # what a copy holding a crash and a relaunch says of it
     one = LoadOptions(column_map=options.column_map, step_column=options.step_column)
     for copy in found.copies:
         try:
@@ -364,6 +378,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         if len(runs) != 1:
             why = "holds no logged step" if not runs else f"holds {len(runs)} runs"
             passed.append((copy.label, why))
+            relaunched.extend(_relaunch_note(copy.label, runs))
             continue
         read.append((copy, runs[0]))
     if not read:
@@ -412,6 +427,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         config.update(other.config)
     passed.sort()
     notes.insert(1, _passed_note(passed))
+    notes.extend(relaunched)
     run.config = {**config, **run.config}
     run.name = path.resolve().name
     run.notes = [*notes, *run.notes]
