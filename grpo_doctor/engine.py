@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -272,12 +272,12 @@ def _value_at(run: Run, metric: str | None, step: int) -> float:
     return float(run.frame.at[step, metric])  # type: ignore[arg-type]
 
 
-def diagnose(run: Run, config: DoctorConfig | None = None, *,
-             with_first_alert: bool = True) -> Diagnosis:
+def diagnose(run: Run, /, config: DoctorConfig | None = None, *,
+             with_first_alert: bool = True, **load: Any) -> Diagnosis:
     """Every selected rule over ``run``; never raises for a rule that cannot run. ``run`` may
-    be a log's path too (read as ``load_run`` reads it), or a DataFrame (as ``diagnose_frame``
-    reads one)."""
-    run = _as_run(run)
+    be a log's path too, read as ``load_run`` reads it with ``load``'s options
+    (``diagnose("runs/", run="exp_b")``), or a DataFrame (as ``diagnose_frame`` reads one)."""
+    run = _as_run(run, load)
     if config is not None and not isinstance(config, DoctorConfig):
         from grpo_doctor.errors import ConfigError
 
@@ -296,18 +296,24 @@ def diagnose(run: Run, config: DoctorConfig | None = None, *,
     return found
 
 
-def _as_run(run: object) -> Run:
-    """``run`` as a Run: a path read by ``load_run``, a DataFrame by ``run_from_frame``; an
-    InputError for anything else (``diagnose("run.csv")`` had raised AttributeError)."""
-    if isinstance(run, Run):
+def _as_run(run: object, load: Mapping[str, Any]) -> Run:
+    """``run`` as a Run: a path read by ``load_run`` (with ``load``'s options), a DataFrame by
+    ``run_from_frame``; an InputError for anything else (``diagnose("run.csv")`` had raised
+    AttributeError)."""
+    if isinstance(run, Run) and not load:
         return run
+    if isinstance(run, Run):
+        from grpo_doctor.errors import ConfigError
+
+        raise ConfigError(f"{', '.join(sorted(load))}: options for reading a log, given with a "
+                          "Run already read")
     if type(run).__name__ == "DataFrame":
         from grpo_doctor.importers.in_memory import run_from_frame
 
-        return run_from_frame(run)  # type: ignore[arg-type]
+        return run_from_frame(run, **load)  # type: ignore[arg-type]
     from grpo_doctor.sources import load_run
 
-    return load_run(run)  # type: ignore[arg-type]  # checks what it is given
+    return load_run(run, **load)  # type: ignore[arg-type]  # checks what it is given
 
 
 def with_reward_roles(run: Run, given: Mapping[str, str]) -> Run:

@@ -213,6 +213,8 @@ def test_the_library_refuses_odd_arguments_with_its_own_errors(tmp_path):
     assert grpo_doctor.diagnose(str(path)).status == "critical"
     assert grpo_doctor.diagnose(frame).status == "critical"
     assert grpo_doctor.load_run(os.fsencode(path)).n_steps == 800
+    # A log of several runs, one picked as load_run picks it (helper-75: a TypeError).
+    assert grpo_doctor.diagnose(_three_runs(tmp_path), run="b").run.name == "b"
     for call, error in (
         (lambda: grpo_doctor.diagnose(None), InputError),
         (lambda: grpo_doctor.diagnose(grpo_doctor.load_run(path), "kl_drift"), ConfigError),
@@ -223,6 +225,7 @@ def test_the_library_refuses_odd_arguments_with_its_own_errors(tmp_path):
         (lambda: grpo_doctor.load_run(path, run=123), ConfigError),
         (lambda: grpo_doctor.load_run(None), InputError),
         (lambda: compare_runs([None, None]), ConfigError),
+        (lambda: grpo_doctor.diagnose(grpo_doctor.load_run(path), run="b"), ConfigError),
         (lambda: Watcher(None), InputError),
     ):
         with pytest.raises(error):
