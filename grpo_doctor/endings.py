@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 #: A traceback's opening line (Python's, and Ray's worker tracebacks, which print the same).
-_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 #: The exception line closing a traceback: a dotted class name, then its message.
 _EXCEPTION = re.compile(
@@ -82,7 +82,7 @@ def _where(frames: list[re.Match[str]]) -> str | None:
 
 def _traceback_ending(lines: list[str]) -> Ending | None:
     """The last traceback's exception and frame (after chained ones: the last is raised)."""
-    start = max((k for k, line in enumerate(lines) if _TRACEBACK.search(line)), default=None)
+    start = max((k for k, line in enumerate(lines) if TRACEBACK.search(line)), default=None)
     if start is None:
         return None
     frames: list[re.Match[str]] = []

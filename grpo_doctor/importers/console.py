@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from grpo_doctor.endings import Ending, ending_in
+from grpo_doctor.endings import TRACEBACK, Ending, ending_in
 from grpo_doctor.errors import FormatError
 from grpo_doctor.importers._common import (
     HEAD_BYTES,
@@ -799,7 +799,7 @@ def _printed_runs(segments: Sequence[Segment], log: ConsoleLog) -> list[_Printed
     # it (a relaunch), ends the run the first belongs to, as a closing summary does (trial 59:
     # a crash at step 120, then a resume from checkpoint-100 appended to the same log, had read
     # as one run of 220 "steps").
-    died = [k for k, seg in enumerate(segments) if _TRACEBACK_LINE.search(seg.text)]
+    died = [k for k, seg in enumerate(segments) if TRACEBACK.search(seg.text)]
     for printed in _printed_dicts(segments):
         value = printed.value
         keys = [str(k) for k in value]
@@ -812,8 +812,10 @@ def _printed_runs(segments: Sequence[Segment], log: ConsoleLog) -> list[_Printed
         elif _is_metric_dict(keys) and numeric_record(value):
             prev = runs[-1].dicts[-1] if runs[-1].dicts else None
             last = prev.end if prev is not None else None
-            if prev is not None and last is not None and any(
-                    last < k < printed.index for k in died) and _went_back(prev, printed):
+            # (The epoch first: it goes back at a relaunch only, where a run may print many
+            # caught tracebacks.)
+            if prev is not None and last is not None and _went_back(prev, printed) and any(
+                    last < k < printed.index for k in died):
                 runs[-1].ending = ending_in("\n".join(
                     seg.text for seg in segments[last + 1:printed.index]))
                 runs.append(_PrintedRun(start=last + 1))
@@ -1052,8 +1054,6 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     runs[-1].ending = _ending(text)
     return runs
 
-
-_TRACEBACK_LINE = re.compile(r"Traceback \(most recent call last\):")
 
 #: Lines scanned back from the end for the last metric line: a traceback is a few hundred.
 _ENDING_LINES = 3000

@@ -286,10 +286,6 @@ def heldout_task_score(run: Run) -> tuple[np.ndarray, np.ndarray]:
     return steps[:0], held[:0]
 
 
-#: The share of a held-out score's points at the end over which it stalled, for a plateau.
-_PLATEAU_SHARE = 0.5
-
-
 def _heldout_plateau(held: np.ndarray, train: tuple[np.ndarray, np.ndarray],
                      held_steps: np.ndarray) -> bool:
     """The held-out score gained nothing over its last half (under half of ``HELDOUT_GAIN``)
@@ -1037,8 +1033,8 @@ _POLICY_STILL = 0.15
 
 
 #: The share of a drop within which a term's values after it count as held near its end
-#: level when they are not exactly one value, and the share of those values that may stray
-#: past it (never back above half the drop).
+#: level when they are not exactly one value; and, for a level shift (``_level_shift``), the
+#: share of its window medians that may stray back above a third of the drop.
 _NEAR_DROP = 0.2
 _STRAYS = 0.1
 
@@ -1054,15 +1050,8 @@ def _trailing_holds(v: np.ndarray) -> list[tuple[int, float, bool]]:
     held = n - int(np.flatnonzero(off)[-1]) - 1 if off.any() else n
     level = float(np.median(v[-_SCORER_WINDOW:]))
     far = np.abs(v - level) > _NEAR_DROP * float(np.ptp(v))
-    # The longest stretch to the end that starts near the level and strays from it on few
-    # points: a policy scoring about 1 in 5 of a new kind of prompt, 32 completions a step,
-    # strays past a fifth of the range now and then (trial 58: prompts in file order, a
-    # harder task served from step 101, correctness 0.83 -> about 0.22).
-    strays = np.cumsum(far[::-1])[::-1]  # far points from each index to the end
-    length = n - np.arange(n)
-    near = (~far) & (strays <= _STRAYS * length)
-    near_held = n - int(np.flatnonzero(near)[0]) if near.any() else 0
-    return [(held, end, True), (near_held, level, False)]
+    return [(held, end, True),
+            ((n - int(np.flatnonzero(far)[-1]) - 1 if far.any() else n), level, False)]
 
 
 def _level_shift(run: Run, name: str, v: np.ndarray, steps: np.ndarray
