@@ -69,7 +69,9 @@ from grpo_doctor.errors import ConfigError, GrpoDoctorError, InputError
 from grpo_doctor.files import as_path, is_remote
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.hints import require_metrics
+from grpo_doctor.importers._common import launches_run_name
 from grpo_doctor.reporters.json_report import to_json_obj
+from grpo_doctor.resumed import Span, chains, identity, span_of, with_resumed
 from grpo_doctor.sources import load_runs
 from grpo_doctor.store import Run
 
@@ -80,6 +82,8 @@ __all__ = [
 ]
 
 _FORMATS_LIST = re.compile(r"; formats: [^)]*")
+#: A record's launch span, for finding a resumed run's launches (popped before the report).
+_LAUNCH = "_launch"
 #: Where the sources are diagnosed: this machine's processes, or Ray tasks.
 EXECUTORS = ("local", "ray")
 
@@ -141,7 +145,8 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
                             "not recognised as a training log"}
                 fmt = imp.name
             try:
-                runs = load_runs(where, format=fmt, column_map=column_map)
+                runs = (_launches_joined(src, column_map) if src.launches else
+                        load_runs(where, format=fmt, column_map=column_map))
             except GrpoDoctorError as exc:
                 # A README, notes: text that holds no training log; or a .log of text whose
                 # timestamps hold a comma ("11:11:39,323", wandb's debug.log), read as a table
@@ -155,12 +160,85 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
                 require_metrics(run)
             return {"runs": [{**to_json_obj(diagnose(run, cfg)),
                               "context": run_context(run, where),
-                              VALUES_DIGEST: values_digest(run)} for run in runs],
+                              VALUES_DIGEST: values_digest(run),
+                              _LAUNCH: _launch(run)} for run in runs],
                     "passed_over": [[p, why] for run in runs for p, why in run.passed_over]}
     except GrpoDoctorError as exc:
         return {"error": _one_line(exc)}
     except Exception as exc:
         return {"error": f"internal error: {type(exc).__name__}: {_one_line(exc)}"}
+
+
+def _launch(run: Run) -> dict[str, Any] | None:
+    """What :mod:`grpo_doctor.resumed` needs to tell a run's launches apart from other runs
+    (read back in the parent, where the frames are not)."""
+    span = span_of(run)
+    if span is None:
+        return None
+    return {"first": span.first, "last": span.last, "gap": span.gap, "identity": identity(run)}
+
+
+def _launches_joined(src: Source, column_map: Mapping[str, str]) -> list[Run]:
+    """The launches of one resumed run (``src.launches``, each read alone first) as one run."""
+    runs = [run for path in src.launches
+            for run in load_runs(path, format=src.format, column_map=column_map)]
+    parent = Path(src.path)
+    joined = with_resumed(runs, [Path(p).name for p in src.launches],
+                          "event folders" if src.format == "tensorboard" else "run folders",
+                          launches_run_name(parent), str(parent))
+    if len(joined) != 1:
+        raise InputError(f"{src.path}: its launches are not one run")
+    return joined
+
+
+def _resumed_sources(sources: list[Source], results: list[dict[str, Any]]
+                     ) -> list[tuple[Source, list[int]]]:
+    """Sources that are launches of one run (sibling folders of one format, each one run,
+    the later going on from the earlier's steps: a run resumed from a checkpoint), as the one
+    source to read them from and the indices of the sources it replaces."""
+    by_parent: dict[tuple[str, str], list[int]] = {}
+    for i, (src, result) in enumerate(zip(sources, results)):
+        records = result.get("runs", [])
+        if (len(records) != 1 or src.format is None or not records[0].get(_LAUNCH)
+                or is_uri(src.path) or is_remote(src.path)):
+            continue
+        by_parent.setdefault((os.path.dirname(src.path), src.format), []).append(i)
+    out = []
+    for (parent, fmt), members in by_parent.items():
+        if len(members) < 2:
+            continue
+        launches = [results[i]["runs"][0][_LAUNCH] for i in members]
+        spans = [Span(int(x["first"]), int(x["last"]), float(x["gap"])) for x in launches]
+        names = [Path(sources[i].path).name for i in members]
+        for chain in chains(names, spans, [x["identity"] for x in launches]):
+            if len(chain) < 2:
+                continue
+            picked = [members[k] for k in chain]
+            key = sources[picked[0]].key.rpartition("/")[0] or Path(parent).resolve().name
+            out.append((Source(parent, key, format=fmt,
+                               launches=tuple(sources[i].path for i in picked)), picked))
+    return out
+
+
+def _with_launches_joined(sources: list[Source], results: list[dict[str, Any]],
+                          run: Any) -> tuple[list[Source], list[dict[str, Any]]]:
+    """``sources`` and their results with each resumed run's launches read again as one
+    source (``run`` reads sources: :func:`_run_all`); where that fails, the launches stay
+    rows of their own."""
+    resumed = _resumed_sources(sources, results)
+    if not resumed:
+        return sources, results
+    again = run([src for src, _ in resumed])
+    replaced: set[int] = set()
+    extra_sources, extra_results = [], []
+    for (src, picked), result in zip(resumed, again):
+        if len(result.get("runs", [])) == 1:
+            replaced.update(picked)
+            extra_sources.append(src)
+            extra_results.append(result)
+    kept = [i for i in range(len(sources)) if i not in replaced]
+    return ([sources[i] for i in kept] + extra_sources,
+            [results[i] for i in kept] + extra_results)
 
 
 def _run_all(sources: list[Source], column_map: dict[str, str], cfg: DoctorConfig,
@@ -286,13 +364,18 @@ def audit(
     passed = [p for p in passed if in_shard(p.source, shard)]
     results = (_run_all(sources, column_map, cfg, jobs, progress, executor, ray_address)
                if sources else [])
+    sources, results = _with_launches_joined(
+        sources, results,
+        lambda more: _run_all(more, column_map, cfg, jobs, None, executor, ray_address))
     found: list[tuple[str, dict[str, Any]]] = []
     for src, result in zip(sources, results):
         if "error" in result:
             errors.append(AuditError(src.key, result["error"]))
         if "skip" in result:
             passed.append(PassedOver(src.key, str(result["skip"])))
-        found += [(src.key, record) for record in result.get("runs", [])]
+        for record in result.get("runs", []):
+            record.pop(_LAUNCH, None)
+            found.append((src.key, record))
         passed += [PassedOver(_inside(src, p), why) for p, why in result.get("passed_over", [])]
     found = listed_once(found, passed, keep_digest=shard is not None)
     if not found and shard is None and all(e.missing for e in errors):

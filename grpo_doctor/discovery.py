@@ -58,6 +58,9 @@ class Source:
     key: str  # relative to the audited root (posix), or the URI: what a baseline stores
     explicit: bool = False  # named on the command line: never passed over silently
     format: str | None = None  # the importer that owns a folder source
+    # The folders of one run's launches (resumed from a checkpoint), read as one run from
+    # ``path``, the folder holding them (:mod:`grpo_doctor.resumed`).
+    launches: tuple[str, ...] = ()
 
 
 def is_uri(text: str) -> bool:

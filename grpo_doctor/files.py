@@ -218,6 +218,14 @@ def _key(st: os.stat_result) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
 
 
+def is_link(entry: os.DirEntry[str]) -> bool:
+    """Whether a folder entry is a symbolic link (an entry that vanished is not)."""
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
 def walk(root: str | os.PathLike[str], *, max_depth: int | None = None,
          follow_links: bool = False,
          on_error: Callable[[Path, OSError], None] | None = None,
@@ -265,15 +273,17 @@ def walk(root: str | os.PathLike[str], *, max_depth: int | None = None,
             if on_too_deep is not None:
                 on_too_deep(folder)
             continue
-        below = []
-        for entry in dirs:  # in name order: of two ways to one folder, the first is kept
+        kept: set[str] = set()
+        # Of two ways to one folder, the folder itself is kept (wandb's ``latest-run`` link is
+        # not the run's name), else the first in name order.
+        for entry in sorted(dirs, key=is_link):
             try:
                 key = _key(entry.stat(follow_symlinks=True))
             except OSError:
                 continue
             if key not in seen:
                 seen.add(key)
-                below.append((entry_path(entry), depth + 1))
+                kept.add(entry.name)
             elif on_repeat is not None:
                 on_repeat(entry)
-        stack.extend(reversed(below))
+        stack.extend(reversed([(entry_path(e), depth + 1) for e in dirs if e.name in kept]))

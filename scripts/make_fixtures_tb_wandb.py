@@ -26,7 +26,14 @@ logged NaN at step 150, ``train/frac_reward_zero_std``, ``train/completions/mean
   ``config.update`` after init and an explicit summary value;
 - ``wandb/wandb/offline-run-20250101_010000-grpofix2/``: a short Hugging Face-style run (20
   global steps, ``define_metric("*", step_metric="train/global_step")``, eval logged in its own
-  call) for the step-metric and several-runs cases.
+  call) for the step-metric and several-runs cases;
+- ``wandb_resumed/wandb/``: one run in two launches, as a Trainer resumed from a checkpoint
+  leaves it: ``offline-run-20250102_000000-grpores1`` logs global steps 1-60 (its steps 51-60
+  shifted by +1), then ``offline-run-20250102_001000-grpores2`` steps 51-100 from the step-50
+  checkpoint, both with the config's ``output_dir``; beside them the
+  ``offline-run-20250102_002000-grpoother`` of another run (steps 1-100, its own output_dir)
+  and a ``latest-run`` link to the resumed launch, as wandb leaves one
+  (``python scripts/make_fixtures_tb_wandb.py resumed`` writes only these).
 
 File names and wall times are fixed (the writers' own names hold the host and time) and only
 the ``.wandb`` log of each W&B run is kept (no debug logs, no host metadata). Regenerate with
@@ -228,6 +235,49 @@ def write_wandb(data: dict[str, np.ndarray]) -> None:
         _keep_log(Path(tmp) / "wandb", "grpofix2", target / "offline-run-20250101_010000-grpofix2")
 
 
+def write_wandb_resumed() -> None:
+    os.environ.setdefault("WANDB_SILENT", "true")
+    os.environ["WANDB_MODE"] = "offline"
+    import wandb
+
+    settings = wandb.Settings(
+        x_disable_stats=True, x_disable_meta=True, x_disable_machine_info=True,
+        disable_git=True, disable_code=True, save_code=False,
+    )
+    target = FIXTURES / "wandb_resumed" / "wandb"
+    if target.parent.exists():
+        shutil.rmtree(target.parent)
+
+    def reward(step: int) -> float:
+        return float(np.float32(0.2 + 0.6 * (1 - np.exp(-step / 30))))
+
+    launches = [("grpores1", "grpo-resumed", "out/grpo-resumed", range(1, 61), 50),
+                ("grpores2", "grpo-resumed", "out/grpo-resumed", range(51, 101), None),
+                ("grpoother", "grpo-other", "out/grpo-other", range(1, 101), None)]
+    with tempfile.TemporaryDirectory() as tmp:
+        for run_id, name, output_dir, steps, shifted_after in launches:
+            run = wandb.init(
+                mode="offline", dir=tmp, project="grpo-doctor-fixtures", name=name, id=run_id,
+                config={"learning_rate": 1e-6, "beta": 0.0, "output_dir": output_dir,
+                        "run_name": name, "max_steps": 100}, settings=settings,
+            )
+            run.define_metric("train/global_step")
+            run.define_metric("*", step_metric="train/global_step", step_sync=True)
+            for gs in steps:
+                value = reward(gs) + (1.0 if shifted_after and gs > shifted_after else 0.0)
+                run.log({"train/reward": value,
+                         "train/entropy": float(np.float32(0.9 - 0.002 * gs)),
+                         "train/learning_rate": float(np.float32(1e-6 * (1 - gs / 100))),
+                         "train/global_step": gs})
+            run.finish()
+        wandb.teardown()
+        stamps = {"grpores1": "20250102_000000", "grpores2": "20250102_001000",
+                  "grpoother": "20250102_002000"}
+        for run_id, stamp in stamps.items():
+            _keep_log(Path(tmp) / "wandb", run_id, target / f"offline-run-{stamp}-{run_id}")
+    (target / "latest-run").symlink_to("offline-run-20250102_001000-grpores2")
+
+
 def _keep_log(wandb_dir: Path, run_id: str, dest: Path) -> None:
     (src,) = [p for p in wandb_dir.glob(f"*-{run_id}") if p.is_dir() and not p.is_symlink()]
     dest.mkdir(parents=True, exist_ok=True)
@@ -265,4 +315,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:] == ["resumed"]:
+        write_wandb_resumed()
+    else:
+        main()
+        write_wandb_resumed()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
-from grpo_doctor.files import check_input, entry_path, read_bytes, scandir
+from grpo_doctor.files import check_input, entry_path, is_link, read_bytes, scandir
 
 #: How many leading bytes a sniffer sees.
 HEAD_BYTES = 64 * 1024
@@ -58,6 +58,14 @@ def folder_run_name(folder: Path) -> str:
     if generic_name(folder.name) and folder.parent.name:
         return folder.parent.name
     return folder.name
+
+
+def launches_run_name(parent: Path) -> str:
+    """The run whose launches sit side by side in ``parent``: the Trainer's output folder
+    for its ``runs/`` (TensorBoard) or ``wandb/`` folder, else the folder's own name."""
+    unnamed = generic_name(parent.name) or parent.name in ("runs", "wandb")
+    return parent.parent.name if unnamed and parent.parent.name else (
+        folder_run_name(parent) or parent.name)
 
 
 #: The folder a Hugging Face Trainer saves at step N: its state, settings and weights.
@@ -354,7 +362,8 @@ def walk_files(root: Path, max_depth: int, max_entries: int | None = None) -> It
             entries = sorted(scandir(folder), key=lambda d: d.name)
         except OSError:
             continue
-        for entry in entries:
+        # Of two ways to one folder, the folder itself is kept (wandb's ``latest-run`` link).
+        for entry in sorted(entries, key=is_link):
             seen += 1
             if max_entries is not None and seen > max_entries:
                 return

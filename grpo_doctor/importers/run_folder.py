@@ -36,6 +36,7 @@ from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.console import LOG_LINE_STEPS
 from grpo_doctor.importers.tracker_store import unreadable_sqlite
 from grpo_doctor.importers.trainer_state import STATE_FILE
+from grpo_doctor.resumed import relaunch_notes
 from grpo_doctor.store import Run
 from grpo_doctor.text import agree, plural
 
@@ -334,19 +335,6 @@ _UNKNOWN = "holds no metric grpo-doctor knows"
 _EARLIER = "an earlier save of the same log_history"
 
 
-def _relaunch_note(label: str, runs: list[Run]) -> list[str]:
-    """What a log holding several launches says of those that died on an error before the
-    next (a console log of a crash, then a resume): the folder's richest log covers them as
-    one run and would not say it (trial 59)."""
-    out = []
-    for k, run in enumerate(runs[:-1], 1):
-        if run.ending is not None and run.ending.needs_fix:
-            out.append(f"{label}: launch {k} of {len(runs)} stopped on an error after "
-                       f"{run.n_steps:,} logged steps ({run.ending.words()}), and the run was "
-                       "launched again (resumed?)")
-    return out
-
-
 def _passed_note(passed: list[tuple[str, str]]) -> str:
     """One line naming every log passed over, grouped by why (``audit -v`` has each reason)."""
     copies = [f"{label} {why.removeprefix(_COPY).strip()}" for label, why in passed
@@ -378,7 +366,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         if len(runs) != 1:
             why = "holds no logged step" if not runs else f"holds {len(runs)} runs"
             passed.append((copy.label, why))
-            relaunched.extend(_relaunch_note(copy.label, runs))
+            relaunched.extend(relaunch_notes(copy.label, runs))
             continue
         read.append((copy, runs[0]))
     if not read:

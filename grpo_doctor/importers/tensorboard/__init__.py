@@ -59,6 +59,7 @@ from grpo_doctor.importers._bytes import Buffer
 from grpo_doctor.importers._common import (
     folder_run_name,
     generic_name,
+    launches_run_name,
     truncation_note,
     walk_files,
 )
@@ -84,6 +85,7 @@ from grpo_doctor.importers.tensorboard.framing import (
     masked_crc32c,
 )
 from grpo_doctor.live_store import Rows
+from grpo_doctor.resumed import with_resumed
 from grpo_doctor.store import Run, build_run, check_table_size
 from grpo_doctor.text import plural
 
@@ -595,36 +597,14 @@ def _resumed_runs(parent: Path, entries: list[tuple[str, list[Path], str]],
                   ) -> list[Run]:
     """The runs of sibling event folders, the folders of one run resumed joined: the Trainer
     writes each launch under ``runs/<date>_<host>``, so a run resumed from checkpoint-100 is a
-    folder of steps 1-100 beside one of steps 101-200 (trial 58: refused as "holds 2 runs").
-    A folder whose steps go on from after the previous one's first step, within two logging
-    intervals of its last, is that run resumed; one starting over at step 1 is another run.
-    Each folder is read once; a resumed run's folders are read again together."""
+    folder of steps 1-100 beside one of steps 101-200 (trial 58: refused as "holds 2 runs");
+    :mod:`grpo_doctor.resumed` says which folders are launches of one run."""
     loaded = [(entry, _load_run(*entry, options, read)) for entry in entries]
     runs = [run for _, found in loaded for run in found]
-    spans = []
-    for entry, found in loaded:
-        if len(found) != 1 or not found[0].n_steps:
-            return runs
-        steps = found[0].steps
-        gap = float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0
-        spans.append((int(steps[0]), int(steps[-1]), gap, entry))
-    spans.sort(key=lambda x: x[0])
-    if not all(b[0] > a[0] and b[0] <= a[1] + 2 * a[2] for a, b in zip(spans, spans[1:])):
+    if any(len(found) != 1 for _, found in loaded):
         return runs
-    # The Trainer's ``<output_dir>/runs/<date>_<host>``: the run is the output folder.
-    unnamed = generic_name(parent.name) or parent.name == "runs"
-    name = parent.parent.name if unnamed and parent.parent.name else (
-        folder_run_name(parent) or parent.name)
-    joined = _load_run(name, [f for *_, entry in spans for f in entry[1]], str(parent),
-                       options, read)
-    if len(joined) != 1:
-        return runs
-    said = "; ".join(f"{Path(entry[2]).name}: steps {first}-{last}"
-                     for first, last, _, entry in spans)
-    run = joined[0]
-    run.notes = [f"one run resumed {plural(len(spans) - 1, 'time')}: {len(spans)} event folders "
-                 f"read as one ({said})", *run.notes]
-    return [run]
+    return with_resumed(runs, [Path(entry[2]).name for entry, _ in loaded], "event folders",
+                        launches_run_name(parent), str(parent))
 
 
 def _load(path: Path, options: LoadOptions,

@@ -36,7 +36,7 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers._bytes import Buffer
-from grpo_doctor.importers._common import has_magic, read_yaml, walk_files
+from grpo_doctor.importers._common import has_magic, launches_run_name, read_yaml, walk_files
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.importers.incremental import (
     FileIdentity,
@@ -67,6 +67,7 @@ from grpo_doctor.importers.wandb_offline.records import (
     _unwrap,
 )
 from grpo_doctor.live_store import Rows
+from grpo_doctor.resumed import with_resumed
 from grpo_doctor.store import Run, build_run, check_table_size
 from grpo_doctor.text import agree, plural
 
@@ -385,7 +386,22 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         if errors:
             raise errors[0]
         raise FormatError(f"{path}: no W&B run with logged history")
-    return runs
+    return runs if options.run is not None else _resumed(runs)
+
+
+def _resumed(runs: list[Run]) -> list[Run]:
+    """The run folders of one run resumed joined: a Trainer resumed from a checkpoint starts a
+    new offline run beside the first (``wandb/offline-run-<time>-<id>``), its steps going on
+    from the checkpoint (trial 59: "holds 2 runs", and audit's second half read "no progress");
+    :mod:`grpo_doctor.resumed` says which folders are launches of one run."""
+    by_parent: dict[Path, list[Run]] = {}
+    for run in runs:
+        by_parent.setdefault(Path(run.source).parent, []).append(run)
+    out: list[Run] = []
+    for parent, siblings in by_parent.items():
+        out += with_resumed(siblings, [Path(r.source).name for r in siblings], "W&B runs",
+                            launches_run_name(parent), str(parent))
+    return out
 
 
 # --- a growing run, read record by record from where the last read stopped (``watch``) ----------

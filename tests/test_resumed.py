@@ -1,0 +1,160 @@
+"""A run's launches (resumed from a checkpoint) read as the one run they are: the chain rule,
+the join, the W&B importer, and ``audit`` (which reads each folder as a source of its own).
+
+The W&B fixture was written by the real ``wandb`` package (scripts/make_fixtures_tb_wandb.py);
+the TensorBoard folders by TensorBoard's own writer (``tests.importers.test_tensorboard``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grpo_doctor import audit as auditing
+from grpo_doctor.endings import Ending
+from grpo_doctor.importers import load_run, load_runs
+from grpo_doctor.resumed import Span, chains, joined, with_resumed
+from grpo_doctor.store import Run
+from tests.importers.test_tensorboard import _scalars
+
+FIX = Path(__file__).parent / "fixtures" / "wandb_resumed"
+
+
+def _run(steps: range | list[int], value: float, *, name: str = "r",
+         config: dict | None = None, ending: Ending | None = None) -> Run:
+    index = pd.Index(list(steps), dtype="int64", name="step")
+    frame = pd.DataFrame({"reward_mean": np.full(len(index), value)}, index=index)
+    return Run(name=name, source=f"/x/{name}", format="tensorboard", frame=frame,
+               config=config or {}, mapping={"reward_mean": "train/reward"}, ending=ending)
+
+
+# --- the chain rule ------------------------------------------------------------------------
+
+
+def test_a_launch_going_on_from_a_checkpoint_joins_the_run_it_resumes() -> None:
+    names = ["Dec07_02-00-00_vm", "Dec07_02-10-00_vm"]
+    assert chains(names, [Span(1, 120, 1), Span(101, 200, 1)]) == [[0, 1]]
+    # Starting within two logging intervals after the last step: a run saved at its end.
+    assert chains(names, [Span(10, 100, 10), Span(120, 200, 10)]) == [[0, 1]]
+    # Further on, or from step 1 (a sweep, a run launched again): runs of their own.
+    assert chains(names, [Span(10, 100, 10), Span(130, 200, 10)]) == [[0], [1]]
+    assert chains(names, [Span(1, 100, 1), Span(1, 100, 1)]) == [[0], [1]]
+
+
+def test_launch_order_comes_from_the_folder_names_where_all_have_one() -> None:
+    """Resumed twice from checkpoint-100 (the first resume crashed too): the last launch
+    replaces the second from step 101 on, whatever its steps."""
+    names = ["offline-run-20250102_000000-a", "offline-run-20250102_001000-b",
+             "offline-run-20250102_002000-c"]
+    spans = [Span(1, 120, 1), Span(101, 150, 1), Span(101, 200, 1)]
+    assert chains(names, spans) == [[0, 1, 2]]
+    # Listed in another order, the names still say which ran last.
+    assert chains(names[::-1], spans[::-1]) == [[2, 1, 0]]
+
+
+def test_a_launch_two_runs_could_claim_joins_neither_unless_the_config_says_which() -> None:
+    names = ["run-a", "run-b", "run-c"]
+    spans = [Span(1, 100, 1), Span(1, 100, 1), Span(101, 200, 1)]
+    assert chains(names, spans) == [[0], [1], [2]]
+    assert chains(names, spans, ["out/a", "out/b", "out/b"]) == [[0], [1, 2]]
+    # A launch of another output folder never joins.
+    assert chains(names[:1] + names[2:], [spans[0], spans[2]], ["out/a", "out/b"]) == [[0], [1]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 80), min_size=1, max_size=4), st.integers(1, 5))
+def test_a_run_cut_into_launches_is_joined_back_whole(cuts: list[int], every: int) -> None:
+    """Each launch resumes from a checkpoint at or before the previous one's last step; its
+    re-logged steps carry other values. Joined, the run is the last launch's values from each
+    launch's first step: the whole run, as one launch would have logged it."""
+    steps = list(range(every, 401 * every, every))
+    truth = np.arange(len(steps), dtype=float)
+    parts, start = [], 0
+    bounds = sorted({min(c * 4, len(steps) - 2) for c in cuts})
+    for k, end in enumerate([*bounds, len(steps) - 1]):
+        if end < start:
+            continue
+        relogged = min(end + 3, len(steps) - 1)  # crashed a little after its last checkpoint
+        last = relogged if end < len(steps) - 1 else end
+        frame_steps = steps[start:last + 1]
+        values = truth[start:last + 1].copy()
+        values[end + 1 - start:] += 1000  # steps the next launch logs again, differently
+        run = _run(frame_steps, 0.0, name=f"Dec07_02-{k:02d}-00_vm")
+        run.frame["reward_mean"] = values
+        parts.append(run)
+        start = end + 1
+    if len(parts) < 2:
+        return
+    out = with_resumed(parts, [p.name for p in parts], "event folders", "out", "/x")
+    assert len(out) == 1
+    assert out[0].steps.tolist() == steps
+    np.testing.assert_array_equal(out[0].frame["reward_mean"].to_numpy(), truth)
+
+
+def test_the_join_says_its_launches_and_the_crash_between_them() -> None:
+    crash = Ending("error", "KeyError: 'answer'", "correctness_reward, train.py line 120")
+    first = _run(range(1, 121), 0.5, name="a", config={"learning_rate": 1e-4}, ending=crash)
+    second = _run(range(101, 201), 0.7, name="b", config={"learning_rate": 1e-4, "seed": 2})
+    run = joined([first, second], "out", "/x", ["a", "b"], "event folders")
+    assert run.name == "out" and run.steps.tolist() == list(range(1, 201))
+    assert run.frame.loc[110, "reward_mean"] == 0.7 and run.frame.loc[100, "reward_mean"] == 0.5
+    assert run.notes[0] == ("one run resumed 1 time: 2 event folders read as one "
+                            "(a: steps 1-120; b: steps 101-200)")
+    assert "launch 1 of 2 stopped on an error after 120 logged steps (KeyError" in run.notes[1]
+    # The run ended as its last launch did; the later launch's settings win.
+    assert run.ending is None and run.config == {"learning_rate": 1e-4, "seed": 2}
+    assert run.frame.index.dtype == np.int64 and run.frame.index.name == "step"
+
+
+# --- the importers -------------------------------------------------------------------------
+
+
+def test_wandb_launches_of_one_run_are_read_as_one_beside_another_run() -> None:
+    """Two offline runs written by wandb for one Trainer run resumed from checkpoint-50, and
+    another run beside them (trial 59: "holds 2 runs", and its second half read alone as "no
+    progress")."""
+    runs = {r.name: r for r in load_runs(FIX)}
+    assert sorted(runs) == ["grpo-other", "wandb_resumed"]
+    run = runs["wandb_resumed"]
+    assert (run.first_step, run.last_step, run.n_steps) == (1, 100, 100)
+    # Steps 51-60 were logged twice: the resumed launch's values are the run's.
+    assert run.frame.loc[55, "reward_mean"] == pytest.approx(runs["grpo-other"].frame.loc[
+        55, "reward_mean"])
+    assert run.notes[0].startswith("one run resumed 1 time: 2 W&B runs read as one "
+                                   "(offline-run-20250102_000000-grpores1: steps 1-60;")
+    # wandb's latest-run link is not a run's name or source.
+    assert all("latest-run" not in r.source for r in runs.values())
+    # One launch asked for by name is read alone.
+    assert load_run(FIX, run="grpores2").first_step == 51
+
+
+def test_audit_reads_one_runs_launches_as_one_row_and_keeps_a_sweep_apart(
+        tmp_path: Path) -> None:
+    """``audit`` reads each event folder as a source: the two launches of ``out`` (a resume
+    from checkpoint-100) had been two rows, the second a half run; a sweep's folders, each
+    from step 1, stay rows of their own, keyed as before."""
+    _scalars(tmp_path / "out" / "runs" / "Dec07_02-12-15_vm", range(1, 121), 0.5,
+             1_700_000_000)
+    _scalars(tmp_path / "out" / "runs" / "Dec07_02-12-39_vm", range(101, 201), 0.7,
+             1_700_000_500)
+    _scalars(tmp_path / "sweep" / "lr1", range(1, 101), 0.5, 1_700_000_000)
+    _scalars(tmp_path / "sweep" / "lr2", range(1, 101), 0.6, 1_700_000_000)
+    shutil.copytree(FIX, tmp_path / "wb", symlinks=True)
+    res = auditing.audit([str(tmp_path)], jobs=2)
+    rows = {(r.source, r.name): r for r in res.runs}
+    assert sorted(rows) == [("out/runs", "out"), ("sweep/lr1", "lr1"), ("sweep/lr2", "lr2"),
+                           ("wb/wandb", "wb"),
+                           ("wb/wandb/offline-run-20250102_002000-grpoother", "grpo-other")]
+    out = rows[("out/runs", "out")].record["run"]
+    assert (out["first_step"], out["last_step"], out["n_steps"]) == (1, 200, 200)
+    assert not res.errors
+    assert all("_launch" not in r.record for r in res.runs)
+    # Run in this process or in workers, the rows are the same.
+    assert [(r.source, r.name) for r in auditing.audit([str(tmp_path)], jobs=1).runs] == [
+        (r.source, r.name) for r in res.runs]
