@@ -70,6 +70,7 @@ from grpo_doctor.files import as_path, is_remote
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.hints import require_metrics
 from grpo_doctor.importers._common import launches_run_name
+from grpo_doctor.importers.launch import LaunchFailed, launch_error
 from grpo_doctor.reporters.json_report import to_json_obj
 from grpo_doctor.resumed import Span, chains, identity, span_of, with_resumed
 from grpo_doctor.sources import load_runs
@@ -139,6 +140,10 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
             where: str | Path = path if remote else src.path
             if fmt is None and not is_uri(src.path):
                 imp = classify(path, explicit=src.explicit)
+                failed = launch_error(path, beside=False) if (
+                    imp is None and _text_doc(src)) else None
+                if failed is not None:  # a console capture of a launch that failed
+                    return {"error": _one_line(failed)}
                 if imp is None:
                     return {"skip": "no training log in it (a document with no console-log "
                                     "lines)" if _text_doc(src) else
@@ -151,7 +156,7 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
                 # A README, notes: text that holds no training log; or a .log of text whose
                 # timestamps hold a comma ("11:11:39,323", wandb's debug.log), read as a table
                 # with no numbers.
-                if _text_doc(src):
+                if _text_doc(src) and not isinstance(exc, LaunchFailed):
                     return {"skip": f"no training log in it ({_one_line(exc).split(': ', 1)[-1]})"}
                 raise
             if _text_doc(src) and not any(run.mapping for run in runs):

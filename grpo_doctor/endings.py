@@ -76,8 +76,20 @@ def _where(frames: list[re.Match[str]]) -> str | None:
         own = [f for f in frames if not _LIBRARY.search(f["path"])
                and not f["func"].startswith("<")]
         frame = own[-1] if own else frame
-    name = re.split(r"[/\\]", frame["path"])[-1]
-    return f"in {frame['func']}, {name} line {frame['line']}"
+    where = f"in {frame['func']}, {_file_name(frame)} line {frame['line']}"
+    if _LIBRARY.search(frame["path"]):
+        # Raised inside a library: the user's own line that called into it, too (a config
+        # the trainer refused: "in __post_init__, grpo_config.py", called from the script's line).
+        own = [f for f in frames if not _LIBRARY.search(f["path"])
+               and not f["func"].startswith("<") and not f["path"].startswith("<")]
+        if own:
+            where += (f", called from {own[-1]['func']}, {_file_name(own[-1])} line "
+                      f"{own[-1]['line']}")
+    return where
+
+
+def _file_name(frame: re.Match[str]) -> str:
+    return re.split(r"[/\\]", frame["path"])[-1]
 
 
 def _traceback_ending(lines: list[str]) -> Ending | None:

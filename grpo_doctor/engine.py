@@ -36,6 +36,7 @@ from grpo_doctor.rules.signals import (
     component_role,
     format_outweighs,
     heldout_gap,
+    late_start,
     learning,
     nan_term_note,
     pinned_terms,
@@ -439,7 +440,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         settings = _with_first(settings, [f for f in first if f])
         weighed = None
     notes = (tuple(run.notes) + settings
-             + tuple(n for n in (stopped, failed, low, still, holes,
+             + tuple(n for n in (stopped, _late_start_note(run), failed, low, still, holes,
                                  unscored.words() if unscored else None,
                                  weighed, jumped, blind, clipped, cispo) if n)
              + tuple(unread_notes(run)))
@@ -534,6 +535,17 @@ def _short_of_max_steps(run: Run) -> str | None:
             "config sets (max_steps), with no end of training in it: the run is still going, "
             f"or it stopped (killed, or an error its console output shows); if it stopped, "
             f"{resume_words(run)}")
+
+
+def _late_start_note(run: Run) -> str | None:
+    """The log starting well after the run began (``signals.late_start``): its earlier steps
+    are elsewhere, or nowhere; what it reads "from the start" is from there."""
+    first = late_start(run)
+    if first is None:
+        return None
+    return (f"the log starts at step {step_text(first)}: the run's earlier steps are not in it "
+            "(an excerpt, or a launch resumed from a checkpoint: the folder holding every "
+            "launch reads them as one run)")
 
 
 def _format_weight_note(run: Run, said: str) -> str | None:

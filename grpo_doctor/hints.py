@@ -11,10 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from grpo_doctor.errors import InputError
+from grpo_doctor.files import is_remote
+from grpo_doctor.importers.launch import launch_error
 from grpo_doctor.metrics import Metric
 from grpo_doctor.store import Run
 
@@ -124,14 +127,30 @@ def unmapped_hints(run: Run) -> list[Hint]:
     return hints
 
 
+#: Columns a trainer or tracker logs about itself, never a training metric to map: TRL's
+#: ``profiling/Time taken: ...``, trackers' ``system/...``, runtimes and timestamps.
+_BOOKKEEPING = re.compile(r"^(?:profiling|system|sys|perf|timing)/|time|runtime|timestamp|"
+                          r"memory|^_", re.IGNORECASE)
+
+
 def require_metrics(run: Run) -> None:
     """Refuse a run in which not one column is a metric grpo-doctor knows: nothing could be
     checked, and a report would only say so at length. Names the columns and how to map."""
     if run.mapping:
         return
+    if not run.source.startswith("wandb://") and not is_remote(run.source):
+        # No training metric, and a console capture beside the log ending in a traceback: the
+        # launch failed before its first step (an MLflow run holding only profiling timings).
+        failed = launch_error(Path(run.source))
+        if failed is not None:
+            raise failed
     shown = ", ".join(run.unmapped[:8]) + (", ..." if len(run.unmapped) > 8 else "")
     hints = unmapped_hints(run)
-    example = run.unmapped[0] if run.unmapped else "COLUMN"
+    metrics = [c for c in run.unmapped if not _BOOKKEEPING.search(c)]
+    if run.unmapped and not metrics:
+        raise InputError(f"{run.source}: no training metric logged, only timings and system "
+                         f"values ({shown}): did the run stop before its first logged step?")
+    example = metrics[0] if metrics else "COLUMN"
     how = (" ".join(h.option for h in hints) if hints else
            f"--map CANONICAL=COLUMN, e.g. --map reward_mean={example} (the metrics each check "
            "needs: grpo-doctor rules)")

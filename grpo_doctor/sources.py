@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 
 from grpo_doctor import importers
-from grpo_doctor.errors import ConfigError, InputError
+from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.files import is_remote
+from grpo_doctor.importers.launch import launch_error
 from grpo_doctor.importers.sidecar import with_sidecar_config
 from grpo_doctor.store import Run
 
@@ -35,8 +37,16 @@ def load_runs(
                           f"({{'reward_mean': 'my_reward'}}), got {type(column_map).__name__}")
     text = str(source) if is_remote(source) else os.fspath(source)
     if not text.startswith("wandb://"):
-        runs = importers.load_runs(source, format=format, column_map=column_map,
-                                   step_column=step_column, run=run)
+        try:
+            runs = importers.load_runs(source, format=format, column_map=column_map,
+                                       step_column=step_column, run=run)
+        except (FormatError, InputError) as exc:
+            # No log to read, and a console capture there ending in a traceback: the launch
+            # failed before its first step, and the traceback is what to fix (trial 60).
+            failed = None if is_remote(source) else launch_error(Path(text))
+            if failed is None:
+                raise
+            raise failed from exc
         # The settings a log does not hold, from a training config beside it (local only).
         return runs if is_remote(source) else [_with_richer_note(with_sidecar_config(r))
                                                for r in runs]

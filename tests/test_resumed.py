@@ -158,3 +158,33 @@ def test_audit_reads_one_runs_launches_as_one_row_and_keeps_a_sweep_apart(
     # Run in this process or in workers, the rows are the same.
     assert [(r.source, r.name) for r in auditing.audit([str(tmp_path)], jobs=1).runs] == [
         (r.source, r.name) for r in res.runs]
+
+
+# --- a later launch read alone ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first", [1, 101])
+def test_a_level_held_from_a_late_first_step_was_reached_before_the_log(first: int) -> None:
+    """The second launch of a resumed run, read alone (the folder named, not its parent):
+    a reward holding its level from step 101, groups mixed, the policy moving, had read
+    WARNING "no progress: nothing the policy learned changed what the reward pays" (trial 59,
+    audit). From step 1 that reading stands; from step 101 the level was learnt before."""
+    from grpo_doctor.engine import diagnose
+    from tests.helpers import make_run
+
+    n = 150
+    rng = np.random.default_rng(181)
+    run = make_run(np.arange(first, first + n), train__reward=1.35 + rng.normal(0, 0.05, n),
+                   train__frac_reward_zero_std=np.full(n, 0.1),
+                   train__entropy=np.r_[np.full(7, 0.3), np.full(n - 7, 0.2)])
+    d = diagnose(run)
+    check = d.check("no_progress")
+    late = [n for n in d.notes if "the log starts at step" in n]
+    if first == 1:
+        assert check.fired and "never left its level" in check.summary and not late
+    else:
+        assert not check.fired, check.summary
+        assert "from step 101, where this log starts" in check.summary
+        assert late == ["the log starts at step 101: the run's earlier steps are not in it (an "
+                        "excerpt, or a launch resumed from a checkpoint: the folder holding "
+                        "every launch reads them as one run)"]

@@ -77,6 +77,7 @@ from grpo_doctor.rules.signals import (
     RewardProgress,
     component_role,
     components,
+    late_start,
     reward_progress,
     scored_run,
     sparse_declining,
@@ -294,6 +295,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         return Outcome(Status.OK, f"reward {fmt(start)} -> {fmt(now)}, at its best level "
                        f"({fmt(best)}): converged, not stalled", evidence=evidence,
                        key_metric=REWARD)
+    late = late_start(run)
+    if never_moved and not backwards and late is not None:
+        # A later part of the run (a launch resumed from a checkpoint, read alone): the level
+        # it holds was reached before the log began, not "never learned".
+        return Outcome(Status.OK, f"the reward held its level ({_ends(run, REWARD, start, now)}) "
+                       f"from step {step_text(late)}, where this log starts: what the run "
+                       "learned before is not in it", evidence=evidence, key_metric=REWARD)
     moved_for_nothing = _moved_for_nothing(run) if (
         never_moved and not backwards and len(r) >= p["patience"]) else None
     if moved_for_nothing is not None:

@@ -181,6 +181,30 @@ def reward_at_best(run: Run, before: float | None = None) -> bool:
     return span > 0 and float(np.median(r[-5:])) >= float(smooth.max()) - slack
 
 
+#: A log whose first step comes this many logging intervals (and 20 steps) or more after the
+#: run's start holds a later part of the run: a launch resumed from a checkpoint, a paste of
+#: its tail.
+LATE_START_INTERVALS = 5
+_LATE_START_STEPS = 20
+_MAX_LATE_LOGS = 100
+
+
+def late_start(run: Run) -> int | None:
+    """The log's first step when it starts well after the run began (its earlier steps are in
+    another log, or none), else None: a level held from there was reached before it, not
+    "never learned" (the second launch of a resumed run read alone: "no progress", trial 59)."""
+    steps = run.steps
+    if len(steps) < 2:
+        return None
+    first = int(steps[0])
+    every = float(np.median(np.diff(steps)))
+    # Not an axis of other units (a timestamp, a sample count at 2**62): a start more than a
+    # hundred logs' worth of intervals in is no run's later part.
+    plausible = first <= _MAX_LATE_LOGS * len(steps) * every
+    return first if plausible and first >= max(_LATE_START_STEPS, LATE_START_INTERVALS * every
+                                                ) else None
+
+
 def zero_one_score(run: Run) -> tuple[np.ndarray, np.ndarray] | None:
     """(steps, values) of a 0/1 correctness score: a correctness-like reward component, else
     the reward, that stays within [0, 1] and comes near its top (0.9 or more). None when no

@@ -1,0 +1,91 @@
+"""A launch that stopped before its first logged step, told by its console output.
+
+A config the trainer refuses (``num_generations`` not dividing the batch) or a reward function
+that raises on its first call leaves no metric: the loggers hold nothing, or only their own
+bookkeeping (profiling timings), and the console capture holds a traceback where the metrics
+would be. Reported as "not a training log" or "holds 2 training logs", the one line a user
+fixes went unsaid (trial 60). When reading fails, the capture is looked for: the file named,
+or the text files in the folder named or beside the log named.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grpo_doctor.endings import TRACEBACK, Ending, ending_in
+from grpo_doctor.errors import GrpoDoctorError, InputError
+from grpo_doctor.importers.base import LoadOptions
+
+#: The end of a capture read for its traceback; files looked at in one folder.
+_TAIL_BYTES = 1 << 20
+_MAX_FILES = 50
+#: Where a console capture is kept: ``console.log``, ``nohup.out``, ``train.err``, ``stdout``.
+_TEXT_SUFFIXES = frozenset({".log", ".out", ".txt", ".err", ""})
+
+
+def _tail(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - _TAIL_BYTES))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _text_files(folder: Path) -> list[Path]:
+    try:
+        found = sorted(f for f in folder.iterdir()
+                       if f.suffix.lower() in _TEXT_SUFFIXES and not f.name.startswith(".")
+                       and f.is_file())
+    except OSError:
+        return []
+    return found[:_MAX_FILES]
+
+
+def _logged_metrics(path: Path) -> bool:
+    """Whether the capture holds metric lines (then it is a run that stopped later, read as
+    such by the console importer, not a launch that failed)."""
+    from grpo_doctor.importers.console import IMPORTER as CONSOLE  # read only on a failure
+
+    try:
+        return any(run.n_steps and run.mapping for run in CONSOLE.load(path, LoadOptions()))
+    except (GrpoDoctorError, OSError, ValueError):
+        return False
+
+
+def failed_launch(path: Path, *, beside: bool = True) -> tuple[Path, Ending] | None:
+    """The console capture that shows the launch behind ``path`` stopping on an error before
+    its first logged step, and how; None when there is none. ``beside``: also the text files
+    of the folder ``path`` names, or of the folder holding it."""
+    candidates = [path] if path.is_file() else []
+    if beside:
+        folders = [path] if path.is_dir() else []
+        folders.append(path.parent)
+        candidates += [f for folder in folders for f in _text_files(folder) if f != path]
+    for file in candidates:
+        text = _tail(file)
+        if not TRACEBACK.search(text):
+            continue
+        ending = ending_in(text)
+        if ending is None or not ending.needs_fix or _logged_metrics(file):
+            continue
+        return file, ending
+    return None
+
+
+class LaunchFailed(InputError):
+    """A launch that stopped on an error before its first logged step."""
+
+
+def launch_error(path: Path, *, beside: bool = True) -> LaunchFailed | None:
+    """The error to raise for ``path`` when its launch failed before logging (see
+    :func:`failed_launch`), else None."""
+    found = failed_launch(path, beside=beside)
+    if found is None:
+        return None
+    file, ending = found
+    return LaunchFailed(f"{file}: the run stopped before its first logged step, on an error: "
+                      f"{ending.words()}; fix it and launch again (no training metric was "
+                      "logged: there is nothing else to diagnose)")

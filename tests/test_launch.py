@@ -1,0 +1,103 @@
+"""A launch that stopped before its first logged step: the traceback its console shows is the
+report (trial 60: "not a training log", "holds 2 training logs", and a --map example naming a
+profiling timing as the reward).
+
+The console texts are TRL 1.16's own output, shortened (trial 60's startup_error and
+reward_typeerror runs).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grpo_doctor import audit as auditing
+from grpo_doctor.endings import ending_in
+from tests.helpers import run_cli
+
+CONFIG_REFUSED = """\
+swanlab: Tracking run with swanlab version 0.10.3
+Loading weights:   0%|          | 0/27 [00:00<?, ?it/s]Loading weights: 100%|██████████| 27/27 [00:00<00:00, 16874.71it/s]
+swanlab: Error happened while training
+Traceback (most recent call last):
+  File "/home/me/train.py", line 1137, in <module>
+    run(arg)
+  File "/home/me/train.py", line 1065, in run
+    cfg = GRPOConfig(**kw)
+          ^^^^^^^^^^^^^^^^
+  File "<string>", line 194, in __init__
+  File "/venv/lib/python3.11/site-packages/trl/trainer/grpo_config.py", line 1132, in __post_init__
+    raise ValueError(
+ValueError: generation_batch_size (32) must be divisible by num_generations (3).
+"""
+
+REWARD_RAISED = """\
+Loading weights:   0%|          | 0/27 [00:00<?, ?it/s]Loading weights: 100%|██████████| 27/27 [00:00<00:00, 16874.71it/s]
+  0%|          | 0/200 [00:00<?, ?it/s]Traceback (most recent call last):
+  File "/venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1626, in _calculate_rewards
+    output_reward_func = reward_func(
+                         ^^^^^^^^^^^^
+  File "/home/me/train.py", line 929, in correctness_reward
+    gold = answer["answer"]
+           ~~~~~~^^^^^^^^^^
+TypeError: list indices must be integers or slices, not str
+"""
+
+
+def test_a_library_frame_names_the_users_line_that_called_it() -> None:
+    ending = ending_in(CONFIG_REFUSED)
+    assert ending is not None
+    assert ending.words() == (
+        "ValueError: generation_batch_size (32) must be divisible by num_generations (3). "
+        "(raised in __post_init__, grpo_config.py line 1132, called from run, train.py "
+        "line 1065)")
+
+
+@pytest.mark.parametrize("text, said", [
+    (CONFIG_REFUSED, "ValueError: generation_batch_size (32) must be divisible by "
+                     "num_generations (3)."),
+    (REWARD_RAISED, "TypeError: list indices must be integers or slices, not str (raised in "
+                    "correctness_reward, train.py line 929)"),
+])
+def test_a_launch_that_failed_says_its_error_for_the_capture_or_its_folder(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, said: str) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "console.log").write_text(text, encoding="utf-8")
+    # The tracker's own bookkeeping beside it: no training metric.
+    (run / "metrics.csv").write_text("step,profiling/Time taken: GRPOTrainer.generate\n"
+                                     "0,1.5\n", encoding="utf-8")
+    for target in (run, run / "console.log", run / "metrics.csv"):
+        code, out, err = run_cli(capsys, "diagnose", str(target))
+        assert code == 2 and not out
+        assert err.count("\n") == 1, err
+        assert "console.log: the run stopped before its first logged step, on an error: " in err
+        assert said in err and "fix it and launch again" in err
+    # Audited, the capture is the row that says it.
+    res = auditing.audit([str(run)], jobs=1)
+    assert any(e.source == "console.log" and said in e.error for e in res.errors), res.errors
+
+
+def test_a_run_that_logged_then_crashed_is_read_not_refused(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Metric lines before the traceback: a run that stopped, diagnosed as one (its ending
+    said), never "stopped before its first logged step"."""
+    rows = "".join(f"{{'loss': 0.0, 'reward': {0.2 + i / 100:.3f}, 'entropy': 0.3, "
+                   f"'epoch': {i / 100:.2f}}}\n" for i in range(1, 41))
+    (tmp_path / "console.log").write_text(rows + REWARD_RAISED, encoding="utf-8")
+    code, out, err = run_cli(capsys, "diagnose", str(tmp_path / "console.log"))
+    assert code in (0, 1) and "before its first logged step" not in out + err
+    assert "TypeError: list indices" in out
+
+
+def test_timings_alone_are_no_metric_to_map(capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path) -> None:
+    """With no console beside it, a log of profiling timings is said to hold no training
+    metric, never answered with "--map reward_mean=profiling/Time taken: ..."."""
+    log = tmp_path / "metrics.csv"
+    log.write_text("step,profiling/Time taken: GRPOTrainer.generate,system/memory\n"
+                   "0,1.5,3\n1,1.4,3\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, "diagnose", str(log))
+    assert code == 2 and "--map" not in err
+    assert "no training metric logged, only timings and system values" in err
