@@ -31,9 +31,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grpo_doctor.lazy import numpy as np
+from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.store import MODEL_PARAMS, TRAINABLE_PARAMS
 from grpo_doctor.text import knob_value
+from grpo_doctor.trends import rolling_median
 
 #: The verdicts a reading can get. "outside" verdicts: high, low, off, unsafe.
 OK, HIGH, LOW, OFF, UNSAFE, NOT_SET, UNKNOWN = (
@@ -238,7 +240,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "entropy_coef", (*knobs.ENTROPY_COEF.names, "entropy_loss_coef"),
         "0.005 (0.001-0.01)", "chapter 2.4, 8.1, 8.4", low=0.001, high=0.01, far=10.0,
-        off_when_zero=True,
+        off_when_zero=True, metric=knobs.ENTROPY_COEF.metric,
         negative="negative: a penalty on entropy, the bonus with its sign flipped",
         risks={HIGH: _links(primary=("entropy_blowup",), contributing=(_LLD, _KL)),
                UNSAFE: _links(primary=(_ENTROPY_COLLAPSE,), contributing=(_ADV,)),
@@ -442,6 +444,9 @@ class Reading:
     far: bool = False  # so far outside that it alone explains what it risks
     factor: float | None = None  # how many times beyond the range (None: not a number)
     lora: bool = False
+    # The change to make, where it is not this setting's own value (an entropy coefficient a
+    # controller raised: its target is what the user set): ``fix`` says it instead.
+    change: str | None = None
 
     @property
     def id(self) -> str:
@@ -599,6 +604,8 @@ class Reading:
 
     def fix(self) -> str:
         """'entropy_coef 0.5 -> 0.005 (or remove it)'."""
+        if self.change:
+            return self.change
         target = self.target
         if not target:
             return f"change {self.name} (now {self.value_text}; recipe {self.recipe_text})"
@@ -879,6 +886,10 @@ def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:
                        flat_config(run.config or {}), setup.lora)
         setup = Setup(tuple(judged if r is lr else r for r in setup), setup.lora)
         lr = judged
+    coef = setup.get("entropy_coef")
+    adaptive = _adaptive_entropy(run, coef, setup.lora) if coef is not None else None
+    if adaptive is not None:
+        setup = Setup(tuple(adaptive if r is coef else r for r in setup), setup.lora)
     if climbing and lr is not None and lr.verdict == LOW and str(lr.source).startswith(
             "logged"):
         # A warm-up still climbing at the log's end (or a log too early to show one): its
@@ -892,6 +903,44 @@ def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:
 #: applied, and the source a reading then names ("... the config's learning_rate 0.003").
 UNAPPLIED_LR = 5.0
 LOGGED_LR_NOT_CONFIG = "logged learning_rate (peak), not the config's"
+
+
+#: The source of an entropy coefficient read off the log under adaptive entropy control.
+ADAPTIVE_ENTROPY = "logged entropy_coef (peak) under use_adaptive_entropy, from"
+
+
+def _adaptive_entropy(run, coef: Reading, lora: bool) -> Reading | None:
+    """The entropy coefficient a controller raised (TRL's ``use_adaptive_entropy``: up by
+    ``entropy_coef_delta`` each step the entropy is below ``entropy_target``), judged at the
+    peak the log shows, its fix the target: trial 60's target of 0.32, above the entropy its
+    policy held, took the bonus 0.01 -> 0.54 and read "learning_rate first"). None when the
+    config turns no controller on, or the log shows no rise."""
+    flat = flat_config(run.config or {})
+    on, _ = lookup(flat, ("use_adaptive_entropy",))
+    if as_flag(on) is not True or "entropy_coef" not in run.frame.columns:
+        return None
+    values = run.finite_series("entropy_coef")[1]
+    if not len(values):
+        return None
+    # Where it started: the config's value, else (a log read with no config, or whose
+    # logged value stood for it) the first logged one.
+    start = as_number(coef.value) if coef.source and not str(coef.source).startswith(
+        "logged") else float(values[0])
+    if start is None or float(values.max()) <= 2 * max(start, 1e-12):
+        return None
+    peak = float(values.max())
+    judged = judge(coef.setting, peak, f"{ADAPTIVE_ENTROPY} {start:g}", flat, lora)
+    target = as_number(lookup(flat, ("entropy_target",))[0])
+    held = run.finite_series(Metric.ENTROPY.value)[1]
+    lowest = float(np.min(rolling_median(held, 5))) if len(held) >= 5 else None
+    goal = (f"entropy_target {_num(target)} -> {_num(float(f'{lowest * 0.8:.1g}'))} (under "
+            f"{_num(lowest)}, the lowest entropy the run held)" if target is not None
+            and lowest is not None and lowest < target else
+            f"entropy_target {_num(target)} lower" if target is not None else
+            "entropy_target lower")
+    return replace(judged, change=f"use_adaptive_entropy True -> False, or {goal}: the "
+                                  f"controller raised entropy_coef from {start:g} to "
+                                  f"{_num(peak)} chasing a target the entropy never reached")
 
 
 def _decays_from_start(run) -> bool:

@@ -490,6 +490,15 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
              if r.far and r.id in _ROLLOUT_SETTINGS]
     if drawn:
         return _knob_action(run, root, drawn, from_start)
+    raised = _raised_by_controller(setup, root)
+    if raised is not None:
+        # Said as what it is: the chapter links an entropy bonus to entropy, not to every
+        # finding it can bring about.
+        first_sign = headline(without_mode_name(root.summary, root.check.mode))
+        return replace(_knob_action(run, root, [raised], from_start), summary=(
+            f"the entropy bonus: {raised.sentence()}, raised step by step by "
+            f"use_adaptive_entropy toward an entropy_target the entropy never reached; first "
+            f"sign: {root.check.mode.replace('_', ' ')} ({first_sign})"))
     sharp = _sampled_sharp(run, setup, root)
     if sharp is not None:
         return sharp
@@ -595,6 +604,19 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
                 return _rolled_back(run, top.rollback_step, then)
         return _Lead(top if isinstance(top, knobs.Remedy) else knobs.Remedy(str(top)))
     return _Lead(knobs.Remedy(f"look at the run's samples around step {step_text(root.step)}"))
+
+
+def _raised_by_controller(setup: recipe.Setup, root: Event) -> recipe.Reading | None:
+    """An entropy bonus a controller raised far outside the recipe during the run (its
+    target above any entropy the policy held): the bonus was in force from its first steps,
+    climbing, before whatever broke; the target is what to change first (trial 60: "learning
+    rate first" on a run whose twin at the same lr learned cleanly). Not behind a numerical
+    failure or an entropy collapse, which a bonus does not bring about."""
+    coef = setup.get("entropy_coef")
+    if (coef is None or not coef.far or not str(coef.source).startswith(recipe.ADAPTIVE_ENTROPY)
+            or root.check.mode in ("numerical_failure", "entropy_collapse")):
+        return None
+    return coef
 
 
 def idle_settings(run: Run, setup: recipe.Setup) -> list[str]:

@@ -3272,3 +3272,44 @@ def test_a_held_out_score_that_stalled_while_training_went_on_is_the_prompt_pool
     together = diagnose(replace(run, frame=flat, _finite={}, _derived={}),
                         DoctorConfig(recipe=TINY_RECIPE, run_config=cfg))
     assert not together.check("no_progress").fired, together.check("no_progress").summary
+
+
+@pytest.mark.parametrize("recipe_of", ["tiny model", "chapter"])
+def test_an_entropy_bonus_a_controller_raised_is_what_to_change_first(recipe_of):
+    """Trial 60: use_adaptive_entropy with entropy_target 0.32, above the entropy this policy
+    held: the controller raised entropy_coef 0.015 -> 0.54 over the run, gradients spiked at
+    step 45, the entropy was held up and the held-out score fell back. It read "learning_rate
+    1e-4 -> 2.5e-6", the lr its twin learned cleanly at; the controller went unnamed."""
+    run = load_runs(TRIAL / "trl_adaptive_entropy.csv")[0]
+    cfg = json.loads((TRIAL / "trl_adaptive_entropy.config.json").read_text())
+    tiny = {"recipe": TINY_RECIPE} if recipe_of == "tiny model" else {}
+    rc = diagnose(run, DoctorConfig(run_config=cfg, **tiny)).root_cause
+    assert rc.first_action.startswith(
+        "use_adaptive_entropy True -> False, or entropy_target 0.32 -> 0.1 (under 0.159, the "
+        "lowest entropy the run held): the controller raised entropy_coef from 0.015 to 0.555"), rc
+    assert "learning_rate" not in rc.first_action
+    assert rc.knob["name"] == "entropy_coef" and rc.knob["value"] == pytest.approx(0.555)
+    assert "raised step by step by use_adaptive_entropy" in rc.summary
+    # The same log with no controller in its config: the configured 0.01 stands (the rise
+    # is not read as a bonus the user set).
+    plain = {k: v for k, v in cfg.items() if k != "use_adaptive_entropy"}
+    rc = diagnose(run, DoctorConfig(run_config=plain, **tiny)).root_cause
+    assert "use_adaptive_entropy" not in rc.first_action
+
+
+@pytest.mark.parametrize("with_config", [True, False])
+def test_a_large_entropy_bonus_behind_the_crash_it_brought_is_the_root_cause(with_config):
+    """Trial 60: entropy_coef 0.5. Entropy 0.31 -> 3 nats, the reward 0.78 -> 0 from step 14,
+    every group equal after it. It read CRITICAL advantage_collapse, "check the task's reward
+    function" (the reward had paid 0.78 at step 1), the blow-up a warning: from the start of
+    the log the reward's fall was lost in medians of 0. A console capture with no config
+    beside it logs the coefficient on every row: that is the setting too."""
+    run = load_runs(TRIAL / "trl_entropy_coef_05.csv")[0]
+    cfg = json.loads((TRIAL / "trl_entropy_coef_05.config.json").read_text())
+    d = diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=cfg if with_config else {}))
+    blowup = d.check("entropy_blowup")
+    assert blowup.status.value == "critical"
+    assert blowup.evidence["corroboration"] == ["reward falling 0.547 -> 0 as it began"]
+    assert d.root_cause.mode == "entropy_blowup", d.root_cause
+    assert "entropy_coef 0.5 -> 0.005 (or remove it)" in d.root_cause.first_action
+    assert "reward function" not in d.root_cause.first_action

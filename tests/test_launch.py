@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the console text is TRL's own, line for line)
 """A launch that stopped before its first logged step: the traceback its console shows is the
 report (trial 60: "not a training log", "holds 2 training logs", and a --map example naming a
 profiling timing as the reward).

@@ -95,8 +95,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             and ((climb is not None and climb.increasing(p["alpha"])) or held)):
         return Outcome(Status.OK, f"entropy {fmt(base)} -> peak {fmt(peak)}, now {fmt(late)}: "
                        f"no blow-up", evidence=evidence, key_metric=ENTROPY)
-    start_i = _final_climb(h, smooth, base_i, peak_i,
-                           max(base * (1 + p["rise"]), base + p["min_rise"]))
+    line = max(base * (1 + p["rise"]), base + p["min_rise"])
+    start_i = _final_climb(h, smooth, base_i, peak_i, line)
     # A blow-up that grows by factors (x93 from 0.054) is dated late by a fit in nats (where
     # the curve turned visibly steep); one that ramps linearly, late by a fit in log space.
     # Each fit over-dates the shape it does not fit: the earlier knot is the start.
@@ -117,6 +117,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         corroboration.append("reward falling")
     elif progress.logged and (low := _reward_at_new_low(run, float(steps[base_i]))):
         corroboration.append(low)
+    elif progress.logged and (fell := _reward_fell_at(run, _crossing(steps, h, base_i, line))):
+        corroboration.append(fell)
     lp_steps, lp = series(run, Metric.LOG_PROB_MEAN.value)
     same = run.mapping.get(Metric.LOG_PROB_MEAN.value) == run.mapping.get(ENTROPY)
     if len(lp) >= 8 and not same and mann_kendall(lp_steps, lp).decreasing(0.01):
@@ -151,6 +153,24 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
                    key_metric=ENTROPY)
+
+
+def _reward_fell_at(run: Run, since: int) -> str | None:
+    """The reward crashing as the entropy crossed the blow-up line (at ``since``) and staying
+    down: from the start of the log the fall is lost in the medians (0.78 at step 1, 0 from
+    step 14 to 200 read "0 -> 0" beside entropy x7 from an entropy bonus of 0.5, trial 60)."""
+    at = reward_progress(run, float(since))
+    if not at.logged or at.before is None or at.start is None or at.end is None or not at.span:
+        return None
+    if at.before - max(at.start, at.end) < 0.25 * at.span:
+        return None
+    return f"reward falling {fmt(at.before)} -> {fmt(at.end)} as it began"
+
+
+def _crossing(steps: np.ndarray, h: np.ndarray, base_i: int, line: float) -> int:
+    """The step where the entropy first crossed the blow-up line after its baseline."""
+    above = np.flatnonzero(h[base_i:] >= line)
+    return int(steps[base_i + int(above[0])]) if len(above) else int(steps[base_i])
 
 
 def _reward_at_new_low(run: Run, since: float) -> str | None:

@@ -83,6 +83,8 @@ GROUP_SIZE = Knob(
 ENTROPY_COEF = Knob(
     "entropy coefficient",
     ("actor_rollout_ref.actor.entropy_coeff", "entropy_coeff", "entropy_coef"),
+    # TRL (1.16+) logs it on every row: a console capture with no config beside it says it.
+    "entropy_coef",
 )
 CLIP_HIGH = Knob(
     "clip_ratio_high (epsilon_high)",
