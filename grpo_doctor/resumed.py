@@ -26,8 +26,8 @@ import pandas as pd
 from grpo_doctor.store import Run
 from grpo_doctor.text import plural
 
-__all__ = ["Span", "chains", "identity", "joined", "launch_order", "relaunch_notes",
-           "span_of", "with_resumed"]
+__all__ = ["RELAUNCHED", "Span", "chains", "identity", "joined", "launch_order",
+           "relaunch_notes", "span_of", "with_resumed"]
 
 _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
@@ -109,6 +109,11 @@ def chains(names: Sequence[str], spans: Sequence[Span],
     return sorted(runs, key=lambda group: min(group))
 
 
+#: What every note of :func:`relaunch_notes` says: a log read with its launches joined
+#: carries them, for a folder reading another copy of the run to say too.
+RELAUNCHED = "and the run was launched again"
+
+
 def relaunch_notes(label: str, runs: Sequence[Run]) -> list[str]:
     """What a run's launches say of those that died on an error before the next: read as one
     run, its report would not say it (trial 59)."""
@@ -116,8 +121,8 @@ def relaunch_notes(label: str, runs: Sequence[Run]) -> list[str]:
     for k, run in enumerate(runs[:-1], 1):
         if run.ending is not None and run.ending.needs_fix:
             out.append(f"{label}: launch {k} of {len(runs)} stopped on an error after "
-                       f"{run.n_steps:,} logged steps ({run.ending.words()}), and the run was "
-                       "launched again (resumed?)")
+                       f"{run.n_steps:,} logged steps ({run.ending.words()}), {RELAUNCHED} "
+                       "(resumed?)")
     return out
 
 

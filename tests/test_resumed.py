@@ -188,3 +188,52 @@ def test_a_level_held_from_a_late_first_step_was_reached_before_the_log(first: i
         assert late == ["the log starts at step 101: the run's earlier steps are not in it (an "
                         "excerpt, or a launch resumed from a checkpoint: the folder holding "
                         "every launch reads them as one run)"]
+
+
+# --- launches in one console log ---------------------------------------------------------------
+
+
+def _dicts(steps: range, reward: float) -> str:
+    """TRL 1.16's printed rows (strings, as it prints them), 0.002 of an epoch a step."""
+    return "".join(
+        f"{{'loss': '0.001', 'grad_norm': '0.5', 'learning_rate': '{1e-4 * (1 - s / 200):.4g}', "
+        f"'rewards/correctness_reward/mean': '{reward:.3f}', 'reward': '{reward:.3f}', "
+        f"'entropy': '0.2', 'frac_reward_zero_std': '0.1', 'epoch': '{s * 0.002:.3f}'}}\n"
+        for s in steps)
+
+
+_CRASH = """Traceback (most recent call last):
+  File "/home/me/train.py", line 893, in correctness_reward
+    gold = answer["answer"]
+KeyError: 'answer'
+"""
+_END = ("{'train_runtime': '8.7', 'train_samples_per_second': '368', "
+        "'train_steps_per_second': '11.5', 'train_loss': '-0.003', 'epoch': '0.2'}\n")
+
+
+@pytest.mark.parametrize("first_launch", ["crashed at 120", "finished at 100"])
+def test_launches_of_one_run_in_one_console_log_are_joined_at_their_epochs(
+        tmp_path: Path, first_launch: str) -> None:
+    """A console log appended to by a resume (`tee -a`): printed dicts carry no step, so each
+    launch was numbered from line 1 and the log read "holds 2 runs" (trials 59, 60). The
+    second launch's epochs (0.202 on its first row) put it at steps 101-200."""
+    first = (_dicts(range(1, 121), 0.5) + _CRASH if first_launch == "crashed at 120"
+             else _dicts(range(1, 101), 0.5) + _END)
+    log = tmp_path / "console.log"
+    log.write_text(first + _dicts(range(101, 201), 0.8), encoding="utf-8")
+    (run,) = load_runs(log)
+    assert (run.first_step, run.last_step, run.n_steps) == (1, 200, 200)
+    assert run.frame.loc[110, "reward_mean"] == pytest.approx(0.8)
+    assert run.notes[0].startswith("one run resumed 1 time: 2 launches in this log read as one")
+    crashed = [n for n in run.notes if "stopped on an error" in n]
+    assert bool(crashed) == (first_launch == "crashed at 120")
+    assert not any(n.startswith("no step in the log") for n in run.notes[1:] if "#2" in n)
+
+
+def test_a_launch_starting_over_in_one_console_log_is_another_run(tmp_path: Path) -> None:
+    """Launched again from scratch (its epochs start over): two runs, as before."""
+    log = tmp_path / "console.log"
+    log.write_text(_dicts(range(1, 101), 0.5) + _END + _dicts(range(1, 101), 0.8),
+                   encoding="utf-8")
+    runs = load_runs(log)
+    assert [(r.first_step, r.last_step) for r in runs] == [(1, 100), (1, 100)]

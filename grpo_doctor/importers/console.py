@@ -28,7 +28,7 @@ import ast
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,7 @@ from grpo_doctor.importers.incremental import (
 )
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns
+from grpo_doctor.resumed import with_resumed
 from grpo_doctor.store import SFT_BEFORE, Run, build_run
 from grpo_doctor.text import agree, plural
 
@@ -1052,7 +1053,47 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         for run, part in zip(runs, logs):
             run.ending = part.ending  # a crash a relaunch followed (the last: below)
     runs[-1].ending = _ending(text)
+    if len(runs) > 1 and options.run is None:
+        runs = with_resumed([_global_steps(run, runs[0]) for run in runs],
+                            [run.name for run in runs], "launches in this log",
+                            file_run_name(path), str(path))
     return runs
+
+
+def _global_steps(run: Run, first: Run) -> Run:
+    """A later launch's rows at the global steps its epochs say, where its steps are the
+    log's line numbers (printed dicts carry no step) and it goes on from a checkpoint: the
+    first launch's epochs per step give them (TRL's 0.002 an epoch a step: a resume from
+    checkpoint-100 logs epoch 0.202 on its first line, step 101, not 1). ``run`` as it was
+    otherwise: a launch starting over (epoch back at the first launch's start) is another
+    run."""
+    if run is first or run.step_source == "step" or "epoch" not in run.frame.columns or (
+            "epoch" not in first.frame.columns):
+        return run
+    s0, e0 = first.finite_series("epoch")
+    s1, e1 = run.finite_series("epoch")
+    if len(e0) < 3 or len(e1) < 3 or not np.all(s0 > 0):
+        return run
+    rate = float(np.median(e0 / s0))  # epochs a step
+    if rate <= 0 or e1[0] < e0[0] + rate / 2:
+        return run
+    offset = np.round(e1 / rate) - s1
+    # One offset for every row (within rounding): the line numbers and the epochs agree.
+    shift = float(np.median(offset))
+    if shift <= 0 or np.mean(np.abs(offset - shift) <= 1) < 0.9:
+        return run
+    frame = run.frame.copy()
+    frame.index = (frame.index + int(shift)).rename("step")
+    nan_steps = {k: v + int(shift) for k, v in run.nan_steps.items()}
+    notes = [n for n in run.notes if not n.startswith(_LINE_STEP_NOTES)]
+    notes.append(f"{run.name}: steps from its epochs ({rate:g} an epoch a step, as the first "
+                 "launch logged them)")
+    return replace(run, frame=frame, nan_steps=nan_steps, notes=notes, _finite={},
+                   _derived={})
+
+
+#: Notes of steps numbered by log lines: not said of a launch whose epochs gave its steps.
+_LINE_STEP_NOTES = ("steps inferred from the run's end", "no step in the log")
 
 
 #: Lines scanned back from the end for the last metric line: a traceback is a few hundred.

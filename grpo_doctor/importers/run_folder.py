@@ -36,7 +36,7 @@ from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.console import LOG_LINE_STEPS
 from grpo_doctor.importers.tracker_store import unreadable_sqlite
 from grpo_doctor.importers.trainer_state import STATE_FILE
-from grpo_doctor.resumed import relaunch_notes
+from grpo_doctor.resumed import RELAUNCHED, relaunch_notes
 from grpo_doctor.store import Run
 from grpo_doctor.text import agree, plural
 
@@ -368,6 +368,10 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
             passed.append((copy.label, why))
             relaunched.extend(relaunch_notes(copy.label, runs))
             continue
+        # A copy whose launches read as one run (a console log of a crash, then a resume)
+        # says the crash itself: said under the copy's name, whichever copy is read.
+        relaunched.extend(f"{copy.label}: {n.split(': ', 1)[1]}" for n in runs[0].notes
+                          if RELAUNCHED in n and ": " in n)
         read.append((copy, runs[0]))
     if not read:
         why = "; ".join(f"{label}: {reason}" for label, reason in passed[:3])
@@ -415,7 +419,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         config.update(other.config)
     passed.sort()
     notes.insert(1, _passed_note(passed))
-    notes.extend(relaunched)
+    # (The copy read says its own crash in its notes already.)
+    notes.extend(n for n in relaunched if not n.startswith(f"{best_copy.label}: "))
     run.config = {**config, **run.config}
     run.name = path.resolve().name
     run.notes = [*notes, *run.notes]
