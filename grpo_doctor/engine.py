@@ -439,11 +439,12 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
                  _weight_fix(run) if weighed else None]
         settings = _with_first(settings, [f for f in first if f])
         weighed = None
-    notes = (tuple(run.notes) + settings
-             + tuple(n for n in (stopped, _late_start_note(run), failed, low, still, holes,
-                                 unscored.words() if unscored else None,
-                                 weighed, jumped, blind, clipped, cispo) if n)
-             + tuple(unread_notes(run)))
+    # How the run ended comes first: on a report with no finding it is what to act on (a
+    # run cut off at step 109 of 200 had it as its fourth note, after the log's own, trial 60).
+    later = (_late_start_note(run), failed, low, still, holes,
+             unscored.words() if unscored else None, weighed, jumped, blind, clipped, cispo)
+    notes = (((stopped,) if stopped else ()) + tuple(run.notes) + settings
+             + tuple(n for n in later if n) + tuple(unread_notes(run)))
     diagnosis = Diagnosis(run=info, metrics=dict(run.mapping), checks=tuple(checks),
                           notes=notes, root_cause=cause, plan=plan,
                           hints=tuple(str(h) for h in hints), setup=tuple(setup.to_dict()))
@@ -513,6 +514,10 @@ def _lr_not_applied_note(setup: Setup) -> str | None:
             "edited for the resume does nothing); what it trained at is what is judged")
 
 
+#: How the note of a log that ends short of its ``max_steps`` begins (audit lists it).
+ENDS_SHORT = "the log ends at step "
+
+
 def _short_of_max_steps(run: Run) -> str | None:
     """The log ending a logging interval or more before the ``max_steps`` its config sets,
     with no word of how it ended: a run still going, or one that stopped (a crash whose
@@ -531,7 +536,7 @@ def _short_of_max_steps(run: Run) -> str | None:
         return None
     from grpo_doctor.root_cause import resume_words
 
-    return (f"the log ends at step {step_text(run.last_step)} of the {int(total):,} steps its "
+    return (f"{ENDS_SHORT}{step_text(run.last_step)} of the {int(total):,} steps its "
             "config sets (max_steps), with no end of training in it: the run is still going, "
             f"or it stopped (killed, or an error its console output shows); if it stopped, "
             f"{resume_words(run)}")

@@ -254,7 +254,17 @@ def test_a_log_short_of_its_max_steps_says_so_when_it_says_nothing_of_how_it_end
     config = {"max_steps": 200}
     said = "the log ends at step 120 of the 200 steps its config sets (max_steps), with no end"
     cut = replace(run.truncated(120), config=config)
-    assert any(n.startswith(said) for n in diagnose(cut).notes)
+    d = diagnose(cut)
+    # First among the notes, and in the audit's line of a run with no finding (trial 60: a
+    # run cut off at step 109 read "healthy" there, the note fourth of four in diagnose).
+    assert d.notes[0].startswith(said) and not d.findings
+    from grpo_doctor.audit_result import AuditedRun
+    from grpo_doctor.reporters.audit_report import _root_lines
+    from grpo_doctor.reporters.json_report import to_json_obj
+
+    line = " ".join(_root_lines(AuditedRun("run", "run", to_json_obj(d)), 200))
+    assert ("→ healthy · the log ends at step 120 of the 200 steps its config sets "
+            "(max_steps): still going, or stopped?") in line
     assert not any("(max_steps)" in n for n in diagnose(replace(run, config=config)).notes)
     ended = replace(cut, ending=Ending("error", "KeyError: 'answer'"))
     assert not any(n.startswith(said) for n in diagnose(ended).notes)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from grpo_doctor import escape as esc
 from grpo_doctor.audit_result import AuditedRun, AuditResult, ProgressFn
+from grpo_doctor.engine import ENDS_SHORT
 from grpo_doctor.escape import markdown as escape
 from grpo_doctor.escape import terminal
 from grpo_doctor.findings import MIN_STEPS_FOR_HEALTHY
@@ -200,10 +201,13 @@ def _root_lines(run: AuditedRun, width: int) -> list[str]:
         settings = _next_run(run)
         signs = _signs(run)
         low = _low_task(run)
-        if settings is None and not signs and low is None:
+        short = _ends_short(run)
+        if settings is None and not signs and low is None and short is None:
             return []
         status = str(run.record.get("status"))
         said = f"→ {status}"
+        if short is not None:
+            said += f" · {terminal(short)}"
         if signs:
             said += f" · every logged step shows: {terminal('; '.join(signs))}"
         if low is not None:
@@ -240,6 +244,18 @@ def _low_task(run: AuditedRun) -> str | None:
     return None if note is None else "task score still low: " + note[len(LOW_TASK_NOTE):]
 
 
+def _ends_short(run: AuditedRun) -> str | None:
+    """'the log ends at step 109 of the 200 steps its config sets (max_steps)...: still
+    going, or stopped?' from a run's record with no finding: a run cut off reads healthy
+    otherwise (trial 60: SIGTERM at step 110, audit said only "healthy")."""
+    notes = run.record.get("notes")
+    if not isinstance(notes, list):
+        return None
+    note = next((n for n in notes if isinstance(n, str) and n.startswith(ENDS_SHORT)), None)
+    return None if note is None else note.split(", with no end of training", 1)[0] + (
+        ": still going, or stopped?")
+
+
 def _next_run(run: AuditedRun) -> str | None:
     """The settings a run's record notes for the next run (clearly outside the recipe with no
     finding linked to them) when it is healthy, or inconclusive on a log long enough to judge;
@@ -261,7 +277,7 @@ def _do_first_section(result: AuditResult, width: int):  # -> rich.console.Group
     from rich.text import Text
 
     runs = [r for r in result.runs if _root_cause(r) is not None or _next_run(r) is not None
-            or _signs(r) or _low_task(r) is not None]
+            or _signs(r) or _low_task(r) is not None or _ends_short(r) is not None]
     if not runs:
         return None
     out: list[Any] = [Text("")]
