@@ -180,7 +180,8 @@ def _launch(run: Run) -> dict[str, Any] | None:
     span = span_of(run)
     if span is None:
         return None
-    return {"first": span.first, "last": span.last, "gap": span.gap, "identity": identity(run)}
+    return {"first": span.first, "last": span.last, "gap": span.gap, "identity": identity(run),
+            "metrics": sorted(span.metrics)}
 
 
 def _launches_joined(src: Source, column_map: Mapping[str, str]) -> list[Run]:
@@ -213,7 +214,8 @@ def _resumed_sources(sources: list[Source], results: list[dict[str, Any]]
         if len(members) < 2:
             continue
         launches = [results[i]["runs"][0][_LAUNCH] for i in members]
-        spans = [Span(int(x["first"]), int(x["last"]), float(x["gap"])) for x in launches]
+        spans = [Span(int(x["first"]), int(x["last"]), float(x["gap"]),
+                      frozenset(x.get("metrics", ()))) for x in launches]
         names = [Path(sources[i].path).name for i in members]
         for chain in chains(names, spans, [x["identity"] for x in launches]):
             if len(chain) < 2:

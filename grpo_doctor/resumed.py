@@ -40,11 +40,13 @@ _TRAINER_STAMP = re.compile(r"^(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)
 
 @dataclass(frozen=True)
 class Span:
-    """The steps one launch logged: first, last, and its logging interval."""
+    """The steps one launch logged: first, last, its logging interval, and the metrics it
+    logged (canonical names; empty when not known)."""
 
     first: int
     last: int
     gap: float
+    metrics: frozenset[str] = frozenset()
 
 
 def span_of(run: Run) -> Span | None:
@@ -52,7 +54,14 @@ def span_of(run: Run) -> Span | None:
     if not len(steps):
         return None
     gap = float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0
-    return Span(int(steps[0]), int(steps[-1]), gap)
+    return Span(int(steps[0]), int(steps[-1]), gap, frozenset(run.mapping))
+
+
+def _alike(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Two launches of one run log the same metrics (half of the fewer, at least): a
+    ``train/`` and an ``eval/`` writer side by side, the eval's first step inside the
+    train's, are two logs, not a resume."""
+    return not a or not b or len(a & b) >= 0.5 * min(len(a), len(b))
 
 
 def _stamp(name: str) -> str | None:
@@ -97,6 +106,7 @@ def chains(names: Sequence[str], spans: Sequence[Span],
         s = spans[i]
         claims = [k for k, (first, last, gap) in enumerate(reach)
                   if first < s.first <= last + 2 * gap
+                  and _alike(spans[runs[k][0]].metrics, s.metrics)
                   and (ids[i] is None or ids[runs[k][0]] is None or ids[i] == ids[runs[k][0]])]
         if len(claims) == 1:
             k = claims[0]

@@ -237,3 +237,24 @@ def test_a_launch_starting_over_in_one_console_log_is_another_run(tmp_path: Path
                    encoding="utf-8")
     runs = load_runs(log)
     assert [(r.first_step, r.last_step) for r in runs] == [(1, 100), (1, 100)]
+
+
+def test_a_writer_of_other_metrics_beside_the_run_is_not_a_resume(tmp_path: Path) -> None:
+    """``logs/train`` and ``logs/eval`` written side by side: the eval writer's first step
+    (50) falls inside the train writer's steps, but it logs other metrics; joined, the train
+    metrics after step 50 would be lost."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    _scalars(tmp_path / "logs" / "train", range(1, 201), 0.5, 1_700_000_000)
+    w = EventFileWriter(str(tmp_path / "logs" / "eval"))
+    for step in range(50, 201, 50):
+        value = summary_pb2.Summary.Value(tag="eval/accuracy", simple_value=0.4)
+        w.add_event(event_pb2.Event(wall_time=1_700_000_000 + step, step=step,
+                                    summary=summary_pb2.Summary(value=[value])))
+    w.close()
+    runs = load_runs(tmp_path / "logs")
+    assert sorted((r.first_step, r.last_step, r.n_steps) for r in runs) == [
+        (1, 200, 200), (50, 200, 4)]
+    assert chains(["a", "b"], [Span(1, 200, 1, frozenset({"reward_mean", "entropy"})),
+                               Span(50, 200, 50, frozenset({"heldout_score"}))]) == [[0], [1]]
