@@ -17,7 +17,7 @@ import numpy as np
 
 from grpo_doctor.errors import InputError
 from grpo_doctor.files import is_remote
-from grpo_doctor.importers.launch import launch_error
+from grpo_doctor.importers.launch import launch_error, silent_stop
 from grpo_doctor.metrics import Metric
 from grpo_doctor.store import Run
 
@@ -141,7 +141,7 @@ def require_metrics(run: Run) -> None:
     if not run.source.startswith("wandb://") and not is_remote(run.source):
         # No training metric, and a console capture beside the log ending in a traceback: the
         # launch failed before its first step (an MLflow run holding only profiling timings).
-        failed = launch_error(Path(run.source))
+        failed = launch_error(Path(run.source)) or silent_stop(Path(run.source))
         if failed is not None:
             raise failed
     shown = ", ".join(run.unmapped[:8]) + (", ..." if len(run.unmapped) > 8 else "")

@@ -27,6 +27,7 @@ class Metric(str, Enum):
     ENTROPY = "entropy"
     KL = "kl"
     KL_COEF = "kl_coef"
+    ENTROPY_COEF = "entropy_coef"
     LOG_PROB_MEAN = "log_prob_mean"
     RATIO_MAX = "ratio_max"
     RATIO_MIN = "ratio_min"
@@ -167,6 +168,11 @@ ALIASES: list[Alias] = [
         Metric.KL_COEF,
         "kl_coef", "actor/kl_coef", "critic/kl_coeff", "critic/kl_coef",
         "actor/reward_kl_penalty_coeff", "kl_coeff", "beta",
+    ),
+    *_aliases(
+        # TRL 1.16 logs it on every row (an adaptive controller's value as it moves).
+        Metric.ENTROPY_COEF,
+        "entropy_coef", "entropy_coeff", "actor/entropy_coeff", "actor/entropy_coef",
     ),
     *_aliases(
         Metric.LOG_PROB_MEAN,

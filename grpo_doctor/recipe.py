@@ -917,9 +917,10 @@ def _adaptive_entropy(run, coef: Reading, lora: bool) -> Reading | None:
     config turns no controller on, or the log shows no rise."""
     flat = flat_config(run.config or {})
     on, _ = lookup(flat, ("use_adaptive_entropy",))
-    if as_flag(on) is not True or "entropy_coef" not in run.frame.columns:
+    coef_metric = Metric.ENTROPY_COEF.value
+    if as_flag(on) is not True or coef_metric not in run.frame.columns:
         return None
-    values = run.finite_series("entropy_coef")[1]
+    values = run.finite_series(coef_metric)[1]
     if not len(values):
         return None
     # Where it started: the config's value, else (a log read with no config, or whose
@@ -933,8 +934,11 @@ def _adaptive_entropy(run, coef: Reading, lora: bool) -> Reading | None:
     target = as_number(lookup(flat, ("entropy_target",))[0])
     held = run.finite_series(Metric.ENTROPY.value)[1]
     lowest = float(np.min(rolling_median(held, 5))) if len(held) >= 5 else None
-    goal = (f"entropy_target {_num(target)} -> {_num(float(f'{lowest * 0.8:.1g}'))} (under "
-            f"{_num(lowest)}, the lowest entropy the run held)" if target is not None
+    def rounded(x: float, digits: int) -> str:
+        return _num(float(f"{x:.{digits}g}"))
+
+    goal = (f"entropy_target {_num(target)} -> {rounded(lowest * 0.8, 1)} (under "
+            f"{rounded(lowest, 2)}, the lowest entropy the run held)" if target is not None
             and lowest is not None and lowest < target else
             f"entropy_target {_num(target)} lower" if target is not None else
             "entropy_target lower")

@@ -1135,6 +1135,14 @@ def resume_words(run: Run) -> str:
     if every is not None and every[0]:
         return (f"resume from checkpoint-{every[0][-1]} (the last one {every[1]} {every[2]} "
                 "saved)")
+    off = _saving_off(run) or (f"{every[1]} {every[2]}" if every is not None else None)
+    if off is not None:
+        # Nothing to resume from (trial 61: "resume from the last checkpoint it saved" of a
+        # run that saved none): the steps trained are lost.
+        why = off
+        return (f"relaunch from the start: no checkpoint was saved by step "
+                f"{step_text(last)} ({why}), so its training is lost; save checkpoints this "
+                "time (save_strategy steps, save_steps a tenth of the run or so)")
     return "resume from the last checkpoint it saved"
 
 

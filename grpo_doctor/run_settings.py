@@ -214,7 +214,7 @@ def _logged_disagreements(run: Run, added: dict[str, object],
     that decayed before the log began: the given value stands, unless the log shows the
     schedule's peak (it begins at its first logging interval). Either way a note says so.
     ``beside``: the keys read from a config file beside the log, said as that file's."""
-    from grpo_doctor.recipe import SETTINGS, as_number, lookup
+    from grpo_doctor.recipe import SETTINGS, as_flag, as_number, lookup
     from grpo_doctor.text import knob_value
 
     out: list[str] = []
@@ -236,6 +236,8 @@ def _logged_disagreements(run: Run, added: dict[str, object],
             continue
         if not s.metric or s.metric not in run.frame.columns:
             continue
+        if s.id == "entropy_coef" and as_flag(lookup(added, ("use_adaptive_entropy",))[0]):
+            continue  # a controller moves it from the configured start: no contradiction
         steps, logged = run.finite_series(s.metric)
         if x is None or key is None or not len(logged) or x <= 0:
             continue

@@ -13,7 +13,7 @@ from pathlib import Path
 from grpo_doctor import importers
 from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.files import is_remote
-from grpo_doctor.importers.launch import launch_error
+from grpo_doctor.importers.launch import launch_error, silent_stop
 from grpo_doctor.importers.sidecar import with_sidecar_config
 from grpo_doctor.store import Run
 
@@ -43,7 +43,8 @@ def load_runs(
         except (FormatError, InputError) as exc:
             # No log to read, and a console capture there ending in a traceback: the launch
             # failed before its first step, and the traceback is what to fix (trial 60).
-            failed = None if is_remote(source) else launch_error(Path(text))
+            failed = None if is_remote(source) else (
+                launch_error(Path(text)) or silent_stop(Path(text)))
             if failed is None:
                 raise
             raise failed from exc

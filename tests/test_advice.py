@@ -3285,8 +3285,8 @@ def test_an_entropy_bonus_a_controller_raised_is_what_to_change_first(recipe_of)
     tiny = {"recipe": TINY_RECIPE} if recipe_of == "tiny model" else {}
     rc = diagnose(run, DoctorConfig(run_config=cfg, **tiny)).root_cause
     assert rc.first_action.startswith(
-        "use_adaptive_entropy True -> False, or entropy_target 0.32 -> 0.1 (under 0.159, the "
-        "lowest entropy the run held): the controller raised entropy_coef from 0.015 to 0.555"), rc
+        "use_adaptive_entropy True -> False, or entropy_target 0.32 -> 0.1 (under 0.16, the "
+        "lowest entropy the run held): the controller raised entropy_coef from 0.01 to 0.555"), rc
     assert "learning_rate" not in rc.first_action
     assert rc.knob["name"] == "entropy_coef" and rc.knob["value"] == pytest.approx(0.555)
     assert "raised step by step by use_adaptive_entropy" in rc.summary
@@ -3313,3 +3313,30 @@ def test_a_large_entropy_bonus_behind_the_crash_it_brought_is_the_root_cause(wit
     assert d.root_cause.mode == "entropy_blowup", d.root_cause
     assert "entropy_coef 0.5 -> 0.005 (or remove it)" in d.root_cause.first_action
     assert "reward function" not in d.root_cause.first_action
+
+
+@pytest.mark.parametrize("column", ["entropy_coef", "train/entropy_coef"])
+def test_a_controllers_coefficient_is_read_from_any_log_and_its_config_beside(tmp_path, column):
+    """Trial 61: the same run read through its TensorBoard events (``train/entropy_coef``,
+    left unread) or its console with training_args beside it (the logged coefficient, moving
+    away from the configured 0.01, "contradicted" the file, and every setting in it was
+    dropped) had "learning_rate first"; read from the trainer state, the controller."""
+    from grpo_doctor import recipe as recipe_module
+    from grpo_doctor.run_settings import with_run_settings
+    from grpo_doctor.sources import load_runs as load_with_sidecar
+
+    frame = load_runs(TRIAL / "trl_adaptive_entropy.csv")[0].frame
+    keep = {"reward_mean": "reward", "entropy": "entropy", "grad_norm": "grad_norm",
+            "learning_rate": "learning_rate", "entropy_coef": column}
+    rows = frame[list(keep)].rename(columns=keep)
+    log = tmp_path / "console.log"
+    log.write_text("".join(repr({k: f"{v:.4g}" for k, v in row.items()}) + "\n"
+                           for _, row in rows.iterrows()), encoding="utf-8")
+    cfg = json.loads((TRIAL / "trl_adaptive_entropy.config.json").read_text())
+    (tmp_path / "training_args.json").write_text(json.dumps(cfg), encoding="utf-8")
+    run = with_run_settings(load_with_sidecar(log)[0], {})
+    coef = recipe_module.read_run(run).get("entropy_coef")
+    assert str(coef.source).startswith(recipe_module.ADAPTIVE_ENTROPY), coef
+    assert not any("contradicted by the log" in n for n in run.notes)
+    rc = diagnose(run).root_cause
+    assert rc.first_action.startswith("use_adaptive_entropy True -> False"), rc

@@ -92,6 +92,25 @@ def test_resume_names_the_last_checkpoint_saved_before_the_stop(tmp_path: Path) 
     assert first.first_action.endswith("then resume from checkpoint-100, the last it saved")
 
 
+@pytest.mark.parametrize("saving, said", [
+    ({"save_strategy": "no"}, "(save_strategy no)"),
+    ({"save_strategy": "steps", "save_steps": 500}, "(save_steps 500)"),
+])
+def test_a_run_that_saved_no_checkpoint_is_relaunched_not_resumed(
+        tmp_path: Path, saving: dict, said: str) -> None:
+    """Trial 61: save_strategy "no" and a ValueError at step 150: "then resume from the last
+    checkpoint it saved", of a run that saved none."""
+    from dataclasses import replace
+
+    from grpo_doctor import diagnose
+
+    run = _diagnose(tmp_path, _trl_console(150) + KEY_ERROR).run
+    first = diagnose(replace(run, config={**run.config, **saving})).root_cause.first_action
+    assert first.endswith(f"then relaunch from the start: no checkpoint was saved by step 150 "
+                          f"{said}, so its training is lost; save checkpoints this time "
+                          "(save_strategy steps, save_steps a tenth of the run or so)"), first
+
+
 def test_a_traceback_the_run_went_on_from_is_no_ending(tmp_path: Path) -> None:
     text = _trl_console(100) + KEY_ERROR + _trl_console()[len(_trl_console(100)):]
     d = _diagnose(tmp_path, text).diagnosis

@@ -102,3 +102,58 @@ def test_timings_alone_are_no_metric_to_map(capsys: pytest.CaptureFixture[str],
     code, _, err = run_cli(capsys, "diagnose", str(log))
     assert code == 2 and "--map" not in err
     assert "no training metric logged, only timings and system values" in err
+
+
+KILLED_QUIETLY = """\
+Loading weights: 100%|██████████| 27/27 [00:00<00:00, 7095.63it/s]
+/venv/lib/python3.11/site-packages/transformers/training_args.py:1541: FutureWarning: `gradient_checkpointing` is deprecated
+  warnings.warn(f"`{old}` is deprecated", FutureWarning)
+2026/12/07 04:59:44 INFO mlflow.store.db.utils: Creating initial MLflow database tables...
+"""
+
+
+def test_a_process_killed_before_its_first_log_is_said_as_such(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Trial 61: SIGKILL after the first optimizer step, nothing printed: the console ends in
+    the launch's warnings, the tracker holds only profiling timings. It read "holds 2
+    training logs: diagnose one of them", and the console "no numbers in any metric
+    column" (a progress bar taken for a table)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "console.log").write_text(KILLED_QUIETLY, encoding="utf-8")
+    (run / "metrics.csv").write_text("step,profiling/Time taken: GRPOTrainer.generate\n"
+                                     "0,1.5\n", encoding="utf-8")
+    for target in (run, run / "console.log", run / "metrics.csv"):
+        code, _, err = run_cli(capsys, "diagnose", str(target))
+        assert code == 2 and err.count("\n") == 1, err
+        assert ("no training step was logged, and console.log ends with no error and no end "
+                "of training: the process stopped before its first log") in err
+        assert "exit status 137" in err
+    # Notes in a folder are no launch; a real log beside the capture is read.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "notes.txt").write_text("what I tried today\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, "diagnose", str(notes))
+    assert code == 2 and "no training log found" in err
+    (run / "metrics.csv").write_text("step,reward,entropy\n" + "".join(
+        f"{s},{0.2 + s / 100},0.5\n" for s in range(1, 41)), encoding="utf-8")
+    code, out, _ = run_cli(capsys, "diagnose", str(run / "metrics.csv"))
+    assert code in (0, 1) and "steps 1–40" in out
+
+
+def test_a_reward_functions_key_error_asks_for_the_dataset_column(tmp_path: Path) -> None:
+    """Trial 61: ``kwargs["answer"]`` on a dataset whose column was renamed ``solution``."""
+    from grpo_doctor.importers.launch import launch_error
+
+    log = tmp_path / "console.log"
+    log.write_text(KILLED_QUIETLY + 'Traceback (most recent call last):\n'
+                   '  File "/home/me/train.py", line 965, in correctness_reward\n'
+                   '    gold = kwargs["answer"]\n'
+                   "KeyError: 'answer'\n", encoding="utf-8")
+    failed = launch_error(log)
+    assert failed is not None and ("(the trainer hands each dataset column to the reward "
+                                   "functions by name: does the dataset have a column "
+                                   "'answer'?)") in str(failed)
+    # Not said of a KeyError raised elsewhere.
+    log.write_text(log.read_text().replace("correctness_reward", "load_config"))
+    assert "dataset column" not in str(launch_error(log))

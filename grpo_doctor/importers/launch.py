@@ -10,6 +10,7 @@ or the text files in the folder named or beside the log named.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from grpo_doctor.endings import TRACEBACK, Ending, ending_in
@@ -21,6 +22,12 @@ _TAIL_BYTES = 1 << 20
 _MAX_FILES = 50
 #: Where a console capture is kept: ``console.log``, ``nohup.out``, ``train.err``, ``stdout``.
 _TEXT_SUFFIXES = frozenset({".log", ".out", ".txt", ".err", ""})
+
+
+#: What a training launch prints before its first step (a library's warning, a progress
+#: bar, weights loading): a capture of one, not notes or a README.
+_LAUNCHED = re.compile(r"[/\\](?:site|dist)-packages[/\\]|\d(?:it/s|s/it)\]|Loading (?:weights|"
+                       r"checkpoint shards)")
 
 
 def _tail(path: Path) -> str:
@@ -87,5 +94,54 @@ def launch_error(path: Path, *, beside: bool = True) -> LaunchFailed | None:
         return None
     file, ending = found
     return LaunchFailed(f"{file}: the run stopped before its first logged step, on an error: "
-                      f"{ending.words()}; fix it and launch again (no training metric was "
-                      "logged: there is nothing else to diagnose)")
+                        f"{ending.words()}{_column_hint(ending)}; fix it and launch again (no "
+                        "training metric was logged: there is nothing else to diagnose)")
+
+
+def _column_hint(ending: Ending) -> str:
+    """A reward function's ``KeyError`` on its first call: a dataset column it reads by name
+    that the dataset does not have (TRL hands each column to the reward functions as a
+    keyword argument: trial 61's ``kwargs["answer"]`` on a dataset whose column was
+    ``solution``)."""
+    if not ending.error.startswith("KeyError: ") or "reward" not in (ending.where or ""):
+        return ""
+    key = ending.error[len("KeyError: "):]
+    return (f" (the trainer hands each dataset column to the reward functions by name: does "
+            f"the dataset have a column {key}?)")
+
+
+def _holds_metrics(path: Path) -> bool:
+    """Whether ``path`` reads as a run with a training metric at a logged step."""
+    from grpo_doctor.importers import load_runs  # the registry (it does not import this)
+
+    try:
+        return any(run.mapping and run.n_steps for run in load_runs(path))
+    except (GrpoDoctorError, OSError, ValueError):
+        return False
+
+
+def silent_stop(path: Path) -> LaunchFailed | None:
+    """No log in the folder of ``path`` holds a training step, and its console capture ends
+    with no error and no end of training: the process stopped before its first log with
+    nothing printed, as a kill from outside leaves it (trial 61: SIGKILL after the first
+    step, an MLflow run still RUNNING with only profiling timings, read "holds 2 training
+    logs: diagnose one of them"). None otherwise."""
+    folder = path if path.is_dir() else path.parent
+    try:
+        entries = sorted(e for e in folder.iterdir() if not e.name.startswith("."))
+    except OSError:
+        return None
+    captures = []
+    for file in _text_files(folder):
+        text = _tail(file)
+        if (_LAUNCHED.search(text) and not TRACEBACK.search(text)
+                and "train_runtime" not in text):
+            captures.append(file)
+    if not captures or any(_holds_metrics(e) for e in entries[:_MAX_FILES]):
+        return None
+    return LaunchFailed(
+        f"{folder}: no training step was logged, and {captures[0].name} ends with no error and "
+        "no end of training: the process stopped before its first log with nothing printed "
+        "(killed from outside: the out-of-memory killer, exit status 137; a scheduler's time "
+        "or memory limit), or it is still starting; check the job's exit status and the "
+        "host's kernel log (dmesg), then relaunch")

@@ -84,7 +84,7 @@ ENTROPY_COEF = Knob(
     "entropy coefficient",
     ("actor_rollout_ref.actor.entropy_coeff", "entropy_coeff", "entropy_coef"),
     # TRL (1.16+) logs it on every row: a console capture with no config beside it says it.
-    "entropy_coef",
+    Metric.ENTROPY_COEF.value,
 )
 CLIP_HIGH = Knob(
     "clip_ratio_high (epsilon_high)",
