@@ -46,6 +46,28 @@ TypeError: list indices must be integers or slices, not str
 """
 
 
+def _launch_folder(tmp_path: Path, console: str) -> Path:
+    """A run's folder: the launch's console capture, and the tracker's own bookkeeping
+    beside it (profiling timings: no training metric)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "console.log").write_text(console, encoding="utf-8")
+    (run / "metrics.csv").write_text("step,profiling/Time taken: GRPOTrainer.generate\n"
+                                     "0,1.5\n", encoding="utf-8")
+    return run
+
+
+def _errors_of_each(capsys: pytest.CaptureFixture[str], run: Path) -> list[str]:
+    """``diagnose`` of the folder, its capture and its tracker log: each one line on stderr,
+    exit 2, nothing on stdout."""
+    errors = []
+    for target in (run, run / "console.log", run / "metrics.csv"):
+        code, out, err = run_cli(capsys, "diagnose", str(target))
+        assert code == 2 and not out and err.count("\n") == 1, err
+        errors.append(err)
+    return errors
+
+
 def test_a_library_frame_names_the_users_line_that_called_it() -> None:
     ending = ending_in(CONFIG_REFUSED)
     assert ending is not None
@@ -63,16 +85,8 @@ def test_a_library_frame_names_the_users_line_that_called_it() -> None:
 ])
 def test_a_launch_that_failed_says_its_error_for_the_capture_or_its_folder(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, said: str) -> None:
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "console.log").write_text(text, encoding="utf-8")
-    # The tracker's own bookkeeping beside it: no training metric.
-    (run / "metrics.csv").write_text("step,profiling/Time taken: GRPOTrainer.generate\n"
-                                     "0,1.5\n", encoding="utf-8")
-    for target in (run, run / "console.log", run / "metrics.csv"):
-        code, out, err = run_cli(capsys, "diagnose", str(target))
-        assert code == 2 and not out
-        assert err.count("\n") == 1, err
+    run = _launch_folder(tmp_path, text)
+    for err in _errors_of_each(capsys, run):
         assert "console.log: the run stopped before its first logged step, on an error: " in err
         assert said in err and "fix it and launch again" in err
     # Audited, the capture is the row that says it.
@@ -118,14 +132,8 @@ def test_a_process_killed_before_its_first_log_is_said_as_such(
     the launch's warnings, the tracker holds only profiling timings. It read "holds 2
     training logs: diagnose one of them", and the console "no numbers in any metric
     column" (a progress bar taken for a table)."""
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "console.log").write_text(KILLED_QUIETLY, encoding="utf-8")
-    (run / "metrics.csv").write_text("step,profiling/Time taken: GRPOTrainer.generate\n"
-                                     "0,1.5\n", encoding="utf-8")
-    for target in (run, run / "console.log", run / "metrics.csv"):
-        code, _, err = run_cli(capsys, "diagnose", str(target))
-        assert code == 2 and err.count("\n") == 1, err
+    run = _launch_folder(tmp_path, KILLED_QUIETLY)
+    for err in _errors_of_each(capsys, run):
         assert ("no training step was logged, and console.log ends with no error and no end "
                 "of training: the process stopped before its first log") in err
         assert "exit status 137" in err
