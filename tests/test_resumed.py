@@ -258,3 +258,21 @@ def test_a_writer_of_other_metrics_beside_the_run_is_not_a_resume(tmp_path: Path
         (1, 200, 200), (50, 200, 4)]
     assert chains(["a", "b"], [Span(1, 200, 1, frozenset({"reward_mean", "entropy"})),
                                Span(50, 200, 50, frozenset({"heldout_score"}))]) == [[0], [1]]
+
+
+def test_watching_a_console_log_a_resume_appends_to_reads_one_run(tmp_path: Path) -> None:
+    """``watch console.log`` through a crash and the resume appended after it: the resumed
+    launch is read at its global steps, one run with the first (as ``diagnose`` reads it)."""
+    from grpo_doctor.watch import Watcher
+
+    log = tmp_path / "console.log"
+    log.write_text(_dicts(range(1, 121), 0.5) + _CRASH, encoding="utf-8")
+    watcher = Watcher(log)
+    watcher.poll()
+    assert watcher.run is not None and watcher.run.last_step == 120
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(_dicts(range(101, 161), 0.8))
+    watcher.poll()
+    run = watcher.run
+    assert run is not None and (run.first_step, run.last_step, run.n_steps) == (1, 160, 160)
+    assert run.frame.loc[130, "reward_mean"] == pytest.approx(0.8)

@@ -1053,11 +1053,17 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         for run, part in zip(runs, logs):
             run.ending = part.ending  # a crash a relaunch followed (the last: below)
     runs[-1].ending = _ending(text)
-    if len(runs) > 1 and options.run is None:
-        runs = with_resumed([_global_steps(run, runs[0]) for run in runs],
-                            [run.name for run in runs], "launches in this log",
-                            file_run_name(path), str(path))
-    return runs
+    return _launches_joined(runs, path, options)
+
+
+def _launches_joined(runs: list[Run], path: Path, options: LoadOptions) -> list[Run]:
+    """The runs of one console log with the launches of one resumed run joined (a resume
+    appended to the log the crashed run wrote); as they are when ``--run`` names one."""
+    if len(runs) < 2 or options.run is not None:
+        return runs
+    return with_resumed([_global_steps(run, runs[0]) for run in runs],
+                        [run.name for run in runs], "launches in this log",
+                        file_run_name(path), str(path))
 
 
 def _global_steps(run: Run, first: Run) -> Run:
@@ -1169,8 +1175,10 @@ def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | N
     # last alone had the second run "clear" the first one's NaN (trial 42).
     runs = [log_to_run(part, path, "console", options, name=f"{path.stem}#{k}")
             for k, part in enumerate(logs, 1)]
+    for run, part in zip(runs, logs):
+        run.ending = part.ending
     runs[-1].ending = _ending(text)
-    return pick_run(runs, options, str(path))
+    return pick_run(_launches_joined(runs, path, options), options, str(path))
 
 
 IMPORTER = Importer(
