@@ -26,7 +26,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: Ends a process without a traceback: the kernel's OOM killer as the shell reports it, a
 #: crash of native code, a collective that timed out.
 _FATAL = (
-    (re.compile(r"^(?:.*\s)?Killed\s*$"), "killed",
+    (re.compile(r"^(?:.*\s)?Killed\s*$|\s\d+\s+Killed\s"), "killed",
      "the process was killed (the shell's 'Killed': the host's out-of-memory killer?)"),
     (re.compile(r"Segmentation fault"), "error", "a segmentation fault (native code crashed)"),
     (re.compile(r"Watchdog caught collective operation timeout|NCCL.*[Tt]imed? ?out"),

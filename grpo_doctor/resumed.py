@@ -130,9 +130,11 @@ def relaunch_notes(label: str, runs: Sequence[Run]) -> list[str]:
     out = []
     for k, run in enumerate(runs[:-1], 1):
         if run.ending is not None and run.ending.needs_fix:
-            out.append(f"{label}: launch {k} of {len(runs)} stopped on an error after "
-                       f"{run.n_steps:,} logged steps ({run.ending.words()}), {RELAUNCHED} "
-                       "(resumed?)")
+            how = (f"ended after {run.n_steps:,} logged steps: {run.ending.words()}"
+                   if run.ending.kind == "killed" else
+                   f"stopped on an error after {run.n_steps:,} logged steps "
+                   f"({run.ending.words()})")
+            out.append(f"{label}: launch {k} of {len(runs)} {how}, {RELAUNCHED} (resumed?)")
     return out
 
 

@@ -276,3 +276,33 @@ def test_watching_a_console_log_a_resume_appends_to_reads_one_run(tmp_path: Path
     run = watcher.run
     assert run is not None and (run.first_step, run.last_step, run.n_steps) == (1, 160, 160)
     assert run.frame.loc[130, "reward_mean"] == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("between, said", [
+    ("/var/spool/slurm/job1/slurm_script: line 12:  4242 Killed   python train.py\n",
+     "launch 1 of 2 ended after 120 logged steps: the process was killed"),
+    ("", None),
+])
+def test_a_launch_killed_with_no_traceback_then_resumed_is_joined(
+        tmp_path: Path, between: str, said: str | None) -> None:
+    """helper-76: the OOM killer (bash's "PID Killed cmd" line, or nothing at all) at step
+    120, then a resume from checkpoint-100 appended: read as one run of 220 line-numbered
+    steps. The epoch going back by more than a few intervals is a relaunch."""
+    log = tmp_path / "console.log"
+    log.write_text(_dicts(range(1, 121), 0.5) + between + _dicts(range(101, 201), 0.8),
+                   encoding="utf-8")
+    (run,) = load_runs(log)
+    assert (run.first_step, run.last_step, run.n_steps) == (1, 200, 200)
+    killed = [n for n in run.notes if "launch 1 of 2" in n]
+    assert (said is None and not killed) or (killed and said in killed[0]), run.notes
+
+
+def test_an_epoch_a_step_back_is_no_relaunch(tmp_path: Path) -> None:
+    """One printed row a logging interval behind the one before it (two printers, a row
+    printed late): one run, not a relaunch."""
+    rows = _dicts(range(1, 101), 0.5).splitlines(keepends=True)
+    rows[50], rows[51] = rows[51], rows[50]
+    log = tmp_path / "console.log"
+    log.write_text("".join(rows), encoding="utf-8")
+    (run,) = load_runs(log)
+    assert run.n_steps == 100

@@ -792,6 +792,28 @@ def _went_back(before: _Printed, after: _Printed) -> bool:
     return a is not None and b is not None and b < a
 
 
+#: Logging intervals the epoch must go back by for a relaunch with no word of how the
+#: process before it ended (killed with nothing printed): no interleaving of two printers
+#: takes it back that far.
+_RELAUNCH_INTERVALS = 3
+
+
+def _went_far_back(run: _PrintedRun, after: _Printed) -> bool:
+    """Whether the epoch went back by ``_RELAUNCH_INTERVALS`` of the run's own intervals:
+    a relaunch even where nothing between says the process before it died (a SIGKILL, the
+    kernel's OOM killer; helper-76: read as one run of 220 line-numbered steps)."""
+    epochs = [e for e in (to_number(p.value.get("epoch")) for p in run.dicts[-20:])
+              if e is not None]
+    b = to_number(after.value.get("epoch"))
+    if len(epochs) < 3 or b is None:
+        return False
+    steps = [y - x for x, y in zip(epochs, epochs[1:]) if y > x]
+    if not steps:
+        return False
+    every = float(np.median(steps))
+    return b < epochs[-1] - _RELAUNCH_INTERVALS * every
+
+
 def _printed_runs(segments: Sequence[Segment], log: ConsoleLog) -> list[_PrintedRun]:
     """Metric dicts grouped into runs: the Trainer's closing ``train_runtime`` summary ends one
     (a script that trains twice, or an SFT phase before GRPO, prints two)."""
@@ -815,8 +837,8 @@ def _printed_runs(segments: Sequence[Segment], log: ConsoleLog) -> list[_Printed
             last = prev.end if prev is not None else None
             # (The epoch first: it goes back at a relaunch only, where a run may print many
             # caught tracebacks.)
-            if prev is not None and last is not None and _went_back(prev, printed) and any(
-                    last < k < printed.index for k in died):
+            if prev is not None and last is not None and _went_back(prev, printed) and (any(
+                    last < k < printed.index for k in died) or _went_far_back(runs[-1], printed)):
                 runs[-1].ending = ending_in("\n".join(
                     seg.text for seg in segments[last + 1:printed.index]))
                 runs.append(_PrintedRun(start=last + 1))
