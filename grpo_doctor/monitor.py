@@ -188,6 +188,13 @@ class Monitor:
         self.clear_after = self._settings.clear_after
         self.alerted: dict[str, Alert] = {}
         self._stop_alerted = False  # the run's stop on an error was alerted (``_stopped``)
+        #: Hold a stop until the caller says the log went quiet (``release_stop``): a watched
+        #: log whose last lines are a traceback may be a run that printed a caught exception
+        #: and goes on (helper-76: "run_stopped" at once, never taken back, and
+        #: ``--exit-on warning`` ended the watch of a healthy run). The callback reads no
+        #: console: it never holds one.
+        self.hold_stop = False
+        self._pending_stop: Alert | None = None
         self.alerts: list[Alert] = []
         self.checks: tuple[Check, ...] = ()
         self.run: Run | None = None
@@ -289,16 +296,39 @@ class Monitor:
         was raised."""
         cause = stopped_cause(run, 0) if run.ending is not None else None
         if cause is None:
+            self._pending_stop = None
+            if self._stop_alerted:
+                # Metrics after the traceback: the run went on (a caught exception printed).
+                self._stop_alerted = False
+                return Alert(mode=RUN_STOPPED, severity=Status.OK, first_alert_step=None,
+                             onset_step=None, summary="the run went on after the traceback "
+                             "it printed: an exception it caught, not a stop",
+                             step=run.last_step, previous=Status.WARNING, run=run.name,
+                             source=run.source, step_unit=unit)
             return None
         if not self.alerted:
             self.first_action = cause.first_action
         if self._stop_alerted:
             return None
+        alert = Alert(mode=RUN_STOPPED, severity=Status.WARNING, first_alert_step=run.last_step,
+                      onset_step=run.last_step, summary=cause.summary, step=run.last_step,
+                      run=run.name, source=run.source, step_unit=unit,
+                      first_action=cause.first_action, root_cause=RUN_STOPPED)
+        if self.hold_stop:
+            self._pending_stop = alert
+            return None
         self._stop_alerted = True
-        return Alert(mode=RUN_STOPPED, severity=Status.WARNING, first_alert_step=run.last_step,
-                     onset_step=run.last_step, summary=cause.summary, step=run.last_step,
-                     run=run.name, source=run.source, step_unit=unit,
-                     first_action=cause.first_action, root_cause=RUN_STOPPED)
+        return alert
+
+    def release_stop(self) -> list[Alert]:
+        """The stop held (``hold_stop``), now that the log stayed quiet after it; [] when
+        none is held."""
+        alert, self._pending_stop = self._pending_stop, None
+        if alert is None or self._stop_alerted:
+            return []
+        self._stop_alerted = True
+        self.alerts.append(alert)
+        return [alert]
 
     def _confirmed(self, check: Check, run: Run) -> bool:
         """Whether a finding not raised now may be: a warning that cleared before is raised
@@ -453,6 +483,8 @@ class Monitor:
         run = self.run
         if run is None:
             return None
+        if self._pending_stop is not None:
+            run = replace(run, ending=None)  # a stop held until the log goes quiet: not yet
         return replace(assemble(run, self.checks), config=self._settings.applied_config())
 
     def severities(self) -> dict[str, int]:

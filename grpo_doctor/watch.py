@@ -71,6 +71,9 @@ if TYPE_CHECKING:
 #: Polls in a row a run already read may be unreadable (caught mid-rewrite: garbage, half a
 #: header) before the watch gives up on it; until then it keeps the last Run read.
 MAX_UNREADABLE_POLLS = 3
+#: Seconds a log must stay unchanged after a traceback at its end before the watch calls the
+#: run stopped: a run that printed an exception it caught goes on writing before then.
+STOP_QUIET = 30.0
 
 class Watcher:
     """Follows one growing run and re-checks it at each ``poll`` (see the module docstring).
@@ -88,6 +91,7 @@ class Watcher:
                                    step_column=step_column, run=run)
         self._format = importer_named(format).name if format else None
         self.monitor = Monitor(self.settings)
+        self.monitor.hold_stop = True  # released once the log stays quiet (``STOP_QUIET``)
         self.source: LiveSource | None = None
         self.store: LiveStore | None = None
         self.polls = 0
@@ -173,6 +177,8 @@ class Watcher:
         self.polls += 1
         try:
             alerts = self._poll(final)
+            if self.source is not None and (final or self.source.quiet_for(STOP_QUIET)):
+                alerts += self.monitor.release_stop()
         except SeveralRuns:
             raise
         except GrpoDoctorError as exc:
@@ -198,8 +204,9 @@ class Watcher:
         polling: buffered output is flushed mid-line, then may pause for minutes."""
         if self.source is None or not self.source.quiet_for(quiet):
             return self.monitor.settle()
-        # Not a poll (--max-polls N reports N); then the advice pending its hold.
-        return self._poll(final=True) + self.monitor.settle()
+        # Not a poll (--max-polls N reports N); then the advice pending its hold, and a stop
+        # held for the log to go quiet (it has).
+        return self._poll(final=True) + self.monitor.release_stop() + self.monitor.settle()
 
     def _poll(self, final: bool) -> list[Alert]:
         if self.source is None:

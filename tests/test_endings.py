@@ -249,6 +249,9 @@ def test_watch_alerts_once_when_the_watched_run_stops_on_an_error(tmp_path: Path
     assert not any(a.mode == "run_stopped" for a in watcher.poll())
     with path.open("a") as fh:
         fh.write(KEY_ERROR)
+    # Held while the log may still grow (a caught exception printed mid-run goes on)...
+    assert not any(a.mode == "run_stopped" for a in watcher.poll())
+    _quiet(path)  # ... and called once the log stayed unchanged
     stopped = [a for a in watcher.poll() if a.mode == "run_stopped"]
     assert len(stopped) == 1 and stopped[0].step == 80
     assert stopped[0].first_action is not None and "KeyError: 'answer'" in stopped[0].first_action
@@ -260,6 +263,45 @@ def test_watch_alerts_once_when_the_watched_run_stops_on_an_error(tmp_path: Path
     with path.open("a") as fh:
         fh.write("\n")
     assert not any(a.mode == "run_stopped" for a in watcher.poll())  # said once
+
+
+def _quiet(path: Path, seconds: float = 120.0) -> None:
+    """``path`` as a log unchanged for ``seconds``."""
+    import os
+    import time
+
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_watch_takes_a_caught_exceptions_traceback_for_no_stop(tmp_path: Path) -> None:
+    """helper-76: a reward function's caught exception, its traceback printed, then more
+    metric lines: watch alerted run_stopped at once, never took it back, and
+    ``--exit-on warning`` ended the watch of a healthy run. Held until the log goes quiet;
+    one alerted and then followed by metrics is cleared."""
+    from grpo_doctor.watch import Watcher
+
+    path = tmp_path / "console.log"
+    lines = _trl_console().splitlines(keepends=True)
+    path.write_text("".join(lines[:60]) + KEY_ERROR)
+    watcher = Watcher(path)
+    assert not any(a.mode == "run_stopped" for a in watcher.poll())
+    assert watcher.status == "healthy"  # the panel does not say it either, while held
+    with path.open("a") as fh:
+        fh.write("".join(lines[60:80]))
+    assert not any(a.mode == "run_stopped" for a in watcher.poll())
+    assert watcher.status != "warning"
+    # Quiet after a traceback: called; then the run goes on: cleared, said why.
+    with path.open("a") as fh:
+        fh.write(KEY_ERROR)
+    watcher.poll()
+    _quiet(path)
+    assert [a.event for a in watcher.poll() if a.mode == "run_stopped"] == ["alert"]
+    with path.open("a") as fh:
+        fh.write("".join(lines[80:100]))
+    cleared = [a for a in watcher.poll() if a.mode == "run_stopped"]
+    assert [a.event for a in cleared] == ["cleared"]
+    assert "an exception it caught, not a stop" in cleared[0].summary
 
 
 def test_a_log_short_of_its_max_steps_says_so_when_it_says_nothing_of_how_it_ended() -> None:
