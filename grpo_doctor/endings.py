@@ -92,11 +92,31 @@ def _file_name(frame: re.Match[str]) -> str:
     return re.split(r"[/\\]", frame["path"])[-1]
 
 
+#: Exceptions that report another process's failure, not what failed: a launcher's
+#: (torchrun's ChildFailedError, accelerate's CalledProcessError) and a rank's collective
+#: broken by another rank's death (NCCL's "remote process exited").
+_ECHOES = re.compile(r"ChildFailedError|CalledProcessError|DistBackendError|"
+                     r"ProcessExitedException|ProcessRaisedException|DistNetworkError")
+
+
 def _traceback_ending(lines: list[str]) -> Ending | None:
-    """The last traceback's exception and frame (after chained ones: the last is raised)."""
-    start = max((k for k, line in enumerate(lines) if TRACEBACK.search(line)), default=None)
-    if start is None:
+    """The exception and frame of the traceback that says what failed: the last one (after
+    chained ones: the last is raised), unless it reports another's failure (a launcher's
+    ``ChildFailedError`` below the worker's ``KeyError``, rank 0's NCCL error after rank 1's
+    out-of-memory error: helper-76), then the earliest that does not."""
+    starts = [k for k, line in enumerate(lines) if TRACEBACK.search(line)]
+    if not starts:
         return None
+    found = [(k, _exception_after(lines, k)) for k in starts]
+    last = found[-1][1]
+    if last is None or not _ECHOES.search(last.error.split(":", 1)[0]):
+        return last
+    return next((e for _, e in found if e is not None and not _ECHOES.search(
+        e.error.split(":", 1)[0])), last)
+
+
+def _exception_after(lines: list[str], start: int) -> Ending | None:
+    """The exception of the traceback opening at line ``start``, and where it was raised."""
     frames: list[re.Match[str]] = []
     for line in lines[start + 1:]:
         text = _clean(line)

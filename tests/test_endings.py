@@ -418,3 +418,41 @@ def test_a_folders_report_says_a_crash_its_console_shows_before_a_relaunch(tmp_p
     assert d.run.n_steps == 200 and d.status == "healthy"
     assert any(n.startswith("console.log: launch 1 of 2 stopped on an error after 120 logged "
                             "steps (KeyError: 'answer'") for n in d.notes), d.notes
+
+
+_WORKER = ('Traceback (most recent call last):\n'
+           '  File "/home/me/train.py", line 41, in correctness_reward\n'
+           '    gold = answer["answer"]\n'
+           "KeyError: 'answer'\n")
+
+
+@pytest.mark.parametrize("after, said", [
+    ('E1207 04:30:01 api.py:869] failed (exitcode: 1) local_rank: 1\n'
+     'Traceback (most recent call last):\n'
+     '  File "/usr/local/bin/torchrun", line 8, in <module>\n'
+     '  File "/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py", line 263, '
+     'in launch_agent\n'
+     '    raise ChildFailedError(\n'
+     'torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n',
+     "KeyError: 'answer' (raised in correctness_reward, train.py line 41)"),
+    ('Traceback (most recent call last):\n'
+     '  File "/usr/lib/python3/dist-packages/accelerate/commands/launch.py", line 763, in '
+     'simple_launcher\n'
+     "subprocess.CalledProcessError: Command '['python', 'train.py']' returned non-zero exit "
+     "status 1.\n",
+     "KeyError: 'answer' (raised in correctness_reward, train.py line 41)"),
+])
+def test_a_launchers_own_traceback_is_not_the_error_to_fix(after: str, said: str) -> None:
+    """helper-76: under torchrun or accelerate launch the last traceback is the launcher's,
+    raised in library code; the worker's error above it is what to fix."""
+    ending = ending_in(_WORKER + after)
+    assert ending is not None and ending.words() == said
+    # Another rank's broken collective after a rank's own error is its echo too.
+    echo = ("[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "/home/me/train.py", line 50, in step\n'
+            "[rank0]: torch.distributed.DistBackendError: NCCL error: remote process exited\n")
+    assert ending_in(_WORKER + echo).error == "KeyError: 'answer'"
+    # Alone, the launcher's is what there is.
+    alone = ending_in(after)
+    assert alone is not None and ("ChildFailedError" in alone.error
+                                  or "CalledProcessError" in alone.error)
