@@ -40,6 +40,9 @@ TEXT_DOCS = frozenset({".md", ".txt", ".log", ".out"})
 #: Files that are logs by their name: not recognised means broken, an error row.
 _LOG_SUFFIXES = frozenset({".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq", ".wandb"})
 _SKIP_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
+#: What wandb logs of itself beside its runs (``wandb/debug.log``, a run's
+#: ``logs/debug-internal.log``): never a training log (watch had waited on them for data).
+_WANDB_OWN = frozenset({"debug.log", "debug-internal.log", "debug-core.log"})
 #: Folders searched below an audited folder; deeper ones are an error row, not searched.
 MAX_DEPTH = 64
 _CHECKPOINT = re.compile(r"checkpoint-\d+")
@@ -150,6 +153,9 @@ def passed_over_reason(path: Path) -> str | None:
         return None
     if path.suffix.lower() in _NOT_LOGS:
         return f"not a log ({path.suffix.lower()} file)"
+    if path.name in _WANDB_OWN and "wandb" in (path.parent.name, path.parent.parent.name,
+                                              path.parent.parent.parent.name):
+        return "wandb's own log of itself"
     if path.suffix.lower() == ".json" and not _json_log(path):
         return "a .json that is neither a trainer state nor JSON lines"
     return None

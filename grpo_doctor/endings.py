@@ -80,11 +80,13 @@ def _where(frames: list[re.Match[str]]) -> str | None:
     if _LIBRARY.search(frame["path"]):
         # Raised inside a library: the user's own line that called into it, too (a config
         # the trainer refused: "in __post_init__, grpo_config.py", called from the script's line).
+        # (A script's top level too: a flat train.py, the usual TRL script, calls from there.)
         own = [f for f in frames if not _LIBRARY.search(f["path"])
-               and not f["func"].startswith("<") and not f["path"].startswith("<")]
+               and (not f["func"].startswith("<") or f["func"] == "<module>")
+               and not f["path"].startswith("<")]
         if own:
-            where += (f", called from {own[-1]['func']}, {_file_name(own[-1])} line "
-                      f"{own[-1]['line']}")
+            caller = "" if own[-1]["func"] == "<module>" else f"{own[-1]['func']}, "
+            where += f", called from {caller}{_file_name(own[-1])} line {own[-1]['line']}"
     return where
 
 

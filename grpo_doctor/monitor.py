@@ -20,6 +20,7 @@ from grpo_doctor.escape import terminal
 from grpo_doctor.findings import RUN_STOPPED, Check, Diagnosis, Status
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
+from grpo_doctor.resumed import RELAUNCHED
 from grpo_doctor.root_cause import stopped_cause
 from grpo_doctor.rules import rule_named
 from grpo_doctor.rules.points import series
@@ -298,11 +299,15 @@ class Monitor:
         if cause is None:
             self._pending_stop = None
             if self._stop_alerted:
-                # Metrics after the traceback: the run went on (a caught exception printed).
+                # Metrics after the traceback: the run went on (a caught exception printed),
+                # or was launched again (a resume appended to the log).
                 self._stop_alerted = False
+                resumed = any(RELAUNCHED in n for n in run.notes)
                 return Alert(mode=RUN_STOPPED, severity=Status.OK, first_alert_step=None,
-                             onset_step=None, summary="the run went on after the traceback "
-                             "it printed: an exception it caught, not a stop",
+                             onset_step=None, summary=(
+                                 "the run was launched again after the stop (resumed)"
+                                 if resumed else "the run went on after the traceback it "
+                                 "printed: an exception it caught, not a stop"),
                              step=run.last_step, previous=Status.WARNING, run=run.name,
                              source=run.source, step_unit=unit)
             return None

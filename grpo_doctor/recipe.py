@@ -916,12 +916,15 @@ def _adaptive_entropy(run, coef: Reading, lora: bool) -> Reading | None:
     policy held, took the bonus 0.01 -> 0.54 and read "learning_rate first"). None when the
     config turns no controller on, or the log shows no rise."""
     flat = flat_config(run.config or {})
-    on, _ = lookup(flat, ("use_adaptive_entropy",))
+    said, _ = lookup(flat, ("use_adaptive_entropy",))
+    on = None if said is None else as_flag(said)
     coef_metric = Metric.ENTROPY_COEF.value
-    if as_flag(on) is not True or coef_metric not in run.frame.columns:
+    if on is False or coef_metric not in run.frame.columns:
         return None
     values = run.finite_series(coef_metric)[1]
-    if not len(values):
+    if not len(values) or (on is None and not _climbs_step_by_step(values)):
+        # (With no config saying, only a coefficient the log shows climbing as a controller
+        # raises it is one: a console capture alone, a tracker's export; helper-79.)
         return None
     # Where it started: the config's value, else (a log read with no config, or whose
     # logged value stood for it) the first logged one.
@@ -941,10 +944,26 @@ def _adaptive_entropy(run, coef: Reading, lora: bool) -> Reading | None:
             f"{rounded(lowest, 2)}, the lowest entropy the run held)" if target is not None
             and lowest is not None and lowest < target else
             f"entropy_target {_num(target)} lower" if target is not None else
-            "entropy_target lower")
+            f"entropy_target under {rounded(lowest, 2)} (the lowest entropy the run held)"
+            if lowest is not None else "entropy_target lower")
     return replace(judged, change=f"use_adaptive_entropy True -> False, or {goal}: the "
                                   f"controller raised entropy_coef from {start:g} to "
                                   f"{_num(peak)} chasing a target the entropy never reached")
+
+
+def _climbs_step_by_step(values: Any) -> bool:
+    """A logged coefficient a controller moves: by one fixed step up or down at nine logged
+    points in ten (TRL's ``entropy_coef_delta``), up more often than down, over 10+ points,
+    to 5x its first value or more."""
+    if len(values) < 10 or float(values[0]) <= 0:
+        return False
+    moves = np.diff(values)
+    step = float(np.median(np.abs(moves)))
+    if step <= 0:
+        return False
+    fixed = np.abs(np.abs(moves) - step) <= 0.1 * step
+    return (float(np.mean(fixed)) >= 0.9 and float(np.mean(moves > 0)) > 0.5
+            and float(values.max()) >= 5 * float(values[0]))
 
 
 def _decays_from_start(run) -> bool:

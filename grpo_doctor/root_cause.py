@@ -1135,14 +1135,17 @@ def resume_words(run: Run) -> str:
     if every is not None and every[0]:
         return (f"resume from checkpoint-{every[0][-1]} (the last one {every[1]} {every[2]} "
                 "saved)")
-    off = _saving_off(run) or (f"{every[1]} {every[2]}" if every is not None else None)
+    # Nothing to resume from (trial 61: "resume from the last checkpoint it saved" of a run
+    # that saved none): the steps trained are lost.
+    lost = f"relaunch from the start: no checkpoint was saved by step {step_text(last)}"
+    off = _saving_off(run)
     if off is not None:
-        # Nothing to resume from (trial 61: "resume from the last checkpoint it saved" of a
-        # run that saved none): the steps trained are lost.
-        why = off
-        return (f"relaunch from the start: no checkpoint was saved by step "
-                f"{step_text(last)} ({why}), so its training is lost; save checkpoints this "
-                "time (save_strategy steps, save_steps a tenth of the run or so)")
+        return (f"{lost} ({off}), so its training is lost; save checkpoints this time "
+                "(save_strategy steps, save_steps a tenth of the run or so)")
+    if every is not None:
+        _, key, interval = every
+        return (f"{lost} ({key} {interval}), so its training is lost; save more often this "
+                f"time ({key} under {step_text(last)})")
     return "resume from the last checkpoint it saved"
 
 

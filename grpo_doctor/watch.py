@@ -51,9 +51,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.config import Settings
+from grpo_doctor.discovery import newest_mtime
 from grpo_doctor.errors import ConfigError, GrpoDoctorError, InputError
 from grpo_doctor.escape import terminal
-from grpo_doctor.files import fresh, located, watched_input
+from grpo_doctor.files import fresh, is_remote, located, watched_input
 from grpo_doctor.findings import Check, Diagnosis, check_rank
 from grpo_doctor.importers import LoadOptions, importer_named
 from grpo_doctor.importers.incremental import LiveSource, Restarted, SeveralRuns, open_live
@@ -179,10 +180,16 @@ class Watcher:
             alerts = self._poll(final)
             if self.source is not None and (final or self.source.quiet_for(STOP_QUIET)):
                 alerts += self.monitor.release_stop()
+            failed = self._failed_launch(final)
+            if failed is not None:
+                raise failed
         except SeveralRuns:
             raise
         except GrpoDoctorError as exc:
             if final or self.run is None or isinstance(exc, ConfigError):
+                failed = self._failed_launch(True) if not isinstance(exc, ConfigError) else None
+                if failed is not None and failed is not exc:
+                    raise failed from None
                 raise
             self.unreadable += 1
             if self.unreadable >= MAX_UNREADABLE_POLLS:
@@ -197,6 +204,18 @@ class Watcher:
             self.warnings.append(f"{self.path} is readable again")
         self.unreadable = 0
         return alerts
+
+    def _failed_launch(self, final: bool) -> GrpoDoctorError | None:
+        """The launch's error when the watched log holds no run and its console capture ends
+        in a traceback, once it stayed quiet (``STOP_QUIET``; at once when ``final``): watch
+        had waited for data forever, or said "not a training log" (helper-79)."""
+        if self.run is not None or is_remote(self.path) or not (final or _quiet(self.path)):
+            return None
+        from grpo_doctor.importers.launch import launch_error, silent_stop
+
+        path = Path(self.path)
+        # Nothing printed: said only at the end (a launch still loading prints nothing yet).
+        return launch_error(path) or (silent_stop(path) if final else None)
 
     def finish(self, quiet: float) -> list[Alert]:
         """The last read as the watch stops: a last line without a newline (a finished log
@@ -246,6 +265,16 @@ class Watcher:
         # ``diagnose`` reads them (its remedies then name the values: "learning_rate 1e-4 ->
         # 5e-5", not "x0.5").
         return self.monitor.evaluate(with_sidecar_config(store.run))
+
+
+def _quiet(path: Path) -> bool:
+    """Whether ``path`` (a file, or a folder's newest file) was unchanged for ``STOP_QUIET``."""
+    import time
+
+    try:
+        return newest_mtime(Path(path)) <= time.time() - STOP_QUIET
+    except OSError:
+        return False
 
 
 class WatchAll:

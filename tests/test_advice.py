@@ -3290,10 +3290,14 @@ def test_an_entropy_bonus_a_controller_raised_is_what_to_change_first(recipe_of)
     assert "learning_rate" not in rc.first_action
     assert rc.knob["name"] == "entropy_coef" and rc.knob["value"] == pytest.approx(0.555)
     assert "raised step by step by use_adaptive_entropy" in rc.summary
-    # The same log with no controller in its config: the configured 0.01 stands (the rise
-    # is not read as a bonus the user set).
-    plain = {k: v for k, v in cfg.items() if k != "use_adaptive_entropy"}
-    rc = diagnose(run, DoctorConfig(run_config=plain, **tiny)).root_cause
+    # With no word of the controller in the config (a console capture alone, a tracker's
+    # export: helper-79), the log's coefficient moving by one fixed step, up more than down,
+    # says it; a config that turns it off says otherwise.
+    unsaid = {k: v for k, v in cfg.items() if k != "use_adaptive_entropy"}
+    rc = diagnose(run, DoctorConfig(run_config=unsaid, **tiny)).root_cause
+    assert rc.first_action.startswith("use_adaptive_entropy True -> False"), rc
+    off = {**cfg, "use_adaptive_entropy": False}
+    rc = diagnose(run, DoctorConfig(run_config=off, **tiny)).root_cause
     assert "use_adaptive_entropy" not in rc.first_action
 
 

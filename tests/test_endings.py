@@ -93,8 +93,12 @@ def test_resume_names_the_last_checkpoint_saved_before_the_stop(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("saving, said", [
-    ({"save_strategy": "no"}, "(save_strategy no)"),
-    ({"save_strategy": "steps", "save_steps": 500}, "(save_steps 500)"),
+    ({"save_strategy": "no"}, "(save_strategy no), so its training is lost; save checkpoints "
+                              "this time (save_strategy steps, save_steps a tenth of the run "
+                              "or so)"),
+    ({"save_strategy": "steps", "save_steps": 500},
+     "(save_steps 500), so its training is lost; save more often this time (save_steps under "
+     "150)"),
 ])
 def test_a_run_that_saved_no_checkpoint_is_relaunched_not_resumed(
         tmp_path: Path, saving: dict, said: str) -> None:
@@ -107,8 +111,7 @@ def test_a_run_that_saved_no_checkpoint_is_relaunched_not_resumed(
     run = _diagnose(tmp_path, _trl_console(150) + KEY_ERROR).run
     first = diagnose(replace(run, config={**run.config, **saving})).root_cause.first_action
     assert first.endswith(f"then relaunch from the start: no checkpoint was saved by step 150 "
-                          f"{said}, so its training is lost; save checkpoints this time "
-                          "(save_strategy steps, save_steps a tenth of the run or so)"), first
+                          f"{said}"), first
 
 
 def test_a_traceback_the_run_went_on_from_is_no_ending(tmp_path: Path) -> None:

@@ -77,6 +77,19 @@ def test_a_library_frame_names_the_users_line_that_called_it() -> None:
         "line 1065)")
 
 
+def test_a_scripts_top_level_is_the_line_that_called_into_the_library() -> None:
+    """helper-79: a flat train.py (the usual TRL script) calls from its top level, which the
+    pointer had left out."""
+    ending = ending_in('Traceback (most recent call last):\n'
+                       '  File "/home/me/train_grpo.py", line 88, in <module>\n'
+                       '    trainer = GRPOTrainer(model)\n'
+                       '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py",'
+                       ' line 1340, in to\n'
+                       'torch.OutOfMemoryError: CUDA out of memory.\n')
+    assert ending is not None and ending.words().endswith(
+        "(raised in to, module.py line 1340, called from train_grpo.py line 88)")
+
+
 @pytest.mark.parametrize("text, said", [
     (CONFIG_REFUSED, "ValueError: generation_batch_size (32) must be divisible by "
                      "num_generations (3)."),
@@ -165,3 +178,44 @@ def test_a_reward_functions_key_error_asks_for_the_dataset_column(tmp_path: Path
     # Not said of a KeyError raised elsewhere.
     log.write_text(log.read_text().replace("correctness_reward", "load_config"))
     assert "dataset column" not in str(launch_error(log))
+
+
+def test_watch_says_a_failed_launch_as_diagnose_does(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    """helper-79: ``watch --once`` on a failed launch's console was an internal error (a
+    progress bar's bare CRs and commas, read as a CSV header) or "not a training log"; and
+    without ``--once`` it waited for data forever. The traceback is the answer, said once the
+    log stays quiet (at once with ``--once``)."""
+    log = tmp_path / "cr.log"
+    log.write_text("\rLoading weights:   0%|  | 0/27 [00:00<?, ?it/s]\rLoading weights: 100%|"
+                   "##| 27/27 [00:00<00:00, 24933.11it/s]\n" + CONFIG_REFUSED.split(
+                       "swanlab: Error happened while training\n")[1], encoding="utf-8")
+    code, _, err = run_cli(capsys, "watch", str(log), "--once")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "the run stopped before its first logged step, on an error: ValueError" in err
+    assert "grpo-doctor-watch-" not in err  # the user's path, not a copy's
+    from grpo_doctor.errors import GrpoDoctorError
+    from grpo_doctor.watch import Watcher
+
+    watcher = Watcher(log)
+    watcher.poll()  # just written: it may still be starting
+    import os
+    import time
+
+    then = time.time() - 120
+    os.utime(log, (then, then))
+    with pytest.raises(GrpoDoctorError, match="before its first logged step"):
+        watcher.poll()
+
+
+def test_a_launch_the_shell_says_was_killed_is_not_nothing_printed(tmp_path: Path) -> None:
+    """helper-79: bash's "Killed" after the launch's warnings read "stopped ... with nothing
+    printed"."""
+    from grpo_doctor.importers.launch import launch_error
+
+    log = tmp_path / "console.log"
+    log.write_text(KILLED_QUIETLY + "run.sh: line 3:  4242 Killed   python train.py\n",
+                   encoding="utf-8")
+    failed = launch_error(log)
+    assert failed is not None and "the process was killed" in str(failed)
+    assert "find what killed it" in str(failed) and "nothing printed" not in str(failed)

@@ -7,7 +7,9 @@ the TensorBoard folders by TensorBoard's own writer (``tests.importers.test_tens
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -270,9 +272,14 @@ def test_watching_a_console_log_a_resume_appends_to_reads_one_run(tmp_path: Path
     watcher = Watcher(log)
     watcher.poll()
     assert watcher.run is not None and watcher.run.last_step == 120
+    then = time.time() - 120
+    os.utime(log, (then, then))  # quiet after the traceback: the stop is called
+    assert [a.event for a in watcher.poll() if a.mode == "run_stopped"] == ["alert"]
     with log.open("a", encoding="utf-8") as fh:
         fh.write(_dicts(range(101, 161), 0.8))
-    watcher.poll()
+    cleared = [a for a in watcher.poll() if a.mode == "run_stopped"]
+    assert [a.summary for a in cleared] == [
+        "the run was launched again after the stop (resumed)"]
     run = watcher.run
     assert run is not None and (run.first_step, run.last_step, run.n_steps) == (1, 160, 160)
     assert run.frame.loc[130, "reward_mean"] == pytest.approx(0.8)

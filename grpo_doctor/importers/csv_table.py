@@ -132,7 +132,11 @@ def _read_new(path: Path, state: _Tail | None, options: LoadOptions, final: bool
     structural = False
     if header is None:
         first, _, text = text.partition("\n")
-        header = tuple(next(csv.reader([first.rstrip("\r")], delimiter=delimiter), []))
+        # A bare CR inside the line (a progress bar redrawn: "\rLoading weights: 0%|...") is
+        # a character of the header's text, not "new-line in unquoted field" (helper-79: an
+        # internal error for a console capture watched as a CSV).
+        header = tuple(next(csv.reader(io.StringIO(first.rstrip("\r"), newline=""),
+                                       delimiter=delimiter), []))
         several_runs = find_run_column(header) is not None
         structural = True
     values: dict[str, np.ndarray] = {}

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from grpo_doctor.errors import FormatError, InputError
+from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
 from grpo_doctor.files import entry_path, fresh, is_remote, size_of, walk
 from grpo_doctor.importers import detect_format, importer_named
 from grpo_doctor.importers._common import looks_like_text, read_head
@@ -175,6 +175,9 @@ def load_prefix(load: Callable[[Path, LoadOptions], list[Run]], path: Path, size
             runs = load(copy, options)
         except FormatError:
             return None
+        except GrpoDoctorError as exc:
+            # Said of the user's log, not of the copy read (a temporary folder's path).
+            raise type(exc)(str(exc).replace(str(copy), str(path))) from None
     return pick_run(runs, options, str(path), source=str(path))
 
 

@@ -72,10 +72,7 @@ def failed_launch(path: Path, *, beside: bool = True) -> tuple[Path, Ending] | N
         folders.append(path.parent)
         candidates += [f for folder in folders for f in _text_files(folder) if f != path]
     for file in candidates:
-        text = _tail(file)
-        if not TRACEBACK.search(text):
-            continue
-        ending = ending_in(text)
+        ending = ending_in(_tail(file))  # a traceback, or a fatal line (bash's "Killed")
         if ending is None or not ending.needs_fix or _logged_metrics(file):
             continue
         return file, ending
@@ -93,6 +90,11 @@ def launch_error(path: Path, *, beside: bool = True) -> LaunchFailed | None:
     if found is None:
         return None
     file, ending = found
+    if ending.kind == "killed":
+        return LaunchFailed(f"{file}: the run stopped before its first logged step: "
+                            f"{ending.words()}; find what killed it (the host's memory, a "
+                            "scheduler's limit), then launch again (no training metric was "
+                            "logged: there is nothing else to diagnose)")
     return LaunchFailed(f"{file}: the run stopped before its first logged step, on an error: "
                         f"{ending.words()}{_column_hint(ending)}; fix it and launch again (no "
                         "training metric was logged: there is nothing else to diagnose)")

@@ -612,14 +612,17 @@ def _load(path: Path, options: LoadOptions,
     found = _discover(path)
     if not found:
         raise FormatError(f"{path}: no TensorBoard event files (*tfevents*) found")
-    if options.run is not None and any(name == options.run for name, _, _ in found):
+    # --run naming one folder reads it alone; naming none (or a resumed run's joined name,
+    # as diagnose printed it), the launches are joined and the name picked after.
+    one = options.run is not None and any(name == options.run for name, _, _ in found)
+    if one:
         found = [f for f in found if f[0] == options.run]
     runs: list[Run] = []
     by_parent: dict[Path, list[tuple[str, list[Path], str]]] = {}
     for entry in found:
         by_parent.setdefault(Path(entry[2]).parent, []).append(entry)
     for parent, siblings in by_parent.items():
-        if len(siblings) > 1 and options.run is None:
+        if len(siblings) > 1 and not one:
             runs.extend(_with_hparams_beside(run, Path(run.source))
                         for run in _resumed_runs(parent, siblings, options, read))
             continue

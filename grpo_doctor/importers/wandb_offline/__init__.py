@@ -361,6 +361,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
                 raise
             errors.append(exc)
     names = _run_names(logs)
+    picked_one = False
     if options.run is not None:
         # --run may name a run by display name, folder name or run id.
         picked = [
@@ -370,6 +371,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         if picked:
             logs = [logs[i] for i in picked]
             names = [options.run] * len(picked)
+            picked_one = True
     runs: list[Run] = []
     for log, name in zip(logs, names):
         if log.n_rows == 0:
@@ -386,7 +388,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         if errors:
             raise errors[0]
         raise FormatError(f"{path}: no W&B run with logged history")
-    return runs if options.run is not None else _resumed(runs)
+    # A name that picked no launch may be a resumed run's joined name: picked after joining.
+    return runs if picked_one else _resumed(runs)
 
 
 def _resumed(runs: list[Run]) -> list[Run]:
