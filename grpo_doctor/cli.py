@@ -927,6 +927,12 @@ def main(argv: list[str] | None = None) -> None:
         if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
             sys.exit(0)  # typer's own answer to a closed pipe (EPIPE) is exit 1: not a finding
         raise
+    except PermissionError as exc:
+        # A file or folder the user cannot read (another user's run, mode 700), met wherever
+        # a reader looked: bad input, not a bug (helper-77: exit 3 for a locked sibling).
+        where = f"{exc.filename}: " if exc.filename else ""
+        _say(f"error: {where}permission denied")
+        sys.exit(EXIT_USAGE)
     except OSError as exc:
         import errno
 

@@ -31,6 +31,13 @@ _FATAL = (
     (re.compile(r"Segmentation fault"), "error", "a segmentation fault (native code crashed)"),
     (re.compile(r"Watchdog caught collective operation timeout|NCCL.*[Tt]imed? ?out"),
      "error", "a collective operation timed out (NCCL watchdog)"),
+    # Slurm's own line when the job's time ran out; torchrun's when a worker was killed.
+    (re.compile(r"CANCELLED AT .* DUE TO TIME LIMIT"), "killed",
+     "the job hit its time limit (Slurm cancelled it)"),
+    (re.compile(r"Signal 9 \(SIGKILL\) received|exitcode\s*:\s*-9\b"), "killed",
+     "a worker was killed (SIGKILL: the host's out-of-memory killer?)"),
+    (re.compile(r"^(?:.*\s)?(?:RuntimeError: )?CUDA error: "), "error",
+     "a CUDA error (the GPU failed, or a kernel was given bad input)"),
 )
 #: Paths of installed code: the frame to fix is the last one outside them.
 _LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*)[/\\]")
@@ -118,10 +125,15 @@ def _traceback_ending(lines: list[str]) -> Ending | None:
 
 
 def _exception_after(lines: list[str], start: int) -> Ending | None:
-    """The exception of the traceback opening at line ``start``, and where it was raised."""
+    """The exception of the traceback opening at line ``start``, and where it was raised.
+    Whatever precedes the header on its line (a launcher's label: srun's ``0: ``, torchrun's
+    ``[default0]:``, pdsh's host, OpenMPI's ``[1,0]<stderr>:``) is taken off the lines after
+    it that carry it too (helper-77: a crash under such labels read HEALTHY)."""
+    header = TRACEBACK.search(lines[start])
+    label = lines[start][:header.start()] if header else ""
     frames: list[re.Match[str]] = []
     for line in lines[start + 1:]:
-        text = _clean(line)
+        text = _clean(line[len(label):] if label and line.startswith(label) else line)
         frame = _FRAME.match(text)
         if frame:
             frames.append(frame)

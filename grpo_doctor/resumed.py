@@ -104,8 +104,13 @@ def chains(names: Sequence[str], spans: Sequence[Span],
     reach: list[tuple[int, int, float]] = []  # each run's first step, last step, interval
     for i in launch_order(names, spans):
         s = spans[i]
+        # A launch that starts within its own first logging interval started from step 0: a
+        # fresh run, not a resume; a resume logs at the run's own interval (helper-77: two
+        # runs of logging_steps 5 and 10 joined).
+        fresh = s.first <= s.gap
         claims = [k for k, (first, last, gap) in enumerate(reach)
-                  if first < s.first <= last + 2 * gap
+                  if not fresh and first < s.first <= last + 2 * gap
+                  and 0.5 * gap <= s.gap <= 2 * gap
                   and _alike(spans[runs[k][0]].metrics, s.metrics)
                   and (ids[i] is None or ids[runs[k][0]] is None or ids[i] == ids[runs[k][0]])]
         if len(claims) == 1:

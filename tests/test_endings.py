@@ -459,3 +459,32 @@ def test_a_launchers_own_traceback_is_not_the_error_to_fix(after: str, said: str
     alone = ending_in(after)
     assert alone is not None and ("ChildFailedError" in alone.error
                                   or "CalledProcessError" in alone.error)
+
+
+@pytest.mark.parametrize("label", ["0: ", "[default0]:", "worker-0: ", "[1,0]<stderr>:"])
+def test_a_launchers_label_on_every_line_is_taken_off_the_traceback(label: str) -> None:
+    """helper-77: under srun --label, torchrun --tee, pdsh or OpenMPI every line carries a
+    label; the crash had been unsaid (HEALTHY)."""
+    text = "".join(label + line + "\n" for line in _WORKER.splitlines())
+    ending = ending_in(text)
+    assert ending is not None and ending.words() == (
+        "KeyError: 'answer' (raised in correctness_reward, train.py line 41)")
+
+
+@pytest.mark.parametrize("line, kind, said", [
+    ("slurmstepd: error: *** JOB 123 ON node1 CANCELLED AT 2026-12-07T04:00:00 DUE TO TIME "
+     "LIMIT ***", "killed", "time limit"),
+    ("[WARNING] Signal 9 (SIGKILL) received by PID 1234", "killed", "SIGKILL"),
+    ("RuntimeError: CUDA error: an illegal memory access was encountered", "error", "CUDA"),
+])
+def test_endings_that_are_no_traceback(line: str, kind: str, said: str) -> None:
+    """helper-77: Slurm's time limit, torchrun's SIGKILL, a bare CUDA error."""
+    ending = ending_in("some output\n" + line + "\n")
+    assert ending is not None and ending.kind == kind and said in ending.error
+
+
+def test_a_time_limit_asks_for_more_time(tmp_path: Path) -> None:
+    cut = ("slurmstepd: error: *** JOB 1 ON n1 CANCELLED AT 2026-12-07T04:00:00 DUE TO TIME "
+           "LIMIT ***\n")
+    first = _diagnose(tmp_path, _trl_console(150) + cut).diagnosis.root_cause.first_action
+    assert first.startswith("give the job more time (or save checkpoints more often)"), first

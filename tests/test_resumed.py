@@ -47,6 +47,10 @@ def test_a_launch_going_on_from_a_checkpoint_joins_the_run_it_resumes() -> None:
     # Further on, or from step 1 (a sweep, a run launched again): runs of their own.
     assert chains(names, [Span(10, 100, 10), Span(130, 200, 10)]) == [[0], [1]]
     assert chains(names, [Span(1, 100, 1), Span(1, 100, 1)]) == [[0], [1]]
+    # A launch from step 0 at another logging interval (helper-77: logging_steps 5, then a
+    # fresh run at 10) is another run; a resume logs at the run's own interval.
+    assert chains(names, [Span(5, 100, 5), Span(10, 200, 10)]) == [[0], [1]]
+    assert chains(names, [Span(5, 100, 5), Span(105, 200, 20)]) == [[0], [1]]
 
 
 def test_launch_order_comes_from_the_folder_names_where_all_have_one() -> None:
@@ -313,3 +317,22 @@ def test_an_epoch_a_step_back_is_no_relaunch(tmp_path: Path) -> None:
     log.write_text("".join(rows), encoding="utf-8")
     (run,) = load_runs(log)
     assert run.n_steps == 100
+
+
+@pytest.mark.parametrize("exception", [
+    "IndexError: list index out of range",
+    "ValueError: reward is NaN in {'reward': nan, 'kl': 0.1}",
+])
+def test_a_traceback_showing_a_metric_dict_is_no_printed_row(tmp_path: Path,
+                                                             exception: str) -> None:
+    """helper-77: a traceback's source line ``return {'reward': ...}`` was taken for the last
+    metric line (the crash unsaid), and a dict in its message for a 121st row, its reward
+    NaN."""
+    log = tmp_path / "console.log"
+    log.write_text(_dicts(range(1, 121), 0.5) + 'Traceback (most recent call last):\n'
+                   '  File "/home/me/train.py", line 9, in correctness_reward\n'
+                   "    return {'reward': scores[i], 'answer': a}\n" + exception + "\n",
+                   encoding="utf-8")
+    (run,) = load_runs(log)
+    assert run.last_step == 120 and run.ending is not None
+    assert run.ending.error == exception

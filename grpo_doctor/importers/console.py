@@ -491,6 +491,13 @@ def _nested_start(text: str, start: int) -> bool:
 _BARE_DICT = re.compile(r"^\s*(['\"])[\w./@-]+\1\s*:\s*[^,{}]+,\s*['\"].*\}\s*$")
 
 
+#: A traceback's frame line or its exception's line.
+_IN_TRACEBACK = re.compile(r'^\s*File "[^"]+", line \d+|^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*'
+                           r"(?:Error|Exception|Warning|Interrupt)\w*: ")
+#: A frame's source line as a traceback prints it (indented 4, or 8 under a frame).
+_SOURCE_LINE = re.compile(r"^ {4,8}\S")
+
+
 def _printed_dicts(segments: Sequence[Segment]) -> Iterator[_Printed]:
     i = 0
     while i < len(segments):
@@ -499,7 +506,9 @@ def _printed_dicts(segments: Sequence[Segment]) -> Iterator[_Printed]:
         if m is None and _BARE_DICT.match(text):
             text = "{" + text.lstrip()
             m = _DICT_START.search(text)
-        if m is None or _nested_start(text, m.start()):
+        if m is None or _nested_start(text, m.start()) or _IN_TRACEBACK.match(text):
+            # (A dict in a traceback's source line or its exception's message is no printed
+            # row: "ValueError: reward is NaN in {'reward': nan}" had been step 121, NaN.)
             i += 1
             continue
         # A dict longer than _MAX_DICT_CHARS is not parsed: only that much is scanned.
@@ -1129,6 +1138,8 @@ _ENDING_LINES = 3000
 
 
 def _is_metric_line(line: str) -> bool:
+    if _IN_TRACEBACK.match(line) or _SOURCE_LINE.match(line):
+        return False  # a traceback's source line or exception holding "'reward':"
     return "train_runtime" in line or bool(_SNIFF_KEY.search(line)) or bool(
         _VERL_STEP.search(line)) or bool(_ITER_LINE.match(line))
 

@@ -201,7 +201,10 @@ def _text(value: Any) -> str:
 
 def _kind(folder: Path) -> str | None:
     """"run", "experiment" or None, from the folder's meta.yaml."""
-    if _ID.fullmatch(folder.name) is None or not (folder / "meta.yaml").is_file():
+    try:
+        if _ID.fullmatch(folder.name) is None or not (folder / "meta.yaml").is_file():
+            return None
+    except OSError:  # a folder that cannot be searched (another user's, mode 700)
         return None
     unreadable: list[str] = []
     meta = _meta(folder / "meta.yaml", unreadable)
