@@ -34,7 +34,10 @@ _FATAL = (
     # Slurm's own line when the job's time ran out; torchrun's when a worker was killed.
     (re.compile(r"CANCELLED AT .* DUE TO TIME LIMIT"), "killed",
      "the job hit its time limit (Slurm cancelled it)"),
-    (re.compile(r"Signal 9 \(SIGKILL\) received|exitcode\s*:\s*-9\b"), "killed",
+    (re.compile(r"CANCELLED AT .* DUE TO PREEMPTION"), "killed",
+     "the job was preempted (Slurm cancelled it for another job): its time limit of sorts"),
+    (re.compile(r"Signal 9 \(SIGKILL\) received|exitcode\s*:\s*-9\b|got signal: 9\b|"
+                r"oom-kill event"), "killed",
      "a worker was killed (SIGKILL: the host's out-of-memory killer?)"),
     (re.compile(r"^(?:.*\s)?(?:RuntimeError: )?CUDA error: "), "error",
      "a CUDA error (the GPU failed, or a kernel was given bad input)"),
@@ -108,6 +111,23 @@ _ECHOES = re.compile(r"ChildFailedError|CalledProcessError|DistBackendError|"
                      r"ProcessExitedException|ProcessRaisedException|DistNetworkError")
 
 
+#: Any exception's line: a dotted class name, then its message, as Python prints it.
+_ANY_EXCEPTION = re.compile(
+    r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::\s?(?P<message>.*))?$")
+_CAMEL = re.compile(r"[A-Z][a-z0-9]+[A-Z]")
+
+
+def _named_exception(text: str) -> re.Match[str] | None:
+    """The line after a traceback's frames that names an exception whatever its name ends in
+    (Triton's ``OutOfResources``, pyarrow's ``ArrowInvalid``, ``StopIteration``; helper-77:
+    read HEALTHY): a dotted name with a message, or a CamelCase name alone."""
+    found = _ANY_EXCEPTION.match(text)
+    if found is None:
+        return None
+    last = found["name"].rsplit(".", 1)[-1]
+    return found if found["message"] is not None or _CAMEL.search(last) else None
+
+
 def _traceback_ending(lines: list[str]) -> Ending | None:
     """The exception and frame of the traceback that says what failed: the last one (after
     chained ones: the last is raised), unless it reports another's failure (a launcher's
@@ -140,7 +160,8 @@ def _exception_after(lines: list[str], start: int) -> Ending | None:
             continue
         if text[:1].isspace() or not text:
             continue  # the frame's source line, its ^^^^ marks
-        found = _EXCEPTION.match(text.strip())
+        found = _EXCEPTION.match(text.strip()) or (_named_exception(text.strip()) if frames
+                                                   else None)
         if found:
             name = found["name"]
             message = " ".join((found["message"] or "").split())

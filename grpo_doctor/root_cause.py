@@ -1162,7 +1162,9 @@ def stopped_cause(run: Run, checks_ran: int) -> RootCause | None:
     if checks_ran:
         summary += (f"; its training up to then showed no failure mode "
                     f"({plural(checks_ran, 'check')} ran)")
-    if ending.kind == "killed" and "time limit" in ending.error:
+    if ending.kind == "killed" and "preempted" in ending.error:
+        fix = "nothing to fix in the run: the scheduler stopped it"
+    elif ending.kind == "killed" and "time limit" in ending.error:
         fix = "give the job more time (or save checkpoints more often)"
     elif ending.kind == "killed":
         fix = ("find what killed the process (the host's memory: fewer rollout workers, a "

@@ -488,3 +488,44 @@ def test_a_time_limit_asks_for_more_time(tmp_path: Path) -> None:
            "LIMIT ***\n")
     first = _diagnose(tmp_path, _trl_console(150) + cut).diagnosis.root_cause.first_action
     assert first.startswith("give the job more time (or save checkpoints more often)"), first
+
+
+@pytest.mark.parametrize("last, error", [
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory",
+     "triton.runtime.errors.OutOfResources: out of resource: shared memory"),
+    ("pyarrow.lib.ArrowInvalid: Column 2 named answer expected length 32",
+     "pyarrow.lib.ArrowInvalid: Column 2 named answer expected length 32"),
+    ("StopIteration", "StopIteration"),
+])
+def test_any_exception_name_closes_a_traceback(last: str, error: str) -> None:
+    """helper-77: exceptions whose names end in no Error/Exception (Triton's OutOfResources
+    on a small GPU, pyarrow's ArrowInvalid, StopIteration) had left the crash unsaid."""
+    ending = ending_in('Traceback (most recent call last):\n'
+                       '  File "/home/me/train.py", line 7, in step\n'
+                       "    out = kernel(x)\n" + last + "\n")
+    assert ending is not None and ending.error == error
+
+
+def test_a_preempted_job_has_nothing_to_fix(tmp_path: Path) -> None:
+    cut = ("slurmstepd: error: *** JOB 1 ON n1 CANCELLED AT 2026-12-07T04:00:00 DUE TO "
+           "PREEMPTION ***\n")
+    first = _diagnose(tmp_path, _trl_console(150) + cut).diagnosis.root_cause.first_action
+    assert first.startswith("nothing to fix in the run: the scheduler stopped it; then"), first
+    assert ending_in("E1207 api.py:869] failed (exitcode: -9) local_rank: 0\n").kind == "killed"
+
+
+def test_a_notebook_whose_cell_printed_dicts_then_raised(tmp_path: Path) -> None:
+    """helper-77: a notebook with no progress table, its training cell printing dict lines
+    and ending in an error output, read HEALTHY."""
+    from grpo_doctor.importers import load_runs
+
+    rows = _trl_console(80)
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{
+        "cell_type": "code", "source": "trainer.train()", "metadata": {}, "execution_count": 1,
+        "outputs": [{"output_type": "stream", "name": "stdout", "text": rows},
+                    {"output_type": "error", "ename": "KeyError", "evalue": "'answer'",
+                     "traceback": ["KeyError: 'answer'"]}]}]}
+    path = tmp_path / "train.ipynb"
+    path.write_text(json.dumps(nb))
+    (run,) = load_runs(path)
+    assert run.ending is not None and "KeyError" in run.ending.error

@@ -1083,7 +1083,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
                 for k, part in enumerate(logs, 1)]
         for run, part in zip(runs, logs):
             run.ending = part.ending  # a crash a relaunch followed (the last: below)
-    runs[-1].ending = _ending(text)
+    runs[-1].ending = ending_after_metrics(text)
     return _launches_joined(runs, path, options)
 
 
@@ -1144,7 +1144,7 @@ def _is_metric_line(line: str) -> bool:
         _VERL_STEP.search(line)) or bool(_ITER_LINE.match(line))
 
 
-def _ending(text: str) -> Ending | None:
+def ending_after_metrics(text: str) -> Ending | None:
     """How the process ended, from what it printed after its last metric line (a traceback,
     ``Killed``); None when metrics or the Trainer's closing summary come last."""
     lines = text[-2_000_000:].splitlines()[-_ENDING_LINES:]
@@ -1202,7 +1202,7 @@ def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | N
     logs = [*log.earlier, log]
     if len(logs) == 1:
         run = log_to_run(log, path, "console", options)
-        run.ending = _ending(text)
+        run.ending = ending_after_metrics(text)
         return run
     # A relaunch into the same log is another run, named as diagnose names it: watching the
     # last alone had the second run "clear" the first one's NaN (trial 42).
@@ -1210,7 +1210,7 @@ def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | N
             for k, part in enumerate(logs, 1)]
     for run, part in zip(runs, logs):
         run.ending = part.ending
-    runs[-1].ending = _ending(text)
+    runs[-1].ending = ending_after_metrics(text)
     return pick_run(_launches_joined(runs, path, options), options, str(path))
 
 

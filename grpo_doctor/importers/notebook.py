@@ -24,7 +24,7 @@ from grpo_doctor.errors import FormatError
 from grpo_doctor.importers._common import read_json, to_number
 from grpo_doctor.importers._tables import Table, parse_text_tables, tables_frame
 from grpo_doctor.importers.base import Importer, LoadOptions
-from grpo_doctor.importers.console import log_to_run, parse_console
+from grpo_doctor.importers.console import ending_after_metrics, log_to_run, parse_console
 from grpo_doctor.importers.console_text import strip_ansi
 from grpo_doctor.importers.notebook_code import code_settings, config_syntax_error
 from grpo_doctor.importers.sidecar import settings_text, supplied_settings
@@ -140,20 +140,29 @@ def _read_notebook(path: Path) -> dict[str, Any]:
     return nb
 
 
-def _scan(nb: dict[str, Any]) -> tuple[list[_Found], str]:
+def _scan(nb: dict[str, Any]) -> tuple[list[_Found], str, Ending | None]:
+    """The progress tables, the text of every output, and how the last cell that printed
+    log lines ended (its error output, or a traceback its own text ends in: a shell cell
+    running ``!python train.py``)."""
     found: list[_Found] = []
     texts: list[str] = []
+    printed: Ending | None = None
     for cell in nb["cells"]:
         outputs = cell.get("outputs") if isinstance(cell, dict) else None
         outputs = [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else []
         ending = _cell_error(outputs)
+        own: list[str] = []
         for output in outputs:
             tables, text = _output_tables(output)
             texts.append(text)
+            own.append(text)
             for header, rows in tables:
                 if _is_progress_table(header):
                     found.append(_Found(len(found), header, rows, _progress(output), ending))
-    return found, "\n".join(texts)
+        cell_text = "\n".join(own)
+        if "{'" in cell_text:
+            printed = ending or ending_after_metrics(cell_text)
+    return found, "\n".join(texts), printed
 
 
 def _cell_error(outputs: Sequence[dict[str, Any]]) -> Ending | None:
@@ -236,14 +245,17 @@ def _code_config(nb: dict[str, Any], notes: list[str]) -> dict[str, Any]:
 
 def _load(path: Path, options: LoadOptions) -> list[Run]:
     nb = _read_notebook(path)
-    found, text = _scan(nb)
+    found, text, printed = _scan(nb)
     if not found:
         log = parse_console(text, str(path))
         if log.kind in ("verl", "dict"):
             log.notes.append("no progress table in the notebook: read its printed log lines")
             code = _code_config(nb, log.notes)
             log.config = {**code, **log.config}  # what it printed wins
-            return [_from_code(log_to_run(log, path, "notebook", options), code)]
+            run = log_to_run(log, path, "notebook", options)
+            # How the cell that printed them ended (helper-77: read HEALTHY over a KeyError).
+            run.ending = printed
+            return [_from_code(run, code)]
         raise FormatError(f"{path}: no training progress table in the notebook")
     chain, n_runs = _pick(found)
     notes: list[str] = []
