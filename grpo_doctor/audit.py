@@ -351,6 +351,9 @@ def audit(
     """
     if not paths:
         raise ConfigError("give at least one log, folder, glob pattern or wandb:// source")
+    for given in paths:
+        if isinstance(given, str) and not given.strip():
+            raise ConfigError("an empty path names no log (an unset variable?)")
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs must be at least 1, got {jobs}")
     if executor not in EXECUTORS:

@@ -205,14 +205,39 @@ def _check_outputs(force: bool, *paths: Path | None,
     target is a file the command reads (``inputs``)."""
     from grpo_doctor.atomic import check_all
 
-    check_all(paths, force=force, inputs=inputs, reads=_read_as_log)
+    check_all(paths, force=force, inputs=[*inputs, *_configs_beside(inputs)],
+              reads=_read_as_log)
+
+
+def _configs_beside(inputs: Sequence[str | Path | None]) -> list[Path]:
+    """The training configs the command reads beside its logs (``training_args.bin``...):
+    inputs too, never replaced by a report (helper-77: ``-o runB/training_args.json
+    --force``)."""
+    from grpo_doctor.errors import GrpoDoctorError
+    from grpo_doctor.files import is_remote
+    from grpo_doctor.importers.sidecar import find_training_config
+
+    found = []
+    for given in inputs:
+        if given is None or is_remote(str(given)) or str(given).startswith("wandb://"):
+            continue
+        try:
+            beside = find_training_config(Path(given))
+        except (OSError, GrpoDoctorError):
+            continue
+        if beside is not None:
+            found.append(beside[0])
+    return found
 
 
 def _read_as_log(path: Path) -> bool:
     """Whether a file inside a folder a command reads is one of its logs (not a report)."""
     from grpo_doctor.discovery import classify
     from grpo_doctor.errors import GrpoDoctorError
+    from grpo_doctor.importers.sidecar import NAMES
 
+    if path.name in NAMES or any(str(path).endswith("/" + n) for n in NAMES if "/" in n):
+        return True  # a training config beside the logs: read with them
     try:
         return classify(path) is not None
     except GrpoDoctorError:

@@ -346,6 +346,14 @@ def compare_sources(sources: Sequence[str | os.PathLike[str]], settings: Setting
     """Load the runs ``sources`` give (see :func:`load_compared`: ``SOURCE#RUN``, ``picks``
     from sources holding several, else all their runs), diagnose each with ``settings``, and
     compare them with the first; also returns the runs (for charts)."""
+    if isinstance(sources, (str, bytes, os.PathLike)):
+        # One path is no list of them: iterated, its characters were read as paths ("/", the
+        # whole file system; helper-77).
+        raise ConfigError("compare_sources takes a list of sources (the first is the "
+                          f"reference), got one path: {os.fsdecode(sources)!r}")
+    if any(isinstance(x, Run) for x in sources):
+        raise ConfigError("compare_sources takes paths; for runs already read, use "
+                          "compare_runs(runs, diagnoses)")
     if not sources:
         raise ConfigError("compare needs at least two runs (the first is the reference)")
     s = settings or Settings()

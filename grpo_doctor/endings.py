@@ -26,7 +26,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: Ends a process without a traceback: the kernel's OOM killer as the shell reports it, a
 #: crash of native code, a collective that timed out.
 _FATAL = (
-    (re.compile(r"^(?:.*\s)?Killed\s*$|\s\d+\s+Killed\s"), "killed",
+    # The shell's own word: "Killed" alone, or bash's job report "line 12:  4242 Killed  cmd"
+    # (not a sample's text ending in the word: "The knight was Killed", helper-77).
+    (re.compile(r"^\s*Killed\s*$|\s\d+\s+Killed\s"), "killed",
      "the process was killed (the shell's 'Killed': the host's out-of-memory killer?)"),
     (re.compile(r"Segmentation fault"), "error", "a segmentation fault (native code crashed)"),
     (re.compile(r"Watchdog caught collective operation timeout|NCCL.*[Tt]imed? ?out"),

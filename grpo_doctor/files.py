@@ -141,10 +141,18 @@ def watched_input(path: str | os.PathLike[str]) -> Path:
         raise InputError(f"a log's path is needed to watch, got {type(path).__name__}")
     if is_remote(path):
         return open_uri(str(path), missing_ok=True)  # type: ignore[return-value]
+    refuse_empty(path)
     p = Path(path)
     if p.exists():
         check_input(p)
     return p
+
+
+def refuse_empty(path: str | os.PathLike[str]) -> None:
+    """An empty path (an unset shell variable: ``diagnose "$LOG"``) names no log; as
+    ``Path("")`` it would be the current folder, read whole (helper-77)."""
+    if not os.fspath(path).strip():
+        raise InputError("no log given (an empty path: an unset variable?)")
 
 
 def check_input(path: str | os.PathLike[str]) -> os.stat_result:

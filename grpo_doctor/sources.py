@@ -12,7 +12,7 @@ from pathlib import Path
 
 from grpo_doctor import importers
 from grpo_doctor.errors import ConfigError, FormatError, InputError
-from grpo_doctor.files import is_remote
+from grpo_doctor.files import is_remote, refuse_empty
 from grpo_doctor.importers.launch import launch_error, silent_stop
 from grpo_doctor.importers.sidecar import with_sidecar_config
 from grpo_doctor.store import Run
@@ -63,6 +63,8 @@ def _checked_source(source: object) -> str | os.PathLike[str]:
     if isinstance(source, bytes):
         return os.fsdecode(source)
     if isinstance(source, (str, os.PathLike)) or is_remote(source):
+        if not is_remote(source):
+            refuse_empty(source)  # type: ignore[arg-type]
         return source  # type: ignore[return-value]  # (an object store's path)
     hint = " (a DataFrame: diagnose_frame(df))" if type(source).__name__ == "DataFrame" else ""
     raise InputError(f"a log's path is needed, got {type(source).__name__}{hint}")

@@ -1539,3 +1539,41 @@ def test_watch_reads_an_event_file_whose_host_name_ends_like_a_script(tmp_path):
     watcher = Watcher(run)
     watcher.poll()
     assert watcher.run is not None and watcher.run.n_steps == 20
+
+
+def test_the_training_config_read_beside_a_log_is_never_replaced(capsys, tmp_path):
+    """helper-77: ``diagnose runB -o runB/training_args.json --force`` replaced the config
+    the same report said it read its settings from."""
+    run = tmp_path / "runB"
+    run.mkdir()
+    (run / "train.csv").write_text("step,reward,entropy\n" + "".join(
+        f"{s},{0.2 + s / 100},0.5\n" for s in range(1, 41)), encoding="utf-8")
+    config = run / "training_args.json"
+    config.write_text(json.dumps({"learning_rate": 1e-6, "beta": 0.04}), encoding="utf-8")
+    before = config.read_bytes()
+    for args in (["diagnose", str(run), "-o", str(config), "--force"],
+                 ["diagnose", str(run / "train.csv"), "-o", str(config), "--force"],
+                 ["audit", str(run), "-o", str(config), "--force"]):
+        code, _, err = run_cli(capsys, *args)
+        assert code == 2 and "this command reads" in err, (args, err)
+        assert config.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", [["diagnose", ""], ["watch", "", "--once"], ["audit", ""],
+                                     ["metrics", ""]])
+def test_an_empty_path_names_no_log(capsys, tmp_path, monkeypatch, command):
+    """helper-77: ``diagnose "$LOG"`` with LOG unset read the current folder whole."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.csv").write_text("step,reward\n1,0.5\n", encoding="utf-8")
+    code, out, err = run_cli(capsys, *command)
+    assert code == 2 and not out and "empty" in err and err.count("\n") == 1, err
+
+
+def test_one_path_given_where_a_list_is_asked(tmp_path):
+    """helper-77: ``compare_sources("a.csv")`` read each character as a path ("/": the whole
+    file system, hanging on /proc as root)."""
+    from grpo_doctor.compare import compare_sources
+    from grpo_doctor.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="takes a list of sources"):
+        compare_sources(str(tmp_path / "a.csv"))

@@ -418,7 +418,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
             notes.append(f"{copy.label} disagrees with {best_copy.label}: {clash}")
         config.update(other.config)
     passed.sort()
-    notes.insert(1, _passed_note(passed))
+    if passed:  # (an empty "passed over " had been said, helper-77)
+        notes.insert(1, _passed_note(passed))
     # (The copy read says its own crash in its notes already.)
     notes.extend(n for n in relaunched if not n.startswith(f"{best_copy.label}: "))
     run.config = {**config, **run.config}
