@@ -26,8 +26,19 @@ import pandas as pd
 from grpo_doctor.store import Run
 from grpo_doctor.text import plural
 
-__all__ = ["RELAUNCHED", "Span", "chains", "identity", "joined", "launch_order",
-           "relaunch_notes", "span_of", "with_resumed"]
+__all__ = [
+    "RELAUNCHED",
+    "Span",
+    "chains",
+    "identity",
+    "joined",
+    "launch_key",
+    "launch_order",
+    "launch_stamped",
+    "relaunch_notes",
+    "span_of",
+    "with_resumed",
+]
 
 _MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
@@ -71,6 +82,17 @@ def _stamp(name: str) -> str | None:
     if m := _TRAINER_STAMP.match(name):
         return f"{_MONTHS[m.group(1)]:02d}{m.group(2)}{m.group(3)}{m.group(4)}{m.group(5)}"
     return None
+
+
+def launch_key(name: str) -> str:
+    """A folder name's sort key in launch order: its launch time where it is named with one."""
+    return _stamp(name) or name
+
+
+def launch_stamped(name: str) -> bool:
+    """Whether a folder is named with its launch's time (the Trainer's ``Dec07_03-00-11_vm``,
+    wandb's ``offline-run-20261207_030011-<id>``)."""
+    return _stamp(name) is not None
 
 
 def launch_order(names: Sequence[str], spans: Sequence[Span]) -> list[int]:

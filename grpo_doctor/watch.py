@@ -64,6 +64,7 @@ from grpo_doctor.live_store import LiveStore
 from grpo_doctor.monitor import Alert, Clearing, Monitor
 from grpo_doctor.notifiers import WandbNotifier, notifiers
 from grpo_doctor.reporters.live import LiveOutput
+from grpo_doctor.resumed import launch_stamped
 from grpo_doctor.store import Run
 
 if TYPE_CHECKING:
@@ -334,6 +335,7 @@ class WatchAll:
         except GrpoDoctorError:
             return []
         out = []
+        launches: dict[Path, list[Path]] = {}
         for src in sources:
             path = located(self.path, src.path)
             if src.format is None:  # a file: watched once it is recognisably a log
@@ -342,7 +344,15 @@ class WatchAll:
                         continue
                 except GrpoDoctorError:
                     continue  # named like a log, not readable yet (still being written)
+            if src.format == "tensorboard" and launch_stamped(path.name):
+                launches.setdefault(path.parent, []).append(path)
+                continue
             out.append(path)
+        for parent, folders in launches.items():
+            # The Trainer's runs/<date>_<host> of one run's launches: watched through their
+            # folder, which reads them as one run when they are (helper-79: a resumed run
+            # had been two runs, the second told to check its reward).
+            out += [parent] if len(folders) > 1 else folders
         return out
 
     def _add(self, path: Path, run: str | None = None) -> Watcher | None:

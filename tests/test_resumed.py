@@ -336,3 +336,27 @@ def test_a_traceback_showing_a_metric_dict_is_no_printed_row(tmp_path: Path,
     (run,) = load_runs(log)
     assert run.last_step == 120 and run.ending is not None
     assert run.ending.error == exception
+
+
+def test_watching_a_resumed_runs_event_folders_follows_one_run(tmp_path: Path) -> None:
+    """helper-79: ``watch out/runs`` (or ``out``) of a run resumed into a second
+    ``runs/<date>_<host>`` followed each launch as a run of its own, the second a half run
+    with its own first action. One run, as diagnose reads it; a sweep's folders stay apart."""
+    from grpo_doctor.watch import WatchAll
+
+    runs = tmp_path / "out" / "runs"
+    _scalars(runs / "Dec07_02-12-15_vm", range(1, 121), 0.5, 1_700_000_000)
+    _scalars(runs / "Dec07_02-12-39_vm", range(101, 201), 0.7, 1_700_000_500)
+    for path in (runs, tmp_path / "out"):
+        watch = WatchAll(path)
+        watch.poll(final=True)
+        members = [w for w in watch.members() if w.run is not None]
+        assert len(members) == 1, [w.path for w in watch.members()]
+        run = members[0].run
+        assert (run.first_step, run.last_step, run.n_steps) == (1, 200, 200)
+        assert run.frame.loc[110, "reward_mean"] == pytest.approx(0.7)
+    _scalars(tmp_path / "sweep" / "lr1", range(1, 101), 0.5, 1_700_000_000)
+    _scalars(tmp_path / "sweep" / "lr2", range(1, 101), 0.6, 1_700_000_000)
+    watch = WatchAll(tmp_path / "sweep")
+    watch.poll(final=True)
+    assert len([w for w in watch.members() if w.run is not None]) == 2

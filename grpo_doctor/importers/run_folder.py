@@ -36,7 +36,7 @@ from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.console import LOG_LINE_STEPS
 from grpo_doctor.importers.tracker_store import unreadable_sqlite
 from grpo_doctor.importers.trainer_state import STATE_FILE
-from grpo_doctor.resumed import RELAUNCHED, relaunch_notes
+from grpo_doctor.resumed import RELAUNCHED, launch_stamped, relaunch_notes
 from grpo_doctor.store import Run
 from grpo_doctor.text import agree, plural
 
@@ -176,7 +176,15 @@ def layout(folder: Path) -> Layout | None:
                     checkpoints.append((number, path / STATE_FILE))
                 continue
             if entry.name == "wandb":
-                for run in _wandb_runs(path):
+                runs = _wandb_runs(path)
+                if len(runs) > 1:
+                    # Launches of the run (a resume starts a new offline run beside the
+                    # first): one copy, its importer joins them (helper-79: the folder had
+                    # been refused, or read without the console's word of the crash).
+                    copies.append(Copy(path, "wandb-offline", entry.name))
+                    structured += 1
+                    continue
+                for run in runs:
                     copies.append(Copy(run, "wandb-offline", run.relative_to(folder).as_posix()))
                     structured += 1
                 continue
@@ -188,7 +196,14 @@ def layout(folder: Path) -> Layout | None:
                 if _holds_logs(path):
                     return None  # logs of other runs beside this one: a folder of runs
                 continue
-            for found in _event_folders(path):
+            launch_folders = _event_folders(path)
+            if len(launch_folders) > 1 and all(e.parent == path and launch_stamped(e.name)
+                                               for e in launch_folders):
+                # The Trainer's runs/<date>_<host> of each launch: one copy, joined as one run.
+                copies.append(Copy(path, "tensorboard", entry.name))
+                structured += 1
+                continue
+            for found in launch_folders:
                 copies.append(Copy(found, "tensorboard", found.relative_to(folder).as_posix()))
                 structured += 1
         elif is_file:

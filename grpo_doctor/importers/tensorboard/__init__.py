@@ -85,7 +85,7 @@ from grpo_doctor.importers.tensorboard.framing import (
     masked_crc32c,
 )
 from grpo_doctor.live_store import Rows
-from grpo_doctor.resumed import with_resumed
+from grpo_doctor.resumed import launch_key, launch_stamped, with_resumed
 from grpo_doctor.store import Run, build_run, check_table_size
 from grpo_doctor.text import plural
 
@@ -717,6 +717,9 @@ class _Tail:
     #: The sub-folders holding event files (an add_hparams session): one that appears is
     #: structural, so the run is rebuilt with its settings (``_with_hparams_beside``).
     sub_folders: frozenset[str] = frozenset()
+    #: The run's launches (``runs/<date>_<host>`` of a resumed run) read as one: ``folder``
+    #: holds them, and their event files are read in launch order (the later wins a step).
+    launches: bool = False
 
 
 def _sub_folders(folder: Path | None) -> frozenset[str]:
@@ -741,17 +744,58 @@ def _tail_files(path: Path, state: _Tail, options: LoadOptions) -> tuple[_Tail, 
         if not found:
             return state, None
         if len(found) > 1:
-            raise SeveralRuns(str(path), [f[0] for f in found])
-        name, _files, run_source = found[0]
-        folder = None if path.is_file() else Path(run_source)
-        state = replace(state, name=name, run_source=run_source, folder=folder)
+            joined = _launches_of_one_run(found, options)
+            if joined is None:
+                raise SeveralRuns(str(path), [f[0] for f in found])
+            state = replace(state, name=joined[0], run_source=str(joined[1]), folder=joined[1],
+                            launches=True)
+        else:
+            name, _files, run_source = found[0]
+            folder = None if path.is_file() else Path(run_source)
+            state = replace(state, name=name, run_source=run_source, folder=folder)
     if state.folder is None:
         return state, [path]
+    if state.launches:
+        return state, _launch_files(state.folder)
     try:
         files = [p for p in state.folder.iterdir() if _is_event_file(p.name) and p.is_file()]
     except OSError:
         return state, []
     return state, sorted(files, key=_event_file_key)
+
+
+def _launches_of_one_run(found: list[tuple[str, list[Path], str]], options: LoadOptions
+                         ) -> tuple[str, Path] | None:
+    """The name and folder of the one run whose launches ``found`` are (sibling
+    ``runs/<date>_<host>`` folders that read as one run resumed), else None: a watch of a
+    resumed run had followed each launch as a run of its own (helper-79)."""
+    parents = {Path(source).parent for _, _, source in found}
+    if len(parents) != 1 or not all(launch_stamped(Path(source).name)
+                                    for _, _, source in found):
+        return None
+    parent = parents.pop()
+    try:
+        runs = _resumed_runs(parent, found, options, None)
+    except FormatError:
+        return None
+    return (runs[0].name, parent) if len(runs) == 1 else None
+
+
+def _launch_files(folder: Path) -> list[Path]:
+    """The event files of a run's launches under ``folder``, in launch order."""
+    try:
+        launches = sorted((c for c in folder.iterdir() if c.is_dir() and launch_stamped(c.name)),
+                          key=lambda c: launch_key(c.name))
+    except OSError:
+        return []
+    files: list[Path] = []
+    for launch in launches:
+        try:
+            files += sorted((p for p in launch.iterdir() if _is_event_file(p.name)
+                             and p.is_file()), key=_event_file_key)
+        except OSError:
+            continue
+    return files
 
 
 def _read_new(path: Path, state: _Tail | None, options: LoadOptions, final: bool) -> Delta:
