@@ -360,3 +360,18 @@ def test_watching_a_resumed_runs_event_folders_follows_one_run(tmp_path: Path) -
     watch = WatchAll(tmp_path / "sweep")
     watch.poll(final=True)
     assert len([w for w in watch.members() if w.run is not None]) == 2
+
+
+def test_a_launch_that_logged_nothing_does_not_keep_the_others_apart(tmp_path: Path) -> None:
+    """helper-77: a relaunch that died at start-up (its event file empty) between a run and
+    its resume had kept them apart ("holds 2 runs"), or failed the read ("the file is
+    empty")."""
+    runs = tmp_path / "out" / "runs"
+    _scalars(runs / "Dec07_02-12-15_vm", range(1, 121), 0.5, 1_700_000_000)
+    dead = runs / "Dec07_02-12-30_vm"
+    dead.mkdir(parents=True)
+    (dead / "events.out.tfevents.1700000300.vm.1.0").write_bytes(b"")
+    _scalars(runs / "Dec07_02-12-39_vm", range(101, 201), 0.7, 1_700_000_500)
+    (run,) = load_runs(runs)
+    assert (run.first_step, run.last_step) == (1, 200)
+    assert any(n.startswith("left out, logging nothing: Dec07_02-12-30_vm") for n in run.notes)

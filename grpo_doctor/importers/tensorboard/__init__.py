@@ -599,12 +599,31 @@ def _resumed_runs(parent: Path, entries: list[tuple[str, list[Path], str]],
     writes each launch under ``runs/<date>_<host>``, so a run resumed from checkpoint-100 is a
     folder of steps 1-100 beside one of steps 101-200 (trial 58: refused as "holds 2 runs");
     :mod:`grpo_doctor.resumed` says which folders are launches of one run."""
-    loaded = [(entry, _load_run(*entry, options, read)) for entry in entries]
+    loaded: list[tuple[tuple[str, list[Path], str], list[Run]]] = []
+    left: list[str] = []  # launches that logged nothing: a relaunch that died at start-up
+    for entry in entries:
+        try:
+            found = [run for run in _load_run(*entry, options, read) if run.n_steps]
+        except FormatError as exc:  # a file cut to nothing by a job killed before its flush
+            left.append(f"{Path(entry[2]).name} ({str(exc).rsplit(': ', 1)[-1]})")
+            continue
+        if found:
+            loaded.append((entry, found))
+        else:
+            left.append(f"{Path(entry[2]).name} (no scalar logged)")
     runs = [run for _, found in loaded for run in found]
+    if not runs and left:
+        raise FormatError(f"{parent}: no scalar events in any of its event folders")
     if any(len(found) != 1 for _, found in loaded):
         return runs
-    return with_resumed(runs, [Path(entry[2]).name for entry, _ in loaded], "event folders",
-                        launches_run_name(parent), str(parent))
+    out = with_resumed(runs, [Path(entry[2]).name for entry, _ in loaded], "event folders",
+                       launches_run_name(parent), str(parent))
+    if left:
+        # (helper-77: one sibling that logged nothing had kept the launches apart, or failed
+        # the whole read.)
+        for run in out:
+            run.notes.append(f"left out, logging nothing: {', '.join(left)}")
+    return out
 
 
 def _load(path: Path, options: LoadOptions,
