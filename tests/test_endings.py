@@ -529,3 +529,16 @@ def test_a_notebook_whose_cell_printed_dicts_then_raised(tmp_path: Path) -> None
     path.write_text(json.dumps(nb))
     (run,) = load_runs(path)
     assert run.ending is not None and "KeyError" in run.ending.error
+
+
+def test_a_traceback_thousands_of_lines_long_is_read(tmp_path: Path) -> None:
+    """helper-77: a RecursionError's 3,000+ frames, or warnings after a traceback, had been
+    cut at 3,000 lines and the crash unsaid."""
+    frames = "".join('  File "/home/me/parse.py", line 12, in walk\n    return walk(x[1:])\n'
+                     for _ in range(2000))
+    text = (_trl_console(80) + "Traceback (most recent call last):\n" + frames
+            + "RecursionError: maximum recursion depth exceeded\n"
+            + "".join(f"UserWarning: shutting down {k}\n" for k in range(3000)))
+    d = _diagnose(tmp_path, text).diagnosis
+    assert d.root_cause is not None and d.root_cause.mode == "run_stopped"
+    assert "RecursionError" in d.root_cause.first_action

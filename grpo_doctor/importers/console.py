@@ -25,6 +25,7 @@ Config is read where the log prints it: hydra overrides on a verl command line
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -551,9 +552,16 @@ def _is_metric_dict(keys: Sequence[str]) -> bool:
     """Whether a printed dict is a row of metrics: it logs one grpo-doctor knows other than the
     learning rate, which a script's own print of its settings holds too (``RUN {"learning_rate":
     1e-4, "seed": 1}`` read as a row had shifted every step of a Trainer log without steps)."""
+    return _metric_keys(tuple(keys))
+
+
+@functools.lru_cache(maxsize=256)
+def _metric_keys(keys: tuple[str, ...]) -> bool:
+    """``_is_metric_dict`` of one key set, once: a Trainer prints the same keys on every row
+    (mapping them again per row was half of a long log's parse, helper-77)."""
     if any(k.startswith("eval_") for k in keys):
         return True
-    return bool(set(map_columns(keys).mapping) - {"learning_rate"})
+    return bool(set(map_columns(list(keys)).mapping) - {"learning_rate"})
 
 
 def _explicit_step(value: dict[Any, Any]) -> int | None:
@@ -1133,8 +1141,8 @@ def _global_steps(run: Run, first: Run) -> Run:
 _LINE_STEP_NOTES = ("steps inferred from the run's end", "no step in the log")
 
 
-#: Lines scanned back from the end for the last metric line: a traceback is a few hundred.
-_ENDING_LINES = 3000
+#: Bytes scanned back from the end for the last metric line and what follows it.
+_ENDING_BYTES = 2_000_000
 
 
 def _is_metric_line(line: str) -> bool:
@@ -1147,7 +1155,9 @@ def _is_metric_line(line: str) -> bool:
 def ending_after_metrics(text: str) -> Ending | None:
     """How the process ended, from what it printed after its last metric line (a traceback,
     ``Killed``); None when metrics or the Trainer's closing summary come last."""
-    lines = text[-2_000_000:].splitlines()[-_ENDING_LINES:]
+    # Bounded by bytes only: a recursion traceback, or warnings after it, runs to thousands of
+    # lines (helper-77: a 3,445-line one had been cut and the crash unsaid).
+    lines = text[-_ENDING_BYTES:].splitlines()
     last = max((k for k, line in enumerate(lines) if _is_metric_line(strip_ansi(line))),
                default=-1)
     if last >= 0 and "train_runtime" in lines[last]:
