@@ -542,3 +542,18 @@ def test_a_traceback_thousands_of_lines_long_is_read(tmp_path: Path) -> None:
     d = _diagnose(tmp_path, text).diagnosis
     assert d.root_cause is not None and d.root_cause.mode == "run_stopped"
     assert "RecursionError" in d.root_cause.first_action
+
+
+def test_an_error_after_training_finished_is_a_note(tmp_path: Path) -> None:
+    """helper-77: the closing summary, then saving the model failed (no space left): HEALTHY,
+    not a word. The training is sound; the final save may be missing."""
+    summary = ("{'train_runtime': '88.1', 'train_samples_per_second': '36', "
+               "'train_steps_per_second': '1.1', 'train_loss': '0.01', 'epoch': '0.1'}\n")
+    crash = ('Traceback (most recent call last):\n'
+             '  File "/home/me/train.py", line 99, in <module>\n'
+             '    trainer.save_model()\n'
+             "OSError: [Errno 28] No space left on device\n")
+    d = _diagnose(tmp_path, _trl_console(100) + summary + crash).diagnosis
+    assert d.status == "healthy"
+    assert any(n.startswith("training finished, then the process stopped on an error: "
+                            "OSError: [Errno 28] No space left on device") for n in d.notes)

@@ -1092,6 +1092,9 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         for run, part in zip(runs, logs):
             run.ending = part.ending  # a crash a relaunch followed (the last: below)
     runs[-1].ending = ending_after_metrics(text)
+    after = _after_the_end_note(text)
+    if after is not None:
+        runs[-1].notes.append(after)
     return _launches_joined(runs, path, options)
 
 
@@ -1157,12 +1160,31 @@ def ending_after_metrics(text: str) -> Ending | None:
     ``Killed``); None when metrics or the Trainer's closing summary come last."""
     # Bounded by bytes only: a recursion traceback, or warnings after it, runs to thousands of
     # lines (helper-77: a 3,445-line one had been cut and the crash unsaid).
+    ending, finished = _after_last_metrics(text)
+    return None if finished else ending
+
+
+def _after_last_metrics(text: str) -> tuple[Ending | None, bool]:
+    """How the process ended after its last metric line, and whether that line was the
+    Trainer's closing summary (training finished)."""
+    # Bounded by bytes only: a recursion traceback, or warnings after it, runs to thousands of
+    # lines (helper-77: a 3,445-line one had been cut and the crash unsaid).
     lines = text[-_ENDING_BYTES:].splitlines()
     last = max((k for k, line in enumerate(lines) if _is_metric_line(strip_ansi(line))),
                default=-1)
-    if last >= 0 and "train_runtime" in lines[last]:
-        return None  # finished: the Trainer's closing summary
-    return ending_in("\n".join(lines[last + 1:]))
+    finished = last >= 0 and "train_runtime" in lines[last]
+    return ending_in("\n".join(lines[last + 1:])), finished
+
+
+def _after_the_end_note(text: str) -> str | None:
+    """A note when training finished (its closing summary printed) and the process then
+    stopped on an error: saving the model, pushing it (helper-77: "No space left on device"
+    after the summary read HEALTHY, not a word)."""
+    ending, finished = _after_last_metrics(text)
+    if not finished or ending is None or not ending.needs_fix:
+        return None
+    return (f"training finished, then the process stopped on an error: {ending.words()}: "
+            "the final save (or push) may be missing")
 
 
 def log_to_run(log: ConsoleLog, path: Path, format: str, options: LoadOptions,
