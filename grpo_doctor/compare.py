@@ -213,6 +213,9 @@ def compare_runs(runs: Sequence[Run], diagnoses: Sequence[Diagnosis] | None = No
                  ) -> Comparison:
     """Compare ``runs`` with the first (see the module docstring). ``diagnoses`` (one per run)
     are made with the default settings when not given."""
+    if isinstance(runs, Run) or not isinstance(runs, Sequence):
+        raise ConfigError("compare_runs takes a list of Runs (the first is the reference), got "
+                          f"{type(runs).__name__}")
     if len(runs) < 2:
         raise ConfigError("compare needs at least two runs (the first is the reference)")
     if not all(isinstance(r, Run) for r in runs):

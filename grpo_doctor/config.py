@@ -68,6 +68,14 @@ class DoctorConfig:
     #: ``[rewards]``): they win over what the checks infer from names and values.
     reward_roles: Mapping[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # One check named as a string is that check, not its letters ("unknown failure mode
+        # 'k'" for select="kl_drift", helper-77).
+        for name in ("select", "ignore"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, (value,))
+
     def settings_of_recipe(self):
         """The recipe with this configuration's overrides (``recipe.SETTINGS`` when none)."""
         from grpo_doctor import recipe

@@ -309,8 +309,16 @@ def _as_run(run: object, load: Mapping[str, Any]) -> Run:
         raise ConfigError(f"{', '.join(sorted(load))}: options for reading a log, given with a "
                           "Run already read")
     if type(run).__name__ == "DataFrame":
+        import inspect
+
+        from grpo_doctor.errors import ConfigError
         from grpo_doctor.importers.in_memory import run_from_frame
 
+        takes = set(inspect.signature(run_from_frame).parameters) - {"frame"}
+        odd = sorted(set(load) - takes)
+        if odd:  # (helper-77: a raw TypeError for diagnose(df, format="csv"))
+            raise ConfigError(f"{', '.join(odd)}: not an option for a DataFrame (it takes "
+                              f"{', '.join(sorted(takes))})")
         return run_from_frame(run, **load)  # type: ignore[arg-type]
     from grpo_doctor.sources import load_run
 

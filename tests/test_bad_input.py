@@ -1577,3 +1577,23 @@ def test_one_path_given_where_a_list_is_asked(tmp_path):
 
     with pytest.raises(ConfigError, match="takes a list of sources"):
         compare_sources(str(tmp_path / "a.csv"))
+
+
+def test_the_library_answers_plausible_wrong_arguments_in_its_own_words(tmp_path):
+    """helper-77: raw TypeErrors for compare_runs(run, run) and diagnose(df, format="csv"),
+    and select="kl_drift" read as its letters."""
+    import pandas as pd
+
+    import grpo_doctor
+    from grpo_doctor.compare import compare_runs
+    from grpo_doctor.config import DoctorConfig
+    from grpo_doctor.errors import ConfigError
+
+    frame = pd.DataFrame({"step": range(1, 41), "reward": [i / 40 for i in range(40)]})
+    frame.to_csv(tmp_path / "run.csv", index=False)
+    run = grpo_doctor.load_run(tmp_path / "run.csv")
+    with pytest.raises(ConfigError, match="format: not an option for a DataFrame"):
+        grpo_doctor.diagnose(frame, format="csv")
+    with pytest.raises(ConfigError, match="takes a list of Runs"):
+        compare_runs(run, None)  # type: ignore[arg-type]
+    assert [r.id for r in DoctorConfig(select="kl_drift").rules()] == ["kl_drift"]

@@ -557,3 +557,17 @@ def test_an_error_after_training_finished_is_a_note(tmp_path: Path) -> None:
     assert d.status == "healthy"
     assert any(n.startswith("training finished, then the process stopped on an error: "
                             "OSError: [Errno 28] No space left on device") for n in d.notes)
+
+
+def test_a_verl_crash_then_its_resume_says_the_error(tmp_path: Path) -> None:
+    """helper-77: verl steps 1-60, a Ray task's KeyError, then the resume from step 41: only
+    "the step went backwards" was said, the error unsaid."""
+    rows = lambda a, b: "".join(  # noqa: E731
+        f"step:{s} - actor/entropy:0.5 - critic/score/mean:{0.2 + s / 200:.3f} - "
+        f"actor/grad_norm:0.4\n" for s in range(a, b))
+    text = (rows(1, 61) + 'Traceback (most recent call last):\n'
+            '  File "/home/me/reward.py", line 12, in compute_score\n'
+            "KeyError: 'ground_truth'\n" + rows(41, 121))
+    d = _diagnose(tmp_path, text).diagnosis
+    assert any(n.startswith("a process stopped on an error before the steps went back") and
+               "KeyError: 'ground_truth'" in n for n in d.notes), d.notes

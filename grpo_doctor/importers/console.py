@@ -1095,7 +1095,29 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     after = _after_the_end_note(text)
     if after is not None:
         runs[-1].notes.append(after)
+    if len(runs) == 1 and runs[0].restarts:
+        runs[0].notes.extend(_crashes_before_restarts(text))
     return _launches_joined(runs, path, options)
+
+
+def _crashes_before_restarts(text: str) -> list[str]:
+    """For a log whose steps went back (a resume writing over old steps, as verl's logs read
+    one), the errors its earlier processes died on: a traceback with metric lines after it
+    (helper-77: "the step went backwards", the KeyError before it unsaid)."""
+    lines = text.splitlines()
+    metric = [k for k, line in enumerate(lines) if _is_metric_line(strip_ansi(line))]
+    out = []
+    for k, line in enumerate(lines):
+        if not TRACEBACK.search(line):
+            continue
+        after = next((m for m in metric if m > k), None)
+        if after is None:
+            continue  # the log's own ending, said as its stop
+        ending = ending_in("\n".join(lines[k:after]))
+        if ending is not None and ending.needs_fix and ending.kind == "error":
+            out.append(f"a process stopped on an error before the steps went back (a resume?): "
+                       f"{ending.words()}")
+    return out[:3]
 
 
 def _launches_joined(runs: list[Run], path: Path, options: LoadOptions) -> list[Run]:
