@@ -72,7 +72,7 @@ from grpo_doctor.hints import require_metrics
 from grpo_doctor.importers._common import launches_run_name
 from grpo_doctor.importers.launch import LaunchFailed, launch_error
 from grpo_doctor.reporters.json_report import to_json_obj
-from grpo_doctor.resumed import Span, chains, identity, span_of, with_resumed
+from grpo_doctor.resumed import LAUNCHES, Span, chains, identity, span_of, with_resumed
 from grpo_doctor.sources import load_runs
 from grpo_doctor.store import Run
 
@@ -190,7 +190,7 @@ def _launches_joined(src: Source, column_map: Mapping[str, str]) -> list[Run]:
             for run in load_runs(path, format=src.format, column_map=column_map)]
     parent = Path(src.path)
     joined = with_resumed(runs, [Path(p).name for p in src.launches],
-                          "event folders" if src.format == "tensorboard" else "run folders",
+                          LAUNCHES.get(src.format or "", "run folders"),
                           launches_run_name(parent), str(parent))
     if len(joined) != 1:
         raise InputError(f"{src.path}: its launches are not one run")

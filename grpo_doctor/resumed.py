@@ -27,6 +27,7 @@ from grpo_doctor.store import Run
 from grpo_doctor.text import plural
 
 __all__ = [
+    "LAUNCHES",
     "RELAUNCHED",
     "Span",
     "chains",
@@ -145,6 +146,10 @@ def chains(names: Sequence[str], spans: Sequence[Span],
             reach.append((s.first, s.last, s.gap))
     return sorted(runs, key=lambda group: min(group))
 
+
+#: What the launches of a run are, by the format that read them: a join's note names them.
+LAUNCHES = {"tensorboard": "event folders", "wandb-offline": "W&B runs",
+            "console": "launches in this log"}
 
 #: What every note of :func:`relaunch_notes` says: a log read with its launches joined
 #: carries them, for a folder reading another copy of the run to say too.

@@ -25,6 +25,7 @@ Config is read where the log prints it: hydra overrides on a verl command line
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import re
 from collections import Counter
@@ -70,7 +71,7 @@ from grpo_doctor.importers.incremental import (
 )
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS, map_columns
-from grpo_doctor.resumed import with_resumed
+from grpo_doctor.resumed import LAUNCHES, with_resumed
 from grpo_doctor.store import SFT_BEFORE, Run, build_run
 from grpo_doctor.text import agree, plural
 
@@ -1083,6 +1084,18 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
             f"{path}: no metric lines found (expected verl 'step:N - key:value' lines, "
             "printed {'loss': ...} dicts or a Step | ... table)"
         )
+    runs = _runs_of(log, text, path, options)
+    after = _after_the_end_note(text)
+    if after is not None:
+        runs[-1].notes.append(after)
+    if len(runs) == 1 and runs[0].restarts:
+        runs[0].notes.extend(_crashes_before_restarts(text))
+    return _launches_joined(runs, path, options)
+
+
+def _runs_of(log: ConsoleLog, text: str, path: Path, options: LoadOptions) -> list[Run]:
+    """The runs of a parsed log (each launch a relaunch began, ``NAME#k``), each with how its
+    process ended."""
     logs = [*log.earlier, log]
     if len(logs) == 1:
         runs = [log_to_run(log, path, "console", options)]
@@ -1092,12 +1105,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         for run, part in zip(runs, logs):
             run.ending = part.ending  # a crash a relaunch followed (the last: below)
     runs[-1].ending = ending_after_metrics(text)
-    after = _after_the_end_note(text)
-    if after is not None:
-        runs[-1].notes.append(after)
-    if len(runs) == 1 and runs[0].restarts:
-        runs[0].notes.extend(_crashes_before_restarts(text))
-    return _launches_joined(runs, path, options)
+    return runs
 
 
 def _crashes_before_restarts(text: str) -> list[str]:
@@ -1110,9 +1118,10 @@ def _crashes_before_restarts(text: str) -> list[str]:
     for k, line in enumerate(lines):
         if not TRACEBACK.search(line):
             continue
-        after = next((m for m in metric if m > k), None)
-        if after is None:
+        i = bisect.bisect_right(metric, k)
+        if i == len(metric):
             continue  # the log's own ending, said as its stop
+        after = metric[i]
         ending = ending_in("\n".join(lines[k:after]))
         if ending is not None and ending.needs_fix and ending.kind == "error":
             out.append(f"a process stopped on an error before the steps went back (a resume?): "
@@ -1126,7 +1135,7 @@ def _launches_joined(runs: list[Run], path: Path, options: LoadOptions) -> list[
     if len(runs) < 2 or options.run is not None:
         return runs
     return with_resumed([_global_steps(run, runs[0]) for run in runs],
-                        [run.name for run in runs], "launches in this log",
+                        [run.name for run in runs], LAUNCHES["console"],
                         file_run_name(path), str(path))
 
 
@@ -1253,18 +1262,11 @@ def _load_read(path: Path, state: _Tail | None, options: LoadOptions) -> Run | N
     log = parse_console(text)
     if not log.kind:
         return None
-    logs = [*log.earlier, log]
-    if len(logs) == 1:
-        run = log_to_run(log, path, "console", options)
-        run.ending = ending_after_metrics(text)
-        return run
+    runs = _runs_of(log, text, path, options)
+    if len(runs) == 1:
+        return runs[0]
     # A relaunch into the same log is another run, named as diagnose names it: watching the
     # last alone had the second run "clear" the first one's NaN (trial 42).
-    runs = [log_to_run(part, path, "console", options, name=f"{path.stem}#{k}")
-            for k, part in enumerate(logs, 1)]
-    for run, part in zip(runs, logs):
-        run.ending = part.ending
-    runs[-1].ending = ending_after_metrics(text)
     return pick_run(_launches_joined(runs, path, options), options, str(path))
 
 

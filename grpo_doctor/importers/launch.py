@@ -15,7 +15,6 @@ from pathlib import Path
 
 from grpo_doctor.endings import TRACEBACK, Ending, ending_in
 from grpo_doctor.errors import GrpoDoctorError, InputError
-from grpo_doctor.importers.base import LoadOptions
 
 #: The end of a capture read for its traceback; files looked at in one folder.
 _TAIL_BYTES = 1 << 20
@@ -51,17 +50,6 @@ def _text_files(folder: Path) -> list[Path]:
     return found[:_MAX_FILES]
 
 
-def _logged_metrics(path: Path) -> bool:
-    """Whether the capture holds metric lines (then it is a run that stopped later, read as
-    such by the console importer, not a launch that failed)."""
-    from grpo_doctor.importers.console import IMPORTER as CONSOLE  # read only on a failure
-
-    try:
-        return any(run.n_steps and run.mapping for run in CONSOLE.load(path, LoadOptions()))
-    except (GrpoDoctorError, OSError, ValueError):
-        return False
-
-
 def failed_launch(path: Path, *, beside: bool = True) -> tuple[Path, Ending] | None:
     """The console capture that shows the launch behind ``path`` stopping on an error before
     its first logged step, and how; None when there is none. ``beside``: also the text files
@@ -73,7 +61,8 @@ def failed_launch(path: Path, *, beside: bool = True) -> tuple[Path, Ending] | N
         candidates += [f for folder in folders for f in _text_files(folder) if f != path]
     for file in candidates:
         ending = ending_in(_tail(file))  # a traceback, or a fatal line (bash's "Killed")
-        if ending is None or not ending.needs_fix or _logged_metrics(file):
+        # (Metric lines before it: a run that stopped later, read as such.)
+        if ending is None or not ending.needs_fix or _holds_metrics(file):
             continue
         return file, ending
     return None

@@ -85,7 +85,7 @@ from grpo_doctor.importers.tensorboard.framing import (
     masked_crc32c,
 )
 from grpo_doctor.live_store import Rows
-from grpo_doctor.resumed import launch_key, launch_stamped, with_resumed
+from grpo_doctor.resumed import LAUNCHES, launch_key, launch_stamped, with_resumed
 from grpo_doctor.store import Run, build_run, check_table_size
 from grpo_doctor.text import plural
 
@@ -616,8 +616,8 @@ def _resumed_runs(parent: Path, entries: list[tuple[str, list[Path], str]],
         raise FormatError(f"{parent}: no scalar events in any of its event folders")
     if any(len(found) != 1 for _, found in loaded):
         return runs
-    out = with_resumed(runs, [Path(entry[2]).name for entry, _ in loaded], "event folders",
-                       launches_run_name(parent), str(parent))
+    out = with_resumed(runs, [Path(entry[2]).name for entry, _ in loaded],
+                       LAUNCHES["tensorboard"], launches_run_name(parent), str(parent))
     if left:
         # (helper-77: one sibling that logged nothing had kept the launches apart, or failed
         # the whole read.)

@@ -67,7 +67,7 @@ from grpo_doctor.importers.wandb_offline.records import (
     _unwrap,
 )
 from grpo_doctor.live_store import Rows
-from grpo_doctor.resumed import with_resumed
+from grpo_doctor.resumed import LAUNCHES, with_resumed
 from grpo_doctor.store import Run, build_run, check_table_size
 from grpo_doctor.text import agree, plural
 
@@ -402,8 +402,8 @@ def _resumed(runs: list[Run]) -> list[Run]:
         by_parent.setdefault(Path(run.source).parent, []).append(run)
     out: list[Run] = []
     for parent, siblings in by_parent.items():
-        out += with_resumed(siblings, [Path(r.source).name for r in siblings], "W&B runs",
-                            launches_run_name(parent), str(parent))
+        out += with_resumed(siblings, [Path(r.source).name for r in siblings],
+                            LAUNCHES["wandb-offline"], launches_run_name(parent), str(parent))
     return out
 
 
