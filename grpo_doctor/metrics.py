@@ -153,6 +153,8 @@ ALIASES: list[Alias] = [
         "entropy", "actor/entropy", "actor/entropy_loss", "entropy_loss", "critic/entropy/mean",
         # TRL's PPO and RLOO log both: the per-token mean first, not the sum over a response.
         "policy/entropy_avg", "objective/entropy", "ppo/policy/entropy", "entropy_mean",
+        # ms-swift logs the mean with its max and min (entropy/max, entropy/min)
+        "entropy/mean",
         "policy_entropy", "native_entropy", "rollout/entropy", "token_entropy",
     ),
     Alias("approx_entropy", Metric.ENTROPY, proxy="NeMo-RL approx_entropy: a Monte Carlo "

@@ -1391,6 +1391,9 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
         return _Lead(knobs.Remedy(text, knob=knobs.MAX_LENGTH), summary=summary,
                      knob=_Knob(recipe.replace_verdict(reading, recipe.LOW))
                      if reading is not None else None, setup=True)
+    first_update = _exploded_before_updates(run, setup, check)
+    if first_update is not None:
+        return first_update
     if check.mode == "kl_drift" and check.evidence.get("offset_from_start"):
         return _Lead(knobs.Remedy(
             "check the reference model against the policy at step 0: the same checkpoint, "
@@ -1399,6 +1402,36 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
             summary=f"a setup problem: the policy and the reference differ from the first "
                     f"logged step ({root.summary})", setup=True)
     return None
+
+
+def _exploded_before_updates(run: Run, setup: recipe.Setup, check: Check) -> _Lead | None:
+    """A gradient norm above the explosion line at step 0 or 1, the first logged step: the
+    gradient of the initial model, before any update a learning rate sized, so no lr cut
+    explains it (trial 62: 2.96e9 at slime's step 1 with the loss and KL normal had read
+    "restart, then learning_rate 1e-7 -> 5e-8"). None otherwise, and None under a setting far
+    outside the recipe that sizes updates: a step can hold several optimizer updates
+    (mini-batches, iterations), and an lr of 2e-2 without clipping made its first step's
+    norm 181 (trial 36)."""
+    if check.mode != "grad_explosion" or not len(run.steps) or int(run.steps[0]) > 1:
+        return None
+    if any(r.far for r in setup.causes({check.mode}, critical=True)):
+        return None
+    first = next((i for i in check.incidents if i.step == int(run.steps[0])), None)
+    if first is None:
+        return None
+    _, norms = series(run, Metric.GRAD_NORM.value)
+    at_first = float(norms[0]) if len(norms) else float(first.peak)
+    clip = knobs.clip_gradients(run, "the first gradient is already huge")
+    clip_text = f"{clip}; then " if clip else "clipping bounds the step, but "
+    text = (f"the gradient norm was {fmt(at_first)} at step {step_text(first.step)}, the "
+            "first update's, taken on the initial model before any step the learning rate "
+            f"sized: a setup problem, not an instability (a smaller lr cannot lower it); "
+            f"{clip_text}check what the norm is taken over: a loss summed over tokens instead "
+            "of averaged, rewards or advantages far from unit scale, an fp16 loss scale not "
+            "unscaled before the norm is read")
+    return _Lead(knobs.Remedy(text, knob=clip.knob if clip else None),
+                 summary=f"a setup problem, the gradient of the initial model: "
+                         f"{check.summary}", setup=True)
 
 
 _STOP_TOKEN = ("tokenizer.eos_token / generation_config.eos_token_id, the chat template's "
@@ -1596,6 +1629,12 @@ def _numerical_setup(run: Run, setup: recipe.Setup, check: Check) -> _Lead:
     # What the log and the config point at first: a division the first NaN step shows the
     # zero of, before a dtype the config rules out (fp16 false led with "fp16 weights").
     first = min(int(v[0]) for v in run.nan_steps.values() if len(v)) if bad else None
+    alone = _std_of_one(run, setup, first) if first is not None else None
+    if alone is not None:
+        return _Lead(knobs.Remedy(
+            f"a setup problem from the first update, not an instability: {alone}",
+            knob=knobs.GROUP_SIZE), summary=f"a setup problem, groups of one sample: "
+            f"{check.summary}", setup=True)
     zeros = _divisions_by_zero(run, first) if first is not None else []
     no_fp16 = _fp16_ruled_out(run, dtype)
     dtypes = ("a 4-bit adapter's compute dtype" if no_fp16 else
@@ -1626,6 +1665,30 @@ def _fp16_ruled_out(run: Run, dtype: recipe.Reading | None) -> bool:
         return False
     fp16, key = recipe.lookup(recipe.flat_config(run.config or {}), ("fp16",))
     return key is not None and fp16 is not None and recipe.as_flag(fp16) is False
+
+
+def _std_of_one(run: Run, setup: recipe.Setup, step: int) -> str | None:
+    """The fix when the reward std was NaN at the first non-finite step while the reward was
+    finite there: a standard deviation over one sample (torch's unbiased std of one value is
+    NaN, "degrees of freedom is <= 0"), so every group held one completion and every
+    advantage was NaN (trial 62: a fork's GRPO with groups of one; it had read "check the
+    dtype"). None otherwise."""
+    stds = run.nan_steps.get(Metric.REWARD_STD.value)
+    if stds is None or not len(stds) or int(stds[0]) != step:
+        return None
+    at, rewards = run.finite_series(Metric.REWARD_MEAN.value)
+    finite_there = np.flatnonzero(at == step)
+    if not len(finite_there):
+        return None
+    reward = float(rewards[finite_there[0]])
+    group = setup.get("num_generations")
+    size = (f" (num_generations {group.value_text})" if group is not None
+            and group.value is not None else "")
+    return (f"the reward std was NaN at step {step_text(step)} while the reward was finite "
+            f"({fmt(reward)}): a standard deviation over one sample (torch's unbiased std of "
+            f"one value is NaN), so each group held one completion{size} and every advantage "
+            "was NaN; sample 2 or more completions per prompt (num_generations 8-16), and "
+            "check that the batch splits into whole groups of num_generations")
 
 
 def _divisions_by_zero(run: Run, step: int) -> list[str]:

@@ -104,7 +104,25 @@ def _no_advantage(run: Run) -> str | None:
             "baseline to beat) and the advantage estimator")
 
 
-SIGNS = (_all_cut, _all_alike, _all_equal_groups, _no_gradient, _no_advantage)
+#: A KL at the first update at or above this is no policy that starts as its reference.
+_KL_AT_START = 0.1
+
+
+def _kl_at_first_update(run: Run) -> str | None:
+    """A KL far from 0 at step 0 or 1, where the policy still is its reference (SkyRL#1864:
+    kl_loss 0.63 at step 1, unsaid; trial 62)."""
+    steps, kl = series(run, Metric.KL.value)
+    if not len(kl) or int(steps[0]) > 1 or int(run.steps[0]) != int(steps[0]) or (
+            kl[0] < _KL_AT_START):
+        return None
+    return (f"a KL of {fmt(float(kl[0]))} at step {int(steps[0])}, the first update, where "
+            "the policy still is its reference (KL near 0): check the reference model "
+            "against the policy's starting checkpoint (the same weights, dtype and "
+            "quantization), and that the KL is logged per token, not summed over a response")
+
+
+SIGNS = (_all_cut, _all_alike, _all_equal_groups, _no_gradient, _no_advantage,
+         _kl_at_first_update)
 
 
 def signs(run: Run) -> tuple[str, ...]:

@@ -136,7 +136,15 @@ class Run:
         """Whether ``metric`` was logged at all (a logged NaN counts: it is evidence)."""
         if metric not in self.frame.columns:
             return False
-        return bool(self.frame[metric].notna().any()) or metric in self.nan_steps
+        return self.holds_value(metric) or metric in self.nan_steps
+
+    def holds_value(self, metric: str) -> bool:
+        """Whether ``metric`` holds a value on some step (an infinity counts, a NaN does not).
+        The cached finite series answers most calls: the rules ask this of every column, and
+        a pandas ``notna`` per call had been a third of an audit's time."""
+        if len(self.finite_series(metric)[0]):
+            return True
+        return metric in self.frame.columns and bool(self.frame[metric].notna().any())
 
     def truncated(self, last_step: int) -> Run:
         """The run as it was when ``last_step`` had just been logged (for first-alert steps)."""

@@ -153,6 +153,22 @@ def test_a_trainers_log_history_is_read_as_its_trainer_state_and_its_args_are_ev
         grpo_doctor.diagnose_log_history("trainer_state.json")  # type: ignore[arg-type]
 
 
+def test_a_log_history_of_numpy_scalars_reads_as_one_of_python_numbers():
+    """A callback that logs numpy values (np.int64 steps, np.float32 rewards) had read "no
+    entry with a step": numpy's scalars are not int or float."""
+    import json
+
+    import numpy as np
+
+    history = [e for e in json.loads(BONUS_STATE.read_text())["log_history"]
+               if "train_runtime" not in e]
+    as_numpy = [{k: (np.int64(v) if k == "step" else np.float32(v))
+                 if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                 for k, v in entry.items()} for entry in history]
+    assert _calls(grpo_doctor.diagnose_log_history(as_numpy)) == _calls(
+        grpo_doctor.diagnose_log_history(history))
+
+
 def test_no_diagnosis_needs_scipy():
     """scipy is not a dependency (a plain install has none): pandas' Spearman correlation
     needs it, and a check using it crashed on a real run. Every rule case, every bundled

@@ -23,7 +23,7 @@ from typing import NoReturn
 
 from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.files import as_path, check_input, is_remote
-from grpo_doctor.importers._common import HEAD_BYTES, read_head, read_json
+from grpo_doctor.importers._common import HEAD_BYTES, looks_like_text, read_head, read_json
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.metrics import ColumnMap
 from grpo_doctor.objstore import StorePath
@@ -77,6 +77,8 @@ def detect_format(path: Path) -> Importer:
             raise FormatError(f"{path}: the file is empty")
         if json_like:
             _not_a_json_log(path)
+        if path.suffix.lower() in _CAPTURE_SUFFIXES and looks_like_text(head):
+            raise FormatError(f"{path}: {_no_metric_lines(head)}")
         raise FormatError(
             f"{path}: not a training log grpo-doctor can read ({what} format not recognised; "
             f"formats: {', '.join(format_names())})"
@@ -88,6 +90,22 @@ def detect_format(path: Path) -> Importer:
         # only misname it ("a header but no rows").
         _not_a_json_log(path)
     return best
+
+
+#: Names of a captured console: a text one with no metric line says so, not "format".
+_CAPTURE_SUFFIXES = frozenset({".log", ".out", ".txt", ".err", ".stdout", ".stderr"})
+
+
+def _no_metric_lines(head: bytes) -> str:
+    """Why a captured console's text holds no run: no metric line; wandb's closing summary
+    draws its history as sparklines, which hold no values (trial 62)."""
+    said = ("not a training log grpo-doctor can read: text with no metric lines (expected "
+            "verl 'step:N - key:value' lines, printed {'loss': ...} dicts or a Step | ... "
+            "table)")
+    if b"wandb: Run history:" in head or b"wandb: Run summary:" in head:
+        said += ("; wandb's closing 'Run history' draws sparklines, not values: read the "
+                 "run's wandb/run-*/ folder, or grpo-doctor fetch ENTITY/PROJECT/RUN")
+    return said
 
 
 #: The size up to which a .json no reader took is parsed to say where it breaks.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import numbers
 import os
 import re
 from collections.abc import Iterator
@@ -76,11 +77,11 @@ def checkpoint_folders(root: Path) -> list[tuple[int, Path]]:
     """The ``checkpoint-N`` folders directly under ``root``, by N (none when it cannot be
     listed)."""
     try:
-        children = list(root.iterdir())
+        # names first (a folder of N logs is listed once per log: no path made per entry)
+        return sorted((int(m.group(1)), entry_path(entry)) for entry in scandir(root)
+                      if (m := CHECKPOINT_FOLDER.fullmatch(entry.name)) and entry.is_dir())
     except OSError:
         return []
-    return sorted((int(m.group(1)), child) for child in children
-                  if (m := CHECKPOINT_FOLDER.fullmatch(child.name)) and child.is_dir())
 
 
 def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
@@ -158,6 +159,12 @@ def to_number(value: Any) -> float | None:
         text = value.strip()
         if len(text) <= 64 and _NUMBER.fullmatch(text):
             return float(text.lower().replace("(ind)", ""))
+    # numpy scalars (a callback's np.int64 step, np.float32 value) are numbers too; checked
+    # last, the ABCs being slower than the exact types above
+    if isinstance(value, numbers.Integral):
+        return _int_as_float(int(value))
+    if isinstance(value, numbers.Real):
+        return float(value)
     return None
 
 

@@ -416,6 +416,36 @@ _PPRINT_KEY = re.compile(rf"({_QUOTED})\s*:\s*")
 _PPRINT_VALUE = re.compile(rf"\{{|{_QUOTED}|\[[^\[\]]*\]|[^,{{}}]+")
 
 
+#: The narrowest terminal a hard wrap is recognised at: shorter lines are a log's own.
+_MIN_WRAP_WIDTH = 60
+#: The most lines a hard-wrapped dict is joined from.
+_MAX_WRAPPED_LINES = 200
+
+
+def _wrapped(segments: Sequence[Segment], start: int, first: str) -> tuple[str, int] | None:
+    """A dict a terminal hard-wrapped at a fixed width (pasted from a terminal into an issue):
+    its lines all as long as the first but the last, none opening another dict, joined with
+    nothing between them (the wrap can fall inside a key or a number: "'k" / "l': 0.0" had
+    ended the dict, dropping the reward and its NaN std, trial 62). Returns the dict's text
+    and the index of its last line; None when the lines do not close it that way."""
+    width = len(segments[start].text)
+    if width < _MIN_WRAP_WIDTH:
+        return None
+    source = segments[start].source
+    text = first
+    for j in range(start + 1, min(len(segments), start + _MAX_WRAPPED_LINES)):
+        line = segments[j].text
+        if segments[j].source != source or "{" in line or len(line) > width:
+            return None
+        text += line
+        end = _dict_end(text)
+        if end is not None:
+            return text[:end], j
+        if len(line) != width:
+            return None
+    return None
+
+
 def _continued(
     segments: Sequence[Segment], start: int, first: str
 ) -> tuple[list[str], int, bool]:
@@ -523,6 +553,14 @@ def _printed_dicts(segments: Sequence[Segment]) -> Iterator[_Printed]:
             else:
                 yield _Printed(i, i, salvage_pairs(body[:end]), salvaged=True)
             i += 1
+            continue
+        wrapped = _wrapped(segments, i, body)
+        if wrapped is not None:
+            joined, last = wrapped
+            value = literal_dict(joined)
+            yield (_Printed(i, last, value) if value is not None else
+                   _Printed(i, last, salvage_pairs(joined), salvaged=True))
+            i = last + 1
             continue
         # A pretty-printed dict breaks its lines after a comma or an opening bracket.
         if body.rstrip()[-1:] not in ",{[(:":
@@ -638,7 +676,14 @@ def _progress_before_steps(segments: Sequence[Segment], found: Sequence[_Printed
     windows = []
     for k, printed in enumerate(found):
         begin = found[k - 1].end + 1 if k else start
-        windows.append(_progress_between(segments, begin, printed.index))
+        window = _progress_between(segments, begin, printed.index)
+        # A bar drawn on the dict's own line, before it (LLaMA-Factory: "9/860 [00:43<...,
+        # 4.60s/it]{'loss': nan, ...}" had read as log-line steps 1, 2; trial 62).
+        text = segments[printed.index].text
+        m = _PROGRESS.search(text, 0, max(text.find("{"), 0))
+        if m:
+            window.append((int(m.group(1)), int(m.group(2))))
+        windows.append(window)
     steps = _bar_steps(windows, -1)
     if steps is None or len(steps) < 2:
         return steps
@@ -725,6 +770,22 @@ def _summary_steps(found: Sequence[_Printed], summary: dict[str, Any], bar_total
     return _ordinal_steps(found, every), (
         f"steps inferred from the run's end: {n} log lines over its {total} steps "
         f"(one every {'step' if every == 1 else f'{every} steps'})")
+
+
+#: Keys only an evaluation's dict holds, and keys only a training step's does.
+_EVAL_MARKS = frozenset({"eval_loss", "eval_runtime"})
+_TRAIN_MARKS = frozenset({"loss", "grad_norm", "learning_rate"})
+
+
+def _as_eval(printed: _Printed) -> _Printed:
+    """An evaluation's dict with unprefixed keys beside its eval_ ones (Unsloth's GSPO:
+    'eval_loss' with 'completions/mean_length') with each key prefixed: it had been read as a
+    training step of its own, its lengths the training's (trial 62)."""
+    keys = {str(k) for k in printed.value}
+    if not keys & _EVAL_MARKS or keys & _TRAIN_MARKS or _is_eval(printed):
+        return printed
+    return replace(printed, value={k if str(k).startswith("eval_") or k == "epoch"
+                                   else f"eval_{k}": v for k, v in printed.value.items()})
 
 
 def _is_eval(printed: _Printed) -> bool:
@@ -841,7 +902,7 @@ def _printed_runs(segments: Sequence[Segment], log: ConsoleLog) -> list[_Printed
     # a crash at step 120, then a resume from checkpoint-100 appended to the same log, had read
     # as one run of 220 "steps").
     died = [k for k, seg in enumerate(segments) if TRACEBACK.search(seg.text)]
-    for printed in _printed_dicts(segments):
+    for printed in map(_as_eval, _printed_dicts(segments)):
         value = printed.value
         keys = [str(k) for k in value]
         config = _config_of(printed)

@@ -29,7 +29,15 @@ def _sniff(path: Path, head: bytes) -> int:
     delim = "\t" if path.suffix.lower() == ".tsv" else ","
     if line.count(delim) < 1:
         return 0
-    return 50 if path.suffix.lower() in _TEXT_SUFFIXES else 20
+    if path.suffix.lower() in _TEXT_SUFFIXES:
+        return 50
+    # Under another name (a .log), a table's next line holds as many delimiters as its
+    # header: a console whose first line has a comma (a Ray worker's echoed source line) is
+    # no table (trial 62: its words had been offered as columns to --map).
+    lines = head.decode("utf-8", errors="replace").split("\n", 2)
+    if len(lines) == 3 and lines[1].strip("\r").count(delim) != line.count(delim):
+        return 0
+    return 20
 
 
 def _load(path: Path, options: LoadOptions) -> list[Run]:

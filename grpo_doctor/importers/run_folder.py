@@ -457,6 +457,16 @@ IMPORTER = Importer(
 )
 
 
+def _state_beside(folder: Path) -> bool:
+    """Whether ``folder`` holds a trainer state, its own or a checkpoint's: by names alone, so
+    that an audit of a flat folder of N logs does not sniff every file N times (helper-77)."""
+    try:
+        entries = list(scandir(folder))
+    except OSError:
+        return False
+    return any(e.name == STATE_FILE or _checkpoint_number(e.name) is not None for e in entries)
+
+
 def richer_state_beside(run: Run) -> str | None:
     """A note when ``run`` was read from one log file of a run's folder whose trainer state
     (the folder's own or its latest checkpoint's) holds more of what the checks read: pointed
@@ -464,7 +474,7 @@ def richer_state_beside(run: Run) -> str | None:
     checkpoint beside it (trial 55). Only the trainer state is read, a small JSON; None
     otherwise."""
     path = Path(run.source)
-    if not path.is_file() or path.name == STATE_FILE:
+    if not path.is_file() or path.name == STATE_FILE or not _state_beside(path.parent):
         return None
     found = layout(path.parent)
     if found is None or not any(c.path == path for c in found.copies):

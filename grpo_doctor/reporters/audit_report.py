@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from grpo_doctor import escape as esc
@@ -131,7 +132,17 @@ def _headline(result: AuditResult) -> str:
     if copies:
         text += (f"; {copies} cop{'ies' if copies != 1 else 'y'} of a listed run left out "
                  "(-v)")
+    # A .log that held no run is said, not only under -v: its name promised one (trial 62:
+    # a console of wandb's sparklines had vanished from the audit without a word).
+    empty = sum(1 for p in result.passed_over if not p.copy
+                and PurePosixPath(p.source).suffix.lower() in _LOG_NAMES)
+    if empty:
+        text += f"; {empty} log file{'s' if empty != 1 else ''} with no training metrics (-v)"
     return text
+
+
+#: Names of a captured console, whose file passed over is counted in the headline.
+_LOG_NAMES = frozenset({".log", ".out", ".err"})
 
 
 def _too_short(run: AuditedRun) -> bool:

@@ -103,12 +103,20 @@ def lines(p: Mapping[str, float], evidence: Mapping[str, object]
                             (2 * r * base, f"{fmt(2 * r)}x baseline", "critical")], True))}
 
 
+#: A gradient norm at or above this is a gradient, never a step "without gradient".
+_NO_GRADIENT = 0.1
+
+
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     steps, g = series(run, GRAD, reduce="max")
     # A norm of (nearly) 0 is a step without gradient (all groups equal), not a level: with
     # most groups equal, the median of every step would be one of them.
-    flowing = g > max(0.0, 1e-2 * float(np.quantile(g, 0.9))) if len(g) else g > 0
+    # (Relative to the 90th percentile, but never above _NO_GRADIENT: a norm of 0.8 is a
+    # gradient, whatever came after it; norms of 0.8 then 5e4 had read "steady around 50,000,
+    # about 0 on 40 steps".)
+    flowing = g > max(0.0, min(1e-2 * float(np.quantile(g, 0.9)), _NO_GRADIENT)) if len(
+        g) else g > 0
     zero = int((~flowing).sum())
     g_steps, g = steps[flowing], g[flowing]
     if len(g) < 8:

@@ -46,6 +46,8 @@ from grpo_doctor.text import plural, step_text
 WATCHED = (
     Metric.LOSS.value, Metric.KL.value, Metric.GRAD_NORM.value, Metric.ENTROPY.value,
     Metric.REWARD_MEAN.value, Metric.LOG_PROB_MEAN.value,
+    # NaN beside a finite reward: the std of a group of one sample, every advantage NaN
+    Metric.REWARD_STD.value,
 )
 
 RULE = Rule(

@@ -652,7 +652,7 @@ def components(run: Run) -> dict[str, str]:
     from grpo_doctor.metrics import REWARD_COMPONENT_PREFIX
 
     return {c[len(REWARD_COMPONENT_PREFIX):]: c for c in run.frame.columns
-            if c.startswith(REWARD_COMPONENT_PREFIX) and bool(run.frame[c].notna().any())}
+            if c.startswith(REWARD_COMPONENT_PREFIX) and run.holds_value(c)}
 
 
 def pinned_terms(run: Run, min_steps: int) -> list[tuple[str, float, int]]:

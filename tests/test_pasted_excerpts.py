@@ -1,0 +1,183 @@
+"""Shapes of logs pasted in public threads that trial 62 found misread or misadvised.
+
+Every log here is written by the test, in the shape the trial's excerpt had (the excerpts
+themselves stay out of the repository): a dict a terminal hard-wrapped inside a key, an
+evaluation dict with unprefixed keys, a progress bar on the dict's own line, a Ray console
+whose first line holds commas, a gradient norm in the billions at the first update, a NaN
+reward std beside a finite reward, a KL far from 0 at step 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grpo_doctor.engine import diagnose
+from grpo_doctor.importers import load_runs
+from grpo_doctor.store import Run
+from tests.helpers import make_run, run_cli
+
+
+def _wrap(text: str, width: int) -> str:
+    """``text`` as a terminal of ``width`` columns shows it: cut every ``width`` characters."""
+    return "\n".join(text[i:i + width] for i in range(0, len(text), width))
+
+
+def _trl_dict(step: int, reward_std: str = "0.31") -> str:
+    return ("{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 0.0, 'completion_length': "
+            f"250.6, 'rewards/soft_format_reward_func': 0.479, 'rewards/strict_format_reward_"
+            f"func': 0.0, 'rewards/correctness_reward_func': 0.0, 'reward': 0.216, "
+            f"'reward_std': {reward_std}, 'kl': 0.0, 'clip_ratio': 0.0, 'epoch': "
+            f"{step / 100:.2f}}}")
+
+
+def test_a_dict_a_terminal_wrapped_inside_a_key_is_read_whole(tmp_path):
+    """The wrap fell inside 'rewards/strict_format_re' / 'ward_func' and inside 'k' / 'l':
+    the dict had ended at the first break, its reward and NaN reward std lost."""
+    text = _trl_dict(1, "nan")
+    width = 97
+    assert "{" not in text[width:]  # the shape: the wrapped lines open no dict of their own
+    log = tmp_path / "pasted.log"
+    log.write_text("UserWarning: std(): degrees of freedom is <= 0.\n\n"
+                   + _wrap(text, width) + "\n" + _trl_dict(2, "nan") + "\n")
+    run = load_runs(log)[0]
+    assert run.n_steps == 2
+    assert run.frame["reward_mean"].iloc[0] == 0.216
+    assert "reward_std" in run.nan_steps and len(run.nan_steps["reward_std"]) == 2
+    assert "reward_component/strict_format_reward_func" in run.frame.columns
+    assert run.frame["kl"].notna().all()
+
+
+def test_lines_of_another_width_after_an_open_dict_are_not_joined_to_it(tmp_path):
+    """Only a hard wrap joins: a dict cut off by the capture (its next line shorter and
+    another record) keeps its complete entries and the record after it stays its own."""
+    cut = _trl_dict(1)[:150]
+    log = tmp_path / "cut.log"
+    log.write_text(cut + "\n" + _trl_dict(2) + "\n" + _trl_dict(3) + "\n")
+    run = load_runs(log)[0]
+    assert run.n_steps == 3
+    assert list(run.frame["reward_mean"].notna()) == [False, True, True]
+
+
+def _nan_csv(tmp_path, reward: str) -> Run:
+    rows = ["step,reward,reward_std,loss,grad_norm,kl"]
+    rows += [f"{s},{reward},nan,0.0,nan,0.0" for s in range(1, 13)]
+    (tmp_path / "run.csv").write_text("\n".join(rows) + "\n")
+    return load_runs(tmp_path / "run.csv")[0]
+
+
+def test_a_nan_reward_std_beside_a_finite_reward_is_a_group_of_one_first(tmp_path):
+    d = diagnose(_nan_csv(tmp_path, "0.2"))
+    assert d.check("numerical_failure").status == "critical"
+    assert "reward_std" in d.check("numerical_failure").summary
+    action = d.root_cause.first_action
+    assert action.startswith("a setup problem from the first update")
+    assert "deviation over one sample" in action and "num_generations" in action
+    assert "dtype" not in action
+
+
+def test_a_nan_reward_std_with_a_nan_reward_is_not_a_group_of_one(tmp_path):
+    assert "one sample" not in diagnose(_nan_csv(tmp_path, "nan")).root_cause.first_action
+
+
+def test_a_gradient_norm_in_the_billions_at_the_first_update_is_setup_not_the_lr(tmp_path):
+    """slime's step 1: 2.96e9 with the loss and KL normal had read "restart, then
+    learning_rate 1e-7 -> 5e-8": the first gradient is taken before any update."""
+    log = tmp_path / "slime.log"
+    rows = [(1, 2955012562.8, 0.102, 0.0), (28, 2217390918.5, 0.145, 0.0007)]
+    log.write_text("\n".join(
+        f"step {s}: {{'train/loss': {loss}, 'train/pg_clipfrac': 0.0, 'train/kl_loss': {kl}, "
+        f"'train/grad_norm': {g}, 'train/lr-pg_0': 1e-07, 'train/step': {s}}}"
+        for s, g, loss, kl in rows) + "\n")
+    d = diagnose(load_runs(log)[0])
+    cause = d.root_cause
+    assert cause.mode == "grad_explosion" and cause.setup
+    assert "taken on the initial model" in cause.first_action
+    assert "learning_rate" not in cause.first_action
+    assert "check gradients are clipped" in cause.first_action
+
+
+def test_a_gradient_explosion_later_in_the_run_still_names_its_step_size():
+    n = 60
+    g = np.full(n, 0.8)
+    g[40:] = 5e4
+    run = make_run(grad_norm=g, loss=np.full(n, 0.1), reward=np.linspace(0.1, 0.5, n),
+                   learning_rate=np.full(n, 1e-5))
+    cause = diagnose(run).root_cause
+    assert cause is not None and cause.mode == "grad_explosion"
+    assert "initial model" not in cause.first_action
+
+
+def test_an_evaluation_dict_with_unprefixed_keys_is_no_training_step(tmp_path):
+    log = tmp_path / "unsloth.log"
+    log.write_text(
+        "{'loss': 0.0, 'grad_norm': 0.0, 'learning_rate': 5e-06, 'num_tokens': 9000.0, "
+        "'completions/mean_length': 120.5, 'reward': 0.0, 'reward_std': 0.0, 'kl': 0.0, "
+        "'epoch': 0.01}\n"
+        "{'eval_loss': 3.45e-08, 'eval_runtime': 62.41, 'eval_samples_per_second': 1.362, "
+        "'num_tokens': 10016.0, 'completions/mean_length': 40.1, 'epoch': 0.01}\n")
+    run = load_runs(log)[0]
+    assert run.n_steps == 1
+    assert run.frame["response_length_mean"].tolist() == [120.5]
+
+
+def test_a_progress_bar_drawn_on_the_dicts_own_line_gives_its_step(tmp_path):
+    """LLaMA-Factory: "9/860 [00:43<1:05:18, 4.60s/it]{'loss': nan, ...}" had read as log
+    lines 1 and 2."""
+    log = tmp_path / "llamafactory.log"
+    bar = "  {pct}%|{fill}| {n}/860 [00:43<1:05:18,  4.60s/it]"
+    log.write_text("".join(
+        bar.format(pct=n * 100 // 860, fill="#" * (n // 5), n=n)
+        + f"{{'loss': nan, 'reward': {0.1 * k}, 'learning_rate': 1e-05, 'epoch': {n / 860:.2f}}}\n"
+        for k, n in enumerate((9, 19, 29), start=1)))
+    run = load_runs(log)[0]
+    assert list(run.steps) == [9, 19, 29]
+
+
+def test_a_console_whose_first_line_holds_commas_is_no_table(tmp_path, capsys):
+    """A Ray worker's echoed source line had been a CSV header, its words offered to --map."""
+    log = tmp_path / "agent.log"
+    log.write_text(
+        "(WorkerDict pid=82641)   with device_autocast_ctx, torch.cpu.amp.autocast(**kw), "
+        "recompute_context:  # type: ignore\n"
+        "(main_task pid=82052) wandb: uploading output.log; uploading wandb-summary.json\n"
+        "(main_task pid=82052) wandb: Run history:\n"
+        "(main_task pid=82052) wandb:   critic/score/mean ▁▃▅▆█\n")
+    code, out, err = run_cli(capsys, "diagnose", str(log))
+    assert code == 2 and "--map" not in err
+    assert "not a training log grpo-doctor can read: text with no metric lines" in err
+    assert "sparklines, not values" in err
+
+
+def test_a_table_in_a_log_file_is_still_a_table(tmp_path):
+    log = tmp_path / "metrics.log"
+    log.write_text("step,reward,kl\n" + "".join(f"{s},{0.01 * s},{0.001 * s}\n"
+                                                for s in range(1, 30)))
+    run = load_runs(log)[0]
+    assert run.format == "csv" and run.n_steps == 29
+
+
+def test_an_audit_says_a_log_file_that_held_no_run(tmp_path, capsys):
+    (tmp_path / "empty.log").write_text("(main_task pid=1) wandb: Run history:\n"
+                                        "(main_task pid=1) nothing, here, at all\n")
+    steps = np.arange(1, 41)
+    (tmp_path / "run.csv").write_text("step,reward\n" + "".join(
+        f"{s},{0.01 * s}\n" for s in steps))
+    code, out, _ = run_cli(capsys, "audit", str(tmp_path))
+    assert "1 log file with no training metrics (-v)" in out
+
+
+def test_ms_swift_entropy_mean_is_the_entropy(tmp_path):
+    log = tmp_path / "logging.jsonl"
+    log.write_text("".join(
+        f'{{"loss": 0.01, "reward": 0.5, "entropy/mean": {0.8 - 0.01 * s}, "entropy/max": 2.0, '
+        f'"global_step/max_steps": "{s}/547"}}\n' for s in range(1, 4)))
+    run = load_runs(log)[0]
+    assert run.mapping.get("entropy") == "entropy/mean"
+
+
+def test_a_kl_far_from_0_at_the_first_update_is_said_on_a_short_log():
+    d = diagnose(make_run(kl=np.array([0.63]), loss=np.array([0.1]), reward=np.array([0.2])))
+    assert d.status == "inconclusive"
+    assert any("KL of 0.63 at step 1, the first update" in s for s in d.signs)
+    later = make_run(steps=np.array([40]), kl=np.array([0.63]), loss=np.array([0.1]))
+    assert not any("first update" in s for s in diagnose(later).signs)
