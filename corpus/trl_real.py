@@ -65,6 +65,7 @@ CTRL51 = dict(learning_rate=1e-4, seed=13)
 CTRL52 = dict(learning_rate=1e-4, seed=17)
 CTRL53 = dict(learning_rate=1e-4, seed=29)
 CTRL54 = dict(learning_rate=1e-4, seed=31)
+CTRL63 = dict(learning_rate=1e-4, seed=37)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -285,6 +286,13 @@ RUNS = {
     "prompts2": dict(CTRL54, _pool=2),
     "beta_neg": dict(CTRL54, beta=-0.04, _logger="wandb"),
     "cb_flaky_grader": dict(CTRL54, _rewards="flaky", _callback="report"),
+    # trial 63: one harmful setting beside a bystander that cannot cause what the curves show
+    "minp08_grpo": dict(CTRL63, min_p=0.8, loss_type="grpo", _logger="swanlab"),
+    "eps002_it6_wu10": dict(CTRL63, epsilon=0.002, epsilon_high=0.002, num_iterations=6,
+                            warmup_steps=10, _logger="wandb"),
+    "warm2000_log5": dict(CTRL63, warmup_steps=2000, logging_steps=5),
+    # correctness compares the parsed int to the str answer: never equal, never pays
+    "intcmp_cosine": dict(CTRL63, _rewards="intcmp", lr_scheduler_type="cosine"),
 }
 
 
@@ -629,6 +637,19 @@ REWARD_SETS.update({
     "flaky": [correctness_reward_flaky, format_reward],
     "err150": [correctness_reward_err150, format_reward],
 })
+
+
+def correctness_reward_intcmp(completions, answer=None, **kwargs):
+    """BUGGY (trial 63): compares the parsed int to the str answer: never equal, always 0."""
+    out = []
+    for c, ans in zip(completions, answer):
+        m = ANS.search(c)
+        out.append(1.0 if m and int(m.group(1)) == ans else 0.0)
+    return out
+
+
+correctness_reward_intcmp.__name__ = "correctness_reward"  # as the user named it
+REWARD_SETS["intcmp"] = [correctness_reward_intcmp, format_reward]
 
 
 # ---------------------------------------------------------------- one GRPO run

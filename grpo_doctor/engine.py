@@ -434,15 +434,18 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
              "positive-advantage token is clipped by construction (its clip ratio says "
              "nothing of the policy's pace); for the next run: epsilon_high 5.0, TRL's "
              "recommended value for cispo") if cap is not None else None
+    warmup = unfinished_warmup(run) if quiet else None
+    # Learned at the lr only when it trained at it: a warm-up that never ended proves nothing
+    # of the configured lr (trial 63: "learned at 1e-4: keep it" under a logged peak of 1e-5).
     settings = recipe.notes(setup, checks, idle_settings(run, setup), said,
-                            proven=("learning_rate",) if quiet and _learned(run, checks) else ())
+                            proven=("learning_rate",) if quiet and warmup is None and _learned(
+                                run, checks) else ())
     if quiet:
         # The lr never reached its setting: the warm-up, not the lr, is what to change (its
         # only advice had been to lower an lr the run never trained at; trial 49). And the
         # format weight, said on the line a healthy report shows under its verdict (the audit
         # had shown only the recipe's lr beside a format term weighed 5x the answer:
         # helper-57), not as a note.
-        warmup = unfinished_warmup(run)
         first = [f"{warmup.fix()}: {warmup.words()}" if warmup is not None else None,
                  _weight_fix(run) if weighed else None]
         settings = _with_first(settings, [f for f in first if f])

@@ -222,6 +222,19 @@ SETTINGS: tuple[Setting, ...] = (
         target="0 (off)",
     ),
     Setting(
+        # Not in the chapter: a cut as top_p's, relative to the likeliest token (TRL, vLLM,
+        # SGLang). Trial 63's 0.8 sampled the argmax on every draw: "the task is solved" on a
+        # policy right 31% of the time at temperature 1, min_p unread.
+        "min_p", ("actor_rollout_ref.rollout.min_p", "generation.min_p", "rollout.min_p",
+                  "min_p"),
+        "0 (off: sample from the whole distribution)", "the frameworks' default (TRL, vLLM)",
+        high=0.1, far=2.0,
+        risks={HIGH: _SAMPLING_CUT},
+        why={HIGH: "min-p sampling drops every token less likely than min_p times the "
+                   "likeliest one: " + _CUT_WHY},
+        target="0 (off)",
+    ),
+    Setting(
         # Not in the chapter: a sampling setting that reshapes the distribution the rollout
         # samples from, as a cut does, so the trainer's ratios are against log-probs the
         # sampler did not use (trial 48: 2.0 brought gradient spikes and a lower plateau).
@@ -258,9 +271,16 @@ SETTINGS: tuple[Setting, ...] = (
                     "epsilon", "clip_ratio", "cliprange", "clip_range", "clip_low"),
         "0.2 (ratios clipped below at 0.8)", "chapter 8.4", low=0.1, high=0.3, far=2.5,
         risks={HIGH: _links(primary=("ratio_instability",), contributing=(
-                   "entropy_blowup", _LLD))},
+                   "entropy_blowup", _LLD)),
+               # A clip far tighter than the recipe clips most tokens of every reused batch:
+               # its clip fraction is large by construction, and the run learns slowly
+               # (trial 63: epsilon 0.002 with 6 iterations had read "learning_rate first").
+               LOW: _links(primary=("ratio_instability",), contributing=("no_progress",))},
         why={HIGH: "a wide lower clip lets negative-advantage updates push token "
-                   "probabilities far down"},
+                   "probabilities far down",
+             LOW: "a clip this tight stops the gradient of every token whose ratio moved "
+                  "more than epsilon: the clip fraction is large by construction, and most "
+                  "of each reused batch's gradient is thrown away"},
         target="0.2",
     ),
     Setting(

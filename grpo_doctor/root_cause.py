@@ -808,7 +808,7 @@ def _reward_never_fired(check: Check) -> bool:
 
 
 #: The settings every rollout sample is drawn with.
-_ROLLOUT_SETTINGS = frozenset({"temperature", "top_p", "top_k"})
+_ROLLOUT_SETTINGS = frozenset({"temperature", "top_p", "top_k", "min_p"})
 
 #: Findings that read a run sampled near-greedily as learned out: every group samples one
 #: answer, all right or all wrong, so nothing varies to learn from.
@@ -831,9 +831,9 @@ def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
         return None
     # Temperature, or the distribution cut by nucleus or top-k sampling: any of them far below
     # the recipe samples one answer per group.
-    sharpeners = (setup.get(name) for name in ("temperature", "top_p", "top_k"))
-    knob = next((r for r in sharpeners
-                 if r is not None and r.far and r.verdict == recipe.LOW), None)
+    sharpeners = (setup.get(name) for name in ("temperature", "top_p", "top_k", "min_p"))
+    knob = next((r for r in sharpeners if r is not None and r.far and r.verdict == (
+        recipe.HIGH if r.id == "min_p" else recipe.LOW)), None)
     if knob is None:
         return None
     head = slice(0, min(3, len(run.steps)))
@@ -2020,6 +2020,12 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
             continue
         if lead.setup and not reading.far:
             continue  # a run broken by its setup: a setting merely outside is not the point
+        if reading.verdict == recipe.OFF and not reading.far and not any(
+                lk.primary for lk in reading.links if lk.mode in _linked_modes(root)):
+            # A default switched off (TRL's beta 0) that can only have contributed: evidence
+            # with a symptom of its own, not the second thing to do about a correctness
+            # function that never paid (trial 63).
+            continue
         if reading.setting.note_only and not reading.far:
             text = f"also: {reading.fix()} ({reading.sentence()})"
         else:
@@ -2085,7 +2091,7 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
 
 
 #: The recipe's sampling settings: a rollout drawn otherwise than the policy's distribution.
-_SAMPLING = frozenset({"temperature", "top_p", "top_k", "repetition_penalty"})
+_SAMPLING = frozenset({"temperature", "top_p", "top_k", "min_p", "repetition_penalty"})
 
 
 def _also_outside(reading: recipe.Reading) -> str:

@@ -3344,3 +3344,44 @@ def test_a_controllers_coefficient_is_read_from_any_log_and_its_config_beside(tm
     assert not any("contradicted by the log" in n for n in run.notes)
     rc = diagnose(run).root_cause
     assert rc.first_action.startswith("use_adaptive_entropy True -> False"), rc
+
+
+def test_trial_63_a_cause_beside_a_bystander_is_named_first():
+    """Trial 63 (real TRL runs, one harmful setting beside a harmless one). min_p 0.8 was
+    never read, and the run, at 1.49 of 1.5 from step 1, read "the task is solved, stop
+    here"; epsilon 0.002 with 6 iterations read "learning_rate 1e-4 -> 2.5e-6", the lr both
+    controls learned at, and "tighter clipping (clip_ratio 0.2)"; a warm-up of 2,000 steps in
+    a 200-step run carried "learned at 1e-4: keep it" under a logged peak of 1e-5."""
+    cut = _trial("trl_min_p_08")
+    action = cut.root_cause.first_action
+    assert action.startswith("min_p 0.8 -> 0 (off)"), action
+    assert "solved" not in cut.root_cause.summary.replace("solved for the cut sampler", "")
+    assert "loss_type" not in action
+    tight = _trial("trl_epsilon_0.002_iter6")
+    assert tight.root_cause.first_action.startswith("epsilon 0.002 -> 0.2"), tight.root_cause
+    assert not any("tighter clipping" in p.action for p in tight.plan)
+    assert "warmup_steps 10" not in " ".join(p.action for p in tight.plan)
+    warm = _trial("trl_warmup_2000_log5")
+    said = " ".join(warm.notes)
+    assert "warmup_steps 2,000 -> 20" in said
+    assert "learned at it" not in said
+
+
+def test_a_reward_at_its_top_from_the_first_logged_steps_is_never_solved():
+    """The same min_p run read without its config: nothing in the log names the sampler, but
+    a reward at its top from the start learned nothing, and is not "the task is solved"."""
+    run = load_runs(TRIAL / "trl_min_p_08.csv")[0]
+    check = diagnose(run, DoctorConfig(recipe=TINY_RECIPE)).check("no_learning_signal")
+    assert check.status == "warning"
+    assert "(the task is solved)" not in check.summary
+    assert "where it already was at the start" in check.summary
+    assert check.remedies[0].startswith("check the rollout sampling")
+
+
+def test_a_default_switched_off_is_no_second_action_for_a_reward_that_never_paid():
+    """Trial 63's int-vs-str correctness check had "beta 0 -> 0.01-0.05" (TRL's default) as
+    the second thing to do; beta 0 can only have contributed to format gaming."""
+    d = _trial("trl_correctness_int_vs_str")
+    assert d.root_cause.first_action.startswith("inspect completions against "
+                                                "correctness_reward"), d.root_cause
+    assert not any("beta 0" in p.action for p in d.plan), d.plan

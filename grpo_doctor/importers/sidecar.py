@@ -70,6 +70,7 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
     ("actor_rollout_ref.rollout.temperature", "generation.temperature", "temperature"),
     ("actor_rollout_ref.rollout.top_p", "generation.top_p", "rollout.top_p", "top_p"),
     ("actor_rollout_ref.rollout.top_k", "generation.top_k", "rollout.top_k", "top_k"),
+    ("actor_rollout_ref.rollout.min_p", "generation.min_p", "rollout.min_p", "min_p"),
     ("actor_rollout_ref.rollout.repetition_penalty", "generation.repetition_penalty",
      "rollout.repetition_penalty", "repetition_penalty"),
     ("actor_rollout_ref.actor.entropy_coeff", "entropy_coeff", "entropy_coef",

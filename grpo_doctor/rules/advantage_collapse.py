@@ -603,11 +603,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # (Or different answers scored alike: a reward that does not score each completion,
         # a cache keyed on the prompt, trial 55, which equal groups at a middling score look
         # like in the log as much as prompts all solved or all failed do.)
-        remedies.insert(0, "look at a few equal-reward groups: all right (the prompts are "
-                        "solved: harder ones), all wrong (check the reward pays a right "
-                        "answer, then easier prompts), or different answers scored alike "
-                        "(the reward does not score each completion: a cache or lookup keyed "
-                        "on the prompt); then dynamic sampling")
+        # (Each branch's fix outside parentheses: audit's one line drops them, and had left
+        # "all right, all wrong, or different answers scored alike; then dynamic sampling",
+        # trial 63.)
+        remedies.insert(0, "look at a few equal-reward groups: if all right, harder prompts "
+                        "(these are solved); if all wrong, check the reward pays a right "
+                        "answer, then easier prompts; if different answers scored alike, fix "
+                        "the reward to score each completion (not a cache or lookup keyed on "
+                        "the prompt); then dynamic sampling")
     if pinned:
         which = ", ".join(f"{n} always {fmt(v)}" for n, v, _ in pinned)
         # A term that pays every sample the same, at a positive value, is one every sample

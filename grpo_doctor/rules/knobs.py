@@ -75,6 +75,9 @@ TOP_P = Knob(
 TOP_K = Knob(
     "top_k", ("actor_rollout_ref.rollout.top_k", "generation.top_k", "rollout.top_k", "top_k"),
 )
+MIN_P = Knob(
+    "min_p", ("actor_rollout_ref.rollout.min_p", "generation.min_p", "rollout.min_p", "min_p"),
+)
 GROUP_SIZE = Knob(
     "group size G",
     ("actor_rollout_ref.rollout.n", "grpo.num_generations_per_prompt", "num_generations",
@@ -90,6 +93,12 @@ CLIP_HIGH = Knob(
     "clip_ratio_high (epsilon_high)",
     ("actor_rollout_ref.actor.clip_ratio_high", "epsilon_high", "clip_ratio_high",
      "eps_clip_high"),
+)
+CLIP_LOW = Knob(
+    "clip_ratio (epsilon)",
+    ("actor_rollout_ref.actor.clip_ratio_low", "actor_rollout_ref.actor.clip_ratio",
+     "loss_fn.ratio_clip_min", "clip_ratio_low", "eps_clip_low", "eps_clip", "epsilon",
+     "clip_ratio", "cliprange", "clip_range", "clip_low"),
 )
 GRAD_CLIP = Knob(
     "max_grad_norm",
@@ -306,11 +315,13 @@ def configured_value(run: Run, knob: Knob) -> tuple[Any, str | None]:
 
 def sampling_cut(run: Run) -> tuple[str, float, Remedy | str] | None:
     """(setting, value, its fix) of a rollout sampler cut well below the whole distribution
-    the config names: top_p 0.8 or less, top_k 1-20, a temperature below 0.7. Groups all
+    the config names: top_p 0.8 or less, top_k 1-20, min_p 0.2 or more, a temperature below
+    0.7. Groups all
     correct under it are the cut's score: the policy's spread is hidden. None otherwise."""
     cuts: tuple[tuple[Knob, Callable[[float], bool], str], ...] = (
         (TOP_P, lambda x: 0 < x <= 0.8, "1.0"),
         (TOP_K, lambda x: 0 < x <= 20, "0 (off)"),
+        (MIN_P, lambda x: x >= 0.2, "0 (off)"),
         (TEMPERATURE, lambda x: 0 < x < 0.7, "1.0"))
     for knob, bad, fix in cuts:
         value, _ = current(run, knob)

@@ -261,6 +261,19 @@ def _task_at_best(run: Run) -> bool:
                for v in cols)
 
 
+def _head_points(r: np.ndarray) -> int:
+    """The first logged points that say where a run started: a tenth of them, 3 at least."""
+    return max(3, len(r) // 10)
+
+
+def _at_top_from_start(r: np.ndarray, level: float, span: float, p: Mapping[str, float]
+                       ) -> bool:
+    """Whether the reward was already at ``level`` (its final, best one) over its first
+    points: within the rule's band of its range, or 2% of the level."""
+    head = r[:_head_points(r)]
+    return float(np.median(head)) >= level - max(p["reward_band"] * span, 0.02 * abs(level))
+
+
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     never_finite = GRAD in run.nan_steps and (
@@ -376,6 +389,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    f"ever reached, sampled at {name} {fmt(value)}: solved for the cut sampler, "
                    "which hides the answers the policy still gets wrong")
         remedies = (fix, "then look at groups sampled from the whole distribution")
+    elif solved and _task_at_best(run) and _at_top_from_start(r, level, span, p):
+        # Where it began too: nothing was learned, whatever came to a stop later (trial 63:
+        # min_p 0.8, 1.49 of 1.5 from step 1, had read "the task is solved, stop here").
+        status = Status.WARNING
+        head = r[:_head_points(r)]
+        summary = (f"nothing left to learn since step {step_text(start)}: {dead}, where it "
+                   f"already was at the start ({fmt(float(np.median(head)))} over the first "
+                   f"{len(head)} logged points): nothing was learned, the prompts solved before "
+                   "training began, or sampled near-greedily")
+        remedies = ("check the rollout sampling (temperature, top_p, top_k, min_p): "
+                    "near-greedy samples score what the policy already knew; if it samples "
+                    "the whole distribution, harder prompts (these were solved from the start)",
+                    "dynamic sampling / filter prompts every group already solves")
     elif solved and _task_at_best(run):
         status = Status.WARNING
         summary = (f"nothing left to learn since step {step_text(start)}: {dead}, the best it ever "

@@ -194,11 +194,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         evidence["corroboration"] = ["grad norm rising"]
     summary = (f"ratio instability: {_said(hits, p)}"
                + f", from step {ONSET}" + (", with grad norm rising" if grad else ""))
+    clip, _ = knobs.current(run, knobs.CLIP_LOW)
+    # (Under a clip already tighter than 0.2, "tighter clipping (clip_ratio 0.2)" asked for a
+    # clip 100x looser: trial 63's epsilon 0.002.)
+    tighter = "" if clip is not None and clip <= 0.2 else " or tighter clipping (clip_ratio 0.2)"
     remedies = (
         "fewer PPO epochs / mini-batches per rollout batch",
         knobs.scale(run, knobs.LEARNING_RATE, 0.5),
-        None if sequence else "sequence-level ratios (GSPO) or tighter clipping (clip_ratio "
-        "0.2)",
+        None if sequence else f"sequence-level ratios (GSPO){tighter}",
         "train-inference mismatch: truncated/masked importance sampling, fp32 lm_head",
     )
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=remedies,
