@@ -170,7 +170,14 @@ def check_input(path: str | os.PathLike[str]) -> os.stat_result:
     what = kind(st.st_mode)
     if what is not None:
         raise refuse(p, what)
+    if st.st_size == 0 and isinstance(p, Path) and os.path.realpath(p).startswith(_KERNEL):
+        # A kernel's file reports size 0 and may block its reader forever (/proc/kmsg).
+        raise InputError(f"{p}: a kernel pseudo-file (/proc, /sys), not a log")
     return st
+
+
+#: Where a kernel's pseudo-files live: regular files by their mode, no logs.
+_KERNEL = ("/proc/", "/sys/")
 
 
 def human_bytes(n: float) -> str:

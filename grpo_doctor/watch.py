@@ -100,6 +100,7 @@ class Watcher:
         self.restarts = 0
         self.last_poll_seconds = 0.0
         self.unreadable = 0  # polls in a row that could not read the run (see ``poll``)
+        self.gone = False  # the log read before is no longer there (deleted, moved)
         self.warnings: list[str] = []  # for the user, once each: taken by ``run_watch``
 
     #: One run: its alerts and status need not name it (a ``WatchAll`` may watch several).
@@ -177,6 +178,7 @@ class Watcher:
 
         start = time.perf_counter()
         self.polls += 1
+        self._said_if_gone()
         try:
             alerts = self._poll(final)
             if self.source is not None and (final or self.source.quiet_for(STOP_QUIET)):
@@ -205,6 +207,20 @@ class Watcher:
             self.warnings.append(f"{self.path} is readable again")
         self.unreadable = 0
         return alerts
+
+    def _said_if_gone(self) -> None:
+        """A warning, once, when the log read before is no longer at its path (deleted, or
+        moved by a rotation), and once when it is back: the watch had gone on silently,
+        reporting a healthy run from a log that no longer existed (helper-77)."""
+        if self.run is None or is_remote(self.path):
+            return
+        there = Path(self.path).exists()
+        if not there and not self.gone:
+            self.warnings.append(f"{self.path} is gone (deleted or moved): keeping what was "
+                                 "read, and waiting for it to come back")
+        elif there and self.gone:
+            self.warnings.append(f"{self.path} is back: reading it again")
+        self.gone = not there
 
     def _failed_launch(self, final: bool) -> GrpoDoctorError | None:
         """The launch's error when the watched log holds no run and its console capture ends

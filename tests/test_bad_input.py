@@ -1597,3 +1597,12 @@ def test_the_library_answers_plausible_wrong_arguments_in_its_own_words(tmp_path
     with pytest.raises(ConfigError, match="takes a list of Runs"):
         compare_runs(run, None)  # type: ignore[arg-type]
     assert [r.id for r in DoctorConfig(select="kl_drift").rules()] == ["kl_drift"]
+
+
+@pytest.mark.skipif(not Path("/proc/kmsg").exists(), reason="no /proc/kmsg here")
+@pytest.mark.parametrize("command", ["diagnose", "metrics"])
+def test_a_kernel_pseudo_file_is_refused_not_read(capsys, command):
+    """/proc/kmsg is a regular file by its mode, of size 0, and a read of it blocks for ever:
+    diagnose had hung in the failed-launch check's read of its tail (helper-77)."""
+    code, _, err = run_cli(capsys, command, "/proc/kmsg")
+    assert code == 2 and "a kernel pseudo-file (/proc, /sys), not a log" in err

@@ -1122,3 +1122,24 @@ def test_the_advice_pending_its_hold_is_the_last_word_when_the_watch_ends() -> N
             assert monitor.settle() == []  # said once
             return
     pytest.fail("no advice was pending at steps 30-40")
+
+
+def test_a_log_deleted_while_watched_is_said_once_and_its_return_too(tmp_path: Path) -> None:
+    """The watch had gone on silently, and ended "healthy", on a log that no longer existed
+    (helper-77)."""
+    path = tmp_path / "run.csv"
+    rows = ["step,reward,kl"] + [f"{s},{0.01 * s},{0.001 * s}" for s in range(1, 31)]
+    path.write_text("\n".join(rows) + "\n")
+    watcher = Watcher(path)
+    watcher.poll()
+    assert watcher.run is not None and not watcher.warnings
+    path.unlink()
+    watcher.poll()
+    watcher.poll()
+    assert watcher.warnings == [f"{path} is gone (deleted or moved): keeping what was read, "
+                                "and waiting for it to come back"]
+    assert watcher.run is not None and watcher.run.n_steps == 30
+    watcher.warnings.clear()
+    path.write_text("\n".join(rows[:21]) + "\n")
+    watcher.poll()
+    assert watcher.warnings[0] == f"{path} is back: reading it again"

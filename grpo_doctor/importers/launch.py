@@ -15,6 +15,7 @@ from pathlib import Path
 
 from grpo_doctor.endings import TRACEBACK, Ending, ending_in
 from grpo_doctor.errors import GrpoDoctorError, InputError
+from grpo_doctor.files import check_input
 
 #: The end of a capture read for its traceback; files looked at in one folder.
 _TAIL_BYTES = 1 << 20
@@ -31,12 +32,13 @@ _LAUNCHED = re.compile(r"[/\\](?:site|dist)-packages[/\\]|\d(?:it/s|s/it)\]|Load
 
 def _tail(path: Path) -> str:
     try:
+        check_input(path)  # never opened when a FIFO, a device or a kernel's file
         with path.open("rb") as fh:
             fh.seek(0, 2)
             size = fh.tell()
             fh.seek(max(0, size - _TAIL_BYTES))
             return fh.read().decode("utf-8", errors="replace")
-    except OSError:
+    except (OSError, InputError):
         return ""
 
 
