@@ -307,7 +307,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                 f"the whole batch on {float(pinned['early_share']):.0%} of logged steps"
                 if pinned.get("per_step") else
                 f"{share:.0%} of the batch"),
-            "check the reward for a length preference (correlate reward with length)",
+            # (No "check the reward for a length preference": at the cap from the first log,
+            # no length was learned; it read beside a 6-token budget, trial 63.)
         )
     elif budget:
         evidence.update({"truncated_share": round(float(budget["share"]), 3),
@@ -339,7 +340,6 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                         why="completions reach the cap without having grown there: the "
                             "answers may not fit"),
             "overlong shaping (a soft penalty near the budget) once answers fit",
-            "check the reward for a length preference (correlate reward with length)",
         )
     elif pinned and (term := _length_term_paid(run, shorter=False)) is not None:
         # Grown to the cap with a reward term paying for length: the term is the hack, and a
