@@ -301,3 +301,37 @@ def test_a_level_shift_well_beyond_the_noise_is_a_fall():
     r = 0.9 + 0.05 * rng.standard_normal(60)
     r[-12:] -= 0.2
     assert reward_progress(make_run(train__reward=r), 0).declining
+
+
+def _dict_end_by_character(text: str) -> int | None:
+    """The reference reading of where a printed dict closes: one character at a time."""
+    depth, quote, escaped = 0, "", False
+    for i, ch in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+            elif ch == "\n":
+                return None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+@given(st.text(alphabet="{}[]()'\"\\\n ab:,1", max_size=30))
+def test_where_a_printed_dict_closes_is_read_as_by_character(body: str) -> None:
+    """The console reader finds a dict's end by regex (a long log's dicts had spent a second
+    in the character loop); quotes, escapes, newlines and nesting read the same."""
+    from grpo_doctor.importers.console import _dict_end
+
+    text = "{" + body
+    assert _dict_end(text) == _dict_end_by_character(text)
