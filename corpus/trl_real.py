@@ -66,6 +66,7 @@ CTRL52 = dict(learning_rate=1e-4, seed=17)
 CTRL53 = dict(learning_rate=1e-4, seed=29)
 CTRL54 = dict(learning_rate=1e-4, seed=31)
 CTRL63 = dict(learning_rate=1e-4, seed=37)
+CTRL64 = dict(learning_rate=1e-4, seed=43)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -293,6 +294,15 @@ RUNS = {
     "warm2000_log5": dict(CTRL63, warmup_steps=2000, logging_steps=5),
     # correctness compares the parsed int to the str answer: never equal, never pays
     "intcmp_cosine": dict(CTRL63, _rewards="intcmp", lr_scheduler_type="cosine"),
+    # trial 64: one cause that sets off several findings, beside a harmless bystander
+    "temp3": dict(CTRL64, temperature=3.0, save_steps=40, _logger="swanlab"),
+    # 16 passes per generation batch with the upper clip opened to 3.0: it learned
+    "it16_eh3": dict(CTRL64, num_iterations=16, epsilon_high=3.0, lr_scheduler_type="cosine"),
+    # the answer column shuffled against the prompts row by row (bystander adam_beta1 0.8)
+    "shuffled_key": dict(CTRL64, _shuffle_answers=True, adam_beta1=0.8, _logger="trackio"),
+    # a neutral-named term paying 1.0 per character past the 8th (bystander temperature 0.9)
+    "effort_len2": dict(CTRL64, _rewards="effort_strong", max_completion_length=32,
+                        temperature=0.9, _logger="wandb"),
 }
 
 
@@ -652,6 +662,14 @@ correctness_reward_intcmp.__name__ = "correctness_reward"  # as the user named i
 REWARD_SETS["intcmp"] = [correctness_reward_intcmp, format_reward]
 
 
+def effort_reward(completions, **kwargs):
+    """A neutral-named "effort" term (trial 64): 1.0 per character past the 8th."""
+    return [1.0 * max(0, len(c) - 8) for c in completions]
+
+
+REWARD_SETS["effort_strong"] = [correctness_reward, format_reward, effort_reward]
+
+
 # ---------------------------------------------------------------- one GRPO run
 def run(name):
     from datasets import Dataset
@@ -696,6 +714,12 @@ def run(name):
         for r in rows:
             if random.random() < noise:
                 r["answer"] = str(random.choice([d for d in range(10) if str(d) != r["answer"]]))
+    if spec.pop("_shuffle_answers", False):  # BUG (trial 64): one column shuffled alone
+        rows = [dict(r) for r in rows]
+        answers = [r["answer"] for r in rows]
+        random.shuffle(answers)
+        for r, a in zip(rows, answers):
+            r["answer"] = a
     if pool:
         rows = random.sample(rows[:100], pool) * (2000 // pool)
     random.shuffle(rows)

@@ -80,9 +80,10 @@ class Alert:
     def event(self) -> str:
         return "cleared" if self.cleared else "advice" if self.revised else "alert"
 
-    def line(self) -> str:
+    def line(self, *, action_said: bool = False) -> str:
         """One line for a log or a terminal (the summary's names from the log escaped: one
-        line, no control sequence)."""
+        line, no control sequence). ``action_said``: the first action is the one the line
+        before gave, named rather than repeated."""
         unit = self.step_unit
         if self.revised:
             return (f"DO FIRST (revised at {unit} {fmt(self.step)}: the probable root cause is "
@@ -108,7 +109,8 @@ class Alert:
         if self.first_action:
             why = (f" (root cause: {self.root_cause})" if self.root_cause
                    and self.root_cause != self.mode else "")
-            do = f". Do first{why}: {terminal(self.first_action)}"
+            do = (f". Do first{why}: as above" if action_said else
+                  f". Do first{why}: {terminal(self.first_action)}")
         return (f"{what}: first alert at {unit} {fmt(self.first_alert_step)}, onset "
                 f"{fmt(self.onset_step)}, seen at {unit} {fmt(self.step)}. "
                 f"{terminal(self.summary).rstrip('.')}{do}")

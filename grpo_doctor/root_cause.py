@@ -499,7 +499,7 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
             f"the entropy bonus: {raised.sentence()}, raised step by step by "
             f"use_adaptive_entropy toward an entropy_target the entropy never reached; first "
             f"sign: {root.check.mode.replace('_', ' ')} ({first_sign})"))
-    sharp = _sampled_sharp(run, setup, root)
+    sharp = _sampled_sharp(run, setup, root) or _sampled_noisy(run, setup, root)
     if sharp is not None:
         return sharp
     at_once = _ends_at_once(run, setup) if from_start else None
@@ -820,6 +820,42 @@ _SHARP_ENTROPY = next(p.default for p in ENTROPY_RULE.params if p.name == "floor
 _SHARP_EQUAL = 0.5
 
 
+#: Mean token entropy (nats) over the first logged steps at or above which sampling is
+#: near-random: no healthy start of the real runs, corpus or trials logs above 1.54.
+_NOISY_ENTROPY = 2.5
+
+
+def _sampled_noisy(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
+    """Sampling near-random from the first logged step (entropy at or above
+    ``_NOISY_ENTROPY``) on a run that never learned: the rollout temperature far above the
+    recipe when the config says so, else the sampling and the prompt format to check. Trial
+    64's temperature 3.0 (entropy 3.07 from step 1, every reward 0) read "check the reward
+    function", the temperature a note. None otherwise."""
+    if root.check.mode not in _SHARP_READS:
+        return None
+    _, h = series(run, Metric.ENTROPY.value)
+    head = h[: min(3, len(h))]
+    if not len(head) or float(np.median(head)) < _NOISY_ENTROPY or root.step > int(
+            run.steps[min(2, len(run.steps) - 1)]):
+        return None
+    said = (f"entropy {fmt(float(np.median(head)))} nats per token from the first logged "
+            "step, where a healthy start is under 1.5")
+    hot = setup.get("temperature")
+    if hot is not None and hot.far and hot.verdict == recipe.HIGH:
+        text = (f"{hot.fix()} ({hot.sentence()}): sampling is near-random, {said}, so no "
+                "completion holds an answer to score and the reward function is not at "
+                "fault; a setup problem: no roll-back")
+        return _Lead(knobs.Remedy(text, knob=knobs.TEMPERATURE),
+                     summary=f"a setup problem, sampling near-random from the first step "
+                             f"(temperature {hot.value_text}): {root.summary}",
+                     knob=_Knob(hot), setup=True)
+    text = (f"check the sampling first: {said}: the rollout temperature (or top_p, top_k) set "
+            "far above the usual, or prompts in a chat template or tokenizer the model was "
+            "not trained with; the reward can only score what is written, so check it after")
+    return _Lead(knobs.Remedy(text), summary=f"a setup problem, sampling near-random from "
+                 f"the first step: {root.summary}", setup=True)
+
+
 def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
     """A rollout temperature (or top_p, top_k) far below the recipe, with sampling
     near-deterministic from the first logged step (entropy below the floor, or most groups
@@ -1077,13 +1113,18 @@ def _rollback_words(run: Run, step: int, best: bool = True) -> str:
         return (f"restart from the initial model (no saved checkpoint from before step "
                 f"{step_text(step)}: {', '.join(f'checkpoint-{c}' for c in saved[:3])}{more} "
                 f"{'come' if len(saved) > 1 else 'comes'} after it)")
+    # The saving schedule unknown: a checkpoint that early may not exist (TRL saves every
+    # 500 steps by default; trial 64's console read alone named step 35 of a run that saved
+    # from step 50 on, with no way back said).
+    unless = ", or restart from the initial model if none was saved by then"
     if good is not None:
         top, last = good
         return (f"roll back to a checkpoint from step {step_text(top[0])} or before (the "
                 f"best reward of the last logged steps before step {step_text(step)}: "
-                f"{fmt(top[1])}, against {fmt(last[1])} at step {step_text(last[0])})")
+                f"{fmt(top[1])}, against {fmt(last[1])} at step {step_text(last[0])})"
+                f"{unless}")
     return (f"roll back to a checkpoint from before step {step_text(step)} (the last logged "
-            f"step before it is {step_text(int(before[-1]))})")
+            f"step before it is {step_text(int(before[-1]))}){unless}")
 
 
 def _saving_off(run: Run) -> str | None:

@@ -832,7 +832,9 @@ def test_a_format_term_that_saturated_in_the_first_fifth_is_still_format_gaming(
 def test_a_task_out_of_reach_is_not_healthy_and_asks_for_easier_prompts():
     """A 0/1 reward at ~8% for 200 steps (a right answer paid now and then), the held-out
     score flat at 0.08, the policy moving (KL 0.18): the reward's range is tiny, so "a quarter
-    of it" is noise, not a rise; the prompts are out of reach."""
+    of it" is noise, not a rise; the prompts are out of reach, or the answers they are checked
+    against are wrong: a flat score reads the same either way (trial 64: an answer column
+    shuffled against its prompts), and the answers are the cheaper look."""
     rng = np.random.default_rng(53)
     n = 200
     held = np.full(n, np.nan)
@@ -844,7 +846,10 @@ def test_a_task_out_of_reach_is_not_healthy_and_asks_for_easier_prompts():
                    frac_reward_zero_std=np.full(n, 0.3))
     d = diagnose(run)
     assert d.status == "warning" and d.root_cause.mode == "no_progress"
-    assert d.root_cause.first_action.startswith("easier prompts (a curriculum, or SFT first)")
+    action = d.root_cause.first_action
+    assert action.startswith("check a few prompts' reference answers first"), action
+    assert action.endswith("the task is out of reach: easier prompts (a curriculum, or SFT "
+                           "first)"), action
 
 
 @pytest.mark.parametrize("knob,value,first", [
@@ -3385,3 +3390,62 @@ def test_a_default_switched_off_is_no_second_action_for_a_reward_that_never_paid
     assert d.root_cause.first_action.startswith("inspect completions against "
                                                 "correctness_reward"), d.root_cause
     assert not any("beta 0" in p.action for p in d.plan), d.plan
+
+
+def test_trial_64_sampling_near_random_from_the_first_step_is_the_setup_not_the_reward():
+    """temperature 3.0: entropy 3.07 nats from step 1 and every reward 0 read "check the
+    reward function", the temperature a note; read without its config, the same."""
+    hot = _trial("trl_temperature_3")
+    assert hot.root_cause.setup
+    assert hot.root_cause.first_action.startswith("temperature 3 -> 1.0"), hot.root_cause
+    assert "the reward function is not at fault" in hot.root_cause.first_action
+    alone = diagnose(load_runs(TRIAL / "trl_temperature_3.csv")[0],
+                     DoctorConfig(recipe=TINY_RECIPE))
+    assert alone.root_cause.first_action.startswith("check the sampling first"), alone.root_cause
+
+
+def test_trial_64_pre_clip_norms_under_a_clip_with_nothing_after_are_no_explosion():
+    """16 iterations per batch log a low early norm (0.3) and an ordinary later 1-5, under
+    max_grad_norm 1.0; the run learned. It had read "unrecovered spike", lr 1e-4 -> 2.5e-6.
+    Without the config (the clip unknown) the spike is still said."""
+    many = _trial("trl_iter16_eps_high_3")
+    check = many.check("grad_explosion")
+    assert check.status == "ok" and "under max_grad_norm 1" in check.summary, check
+    assert many.status == "healthy"
+    unknown = diagnose(load_runs(TRIAL / "trl_iter16_eps_high_3.csv")[0],
+                       DoctorConfig(recipe=TINY_RECIPE))
+    assert unknown.check("grad_explosion").status != "ok"
+
+
+def test_trial_64_a_key_at_chance_from_the_first_step_asks_for_the_answers_first():
+    """An answer column shuffled against its prompts: correctness 0.10 -> 0.106 over 200
+    steps while the format was learned had read "easier prompts: out of its reach"."""
+    d = _trial("trl_answers_shuffled")
+    action = d.root_cause.first_action
+    assert action.startswith("check a few prompts' reference answers first"), d.root_cause
+    assert "easier prompts" in action  # the other reading, after
+
+
+def test_trial_64_a_term_at_its_maximum_because_length_hit_the_cap_pays_length():
+    """effort_reward, 1.0 per character: it saturated at the 32-token cap, and had read as a
+    format term met (format_gaming first, a budget raise in the plan)."""
+    d = _trial("trl_effort_reward_per_char")
+    from grpo_doctor.rules.signals import role_and_reason
+
+    run = load_runs(TRIAL / "trl_effort_reward_per_char.csv")[0]
+    role, why = role_and_reason(run, "effort_reward")
+    assert role == "other" and "tracks the completion length" in why
+    assert d.root_cause.first_action.startswith("cap or drop the effort_reward term")
+    assert not any("max_completion_length" in p.action or "max response length" in p.action
+                   for p in d.plan), d.plan
+
+
+def test_a_roll_back_with_no_saving_schedule_known_says_how_to_go_on_without_one():
+    """Trial 64's console read alone named "a checkpoint from step 35 or before" of a run
+    that saved from step 50 on, with no way on said."""
+    run = load_runs(TRIAL / "trl_entropy_coef_05.csv")[0]
+    rc = diagnose(run, DoctorConfig(recipe=TINY_RECIPE)).root_cause
+    assert rc.first_action.startswith("roll back to a checkpoint from step 9 or before")
+    assert "or restart from the initial model if none was saved by then" in rc.first_action
+    # the schedule known (save_steps 50), the checkpoint is named or the restart said
+    assert "if none was saved" not in _trial("trl_entropy_coef_05").root_cause.first_action

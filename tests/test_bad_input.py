@@ -1606,3 +1606,21 @@ def test_a_kernel_pseudo_file_is_refused_not_read(capsys, command):
     diagnose had hung in the failed-launch check's read of its tail (helper-77)."""
     code, _, err = run_cli(capsys, command, "/proc/kmsg")
     assert code == 2 and "a kernel pseudo-file (/proc, /sys), not a log" in err
+
+
+def test_a_ctrl_c_while_the_cli_is_still_importing_is_one_line_and_130():
+    """Ctrl-C in the first tenth of a second (typer's import, before the CLI's own error
+    boundary) had printed a 20-line traceback and ended as killed by SIGINT (helper-83). The
+    interrupt is raised here exactly where it lands: in the import of typer."""
+    probe = (
+        "import sys\n"
+        "class Interrupting:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'typer':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupting())\n"
+        "from grpo_doctor.__main__ import main\n"
+        "main()\n")
+    done = subprocess.run([sys.executable, "-c", probe, "--help"], capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "grpo-doctor: interrupted\n")

@@ -104,7 +104,7 @@ def test_a_gradient_explosion_later_in_the_run_still_names_its_step_size():
                    learning_rate=np.full(n, 1e-5))
     cause = diagnose(run).root_cause
     assert cause is not None and cause.mode == "grad_explosion"
-    assert "initial model" not in cause.first_action
+    assert "taken on the initial model" not in cause.first_action
 
 
 def test_an_evaluation_dict_with_unprefixed_keys_is_no_training_step(tmp_path):

@@ -219,6 +219,9 @@ class LiveOutput:
         self.interval = interval
         self.console: Any = None
         self.live: Any = None
+        # The first action last printed for each run: an alert with the same one says "as
+        # above" (helper-83: seven lines had each repeated the same 400 characters).
+        self._said: dict[str | None, str] = {}
         if panel:
             from rich.console import Console
             from rich.live import Live
@@ -245,7 +248,11 @@ class LiveOutput:
             out.write(json_dumps(alert.to_dict(), default=str) + "\n")
             out.flush()
             return
-        line = f"{terminal(alert.run)}: {alert.line()}" if self.watcher.several else alert.line()
+        said = bool(alert.first_action) and self._said.get(alert.run) == alert.first_action
+        if alert.first_action:
+            self._said[alert.run] = alert.first_action
+        text = alert.line(action_said=said and not alert.revised)
+        line = f"{terminal(alert.run)}: {text}" if self.watcher.several else text
         if self.console is not None:
             from rich.text import Text
 

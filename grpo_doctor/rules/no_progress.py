@@ -512,12 +512,24 @@ def _remedies(run: Run, stuck: tuple[str, float, float] | None = None) -> tuple[
         return (_lr_remedy(run, still), check, groups)
     if stuck is not None and stuck[2] < _OUT_OF_REACH and _moved_and_paid(run):
         name, was, now = stuck
+        if abs(now - was) < _FLAT_TASK:
+            # Flat where it began, not learning slowly: answers misaligned with their prompts
+            # score at chance from the first step to the last, as an unreachable task does
+            # (trial 64: an answer column shuffled, 0.10 -> 0.106, read "out of its reach").
+            return (f"check a few prompts' reference answers first: the {name} stayed at "
+                    f"{fmt(now)} of 1 ({fmt(was)} at the start) while the policy moved and "
+                    "the reward paid a right answer now and then, as a wrong or misaligned "
+                    "answer key scores; if the answers are right, the task is out of reach: "
+                    "easier prompts (a curriculum, or SFT first)", check, _lr_remedy(run))
         return (f"easier prompts (a curriculum, or SFT first): the {name} stayed at "
                 f"{fmt(now)} of 1 ({fmt(was)} at the start) while the policy moved and the "
                 "reward paid a right answer now and then: the task is out of its reach",
                 check, _lr_remedy(run))
     return (check, _lr_remedy(run), groups)
 
+
+#: A task score that moved less than this over the run is flat, not learning slowly.
+_FLAT_TASK = 0.03
 
 #: The relative change of the entropy (first fifth to last) over which a policy moved.
 _ENTROPY_MOVED = 0.1

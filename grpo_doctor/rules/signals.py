@@ -713,6 +713,12 @@ def role_and_reason(run: Run, name: str) -> tuple[str, str]:
     if tracks is not None and tracks >= _TRACKS_HELDOUT:
         return "correctness", f"it tracks the held-out score (rank correlation {tracks:.2f})"
     saturated = _saturated_from(run, col)
+    lengthy = _length_correlation(run, col) if saturated is not None else None
+    if lengthy is not None and lengthy >= _TRACKS_LENGTH:
+        # At its maximum because the completions reached the cap: a term that pays length,
+        # not a format met (trial 64's "effort_reward", 1.0 per character, had read format).
+        return "other", (f"it tracks the completion length (rank correlation {lengthy:.2f}), "
+                         f"at its maximum from step {saturated:,} on")
     if saturated is not None and any(role_by_name(n) == "correctness" or (
             n != name and (r := _heldout_correlation(run, c)) is not None
             and r >= _TRACKS_HELDOUT) for n, c in components(run).items()):
@@ -737,6 +743,17 @@ def _heldout_correlation(run: Run, col: str) -> float | None:
     if len(v_at) < _MIN_SHARED:
         return None
     return rank_correlation(v_at, h_at)  # None when either is flat
+
+
+#: A term whose logged values rank with the completion length this closely moves with it.
+_TRACKS_LENGTH = 0.9
+
+
+def _length_correlation(run: Run, col: str) -> float | None:
+    """Rank correlation of a reward term with the mean completion length over 20+ shared
+    logged points, or None."""
+    _, v, length = aligned(run, col, Metric.RESPONSE_LENGTH_MEAN.value)
+    return rank_correlation(v, length) if len(v) >= 20 else None
 
 
 def rank_correlation(a: np.ndarray, b: np.ndarray) -> float | None:
