@@ -20,7 +20,12 @@ _RAY_PREFIX = re.compile(r"\((?:[^()\n]{0,80}? )?pid=\d+[^()\n]{0,60}\)[ \t]?")
 _LOGGING_STEPS = re.compile(r"\blogging_steps['\"]?\s*[=:]\s*(\d+)")
 _TRAINER_ARG = re.compile(
     r"\b(max_steps|num_train_epochs|per_device_train_batch_size|gradient_accumulation_steps|"
-    r"num_generations|learning_rate|beta|max_completion_length|logging_steps)=([^\s,)]+)"
+    r"num_generations|learning_rate|beta|max_completion_length|logging_steps|"
+    # the sampling and clipping settings a script prints beside them (trial 64: a printed
+    # temperature=3.0 was passed over where the same line's beta=-2.0 was read)
+    r"temperature|top_p|top_k|min_p|repetition_penalty|num_iterations|steps_per_generation|"
+    r"epsilon|epsilon_high|max_grad_norm|entropy_coef|warmup_steps|warmup_ratio|save_steps)"
+    r"=([^\s,)]+)"
 )
 #: ``print(training_args)``: the Trainer's arguments printed one ``key=value,`` per line
 #: between ``GRPOConfig(`` and ``)`` (TrainingArguments.__str__): every field is the run's.

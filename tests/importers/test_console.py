@@ -617,3 +617,20 @@ def test_printed_training_arguments_are_the_runs_config(tmp_path):
     assert config["num_generations"] == 4 and config["max_completion_length"] == 64
     assert config["max_grad_norm"] == 1.0 and config["bf16"] is False
     assert run.n_steps == 40
+
+
+def test_sampling_and_clipping_settings_printed_as_key_value_are_the_runs(tmp_path):
+    """A script's own print of its settings (``RUN lr=... temperature=3.0 beta=-2.0``): the
+    beta had been read, the temperature on the same line passed over (trial 64)."""
+    from grpo_doctor.importers import load_runs
+
+    log = tmp_path / "console.log"
+    log.write_text("RUN learning_rate=0.0001 temperature=3.0 top_p=0.9 num_iterations=4 "
+                   "epsilon_high=0.28 beta=-2.0\n" + "".join(
+                       f"{{'loss': 0.0, 'reward': {0.01 * s}, 'kl': 0.0, 'epoch': {s / 100}}}\n"
+                       for s in range(1, 30)))
+    config = load_runs(log)[0].config
+    assert {k: config.get(k) for k in ("temperature", "top_p", "num_iterations",
+                                       "epsilon_high", "beta")} == {
+        "temperature": 3.0, "top_p": 0.9, "num_iterations": 4, "epsilon_high": 0.28,
+        "beta": -2.0}
