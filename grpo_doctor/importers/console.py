@@ -416,8 +416,8 @@ _PPRINT_VALUE = re.compile(rf"\{{|{_QUOTED}|\[[^\[\]]*\]|[^,{{}}]+")
 
 #: The narrowest terminal a hard wrap is recognised at: shorter lines are a log's own.
 _MIN_WRAP_WIDTH = 60
-#: The most lines a hard-wrapped dict is joined from.
-_MAX_WRAPPED_LINES = 200
+#: The most lines a hard-wrapped dict is joined from (a long dict at 80 columns: 4,000 chars).
+_MAX_WRAPPED_LINES = 50
 
 
 def _wrapped(segments: Sequence[Segment], start: int, first: str) -> tuple[str, int] | None:
@@ -436,7 +436,9 @@ def _wrapped(segments: Sequence[Segment], start: int, first: str) -> tuple[str, 
         if segments[j].source != source or "{" in line or len(line) > width:
             return None
         text += line
-        end = _dict_end(text)
+        # (Its end looked for only where a bracket closes: a padded table of one width under
+        # an open brace would otherwise scan the joined text again at every line.)
+        end = _dict_end(text) if "}" in line else None
         if end is not None:
             return text[:end], j
         if len(line) != width:
