@@ -22,6 +22,7 @@ several runs) is not one run and is read file by file, as are multi-run tracker 
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -458,8 +459,25 @@ IMPORTER = Importer(
 
 
 def _state_beside(folder: Path) -> bool:
-    """Whether ``folder`` holds a trainer state, its own or a checkpoint's: by names alone, so
-    that an audit of a flat folder of N logs does not sniff every file N times (helper-77)."""
+    """Whether ``folder`` holds a trainer state, its own or a checkpoint's: by names alone, and
+    once per folder as it stands, so that an audit of a flat folder of N logs neither sniffs
+    every file N times (helper-77) nor lists the folder N times."""
+    if not isinstance(folder, Path):  # a store's folder: listed as it is
+        return _names_a_state(folder)
+    try:
+        changed = os.stat(folder).st_mtime_ns
+    except OSError:
+        return False
+    return _local_names_a_state(str(folder), changed)
+
+
+@functools.lru_cache(maxsize=64)
+def _local_names_a_state(folder: str, changed: int) -> bool:
+    """``_state_beside`` of a local folder as of its modification time ``changed``."""
+    return _names_a_state(Path(folder))
+
+
+def _names_a_state(folder: Path) -> bool:
     try:
         entries = list(scandir(folder))
     except OSError:
