@@ -111,7 +111,12 @@ class Alert:
                    and self.root_cause != self.mode else "")
             do = (f". Do first{why}: as above" if action_said else
                   f". Do first{why}: {terminal(self.first_action)}")
-        return (f"{what}: first alert at {unit} {fmt(self.first_alert_step)}, onset "
+        # A first alert before the onset was an earlier episode's, said as diagnose says it
+        # ("first alert at step 65, onset 170" read backwards; helper-83).
+        earlier = (" (an earlier episode)" if self.first_alert_step is not None
+                   and self.onset_step is not None and self.first_alert_step < self.onset_step
+                   else "")
+        return (f"{what}: first alert at {unit} {fmt(self.first_alert_step)}{earlier}, onset "
                 f"{fmt(self.onset_step)}, seen at {unit} {fmt(self.step)}. "
                 f"{terminal(self.summary).rstrip('.')}{do}")
 

@@ -1143,3 +1143,14 @@ def test_a_log_deleted_while_watched_is_said_once_and_its_return_too(tmp_path: P
     path.write_text("\n".join(rows[:21]) + "\n")
     watcher.poll()
     assert watcher.warnings[0] == f"{path} is back: reading it again"
+
+
+def test_an_alert_whose_first_alert_came_before_its_onset_says_it_was_an_earlier_episode():
+    """watch --once had said "first alert at step 65, onset 170" where diagnose says the
+    alert at 65 was an earlier episode's (helper-83)."""
+    alert = Alert(mode="no_learning_signal", severity=Status.CRITICAL, first_alert_step=65,
+                  onset_step=170, step=200, summary="no learning signal since step 170")
+    assert "first alert at step 65 (an earlier episode), onset 170" in alert.line()
+    same = Alert(mode="kl_drift", severity=Status.WARNING, first_alert_step=71,
+                 onset_step=71, step=200, summary="KL incident")
+    assert "first alert at step 71, onset 71" in same.line()
