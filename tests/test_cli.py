@@ -436,3 +436,18 @@ def test_force_names_only_the_commands_own_outputs(capsys, monkeypatch, command)
                 "compare": ["--output", "--html"], "audit-merge": ["--output"]}
     assert named == expected[command]
 
+
+
+def test_a_run_name_cut_in_the_middle_as_a_report_shows_it_picks_the_run(tmp_path, capsys):
+    """audit shows a long run name cut in the middle ("grpo_formal_1p5b…035927Z"); pasted
+    into --run it had been "no run named" (helper-83)."""
+    rows = ["run,step,reward"] + [f"{name},{s},{0.01 * s}" for name in (
+        "grpo_formal_1p5b_seed42_20260720T031006Z", "grpo_formal_1p5b_seed123_20260720T035927Z")
+        for s in range(1, 30)]
+    (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
+    code, out, _ = run_cli(capsys, "diagnose", str(tmp_path / "runs.csv"), "--run",
+                           "grpo_formal_1p5b…035927Z")
+    assert code == 0 and "grpo_formal_1p5b_seed123_20260720T035927Z" in out
+    code, _, err = run_cli(capsys, "diagnose", str(tmp_path / "runs.csv"), "--run",
+                           "grpo_formal…Z")
+    assert code == 2 and "more than one run matches" in err

@@ -282,6 +282,12 @@ def picked(source: str, runs: list[Run], run: str | None) -> list[Run]:
             # A part of the name picks the one run whose name holds it (long generated names:
             # "grpo_formal_1" for "grpo_formal_1p5b_seed3").
             chosen = [r for r in runs if run.lower() in r.name.lower()]
+        if not chosen and ("…" in run or "..." in run):
+            # A name as a report cut it in the middle ("grpo_formal_1p5b_…_20260720T035927Z"):
+            # its two ends pick the run (helper-83: a name copied from audit was refused).
+            head, _, tail = run.replace("...", "…").partition("…")
+            chosen = [r for r in runs if r.name.lower().startswith(head.lower())
+                      and r.name.lower().endswith(tail.lstrip("…").lower())]
         if not chosen or (len(chosen) > 1 and any(r.name != run for r in chosen)):
             names = ", ".join(r.name for r in (chosen or runs))
             what = "no run named" if not chosen else "more than one run matches"
