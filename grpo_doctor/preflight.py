@@ -187,10 +187,15 @@ def _read_run_config(path: Path) -> dict[str, Any]:
 
     try:
         runs = load_runs(path)
-    except (InputError, FormatError):
+    except (InputError, FormatError) as exc:
         printed = _printed(_head(path)) if path.is_file() else {}
         if printed:
             return printed  # a console capture of the launch, with no metrics yet
+        if not path.is_dir() and isinstance(exc, FormatError):
+            # Said as preflight reads it: "not a training log" alone had read as if a log
+            # were what it wanted (helper-83, a PNG).
+            raise FormatError(f"{path}: not a trainer config, a launch command or a "
+                              "training log grpo-doctor can read") from None
         if not path.is_dir():
             raise
         found = find_training_config(path)

@@ -363,3 +363,14 @@ def test_a_completion_budget_is_never_within_a_recipe_that_gives_it_no_number(tm
         "no number")[0]
     code, out, _ = run_cli(capsys, "preflight", str(path), "-f", "markdown")
     assert "| max_completion_length | 32 |" in out and "| by the log |" in out
+
+
+def test_a_file_neither_config_nor_log_is_said_as_preflight_reads_it(tmp_path, capsys):
+    """A PNG read "not a training log grpo-doctor can read", as if a log were what preflight
+    wanted (helper-83)."""
+    image = tmp_path / "curve.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+    code, _, err = run_cli(capsys, "preflight", str(image))
+    assert code == 2
+    assert err.strip().endswith("not a trainer config, a launch command or a training log "
+                                "grpo-doctor can read")
