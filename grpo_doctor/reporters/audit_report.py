@@ -49,6 +49,11 @@ def _tag(run: AuditedRun, mode: str) -> str:
         return "worsened"
     if mode in (run.new or ()):
         return "new"
+    cause = _root_cause(run)
+    if cause is not None and cause.get("mode") == mode and cause.get("setup_problem") is True:
+        # The root cause wrong from the first logged step: "length_hacking@10" alone had read
+        # as a policy gaming length where the budget cut every answer (helper-83).
+        return "setup"
     return ""
 
 
