@@ -181,3 +181,13 @@ def test_a_kl_far_from_0_at_the_first_update_is_said_on_a_short_log():
     assert any("KL of 0.63 at step 1, the first update" in s for s in d.signs)
     later = make_run(steps=np.array([40]), kl=np.array([0.63]), loss=np.array([0.1]))
     assert not any("first update" in s for s in diagnose(later).signs)
+
+
+def test_half_the_completions_cut_on_a_short_log_is_said():
+    """verl's response_length/clip_ratio 0.521 on a one-step excerpt went unsaid (trial 62)."""
+    d = diagnose(make_run(response_length__clip_ratio=np.array([0.521]),
+                          reward=np.array([0.3]), loss=np.array([0.1])))
+    assert any(s.startswith("52% or more of completions cut at the length cap") for s in d.signs)
+    quiet = diagnose(make_run(response_length__clip_ratio=np.array([0.3]),
+                              reward=np.array([0.3]), loss=np.array([0.1])))
+    assert not any("cut at the length cap" in s for s in quiet.signs)
