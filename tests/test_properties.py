@@ -335,3 +335,28 @@ def test_where_a_printed_dict_closes_is_read_as_by_character(body: str) -> None:
 
     text = "{" + body
     assert _dict_end(text) == _dict_end_by_character(text)
+
+
+_KEYS = st.text(alphabet="abc_/ 'x\\", min_size=0, max_size=6)
+_VALUES = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.integers(-10**6, 10**6).map(str),
+    st.sampled_from(["nan", "-nan", "inf", "-inf", "Infinity", "NaN", "1.", ".5", "+2",
+                     "007", "1e-05", "True", "None", "'text'", "np.float64(0.5)"]))
+
+
+@given(st.lists(st.tuples(_KEYS, _VALUES), min_size=1, max_size=6))
+def test_a_plain_printed_row_reads_as_the_parser_reads_it(entries) -> None:
+    """The Trainer's rows of plain numbers are read without ``ast`` (most of a long log's
+    parse); any row, plain or not, reads as the parser alone would read it."""
+    from grpo_doctor.importers import console
+
+    text = "{" + ", ".join(f"{k!r}: {v}" for k, v in entries) + "}"
+    fast = console.literal_dict(text)
+    saved = console._plain_dict
+    console._plain_dict = lambda _text: None  # the parser alone
+    try:
+        slow = console.literal_dict(text)
+    finally:
+        console._plain_dict = saved
+    assert repr(fast) == repr(slow)

@@ -378,10 +378,37 @@ def _literal_word(m: re.Match[str]) -> str:
     return _JSON_WORDS.get(word) or repr(word)
 
 
+#: A number as ``literal_dict`` reads it (no leading zeros: Python refuses ``007``), and a
+#: printed dict of plain numbers under plain single-quoted keys: read without the parser.
+_PLAIN_NUMBER = r"[-+]?(?:(?:0|[1-9]\d*)(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
+_PLAIN_ENTRY = rf"'([^'\\\n]*)'\s*:\s*({_PLAIN_NUMBER}|[-+]?(?:nan|inf(?:inity)?))"
+_PLAIN_DICT = re.compile(rf"\{{\s*(?:{_PLAIN_ENTRY}\s*,\s*)*{_PLAIN_ENTRY}\s*,?\s*\}}",
+                         re.IGNORECASE)
+_PLAIN_PAIR = re.compile(_PLAIN_ENTRY, re.IGNORECASE)
+_PLAIN_INT = re.compile(r"[-+]?\d+")
+
+
+def _plain_dict(text: str) -> dict[str, Any] | None:
+    """The Trainer's usual row, ``{'loss': 0.1, 'reward': nan, ...}``, read as ``literal_dict``
+    reads it (a bare nan or inf as its word) but without ``ast``: a long console's rows had
+    spent most of their parse in it. None for any other dict."""
+    if not _PLAIN_DICT.fullmatch(text):
+        return None
+    out: dict[str, Any] = {}
+    for key, value in _PLAIN_PAIR.findall(text):
+        low = value.lower()
+        out[key] = (value.lower() if "n" in low else int(value) if _PLAIN_INT.fullmatch(value)
+                    else float(value))
+    return out
+
+
 def literal_dict(text: str) -> dict[Any, Any] | None:
     """A printed dict read safely: bare nan/inf quoted, ``np.float64(x)`` unwrapped, no eval."""
     if len(text) > _MAX_DICT_CHARS:
         return None
+    plain = _plain_dict(text)
+    if plain is not None:
+        return plain
     safe = _WRAPPED_NUMBER.sub(r"\1", text)
     safe = _BARE_WORD.sub(_literal_word, safe)
     try:
