@@ -26,7 +26,7 @@ from grpo_doctor.findings import (
     RunInfo,
     Status,
 )
-from grpo_doctor.metrics import candidate_keys
+from grpo_doctor.metrics import RL_METRICS, candidate_keys, is_reward_component
 from grpo_doctor.rules import Outcome, Rule, Skip, knobs
 from grpo_doctor.rules.base import ONSET
 from grpo_doctor.rules.incidents import without_ongoing
@@ -440,6 +440,11 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     settings = recipe.notes(setup, checks, idle_settings(run, setup), said,
                             proven=("learning_rate",) if quiet and warmup is None and _learned(
                                 run, checks) else ())
+    supervised = _supervised_only(run)
+    if supervised is not None:
+        # The recipe is GRPO's: no next-run lr for a supervised log (trial 65: an SFT stage's
+        # 5e-5 read "for the next run: learning_rate 5e-5 -> 2.5e-6").
+        settings = (supervised,)
     if quiet:
         # The lr never reached its setting: the warm-up, not the lr, is what to change (its
         # only advice had been to lower an lr the run never trained at; trial 49). And the
@@ -574,6 +579,17 @@ def _format_weight_note(run: Run, said: str) -> str | None:
     return (f"the config weighs {form} at {fmt(form_weight)}, above {answer} at "
             f"{fmt(answer_weight)}: the reward pays the form more than a right answer, what "
             f"format gaming grows from; for the next run, weigh {answer} at least as high")
+
+
+def _supervised_only(run: Run) -> str | None:
+    """The note for a log with no RL metric at all (no reward, reward term, KL, entropy or
+    completion length): a supervised (SFT) log, which the checks and the recipe do not read."""
+    if RL_METRICS & set(run.mapping) or any(is_reward_component(m) for m in run.mapping):
+        return None
+    logged = ", ".join(sorted(run.mapping)) or "nothing grpo-doctor reads"
+    return (f"no RL metric in this log (no reward, KL, entropy or completion length; it logs "
+            f"{logged}): a supervised (SFT) log, or the supervised phase before RL? the checks "
+            "and the recipe are GRPO's")
 
 
 def _learned(run: Run, checks: Sequence[Check]) -> bool:

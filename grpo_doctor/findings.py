@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any
 
 from grpo_doctor import display
+from grpo_doctor.metrics import RL_METRICS, is_reward_component
 from grpo_doctor.text import agree, plural
 
 SCHEMA_VERSION = 2
@@ -281,6 +282,11 @@ class Diagnosis:
                     f"(at least {MIN_STEPS_FOR_HEALTHY} needed){sparse}")
         ran = (f"only {plural(len(judged), 'check')} could judge it ({', '.join(judged)})" if judged
                else "no check could judge it")
+        if not RL_METRICS & set(self.metrics) and not any(
+                is_reward_component(m) for m in self.metrics):
+            # A supervised log: its reason first (trial 65: an SFT stage's loss read as a GRPO
+            # run whose metrics were missing).
+            ran = f"no RL metric logged (a supervised log?): {ran}"
         why = []
         if len(skipped) - short:
             unlogged = len(skipped) - short

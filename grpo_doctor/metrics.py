@@ -341,6 +341,13 @@ _COMPONENT_PATTERNS = [
     re.compile(r"^reward_(?P<name>[a-z0-9_]+_(?:reward|func|fn))$"),
 ]
 
+#: Canonical metrics only an RL trainer logs: a log without any (nor a reward term) is a
+#: supervised (SFT) one, or a supervised phase before the RL one.
+RL_METRICS = frozenset({
+    "reward_mean", "reward_std", "kl", "entropy", "zero_std_fraction", "response_length_mean",
+    "truncation_ratio", "clip_fraction", "log_prob_mean",
+})
+
 #: Step columns, in order of preference (normalised form).
 STEP_KEYS = [
     "step", "_step", "global_step", "train/global_step", "trainer/global_step",

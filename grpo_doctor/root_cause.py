@@ -850,8 +850,10 @@ def _sampled_noisy(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
                              f"(temperature {hot.value_text}): {root.summary}",
                      knob=_Knob(hot), setup=True)
     text = (f"check the sampling first: {said}: the rollout temperature (or top_p, top_k) set "
-            "far above the usual, or prompts in a chat template or tokenizer the model was "
-            "not trained with; the reward can only score what is written, so check it after")
+            "far above the usual, a rollout engine not running the trained weights (a LoRA "
+            "adapter or weight sync that never reached it), or prompts in a chat template or "
+            "tokenizer the model was not trained with; the reward can only score what is "
+            "written, so check it after")
     return _Lead(knobs.Remedy(text), summary=f"a setup problem, sampling near-random from "
                  f"the first step: {root.summary}", setup=True)
 
@@ -1435,6 +1437,9 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
     first_update = _exploded_before_updates(run, setup, check)
     if first_update is not None:
         return first_update
+    burst = _kl_burst_at_start(run, setup, check)
+    if burst is not None:
+        return burst
     if check.mode == "kl_drift" and check.evidence.get("offset_from_start"):
         return _Lead(knobs.Remedy(
             "check the reference model against the policy at step 0: the same checkpoint, "
@@ -1443,6 +1448,29 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
             summary=f"a setup problem: the policy and the reference differ from the first "
                     f"logged step ({root.summary})", setup=True)
     return None
+
+
+def _kl_burst_at_start(run: Run, setup: recipe.Setup, check: Check) -> _Lead | None:
+    """A KL incident at the log's first step, far above the stop line, under no setting far
+    outside the recipe that could have driven it: the policy and its reference differed from
+    the start, or the sampler reshaped the logits the reference scores (trial 65: KL 10,833 at
+    a grammar-constrained run's first log, lr 1.1e-6, read "learning_rate first"). None
+    otherwise."""
+    if check.mode != "kl_drift" or not len(run.steps):
+        return None
+    first = next((i for i in check.incidents if i.step == int(run.steps[0])), None)
+    if first is None or first.threshold is None or first.peak < 10 * first.threshold:
+        return None
+    if any(r.far for r in setup.causes({check.mode}, critical=True)):
+        return None
+    return _Lead(knobs.Remedy(
+        f"check the reference model against the policy, and the sampler against both: the KL "
+        f"was {fmt(first.peak)} at the log's first step, step {step_text(first.step)}, where the "
+        "policy had barely moved from its reference: the same checkpoint, dtype and "
+        "quantization for both, and no logits processing (constrained decoding, a grammar, "
+        "a logit bias) in the rollout that the reference does not see"),
+        summary=f"a setup problem: the policy and its reference far apart from the first "
+                f"logged step ({check.summary})", setup=True)
 
 
 def _exploded_before_updates(run: Run, setup: recipe.Setup, check: Check) -> _Lead | None:
@@ -1805,6 +1833,10 @@ def _lr_overshoot(run: Run) -> _Overshoot | None:
     lr0 = float(positive[0])
     smooth = rolling_median(r, max(5, len(r) // 20) | 1)
     peak = int(np.argmax(smooth))
+    if float(smooth[peak]) <= float(r[0]):
+        # Best at the first logged value: the reward never rose under the warm-up (trial 65:
+        # 0.024 at the first log, 0 after, read "peaked at step 10, fell as the lr rose").
+        return None
     start, now = float(np.median(r[:max(3, len(r) // 20)])), float(np.median(r[-5:]))
     gain = float(smooth[peak]) - start
     # The calmer of the climb's noise and the whole log's: the broken stretch after an

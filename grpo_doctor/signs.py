@@ -40,7 +40,8 @@ def _all_cut(run: Run) -> str | None:
 
 def _share(low: float, what: str) -> str:
     """'every completion' for a share of 1 at every step, else '95% or more of completions'."""
-    return f"every {what}" if low >= 0.999 else f"{low:.0%} or more of {what}s"
+    # Rounded down: 0.996 is "99% or more", never "100% or more" (trial 65).
+    return f"every {what}" if low >= 0.999 else f"{int(low * 100)}% or more of {what}s"
 
 
 def _all_alike(run: Run) -> str | None:
@@ -55,6 +56,11 @@ def _all_alike(run: Run) -> str | None:
 
 def _all_equal_groups(run: Run) -> str | None:
     _, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    if not len(z):
+        # A reward std of exactly 0 on every step: every group alike (TRL logs the mean of
+        # the groups' stds; trial 65's log had no zero-std share beside it).
+        _, spread = series(run, Metric.REWARD_STD.value)
+        z = (spread == 0).astype(float) if len(spread) and np.all(spread == 0) else z
     if not len(z) or z.min() < _ALL:
         return None
     return (f"{_share(float(z.min()), 'group')} with equal rewards (zero reward std): no "
@@ -128,7 +134,24 @@ def _kl_at_first_update(run: Run) -> str | None:
             "quantization), and that the KL is logged per token, not summed over a response")
 
 
-SIGNS = (_all_cut, _all_alike, _all_equal_groups, _no_gradient, _no_advantage,
+#: Mean token entropy (nats) at or above which every logged step samples near-random tokens:
+#: no healthy start of the real runs, corpus or trials logs above 1.54 (root_cause's line).
+_NEAR_RANDOM = 2.5
+
+
+def _near_random(run: Run) -> str | None:
+    """Entropy at or above ``_NEAR_RANDOM`` on every logged step (trial 65: 9.49 nats on both
+    steps of a verl LoRA run whose weights never reached the rollout engine, unsaid)."""
+    _, h = series(run, Metric.ENTROPY.value)
+    if not len(h) or float(h.min()) < _NEAR_RANDOM:
+        return None
+    return (f"an entropy of {fmt(float(h.min()))} nats per token or more: sampling is "
+            "near-random (a healthy start is under 1.5): check the sampling (temperature, "
+            "top_p) and that the rollout engine runs the trained weights (a LoRA adapter or a "
+            "weight sync that never reached it), before the reward")
+
+
+SIGNS = (_near_random, _all_cut, _all_alike, _all_equal_groups, _no_gradient, _no_advantage,
          _kl_at_first_update)
 
 

@@ -191,3 +191,60 @@ def test_half_the_completions_cut_on_a_short_log_is_said():
     quiet = diagnose(make_run(response_length__clip_ratio=np.array([0.3]),
                               reward=np.array([0.3]), loss=np.array([0.1])))
     assert not any("cut at the length cap" in s for s in quiet.signs)
+
+
+def _constrained_run() -> Run:
+    """Trial 65's shape: a grammar-constrained run logged every 10 steps, its KL 10,833 at the
+    first log and decaying, every completion at the 128-token cap, the reward 0.024 then 0,
+    the lr warming up 1.1e-6 -> 4.9e-6."""
+    n = 21
+    steps = np.arange(10, 10 * n + 1, 10)
+    kl = np.maximum(10833 * np.exp(-np.arange(n) / 1.2), 0.05)
+    reward = np.zeros(n)
+    reward[0] = 0.024
+    return make_run(steps=steps, kl=kl, reward=reward, reward_std=np.zeros(n),
+                    learning_rate=np.linspace(1.1e-6, 4.9e-6, n),
+                    completions__clipped_ratio=np.r_[0.975, np.ones(n - 1)],
+                    completions__mean_length=np.full(n, 128.0), loss=kl / 10)
+
+
+def test_a_reward_best_at_its_first_log_is_no_warm_up_overshoot():
+    cause = diagnose(_constrained_run()).root_cause
+    assert "its value when the reward peaked" not in cause.first_action, cause
+
+
+def test_a_kl_in_the_thousands_at_the_first_log_is_the_reference_or_the_sampler():
+    cause = diagnose(_constrained_run()).root_cause
+    assert cause.mode == "kl_drift" and cause.setup, cause
+    assert cause.first_action.startswith("check the reference model against the policy, and "
+                                         "the sampler against both"), cause
+    assert "learning_rate" not in cause.first_action
+
+
+def test_near_random_entropy_on_a_short_log_is_said_before_the_reward():
+    d = diagnose(make_run(entropy=np.array([9.49, 9.48]), reward=np.zeros(2),
+                          reward_max=np.zeros(2), reward_min=np.zeros(2)))
+    assert d.signs[0].startswith("an entropy of 9.48 nats per token or more: sampling is "
+                                 "near-random"), d.signs
+    assert "the rollout engine runs the trained weights" in d.signs[0]
+
+
+def test_a_reward_std_of_0_on_every_step_is_every_group_alike_and_shares_round_down():
+    d = diagnose(make_run(reward_std=np.zeros(2), reward=np.array([0.0, 0.0]),
+                          grad_norm=np.array([0.1, 0.2])))
+    assert any(s.startswith("every group with equal rewards") for s in d.signs), d.signs
+    cut = diagnose(make_run(response_length__clip_ratio=np.array([0.996, 0.997]),
+                            reward=np.array([0.1, 0.2])))
+    assert any(s.startswith("99% or more of completions cut") for s in cut.signs), cut.signs
+
+
+def test_a_log_with_no_rl_metric_is_said_as_supervised_and_gets_no_grpo_lr(tmp_path):
+    log = tmp_path / "sft.log"
+    log.write_text("".join(f"{{'loss': {5.0 - 0.03 * s:.3f}, 'grad_norm': 1.2, "
+                           f"'learning_rate': 5e-05, 'epoch': {s / 100:.2f}}}\n"
+                           for s in range(1, 29)))
+    d = diagnose(load_runs(log)[0])
+    assert d.status == "inconclusive"
+    assert d.status_reason.startswith("no RL metric logged (a supervised log?)")
+    assert not any("learning_rate 5e-5 ->" in n for n in d.notes), d.notes
+    assert any(n.startswith("no RL metric in this log") for n in d.notes)

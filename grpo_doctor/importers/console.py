@@ -70,7 +70,7 @@ from grpo_doctor.importers.incremental import (
     rows_from_records,
 )
 from grpo_doctor.live_store import Rows
-from grpo_doctor.metrics import STEP_KEYS, map_columns
+from grpo_doctor.metrics import RL_METRICS, STEP_KEYS, map_columns
 from grpo_doctor.resumed import LAUNCHES, with_resumed
 from grpo_doctor.store import SFT_BEFORE, Run, build_run
 from grpo_doctor.text import agree, plural
@@ -868,12 +868,8 @@ def _dict_steps(
     return _ordinal_steps(found, 1), LOG_LINE_STEPS
 
 
-#: Canonical metrics only an RL trainer logs: a printed run without any is a supervised
-#: (SFT) phase before the RL one.
-_RL_METRICS = frozenset({
-    "reward_mean", "reward_std", "kl", "entropy", "zero_std_fraction", "response_length_mean",
-    "truncation_ratio", "clip_fraction", "log_prob_mean",
-})
+#: A printed run without any RL metric is a supervised (SFT) phase before the RL one.
+_RL_METRICS = RL_METRICS
 
 
 @dataclass
