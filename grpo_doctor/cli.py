@@ -972,6 +972,15 @@ def main(argv: list[str] | None = None) -> None:
     except MemoryError:
         _say("error: out of memory (the input is too large for this machine?)")
         sys.exit(EXIT_USAGE)
+    except RuntimeError as exc:
+        if "symlink loop" not in str(exc).lower():
+            if os.environ.get("GRPO_DOCTOR_DEBUG"):
+                raise
+            _internal(exc)
+        # pathlib's resolve() of links that point at each other (helper-84: exit 3, an
+        # "internal error", where metrics said it in one line)
+        _say(f"error: {exc}: a symbolic link that leads back to itself")
+        sys.exit(EXIT_USAGE)
     except Exception as exc:
         if os.environ.get("GRPO_DOCTOR_DEBUG"):
             raise

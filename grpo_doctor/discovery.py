@@ -18,7 +18,7 @@ from pathlib import Path
 
 from grpo_doctor.audit_result import AuditError, PassedOver
 from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputError
-from grpo_doctor.files import as_path, entry_path, is_remote, scandir, walk
+from grpo_doctor.files import as_path, entry_path, in_kernel_fs, is_remote, scandir, walk
 from grpo_doctor.files import kind as file_kind
 from grpo_doctor.importers import HEAD_BYTES, MARKDOWN_DOCS, Importer, detect_format, registry
 from grpo_doctor.importers.trainer_state import is_log_history_list
@@ -351,6 +351,10 @@ def expand(paths: Sequence[str], since: datetime | None = None,
             path = Path(arg)
         if is_uri(arg):
             add(Source(arg, arg, explicit=True))
+        elif not isinstance(path, StorePath) and in_kernel_fs(path):
+            # /proc's folders lead everywhere (/proc/<pid>/root is "/"): never walked.
+            errors.append(AuditError(arg, f"{arg}: a kernel pseudo-file (/proc, /sys), not a "
+                                          "log", missing=True))
         elif path.is_dir():
             # A bucket's prefix keys its runs from itself; local folders from the common root.
             root = path if isinstance(path, StorePath) else (common or path)

@@ -170,14 +170,21 @@ def check_input(path: str | os.PathLike[str]) -> os.stat_result:
     what = kind(st.st_mode)
     if what is not None:
         raise refuse(p, what)
-    if st.st_size == 0 and isinstance(p, Path) and os.path.realpath(p).startswith(_KERNEL):
-        # A kernel's file reports size 0 and may block its reader forever (/proc/kmsg).
+    if isinstance(p, Path) and (st.st_size == 0 or stat.S_ISDIR(st.st_mode)) and in_kernel_fs(p):
+        # A kernel's file reports size 0 and may block its reader forever (/proc/kmsg); its
+        # folders lead everywhere (/proc/<pid>/root is "/": an audit of /proc never ended).
         raise InputError(f"{p}: a kernel pseudo-file (/proc, /sys), not a log")
     return st
 
 
 #: Where a kernel's pseudo-files live: regular files by their mode, no logs.
-_KERNEL = ("/proc/", "/sys/")
+_KERNEL = ("/proc", "/sys")
+
+
+def in_kernel_fs(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` resolves into /proc or /sys."""
+    real = os.path.realpath(path)
+    return any(real == k or real.startswith(k + "/") for k in _KERNEL)
 
 
 def human_bytes(n: float) -> str:
@@ -293,6 +300,8 @@ def walk(root: str | os.PathLike[str], *, max_depth: int | None = None,
         # not the run's name), else the first in name order.
         for entry in sorted(dirs, key=is_link):
             try:
+                if is_link(entry) and in_kernel_fs(entry.path):
+                    continue  # a link into /proc or /sys: the whole machine behind it
                 key = _key(entry.stat(follow_symlinks=True))
             except OSError:
                 continue

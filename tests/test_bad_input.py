@@ -1624,3 +1624,30 @@ def test_a_ctrl_c_while_the_cli_is_still_importing_is_one_line_and_130():
     done = subprocess.run([sys.executable, "-c", probe, "--help"], capture_output=True,
                           text=True, timeout=60)
     assert (done.returncode, done.stderr) == (130, "grpo-doctor: interrupted\n")
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="no /proc here")
+@pytest.mark.parametrize("args", [("audit", "/proc"), ("audit", "/proc/self"),
+                                  ("watch", "--once", "/proc")])
+def test_a_kernel_folder_is_refused_never_walked(capsys, args):
+    """/proc/<pid>/root is "/": an audit of /proc walked the whole machine and never ended
+    (helper-84)."""
+    code, _, err = run_cli(capsys, *args)
+    assert code == 2 and "a kernel pseudo-file (/proc, /sys), not a log" in err
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="no /proc here")
+def test_a_link_to_proc_inside_an_audited_folder_is_not_followed(tmp_path, capsys):
+    (tmp_path / "p").symlink_to("/proc")
+    rows = ["step,reward"] + [f"{s},{0.01 * s}" for s in range(1, 30)]
+    (tmp_path / "run.csv").write_text("\n".join(rows) + "\n")
+    code, out, _ = run_cli(capsys, "audit", str(tmp_path))
+    assert "1 run" in out or "1 runs" in out, out
+
+
+@pytest.mark.parametrize("command", ["diagnose", "preflight"])
+def test_a_symlink_loop_is_one_line_and_exit_2(tmp_path, capsys, command):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    code, _, err = run_cli(capsys, command, str(tmp_path / "a"))
+    assert code == 2 and err.count("\n") == 1 and "internal error" not in err, err

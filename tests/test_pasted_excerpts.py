@@ -248,3 +248,30 @@ def test_a_log_with_no_rl_metric_is_said_as_supervised_and_gets_no_grpo_lr(tmp_p
     assert d.status_reason.startswith("no RL metric logged (a supervised log?)")
     assert not any("learning_rate 5e-5 ->" in n for n in d.notes), d.notes
     assert any(n.startswith("no RL metric in this log") for n in d.notes)
+
+
+def test_a_hard_wrapped_dict_with_crlf_line_ends_is_read_whole(tmp_path):
+    """helper-84: "\\r\\n" left an empty piece that stopped the wrap: reward and KL dropped."""
+    text = _trl_dict(1, "nan")
+    log = tmp_path / "pasted.log"
+    log.write_bytes((_wrap(text, 97).replace("\n", "\r\n") + "\r\n").encode())
+    run = load_runs(log)[0]
+    assert run.frame["reward_mean"].iloc[0] == 0.216 and "kl" in run.frame.columns
+
+
+def test_an_evaluations_sampling_params_are_not_the_rollouts(tmp_path):
+    """vLLM's SamplingParams of a validation pass (temperature=0.0) had read as the run's
+    setting: "temperature 0 -> 1.0" (helper-84)."""
+    from grpo_doctor.importers.console_text import printed_settings
+
+    assert printed_settings("INFO eval SamplingParams(n=1, temperature=0.0, top_p=1.0)\n") == {}
+    assert printed_settings("RUN learning_rate=1e-4 temperature=0.7 beta=0.1\n")[
+        "temperature"] == 0.7
+
+
+def test_a_cut_name_whose_ends_overlap_picks_no_run(tmp_path, capsys):
+    rows = ["run,step,reward"] + [f"{name},{s},{0.01 * s}" for name in ("run_1", "run_12")
+                                  for s in range(1, 30)]
+    (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
+    code, _, err = run_cli(capsys, "diagnose", str(tmp_path / "runs.csv"), "--run", "run_1…_1")
+    assert code == 2 and "no run named" in err

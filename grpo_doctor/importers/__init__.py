@@ -286,8 +286,10 @@ def picked(source: str, runs: list[Run], run: str | None) -> list[Run]:
             # A name as a report cut it in the middle ("grpo_formal_1p5b_…_20260720T035927Z"):
             # its two ends pick the run (helper-83: a name copied from audit was refused).
             head, _, tail = run.replace("...", "…").partition("…")
+            tail = tail.lstrip("…")
             chosen = [r for r in runs if r.name.lower().startswith(head.lower())
-                      and r.name.lower().endswith(tail.lstrip("…").lower())]
+                      and r.name.lower().endswith(tail.lower())
+                      and len(r.name) > len(head) + len(tail)]  # the cut took something
         if not chosen or (len(chosen) > 1 and any(r.name != run for r in chosen)):
             names = ", ".join(r.name for r in (chosen or runs))
             what = "no run named" if not chosen else "more than one run matches"

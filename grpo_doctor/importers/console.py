@@ -460,6 +460,8 @@ def _wrapped(segments: Sequence[Segment], start: int, first: str) -> tuple[str, 
     text = first
     for j in range(start + 1, min(len(segments), start + _MAX_WRAPPED_LINES)):
         line = segments[j].text
+        if not line:
+            continue  # the empty piece a CRLF line end leaves (helper-84)
         if segments[j].source != source or "{" in line or len(line) > width:
             return None
         text += line

@@ -27,6 +27,11 @@ _TRAINER_ARG = re.compile(
     r"epsilon|epsilon_high|max_grad_norm|entropy_coef|warmup_steps|warmup_ratio|save_steps)"
     r"=([^\s,)]+)"
 )
+#: A line about an evaluation's or a generic engine's sampling, whose temperature=0 is no
+#: rollout setting (helper-84: vLLM's SamplingParams of a validation pass read as the run's).
+_EVALUATION = re.compile(r"SamplingParams\(|\b(?:eval|val|valid|validation|test)\w*",
+                         re.IGNORECASE)
+_SAMPLING_ARGS = frozenset({"temperature", "top_p", "top_k", "min_p", "repetition_penalty"})
 #: ``print(training_args)``: the Trainer's arguments printed one ``key=value,`` per line
 #: between ``GRPOConfig(`` and ``)`` (TrainingArguments.__str__): every field is the run's.
 _ARGS_OPEN = re.compile(
@@ -151,7 +156,10 @@ def text_config(segments: Sequence[Segment]) -> dict[str, Any]:
             if len(found) >= 2:
                 config.update(found)
         if "=" in text:
+            evaluation = _EVALUATION.search(text) is not None
             for m in _TRAINER_ARG.finditer(text):
+                if evaluation and m.group(1) in _SAMPLING_ARGS:
+                    continue  # an evaluation's sampler (greedy, often) is not the rollout's
                 config.setdefault(m.group(1), _coerce(m.group(2)))
         # The substring tests keep a huge line from costing a slow regex scan per pattern.
         logging = _LOGGING_STEPS.search(text) if "logging_steps" in text else None

@@ -16,6 +16,8 @@ ceiling; a model's own ``config.json`` saved there names the dtype the weights t
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -302,24 +304,45 @@ def _captured(folder: Path, log: Path) -> tuple[Path, dict[str, Any]] | None:
         mine = log.resolve()
     except OSError:
         return None
-    from grpo_doctor.importers.command_line import parse_command_line
-    from grpo_doctor.importers.console_text import printed_settings
-
     for path in sorted(files, key=lambda f: f.suffix.lower() not in _SCRIPTS):
         script = path.suffix.lower() in _SCRIPTS
         try:
-            if path.resolve() == mine or (script and path.stat().st_size > _MAX_BYTES):
-                continue  # (a script that large is no launch script)
-            text = read_head(path, CAPTURE_HEAD).decode("utf-8", errors="replace")
-        except (OSError, InputError):
+            if path.resolve() == mine:
+                continue
+            st = path.stat()
+        except (OSError, RuntimeError):
             continue
-        if "\0" in text:
-            continue  # binary
-        settings = parse_command_line(text) if script else printed_settings(text)
-        config = _as_training_config(settings)
+        if script and st.st_size > _MAX_BYTES:
+            continue  # (a script that large is no launch script)
+        config = (_settings_once(str(path), st.st_mtime_ns, st.st_size, script)
+                  if isinstance(path, Path) else _settings_in(path, script))
         if config is not None:
-            return path, resolve_interpolations(config)
+            return path, copy.deepcopy(config)  # the cached one is never handed out
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _settings_once(path: str, changed: int, size: int, script: bool) -> dict[str, Any] | None:
+    """``_settings_in`` of a local file as of its modification time and size: read once,
+    however many logs beside it ask (an audit of a flat folder of N logs had read the head of
+    every neighbour N times; helper-84)."""
+    return _settings_in(Path(path), script)
+
+
+def _settings_in(path: Path, script: bool) -> dict[str, Any] | None:
+    """The training settings a launch script or a console capture holds, or None."""
+    from grpo_doctor.importers.command_line import parse_command_line
+    from grpo_doctor.importers.console_text import printed_settings
+
+    try:
+        text = read_head(path, CAPTURE_HEAD).decode("utf-8", errors="replace")
+    except (OSError, InputError):
+        return None
+    if "\0" in text:
+        return None  # binary
+    settings = parse_command_line(text) if script else printed_settings(text)
+    config = _as_training_config(settings)
+    return resolve_interpolations(config) if config is not None else None
 
 
 #: PEFT saves it in every checkpoint of an adapter's training (``checkpoint-N/``, beside the
