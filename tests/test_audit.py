@@ -738,11 +738,11 @@ def test_the_headline_tells_short_inconclusive_runs_from_runs_that_show_no_learn
     assert "1 inconclusive (1 too short to judge)" in " ".join(out.split()), out
 
 
-def test_a_root_cause_wrong_from_the_first_step_is_tagged_setup_in_the_table(tmp_path, capsys):
+def test_a_root_cause_wrong_from_the_first_step_is_said_as_setup(tmp_path, capsys):
     """`length_hacking@1` alone read as a policy gaming length where the budget cut every
     answer from the first log (helper-83)."""
     rows = ["step,reward,completions/mean_length,completions/clipped_ratio"] + [
         f"{s},{0.1 + 0.001 * s},512,0.97" for s in range(1, 41)]
     (tmp_path / "cut.csv").write_text("\n".join(rows) + "\n")
     code, out, _ = run_cli(capsys, "audit", str(tmp_path))
-    assert "length_hacking@1(setup)" in out, out
+    assert "→ root length_hacking@1 (a setup problem)" in out, out

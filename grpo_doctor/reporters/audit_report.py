@@ -49,11 +49,6 @@ def _tag(run: AuditedRun, mode: str) -> str:
         return "worsened"
     if mode in (run.new or ()):
         return "new"
-    cause = _root_cause(run)
-    if cause is not None and cause.get("mode") == mode and cause.get("setup_problem") is True:
-        # The root cause wrong from the first logged step: "length_hacking@10" alone had read
-        # as a policy gaming length where the budget cut every answer (helper-83).
-        return "setup"
     return ""
 
 
@@ -234,6 +229,11 @@ def _root_lines(run: AuditedRun, width: int) -> list[str]:
                              subsequent_indent="    ", break_long_words=False,
                              break_on_hyphens=False)
     said = f"→ root {terminal(_cause(cause))}"
+    if cause.get("setup_problem") is True:
+        # Wrong from the first logged step: "length_hacking@10" alone had read as a policy
+        # gaming length where the budget cut every answer (helper-83). On the full-width root
+        # line, not in the table, where the names need the room.
+        said += " (a setup problem)"
     if action := _do_first(cause):
         said += f" · do first: {terminal(action)}"
     if signs := _signs(run):
