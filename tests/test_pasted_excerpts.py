@@ -275,3 +275,17 @@ def test_a_cut_name_whose_ends_overlap_picks_no_run(tmp_path, capsys):
     (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
     code, _, err = run_cli(capsys, "diagnose", str(tmp_path / "runs.csv"), "--run", "run_1…_1")
     assert code == 2 and "no run named" in err
+
+
+def test_an_evaluation_dicts_unprefixed_key_never_overwrites_its_eval_one(tmp_path):
+    """helper-84: an eval dict's 'reward' had replaced its 'eval_reward' as it was prefixed."""
+    log = tmp_path / "eval.log"
+    log.write_text(
+        "".join(f"{{'loss': 0.1, 'reward': {0.1 * s}, 'learning_rate': 1e-06, 'epoch': "
+                f"{s / 10}}}\n" for s in range(1, 4))
+        + "{'eval_loss': 0.5, 'eval_reward': 0.9, 'reward': 0.1, 'eval_runtime': 3.0, "
+          "'epoch': 0.3}\n")
+    run = load_runs(log)[0]
+    assert run.n_steps == 3
+    assert run.mapping["heldout_score"] == "eval_reward"
+    assert run.frame["heldout_score"].dropna().tolist() == [0.9]

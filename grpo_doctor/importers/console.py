@@ -813,8 +813,12 @@ def _as_eval(printed: _Printed) -> _Printed:
     keys = {str(k) for k in printed.value}
     if not keys & _EVAL_MARKS or keys & _TRAIN_MARKS or _is_eval(printed):
         return printed
-    return replace(printed, value={k if str(k).startswith("eval_") or k == "epoch"
-                                   else f"eval_{k}": v for k, v in printed.value.items()})
+    value = {k: v for k, v in printed.value.items() if str(k).startswith("eval_") or k == "epoch"}
+    for k, v in printed.value.items():
+        # An unprefixed key never overwrites the eval_ one beside it (helper-84: 'reward'
+        # had replaced 'eval_reward').
+        value.setdefault(f"eval_{k}" if k not in value else k, v)
+    return replace(printed, value=value)
 
 
 def _is_eval(printed: _Printed) -> bool:
