@@ -61,6 +61,7 @@ from grpo_doctor.rules.signals import (
     task_solved,
     unpaid_terms,
 )
+from grpo_doctor.signs import NEAR_RANDOM_ENTROPY
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run
 from grpo_doctor.text import fmt, headline, knob_value, plural, step_text, without_mode_name
 from grpo_doctor.trends import rolling_median, step_noise
@@ -820,14 +821,9 @@ _SHARP_ENTROPY = next(p.default for p in ENTROPY_RULE.params if p.name == "floor
 _SHARP_EQUAL = 0.5
 
 
-#: Mean token entropy (nats) over the first logged steps at or above which sampling is
-#: near-random: no healthy start of the real runs, corpus or trials logs above 1.54.
-_NOISY_ENTROPY = 2.5
-
-
 def _sampled_noisy(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
     """Sampling near-random from the first logged step (entropy at or above
-    ``_NOISY_ENTROPY``) on a run that never learned: the rollout temperature far above the
+    ``NEAR_RANDOM_ENTROPY``) on a run that never learned: the rollout temperature far above the
     recipe when the config says so, else the sampling and the prompt format to check. Trial
     64's temperature 3.0 (entropy 3.07 from step 1, every reward 0) read "check the reward
     function", the temperature a note. None otherwise."""
@@ -835,7 +831,7 @@ def _sampled_noisy(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
         return None
     _, h = series(run, Metric.ENTROPY.value)
     head = h[: min(3, len(h))]
-    if not len(head) or float(np.median(head)) < _NOISY_ENTROPY or root.step > int(
+    if not len(head) or float(np.median(head)) < NEAR_RANDOM_ENTROPY or root.step > int(
             run.steps[min(2, len(run.steps) - 1)]):
         return None
     said = (f"entropy {fmt(float(np.median(head)))} nats per token from the first logged "

@@ -60,7 +60,8 @@ def _all_equal_groups(run: Run) -> str | None:
         # A reward std of exactly 0 on every step: every group alike (TRL logs the mean of
         # the groups' stds; trial 65's log had no zero-std share beside it).
         _, spread = series(run, Metric.REWARD_STD.value)
-        z = (spread == 0).astype(float) if len(spread) and np.all(spread == 0) else z
+        if len(spread) and np.all(spread == 0):
+            z = np.ones(len(spread))
     if not len(z) or z.min() < _ALL:
         return None
     return (f"{_share(float(z.min()), 'group')} with equal rewards (zero reward std): no "
@@ -134,16 +135,16 @@ def _kl_at_first_update(run: Run) -> str | None:
             "quantization), and that the KL is logged per token, not summed over a response")
 
 
-#: Mean token entropy (nats) at or above which every logged step samples near-random tokens:
-#: no healthy start of the real runs, corpus or trials logs above 1.54 (root_cause's line).
-_NEAR_RANDOM = 2.5
+#: Mean token entropy (nats) at or above which sampling is near-random tokens: no healthy
+#: start of the real runs, corpus or trials logs above 1.54 (root_cause reads it too).
+NEAR_RANDOM_ENTROPY = 2.5
 
 
 def _near_random(run: Run) -> str | None:
     """Entropy at or above ``_NEAR_RANDOM`` on every logged step (trial 65: 9.49 nats on both
     steps of a verl LoRA run whose weights never reached the rollout engine, unsaid)."""
     _, h = series(run, Metric.ENTROPY.value)
-    if not len(h) or float(h.min()) < _NEAR_RANDOM:
+    if not len(h) or float(h.min()) < NEAR_RANDOM_ENTROPY:
         return None
     return (f"an entropy of {fmt(float(h.min()))} nats per token or more: sampling is "
             "near-random (a healthy start is under 1.5): check the sampling (temperature, "

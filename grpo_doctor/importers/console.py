@@ -874,8 +874,6 @@ def _dict_steps(
     return _ordinal_steps(found, 1), LOG_LINE_STEPS
 
 
-#: A printed run without any RL metric is a supervised (SFT) phase before the RL one.
-_RL_METRICS = RL_METRICS
 
 
 @dataclass
@@ -889,7 +887,8 @@ class _PrintedRun:
 
     def is_rl(self) -> bool:
         keys = {str(k) for p in self.dicts for k in p.value}
-        return bool(_RL_METRICS & set(map_columns(sorted(keys)).mapping))
+        # (none of them: a supervised (SFT) phase before the RL one)
+        return bool(RL_METRICS & set(map_columns(sorted(keys)).mapping))
 
 
 def _went_back(before: _Printed, after: _Printed) -> bool:
