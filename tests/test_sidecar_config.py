@@ -660,6 +660,35 @@ def test_a_launch_script_or_console_capture_beside_the_log_gives_its_settings(tm
     assert any("train_grpo.sh, beside the log" in n for n in run.notes), run.notes
 
 
+def test_another_runs_log_beside_a_log_gives_it_no_settings(tmp_path):
+    """A capture holding metric lines is a run's own log. Beside a console log it is another
+    run's: its printed temperature is not this run's (helper-84). Alone beside a log of
+    another format it is that run's console (TRL's console.log beside its events); two of
+    them are two runs, and neither speaks for it."""
+    dicts = "".join(f"{{'loss': 0.01, 'reward': {0.2 + 0.01 * i:.2f}, 'kl': 0.001, "
+                    f"'epoch': {i / 40:.3f}}}\n" for i in range(40))
+    (tmp_path / "a_run.log").write_text(dicts)
+    (tmp_path / "b_run.log").write_text(
+        "Settings: learning_rate=1e-6 beta=0.04 temperature=3.0 num_generations=2\n" + dicts)
+    (run,) = load_runs(tmp_path / "a_run.log")
+    assert "temperature" not in run.config, run.config
+    assert not any("beside the log" in n for n in run.notes), run.notes
+    (b_run,) = load_runs(tmp_path / "b_run.log")
+    assert b_run.config["temperature"] == 3.0  # its own settings still read
+
+    events = tmp_path / "runs" / "Dec07"
+    events.mkdir(parents=True)
+    frame = _sharpening(60)
+    _write_events(events, frame["step"].to_numpy(),
+                  {"train/reward": frame["reward"].to_numpy()})
+    (run,) = load_runs(events)
+    assert "temperature" not in run.config  # a_run.log and b_run.log: two runs, whose?
+    (tmp_path / "a_run.log").unlink()
+    (run,) = load_runs(events)
+    assert run.config["temperature"] == 3.0  # the one console beside its events
+    assert any("b_run.log, beside the log" in n for n in run.notes), run.notes
+
+
 def test_the_settings_read_leave_out_a_reference_sync_that_is_off():
     """TRL's ref_model_sync_steps (512 by default) is read only under sync_ref_model: with it
     off, the note of settings read does not list it (the advice does not read it either)."""

@@ -4,6 +4,7 @@ whole, ``key=value`` trainer arguments, Hydra overrides, checkpoints saved). Rea
 never evaluated; the metrics are the console importer's."""
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from collections.abc import Sequence
@@ -47,6 +48,20 @@ class Segment:
 
     text: str
     source: str  # the Ray process prefix it was printed under ('' when none)
+
+
+#: A line a console prints a step's metrics on, as its readers take them (a printed dict's
+#: metric key, verl's "step:N - ", a "Step N |" or "Iter N:" line): a cheap test that text is
+#: a run's log, not a launch's capture of its settings.
+_METRIC_LINE = re.compile(
+    r"['\"](?:(?:train|rollout|actor)/)?(?:loss|reward|grad_norm|kl)['\"]\s*:"
+    r"|(?<![\w/])step:\s?\d+\s+-\s"
+    r"|(?<![\w/.-])(?:[Ss]tep|Iter|[Ii]teration)\s*:?\s+\d+(?:\s*/\s*\d+)?\s*[|,:]")
+
+
+def holds_metric_lines(text: str) -> bool:
+    """Whether ``text`` holds two metric lines or more (a run's own log)."""
+    return next(itertools.islice(_METRIC_LINE.finditer(text), 1, None), None) is not None
 
 
 def strip_ansi(text: str) -> str:

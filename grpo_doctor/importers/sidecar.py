@@ -297,13 +297,19 @@ _MAX_FILES = 50
 
 def _captured(folder: Path, log: Path) -> tuple[Path, dict[str, Any]] | None:
     """The settings of the launch script or console capture in ``folder`` (not ``log``
-    itself), scripts first; None when none holds two training knobs or more."""
+    itself), scripts first; None when none holds two training knobs or more.
+
+    A capture that holds metric lines is a run's own log: it speaks for ``log`` only when it
+    is the one run's console beside a log of another format (TRL's ``console.log`` beside
+    its events). Beside a console, or with two such captures in the folder, it is another
+    run's (a plain log had taken a sibling run's ``temperature=3.0``; helper-84)."""
     try:
         files = sorted(f for f in folder.iterdir()
                        if f.suffix.lower() in _SCRIPTS | _CAPTURES and f.is_file())[:_MAX_FILES]
         mine = log.resolve()
     except OSError:
         return None
+    found: list[tuple[Path, dict[str, Any] | None, bool]] = []
     for path in sorted(files, key=lambda f: f.suffix.lower() not in _SCRIPTS):
         script = path.suffix.lower() in _SCRIPTS
         try:
@@ -314,35 +320,42 @@ def _captured(folder: Path, log: Path) -> tuple[Path, dict[str, Any]] | None:
             continue
         if script and st.st_size > _MAX_BYTES:
             continue  # (a script that large is no launch script)
-        config = (_settings_once(str(path), st.st_mtime_ns, st.st_size, script)
-                  if isinstance(path, Path) else _settings_in(path, script))
-        if config is not None:
+        found.append((path, *_settings_once(str(path), st.st_mtime_ns, st.st_size, script)))
+    runs_beside = sum(is_log for _, _, is_log in found)
+    own_console = _is_capture(log) or runs_beside > 1
+    for path, config, is_log in found:
+        if config is not None and not (is_log and own_console):
             return path, copy.deepcopy(config)  # the cached one is never handed out
     return None
 
 
+def _is_capture(log: Path) -> bool:
+    try:
+        return log.suffix.lower() in _CAPTURES and log.is_file()
+    except OSError:
+        return False
+
+
 @functools.lru_cache(maxsize=256)
-def _settings_once(path: str, changed: int, size: int, script: bool) -> dict[str, Any] | None:
-    """``_settings_in`` of a local file as of its modification time and size: read once,
-    however many logs beside it ask (an audit of a flat folder of N logs had read the head of
-    every neighbour N times; helper-84)."""
-    return _settings_in(Path(path), script)
-
-
-def _settings_in(path: Path, script: bool) -> dict[str, Any] | None:
-    """The training settings a launch script or a console capture holds, or None."""
+def _settings_once(path: str, changed: int, size: int,
+                   script: bool) -> tuple[dict[str, Any] | None, bool]:
+    """The training settings a launch script or a console capture holds (or None), and
+    whether it holds metric lines (a run's own log), of a local file as of its modification
+    time and size: read once, however many logs beside it ask (an audit of a flat folder of
+    N logs had read the head of every neighbour N times; helper-84)."""
     from grpo_doctor.importers.command_line import parse_command_line
-    from grpo_doctor.importers.console_text import printed_settings
+    from grpo_doctor.importers.console_text import holds_metric_lines, printed_settings
 
     try:
-        text = read_head(path, CAPTURE_HEAD).decode("utf-8", errors="replace")
+        text = read_head(Path(path), CAPTURE_HEAD).decode("utf-8", errors="replace")
     except (OSError, InputError):
-        return None
+        return None, False
     if "\0" in text:
-        return None  # binary
+        return None, False  # binary
     settings = parse_command_line(text) if script else printed_settings(text)
     config = _as_training_config(settings)
-    return resolve_interpolations(config) if config is not None else None
+    config = resolve_interpolations(config) if config is not None else None
+    return config, not script and holds_metric_lines(text)
 
 
 #: PEFT saves it in every checkpoint of an adapter's training (``checkpoint-N/``, beside the
