@@ -297,6 +297,18 @@ class Monitor:
         self.alerts.extend(new)
         return new
 
+    def gone_with_log(self) -> list[Alert]:
+        """Every raised finding, cleared because the log it was read from is no more: its
+        path now holds another log (``Watcher``), which a fresh monitor reads anew. Its
+        events stream then closes what it opened."""
+        cleared = [replace(alert, severity=Status.OK, previous=alert.severity,
+                           summary="its log was replaced by another, read anew",
+                           last_seen_step=alert.step, clear_points=0, first_action=None,
+                           root_cause=None, revised=False, earlier_onset=None)
+                   for alert in self.alerted.values() if not alert.cleared]
+        self.alerts.extend(cleared)
+        return cleared
+
     def _stopped(self, run: Run, unit: str) -> Alert | None:
         """An alert, once, when the log shows its process stopped on an error (a traceback
         after the last metrics): a watched run that died had gone on being polled in

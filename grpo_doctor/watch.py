@@ -101,6 +101,8 @@ class Watcher:
         self.last_poll_seconds = 0.0
         self.unreadable = 0  # polls in a row that could not read the run (see ``poll``)
         self.gone = False  # the log read before is no longer there (deleted, moved)
+        self.read_kind: str | None = None  # "file" or "folder": what the run was read from
+        self._read_before: Run | None = None  # the Run read before a restart, while re-read
         self.warnings: list[str] = []  # for the user, once each: taken by ``run_watch``
 
     #: One run: its alerts and status need not name it (a ``WatchAll`` may watch several).
@@ -179,6 +181,8 @@ class Watcher:
         start = time.perf_counter()
         self.polls += 1
         self._said_if_gone()
+        if self.gone:
+            return []  # nothing at the path to read: what was read stands
         try:
             alerts = self._poll(final)
             if self.source is not None and (final or self.source.quiet_for(STOP_QUIET)):
@@ -210,17 +214,40 @@ class Watcher:
 
     def _said_if_gone(self) -> None:
         """A warning, once, when the log read before is no longer at its path (deleted, or
-        moved by a rotation), and once when it is back: the watch had gone on silently,
-        reporting a healthy run from a log that no longer existed (helper-77)."""
+        moved by a rotation), or a folder now stands where the log was, and once when it is
+        back: the watch had gone on silently, reporting a run from a log that no longer
+        existed (helper-77, helper-84)."""
         if self.run is None or is_remote(self.path):
             return
-        there = Path(self.path).exists()
+        path = Path(self.path)
+        kind = "folder" if path.is_dir() else "file" if path.exists() else None
+        if self.read_kind is None:
+            self.read_kind = kind
+        there = kind is not None and kind == self.read_kind
         if not there and not self.gone:
-            self.warnings.append(f"{self.path} is gone (deleted or moved): keeping what was "
-                                 "read, and waiting for it to come back")
+            what = (f"is now a {kind}, not the {self.read_kind} read" if kind is not None
+                    else "is gone (deleted or moved)")
+            self.warnings.append(f"{self.path} {what}: keeping what was read, and waiting "
+                                 "for it to come back")
         elif there and self.gone:
             self.warnings.append(f"{self.path} is back: reading it again")
         self.gone = not there
+
+    def _another_log(self, before: Run, now: Run) -> list[Alert]:
+        """After a restart, when the log at the path is not the one read before (its first
+        steps hold other values: another run's log moved over it, a relaunch writing over
+        it): said once, its raised findings cleared, and a fresh monitor to raise the new
+        log's anew: the old log's first alerts had stood in the new one's status
+        (helper-84). Nothing for a rewrite that keeps the steps read (an export saved whole
+        each time): the monitor reads on."""
+        if _continues(before, now):
+            return []
+        self.warnings.append(f"{self.path} now holds another log (its first steps differ "
+                             "from those read): reading it from its start, its alerts anew")
+        cleared = self.monitor.gone_with_log()
+        self.monitor = Monitor(self.settings)
+        self.monitor.hold_stop = True
+        return cleared
 
     def _failed_launch(self, final: bool) -> GrpoDoctorError | None:
         """The launch's error when the watched log holds no run and its console capture ends
@@ -260,13 +287,16 @@ class Watcher:
             # gives a Run: a rewrite caught half done (garbage, a header cut short) is read
             # again at the next poll.
             before = self.source, self.store
-            self.source, self.store = None, None
+            old = before[1].run if before[1] is not None else None
+            self.source, self.store, self._read_before = None, None, old
             try:
                 alerts = self._poll(final)
             except GrpoDoctorError:
                 self.source, self.store = before
                 raise
-            if self.run is None and before[1] is not None and before[1].run is not None:
+            finally:
+                self._read_before = None
+            if self.run is None and old is not None:
                 self.source, self.store = before
                 return alerts
             self.restarts += 1
@@ -281,7 +311,28 @@ class Watcher:
         # The settings a live log holds none of, from a training config beside it, as
         # ``diagnose`` reads them (its remedies then name the values: "learning_rate 1e-4 ->
         # 5e-5", not "x0.5").
-        return self.monitor.evaluate(with_sidecar_config(store.run))
+        cleared = ([] if self._read_before is None
+                   else self._another_log(self._read_before, store.run))
+        return cleared + self.monitor.evaluate(with_sidecar_config(store.run))
+
+
+#: The first steps of a log compared to tell a rewrite of it from another log.
+_FIRST_STEPS = 5
+
+
+def _continues(before: Run, now: Run) -> bool:
+    """Whether ``now`` begins as ``before`` did: its first steps (those it still holds) log
+    the same values in the columns both hold."""
+    import numpy as np
+
+    old, new = before.frame, now.frame
+    steps = old.index[:_FIRST_STEPS].intersection(new.index)
+    columns = old.columns.intersection(new.columns)
+    if len(steps) == 0 or len(columns) == 0:
+        return False
+    a = old.loc[steps, columns].to_numpy(dtype=float, na_value=np.nan)
+    b = new.loc[steps, columns].to_numpy(dtype=float, na_value=np.nan)
+    return bool(np.allclose(a, b, rtol=1e-6, atol=0.0, equal_nan=True))
 
 
 def _quiet(path: Path) -> bool:

@@ -1145,6 +1145,43 @@ def test_a_log_deleted_while_watched_is_said_once_and_its_return_too(tmp_path: P
     assert watcher.warnings[0] == f"{path} is back: reading it again"
 
 
+def test_a_log_replaced_by_another_or_by_a_folder_is_said_and_a_rewrite_is_not(
+        tmp_path: Path) -> None:
+    """``mv other.log run.log`` mid-watch had mixed two logs in one status, and a folder made
+    at the log's path went unsaid for 60 polls (helper-84). A log rewritten whole with the
+    same first steps (an export saved each time) is the same log: nothing said."""
+    import os
+
+    path = tmp_path / "run.csv"
+    rows = ["step,reward,entropy"] + [f"{s},{0.01 * s},{0.6 - 0.005 * s}" for s in range(1, 31)]
+    path.write_text("\n".join(rows) + "\n")
+    watcher = Watcher(path)
+    watcher.poll()
+    first = watcher.monitor
+    rewrite = tmp_path / "tmp.csv"
+    rewrite.write_text("\n".join(rows[:21]) + "\n")
+    os.replace(rewrite, path)  # an atomic save of the same run, cut shorter
+    watcher.poll()
+    assert not watcher.warnings and watcher.monitor is first
+    other = tmp_path / "other.csv"
+    other.write_text("step,reward,entropy\n" + "".join(
+        f"{s},{0.5 - 0.01 * s},{0.2}\n" for s in range(1, 41)))
+    os.replace(other, path)
+    watcher.poll()
+    assert watcher.warnings == [f"{path} now holds another log (its first steps differ from "
+                                "those read): reading it from its start, its alerts anew"]
+    assert watcher.monitor is not first and watcher.run is not None
+    assert watcher.run.n_steps == 40
+    watcher.warnings.clear()
+    path.unlink()
+    path.mkdir()
+    watcher.poll()
+    watcher.poll()
+    assert watcher.warnings == [f"{path} is now a folder, not the file read: keeping what was "
+                                "read, and waiting for it to come back"]
+    assert watcher.run is not None and watcher.run.n_steps == 40
+
+
 def test_an_alert_whose_first_alert_came_before_its_onset_says_it_was_an_earlier_episode():
     """watch --once had said "first alert at step 65, onset 170" where diagnose says the
     alert at 65 was an earlier episode's (helper-83)."""
