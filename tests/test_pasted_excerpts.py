@@ -289,3 +289,105 @@ def test_an_evaluation_dicts_unprefixed_key_never_overwrites_its_eval_one(tmp_pa
     assert run.n_steps == 3
     assert run.mapping["heldout_score"] == "eval_reward"
     assert run.frame["heldout_score"].dropna().tolist() == [0.9]
+
+
+# --- trial 66 -------------------------------------------------------------------------------
+
+
+def test_step_labelled_lines_of_cosmos_rl_prime_rl_and_megatron_are_read(tmp_path):
+    """Each was refused as "text with no metric lines"."""
+    cosmos = "".join(
+        f"[rank0]:[cosmos] 2025-06-13 12:17:57,593 - cosmos - INFO - Step: {s}/4725, Loss: "
+        f"-0.02344, Learning rate: 2.00000e-06, Iteration time: 79.064s, Completion length: "
+        f"352, Reward: {1.0 + s / 1000:.4f}\n" for s in range(861, 868))
+    prime = "".join(
+        f"Generating rollouts (train): 100%|###| 512/512 [01:13<00:00,  6.97it/s]\n"
+        f"02:33:26 SUCCESS Step {s} | Time: 73.77s | Reward: {0.38 + s / 1000:.4f} | "
+        f"Throughput: 2408.9 tokens/s | Seq. Length: 345.6 tokens/sample | Async Level: 1\n"
+        f"02:33:26    INFO Starting orchestrator step {s + 1}\n" for s in range(28, 33))
+    megatron = "".join(
+        f" [2025-11-25 07:19:22] iteration {s:8d}/    2174 | consumed samples: {64 * s:10d} | "
+        "elapsed time per iteration (ms): 215613.0 | learning rate: 4.999872E-05 | loss: "
+        f"-2.365559E-06 | reward: 7.617188E-01 | reward_std: 1.261245E-01 | "
+        "completions/mean_length: 4.041312E+03 | grad norm: 0.016 | number of nan "
+        "iterations:   0 |\n" for s in range(7, 10))
+    for name, text, steps, metrics in (
+            ("cosmos.log", cosmos, [861, 867], {"reward_mean", "loss", "learning_rate",
+                                                 "response_length_mean"}),
+            ("prime.log", prime, [28, 32], {"reward_mean"}),
+            ("megatron.log", megatron, [7, 9], {"reward_mean", "reward_std", "grad_norm",
+                                                 "learning_rate", "response_length_mean"})):
+        path = tmp_path / name
+        path.write_text(text)
+        (run,) = load_runs(path)
+        assert [int(run.steps[0]), int(run.steps[-1])] == steps, name
+        assert metrics <= set(run.mapping), (name, run.mapping)
+    (run,) = load_runs(tmp_path / "cosmos.log")
+    assert run.frame["reward_mean"].iloc[-1] == 1.867
+
+
+def test_a_verl_step_line_a_terminal_wrapped_at_a_fixed_width_is_read_whole(tmp_path):
+    """verl#1224's step 1049, cut every 238 columns: refused ("no metric grpo-doctor knows",
+    offered global_seqlen/min as the reward), its score and entropy on the later lines."""
+    line = ("step:1049 - global_seqlen/min:16832.000 - global_seqlen/mean:16842.000 - "
+            "actor/entropy_loss:0.001 - critic/vf_loss:0.087 - actor/pg_loss:0.090 - "
+            "actor/ppo_kl:0.000 - actor/grad_norm:0.629 - critic/score/mean:0.104 - "
+            "critic/score/max:0.133 - critic/score/min:0.100 - response_length/mean:12.5")
+    prefix = "(TaskRunner pid=3591053) "
+    wrapped = _wrap(prefix + line, 80)
+    assert wrapped.count("\n") >= 3 and "step:" not in wrapped.split("\n", 1)[1]
+    log = tmp_path / "verl.log"
+    log.write_text(wrapped + "\n(TaskRunner pid=3591053) saving checkpoint\n")
+    (run,) = load_runs(log)
+    assert run.frame["reward_mean"].iloc[0] == 0.104
+    assert run.frame["entropy"].iloc[0] == 0.001
+    assert run.frame["response_length_mean"].iloc[0] == 12.5
+    # Unwrapped lines, one per step, stay as they are: a shorter line after one is no wrap.
+    log.write_text(f"step:1 - {line[12:]}\nepoch 1 done, saving a checkpoint to ckpt/1 ...\n"
+                   f"step:2 - {line[12:]}\n")
+    (run,) = load_runs(log)
+    assert list(run.steps) == [1, 2]
+
+
+def test_a_ppo_critics_nan_is_a_numerical_failure_of_the_critic_not_the_policy(tmp_path):
+    """verl#498: critic/vf_loss, vpred and grad norm NaN at step 1 while the policy's numbers
+    were finite; the report had said nothing of it."""
+    row = ("step:{s} - critic/kl:-0.000 - critic/vf_loss:{vf} - critic/vpred_mean:{vf} - "
+           "critic/grad_norm:{vf} - actor/entropy_loss:0.442 - actor/pg_loss:-0.013 - "
+           "actor/grad_norm:9.819 - critic/score/mean:0.594 - critic/score/max:1.000 - "
+           "critic/score/min:0.000\n")
+    log = tmp_path / "ppo.log"
+    log.write_text(row.format(s=1, vf="nan"))
+    diagnosis = diagnose(load_runs(log)[0])
+    assert diagnosis.status == "critical"
+    assert diagnosis.root_cause is not None
+    assert diagnosis.root_cause.first_action.startswith("check the value model (critic) first")
+    assert "critic.optim.lr" in diagnosis.root_cause.first_action
+    # Later in a long run: a roll-back, and the critic's settings, not the policy's lr.
+    log.write_text("".join(row.format(s=s, vf="nan" if s >= 30 else "0.5")
+                           for s in range(1, 61)))
+    diagnosis = diagnose(load_runs(log)[0])
+    (check,) = [c for c in diagnosis.checks if c.mode == "numerical_failure"]
+    assert check.status.value == "critical" and check.onset_step == 30
+    assert not any("learning_rate" in r for r in check.remedies)
+    assert any("value model (critic)" in r for r in check.remedies)
+
+
+def test_a_nan_in_a_column_no_check_reads_is_said_on_a_short_log(tmp_path):
+    log = tmp_path / "short.log"
+    log.write_text("step:1 - critic/score/mean:0.5 - actor/entropy:0.4 - "
+                   "timing/weird_ratio:nan\n")
+    diagnosis = diagnose(load_runs(log)[0])
+    assert any(s.startswith("NaN logged in timing/weird_ratio (from step 1)")
+               for s in diagnosis.signs), diagnosis.signs
+
+
+def test_a_kl_at_a_logs_first_line_is_no_first_update_when_its_steps_are_lines(tmp_path):
+    """An excerpt at epoch 0.4 whose dicts hold no step: its first line is no first update
+    (rl-swarm#312's KL 0.58 had read "check the reference model")."""
+    log = tmp_path / "excerpt.log"
+    log.write_text("".join(
+        f"{{'loss': 0.01, 'reward': 0.07, 'reward_std': 0.01, 'kl': 0.58, 'epoch': {e}}}\n"
+        for e in (0.4, 0.45)))
+    diagnosis = diagnose(load_runs(log)[0])
+    assert not any("reference model" in s for s in diagnosis.signs), diagnosis.signs

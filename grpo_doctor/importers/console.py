@@ -196,7 +196,58 @@ def _line_records(segments: Sequence[Segment], marker: str,
 
 
 def _verl_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]:
-    return _line_records(segments, "step:", parse_verl_line)
+    return _line_records(_verl_unwrapped(segments), "step:", parse_verl_line)
+
+
+def _verl_unwrapped(segments: Sequence[Segment]) -> Sequence[Segment]:
+    """``segments`` with each verl step line a terminal hard-wrapped at a fixed width joined
+    back (pasted into an issue: its step's reward, entropy and the rest on the lines after
+    the first had been lost, and the log refused; trial 66). The lines after it, up to the
+    next step, all as wide as the first of them but the last, none wider than that width."""
+    out: list[Segment] | None = None
+    i = 0
+    while i < len(segments):
+        seg = segments[i]
+        end = _wrap_end(segments, i) if "step:" in seg.text and _VERL_STEP.search(
+            seg.text) else None
+        if end is None:
+            if out is not None:
+                out.append(seg)
+            i += 1
+            continue
+        if out is None:
+            out = list(segments[:i])
+        out.append(Segment(seg.text + "".join(s.text for s in segments[i + 1:end + 1]),
+                           seg.source))
+        i = end + 1
+    return segments if out is None else out
+
+
+def _wrap_end(segments: Sequence[Segment], start: int) -> int | None:
+    """The index of the last line a verl step line at ``start`` was hard-wrapped onto, or
+    None when the lines after it are not its wrap."""
+    first = segments[start]
+    following = segments[start + 1:start + _MAX_WRAPPED_LINES]
+    if not following or not following[0].text or following[0].source not in ("",
+                                                                              first.source):
+        return None
+    width = len(following[0].text)
+    if width < _MIN_WRAP_WIDTH or len(first.text) > width:
+        return None
+    end = None
+    for k, seg in enumerate(following):
+        if seg.source not in ("", first.source) or "step:" in seg.text or len(seg.text) > width:
+            break
+        end = start + 1 + k
+        if len(seg.text) < width:
+            break
+    if end is None or (end == start + 1 and not following[0].text.lstrip().startswith("-")):
+        return None  # one line after it, not starting an item: nothing says it is a wrap
+    joined = first.text + "".join(s.text for s in segments[start + 1:end + 1])
+    before, after = parse_verl_line(first.text), parse_verl_line(joined)
+    if before is None or after is None or len(after[1]) <= len(before[1]):
+        return None
+    return end
 
 
 # --- mlx-lm ---------------------------------------------------------------------------------------
@@ -213,6 +264,15 @@ _ITER_NAMES = {"train loss": "loss", "total rewards mean": "reward",
                "kl": "kl", "learning rate": "learning_rate"}
 
 
+def _items(text: str, sep: str, item: re.Pattern[str]) -> Iterator[tuple[str, float]]:
+    """The ``key``/``val`` items of ``text`` cut at ``sep`` that ``item`` matches whole, with
+    a number for a value."""
+    for piece in text.split(sep):
+        im = item.fullmatch(piece)
+        if im is not None and (value := parse_number(im.group("val"))) is not None:
+            yield im.group("key").strip(), value
+
+
 def parse_iter_line(text: str) -> tuple[int, Record] | None:
     """``Iter N: Name value, ...`` as (N, {key: value}); a reward function's ``NAME mean``
     as TRL's ``rewards/NAME/mean``, a validation line's keys under ``val/``."""
@@ -220,14 +280,7 @@ def parse_iter_line(text: str) -> tuple[int, Record] | None:
     if m is None:
         return None
     record: Record = {}
-    for item in text[m.end():].split(","):
-        im = _ITER_ITEM.fullmatch(item)
-        if im is None:
-            continue
-        value = parse_number(im.group("val"))
-        if value is None:
-            continue
-        key = im.group("key").strip()
+    for key, value in _items(text[m.end():], ",", _ITER_ITEM):
         if key.startswith("Val "):
             record[f"val/{key[4:].strip()}"] = value
             continue
@@ -241,6 +294,51 @@ def parse_iter_line(text: str) -> tuple[int, Record] | None:
 
 def _iter_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]:
     return _line_records(segments, "Iter ", parse_iter_line)
+
+
+# --- lines labelled with their step: cosmos-rl, prime-rl, Megatron --------------------------------
+
+#: A step's line, its metrics as "Key: value" items after the step's label, separated by "|"
+#: or ",": cosmos-rl's "Step: 861/4725, Loss: -0.023, Learning rate: 2e-06, Reward: 1.31",
+#: prime-rl's "SUCCESS Step 28 | Time: 73.77s | Reward: 0.3887 | Seq. Length: 345.6
+#: tokens/sample" and Megatron's (ms-swift, NeMo) "iteration  7/ 2174 | consumed samples: 448
+#: | learning rate: 4.99E-05 | loss: -2.4E-06 | reward: 7.6E-01 | grad norm: 0.016 |" (all
+#: refused as "no metric lines": trial 66).
+_LABELLED_STEP = re.compile(r"(?<![\w/.-])(?:[Ss]tep|STEP|[Ii]teration)\s*:?\s+(\d+)"
+                            r"(?:\s*/\s*\d+)?\s*(?P<sep>[|,])")
+_LABELLED_ITEM = re.compile(
+    rf"\s*(?P<key>[A-Za-z][\w ./()%-]*?)\s*:\s*(?P<val>{_NUM})(?:\s*[A-Za-z%/]+)*\s*")
+#: Their names, as TRL logs the same things (the aliases know those).
+_LABELLED_NAMES = {"learning rate": "learning_rate", "grad norm": "grad_norm",
+                   "completion length": "completion_length", "lm loss": "loss",
+                   "seq. length": "seq_length", "kl": "kl", "entropy": "entropy",
+                   "reward std": "reward_std"}
+
+
+def parse_labelled_line(text: str) -> tuple[int, Record] | None:
+    """A line ``... Step N[/M] | Key: value | ...`` (or ``,``-separated) as (N, {key:
+    value}), when one of its keys names a metric the aliases know."""
+    m = _LABELLED_STEP.search(text)
+    if m is None:
+        return None
+    record: Record = {}
+    for key, value in _items(text[m.end():], m.group("sep"), _LABELLED_ITEM):
+        key = re.sub(r"\s+", " ", key)
+        name = _LABELLED_NAMES.get(key.lower())
+        record[name or (key if "/" in key else key.lower().replace(" ", "_"))] = value
+    if not record or not map_columns(list(record)).mapping:
+        return None
+    return int(m.group(1)), record
+
+
+def _labelled_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]:
+    steps: list[int] = []
+    records: list[Record] = []
+    for marker in ("tep", "teration", "STEP"):  # "Step", "step", "iteration", "Iteration"
+        steps, records = _line_records(segments, marker, parse_labelled_line)
+        if records:
+            break
+    return steps, records
 
 
 # --- NeMo-RL -------------------------------------------------------------------------------------
@@ -1079,6 +1177,12 @@ def parse_console(text: str, source: str = "") -> ConsoleLog:
     _dict_log(segments, log, source)
     if log.kind:
         return log
+    steps, records = _labelled_records(segments)
+    if records:
+        log.kind = "labelled"
+        log.frame, log.explicit = records_frame(records, source)
+        log.steps = steps
+        return log
     steps, records = _postfix_records(segments)
     if len(records) >= 2:
         log.kind = "bar"
@@ -1145,14 +1249,18 @@ def _sniff(path: Path, head: bytes) -> int:
         return 0
     text = _sniff_text(path, head)
     bonus = 5 if suffix in _TEXT_SUFFIXES else 0
-    if _VERL_STEP.search(text) and any(
+    if _VERL_STEP.search(text) and (any(
         _has_verl_metrics(line) for line in text.splitlines() if "step:" in line
-    ):
+    ) or any(_has_verl_metrics(seg.text) for seg in _verl_unwrapped(split_segments(text))
+             if "step:" in seg.text)):
         return 85 + bonus
     if _has_metric_dict(text):
         return 80 + bonus
     if any(_ITER_LINE.match(line) and parse_iter_line(line) for line in text.splitlines()):
         return 75 + bonus
+    if any(parse_labelled_line(line) for line in text.splitlines()
+           if _LABELLED_STEP.search(line)):
+        return 72 + bonus
     if _postfix_records(split_segments(text[:_SNIFF_BYTES]))[1]:
         return 70 + bonus
     if "Training Results:" in text and len(_nemo_records(split_segments(text))[1]) >= 2:
@@ -1272,7 +1380,8 @@ def _is_metric_line(line: str) -> bool:
     if _IN_TRACEBACK.match(line) or _SOURCE_LINE.match(line):
         return False  # a traceback's source line or exception holding "'reward':"
     return "train_runtime" in line or bool(_SNIFF_KEY.search(line)) or bool(
-        _VERL_STEP.search(line)) or bool(_ITER_LINE.match(line))
+        _VERL_STEP.search(line)) or bool(_ITER_LINE.match(line)) or bool(
+        _LABELLED_STEP.search(line) and parse_labelled_line(line))
 
 
 def ending_after_metrics(text: str) -> Ending | None:
