@@ -47,7 +47,7 @@ from grpo_doctor.rules.signals import (
     unscored_share,
 )
 from grpo_doctor.run_settings import with_run_settings
-from grpo_doctor.signs import signs
+from grpo_doctor.signs import nan_beside, signs
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, plural, step_text
 
@@ -457,7 +457,8 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         weighed = None
     # How the run ended comes first: on a report with no finding it is what to act on (a
     # run cut off at step 109 of 200 had it as its fourth note, after the log's own, trial 60).
-    later = (_late_start_note(run), failed, low, still, holes,
+    nan_note = nan_beside(run) if run.n_steps >= MIN_STEPS_FOR_HEALTHY else None
+    later = (_late_start_note(run), failed, low, still, holes, nan_note,
              unscored.words() if unscored else None, weighed, jumped, blind, clipped, cispo)
     notes = (((stopped,) if stopped else ()) + tuple(run.notes) + settings
              + tuple(n for n in later if n) + tuple(unread_notes(run)))

@@ -46,6 +46,7 @@ from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.entropy_collapse import RULE as ENTROPY_RULE
 from grpo_doctor.rules.incidents import aftermath
+from grpo_doctor.rules.numerical_failure import lr_key, model_of, other_models
 from grpo_doctor.rules.points import end_size, head_tail, late_points, series
 from grpo_doctor.rules.signals import (
     LrBurst,
@@ -1452,8 +1453,10 @@ def _kl_burst_at_start(run: Run, setup: recipe.Setup, check: Check) -> _Lead | N
     the start, or the sampler reshaped the logits the reference scores (trial 65: KL 10,833 at
     a grammar-constrained run's first log, lr 1.1e-6, read "learning_rate first"). None
     otherwise."""
-    if check.mode != "kl_drift" or not len(run.steps):
-        return None
+    from grpo_doctor.importers.console import LOG_LINE_STEPS
+
+    if check.mode != "kl_drift" or not len(run.steps) or LOG_LINE_STEPS in run.notes:
+        return None  # (a log's first line is no first update: an excerpt, trial 66)
     first = next((i for i in check.incidents if i.step == int(run.steps[0])), None)
     if first is None or first.threshold is None or first.peak < 10 * first.threshold:
         return None
@@ -1691,6 +1694,16 @@ def _numerical_setup(run: Run, setup: recipe.Setup, check: Check) -> _Lead:
                 "guard it (return 0 on a failed parse) and restart")
         return _Lead(knobs.Remedy(text), summary=f"a setup problem, the reward function: "
                      f"{check.summary}", setup=True)
+    others = other_models(run)
+    if bad and bad <= set(others):
+        # Only another model's update is NaN (a PPO critic's value loss): the policy's own
+        # numbers are finite, its dtype and lr are not the first suspects (verl#498).
+        text = (f"check {model_of(sorted(others))} first, not the policy, whose numbers "
+                f"are finite: its learning rate and warm-up{lr_key(sorted(others))}, its "
+                "dtype (fp32 for a value head), its initialisation; then restart (its NaN "
+                "reaches the advantages next)")
+        return _Lead(knobs.Remedy(text), summary=f"a numerical setup problem of another "
+                     f"model: {check.summary}", setup=True)
     # What the log and the config point at first: a division the first NaN step shows the
     # zero of, before a dtype the config rules out (fp16 false led with "fp16 weights").
     first = min(int(v[0]) for v in run.nan_steps.values() if len(v)) if bad else None

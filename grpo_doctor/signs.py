@@ -125,10 +125,14 @@ _KL_AT_START = 0.1
 def _kl_at_first_update(run: Run) -> str | None:
     """A KL far from 0 at step 0 or 1, where the policy still is its reference (SkyRL#1864:
     kl_loss 0.63 at step 1, unsaid; trial 62)."""
+    from grpo_doctor.importers.console import LOG_LINE_STEPS
+
     steps, kl = series(run, Metric.KL.value)
     if not len(kl) or int(steps[0]) > 1 or int(run.steps[0]) != int(steps[0]) or (
             kl[0] < _KL_AT_START):
         return None
+    if LOG_LINE_STEPS in run.notes:
+        return None  # its first line, not its first update (an excerpt at epoch 0.4: trial 66)
     return (f"a KL of {fmt(float(kl[0]))} at step {int(steps[0])}, the first update, where "
             "the policy still is its reference (KL near 0): check the reference model "
             "against the policy's starting checkpoint (the same weights, dtype and "
@@ -152,8 +156,31 @@ def _near_random(run: Run) -> str | None:
             "weight sync that never reached it), before the reward")
 
 
-SIGNS = (_near_random, _all_cut, _all_alike, _all_equal_groups, _no_gradient, _no_advantage,
-         _kl_at_first_update)
+def nan_beside(run: Run) -> str | None:
+    """NaN logged in a column no check watches (verl#498: a PPO critic's vf_loss, value and
+    grad norm NaN at step 1, the report silent on it; trial 66). The checks' own metrics
+    going NaN are the numerical_failure rule's; on a long log this is a note."""
+    from grpo_doctor.rules.numerical_failure import WATCHED, other_models
+
+    ruled = other_models(run)
+    bad = {name: steps for name, steps in run.nan_steps.items()
+           if name not in WATCHED and name not in ruled and len(steps)}
+    if not bad:
+        return None
+    names = sorted(bad)
+    first = int(min(int(steps.min()) for steps in bad.values()))
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    critic = all(name.startswith(("critic/", "value")) or "vf_" in name or "vpred" in name
+                 for name in names if not name.startswith(("timing", "perf")))
+    why = ("the value model (critic) went NaN: check its setup (its learning rate and "
+           "warm-up, its dtype, the value head's initialisation) before the policy's; its "
+           "values feed the advantages" if critic else
+           "check what computes them before anything else is judged")
+    return f"NaN logged in {shown} (from step {first}): {why}"
+
+
+SIGNS = (nan_beside, _near_random, _all_cut, _all_alike, _all_equal_groups, _no_gradient,
+         _no_advantage, _kl_at_first_update)
 
 
 def signs(run: Run) -> tuple[str, ...]:

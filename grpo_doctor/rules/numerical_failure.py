@@ -32,6 +32,7 @@ Remedies
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from grpo_doctor.findings import Status
@@ -82,6 +83,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             bad[metric] = {"first_step": s, "count": len(all_bad),
                            "nan": len(nan_steps), "inf": len(inf_steps)}
             first = s if first is None else min(first, s)
+    other = other_models(run)
+    for name, steps in other.items():
+        bad[name] = {"first_step": int(steps[0]), "count": len(steps), "nan": len(steps),
+                     "inf": 0}
+        first = int(steps[0]) if first is None else min(first, int(steps[0]))
     total = sum(v["count"] for v in bad.values())
     if total < p["min_bad_values"] or first is None:
         return Outcome(Status.OK, "no NaN or inf in " + ", ".join(
@@ -93,7 +99,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # A NaN only in a logged statistic (KL, entropy) while the loss and the gradient stayed
     # finite at those steps did not reach the weights: the estimator, not the training, broke.
     updates = [u for u in (Metric.LOSS.value, Metric.GRAD_NORM.value) if run.has(u)]
-    reached = any(m in UPDATE for m in bad) or not updates or any(
+    reached = any(m in UPDATE or m in other for m in bad) or not updates or any(
         not _finite_at(run, u, _bad_steps(run, m)) for m in bad for u in updates)
     status = Status.CRITICAL if reached else Status.WARNING
     if not reached:
@@ -107,6 +113,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if not reached:
         # Nothing to roll back and no step size to blame: the statistic's computation broke.
         remedies: tuple[str | None, ...] = _measurement_remedies(sorted(bad))
+    elif other and set(bad) <= set(other):
+        # Another model's update (a PPO critic, an online reward model): its own settings,
+        # not the policy's learning rate.
+        remedies = (
+            None if at_start else knobs.rollback(
+                first, f"resume from the last checkpoint before step {step_text(first)}"),
+            f"check {model_of(sorted(other))}: its learning rate and warm-up"
+            f"{lr_key(sorted(other))}, its dtype (fp32 for a value head), its "
+            "initialisation; its NaN reaches the advantages next",
+        )
     elif at_start:
         # Wrong from the first update: clipping cannot fix a NaN the setup produces.
         remedies = (setup,)
@@ -122,6 +138,33 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     return Outcome(status, summary, onset_step=first,
                    evidence={"non_finite": bad, "threshold": "any NaN or inf"},
                    remedies=remedies, key_metric=key)
+
+
+#: The update of another model trained beside the policy: a PPO critic's value loss and grad
+#: norm, an online reward model's loss (verl#498: critic/vf_loss NaN at step 1, unsaid; trial
+#: 66). Its NaN poisons that model, whose values or scores the policy learns from.
+_OTHER_UPDATE = re.compile(r"(?:^|/)(?:\w*loss|grad_norm|vpred_mean)$")
+_OTHER_MODEL = re.compile(r"^(critic|value|reward_model|rm|prm)\b", re.IGNORECASE)
+
+
+def other_models(run: Run) -> dict[str, np.ndarray]:
+    """The logged NaN steps of other models' updates (critic, reward model), by column."""
+    return {name: steps for name, steps in run.nan_steps.items()
+            if len(steps) and name not in WATCHED and _OTHER_MODEL.match(name)
+            and _OTHER_UPDATE.search(name)}
+
+
+def model_of(columns: list[str]) -> str:
+    prefixes = {c.split("/")[0].lower() for c in columns}
+    if prefixes <= {"critic", "value"}:
+        return "the value model (critic)"
+    return "the model " + " and ".join(sorted(prefixes)) + " logs"
+
+
+def lr_key(columns: list[str]) -> str:
+    """Where a critic's learning rate is set, for a critic's columns."""
+    critic = all(c.split("/")[0].lower() in ("critic", "value") for c in columns)
+    return " (critic.optim.lr in verl)" if critic else ""
 
 
 def _measurement_remedies(metrics: list[str]) -> tuple[str, ...]:
