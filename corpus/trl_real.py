@@ -67,6 +67,7 @@ CTRL53 = dict(learning_rate=1e-4, seed=29)
 CTRL54 = dict(learning_rate=1e-4, seed=31)
 CTRL63 = dict(learning_rate=1e-4, seed=37)
 CTRL64 = dict(learning_rate=1e-4, seed=43)
+CTRL67 = dict(learning_rate=1e-4, seed=47)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -303,6 +304,11 @@ RUNS = {
     # a neutral-named term paying 1.0 per character past the 8th (bystander temperature 0.9)
     "effort_len2": dict(CTRL64, _rewards="effort_strong", max_completion_length=32,
                         temperature=0.9, _logger="wandb"),
+    # trial 67: settings no earlier trial tried (bystanders save_steps 30, loss_type grpo)
+    "topent001_save30": dict(CTRL67, top_entropy_quantile=0.01, save_steps=30),
+    # generation_kwargs override TRL's own max_new_tokens (max_completion_length stays 12)
+    "maxnew6_grpo": dict(CTRL67, generation_kwargs={"max_new_tokens": 6}, loss_type="grpo",
+                         _logger="wandb"),
 }
 
 

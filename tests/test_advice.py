@@ -3449,3 +3449,19 @@ def test_a_roll_back_with_no_saving_schedule_known_says_how_to_go_on_without_one
     assert "or restart from the initial model if none was saved by then" in rc.first_action
     # the schedule known (save_steps 50), the checkpoint is named or the restart said
     assert "if none was saved" not in _trial("trl_entropy_coef_05").root_cause.first_action
+
+
+def test_trial_67_generation_kwargs_override_and_a_tiny_top_entropy_quantile_are_read():
+    """generation_kwargs' max_new_tokens 6 under max_completion_length 12 read
+    "max_completion_length 12 -> 48", a setting raising which changes nothing (TRL passes
+    generation_kwargs last); top_entropy_quantile 0.01 (1% of tokens in the loss) was never
+    read, and the run, correctness 0.37 -> 0.68 where its controls reached 0.87, read
+    healthy with nothing said."""
+    cut = _trial("trl_generation_kwargs_max_new_tokens_6")
+    assert cut.root_cause.first_action.startswith("generation_kwargs.max_new_tokens 6 -> "), (
+        cut.root_cause)
+    assert "max_completion_length" not in cut.root_cause.first_action
+    few = _trial("trl_top_entropy_quantile_001")
+    assert few.status == "healthy"
+    assert any("top_entropy_quantile 0.01 -> 0.2" in n for n in few.notes), few.notes
+    assert "save_steps" not in " ".join(few.notes)  # the bystander

@@ -67,13 +67,16 @@ KL_COEF = Knob(
 )
 TEMPERATURE = Knob(
     "rollout temperature",
-    ("actor_rollout_ref.rollout.temperature", "generation.temperature", "temperature"),
+    ("generation_kwargs.temperature", "actor_rollout_ref.rollout.temperature",
+     "generation.temperature", "temperature"),
 )
 TOP_P = Knob(
-    "top_p", ("actor_rollout_ref.rollout.top_p", "generation.top_p", "rollout.top_p", "top_p"),
+    "top_p", ("generation_kwargs.top_p", "actor_rollout_ref.rollout.top_p", "generation.top_p",
+              "rollout.top_p", "top_p"),
 )
 TOP_K = Knob(
-    "top_k", ("actor_rollout_ref.rollout.top_k", "generation.top_k", "rollout.top_k", "top_k"),
+    "top_k", ("generation_kwargs.top_k", "actor_rollout_ref.rollout.top_k", "generation.top_k",
+              "rollout.top_k", "top_k"),
 )
 MIN_P = Knob(
     "min_p", ("actor_rollout_ref.rollout.min_p", "generation.min_p", "rollout.min_p", "min_p"),
@@ -107,7 +110,10 @@ GRAD_CLIP = Knob(
 )
 MAX_LENGTH = Knob(
     "max response length",
-    ("data.max_response_length", "max_completion_length", "generate_max_len",
+    # TRL's generation_kwargs override the trainer's own settings (trial 67: max_new_tokens 6
+    # under max_completion_length 12 had read "max_completion_length 12 -> 48").
+    ("generation_kwargs.max_new_tokens", "data.max_response_length", "max_completion_length",
+     "generate_max_len",
      "max_new_tokens", "max_response_length",
      # NeMo-RL's prompt and completion together: a bound, read only when no budget is set
      # (beside ``policy.generation.max_new_tokens: 5`` it had read 24).
