@@ -217,6 +217,7 @@ def joined(parts: Sequence[Run], name: str, source: str, labels: Sequence[str],
         reward_roles=_merged([p.reward_roles for p in parts]),
         config_beside=_merged([p.config_beside for p in parts]),
         passed_over=[x for p in parts for x in p.passed_over], ending=last.ending,
+        resumed_at=tuple(int(p.first_step) for p in parts[1:] if p.first_step is not None),
     )
 
 

@@ -43,6 +43,7 @@ import numpy as np
 from grpo_doctor import recipe
 from grpo_doctor.findings import RUN_STOPPED, Check, PlanItem, RootCause, Status
 from grpo_doctor.metrics import Metric
+from grpo_doctor.resumed import span_of
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.entropy_collapse import RULE as ENTROPY_RULE
 from grpo_doctor.rules.incidents import aftermath
@@ -523,6 +524,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if problem is not None:
         return problem
     causes = setup.causes(_linked_modes(root), critical=root.critical, prefer=_own_knobs(check))
+    resumed = _broke_at_resume(run, root, causes)
+    if resumed is not None:
+        return resumed
     if not causes and not root.critical:
         causes = _linked_knobs(setup, root, checks)
     if not causes and root.critical:
@@ -1445,6 +1449,42 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
             summary=f"a setup problem: the policy and the reference differ from the first "
                     f"logged step ({root.summary})", setup=True)
     return None
+
+
+def _broke_at_resume(run: Run, root: Event, causes: Sequence[recipe.Reading]
+                     ) -> _Lead | None:
+    """A critical break where a launch resumed from a checkpoint begins, under no setting of
+    the config (the latest launch's) far outside the recipe but a learning rate the log shows
+    unchanged across the resume: what changed at the resume broke it (trial 67: temperature
+    1.0 -> 2.5 at a resume, entropy x25 in one step there, read from the console alone as
+    "learning_rate 1e-4 -> 5e-5", the lr it was already at). None otherwise."""
+    onset = root.check.onset_step
+    if not run.resumed_at or not root.critical or onset is None:
+        return None
+    span = span_of(run)
+    interval = max(1, int(round(span.gap))) if span is not None else 1
+    start = next((s for s in run.resumed_at if s - 2 * interval <= onset <= s + interval),
+                 None)
+    if start is None:
+        return None
+    if any(r.far and (r.id != "learning_rate" or _lr_moved_at(run, start)) for r in causes):
+        return None  # the latest launch's config names it
+    saved = start - interval
+    return _Lead(knobs.Remedy(
+        f"check what changed when the run was resumed at step {step_text(start)}, where it "
+        f"broke: the resumed launch's settings against the first's (sampling: temperature, "
+        f"top_p; the learning rate and its schedule) and the checkpoint it loaded; then resume "
+        f"from checkpoint-{saved} (the one it resumed from) with the first launch's settings"),
+        summary=f"a change at the resume (step {step_text(start)}): {root.summary}")
+
+
+def _lr_moved_at(run: Run, step: int) -> bool:
+    """Whether the logged learning rate changed by more than half across ``step``."""
+    steps, lr = series(run, Metric.LEARNING_RATE.value)
+    before, after = lr[steps < step], lr[steps >= step]
+    if not len(before) or not len(after) or before[-1] <= 0:
+        return bool(not len(lr))  # no lr logged: it may have
+    return not 2 / 3 <= after[0] / before[-1] <= 1.5
 
 
 def _kl_burst_at_start(run: Run, setup: recipe.Setup, check: Check) -> _Lead | None:

@@ -90,6 +90,10 @@ class Run:
     # How the process ended after its last logged step, when the log says (a traceback in its
     # console output): a run that stopped on an error, not one that finished.
     ending: Ending | None = None
+    # The first logged step of each launch after the first, for launches of the run resumed
+    # from a checkpoint and read as one (``resumed.joined``): what broke there may be what
+    # changed at the resume.
+    resumed_at: tuple[int, ...] = ()
     # metric -> (steps, values) with gaps and non-finite values dropped; filled on first use
     # and sliced (not recomputed) by ``truncated``, which replaying first alerts calls often.
     _finite: dict[str, tuple[np.ndarray, np.ndarray]] = field(

@@ -3465,3 +3465,38 @@ def test_trial_67_generation_kwargs_override_and_a_tiny_top_entropy_quantile_are
     assert few.status == "healthy"
     assert any("top_entropy_quantile 0.01 -> 0.2" in n for n in few.notes), few.notes
     assert "save_steps" not in " ".join(few.notes)  # the bystander
+
+
+def test_a_break_where_a_resumed_launch_begins_is_what_changed_at_the_resume(tmp_path):
+    """Trial 67: temperature 1.0 -> 2.5 at a resume from checkpoint-100, entropy x25 in one
+    step at 101, the console read alone (no config): it read "learning_rate 1e-4 -> 5e-5",
+    the lr it was already at, and the blow-up was dated 100, the last step before the jump."""
+    rng = np.random.default_rng(67)
+    steps = np.arange(1, 201)
+    lr = 1e-4 * (1 - steps / 200) + 1e-7
+    entropy = np.where(steps < 101, 0.09, 2.2) + rng.normal(0, 0.005, 200)
+    reward = np.where(steps < 101, 0.6 + 0.7 * (1 - np.exp(-steps / 30)), 0.04)
+    lines = ["{" + f"'loss': 0.01, 'grad_norm': 0.4, 'learning_rate': {lr[i]:.4g}, "
+             f"'reward': {reward[i]:.4f}, 'reward_std': 0.3, 'entropy': {entropy[i]:.4f}, "
+             f"'epoch': {steps[i] / 200:.3f}" + "}" for i in range(200)]
+    log = tmp_path / "console.log"
+    # The first launch ran to 115, was stopped, and was resumed from checkpoint-100.
+    log.write_text("\n".join(lines[:115]) + "\nKeyboardInterrupt\n"
+                   + "\n".join(lines[100:]) + "\n")
+    (run,) = load_runs(log)
+    assert run.resumed_at == (101,), run.notes
+    d = diagnose(run)
+    check = d.check("entropy_blowup")
+    assert check.status == "critical" and check.onset_step == 101
+    action = d.root_cause.first_action
+    assert action.startswith("check what changed when the run was resumed at step 101"), action
+    assert "checkpoint-100" in action and "learning_rate" not in action
+    # The same break with no resume in the log is no resume's.
+    (whole,) = load_runs(_write(tmp_path / "whole.log", "\n".join(lines) + "\n"))
+    assert not whole.resumed_at
+    assert "resumed" not in diagnose(whole).root_cause.first_action
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path

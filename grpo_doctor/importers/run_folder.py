@@ -424,6 +424,9 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         # The process's console beside the logs it wrote says how it ended (a traceback, or
         # the Trainer's closing summary).
         run.ending = run.ending or ending
+        # Where a copy that kept its launches apart says the run was resumed (a trainer state
+        # carries its history on through a resume, unmarked).
+        run.resumed_at = run.resumed_at or other.resumed_at
         run.summary = {**(summary or {}), **(run.summary or {})}
         never = _never_a_number(run, other)
         if never:

@@ -109,6 +109,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     else:
         knot = float(steps[min(start_i + 1, peak_i)])
     onset = snap_to_logged(run, ENTROPY, knot)
+    at = int(np.searchsorted(steps, onset))
+    if at + 1 < len(h) and h[at] <= line and h[at + 1] >= base + 0.5 * (peak - base):
+        # A jump, half the move in one logged step: a hinge puts its knot on the last point
+        # before it (trial 67: dated 100 for a jump at 101, the resume's first step).
+        onset = int(steps[at + 1])
     corroboration = []
     if rising(run, Metric.GRAD_NORM.value, 0.01):
         corroboration.append("grad norm rising")
