@@ -309,6 +309,9 @@ RUNS = {
     # generation_kwargs override TRL's own max_new_tokens (max_completion_length stays 12)
     "maxnew6_grpo": dict(CTRL67, generation_kwargs={"max_new_tokens": 6}, loss_type="grpo",
                          _logger="wandb"),
+    # no pair of tokens may repeat: the answer format cannot be written (bystander top_k 50)
+    "norep2_topk50": dict(CTRL67, generation_kwargs={"no_repeat_ngram_size": 2}, top_k=50,
+                          _logger="swanlab"),
 }
 
 

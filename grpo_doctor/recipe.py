@@ -105,6 +105,7 @@ class Setting:
     metric: str | None = None  # a logged metric holding its value (learning rate, beta)
     kind: str = "number"  # number | flag | choice | dtype
     off_when_zero: bool = False  # 0 switches the knob off (beta, entropy bonus, clipping)
+    off_in_recipe: bool = False  # any value switching it on is outside (the recipe has it off)
     off_above: float | None = None  # a value this large means "off" (max_grad_norm 1e9)
     ok_values: tuple[str, ...] = ()  # a choice's values inside the recipe
     note_only: bool = False  # never a cause: only reported (preflight, notes)
@@ -261,6 +262,20 @@ SETTINGS: tuple[Setting, ...] = (
                    "rollout samples from a distribution the policy does not have, and a task "
                    "whose answers repeat tokens (tags, digits) is penalised for them"},
         target="1.0",
+    ),
+    Setting(
+        # Not in the chapter: a hard ban on repeating any n tokens (transformers' generate;
+        # TRL's generation_kwargs). Trial 67's 2 made the answer format impossible: reward
+        # 0.005 and 92% of groups all alike for 20 steps, read healthy with it unsaid.
+        "no_repeat_ngram_size", ("generation_kwargs.no_repeat_ngram_size",
+                                 "no_repeat_ngram_size"),
+        "0 (off)", "the frameworks' default (transformers, vLLM has none)",
+        high=0.5, far=1.5, off_in_recipe=True,
+        risks={HIGH: _links(contributing=(_ADV, "no_progress", "format_gaming",
+                                          "no_learning_signal"))},
+        why={HIGH: "the sampler may never repeat any n tokens: a format, a tag or a number "
+                   "that repeats a pair cannot be written, whatever the policy learns"},
+        target="0 (off)",
     ),
     Setting(
         "entropy_coef", (*knobs.ENTROPY_COEF.names, "entropy_loss_coef"),
@@ -586,6 +601,8 @@ class Reading:
             return f"{self.value_text} switches it off; the recipe's: {s.recipe}"
         if self.verdict == UNSAFE and s.negative:
             return f"{s.negative}; the recipe's: {s.recipe}"
+        if self.verdict == HIGH and s.off_in_recipe:
+            return f"on; the recipe's: {s.recipe}"
         if self.factor is not None and self.verdict == HIGH:
             bound = s.high if s.high is not None else 0.0
             if s.id == "learning_rate" and self.lora:

@@ -156,6 +156,22 @@ def _near_random(run: Run) -> str | None:
             "weight sync that never reached it), before the reward")
 
 
+#: Mean token entropy (nats) at or below which a step samples near-greedily: half the
+#: entropy_collapse rule's floor (0.02).
+NEAR_GREEDY_ENTROPY = 0.01
+
+
+def _near_greedy(run: Run) -> str | None:
+    """Entropy at or below ``NEAR_GREEDY_ENTROPY`` on every logged step (verl#1224: 0.001 at
+    step 1049, unsaid on its one-step excerpt; trial 66)."""
+    _, h = series(run, Metric.ENTROPY.value)
+    if not len(h) or float(h.max()) > NEAR_GREEDY_ENTROPY or float(h.min()) < 0:
+        return None
+    return (f"an entropy of {fmt(float(h.max()))} nats per token or less: sampling is "
+            "near-greedy, each group's samples alike (an entropy collapse, if the run's "
+            "start was higher; a temperature far below 1 if it never was)")
+
+
 def nan_beside(run: Run) -> str | None:
     """NaN logged in a column no check watches (verl#498: a PPO critic's vf_loss, value and
     grad norm NaN at step 1, the report silent on it; trial 66). The checks' own metrics
@@ -179,8 +195,8 @@ def nan_beside(run: Run) -> str | None:
     return f"NaN logged in {shown} (from step {first}): {why}"
 
 
-SIGNS = (nan_beside, _near_random, _all_cut, _all_alike, _all_equal_groups, _no_gradient,
-         _no_advantage, _kl_at_first_update)
+SIGNS = (nan_beside, _near_random, _near_greedy, _all_cut, _all_alike, _all_equal_groups,
+         _no_gradient, _no_advantage, _kl_at_first_update)
 
 
 def signs(run: Run) -> tuple[str, ...]:

@@ -3465,6 +3465,10 @@ def test_trial_67_generation_kwargs_override_and_a_tiny_top_entropy_quantile_are
     assert few.status == "healthy"
     assert any("top_entropy_quantile 0.01 -> 0.2" in n for n in few.notes), few.notes
     assert "save_steps" not in " ".join(few.notes)  # the bystander
+    banned = _trial("trl_no_repeat_ngram_size_2")
+    (said,) = [n for n in banned.notes if "for the next run" in n]
+    assert "generation_kwargs.no_repeat_ngram_size 2 -> 0 (off) (2 is on;" in said, said
+    assert "top_k" not in said  # the bystander (50)
 
 
 def test_a_break_where_a_resumed_launch_begins_is_what_changed_at_the_resume(tmp_path):

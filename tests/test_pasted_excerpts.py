@@ -391,3 +391,12 @@ def test_a_kl_at_a_logs_first_line_is_no_first_update_when_its_steps_are_lines(t
         for e in (0.4, 0.45)))
     diagnosis = diagnose(load_runs(log)[0])
     assert not any("reference model" in s for s in diagnosis.signs), diagnosis.signs
+
+
+def test_near_greedy_entropy_on_a_short_log_is_said():
+    """verl#1224's step 1049: entropy 0.001, unsaid on its one-step excerpt."""
+    d = diagnose(make_run(steps=np.array([1049]), entropy=np.array([0.001]),
+                          reward=np.array([0.104])))
+    assert any(s.startswith("an entropy of 0.001 nats per token or less") for s in d.signs)
+    low = diagnose(make_run(entropy=np.array([0.05, 0.04]), reward=np.array([0.5, 0.6])))
+    assert not any("near-greedy" in s for s in low.signs)  # low, not greedy
