@@ -1366,9 +1366,23 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
         summary = (f"{said}; the setting {top.name} {top.value_text} ({top.how_far()}) is a "
                    f"known cause of {_mode_words(root.check.mode, top)}")
     knob = next((k for k in knobs.KNOBS if k.names[:1] == top.setting.names[:1]), None)
+    # A step size or a loss weight wrong from the start shapes the run as it trains: a
+    # gradual fall from step 1 is a dynamic (audit had said "a setup problem" of an lr behind
+    # an entropy sharpening; trial 67), a run it killed at its first update is no run to
+    # roll back. A budget, a sampler or a dtype is wrong before any update.
+    setup = from_start and (top.id not in _TRAINING_SETTINGS or root.incident
+                            or "catastrophic update" in root.summary)
     return _Lead(knobs.Remedy(text, knob=knob, rollback_step=root.step if where else None),
-                 summary=summary, knob=_Knob(top), setup=from_start,
+                 summary=summary, knob=_Knob(top), setup=setup,
                  extra_knobs=tuple(causes[1:]))
+
+
+#: Settings that shape the updates as the run trains, not what it samples or computes in:
+#: wrong from the start, what they break is a training dynamic, not a setup problem.
+_TRAINING_SETTINGS = frozenset({
+    "learning_rate", "beta", "entropy_coef", "epsilon", "epsilon_high", "max_grad_norm",
+    "num_iterations", "adam_beta2", "adaptive_kl", "ref_model_sync_steps", "loss_type",
+    "top_entropy_quantile"})
 
 
 def _learned_before(run: Run, step: int) -> bool:
