@@ -400,3 +400,80 @@ def test_near_greedy_entropy_on_a_short_log_is_said():
     assert any(s.startswith("an entropy of 0.001 nats per token or less") for s in d.signs)
     low = diagnose(make_run(entropy=np.array([0.05, 0.04]), reward=np.array([0.5, 0.6])))
     assert not any("near-greedy" in s for s in low.signs)  # low, not greedy
+
+
+# --- helper-88 (hostile, on trial 66's readers) ------------------------------------------------
+
+
+def test_labelled_lines_beside_a_dict_nan_in_capitals_and_thousands_separators(tmp_path):
+    """One printed dict had hidden 100 labelled steps; Megatron's NAN was dropped (the NaN
+    check passed); "Completion length: 1,024" read 1 (a critical "generation stops")."""
+    log = tmp_path / "prime.log"
+    log.write_text("Config: {'loss': 'grpo', 'kl': 0.0, 'reward': 'math'}\n" + "".join(
+        f"SUCCESS Step {s} | Reward: {0.3 + s / 1000:.4f} | Seq. Length: 345 tokens\n"
+        for s in range(1, 101)) + "{'reward': 0.61, 'loss': 0.2}\n")
+    (run,) = load_runs(log)
+    assert run.n_steps == 100 and int(run.steps[-1]) == 100
+    assert not any("log-line numbers" in n for n in run.notes)
+    log.write_text("".join(
+        f" iteration {s:8d}/ 2174 | learning rate: 4.999872E-05 | loss: "
+        f"{'NAN' if s > 5 else '-2.365559E-06'} | reward: 7.6E-01 | grad norm: "
+        f"{'NAN' if s > 5 else '0.016'} |\n" for s in range(1, 21)))
+    (run,) = load_runs(log)
+    assert len(run.nan_steps["loss"]) == 15 and len(run.nan_steps["grad_norm"]) == 15
+    log.write_text("".join(f"Step {s}, Reward: 1,234.5, Loss: 0.1, Completion length: 1,024\n"
+                           for s in range(1, 31)))
+    (run,) = load_runs(log)
+    assert run.frame["response_length_mean"].iloc[0] == 1024.0
+    assert run.frame["reward_mean"].iloc[0] == 1234.5
+
+
+def test_a_wrapped_verl_line_under_crlf_or_a_trimmed_cut_is_joined_and_others_are_not(
+        tmp_path):
+    line = ("step:{s} - global_seqlen/min:16832.000 - global_seqlen/mean:16842.000 - "
+            "actor/entropy_loss:0.001 - critic/vf_loss:0.087 - actor/pg_loss:0.090 - "
+            "actor/ppo_kl:0.000 - actor/grad_norm:0.629 - critic/score/mean:0.104 - "
+            "critic/score/max:0.133 - critic/score/min:0.100 - response_length/mean:12.5")
+    steps = range(1, 11)
+    crlf = "\r\n".join(_wrap(line.format(s=s), 80) for s in steps) + "\r\n"
+    trimmed = "\n".join("\n".join(p.rstrip(" ") for p in _wrap(line.format(s=s), 80).split(
+        "\n")) for s in steps) + "\n"
+    for name, text in (("crlf.log", crlf), ("trimmed.log", trimmed)):
+        path = tmp_path / name
+        path.write_text(text, newline="")
+        (run,) = load_runs(path)
+        assert run.n_steps == 10, name
+        assert set(run.frame["response_length_mean"]) == {12.5}, name
+    # A short step line followed by logger lines of one width, or a line starting with a
+    # digit: never glued on (response_length 12.5 had read 12.51).
+    logger = "2025-06-01 10:00:00,123 - INFO - timing/gen:12.0 - saving the checkpoint now"
+    digits = "1 - done " + "x" * 90
+    for name, after in (("logger.log", [logger, logger]), ("digits.log", [digits])):
+        path = tmp_path / name
+        path.write_text("".join(line.format(s=s) + "\n" + "\n".join(after) + "\n"
+                                for s in steps))
+        (run,) = load_runs(path)
+        assert run.n_steps == 10 and set(run.frame["response_length_mean"]) == {12.5}, name
+
+
+def test_nan_notes_name_a_critic_only_for_a_critics_values(tmp_path):
+    """timing/* and critic/returns (which verl logs for GRPO, with no critic) NaN had read
+    "the value model (critic) went NaN"; critic_loss and value_loss NaN had read HEALTHY."""
+
+    def run_with(column: str):
+        path = tmp_path / f"{column.replace('/', '_')}.csv"
+        path.write_text(f"step,reward,entropy,loss,{column}\n" + "".join(
+            f"{s},{0.2 + 0.015 * s:.3f},0.5,0.01,{'nan' if s > 20 else 1.0}\n"
+            for s in range(1, 41)))
+        return diagnose(load_runs(path)[0])
+
+    for column in ("timing/gen", "critic/returns/mean"):
+        (note,) = [x for x in run_with(column).notes if x.startswith("NaN logged in")]
+        assert "critic)" not in note, note
+    for column in ("critic_loss", "value_loss"):
+        d = run_with(column)
+        assert d.check("numerical_failure").status.value == "critical", column
+        assert "value model (critic)" in d.root_cause.first_action
+        assert "learning_rate" not in d.root_cause.first_action
+    rm = run_with("reward_model/loss")
+    assert "check the reward model, not the policy" in rm.root_cause.first_action

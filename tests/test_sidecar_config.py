@@ -675,6 +675,13 @@ def test_another_runs_log_beside_a_log_gives_it_no_settings(tmp_path):
     assert not any("beside the log" in n for n in run.notes), run.notes
     (b_run,) = load_runs(tmp_path / "b_run.log")
     assert b_run.config["temperature"] == 3.0  # its own settings still read
+    # A sibling whose metric lines are a progress bar's postfix (OpenRLHF) is a run's too.
+    (tmp_path / "b_run.log").write_text(
+        "Settings: learning_rate=1e-6 beta=0.04 temperature=3.0 num_generations=2\n" + "".join(
+            f"Episode [1/1]: {i}%|##| {i}/40 [00:0{i % 10}<00:00, policy_loss=0.1, "
+            f"reward=0.{i:02d}, kl=0.001]\n" for i in range(1, 41)))
+    (run,) = load_runs(tmp_path / "a_run.log")
+    assert "temperature" not in run.config, run.config
 
     events = tmp_path / "runs" / "Dec07"
     events.mkdir(parents=True)

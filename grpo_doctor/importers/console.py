@@ -199,6 +199,13 @@ def _verl_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]
     return _line_records(_verl_unwrapped(segments), "step:", parse_verl_line)
 
 
+#: The most lines a verl step line is joined from (5,000 characters at 80 columns: 63).
+_MAX_VERL_WRAPPED = 200
+#: A line that begins as a log line of its own, not a wrapped line's rest.
+_LOG_LINE = re.compile(r"\s*(?:\[|\(|\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
+                       r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b)")
+
+
 def _verl_unwrapped(segments: Sequence[Segment]) -> Sequence[Segment]:
     """``segments`` with each verl step line a terminal hard-wrapped at a fixed width joined
     back (pasted into an issue: its step's reward, entropy and the rest on the lines after
@@ -217,33 +224,56 @@ def _verl_unwrapped(segments: Sequence[Segment]) -> Sequence[Segment]:
             continue
         if out is None:
             out = list(segments[:i])
-        out.append(Segment(seg.text + "".join(s.text for s in segments[i + 1:end + 1]),
-                           seg.source))
+        out.append(Segment(seg.text + "".join(s.text for s in segments[i + 1:end + 1]
+                                              if s.source in ("", seg.source)), seg.source))
         i = end + 1
     return segments if out is None else out
 
 
 def _wrap_end(segments: Sequence[Segment], start: int) -> int | None:
     """The index of the last line a verl step line at ``start`` was hard-wrapped onto, or
-    None when the lines after it are not its wrap."""
+    None when the lines after it are not its wrap.
+
+    A wrap's lines are as wide as the terminal but the last (a copy may trim a space at a
+    cut: one column less), and so is the step line itself with the Ray prefix it was printed
+    under. A shorter step line, or a line that begins as a log line of its own (a timestamp,
+    a level, a bracket), has nothing wrapped after it (helper-88: logger lines of one width
+    had been glued on). The empty pieces CRLF line ends leave are passed over."""
     first = segments[start]
-    following = segments[start + 1:start + _MAX_WRAPPED_LINES]
-    if not following or not following[0].text or following[0].source not in ("",
-                                                                              first.source):
+    pieces: list[int] = []
+    for k in range(start + 1, min(len(segments), start + _MAX_VERL_WRAPPED)):
+        seg = segments[k]
+        if not seg.text:
+            continue
+        if seg.source not in ("", first.source) or "step:" in seg.text or _LOG_LINE.match(
+                seg.text):
+            break
+        pieces.append(k)
+        if len(pieces) > 1 and len(seg.text) < len(segments[pieces[0]].text) - 1:
+            break  # the last, shorter line
+    if not pieces:
         return None
-    width = len(following[0].text)
-    if width < _MIN_WRAP_WIDTH or len(first.text) > width:
+    physical = len(first.text) + (len(first.source) + 1 if first.source else 0)
+    if len(pieces) == 1:
+        # One line after it: only a line that begins an item says it is the step's rest.
+        if not segments[pieces[0]].text.lstrip().startswith("-"):
+            return None
+        width = max(physical, len(segments[pieces[0]].text))
+    else:
+        width = max(len(segments[k].text) for k in pieces[:-1])
+    if width < _MIN_WRAP_WIDTH or not width - 2 <= physical <= width:
         return None
     end = None
-    for k, seg in enumerate(following):
-        if seg.source not in ("", first.source) or "step:" in seg.text or len(seg.text) > width:
+    for n, k in enumerate(pieces):
+        size = len(segments[k].text)
+        if size > width:
             break
-        end = start + 1 + k
-        if len(seg.text) < width:
-            break
-    if end is None or (end == start + 1 and not following[0].text.lstrip().startswith("-")):
-        return None  # one line after it, not starting an item: nothing says it is a wrap
-    joined = first.text + "".join(s.text for s in segments[start + 1:end + 1])
+        end = k
+        if size < width - 1 and n < len(pieces) - 1:
+            return None  # a short line before the last: not one wrap
+    if end is None:
+        return None
+    joined = first.text + "".join(segments[k].text for k in pieces if k <= end)
     before, after = parse_verl_line(first.text), parse_verl_line(joined)
     if before is None or after is None or len(after[1]) <= len(before[1]):
         return None
@@ -264,12 +294,15 @@ _ITER_NAMES = {"train loss": "loss", "total rewards mean": "reward",
                "kl": "kl", "learning rate": "learning_rate"}
 
 
-def _items(text: str, sep: str, item: re.Pattern[str]) -> Iterator[tuple[str, float]]:
+def _items(text: str, sep: str | re.Pattern[str],
+           item: re.Pattern[str]) -> Iterator[tuple[str, float]]:
     """The ``key``/``val`` items of ``text`` cut at ``sep`` that ``item`` matches whole, with
     a number for a value."""
-    for piece in text.split(sep):
+    for piece in (text.split(sep) if isinstance(sep, str) else sep.split(text)):
         im = item.fullmatch(piece)
-        if im is not None and (value := parse_number(im.group("val"))) is not None:
+        # (A thousands separator: "Completion length: 1,024"; helper-88.)
+        if im is not None and (value := parse_number(im.group("val").replace(",", ""))
+                               ) is not None:
             yield im.group("key").strip(), value
 
 
@@ -307,7 +340,11 @@ def _iter_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]
 _LABELLED_STEP = re.compile(r"(?<![\w/.-])(?:[Ss]tep|STEP|[Ii]teration)\s*:?\s+(\d+)"
                             r"(?:\s*/\s*\d+)?\s*(?P<sep>[|,])")
 _LABELLED_ITEM = re.compile(
-    rf"\s*(?P<key>[A-Za-z][\w ./()%-]*?)\s*:\s*(?P<val>{_NUM})(?:\s*[A-Za-z%/]+)*\s*")
+    rf"\s*(?P<key>[A-Za-z][\w ./()%-]{{0,200}}?)\s*:\s*(?P<val>[-+]?\d{{1,3}}(?:,\d{{3}})+"
+    rf"(?:\.\d+)?|{_NUM})(?:\s*[A-Za-z%/]+)*\s*",
+    re.IGNORECASE)  # Megatron prints NaN as NAN (helper-88)
+#: Between items: a "|", or a "," before the next key (never inside "1,024": helper-88).
+_LABELLED_SEP = {"|": re.compile(r"\|"), ",": re.compile(r",\s*(?=[A-Za-z])")}
 #: Their names, as TRL logs the same things (the aliases know those).
 _LABELLED_NAMES = {"learning rate": "learning_rate", "grad norm": "grad_norm",
                    "completion length": "completion_length", "lm loss": "loss",
@@ -322,13 +359,20 @@ def parse_labelled_line(text: str) -> tuple[int, Record] | None:
     if m is None:
         return None
     record: Record = {}
-    for key, value in _items(text[m.end():], m.group("sep"), _LABELLED_ITEM):
+    for key, value in _items(text[m.end():], _LABELLED_SEP[m.group("sep")], _LABELLED_ITEM):
         key = re.sub(r"\s+", " ", key)
         name = _LABELLED_NAMES.get(key.lower())
         record[name or (key if "/" in key else key.lower().replace(" ", "_"))] = value
-    if not record or not map_columns(list(record)).mapping:
+    if not record or not _names_a_metric(tuple(record)):
         return None
     return int(m.group(1)), record
+
+
+@functools.lru_cache(maxsize=1024)
+def _names_a_metric(keys: tuple[str, ...]) -> bool:
+    """Whether the aliases know one of ``keys`` (once per set of keys, not once per line:
+    100,000 lines had taken 12 s; helper-88)."""
+    return bool(map_columns(list(keys)).mapping)
 
 
 def _labelled_records(segments: Sequence[Segment]) -> tuple[list[int], list[Record]]:
@@ -1146,6 +1190,10 @@ def _kv_records(segments: Sequence[Segment]) -> list[Record]:
 # --- the whole log ------------------------------------------------------------------------------
 
 
+#: Printed dicts few enough that step-labelled lines beside them may be the run.
+_FEW_DICTS = 5
+
+
 def parse_console(text: str, source: str = "") -> ConsoleLog:
     """Everything a console log holds; ``kind`` is empty when it has no metrics. ``source``
     names the log in errors."""
@@ -1175,10 +1223,18 @@ def parse_console(text: str, source: str = "") -> ConsoleLog:
         log.steps = steps
         return log
     _dict_log(segments, log, source)
-    if log.kind:
+    labelled: tuple[list[int], list[Record]] = ([], [])
+    if not log.kind or len(log.frame) < _FEW_DICTS:
+        # A few dicts (an evaluation's, a printed config) beside many step-labelled lines:
+        # the lines are the run (one dict had hidden 100 of them; helper-88).
+        labelled = _labelled_records(segments)
+    if log.kind and len(labelled[1]) <= len(log.frame):
         return log
-    steps, records = _labelled_records(segments)
+    steps, records = labelled
     if records:
+        # (What the dicts said of their steps is not said of these lines.)
+        log.notes = [n for n in log.notes if not n.startswith(_LINE_STEP_NOTES)]
+        log.earlier = []
         log.kind = "labelled"
         log.frame, log.explicit = records_frame(records, source)
         log.steps = steps

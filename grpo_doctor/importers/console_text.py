@@ -56,7 +56,11 @@ class Segment:
 _METRIC_LINE = re.compile(
     r"['\"](?:(?:train|rollout|actor)/)?(?:loss|reward|grad_norm|kl)['\"]\s*:"
     r"|(?<![\w/])step:\s?\d+\s+-\s"
-    r"|(?<![\w/.-])(?:[Ss]tep|Iter|[Ii]teration)\s*:?\s+\d+(?:\s*/\s*\d+)?\s*[|,:]")
+    # (a number after a key: "Step 1: downloading model" is a launch's progress, helper-88)
+    r"|(?<![\w/.-])(?:[Ss]tep|Iter|[Ii]teration)\s*:?\s+\d+(?:\s*/\s*\d+)?\s*[|,:]"
+    r"\s*[A-Za-z][\w ./-]{0,40}?\s*:?\s*[-+]?\.?\d"
+    # a progress bar's postfix (OpenRLHF: "..., policy_loss=0.1, reward=0.2]")
+    r"|\b(?:policy_loss|loss|reward|kl)=[-+]?\.?\d")
 
 
 def holds_metric_lines(text: str) -> bool:
