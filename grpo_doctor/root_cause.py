@@ -47,7 +47,7 @@ from grpo_doctor.resumed import span_of
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.entropy_collapse import RULE as ENTROPY_RULE
 from grpo_doctor.rules.incidents import aftermath
-from grpo_doctor.rules.numerical_failure import lr_key, model_of, other_models
+from grpo_doctor.rules.numerical_failure import other_model, other_models
 from grpo_doctor.rules.points import end_size, head_tail, late_points, series
 from grpo_doctor.rules.signals import (
     LrBurst,
@@ -523,6 +523,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         problem = _answers_cut_short(run, setup, checks)
     if problem is not None:
         return problem
+    elsewhere = _other_model_nan(run, root)
+    if elsewhere is not None:
+        return elsewhere
     causes = setup.causes(_linked_modes(root), critical=root.critical, prefer=_own_knobs(check))
     resumed = _broke_at_resume(run, root, causes)
     if resumed is not None:
@@ -1477,8 +1480,9 @@ def _broke_at_resume(run: Run, root: Event, causes: Sequence[recipe.Reading]
         return None
     span = span_of(run)
     interval = max(1, int(round(span.gap))) if span is not None else 1
-    start = next((s for s in run.resumed_at if s - 2 * interval <= onset <= s + interval),
-                 None)
+    # From the resumed launch's first step on: a break before it was the first launch's
+    # (its checkpoint holds it; helper-88).
+    start = next((s for s in run.resumed_at if s <= onset <= s + interval), None)
     if start is None:
         return None
     if any(r.far and (r.id != "learning_rate" or _lr_moved_at(run, start)) for r in causes):
@@ -1490,6 +1494,23 @@ def _broke_at_resume(run: Run, root: Event, causes: Sequence[recipe.Reading]
         f"top_p; the learning rate and its schedule) and the checkpoint it loaded; then resume "
         f"from checkpoint-{saved} (the one it resumed from) with the first launch's settings"),
         summary=f"a change at the resume (step {step_text(start)}): {root.summary}")
+
+
+def _other_model_nan(run: Run, root: Event) -> _Lead | None:
+    """A NaN only in another model's update (a PPO critic's value loss, an online reward
+    model's), the policy's numbers finite: back to before it, then that model's settings, not
+    the policy's lr (helper-88: "learning_rate 1e-4 -> 2.5e-6" for a critic's NaN at 100)."""
+    if root.check.mode != "numerical_failure":
+        return None
+    bad = set(root.check.evidence.get("non_finite", {}))
+    others = other_models(run)
+    if not bad or not bad <= set(others):
+        return None
+    model, check = other_model(sorted(others))
+    return _Lead(knobs.Remedy(
+        f"{_rollback_words(run, root.step)}, then check {model}, not the policy, whose "
+        f"numbers stayed finite: {check}", rollback_step=root.step),
+        summary=f"another model's update went NaN: {root.summary}")
 
 
 def _lr_moved_at(run: Run, step: int) -> bool:
@@ -1752,10 +1773,9 @@ def _numerical_setup(run: Run, setup: recipe.Setup, check: Check) -> _Lead:
     if bad and bad <= set(others):
         # Only another model's update is NaN (a PPO critic's value loss): the policy's own
         # numbers are finite, its dtype and lr are not the first suspects (verl#498).
-        text = (f"check {model_of(sorted(others))} first, not the policy, whose numbers "
-                f"are finite: its learning rate and warm-up{lr_key(sorted(others))}, its "
-                "dtype (fp32 for a value head), its initialisation; then restart (its NaN "
-                "reaches the advantages next)")
+        name, what = other_model(sorted(others))
+        text = (f"check {name} first, not the policy, whose numbers are finite: {what}; "
+                "then restart")
         return _Lead(knobs.Remedy(text), summary=f"a numerical setup problem of another "
                      f"model: {check.summary}", setup=True)
     # What the log and the config point at first: a division the first NaN step shows the

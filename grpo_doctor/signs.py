@@ -11,6 +11,8 @@ A sign is data plus a pure reading of the metric store, as a rule is.
 
 from __future__ import annotations
 
+import re
+
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules.points import aligned, series
@@ -172,6 +174,9 @@ def _near_greedy(run: Run) -> str | None:
             "start was higher; a temperature far below 1 if it never was)")
 
 
+_VALUE_MODEL = re.compile(r"(?:^|[/_])(?:vf|vpred|values?)(?:[/_]|$)")
+
+
 def nan_beside(run: Run) -> str | None:
     """NaN logged in a column no check watches (verl#498: a PPO critic's vf_loss, value and
     grad norm NaN at step 1, the report silent on it; trial 66). The checks' own metrics
@@ -186,8 +191,9 @@ def nan_beside(run: Run) -> str | None:
     names = sorted(bad)
     first = int(min(int(steps.min()) for steps in bad.values()))
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-    critic = all(name.startswith(("critic/", "value")) or "vf_" in name or "vpred" in name
-                 for name in names if not name.startswith(("timing", "perf")))
+    # A value model's own numbers (verl logs critic/returns and critic/advantages for GRPO,
+    # which has no critic; helper-88).
+    critic = all(_VALUE_MODEL.search(name) for name in names)
     why = ("the value model (critic) went NaN: check its setup (its learning rate and "
            "warm-up, its dtype, the value head's initialisation) before the policy's; its "
            "values feed the advantages" if critic else

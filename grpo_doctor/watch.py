@@ -321,11 +321,13 @@ _FIRST_STEPS = 5
 
 
 def _continues(before: Run, now: Run) -> bool:
-    """Whether ``now`` begins as ``before`` did: its first steps (those it still holds) log
-    the same values in the columns both hold."""
+    """Whether ``now`` is the log ``before`` was read from: its first steps (those it still
+    holds) log the same values in the columns both hold, or its steps go on after them."""
     import numpy as np
 
     old, new = before.frame, now.frame
+    if len(old.index) and len(new.index) and new.index[0] > old.index[-1]:
+        return True  # its steps go on from the last read: rotated (copytruncate; helper-88)
     steps = old.index[:_FIRST_STEPS].intersection(new.index)
     columns = old.columns.intersection(new.columns)
     if len(steps) == 0 or len(columns) == 0:

@@ -3495,6 +3495,15 @@ def test_a_break_where_a_resumed_launch_begins_is_what_changed_at_the_resume(tmp
     action = d.root_cause.first_action
     assert action.startswith("check what changed when the run was resumed at step 101"), action
     assert "checkpoint-100" in action and "learning_rate" not in action
+    # A break before the resume was the first launch's: its checkpoint holds it (helper-88).
+    early = np.where(steps < 49, 0.09, 2.2) + rng.normal(0, 0.005, 200)
+    lines_early = [line.replace(f"'entropy': {entropy[i]:.4f}", f"'entropy': {early[i]:.4f}")
+                   for i, line in enumerate(lines)]
+    (before,) = load_runs(_write(tmp_path / "early.log", "\n".join(lines_early[:55])
+                                 + "\nKeyboardInterrupt\n" + "\n".join(lines_early[50:])
+                                 + "\n"))
+    assert before.resumed_at == (51,)
+    assert "resumed" not in diagnose(before).root_cause.first_action
     # The same break with no resume in the log is no resume's.
     (whole,) = load_runs(_write(tmp_path / "whole.log", "\n".join(lines) + "\n"))
     assert not whole.resumed_at

@@ -1180,6 +1180,18 @@ def test_a_log_replaced_by_another_or_by_a_folder_is_said_and_a_rewrite_is_not(
     assert watcher.warnings == [f"{path} is now a folder, not the file read: keeping what was "
                                 "read, and waiting for it to come back"]
     assert watcher.run is not None and watcher.run.n_steps == 40
+    # Rotated (copytruncate): the file now holds the steps after those read: the same run.
+    second = watcher.monitor
+    watcher.warnings.clear()
+    rotated = tmp_path / "rotated.csv"
+    rotated.write_text("step,reward,entropy\n" + "".join(
+        f"{s},{0.5 - 0.01 * s},{0.2}\n" for s in range(41, 61)))
+    path.rmdir()
+    os.replace(rotated, path)
+    watcher.poll()
+    watcher.poll()
+    assert watcher.monitor is second
+    assert not any("another log" in w for w in watcher.warnings), watcher.warnings
 
 
 def test_an_alert_whose_first_alert_came_before_its_onset_says_it_was_an_earlier_episode():

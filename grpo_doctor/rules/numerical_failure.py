@@ -119,9 +119,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         remedies = (
             None if at_start else knobs.rollback(
                 first, f"resume from the last checkpoint before step {step_text(first)}"),
-            f"check {model_of(sorted(other))}: its learning rate and warm-up"
-            f"{lr_key(sorted(other))}, its dtype (fp32 for a value head), its "
-            "initialisation; its NaN reaches the advantages next",
+            "check {}: {}".format(*other_model(sorted(other))),
         )
     elif at_start:
         # Wrong from the first update: clipping cannot fix a NaN the setup produces.
@@ -144,7 +142,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
 #: norm, an online reward model's loss (verl#498: critic/vf_loss NaN at step 1, unsaid; trial
 #: 66). Its NaN poisons that model, whose values or scores the policy learns from.
 _OTHER_UPDATE = re.compile(r"(?:^|/)(?:\w*loss|grad_norm|vpred_mean)$")
-_OTHER_MODEL = re.compile(r"^(critic|value|reward_model|rm|prm)\b", re.IGNORECASE)
+_OTHER_MODEL = re.compile(r"^(critic|value|reward_model|rm|prm)(?:[/_]|$)", re.IGNORECASE)
 
 
 def other_models(run: Run) -> dict[str, np.ndarray]:
@@ -154,17 +152,15 @@ def other_models(run: Run) -> dict[str, np.ndarray]:
             and _OTHER_UPDATE.search(name)}
 
 
-def model_of(columns: list[str]) -> str:
-    prefixes = {c.split("/")[0].lower() for c in columns}
+def other_model(columns: list[str]) -> tuple[str, str]:
+    """The other model whose update ``columns`` are, and what of it to check."""
+    prefixes = {re.split(r"[/_]", c, maxsplit=1)[0].lower() for c in columns}
     if prefixes <= {"critic", "value"}:
-        return "the value model (critic)"
-    return "the model " + " and ".join(sorted(prefixes)) + " logs"
-
-
-def lr_key(columns: list[str]) -> str:
-    """Where a critic's learning rate is set, for a critic's columns."""
-    critic = all(c.split("/")[0].lower() in ("critic", "value") for c in columns)
-    return " (critic.optim.lr in verl)" if critic else ""
+        return ("the value model (critic)", "its learning rate and warm-up (critic.optim.lr "
+                "in verl), its dtype (fp32 for a value head), its initialisation; its NaN "
+                "reaches the advantages next")
+    return ("the reward model", "its learning rate and warm-up, its dtype, its "
+            "initialisation; its NaN reaches the rewards next")
 
 
 def _measurement_remedies(metrics: list[str]) -> tuple[str, ...]:
