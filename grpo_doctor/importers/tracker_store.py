@@ -257,7 +257,8 @@ def build_runs(found: Sequence[TrackedRun], path: Path, format: str, options: Lo
                   if options.run in (n, r.name, r.run_id, f"{r.group}/{r.name}")]
         pairs = picked or pairs
     empty = [n for r, n in pairs if not len(r.steps) and r.wide is None]
-    out = []
+    out: list[Run] = []
+    built: list[TrackedRun] = []
     for tracked, name in pairs:
         if tracked.wide is not None:
             wide = tracked.wide
@@ -278,6 +279,32 @@ def build_runs(found: Sequence[TrackedRun], path: Path, format: str, options: Lo
             column_map=options.column_map, explicit_nan=wide.explicit, notes=run_notes,
             summary=tracked.summary,
         ))
+        built.append(tracked)
     if not out:
         raise FormatError(f"{path}: no {format} run with a logged value")
+    return _resumes_joined(out, built, path, format)
+
+
+def _resumes_joined(runs: list[Run], tracked: Sequence[TrackedRun], path: Path,
+                    format: str) -> list[Run]:
+    """Runs of one name (and group) that are launches of one run resumed from a checkpoint,
+    joined as TensorBoard's and W&B's are (TRL's MLflow callback starts a run per launch under
+    the same name: trial 67's resume read as two runs that --run could not tell apart)."""
+    from grpo_doctor.resumed import with_resumed
+
+    groups: dict[tuple[str, str], list[int]] = {}
+    for k, t in enumerate(tracked):
+        groups.setdefault((t.group, t.name or t.run_id), []).append(k)
+    if all(len(g) == 1 for g in groups.values()):
+        return runs
+    out: list[Run] = []
+    for (group, name), members in groups.items():
+        if len(members) == 1:
+            out.append(runs[members[0]])
+            continue
+        shown = f"{group}/{name}" if group and sum(
+            n == name for _, n in groups) > 1 else name
+        out += with_resumed([runs[k] for k in members],
+                            [tracked[k].run_id[:8] for k in members], f"{format} runs",
+                            shown, str(path))
     return out

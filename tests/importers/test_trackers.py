@@ -493,3 +493,30 @@ def test_the_folder_mlflow_made_its_mlruns_in_is_read(stores, tmp_path):
 
     shutil.copytree(stores["mlruns"], tmp_path / "r03" / "mlruns")
     assert sorted(r.name for r in load_runs(tmp_path / "r03")) == [NAME, "short"]
+
+
+def test_mlflow_runs_of_one_name_a_resume_made_are_one_run(tmp_path, monkeypatch):
+    """TRL's MLflow callback starts a run per launch under the run's name: a resume from
+    checkpoint-100 was two runs that --run could not tell apart (trial 67). Written by the
+    real mlflow; a second run of the name from step 1 is another run, not a resume."""
+    import warnings
+
+    mlflow = pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    store = tmp_path / "mlruns"
+    mlflow.set_tracking_uri(store.as_uri())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, steps in (("res_run", range(1, 116)), ("res_run", range(101, 201)),
+                            ("again", range(1, 61)), ("again", range(1, 61))):
+            with mlflow.start_run(run_name=name):
+                mlflow.log_params({"output_dir": f"out/{name}"})
+                for s in steps:
+                    mlflow.log_metrics({"reward": 0.2 + 0.003 * s}, step=s)
+    runs = load_runs(store)
+    resumed = [r for r in runs if r.name == "res_run"]
+    assert len(resumed) == 1 and resumed[0].n_steps == 200
+    assert resumed[0].resumed_at == (101,)
+    assert resumed[0].notes[0].startswith("one run resumed 1 time: 2 mlflow runs")
+    assert len([r for r in runs if "again" in r.name]) == 2
+    assert load_run(store, run="res_run").n_steps == 200  # --run picks the joined run
