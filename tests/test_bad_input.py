@@ -1651,3 +1651,18 @@ def test_a_symlink_loop_is_one_line_and_exit_2(tmp_path, capsys, command):
     (tmp_path / "b").symlink_to(tmp_path / "a")
     code, _, err = run_cli(capsys, command, str(tmp_path / "a"))
     assert code == 2 and err.count("\n") == 1 and "internal error" not in err, err
+
+
+def test_a_log_with_a_few_nul_bytes_is_read_and_utf16_text_is_said(tmp_path, capsys):
+    """A crash mid-write leaves NUL bytes in a log; Windows PowerShell's '>' writes UTF-16.
+    Both had been refused as "file format not recognised", not saying why (helper-84)."""
+    rows = [f"{{'loss': 0.01, 'reward': {0.2 + 0.01 * s:.2f}, 'epoch': {s / 30:.2f}}}"
+            for s in range(30)]
+    nul = tmp_path / "crashed.log"
+    nul.write_bytes(("\n".join(rows[:15]) + "\n\0\0\0" + "\n".join(rows[15:]) + "\n").encode())
+    code, out, _ = run_cli(capsys, "metrics", str(nul))
+    assert code == 0 and "30 logged" in out
+    wide = tmp_path / "windows.log"
+    wide.write_bytes(("\n".join(rows) + "\n").encode("utf-16"))
+    code, _, err = run_cli(capsys, "diagnose", str(wide))
+    assert code == 2 and "UTF-16 text" in err and "iconv" in err and len(err.splitlines()) == 1

@@ -451,3 +451,22 @@ def test_a_run_name_cut_in_the_middle_as_a_report_shows_it_picks_the_run(tmp_pat
     code, _, err = run_cli(capsys, "diagnose", str(tmp_path / "runs.csv"), "--run",
                            "grpo_formal…Z")
     assert code == 2 and "more than one run matches" in err
+
+
+def test_run_picks_a_log_of_a_folder_by_the_name_audit_gives_it(tmp_path, capsys):
+    """--run had been passed over for a folder of several logs (helper-84): "holds 4
+    training logs" came first, so a name copied from `audit FOLDER` could not be used."""
+    rows = "".join(f"{{'loss': 0.01, 'reward': {0.2 + 0.01 * s:.2f}, 'epoch': {s / 30:.2f}}}\n"
+                   for s in range(30))
+    for name in ("run_1", "run_1_lr_1e-6", "grpo_formal_1p5b_seed3_20260720T035927Z"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.log").write_text(rows)
+    for args, shown in ((["--run", "run_1"], "run_1"),
+                        (["--run", "grpo_formal_1p5b_…_20260720T035927Z"],
+                         "grpo_formal_1p5b_seed3_20260720T035927Z")):
+        code, out, _ = run_cli(capsys, "diagnose", str(tmp_path), *args)
+        assert code == 0 and out.split("\n", 1)[0].endswith(f"· {shown}"), out
+    (tmp_path / "a.log").write_text(rows)
+    (tmp_path / "b.log").write_text(rows)
+    code, out, _ = run_cli(capsys, "diagnose", str(tmp_path), "--run", "b")
+    assert code == 0 and out.split("\n", 1)[0].endswith("· b"), out

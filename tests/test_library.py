@@ -169,6 +169,31 @@ def test_a_log_history_of_numpy_scalars_reads_as_one_of_python_numbers():
         grpo_doctor.diagnose_log_history(history))
 
 
+def test_a_log_history_of_one_value_arrays_and_decimals_reads_as_numbers():
+    """0-d arrays (np.asarray(x), tensor.cpu().numpy()), one-value arrays and Decimals had
+    been dropped, then "the metrics are not logged"; a step of True or inf is no step
+    (True had collapsed every entry into step 1; helper-84)."""
+    import json
+    from decimal import Decimal
+
+    import numpy as np
+    import pytest
+
+    from grpo_doctor.errors import FormatError
+
+    history = [e for e in json.loads(BONUS_STATE.read_text())["log_history"]
+               if "train_runtime" not in e]
+    wrapped = [{k: (np.asarray(v) if k == "reward" else np.array([v]) if k == "loss"
+                    else Decimal(str(v)) if k == "grad_norm" else v)
+                if isinstance(v, float) else v for k, v in entry.items()}
+               for entry in history]
+    assert _calls(grpo_doctor.diagnose_log_history(wrapped)) == _calls(
+        grpo_doctor.diagnose_log_history(history))
+    for bad in (True, float("inf")):
+        with pytest.raises(FormatError, match="no entry with a step"):
+            grpo_doctor.diagnose_log_history([{**e, "step": bad} for e in history])
+
+
 def test_no_diagnosis_needs_scipy():
     """scipy is not a dependency (a plain install has none): pandas' Spearman correlation
     needs it, and a check using it crashed on a real run. Every rule case, every bundled

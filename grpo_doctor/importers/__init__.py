@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -77,6 +77,11 @@ def detect_format(path: Path) -> Importer:
             raise FormatError(f"{path}: the file is empty")
         if json_like:
             _not_a_json_log(path)
+        if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+            # What Windows PowerShell's ">" writes (helper-84: refused, not saying why).
+            raise FormatError(f"{path}: UTF-16 text (as Windows PowerShell's '>' writes it): "
+                              f"save it as UTF-8 (iconv -f UTF-16 -t UTF-8 FILE > NEW.log, or "
+                              f"'| Out-File -Encoding utf8'), then read that")
         if path.suffix.lower() in _CAPTURE_SUFFIXES and looks_like_text(head):
             raise FormatError(f"{path}: {_no_metric_lines(head)}")
         raise FormatError(
@@ -246,14 +251,21 @@ def load_runs(
             # A run folder holding one log file (e.g. metrics.csv): read that file; or one
             # logger's store (an output folder whose only log is swanlog/): read that.
             logs, more = _logs_in(path) if path.is_dir() else ([], False)
+            if len(logs) > 1 and run is not None and (one := _named_log(logs, run)):
+                # A run of the folder named as audit names it (its log's name): that log
+                # (helper-84: --run was passed over for a folder of several logs).
+                return load_runs(one, column_map=column_map, step_column=step_column)
             if len(logs) > 1:
                 raise _several_logs(path, logs, more) from None
             if not logs and path.is_dir():
                 stores = _subfolder_logs(path)
+                subs = [sub for sub, _ in stores]
+                if len(stores) > 1 and run is not None and (one := _named_log(subs, run)):
+                    return load_runs(one, column_map=column_map, step_column=step_column)
                 if len(stores) == 1 and stores[0][1] is not None:
                     logs = [stores[0][0]]
                 elif stores:
-                    raise _several_logs(path, [sub for sub, _ in stores], False) from None
+                    raise _several_logs(path, subs, False) from None
                 else:
                     raise _no_log(path) from None
             if not logs:
@@ -273,23 +285,37 @@ def load_runs(
     return picked(text, imp.load(path, options), run)
 
 
+def _named_log(logs: Sequence[Path], run: str) -> Path | None:
+    """The one log (a file, or a run's folder) of a folder that ``run`` names, or None."""
+    named = name_matches([f.stem for f in logs], run) or name_matches(
+        [f.name for f in logs], run)
+    return logs[named[0]] if len(named) == 1 else None
+
+
+def name_matches(names: Sequence[str], run: str) -> list[int]:
+    """The indices of ``names`` that ``run`` names: the name itself, else a part of it, else
+    its two ends around a cut ("…" or "...")."""
+    chosen = [k for k, n in enumerate(names) if n == run]
+    if not chosen:
+        # A part of the name picks the one run whose name holds it (long generated names:
+        # "grpo_formal_1" for "grpo_formal_1p5b_seed3").
+        chosen = [k for k, n in enumerate(names) if run.lower() in n.lower()]
+    if not chosen and ("…" in run or "..." in run):
+        # A name as a report cut it in the middle ("grpo_formal_1p5b_…_20260720T035927Z"):
+        # its two ends pick the run (helper-83: a name copied from audit was refused).
+        head, _, tail = run.replace("...", "…").partition("…")
+        tail = tail.lstrip("…")
+        chosen = [k for k, n in enumerate(names) if n.lower().startswith(head.lower())
+                  and n.lower().endswith(tail.lower())
+                  and len(n) > len(head) + len(tail)]  # the cut took something
+    return chosen
+
+
 def picked(source: str, runs: list[Run], run: str | None) -> list[Run]:
     """The runs read from ``source`` that are reported: the one named ``run`` if given, and
     only those holding a logged step."""
     if run is not None:
-        chosen = [r for r in runs if r.name == run]
-        if not chosen:
-            # A part of the name picks the one run whose name holds it (long generated names:
-            # "grpo_formal_1" for "grpo_formal_1p5b_seed3").
-            chosen = [r for r in runs if run.lower() in r.name.lower()]
-        if not chosen and ("…" in run or "..." in run):
-            # A name as a report cut it in the middle ("grpo_formal_1p5b_…_20260720T035927Z"):
-            # its two ends pick the run (helper-83: a name copied from audit was refused).
-            head, _, tail = run.replace("...", "…").partition("…")
-            tail = tail.lstrip("…")
-            chosen = [r for r in runs if r.name.lower().startswith(head.lower())
-                      and r.name.lower().endswith(tail.lower())
-                      and len(r.name) > len(head) + len(tail)]  # the cut took something
+        chosen = [runs[k] for k in name_matches([r.name for r in runs], run)]
         if not chosen or (len(chosen) > 1 and any(r.name != run for r in chosen)):
             names = ", ".join(r.name for r in (chosen or runs))
             what = "no run named" if not chosen else "more than one run matches"

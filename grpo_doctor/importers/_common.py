@@ -7,6 +7,7 @@ Importers take shared helpers from here, never from one another.
 from __future__ import annotations
 
 import contextlib
+import decimal
 import json
 import math
 import numbers
@@ -118,8 +119,11 @@ def has_magic(path: Path, magic: bytes) -> bool:
 
 def looks_like_text(head: bytes) -> bool:
     sample = head[:4096]
-    if not sample or b"\x00" in sample:
+    if not sample or sample.count(b"\x00") * 200 > len(sample):
         return False
+    # A few NUL bytes in text are what a crash mid-write leaves (read_text drops them); a
+    # binary file holds many (helper-84: a 30-row log with three was refused).
+    sample = sample.replace(b"\x00", b"")
     try:
         sample.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -165,6 +169,18 @@ def to_number(value: Any) -> float | None:
         return _int_as_float(int(value))
     if isinstance(value, numbers.Real):
         return float(value)
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    # A one-value array or tensor (np.asarray(x), tensor.cpu().numpy(), a 0-d tensor): its
+    # value (helper-84: they had been dropped, then "the metrics are not logged").
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple) and math.prod(shape) == 1 and callable(
+            getattr(value, "item", None)):
+        try:
+            item = value.item()
+        except (TypeError, ValueError, RuntimeError):
+            return None
+        return None if getattr(item, "shape", None) is not None else to_number(item)
     return None
 
 

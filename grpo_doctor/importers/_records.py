@@ -7,6 +7,7 @@ dataset column it reads that is missing), and that is evidence, kept as a logged
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -124,7 +125,8 @@ def log_history_records(
             continue
         record = numeric_record(entry)
         step = record.get("step")
-        if step is None or step != step:
+        # (True is no step: 40 entries had collapsed into step 1; inf none either, as NaN.)
+        if step is None or not math.isfinite(step) or isinstance(entry.get("step"), bool):
             skipped += 1
             continue
         by_step.setdefault(step, {}).update(record)
