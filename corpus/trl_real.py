@@ -68,6 +68,7 @@ CTRL54 = dict(learning_rate=1e-4, seed=31)
 CTRL63 = dict(learning_rate=1e-4, seed=37)
 CTRL64 = dict(learning_rate=1e-4, seed=43)
 CTRL67 = dict(learning_rate=1e-4, seed=47)
+CTRL68 = dict(learning_rate=1e-4, seed=79)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -312,6 +313,9 @@ RUNS = {
     # no pair of tokens may repeat: the answer format cannot be written (bystander top_k 50)
     "norep2_topk50": dict(CTRL67, generation_kwargs={"no_repeat_ngram_size": 2}, top_k=50,
                           _logger="swanlab"),
+    # trial 68: a repetition penalty of 5 inside generation_kwargs (bystander epsilon_high)
+    "gk_reppen5_eh": dict(CTRL68, seed=103, generation_kwargs={"repetition_penalty": 5.0},
+                          epsilon_high=0.28, _logger="swanlab"),
 }
 
 

@@ -397,7 +397,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         if cause is not None:
             plan = (PlanItem(cause.first_action, (RUN_STOPPED,)), *plan)
             stopped = None
-    low = low_task_note(checks)
+    low = low_task_note(checks, _sampler_first(setup))
     slow = recipe.slow_lr_words(setup) if low else None
     if low and slow:
         low = f"{low}; {slow}"
@@ -470,6 +470,20 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         # was cut at the cap and every sample scored -1 (Agent-R1#30, trial 50).
         diagnosis = replace(diagnosis, signs=signs(run))
     return diagnosis
+
+
+#: The settings of the rollout's sampler: far outside the recipe, they change what each
+#: group samples, what the reward measures and what the policy learns from.
+_SAMPLER = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+            "no_repeat_ngram_size")
+
+
+def _sampler_first(setup: Setup) -> str | None:
+    """The fix of a sampler setting far outside the recipe, said as what to change first of a
+    run whose task score stayed low with nothing fired (trial 68: repetition_penalty 5 and
+    temperature 0.3 had read "learning, slowly: check the reference answers first")."""
+    far = next((r for r in setup.outside if r.far and r.id in _SAMPLER), None)
+    return f"{far.fix()} ({far.sentence()})" if far is not None else None
 
 
 #: Logged steps over which a reward term that held one value is said in a note: fewer are

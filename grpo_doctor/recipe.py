@@ -747,8 +747,31 @@ def flat_config(config: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in flat.items():
         if key.endswith(".value") and key[:-6] not in flat:
             key = key[:-6]  # a W&B config.yaml: {"lr": {"value": 1e-6}}
+        inner = _dict_text(value)
+        if inner is not None:
+            # A tracker keeps a dict setting as its text (MLflow's params: TRL's
+            # generation_kwargs "{'top_p': 0.1}", trial 68): its keys are settings too.
+            out.update({f"{key}.{k}": v for k, v in knobs.flatten(inner).items()})
+            continue
         out[key] = value
     return out
+
+
+def _dict_text(value: Any) -> dict[str, Any] | None:
+    """A dict written as text (JSON, or Python's repr), or None."""
+    if not isinstance(value, str) or not (value.startswith("{") and value.endswith("}")) or (
+            len(value) > 10_000):
+        return None
+    import ast
+    import json
+
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            parsed = parse(value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        return parsed if isinstance(parsed, dict) else None
+    return None
 
 
 # --- what a config puts in force: a coefficient its switch leaves unused is no setting ------

@@ -3513,3 +3513,20 @@ def test_a_break_where_a_resumed_launch_begins_is_what_changed_at_the_resume(tmp
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+def test_trial_68_a_sampler_in_generation_kwargs_comes_first_and_a_trackers_text_is_read():
+    """repetition_penalty 5 in generation_kwargs: correctness 0.01 -> 0.09, nothing fired, and
+    the note read "learning, slowly: check a few prompts' reference answers first". MLflow
+    keeps generation_kwargs as text ("{'top_p': 0.1}"), which had hidden top_p 0.1."""
+    from grpo_doctor.recipe import flat_config, read_config
+
+    slow = _trial("trl_generation_kwargs_repetition_penalty_5")
+    (low,) = [n for n in slow.notes if n.startswith("no failure mode fired")]
+    assert "slowly: generation_kwargs.repetition_penalty 5 -> 1.0" in low, low
+    assert "reference answers first" not in low
+    assert "epsilon_high" not in low  # the bystander
+    flat = flat_config({"generation_kwargs": "{'top_p': 0.1, 'no_repeat_ngram_size': 3}",
+                        "top_p": "1.0", "note": "{not a dict"})
+    assert flat["generation_kwargs.top_p"] == 0.1 and flat["note"] == "{not a dict"
+    assert read_config(flat).get("top_p").value == 0.1

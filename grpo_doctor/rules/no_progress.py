@@ -780,9 +780,10 @@ def _lr_remedy(run: Run, still: str | None = None) -> knobs.Remedy:
 LOW_TASK_NOTE = "no failure mode fired, but the task's own score is still low: "
 
 
-def low_task_note(checks: Iterable[Check]) -> str | None:
+def low_task_note(checks: Iterable[Check], first: str | None = None) -> str | None:
     """For a run nothing fired on: the task's own 0-1 score still low at the end (below
-    ``low_score``), as no_progress measured it, in one sentence. None otherwise."""
+    ``low_score``), as no_progress measured it, in one sentence. None otherwise. ``first``:
+    a setting to change before anything else (a sampler far outside the recipe)."""
     checks = list(checks)
     if any(c.fired for c in checks):
         return None
@@ -797,9 +798,13 @@ def low_task_note(checks: Iterable[Check]) -> str | None:
             low["end"] >= 1.5 * low["start"]):
         # Learning, slowly: what speeds a task too hard for the policy (trial 51: (a*b)%10,
         # 0.105 -> 0.218, had the bare level with nothing to do about it).
-        said += ("; it is learning, slowly: check a few prompts' reference answers first (a "
-                 "wrong answer key looks the same), then easier prompts (a curriculum) or an "
-                 "SFT warm-up on the task would speed it, else more steps")
+        check_key = ("check a few prompts' reference answers" + (
+            "" if first else " first") + " (a wrong answer key looks the same)")
+        said += (f"; it is learning, slowly: {first + ' first, then ' if first else ''}"
+                 f"{check_key}, then easier prompts (a curriculum) or an SFT warm-up on the "
+                 "task would speed it, else more steps")
+    elif first:
+        said += f"; {first} first"
     return said
 
 
