@@ -1485,9 +1485,17 @@ def _broke_at_resume(run: Run, root: Event, causes: Sequence[recipe.Reading]
     start = next((s for s in run.resumed_at if s <= onset <= s + interval), None)
     if start is None:
         return None
+    saved = start - interval
+    if run.changed_at_resume:
+        # The checkpoints' saved settings say what the resume changed: put it back.
+        back = ", ".join(f"{k} {after} -> {before}"
+                         for k, (before, after, _) in run.changed_at_resume.items())
+        return _Lead(knobs.Remedy(
+            f"resume from checkpoint-{saved} (the one it resumed from) with {back}: the run "
+            f"broke at step {step_text(start)}, where it was resumed with them changed"),
+            summary=f"a change at the resume (step {step_text(start)}): {root.summary}")
     if any(r.far and (r.id != "learning_rate" or _lr_moved_at(run, start)) for r in causes):
         return None  # the latest launch's config names it
-    saved = start - interval
     return _Lead(knobs.Remedy(
         f"check what changed when the run was resumed at step {step_text(start)}, where it "
         f"broke: the resumed launch's settings against the first's (sampling: temperature, "

@@ -94,6 +94,9 @@ class Run:
     # from a checkpoint and read as one (``resumed.joined``): what broke there may be what
     # changed at the resume.
     resumed_at: tuple[int, ...] = ()
+    # Settings a resume changed: the checkpoints' saved settings (``training_args.bin``)
+    # before and after it differ: key -> (before, after, the first checkpoint after it).
+    changed_at_resume: dict[str, tuple[Any, Any, int]] = field(default_factory=dict)
     # metric -> (steps, values) with gaps and non-finite values dropped; filled on first use
     # and sliced (not recomputed) by ``truncated``, which replaying first alerts calls often.
     _finite: dict[str, tuple[np.ndarray, np.ndarray]] = field(

@@ -3530,3 +3530,32 @@ def test_trial_68_a_sampler_in_generation_kwargs_comes_first_and_a_trackers_text
                         "top_p": "1.0", "note": "{not a dict"})
     assert flat["generation_kwargs.top_p"] == 0.1 and flat["note"] == "{not a dict"
     assert read_config(flat).get("top_p").value == 0.1
+
+
+def test_settings_a_resume_changed_are_read_from_the_checkpoints_and_put_back(tmp_path):
+    """Trial 68: beta 0 -> 2.0 set at a resume from checkpoint-100, read from the newest
+    checkpoint only and never tied to the resume; the real checkpoints' training_args.bin
+    before and after it say so, and a break at the resume is answered by putting it back."""
+    import shutil
+
+    from grpo_doctor.importers.sidecar import with_sidecar_config
+
+    shutil.copytree(TRIAL.parent / "training_args" / "resumed", tmp_path, dirs_exist_ok=True)
+    rng = np.random.default_rng(68)
+    steps = np.arange(1, 201)
+    entropy = np.where(steps < 101, 0.09, 2.2) + rng.normal(0, 0.005, 200)
+    reward = np.where(steps < 101, 0.6 + 0.7 * (1 - np.exp(-steps / 30)), 0.04)
+    lines = ["{" + f"'loss': 0.01, 'grad_norm': 0.4, 'learning_rate': 1e-4, "
+             f"'reward': {reward[i]:.4f}, 'reward_std': 0.3, 'entropy': {entropy[i]:.4f}, "
+             f"'epoch': {steps[i] / 200:.3f}" + "}" for i in range(200)]
+    log = tmp_path / "console.log"
+    log.write_text("\n".join(lines[:115]) + "\nKeyboardInterrupt\n"
+                   + "\n".join(lines[100:]) + "\n")
+    (run,) = load_runs(log)
+    run = with_sidecar_config(run)
+    assert run.changed_at_resume == {"beta": (0.0, 2.0, 150)}
+    assert any(n.startswith("settings changed when the run was resumed") and
+               "beta 0.0 -> 2.0 (from checkpoint-150)" in n for n in run.notes), run.notes
+    action = diagnose(run).root_cause.first_action
+    assert action.startswith("resume from checkpoint-100 (the one it resumed from) with "
+                             "beta 2.0 -> 0.0"), action

@@ -125,7 +125,7 @@ _MAX_UP = 3
 def with_sidecar_config(run: Run) -> Run:
     """``run`` with the settings of a training config beside its log (see the module) that
     its log does not set; ``run`` unchanged when there is none."""
-    run = _with_weights_dtype(_with_adapter(run))
+    run = _with_resume_changes(_with_weights_dtype(_with_adapter(run)))
     found = find_training_config(Path(run.source))
     if found is None:
         return run
@@ -140,6 +140,41 @@ def with_sidecar_config(run: Run) -> Run:
     return replace(run, config=merged, notes=[*run.notes, note],
                    config_beside={**run.config_beside,
                                   **{k: f"{path.name} beside the log" for k in new}})
+
+
+#: Checkpoints whose saved settings are compared for a resume's changes (the newest ones).
+_MAX_CHECKPOINTS = 20
+
+
+def _with_resume_changes(run: Run) -> Run:
+    """``run`` with the settings a resume changed, when its checkpoints' saved settings differ
+    (trial 68: beta 0 -> 2.0 and top_p 1.0 -> 0.05 set at a resume, read from the newest
+    checkpoint only and never tied to the resume), and a note saying them."""
+    if run.changed_at_resume:
+        return run
+    for folder in _run_folders(Path(run.source)):
+        saved = [(n, _flat(c)) for n, p in checkpoint_folders(folder)[-_MAX_CHECKPOINTS:]
+                 if (c := _read(p / "training_args.bin")) is not None]
+        if len(saved) < 2:
+            continue
+        first_step, first = saved[0]
+        changed: dict[str, tuple[Any, Any, int]] = {}
+        for n, config in saved[1:]:
+            for names in RECIPE_NAMES:
+                key = next((k for k in names if k in first or k in config), None)
+                if key is None or key in changed:
+                    continue
+                before, after = first.get(key), config.get(key)
+                if before != after:
+                    changed[key] = (before, after, n)
+        if not changed:
+            return run
+        said = ", ".join(f"{k} {before} -> {after} (from checkpoint-{n})"
+                         for k, (before, after, n) in changed.items())
+        note = (f"settings changed when the run was resumed (the checkpoints' "
+                f"training_args.bin from checkpoint-{first_step} on): {said}")
+        return replace(run, changed_at_resume=changed, notes=[*run.notes, note])
+    return run
 
 
 def _beside(path: Path, run: Run) -> str:
