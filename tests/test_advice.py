@@ -3475,19 +3475,7 @@ def test_a_break_where_a_resumed_launch_begins_is_what_changed_at_the_resume(tmp
     """Trial 67: temperature 1.0 -> 2.5 at a resume from checkpoint-100, entropy x25 in one
     step at 101, the console read alone (no config): it read "learning_rate 1e-4 -> 5e-5",
     the lr it was already at, and the blow-up was dated 100, the last step before the jump."""
-    rng = np.random.default_rng(67)
-    steps = np.arange(1, 201)
-    lr = 1e-4 * (1 - steps / 200) + 1e-7
-    entropy = np.where(steps < 101, 0.09, 2.2) + rng.normal(0, 0.005, 200)
-    reward = np.where(steps < 101, 0.6 + 0.7 * (1 - np.exp(-steps / 30)), 0.04)
-    lines = ["{" + f"'loss': 0.01, 'grad_norm': 0.4, 'learning_rate': {lr[i]:.4g}, "
-             f"'reward': {reward[i]:.4f}, 'reward_std': 0.3, 'entropy': {entropy[i]:.4f}, "
-             f"'epoch': {steps[i] / 200:.3f}" + "}" for i in range(200)]
-    log = tmp_path / "console.log"
-    # The first launch ran to 115, was stopped, and was resumed from checkpoint-100.
-    log.write_text("\n".join(lines[:115]) + "\nKeyboardInterrupt\n"
-                   + "\n".join(lines[100:]) + "\n")
-    (run,) = load_runs(log)
+    (run,) = load_runs(_resumed_console(tmp_path / "console.log", broke_at=101))
     assert run.resumed_at == (101,), run.notes
     d = diagnose(run)
     check = d.check("entropy_blowup")
@@ -3496,22 +3484,31 @@ def test_a_break_where_a_resumed_launch_begins_is_what_changed_at_the_resume(tmp
     assert action.startswith("check what changed when the run was resumed at step 101"), action
     assert "checkpoint-100" in action and "learning_rate" not in action
     # A break before the resume was the first launch's: its checkpoint holds it (helper-88).
-    early = np.where(steps < 49, 0.09, 2.2) + rng.normal(0, 0.005, 200)
-    lines_early = [line.replace(f"'entropy': {entropy[i]:.4f}", f"'entropy': {early[i]:.4f}")
-                   for i, line in enumerate(lines)]
-    (before,) = load_runs(_write(tmp_path / "early.log", "\n".join(lines_early[:55])
-                                 + "\nKeyboardInterrupt\n" + "\n".join(lines_early[50:])
-                                 + "\n"))
+    (before,) = load_runs(_resumed_console(tmp_path / "early.log", broke_at=49, resumed=51))
     assert before.resumed_at == (51,)
     assert "resumed" not in diagnose(before).root_cause.first_action
     # The same break with no resume in the log is no resume's.
-    (whole,) = load_runs(_write(tmp_path / "whole.log", "\n".join(lines) + "\n"))
+    (whole,) = load_runs(_resumed_console(tmp_path / "whole.log", broke_at=101, resumed=None))
     assert not whole.resumed_at
     assert "resumed" not in diagnose(whole).root_cause.first_action
 
 
-def _write(path, text):
-    path.write_text(text)
+def _resumed_console(path: Path, broke_at: int, resumed: int | None = 101) -> Path:
+    """A TRL console of 200 steps whose entropy jumps x25 at ``broke_at`` (the reward falling
+    with it), the first launch stopped at ``resumed`` + 14 and resumed from the checkpoint
+    before ``resumed`` (None: one launch)."""
+    rng = np.random.default_rng(67)
+    steps = np.arange(1, 201)
+    lr = 1e-4 * (1 - steps / 200) + 1e-7
+    entropy = np.where(steps < broke_at, 0.09, 2.2) + rng.normal(0, 0.005, 200)
+    reward = np.where(steps < broke_at, 0.6 + 0.7 * (1 - np.exp(-steps / 30)), 0.04)
+    lines = ["{" + f"'loss': 0.01, 'grad_norm': 0.4, 'learning_rate': {lr[i]:.4g}, "
+             f"'reward': {reward[i]:.4f}, 'reward_std': 0.3, 'entropy': {entropy[i]:.4f}, "
+             f"'epoch': {steps[i] / 200:.3f}" + "}" for i in range(200)]
+    text = "\n".join(lines) if resumed is None else (
+        "\n".join(lines[:resumed + 14]) + "\nKeyboardInterrupt\n"
+        + "\n".join(lines[resumed - 1:]))
+    path.write_text(text + "\n")
     return path
 
 
@@ -3541,17 +3538,7 @@ def test_settings_a_resume_changed_are_read_from_the_checkpoints_and_put_back(tm
     from grpo_doctor.importers.sidecar import with_sidecar_config
 
     shutil.copytree(TRIAL.parent / "training_args" / "resumed", tmp_path, dirs_exist_ok=True)
-    rng = np.random.default_rng(68)
-    steps = np.arange(1, 201)
-    entropy = np.where(steps < 101, 0.09, 2.2) + rng.normal(0, 0.005, 200)
-    reward = np.where(steps < 101, 0.6 + 0.7 * (1 - np.exp(-steps / 30)), 0.04)
-    lines = ["{" + f"'loss': 0.01, 'grad_norm': 0.4, 'learning_rate': 1e-4, "
-             f"'reward': {reward[i]:.4f}, 'reward_std': 0.3, 'entropy': {entropy[i]:.4f}, "
-             f"'epoch': {steps[i] / 200:.3f}" + "}" for i in range(200)]
-    log = tmp_path / "console.log"
-    log.write_text("\n".join(lines[:115]) + "\nKeyboardInterrupt\n"
-                   + "\n".join(lines[100:]) + "\n")
-    (run,) = load_runs(log)
+    (run,) = load_runs(_resumed_console(tmp_path / "console.log", broke_at=101))
     run = with_sidecar_config(run)
     assert run.changed_at_resume == {"beta": (0.0, 2.0, 150)}
     assert any(n.startswith("settings changed when the run was resumed") and
