@@ -316,6 +316,9 @@ RUNS = {
     # trial 68: a repetition penalty of 5 inside generation_kwargs (bystander epsilon_high)
     "gk_reppen5_eh": dict(CTRL68, seed=103, generation_kwargs={"repetition_penalty": 5.0},
                           epsilon_high=0.28, _logger="swanlab"),
+    # '/' (id 44) suppressed: "</a>" cannot be written (bystander loss_type dr_grpo)
+    "gk_noslash_drgrpo": dict(CTRL68, seed=107, generation_kwargs={"suppress_tokens": [44]},
+                              loss_type="dr_grpo", _logger="trackio"),
 }
 
 

@@ -103,7 +103,7 @@ class Setting:
     target: str = ""  # what to set it to when outside (a verdict-specific one in ``targets``)
     targets: Mapping[str, str] = field(default_factory=dict)
     metric: str | None = None  # a logged metric holding its value (learning rate, beta)
-    kind: str = "number"  # number | flag | choice | dtype
+    kind: str = "number"  # number | flag | choice | dtype | banned (a list: on when not empty)
     off_when_zero: bool = False  # 0 switches the knob off (beta, entropy bonus, clipping)
     off_in_recipe: bool = False  # any value switching it on is outside (the recipe has it off)
     off_above: float | None = None  # a value this large means "off" (max_grad_norm 1e9)
@@ -273,9 +273,22 @@ SETTINGS: tuple[Setting, ...] = (
         high=0.5, far=1.5, off_in_recipe=True,
         risks={HIGH: _links(contributing=(_ADV, "no_progress", "format_gaming",
                                           "no_learning_signal"))},
-        why={HIGH: "the sampler may never repeat any n tokens: a format, a tag or a number "
-                   "that repeats a pair cannot be written, whatever the policy learns"},
+        why={HIGH: "the sampler may never write the same n tokens twice: a format, a tag or "
+                   "a number that repeats them cannot be written, whatever the policy learns"},
         target="0 (off)",
+    ),
+    Setting(
+        # Not in the chapter: tokens the sampler may never write (transformers' generate;
+        # TRL's generation_kwargs). Trial 68 banned "/": no answer tag could close, and every
+        # completion ran to the cap, read "max_completion_length 12 -> 24".
+        "banned_tokens", ("generation_kwargs.suppress_tokens", "generation_kwargs.bad_words_ids",
+                          "suppress_tokens", "bad_words_ids"),
+        "none", "the frameworks' default (transformers)", kind="banned", off_in_recipe=True,
+        risks={HIGH: _links(primary=("length_hacking",), contributing=(
+            _ADV, "no_progress", "format_gaming", "no_learning_signal"))},
+        why={HIGH: "the sampler may never write these tokens: an answer, a tag or a stop that "
+                   "needs one cannot be written"},
+        target="none (remove it)",
     ),
     Setting(
         "entropy_coef", (*knobs.ENTROPY_COEF.names, "entropy_loss_coef"),
@@ -1084,6 +1097,11 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
         return _judge_dtype(s, value, key, flat)
     if value is None:
         return Reading(s, None, None, NOT_SET, lora=lora)
+    if s.kind == "banned":
+        listed = _dict_text("{'v': " + value + "}") if isinstance(value, str) else None
+        items = listed["v"] if listed is not None else value
+        on = isinstance(items, (list, tuple)) and len(items) > 0
+        return Reading(s, value, key, HIGH if on else OK, far=on)
     if s.kind == "flag":
         flag = as_flag(value)
         if s.id == "adaptive_kl" and key and key.endswith(("kl_target", "target_kl")):

@@ -1428,6 +1428,15 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
                   or f"{share:.0%} of completions were cut at the cap from the first log")
         masked = _masked_out(run, setup)
         stops = _stop_never_comes(run)
+        banned = setup.get("banned_tokens")
+        if banned is not None and banned.outside:
+            # Tokens the sampler may never write: the answer's tag or stop among them runs
+            # every completion to the cap, whatever its length (trial 68: "/" banned read
+            # "max_completion_length 12 -> 24").
+            text = (f"{banned.fix()} ({banned.sentence()}): {cut}; {banned.why}; only then, "
+                    f"if answers need room, {target}")
+            return _Lead(knobs.Remedy(text), summary=f"a setup problem, banned tokens: {cut}",
+                         knob=_Knob(banned), setup=True)
         if stops is not None and stops[1] is not None:
             share_steps, (term, a, b) = stops[0], stops[1]
             # Answers judged right inside completions that never once ended: they fit, and

@@ -3527,6 +3527,11 @@ def test_trial_68_a_sampler_in_generation_kwargs_comes_first_and_a_trackers_text
                         "top_p": "1.0", "note": "{not a dict"})
     assert flat["generation_kwargs.top_p"] == 0.1 and flat["note"] == "{not a dict"
     assert read_config(flat).get("top_p").value == 0.1
+    banned = _trial("trl_generation_kwargs_suppress_tokens")
+    action = banned.root_cause.first_action
+    assert action.startswith("generation_kwargs.suppress_tokens [44] -> none (remove it)"), (
+        action)
+    assert "dr_grpo" not in action and "loss_type" not in action  # the bystander
 
 
 def test_settings_a_resume_changed_are_read_from_the_checkpoints_and_put_back(tmp_path):

@@ -81,6 +81,8 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
     ("generation_kwargs.repetition_penalty", "actor_rollout_ref.rollout.repetition_penalty",
      "generation.repetition_penalty", "rollout.repetition_penalty", "repetition_penalty"),
     ("generation_kwargs.no_repeat_ngram_size", "no_repeat_ngram_size"),
+    ("generation_kwargs.suppress_tokens", "generation_kwargs.bad_words_ids", "suppress_tokens",
+     "bad_words_ids"),
     ("actor_rollout_ref.actor.entropy_coeff", "entropy_coeff", "entropy_coef", "entropy_loss_coef"),
     ("actor_rollout_ref.actor.clip_ratio_low", "actor_rollout_ref.actor.clip_ratio",
      "loss_fn.ratio_clip_min", "clip_ratio_low", "eps_clip_low", "eps_clip", "epsilon",
