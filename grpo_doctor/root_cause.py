@@ -261,6 +261,9 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         root = cheating
     stopped = next((e for e in events if e.check.evidence.get("scorer_stopped")
                     and e.check in worst), None)
+    if stopped is not None and _at_resume(run, int(stopped.check.evidence["scorer_stopped"][
+            "step"])) and run.changed_at_resume:
+        stopped = None  # a change made at the resume moved the scores, not the scorer
     if stopped is not None and root.check.mode != "numerical_failure":
         # A reward term's scorer went down while the completions held: what broke is the
         # scorer, and what followed (equal groups, an entropy "collapse" the reward's fall made
@@ -1485,24 +1488,26 @@ def _broke_at_resume(run: Run, root: Event, causes: Sequence[recipe.Reading]
     1.0 -> 2.5 at a resume, entropy x25 in one step there, read from the console alone as
     "learning_rate 1e-4 -> 5e-5", the lr it was already at). None otherwise."""
     onset = root.check.onset_step
-    if not run.resumed_at or not root.critical or onset is None:
+    # A warning too: a reward at its top from the very step a resume began is no task solved
+    # (trial 68: top_p 0.05 set at a resume read "the task is solved: stop here").
+    if onset is None:
         return None
-    span = span_of(run)
-    interval = max(1, int(round(span.gap))) if span is not None else 1
-    # From the resumed launch's first step on: a break before it was the first launch's
-    # (its checkpoint holds it; helper-88).
-    start = next((s for s in run.resumed_at if s <= onset <= s + interval), None)
+    start = _at_resume(run, onset)
     if start is None:
         return None
-    saved = start - interval
+    span = span_of(run)
+    saved = start - (max(1, int(round(span.gap))) if span is not None else 1)
+    # Not solved: at its best from the very step the resume began.
+    said = root.summary.replace("(the task is solved)", "(from the resume on)")
     if run.changed_at_resume:
         # The checkpoints' saved settings say what the resume changed: put it back.
         back = ", ".join(f"{k} {after} -> {before}"
                          for k, (before, after, _) in run.changed_at_resume.items())
         return _Lead(knobs.Remedy(
             f"resume from checkpoint-{saved} (the one it resumed from) with {back}: the run "
-            f"broke at step {step_text(start)}, where it was resumed with them changed"),
-            summary=f"a change at the resume (step {step_text(start)}): {root.summary}")
+            f"broke at step {step_text(start)}, where it was resumed with "
+            f"{'it' if len(run.changed_at_resume) == 1 else 'them'} changed"),
+            summary=f"a change at the resume (step {step_text(start)}): {said}")
     if any(r.far and (r.id != "learning_rate" or _lr_moved_at(run, start)) for r in causes):
         return None  # the latest launch's config names it
     return _Lead(knobs.Remedy(
@@ -1510,7 +1515,7 @@ def _broke_at_resume(run: Run, root: Event, causes: Sequence[recipe.Reading]
         f"broke: the resumed launch's settings against the first's (sampling: temperature, "
         f"top_p; the learning rate and its schedule) and the checkpoint it loaded; then resume "
         f"from checkpoint-{saved} (the one it resumed from) with the first launch's settings"),
-        summary=f"a change at the resume (step {step_text(start)}): {root.summary}")
+        summary=f"a change at the resume (step {step_text(start)}): {said}")
 
 
 def _other_model_nan(run: Run, root: Event) -> _Lead | None:
@@ -1528,6 +1533,15 @@ def _other_model_nan(run: Run, root: Event) -> _Lead | None:
         f"{_rollback_words(run, root.step)}, then check {model}, not the policy, whose "
         f"numbers stayed finite: {check}", rollback_step=root.step),
         summary=f"another model's update went NaN: {root.summary}")
+
+
+def _at_resume(run: Run, step: int) -> int | None:
+    """The first step of the resumed launch ``step`` falls at (within a logging interval
+    after it), or None. A break before it was the first launch's: its checkpoint holds it
+    (helper-88)."""
+    span = span_of(run)
+    interval = max(1, int(round(span.gap))) if span is not None else 1
+    return next((s for s in run.resumed_at if s <= step <= s + interval), None)
 
 
 def _lr_moved_at(run: Run, step: int) -> bool:

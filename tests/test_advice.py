@@ -3551,3 +3551,27 @@ def test_settings_a_resume_changed_are_read_from_the_checkpoints_and_put_back(tm
     action = diagnose(run).root_cause.first_action
     assert action.startswith("resume from checkpoint-100 (the one it resumed from) with "
                              "beta 2.0 -> 0.0"), action
+
+
+def test_a_reward_at_its_top_from_the_step_a_resume_began_is_no_task_solved(tmp_path):
+    """Trial 68: top_p 1.0 -> 0.05 at a resume from checkpoint-100, the console read alone:
+    the reward at its top from step 101 on, grad norm 0, read "the task is solved: stop
+    here"."""
+    rng = np.random.default_rng(68)
+    steps = np.arange(1, 201)
+    early = np.minimum(1.45, 1.1 + 0.002 * steps + rng.normal(0, 0.05, 200))
+    reward = np.where(steps < 101, early, 1.5)
+    grad = np.where(steps < 101, 1.0 + rng.normal(0, 0.2, 200), 0.0)
+    lines = ["{" + f"'loss': 0.0, 'grad_norm': {grad[s - 1]:.4f}, "
+             f"'learning_rate': {1e-4 * (1 - s / 200):.4g}, 'reward': {reward[s - 1]:.4f}, "
+             f"'reward_std': {0.3 if s < 101 else 0.0}, 'entropy': 0.1, "
+             f"'epoch': {s / 200:.3f}" + "}" for s in steps]
+    log = tmp_path / "console.log"
+    log.write_text("\n".join(lines[:115]) + "\nKeyboardInterrupt\n"
+                   + "\n".join(lines[100:]) + "\n")
+    (run,) = load_runs(log)
+    assert run.resumed_at == (101,)
+    rc = diagnose(run).root_cause
+    assert rc.first_action.startswith("check what changed when the run was resumed at "
+                                      "step 101"), rc
+    assert "(the task is solved)" not in rc.summary and "stop here" not in rc.first_action

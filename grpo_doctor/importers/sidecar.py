@@ -175,7 +175,16 @@ def _with_resume_changes(run: Run) -> Run:
                          for k, (before, after, n) in changed.items())
         note = (f"settings changed when the run was resumed (the checkpoints' "
                 f"training_args.bin from checkpoint-{first_step} on): {said}")
-        return replace(run, changed_at_resume=changed, notes=[*run.notes, note])
+        resumed = run.resumed_at
+        if not resumed:
+            # The resume began after the last checkpoint saved with the old settings: the
+            # first step logged after it (a trainer state carries no launch boundary).
+            first_new = min(n for _, _, n in changed.values())
+            last_old = max((n for n, _ in saved if n < first_new), default=None)
+            after = run.steps[run.steps > last_old] if last_old is not None else []
+            resumed = (int(after[0]),) if len(after) else ()
+        return replace(run, changed_at_resume=changed, resumed_at=resumed,
+                       notes=[*run.notes, note])
     return run
 
 
