@@ -19,6 +19,7 @@ from grpo_doctor.exit_codes import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
 from grpo_doctor.files import as_path, is_remote
 from grpo_doctor.findings import RUN_SEVERITY, RUN_STOPPED, SCHEMA_VERSION
 from grpo_doctor.importers._common import read_json
+from grpo_doctor.importers.run_folder import FOLDER_COPY
 
 #: ``progress(done, total)``: called once the sources are known, then after each source.
 ProgressFn = Callable[[int, int], None]
@@ -57,7 +58,9 @@ class PassedOver:
     @property
     def copy(self) -> bool:
         """A run read and left out as a copy of another (the same logged values)."""
-        return self.why.startswith(COPY_OF)
+        # (or a log a run's folder left out as a copy of the log it read: trial 68's audit
+        # had called ten such consoles "log files with no training metrics")
+        return self.why.startswith((COPY_OF, FOLDER_COPY))
 
 
 #: The record key holding a digest of a run's logged values (dropped once copies are found;

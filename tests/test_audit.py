@@ -746,3 +746,23 @@ def test_a_root_cause_wrong_from_the_first_step_is_said_as_setup(tmp_path, capsy
     (tmp_path / "cut.csv").write_text("\n".join(rows) + "\n")
     code, out, _ = run_cli(capsys, "audit", str(tmp_path))
     assert "→ root length_hacking@1 (a setup problem)" in out, out
+
+
+def test_a_run_folders_console_copy_is_a_copy_not_a_log_with_no_metrics(tmp_path):
+    """Trial 68's audit headline said "10 log files with no training metrics" of the consoles
+    its -v listed as "another copy of the same run, no richer"."""
+    history = [{"step": s, "loss": 0.01, "reward": round(0.2 + 0.01 * s, 4),
+                "epoch": s / 40} for s in range(1, 41)]
+    for name in ("run_a", "run_b"):
+        state = tmp_path / name / "checkpoint-40"
+        state.mkdir(parents=True)
+        (state / "trainer_state.json").write_text(json.dumps(
+            {"global_step": 40, "log_history": history}))
+        (tmp_path / name / "console.log").write_text("".join(
+            repr({k: v for k, v in e.items() if k != "step"}) + "\n" for e in history))
+    result = auditing.audit([str(tmp_path)])
+    assert len(result.runs) == 2
+    assert all(p.copy for p in result.passed_over if p.source.endswith("console.log"))
+    from grpo_doctor.reporters.audit_report import _headline
+
+    assert "with no training metrics" not in _headline(result)

@@ -345,7 +345,9 @@ def _another_run(run: Run, other: Run, steps, metrics: list[str]) -> bool:
     return n >= 5 and int(differs.sum()) >= 0.9 * n
 
 
-_COPY = "another copy of the same run, no richer"
+#: Why a run folder left a log of its run out (audit counts them as copies, not as logs that
+#: held no run).
+FOLDER_COPY = "another copy of the same run, no richer"
 _ANOTHER = "another run's log, read as a run of its own"
 _UNKNOWN = "holds no metric grpo-doctor knows"
 _EARLIER = "an earlier save of the same log_history"
@@ -353,11 +355,11 @@ _EARLIER = "an earlier save of the same log_history"
 
 def _passed_note(passed: list[tuple[str, str]]) -> str:
     """One line naming every log passed over, grouped by why (``audit -v`` has each reason)."""
-    copies = [f"{label} {why.removeprefix(_COPY).strip()}" for label, why in passed
-              if why.startswith(_COPY)]
+    copies = [f"{label} {why.removeprefix(FOLDER_COPY).strip()}" for label, why in passed
+              if why.startswith(FOLDER_COPY)]
     earlier = [label for label, why in passed if why == _EARLIER]
     other = [f"{label} ({why})" for label, why in passed
-             if not why.startswith(_COPY) and why != _EARLIER]
+             if not why.startswith(FOLDER_COPY) and why != _EARLIER]
     parts = ([f"other copies: {', '.join(copies)}"] if copies else []) + (
         [f"earlier checkpoints: {', '.join(earlier)}"] if earlier else []) + other
     return "passed over " + "; ".join(parts)
@@ -420,7 +422,7 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
         if run.mapping and not other.mapping and _known(run):
             passed.append((copy.label, f"{_UNKNOWN} ({other_shape})"))
             continue
-        passed.append((copy.label, f"{_COPY} ({other_shape})"))
+        passed.append((copy.label, f"{FOLDER_COPY} ({other_shape})"))
         # The process's console beside the logs it wrote says how it ended (a traceback, or
         # the Trainer's closing summary).
         run.ending = run.ending or ending
