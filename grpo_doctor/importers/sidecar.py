@@ -183,7 +183,13 @@ def _with_resume_changes(run: Run) -> Run:
             last_old = max((n for n, _ in saved if n < first_new), default=None)
             after = run.steps[run.steps > last_old] if last_old is not None else []
             resumed = (int(after[0]),) if len(after) else ()
-        return replace(run, changed_at_resume=changed, resumed_at=resumed,
+        # The latest launch's settings are in force after the resume: a value the log itself
+        # printed at its first launch does not stand for them (trial 67: lr 1e-4 echoed at
+        # launch 1 had hidden the 3e-3 set at the resume).
+        config = {**(run.config or {}), **{k: after for k, (before, after, _) in
+                                           changed.items()
+                                           if (run.config or {}).get(k) == before}}
+        return replace(run, changed_at_resume=changed, resumed_at=resumed, config=config,
                        notes=[*run.notes, note])
     return run
 
