@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from grpo_doctor.config import DoctorConfig, Settings, failing_statuses
 from grpo_doctor.engine import diagnose
-from grpo_doctor.errors import InputError
+from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.exit_codes import EXIT_FINDINGS, EXIT_OK
 from grpo_doctor.findings import Diagnosis
 from grpo_doctor.hints import require_metrics
@@ -60,12 +60,43 @@ def diagnose_source(
 ) -> list[Result]:
     """Load every run in ``source`` and diagnose each (the work behind ``diagnose``)."""
     s = settings or Settings()
-    runs = load_runs(source, format=input_format, column_map=s.checked_map(),
-                     step_column=step_column, run=run)
+    try:
+        runs = load_runs(source, format=input_format, column_map=s.checked_map(),
+                         step_column=step_column, run=run)
+    except FormatError:
+        # A folder of runs and a name from its audit table: the run of that name, found as
+        # audit finds them (helper-90: every name copied from `audit real-runs` was refused).
+        named = (_named_in_folder(source, run, s, step_column)
+                 if run is not None and input_format is None and os.path.isdir(source) else [])
+        if not named:
+            raise
+        runs = named
     for r in runs:
         require_metrics(r)
     cfg = s.doctor_config()
     return [Result(r, diagnose(r, cfg)) for r in runs]
+
+
+def _named_in_folder(folder: str | os.PathLike[str], run: str, s: Settings,
+                     step_column: str | None) -> list[Run]:
+    """The one run named ``run`` (as audit names it: a run's name, or ``name (source)``)
+    among the runs an audit of ``folder`` would read; empty when none or several."""
+    from grpo_doctor.discovery import expand
+    from grpo_doctor.errors import GrpoDoctorError
+    from grpo_doctor.importers import name_matches
+
+    sources, _ = expand([os.fspath(folder)])
+    found: list[tuple[Run, str]] = []
+    for src in sources:
+        try:
+            found += [(r, src.key) for r in load_runs(
+                src.path, format=src.format, column_map=s.checked_map(),
+                step_column=step_column)]
+        except GrpoDoctorError:
+            continue
+    picked = name_matches([r.name for r, _ in found], run) or name_matches(
+        [f"{r.name} ({key})" for r, key in found], run)
+    return [found[picked[0]][0]] if len(picked) == 1 else []
 
 
 def diagnose_frame(

@@ -470,3 +470,21 @@ def test_run_picks_a_log_of_a_folder_by_the_name_audit_gives_it(tmp_path, capsys
     (tmp_path / "b.log").write_text(rows)
     code, out, _ = run_cli(capsys, "diagnose", str(tmp_path), "--run", "b")
     assert code == 0 and out.split("\n", 1)[0].endswith("· b"), out
+
+
+def test_run_picks_a_run_inside_a_file_of_a_folder_as_audit_names_it(tmp_path, capsys):
+    """A name copied from `audit FOLDER` for a run inside a file that holds several (a CSV of
+    two runs, beside a folder of consoles) had been refused at the folder (helper-90)."""
+    (tmp_path / "csv").mkdir()
+    (tmp_path / "csv" / "two.csv").write_text("run,step,reward,kl\n" + "".join(
+        f"{name},{s},{0.2 + 0.01 * s:.2f},0.001\n" for name in ("seed_a", "seed_b")
+        for s in range(1, 41)))
+    (tmp_path / "logs").mkdir()
+    for name in ("one", "two"):
+        (tmp_path / "logs" / f"{name}.log").write_text("".join(
+            f"{{'loss': 0.01, 'reward': {0.2 + 0.01 * s:.2f}, 'epoch': {s / 30:.2f}}}\n"
+            for s in range(30)))
+    code, out, _ = run_cli(capsys, "diagnose", str(tmp_path), "--run", "seed_b")
+    assert code == 0 and out.split("\n", 1)[0].endswith("· seed_b"), out
+    code, _, err = run_cli(capsys, "diagnose", str(tmp_path), "--run", "nope")
+    assert code == 2 and "diagnose one of them" in err
