@@ -555,6 +555,8 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
             for member in watcher.members():
                 for warning in member.warnings:
                     say(f"warning: {warning}")
+                    printer.warning(member.run.name if member.run is not None else "",
+                                    warning)
                 member.warnings.clear()
             if has_data and not checked_wandb:
                 checked_wandb = True

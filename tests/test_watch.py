@@ -1194,6 +1194,31 @@ def test_a_log_replaced_by_another_or_by_a_folder_is_said_and_a_rewrite_is_not(
     assert not any("another log" in w for w in watcher.warnings), watcher.warnings
 
 
+def test_a_watch_warning_is_a_json_event_too(tmp_path: Path) -> None:
+    """A JSON consumer had seen findings cleared "its log was replaced by another" with no
+    event saying why (helper-88): each warning is an event of its own."""
+    import io
+    import json
+    import os
+
+    from grpo_doctor.watch import run_watch
+
+    path = tmp_path / "run.csv"
+    path.write_text("step,reward,entropy\n" + "".join(
+        f"{s},{0.01 * s},{0.6 - 0.005 * s}\n" for s in range(1, 31)))
+    other = tmp_path / "other.csv"
+    other.write_text("step,reward,entropy\n" + "".join(
+        f"{s},{0.5 - 0.01 * s},0.2\n" for s in range(1, 41)))
+    steps = iter([lambda: os.replace(other, path)])
+    out, err = io.StringIO(), io.StringIO()
+    run_watch(Watcher(path), interval=0, output="json", max_polls=3, out=out, err=err,
+              sleep=lambda _s: next(steps, lambda: None)())
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    warned = [e for e in events if e["event"] == "warning"]
+    assert len(warned) == 1 and "now holds another log" in warned[0]["message"], events
+    assert "now holds another log" in err.getvalue()
+
+
 def test_an_alert_whose_first_alert_came_before_its_onset_says_it_was_an_earlier_episode():
     """watch --once had said "first alert at step 65, onset 170" where diagnose says the
     alert at 65 was an earlier episode's (helper-83)."""

@@ -264,6 +264,16 @@ class LiveOutput:
             out.write(self._fit(line) + "\n")
             out.flush()
 
+    def warning(self, run: str, message: str) -> None:
+        """A watch warning (a log gone, back, replaced by another, unreadable) as an event of
+        its own under ``--format json``: said on stderr only, a JSON consumer had seen the
+        findings cleared "its log was replaced by another" with nothing before (helper-88).
+        Other outputs print it on stderr, not here."""
+        if self.output == "json":
+            self.out.write(json_dumps({"event": "warning", "run": run, "message": message})
+                           + "\n")
+            self.out.flush()
+
     def _fit(self, line: str) -> str:
         """On a terminal, ``line`` wrapped to its width with a hanging indent; into a file or
         a pipe, one line per alert (what a log scraper or ``grep`` wants)."""
