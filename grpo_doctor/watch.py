@@ -241,6 +241,12 @@ class Watcher:
         (helper-84). Nothing for a rewrite that keeps the steps read (an export saved whole
         each time): the monitor reads on."""
         if _continues(before, now):
+            if (now.last_step or 0) < (before.last_step or 0):
+                # The same log cut back (rewritten to its first steps): what it no longer
+                # holds is not what cleared (helper-88: findings cleared "at step 30" of 250).
+                self.warnings.append(
+                    f"{self.path} now ends at step {now.last_step}, before step "
+                    f"{before.last_step} read: read again from its start")
             return []
         self.warnings.append(f"{self.path} now holds another log (its first steps differ "
                              "from those read): reading it from its start, its alerts anew")

@@ -1159,10 +1159,17 @@ def test_a_log_replaced_by_another_or_by_a_folder_is_said_and_a_rewrite_is_not(
     watcher.poll()
     first = watcher.monitor
     rewrite = tmp_path / "tmp.csv"
-    rewrite.write_text("\n".join(rows[:21]) + "\n")
-    os.replace(rewrite, path)  # an atomic save of the same run, cut shorter
+    rewrite.write_text("\n".join(rows) + "\n")
+    os.replace(rewrite, path)  # an atomic save of the same run
     watcher.poll()
     assert not watcher.warnings and watcher.monitor is first
+    rewrite.write_text("\n".join(rows[:21]) + "\n")
+    os.replace(rewrite, path)  # the same run, cut back: said (helper-88)
+    watcher.poll()
+    assert watcher.warnings == [f"{path} now ends at step 20, before step 30 read: read "
+                                "again from its start"]
+    assert watcher.monitor is first
+    watcher.warnings.clear()
     other = tmp_path / "other.csv"
     other.write_text("step,reward,entropy\n" + "".join(
         f"{s},{0.5 - 0.01 * s},{0.2}\n" for s in range(1, 41)))
