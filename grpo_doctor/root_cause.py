@@ -1482,21 +1482,19 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
 
 def _broke_at_resume(run: Run, root: Event, causes: Sequence[recipe.Reading]
                      ) -> _Lead | None:
-    """A critical break where a launch resumed from a checkpoint begins, under no setting of
-    the config (the latest launch's) far outside the recipe but a learning rate the log shows
-    unchanged across the resume: what changed at the resume broke it (trial 67: temperature
-    1.0 -> 2.5 at a resume, entropy x25 in one step there, read from the console alone as
-    "learning_rate 1e-4 -> 5e-5", the lr it was already at). None otherwise."""
+    """A finding that begins where a launch resumed from a checkpoint begins: what changed at
+    the resume caused it. The settings the checkpoints show it changed are put back; with
+    none known, it leads under no setting of the config (the latest launch's) far outside the
+    recipe but a learning rate the log shows unchanged across the resume (trial 67:
+    temperature 1.0 -> 2.5 at a resume, entropy x25 in one step there, read from the console
+    alone as "learning_rate 1e-4 -> 5e-5", the lr it was already at). A warning too: a reward
+    at its top from the very step a resume began is no task solved (trial 68: top_p 0.05 set
+    at a resume read "the task is solved: stop here"). None otherwise."""
     onset = root.check.onset_step
-    # A warning too: a reward at its top from the very step a resume began is no task solved
-    # (trial 68: top_p 0.05 set at a resume read "the task is solved: stop here").
-    if onset is None:
-        return None
-    start = _at_resume(run, onset)
+    start = _at_resume(run, onset) if onset is not None else None
     if start is None:
         return None
-    span = span_of(run)
-    saved = start - (max(1, int(round(span.gap))) if span is not None else 1)
+    saved = start - _log_interval(run)
     # Not solved: at its best from the very step the resume began.
     said = root.summary.replace("(the task is solved)", "(from the resume on)")
     if run.changed_at_resume:
@@ -1539,9 +1537,14 @@ def _at_resume(run: Run, step: int) -> int | None:
     """The first step of the resumed launch ``step`` falls at (within a logging interval
     after it), or None. A break before it was the first launch's: its checkpoint holds it
     (helper-88)."""
-    span = span_of(run)
-    interval = max(1, int(round(span.gap))) if span is not None else 1
+    interval = _log_interval(run)
     return next((s for s in run.resumed_at if s <= step <= s + interval), None)
+
+
+def _log_interval(run: Run) -> int:
+    """The run's steps between logs (1 when it logs one step)."""
+    span = span_of(run)
+    return max(1, int(round(span.gap))) if span is not None else 1
 
 
 def _lr_moved_at(run: Run, step: int) -> bool:
