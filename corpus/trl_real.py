@@ -319,6 +319,11 @@ RUNS = {
     # '/' (id 44) suppressed: "</a>" cannot be written (bystander loss_type dr_grpo)
     "gk_noslash_drgrpo": dict(CTRL68, seed=107, generation_kwargs={"suppress_tokens": [44]},
                               loss_type="dr_grpo", _logger="trackio"),
+    # trial 67: groups of 2 in a batch of 4 (bystander warmup_steps 5); TensorBoard
+    "g2_b4_wu5": dict(CTRL67, num_generations=2, per_device_train_batch_size=4, warmup_steps=5),
+    # trial 68: temperature 0.3 inside generation_kwargs (bystander weight_decay 0.05)
+    "gk_temp03_wd": dict(CTRL68, seed=89, generation_kwargs={"temperature": 0.3},
+                         weight_decay=0.05, _logger="wandb"),
 }
 
 

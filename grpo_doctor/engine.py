@@ -52,7 +52,7 @@ from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, plural, step_text
 
 if TYPE_CHECKING:
-    from grpo_doctor.recipe import Setup
+    from grpo_doctor.recipe import Reading, Setup
 
 #: Prefixes tried in the coarse scan for the first alert.
 SCAN_POINTS = 48
@@ -373,6 +373,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     from grpo_doctor.rules.no_progress import (
         learning_unproven,
         low_task_note,
+        low_under_sampler,
         stalled_with_cause,
     )
 
@@ -390,6 +391,13 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         (config or DoctorConfig()).params_for(rule_named("no_progress"))["patience"])
     if stalled is not None:
         checks = [stalled if c.mode == stalled.mode else c for c in checks]
+    sampler = _far_sampler(setup)
+    held_low = low_under_sampler(
+        run, checks, (sampler.fix(), f"{sampler.name} {sampler.value_text} ({sampler.how_far()})")
+        if sampler is not None else None,
+        (config or DoctorConfig()).params_for(rule_named("no_progress")))
+    if held_low is not None:
+        checks = [held_low if c.mode == held_low.mode else c for c in checks]
     cause, plan = root_cause_and_plan(run, checks, setup)
     stopped = _stopped_note(run, cause, checks) or _short_of_max_steps(run)
     if cause is None:
@@ -476,6 +484,18 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
 #: group samples, what the reward measures and what the policy learns from.
 _SAMPLER = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty",
             "no_repeat_ngram_size")
+
+
+def _far_sampler(setup: Setup) -> Reading | None:
+    """A sampler setting far outside the recipe: a repetition penalty of 5, a temperature of
+    0.3 (twice or more beyond its range, where the range is a number's)."""
+    return next((r for r in setup.outside if r.far and r.id in _SAMPLER
+                 and (r.factor is None or r.factor >= _SAMPLER_FAR)), None)
+
+
+#: How many times beyond its range a sampler setting must be to stand as the evidence of a
+#: low score on its own: a temperature of 0.6, common in real runs, is not.
+_SAMPLER_FAR = 2.0
 
 
 def _sampler_first(setup: Setup) -> str | None:

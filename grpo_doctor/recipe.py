@@ -916,8 +916,39 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
         if s.id == "num_generations" and not groups and value is not None:
             readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
             continue
-        readings.append(judge(s, value, key, flat, lora))
+        reading = judge(s, value, key, flat, lora)
+        if s.id == "num_generations" and reading.verdict == LOW:
+            reading = _group_with_batch(reading, flat)
+        readings.append(reading)
     return Setup(tuple(readings), lora)
+
+
+def _group_with_batch(reading: Reading, flat: Mapping[str, Any]) -> Reading:
+    """A group size too small, its fix with the batch TRL needs to hold the larger groups:
+    TRL refuses a generation batch (per_device_train_batch_size x steps_per_generation x
+    GPUs) that num_generations does not divide, so "num_generations 2 -> 16" alone beside a
+    batch of 4 would not start (trial 67). The batch grows to keep its prompts per step."""
+    group, target = as_number(reading.value), as_number(reading.target)
+    batch = as_number(lookup(flat, ("per_device_train_batch_size",))[0])
+    if not group or not target or not batch or group <= 0 or batch <= 0:
+        return reading
+    per_gen = as_number(lookup(flat, ("steps_per_generation",))[0]) or as_number(
+        lookup(flat, ("gradient_accumulation_steps",))[0]) or 1.0
+    g, t, b, k = int(group), int(target), int(batch), max(1, int(per_gen))
+    if (b * k) % t == 0:
+        return reading
+    # The smallest batch at least the prompts it held per step times the new group, whose
+    # generation batch the new group divides.
+    unit = t // math.gcd(t, k)
+    wanted = max(b, math.ceil(b * t / max(g, 1)))
+    new = math.ceil(wanted / unit) * unit
+    prompts = max(1, (b * k) // max(g, 1))
+    return replace(reading, change=(
+        f"num_generations {_num(group)} -> {t}, with per_device_train_batch_size {b} -> {new} "
+        f"(TRL needs num_generations to divide the generation batch, "
+        f"per_device_train_batch_size x steps_per_generation x GPUs; {new} keeps "
+        f"{'its ' + str(prompts) + ' prompts' if prompts > 1 else 'its one prompt'} a "
+        f"{'step' if k == 1 else 'generation'})"))
 
 
 #: GSPO's clip range (Zheng et al. 2025, and TRL's GSPO example): a ratio of whole-sequence

@@ -492,6 +492,11 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     # Every sample was drawn with a rollout setting far outside the recipe (a temperature of
     # 2.5): what the policy made of those samples (a format term gamed while the held-out
     # score fell) follows from it, and the setting comes before that finding's own fix.
+    # (Near-greedy from the first step is the setup problem it is, before what the policy
+    # made of such samples: trial 68's temperature 0.3, its groups alike from step 1.)
+    sharp = _sampled_sharp(run, setup, root)
+    if sharp is not None:
+        return sharp
     drawn = [r for r in setup.causes(_linked_modes(root), critical=root.critical)
              if r.far and r.id in _ROLLOUT_SETTINGS]
     if drawn:
@@ -505,7 +510,7 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
             f"the entropy bonus: {raised.sentence()}, raised step by step by "
             f"use_adaptive_entropy toward an entropy_target the entropy never reached; first "
             f"sign: {root.check.mode.replace('_', ' ')} ({first_sign})"))
-    sharp = _sampled_sharp(run, setup, root) or _sampled_noisy(run, setup, root)
+    sharp = _sampled_noisy(run, setup, root)
     if sharp is not None:
         return sharp
     at_once = _ends_at_once(run, setup) if from_start else None
@@ -530,6 +535,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if elsewhere is not None:
         return elsewhere
     causes = setup.causes(_linked_modes(root), critical=root.critical, prefer=_own_knobs(check))
+    small = _small_groups(run, root, setup, causes, from_start)
+    if small is not None:
+        return small
     resumed = _broke_at_resume(run, root, causes)
     if resumed is not None:
         return resumed
@@ -895,9 +903,12 @@ def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
     if not said:
         return None
     setting = f"{knob.name} {knob.value_text}"
-    text = (f"{knob.fix()} ({knob.sentence()}): sampling is near-greedy from the "
-            f"first step ({'; '.join(said)}), so each group samples one answer, the reward "
-            "measures near-greedy decoding and GRPO has nothing to compare")
+    # No roll-back: every checkpoint learned from near-greedy samples, none is worth going
+    # back to.
+    text = (f"{knob.fix()} ({knob.sentence()}): sampling is near-greedy from the first step "
+            f"({'; '.join(said)}), so each group samples one answer, the reward measures "
+            "near-greedy decoding and GRPO has nothing to compare; no roll-back: no checkpoint "
+            "learned from the policy's own samples")
     # "(the task is solved)" holds at this setting only.
     summary = root.summary.replace("(the task is solved)", f"(at {setting})")
     return _Lead(knobs.Remedy(text, knob=knobs.TEMPERATURE if knob.id == "temperature" else None),
@@ -1039,6 +1050,39 @@ def _gamed_through(run: Run, root: Event, checks: Sequence[Check]) -> _Lead | No
         return _Lead(knobs.Remedy(text), summary=f"reward hacking through {what}: "
                      f"{root.summary}; {check.summary}")
     return None
+
+
+#: Findings of a run that stopped learning: where a group too small to tell its completions
+#: apart is the chapter's "training stalls" (groups alike, advantage 0).
+_STALLS = ("entropy_collapse", "no_progress", "advantage_collapse", "no_learning_signal")
+#: The share of groups with equal rewards, late in the log, at which groups that small are
+#: what stalls the run: the chapter's alarm is an effective share under half.
+_SMALL_GROUPS_ALIKE = 0.4
+
+
+def _small_groups(run: Run, root: Event, setup: recipe.Setup, causes: list[recipe.Reading],
+                  from_start: bool) -> _Lead | None:
+    """The group size first, where it is far below the recipe and the run stalled with
+    equal-reward groups at the chapter's alarm: a group of 2 is all-alike whenever both
+    completions agree, whatever the lr (trial 67: num_generations 2 with a batch of 4 read
+    "learning_rate 1e-4 -> 2.5e-6", the group size a note, on a run that learned at that
+    lr, only slowly). None otherwise."""
+    group = setup.get("num_generations")
+    if group is None or group.verdict != recipe.LOW or not group.far or (
+            root.check.mode not in _STALLS or _converging(root.check)):
+        return None
+    _, alike = series(run, Metric.ZERO_STD_FRACTION.value)
+    k = late_points(len(alike), 0.2, 3)
+    share = float(np.mean(alike[-k:])) if len(alike) >= 5 else 0.0
+    if share < _SMALL_GROUPS_ALIKE:
+        return None
+    lead = _knob_action(run, root, [group, *(r for r in causes if r is not group)], from_start)
+    said = headline(without_mode_name(root.summary, root.check.mode))
+    return replace(lead, summary=(
+        f"the group size: {group.name} {group.value_text} ({group.how_far()}): {share:.0%} of "
+        f"groups had equal rewards over the last {k} logged points (the chapter's alarm is "
+        f"half), and an equal group teaches nothing; first sign: "
+        f"{root.check.mode.replace('_', ' ')} ({said})"))
 
 
 def _linked_modes(root: Event) -> set[str]:
@@ -1388,7 +1432,7 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
 _TRAINING_SETTINGS = frozenset({
     "learning_rate", "beta", "entropy_coef", "epsilon", "epsilon_high", "max_grad_norm",
     "num_iterations", "adam_beta2", "adaptive_kl", "ref_model_sync_steps", "loss_type",
-    "top_entropy_quantile"})
+    "top_entropy_quantile", "num_generations"})
 
 
 def _learned_before(run: Run, step: int) -> bool:
@@ -1836,7 +1880,11 @@ def _numerical_setup(run: Run, setup: recipe.Setup, check: Check) -> _Lead:
         # The frameworks' own divisions carry an epsilon: the dtype stays the likelier cause.
         rest = f"{dtypes}; then {'; '.join(zeros)}; and a loss or reward that divides by zero"
     ruled = " (the config rules out fp16)" if no_fp16 else ""
-    text = ("a numerical setup problem from the first update, not an instability (clipping "
+    # (A first logged step that was finite, the NaN at the next: "its first updates", not
+    # "the first update", trial 69.)
+    when = ("the first update" if first is None or not len(run.steps)
+            or first <= int(run.steps[0]) else f"its first updates (step {step_text(first)})")
+    text = (f"a numerical setup problem from {when}, not an instability (clipping "
             f"cannot fix a NaN): check {rest}{ruled}")
     return _Lead(knobs.Remedy(text), summary=f"a numerical setup problem: {check.summary}"
                  f"{moved}", setup=True)

@@ -314,8 +314,9 @@ def test_the_first_live_advice_names_the_cause_from_the_first_poll() -> None:
         first[name] = next(a.first_action for _, a in alerts if a.first_action)
     assert first["trl_hard_task"].startswith("the prompts are out of reach (correctness_reward "
                                              "is at most"), first
-    assert first["trl_temperature_0.2"].startswith("for the next run, temperature 0.2 -> 1.0")
-    assert first["trl_temperature_0.2"].endswith("no roll-back: the task is solved"), first
+    assert first["trl_temperature_0.2"].startswith("temperature 0.2 -> 1.0")
+    assert first["trl_temperature_0.2"].endswith("no roll-back: no checkpoint learned from the "
+                                                 "policy's own samples"), first
 
 
 # --- configuration and what watch shows -----------------------------------------------------

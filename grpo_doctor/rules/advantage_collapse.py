@@ -68,6 +68,7 @@ from grpo_doctor.rules.signals import (
     scored_run,
     scorer_stopped,
     unsolved_equal_share,
+    zero_one_score,
 )
 from grpo_doctor.store import SFT_BEFORE, Run
 from grpo_doctor.text import agree, fmt, step_text
@@ -135,6 +136,9 @@ def _out_of_reach(run: Run) -> tuple[float, str, float] | None:
             return late, name, float(np.max(rolling_median(v, 5)))
     return None
 
+
+#: The late score (of 1) at which a share of all-correct groups reads as a (nearly) solved task.
+_NEARLY_SOLVED = 0.8
 
 #: What the share is when the log tells all-correct groups apart: the rest.
 UNSOLVED = "share of groups with equal rewards not proven solved"
@@ -305,8 +309,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         evidence["all_correct_share_of_equal_groups"] = round(solved, 3)
         # (Not where the groups were equal from the first steps: near-greedy sampling from the
         # start is a setup problem root_cause names as such.)
-        cut = knobs.sampling_cut(run) if late >= p["warn_fraction"] and float(
-            np.median(z[:3])) < p["warn_fraction"] else None
+        cut = knobs.sampling_cut(run) if late >= p["warn_fraction"] else None
         if cut is not None and late_u < p["warn_fraction"]:
             # All-correct under a cut sampler is the cut's score: the policy's own spread is
             # hidden (trial 51: top_p 0.5, 99% of groups equal and all-correct, entropy 0.24
@@ -322,10 +325,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                 remedies=(fix, "then look at the groups sampled from the whole distribution"),
                 key_metric=metric)
         if late >= p["warn_fraction"] and late_u < p["warn_fraction"]:
+            score = zero_one_score(run)
+            score_now = float(np.mean(score[1][-late_points(len(score[1]), p["late_fraction"],
+                                                              2):])) if score is not None else None
+            # A score well short of its top is no solved task: small groups of a policy right
+            # half the time agree by chance (trial 67: groups of 2 at 0.56 read "the task is
+            # (nearly) solved").
+            why = ("the task is (nearly) solved and little signal is left; harder prompts "
+                   "would teach more" if score_now is None or score_now >= _NEARLY_SOLVED else
+                   f"solved groups, not a collapse, though the score is {fmt(score_now)} of 1 "
+                   "(a small group agrees by chance)")
             return Outcome(Status.OK, f"{late:.0%} of groups had equal rewards over the last "
-                           f"{k} logged points, at least {solved:.0%} of them all-correct: the "
-                           "task is (nearly) solved and little signal is left; harder prompts "
-                           "would teach more", evidence=evidence, key_metric=metric)
+                           f"{k} logged points, at least {solved:.0%} of them all-correct: "
+                           f"{why}", evidence=evidence, key_metric=metric)
         steps, z, k, late = steps_u, u, k_u, late_u
         what = UNSOLVED
     if pinned:

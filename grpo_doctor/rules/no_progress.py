@@ -780,6 +780,35 @@ def _lr_remedy(run: Run, still: str | None = None) -> knobs.Remedy:
 LOW_TASK_NOTE = "no failure mode fired, but the task's own score is still low: "
 
 
+def low_under_sampler(run: Run, checks: Iterable[Check], sampler: tuple[str, str] | None,
+                      p: Mapping[str, float]) -> Check | None:
+    """The no_progress check of a run nothing fired on whose task score stayed low (its
+    ``task_low``: below ``low_score`` at the end) while every sample was drawn with a sampler
+    setting far outside the recipe (``sampler``: its fix, and what it is), made a warning:
+    the setting is the evidence the curves lacked, and "healthy" at 9% correct reads as
+    "this run learns" (trial 68: repetition_penalty 5 in generation_kwargs, correctness
+    0.014 -> 0.091 where its controls reached 0.86). None otherwise."""
+    checks = list(checks)
+    check = next((c for c in checks if c.mode == RULE.id), None)
+    if sampler is None or check is None or any(c.fired for c in checks):
+        return None
+    low = check.evidence.get("task_low")
+    steps, r = series(run, REWARD)
+    if not isinstance(low, dict) or len(r) < p["patience"]:
+        return None
+    fix, setting = sampler
+    evidence = dict(check.evidence)
+    evidence["threshold"] = (f"a 0-1 task score below {fmt(p['low_score'])} at the end over "
+                             f"{int(p['patience'])}+ logged points, sampled with a setting far "
+                             "outside the recipe")
+    summary = (f"the task's own score stayed low: {low['signal']} {fmt(low['start'])} -> "
+               f"{fmt(low['end'])} (of 1) over {logged(run, REWARD):,} logged points, every "
+               f"sample drawn with {setting}")
+    return replace(check, status=Status.WARNING, summary=summary, onset_step=int(steps[0]),
+                   first_alert_step=int(steps[int(p["patience"]) - 1]), evidence=evidence,
+                   remedies=(fix, *_remedies(run)))
+
+
 def low_task_note(checks: Iterable[Check], first: str | None = None) -> str | None:
     """For a run nothing fired on: the task's own 0-1 score still low at the end (below
     ``low_score``), as no_progress measured it, in one sentence. None otherwise. ``first``:
