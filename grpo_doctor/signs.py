@@ -167,7 +167,11 @@ def _near_greedy(run: Run) -> str | None:
     """Entropy at or below ``NEAR_GREEDY_ENTROPY`` on every logged step (verl#1224: 0.001 at
     step 1049, unsaid on its one-step excerpt; trial 66)."""
     _, h = series(run, Metric.ENTROPY.value)
-    if not len(h) or float(h.max()) > NEAR_GREEDY_ENTROPY or float(h.min()) < 0:
+    # An entropy of exactly 0 is a placeholder or a value not computed, not a sampler (a
+    # notebook table's "0" at step 1, "No Log" after, beside a reward std of 21.8; trial 69);
+    # and one value among many logged steps is not "every logged step".
+    if not len(h) or float(h.max()) > NEAR_GREEDY_ENTROPY or float(h.min()) < 0 or (
+            float(h.max()) == 0) or 2 * len(h) < run.n_steps:
         return None
     return (f"an entropy of {fmt(float(h.max()))} nats per token or less: sampling is "
             "near-greedy, each group's samples alike (an entropy collapse, if the run's "

@@ -162,10 +162,17 @@ def test_the_mapping_survives_a_renamed_file_a_bom_and_other_bytes(capsys):
     assert diagnosis(capsys, BAD / "latin1.csv")[1]["metrics"]["reward_mean"] == "reward"
 
 
-def test_an_all_nan_statistic_is_found_from_its_first_step(capsys):
-    # KL is NaN on every step while the loss and the grad norm stay finite: the estimator
-    # broke, the weights did not (a warning, not the critical of a NaN loss).
+def test_an_all_nan_statistic_is_found_from_its_first_step(capsys, tmp_path):
+    # KL is NaN on every step while the loss and the grad norm stay finite: with no config,
+    # most likely no KL was computed (TRL's default beta 0; open-r1#704, trial 69).
     code, report, _ = diagnosis(capsys, BAD / "all-nan.csv")
+    nf = check(report, "numerical_failure")
+    assert nf["status"] == "ok" and "no KL computed" in nf["summary"], nf["summary"]
+    # With a KL term in force the estimator broke, the weights did not (a warning, not the
+    # critical of a NaN loss).
+    given = tmp_path / "args.json"
+    given.write_text('{"beta": 0.04}')
+    code, report, _ = diagnosis(capsys, BAD / "all-nan.csv", "--train-config", str(given))
     nf = check(report, "numerical_failure")
     assert code == 0 and report["status"] == "warning"
     assert nf["status"] == "warning" and nf["onset_step"] == 1

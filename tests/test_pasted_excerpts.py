@@ -10,8 +10,11 @@ reward std beside a finite reward, a KL far from 0 at step 1.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from grpo_doctor.config import DoctorConfig
 from grpo_doctor.engine import diagnose
+from grpo_doctor.errors import FormatError
 from grpo_doctor.importers import load_runs
 from grpo_doctor.store import Run
 from tests.helpers import make_run, run_cli
@@ -477,3 +480,72 @@ def test_nan_notes_name_a_critic_only_for_a_critics_values(tmp_path):
         assert "learning_rate" not in d.root_cause.first_action
     rm = run_with("reward_model/loss")
     assert "check the reward model, not the policy" in rm.root_cause.first_action
+
+
+def test_a_kl_never_computed_at_beta_0_is_no_numerical_failure(tmp_path):
+    """Trial 69 (open-r1#704): a notebook table with kl "nan" on every step and a finite loss
+    read WARNING "check the KL estimator for log(0)"; TRL computes no KL at beta 0. A KL that
+    was a number once, or a config with beta above 0, is still a finding."""
+    rows = ["Step | Training Loss | reward | reward_std | kl | entropy",
+            "-- | -- | -- | -- | -- | --"]
+    rows += [f"{s} | {-0.28 + 0.07 * s:.4f} | {13.4 - s:.4f} | 21.8 | nan | "
+             + ("0" if s == 1 else "No Log") for s in range(1, 5)]
+    log = tmp_path / "nb.txt"
+    log.write_text("\n".join(rows) + "\n")
+    d = diagnose(load_runs(log)[0])
+    check = d.check("numerical_failure")
+    assert check.status.value == "ok" and "no KL computed" in check.summary, check.summary
+    assert d.status == "inconclusive"
+    # An entropy of exactly 0 on one step of four is no near-greedy sampler.
+    assert not any("near-greedy" in s for s in d.signs), d.signs
+    with_beta = diagnose(load_runs(log)[0], DoctorConfig(run_config={"beta": 0.04}))
+    assert with_beta.check("numerical_failure").status.value == "warning"
+    once = tmp_path / "once.txt"
+    once.write_text("\n".join(rows).replace("| 21.8 | nan | 0", "| 21.8 | 0.01 | 0") + "\n")
+    assert diagnose(load_runs(once)[0]).check("numerical_failure").status.value == "warning"
+
+
+def test_a_trainer_log_pasted_with_an_elision_line_keeps_its_steps(tmp_path):
+    """Trial 69 (LlamaFactory#856): LLaMA-Factory's trainer_log lines with the user's "..."
+    between them fell to the console reader, which read current_steps 10..1260 as lines
+    1..5, hiding a reward flat over 1,250 steps."""
+    line = ('{{"current_steps": {s}, "total_steps": 1287, "loss": -0.19, "reward": {r}, '
+            '"learning_rate": 1e-05, "epoch": 0.01, "percentage": 0.78}}')
+    log = tmp_path / "trainer_log.log"
+    log.write_text("\n".join([line.format(s=10, r=0.13), line.format(s=20, r=0.14), "...",
+                              line.format(s=1250, r=0.135), line.format(s=1260, r=0.125)]))
+    run = load_runs(log)[0]
+    assert list(run.steps) == [10, 20, 1250, 1260]
+    assert "current_steps" not in run.frame.columns
+
+
+def test_a_wandb_run_summary_pasted_alone_is_read_as_one_point(tmp_path):
+    """Trial 69 (Tool-N1#9): wandb's closing "Run summary" holds each metric's last value
+    (the score and the advantages 0: the reward never wired); it was refused as if it were the
+    "Run history" sparklines, which still are."""
+    keys = {"actor/entropy_loss": "0.1888", "actor/pg_loss": "0", "critic/score/mean": "0",
+            "critic/score/max": "0", "critic/score/min": "0", "critic/advantages/mean": "0",
+            "training/global_step": "120"}
+    log = tmp_path / "summary.log"
+    log.write_text("wandb: Run summary:\n" + "".join(
+        f"wandb: {k:>30} {v}\n" for k, v in keys.items()) + "wandb: Synced 5 W&B file(s)\n")
+    run = load_runs(log)[0]
+    assert list(run.steps) == [120] and run.frame["reward_mean"].iloc[0] == 0
+    d = diagnose(run)
+    assert d.status == "inconclusive"
+    assert any("scored the same (0)" in s for s in d.signs), d.signs
+    assert any("Run summary" in n for n in d.notes)
+    history = tmp_path / "history.log"
+    history.write_text("wandb: Run history:\nwandb:  critic/score/mean ▁▂▃▅▇█\n")
+    with pytest.raises(FormatError, match="sparklines"):
+        load_runs(history)
+
+
+def test_a_nan_at_the_second_logged_step_is_not_said_as_the_first_updates(tmp_path):
+    """Trial 69 (ChatGLM-Efficient-Tuning#49): loss finite at step 1, NaN at step 2, read "a
+    numerical setup problem from the first update"."""
+    log = tmp_path / "ppo.log"
+    log.write_text("\n".join("{" + f"'loss': {v}, 'reward': -2.03, 'learning_rate': 5e-05"
+                             + "}" for v in ("0.329", "nan", "0.31", "0.30")) + "\n")
+    first = diagnose(load_runs(log)[0]).root_cause.first_action
+    assert "from its first updates (step 2)" in first, first

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -774,8 +775,15 @@ def _metric_keys(keys: tuple[str, ...]) -> bool:
     return bool(set(map_columns(list(keys)).mapping) - {"learning_rate"})
 
 
+#: The keys of a printed dict that name its step: the step columns of any table
+#: (LLaMA-Factory's trainer_log "current_steps" pasted with a "..." line had read as line
+#: numbers; trial 69).
+_DICT_STEP_KEYS = tuple(dict.fromkeys(("step", "global_step", "train/global_step", "train/step",
+                                       *STEP_KEYS)))
+
+
 def _explicit_step(value: dict[Any, Any]) -> int | None:
-    for key in ("step", "global_step", "train/global_step", "train/step"):
+    for key in _DICT_STEP_KEYS:
         num = to_number(value.get(key))
         if num is not None and np.isfinite(num):
             return round(num)
@@ -1101,7 +1109,7 @@ def _run_log(segments: Sequence[Segment], run: _PrintedRun, config: dict[str, An
                      summary=numeric_record(run.summary), ending=run.ending)
     found = run.dicts
     steps, note = _dict_steps(segments, found, _logging_steps(config), run.summary, run.start)
-    drop = ("step", "global_step", "train/global_step", "train/step", PROGRESS_KEY)
+    drop = (*_DICT_STEP_KEYS, PROGRESS_KEY)
     records = [numeric_record({str(k): v for k, v in p.value.items()}, drop) for p in found]
     merged_steps, merged = _merge_same_step(steps, records)
     log.frame, log.explicit = records_frame(merged, source)
@@ -1187,6 +1195,36 @@ def _kv_records(segments: Sequence[Segment]) -> list[Record]:
     return records if keys and map_columns(keys).mapping else []
 
 
+#: A line of wandb's closing summary: "wandb:   critic/score/mean 0".
+_WANDB_SUMMARY_LINE = re.compile(r"^wandb:\s+(\S+)\s+(\S+)\s*$")
+_WANDB_SUMMARY_START = "wandb: Run summary:"
+
+
+def _wandb_summary(segments: Sequence[Segment]) -> tuple[list[int], Record] | None:
+    """wandb's closing "Run summary" block as one record (each metric's last value), at the
+    step it names (its ``_step`` or a global step), else 1; None when the text has none, or
+    none of its keys is a metric. A paste of it alone is often all a thread holds (Tool-N1#9:
+    critic/score/mean 0 and critic/advantages/mean 0, the reward never wired; trial 69)."""
+    start = next((k for k, seg in enumerate(segments)
+                  if seg.text.strip() == _WANDB_SUMMARY_START), None)
+    if start is None:
+        return None
+    record: Record = {}
+    for seg in segments[start + 1:]:
+        m = _WANDB_SUMMARY_LINE.match(seg.text.strip())
+        if m is None:
+            break
+        value = parse_number(m.group(2))
+        if value is not None:
+            record[m.group(1)] = value
+    step = next((record.pop(k) for k in _DICT_STEP_KEYS if k in record), None)
+    for k in _DICT_STEP_KEYS:
+        record.pop(k, None)
+    if not record or not map_columns(list(record)).mapping:
+        return None
+    return [int(step) if step is not None and math.isfinite(step) and step >= 0 else 1], record
+
+
 # --- the whole log ------------------------------------------------------------------------------
 
 
@@ -1250,6 +1288,15 @@ def parse_console(text: str, source: str = "") -> ConsoleLog:
     if tables:
         log.kind = "table"
         log.frame = tables_frame(tables)
+        return log
+    summary = _wandb_summary(segments)
+    if summary is not None:
+        log.kind = "wandb-summary"
+        log.steps, record = summary
+        log.frame, log.explicit = records_frame([record], source)
+        log.notes.append("read from wandb's closing 'Run summary': one value per metric, the "
+                         "run's last; its history is in the run's wandb/run-*/ folder, or "
+                         "grpo-doctor fetch ENTITY/PROJECT/RUN")
         return log
     records = _kv_records(segments)
     if records:
@@ -1326,6 +1373,8 @@ def _sniff(path: Path, head: bytes) -> int:
         return 65 + bonus
     if sum(1 for line in lines if _kv_line(line)) >= 3:
         return 25 + bonus
+    if _WANDB_SUMMARY_START in text and _wandb_summary(split_segments(text)) is not None:
+        return 20 + bonus
     return 0
 
 

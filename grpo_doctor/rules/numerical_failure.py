@@ -102,6 +102,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     reached = any(m in UPDATE or m in other for m in bad) or not updates or any(
         not _finite_at(run, u, _bad_steps(run, m)) for m in bad for u in updates)
     status = Status.CRITICAL if reached else Status.WARNING
+    unused = _kl_not_computed(run, bad) if not reached else None
+    if unused is not None:
+        return Outcome(Status.OK, unused, evidence={"not_computed": sorted(bad)},
+                       key_metric=_key(run))
     if not reached:
         summary += f"; {' and '.join(updates)} stayed finite: the NaN did not reach the weights"
     # The first logged step of a log that starts with training (not an excerpt from later).
@@ -161,6 +165,32 @@ def other_model(columns: list[str]) -> tuple[str, str]:
                 "reaches the advantages next")
     return ("the reward model", "its learning rate and warm-up, its dtype, its "
             "initialisation; its NaN reaches the rewards next")
+
+
+#: Logged steps a KL must be NaN on, and never a number, to be one not computed.
+_NEVER_COMPUTED = 3
+
+
+def _kl_not_computed(run: Run, bad: Mapping[str, object]) -> str | None:
+    """Why a KL that is NaN at every logged step, never once a number, while the loss stayed
+    finite is no failure: a trainer that computes no KL (a coefficient of 0: TRL's default
+    beta, which loads no reference model) logs it as NaN or not at all (open-r1#704: "kl nan"
+    beside a finite loss read "check the KL estimator for log(0)"; trial 69). None when the
+    config puts a KL term in force, or the KL was a number at some step."""
+    kl = Metric.KL.value
+    if set(bad) != {kl} or np.isfinite(run.frame[kl].to_numpy(dtype=np.float64)).any() or (
+            len(_bad_steps(run, kl)) < _NEVER_COMPUTED):
+        # (One NaN step is no "never": ms-swift#4465's KL NaN "now and then".)
+        return None
+    beta, _ = knobs.current(run, knobs.KL_COEF)
+    if beta is not None and beta != 0:
+        return None
+    why = ("beta 0 in its config" if beta == 0 else
+           "most likely a KL coefficient of 0, TRL's default")
+    steps = plural(len(_bad_steps(run, kl)), "logged step")
+    return (f"kl NaN at all {steps}, never a number, while the loss stayed finite: no KL "
+            f"computed ({why}; no reference model is loaded), not a failure; set beta above 0 "
+            "for a KL term")
 
 
 def _measurement_remedies(metrics: list[str]) -> tuple[str, ...]:
