@@ -69,6 +69,7 @@ CTRL63 = dict(learning_rate=1e-4, seed=37)
 CTRL64 = dict(learning_rate=1e-4, seed=43)
 CTRL67 = dict(learning_rate=1e-4, seed=47)
 CTRL68 = dict(learning_rate=1e-4, seed=79)
+CTRL70 = dict(learning_rate=1e-4, seed=83)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -324,6 +325,22 @@ RUNS = {
     # trial 68: temperature 0.3 inside generation_kwargs (bystander weight_decay 0.05)
     "gk_temp03_wd": dict(CTRL68, seed=89, generation_kwargs={"temperature": 0.3},
                          weight_decay=0.05, _logger="wandb"),
+    # trial 70: one harmful setting beside a bystander (settings no earlier trial tried)
+    # delta below 1 + epsilon caps the on-policy ratio (bystander adam_beta1 0.85)
+    "delta05_b1": dict(CTRL70, seed=97, delta=0.5, adam_beta1=0.85, _logger="wandb"),
+    # a polynomial decay of power 10 spends the lr by step ~50 (bystander weight_decay 0.05)
+    "poly_p10_wd": dict(CTRL70, seed=101, lr_scheduler_type="polynomial",
+                        lr_scheduler_kwargs={"power": 10.0}, weight_decay=0.05,
+                        _logger="trackio"),
+    # temperature 2.5 inside generation_kwargs (bystander max_grad_norm 0.5)
+    "gk_temp25_gn05": dict(CTRL70, seed=113, generation_kwargs={"temperature": 2.5},
+                           max_grad_norm=0.5),
+    # groups of 2 in a batch of 4 (bystander a cosine schedule)
+    "g2_b4_cos": dict(CTRL70, seed=137, num_generations=2, per_device_train_batch_size=4,
+                      lr_scheduler_type="cosine", _logger="trackio"),
+    # precision: beta 8 with the reference synced to the policy every step (the KL term inert)
+    "beta8_sync1": dict(CTRL70, seed=151, beta=8.0, sync_ref_model=True, ref_model_sync_steps=1,
+                        ref_model_mixup_alpha=1.0, _logger="wandb"),
 }
 
 

@@ -193,8 +193,11 @@ SETTINGS: tuple[Setting, ...] = (
         # Learning from samples drawn sharpened pulls the policy to the sharpened
         # distribution: it leaves its reference faster (KL 0.05 -> 0.9 at 0.3, trial 41).
         risks={LOW: _links(primary=(_ENTROPY_COLLAPSE,), contributing=(_ADV, _KL)),
+               # (The policy sharpens against samples drawn that hot: trial 70's 2.5 in
+               # generation_kwargs, its entropy at the trainer's temperature of 1 falling
+               # 0.59 -> 0.18 from step 1, read "learning_rate 1e-4 -> 2.5e-6".)
                HIGH: _links(primary=("entropy_blowup", "no_progress"),
-                            contributing=("format_gaming", "reward_hacking"))},
+                            contributing=("format_gaming", "reward_hacking", _ENTROPY_COLLAPSE))},
         why={LOW: "a low rollout temperature sharpens the sampling distribution: groups of "
                   "near-identical samples, and a policy pulled to that sharper distribution, "
                   "away from its reference",
@@ -333,6 +336,20 @@ SETTINGS: tuple[Setting, ...] = (
                   "exploration)",
              HIGH: "a wide upper clip lets rare tokens grow fast"},
         target="0.28",
+    ),
+    Setting(
+        # Not in the chapter: TRL's two-sided clipping caps the ratio of the unclipped term at
+        # delta, recommended above 1 + epsilon. Below it the on-policy ratio of 1 is capped:
+        # no token with a positive advantage gets a gradient, and TRL's clip metrics count the
+        # cap (trial 70's 0.5: a clip fraction of 0.6 from step 1 on an on-policy run read
+        # "learning_rate 1e-4 -> 2.5e-6").
+        "delta", ("delta",), "off (None), or above 1 + epsilon (1.5-2)", "TRL's docstring",
+        low=1.2, far=1.5,
+        risks={LOW: _links(primary=("no_progress",), contributing=("ratio_instability",))},
+        why={LOW: "TRL caps the ratio at delta: below 1 + epsilon even the on-policy ratio "
+                  "of 1 is capped, no token with a positive advantage gets a gradient, and "
+                  "the clip fraction counts the cap by construction"},
+        target="None (off), or 1.5-2",
     ),
     Setting(
         "max_grad_norm", (*knobs.GRAD_CLIP.names, "clip_grad", "max_norm"), "1.0",

@@ -497,8 +497,14 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     sharp = _sampled_sharp(run, setup, root)
     if sharp is not None:
         return sharp
-    drawn = [r for r in setup.causes(_linked_modes(root), critical=root.critical)
-             if r.far and r.id in _ROLLOUT_SETTINGS]
+    linked = setup.causes(_linked_modes(root), critical=root.critical)
+    # A rollout setting that only contributes to the finding (a temperature of 2 behind an
+    # entropy sharpening) yields to a setting far outside the recipe that causes it outright
+    # (an lr of 3e-3, 600x the ceiling).
+    primary = any(r.far and r.id not in _ROLLOUT_SETTINGS and _primary_for(r, root)
+                  for r in linked)
+    drawn = [r for r in linked if r.far and r.id in _ROLLOUT_SETTINGS
+             and (_primary_for(r, root) or not primary)]
     if drawn:
         return _knob_action(run, root, drawn, from_start)
     raised = _raised_by_controller(setup, root)
@@ -1083,6 +1089,11 @@ def _small_groups(run: Run, root: Event, setup: recipe.Setup, causes: list[recip
         f"groups had equal rewards over the last {k} logged points (the chapter's alarm is "
         f"half), and an equal group teaches nothing; first sign: "
         f"{root.check.mode.replace('_', ' ')} ({said})"))
+
+
+def _primary_for(reading: recipe.Reading, root: Event) -> bool:
+    """Whether ``reading`` is a primary cause of the root finding's mode."""
+    return any(lk.primary and lk.mode in _linked_modes(root) for lk in reading.links)
 
 
 def _linked_modes(root: Event) -> set[str]:

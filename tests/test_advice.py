@@ -3642,3 +3642,44 @@ def test_trial_68_a_low_temperature_in_generation_kwargs_from_the_first_step_is_
     first = d.root_cause.first_action
     assert first.startswith("generation_kwargs.temperature 0.3 -> 1.0"), first
     assert "weight_decay" not in first  # the bystander
+
+
+def test_trial_70_settings_trl_applies_quietly_are_the_cause_not_the_lr():
+    """Trial 70 (real TRL runs, one harmful setting beside a bystander). delta 0.5 capped the
+    on-policy ratio (a clip fraction of 0.6 from step 1) and read CRITICAL "learning_rate 1e-4
+    -> 2.5e-6" on a run that learned; temperature 2.5 in generation_kwargs read "entropy
+    collapse: learning_rate first"; groups of 2 read HEALTHY ("solved groups" at 0.68); a
+    polynomial power of 10 (its floor 1.0000001e-07 logged a hair above the line) read
+    HEALTHY; beta 8 with the reference synced every step (KL 0) read "the KL term holds it"."""
+    capped = _trial("trl_delta_0.5")
+    assert capped.status == "healthy", capped.status
+    assert "by construction" in (capped.check("ratio_instability").reason or ""), (
+        capped.check("ratio_instability"))
+    assert any("delta 0.5 -> None (off), or 1.5-2" in n for n in capped.notes), capped.notes
+    assert "adam_beta1 0.85 ->" not in " ".join(capped.notes)  # the bystander
+    hot = _trial("trl_generation_kwargs_temperature_2.5")
+    first = hot.root_cause.first_action
+    assert "generation_kwargs.temperature 2.5 -> 1.0" in first, first
+    assert "learning_rate" not in first and "max_grad_norm" not in first, first
+    pairs = _trial("trl_num_generations_2_cosine")
+    assert pairs.status == "warning" and pairs.check("advantage_collapse").fired
+    first = pairs.root_cause.first_action
+    assert first.startswith("num_generations 2 -> 16, with per_device_train_batch_size 4 -> 32"), (
+        first)
+    assert "cosine" not in first
+    steep = _trial("trl_polynomial_power_10")
+    assert steep.status == "warning" and steep.check("no_learning_signal").fired
+    first = steep.root_cause.first_action
+    assert first.startswith("fix the learning-rate schedule") and "power 10" in first, first
+    assert "weight_decay" not in first
+    synced = _trial("trl_beta_8_ref_synced_every_step")
+    assert synced.status == "healthy", [c for c in synced.checks if c.fired]
+
+
+def test_a_delta_below_one_plus_epsilon_is_read_and_a_fine_one_is_not():
+    from grpo_doctor.recipe import read_config
+
+    low = read_config({"delta": 0.5}).get("delta")
+    assert low.verdict == "low" and low.far and low.fix() == "delta 0.5 -> None (off), or 1.5-2"
+    assert read_config({"delta": 1.5}).get("delta").verdict == "ok"
+    assert read_config({}).get("delta").verdict == "not set"

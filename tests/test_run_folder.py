@@ -424,3 +424,24 @@ def test_a_log_read_alone_names_a_richer_trainer_state_beside_it(tmp_path):
     lone.mkdir()
     (lone / "table.csv").write_text(table.read_text())
     assert not any("richer log" in x for x in load_source(lone / "table.csv")[0].notes)
+
+
+def test_trls_completion_samples_folder_is_the_runs_not_another_run(tmp_path):
+    """TRL's log_completions writes completions/completions_NNNNN.parquet (prompt, completion,
+    each reward, advantage) into the output folder: trial 70's audit split such a folder into
+    six runs and an error row ("map yours with --map reward_mean=correctness_reward")."""
+    import pandas as pd
+
+    folder = output_folder(tmp_path / "run")
+    samples = folder / "completions"
+    samples.mkdir()
+    for step in (1, 2, 3):
+        pd.DataFrame({"step": [step] * 2, "prompt": ["1+2=", "3+4="],
+                      "completion": ["<a>3</a>", "<a>7</a>"], "correctness_reward": [1.0, 1.0],
+                      "advantage": [0.0, 0.0]}).to_parquet(
+                          samples / f"completions_{step:05d}.parquet")
+    (run,) = load_runs(folder)
+    assert run.name == "run" and run.format == "trainer-state"
+    assert any("completions" in n and "log_completions" in n for n in run.notes), run.notes
+    res = auditing.audit([str(tmp_path)], jobs=1)
+    assert [r.name for r in res.runs] == ["run"] and not res.errors

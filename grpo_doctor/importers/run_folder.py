@@ -148,6 +148,9 @@ def _holds_logs(folder: Path) -> bool:
 
 
 _DAMAGED = "a tracker's SQLite store that cannot be read"
+#: The folder TRL's ``log_completions`` writes each step's sampled completions to.
+_COMPLETIONS = "completions"
+_SAMPLES = "the run's sampled completions (TRL's log_completions), not a metric log"
 
 
 def layout(folder: Path) -> Layout | None:
@@ -188,6 +191,12 @@ def layout(folder: Path) -> Layout | None:
                 for run in runs:
                     copies.append(Copy(run, "wandb-offline", run.relative_to(folder).as_posix()))
                     structured += 1
+                continue
+            if entry.name == _COMPLETIONS:
+                # TRL's log_completions tables (prompt, completion, rewards per sample): the
+                # run's samples, not another run's log (trial 70: the folder had split into
+                # six runs and an error row).
+                passed.append((entry.name, _SAMPLES))
                 continue
             if entry.name.lower() not in _TENSORBOARD_FOLDERS:
                 store = _store(path)

@@ -222,6 +222,12 @@ def _never_scored(run: Run, p: Mapping[str, float]) -> list[str]:
             and len(run.nan_steps.get(c, ())) >= p["min_component_steps"]]
 
 
+def _pairs(run: Run) -> bool:
+    """The run's config samples groups of 2 (or 1)."""
+    group, _ = knobs.current(run, knobs.GROUP_SIZE)
+    return group is not None and 0 < group <= 2
+
+
 def _lower_bound(share: float, n: int, z: float = 1.645) -> float:
     """Wilson's one-sided 95% lower bound of a proportion ``share`` seen over ``n`` trials."""
     if n <= 0:
@@ -324,10 +330,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                 onset_step=int(steps[max(0, len(steps) - k)]), evidence=evidence,
                 remedies=(fix, "then look at the groups sampled from the whole distribution"),
                 key_metric=metric)
-        if late >= p["warn_fraction"] and late_u < p["warn_fraction"]:
-            score = zero_one_score(run)
-            score_now = float(np.mean(score[1][-late_points(len(score[1]), p["late_fraction"],
-                                                              2):])) if score is not None else None
+        score = zero_one_score(run)
+        score_now = float(np.mean(score[1][-late_points(len(score[1]), p["late_fraction"],
+                                                          2):])) if score is not None else None
+        # Groups of 2 agree by chance at least half the time: unless the task is nearly
+        # solved, their equal share is the group size's doing, not solved prompts (trial 70:
+        # num_generations 2 at 0.68 read "solved groups" and healthy).
+        chance = _pairs(run) and (score_now is None or score_now < _NEARLY_SOLVED)
+        if late >= p["warn_fraction"] and late_u < p["warn_fraction"] and not chance:
             # A score well short of its top is no solved task: small groups of a policy right
             # half the time agree by chance (trial 67: groups of 2 at 0.56 read "the task is
             # (nearly) solved").
@@ -338,8 +348,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             return Outcome(Status.OK, f"{late:.0%} of groups had equal rewards over the last "
                            f"{k} logged points, at least {solved:.0%} of them all-correct: "
                            f"{why}", evidence=evidence, key_metric=metric)
-        steps, z, k, late = steps_u, u, k_u, late_u
-        what = UNSOLVED
+        if not chance:
+            steps, z, k, late = steps_u, u, k_u, late_u
+            what = UNSOLVED
     if pinned:
         evidence["pinned_components"] = {n: {"value": v, "steps": c} for n, v, c in pinned}
     fired = late >= p["warn_fraction"]
@@ -405,8 +416,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
 
     # Groups of 2 are equal by chance at least half the time (p^2 + (1-p)^2 >= 1/2): their
     # equal share says nothing of groups being solved, and the group size is the fault.
-    group, _ = knobs.current(run, knobs.GROUP_SIZE)
-    pairs = group is not None and 0 < group <= 2
+    pairs = _pairs(run)
     # A 0-1 task score of p caps the all-correct groups at p: equal groups beyond it, over the
     # warning line, are not solved ones whatever the reward does (a format term saturating
     # beside a correctness term at 0.12 had read "groups are being solved", trial 49's mod97).
@@ -482,7 +492,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                  if what == ALL_ALIKE else
                  f"the reward std was 0 on {late:.0%} of steps" if metric != ZSF else
                  f"{late:.0%} of groups had equal rewards without being solved (all-wrong or "
-                 "stuck)" if "all_correct_share_of_equal_groups" in evidence else
+                 "stuck)" if what == UNSOLVED else
                  f"{late:.0%} of groups had equal rewards (zero reward variance)")
         overall_text = (f"{overall:.0%} over the run" if metric == ZSF
                         else f"{overall:.0%} of all steps")
@@ -498,7 +508,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             summary += ("; the reward climbed to its best level and holds there: many may be "
                         "solved ones")
         if pairs:
-            summary += (f"; groups of {int(group or 0)} are equal by chance at least half "
+            summary += (f"; groups of {int(knobs.current(run, knobs.GROUP_SIZE)[0] or 0)} are "
+                        "equal by chance at least half "
                         "the time, whatever the policy learns")
         if dead:
             summary += f"; the task's own reward {_never_told(dead)}: " + ", ".join(

@@ -196,7 +196,9 @@ def _lr_stopped(run: Run, p: Mapping[str, float]) -> Outcome | None:
     steps, lr = series(run, Metric.LEARNING_RATE.value)
     if len(lr) < 10 or float(np.max(lr)) <= 0 or task_solved(run):
         return None
-    zero = lr <= _LR_ZERO * float(np.max(lr))
+    # (A hair of tolerance: a schedule's floor of 1e-7 under a peak of 1e-4 is logged as
+    # 1.0000001e-07 by one log and 1e-07 by another; trial 70 read them apart.)
+    zero = lr <= _LR_ZERO * float(np.max(lr)) * 1.001
     if not zero[-1]:
         return None
     i = len(zero) - int(np.argmin(zero[::-1])) if not zero.all() else 0
@@ -214,16 +216,31 @@ def _lr_stopped(run: Run, p: Mapping[str, float]) -> Outcome | None:
     summary = (f"learning stopped at step {step_text(since)}: the logged learning rate is {at} "
                f"from there to the end ({n} logged points, {n / len(lr):.0%} of the log; it "
                f"peaked at {peak}), and the task is not solved")
+    power = _steep_power(run)
+    why = (f"a polynomial decay of power {fmt(power)} spends the lr in the run's first "
+           "steps: lr_scheduler_kwargs power -> 1 (linear), or a cosine" if power is not None
+           else "a scheduler whose horizon is shorter than the run: set its total steps to "
+           "the run's, or a floor such as a minimum lr ratio of 0.1")
     remedies = (
         Remedy(f"fix the learning-rate schedule: it reached "
                f"{'0' if at == '0' else 'nearly 0'} at step {step_text(since)} of "
-               f"{step_text(last)} (a scheduler whose horizon is shorter than the run: set its "
-               "total steps to the run's, or a floor such as a minimum lr ratio of 0.1); then "
-               "resume from the last checkpoint: the weights have not changed since "
-               f"step {step_text(since)}", knob=knobs.LEARNING_RATE),
+               f"{step_text(last)} ({why}); then resume from the last checkpoint: the weights "
+               f"have not changed since step {step_text(since)}", knob=knobs.LEARNING_RATE),
     )
     return Outcome(Status.WARNING, summary, onset_step=since, evidence=evidence,
                    remedies=remedies, key_metric=Metric.LEARNING_RATE.value)
+
+
+def _steep_power(run: Run) -> float | None:
+    """The power of a polynomial lr decay above 1 (transformers' ``lr_scheduler_kwargs``),
+    or None."""
+    flat = knobs.flatten(run.config) if run.config else {}
+    value = next((v for k, v in flat.items() if k.endswith("lr_scheduler_kwargs.power")), None)
+    try:
+        power = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return power if power > 1 else None
 
 
 def _stuck_end(r: np.ndarray, p: Mapping[str, float], run: Run

@@ -356,7 +356,7 @@ def _held_back(run: Run, evidence: Mapping[str, object]) -> str | None:
     if beta is None or beta < _BETA_HOLDS or still is None:
         return None
     kl_end, mixed = still
-    if kl_end >= _HELD_KL or (mixed is not None and mixed < 0.5):
+    if kl_end >= _HELD_KL or (mixed is not None and mixed < 0.5) or _reference_is_policy(run):
         return None
     if isinstance(low, dict):
         return (f"learning held back: the {low['signal']} is still low ({fmt(low['start'])} -> "
@@ -372,6 +372,24 @@ def _held_back(run: Run, evidence: Mapping[str, object]) -> str | None:
             f"{fmt(now)}, of 1; no gain since step {step_text(since)}) and the policy barely "
             f"moved from the reference (KL {fmt(kl_end)} at the end), with beta {fmt(beta)}: "
             "the KL term holds it there")
+
+
+def _reference_is_policy(run: Run) -> bool:
+    """The KL term holds nothing: its KL exactly 0 on every logged step, or a reference
+    synced to the policy every step or two at full weight (TRL's sync_ref_model with
+    ref_model_mixup_alpha 1; trial 70's beta 8 at KL 0 had read "the KL term holds it
+    there" on a run that learned as its controls did)."""
+    _, kl = series(run, Metric.KL.value)
+    if len(kl) >= 5 and bool(np.all(kl == 0)):
+        return True
+    flat = knobs.flatten(run.config) if run.config else {}
+
+    def setting(name: str) -> object:
+        return next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == name), None)
+
+    alpha, every = setting("ref_model_mixup_alpha"), setting("ref_model_sync_steps")
+    return setting("sync_ref_model") is True and isinstance(alpha, (int, float)) and (
+        alpha >= 0.9) and isinstance(every, (int, float)) and every <= 2
 
 
 def _stopped_short(run: Run) -> tuple[str, float, float, int] | None:

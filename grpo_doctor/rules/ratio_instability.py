@@ -43,7 +43,7 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import Plot, Threshold, ladder
 from grpo_doctor.rules.points import head_tail, late_points, series, snap_to_logged
-from grpo_doctor.rules.signals import cispo_cap, rising
+from grpo_doctor.rules.signals import cispo_cap, rising, two_sided_cap
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
 from grpo_doctor.trends import level_shift_onset, mann_kendall
@@ -157,6 +157,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # (trial 58's control at GSPO's own clip read "ratio instability", lr -> 2.5e-6, and
     # "switch to GSPO"): the clip fraction says nothing of its pace there.
     sequence = knobs.sequence_level(knobs.flatten(run.config) if run.config else {})
+    delta = two_sided_cap(run)
+    if delta is not None:
+        # (TRL's delta below 1 + epsilon: the clip metrics count its cap; trial 70.)
+        sequence = sequence or f"delta {fmt(delta)}, below 1 + epsilon_high"
     if (capped is not None or sequence) and logged == [Metric.CLIP_FRACTION.value]:
         why = sequence or "loss_type cispo"
         raise Skip(f"needs ratio_max/min, is_ratio_max or mismatch_kl: under {why} the clip "

@@ -1391,6 +1391,20 @@ def cispo_cap(run: Run) -> tuple[float, str] | None:
     return _TRL_EPSILON, "TRL's default (epsilon 0.2)"
 
 
+def two_sided_cap(run: Run) -> float | None:
+    """TRL's ``delta`` when it caps even the on-policy ratio: below 1 + the upper clip, the
+    ratio of 1 of every token is capped, and TRL's clip metrics count every token the cap
+    holds (trial 70: delta 0.5, a clip fraction of 0.6 from step 1 with one pass per batch).
+    None otherwise."""
+    flat = flatten(run.config) if run.config else {}
+    delta = next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == "delta"
+                  and isinstance(v, (int, float)) and not isinstance(v, bool)), None)
+    if delta is None:
+        return None
+    high, _ = current(run, CLIP_HIGH)
+    return float(delta) if delta < 1 + (high if high is not None else _TRL_EPSILON) else None
+
+
 #: The largest share of its logged steps a reward term may be NaN on for "a few steps" (more
 #: is a term logged at another cadence, or one broken throughout: other notes' business).
 _NAN_TERM_SHARE = 0.1
