@@ -338,6 +338,11 @@ RUNS = {
     # groups of 2 in a batch of 4 (bystander a cosine schedule)
     "g2_b4_cos": dict(CTRL70, seed=137, num_generations=2, per_device_train_batch_size=4,
                       lr_scheduler_type="cosine", _logger="trackio"),
+    # a sequence-level ratio clipped 30x tighter than GSPO's 3e-4, 4 passes (bystander
+    # save_steps 25)
+    "seqtiny_it4": dict(CTRL70, seed=139, importance_sampling_level="sequence", loss_type="grpo",
+                        epsilon=1e-5, epsilon_high=1e-5, num_iterations=4, save_steps=25,
+                        _logger="swanlab"),
     # precision: beta 8 with the reference synced to the policy every step (the KL term inert)
     "beta8_sync1": dict(CTRL70, seed=151, beta=8.0, sync_ref_model=True, ref_model_sync_steps=1,
                         ref_model_mixup_alpha=1.0, _logger="wandb"),

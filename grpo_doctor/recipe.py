@@ -979,10 +979,16 @@ def _sequence_clip(s: Setting, sequence: str) -> Setting:
     target = _SEQUENCE_CLIP[s.id]
     why = (f"{sequence}: a sequence-level ratio moves by a few parts in 10,000 per update, so "
            f"a token-level clip range this wide never clips it (GSPO uses {target})")
+    # Far tighter than GSPO's, most sequences of every reused batch are clipped away: the
+    # clip fraction is the setting's harm (trial 70: 1e-5 with 4 passes, 70% clipped).
+    tight = (f"{sequence}: a clip far tighter than GSPO's {target} clips nearly every "
+             "sequence of each reused batch: most of its gradient is thrown away")
     return replace(s, recipe=f"{target} (GSPO: the ratio is a sequence's, {sequence})",
                    source="GSPO (Zheng et al. 2025), TRL's GSPO example", low=1e-4, high=1e-3,
-                   far=10.0, risks={HIGH: _links(primary=("ratio_instability",))},
-                   why={HIGH: why}, target=target, targets={})
+                   far=10.0, risks={HIGH: _links(primary=("ratio_instability",)),
+                                    LOW: _links(primary=("ratio_instability",),
+                                                contributing=("no_progress",))},
+                   why={HIGH: why, LOW: tight}, target=target, targets={})
 
 
 def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:

@@ -3674,6 +3674,13 @@ def test_trial_70_settings_trl_applies_quietly_are_the_cause_not_the_lr():
     assert "weight_decay" not in first
     synced = _trial("trl_beta_8_ref_synced_every_step")
     assert synced.status == "healthy", [c for c in synced.checks if c.fired]
+    # A sequence-level clip 30x tighter than GSPO's: its clip fraction is the setting's harm,
+    # not GSPO's design (it had been skipped as "large by construction").
+    tight = _trial("trl_sequence_epsilon_1e-5_iter4")
+    assert tight.check("ratio_instability").fired
+    first = tight.root_cause.first_action
+    assert first.startswith("epsilon 1e-5 -> 3e-4"), first
+    assert "save_steps" not in first and "learning_rate" not in first
 
 
 def test_a_delta_below_one_plus_epsilon_is_read_and_a_fine_one_is_not():

@@ -130,6 +130,11 @@ def lines(p: Mapping[str, float], evidence: Mapping[str, object]
             for metric, name, upward in bounds}
 
 
+#: A sequence-level clip below this is far tighter than GSPO's 3e-4 (its range 1e-4-1e-3):
+#: its clip fraction is the setting's harm, not GSPO's design.
+_GSPO_CLIP_FLOOR = 3e-5
+
+
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     hits = []
@@ -157,6 +162,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # (trial 58's control at GSPO's own clip read "ratio instability", lr -> 2.5e-6, and
     # "switch to GSPO"): the clip fraction says nothing of its pace there.
     sequence = knobs.sequence_level(knobs.flatten(run.config) if run.config else {})
+    low, _ = knobs.current(run, knobs.CLIP_LOW)
+    if sequence and low is not None and 0 < low < _GSPO_CLIP_FLOOR:
+        # By construction only near GSPO's own clip: 30x tighter, most of every reused
+        # batch is clipped away (trial 70: epsilon 1e-5 under sequence level, 70% clipped
+        # over 4 passes, read as large "by construction").
+        sequence = None
     delta = two_sided_cap(run)
     if delta is not None:
         # (TRL's delta below 1 + epsilon: the clip metrics count its cap; trial 70.)
