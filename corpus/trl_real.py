@@ -70,6 +70,7 @@ CTRL64 = dict(learning_rate=1e-4, seed=43)
 CTRL67 = dict(learning_rate=1e-4, seed=47)
 CTRL68 = dict(learning_rate=1e-4, seed=79)
 CTRL70 = dict(learning_rate=1e-4, seed=83)
+CTRL71 = dict(learning_rate=1e-4, seed=167)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -346,6 +347,12 @@ RUNS = {
     # precision: beta 8 with the reference synced to the policy every step (the KL term inert)
     "beta8_sync1": dict(CTRL70, seed=151, beta=8.0, sync_ref_model=True, ref_model_sync_steps=1,
                         ref_model_mixup_alpha=1.0, _logger="wandb"),
+    # trial 71: greedy decoding in generation_kwargs (bystander save_steps 25)
+    "gk_greedy_save25": dict(CTRL71, seed=223, generation_kwargs={"do_sample": False},
+                             save_steps=25),
+    # a minimum length equal to the budget: no completion can end (bystander beta 0.001)
+    "gk_minnew12_beta001": dict(CTRL71, seed=239, generation_kwargs={"min_new_tokens": 12},
+                                beta=0.001, _logger="wandb"),
 }
 
 

@@ -399,7 +399,10 @@ def audit(
     errors.sort(key=lambda e: (e.source, e.error))
     passed.sort(key=lambda p: (p.source, p.why))
     label = f"{shard[0]}/{shard[1]}" if shard else None
-    return AuditResult(tuple(labelled(found)), tuple(errors), shard=label,
+    # (A bucket's folder as a local one: the same labels, whichever the copy.)
+    roots = frozenset(p.rstrip("/").rsplit("/", 1)[-1] if is_uri(p) else Path(p).resolve().name
+                      for p in paths)
+    return AuditResult(tuple(labelled(found, roots)), tuple(errors), shard=label,
                        passed_over=tuple(passed),
                        fingerprint=fingerprint(paths, s, since, baseline) if shard else None,
                        ).judged(s.fail_on, baseline)

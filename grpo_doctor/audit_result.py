@@ -278,11 +278,16 @@ def _judge(run: AuditedRun, fail_on: str, baseline: Baseline | None) -> AuditedR
                       tuple(new) if keep else None, tuple(worsened) if keep else None)
 
 
-def labelled(found: list[tuple[str, dict[str, Any]]]) -> list[AuditedRun]:
+def labelled(found: list[tuple[str, dict[str, Any]]],
+             roots: frozenset[str] = frozenset()) -> list[AuditedRun]:
+    """The runs, each labelled by its name (with its source where two share one). A run named
+    after an audited folder itself (events directly in ``real-runs/tensorboard/`` are named
+    "real-runs") is labelled by its source: the root's name read as a summary row (helper-95)."""
     names = Counter(record["run"]["name"] for _, record in found)
     runs = []
     for source, record in found:
         name = str(record["run"]["name"])
-        label = name if names[name] == 1 else f"{name} ({source})"
+        label = (source if name in roots and source not in (".", "") else
+                 name if names[name] == 1 else f"{name} ({source})")
         runs.append(AuditedRun(source, label, record))
     return sorted(runs, key=lambda r: (-SEVERITY.get(r.status, 0), r.label, r.source))

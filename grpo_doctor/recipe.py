@@ -118,6 +118,8 @@ class Setting:
 
     @property
     def range_text(self) -> str:
+        if self.low is not None and self.low == self.high:
+            return _num(self.low)  # (one value: "1", not "1-1")
         if self.low is not None and self.high is not None:
             return f"{_num(self.low)}-{_num(self.high)}"
         if self.high is not None:
@@ -258,13 +260,44 @@ SETTINGS: tuple[Setting, ...] = (
                                "generation.repetition_penalty", "rollout.repetition_penalty",
                                "repetition_penalty"),
         "1.0 (off: sample from the policy as it is)", "the frameworks' default (TRL, vLLM)",
-        high=1.0, far=1.5,
+        low=1.0, high=1.0, far=1.5,
+        # Below 1 it rewards repeating (trial 71's 0.5: correctness 0.52 where its controls
+        # reached 0.88, read healthy with the setting "within the recipe").
         risks={HIGH: _links(primary=("ratio_instability", "grad_explosion"),
-                            contributing=(_ADV, "no_progress"))},
+                            contributing=(_ADV, "no_progress")),
+               LOW: _links(primary=("ratio_instability", "grad_explosion"),
+                           contributing=(_ADV, "no_progress"))},
         why={HIGH: "a repetition penalty lowers the logits of tokens already written: the "
                    "rollout samples from a distribution the policy does not have, and a task "
-                   "whose answers repeat tokens (tags, digits) is penalised for them"},
+                   "whose answers repeat tokens (tags, digits) is penalised for them",
+             LOW: "a repetition penalty below 1 raises the logits of tokens already written: "
+                  "the rollout samples repetitions from a distribution the policy does not "
+                  "have"},
         target="1.0",
+    ),
+    Setting(
+        # Not in the chapter: greedy decoding in the rollout (transformers' generate; TRL's
+        # generation_kwargs, verl's rollout). Every completion of a group is the same: no
+        # group can teach anything (trial 71: read "check the reward function"). Not the
+        # validation's own (verl's val_kwargs.do_sample False is its default).
+        "do_sample", ("generation_kwargs.do_sample", "actor_rollout_ref.rollout.do_sample"),
+        "on (sample; off is greedy decoding)", "the frameworks' default (TRL, verl)",
+        kind="flag", off_is_far=True,
+        risks={OFF: _links(primary=(_ADV, "no_learning_signal", _ENTROPY_COLLAPSE))},
+        why={OFF: "greedy decoding: every completion of a group is the same, so no group "
+                  "can tell a better answer from a worse"},
+        target="True",
+    ),
+    Setting(
+        # Not in the chapter: a floor on each completion's length (transformers' generate).
+        # At the budget, no completion can end: every one is cut (trial 71's 12 of 12).
+        "min_new_tokens", ("generation_kwargs.min_new_tokens", "min_new_tokens"),
+        "0 (off)", "the frameworks' default (transformers)", high=0.5, far=1.5,
+        off_in_recipe=True,
+        risks={HIGH: _links(primary=("length_hacking",), contributing=("no_progress",))},
+        why={HIGH: "the sampler may not end a completion before this many tokens: near the "
+                   "budget, no completion can stop where its answer does"},
+        target="0 (off)",
     ),
     Setting(
         # Not in the chapter: a hard ban on repeating any n tokens (transformers' generate;
@@ -339,16 +372,17 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         # Not in the chapter: TRL's two-sided clipping caps the ratio of the unclipped term at
-        # delta, recommended above 1 + epsilon. Below it the on-policy ratio of 1 is capped:
-        # no token with a positive advantage gets a gradient, and TRL's clip metrics count the
+        # delta, recommended above 1 + epsilon. Below 1 the on-policy ratio of 1 is capped: no
+        # token with a positive advantage gets a gradient, and TRL's clip metrics count the
         # cap (trial 70's 0.5: a clip fraction of 0.6 from step 1 on an on-policy run read
-        # "learning_rate 1e-4 -> 2.5e-6").
+        # "learning_rate 1e-4 -> 2.5e-6"). Between 1 and 1 + epsilon it is merely tighter
+        # than TRL recommends: judged outside only below 1.
         "delta", ("delta",), "off (None), or above 1 + epsilon (1.5-2)", "TRL's docstring",
-        low=1.2, far=1.5,
+        low=1.0, far=1.5,
         risks={LOW: _links(primary=("no_progress",), contributing=("ratio_instability",))},
-        why={LOW: "TRL caps the ratio at delta: below 1 + epsilon even the on-policy ratio "
-                  "of 1 is capped, no token with a positive advantage gets a gradient, and "
-                  "the clip fraction counts the cap by construction"},
+        why={LOW: "TRL caps the ratio at delta: below 1 even the on-policy ratio of 1 is "
+                  "capped, no token with a positive advantage gets a gradient, and the clip "
+                  "fraction counts the cap by construction"},
         target="None (off), or 1.5-2",
     ),
     Setting(
@@ -920,6 +954,10 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
         if sequence is not None and s.id in _SEQUENCE_CLIP:
             s = _sequence_clip(s, sequence)
         value, key = lookup(_trained_side(flat) if s.id == "dtype" else flat, s.names)
+        if s.id == "delta" and key != "delta":
+            # TRL's own, a top-level key: a Huber loss's or a reward model's nested "delta"
+            # is no clip (helper-93).
+            value, key = None, None
         if value is None and s.id == "max_grad_norm":
             # Written as null: the Trainer and NeMo-RL clip only when it is set. Judged as 0
             # (off), said as written.
@@ -947,11 +985,15 @@ def _group_with_batch(reading: Reading, flat: Mapping[str, Any]) -> Reading:
     batch of 4 would not start (trial 67). The batch grows to keep its prompts per step."""
     group, target = as_number(reading.value), as_number(reading.target)
     batch = as_number(lookup(flat, ("per_device_train_batch_size",))[0])
-    if not group or not target or not batch or group <= 0 or batch <= 0:
-        return reading
     per_gen = as_number(lookup(flat, ("steps_per_generation",))[0]) or as_number(
         lookup(flat, ("gradient_accumulation_steps",))[0]) or 1.0
-    g, t, b, k = int(group), int(target), int(batch), max(1, int(per_gen))
+    # Whole, finite and positive, or no batch to reason about (an infinite batch had crashed
+    # preflight; helper-93).
+    whole = [int(x) for x in (group, target, batch, per_gen)
+             if x is not None and math.isfinite(x) and x >= 1 and float(x).is_integer()]
+    if len(whole) < 4:
+        return reading
+    g, t, b, k = whole
     if (b * k) % t == 0:
         return reading
     # The smallest batch at least the prompts it held per step times the new group, whose
@@ -961,7 +1003,7 @@ def _group_with_batch(reading: Reading, flat: Mapping[str, Any]) -> Reading:
     new = math.ceil(wanted / unit) * unit
     prompts = max(1, (b * k) // max(g, 1))
     return replace(reading, change=(
-        f"num_generations {_num(group)} -> {t}, with per_device_train_batch_size {b} -> {new} "
+        f"{reading.name} {g} -> {t}, with per_device_train_batch_size {b} -> {new} "
         f"(TRL needs num_generations to divide the generation batch, "
         f"per_device_train_batch_size x steps_per_generation x GPUs; {new} keeps "
         f"{'its ' + str(prompts) + ' prompts' if prompts > 1 else 'its one prompt'} a "

@@ -890,9 +890,11 @@ def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
         return None
     # Temperature, or the distribution cut by nucleus or top-k sampling: any of them far below
     # the recipe samples one answer per group.
-    sharpeners = (setup.get(name) for name in ("temperature", "top_p", "top_k", "min_p"))
+    sharpeners = (setup.get(name) for name in ("do_sample", "temperature", "top_p", "top_k",
+                                               "min_p"))
     knob = next((r for r in sharpeners if r is not None and r.far and r.verdict == (
-        recipe.HIGH if r.id == "min_p" else recipe.LOW)), None)
+        recipe.HIGH if r.id == "min_p" else recipe.OFF if r.id == "do_sample"
+        else recipe.LOW)), None)
     if knob is None:
         return None
     head = slice(0, min(3, len(run.steps)))
@@ -1486,15 +1488,18 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
                   or f"{share:.0%} of completions were cut at the cap from the first log")
         masked = _masked_out(run, setup)
         stops = _stop_never_comes(run)
-        banned = setup.get("banned_tokens")
-        if banned is not None and banned.outside:
-            # Tokens the sampler may never write: the answer's tag or stop among them runs
-            # every completion to the cap, whatever its length (trial 68: "/" banned read
-            # "max_completion_length 12 -> 24").
-            text = (f"{banned.fix()} ({banned.sentence()}): {cut}; {banned.why}; only then, "
-                    f"if answers need room, {target}")
-            return _Lead(knobs.Remedy(text), summary=f"a setup problem, banned tokens: {cut}",
-                         knob=_Knob(banned), setup=True)
+        # Tokens the sampler may never write (the answer's tag or stop among them), or a
+        # floor on the length no completion may end before: every completion runs to the
+        # cap, whatever its length (trial 68: "/" banned read "max_completion_length 12 ->
+        # 24"; trial 71: min_new_tokens 12 at a budget of 12 read "check the stop").
+        for held, what in (("banned_tokens", "banned tokens"),
+                           ("min_new_tokens", "a minimum length")):
+            reading = setup.get(held)
+            if reading is not None and reading.outside:
+                text = (f"{reading.fix()} ({reading.sentence()}): {cut}; {reading.why}; only "
+                        f"then, if answers need room, {target}")
+                return _Lead(knobs.Remedy(text), summary=f"a setup problem, {what}: {cut}",
+                             knob=_Knob(reading), setup=True)
         if stops is not None and stops[1] is not None:
             share_steps, (term, a, b) = stops[0], stops[1]
             # Answers judged right inside completions that never once ended: they fit, and

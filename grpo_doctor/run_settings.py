@@ -185,7 +185,10 @@ def _unread_keys(given: Mapping[str, object]) -> dict[str, str]:
         # 0.88: a letter dropped or swapped (temprature, learning_rte), not another real
         # key of the trainers (num_train_epochs is 0.8 from num_ppo_epochs).
         near = difflib.get_close_matches(last, sorted(names), n=1, cutoff=0.88)
-        if near and last.rstrip("0123456789") != near[0] and not _another_word(last, near[0]):
+        # (One numbered twin of another, adam_beta1 beside adam_beta2, is no misspelling.)
+        digits = "0123456789"
+        if near and last.rstrip(digits) != near[0].rstrip(digits) and not _another_word(
+                last, near[0]):
             out[str(key)] = near[0]
     return out
 

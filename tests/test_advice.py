@@ -3690,3 +3690,54 @@ def test_a_delta_below_one_plus_epsilon_is_read_and_a_fine_one_is_not():
     assert low.verdict == "low" and low.far and low.fix() == "delta 0.5 -> None (off), or 1.5-2"
     assert read_config({"delta": 1.5}).get("delta").verdict == "ok"
     assert read_config({}).get("delta").verdict == "not set"
+
+
+def test_odd_batch_values_a_nested_delta_and_another_schedules_power_are_left_alone():
+    """helper-93: an infinite batch crashed preflight; a Huber loss's or a reward model's
+    "delta" was read as TRL's; a delta of 1.25 (TRL's own, above 1) turned the ratio check off;
+    a cosine's lr_scheduler_kwargs power was named."""
+    from grpo_doctor.recipe import read_config
+    from grpo_doctor.rules.no_learning_signal import _steep_power
+    from grpo_doctor.rules.signals import two_sided_cap
+
+    for batch in (float("inf"), 0, -4, 4.7, "four", None, True):
+        fix = read_config({"num_generations": 2, "per_device_train_batch_size": batch}).get(
+            "num_generations").fix()
+        assert fix.startswith("num_generations 2 -> 16"), (batch, fix)
+    assert read_config({"loss": {"huber": {"delta": 0.5}}}).get("delta").verdict == "not set"
+    assert read_config({"delta": 1.25}).get("delta").verdict == "ok"
+    run = make_run(reward=np.linspace(0.1, 0.5, 30))
+    run.config.update({"delta": 1.25, "epsilon_high": 0.28})
+    assert two_sided_cap(run) is None
+    run.config.update({"delta": 0.5})
+    assert two_sided_cap(run) == 0.5
+    run.config.clear()
+    run.config.update({"reward_model": {"delta": 0.5}})
+    assert two_sided_cap(run) is None
+    run.config.clear()
+    run.config.update({"lr_scheduler_type": "cosine", "lr_scheduler_kwargs": {"power": 10}})
+    assert _steep_power(run) is None
+    run.config.update({"lr_scheduler_type": "polynomial"})
+    assert _steep_power(run) == 10
+
+
+def test_trial_71_greedy_decoding_a_minimum_length_and_a_penalty_below_1_are_read():
+    """Trial 71: do_sample False in generation_kwargs read "check the reward function: it
+    returned 1.5 for every one"; min_new_tokens 12 at a budget of 12 read "check the stop";
+    repetition_penalty 0.5 was "within the recipe". Validation's own greedy decoding (verl's
+    val_kwargs.do_sample False, its default) is no rollout setting."""
+    from grpo_doctor.recipe import read_config
+
+    greedy = _trial("trl_generation_kwargs_do_sample_false")
+    first = greedy.root_cause.first_action
+    assert first.startswith("generation_kwargs.do_sample false -> True"), first
+    assert greedy.root_cause.setup and "save_steps" not in first
+    floor = _trial("trl_generation_kwargs_min_new_tokens_12")
+    first = floor.root_cause.first_action
+    assert first.startswith("generation_kwargs.min_new_tokens 12 -> 0 (off)"), first
+    assert "beta" not in first
+    assert read_config({"actor_rollout_ref": {"rollout": {"val_kwargs": {"do_sample": False}}}}
+                       ).get("do_sample").verdict == "not set"
+    low = read_config({"repetition_penalty": 0.5}).get("repetition_penalty")
+    assert low.verdict == "low" and low.far and low.sentence() == (
+        "repetition_penalty 0.5 is below the recipe's 1")

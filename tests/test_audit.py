@@ -766,3 +766,18 @@ def test_a_run_folders_console_copy_is_a_copy_not_a_log_with_no_metrics(tmp_path
     from grpo_doctor.reporters.audit_report import _headline
 
     assert "with no training metrics" not in _headline(result)
+
+
+def test_a_run_named_after_the_audited_folder_is_labelled_by_its_source(tmp_path):
+    """Events directly in real-runs/tensorboard/ are named after the folder above their
+    generic one, "real-runs": the audit of real-runs showed a row of its own root's name, read
+    as a summary row (helper-95). Its label is its source there."""
+    root = tmp_path / "real-runs"
+    events = Path(__file__).parent / "fixtures" / "tensorboard" / "simple_value"
+    shutil.copytree(events, root / "tensorboard")
+    (root / "csv").mkdir()
+    shutil.copy(example_path("healthy"), root / "csv" / "run_b.csv")
+    result = auditing.audit([str(root)], jobs=1)
+    assert sorted(r.label for r in result.runs) == ["run_b", "tensorboard"], [
+        r.label for r in result.runs]
+    assert {r.name for r in result.runs} == {"real-runs", "run_b"}  # the keys stay

@@ -549,3 +549,46 @@ def test_a_nan_at_the_second_logged_step_is_not_said_as_the_first_updates(tmp_pa
                              + "}" for v in ("0.329", "nan", "0.31", "0.30")) + "\n")
     first = diagnose(load_runs(log)[0]).root_cause.first_action
     assert "from its first updates (step 2)" in first, first
+
+
+# --- helper-93 (hostile, on session 29's readers) -----------------------------------------------
+
+
+def test_an_inner_counter_or_a_flag_in_a_printed_dict_is_no_step(tmp_path):
+    """'iteration', 'update' and '_step' had become the step of printed dicts: an inner loop's
+    counter kept 4 of 40 steps, 'update': True made a 40-step run one step; a negative
+    global_steps read the run backwards."""
+    rows = ["{" + f"'loss': 0.1, 'reward': {0.1 + s / 100:.3f}, 'iteration': {s % 4}, "
+            f"'update': True, 'epoch': {s / 40:.3f}" + "}" for s in range(1, 41)]
+    log = tmp_path / "inner.log"
+    log.write_text("\n".join(rows) + "\n")
+    assert load_runs(log)[0].n_steps == 40
+    back = tmp_path / "back.log"
+    back.write_text("\n".join("{" + f"'loss': 0.1, 'reward': 0.5, 'global_steps': {-s}" + "}"
+                              for s in range(1, 11)) + "\n")
+    assert list(load_runs(back)[0].steps) == list(range(1, 11))
+
+
+def test_a_wandb_summary_with_spaced_values_crlf_or_twice_reads_the_last_whole(tmp_path):
+    block = ("wandb: Run summary:\n"
+             "wandb:            run_name Qwen 7B GRPO\n"
+             "wandb:   critic/score/mean {score}\n"
+             "wandb:        actor/pg_loss 0\n"
+             "wandb:        _step {step}\n")
+    log = tmp_path / "twice.log"
+    log.write_text(block.format(score=0.3, step=100) + "wandb: Synced\n"
+                   + block.format(score=0.0, step=250) + "wandb: Synced\n")
+    run = load_runs(log)[0]
+    assert list(run.steps) == [250] and run.frame["reward_mean"].iloc[0] == 0
+    crlf = tmp_path / "crlf.log"
+    crlf.write_bytes(block.format(score=0.5, step=7).replace("\n", "\r\n").encode())
+    run = load_runs(crlf)[0]
+    assert list(run.steps) == [7] and run.frame["reward_mean"].iloc[0] == 0.5
+
+
+def test_an_infinite_kl_on_every_step_was_computed(tmp_path):
+    rows = ["Step | Training Loss | reward | kl"] + [f"{s} | 0.1 | 0.5 | inf" for s in range(1, 5)]
+    log = tmp_path / "inf.txt"
+    log.write_text("\n".join(rows) + "\n")
+    check = diagnose(load_runs(log)[0]).check("numerical_failure")
+    assert check.fired and "no KL computed" not in check.summary, check.summary

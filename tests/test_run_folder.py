@@ -445,3 +445,10 @@ def test_trls_completion_samples_folder_is_the_runs_not_another_run(tmp_path):
     assert any("completions" in n and "log_completions" in n for n in run.notes), run.notes
     res = auditing.audit([str(tmp_path)], jobs=1)
     assert [r.name for r in res.runs] == ["run"] and not res.errors
+    # A folder of that name holding a metric log is read as any other (helper-93).
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "completions").mkdir()
+    shutil.copy(CSV, other / "completions" / "metrics.csv")
+    res = auditing.audit([str(other)], jobs=1)
+    assert len(res.runs) == 1 and res.runs[0].source.endswith("metrics.csv"), res.runs

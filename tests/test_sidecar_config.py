@@ -364,6 +364,7 @@ def test_given_settings_the_logs_own_config_sets_otherwise_and_misspelt_keys_are
     run = make_run(reward=np.linspace(0.2, 0.6, 30))
     run.config.update({"num_generations": 2, "temperature": 0.9})
     real = {"policy.optimizer.kwargs.betas": [0.9, 0.999], "checkpointing.enabled": True,
+            "adam_beta1": 0.85,  # adam_beta2's twin, no typo of it (helper-95)
             "policy.megatron_cfg.optimizer.params_dtype": "float32",
             "actor_rollout_ref.actor.clip_ratio_c": 3.0,
             "actor_rollout_ref.rollout.multi_turn.max_tool_response_length": 256}

@@ -23,7 +23,14 @@ from typing import NoReturn
 
 from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.files import as_path, check_input, is_remote
-from grpo_doctor.importers._common import HEAD_BYTES, looks_like_text, read_head, read_json
+from grpo_doctor.importers._common import (
+    HEAD_BYTES,
+    completion_samples,
+    completion_samples_folder,
+    looks_like_text,
+    read_head,
+    read_json,
+)
 from grpo_doctor.importers.base import Delta, Importer, Incremental, LoadOptions
 from grpo_doctor.metrics import ColumnMap
 from grpo_doctor.objstore import StorePath
@@ -149,6 +156,8 @@ def _logs_in(folder: Path) -> tuple[list[Path], bool]:
     for f in files[:MAX_FOLDER_FILES]:
         if f.name in CONFIG_NAMES:
             continue  # the run's settings beside its log, read with it (sidecar)
+        if completion_samples(f):
+            continue  # TRL's log_completions samples: the run's, no log (trial 70)
         try:
             imp = detect_format(f)
         except (FormatError, InputError):
@@ -173,6 +182,8 @@ def _subfolder_logs(folder: Path) -> list[tuple[Path, str | None]]:
         return []
     found: list[tuple[Path, str | None]] = []
     for sub in subs[:MAX_FOLDER_DIRS]:
+        if completion_samples_folder(sub):
+            continue  # TRL's log_completions samples: the run's, no log (trial 70)
         try:
             found.append((sub, detect_format(sub).name))
         except (FormatError, InputError):

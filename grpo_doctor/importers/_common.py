@@ -74,6 +74,29 @@ def launches_run_name(parent: Path) -> str:
 CHECKPOINT_FOLDER = re.compile(r"checkpoint-(\d+)")
 
 
+#: A file of TRL's ``log_completions`` samples: ``completions/completions_00001.parquet``.
+_COMPLETION_SAMPLES = re.compile(r"^completions_\d+\.(parquet|jsonl|json)$")
+#: Why such a file (or its folder) is not read as a log.
+SAMPLES_WHY = "the run's sampled completions (TRL's log_completions), not a metric log"
+
+
+def completion_samples(path: Path) -> bool:
+    """Whether ``path`` is one of TRL's ``log_completions`` sample tables (prompt,
+    completion, each reward per sample): the run's samples, not a log of another run."""
+    return path.parent.name == "completions" and bool(_COMPLETION_SAMPLES.match(path.name))
+
+
+def completion_samples_folder(folder: Path, peek: int = 50) -> bool:
+    """Whether ``folder`` is TRL's ``completions/``: its files the samples, and nothing else."""
+    if folder.name != "completions":
+        return False
+    try:
+        files = [f for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")]
+    except OSError:
+        return False
+    return bool(files) and all(completion_samples(f) for f in files[:peek])
+
+
 def checkpoint_folders(root: Path) -> list[tuple[int, Path]]:
     """The ``checkpoint-N`` folders directly under ``root``, by N (none when it cannot be
     listed)."""

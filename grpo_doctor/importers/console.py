@@ -778,14 +778,18 @@ def _metric_keys(keys: tuple[str, ...]) -> bool:
 #: The keys of a printed dict that name its step: the step columns of any table
 #: (LLaMA-Factory's trainer_log "current_steps" pasted with a "..." line had read as line
 #: numbers; trial 69).
-_DICT_STEP_KEYS = tuple(dict.fromkeys(("step", "global_step", "train/global_step", "train/step",
-                                       *STEP_KEYS)))
+#: Not "iteration", "iter", "update" or "_step": in a printed dict those count other things
+#: (an inner loop, a flag), and had cut a 40-step run to one step (helper-93).
+_DICT_STEP_KEYS = ("step", "global_step", "train/global_step", "train/step",
+                   "trainer/global_step", "training/global_step", "global_steps",
+                   "current_steps")
 
 
 def _explicit_step(value: dict[Any, Any]) -> int | None:
     for key in _DICT_STEP_KEYS:
-        num = to_number(value.get(key))
-        if num is not None and np.isfinite(num):
+        raw = value.get(key)
+        num = None if isinstance(raw, bool) else to_number(raw)
+        if num is not None and np.isfinite(num) and num >= 0:
             return round(num)
     return progress_step(value.get(PROGRESS_KEY))
 
@@ -1195,8 +1199,9 @@ def _kv_records(segments: Sequence[Segment]) -> list[Record]:
     return records if keys and map_columns(keys).mapping else []
 
 
-#: A line of wandb's closing summary: "wandb:   critic/score/mean 0".
-_WANDB_SUMMARY_LINE = re.compile(r"^wandb:\s+(\S+)\s+(\S+)\s*$")
+#: A line of wandb's closing summary: "wandb:   critic/score/mean 0" (the key right-aligned,
+#: the value its last word: a run name "Qwen 7B" is no number and is left out).
+_WANDB_SUMMARY_LINE = re.compile(r"^wandb:\s+(\S.*?)\s+(\S+)$")
 _WANDB_SUMMARY_START = "wandb: Run summary:"
 
 
@@ -1205,24 +1210,29 @@ def _wandb_summary(segments: Sequence[Segment]) -> tuple[list[int], Record] | No
     step it names (its ``_step`` or a global step), else 1; None when the text has none, or
     none of its keys is a metric. A paste of it alone is often all a thread holds (Tool-N1#9:
     critic/score/mean 0 and critic/advantages/mean 0, the reward never wired; trial 69)."""
-    start = next((k for k, seg in enumerate(segments)
-                  if seg.text.strip() == _WANDB_SUMMARY_START), None)
+    # The last summary: a log holding two (a resumed launch's) ends with the run's own.
+    start = next((k for k in range(len(segments) - 1, -1, -1)
+                  if segments[k].text.strip() == _WANDB_SUMMARY_START), None)
     if start is None:
         return None
     record: Record = {}
     for seg in segments[start + 1:]:
-        m = _WANDB_SUMMARY_LINE.match(seg.text.strip())
+        line = seg.text.strip()
+        if not line:
+            continue  # (a CRLF capture's empty segments)
+        m = _WANDB_SUMMARY_LINE.match(line)
         if m is None:
             break
         value = parse_number(m.group(2))
         if value is not None:
             record[m.group(1)] = value
-    step = next((record.pop(k) for k in _DICT_STEP_KEYS if k in record), None)
-    for k in _DICT_STEP_KEYS:
+    keys = ("_step", *_DICT_STEP_KEYS)
+    step = next((record[k] for k in keys if k in record), None)
+    for k in keys:
         record.pop(k, None)
     if not record or not map_columns(list(record)).mapping:
         return None
-    return [int(step) if step is not None and math.isfinite(step) and step >= 0 else 1], record
+    return [round(step) if step is not None and math.isfinite(step) and step >= 0 else 1], record
 
 
 # --- the whole log ------------------------------------------------------------------------------

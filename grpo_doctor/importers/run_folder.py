@@ -32,7 +32,12 @@ import numpy as np
 from grpo_doctor.errors import FormatError, GrpoDoctorError, InputError
 from grpo_doctor.files import entry_path, scandir
 from grpo_doctor.importers import detect_format, importer_named
-from grpo_doctor.importers._common import head_of, walk_files
+from grpo_doctor.importers._common import (
+    SAMPLES_WHY,
+    completion_samples_folder,
+    head_of,
+    walk_files,
+)
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.console import LOG_LINE_STEPS
 from grpo_doctor.importers.tracker_store import unreadable_sqlite
@@ -148,9 +153,7 @@ def _holds_logs(folder: Path) -> bool:
 
 
 _DAMAGED = "a tracker's SQLite store that cannot be read"
-#: The folder TRL's ``log_completions`` writes each step's sampled completions to.
-_COMPLETIONS = "completions"
-_SAMPLES = "the run's sampled completions (TRL's log_completions), not a metric log"
+
 
 
 def layout(folder: Path) -> Layout | None:
@@ -192,11 +195,11 @@ def layout(folder: Path) -> Layout | None:
                     copies.append(Copy(run, "wandb-offline", run.relative_to(folder).as_posix()))
                     structured += 1
                 continue
-            if entry.name == _COMPLETIONS:
+            if completion_samples_folder(path):
                 # TRL's log_completions tables (prompt, completion, rewards per sample): the
                 # run's samples, not another run's log (trial 70: the folder had split into
                 # six runs and an error row).
-                passed.append((entry.name, _SAMPLES))
+                passed.append((entry.name, SAMPLES_WHY))
                 continue
             if entry.name.lower() not in _TENSORBOARD_FOLDERS:
                 store = _store(path)

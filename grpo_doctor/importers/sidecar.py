@@ -80,6 +80,8 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
     ("top_entropy_quantile",),
     ("generation_kwargs.repetition_penalty", "actor_rollout_ref.rollout.repetition_penalty",
      "generation.repetition_penalty", "rollout.repetition_penalty", "repetition_penalty"),
+    ("generation_kwargs.do_sample", "actor_rollout_ref.rollout.do_sample"),
+    ("generation_kwargs.min_new_tokens", "min_new_tokens"),
     ("generation_kwargs.no_repeat_ngram_size", "no_repeat_ngram_size"),
     ("generation_kwargs.suppress_tokens", "generation_kwargs.bad_words_ids", "suppress_tokens",
      "bad_words_ids"),

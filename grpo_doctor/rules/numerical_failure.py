@@ -178,7 +178,9 @@ def _kl_not_computed(run: Run, bad: Mapping[str, object]) -> str | None:
     beside a finite loss read "check the KL estimator for log(0)"; trial 69). None when the
     config puts a KL term in force, or the KL was a number at some step."""
     kl = Metric.KL.value
-    if set(bad) != {kl} or np.isfinite(run.frame[kl].to_numpy(dtype=np.float64)).any() or (
+    values = run.frame[kl].to_numpy(dtype=np.float64)
+    # (An infinite KL was computed, and overflowed: no "not computed"; helper-93.)
+    if set(bad) != {kl} or np.isfinite(values).any() or np.isinf(values).any() or (
             len(_bad_steps(run, kl)) < _NEVER_COMPUTED):
         # (One NaN step is no "never": ms-swift#4465's KL NaN "now and then".)
         return None

@@ -170,8 +170,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         sequence = None
     delta = two_sided_cap(run)
     if delta is not None:
-        # (TRL's delta below 1 + epsilon: the clip metrics count its cap; trial 70.)
-        sequence = sequence or f"delta {fmt(delta)}, below 1 + epsilon_high"
+        # (TRL's delta below 1: the clip metrics count its cap; trial 70.)
+        sequence = sequence or f"delta {fmt(delta)}, below 1"
     if (capped is not None or sequence) and logged == [Metric.CLIP_FRACTION.value]:
         why = sequence or "loss_type cispo"
         raise Skip(f"needs ratio_max/min, is_ratio_max or mismatch_kl: under {why} the clip "

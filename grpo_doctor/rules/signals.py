@@ -1392,17 +1392,15 @@ def cispo_cap(run: Run) -> tuple[float, str] | None:
 
 
 def two_sided_cap(run: Run) -> float | None:
-    """TRL's ``delta`` when it caps even the on-policy ratio: below 1 + the upper clip, the
-    ratio of 1 of every token is capped, and TRL's clip metrics count every token the cap
-    holds (trial 70: delta 0.5, a clip fraction of 0.6 from step 1 with one pass per batch).
-    None otherwise."""
-    flat = flatten(run.config) if run.config else {}
-    delta = next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == "delta"
-                  and isinstance(v, (int, float)) and not isinstance(v, bool)), None)
-    if delta is None:
+    """TRL's ``delta`` (a top-level key of its config) when it caps even the on-policy
+    ratio: below 1, the ratio of 1 of every token is capped, and TRL's clip metrics count
+    every token the cap holds (trial 70: delta 0.5, a clip fraction of 0.6 from step 1 with
+    one pass per batch). None otherwise: a ``delta`` nested elsewhere (a Huber loss's, a
+    reward model's) is no clip (helper-93)."""
+    delta = (run.config or {}).get("delta")
+    if not isinstance(delta, (int, float)) or isinstance(delta, bool):
         return None
-    high, _ = current(run, CLIP_HIGH)
-    return float(delta) if delta < 1 + (high if high is not None else _TRL_EPSILON) else None
+    return float(delta) if 0 < delta < 1 else None
 
 
 #: The largest share of its logged steps a reward term may be NaN on for "a few steps" (more
