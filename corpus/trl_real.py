@@ -347,6 +347,9 @@ RUNS = {
     # precision: beta 8 with the reference synced to the policy every step (the KL term inert)
     "beta8_sync1": dict(CTRL70, seed=151, beta=8.0, sync_ref_model=True, ref_model_sync_steps=1,
                         ref_model_mixup_alpha=1.0, _logger="wandb"),
+    # trial 71: VESPO's power at 50 over 4 passes (bystander warmup_steps 10)
+    "vespo_k50_wu10": dict(CTRL71, seed=193, loss_type="vespo", vespo_k_pos=50.0,
+                           num_iterations=4, warmup_steps=10),
     # trial 71: greedy decoding in generation_kwargs (bystander save_steps 25)
     "gk_greedy_save25": dict(CTRL71, seed=223, generation_kwargs={"do_sample": False},
                              save_steps=25),

@@ -371,6 +371,19 @@ SETTINGS: tuple[Setting, ...] = (
         target="0.28",
     ),
     Setting(
+        # Not in the chapter: VESPO (TRL's loss_type vespo) weighs each sequence by its
+        # importance weight raised to k: a power far above TRL's 2 turns a ratio a little
+        # above 1 into a weight in the thousands (trial 71's 50: pre-clip grad norms to 7.5e7
+        # every few steps, read "learning_rate 1e-4 -> 2.5e-6").
+        "vespo_k_pos", ("vespo_k_pos", "vespo_k_neg"), "2 (TRL's default; 3 for negative "
+        "advantages)", "TRL's GRPOConfig (VESPO)", high=4.0, far=5.0,
+        risks={HIGH: _links(primary=("grad_explosion", "ratio_instability"),
+                            contributing=(_LLD, "entropy_blowup"))},
+        why={HIGH: "VESPO raises each importance weight to this power: far above 2, a ratio "
+                   "just off 1 weighs a sequence by thousands, and its gradient with it"},
+        target="2",
+    ),
+    Setting(
         # Not in the chapter: TRL's two-sided clipping caps the ratio of the unclipped term at
         # delta, recommended above 1 + epsilon. Below 1 the on-policy ratio of 1 is capped: no
         # token with a positive advantage gets a gradient, and TRL's clip metrics count the
@@ -969,6 +982,11 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
         if value is None and s.metric and logged and s.metric in logged:
             value, key = logged[s.metric], f"logged {s.metric} (peak)"
         if s.id == "num_generations" and not groups and value is not None:
+            readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
+            continue
+        if s.id == "vespo_k_pos" and value is not None and str(
+                lookup(flat, ("loss_type",))[0]).strip().lower() != "vespo":
+            # (TRL saves VESPO's powers under every loss; only VESPO applies them.)
             readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
             continue
         reading = judge(s, value, key, flat, lora)

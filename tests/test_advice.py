@@ -3738,6 +3738,13 @@ def test_trial_71_greedy_decoding_a_minimum_length_and_a_penalty_below_1_are_rea
     assert "beta" not in first
     assert read_config({"actor_rollout_ref": {"rollout": {"val_kwargs": {"do_sample": False}}}}
                        ).get("do_sample").verdict == "not set"
+    # VESPO's power at 50: gradient norms to 7.5e7, read "learning_rate 1e-4 -> 2.5e-6".
+    vespo = _trial("trl_vespo_k_pos_50")
+    first = vespo.root_cause.first_action
+    assert first.startswith("vespo_k_pos 50 -> 2"), first
+    assert "warmup" not in first and "learning_rate" not in first
+    assert read_config({"vespo_k_pos": 50, "loss_type": "dapo"}).get("vespo_k_pos").verdict == (
+        "not applicable")
     low = read_config({"repetition_penalty": 0.5}).get("repetition_penalty")
     assert low.verdict == "low" and low.far and low.sentence() == (
         "repetition_penalty 0.5 is below the recipe's 1")

@@ -91,6 +91,7 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
      "clip_ratio", "cliprange", "clip_range", "clip_low"),
     ("actor_rollout_ref.actor.clip_ratio_high", "epsilon_high", "clip_ratio_high", "eps_clip_high",
      "loss_fn.ratio_clip_max", "clip_high"),
+    ("vespo_k_pos", "vespo_k_neg"),
     ("delta",),
     ("actor_rollout_ref.actor.grad_clip", "max_grad_norm", "grad_clip", "max_norm",
      "policy.max_grad_norm", "clip_grad", "max_norm"),
