@@ -967,10 +967,12 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
         if sequence is not None and s.id in _SEQUENCE_CLIP:
             s = _sequence_clip(s, sequence)
         value, key = lookup(_trained_side(flat) if s.id == "dtype" else flat, s.names)
-        if s.id == "delta" and key != "delta":
-            # TRL's own, a top-level key: a Huber loss's or a reward model's nested "delta"
-            # is no clip (helper-93).
-            value, key = None, None
+        if s.id in _EXACT_KEYS:
+            # Only the trainer's own keys: a Huber loss's or a reward model's nested "delta",
+            # an evaluation's or a judge's generation_kwargs.do_sample, are not the rollout's
+            # (helper-93, helper-97).
+            key = next((n for n in s.names if n in flat), None)
+            value = flat[key] if key is not None else None
         if value is None and s.id == "max_grad_norm":
             # Written as null: the Trainer and NeMo-RL clip only when it is set. Judged as 0
             # (off), said as written.
@@ -984,6 +986,9 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
         if s.id == "num_generations" and not groups and value is not None:
             readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
             continue
+        if s.id == "min_new_tokens" and value is not None:
+            readings.append(_floor_against_budget(judge(s, value, key, flat, lora), flat))
+            continue
         if s.id == "vespo_k_pos" and value is not None and str(
                 lookup(flat, ("loss_type",))[0]).strip().lower() != "vespo":
             # (TRL saves VESPO's powers under every loss; only VESPO applies them.)
@@ -994,6 +999,28 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
             reading = _group_with_batch(reading, flat)
         readings.append(reading)
     return Setup(tuple(readings), lora)
+
+
+#: Settings read only under their exact keys (a nested key of the same last name is
+#: another component's).
+_EXACT_KEYS = frozenset({"delta", "do_sample", "min_new_tokens"})
+#: The share of the completion budget a minimum length must reach to leave no room to stop.
+_FLOOR_OF_BUDGET = 0.5
+
+
+def _floor_against_budget(reading: Reading, flat: Mapping[str, Any]) -> Reading:
+    """A minimum length judged against the completion budget: outside only where it takes
+    half the budget or more (min_new_tokens 1 beside a budget of 2,048 is harmless; helper-97);
+    not judged with no budget known, nor below 1."""
+    floor = as_number(reading.value)
+    budget = as_number(lookup(flat, ("generation_kwargs.max_new_tokens", "max_completion_length",
+                                     "max_new_tokens"))[0])
+    if floor is None or not math.isfinite(floor) or floor < 1:
+        return replace(reading, verdict=OK, far=False)
+    if budget is None or not math.isfinite(budget) or budget <= 0:
+        return replace(reading, verdict=UNKNOWN, far=False)
+    return reading if floor >= _FLOOR_OF_BUDGET * budget else replace(reading, verdict=OK,
+                                                                       far=False)
 
 
 def _group_with_batch(reading: Reading, flat: Mapping[str, Any]) -> Reading:
@@ -1218,6 +1245,10 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
         return Reading(s, value, key, HIGH if on else OK, far=on)
     if s.kind == "flag":
         flag = as_flag(value)
+        if s.id == "do_sample" and (isinstance(value, float) or str(value).strip().lower() in (
+                "none", "null", "")):
+            # An unset value as a tracker keeps it ("None"), or NaN: not greedy (helper-97).
+            flag = None if not isinstance(value, bool) else flag
         if s.id == "adaptive_kl" and key and key.endswith(("kl_target", "target_kl")):
             flag = as_number(value) is not None and (as_number(value) or 0) > 0
         if s.id == "overlong_shaping" and key and key.endswith("overlong_buffer_len"):

@@ -54,9 +54,11 @@ from grpo_doctor.config import Settings
 from grpo_doctor.discovery import newest_mtime
 from grpo_doctor.errors import ConfigError, GrpoDoctorError, InputError
 from grpo_doctor.escape import terminal
-from grpo_doctor.files import fresh, is_remote, located, watched_input
+from grpo_doctor.files import fresh, is_remote, located
+from grpo_doctor.files import watched_input as _watched_path
 from grpo_doctor.findings import Check, Diagnosis, check_rank
 from grpo_doctor.importers import LoadOptions, importer_named
+from grpo_doctor.importers._common import SAMPLES_WHY, completion_samples, completion_samples_folder
 from grpo_doctor.importers.incremental import LiveSource, Restarted, SeveralRuns, open_live
 from grpo_doctor.importers.sidecar import with_sidecar_config
 from grpo_doctor.interrupts import interrupt_on_sigterm
@@ -76,6 +78,16 @@ MAX_UNREADABLE_POLLS = 3
 #: Seconds a log must stay unchanged after a traceback at its end before the watch calls the
 #: run stopped: a run that printed an exception it caught goes on writing before then.
 STOP_QUIET = 30.0
+
+def watched_input(path: str | os.PathLike[str]) -> Path:
+    """The path to follow (``files.watched_input``), refused at once when it is TRL's
+    completion samples: no log will ever grow there (helper-97: watch waited on one forever)."""
+    p = _watched_path(path)
+    if not is_remote(p) and (completion_samples(p) or (p.is_dir() and (
+            completion_samples_folder(p)))):
+        raise InputError(f"{p}: {SAMPLES_WHY}: watch the run's folder or its console log")
+    return p
+
 
 class Watcher:
     """Follows one growing run and re-checks it at each ``poll`` (see the module docstring).

@@ -3748,3 +3748,27 @@ def test_trial_71_greedy_decoding_a_minimum_length_and_a_penalty_below_1_are_rea
     low = read_config({"repetition_penalty": 0.5}).get("repetition_penalty")
     assert low.verdict == "low" and low.far and low.sentence() == (
         "repetition_penalty 0.5 is below the recipe's 1")
+
+
+def test_the_new_sampler_settings_are_read_only_as_the_rollout_applies_them():
+    """helper-97: min_new_tokens 1 beside a budget of 2,048 led a run; an evaluation's
+    generation_kwargs.do_sample False, and an unset "None" or NaN, read as greedy decoding;
+    a nested delta hid TRL's own top-level one."""
+    from grpo_doctor.recipe import read_config
+
+    def verdict(cfg, name):
+        return read_config(cfg).get(name).verdict
+
+    assert verdict({"min_new_tokens": 1, "max_completion_length": 2048}, "min_new_tokens") == "ok"
+    assert verdict({"generation_kwargs": {"min_new_tokens": 12}, "max_completion_length": 12},
+                   "min_new_tokens") == "high"
+    assert verdict({"min_new_tokens": -5}, "min_new_tokens") == "ok"
+    assert not read_config({"min_new_tokens": 8}).get("min_new_tokens").outside  # no budget
+    assert verdict({"eval": {"generation_kwargs": {"do_sample": False}}}, "do_sample") == (
+        "not set")
+    for unset in ("None", float("nan"), ""):
+        assert verdict({"generation_kwargs": {"do_sample": unset}}, "do_sample") == "unknown"
+    assert verdict({"generation_kwargs": {"do_sample": False}}, "do_sample") == "off"
+    assert verdict({"a": {"delta": 2.0}, "delta": 0.5}, "delta") == "low"
+    healthy = _trial("trl_budget_8")
+    assert "min_new_tokens" not in healthy.root_cause.first_action

@@ -592,3 +592,20 @@ def test_an_infinite_kl_on_every_step_was_computed(tmp_path):
     log.write_text("\n".join(rows) + "\n")
     check = diagnose(load_runs(log)[0]).check("numerical_failure")
     assert check.fired and "no KL computed" not in check.summary, check.summary
+
+
+def test_key_value_blocks_before_a_closing_wandb_summary_are_the_run(tmp_path):
+    """helper-97: a log of key: value blocks ending with W&B's summary read as one step; and
+    a last summary with no metric in it refused a log whose earlier one had them."""
+    blocks = "".join(f"step: {s}\nreward: {0.1 + s / 200:.3f}\nloss: 0.1\n\n"
+                     for s in range(1, 41))
+    log = tmp_path / "kv.log"
+    log.write_text(blocks + "wandb: Run summary:\nwandb:   train/reward 0.3\n"
+                   "wandb:   train/global_step 40\nwandb:   _step 99\n")
+    assert load_runs(log)[0].n_steps == 40
+    two = tmp_path / "two.log"
+    two.write_text("wandb: Run summary:\nwandb:   critic/score/mean 0.2\n"
+                   "wandb:   training/global_step 10\nwandb:   _step 31\n\n"
+                   "wandb: Run summary:\nwandb:   run_name Qwen 7B\n")
+    run = load_runs(two)[0]
+    assert list(run.steps) == [10] and run.frame["reward_mean"].iloc[0] == 0.2

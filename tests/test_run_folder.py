@@ -452,3 +452,20 @@ def test_trls_completion_samples_folder_is_the_runs_not_another_run(tmp_path):
     shutil.copy(CSV, other / "completions" / "metrics.csv")
     res = auditing.audit([str(other)], jobs=1)
     assert len(res.runs) == 1 and res.runs[0].source.endswith("metrics.csv"), res.runs
+
+
+def test_trls_completion_samples_named_alone_are_refused_in_one_line(tmp_path, capsys):
+    """helper-97: diagnose on completions/ offered "--map reward_mean=prompt"; watch waited on
+    it forever."""
+    import pandas as pd
+
+    samples = tmp_path / "run" / "completions"
+    samples.mkdir(parents=True)
+    pd.DataFrame({"prompt": ["1+2="], "completion": ["<a>3</a>"],
+                  "correctness_reward": [1.0]}).to_parquet(samples / "completions_00001.parquet")
+    for target in (samples, samples / "completions_00001.parquet"):
+        for command in (("diagnose", str(target)), ("watch", str(target), "--once")):
+            code, out, err = run_cli(capsys, *command)
+            assert code == 2 and "sampled completions (TRL's log_completions)" in err, (
+                command, err)
+            assert len(err.strip().splitlines()) == 1

@@ -25,6 +25,7 @@ from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.files import as_path, check_input, is_remote
 from grpo_doctor.importers._common import (
     HEAD_BYTES,
+    SAMPLES_WHY,
     completion_samples,
     completion_samples_folder,
     looks_like_text,
@@ -253,6 +254,11 @@ def load_runs(
     check_input(path)
     if not is_remote(path) and not os.access(path, os.R_OK):
         raise InputError(f"{path}: permission denied")
+    if not format and (completion_samples(path) or (path.is_dir() and (
+            completion_samples_folder(path)))):
+        run_folder = path.parent if path.is_dir() else path.parent.parent
+        raise FormatError(f"{path}: {SAMPLES_WHY} (a prompt, a completion and its rewards per "
+                          f"row): diagnose the run's folder, {run_folder}")
     if format:
         imp = importer_named(format)
     else:

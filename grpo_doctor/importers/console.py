@@ -1210,11 +1210,18 @@ def _wandb_summary(segments: Sequence[Segment]) -> tuple[list[int], Record] | No
     step it names (its ``_step`` or a global step), else 1; None when the text has none, or
     none of its keys is a metric. A paste of it alone is often all a thread holds (Tool-N1#9:
     critic/score/mean 0 and critic/advantages/mean 0, the reward never wired; trial 69)."""
-    # The last summary: a log holding two (a resumed launch's) ends with the run's own.
-    start = next((k for k in range(len(segments) - 1, -1, -1)
-                  if segments[k].text.strip() == _WANDB_SUMMARY_START), None)
-    if start is None:
-        return None
+    # The last summary that holds a metric: a log holding two (a resumed launch's) ends with
+    # the run's own.
+    for start in [k for k in range(len(segments) - 1, -1, -1)
+                  if segments[k].text.strip() == _WANDB_SUMMARY_START]:
+        read = _summary_at(segments, start)
+        if read is not None:
+            return read
+    return None
+
+
+def _summary_at(segments: Sequence[Segment], start: int) -> tuple[list[int], Record] | None:
+    """The summary block that begins at segment ``start``, as ``_wandb_summary`` reads it."""
     record: Record = {}
     for seg in segments[start + 1:]:
         line = seg.text.strip()
@@ -1226,7 +1233,7 @@ def _wandb_summary(segments: Sequence[Segment]) -> tuple[list[int], Record] | No
         value = parse_number(m.group(2))
         if value is not None:
             record[m.group(1)] = value
-    keys = ("_step", *_DICT_STEP_KEYS)
+    keys = (*_DICT_STEP_KEYS, "_step")  # (the trainer's step before W&B's own counter)
     step = next((record[k] for k in keys if k in record), None)
     for k in keys:
         record.pop(k, None)
@@ -1299,6 +1306,15 @@ def parse_console(text: str, source: str = "") -> ConsoleLog:
         log.kind = "table"
         log.frame = tables_frame(tables)
         return log
+    # (Key: value blocks are the run's history, before a closing summary of it; helper-97.)
+    records = _kv_records(segments)
+    if records:
+        log.kind = "kv"
+        log.frame, log.explicit = records_frame(records, source)
+        if "step" not in log.frame.columns:
+            log.steps = list(range(1, len(records) + 1))
+            log.notes.append("no step in the log: steps are the order of the key: value blocks")
+        return log
     summary = _wandb_summary(segments)
     if summary is not None:
         log.kind = "wandb-summary"
@@ -1307,14 +1323,6 @@ def parse_console(text: str, source: str = "") -> ConsoleLog:
         log.notes.append("read from wandb's closing 'Run summary': one value per metric, the "
                          "run's last; its history is in the run's wandb/run-*/ folder, or "
                          "grpo-doctor fetch ENTITY/PROJECT/RUN")
-        return log
-    records = _kv_records(segments)
-    if records:
-        log.kind = "kv"
-        log.frame, log.explicit = records_frame(records, source)
-        if "step" not in log.frame.columns:
-            log.steps = list(range(1, len(records) + 1))
-            log.notes.append("no step in the log: steps are the order of the key: value blocks")
     return log
 
 
