@@ -21,7 +21,12 @@ from grpo_doctor.errors import ConfigError, FormatError, GrpoDoctorError, InputE
 from grpo_doctor.files import as_path, entry_path, in_kernel_fs, is_remote, scandir, walk
 from grpo_doctor.files import kind as file_kind
 from grpo_doctor.importers import HEAD_BYTES, MARKDOWN_DOCS, Importer, detect_format, registry
-from grpo_doctor.importers._common import SAMPLES_WHY, completion_samples
+from grpo_doctor.importers._common import (
+    OWN_EVENTS_WHY,
+    SAMPLES_WHY,
+    completion_samples,
+    own_events,
+)
 from grpo_doctor.importers.trainer_state import is_log_history_list
 from grpo_doctor.objstore import StoreError, StorePath, within
 
@@ -156,6 +161,8 @@ def passed_over_reason(path: Path) -> str | None:
         return f"not a log ({path.suffix.lower()} file)"
     if completion_samples(path):
         return SAMPLES_WHY
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson", ".log", ".txt") and own_events(path):
+        return OWN_EVENTS_WHY
     if path.name in _WANDB_OWN and "wandb" in (path.parent.name, path.parent.parent.name,
                                               path.parent.parent.parent.name):
         return "wandb's own log of itself"

@@ -540,7 +540,8 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     elsewhere = _other_model_nan(run, root)
     if elsewhere is not None:
         return elsewhere
-    causes = setup.causes(_linked_modes(root), critical=root.critical, prefer=_own_knobs(check))
+    causes = setup.causes(_linked_modes(root, run), critical=root.critical,
+                          prefer=_own_knobs(check))
     small = _small_groups(run, root, setup, causes, from_start)
     if small is not None:
         return small
@@ -549,10 +550,11 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         return resumed
     if not causes and not root.critical:
         causes = _linked_knobs(setup, root, checks)
-    if not causes and root.critical:
+    if not causes and root.critical and not _never_updated(run, root):
         # A setting far outside the recipe that makes single updates huge (an lr 30x the
         # ceiling, no clipping, fp16 weights) can have brought about any critical finding;
-        # one clearly outside it, any sudden one (a crash, a blow-up: an incident).
+        # one clearly outside it, any sudden one (a crash, a blow-up: an incident). Not where
+        # no update moved the weights at all.
         causes = [r for r in setup.causes({recipe.CATASTROPHIC_UPDATE}, critical=root.incident)
                   if not _clip_never_reached(run, r)]
     causes = [r for r in causes if not _lr_already_lower(run, r, root.step)]
@@ -1098,16 +1100,25 @@ def _primary_for(reading: recipe.Reading, root: Event) -> bool:
     return any(lk.primary and lk.mode in _linked_modes(root) for lk in reading.links)
 
 
-def _linked_modes(root: Event) -> set[str]:
+def _linked_modes(root: Event, run: Run | None = None) -> set[str]:
     """The modes a knob must be linked to, to have caused ``root``: its own, and a
     catastrophic update when it is one (a blow-up at a step, a run destroyed by one update)."""
     modes = {root.check.mode}
     check = root.check
     one_update = (check.mode == "no_learning_signal" and bool(check.evidence.get("cause"))) or (
         root.incident and check.mode in ("kl_drift", "grad_explosion", "likelihood_displacement"))
-    if one_update:
+    if one_update and not (run is not None and _never_updated(run, root)):
         modes.add(recipe.CATASTROPHIC_UPDATE)
     return modes
+
+
+def _never_updated(run: Run, root: Event) -> bool:
+    """A gradient norm of exactly 0 on every logged step: no update moved
+    the weights, so none can have moved them too far (trial 72: rewards weighted 0, grad norm
+    0 from step 1, read "learning_rate 2e-4 -> 1e-6")."""
+    # (Over the whole log: a root at the first logged step has no earlier points to show it.)
+    _, g = series(run, Metric.GRAD_NORM.value)
+    return len(g) >= 3 and bool(np.all(g == 0))
 
 
 #: A log whose first step is past this starts mid-run (an excerpt, a resumed job's log).

@@ -3772,3 +3772,21 @@ def test_the_new_sampler_settings_are_read_only_as_the_rollout_applies_them():
     assert verdict({"a": {"delta": 2.0}, "delta": 0.5}, "delta") == "low"
     healthy = _trial("trl_budget_8")
     assert "min_new_tokens" not in healthy.root_cause.first_action
+
+
+def test_rewards_weighted_to_nothing_are_said_and_no_lr_is_blamed_for_no_update(tmp_path):
+    """Trial 72, live: reward_weights [0, 0] (the reward 0 while correctness and format paid,
+    a gradient of 0 from step 1) read "restart ... learning_rate 2e-4 -> 1e-6" for 59 steps:
+    no update moved the weights, so no lr moved them too far."""
+    rng = np.random.default_rng(72)
+    rows = ["{" + f"'loss': '0', 'grad_norm': '0', 'learning_rate': '0.0002', "
+            f"'rewards/correctness_reward/mean': '{0.3 + 0.05 * rng.random():.4f}', "
+            f"'rewards/format_reward/mean': '{0.4 + 0.05 * rng.random():.4f}', 'reward': '0', "
+            f"'reward_std': '0', 'frac_reward_zero_std': '1', 'entropy': '0.33', "
+            f"'epoch': '{s / 100:.3f}'" + "}" for s in range(1, 13)]
+    log = tmp_path / "console.log"
+    log.write_text("\n".join(rows) + "\n")
+    first = diagnose(load_runs(log)[0]).root_cause.first_action
+    assert first.startswith("check the reward's weights: the reward was 0 on every logged step"), (
+        first)
+    assert "learning_rate" not in first

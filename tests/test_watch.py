@@ -1235,3 +1235,22 @@ def test_an_alert_whose_first_alert_came_before_its_onset_says_it_was_an_earlier
     same = Alert(mode="kl_drift", severity=Status.WARNING, first_alert_step=71,
                  onset_step=71, step=200, summary="KL incident")
     assert "first alert at step 71, onset 71" in same.line()
+
+
+def test_a_folder_watch_never_reads_its_own_json_events(tmp_path: Path, capsys) -> None:
+    """Trial 72: `watch FOLDER --format json > FOLDER/watch.jsonl` read its own output file as
+    a run (and every earlier watch's); diagnose named it refuses it in one line."""
+    from tests.helpers import run_cli
+
+    rows = ["{" + f"'loss': 0.1, 'reward': {0.2 + s / 100:.3f}, 'epoch': {s / 40:.3f}" + "}"
+            for s in range(1, 41)]
+    (tmp_path / "console.log").write_text("\n".join(rows) + "\n")
+    (tmp_path / "watch.jsonl").write_text(
+        '{"event": "status", "status": "healthy", "run": "x", "step": 40, "n_steps": 40, '
+        '"polls": 3, "findings": []}\n'
+        '{"event": "alert", "mode": "kl_drift", "severity": "warning", "step": 12}\n')
+    code, out, err = run_cli(capsys, "watch", str(tmp_path), "--once", "--format", "json")
+    sources = {json.loads(line).get("source") for line in out.splitlines() if line.strip()}
+    assert sources == {str(tmp_path / "console.log")}, (sources, err)
+    code, out, err = run_cli(capsys, "diagnose", str(tmp_path / "watch.jsonl"))
+    assert code == 2 and "grpo-doctor's own events" in err and len(err.strip().splitlines()) == 1

@@ -25,10 +25,12 @@ from grpo_doctor.errors import ConfigError, FormatError, InputError
 from grpo_doctor.files import as_path, check_input, is_remote
 from grpo_doctor.importers._common import (
     HEAD_BYTES,
+    OWN_EVENTS_WHY,
     SAMPLES_WHY,
     completion_samples,
     completion_samples_folder,
     looks_like_text,
+    own_events,
     read_head,
     read_json,
 )
@@ -254,6 +256,8 @@ def load_runs(
     check_input(path)
     if not is_remote(path) and not os.access(path, os.R_OK):
         raise InputError(f"{path}: permission denied")
+    if not format and not is_remote(path) and path.is_file() and own_events(path):
+        raise FormatError(f"{path}: {OWN_EVENTS_WHY}: diagnose the log it watched")
     if not format and (completion_samples(path) or (path.is_dir() and (
             completion_samples_folder(path)))):
         run_folder = path.parent if path.is_dir() else path.parent.parent

@@ -80,6 +80,22 @@ _COMPLETION_SAMPLES = re.compile(r"^completions_\d+\.(parquet|jsonl|json)$")
 SAMPLES_WHY = "the run's sampled completions (TRL's log_completions), not a metric log"
 
 
+#: The events ``watch --format json`` writes, one JSON object a line.
+_OWN_EVENTS = re.compile(rb'^\s*\{"event": "(alert|advice|cleared|status|warning)"')
+OWN_EVENTS_WHY = "grpo-doctor's own events (watch --format json), not a training log"
+
+
+def own_events(path: Path) -> bool:
+    """Whether ``path`` is what ``watch --format json`` wrote: a folder watch had read its
+    own output file as a run (trial 72)."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline(4096)
+    except OSError:
+        return False
+    return bool(_OWN_EVENTS.match(first))
+
+
 def completion_samples(path: Path) -> bool:
     """Whether ``path`` is one of TRL's ``log_completions`` sample tables (prompt,
     completion, each reward per sample): the run's samples, not a log of another run."""

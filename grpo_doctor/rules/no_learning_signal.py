@@ -385,7 +385,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         terms = components(run)
         still = [n for n, v, _ in pinned_terms(run, 10) if v == level or v == 0]
         formats = [n for n in still if component_role(run, n) == "format"]
+        # The total fixed while its terms pay: the terms' weights (trial 72: reward_weights
+        # [0, 0], the reward 0 beside correctness 0.31 and format 0.42, read as a reward
+        # function returning 0).
+        paying = {n: float(np.nanmean(run.frame[c].to_numpy(dtype=np.float64)[i:]))
+                  for n, c in terms.items() if n not in still and c in run.frame}
+        paying = {n: v for n, v in paying.items() if np.isfinite(v) and v != 0}
         first = (
+            Remedy(f"check the reward's weights: the reward was {fmt(level)} on every logged "
+                   f"step while its terms paid ("
+                   + ", ".join(f"{n} {fmt(v)}" for n, v in paying.items())
+                   + "), so they are weighted to nothing (TRL's reward_weights) or the reward "
+                   "is not their sum")
+            if level == 0 and flat == "constant" and len(paying) == len(terms) and terms else
             # Every term silent, the format check's too: no completion took the form they all
             # parse (trial 57: both rewards read a tag the model never wrote).
             Remedy(f"check a few completions against the format the rewards parse: every "
