@@ -3790,3 +3790,15 @@ def test_rewards_weighted_to_nothing_are_said_and_no_lr_is_blamed_for_no_update(
     assert first.startswith("check the reward's weights: the reward was 0 on every logged step"), (
         first)
     assert "learning_rate" not in first
+
+
+def test_many_passes_over_a_batch_come_before_an_lr_the_run_learned_at_behind_a_sharpening():
+    """Trial 72: num_iterations 12 with the clip opened wide; its entropy fell as its
+    controls' did, and the lr they learned at was named. Passes far above the recipe are a
+    known cause of the sharpening too, and far outside they come first."""
+    from grpo_doctor.recipe import read_config
+
+    setup = read_config({"num_iterations": 12, "learning_rate": 1e-4})
+    assert [r.id for r in setup.causes({"entropy_collapse"}, critical=False)] == [
+        "num_iterations"]
+    assert not read_config({"num_iterations": 2}).get("num_iterations").outside
