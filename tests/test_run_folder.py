@@ -469,3 +469,26 @@ def test_trls_completion_samples_named_alone_are_refused_in_one_line(tmp_path, c
             assert code == 2 and "sampled completions (TRL's log_completions)" in err, (
                 command, err)
             assert len(err.strip().splitlines()) == 1
+
+
+def test_a_console_beside_one_loggers_store_before_any_checkpoint_is_one_run(tmp_path):
+    """Trial 72: a run in its first steps holds its console and the store TRL's Trackio,
+    MLflow or SwanLab callback writes, no checkpoint yet: a folder watch alerted twice, once
+    per copy. A store of several runs beside a console is still a folder of runs."""
+    from grpo_doctor.importers import load_runs as load
+
+    swanlog = FIXTURES / "swanlab" / "swanlog"
+    one = tmp_path / "early"
+    (one / "swanlog").mkdir(parents=True)
+    shutil.copytree(swanlog / "run-20261201_154105-tocybb26",
+                    one / "swanlog" / "run-20261201_154105-tocybb26")
+    (store,) = load(one / "swanlog")
+    rows = ["{" + f"'loss': 0.1, 'reward': {v:.4f}, 'epoch': {s / 200:.3f}" + "}"
+            for s, v in zip(store.steps, store.frame["reward_mean"])]
+    (one / "console.log").write_text("\n".join(rows) + "\n")
+    runs = load(one)
+    assert len(runs) == 1 and runs[0].name == "early", [(r.name, r.source) for r in runs]
+    several = tmp_path / "several"
+    shutil.copytree(swanlog, several / "swanlog")
+    (several / "console.log").write_text("\n".join(rows) + "\n")
+    assert len(auditing.audit([str(several)], jobs=1).runs) == 3

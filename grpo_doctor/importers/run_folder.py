@@ -248,9 +248,26 @@ def layout(folder: Path) -> Layout | None:
     # One copy beside a store that cannot be read is still this run's folder: the store is
     # listed as passed over (it had gone unsaid, the folder read as its checkpoint; helper-57).
     damaged = any(why == _DAMAGED for _, why in passed)
-    if (len(copies) < 2 and not (copies and damaged)) or not (has_state or structured == 1):
+    # A run still in its first steps: its console beside the one logger store TRL's callback
+    # writes, before any checkpoint (trial 72: a folder watch on a Trackio run alerted twice,
+    # once per copy).
+    early = (len(copies) == 2 and sum(c.format in _STORE_FORMATS for c in copies) == 1
+             and sum(c.format == "console" for c in copies) == 1
+             and _single_run_store(next(c for c in copies if c.format in _STORE_FORMATS)))
+    if (len(copies) < 2 and not (copies and damaged)) or not (
+            has_state or structured == 1 or early):
         return None
     return Layout(tuple(copies), tuple(passed))
+
+
+def _single_run_store(copy: Copy) -> bool:
+    """Whether a logger's store holds exactly one run (a store of several is a folder of
+    runs, each read on its own)."""
+    try:
+        runs = importer_named(copy.format).load(copy.path, LoadOptions())
+    except GrpoDoctorError:
+        return False
+    return len(runs) == 1
 
 
 def _sniff(path: Path, head: bytes) -> int:
