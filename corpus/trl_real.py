@@ -71,6 +71,7 @@ CTRL67 = dict(learning_rate=1e-4, seed=47)
 CTRL68 = dict(learning_rate=1e-4, seed=79)
 CTRL70 = dict(learning_rate=1e-4, seed=83)
 CTRL71 = dict(learning_rate=1e-4, seed=167)
+CTRL72 = dict(learning_rate=1e-4, seed=251)
 RUNS = {
     # healthy controls: TRL defaults except a learning rate that learns on a tiny model
     "ctrl_s1": dict(learning_rate=1e-4, seed=1),
@@ -347,6 +348,11 @@ RUNS = {
     # precision: beta 8 with the reference synced to the policy every step (the KL term inert)
     "beta8_sync1": dict(CTRL70, seed=151, beta=8.0, sync_ref_model=True, ref_model_sync_steps=1,
                         ref_model_mixup_alpha=1.0, _logger="wandb"),
+    # trial 72: a warm-up-stable-decay schedule to lr 3e-3 over 60 steps: it learned to about
+    # step 20, then fell as the lr kept rising (bystander adam_beta2 0.99)
+    "wsd3e3_b2": dict(CTRL72, seed=263, learning_rate=3e-3, lr_scheduler_type="warmup_stable_decay",
+                      warmup_steps=60, lr_scheduler_kwargs={"num_decay_steps": 40},
+                      adam_beta2=0.99, _logger="trackio"),
     # trial 71: VESPO's power at 50 over 4 passes (bystander warmup_steps 10)
     "vespo_k50_wu10": dict(CTRL71, seed=193, loss_type="vespo", vespo_k_pos=50.0,
                            num_iterations=4, warmup_steps=10),

@@ -2009,6 +2009,10 @@ class _Overshoot:
         return text + _lr(self.lr_max)
 
 
+#: The reward's gain, in step noises, under a warm-up whose run then fell below its start.
+_OVERSHOOT_NOISE = 2.5
+
+
 def _lr_overshoot(run: Run) -> _Overshoot | None:
     """The overshoot when a learning-rate warm-up
     carried the lr well past where the reward peaked and the reward then fell: the lr rose
@@ -2034,7 +2038,11 @@ def _lr_overshoot(run: Run) -> _Overshoot | None:
     # The calmer of the climb's noise and the whole log's: the broken stretch after an
     # overshoot can swing far more than the run did while it learned (or, flat at 0, far less).
     noise = min(step_noise(r), step_noise(r[:peak + 1])) if peak >= 10 else step_noise(r)
-    if gain <= max(0.0, 6 * noise) or (smooth[peak] - now) / gain < 0.5 or peak > 0.9 * len(r):
+    # A gain many times its noise; or a smaller one the run then lost and more, ending below
+    # where it began (trial 72: 0.78 -> 1.2 under a warm-up to 3e-3, 3x its noise, then 0;
+    # read "learning_rate 0.003 -> 1e-6", 500x below the 5e-4 it learned at).
+    clear = gain > 6 * noise or (gain > _OVERSHOOT_NOISE * noise and now <= start - gain)
+    if gain <= 0 or not clear or (smooth[peak] - now) / gain < 0.5 or peak > 0.9 * len(r):
         return None
     peak_step = int(rs[peak])
     lr_peak = float(np.interp(peak_step, ls, lr))

@@ -3802,3 +3802,14 @@ def test_many_passes_over_a_batch_come_before_an_lr_the_run_learned_at_behind_a_
     assert [r.id for r in setup.causes({"entropy_collapse"}, critical=False)] == [
         "num_iterations"]
     assert not read_config({"num_iterations": 2}).get("num_iterations").outside
+
+
+def test_trial_72_a_warm_up_past_where_the_reward_peaked_goes_back_to_that_lr():
+    """A warm-up-stable-decay schedule to 3e-3: the reward rose 0.78 -> 1.2 by step ~20 (3x its
+    step noise), then fell to 0 as the lr kept rising. It read "learning_rate 0.003 -> 1e-6",
+    500x below the lr it learned at: the overshoot needed a gain 6x its noise."""
+    d = _trial("trl_warmup_stable_decay_3e-3")
+    first = d.root_cause.first_action
+    assert first.startswith("learning_rate 0.003 -> 9e-4 (its value when the reward peaked"), (
+        first)
+    assert "adam_beta2" not in first
