@@ -385,17 +385,16 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     if unproven is not None:
         checks = [unproven if c.mode == unproven.mode else c for c in checks]
     setup = recipe.read_run(run, (config or DoctorConfig()).settings_of_recipe())
+    progress = (config or DoctorConfig()).params_for(rule_named("no_progress"))
     stalled = stalled_with_cause(
         run, checks, [r.sentence() for r in setup.causes({"no_progress"}, critical=False)
-                      if r.far],
-        (config or DoctorConfig()).params_for(rule_named("no_progress"))["patience"])
+                      if r.far], progress["patience"])
     if stalled is not None:
         checks = [stalled if c.mode == stalled.mode else c for c in checks]
     sampler = _far_sampler(setup)
     held_low = low_under_sampler(
         run, checks, (sampler.fix(), f"{sampler.name} {sampler.value_text} ({sampler.how_far()})")
-        if sampler is not None else None,
-        (config or DoctorConfig()).params_for(rule_named("no_progress")))
+        if sampler is not None else None, progress)
     if held_low is not None:
         checks = [held_low if c.mode == held_low.mode else c for c in checks]
     cause, plan = root_cause_and_plan(run, checks, setup)

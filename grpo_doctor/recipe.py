@@ -1016,8 +1016,7 @@ def _floor_against_budget(reading: Reading, flat: Mapping[str, Any]) -> Reading:
     half the budget or more (min_new_tokens 1 beside a budget of 2,048 is harmless; helper-97);
     not judged with no budget known, nor below 1."""
     floor = as_number(reading.value)
-    budget = as_number(lookup(flat, ("generation_kwargs.max_new_tokens", "max_completion_length",
-                                     "max_new_tokens"))[0])
+    budget = as_number(lookup(flat, knobs.MAX_LENGTH.names)[0])
     if floor is None or not math.isfinite(floor) or floor < 1:
         return replace(reading, verdict=OK, far=False)
     if budget is None or not math.isfinite(budget) or budget <= 0:
@@ -1047,9 +1046,9 @@ def _group_with_batch(reading: Reading, flat: Mapping[str, Any]) -> Reading:
     # The smallest batch at least the prompts it held per step times the new group, whose
     # generation batch the new group divides.
     unit = t // math.gcd(t, k)
-    wanted = max(b, math.ceil(b * t / max(g, 1)))
+    wanted = max(b, math.ceil(b * t / g))
     new = math.ceil(wanted / unit) * unit
-    prompts = max(1, (b * k) // max(g, 1))
+    prompts = max(1, (b * k) // g)
     return replace(reading, change=(
         f"{reading.name} {g} -> {t}, with per_device_train_batch_size {b} -> {new} "
         f"(TRL needs num_generations to divide the generation batch, "
@@ -1251,7 +1250,7 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
         if s.id == "do_sample" and (isinstance(value, float) or str(value).strip().lower() in (
                 "none", "null", "")):
             # An unset value as a tracker keeps it ("None"), or NaN: not greedy (helper-97).
-            flag = None if not isinstance(value, bool) else flag
+            flag = None
         if s.id == "adaptive_kl" and key and key.endswith(("kl_target", "target_kl")):
             flag = as_number(value) is not None and (as_number(value) or 0) > 0
         if s.id == "overlong_shaping" and key and key.endswith("overlong_buffer_len"):

@@ -63,7 +63,7 @@ from grpo_doctor.rules.signals import (
     task_solved,
     unpaid_terms,
 )
-from grpo_doctor.signs import NEAR_RANDOM_ENTROPY
+from grpo_doctor.signs import NEAR_RANDOM_ENTROPY, policy_moved
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run
 from grpo_doctor.text import fmt, headline, knob_value, plural, step_text, without_mode_name
 from grpo_doctor.trends import rolling_median, step_noise
@@ -550,7 +550,7 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         return resumed
     if not causes and not root.critical:
         causes = _linked_knobs(setup, root, checks)
-    if not causes and root.critical and not _never_updated(run, root):
+    if not causes and root.critical and not _never_updated(run):
         # A setting far outside the recipe that makes single updates huge (an lr 30x the
         # ceiling, no clipping, fp16 weights) can have brought about any critical finding;
         # one clearly outside it, any sudden one (a crash, a blow-up: an incident). Not where
@@ -1107,18 +1107,18 @@ def _linked_modes(root: Event, run: Run | None = None) -> set[str]:
     check = root.check
     one_update = (check.mode == "no_learning_signal" and bool(check.evidence.get("cause"))) or (
         root.incident and check.mode in ("kl_drift", "grad_explosion", "likelihood_displacement"))
-    if one_update and not (run is not None and _never_updated(run, root)):
+    if one_update and not (run is not None and _never_updated(run)):
         modes.add(recipe.CATASTROPHIC_UPDATE)
     return modes
 
 
-def _never_updated(run: Run, root: Event) -> bool:
-    """A gradient norm of exactly 0 on every logged step: no update moved
-    the weights, so none can have moved them too far (trial 72: rewards weighted 0, grad norm
-    0 from step 1, read "learning_rate 2e-4 -> 1e-6")."""
-    # (Over the whole log: a root at the first logged step has no earlier points to show it.)
+def _never_updated(run: Run) -> bool:
+    """A gradient norm of exactly 0 on every logged step, and completions that never changed
+    (``signs.policy_moved``: a norm some distributed setups log as 0 beside real updates): no
+    update moved the weights, so none can have moved them too far (trial 72: rewards weighted
+    0, grad norm 0 from step 1, read "learning_rate 2e-4 -> 1e-6")."""
     _, g = series(run, Metric.GRAD_NORM.value)
-    return len(g) >= 3 and bool(np.all(g == 0))
+    return len(g) >= 3 and bool(np.all(g == 0)) and policy_moved(run) is None
 
 
 #: A log whose first step is past this starts mid-run (an excerpt, a resumed job's log).

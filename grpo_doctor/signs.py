@@ -70,7 +70,7 @@ def _all_equal_groups(run: Run) -> str | None:
             "learning signal; check the reward function on a few completions")
 
 
-def _policy_moved(run: Run) -> str | None:
+def policy_moved(run: Run) -> str | None:
     """How the log shows the policy changed (its completions' length or entropy to under half
     or over twice their first value), or None."""
     for label, metric, unit in (("length", Metric.RESPONSE_LENGTH_MEAN.value, " tokens"),
@@ -85,7 +85,7 @@ def _no_gradient(run: Run) -> str | None:
     _, g = series(run, Metric.GRAD_NORM.value)
     if not len(g) or np.any(g != 0):
         return None
-    moved = _policy_moved(run)
+    moved = policy_moved(run)
     if moved is not None:
         # A policy with no gradient writes what it wrote: one whose completions changed was
         # updated, whatever the logged norm (a 4-log run whose completions fell 15 -> 2

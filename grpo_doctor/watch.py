@@ -58,7 +58,7 @@ from grpo_doctor.files import fresh, is_remote, located
 from grpo_doctor.files import watched_input as _watched_path
 from grpo_doctor.findings import Check, Diagnosis, check_rank
 from grpo_doctor.importers import LoadOptions, importer_named
-from grpo_doctor.importers._common import SAMPLES_WHY, completion_samples, completion_samples_folder
+from grpo_doctor.importers._common import SAMPLES_WHY, completion_samples_at
 from grpo_doctor.importers.incremental import LiveSource, Restarted, SeveralRuns, open_live
 from grpo_doctor.importers.sidecar import with_sidecar_config
 from grpo_doctor.interrupts import interrupt_on_sigterm
@@ -83,8 +83,7 @@ def watched_input(path: str | os.PathLike[str]) -> Path:
     """The path to follow (``files.watched_input``), refused at once when it is TRL's
     completion samples: no log will ever grow there (helper-97: watch waited on one forever)."""
     p = _watched_path(path)
-    if not is_remote(p) and (completion_samples(p) or (p.is_dir() and (
-            completion_samples_folder(p)))):
+    if not is_remote(p) and completion_samples_at(p):
         raise InputError(f"{p}: {SAMPLES_WHY}: watch the run's folder or its console log")
     return p
 

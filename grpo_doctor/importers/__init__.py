@@ -28,6 +28,7 @@ from grpo_doctor.importers._common import (
     OWN_EVENTS_WHY,
     SAMPLES_WHY,
     completion_samples,
+    completion_samples_at,
     completion_samples_folder,
     looks_like_text,
     own_events,
@@ -258,8 +259,7 @@ def load_runs(
         raise InputError(f"{path}: permission denied")
     if not format and not is_remote(path) and path.is_file() and own_events(path):
         raise FormatError(f"{path}: {OWN_EVENTS_WHY}: diagnose the log it watched")
-    if not format and (completion_samples(path) or (path.is_dir() and (
-            completion_samples_folder(path)))):
+    if not format and completion_samples_at(path):
         run_folder = path.parent if path.is_dir() else path.parent.parent
         raise FormatError(f"{path}: {SAMPLES_WHY} (a prompt, a completion and its rewards per "
                           f"row): diagnose the run's folder, {run_folder}")

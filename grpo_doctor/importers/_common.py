@@ -102,6 +102,11 @@ def completion_samples(path: Path) -> bool:
     return path.parent.name == "completions" and bool(_COMPLETION_SAMPLES.match(path.name))
 
 
+def completion_samples_at(path: Path) -> bool:
+    """Whether ``path``, a file or a folder, is TRL's completion samples."""
+    return completion_samples(path) or completion_samples_folder(path)
+
+
 def completion_samples_folder(folder: Path, peek: int = 50) -> bool:
     """Whether ``folder`` is TRL's ``completions/``: its files the samples, and nothing else."""
     if folder.name != "completions":

@@ -264,10 +264,20 @@ def _single_run_store(copy: Copy) -> bool:
     """Whether a logger's store holds exactly one run (a store of several is a folder of
     runs, each read on its own)."""
     try:
-        runs = importer_named(copy.format).load(copy.path, LoadOptions())
-    except GrpoDoctorError:
+        stamp = copy.path.stat().st_mtime_ns
+    except OSError:
         return False
-    return len(runs) == 1
+    return _store_runs(str(copy.path), copy.format, stamp) == 1
+
+
+@functools.lru_cache(maxsize=64)
+def _store_runs(path: str, format: str, stamp: int) -> int:
+    """How many runs a store holds, read once per change of it (``stamp``): the layout is
+    asked for when the folder is sniffed and again when it is read."""
+    try:
+        return len(importer_named(format).load(Path(path), LoadOptions()))
+    except GrpoDoctorError:
+        return 0
 
 
 def _sniff(path: Path, head: bytes) -> int:

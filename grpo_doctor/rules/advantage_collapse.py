@@ -222,10 +222,10 @@ def _never_scored(run: Run, p: Mapping[str, float]) -> list[str]:
             and len(run.nan_steps.get(c, ())) >= p["min_component_steps"]]
 
 
-def _pairs(run: Run) -> bool:
-    """The run's config samples groups of 2 (or 1)."""
+def _pairs(run: Run) -> int | None:
+    """The group size when the run's config samples groups of 2 (or 1), else None."""
     group, _ = knobs.current(run, knobs.GROUP_SIZE)
-    return group is not None and 0 < group <= 2
+    return int(group) if group is not None and 0 < group <= 2 else None
 
 
 def _lower_bound(share: float, n: int, z: float = 1.645) -> float:
@@ -336,7 +336,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         # Groups of 2 agree by chance at least half the time: unless the task is nearly
         # solved, their equal share is the group size's doing, not solved prompts (trial 70:
         # num_generations 2 at 0.68 read "solved groups" and healthy).
-        chance = _pairs(run) and (score_now is None or score_now < _NEARLY_SOLVED)
+        chance = _pairs(run) is not None and (score_now is None or score_now < _NEARLY_SOLVED)
         if late >= p["warn_fraction"] and late_u < p["warn_fraction"] and not chance:
             # A score well short of its top is no solved task: small groups of a policy right
             # half the time agree by chance (trial 67: groups of 2 at 0.56 read "the task is
@@ -508,8 +508,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             summary += ("; the reward climbed to its best level and holds there: many may be "
                         "solved ones")
         if pairs:
-            summary += (f"; groups of {int(knobs.current(run, knobs.GROUP_SIZE)[0] or 0)} are "
-                        "equal by chance at least half "
+            summary += (f"; groups of {pairs} are equal by chance at least half "
                         "the time, whatever the policy learns")
         if dead:
             summary += f"; the task's own reward {_never_told(dead)}: " + ", ".join(

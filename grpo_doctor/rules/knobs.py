@@ -132,6 +132,12 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def keyed(flat: Mapping[str, Any], name: str) -> Any:
+    """The value of the first key of a flattened config whose last part is ``name``, or
+    None."""
+    return next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == name), None)
+
+
 def _as_number(value: Any) -> float | None:
     try:
         x = float(value)

@@ -235,9 +235,8 @@ def _steep_power(run: Run) -> float | None:
     """The power of a polynomial lr decay above 1 (transformers' ``lr_scheduler_kwargs``),
     or None."""
     flat = knobs.flatten(run.config) if run.config else {}
-    kind = next((str(v) for k, v in flat.items() if k.rsplit(".", 1)[-1] ==
-                 "lr_scheduler_type"), None)
-    if kind is not None and "polynomial" not in kind.lower():
+    kind = knobs.keyed(flat, "lr_scheduler_type")
+    if kind is not None and "polynomial" not in str(kind).lower():
         return None  # (another schedule's kwargs hold no power it applies; helper-93)
     value = next((v for k, v in flat.items() if k.endswith("lr_scheduler_kwargs.power")), None)
     try:

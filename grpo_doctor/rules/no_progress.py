@@ -383,12 +383,9 @@ def _reference_is_policy(run: Run) -> bool:
     if len(kl) >= 5 and bool(np.all(kl == 0)):
         return True
     flat = knobs.flatten(run.config) if run.config else {}
-
-    def setting(name: str) -> object:
-        return next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == name), None)
-
-    alpha, every = setting("ref_model_mixup_alpha"), setting("ref_model_sync_steps")
-    return setting("sync_ref_model") is True and isinstance(alpha, (int, float)) and (
+    alpha, every = knobs.keyed(flat, "ref_model_mixup_alpha"), knobs.keyed(
+        flat, "ref_model_sync_steps")
+    return knobs.keyed(flat, "sync_ref_model") is True and isinstance(alpha, (int, float)) and (
         alpha >= 0.9) and isinstance(every, (int, float)) and every <= 2
 
 

@@ -13,7 +13,7 @@ from itertools import permutations
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import Metric, is_reward_component
-from grpo_doctor.rules.knobs import CLIP_HIGH, GROUP_SIZE, current, flatten, knob_value
+from grpo_doctor.rules.knobs import CLIP_HIGH, GROUP_SIZE, current, flatten, keyed, knob_value
 from grpo_doctor.rules.points import aligned, end_size, head_tail, late_points, logged, series
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
@@ -537,8 +537,7 @@ def configured_terms(run: Run) -> tuple[str, ...]:
                     found.append(rest)
     if found:
         return tuple(found)
-    weights = next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == "reward_weights"),
-                   None)
+    weights = keyed(flat, "reward_weights")
     return _terms_by_weights(run, _as_list(weights))
 
 
@@ -1378,8 +1377,7 @@ def cispo_cap(run: Run) -> tuple[float, str] | None:
     0.5 on every step, read as ratio instability with an lr cut). TRL recommends 5.0. None
     otherwise."""
     flat = flatten(run.config) if run.config else {}
-    loss = next((str(v) for k, v in flat.items() if k.rsplit(".", 1)[-1] == "loss_type"), "")
-    if loss.lower() != "cispo":
+    if str(keyed(flat, "loss_type") or "").lower() != "cispo":
         return None
     high, _ = current(run, CLIP_HIGH)
     if high is not None:
