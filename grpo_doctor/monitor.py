@@ -67,6 +67,9 @@ class Alert:
     #: recovered from (rho1.00: a crash at step 45 the reward came back from by 55, then the
     #: real one at 130 that a finding still held from step 45 had kept silent).
     earlier_onset: int | None = None
+    #: A critical finding held below critical for ``clear_after`` logged points, now shown as
+    #: a warning (an "eased" event): a JSON reader that saw "critical" is told it is no longer.
+    eased: bool = False
 
     @property
     def cleared(self) -> bool:
@@ -74,11 +77,19 @@ class Alert:
 
     @property
     def escalated(self) -> bool:
-        return self.previous is not None and not self.cleared and not self.revised
+        return (self.previous is not None and not self.cleared and not self.revised
+                and not self.eased)
+
+    @property
+    def news_only(self) -> bool:
+        """An event that raises nothing (a revised advice, an easing, a clear): never a
+        reason for ``--exit-on``."""
+        return self.revised or self.eased or self.cleared
 
     @property
     def event(self) -> str:
-        return "cleared" if self.cleared else "advice" if self.revised else "alert"
+        return ("cleared" if self.cleared else "advice" if self.revised
+                else "eased" if self.eased else "alert")
 
     def line(self, *, action_said: bool = False) -> str:
         """One line for a log or a terminal (the summary's names from the log escaped: one
@@ -89,6 +100,12 @@ class Alert:
             return (f"DO FIRST (revised at {unit} {fmt(self.step)}: the probable root cause is "
                     f"now {self.mode}, onset {fmt(self.onset_step)}): "
                     f"{terminal(self.first_action or '')}")
+        if self.eased:
+            was = self.previous.value if self.previous is not None else "raised"
+            return (f"EASED {self.mode} to {self.severity.value} (was {was}, first alerted at "
+                    f"{unit} {fmt(self.first_alert_step)}): below {was} for "
+                    f"{fmt(self.clear_points)} logged points; eased at {unit} "
+                    f"{fmt(self.step)}. {terminal(self.summary)}")
         if self.cleared:
             was = self.previous.value if self.previous is not None else "raised"
             return (f"CLEARED {self.mode} (was {was}, first alerted at {unit} "
@@ -130,7 +147,7 @@ class Alert:
             "run": self.run, "source": self.source, "step_unit": self.step_unit,
             "last_seen_step": self.last_seen_step, "clear_points": self.clear_points,
             "first_action": self.first_action, "root_cause": self.root_cause,
-            "earlier_onset": self.earlier_onset,
+            "earlier_onset": self.earlier_onset, "eased": self.eased,
         }
 
 
@@ -379,7 +396,7 @@ class Monitor:
         event when, with no new finding, the root cause changed and held for
         ``ADVICE_HOLD`` logged points (a first action never revised had said "dynamic
         sampling" for 69 logs)."""
-        raised = [a for a in new if not a.cleared]
+        raised = [a for a in new if not a.news_only]
         if not self.alerted:  # nothing raised (or everything cleared): nothing to advise
             self.first_action, self._advised, self._candidate = None, None, None
             self._pending = None
@@ -396,9 +413,9 @@ class Monitor:
         if raised:
             self._advised, self._candidate, self._pending = key, None, None
             out = [replace(a, first_action=cause.first_action, root_cause=cause.mode)
-                   if not a.cleared else a for a in new]
+                   if not a.news_only else a for a in new]
             for a in out:
-                if not a.cleared:
+                if not a.news_only:
                     self.alerted[a.mode] = a
             return out
         if key == self._advised:
@@ -469,8 +486,20 @@ class Monitor:
             check = _onset_by(replace(check, first_alert_step=prev.first_alert_step))
             self._shown[mode] = check
             self.shown_at[mode] = run.last_step
-            hold.below = 0
-            return None, check
+            below, hold.below = hold.below, 0
+            if check.status.rank >= prev.severity.rank:
+                return None, check
+            # Eased below what was alerted: said once, and what a return is measured against
+            # (critical again is an escalation, alerted).
+            eased = Alert(
+                mode=mode, severity=check.status, first_alert_step=prev.first_alert_step,
+                onset_step=check.onset_step, summary=check.summary, step=run.last_step,
+                previous=prev.severity, previous_first_alert_step=prev.first_alert_step,
+                remedies=check.remedies, run=run.name, source=run.source,
+                step_unit=step_unit(run), last_seen_step=hold.last_seen, clear_points=below,
+                eased=True)
+            self.alerted[mode] = eased
+            return eased, check
         if check.status is not shown.status:
             self.clearing[mode] = Clearing(
                 mode=mode, shown=shown.status, now=check.status,

@@ -125,6 +125,7 @@ class WandbNotifier:
             level = (levels.ERROR if alert.severity is Status.CRITICAL else levels.WARN
                      if alert.severity is Status.WARNING else levels.INFO)
             what = ("cleared" if alert.cleared else "advice revised" if alert.revised
+                    else f"eased to {alert.severity.value}" if alert.eased
                     else alert.severity.value)
             self.run.alert(title=f"grpo-doctor: {alert.mode} ({what})",
                            text=alert.line(), level=level)

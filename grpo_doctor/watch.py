@@ -28,7 +28,8 @@ What is guaranteed
   ``Settings.clear_after`` logged points (20 by default; a poll its rule skips counts for
   nothing), then is reported once (``Alert.cleared``: the step it was last seen at, the clear
   points, the step it cleared at), and alerts again if it comes back; a critical finding eases
-  to warning only after as many points below critical (``monitor.Monitor``). What is shown
+  to warning only after as many points below critical, said once (``Alert.eased``), and a
+  return to critical is alerted as an escalation (``monitor.Monitor``). What is shown
   between changes (onset, first alert, summary) stays; ``clearing`` says how far a held
   finding has got.
 * ``WatchAll`` watches every run under a path, each with its own ``Watcher``, and picks up runs
@@ -585,7 +586,7 @@ def run_watch(watcher: Watcher | WatchAll, *, interval: float = 10.0,
             for alert in alerts:
                 emit(alert)
             printer.refresh()
-            if any(a.severity.rank >= threshold for a in alerts if not a.revised):
+            if any(a.severity.rank >= threshold for a in alerts if not a.news_only):
                 return finish(1)
             if once or (max_polls is not None and watcher.polls >= max_polls):
                 return finish(0)

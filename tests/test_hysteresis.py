@@ -188,12 +188,22 @@ def test_while_held_the_monitor_says_how_far_the_clear_has_got() -> None:
 
 def test_an_escalation_is_immediate_and_an_easing_is_held() -> None:
     # warning, critical at point 6, then warning with critical now and then, then 20 warnings
-    # (eased), then critical again: shown at once, not alerted again (it was alerted).
+    # (eased: said once, so a JSON reader that saw "critical" knows), then critical again:
+    # shown at once and alerted as an escalation from the warning it eased to.
     run = levels_run([1] * 5 + [2] + [1, 1, 2, 1, 2] + [1] * 20 + [2])
     monitor = level_monitor()
     alerts, shown = replay(monitor, run)
-    assert [(p, a.severity, a.previous) for p, a in alerts] == [
-        (1, Status.WARNING, None), (6, Status.CRITICAL, Status.WARNING)]
+    assert [(p, a.event, a.severity, a.previous) for p, a in alerts] == [
+        (1, "alert", Status.WARNING, None), (6, "alert", Status.CRITICAL, Status.WARNING),
+        (31, "eased", Status.WARNING, Status.CRITICAL),
+        (32, "alert", Status.CRITICAL, Status.WARNING)]
+    eased = alerts[2][1]
+    assert eased.first_alert_step == 1 and eased.clear_points == 20 and eased.news_only
+    assert not eased.escalated and alerts[3][1].escalated
+    assert eased.line().startswith(
+        "EASED level to warning (was critical, first alerted at step 1): below critical for "
+        "20 logged points; eased at step 31.")
+    assert eased.to_dict()["event"] == "eased" and eased.to_dict()["eased"] is True
     ranks = [r["level"] for _, r in shown]
     assert ranks[5:30] == [2] * 25  # held through the warnings
     assert ranks[30] == 1  # 20 points below critical (points 12-31): eased

@@ -295,7 +295,7 @@ class DoctorCallback(TrainerCallback):
             last.update(values)
         self._report(new, state)
         rank = None if self.stop_on in (None, "never") else check_rank(self.stop_on)
-        if rank is not None and any(a.severity.rank >= rank for a in new if not a.revised):
+        if rank is not None and any(a.severity.rank >= rank for a in new if not a.news_only):
             control.should_training_stop = True
             self.stopped_at = step
 
