@@ -69,7 +69,9 @@ from grpo_doctor.errors import ConfigError, GrpoDoctorError, InputError
 from grpo_doctor.files import as_path, is_remote
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.hints import require_metrics
-from grpo_doctor.importers._common import launches_run_name
+from grpo_doctor.importers import MARKDOWN_DOCS
+from grpo_doctor.importers._common import launches_run_name, read_head
+from grpo_doctor.importers.console_text import holds_metric_lines
 from grpo_doctor.importers.launch import LaunchFailed, launch_error
 from grpo_doctor.reporters.json_report import to_json_obj
 from grpo_doctor.resumed import LAUNCHES, Span, chains, identity, span_of, with_resumed
@@ -119,6 +121,13 @@ def values_digest(run: Run) -> str:
     return h.hexdigest()[:20]
 
 
+def _unread_metric_lines(path: Path) -> bool:
+    """A text file (not Markdown) whose head holds metric lines: a log, of a format not read."""
+    if path.suffix.lower() in MARKDOWN_DOCS:
+        return False
+    return holds_metric_lines(read_head(path).decode("utf-8", "replace"))
+
+
 def _text_doc(src: Source) -> bool:
     """A text document found in a folder (not named on the command line)."""
     return (not src.explicit and not is_uri(src.path)
@@ -144,6 +153,11 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
                     imp is None and _text_doc(src)) else None
                 if failed is not None:  # a console capture of a launch that failed
                     return {"error": _one_line(failed)}
+                if imp is None and _text_doc(src) and _unread_metric_lines(path):
+                    # A log of a format not read (DeepSpeed-Chat's had been "a document with
+                    # no console-log lines", its inf loss unseen; trial 74): an error row.
+                    return {"error": "metric lines in a format grpo-doctor does not read "
+                                     "(grpo-doctor diagnose FILE names the formats it reads)"}
                 if imp is None:
                     return {"skip": "no training log in it (a document with no console-log "
                                     "lines)" if _text_doc(src) else
@@ -157,6 +171,9 @@ def diagnose_one(src: Source, column_map: Mapping[str, str], cfg: DoctorConfig
                 # timestamps hold a comma ("11:11:39,323", wandb's debug.log), read as a table
                 # with no numbers.
                 if _text_doc(src) and not isinstance(exc, LaunchFailed):
+                    if _unread_metric_lines(path):
+                        return {"error": "metric lines in a format grpo-doctor does not read ("
+                                         f"{_one_line(exc).split(': ', 1)[-1]})"}
                     return {"skip": f"no training log in it ({_one_line(exc).split(': ', 1)[-1]})"}
                 raise
             if _text_doc(src) and not any(run.mapping for run in runs):

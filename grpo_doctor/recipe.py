@@ -1357,6 +1357,16 @@ def next_run_settings(notes: Iterable[str]) -> tuple[str, str] | None:
     return None
 
 
+def _maybe_lora_lr(r: Reading) -> bool:
+    """An lr read off the log alone (no config says full or LoRA) within a LoRA adapter's
+    range: outside the recipe only for a full fine-tune, which nothing shows this run is
+    (an mlx-lm LoRA run at 1e-5 had read "for the next run: learning_rate 1e-5 -> 2.5e-6";
+    trial 74)."""
+    return (r.id == "learning_rate" and not r.lora and r.verdict == HIGH
+            and str(r.source or "").startswith("logged")
+            and (r.factor or 0.0) <= LORA_LR_SCALE)
+
+
 def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: str = "",
           proven: Iterable[str] = ()) -> tuple[str, ...]:
     """One note for the settings far outside the recipe that no fired finding is linked to:
@@ -1399,7 +1409,7 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
         # silent on them while it named a top_k of 3.
         quiet += [r for r in setup.outside if r not in quiet and not r.far
                   and not r.setting.note_only and (r.factor or 0.0) >= CLEARLY_OUTSIDE
-                  and r.links and r not in learned_at]
+                  and r.links and r not in learned_at and not _maybe_lora_lr(r)]
     if quiet:
         # Its fix said: "with no finding it causes here" alone read as reassurance beside a
         # temperature of 2 that visibly slowed a run no rule could call.

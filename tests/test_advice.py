@@ -3813,3 +3813,19 @@ def test_trial_72_a_warm_up_past_where_the_reward_peaked_goes_back_to_that_lr():
     assert first.startswith("learning_rate 0.003 -> 9e-4 (its value when the reward peaked"), (
         first)
     assert "adam_beta2" not in first
+
+
+def test_an_lr_read_off_the_log_alone_within_a_lora_range_is_no_next_run_note(tmp_path):
+    """Trial 74: an mlx-lm LoRA run (its log says nothing of LoRA, no config beside it) at
+    1e-5 had read "for the next run: learning_rate 1e-5 -> 2.5e-6 (2x the recipe's
+    ceiling)", a full fine-tune's ceiling said as fact. Past the LoRA range it is said."""
+    def mlx(lr: float) -> str:
+        return "".join(f"Iter {i}: Train loss 0.0{i % 7}, Total rewards mean 0.{i % 5 + 2}, "
+                       f"Total rewards std 0.3, KL 0.00{i % 3}, Learning Rate {lr:.3e}, "
+                       f"It/sec 0.1\n" for i in range(1, 31))
+    for lr, noted in ((1e-5, False), (2e-4, True)):
+        log = tmp_path / f"mlx_{lr}.log"
+        log.write_text(mlx(lr))
+        d = diagnose(load_runs(log)[0])
+        said = any("for the next run: learning_rate" in n for n in d.notes)
+        assert said is noted, (lr, d.notes)

@@ -609,3 +609,43 @@ def test_key_value_blocks_before_a_closing_wandb_summary_are_the_run(tmp_path):
                    "wandb: Run summary:\nwandb:   run_name Qwen 7B\n")
     run = load_runs(two)[0]
     assert list(run.steps) == [10] and run.frame["reward_mean"].iloc[0] == 0.2
+
+
+def _ds_chat(epoch: int, step: int, act: str, reward: float) -> str:
+    """DeepSpeed-Chat step 3's two lines per step (its main.py's print_rank_0 calls)."""
+    return (f"|E2E latency=2.12s |Gather latency=0.00s (0.00%) |Generate time=1.59s (75.13%)\n"
+            f"epoch: {epoch}|step: {step}|ppo_ep: 1|act_loss: {act}|cri_loss: {act}|"
+            f"unsuper_loss: 0.0\naverage reward score: {reward}\n" + "-" * 85 + "\n")
+
+
+def test_deepspeed_chat_ppo_lines_are_read_with_the_reward_printed_after_them(tmp_path):
+    """Trial 74: DeepSpeed-Chat's 'epoch: 0|step: 3184|ppo_ep: 1|act_loss: inf|...' with
+    'average reward score: -6.36' on the next line had been refused ("text with no metric
+    lines"), and audit had passed it over as a document: an inf loss unseen."""
+    log = tmp_path / "ds_chat.log"
+    log.write_text(_ds_chat(0, 3183, "30.92", -7.81) + _ds_chat(0, 3184, "inf", -6.36)
+                   + _ds_chat(0, 3185, "inf", -4.54))
+    run = load_runs(log)[0]
+    assert list(run.steps) == [3183, 3184, 3185]
+    assert list(run.frame["reward_mean"]) == [-7.81, -6.36, -4.54]
+    assert run.mapping["loss"] == "loss" and "critic_loss" in run.unmapped
+    check = diagnose(run).check("numerical_failure")
+    assert check.status == "critical" and check.onset_step == 3184
+
+
+def test_deepspeed_chat_steps_count_on_across_epochs_and_the_inline_reward_is_read(tmp_path):
+    """Its step counts one epoch's prompts: epoch 1 starts at step 0 again, which is no
+    restart. A later version prints the reward and 'KL distance' on the step's own line."""
+    log = tmp_path / "ds_chat2.log"
+    log.write_text(_ds_chat(0, 0, "0.5", 0.1) + _ds_chat(0, 1, "0.4", 0.2)
+                   + _ds_chat(1, 0, "0.3", 0.3) + _ds_chat(1, 1, "0.2", 0.4))
+    run = load_runs(log)[0]
+    assert list(run.steps) == [0, 1, 2, 3] and list(run.frame["reward_mean"]) == [
+        0.1, 0.2, 0.3, 0.4]
+    inline = tmp_path / "ds_chat3.log"
+    inline.write_text("".join(
+        f"epoch: 0|step: {s}|act_loss: 0.1|cri_loss: 0.2|unsuper_loss: 0.0|average reward "
+        f"score: {s / 10}|KL distance: {s / 100}\n" for s in range(1, 6)))
+    run = load_runs(inline)[0]
+    assert list(run.frame["reward_mean"]) == [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert list(run.frame["kl"]) == [0.01, 0.02, 0.03, 0.04, 0.05]

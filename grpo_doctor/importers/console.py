@@ -174,15 +174,19 @@ def parse_verl_line(text: str) -> tuple[int, Record] | None:
 
 
 def _line_records(segments: Sequence[Segment], marker: str,
-                  parse: Callable[[str], tuple[int, Record] | None]
+                  parse: Callable[[str], tuple[int, Record] | None],
+                  follow: Callable[[str], Record | None] | None = None,
                   ) -> tuple[list[int], list[Record]]:
     """(steps, records) of the lines ``parse`` reads (those holding ``marker``); several
     lines for one step in a row (a validation line beside its training one) are merged, the
-    last value winning."""
+    last value winning. ``follow`` reads a line with no step that belongs to the step
+    before it (its items merged into that step's record)."""
     steps: list[int] = []
     records: list[Record] = []
     for seg in segments:
         if marker not in seg.text:
+            if follow is not None and records and (more := follow(seg.text)):
+                records[-1].update(more)
             continue
         parsed = parse(seg.text)
         if parsed is None or not parsed[1]:
@@ -350,7 +354,17 @@ _LABELLED_SEP = {"|": re.compile(r"\|"), ",": re.compile(r",\s*(?=[A-Za-z])")}
 _LABELLED_NAMES = {"learning rate": "learning_rate", "grad norm": "grad_norm",
                    "completion length": "completion_length", "lm loss": "loss",
                    "seq. length": "seq_length", "kl": "kl", "entropy": "entropy",
-                   "reward std": "reward_std"}
+                   "reward std": "reward_std",
+                   # DeepSpeed-Chat's step 3 (PPO): "epoch: 0|step: 259|ppo_ep: 1|act_loss:
+                   # ...|cri_loss: ...|unsuper_loss: ..." and "average reward score: ...".
+                   "act_loss": "loss", "cri_loss": "critic_loss",
+                   "average reward score": "reward", "ema reward score": "ema_reward",
+                   "kl distance": "kl"}
+#: DeepSpeed-Chat prints each step's reward on the line after its losses: "average reward
+#: score: -7.8" (", ema reward score: ..." in later versions), a line with no step of its own.
+_TRAILING_REWARD = re.compile(r"^\s*average reward score\s*:", re.IGNORECASE)
+#: DeepSpeed-Chat's step counts the prompts of one epoch: "epoch: 1|step: 0|" starts again.
+_EPOCH_STEP = re.compile(r"(?<![\w/.-])epoch:\s*(\d+)\s*\|\s*step:", re.IGNORECASE)
 
 
 def parse_labelled_line(text: str) -> tuple[int, Record] | None:
@@ -380,10 +394,44 @@ def _labelled_records(segments: Sequence[Segment]) -> tuple[list[int], list[Reco
     steps: list[int] = []
     records: list[Record] = []
     for marker in ("tep", "teration", "STEP"):  # "Step", "step", "iteration", "Iteration"
-        steps, records = _line_records(segments, marker, parse_labelled_line)
+        steps, records = _line_records(segments, marker, _epoch_steps(parse_labelled_line),
+                                       follow=_trailing_reward)
         if records:
             break
     return steps, records
+
+
+def _trailing_reward(text: str) -> Record | None:
+    """A step's reward printed on the line after it (DeepSpeed-Chat), as items of its record."""
+    if not _TRAILING_REWARD.match(text):
+        return None
+    record: Record = {}
+    for key, value in _items(text.strip(), _LABELLED_SEP[","], _LABELLED_ITEM):
+        name = _LABELLED_NAMES.get(re.sub(r"\s+", " ", key).lower())
+        if name is not None:
+            record[name] = value
+    return record or None
+
+
+def _epoch_steps(parse: Callable[[str], tuple[int, Record] | None]
+                 ) -> Callable[[str], tuple[int, Record] | None]:
+    """``parse`` with a step that counts within an epoch ("epoch: 1|step: 0|") carried on
+    from the epoch before, so that a second epoch is no restart of the run."""
+    state = {"epoch": -1, "offset": 0, "last": -1}
+
+    def parsed(text: str) -> tuple[int, Record] | None:
+        out = parse(text)
+        m = _EPOCH_STEP.search(text)
+        if out is None or m is None:
+            return out
+        epoch, (step, record) = int(m.group(1)), out
+        if epoch > state["epoch"] >= 0 and step + state["offset"] <= state["last"]:
+            state["offset"] = state["last"] + 1 - step
+        state["epoch"] = max(state["epoch"], epoch)
+        state["last"] = max(state["last"], step + state["offset"])
+        return step + state["offset"], record
+
+    return parsed
 
 
 # --- NeMo-RL -------------------------------------------------------------------------------------
