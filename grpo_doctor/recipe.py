@@ -887,6 +887,20 @@ def _trained_side(flat: Mapping[str, Any]) -> dict[str, Any]:
             if not any(part in _NOT_TRAINED for part in k.split(".")[:-1])}
 
 
+#: The rollout's sampler settings, and the sections whose sampler is not the rollout's: a
+#: reward model's or judge's generation, an evaluation's (h99: a reward model's
+#: generation.repetition_penalty 2 made preflight critical).
+_SAMPLER_SETTINGS = frozenset({"temperature", "top_p", "top_k", "min_p", "repetition_penalty"})
+_NOT_ROLLOUT = frozenset({"reward_model", "critic", "ref", "judge", "teacher", "val_kwargs",
+                          "eval", "evaluation", "validation"})
+
+
+def _sampling_side(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """``flat`` without the keys of sections whose sampler is not the rollout's."""
+    return {k: v for k, v in flat.items()
+            if not any(part in _NOT_ROLLOUT for part in k.split(".")[:-1])}
+
+
 def _sync_in_force(flat: dict[str, Any]) -> dict[str, Any]:
     """``flat`` without TRL's reference-update interval when ``sync_ref_model`` is off: the
     reference is never updated, whatever ``ref_model_sync_steps`` says (it had been shown as
@@ -969,7 +983,8 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
     for s in settings:
         if sequence is not None and s.id in _SEQUENCE_CLIP:
             s = _sequence_clip(s, sequence)
-        value, key = lookup(_trained_side(flat) if s.id == "dtype" else flat, s.names)
+        value, key = lookup(_trained_side(flat) if s.id == "dtype" else _sampling_side(flat)
+                            if s.id in _SAMPLER_SETTINGS else flat, s.names)
         if s.id in _EXACT_KEYS:
             # Only the trainer's own keys: a Huber loss's or a reward model's nested "delta",
             # an evaluation's or a judge's generation_kwargs.do_sample, are not the rollout's
@@ -1017,7 +1032,10 @@ def _floor_against_budget(reading: Reading, flat: Mapping[str, Any]) -> Reading:
     not judged with no budget known, nor below 1."""
     floor = as_number(reading.value)
     budget = as_number(lookup(flat, knobs.MAX_LENGTH.names)[0])
-    if floor is None or not math.isfinite(floor) or floor < 1:
+    if floor is None:
+        # No number (NaN, a list, true, text): refused as its neighbours are (h99).
+        return replace(reading, verdict=UNKNOWN, far=False)
+    if not math.isfinite(floor) or floor < 1:
         return replace(reading, verdict=OK, far=False)
     if budget is None or not math.isfinite(budget) or budget <= 0:
         return replace(reading, verdict=UNKNOWN, far=False)
@@ -1214,17 +1232,7 @@ def as_number(value: Any) -> float | None:
     return x if not math.isnan(x) else None
 
 
-def as_flag(value: Any) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return value != 0
-    text = str(value).strip().lower()
-    if text in ("true", "yes", "on", "1", "adaptive"):
-        return True
-    if text in ("false", "no", "off", "0", "none", "null", "fixed"):
-        return False
-    return None
+as_flag = knobs.as_flag  # (the rules read flags too: defined beside them)
 
 
 _FP16 = ("float16", "fp16", "half", "torch.float16", "16", "16-mixed", "16-true")

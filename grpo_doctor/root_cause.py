@@ -489,6 +489,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if burst is not None:
         return _burst_action(run, root, setup, burst)
     from_start = _from_first_step(run, root)
+    still = _no_step_at_all(run, setup, root, from_start)
+    if still is not None:
+        return still
     # Every sample was drawn with a rollout setting far outside the recipe (a temperature of
     # 2.5): what the policy made of those samples (a format term gamed while the held-out
     # score fell) follows from it, and the setting comes before that finding's own fix.
@@ -542,6 +545,8 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         return elsewhere
     causes = setup.causes(_linked_modes(root, run), critical=root.critical,
                           prefer=_own_knobs(check))
+    if _reward_never_moved(run):
+        causes = [r for r in causes if r.id != "num_generations"]
     small = _small_groups(run, root, setup, causes, from_start)
     if small is not None:
         return small
@@ -881,6 +886,26 @@ def _sampled_noisy(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
                  f"the first step: {root.summary}", setup=True)
 
 
+def _no_step_at_all(run: Run, setup: recipe.Setup, root: Event, from_start: bool
+                    ) -> _Lead | None:
+    """A learning rate of 0 that the config sets and the log never contradicts: no update
+    moved the weights, so whatever fired (groups alike, a flat reward) is what the initial
+    model does, and the lr comes first (h99: lr 0 in the config and the log, 60% of groups
+    alike, read "harder prompts", or "num_generations 2 -> 16"). None otherwise."""
+    lr = setup.get("learning_rate")
+    if lr is None or str(lr.source or "").startswith("logged") or (
+            recipe.as_number(lr.value) != 0):
+        return None
+    _, logged = run.finite_series(Metric.LEARNING_RATE.value)
+    if len(logged) and float(np.max(logged)) > 0:
+        return None  # the schedule moved off 0 (a warm-up from 0): it did step
+    lead = _knob_action(run, root, [lr], from_start)
+    said = headline(without_mode_name(root.summary, root.check.mode))
+    return replace(lead, summary=(
+        f"the learning rate: {lr.name} {lr.value_text} is no step at all, so the weights never "
+        f"moved; first sign: {root.check.mode.replace('_', ' ')} ({said})"))
+
+
 def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
     """A rollout temperature (or top_p, top_k) far below the recipe, with sampling
     near-deterministic from the first logged step (entropy below the floor, or most groups
@@ -1081,6 +1106,8 @@ def _small_groups(run: Run, root: Event, setup: recipe.Setup, causes: list[recip
     if group is None or group.verdict != recipe.LOW or not group.far or (
             root.check.mode not in _STALLS or _converging(root.check)):
         return None
+    if _reward_never_moved(run):
+        return None
     _, alike = series(run, Metric.ZERO_STD_FRACTION.value)
     k = late_points(len(alike), 0.2, 3)
     share = float(np.mean(alike[-k:])) if len(alike) >= 5 else 0.0
@@ -1093,6 +1120,14 @@ def _small_groups(run: Run, root: Event, setup: recipe.Setup, causes: list[recip
         f"groups had equal rewards over the last {k} logged points (the chapter's alarm is "
         f"half), and an equal group teaches nothing; first sign: "
         f"{root.check.mode.replace('_', ' ')} ({said})"))
+
+
+def _reward_never_moved(run: Run) -> bool:
+    """A reward that never left one value (0 on every logged step): it paid nothing to agree
+    on, so no group size explains its equal groups (h99: "num_generations 2 -> 16" first where
+    the reward had never paid; the reward and its format are what to check)."""
+    _, reward = run.finite_series(Metric.REWARD_MEAN.value)
+    return len(reward) >= 5 and float(np.ptp(reward)) == 0
 
 
 def _primary_for(reading: recipe.Reading, root: Event) -> bool:
@@ -1128,8 +1163,10 @@ _LOG_STARTS_LATE = 20
 def _from_first_step(run: Run, root: Event) -> bool:
     """The root cause was there at the first logged step (or the first few of a log that
     starts with training): nothing before it to roll back to."""
+    from grpo_doctor.importers.console import summary_only
+
     steps = run.steps
-    if not len(steps):
+    if not len(steps) or summary_only(run):  # (a summary's one point is the run's last)
         return False
     first_few = steps[: min(len(steps), 2)]
     return root.step <= int(first_few[-1]) and int(steps[0]) <= _LOG_STARTS_LATE

@@ -22,6 +22,7 @@ from grpo_doctor.findings import PlanItem
 from grpo_doctor.importers import load_runs
 from grpo_doctor.rules import knobs
 from grpo_doctor.run_settings import with_given_config
+from grpo_doctor.store import Run
 from tests.helpers import REAL_RUNS, make_run
 from tests.test_real_runs import healthy_status
 
@@ -3829,3 +3830,55 @@ def test_an_lr_read_off_the_log_alone_within_a_lora_range_is_no_next_run_note(tm
         d = diagnose(load_runs(log)[0])
         said = any("for the next run: learning_rate" in n for n in d.notes)
         assert said is noted, (lr, d.notes)
+
+
+def _stalled_trl_run(reward: np.ndarray, alike: np.ndarray, lr: float) -> Run:
+    n = len(reward)
+    rng = np.random.default_rng(7)
+    return make_run(reward=reward, reward_std=np.where(alike >= 1, 0.0, 0.34),
+                    entropy=0.6 + rng.normal(0, 0.004, n), kl=np.full(n, 0.001),
+                    grad_norm=np.where(reward == 0, 0.0, 0.4 + rng.normal(0, 0.02, n)),
+                    learning_rate=np.full(n, lr), frac_reward_zero_std=alike,
+                    **{"completions/mean_length": 200 + rng.normal(0, 3, n)})
+
+
+def test_an_lr_of_0_set_and_logged_comes_before_what_the_initial_model_does():
+    """h99: learning_rate 0 in the config and 0 at every logged step, 60% of groups alike:
+    "look at a few equal-reward groups ... harder prompts", or with groups of 2
+    "num_generations 2 -> 16"; the lr was never named, and nothing else can change while no
+    update moves the weights."""
+    n = 200
+    rng = np.random.default_rng(3)
+    run = _stalled_trl_run(0.3 + rng.normal(0, 0.03, n), 0.6 + rng.normal(0, 0.03, n), 0.0)
+    for cfg in ({"learning_rate": 0.0, "num_generations": 8},
+                {"learning_rate": 0.0, "num_generations": 2,
+                 "per_device_train_batch_size": 4}):
+        first = diagnose(replace(run, config=cfg)).root_cause.first_action
+        assert first.startswith("learning_rate 0 -> "), (cfg, first)
+        assert "restart" not in first
+
+
+def test_a_reward_that_never_left_0_is_not_blamed_on_the_group_size():
+    """h99: a reward of exactly 0 on every step (groups of 2, every group alike) read "the
+    group size: num_generations 2 -> 16"; a reward that never paid has nothing to agree on.
+    The reward and its format are what to check, as without the config."""
+    n = 200
+    run = replace(_stalled_trl_run(np.zeros(n), np.ones(n), 1e-6),
+                  config={"learning_rate": 1e-6, "num_generations": 2,
+                          "per_device_train_batch_size": 4})
+    cause = diagnose(run).root_cause
+    assert "num_generations" not in cause.first_action, cause.first_action
+    assert "num_generations" not in cause.summary, cause.summary
+
+
+def test_a_reward_models_or_evaluations_sampler_is_not_the_rollouts():
+    """h99: a reward model's generation.repetition_penalty 2 made preflight critical, as if
+    the rollout sampled with it. The rollout's own keys are still read."""
+    other = recipe.read_config({"reward_model": {"generation": {"repetition_penalty": 2.0,
+                                                                "temperature": 0.1}},
+                                "evaluation": {"top_p": 0.1}})
+    assert all(not r.outside for r in other.readings
+               if r.id in ("repetition_penalty", "temperature", "top_p")), other.outside
+    own = recipe.read_config({"generation_kwargs": {"repetition_penalty": 2.0},
+                              "temperature": 0.1})
+    assert {r.id for r in own.outside} >= {"repetition_penalty", "temperature"}

@@ -500,6 +500,15 @@ def test_a_kl_never_computed_at_beta_0_is_no_numerical_failure(tmp_path):
     assert not any("near-greedy" in s for s in d.signs), d.signs
     with_beta = diagnose(load_runs(log)[0], DoctorConfig(run_config={"beta": 0.04}))
     assert with_beta.check("numerical_failure").status.value == "warning"
+    # verl with both KL switches off keeps its default kl_loss_coef 0.001: no KL term all
+    # the same (h99: "check the KL estimator for log(0)", where preflight said the KL is off).
+    verl_off = {"actor_rollout_ref": {"actor": {"use_kl_loss": False, "kl_loss_coef": 0.001}},
+                "algorithm": {"use_kl_in_reward": False, "kl_ctrl": {"kl_coef": 0.001}}}
+    off = diagnose(load_runs(log)[0], DoctorConfig(run_config=verl_off))
+    assert off.check("numerical_failure").status.value == "ok", off.check("numerical_failure")
+    verl_on = {"actor_rollout_ref": {"actor": {"use_kl_loss": True, "kl_loss_coef": 0.001}}}
+    on = diagnose(load_runs(log)[0], DoctorConfig(run_config=verl_on))
+    assert on.check("numerical_failure").status.value == "warning"
     once = tmp_path / "once.txt"
     once.write_text("\n".join(rows).replace("| 21.8 | nan | 0", "| 21.8 | 0.01 | 0") + "\n")
     assert diagnose(load_runs(once)[0]).check("numerical_failure").status.value == "warning"
@@ -649,3 +658,35 @@ def test_deepspeed_chat_steps_count_on_across_epochs_and_the_inline_reward_is_re
     run = load_runs(inline)[0]
     assert list(run.frame["reward_mean"]) == [0.1, 0.2, 0.3, 0.4, 0.5]
     assert list(run.frame["kl"]) == [0.01, 0.02, 0.03, 0.04, 0.05]
+
+
+@pytest.mark.parametrize("step_line", ["", "wandb:        train/global_step 500\n"])
+def test_a_nan_in_a_wandb_summary_is_the_runs_end_not_its_first_update(tmp_path, step_line):
+    """h99: a 'Run summary' with loss nan read "a numerical setup problem from the first
+    update ... check the model and optimizer dtype" (no step: placed at 1), or "roll back to a
+    checkpoint from before step 500": a summary holds each metric's last value, not when it
+    went NaN."""
+    log = tmp_path / "summary.log"
+    log.write_text("wandb: Run history:\nwandb:   train/reward ▁▂▃▄▅▆▇█\nwandb:\n"
+                   "wandb: Run summary:\n" + step_line + "wandb:   train/reward 0.71\n"
+                   "wandb:     train/loss nan\nwandb:   train/grad_norm nan\n")
+    d = diagnose(load_runs(log)[0])
+    cause = d.root_cause
+    assert cause.mode == "numerical_failure"
+    assert "when they began is not in a summary" in cause.summary, cause.summary
+    assert cause.first_action.startswith("find the step they began in the run's history")
+    text = cause.first_action + cause.summary
+    assert "setup problem" not in text and "first update" not in text and "500" not in text
+
+
+@pytest.mark.parametrize("step_key", ["'step': 1", "'global_step': {s}.5"])
+def test_printed_dicts_whose_step_key_is_no_step_keep_every_record(tmp_path, step_key):
+    """h99: 40 dicts all at 'step': 1 had merged into one record, and a 'global_step' of
+    i + 0.5 had rounded pairs into one (20 steps read HEALTHY), both with "duplicate steps:
+    0": a step key that does not count the records is no step; they keep their order."""
+    log = tmp_path / "dicts.log"
+    log.write_text("".join(
+        "{" + f"'loss': 0.01, 'reward': {0.2 + s / 100:.3f}, 'kl': 0.001, 'epoch': {s / 40}, "
+        + step_key.format(s=s) + "}\n" for s in range(1, 41)))
+    run = load_runs(log)[0]
+    assert run.n_steps == 40 and list(run.frame["reward_mean"])[:2] == [0.21, 0.22]

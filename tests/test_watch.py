@@ -1254,3 +1254,17 @@ def test_a_folder_watch_never_reads_its_own_json_events(tmp_path: Path, capsys) 
     assert sources == {str(tmp_path / "console.log")}, (sources, err)
     code, out, err = run_cli(capsys, "diagnose", str(tmp_path / "watch.jsonl"))
     assert code == 2 and "grpo-doctor's own events" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("head", [b"\xef\xbb\xbf", b"\n\n", b"  \r\n"])
+def test_own_json_events_after_a_byte_order_mark_or_blank_lines_are_still_its_own(
+        tmp_path: Path, head: bytes) -> None:
+    """h99: a BOM or a blank first line made the events file a JSONL run to audit ("no
+    metric grpo-doctor knows (columns: n_steps, polls)")."""
+    from grpo_doctor.importers._common import own_events
+
+    events = tmp_path / "watch.jsonl"
+    events.write_bytes(head + b'{"event": "eased", "mode": "kl_drift", "severity": "warning"}\n')
+    assert own_events(events)
+    events.write_bytes(head + b'{"step": 1, "event": "x", "reward": 0.1}\n')
+    assert not own_events(events)

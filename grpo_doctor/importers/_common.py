@@ -81,7 +81,8 @@ SAMPLES_WHY = "the run's sampled completions (TRL's log_completions), not a metr
 
 
 #: The events ``watch --format json`` writes, one JSON object a line.
-_OWN_EVENTS = re.compile(rb'^\s*\{"event": "(alert|advice|cleared|status|warning)"')
+_OWN_EVENTS = re.compile(
+    rb'^(?:\xef\xbb\xbf)?\s*\{"event": "(alert|advice|cleared|eased|status|warning)"')
 OWN_EVENTS_WHY = "grpo-doctor's own events (watch --format json), not a training log"
 
 
@@ -90,10 +91,10 @@ def own_events(path: Path) -> bool:
     own output file as a run (trial 72)."""
     try:
         with path.open("rb") as fh:
-            first = fh.readline(4096)
+            head = fh.read(4096)  # (after a byte-order mark or blank lines too; h99)
     except OSError:
         return False
-    return bool(_OWN_EVENTS.match(first))
+    return bool(_OWN_EVENTS.match(head))
 
 
 def completion_samples(path: Path) -> bool:

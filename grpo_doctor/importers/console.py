@@ -837,8 +837,10 @@ def _explicit_step(value: dict[Any, Any]) -> int | None:
     for key in _DICT_STEP_KEYS:
         raw = value.get(key)
         num = None if isinstance(raw, bool) else to_number(raw)
-        if num is not None and np.isfinite(num) and num >= 0:
-            return round(num)
+        # (A step is whole: a "global_step" of 1.5, 2.5 had rounded two records into one;
+        # h99.)
+        if num is not None and np.isfinite(num) and num >= 0 and float(num).is_integer():
+            return int(num)
     return progress_step(value.get(PROGRESS_KEY))
 
 
@@ -1048,7 +1050,11 @@ def _dict_steps(
     summary: dict[str, Any], start: int,
 ) -> tuple[list[int], str | None]:
     explicit = [_explicit_step(p.value) for p in found]
-    if all(s is not None for s in explicit):
+    # A step key on a few values across many dicts counts something else (40 dicts all at
+    # "step": 1 had merged into one record, "duplicate steps: 0"; h99). A training and an
+    # evaluation dict per step share theirs.
+    if all(s is not None for s in explicit) and not (
+            len(explicit) >= 5 and len(set(explicit)) <= len(explicit) // 5):
         return [int(s) for s in explicit if s is not None], None
     labeled = [_labeled_step(segments[p.index].text) for p in found]
     if all(s is not None for s in labeled):
@@ -1253,6 +1259,17 @@ _WANDB_SUMMARY_LINE = re.compile(r"^wandb:\s+(\S.*?)\s+(\S+)$")
 _WANDB_SUMMARY_START = "wandb: Run summary:"
 
 
+#: The note of a run read from wandb's closing "Run summary" alone (``summary_only``).
+WANDB_SUMMARY_NOTE = "read from wandb's closing 'Run summary'"
+
+
+def summary_only(run: Run) -> bool:
+    """A run read from wandb's closing "Run summary" alone: one point, each metric's last
+    value, at the run's last step (or at 1 when it names none): no history, so nothing in
+    it says when anything began."""
+    return any(note.startswith(WANDB_SUMMARY_NOTE) for note in run.notes)
+
+
 def _wandb_summary(segments: Sequence[Segment]) -> tuple[list[int], Record] | None:
     """wandb's closing "Run summary" block as one record (each metric's last value), at the
     step it names (its ``_step`` or a global step), else 1; None when the text has none, or
@@ -1368,9 +1385,9 @@ def parse_console(text: str, source: str = "") -> ConsoleLog:
         log.kind = "wandb-summary"
         log.steps, record = summary
         log.frame, log.explicit = records_frame([record], source)
-        log.notes.append("read from wandb's closing 'Run summary': one value per metric, the "
-                         "run's last; its history is in the run's wandb/run-*/ folder, or "
-                         "grpo-doctor fetch ENTITY/PROJECT/RUN")
+        log.notes.append(f"{WANDB_SUMMARY_NOTE}: one value per metric, the run's last; its "
+                         "history is in the run's wandb/run-*/ folder, or grpo-doctor fetch "
+                         "ENTITY/PROJECT/RUN")
     return log
 
 

@@ -138,6 +138,31 @@ def keyed(flat: Mapping[str, Any], name: str) -> Any:
     return next((v for k, v in flat.items() if k.rsplit(".", 1)[-1] == name), None)
 
 
+def as_flag(value: Any) -> bool | None:
+    """A config's on/off value as a bool (True, "yes", 1, "adaptive"; False, "off", 0,
+    "none", "fixed"), None when it is neither."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value != 0
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1", "adaptive"):
+        return True
+    if text in ("false", "no", "off", "0", "none", "null", "fixed"):
+        return False
+    return None
+
+
+def kl_switched_off(run: Run) -> bool:
+    """verl's KL switches both off (``use_kl_loss`` False, ``use_kl_in_reward`` False or
+    unset): no KL term, whatever ``kl_loss_coef`` says (verl's default 0.001 stays in the
+    config)."""
+    flat = flatten(run.config) if run.config else {}
+    loss, reward = keyed(flat, "use_kl_loss"), keyed(flat, "use_kl_in_reward")
+    return loss is not None and as_flag(loss) is False and (
+        reward is None or as_flag(reward) is False)
+
+
 def _as_number(value: Any) -> float | None:
     try:
         x = float(value)

@@ -108,6 +108,23 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        key_metric=_key(run))
     if not reached:
         summary += f"; {' and '.join(updates)} stayed finite: the NaN did not reach the weights"
+    from grpo_doctor.importers.console import summary_only
+
+    if summary_only(run):
+        # One point, each metric's last value: the run ended non-finite, and nothing in a
+        # summary says when that began (h99: "a numerical setup problem from the first
+        # update" read off a summary with no step, "roll back before 500" off one at 500).
+        summary = (f"non-finite among the run's last logged values (wandb's Run summary, one "
+                   f"value per metric): {', '.join(bad)}; when they began is not in a summary")
+        history = ("find the step they began in the run's history (its wandb/run-*/ folder, "
+                   "or grpo-doctor fetch ENTITY/PROJECT/RUN), then roll back to a checkpoint "
+                   "before it")
+        return Outcome(status, summary, onset_step=first,
+                       evidence={"non_finite": bad, "threshold": "any NaN or inf",
+                                 "summary_only": True},
+                       remedies=(history, knobs.clip_gradients(run)) if reached else (
+                           history, *_measurement_remedies(sorted(bad))),
+                       key_metric=next(iter(bad)))
     # The first logged step of a log that starts with training (not an excerpt from later).
     at_start = first <= (run.first_step or 0) and (run.first_step or 0) <= 20
     setup = ("keep lm_head and the loss in fp32 under bf16/fp16; guard log(0) in the KL "
@@ -185,10 +202,11 @@ def _kl_not_computed(run: Run, bad: Mapping[str, object]) -> str | None:
         # (One NaN step is no "never": ms-swift#4465's KL NaN "now and then".)
         return None
     beta, _ = knobs.current(run, knobs.KL_COEF)
-    if beta is not None and beta != 0:
+    off = knobs.kl_switched_off(run)  # (verl's kl_loss_coef 0.001 beside use_kl_loss False)
+    if beta is not None and beta != 0 and not off:
         return None
-    why = ("beta 0 in its config" if beta == 0 else
-           "most likely a KL coefficient of 0, TRL's default")
+    why = ("use_kl_loss False in its config" if off else "beta 0 in its config" if beta == 0
+           else "most likely a KL coefficient of 0, TRL's default")
     steps = plural(len(_bad_steps(run, kl)), "logged step")
     return (f"kl NaN at all {steps}, never a number, while the loss stayed finite: no KL "
             f"computed ({why}; no reference model is loaded), not a failure; set beta above 0 "
