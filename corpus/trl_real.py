@@ -729,6 +729,72 @@ def effort_reward(completions, **kwargs):
 REWARD_SETS["effort_strong"] = [correctness_reward, format_reward, effort_reward]
 
 
+# ---------------------------------------------------------------- trial 73
+CTRL73 = dict(learning_rate=1e-4, seed=271)
+RUNS.update({
+    # healthy controls
+    "ctrl73": dict(CTRL73, seed=271),
+    "ctrl73_bnpo_topp": dict(CTRL73, seed=277, loss_type="bnpo", top_p=0.98, _logger="wandb"),
+    # control with two scary but inert settings: CISPO with its cap 0.01 (on-policy every ratio
+    # is 1, so every token is capped alike: a uniform scale Adam removes)
+    "ctrl73_cispo001": dict(CTRL73, seed=353, loss_type="cispo", epsilon_high=0.01,
+                            _logger="trackio"),
+    # lr 2e-3 re-heated by cosine restarts every 20 steps (bystander logging_steps 2)
+    "restarts10_2e3_log2": dict(CTRL73, seed=359, learning_rate=2e-3,
+                                lr_scheduler_type="cosine_with_restarts",
+                                lr_scheduler_kwargs={"num_cycles": 10}, logging_steps=2),
+    # an entropy bonus of 0.5 (bystander disable_dropout, inert: the model has no dropout)
+    "entcoef05_nodrop": dict(CTRL73, seed=281, entropy_coef=0.5, disable_dropout=True),
+    # correctness scores the previous completion of the batch (off by one); bystander SAPO with
+    # temperatures 50 (inert on-policy: the soft gate's slope at ratio 1 is 1 for any temperature)
+    "offby1_sapo50": dict(CTRL73, seed=293, _rewards="offby1", loss_type="sapo",
+                          sapo_temperature_pos=50.0, sapo_temperature_neg=50.0, _logger="mlflow"),
+    # the template puts "<a>" in the prompt; the rewards parse the completion alone (never pays);
+    # bystander beta 0.01
+    "prefill_tag_beta001": dict(CTRL73, seed=307, _prompt="prefill", beta=0.01, _logger="trackio"),
+    # an entropy penalty (entropy_coef -0.5, a sign slip); bystander adam_epsilon 1e-6
+    "entneg05_adameps": dict(CTRL73, seed=311, entropy_coef=-0.5, adam_epsilon=1e-6,
+                             _logger="wandb"),
+    # correctness computed once per group (its first completion) and copied to all 8;
+    # bystander max_completion_length 16
+    "groupfirst_len16": dict(CTRL73, seed=313, _rewards="groupfirst", max_completion_length=16,
+                             _logger="swanlab"),
+    # late (320 steps): adaptive entropy with a target of 2.5 nats, the coefficient rising 0.001
+    # a step while entropy is below it; bystander adam_beta2 0.995
+    "entadapt25_late": dict(CTRL73, seed=317, max_steps=320, use_adaptive_entropy=True,
+                            entropy_target=2.5, entropy_coef_delta=0.001, adam_beta2=0.995,
+                            _logger="swanlab"),
+    # late (320 steps): the dataset in order (shuffle_dataset False), rows 800+ (step 200+) keyed
+    # (a+b+1)%10 (a second source appended with a bad key); bystander weight_decay 0.01
+    "latekey200_wd": dict(CTRL73, seed=331, max_steps=320, shuffle_dataset=False, _late_shift=800,
+                          weight_decay=0.01),
+    # late (320 steps): cosine_with_min_lr with min_lr 3e-3 above the 1e-4 peak: the lr RISES
+    # from 1e-4 to 3e-3; bystander save_steps 40
+    "minlr3e3_rise": dict(CTRL73, seed=337, max_steps=320, lr_scheduler_type="cosine_with_min_lr",
+                          lr_scheduler_kwargs={"min_lr": 3e-3}, save_steps=40, _logger="mlflow"),
+})
+
+
+def correctness_reward_offby1(completions, answer=None, **kwargs):
+    """BUGGY (trial 73): completion i scored with completion i-1's text (off by one)."""
+    shifted = [completions[i - 1] for i in range(len(completions))]
+    return correctness_reward(shifted, answer=answer)
+
+
+correctness_reward_offby1.__name__ = "correctness_reward"
+
+
+def correctness_reward_groupfirst(completions, answer=None, **kwargs):
+    """BUGGY (trial 73): the group's first completion scored, copied to the whole group of 8."""
+    firsts = [completions[i - i % 8] for i in range(len(completions))]
+    return correctness_reward(firsts, answer=answer)
+
+
+correctness_reward_groupfirst.__name__ = "correctness_reward"
+REWARD_SETS["offby1"] = [correctness_reward_offby1, format_reward]
+REWARD_SETS["groupfirst"] = [correctness_reward_groupfirst, format_reward]
+
+
 # ---------------------------------------------------------------- one GRPO run
 def run(name):
     from datasets import Dataset
@@ -761,6 +827,8 @@ def run(name):
     def prompt_of(a, b):
         if prompt_bug is None:
             return f"{a}+{b}="
+        if prompt_bug == "prefill":  # trial 73: the template opens the answer tag
+            return f"{a}+{b}=<a>"
         if prompt_bug == "leak":
             return f"{a}+{b}=({answer(a, b, task)})"
         return f"{a}+"
@@ -779,9 +847,15 @@ def run(name):
         random.shuffle(answers)
         for r, a in zip(rows, answers):
             r["answer"] = a
+    late_shift = spec.pop("_late_shift", None)
     if pool:
         rows = random.sample(rows[:100], pool) * (2000 // pool)
     random.shuffle(rows)
+    if late_shift:  # trial 73: rows from late_shift on carry a key off by one
+        rows = [dict(r) for r in rows]
+        for r in rows[late_shift:]:
+            a, b = map(int, r["prompt"].rstrip("=").split("+"))
+            r["answer"] = answer(a, b, "shift1")
     ds = Dataset.from_list(rows)
     tok = PreTrainedTokenizerFast.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base)

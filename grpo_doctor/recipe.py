@@ -833,7 +833,10 @@ def flat_config(config: Mapping[str, Any]) -> dict[str, Any]:
             # generation_kwargs "{'top_p': 0.1}", trial 68): its keys are settings too.
             out.update({f"{key}.{k}": v for k, v in knobs.flatten(inner).items()})
             continue
-        out[key] = value
+        # A tracker keeps Python's None as its text (MLflow's params: TRL's min_p "None"):
+        # not set, as a null is (an MLflow run's params given with --train-config had been
+        # refused: "min_p: 'None' is not a number"; trial 73).
+        out[key] = None if isinstance(value, str) and value.strip() == "None" else value
     return out
 
 

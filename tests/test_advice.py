@@ -3767,8 +3767,9 @@ def test_the_new_sampler_settings_are_read_only_as_the_rollout_applies_them():
     assert not read_config({"min_new_tokens": 8}).get("min_new_tokens").outside  # no budget
     assert verdict({"eval": {"generation_kwargs": {"do_sample": False}}}, "do_sample") == (
         "not set")
-    for unset in ("None", float("nan"), ""):
-        assert verdict({"generation_kwargs": {"do_sample": unset}}, "do_sample") == "unknown"
+    for unset in ("None", float("nan"), ""):  # (unset as a tracker keeps it: never greedy)
+        assert verdict({"generation_kwargs": {"do_sample": unset}}, "do_sample") in (
+            "unknown", "not set")
     assert verdict({"generation_kwargs": {"do_sample": False}}, "do_sample") == "off"
     assert verdict({"a": {"delta": 2.0}, "delta": 0.5}, "delta") == "low"
     healthy = _trial("trl_budget_8")
@@ -3882,3 +3883,37 @@ def test_a_reward_models_or_evaluations_sampler_is_not_the_rollouts():
     own = recipe.read_config({"generation_kwargs": {"repetition_penalty": 2.0},
                               "temperature": 0.1})
     assert {r.id for r in own.outside} >= {"repetition_penalty", "temperature"}
+
+
+def test_a_schedule_floor_above_the_peak_lr_is_named_not_the_lr():
+    """Trial 73: cosine_with_min_lr with min_lr 3e-3 above learning_rate 1e-4 (MLflow's params,
+    text): the lr climbed to 3e-3 and the reward fell as it rose. It read "learning_rate 0.003
+    -> 3.4e-4", a value the config never set, which would leave the climb in place."""
+    d = _trial("trl_cosine_min_lr_above_peak")
+    first = d.root_cause.first_action
+    assert first.startswith("lr_scheduler_kwargs.min_lr 0.003 -> 1e-5 (below learning_rate "
+                            "1e-4"), first
+    assert "keep learning_rate 1e-4" in first and "checkpoint-40" in first
+
+
+def test_a_reward_term_that_scores_each_prompt_not_each_completion_is_fixed_first():
+    """Trial 73: correctness copied from each group's first completion to all 8: its step
+    means only ever 0, 1/4, 2/4, 3/4 (4 groups a step) while the format term told the
+    completions apart. It read "look at a few equal-reward groups: if all right, harder
+    prompts ...", the reward bug a third branch."""
+    d = _trial("trl_reward_scored_per_prompt")
+    first = d.root_cause.first_action
+    assert first.startswith("fix the reward function correctness_reward: it scores each "
+                            "prompt, not each completion"), first
+    # A score per completion (its means finer than the groups' grid) is no such thing.
+    assert not any(_trial(name).check("advantage_collapse").evidence.get("scored_per_prompt")
+                   for name in ("trl_generation_kwargs_temperature_0.3",
+                                "trl_num_generations_2_batch_4", "trl_num_generations_2_cosine"))
+
+
+def test_mlflow_params_none_as_text_is_not_set():
+    """Trial 73: an MLflow run's params (min_p "None", epsilon_high "None") given with
+    --train-config were refused as "not a number": Python's None kept as text is not set."""
+    cfg = recipe.flat_config({"min_p": "None", "epsilon_high": "None", "learning_rate": 1e-4})
+    setup = recipe.read_config(cfg)
+    assert setup.get("min_p").verdict == "not set" and recipe.bad_value(setup.get("min_p")) is None

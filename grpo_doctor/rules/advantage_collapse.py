@@ -222,6 +222,54 @@ def _never_scored(run: Run, p: Mapping[str, float]) -> list[str]:
             and len(run.nan_steps.get(c, ())) >= p["min_component_steps"]]
 
 
+#: The fewest logged steps, and the most groups a step, for a term's means on the groups'
+#: grid to show a score per prompt: with G completions a group, a per-completion score lands
+#: on it by chance about once in G steps.
+_PER_PROMPT_STEPS = 20
+_PER_PROMPT_GROUPS = 8
+
+
+def _scored_per_prompt(run: Run) -> tuple[str, int, int] | None:
+    """(term, groups a step, logged steps) for a reward term whose mean on every logged step
+    is a whole number of groups out of the step's groups (read off the equal-group share's
+    own grid) while groups were not all equal in total reward: the term gave every completion
+    of a group the same score, though the completions differed (trial 73: correctness copied
+    from each group's first completion read "look at a few equal-reward groups ... harder
+    prompts"). Only a term that moved, never at the top or bottom throughout."""
+    _, alike = run.finite_series(Metric.ZERO_STD_FRACTION.value)
+    if len(alike) < _PER_PROMPT_STEPS or float(np.min(alike)) >= 1:
+        return None
+    groups = next((g for g in range(1, _PER_PROMPT_GROUPS + 1)
+                   if np.allclose(alike * g, np.round(alike * g), atol=1e-6)), None)
+    if groups is None or groups < 3 or _pairs(run) is not None:
+        return None  # (groups of 2 agree by chance half the time: no grid tells then)
+    graded = {name: _on_group_grid(run.finite_series(col)[1], groups)
+              for name, col in components(run).items()}
+    # Another term told the completions of a group apart (its means finer than the grid).
+    if not any(on is False for on in graded.values()):
+        return None
+    name = next((n for n, on in graded.items() if on), None)
+    if name is None:
+        return None
+    return name, groups, len(run.finite_series(components(run)[name])[1])
+
+
+def _on_group_grid(v: np.ndarray, groups: int) -> bool | None:
+    """Whether a term's step means all sit on a grid of at most one level per whole number
+    of groups (0..groups), evenly spaced, over 20+ steps and 4 levels or more: a score per
+    completion (a step's mean a multiple of 1/(groups x G)) shows finer levels than that.
+    None when too few steps or levels tell."""
+    levels = np.unique(np.round(v, 6))
+    if len(v) < _PER_PROMPT_STEPS or len(levels) < 4:
+        return None
+    if len(levels) > groups + 1:
+        return False
+    gap = float(np.min(np.diff(levels)))
+    spaced = (v - levels[0]) / gap
+    return bool(np.allclose(spaced, np.round(spaced), atol=1e-3)
+                and (levels[-1] - levels[0]) / gap <= groups + 1e-6)
+
+
 def _pairs(run: Run) -> int | None:
     """The group size when the run's config samples groups of 2 (or 1), else None."""
     group, _ = knobs.current(run, knobs.GROUP_SIZE)
@@ -648,6 +696,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                            "stricter" if met else
                            "broken parsing, a wrong field, or a task too hard for "
                            f"{agree(len(pinned), 'it', 'them')} to ever fire"))
+    per_prompt = _scored_per_prompt(run)
+    if per_prompt is not None:
+        term, groups, logged = per_prompt
+        evidence["scored_per_prompt"] = {"term": term, "groups_per_step": groups,
+                                         "steps": logged}
+        remedies.insert(0, f"fix the reward function {term}: it scores each prompt, not each "
+                        f"completion: its mean was a whole number of groups out of {groups} "
+                        f"on all {logged} logged steps, so every group was all-right or "
+                        f"all-wrong on it while the other terms told the group's completions "
+                        f"apart (a score copied across the group, or a lookup keyed on the "
+                        f"prompt); no group size, lr or prompt set fixes that")
     silent = _never_scored(run, p)
     if silent:
         # Before any other term's reading: a term that never returned a value is a bug in
