@@ -437,10 +437,10 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     clipped = always_clipped_note(run, setup)
     cap = cispo_cap(run)
     cispo = (f"loss_type cispo caps each importance weight at epsilon_high itself, "
-             f"{fmt(cap[0])} ({cap[1]}), below the on-policy weight of 1: every "
-             "positive-advantage token is clipped by construction (its clip ratio says "
-             "nothing of the policy's pace); for the next run: epsilon_high 5.0, TRL's "
-             "recommended value for cispo") if cap is not None else None
+             f"{fmt(cap[0])} ({cap[1]}), below the on-policy weight of 1: every token's "
+             "weight is capped by construction (its clip ratio, which counts the "
+             "positive-advantage ones, says nothing of the policy's pace); for the next run: "
+             "epsilon_high 5.0, TRL's recommended value for cispo") if cap is not None else None
     warmup = unfinished_warmup(run) if quiet else None
     # Learned at the lr only when it trained at it: a warm-up that never ended proves nothing
     # of the configured lr (trial 63: "learned at 1e-4: keep it" under a logged peak of 1e-5).

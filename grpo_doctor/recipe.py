@@ -1015,6 +1015,13 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
             # (TRL saves VESPO's powers under every loss; only VESPO applies them.)
             readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
             continue
+        if s.id == "epsilon_high" and value is not None and str(
+                lookup(flat, ("loss_type",))[0]).strip().lower() == "cispo":
+            # Under CISPO it is the importance weight's cap itself (TRL recommends 5), not
+            # a clip range's upper bound: engine's CISPO note reads it (trial 73: "0.01 ->
+            # 0.28" beside that note's "5.0").
+            readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
+            continue
         reading = judge(s, value, key, flat, lora)
         if s.id == "num_generations" and reading.verdict == LOW:
             reading = _group_with_batch(reading, flat)

@@ -3917,3 +3917,26 @@ def test_mlflow_params_none_as_text_is_not_set():
     cfg = recipe.flat_config({"min_p": "None", "epsilon_high": "None", "learning_rate": 1e-4})
     setup = recipe.read_config(cfg)
     assert setup.get("min_p").verdict == "not set" and recipe.bad_value(setup.get("min_p")) is None
+
+
+def test_a_reward_that_first_paid_is_no_gradient_explosion_and_its_return_to_0_no_crash():
+    """Trial 73: a template that prefilled the answer tag, so the reward was 0 on 96% of
+    steps. Where a few completions first scored (steps 33-40) the grad norm rose from the KL
+    term's 0.004 to 1-7, read "gradient norm exploding ... against a baseline of 0.00438",
+    and the reward's return to 0 "reward crash 0.0625 -> 0", a roll-back to before step 41
+    (no checkpoint was saved by then)."""
+    d = _trial("trl_prompt_prefills_answer_tag")
+    assert not d.check("grad_explosion").fired, d.check("grad_explosion").summary
+    assert not d.check("reward_overfit").fired, d.check("reward_overfit").summary
+    assert d.root_cause.first_action.startswith("check the reward function"), \
+        d.root_cause.first_action
+    assert not any("roll back" in p.action for p in d.plan), [p.action for p in d.plan]
+
+
+def test_cispos_cap_is_not_judged_as_a_clip_range():
+    """Trial 73: under loss_type cispo, epsilon_high 0.01 read "for the next run:
+    epsilon_high 0.01 -> 0.28 (below the recipe's 0.2-0.35)" beside the CISPO note's "5.0":
+    CISPO's epsilon_high is the weight's cap itself, read by that note alone."""
+    assert recipe.read_config({"loss_type": "cispo", "epsilon_high": 0.01}).get(
+        "epsilon_high").verdict == "not applicable"
+    assert recipe.read_config({"epsilon_high": 0.01}).get("epsilon_high").verdict == "low"

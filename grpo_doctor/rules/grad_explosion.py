@@ -125,6 +125,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # about 0 on 40 steps".)
     flowing = g > max(0.0, min(1e-2 * float(np.quantile(g, 0.9)), _NO_GRADIENT)) if len(
         g) else g > 0
+    # A step whose every group had equal rewards has no policy gradient (its norm is the KL
+    # term's alone, 0.004): no level for a learning step's norm (trial 73: norms of 1-7 where
+    # a reward at 0 on 96% of steps first paid read "exploding against a baseline of 0.0044").
+    flowing &= ~_no_signal(run, steps)
     zero = int((~flowing).sum())
     g_steps, g = steps[flowing], g[flowing]
     if len(g) < 8:
@@ -285,6 +289,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         summary += f"; burst: {inc.describe(bursts, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=_remedies(run),
                    key_metric=GRAD, incidents=tuple(bursts))
+
+
+def _no_signal(run: Run, steps: np.ndarray) -> np.ndarray:
+    """Per grad-norm step, whether every group had equal rewards there (the zero-std share
+    logged as 1): a step with no advantage to follow."""
+    zs, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    if not len(z):
+        return np.zeros(len(steps), dtype=bool)
+    at = np.searchsorted(zs, steps)
+    found = (at < len(zs)) & (zs[np.minimum(at, len(zs) - 1)] == steps)
+    return found & (z[np.minimum(at, len(zs) - 1)] >= 1.0 - 1e-9)
 
 
 def _remedies(run: Run) -> tuple[str | None, ...]:

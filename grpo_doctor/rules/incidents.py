@@ -51,7 +51,7 @@ def aftermath(run: Run, step: int, *, skip: Sequence[str] = ()) -> list[str]:
         if np.ptp(r[s > step]) == 0 and len(r[s > step]) >= 5 and np.ptp(before) > 0 and (
                 float(np.mean(r[s < step] == a)) < 0.5):
             out.append(f"the reward froze at {fmt(a)}")
-        elif b - a >= 0.5 * span:
+        elif b - a >= 0.5 * span and not _back_to_floor(r[s < step], a, b - a):
             out.append(reward_fall(run, step, float(s[s > step][:10][-1]))
                        or f"the reward fell from {fmt(b)} to {fmt(a)}")
     s, z = series(run, ZSF)
@@ -181,6 +181,12 @@ def above(run: Run, metric: str, name: str, threshold: float, *, sustained: int,
     return out
 
 
+def _back_to_floor(before: np.ndarray, bottom: float, amount: float) -> bool:
+    """Whether ``bottom`` is the level the series held on most of its points ``before`` a
+    fall of ``amount``: a return to its floor, not a fall from a level it had reached."""
+    return len(before) >= 10 and float(np.mean(np.abs(before - bottom) <= 0.25 * amount)) >= 0.6
+
+
 def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
             min_drop: float = 0.0, noise_units: float = 4.0,
             of_level: float | None = None, held: bool = True,
@@ -219,6 +225,11 @@ def crashes(run: Run, metric: str, name: str, *, share: float, within: int,
             ep = replace(ep, start=_plunge(v, smooth, ep, within, amount / 2,
                                            relative=of_level is not None))
         start_level, bottom = float(smooth[ep.start]), float(smooth[ep.peak])
+        if _back_to_floor(v[:ep.start], bottom, amount):
+            # Back to the level it held on most of the log before its rise (a reward at 0 on
+            # 96% of steps, 0.06 for a few): an excursion up that ended, not a crash (trial
+            # 73: "reward crash 0.0625 -> 0", and a roll-back to a step before it).
+            continue
         local = v[max(0, ep.start - 4 * within):ep.start + 1]
         if (ep.recovered is None and len(v) - 1 - ep.peak < within and len(local) >= 5
                 and start_level - bottom < noise_units * step_noise(local)):

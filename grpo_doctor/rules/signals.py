@@ -1057,8 +1057,11 @@ class ScorerStopped:
                     f"{self.term} scored about {fmt(self.value)} on them, against "
                     f"{fmt(self.before)} before, on completions like the earlier ones; "
                     f"{self.unshuffled} serves the dataset in its own order, so a slice of "
-                    "other or harder prompts reads as a fall: shuffle it (shuffle_dataset "
-                    "True, verl's data.shuffle True), or check those rows' answers")
+                    # (The answers first: shuffled, a bad key on those rows would be spread
+                    # through the run and hidden; trial 73.)
+                    "other or harder prompts reads as a fall: check those rows' answers "
+                    "first; if they are right (a harder slice), shuffle it (shuffle_dataset "
+                    "True, verl's data.shuffle True)")
         if not self.exact and not self.passes:
             why = ("the prompts served from there (a new slice of the data) or the answer key "
                    "or data column they are checked against, a changed grader")
