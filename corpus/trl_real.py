@@ -795,6 +795,77 @@ REWARD_SETS["offby1"] = [correctness_reward_offby1, format_reward]
 REWARD_SETS["groupfirst"] = [correctness_reward_groupfirst, format_reward]
 
 
+# ---------------------------------------------------------------- trial 75
+CTRL75 = dict(learning_rate=1e-4, seed=401)
+RUNS.update({
+    # healthy controls
+    "ctrl75": dict(CTRL75, seed=401),
+    # two harmless non-defaults: GDPO's per-reward normalisation, DAPO's overlong masking at a
+    # budget the base rarely reaches (12 tokens; completions are ~9)
+    "ctrl75_gdpo_mask": dict(CTRL75, seed=409, multi_objective_aggregation="normalize_then_sum",
+                             mask_truncated_completions=True, _logger="wandb"),
+    # a broken sampler from step 1: generation_kwargs makes '>' (id 43) the stop token, so every
+    # completion ends at "<a>" (TRL masks on the tokenizer's eos, which never comes);
+    # bystander warmup_steps 5
+    "eosgt_wu5": dict(CTRL75, seed=419, generation_kwargs={"eos_token_id": 43}, warmup_steps=5),
+    # a field bug from step 1: the dataset's answer column is named "target"; the reward reads
+    # kwargs.get("answer") -> None -> 0.0 for every completion; bystander top_p 0.95
+    "renamed_topp95": dict(CTRL75, seed=421, _answer_col="target", _rewards="kwanswer",
+                           top_p=0.95, _logger="trackio"),
+    # correctness weighted 0.01 beside format 1.0; bystander scale_rewards "batch" (with the
+    # batch std the 0.01 really is 1% of the advantage)
+    "rw001_batch": dict(CTRL75, seed=431, reward_weights=[0.01, 1.0], scale_rewards="batch",
+                        _logger="mlflow"),
+    # a truncation sampler from step 1: epsilon_cutoff 0.3 drops every token under p=0.3 (near
+    # greedy); bystander beta 0.02
+    "epscut03_beta002": dict(CTRL75, seed=433, generation_kwargs={"epsilon_cutoff": 0.3},
+                             beta=0.02, _logger="swanlab"),
+    # repetition_penalty 0.5 (below 1: repeats are favoured, the prompt's digits too);
+    # bystander adam_beta2 0.98
+    "reppen05_b2": dict(CTRL75, seed=439, repetition_penalty=0.5, adam_beta2=0.98,
+                        _logger="wandb"),
+    # the dataset sorted by answer and not shuffled: each 50-step block asks one answer digit
+    # (0, then 1, ...); bystander gradient_checkpointing
+    "sorted_gc": dict(CTRL75, seed=443, shuffle_dataset=False, _sort_answers=True,
+                      gradient_checkpointing=True, _logger="mlflow"),
+    # the prompt template ends in the eos token ("a+b=<eos>"); bystander warmup_steps 10
+    "eosprompt_wu10": dict(CTRL75, seed=449, _prompt="eos", warmup_steps=10, _logger="trackio"),
+    # late (320 steps): a neutral-named "completeness" term paying 1.0 for any completion over
+    # 12 characters, room for 24 tokens; bystander epsilon_high 0.28
+    "longbonus_late": dict(CTRL75, seed=457, max_steps=320, _rewards="longbonus",
+                           max_completion_length=24, epsilon_high=0.28, _logger="swanlab"),
+    # late (320 steps): constant_with_warmup to lr 1e-3 over 250 steps (the lr climbs past what
+    # this model learns at around step ~100); bystander save_total_limit 2 (only the last two
+    # checkpoints are kept)
+    "cwarm1e3_late": dict(CTRL75, seed=461, max_steps=320, learning_rate=1e-3,
+                          lr_scheduler_type="constant_with_warmup", warmup_steps=250,
+                          save_total_limit=2),
+})
+
+
+def correctness_reward_kwanswer(completions, **kwargs):
+    """BUGGY (trial 75): reads the answer from kwargs["answer"]; the dataset calls it "target",
+    so every answer is None and every completion scores 0."""
+    answers = kwargs.get("answer") or [None] * len(completions)
+    out = []
+    for c, ans in zip(completions, answers):
+        m = ANS.search(c)
+        out.append(1.0 if ans is not None and m and m.group(1) == ans else 0.0)
+    return out
+
+
+correctness_reward_kwanswer.__name__ = "correctness_reward"
+
+
+def completeness_reward(completions, **kwargs):
+    """A neutral-named term (trial 75): 1.0 for any completion over 12 characters."""
+    return [1.0 if len(c) > 12 else 0.0 for c in completions]
+
+
+REWARD_SETS["kwanswer"] = [correctness_reward_kwanswer, format_reward]
+REWARD_SETS["longbonus"] = [correctness_reward, format_reward, completeness_reward]
+
+
 # ---------------------------------------------------------------- one GRPO run
 def run(name):
     from datasets import Dataset
@@ -829,6 +900,8 @@ def run(name):
             return f"{a}+{b}="
         if prompt_bug == "prefill":  # trial 73: the template opens the answer tag
             return f"{a}+{b}=<a>"
+        if prompt_bug == "eos":  # trial 75: the template ends in the eos token
+            return f"{a}+{b}=<eos>"
         if prompt_bug == "leak":
             return f"{a}+{b}=({answer(a, b, task)})"
         return f"{a}+"
@@ -856,6 +929,11 @@ def run(name):
         for r in rows[late_shift:]:
             a, b = map(int, r["prompt"].rstrip("=").split("+"))
             r["answer"] = answer(a, b, "shift1")
+    if spec.pop("_sort_answers", False):  # trial 75: rows sorted by answer, stable
+        rows = sorted(rows, key=lambda r: r["answer"])
+    answer_col = spec.pop("_answer_col", None)
+    if answer_col:  # trial 75: the answer column under another name
+        rows = [{"prompt": r["prompt"], answer_col: r["answer"]} for r in rows]
     ds = Dataset.from_list(rows)
     tok = PreTrainedTokenizerFast.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base)

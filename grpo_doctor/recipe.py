@@ -239,6 +239,34 @@ SETTINGS: tuple[Setting, ...] = (
         target="0 (off)",
     ),
     Setting(
+        # Not in the chapter: transformers' truncation sampling (generate's epsilon_cutoff and
+        # eta_cutoff; suggested 3e-4 to 9e-4 and 2e-3). Trial 75's epsilon_cutoff 0.3 kept only
+        # tokens likelier than 0.3: every group alike from step 1, read "check the reward".
+        "epsilon_cutoff", ("generation_kwargs.epsilon_cutoff", "generation.epsilon_cutoff",
+                           "epsilon_cutoff"),
+        "0 (off), or at most 9e-4", "transformers' default and suggested range",
+        high=1e-3, far=10.0,
+        risks={HIGH: _SAMPLING_CUT},
+        why={HIGH: "epsilon sampling drops every token less likely than it: " + _CUT_WHY},
+        target="0 (off)",
+    ),
+    Setting(
+        "eta_cutoff", ("generation_kwargs.eta_cutoff", "generation.eta_cutoff", "eta_cutoff"),
+        "0 (off), or at most 2e-3", "transformers' default and suggested range",
+        high=2e-3, far=10.0,
+        risks={HIGH: _SAMPLING_CUT},
+        why={HIGH: "eta sampling drops every token below an entropy-scaled floor: " + _CUT_WHY},
+        target="0 (off)",
+    ),
+    Setting(
+        "typical_p", ("generation_kwargs.typical_p", "generation.typical_p", "typical_p"),
+        "1.0 (off)", "transformers' default",
+        low=0.95, far=1.5,
+        risks={LOW: _SAMPLING_CUT},
+        why={LOW: "typical sampling keeps only the most typical tokens: " + _CUT_WHY},
+        target="1.0",
+    ),
+    Setting(
         # Not in the chapter: TRL's top_entropy_quantile keeps in the loss only that share of
         # each batch's tokens, by entropy (Wang et al. 2025 train on the top 20%). Trial 67's
         # 0.01 trained on one token in a hundred: correctness 0.37 -> 0.68 where its controls
@@ -893,7 +921,8 @@ def _trained_side(flat: Mapping[str, Any]) -> dict[str, Any]:
 #: The rollout's sampler settings, and the sections whose sampler is not the rollout's: a
 #: reward model's or judge's generation, an evaluation's (h99: a reward model's
 #: generation.repetition_penalty 2 made preflight critical).
-_SAMPLER_SETTINGS = frozenset({"temperature", "top_p", "top_k", "min_p", "repetition_penalty"})
+_SAMPLER_SETTINGS = frozenset({"temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+                               "epsilon_cutoff", "eta_cutoff", "typical_p"})
 _NOT_ROLLOUT = frozenset({"reward_model", "critic", "ref", "judge", "teacher", "val_kwargs",
                           "eval", "evaluation", "validation"})
 

@@ -854,7 +854,8 @@ def _reward_never_fired(check: Check) -> bool:
 
 
 #: The settings every rollout sample is drawn with.
-_ROLLOUT_SETTINGS = frozenset({"temperature", "top_p", "top_k", "min_p"})
+_ROLLOUT_SETTINGS = frozenset({"temperature", "top_p", "top_k", "min_p", "epsilon_cutoff",
+                               "eta_cutoff", "typical_p"})
 
 #: Findings that read a run sampled near-greedily as learned out: every group samples one
 #: answer, all right or all wrong, so nothing varies to learn from.
@@ -931,10 +932,11 @@ def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
     # Temperature, or the distribution cut by nucleus or top-k sampling: any of them far below
     # the recipe samples one answer per group.
     sharpeners = (setup.get(name) for name in ("do_sample", "temperature", "top_p", "top_k",
-                                               "min_p"))
+                                               "min_p", "epsilon_cutoff", "eta_cutoff",
+                                               "typical_p"))
     knob = next((r for r in sharpeners if r is not None and r.far and r.verdict == (
-        recipe.HIGH if r.id == "min_p" else recipe.OFF if r.id == "do_sample"
-        else recipe.LOW)), None)
+        recipe.HIGH if r.id in ("min_p", "epsilon_cutoff", "eta_cutoff")
+        else recipe.OFF if r.id == "do_sample" else recipe.LOW)), None)
     if knob is None:
         return None
     head = slice(0, min(3, len(run.steps)))
@@ -1233,6 +1235,12 @@ def _rollback_words(run: Run, step: int, best: bool = True) -> str:
             return (f"roll back to checkpoint-{usable[-1]} ({which} at or before step "
                     f"{step_text(last_ok)}, {why} the cause at step {step_text(step)})")
         if every is not None:
+            if checkpoints and checkpoints[0] > every[2]:
+                # save_total_limit deleted the early ones (trial 75: "saved no checkpoint
+                # before step 82: the first is checkpoint-50" read against itself).
+                kept = ", ".join(f"checkpoint-{c}" for c in checkpoints)
+                return (f"restart from the initial model (save_total_limit {len(checkpoints)} "
+                        f"kept only {kept}: none from before step {step_text(step)} is left)")
             return (f"restart from the initial model ({every[1]} {every[2]} saved no "
                     f"checkpoint before step {step_text(step)}: the first is "
                     f"checkpoint-{every[2]})")
@@ -2443,7 +2451,8 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
 
 
 #: The recipe's sampling settings: a rollout drawn otherwise than the policy's distribution.
-_SAMPLING = frozenset({"temperature", "top_p", "top_k", "min_p", "repetition_penalty"})
+_SAMPLING = frozenset({"temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+                       "epsilon_cutoff", "eta_cutoff", "typical_p"})
 
 
 def _also_outside(reading: recipe.Reading) -> str:

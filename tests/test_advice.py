@@ -3940,3 +3940,33 @@ def test_cispos_cap_is_not_judged_as_a_clip_range():
     assert recipe.read_config({"loss_type": "cispo", "epsilon_high": 0.01}).get(
         "epsilon_high").verdict == "not applicable"
     assert recipe.read_config({"epsilon_high": 0.01}).get("epsilon_high").verdict == "low"
+
+
+def test_a_roll_back_past_checkpoints_save_total_limit_deleted_says_so():
+    """Trial 75: save_steps 50 with save_total_limit 2 over 320 steps, broken at step 82:
+    "restart from the initial model (save_steps 50 saved no checkpoint before step 82: the
+    first is checkpoint-50)" read against itself; the limit had deleted it."""
+    from grpo_doctor.root_cause import _rollback_words
+
+    n = 320
+    run = replace(make_run(reward=np.linspace(0.2, 0.8, n)),
+                  config={"save_steps": 50, "save_total_limit": 2})
+    words = _rollback_words(run, 82, best=False)
+    assert words == ("restart from the initial model (save_total_limit 2 kept only "
+                     "checkpoint-250, checkpoint-300: none from before step 82 is left)"), words
+    kept_all = replace(run, config={"save_steps": 50})
+    assert _rollback_words(kept_all, 82, best=False).startswith("roll back to checkpoint-50")
+
+
+def test_transformers_truncation_samplers_far_outside_are_a_near_greedy_setup():
+    """Trial 75: generation_kwargs epsilon_cutoff 0.3 sampled only tokens likelier than 0.3:
+    every group alike from step 1, the entropy at 0.31. It read "check the reward function
+    ... it returned 1.5"; epsilon_cutoff, eta_cutoff and typical_p were read by no setting."""
+    first = _trial("trl_generation_kwargs_epsilon_cutoff_0.3").root_cause.first_action
+    assert first.startswith("generation_kwargs.epsilon_cutoff 0.3 -> 0 (off)"), first
+    assert "no roll-back" in first
+    read = recipe.read_config({"generation_kwargs": {"eta_cutoff": 0.05, "typical_p": 0.2}})
+    assert {r.id for r in read.outside if r.far} == {"eta_cutoff", "typical_p"}
+    within = recipe.read_config({"generation_kwargs": {"epsilon_cutoff": 6e-4,
+                                                       "typical_p": 1.0}})
+    assert not within.outside
