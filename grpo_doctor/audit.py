@@ -69,7 +69,6 @@ from grpo_doctor.errors import ConfigError, GrpoDoctorError, InputError
 from grpo_doctor.files import as_path, is_remote
 from grpo_doctor.fleet import in_shard, run_context
 from grpo_doctor.hints import require_metrics
-from grpo_doctor.importers import MARKDOWN_DOCS
 from grpo_doctor.importers._common import launches_run_name, read_head
 from grpo_doctor.importers.console_text import holds_metric_lines
 from grpo_doctor.importers.launch import LaunchFailed, launch_error
@@ -121,9 +120,14 @@ def values_digest(run: Run) -> str:
     return h.hexdigest()[:20]
 
 
+#: Text files that are logs by their name: metric lines in one are a log of a format not
+#: read (notes.txt or a README quoting a log line stay documents; h103).
+_LOG_TEXT = frozenset({".log", ".out"})
+
+
 def _unread_metric_lines(path: Path) -> bool:
-    """A text file (not Markdown) whose head holds metric lines: a log, of a format not read."""
-    if path.suffix.lower() in MARKDOWN_DOCS:
+    """A ``.log`` or ``.out`` file whose head holds metric lines: a log, of a format not read."""
+    if path.suffix.lower() not in _LOG_TEXT:
         return False
     return holds_metric_lines(read_head(path).decode("utf-8", "replace"))
 

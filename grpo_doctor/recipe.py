@@ -1044,7 +1044,7 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
             # (TRL saves VESPO's powers under every loss; only VESPO applies them.)
             readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
             continue
-        if s.id == "epsilon_high" and value is not None and str(
+        if s.id == "epsilon_high" and as_number(value) is not None and str(
                 lookup(flat, ("loss_type",))[0]).strip().lower() == "cispo":
             # Under CISPO it is the importance weight's cap itself (TRL recommends 5), not
             # a clip range's upper bound: engine's CISPO note reads it (trial 73: "0.01 ->
@@ -1580,6 +1580,8 @@ _DOMAIN: dict[str, tuple[float, bool, bool]] = {
     "epsilon": (0.0, False, False), "epsilon_high": (0.0, False, False),
     "max_completion_length": (1, False, True), "num_iterations": (1, False, True),
     "top_k": (-1, False, True), "ref_model_sync_steps": (-1, False, True),
+    "min_new_tokens": (0, False, True), "epsilon_cutoff": (0.0, False, False),
+    "eta_cutoff": (0.0, False, False), "typical_p": (0.0, True, False),
 }
 
 

@@ -913,6 +913,8 @@ def _no_step_at_all(run: Run, setup: recipe.Setup, root: Event, from_start: bool
     _, logged = run.finite_series(Metric.LEARNING_RATE.value)
     if len(logged) and float(np.max(logged)) > 0:
         return None  # the schedule moved off 0 (a warm-up from 0): it did step
+    if policy_moved(run) is not None or learning(run, float(run.steps[0])).improving:
+        return None  # the log shows it learned: the config is not the run's (h103)
     lead = _knob_action(run, root, [lr], from_start)
     said = headline(without_mode_name(root.summary, root.check.mode))
     return replace(lead, summary=(

@@ -3903,8 +3903,9 @@ def test_a_reward_term_that_scores_each_prompt_not_each_completion_is_fixed_firs
     prompts ...", the reward bug a third branch."""
     d = _trial("trl_reward_scored_per_prompt")
     first = d.root_cause.first_action
-    assert first.startswith("fix the reward function correctness_reward: it scores each "
-                            "prompt, not each completion"), first
+    assert first.startswith("check the reward function correctness_reward on a few groups: "
+                            "it never split one"), first
+    assert "it scores each prompt, not each completion" in first
     # A score per completion (its means finer than the groups' grid) is no such thing.
     assert not any(_trial(name).check("advantage_collapse").evidence.get("scored_per_prompt")
                    for name in ("trl_generation_kwargs_temperature_0.3",
@@ -3970,3 +3971,46 @@ def test_transformers_truncation_samplers_far_outside_are_a_near_greedy_setup():
     within = recipe.read_config({"generation_kwargs": {"epsilon_cutoff": 6e-4,
                                                        "typical_p": 1.0}})
     assert not within.outside
+
+
+def test_an_absurd_grad_norm_is_a_finding_even_where_every_group_was_alike():
+    """h103: with every group alike on every step, a norm climbing from 0.004 to 13,838 had
+    been skipped as "0 on 120 of 120"."""
+    n = 120
+    g = np.full(n, 0.004)
+    g[-2:] = [12000.0, 13838.0]
+    run = make_run(reward=np.zeros(n), reward_std=np.zeros(n), grad_norm=g,
+                   frac_reward_zero_std=np.ones(n))
+    check = diagnose(run).check("grad_explosion")
+    assert check.status == "critical" and "13,838" in check.summary, check.summary
+
+
+def test_a_reward_that_held_a_level_then_crashed_to_its_old_floor_is_a_crash():
+    """h103: 0 for 70 steps, 0.8 for 40, then 0 for good: a real crash (only a brief blip
+    back to the floor is none)."""
+    rng = np.random.default_rng(2)
+    r = np.r_[np.zeros(70), 0.8 + rng.normal(0, 0.02, 40), np.zeros(40)]
+    check = diagnose(make_run(reward=r)).check("reward_overfit")
+    assert check.status == "critical" and "crash" in check.summary, check.summary
+
+
+def test_an_lr_of_0_in_a_config_the_log_contradicts_is_not_the_cause():
+    """h103: lr 0 in the config while the reward rose 0.1 -> 0.9 and the entropy collapsed:
+    "the weights never moved" said of a run that learned."""
+    n = 200
+    t = np.arange(n)
+    run = replace(make_run(reward=0.1 + 0.8 * t / n, entropy=0.75 * np.exp(-t / 40),
+                           frac_reward_zero_std=np.full(n, 0.6)),
+                  config={"learning_rate": 0.0})
+    cause = diagnose(run).root_cause
+    assert cause is None or "never moved" not in cause.summary, cause
+
+
+def test_a_negative_min_new_tokens_and_a_text_cispo_cap_are_refused():
+    """h103: min_new_tokens -5 read "ok", and epsilon_high 'abc' under CISPO "not judged",
+    where their neighbours' bad values are refused."""
+    for cfg in ({"generation_kwargs": {"min_new_tokens": -5}},
+                {"loss_type": "cispo", "epsilon_high": "abc"}):
+        setup = recipe.read_config(cfg)
+        assert any(recipe.bad_value(r) for r in setup.readings), cfg
+    assert recipe.as_flag(float("nan")) is None

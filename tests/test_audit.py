@@ -799,3 +799,14 @@ def test_a_log_of_metric_lines_in_a_format_not_read_is_an_error_row_not_passed_o
     assert doc["errors"][0]["error"].startswith("metric lines in a format grpo-doctor does not "
                                                 "read")
     assert all("train.log" not in p for p, _ in doc.get("passed_over", [])), doc
+
+
+def test_notes_quoting_metric_lines_stay_passed_over(capsys, tmp_path):
+    """h103: notes.txt and README.txt with a 'loss=0.1' or two had become error rows (and
+    --strict failed the audit): only a .log or .out of metric lines is a log not read."""
+    (tmp_path / "good.csv").write_text("step,reward_mean\n" + "".join(
+        f"{s},{0.1 + s / 100}\n" for s in range(1, 30)))
+    (tmp_path / "notes.txt").write_text("tried loss=0.1 then loss=0.2, reward=0.3\n")
+    (tmp_path / "README.txt").write_text("Step 1: loss=0.1, reward=0.2\nStep 2: loss=0.1\n")
+    _, out, _ = run_cli(capsys, "audit", str(tmp_path), "-f", "json")
+    assert json.loads(out)["errors"] == []

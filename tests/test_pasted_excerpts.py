@@ -690,3 +690,41 @@ def test_printed_dicts_whose_step_key_is_no_step_keep_every_record(tmp_path, ste
         + step_key.format(s=s) + "}\n" for s in range(1, 41)))
     run = load_runs(log)[0]
     assert run.n_steps == 40 and list(run.frame["reward_mean"])[:2] == [0.21, 0.22]
+
+
+def test_deepspeed_chat_variants_keep_their_reward(tmp_path):
+    """h103: a logger's timestamped lines ('epoch: 0, step: 0, ...' and '... - INFO - average
+    reward score: -7'), a trailing line of several averages, and 'Epoch: 0 | Step: 0 | ...
+    Actor Loss: ...' had lost the reward or been refused."""
+    logger = "".join(f"2024-01-01 10:00:0{s % 10} - INFO - epoch: 0, step: {s}, ppo_ep: 1, "
+                     f"act_loss: 0.{s},cri_loss: 0.3, pretrain_loss: 0.0\n2024-01-01 10:00:0"
+                     f"{s % 10} - INFO - average reward score: -{7 - s / 10}\n"
+                     for s in range(10))
+    spaced = "".join(f"epoch: 0|step: {s}|ppo_ep: 1|act_loss: 0.5|cri_loss: 0.3|unsuper_loss: "
+                     f"0.0\nAverage reward score: {s / 10} Average return: 5 Average length: "
+                     f"200 Average kl: 0.0{s}\n" for s in range(10))
+    mainline = "".join(f"Epoch: 0 | Step: {s} | PPO Epoch: 1 | Actor Loss: 0.5 | Critic Loss: "
+                       f"0.3 | Unsupervised Loss: 0.0\nAverage reward score: {s / 10} | EMA "
+                       f"reward score: {s / 20}\n" for s in range(10))
+    for name, text in (("logger", logger), ("spaced", spaced), ("mainline", mainline)):
+        log = tmp_path / f"{name}.log"
+        log.write_text(text)
+        run = load_runs(log)[0]
+        assert run.n_steps == 10 and run.mapping.get("reward_mean") == "reward", (name, run.mapping)
+        assert run.mapping.get("loss") == "loss", name
+    run = load_runs(tmp_path / "spaced.log")[0]
+    assert list(run.frame["kl"])[:2] == [0.0, 0.01]
+
+
+@pytest.mark.parametrize("per_step", [2, 5, 8])
+def test_several_printed_dicts_a_step_keep_their_step_key(tmp_path, per_step):
+    """h103: 5 or more dicts a step (8 ranks printing) had been read as line numbers, and a
+    constant 'step' beside a real 'global_step' hid it."""
+    log = tmp_path / "ranks.log"
+    log.write_text("".join("{" + f"'loss': 0.1, 'reward': {s / 10}, 'step': {s}" + "}\n"
+                           for s in range(1, 11) for _ in range(per_step)))
+    assert list(load_runs(log)[0].steps) == list(range(1, 11))
+    both = tmp_path / "both.log"
+    both.write_text("".join("{" + f"'loss': 0.1, 'reward': {s / 100}, 'step': 0, "
+                            f"'global_step': {s}" + "}\n" for s in range(1, 21)))
+    assert list(load_runs(both)[0].steps) == list(range(1, 21))

@@ -357,14 +357,20 @@ _LABELLED_NAMES = {"learning rate": "learning_rate", "grad norm": "grad_norm",
                    "reward std": "reward_std",
                    # DeepSpeed-Chat's step 3 (PPO): "epoch: 0|step: 259|ppo_ep: 1|act_loss:
                    # ...|cri_loss: ...|unsuper_loss: ..." and "average reward score: ...".
-                   "act_loss": "loss", "cri_loss": "critic_loss",
+                   "act_loss": "loss", "cri_loss": "critic_loss", "actor loss": "loss",
+                   "critic loss": "critic_loss",
                    "average reward score": "reward", "ema reward score": "ema_reward",
-                   "kl distance": "kl"}
-#: DeepSpeed-Chat prints each step's reward on the line after its losses: "average reward
-#: score: -7.8" (", ema reward score: ..." in later versions), a line with no step of its own.
-_TRAILING_REWARD = re.compile(r"^\s*average reward score\s*:", re.IGNORECASE)
+                   "kl distance": "kl", "average kl": "kl", "average length": "completion_length",
+                   "average return": "return"}
+#: DeepSpeed-Chat prints each step's reward on the line after its losses, a line with no
+#: step of its own: "average reward score: -7.8" (after a logger's timestamp in some forks;
+#: "| EMA reward score: ..." or " Average return: ... Average kl: ..." after it in others).
+_TRAILING_REWARD = re.compile(r"average reward score\s*:", re.IGNORECASE)
+_TRAILING_ITEM = re.compile(
+    rf"(average reward score|ema reward score|average return|average length|average kl)\s*:"
+    rf"\s*({_NUM})", re.IGNORECASE)
 #: DeepSpeed-Chat's step counts the prompts of one epoch: "epoch: 1|step: 0|" starts again.
-_EPOCH_STEP = re.compile(r"(?<![\w/.-])epoch:\s*(\d+)\s*\|\s*step:", re.IGNORECASE)
+_EPOCH_STEP = re.compile(r"(?<![\w/.-])epoch:\s*(\d+)\s*[|,]\s*step:", re.IGNORECASE)
 
 
 def parse_labelled_line(text: str) -> tuple[int, Record] | None:
@@ -403,13 +409,13 @@ def _labelled_records(segments: Sequence[Segment]) -> tuple[list[int], list[Reco
 
 def _trailing_reward(text: str) -> Record | None:
     """A step's reward printed on the line after it (DeepSpeed-Chat), as items of its record."""
-    if not _TRAILING_REWARD.match(text):
+    if not _TRAILING_REWARD.search(text):
         return None
     record: Record = {}
-    for key, value in _items(text.strip(), _LABELLED_SEP[","], _LABELLED_ITEM):
-        name = _LABELLED_NAMES.get(re.sub(r"\s+", " ", key).lower())
-        if name is not None:
-            record[name] = value
+    for key, value in _TRAILING_ITEM.findall(text):
+        number = parse_number(value)
+        if number is not None:
+            record[_LABELLED_NAMES[re.sub(r"\s+", " ", key).lower()]] = number
     return record or None
 
 
@@ -833,8 +839,18 @@ _DICT_STEP_KEYS = ("step", "global_step", "train/global_step", "train/step",
                    "current_steps")
 
 
-def _explicit_step(value: dict[Any, Any]) -> int | None:
-    for key in _DICT_STEP_KEYS:
+def _constant_key(found: Sequence[_Printed], key: str) -> bool:
+    """Whether ``key`` holds one and the same value in every one of 10 or more dicts whose
+    epoch (where logged) moved: no step counter."""
+    values = [p.value.get(key) for p in found]
+    if len(values) < 10 or any(v is None for v in values) or len({repr(v) for v in values}) > 1:
+        return False
+    epochs = {repr(p.value.get("epoch")) for p in found}
+    return len(epochs) > 1 or all(p.value.get("epoch") is None for p in found)
+
+
+def _explicit_step(value: dict[Any, Any], keys: Sequence[str] = _DICT_STEP_KEYS) -> int | None:
+    for key in keys:
         raw = value.get(key)
         num = None if isinstance(raw, bool) else to_number(raw)
         # (A step is whole: a "global_step" of 1.5, 2.5 had rounded two records into one;
@@ -1049,12 +1065,13 @@ def _dict_steps(
     segments: Sequence[Segment], found: Sequence[_Printed], logging_steps: int | None,
     summary: dict[str, Any], start: int,
 ) -> tuple[list[int], str | None]:
-    explicit = [_explicit_step(p.value) for p in found]
-    # A step key on a few values across many dicts counts something else (40 dicts all at
-    # "step": 1 had merged into one record, "duplicate steps: 0"; h99). A training and an
-    # evaluation dict per step share theirs.
-    if all(s is not None for s in explicit) and not (
-            len(explicit) >= 5 and len(set(explicit)) <= len(explicit) // 5):
+    # A step key that holds one value across many dicts counts something else (40 dicts all
+    # at "step": 1 had merged into one record, "duplicate steps: 0"; h99), and a real one
+    # beside it ("global_step") is the step; several dicts a step (a training and an
+    # evaluation dict, 8 ranks printing) share theirs.
+    keys = [k for k in _DICT_STEP_KEYS if not _constant_key(found, k)]
+    explicit = [_explicit_step(p.value, keys) for p in found]
+    if all(s is not None for s in explicit):
         return [int(s) for s in explicit if s is not None], None
     labeled = [_labeled_step(segments[p.index].text) for p in found]
     if all(s is not None for s in labeled):

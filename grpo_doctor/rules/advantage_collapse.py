@@ -701,12 +701,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         term, groups, logged = per_prompt
         evidence["scored_per_prompt"] = {"term": term, "groups_per_step": groups,
                                          "steps": logged}
-        remedies.insert(0, f"fix the reward function {term}: it scores each prompt, not each "
-                        f"completion: its mean was a whole number of groups out of {groups} "
-                        f"on all {logged} logged steps, so every group was all-right or "
-                        f"all-wrong on it while the other terms told the group's completions "
-                        f"apart (a score copied across the group, or a lookup keyed on the "
-                        f"prompt); no group size, lr or prompt set fixes that")
+        # (Prompts this model always or never solves give the same grid honestly: said as
+        # the other branch; h103.)
+        remedies.insert(0, f"check the reward function {term} on a few groups: it never split "
+                        f"one (its mean a whole number of groups out of {groups} on all "
+                        f"{logged} logged steps) while the other terms told the group's "
+                        f"completions apart; if their answers differ within a group, it scores "
+                        f"each prompt, not each completion (a score copied across the group, a "
+                        f"lookup keyed on the prompt): fix it; if they agree, the prompts are "
+                        f"all-or-nothing for this model: mix in ones it solves sometimes")
     silent = _never_scored(run, p)
     if silent:
         # Before any other term's reading: a term that never returned a value is a bug in

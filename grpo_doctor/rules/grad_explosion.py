@@ -128,13 +128,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # A step whose every group had equal rewards has no policy gradient (its norm is the KL
     # term's alone, 0.004): no level for a learning step's norm (trial 73: norms of 1-7 where
     # a reward at 0 on 96% of steps first paid read "exploding against a baseline of 0.0044").
-    flowing &= ~_no_signal(run, steps)
+    alike = flowing & _no_signal(run, steps)
+    every = (steps[flowing], g[flowing])  # (an absurd norm is one, signal or none; h103)
     zero = int((~flowing).sum())
+    flowing &= ~alike
     g_steps, g = steps[flowing], g[flowing]
     if len(g) < 8:
         # Too few norms for a level; but a norm no model trains through needs none.
         found = inc.above(run, GRAD, "grad norm", p["absurd_norm"], sustained=1, far=1.0,
-                           points=(g_steps, g)) if len(g) else []
+                           points=every) if len(every[1]) else []
         # Nor does one update that broke the run: after it the norm is often 0 (every group
         # equal), so the norms before it may be all the log will ever have.
         threshold = f"grad norm >= {fmt(p['absurd_norm'])}"
@@ -147,7 +149,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                            onset_step=found[0].step,
                            evidence={"threshold": threshold, "bursts": len(found)},
                            remedies=_remedies(run), key_metric=GRAD, incidents=tuple(found))
-        why = f", and it was 0 on {zero} of {zero + len(g)}" if zero else ""
+        n = len(steps)
+        why = (f", and it was 0 on {zero} of {n}" if zero else "") + (
+            f"{' and' if zero else ', and'} every group had equal rewards (no policy gradient) "
+            f"on {int(alike.sum())} of {n}" if alike.any() else "")
         raise Skip(f"needs at least 8 logged non-zero grad-norm values{why}")
     bursts = _bursts(run, g_steps, g, p)
     bursts = sorted(bursts + _harmful_spikes(run, g_steps, g, p, bursts), key=lambda i: i.step)

@@ -183,8 +183,13 @@ def above(run: Run, metric: str, name: str, threshold: float, *, sustained: int,
 
 def _back_to_floor(before: np.ndarray, bottom: float, amount: float) -> bool:
     """Whether ``bottom`` is the level the series held on most of its points ``before`` a
-    fall of ``amount``: a return to its floor, not a fall from a level it had reached."""
-    return len(before) >= 10 and float(np.mean(np.abs(before - bottom) <= 0.25 * amount)) >= 0.6
+    fall of ``amount``, and it rose above that only briefly (fewer than 10 points, and a
+    tenth of those before): a return to its floor after a blip, not a fall from a level it
+    had reached and held (0 for 70 steps, 0.8 for 40, then 0 is a crash; h103)."""
+    if len(before) < 10 or float(np.mean(np.abs(before - bottom) <= 0.25 * amount)) < 0.6:
+        return False
+    risen = int(np.sum(before - bottom > 0.5 * amount))
+    return risen < max(10, 0.1 * len(before))
 
 
 def crashes(run: Run, metric: str, name: str, *, share: float, within: int,

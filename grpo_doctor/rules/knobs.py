@@ -144,7 +144,7 @@ def as_flag(value: Any) -> bool | None:
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
-        return value != 0
+        return None if value != value else value != 0  # (NaN: neither; h103)
     text = str(value).strip().lower()
     if text in ("true", "yes", "on", "1", "adaptive"):
         return True
