@@ -24,6 +24,7 @@ from grpo_doctor.importers.command_line import coerce, parse_command_line, set_d
 from grpo_doctor.importers.interpolation import resolve_interpolations
 from grpo_doctor.importers.sidecar import CAPTURE_HEAD
 from grpo_doctor.metrics import Metric
+from grpo_doctor.text import knob_value
 
 #: What TRL's ``GRPOConfig`` sets when a config file leaves a knob out (TRL 1.x; checked
 #: against ``trl.GRPOConfig()`` by scripts/make_fixtures_preflight.py).
@@ -93,13 +94,17 @@ class Preflight:
     blind: tuple[BlindCheck, ...] = ()
     defaults: tuple[str, ...] = ()  # knobs read from the framework's defaults
     notes: tuple[str, ...] = field(default=())
+    #: Settings that contradict each other, each with its fix (a schedule's floor above its
+    #: learning rate): critical, as a knob far outside the recipe is.
+    problems: tuple[str, ...] = field(default=())
 
     @property
     def status(self) -> str:
-        """critical: a knob far outside the recipe; warning: one outside it; else ok. A
-        note-only knob (overlong shaping, dynamic sampling ...) never counts: it is a note."""
+        """critical: a knob far outside the recipe, or settings that contradict each other;
+        warning: one outside it; else ok. A note-only knob (overlong shaping, dynamic sampling
+        ...) never counts: it is a note."""
         causes = [r for r in self.setup.outside if not r.setting.note_only]
-        if any(r.far for r in causes):
+        if self.problems or any(r.far for r in causes):
             return "critical"
         return "warning" if causes else "ok"
 
@@ -116,7 +121,7 @@ class Preflight:
             readings.append(d)
         return {"source": self.source, "framework": self.framework, "status": self.status,
                 "knobs": readings, "blind_checks": [b.to_dict() for b in self.blind],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "problems": list(self.problems)}
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -363,9 +368,18 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
     if framework == "trl" and "beta" in defaults:
         notes.append("TRL's default beta is 0: no KL term, and TRL then logs no `kl` (the KL "
                      "drift check goes blind); the recipe uses 0.01-0.05")
-    groups = recipe.group_based(recipe.flat_config(config))
+    flat = recipe.flat_config(config)
+    groups = recipe.group_based(flat)
+    problems = []
+    floor = recipe.schedule_floor_above(flat)
+    if floor is not None:
+        _, value, lr, fix = floor
+        problems.append(f"{fix}: the schedule's floor ({knob_value(value)}) is above "
+                        f"learning_rate {knob_value(lr)}, so "
+                        "the lr will climb to it instead of decaying (a real run's min_lr "
+                        "3e-3 over an lr of 1e-4 climbed 30x, and its reward fell as it rose)")
     return Preflight(source, framework, setup, blind_checks(framework, setup, groups=groups),
-                     tuple(defaults), tuple(notes))
+                     tuple(defaults), tuple(notes), tuple(problems))
 
 
 refuse_bad_values = recipe.refuse_bad_values  # where preflight's callers look for it
@@ -426,6 +440,10 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
     # that says so: a note is never marked as if it were what made the status.
     counted = [r for r in pre.setup.outside if not r.setting.note_only]
     noted = [r for r in pre.setup.outside if r.setting.note_only]
+    if pre.problems:
+        lines += ["", "Settings that contradict each other:"]
+        for problem in pre.problems:
+            lines += wrap(problem, "✗ ")
     if counted:
         lines += ["", "Outside the recipe:"]
         for r in sorted(counted, key=lambda r: not r.far):

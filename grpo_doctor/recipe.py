@@ -933,6 +933,32 @@ def _sampling_side(flat: Mapping[str, Any]) -> dict[str, Any]:
             if not any(part in _NOT_ROLLOUT for part in k.split(".")[:-1])}
 
 
+#: A schedule's floor, as the schedulers name it (transformers' cosine_with_min_lr's
+#: ``min_lr`` or ``min_lr_rate``, the polynomial decay's ``lr_end``, torch's ``eta_min``,
+#: verl's ``min_lr_ratio``).
+_LR_FLOORS = ("min_lr", "lr_end", "eta_min", "end_lr", "final_lr")
+_LR_FLOOR_RATES = ("min_lr_rate", "min_lr_ratio")
+
+
+def schedule_floor_above(flat: Mapping[str, Any]) -> tuple[str, float, float, str] | None:
+    """(key, the floor's lr, the learning rate, the floor's fix) when a config's schedule
+    floor lies above its learning rate: the schedule climbs to the floor instead of decaying
+    from the lr. None otherwise."""
+    peak = as_number(lookup(flat, knobs.LEARNING_RATE.names)[0])
+    if not peak or peak <= 0:
+        return None
+    for key, value in flat.items():
+        last = key.rsplit(".", 1)[-1]
+        x = as_number(value)
+        if x is None:
+            continue
+        if last in _LR_FLOORS and x > peak:
+            return key, x, peak, f"{key} {_num(x)} -> {_num(peak / 10)}"
+        if last in _LR_FLOOR_RATES and x > 1:  # (a share of the lr: 0.1 is a tenth)
+            return key, x * peak, peak, f"{key} {_num(x)} -> 0.1"
+    return None
+
+
 def _sync_in_force(flat: dict[str, Any]) -> dict[str, Any]:
     """``flat`` without TRL's reference-update interval when ``sync_ref_model`` is off: the
     reference is never updated, whatever ``ref_model_sync_steps`` says (it had been shown as

@@ -474,16 +474,16 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
         lr = setup.get("learning_rate")
         floor = _floor_above_peak(run, lr, overshoot.lr_max)
         if floor is not None:
-            key, value, peak = floor
+            key, value, peak, fix = floor
             return _Lead(
                 knobs.Remedy(
-                    f"{key} {_lr(value)} -> {_lr(peak / 10)} (below learning_rate "
-                    f"{_lr(peak)}: a schedule's floor above its peak climbs to it; keep "
-                    f"learning_rate {_lr(peak)}); "
+                    f"{fix} (below learning_rate {_lr(peak)}: a schedule's floor above its "
+                    f"peak climbs to it; keep learning_rate {_lr(peak)}); "
                     f"{_rollback_words(run, overshoot.peak_step, best=False)}",
                     rollback_step=overshoot.peak_step),
-                summary=f"the schedule's floor: {key} {_lr(value)} is above learning_rate "
-                        f"{_lr(peak)}, so the lr rose to it: {overshoot.words()}; first sign: "
+                summary=f"the schedule's floor: {key} puts it at {_lr(value)}, above "
+                        f"learning_rate {_lr(peak)}, so the lr rose to it: "
+                        f"{overshoot.words()}; first sign: "
                         f"{check.mode} ({root.summary})")
         return _Lead(
             knobs.Remedy(
@@ -2073,33 +2073,15 @@ class _Overshoot:
 _OVERSHOOT_NOISE = 2.5
 
 
-#: A schedule's floor, as the schedulers name it (transformers' cosine_with_min_lr's
-#: ``min_lr`` or ``min_lr_rate``, the polynomial decay's ``lr_end``, verl's ``min_lr_ratio``).
-_LR_FLOORS = ("min_lr", "lr_end", "eta_min", "end_lr", "final_lr")
-_LR_FLOOR_RATES = ("min_lr_rate", "min_lr_ratio")
-
-
 def _floor_above_peak(run: Run, lr: recipe.Reading | None, lr_max: float
-                      ) -> tuple[str, float, float] | None:
-    """(key, floor, configured lr) when the config's schedule floor lies above the configured
-    learning rate and the logged lr climbed past that lr: the lr rose because of the floor,
-    and "learning_rate X -> Y" would leave the climb in place (trial 73: cosine_with_min_lr's
-    min_lr 3e-3 above an lr of 1e-4 read "learning_rate 0.003 -> 3.4e-4"). None otherwise."""
-    peak = recipe.as_number(lr.value) if lr is not None and lr.source and not str(
-        lr.source).startswith("logged") else None
-    if not peak or peak <= 0 or lr_max < 1.5 * peak:
+                      ) -> tuple[str, float, float, str] | None:
+    """``recipe.schedule_floor_above`` of the run's config, when the logged lr climbed past
+    the configured one (trial 73: cosine_with_min_lr's min_lr 3e-3 above an lr of 1e-4 read
+    "learning_rate 0.003 -> 3.4e-4"). None otherwise."""
+    if lr is None or not lr.source or str(lr.source).startswith("logged"):
         return None
-    flat = recipe.flat_config(run.config) if run.config else {}  # (kwargs kept as text too)
-    for key, value in flat.items():
-        last = key.rsplit(".", 1)[-1]
-        x = recipe.as_number(value)
-        if x is None:
-            continue
-        if last in _LR_FLOORS and x > peak:
-            return key, x, peak
-        if last in _LR_FLOOR_RATES and x > 1:
-            return key, x * peak, peak
-    return None
+    floor = recipe.schedule_floor_above(recipe.flat_config(run.config) if run.config else {})
+    return floor if floor is not None and lr_max >= 1.5 * floor[2] else None
 
 
 def _lr_overshoot(run: Run) -> _Overshoot | None:

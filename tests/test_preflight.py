@@ -374,3 +374,23 @@ def test_a_file_neither_config_nor_log_is_said_as_preflight_reads_it(tmp_path, c
     assert code == 2
     assert err.strip().endswith("not a trainer config, a launch command or a training log "
                                 "grpo-doctor can read")
+
+
+@pytest.mark.parametrize("kwargs, fix", [
+    ({"lr_scheduler_kwargs": {"min_lr": 1e-3}}, "lr_scheduler_kwargs.min_lr 0.001 -> 1e-7"),
+    ({"lr_scheduler_kwargs": "{'min_lr_rate': 5.0}"},
+     "lr_scheduler_kwargs.min_lr_rate 5 -> 0.1: the schedule's floor (5e-6)"),
+])
+def test_a_schedule_floor_above_the_learning_rate_is_critical(capsys, tmp_path, kwargs, fix):
+    """Trial 73: cosine_with_min_lr's min_lr 3e-3 above an lr of 1e-4 climbed 30x, and the
+    reward fell as it rose; preflight had passed it. A floor below the lr passes."""
+    cfg = {"learning_rate": 1e-6, "lr_scheduler_type": "cosine_with_min_lr", "beta": 0.04,
+           **kwargs}
+    pre = preflight(dict(cfg), "trl")
+    assert pre.status == "critical" and pre.problems[0].startswith(fix), pre.problems
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    code, out, _ = run_cli(capsys, "preflight", str(path))
+    assert code == 1 and "Settings that contradict each other:" in out
+    below = preflight({**cfg, "lr_scheduler_kwargs": {"min_lr": 1e-7}}, "trl")
+    assert not below.problems
