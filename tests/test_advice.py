@@ -4014,3 +4014,22 @@ def test_a_negative_min_new_tokens_and_a_text_cispo_cap_are_refused():
         setup = recipe.read_config(cfg)
         assert any(recipe.bad_value(r) for r in setup.readings), cfg
     assert recipe.as_flag(float("nan")) is None
+
+
+def test_completions_far_short_of_the_budget_are_not_truncated_at_it():
+    """Trial 75: generation_kwargs eos_token_id 43 ('>') ended every completion at '<a>', 3-6
+    tokens under a 12-token budget; TRL counts a completion without the tokenizer's end token
+    as clipped, and the live watch raised "length hacking: 95% truncated at the cap ... raise
+    the cap" at several polls. Short completions were cut by no cap."""
+    from grpo_doctor.recipe import flat_config
+
+    run = load_runs(TRIAL / "trl_generation_kwargs_eos_token_id_43.csv")[0]
+    cfg = flat_config(json.loads(
+        (TRIAL / "trl_generation_kwargs_eos_token_id_43.config.json").read_text()))
+    for step in (26, 51, 61, 136, 200):
+        d = diagnose(run.truncated(step), DoctorConfig(recipe=TINY_RECIPE, run_config=cfg))
+        assert not d.check("length_hacking").fired, (step, d.check("length_hacking").summary)
+    # Nor is an entropy that moved with what it sampled a blow-up, with the gradient 0 and
+    # every group alike on all 200 steps (it had read "entropy x8.1", an lr cut in the plan).
+    assert d.check("entropy_blowup").status.value == "skipped", d.check("entropy_blowup")
+    assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]

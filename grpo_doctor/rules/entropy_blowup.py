@@ -39,7 +39,7 @@ from grpo_doctor.findings import Status
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule
+from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
 from grpo_doctor.rules.plot import Threshold, ladder, number
 from grpo_doctor.rules.points import late_points, series, snap_to_logged
 from grpo_doctor.rules.signals import reward_progress, rising
@@ -63,6 +63,12 @@ RULE = Rule(
 
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
+    if _no_update(run):
+        # Every group alike and a gradient of exactly 0 on every logged step: no update
+        # moved the policy, so its entropy moved with what it sampled (trial 75: "entropy
+        # x8.1 ... learning_rate x0.5" on a run whose gradient was 0 on all 200 steps).
+        raise Skip("no update moved the policy (grad norm 0 and every group alike on every "
+                   "logged step): its entropy moved with what it sampled")
     steps, h = series(run, ENTROPY)
     smooth = rolling_median(h, 5)
     head = float(np.median(h[: max(3, len(h) // 20)]))
@@ -231,3 +237,11 @@ def lines(p: Mapping[str, float], evidence: Mapping[str, object]
     return {ENTROPY: ladder([(line, f"blow-up ({fmt(line)}: baseline {fmt(base)} x"
                               f"{1 + p['rise']:g} and +{fmt(p['min_rise'])})", "warning")],
                             True)}
+
+
+def _no_update(run: Run) -> bool:
+    """A gradient norm of exactly 0 and every group's rewards equal on every logged step (10
+    at least): the loss had nothing to follow."""
+    _, g = series(run, Metric.GRAD_NORM.value)
+    _, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    return len(g) >= 10 and len(z) >= 10 and not np.any(g != 0) and bool(np.all(z >= 1.0))

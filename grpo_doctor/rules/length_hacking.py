@@ -95,6 +95,12 @@ def _pinned(run: Run, p) -> dict | None:
     if len(t) >= 3:  # a share per logged step: meaningful even in short logs
         k = late_points(len(t), min_n=2 if len(t) < 10 else 5)
         late = float(np.median(t[-k:]))
+        if late >= p["truncation"] and _short_of_budget(run, steps[t >= p["truncation"]]):
+            # "Truncated" completions far shorter than the budget were not cut by it: the
+            # trainer counts a completion that ended without the end-of-sequence token (a
+            # stop string, an end token it does not mark) as clipped (trial 75: 95% "truncated
+            # at the cap" on 4-token completions under a 12-token budget; "raise the cap").
+            return None
         if late >= p["truncation"]:
             # Already piled up at the start, the onset is the first step at the line (not
             # the first logged one when that one was still below it).
@@ -139,6 +145,16 @@ def _pinned(run: Run, p) -> dict | None:
                 "cut": f"every completion was cut at the cap on {at_cap.mean():.0%} of logged "
                        "steps, the first one among them"}
     return None
+
+
+def _short_of_budget(run: Run, cut_steps: np.ndarray) -> bool:
+    """Whether the configured completion budget is known and, on the steps that logged most
+    completions "truncated", the longest completion stayed under half of it."""
+    budget, _ = knobs.current(run, knobs.MAX_LENGTH)
+    s, longest = series(run, LEN_MAX) if run.has(LEN_MAX) else series(run, LEN)
+    longest = longest[np.isin(s, cut_steps)]
+    return budget is not None and budget > 0 and len(longest) > 0 and (
+        float(np.max(longest)) < 0.5 * budget)
 
 
 def _grew_into_cap(run: Run, pinned: dict) -> bool:
