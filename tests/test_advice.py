@@ -4033,3 +4033,12 @@ def test_completions_far_short_of_the_budget_are_not_truncated_at_it():
     # every group alike on all 200 steps (it had read "entropy x8.1", an lr cut in the plan).
     assert d.check("entropy_blowup").status.value == "skipped", d.check("entropy_blowup")
     assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]
+
+
+def test_a_term_that_began_paying_for_length_late_is_named():
+    """Trial 75: a neutral-named completeness bonus (1.0 for any completion over 12
+    characters) at 0 for 250 steps, then rising with the length: the length drift read
+    "length-normalise the reward" without the term, its rank correlation with the length 0.80
+    over the log (0.99 over its last quarter)."""
+    first = _trial("trl_completeness_bonus_late").root_cause.first_action
+    assert first.startswith("cap or drop the completeness_reward term"), first

@@ -441,8 +441,16 @@ def _tracks_length(run: Run, name: str, col: str) -> bool:
     _, v, length = aligned(run, col, LEN)
     if len(v) < 20:
         return False
-    rho = rank_correlation(v, length)
-    return rho is not None and rho >= _TRACKS_LENGTH
+    # Over the whole log, or over its last quarter where the term began to pay (trial 75: a
+    # "completeness" bonus for any completion over 12 characters, 0 for 250 steps, then
+    # rising with the length: 0.80 over the log, 0.99 over its end).
+    k = max(20, len(v) // 4)
+    for a, b in ((v, length), (v[-k:], length[-k:])):
+        if float(np.ptp(a)) > 0:
+            rho = rank_correlation(a, b)
+            if rho is not None and rho >= _TRACKS_LENGTH:
+                return True
+    return False
 
 
 def _task_signal(run: Run) -> str:
