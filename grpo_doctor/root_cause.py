@@ -62,6 +62,7 @@ from grpo_doctor.rules.signals import (
     reward_progress,
     task_solved,
     unpaid_terms,
+    unshuffled,
 )
 from grpo_doctor.signs import NEAR_RANDOM_ENTROPY, policy_moved
 from grpo_doctor.store import SAVED_CHECKPOINTS, Run
@@ -469,6 +470,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
             f"{_rollback_words(run, step, best=False)}: the completions did not change "
             "there, so the policy was fine", rollback_step=step),
             summary=str(stopped.get("said") or ""))
+    slices = _data_slices(run, root)
+    if slices is not None:
+        return slices
     overshoot = _lr_overshoot(run) if check.mode in _LR_MODES else None
     if overshoot is not None:
         lr = setup.get("learning_rate")
@@ -2071,6 +2075,34 @@ class _Overshoot:
 
 #: The reward's gain, in step noises, under a warm-up whose run then fell below its start.
 _OVERSHOOT_NOISE = 2.5
+
+
+def _data_slices(run: Run, root: Event) -> _Lead | None:
+    """Reward crashes that each came back, at evenly spaced steps, on a run whose config
+    serves the prompts in the dataset's own order: each drop is where a slice of the data
+    began (a sorted or concatenated dataset), not the policy breaking (trial 75: a dataset
+    sorted by answer, each answer 50 steps, crashes at 51, 101, 151 read "roll back to
+    checkpoint-50, then learning_rate 1e-4 -> 5e-5"). None otherwise."""
+    order = unshuffled(run)
+    if order is None or root.check.mode != "reward_overfit":
+        return None
+    drops = sorted(i.step for i in root.check.incidents) if root.check.incidents else []
+    if root.check.onset_step is not None and root.check.onset_step not in drops:
+        drops = sorted([*drops, int(root.check.onset_step)])
+    if len(drops) < 3:
+        return None
+    gaps = np.diff(drops)
+    if float(np.min(gaps)) < 0.8 * float(np.median(gaps)) or (
+            float(np.max(gaps)) > 1.2 * float(np.median(gaps))):
+        return None  # not a period: crashes of the policy's own
+    at = ", ".join(step_text(d) for d in drops)
+    return _Lead(knobs.Remedy(
+        f"shuffle the training prompts ({order} -> True): the reward fell at steps {at}, "
+        f"every {step_text(int(np.median(gaps)))} steps, where each slice of a dataset served "
+        "in its own order began (sorted or concatenated); check those rows' answers where a "
+        "slice's reward stays down; no roll-back: the policy did not break"),
+        summary=f"the data's order: {order}, and the reward fell at each slice (steps {at}): "
+                f"{root.summary}")
 
 
 def _floor_above_peak(run: Run, lr: recipe.Reading | None, lr_max: float

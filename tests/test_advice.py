@@ -4042,3 +4042,22 @@ def test_a_term_that_began_paying_for_length_late_is_named():
     over the log (0.99 over its last quarter)."""
     first = _trial("trl_completeness_bonus_late").root_cause.first_action
     assert first.startswith("cap or drop the completeness_reward term"), first
+
+
+def test_periodic_reward_drops_on_prompts_served_in_order_are_the_datas_slices():
+    """Trial 75: a dataset sorted by answer, shuffle_dataset False: the reward fell at steps
+    51, 101 and 151, each a new answer digit. It read "roll back to checkpoint-50, then
+    learning_rate 1e-4 -> 5e-5". Shuffled, the same drops would be the policy's own."""
+    d = _trial("trl_dataset_sorted_unshuffled")
+    first = d.root_cause.first_action
+    assert first.startswith("shuffle the training prompts (shuffle_dataset False -> True): "
+                            "the reward fell at steps 51, 101, 151, every 50 steps"), first
+    assert "roll back to" not in first
+    from grpo_doctor.recipe import flat_config
+
+    run = load_runs(TRIAL / "trl_dataset_sorted_unshuffled.csv")[0]
+    cfg = {k: v for k, v in flat_config(json.loads(
+        (TRIAL / "trl_dataset_sorted_unshuffled.config.json").read_text())).items()
+        if k != "shuffle_dataset"}
+    shuffled = diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=cfg))
+    assert not shuffled.root_cause.first_action.startswith("shuffle")
