@@ -640,6 +640,8 @@ def test_deepspeed_chat_ppo_lines_are_read_with_the_reward_printed_after_them(tm
     assert run.mapping["loss"] == "loss" and "critic_loss" in run.unmapped
     check = diagnose(run).check("numerical_failure")
     assert check.status == "critical" and check.onset_step == 3184
+    # The critic's inf is said beside the actor's (helper-104: read, then unsaid).
+    assert "critic_loss (2 values from step 3184)" in check.summary, check.summary
 
 
 def test_deepspeed_chat_steps_count_on_across_epochs_and_the_inline_reward_is_read(tmp_path):

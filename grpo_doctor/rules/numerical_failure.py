@@ -85,8 +85,9 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
             first = s if first is None else min(first, s)
     other = other_models(run)
     for name, steps in other.items():
-        bad[name] = {"first_step": int(steps[0]), "count": len(steps), "nan": len(steps),
-                     "inf": 0}
+        nan = len(run.nan_steps.get(name, ()))
+        bad[name] = {"first_step": int(steps[0]), "count": len(steps), "nan": nan,
+                     "inf": len(steps) - nan}
         first = int(steps[0]) if first is None else min(first, int(steps[0]))
     total = sum(v["count"] for v in bad.values())
     if total < p["min_bad_values"] or first is None:
@@ -167,10 +168,19 @@ _OTHER_MODEL = re.compile(r"^(critic|value|reward_model|rm|prm)(?:[/_]|$)", re.I
 
 
 def other_models(run: Run) -> dict[str, np.ndarray]:
-    """The logged NaN steps of other models' updates (critic, reward model), by column."""
-    return {name: steps for name, steps in run.nan_steps.items()
-            if len(steps) and name not in WATCHED and _OTHER_MODEL.match(name)
-            and _OTHER_UPDATE.search(name)}
+    """The logged NaN or inf steps of other models' updates (critic, reward model), by
+    column (DeepSpeed-Chat's cri_loss inf beside its actor's had gone unsaid; helper-104)."""
+    out = {}
+    for name in {*run.nan_steps, *run.frame.columns}:
+        if name in WATCHED or not (_OTHER_MODEL.match(name) and _OTHER_UPDATE.search(name)):
+            continue
+        bad = run.nan_steps.get(name, np.zeros(0, dtype=np.int64))
+        if name in run.frame.columns:
+            col = run.frame[name].to_numpy(dtype=np.float64)
+            bad = np.union1d(bad, run.steps[np.isinf(col)])
+        if len(bad):
+            out[name] = bad
+    return dict(sorted(out.items()))
 
 
 def other_model(columns: list[str]) -> tuple[str, str]:
