@@ -19,7 +19,7 @@ from grpo_doctor.errors import InputError
 from grpo_doctor.files import is_remote
 from grpo_doctor.importers.launch import launch_error, silent_stop
 from grpo_doctor.metrics import Metric
-from grpo_doctor.store import Run
+from grpo_doctor.store import TEXT_VALUES_NOTE, Run
 
 
 @dataclass(frozen=True)
@@ -155,5 +155,12 @@ def require_metrics(run: Run) -> None:
            f"--map CANONICAL=COLUMN, e.g. --map reward_mean={example} (the metrics each check "
            "needs: grpo-doctor rules)")
     columns = f"columns: {shown}" if shown else "no columns"
+    text = next((n for n in run.notes if n.startswith(TEXT_VALUES_NOTE)), None)
+    if text is not None:
+        # Its keys hold numbers written as text ("52.5|37.8"): no --map reads those.
+        raise InputError(f"{run.source}: no metric grpo-doctor knows ({columns}); "
+                         f"{text[len(TEXT_VALUES_NOTE):]} hold numbers written "
+                         "as text, not one number each: write each as its own key (a mean "
+                         "and a std apart)")
     raise InputError(f"{run.source}: no metric grpo-doctor knows ({columns}); map yours with "
                      f"{how}")

@@ -27,6 +27,9 @@ _INF_WORDS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinit
 #: Text that stands for "nothing logged here" (no note when a column holds it).
 _GAP_WORDS = {"", "-", "–", "—", "no log", "none", "null", "na", "n/a", "nat", "<na>"}
 _MAX_TEXT_NOTES = 5  # columns named in "not numbers" notes before they are counted
+#: The note an importer leaves naming keys whose values are numbers written as text (a mean
+#: and a std as "52.5|37.8"): left out, and said where a refusal or a --map names them.
+TEXT_VALUES_NOTE = "left out, numbers written as text, not one number each: "
 #: A steps x metrics table past this many cells is refused when it would hold fewer than
 #: 1/SPARSE_RATIO of them as values: a few megabytes of records, each at a new step under a new
 #: name, would otherwise ask for gigabytes (a dense log of 1M steps x 30 metrics is still read).
@@ -557,6 +560,12 @@ def build_run(
         column_map = {k: v for k, v in column_map.items()
                       if v in raw.columns or k not in optional}
         missing = [src for src in column_map.values() if src not in raw.columns]
+        texts = [n for n in (notes or ()) if n.startswith(TEXT_VALUES_NOTE)]
+        written = [m for m in missing if texts and f"{m} (" in texts[0]]
+        if written:
+            raise ConfigError(
+                f"--map names {agree(len(written), 'a key', 'keys')} of {source} holding "
+                f"numbers written as text, not one number each: {texts[0][len(TEXT_VALUES_NOTE):]}")
         if missing:
             raise ConfigError(
                 f"--map names {agree(len(missing), 'a column', 'columns')} not in {source}: "

@@ -1673,3 +1673,18 @@ def test_a_log_with_a_few_nul_bytes_is_read_and_utf16_text_is_said(tmp_path, cap
     wide.write_bytes(("\n".join(rows) + "\n").encode("utf-16"))
     code, _, err = run_cli(capsys, "diagnose", str(wide))
     assert code == 2 and "UTF-16 text" in err and "iconv" in err and len(err.splitlines()) == 1
+
+
+def test_a_jsonl_of_numbers_written_as_text_says_so(capsys, tmp_path):
+    """Trial 74: a pasted JSONL whose only metric was "52.5469|37.7781" (a mean and a std as
+    text) read "no metric grpo-doctor knows (no columns)", then, with the --map that message
+    asked for, "--map names a column not in" the file: two contradictions. Both name it now."""
+    log = tmp_path / "ppo.jsonl"
+    log.write_text("".join(f'{{"step": {s}, "ppo_response_length": "{52 - s}.5|37.7"}}\n'
+                           for s in range(1, 11)))
+    code, out, err = run_cli(capsys, "diagnose", str(log))
+    assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1
+    assert "ppo_response_length ('51.5|37.7') hold numbers written as text" in err, err
+    code, _, err = run_cli(capsys, "diagnose", str(log), "--map",
+                           "response_length_mean=ppo_response_length")
+    assert code == 2 and "holding numbers written as text" in err, err

@@ -33,11 +33,12 @@ from grpo_doctor.importers.incremental import (
 )
 from grpo_doctor.live_store import Rows
 from grpo_doctor.metrics import STEP_KEYS
-from grpo_doctor.store import Run, build_run
+from grpo_doctor.store import TEXT_VALUES_NOTE, Run, build_run
 from grpo_doctor.text import agree, plural
 
 
-def _parse_lines(text: str, whole: bool = False) -> tuple[list[Record], int, bool]:
+def _parse_lines(text: str, whole: bool = False, text_keys: dict[str, str] | None = None
+                 ) -> tuple[list[Record], int, bool]:
     """The records of the lines, how many lines were no JSON object, and whether the last one
     was an object cut off, of which (``whole``: the file read to its end, as pasted or left by
     a crash) the complete ``"key": number`` entries were kept."""
@@ -65,10 +66,22 @@ def _parse_lines(text: str, whole: bool = False) -> tuple[list[Record], int, boo
         step = progress_step(obj.get(PROGRESS_KEY))
         if step is not None and not any(k in obj for k in ("step", "global_step")):
             obj = {**obj, "global_step": step}  # ms-swift logs its step only as "12/547"
-        record = numeric_record(flatten(obj), exact_ints=True)
+        flat = flatten(obj)
+        record = numeric_record(flat, exact_ints=True)
+        if text_keys is not None and len(text_keys) < 5:
+            # Kept out as text, said: "no columns", then "--map names a column not in" it,
+            # read as two contradictions (trial 74: "ppo_response_length": "52.5|37.8").
+            for key, value in flat.items():
+                if isinstance(value, str) and key not in record and key not in text_keys and (
+                        _NUMBERS_IN_TEXT.match(value)):
+                    text_keys[key] = value[:40]
         if record:
             records.append(record)
     return records, bad, cut
+
+
+#: Text that holds numbers but is none ("52.5469|37.7781", "0.5 ± 0.1").
+_NUMBERS_IN_TEXT = re.compile(r"^\s*[-+]?\d[\d.eE+-]*\s*[|±/,;]\s*[-+]?\d")
 
 
 #: The step keys a record may hold (the importer reads the step column by these names).
@@ -115,7 +128,8 @@ def _sniff(path: Path, head: bytes) -> int:
 
 
 def _load(path: Path, options: LoadOptions) -> list[Run]:
-    records, bad, cut = _parse_lines(read_text(path), whole=True)
+    text_keys: dict[str, str] = {}
+    records, bad, cut = _parse_lines(read_text(path), whole=True, text_keys=text_keys)
     if cut and len(records) > 1 and _STEPS & records[0].keys() and not (
             _STEPS & records[-1].keys()):
         records.pop()  # cut off before its step: a row of no known step
@@ -130,6 +144,8 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
              f"{agree(bad, 'was', 'were')} skipped"] if bad else []
     if cut:
         notes.append(cut_note)
+    if text_keys:
+        notes.append(TEXT_VALUES_NOTE + ", ".join(f"{k} ({v!r})" for k, v in text_keys.items()))
     return [
         build_run(
             frame, name=file_run_name(path), source=str(path), format="jsonl",
