@@ -26,6 +26,7 @@ many healthy runs use a learning rate above 1e-6 (LoRA adapters, small models) o
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -923,14 +924,15 @@ def _trained_side(flat: Mapping[str, Any]) -> dict[str, Any]:
 #: generation.repetition_penalty 2 made preflight critical).
 _SAMPLER_SETTINGS = frozenset({"temperature", "top_p", "top_k", "min_p", "repetition_penalty",
                                "epsilon_cutoff", "eta_cutoff", "typical_p"})
-_NOT_ROLLOUT = frozenset({"reward_model", "critic", "ref", "judge", "teacher", "val_kwargs",
-                          "eval", "evaluation", "validation"})
+_NOT_ROLLOUT = re.compile(r"^(?:ref|val|val_.*|eval.*|validation.*|test_.*|judge.*|teacher.*|"
+                          r"reward_model.*|critic.*|.*_eval|.*_judge)$")
 
 
 def _sampling_side(flat: Mapping[str, Any]) -> dict[str, Any]:
-    """``flat`` without the keys of sections whose sampler is not the rollout's."""
+    """``flat`` without the keys of sections whose sampler is not the rollout's (an
+    evaluation's ``eval_generation_kwargs`` too; h105)."""
     return {k: v for k, v in flat.items()
-            if not any(part in _NOT_ROLLOUT for part in k.split(".")[:-1])}
+            if not any(_NOT_ROLLOUT.match(part) for part in k.split(".")[:-1])}
 
 
 #: A schedule's floor, as the schedulers name it (transformers' cosine_with_min_lr's
@@ -944,17 +946,29 @@ def schedule_floor_above(flat: Mapping[str, Any]) -> tuple[str, float, float, st
     """(key, the floor's lr, the learning rate, the floor's fix) when a config's schedule
     floor lies above its learning rate: the schedule climbs to the floor instead of decaying
     from the lr. None otherwise."""
-    peak = as_number(lookup(flat, knobs.LEARNING_RATE.names)[0])
-    if not peak or peak <= 0:
+    value, lr_key = lookup(flat, knobs.LEARNING_RATE.names)
+    peak = as_number(value)
+    if not peak or peak <= 0 or lr_key is None:
         return None
+    # The policy's own schedule only: a floor under the lr's section (verl's
+    # actor_rollout_ref.actor.optim.min_lr_ratio), or TRL's lr_scheduler_kwargs beside a
+    # top-level lr; never a critic's, a reference's or another group's (h105).
+    section = lr_key.rsplit(".", 1)[0] + "." if "." in lr_key else ""
+    kind = str(lookup(flat, ("lr_scheduler_type", "warmup_style", "lr_warmup_style",
+                             "lr_decay_style"))[0] or "").lower()
+    if "constant" in kind:
+        return None  # (a constant schedule reads no floor)
     for key, value in flat.items():
         last = key.rsplit(".", 1)[-1]
+        own = key.startswith(section) if section else (
+            "." not in key or key.startswith("lr_scheduler_kwargs."))
         x = as_number(value)
-        if x is None:
-            continue
-        if last in _LR_FLOORS and x > peak:
+        if not own or x is None or not math.isfinite(x) or x <= 0:
+            continue  # (NaN, inf or a negative floor: not judged)
+        # Half again above the lr or more: a floor a hair above it barely climbs.
+        if last in _LR_FLOORS and x >= 1.5 * peak:
             return key, x, peak, f"{key} {_num(x)} -> {_num(peak / 10)}"
-        if last in _LR_FLOOR_RATES and x > 1:  # (a share of the lr: 0.1 is a tenth)
+        if last in _LR_FLOOR_RATES and x >= 1.5:  # (a share of the lr: 0.1 is a tenth)
             return key, x * peak, peak, f"{key} {_num(x)} -> 0.1"
     return None
 
@@ -1664,4 +1678,9 @@ def bad_value(reading: Reading) -> str | None:
     if s.id == "top_p" and x > 1:
         return f"{reading.name}: {_shown(reading)} is out of range (it must be above 0 and at " \
             "most 1)"
+    if s.id in ("epsilon_cutoff", "eta_cutoff") and x >= 1:
+        # (transformers refuses it: no run was sampled so; h105)
+        return f"{reading.name}: {_shown(reading)} is out of range (it must be below 1)"
+    if s.id == "typical_p" and x > 1:
+        return f"{reading.name}: {_shown(reading)} is out of range (it must be at most 1)"
     return None

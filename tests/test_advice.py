@@ -4061,3 +4061,36 @@ def test_periodic_reward_drops_on_prompts_served_in_order_are_the_datas_slices()
         if k != "shuffle_dataset"}
     shuffled = diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=cfg))
     assert not shuffled.root_cause.first_action.startswith("shuffle")
+
+
+def test_h105_a_critics_floor_a_hair_above_or_a_bad_floor_is_no_contradiction():
+    """h105: a critic's min_lr compared with the actor's lr made preflight critical and was
+    named as the actor's overshoot; a floor 5% above the lr, or a NaN, negative or infinite
+    one, read "the lr will climb". Only the policy's own floor half again above its lr."""
+    floor = recipe.schedule_floor_above
+    assert floor(recipe.flat_config({"actor_rollout_ref": {"actor": {"optim": {
+        "lr": 1e-6, "min_lr_ratio": 0.1}}}, "critic": {"optim": {"lr": 1e-5,
+                                                                  "min_lr": 2e-6}}})) is None
+    for bad in (1.05e-5, float("nan"), -1e-3, float("inf"), "nan"):
+        assert floor({"learning_rate": 1e-5, "lr_scheduler_kwargs.min_lr": bad}) is None, bad
+    assert floor({"learning_rate": 1e-5, "lr_scheduler_type": "constant_with_warmup",
+                  "lr_scheduler_kwargs.min_lr": 1e-3}) is None
+    assert floor({"learning_rate": 1e-5, "lr_scheduler_kwargs.min_lr": 1e-3})[0] == (
+        "lr_scheduler_kwargs.min_lr")
+    for bad in ({"epsilon_cutoff": 1}, {"eta_cutoff": 2.0}):
+        reading = recipe.read_config({"generation_kwargs": bad}).get(next(iter(bad)))
+        assert recipe.bad_value(reading), bad
+    assert not recipe.read_config({"eval_generation_kwargs": {"epsilon_cutoff": 0.3}}).outside
+
+
+def test_h105_a_hard_cap_the_config_does_not_name_is_truncation_still():
+    """h105: vLLM's max_tokens 256 under a configured 1024 cut every completion at 256 late in
+    the run: the 'far short of the budget' exemption (for completions that end without the
+    end token, at lengths that vary) had hidden the pile-up."""
+    n = 200
+    late = np.arange(n) >= 150
+    run = replace(make_run(reward=np.full(n, 0.5), truncation_ratio=np.where(late, 0.92, 0.0),
+                           response_length_mean=np.where(late, 255.0, 120.0),
+                           response_length_max=np.where(late, 256.0, 200.0)),
+                  config={"max_completion_length": 1024})
+    assert diagnose(run).check("length_hacking").fired

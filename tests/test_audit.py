@@ -785,13 +785,13 @@ def test_a_run_named_after_the_audited_folder_is_labelled_by_its_source(tmp_path
 
 def test_a_log_of_metric_lines_in_a_format_not_read_is_an_error_row_not_passed_over(
         capsys, tmp_path):
-    """Trial 74: a custom loop's 'Step 0: loss=..., mean_reward=...' log in a folder of runs
+    """Trial 74: a custom loop's log of metric lines in a format not read, in a folder of runs
     had been passed over as "a document with no console-log lines" (so, before its format was
     read, had DeepSpeed-Chat's with an inf loss). A README stays passed over."""
     (tmp_path / "good.csv").write_text("step,reward_mean\n" + "".join(
         f"{s},{0.1 + s / 100}\n" for s in range(1, 30)))
     (tmp_path / "train.log").write_text("".join(
-        f"Step {s:>3}: loss={s / 1000:.4f}, mean_reward=0.00\n" for s in range(5)))
+        f"[rank0] it {s} >> loss={s / 1000:.4f} reward=0.00\n" for s in range(5)))
     (tmp_path / "README.md").write_text("# notes\nStep 1: loss=0.1, reward=0.2\n")
     code, out, _ = run_cli(capsys, "audit", str(tmp_path), "-f", "json")
     doc = json.loads(out)

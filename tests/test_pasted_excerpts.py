@@ -730,3 +730,15 @@ def test_several_printed_dicts_a_step_keep_their_step_key(tmp_path, per_step):
     both.write_text("".join("{" + f"'loss': 0.1, 'reward': {s / 100}, 'step': 0, "
                             f"'global_step': {s}" + "}\n" for s in range(1, 21)))
     assert list(load_runs(both)[0].steps) == list(range(1, 21))
+
+
+def test_a_custom_loops_step_lines_of_key_equals_value_are_read(tmp_path):
+    """Trial 74: a custom JAX loop's 'Step   0: loss=-0.0000, mean_reward=0.00' was refused
+    ("text with no metric lines"); items apart by commas or spaces."""
+    log = tmp_path / "loop.log"
+    log.write_text("Starting training for 100 steps...\n" + "".join(
+        f"Step {s:>3}: loss={s / 100:.4f}, mean_reward={s / 10:.2f}\n  Samples: ' a', ' b'\n"
+        for s in range(6)) + "Step   6: loss=0.06 mean_reward=0.6\n")
+    run = load_runs(log)[0]
+    assert list(run.steps) == list(range(7))
+    assert list(run.frame["reward_mean"]) == [s / 10 for s in range(7)]

@@ -373,12 +373,27 @@ _TRAILING_ITEM = re.compile(
 _EPOCH_STEP = re.compile(r"(?<![\w/.-])epoch:\s*(\d+)\s*[|,]\s*step:", re.IGNORECASE)
 
 
+#: A custom loop's ``Step 10: loss=0.12, mean_reward=0.50`` (a step, a colon, key=value
+#: items): refused before (trial 74's JAX loop).
+_ASSIGNED_STEP = re.compile(r"(?<![\w/.-])(?:[Ss]tep|STEP|[Ii]ter(?:ation)?)\s+(\d+)"
+                            r"(?:\s*/\s*\d+)?\s*:\s*(?=[A-Za-z_][\w/.]*\s*=)")
+_ASSIGNED_SEP = re.compile(r",\s*|\s+(?=[A-Za-z_][\w/.]*\s*=)")
+_ASSIGNED_ITEM = re.compile(rf"\s*(?P<key>[A-Za-z_][\w/.]*)\s*=\s*(?P<val>{_NUM})\s*")
+
+
 def parse_labelled_line(text: str) -> tuple[int, Record] | None:
-    """A line ``... Step N[/M] | Key: value | ...`` (or ``,``-separated) as (N, {key:
-    value}), when one of its keys names a metric the aliases know."""
+    """A line ``... Step N[/M] | Key: value | ...`` (or ``,``-separated), or ``Step N:
+    key=value, ...``, as (N, {key: value}), when one of its keys names a metric the aliases
+    know."""
     m = _LABELLED_STEP.search(text)
     if m is None:
-        return None
+        a = _ASSIGNED_STEP.search(text)
+        if a is None:
+            return None
+        assigned = dict(_items(text[a.end():], _ASSIGNED_SEP, _ASSIGNED_ITEM))
+        if not assigned or not _names_a_metric(tuple(assigned)):
+            return None
+        return int(a.group(1)), assigned
     record: Record = {}
     for key, value in _items(text[m.end():], _LABELLED_SEP[m.group("sep")], _LABELLED_ITEM):
         key = re.sub(r"\s+", " ", key)
@@ -1462,7 +1477,7 @@ def _sniff(path: Path, head: bytes) -> int:
     if any(_ITER_LINE.match(line) and parse_iter_line(line) for line in text.splitlines()):
         return 75 + bonus
     if any(parse_labelled_line(line) for line in text.splitlines()
-           if _LABELLED_STEP.search(line)):
+           if _LABELLED_STEP.search(line) or _ASSIGNED_STEP.search(line)):
         return 72 + bonus
     if _postfix_records(split_segments(text[:_SNIFF_BYTES]))[1]:
         return 70 + bonus

@@ -244,4 +244,9 @@ def _no_update(run: Run) -> bool:
     at least): the loss had nothing to follow."""
     _, g = series(run, Metric.GRAD_NORM.value)
     _, z = series(run, Metric.ZERO_STD_FRACTION.value)
-    return len(g) >= 10 and len(z) >= 10 and not np.any(g != 0) and bool(np.all(z >= 1.0))
+    _, kl = series(run, Metric.KL.value)
+    bonus, _ = knobs.current(run, knobs.ENTROPY_COEF)
+    # (A KL to the reference that moved, or an entropy bonus, moved the policy whatever the
+    # logged norm: DeepSpeed logs 0 beside real updates; h105.)
+    return len(g) >= 10 and len(z) >= 10 and not np.any(g != 0) and bool(np.all(z >= 1.0)) \
+        and not (len(kl) and float(np.max(np.abs(kl))) > 0) and not (bonus and bonus > 0)

@@ -149,12 +149,19 @@ def _pinned(run: Run, p) -> dict | None:
 
 def _short_of_budget(run: Run, cut_steps: np.ndarray) -> bool:
     """Whether the configured completion budget is known and, on the steps that logged most
-    completions "truncated", the longest completion stayed under half of it."""
+    completions "truncated", the longest completion stayed under half of it and varied (a
+    hard cap the config does not name, vLLM's max_tokens, cuts every step at one length:
+    that is truncation all the same; h105). Needs the longest completion logged."""
     budget, _ = knobs.current(run, knobs.MAX_LENGTH)
-    s, longest = series(run, LEN_MAX) if run.has(LEN_MAX) else series(run, LEN)
-    longest = longest[np.isin(s, cut_steps)]
-    return budget is not None and budget > 0 and len(longest) > 0 and (
-        float(np.max(longest)) < 0.5 * budget)
+    if not run.has(LEN_MAX) or budget is None or budget <= 0:
+        return False
+    s, every = series(run, LEN_MAX)
+    longest = every[np.isin(s, cut_steps)]
+    # A cap cuts at one length, the longest the run ever logged; completions that end
+    # without the end token end where they end (3 tokens here, 6 on another step).
+    return len(longest) >= 3 and float(np.max(longest)) < 0.5 * budget and (
+        float(np.max(longest)) >= 1.2 * float(np.min(longest))
+        or float(np.max(longest)) < float(np.max(every)))
 
 
 def _grew_into_cap(run: Run, pinned: dict) -> bool:
@@ -445,7 +452,10 @@ def _tracks_length(run: Run, name: str, col: str) -> bool:
     # "completeness" bonus for any completion over 12 characters, 0 for 250 steps, then
     # rising with the length: 0.80 over the log, 0.99 over its end).
     k = max(20, len(v) // 4)
-    for a, b in ((v, length), (v[-k:], length[-k:])):
+    # (The last quarter only for a term that had not paid before it: a task term improving
+    # all along with longer answers is no length payer; h105.)
+    late = float(np.ptp(v[:-k])) <= 0.1 * float(np.ptp(v)) if len(v) > k else False
+    for a, b in ((v, length), *(((v[-k:], length[-k:]),) if late else ())):
         if float(np.ptp(a)) > 0:
             rho = rank_correlation(a, b)
             if rho is not None and rho >= _TRACKS_LENGTH:
