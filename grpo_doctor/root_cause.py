@@ -2078,17 +2078,17 @@ _OVERSHOOT_NOISE = 2.5
 
 
 def _data_slices(run: Run, root: Event) -> _Lead | None:
-    """Reward crashes that each came back, at evenly spaced steps, on a run whose config
-    serves the prompts in the dataset's own order: each drop is where a slice of the data
+    """Reward crashes at evenly spaced steps (three or more), on a run whose config serves
+    the prompts in the dataset's own order: each drop is where a slice of the data
     began (a sorted or concatenated dataset), not the policy breaking (trial 75: a dataset
     sorted by answer, each answer 50 steps, crashes at 51, 101, 151 read "roll back to
     checkpoint-50, then learning_rate 1e-4 -> 5e-5"). None otherwise."""
     order = unshuffled(run)
     if order is None or root.check.mode != "reward_overfit":
         return None
-    drops = sorted(i.step for i in root.check.incidents) if root.check.incidents else []
-    if root.check.onset_step is not None and root.check.onset_step not in drops:
-        drops = sorted([*drops, int(root.check.onset_step)])
+    onset = root.check.onset_step
+    drops = sorted({i.step for i in root.check.incidents} | (
+        {int(onset)} if onset is not None else set()))
     if len(drops) < 3:
         return None
     gaps = np.diff(drops)

@@ -243,15 +243,13 @@ def _scored_per_prompt(run: Run) -> tuple[str, int, int] | None:
                    if np.allclose(alike * g, np.round(alike * g), atol=1e-6)), None)
     if groups is None or groups < 3 or _pairs(run) is not None:
         return None  # (groups of 2 agree by chance half the time: no grid tells then)
-    graded = {name: _on_group_grid(run.finite_series(col)[1], groups)
-              for name, col in components(run).items()}
+    means = {name: run.finite_series(col)[1] for name, col in components(run).items()}
+    graded = {name: _on_group_grid(v, groups) for name, v in means.items()}
     # Another term told the completions of a group apart (its means finer than the grid).
     if not any(on is False for on in graded.values()):
         return None
     name = next((n for n, on in graded.items() if on), None)
-    if name is None:
-        return None
-    return name, groups, len(run.finite_series(components(run)[name])[1])
+    return None if name is None else (name, groups, len(means[name]))
 
 
 def _on_group_grid(v: np.ndarray, groups: int) -> bool | None:

@@ -300,11 +300,7 @@ def _no_signal(run: Run, steps: np.ndarray) -> np.ndarray:
     """Per grad-norm step, whether every group had equal rewards there (the zero-std share
     logged as 1): a step with no advantage to follow."""
     zs, z = series(run, Metric.ZERO_STD_FRACTION.value)
-    if not len(z):
-        return np.zeros(len(steps), dtype=bool)
-    at = np.searchsorted(zs, steps)
-    found = (at < len(zs)) & (zs[np.minimum(at, len(zs) - 1)] == steps)
-    return found & (z[np.minimum(at, len(zs) - 1)] >= 1.0 - 1e-9)
+    return np.isin(steps, zs[z >= 1.0 - 1e-9])
 
 
 def _remedies(run: Run) -> tuple[str | None, ...]:
