@@ -67,6 +67,11 @@ class Alert:
     #: recovered from (rho1.00: a crash at step 45 the reward came back from by 55, then the
     #: real one at 130 that a finding still held from step 45 had kept silent).
     earlier_onset: int | None = None
+    #: When an earlier episode raised the finding first (``first_alert_step`` before the
+    #: onset) and cleared by its rule: where this episode's own alert came, as diagnose's
+    #: ``episode_alert_step`` (rho1.00's JSON had "first_alert_step": 40 beside onset 135 and
+    #: nothing to tie them; helper-106).
+    episode_alert_step: int | None = None
     #: A critical finding held below critical for ``clear_after`` logged points, now shown as
     #: a warning (an "eased" event): a JSON reader that saw "critical" is told it is no longer.
     eased: bool = False
@@ -133,6 +138,9 @@ class Alert:
         earlier = (" (an earlier episode)" if self.first_alert_step is not None
                    and self.onset_step is not None and self.first_alert_step < self.onset_step
                    else "")
+        if earlier and self.episode_alert_step is not None:
+            earlier = (f" (an earlier episode; this one's at {unit} "
+                       f"{fmt(self.episode_alert_step)})")
         return (f"{what}: first alert at {unit} {fmt(self.first_alert_step)}{earlier}, onset "
                 f"{fmt(self.onset_step)}, seen at {unit} {fmt(self.step)}. "
                 f"{terminal(self.summary).rstrip('.')}{do}")
@@ -147,7 +155,8 @@ class Alert:
             "run": self.run, "source": self.source, "step_unit": self.step_unit,
             "last_seen_step": self.last_seen_step, "clear_points": self.clear_points,
             "first_action": self.first_action, "root_cause": self.root_cause,
-            "earlier_onset": self.earlier_onset, "eased": self.eased,
+            "earlier_onset": self.earlier_onset,
+            "episode_alert_step": self.episode_alert_step, "eased": self.eased,
         }
 
 
@@ -289,6 +298,7 @@ class Monitor:
                     previous_first_alert_step=prev.first_alert_step if prev is not None else None,
                     remedies=check.remedies, run=run.name, source=run.source, step_unit=unit,
                     earlier_onset=prev.onset_step if episode and prev is not None else None,
+                    episode_alert_step=check.episode_alert_step,
                 )
                 self.alerted[rule.id] = alert
                 self._shown[rule.id] = check

@@ -460,3 +460,23 @@ def test_watch_alerts_the_real_crash_after_an_excursion_the_run_came_back_from()
     assert crash[0].step <= 50 and 130 <= crash[1].step <= 150
     assert crash[1].earlier_onset is not None and crash[1].earlier_onset < 50
     assert "a new episode" in crash[1].line()
+
+
+@pytest.mark.skipif(not REAL_RUNS.is_dir(), reason="shared real runs not present")
+def test_watch_read_whole_ties_an_earlier_episodes_first_alert_to_this_episodes() -> None:
+    """rho1.00 read in one poll (``watch --once``; helper-106): advantage_collapse's first
+    alert (40) came from an episode its rule saw clear by 60, beside an onset of 135 and
+    nothing in the JSON to tie them. The alert carries this episode's own alert, as
+    diagnose's JSON does."""
+    path = REAL_RUNS / "trl-console" / "nips-grpo-dynamics_exp1a_rho1.00_seed42.log"
+    if not path.exists():
+        pytest.skip("rho1.00 not present")
+    run = load_runs(path)[0]
+    alerts = {a.mode: a for a in Monitor().evaluate(run)}
+    collapse = alerts["advantage_collapse"]
+    assert collapse.first_alert_step is not None and collapse.onset_step is not None
+    assert collapse.first_alert_step < collapse.onset_step
+    assert collapse.episode_alert_step is not None
+    assert collapse.episode_alert_step >= collapse.onset_step
+    assert collapse.to_dict()["episode_alert_step"] == collapse.episode_alert_step
+    assert f"this one's at step {collapse.episode_alert_step}" in collapse.line()
