@@ -31,7 +31,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from grpo_doctor.comparison import Comparison, FindingComparison, MetricComparison
+from grpo_doctor import recipe
+from grpo_doctor.comparison import Comparison, FindingComparison, MetricComparison, Suspect
 from grpo_doctor.config import Settings
 from grpo_doctor.engine import diagnose
 from grpo_doctor.errors import ConfigError
@@ -198,6 +199,99 @@ def compare_findings(diagnoses: Sequence[Diagnosis]) -> dict[str, FindingCompari
     return {mode: out[mode] for mode in sorted(out, key=began)}
 
 
+# --- settings that explain a run's findings ---------------------------------------------------
+
+
+def suspects(reference: Run, run: Run, reference_diagnosis: Diagnosis, diagnosis: Diagnosis
+             ) -> tuple[Suspect, ...]:
+    """The recipe's settings whose value in ``run`` differs from ``reference``'s in a direction
+    the chapter links to a finding ``run`` has at a worse status than ``reference``: a pair
+    of runs that differ in one setting is the strongest evidence there is, whatever the
+    recipe's range (an lr 1e-4 -> 1e-3 on a small model, both above the chapter's ceiling).
+    Primary links first."""
+    ref_status = {c.mode: c.status.rank for c in reference_diagnosis.checks if c.fired}
+    worse = {c.mode for c in diagnosis.checks
+             if c.fired and c.status.rank > ref_status.get(c.mode, -1)}
+    if not worse:
+        return ()
+    mine, theirs = recipe.read_run(run), recipe.read_run(reference)
+    found: list[Suspect] = []
+    for r in mine:
+        ref = theirs.get(r.id)
+        if ref is None or recipe.NOT_SET in (r.verdict, ref.verdict) or r.setting.note_only:
+            continue
+        a, b = ref.value, r.value
+        x, y = recipe.as_number(a), recipe.as_number(b)
+        if _same(a, b) or (x is not None and y is not None and _same(x, y)) or (
+                str(a) == str(b)):
+            continue  # (MLflow keeps params as text: "1.0" is 1.0)
+        if x is not None and y is not None:
+            direction = "higher" if y > x else "lower"
+            verdicts = {recipe.HIGH} if y > x else {recipe.LOW}
+            if r.verdict in recipe.OUTSIDE and (r.verdict not in (recipe.HIGH, recipe.LOW)):
+                verdicts.add(r.verdict)  # off or unsafe on this run's side: its own links
+        else:
+            direction, verdicts = f"set to {r.value_text}", {r.verdict}
+        links = [lk for v in verdicts for lk in r.setting.risks.get(v, ()) if lk.mode in worse]
+        if not links:
+            continue
+        modes = tuple(dict.fromkeys(lk.mode for lk in links))
+        found.append(Suspect(r.name, (a, b), direction, modes, any(lk.primary for lk in links)))
+    return tuple(sorted(found, key=lambda s: not s.primary))
+
+
+def compared_first_action(reference: Run, run: Run, reference_diagnosis: Diagnosis,
+                          diagnosis: Diagnosis, found: Sequence[Suspect]) -> str | None:
+    """What to do first on ``run``, beside a reference: its diagnosis' first action, unless
+    the reference ran healthy and one setting that differs from it is a primary known cause of
+    what ``run`` has and the reference has not, while the diagnosis names a setting the
+    reference ran healthy at (an lr 20x the chapter's ceiling, the control's own) or none.
+    A setup problem with no setting in it (a reward that never scored) keeps its action."""
+    cause = getattr(diagnosis, "root_cause", None)
+    own = getattr(cause, "first_action", None) if cause is not None else None
+    top = next((x for x in found if x.primary), None)
+    if cause is None or reference_diagnosis.status != "healthy":
+        return own
+    knob = cause.knob.get("name") if isinstance(cause.knob, dict) else None
+    if knob is None and cause.setup:
+        return own
+    shared = knob is not None and _same_setting(reference, run, knob)
+    if knob is not None and not shared:
+        # The setting it names differs from the reference's too: it stands, and the
+        # reference's value is one this model is known to train at.
+        same_knob = next((x for x in found if x.setting == knob or (
+            own or "").startswith(f"{x.setting} ")), None)
+        if own and same_knob is not None:
+            return (f"{own}; the reference ran healthy at {same_knob.setting} "
+                    f"{recipe._value_text(same_knob.values[0])}")
+        return own
+    same = (f"the reference ran healthy at {knob} {recipe._value_text(cause.knob['value'])} "
+            "too" if shared and isinstance(cause.knob, dict) else "")
+    if top is None:
+        return (f"look first at what else differs from the reference (in the config diff, or "
+                f"outside the config: the data, the reward code, the model): {same}, and this "
+                f"run's diagnosis names it: {own}") if same and own else own
+    a, b = (recipe._value_text(v) for v in top.values)
+    said = f"; then {own}" if own else ""
+    return (f"{top.setting} {b} -> {a}, the reference's (it ran healthy at {a}; a {top.direction}"
+            f" {top.setting} is a known cause of {', '.join(top.modes)}"
+            f"{'; ' + same if same else ''}){said}")
+
+
+def _same_setting(reference: Run, run: Run, setting_id: str) -> bool:
+    """Both runs set the recipe's ``setting_id`` to one value."""
+    mine, ref = recipe.read_run(run).get(setting_id), recipe.read_run(reference).get(setting_id)
+    if mine is None or ref is None or recipe.NOT_SET in (mine.verdict, ref.verdict):
+        return False
+    x, y = recipe.as_number(mine.value), recipe.as_number(ref.value)
+    return _same(x, y) if x is not None and y is not None else str(mine.value) == str(ref.value)
+
+
+def _own_action(diagnosis: Diagnosis) -> str | None:
+    cause = getattr(diagnosis, "root_cause", None)
+    return getattr(cause, "first_action", None) if cause is not None else None
+
+
 # --- the whole comparison --------------------------------------------------------------------
 
 
@@ -226,12 +320,18 @@ def compare_runs(runs: Sequence[Run], diagnoses: Sequence[Diagnosis] | None = No
     shared = sorted((m for m in canonical if any(m in r.mapping for r in runs[1:])),
                     key=_metric_order)
     diff, origin = config_diff(runs)
+    pairs = list(zip(runs[1:], diags[1:]))
+    found: tuple[tuple[Suspect, ...], ...] = ((), *(suspects(runs[0], r, diags[0], d)
+                                                    for r, d in pairs))
+    actions = (_own_action(diags[0]), *(compared_first_action(runs[0], r, diags[0], d, f)
+                                        for (r, d), f in zip(pairs, found[1:])))
     return Comparison(
         runs=tuple(_run_info(r, d) for r, d in zip(runs, diags)),
         config_diff=diff, config_origin=origin,
         metrics={m: compare_metric(runs, m) for m in shared},
         findings=compare_findings(diags),
         root_causes=tuple(getattr(d, "root_cause", None) for d in diags),
+        suspects=found, first_actions=actions,
     )
 
 

@@ -72,6 +72,23 @@ class FindingComparison:
 
 
 @dataclass(frozen=True)
+class Suspect:
+    """A setting of the recipe that differs from the reference run's, in the direction the
+    chapter links to findings this run has and the reference does not."""
+
+    setting: str  # as this run's config names it
+    values: tuple[Any, Any]  # the reference's, this run's
+    direction: str  # "higher", "lower", or "set to <value>"
+    modes: tuple[str, ...]  # this run's findings it is a known cause of
+    primary: bool  # a primary cause of one of them (not only a contributing one)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"setting": self.setting, "reference": self.values[0], "value": self.values[1],
+                "direction": self.direction, "modes": list(self.modes),
+                "primary": self.primary}
+
+
+@dataclass(frozen=True)
 class Comparison:
     runs: tuple[dict[str, Any], ...]  # name, source, format, first/last step, n_steps, status
     config_diff: dict[str, list[Any]]  # knobs first, then raw keys
@@ -80,6 +97,11 @@ class Comparison:
     findings: dict[str, FindingComparison]
     root_causes: tuple[Any, ...] = field(default=())  # per run: its diagnosis' root cause
     notes: tuple[str, ...] = ()  # how sources holding several runs became runs
+    #: per run (the reference's empty): the settings that differ from the reference's and
+    #: can explain the findings this run has and it has not, most likely first
+    suspects: tuple[tuple[Suspect, ...], ...] = field(default=())
+    #: per run: what to do first, as its diagnosis says it (None where nothing fired)
+    first_actions: tuple[str | None, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--format json`` document (``schema_version`` 1 of the compare contract)."""
@@ -93,6 +115,8 @@ class Comparison:
                 "modes": {k: f.to_dict() for k, f in self.findings.items()},
                 "root_cause": [as_data(rc) for rc in self.root_causes],
             },
+            "suspects": [[x.to_dict() for x in run] for run in self.suspects],
+            "first_action": list(self.first_actions),
             "notes": list(self.notes),
         }
 

@@ -85,7 +85,7 @@ def test_json_schema_and_reports(runs, capsys):
     assert code == 0 and err == ""
     d = json.loads(out)
     assert set(d) == {"schema_version", "runs", "config_diff", "config_origin", "metrics",
-                      "findings", "notes"}
+                      "findings", "notes", "suspects", "first_action"}
     assert d["schema_version"] == 1 and [r["name"] for r in d["runs"]] == [
         "01_healthy_s1", "01_healthy_s1_rl2", "03_lr_too_high_trl"]
     assert set(d["runs"][0]) >= {"name", "source", "format", "first_step", "last_step",
@@ -636,3 +636,55 @@ def test_one_mode_in_another_form_is_not_said_to_ease_or_escalate():
     assert _change(cut, shortened) == "other_form"
     assert _change(cut, Check("length_hacking", Status.WARNING, "truncated", 10,
                               key_metric="truncation_ratio")) == "eases"
+
+
+def test_the_setting_that_differs_from_a_healthy_reference_is_named_with_its_value(runs):
+    """The config is evidence, and a healthy reference that differs in one setting is the
+    best there is: compare names the setting whose difference the chapter links to what the
+    other run has (lr 1e-4 -> 3e-3: KL drift, entropy collapse), and the reference's value
+    beside the first action; a seed of the same recipe has none."""
+    c = compare_runs([runs[HEALTHY_S1.name], runs[SEEDS[0].name], runs[LR_30X.name]])
+    assert c.suspects[0] == () and c.suspects[1] == ()
+    (lr,) = c.suspects[2]
+    assert lr.setting == "learning_rate" and lr.direction == "higher" and lr.primary
+    assert lr.values == (pytest.approx(1e-4), pytest.approx(3e-3))
+    assert set(lr.modes) <= {"kl_drift", "entropy_collapse", "ratio_instability"} and lr.modes
+    first = c.first_actions[2]
+    assert first.startswith("learning_rate 0.003 -> ") and first.endswith(
+        "the reference ran healthy at learning_rate 1e-4"), first
+    d = c.to_dict()
+    assert d["suspects"][2][0]["setting"] == "learning_rate" and d["first_action"][0] is None
+    text = render_compare_text(c, width=100)
+    assert "differs from the reference and can explain it: learning_rate" in text
+
+
+def test_a_setting_the_healthy_reference_shares_is_not_the_first_action(runs):
+    """B's diagnosis blames an lr the healthy reference ran at too (trial 75: the control's own
+    lr, 20x the chapter's ceiling for a larger model): compare says so and points at what
+    else differs, and a differing sampler setting linked to B's findings comes first."""
+    import dataclasses
+
+    from grpo_doctor.engine import diagnose
+
+    n = 200
+    steps = np.arange(1, n + 1)
+    cfg = {"learning_rate": 1e-4, "temperature": 1.0}
+    healthy = make_run(name="a", entropy=np.full(n, 0.8) + 0.01 * np.sin(steps),
+                       reward=np.linspace(0.2, 0.8, n))
+    healthy = dataclasses.replace(healthy, config=dict(cfg))
+    sharp = make_run(name="b", entropy=0.8 * np.exp(-steps / 30) + 0.005,
+                     reward=np.full(n, 0.3) + 0.01 * np.sin(steps))
+    sharp = dataclasses.replace(sharp, config={**cfg, "temperature": 0.3})
+    c = compare_runs([healthy, sharp], [diagnose(healthy), diagnose(sharp)])
+    assert c.runs[0]["status"] == "healthy"
+    (temp,) = c.suspects[1]
+    assert temp.setting == "temperature" and temp.direction == "lower", temp
+    first = c.first_actions[1]
+    assert "temperature 0.3 -> 1" in first and first.endswith(
+        "the reference ran healthy at temperature 1"), first
+    same = dataclasses.replace(sharp, config=dict(cfg))
+    c = compare_runs([healthy, same], [diagnose(healthy), diagnose(same)])
+    assert c.suspects[1] == ()
+    first = c.first_actions[1] or ""
+    assert first.startswith("look first at what else differs from the reference"), first
+    assert "the reference ran healthy at learning_rate 1e-4 too" in first, first

@@ -252,7 +252,26 @@ def _report(comparison: Comparison, width: int) -> list[Any]:
     if any(text for _, text in causes):
         out += [Text(""), Text("Root cause")]
         out += [hang(f"  {letter(i)} ", text) for i, text in causes if text]
+    for i, line in _advice_lines(comparison):
+        out.append(hang(f"  {letter(i)} ", line))
     return out
+
+
+def _advice_lines(comparison: Comparison) -> list[tuple[int, str]]:
+    """Per run: what to do first, then the settings that differ from the reference's and can
+    explain what it has and the reference has not."""
+    out: list[tuple[int, str]] = []
+    for i, action in enumerate(comparison.first_actions):
+        if action:
+            out.append((i, f"do this first: {action}"))
+        found = comparison.suspects[i] if i < len(comparison.suspects) else ()
+        if found:
+            out.append((i, "differs from the reference and can explain it: " + "; ".join(
+                f"{x.setting} {_value(x.values[0])} -> {_value(x.values[1])} ({x.direction}: "
+                f"a known {'cause of' if x.primary else 'contributor to'} {', '.join(x.modes)})"
+                for x in found)))
+    return out
+
 
 
 def _no_config_diff(comparison: Comparison) -> str:
@@ -380,6 +399,7 @@ def render_compare_markdown(comparison: Comparison) -> str:
     if any(text for _, text in causes):
         lines += ["", "### Root cause", ""]
         lines += [f"- {letter(i)}: {md(text)}" for i, text in causes if text]
+    lines += [f"- {letter(i)}: {md(line)}" for i, line in _advice_lines(comparison)]
     return "\n".join(lines) + "\n"
 
 
