@@ -866,6 +866,121 @@ REWARD_SETS["kwanswer"] = [correctness_reward_kwanswer, format_reward]
 REWARD_SETS["longbonus"] = [correctness_reward, format_reward, completeness_reward]
 
 
+# ---------------------------------------------------------------- trial 76
+CTRL76 = dict(learning_rate=1e-4, seed=503)
+RUNS.update({
+    # healthy controls
+    "ctrl76": dict(CTRL76, seed=503),
+    # two harmless non-defaults: weight_decay 0.01, scale_rewards "batch"
+    "ctrl76_wd_sb": dict(CTRL76, seed=509, weight_decay=0.01, scale_rewards="batch",
+                         _logger="wandb"),
+    # precision: correctness paid 1000/1001 (a constant +1000 offset) under scale_rewards
+    # "none": the group mean removes the offset, harmless
+    "offset1000_none": dict(CTRL76, seed=521, _rewards="offset1000", scale_rewards="none",
+                            _logger="mlflow"),
+    # correctness + N(0, 1e-4) per completion under the default per-group std scaling: groups
+    # whose rewards are all equal get full-size advantages from the noise; bystander
+    # logging_steps 2
+    "noise1e4_log2": dict(CTRL76, seed=523, _rewards="noise1e4", logging_steps=2),
+    # polynomial decay of power 0.1 at lr 2e-3: the lr stays near 2e-3 nearly to the end;
+    # bystander save_steps 20
+    "poly01_2e3_save20": dict(CTRL76, seed=541, learning_rate=2e-3,
+                              lr_scheduler_type="polynomial", lr_scheduler_kwargs={"power": 0.1},
+                              save_steps=20, _logger="wandb"),
+    # the checker compares "7 " (a trailing space on the parsed side) with "7": never pays from
+    # step 1; bystander warmup_steps 0.05 (the ratio form)
+    "trailws_wu005": dict(CTRL76, seed=547, _rewards="trailws", warmup_steps=0.05,
+                          _logger="mlflow"),
+    # 6 passes per generation batch with epsilon 0.4; bystander weight_decay 0.01
+    "it6_eps04_wd": dict(CTRL76, seed=557, num_iterations=6, epsilon=0.4, weight_decay=0.01,
+                         _logger="trackio"),
+    # temperature 1.6 (top_p 1.0); bystander a cosine schedule
+    "temp16_cos": dict(CTRL76, seed=563, temperature=1.6, top_p=1.0, lr_scheduler_type="cosine",
+                       _logger="swanlab"),
+    # lr 1e-5 (hardly moves in 200 steps); bystander max_grad_norm 0.01 (Adam is invariant to a
+    # uniform gradient scale)
+    "lr1e5_gn001": dict(CTRL76, seed=569, learning_rate=1e-5, max_grad_norm=0.01),
+    # a near-greedy sampler from step 1: typical_p 0.05 in generation_kwargs; bystander a
+    # "prompt_len" reward term (the prompt's length: the same for every completion of a group,
+    # removed by the group mean)
+    "typical005_plen": dict(CTRL76, seed=571, generation_kwargs={"typical_p": 0.05},
+                            _rewards="promptlen", _logger="wandb"),
+    # 90% of the dataset rows are one prompt ("3+4="); bystander save_steps 20
+    "dup90_save20": dict(CTRL76, seed=577, _dup90=True, save_steps=20, _logger="trackio"),
+    # late (320 steps): from global step 200 correctness_reward pays 1.0 for every completion
+    # (a grader that stopped checking); bystander weight_decay 0.01
+    "all1_200_wd": dict(CTRL76, seed=587, max_steps=320, _rewards="all1_200", weight_decay=0.01,
+                        _logger="swanlab"),
+    # late (320 steps): dataset in order; rows 800+ (step 200+) use another template
+    # "a + b =" (a second source appended); bystander save_steps 40
+    "latetmpl200_save40": dict(CTRL76, seed=593, max_steps=320, shuffle_dataset=False,
+                               _late_template=800, save_steps=40),
+    # a re-run of all1_200_wd under a second name, to watch it live again (swanlab)
+    "all1_200_rewatch": dict(CTRL76, seed=587, max_steps=320, _rewards="all1_200",
+                             weight_decay=0.01, _logger="swanlab"),
+    # template bug from step 1: the prompt is "a+b" (no "="); bystander logging_steps 2
+    "noeq_log2": dict(CTRL76, seed=599, _prompt="noeq", logging_steps=2),
+    # precision: beta 0.1 with the reference synced to the policy every step (mixup 1.0)
+    "sync1_mix1_beta01": dict(CTRL76, seed=601, beta=0.1, sync_ref_model=True,
+                              ref_model_sync_steps=1, ref_model_mixup_alpha=1.0,
+                              _logger="trackio"),
+})
+
+_NOISE76 = random.Random(7676)
+
+
+def correctness_reward_noise1e4(completions, answer=None, **kwargs):
+    """Correctness plus N(0, 1e-4) per completion (same name)."""
+    return [r + _NOISE76.gauss(0.0, 1e-4) for r in correctness_reward(completions, answer=answer)]
+
+
+correctness_reward_noise1e4.__name__ = "correctness_reward"
+
+
+def correctness_reward_offset1000(completions, answer=None, **kwargs):
+    """Correctness paid 1000 / 1001 (a constant offset; same name)."""
+    return [1000.0 + r for r in correctness_reward(completions, answer=answer)]
+
+
+correctness_reward_offset1000.__name__ = "correctness_reward"
+
+
+def correctness_reward_trailws(completions, answer=None, **kwargs):
+    """BUGGY: the parsed answer is formatted with a trailing space ("7 ") and compared with the
+    key ("7"): never equal, always 0."""
+    out = []
+    for c, ans in zip(completions, answer):
+        m = ANS.search(c)
+        pred = f"{m.group(1)} " if m else None
+        out.append(1.0 if pred is not None and pred == ans else 0.0)
+    return out
+
+
+correctness_reward_trailws.__name__ = "correctness_reward"
+
+
+def prompt_len_reward(completions, prompts=None, **kwargs):
+    """Pays 0.1 per prompt character: the same for every completion of a group."""
+    return [0.1 * len(p) for p in prompts]
+
+
+def correctness_reward_all1_200(completions, answer=None, trainer_state=None, **kwargs):
+    """BUGGY: from global step 200 the grader pays 1.0 for every completion."""
+    if trainer_state is not None and trainer_state.global_step >= 200:
+        return [1.0 for _ in completions]
+    return correctness_reward(completions, answer=answer)
+
+
+correctness_reward_all1_200.__name__ = "correctness_reward"
+REWARD_SETS.update({
+    "noise1e4": [correctness_reward_noise1e4, format_reward],
+    "offset1000": [correctness_reward_offset1000, format_reward],
+    "trailws": [correctness_reward_trailws, format_reward],
+    "promptlen": [correctness_reward, format_reward, prompt_len_reward],
+    "all1_200": [correctness_reward_all1_200, format_reward],
+})
+
+
 # ---------------------------------------------------------------- one GRPO run
 def run(name):
     from datasets import Dataset
@@ -902,6 +1017,8 @@ def run(name):
             return f"{a}+{b}=<a>"
         if prompt_bug == "eos":  # trial 75: the template ends in the eos token
             return f"{a}+{b}=<eos>"
+        if prompt_bug == "noeq":  # trial 76: the template drops the "="
+            return f"{a}+{b}"
         if prompt_bug == "leak":
             return f"{a}+{b}=({answer(a, b, task)})"
         return f"{a}+"
@@ -931,6 +1048,16 @@ def run(name):
             r["answer"] = answer(a, b, "shift1")
     if spec.pop("_sort_answers", False):  # trial 75: rows sorted by answer, stable
         rows = sorted(rows, key=lambda r: r["answer"])
+    late_template = spec.pop("_late_template", None)
+    if late_template:  # trial 76: rows from late_template on use "a + b ="
+        rows = [dict(r) for r in rows]
+        for r in rows[late_template:]:
+            a, b = map(int, r["prompt"].rstrip("=").split("+"))
+            r["prompt"] = f"{a} + {b} ="
+    if spec.pop("_dup90", False):  # trial 76: 90% of rows one prompt
+        one = dict(prompt=prompt_of(3, 4), answer=answer(3, 4, task))
+        rows = [dict(one) for _ in range(1800)] + [dict(r) for r in rows[:200]]
+        random.shuffle(rows)
     answer_col = spec.pop("_answer_col", None)
     if answer_col:  # trial 75: the answer column under another name
         rows = [{"prompt": r["prompt"], answer_col: r["answer"]} for r in rows]

@@ -444,9 +444,11 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     warmup = unfinished_warmup(run) if quiet else None
     # Learned at the lr only when it trained at it: a warm-up that never ended proves nothing
     # of the configured lr (trial 63: "learned at 1e-4: keep it" under a logged peak of 1e-5).
+    # (Not "keep it" where the task's score is still low: trial 76's lr 1e-5, 0.35 -> 0.42,
+    # had read "learned at it: keep it" beside "the task's own score is still low".)
     settings = recipe.notes(setup, checks, idle_settings(run, setup), said,
                             proven=("learning_rate",) if quiet and warmup is None and _learned(
-                                run, checks) else ())
+                                run, checks) else (), kept_said=low is None)
     supervised = _supervised_only(run)
     if supervised is not None:
         # The recipe is GRPO's: no next-run lr for a supervised log (trial 65: an SFT stage's
@@ -482,7 +484,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
 #: The settings of the rollout's sampler: far outside the recipe, they change what each
 #: group samples, what the reward measures and what the policy learns from.
 _SAMPLER = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty",
-            "no_repeat_ngram_size", "do_sample")
+            "no_repeat_ngram_size", "do_sample", "typical_p", "epsilon_cutoff", "eta_cutoff")
 
 
 def _far_sampler(setup: Setup) -> Reading | None:
@@ -502,6 +504,12 @@ def _sampler_first(setup: Setup) -> str | None:
     run whose task score stayed low with nothing fired (trial 68: repetition_penalty 5 and
     temperature 0.3 had read "learning, slowly: check the reference answers first")."""
     far = next((r for r in setup.outside if r.far and r.id in _SAMPLER), None)
+    # Or merely outside, where the chapter names not learning as what it brings (trial 76:
+    # temperature 1.6, correctness 0.17 -> 0.49 where its control reached 0.88, had read
+    # "check the reference answers first", the temperature unsaid).
+    far = far or next((r for r in setup.outside if r.id in _SAMPLER and not r.setting.note_only
+                       and any(lk.primary and lk.mode == "no_progress" for lk in r.links)),
+                      None)
     return f"{far.fix()} ({far.sentence()})" if far is not None else None
 
 

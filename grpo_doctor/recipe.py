@@ -263,8 +263,15 @@ SETTINGS: tuple[Setting, ...] = (
         "typical_p", ("generation_kwargs.typical_p", "generation.typical_p", "typical_p"),
         "1.0 (off)", "transformers' default",
         low=0.95, far=1.5,
-        risks={LOW: _SAMPLING_CUT},
-        why={LOW: "typical sampling keeps only the most typical tokens: " + _CUT_WHY},
+        # Typical sampling keeps the tokens whose surprisal is nearest the entropy: at a low
+        # typical_p, from a peaked distribution, often not the likeliest one. The samples leave
+        # the policy's mode, and what is learned from them is not the task (trial 76: 0.05,
+        # entropy up 0.59 -> 0.87, correctness at 0.01 from step 1, read "learning_rate").
+        risks={LOW: _links(primary=(_ENTROPY_COLLAPSE, "entropy_blowup", "no_progress"),
+                           contributing=(_ADV, "ratio_instability"))},
+        why={LOW: "typical sampling keeps only the tokens whose surprisal is nearest the "
+                  "entropy, often not the likeliest: samples off the policy's mode, or " +
+                  _CUT_WHY},
         target="1.0",
     ),
     Setting(
@@ -1455,14 +1462,16 @@ def _maybe_lora_lr(r: Reading) -> bool:
 
 
 def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: str = "",
-          proven: Iterable[str] = ()) -> tuple[str, ...]:
+          proven: Iterable[str] = (), kept_said: bool = True) -> tuple[str, ...]:
     """One note for the settings far outside the recipe that no fired finding is linked to:
     evidence of nothing here, worth a look (a healthy run stays healthy). ``idle``: settings
     the log shows did not act (no clipping on a run whose grad norms never reached the clip),
     so their link to a catastrophic update explains nothing. ``said``: the advice's text (the
     root cause and the plan); a setting far outside that a fired finding is linked to, but
     that the advice does not name (it answers a reward that never fired first), is a second
-    note: an lr 2000x the ceiling is never left unsaid."""
+    note: an lr 2000x the ceiling is never left unsaid. ``proven``: settings the run learned
+    at, said kept ("keep it") when ``kept_said``, else left unsaid (a run still low learned too
+    little at them to say either way)."""
     fired = {c.mode for c in checks if getattr(c, "fired", False)}
     idle = set(idle)
     far = [r for r in setup.outside if r.far and not r.setting.note_only]

@@ -4094,3 +4094,27 @@ def test_h105_a_hard_cap_the_config_does_not_name_is_truncation_still():
                            response_length_max=np.where(late, 256.0, 200.0)),
                   config={"max_completion_length": 1024})
     assert diagnose(run).check("length_hacking").fired
+
+
+def test_trial_76_a_sampler_and_a_slow_lr_on_runs_that_stayed_low():
+    """Trial 76 (real TRL runs). temperature 1.6 (outside the recipe's 1-1.2, not far):
+    correctness 0.17 -> 0.49 read healthy with "check the reference answers first", the
+    temperature unsaid. lr 1e-5 (0.35 -> 0.42) read "learned at it: keep it" beside "the task's
+    own score is still low". typical_p 0.05, off the policy's mode from step 1 (entropy up,
+    correctness 0.01), read "learning_rate 1e-4 -> 2.5e-6", and the inert prompt-length term
+    (0.4 for every completion) raised a warning of its own."""
+    hot = _trial("trl_temperature_1.6_cosine")
+    low = next(n for n in hot.notes if n.startswith("no failure mode fired, but the task"))
+    assert "slowly: temperature 1.6 -> 1.0" in low and "first, then check" in low, low
+    slow = _trial("trl_lr_1e-5_max_grad_norm_0.01")
+    assert slow.status == "healthy"
+    assert not any("keep it" in n for n in slow.notes), slow.notes
+    # With the model's own recipe (the tiny one's start, 1e-4) the step is what to raise.
+    low = next(n for n in slow.notes if n.startswith("no failure mode fired, but the task"))
+    assert low.endswith("(learning_rate 1e-5 -> 1e-4)"), low
+    typical = _trial("trl_generation_kwargs_typical_p_0.05")
+    first = typical.root_cause.first_action
+    assert first.startswith("generation_kwargs.typical_p 0.05 -> 1.0"), first
+    assert typical.check("advantage_collapse").status == "ok", typical.check(
+        "advantage_collapse").summary
+    assert "prompt_len_reward" in typical.check("advantage_collapse").summary

@@ -402,7 +402,12 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     fired = late >= p["warn_fraction"]
     if pinned and not fired:
         progress = reward_progress(run, float(run.steps[0]))
-        if not progress.logged or progress.improving:
+        # A term every sample meets at a positive value, not the task's own, is inert under the
+        # group's mean: no finding of its own (trial 76: a prompt-length term at 0.4 on every
+        # step had raised a warning from step 1 beside a broken sampler). One that never paid,
+        # or the task's own check, is.
+        inert = all(v > 0 and component_role(run, n) != "correctness" for n, v, _ in pinned)
+        if not progress.logged or progress.improving or inert:
             names = ", ".join(n for n, _, _ in pinned)
             return Outcome(Status.OK, f"{what}: {late:.0%} over the last {k} logged points; "
                            f"note: reward {agree(len(pinned), 'component', 'components')} "
