@@ -901,6 +901,12 @@ def _kl_in_force(flat: dict[str, Any]) -> dict[str, Any]:
     beta is 0 under the loss switch's key (no KL term at all)."""
     loss, loss_key = lookup(flat, (KL_LOSS_SWITCH,))
     reward, _ = lookup(flat, (_KL_REWARD_SWITCH,))
+    if loss_key is not None and as_flag(loss) is not False and lookup(
+            flat, knobs.KL_COEF.names)[0] is None:
+        # The switch on and no coefficient written (verl's and SkyRL's shipped scripts keep
+        # its default): the switch is no value of beta (preflight had refused SkyRL's
+        # run_gsm8k.sh, "use_kl_loss: true is not a number"; c77).
+        return {k: v for k, v in flat.items() if k != loss_key}
     if loss is None or loss_key is None or not any(k.endswith("kl_loss_coef") for k in flat):
         return flat  # not verl's pair (OpenRLHF's --use_kl_loss moves its one coefficient)
     out = dict(flat)
@@ -1489,7 +1495,7 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
     proven = set(proven)
     learned_at = [r for r in setup.outside if r.id in proven and not fired]
     quiet = [r for r in quiet if r not in learned_at]
-    if learned_at:
+    if learned_at and kept_said:
         out.append("; ".join(f"{r.name} {r.value_text} is {r.how_far()}" for r in learned_at)
                    # (Said as a fallback: "keep it here (2.5e-6 where it breaks)" read as
                    # the value at which it breaks, trial 55.)

@@ -394,3 +394,50 @@ def test_a_schedule_floor_above_the_learning_rate_is_critical(capsys, tmp_path, 
     assert code == 1 and "Settings that contradict each other:" in out
     below = preflight({**cfg, "lr_scheduler_kwargs": {"min_lr": 1e-7}}, "trl")
     assert not below.problems
+
+
+def test_a_kl_loss_switched_on_without_its_coefficient_is_read_not_refused(tmp_path, capsys):
+    """SkyRL's shipped run_gsm8k.sh (and verl scripts that keep kl_loss_coef's default) set
+    use_kl_loss=true and no coefficient: preflight had refused it, "use_kl_loss: true is not a
+    number" (c77). The switch is no value of beta."""
+    script = tmp_path / "run_gsm8k.sh"
+    script.write_text(
+        "uv run --isolated --extra vllm -m skyrl_train.entrypoints.main_base \\\n"
+        '  trainer.algorithm.advantage_estimator="grpo" \\\n'
+        "  trainer.algorithm.use_kl_loss=true \\\n"
+        "  generator.n_samples_per_prompt=16 \\\n"
+        "  trainer.policy.optimizer_config.lr=1.0e-6\n")
+    code, out, err = run_cli(capsys, "preflight", str(script))
+    assert code == 0 and err == "", err
+    assert "use_kl_loss" not in out or "not a number" not in out, out
+
+
+def test_a_hash_inside_a_word_is_no_shell_comment(tmp_path, capsys):
+    """ms-swift's `--dataset AI-MO/NuminaMath-TIR#1000` (a sample count): shlex's comments
+    had dropped every flag after it, and the missing ones read at TRL's defaults as "within
+    the recipe" (c77). A `#` that begins a word is still a comment."""
+    from grpo_doctor.importers.command_line import parse_command_line
+
+    cfg = parse_command_line(
+        "swift rlhf --rlhf_type grpo --dataset AI-MO/NuminaMath-TIR#1000 \\\n"
+        "  --learning_rate 5e-5 --num_generations 2  # two for speed\n  --beta 0.04\n")
+    assert cfg["dataset"] == "AI-MO/NuminaMath-TIR#1000"
+    assert cfg["learning_rate"] == 5e-5 and cfg["num_generations"] == 2 and cfg["beta"] == 0.04
+    assert not any("two" in str(k) for k in cfg)
+
+
+@pytest.mark.parametrize("text, key, setting", [
+    ("python3 -m openrlhf.cli.train_ppo_ray --algo.kl.init_coef 1.0 --algo.kl.estimator k3\n",
+     "algo.kl.init_coef", "beta"),
+    ("python3 -m roll.pipeline.rlvr --num_return_sequences_in_group 1\n",
+     "num_return_sequences_in_group", "num_generations"),
+    ("python -m skyrl_train.entrypoints.main_base "
+     "generator.sampling_params.max_generate_length=64\n",
+     "generator.sampling_params.max_generate_length", "max_completion_length"),
+])
+def test_newer_framework_spellings_are_read(text, key, setting):
+    """OpenRLHF's dotted flags (--algo.kl.init_coef, 2026), ROLL's group size and SkyRL's
+    completion budget had read nothing: the knob unset, or at TRL's default (c77)."""
+    cfg = recipe.flat_config(parse_command_line(text))
+    reading = recipe.read_config(cfg).get(setting)
+    assert reading is not None and reading.source == key, reading

@@ -42,6 +42,20 @@ _FLAG = re.compile(r"--?([A-Za-z][\w.-]*)(?:=(.*))?$")
 _OVERRIDE = re.compile(r"\+?([A-Za-z_][\w]*(?:\.[\w]+)+)=(.*)$")
 
 
+def _words(line: str) -> list[str]:
+    """A shell line's words, a comment dropped where the shell drops it: a ``#`` that begins a
+    word, not one inside it (ms-swift's ``--dataset AI-MO/NuminaMath-TIR#1000``: shlex's
+    comments had dropped every flag after it; c77)."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=False)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    words = list(lexer)
+    for i, word in enumerate(words):
+        if word.startswith("#"):
+            return words[:i]
+    return words
+
+
 def parse_command_line(text: str) -> dict[str, Any]:
     """Settings of a saved launch command: ``--flag value``, ``--flag=value``, a bare
     ``--flag`` (true), and Hydra ``a.b.c=value`` overrides; backslash line continuations and
@@ -51,7 +65,7 @@ def parse_command_line(text: str) -> dict[str, Any]:
     tokens: list[str] = []
     for line in text.splitlines():
         try:
-            tokens += shlex.split(line, comments=True)
+            tokens += _words(line)
         except ValueError:
             tokens += line.split()
     config: dict[str, Any] = {}

@@ -62,7 +62,9 @@ LEARNING_RATE = Knob(
 KL_COEF = Knob(
     "KL coefficient (beta)",
     ("actor_rollout_ref.actor.kl_loss_coef", "algorithm.kl_ctrl.kl_coef",
-     "loss_fn.reference_policy_kl_penalty", "init_kl_coef", "kl_coef", "kl_loss_coef", "beta"),
+     "loss_fn.reference_policy_kl_penalty", "init_kl_coef",
+     # OpenRLHF's dotted flags (2026: --algo.kl.init_coef for --init_kl_coef; c77)
+     "algo.kl.init_coef", "kl_coef", "kl_loss_coef", "beta"),
     Metric.KL_COEF.value,
 )
 TEMPERATURE = Knob(
@@ -84,7 +86,9 @@ MIN_P = Knob(
 GROUP_SIZE = Knob(
     "group size G",
     ("actor_rollout_ref.rollout.n", "grpo.num_generations_per_prompt", "num_generations",
-     "n_samples_per_prompt", "rollout_n", "group_size"),
+     "n_samples_per_prompt", "rollout_n", "group_size",
+     # ROLL's (its default is 1; c77)
+     "num_return_sequences_in_group"),
 )
 ENTROPY_COEF = Knob(
     "entropy coefficient",
@@ -115,6 +119,8 @@ MAX_LENGTH = Knob(
     ("generation_kwargs.max_new_tokens", "data.max_response_length", "max_completion_length",
      "generate_max_len",
      "max_new_tokens", "max_response_length",
+     # SkyRL's generator.sampling_params (c77)
+     "max_generate_length",
      # NeMo-RL's prompt and completion together: a bound, read only when no budget is set
      # (beside ``policy.generation.max_new_tokens: 5`` it had read 24).
      "policy.max_total_sequence_length"),
