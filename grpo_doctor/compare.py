@@ -255,7 +255,8 @@ def compared_first_action(reference: Run, run: Run, reference_diagnosis: Diagnos
     knob = cause.knob.get("name") if isinstance(cause.knob, dict) else None
     if knob is None and cause.setup:
         return own
-    shared = knob is not None and _same_setting(reference, run, knob)
+    shared = knob is not None and isinstance(cause.knob, dict) and _same_setting(
+        reference, cause.knob.get("value"), knob)
     if knob is not None and not shared:
         # The setting it names differs from the reference's too: it stands, and the
         # reference's value is one this model is known to train at.
@@ -278,13 +279,14 @@ def compared_first_action(reference: Run, run: Run, reference_diagnosis: Diagnos
             f"{'; ' + same if same else ''}){said}")
 
 
-def _same_setting(reference: Run, run: Run, setting_id: str) -> bool:
-    """Both runs set the recipe's ``setting_id`` to one value."""
-    mine, ref = recipe.read_run(run).get(setting_id), recipe.read_run(reference).get(setting_id)
-    if mine is None or ref is None or recipe.NOT_SET in (mine.verdict, ref.verdict):
+def _same_setting(reference: Run, value: Any, setting_id: str) -> bool:
+    """The reference set the recipe's ``setting_id`` to ``value``, the one the run's
+    diagnosis blamed (as it read it: a config beside the log may not be the run's; h109)."""
+    ref = recipe.read_run(reference).get(setting_id)
+    if value is None or ref is None or ref.verdict == recipe.NOT_SET:
         return False
-    x, y = recipe.as_number(mine.value), recipe.as_number(ref.value)
-    return _same(x, y) if x is not None and y is not None else str(mine.value) == str(ref.value)
+    x, y = recipe.as_number(value), recipe.as_number(ref.value)
+    return _same(x, y) if x is not None and y is not None else str(value) == str(ref.value)
 
 
 def _own_action(diagnosis: Diagnosis) -> str | None:

@@ -688,3 +688,19 @@ def test_a_setting_the_healthy_reference_shares_is_not_the_first_action(runs):
     first = c.first_actions[1] or ""
     assert first.startswith("look first at what else differs from the reference"), first
     assert "the reference ran healthy at learning_rate 1e-4 too" in first, first
+
+
+def test_the_reference_is_never_said_to_share_a_value_it_did_not_have(tmp_path, capsys):
+    """h109: a reference at lr 1e-5 (its config beside it) and a run whose lr 0.02 is read from
+    its log: compare had said "the reference ran healthy at learning_rate 0.02 too", the
+    reference's config taken for the run's. The value compared is the one the run's
+    diagnosis blamed."""
+    import shutil
+
+    trial = Path(__file__).parent / "fixtures" / "trial"
+    shutil.copy(trial / "lr_1e-5.csv", tmp_path / "ref.csv")
+    shutil.copy(trial / "lr_1e-5.config.json", tmp_path / "ref.config.json")
+    shutil.copy(trial / "lr_2e-2_noclip.csv", tmp_path / "run.csv")
+    code, out, err = run_cli(capsys, "compare", str(tmp_path / "ref.csv"),
+                             str(tmp_path / "run.csv"))
+    assert "ran healthy at learning_rate 0.02" not in out, out

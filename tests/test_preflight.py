@@ -441,3 +441,18 @@ def test_newer_framework_spellings_are_read(text, key, setting):
     cfg = recipe.flat_config(parse_command_line(text))
     reading = recipe.read_config(cfg).get(setting)
     assert reading is not None and reading.source == key, reading
+
+
+def test_a_quoted_or_escaped_hash_is_a_word_and_unclosed_quotes_keep_the_comment_out():
+    """h109: `--wandb_run_name "#exp1"`, `'#'` and `\\#x` are words to the shell, not comments
+    (they had hidden `--n_samples_per_prompt 1`); a line whose quote never closes is split on
+    spaces with its comment still dropped (a commented-out `--num_generations 16` had read
+    as set)."""
+    from grpo_doctor.importers.command_line import parse_command_line
+
+    for word in ('"#exp1"', "'#'", "\\#x"):
+        cfg = parse_command_line(f"python t.py --run_name {word} --n_samples_per_prompt 1\n")
+        assert cfg.get("n_samples_per_prompt") == 1, (word, cfg)
+    cfg = parse_command_line(
+        'python t.py --run_name "open --learning_rate 1e-3 # --num_generations 16')
+    assert "num_generations" not in cfg, cfg

@@ -43,17 +43,32 @@ _OVERRIDE = re.compile(r"\+?([A-Za-z_][\w]*(?:\.[\w]+)+)=(.*)$")
 
 
 def _words(line: str) -> list[str]:
-    """A shell line's words, a comment dropped where the shell drops it: a ``#`` that begins a
-    word, not one inside it (ms-swift's ``--dataset AI-MO/NuminaMath-TIR#1000``: shlex's
-    comments had dropped every flag after it; c77)."""
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=False)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    words = list(lexer)
-    for i, word in enumerate(words):
-        if word.startswith("#"):
-            return words[:i]
-    return words
+    """A shell line's words, a comment dropped where the shell drops it: an unquoted ``#``
+    that begins a word, not one inside a word (ms-swift's ``--dataset NAME#1000``: shlex's
+    comments had dropped every flag after it; c77) nor a quoted or escaped one (``"#exp1"``;
+    h109). A line whose quotes do not close is split on spaces, its comment dropped all the
+    same."""
+    return shlex.split(_uncommented(line))
+
+
+def _uncommented(line: str) -> str:
+    """``line`` up to its shell comment."""
+    quote, escaped, start = "", False, True
+    for i, ch in enumerate(line):
+        if escaped:
+            escaped, start = False, False
+            continue
+        if ch == "\\" and quote != "'":
+            escaped = True
+            continue
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and start:
+            return line[:i]
+        start = not quote and ch.isspace()
+    return line
 
 
 def parse_command_line(text: str) -> dict[str, Any]:
@@ -66,8 +81,8 @@ def parse_command_line(text: str) -> dict[str, Any]:
     for line in text.splitlines():
         try:
             tokens += _words(line)
-        except ValueError:
-            tokens += line.split()
+        except ValueError:  # quotes that never close
+            tokens += re.split(r"\s+#", line, maxsplit=1)[0].split()
     config: dict[str, Any] = {}
     i = 0
     while i < len(tokens):
