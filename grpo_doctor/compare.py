@@ -221,10 +221,9 @@ def suspects(reference: Run, run: Run, reference_diagnosis: Diagnosis, diagnosis
         if ref is None or recipe.NOT_SET in (r.verdict, ref.verdict) or r.setting.note_only:
             continue
         a, b = ref.value, r.value
+        if _same_value(a, b):
+            continue
         x, y = recipe.as_number(a), recipe.as_number(b)
-        if _same(a, b) or (x is not None and y is not None and _same(x, y)) or (
-                str(a) == str(b)):
-            continue  # (MLflow keeps params as text: "1.0" is 1.0)
         if x is not None and y is not None:
             direction = "higher" if y > x else "lower"
             verdicts = {recipe.HIGH} if y > x else {recipe.LOW}
@@ -248,15 +247,15 @@ def compared_first_action(reference: Run, run: Run, reference_diagnosis: Diagnos
     reference ran healthy at (an lr 20x the chapter's ceiling, the control's own) or none.
     A setup problem with no setting in it (a reward that never scored) keeps its action."""
     cause = getattr(diagnosis, "root_cause", None)
-    own = getattr(cause, "first_action", None) if cause is not None else None
+    own = _own_action(diagnosis)
     top = next((x for x in found if x.primary), None)
     if cause is None or reference_diagnosis.status != "healthy":
         return own
-    knob = cause.knob.get("name") if isinstance(cause.knob, dict) else None
+    blamed = cause.knob if isinstance(cause.knob, dict) else {}
+    knob = blamed.get("name")
     if knob is None and cause.setup:
         return own
-    shared = knob is not None and isinstance(cause.knob, dict) and _same_setting(
-        reference, cause.knob.get("value"), knob)
+    shared = knob is not None and _same_setting(reference, blamed.get("value"), knob)
     if knob is not None and not shared:
         # The setting it names differs from the reference's too: it stands, and the
         # reference's value is one this model is known to train at.
@@ -266,8 +265,8 @@ def compared_first_action(reference: Run, run: Run, reference_diagnosis: Diagnos
             return (f"{own}; the reference ran healthy at {same_knob.setting} "
                     f"{recipe._value_text(same_knob.values[0])}")
         return own
-    same = (f"the reference ran healthy at {knob} {recipe._value_text(cause.knob['value'])} "
-            "too" if shared and isinstance(cause.knob, dict) else "")
+    same = (f"the reference ran healthy at {knob} {recipe._value_text(blamed['value'])} too"
+            if shared else "")
     if top is None:
         return (f"look first at what else differs from the reference (in the config diff, or "
                 f"outside the config: the data, the reward code, the model): {same}, and this "
@@ -283,10 +282,17 @@ def _same_setting(reference: Run, value: Any, setting_id: str) -> bool:
     """The reference set the recipe's ``setting_id`` to ``value``, the one the run's
     diagnosis blamed (as it read it: a config beside the log may not be the run's; h109)."""
     ref = recipe.read_run(reference).get(setting_id)
-    if value is None or ref is None or ref.verdict == recipe.NOT_SET:
-        return False
-    x, y = recipe.as_number(value), recipe.as_number(ref.value)
-    return _same(x, y) if x is not None and y is not None else str(value) == str(ref.value)
+    return (value is not None and ref is not None and ref.verdict != recipe.NOT_SET
+            and _same_value(value, ref.value))
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """One setting's two values alike, as numbers where both read as one (MLflow keeps params
+    as text: "1.0" is 1.0)."""
+    x, y = recipe.as_number(a), recipe.as_number(b)
+    if x is not None and y is not None:
+        return _same(x, y)
+    return _same(a, b) or str(a) == str(b)
 
 
 def _own_action(diagnosis: Diagnosis) -> str | None:
