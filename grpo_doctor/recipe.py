@@ -901,7 +901,7 @@ def _kl_in_force(flat: dict[str, Any]) -> dict[str, Any]:
     beta is 0 under the loss switch's key (no KL term at all)."""
     loss, loss_key = lookup(flat, (KL_LOSS_SWITCH,))
     reward, _ = lookup(flat, (_KL_REWARD_SWITCH,))
-    if loss_key is not None and as_flag(loss) is not False and lookup(
+    if loss_key is not None and as_flag(loss) is True and lookup(
             flat, knobs.KL_COEF.names)[0] is None:
         # The switch on and no coefficient written (verl's and SkyRL's shipped scripts keep
         # its default): the switch is no value of beta (preflight had refused SkyRL's
@@ -1674,6 +1674,8 @@ def bad_value(reading: Reading) -> str | None:
     if x is None:
         if reading.verdict != UNKNOWN:
             return None  # beta: false, entropy_coef: off: words the recipe reads
+        if reading.name.endswith(KL_LOSS_SWITCH):  # (read as beta only when switched off)
+            return f"{reading.name}: {_shown(reading)} is not true or false"
         return f"{reading.name}: {_shown(reading)} is not a number"
     if math.isnan(x):
         return f"{reading.name}: {_shown(reading)} is not a number"

@@ -49,13 +49,33 @@ def _with_beside_as_given(run: Run, given: Mapping[str, object]
               if k not in given}
     notes = [*run.notes, *(f"{why} (in {where}): left out, no trainer takes it"
                            for why in refused.values())]
+    # A setting the user gave under another spelling wins too (a NeMo-RL run given
+    # loss_fn.reference_policy_kl_penalty 1.0 had read a verl script's kl_loss_coef 0.001
+    # from a folder above it; c77).
+    respelled = sorted(k for k in flat if k not in given and _given_otherwise(k, given))
     overridden = sorted(k for k in flat if k in given and str(flat[k]) != str(given[k])
-                        and _recipe_key(k))
+                        and _recipe_key(k)) + respelled
     if overridden:
         notes.append(f"the settings given ([config] or --train-config) are used over {where} "
                      f"for {', '.join(f'{k} ({flat[k]} there)' for k in overridden)}")
+    flat = {k: v for k, v in flat.items() if k not in respelled}
+    beside = {k: v for k, v in beside.items() if k not in respelled}
     return (replace(run, config=own, config_beside={}, notes=notes), {**flat, **given},
             beside)
+
+
+def _given_otherwise(key: str, given: Mapping[str, object]) -> bool:
+    """Whether the recipe setting ``key`` reads is among ``given`` under another of its
+    names."""
+    from grpo_doctor.recipe import SETTINGS
+
+    def reads(k: str, name: str) -> bool:
+        return k == name or k.endswith("." + name)
+
+    for s in SETTINGS:
+        if any(reads(key, name) for name in s.names):
+            return any(reads(k, name) for k in given for name in s.names if k != key)
+    return False
 
 
 def _recipe_key(key: str) -> bool:

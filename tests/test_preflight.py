@@ -456,3 +456,13 @@ def test_a_quoted_or_escaped_hash_is_a_word_and_unclosed_quotes_keep_the_comment
     cfg = parse_command_line(
         'python t.py --run_name "open --learning_rate 1e-3 # --num_generations 16')
     assert "num_generations" not in cfg, cfg
+
+
+def test_a_kl_loss_switch_that_is_neither_true_nor_false_is_refused(tmp_path, capsys):
+    """h109: use_kl_loss=maybe (or [true]) had been taken as on, exit 0."""
+    script = tmp_path / "k.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.optim.lr=1e-6 "
+                      "actor_rollout_ref.actor.use_kl_loss=maybe actor_rollout_ref.rollout.n=8\n")
+    code, out, err = run_cli(capsys, "preflight", str(script))
+    assert code == 2 and "use_kl_loss: 'maybe' is not true or false" in err, err
+    assert len(err.strip().splitlines()) == 1

@@ -800,3 +800,26 @@ def test_hparams_written_after_a_watch_began_are_read_at_the_next_poll(tmp_path)
     writer.close()
     watcher.poll()
     assert watcher.run.config["learning_rate"] == 3e-4
+
+
+def test_a_setting_given_under_another_spelling_wins_over_the_file_beside_the_log():
+    """c77: a NeMo-RL run given loss_fn.reference_policy_kl_penalty 1.0 read a verl script's
+    actor_rollout_ref.actor.kl_loss_coef 0.001 found beside its log, since the verl name comes
+    first among beta's: the user's setting won only when spelled the same way."""
+    import dataclasses
+
+    import numpy as np
+
+    from grpo_doctor import recipe
+    from grpo_doctor.run_settings import with_run_settings
+    from tests.helpers import make_run
+
+    run = make_run(name="nemo", reward=np.linspace(0.2, 0.4, 60))
+    beside = {"actor_rollout_ref.actor.kl_loss_coef": 0.001, "actor_rollout_ref.rollout.n": 8}
+    run = dataclasses.replace(run, config=dict(beside),
+                              config_beside={k: "run.sh beside the log" for k in beside})
+    out = with_run_settings(run, {"loss_fn.reference_policy_kl_penalty": 1.0})
+    beta = recipe.read_run(out).get("beta")
+    assert beta is not None and beta.value == 1.0, beta
+    assert "actor_rollout_ref.actor.kl_loss_coef (0.001 there)" in " ".join(out.notes)
+    assert recipe.read_run(out).get("num_generations").value == 8  # not given: still read
