@@ -492,3 +492,31 @@ def test_a_console_beside_one_loggers_store_before_any_checkpoint_is_one_run(tmp
     shutil.copytree(swanlog, several / "swanlog")
     (several / "console.log").write_text("\n".join(rows) + "\n")
     assert len(auditing.audit([str(several)], jobs=1).runs) == 3
+
+
+def test_a_watch_keeps_reading_its_copy_while_it_keeps_up(tmp_path):
+    """Trial 76: a live watch of a run folder re-read it whole at each change and took the
+    richest copy each time (a buffered SwanLab log, the console, a checkpoint's state in turn);
+    a copy with poorer evidence then cleared what another had raised. The copy read before is
+    kept while it is as far on as the richest, and left once it falls behind."""
+    from grpo_doctor.importers import importer_named
+    from grpo_doctor.importers.base import LoadOptions
+
+    run_dir = sorted((FIXTURES / "swanlab" / "swanlog").iterdir())[0]
+    store = load_run(run_dir)
+    folder = tmp_path / "out"
+    shutil.copytree(run_dir, folder / "swanlog" / run_dir.name)
+    (folder / "checkpoint-200").mkdir()
+    (folder / "checkpoint-200" / STATE).write_text(json.dumps(_trainer_state_of(store, 200)))
+    folder_reader = importer_named("run-folder")
+    swanlog = str(folder / "swanlog")
+    assert load_run(folder).format == "trainer-state"  # as far on, and preferred
+    kept = folder_reader.load(folder, LoadOptions(keep_copy=swanlog))[0]
+    assert kept.format == "swanlab" and "the one read before" in kept.notes[0], kept.notes[0]
+    # The copy read before falls behind (a checkpoint's state at 100 of 200): the richest.
+    (folder / "checkpoint-200" / STATE).unlink()
+    (folder / "checkpoint-200").rmdir()
+    (folder / "checkpoint-100").mkdir()
+    (folder / "checkpoint-100" / STATE).write_text(json.dumps(_trainer_state_of(store, 100)))
+    behind = str(folder / "checkpoint-100" / STATE)
+    assert folder_reader.load(folder, LoadOptions(keep_copy=behind))[0].format == "swanlab"

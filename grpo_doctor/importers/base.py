@@ -24,6 +24,9 @@ class LoadOptions:
     column_map: Mapping[str, str] = field(default_factory=dict)
     step_column: str | None = None
     run: str | None = None  # pick one run by name from a source holding several
+    #: A run folder's copy read before (``watch``): read again while it is not behind the
+    #: richest, so the watch does not flip between copies that fill at different paces.
+    keep_copy: str | None = None
 
 
 @dataclass(frozen=True)

@@ -286,8 +286,11 @@ class LiveSource:
     def rebuild(self) -> Run | None:
         if self.reader is not None:
             return self.reader.load(self.path, self.state, self.options)
+        options = self.options
+        if self._last is not None and self._last.source != str(self.path):
+            options = replace(options, keep_copy=self._last.source)  # a run folder's copy
         try:
-            runs = self.importer.load(self.path, self.options)
+            runs = self.importer.load(self.path, options)
         except FormatError:
             return self._last  # caught mid-rewrite: keep what was read before
         self._last = pick_run(runs, self.options, str(self.path))

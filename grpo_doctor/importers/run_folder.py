@@ -404,6 +404,23 @@ def _passed_note(passed: list[tuple[str, str]]) -> str:
     return "passed over " + "; ".join(parts)
 
 
+def _kept(read: list[tuple[Copy, Run]], keep: str | None) -> int:
+    """Where in ``read`` (richest first) the copy ``keep`` is, when it is as far on as the
+    richest (its last step not before it); 0 otherwise. A live watch reads its copy while it
+    keeps up: a SwanLab log buffered, a console, a checkpoint's state each richest in turn
+    had flipped the watch between them, a copy with poorer evidence clearing what another
+    had raised (trial 76)."""
+    if keep is None or len(read) < 2:
+        return 0
+    try:
+        wanted = Path(keep).resolve()
+        i = next((i for i, (c, _) in enumerate(read) if c.path.resolve() == wanted), 0)
+    except OSError:
+        return 0
+    last, best = read[i][1].last_step, read[0][1].last_step
+    return i if last is not None and best is not None and last >= best else 0
+
+
 def _load(path: Path, options: LoadOptions) -> list[Run]:
     found = layout(path)
     if found is None:
@@ -438,9 +455,13 @@ def _load(path: Path, options: LoadOptions) -> list[Run]:
     # training_args.bin and config.json.
     read.sort(key=lambda cr: (-_known(cr[1]), _rank(cr[0].format), -_size(cr[1]),
                               cr[0].label))
+    kept = _kept(read, options.keep_copy)
+    if kept:
+        read.insert(0, read.pop(kept))
     (best_copy, run), others = read[0], read[1:]
     shape = f"{run.n_steps} steps x {int(run.frame.notna().any().sum())} metrics"
-    richest = ("" if len(found.copies) == 1 else ", the richest") + (
+    richest = ("" if len(found.copies) == 1 else ", the one read before, as far on as the "
+               "richest" if kept else ", the richest") + (
         "" if _known(run) else " (no metric grpo-doctor knows)")
     notes = [f"one run's folder: {plural(len(found.copies), 'log')} of it found; read "
              f"{best_copy.label} ({best_copy.format}, {shape}){richest}"]
