@@ -34,6 +34,13 @@ TRL_DEFAULTS: dict[str, Any] = {
     "loss_type": "dapo", "num_iterations": 1, "mask_truncated_completions": False,
 }
 
+#: What ms-swift's GRPO sets where its launch leaves a knob out, over TRL's trainer underneath
+#: (c77; ms-swift swift/arguments/sft_args.py: learning_rate 1e-5 for a full fine-tune, 1e-4
+#: for its default tuner, LoRA; rlhf_args.py: beta 0.04 for GRPO, temperature 0.9).
+SWIFT_DEFAULTS: dict[str, Any] = {**TRL_DEFAULTS, "beta": 0.04, "temperature": 0.9}
+#: ms-swift's launch keys naming the tuner ("lora", its default, or "full").
+_SWIFT_TUNER = ("tuner_type", "train_type")
+
 #: The canonical metrics each framework logs by default (what its logger writes every step
 #: without extra code); a check whose metrics are not among them will be skipped.
 LOGGED_BY_DEFAULT: dict[str, frozenset[str]] = {
@@ -52,6 +59,7 @@ LOGGED_BY_DEFAULT: dict[str, frozenset[str]] = {
         Metric.REWARD_MEAN.value, Metric.KL.value, Metric.RESPONSE_LENGTH_MEAN.value,
         Metric.LOSS.value, Metric.LEARNING_RATE.value}),
 }
+LOGGED_BY_DEFAULT["ms-swift"] = LOGGED_BY_DEFAULT["trl"]  # TRL's trainer, TRL's logs
 
 #: How to log what a blind check needs, per canonical metric.
 HOW_TO_LOG: dict[str, str] = {
@@ -324,11 +332,13 @@ _OPENRLHF = {"actor_learning_rate": "learning_rate", "init_kl_coef": "beta",
 
 
 def framework_of(config: Mapping[str, Any]) -> str:
-    """trl, verl, openrlhf or unknown, from the config's keys."""
+    """trl, ms-swift, verl, openrlhf or unknown, from the config's keys."""
     keys = set(recipe.flat_config(config))
     tops = {k.split(".", 1)[0] for k in keys}
     if "actor_rollout_ref" in tops or ("algorithm" in tops and "trainer" in tops):
         return "verl"
+    if {"rlhf_type", *_SWIFT_TUNER} & tops:
+        return "ms-swift"
     if {"n_samples_per_prompt", "init_kl_coef", "actor_learning_rate", "pretrain"} & tops:
         return "openrlhf"
     if {"num_generations", "per_device_train_batch_size", "beta", "max_completion_length",
@@ -350,9 +360,15 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
         config.update({ours: config[theirs] for theirs, ours in _OPENRLHF.items()
                        if theirs in config and ours not in config})
     defaults: list[str] = []
-    if framework == "trl":
+    if framework in ("trl", "ms-swift"):
         flat = recipe.flat_config(config)
-        for key, value in TRL_DEFAULTS.items():
+        given = TRL_DEFAULTS if framework == "trl" else {
+            **SWIFT_DEFAULTS, "learning_rate": 1e-5 if str(recipe.lookup(
+                flat, _SWIFT_TUNER)[0] or "lora").lower() == "full" else 1e-4}
+        if framework == "ms-swift" and str(recipe.lookup(flat, _SWIFT_TUNER)[0] or "lora"
+                                           ).lower() == "lora":
+            config.setdefault("use_peft", True)  # its default tuner: an adapter's lr range
+        for key, value in given.items():
             setting = next((s for s in settings if key in s.names or s.id == key), None)
             if setting is None or recipe.lookup(flat, setting.names)[0] is not None:
                 continue

@@ -466,3 +466,25 @@ def test_a_kl_loss_switch_that_is_neither_true_nor_false_is_refused(tmp_path, ca
     code, out, err = run_cli(capsys, "preflight", str(script))
     assert code == 2 and "use_kl_loss: 'maybe' is not true or false" in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_ms_swift_launches_are_read_at_ms_swifts_own_defaults(tmp_path, capsys):
+    """c77: ms-swift was read as TRL, so a launch leaving the lr out read TRL's 1e-6 "within
+    the recipe" (ms-swift's is 1e-5 for a full fine-tune) and its GRPO's beta 0.04 as "0 ...
+    off". Its default tuner, LoRA, has an adapter's lr range."""
+    full = tmp_path / "full.sh"
+    full.write_text("swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B --train_type full \\\n"
+                    "  --dataset AI-MO/NuminaMath-TIR#1000 --num_generations 8\n")
+    out = json.loads(run_cli(capsys, "preflight", str(full), "--format", "json")[1])
+    assert out["framework"] == "ms-swift", out["framework"]
+    knobs = {k["name"]: k for k in out["knobs"]}
+    assert knobs["learning_rate"]["value"] == 1e-5 and knobs["learning_rate"]["from_default"]
+    assert knobs["learning_rate"]["verdict"] == "high"
+    assert knobs["beta"]["value"] == 0.04 and knobs["beta"]["verdict"] == "ok"
+    assert knobs["temperature"]["value"] == 0.9
+    lora = tmp_path / "lora.sh"
+    lora.write_text("swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B --num_generations 8\n")
+    out = json.loads(run_cli(capsys, "preflight", str(lora), "--format", "json")[1])
+    knobs = {k["name"]: k for k in out["knobs"]}
+    assert knobs["learning_rate"]["value"] == 1e-4, knobs["learning_rate"]
+    assert "LoRA" in json.dumps(knobs["learning_rate"]), knobs["learning_rate"]
