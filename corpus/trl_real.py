@@ -981,6 +981,80 @@ REWARD_SETS.update({
 })
 
 
+# ---------------------------------------------------------------- trial 77
+CTRL77 = dict(learning_rate=1e-4, seed=701)
+RUNS.update({
+    # healthy controls
+    "ctrl77": dict(CTRL77, seed=701),
+    # two harmless non-defaults: weight_decay 0.01 and a cosine schedule
+    "ctrl77_wd_cos": dict(CTRL77, seed=709, weight_decay=0.01, lr_scheduler_type="cosine",
+                          _logger="mlflow"),
+    # precision: the upper clip almost closed (epsilon_high 0.01) but on-policy (num_iterations 1)
+    # every ratio is exactly 1, so the clip never binds; second non-default logging_steps 2
+    "ctrl77_ehi001_log2": dict(CTRL77, seed=719, epsilon_high=0.01, logging_steps=2,
+                               _logger="wandb"),
+    # a bad budget from step 1: max_completion_length 7 ("<a>d</a>" needs 8 + EOS: the closing
+    # tag is never written, every reward 0); bystander loss_type dr_grpo
+    "len7_drgrpo": dict(CTRL77, seed=727, max_completion_length=7, loss_type="dr_grpo"),
+    # a reward bug from step 1: correctness reads the FIRST number of prompt+completion (the
+    # operand a) instead of the answer in the completion: pays iff b == 0, alike for the whole
+    # group; bystander logging_steps 2
+    "firstnum_log2": dict(CTRL77, seed=733, _rewards="firstnum", logging_steps=2,
+                          _logger="wandb"),
+    # a broken sampler from step 1: generation_kwargs begin_suppress_tokens ['<'] (id 42): the
+    # first token can never open the answer tag; bystander save_steps 20
+    "bsuplt_save20": dict(CTRL77, seed=739, generation_kwargs={"begin_suppress_tokens": [42]},
+                          save_steps=20, _logger="swanlab"),
+    # a broken sampler from step 1: exponential_decay_length_penalty (2, 3.0) boosts EOS
+    # from the 3rd generated token on: completions end before "</a>"; bystander warmup_steps
+    # 0.05 (the ratio form)
+    "expdecay_wu005": dict(CTRL77, seed=743,
+                           generation_kwargs={"exponential_decay_length_penalty": (2, 3.0)},
+                           warmup_steps=0.05, _logger="mlflow"),
+    # groups of 3 in a batch of 6 (2 prompts per step); bystander weight_decay 0.01
+    "g3b6_wd": dict(CTRL77, seed=751, num_generations=3, per_device_train_batch_size=6,
+                    weight_decay=0.01, _logger="mlflow"),
+    # lr 5e-6 (hardly moves in 150 steps); bystander gradient_accumulation_steps 4
+    "lr5e6_ga4": dict(CTRL77, seed=757, learning_rate=5e-6, gradient_accumulation_steps=4,
+                      max_steps=150, _logger="wandb"),
+    # late (320 steps): from global step 150 correctness_reward returns -r (a sign flip
+    # introduced by a grader "fix"); bystander scale_rewards "batch"
+    "signflip150_sb_late": dict(CTRL77, seed=761, max_steps=320, _rewards="signflip150",
+                                scale_rewards="batch", _logger="trackio"),
+    # late (320 steps): dataset in order; rows 480+ (step 120+) are a harder task "a+b+c="
+    # (answer (a+b+c)%10) the base never saw (a curriculum switch); bystander
+    # mask_truncated_completions with a generous budget 24
+    "curric3_120_mask24_late": dict(CTRL77, seed=769, max_steps=320, shuffle_dataset=False,
+                                    _late_three=480, mask_truncated_completions=True,
+                                    max_completion_length=24),
+})
+
+
+def correctness_reward_firstnum(completions, answer=None, prompts=None, **kwargs):
+    """BUGGY (trial 77): parses the FIRST number of prompt + completion (meant the last)."""
+    out = []
+    for p, c, ans in zip(prompts, completions, answer):
+        m = re.search(r"\d+", p + c)
+        out.append(1.0 if m and m.group(0) == ans else 0.0)
+    return out
+
+
+correctness_reward_firstnum.__name__ = "correctness_reward"
+
+
+def correctness_reward_signflip150(completions, answer=None, trainer_state=None, **kwargs):
+    """BUGGY (trial 77): from global step 150 the reward's sign is flipped (-1 for right)."""
+    r = correctness_reward(completions, answer=answer)
+    if trainer_state is not None and trainer_state.global_step >= 150:
+        return [-x for x in r]
+    return r
+
+
+correctness_reward_signflip150.__name__ = "correctness_reward"
+REWARD_SETS["firstnum"] = [correctness_reward_firstnum, format_reward]
+REWARD_SETS["signflip150"] = [correctness_reward_signflip150, format_reward]
+
+
 # ---------------------------------------------------------------- one GRPO run
 def run(name):
     from datasets import Dataset
@@ -1054,6 +1128,14 @@ def run(name):
         for r in rows[late_template:]:
             a, b = map(int, r["prompt"].rstrip("=").split("+"))
             r["prompt"] = f"{a} + {b} ="
+    late_three = spec.pop("_late_three", None)
+    if late_three:  # trial 77: rows from late_three on are "a+b+c=" -> (a+b+c)%10
+        rows = [dict(r) for r in rows]
+        rng3 = random.Random(7777)
+        for r in rows[late_three:]:
+            a, b, c = rng3.randrange(10), rng3.randrange(10), rng3.randrange(10)
+            r["prompt"] = f"{a}+{b}+{c}="
+            r["answer"] = str((a + b + c) % 10)
     if spec.pop("_dup90", False):  # trial 76: 90% of rows one prompt
         one = dict(prompt=prompt_of(3, 4), answer=answer(3, 4, task))
         rows = [dict(one) for _ in range(1800)] + [dict(r) for r in rows[:200]]

@@ -484,7 +484,8 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
 #: The settings of the rollout's sampler: far outside the recipe, they change what each
 #: group samples, what the reward measures and what the policy learns from.
 _SAMPLER = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty",
-            "no_repeat_ngram_size", "do_sample", "typical_p", "epsilon_cutoff", "eta_cutoff")
+            "no_repeat_ngram_size", "do_sample", "typical_p", "epsilon_cutoff", "eta_cutoff",
+            "banned_tokens", "length_decay")
 
 
 def _far_sampler(setup: Setup) -> Reading | None:

@@ -353,13 +353,29 @@ SETTINGS: tuple[Setting, ...] = (
         # Not in the chapter: tokens the sampler may never write (transformers' generate;
         # TRL's generation_kwargs). Trial 68 banned "/": no answer tag could close, and every
         # completion ran to the cap, read "max_completion_length 12 -> 24".
+        # (And those it may not begin with: trial 77's begin_suppress_tokens kept the answer
+        # tag from opening, its format term at 0.001 for 200 steps, read healthy.)
         "banned_tokens", ("generation_kwargs.suppress_tokens", "generation_kwargs.bad_words_ids",
-                          "suppress_tokens", "bad_words_ids"),
+                          "generation_kwargs.begin_suppress_tokens", "suppress_tokens",
+                          "bad_words_ids", "begin_suppress_tokens"),
         "none", "the frameworks' default (transformers)", kind="banned", off_in_recipe=True,
         risks={HIGH: _links(primary=("length_hacking",), contributing=(
             _ADV, "no_progress", "format_gaming", "no_learning_signal"))},
         why={HIGH: "the sampler may never write these tokens: an answer, a tag or a stop that "
                    "needs one cannot be written"},
+        target="none (remove it)",
+    ),
+    Setting(
+        # Not in the chapter: transformers' (start, factor) that raises the end token's score
+        # exponentially after ``start`` tokens. Trial 77's (2, 3.0) ended every completion at
+        # about 5 of 12 tokens, before any answer: every reward 0 from step 1.
+        "length_decay", ("generation_kwargs.exponential_decay_length_penalty",
+                         "exponential_decay_length_penalty"),
+        "none", "the frameworks' default (transformers)", kind="banned", off_in_recipe=True,
+        risks={HIGH: _links(primary=("length_hacking", "no_learning_signal"), contributing=(
+            _ADV, "no_progress", "format_gaming"))},
+        why={HIGH: "the sampler is pushed to end each completion early, whatever it has "
+                   "written: an answer that needs more tokens is never reached"},
         target="none (remove it)",
     ),
     Setting(

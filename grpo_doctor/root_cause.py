@@ -458,6 +458,10 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if isinstance(gaps, dict):
         # A scorer that failed on some calls: the crashes are those calls, the policy fine.
         return _Lead(knobs.Remedy(str(gaps["fix"])), summary=str(gaps["said"]))
+    # Evenly spaced falls first: the last slice's alone (a stop at 151) is part of them.
+    slices = _data_slices(run, root)
+    if slices is not None:
+        return slices
     stopped = check.evidence.get("scorer_stopped")
     if isinstance(stopped, dict) and stopped.get("data_order"):
         # Prompts served in the dataset's order, a harder slice from the drop: the policy
@@ -470,9 +474,6 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
             f"{_rollback_words(run, step, best=False)}: the completions did not change "
             "there, so the policy was fine", rollback_step=step),
             summary=str(stopped.get("said") or ""))
-    slices = _data_slices(run, root)
-    if slices is not None:
-        return slices
     overshoot = _lr_overshoot(run) if check.mode in _LR_MODES else None
     if overshoot is not None:
         lr = setup.get("learning_rate")
@@ -1420,10 +1421,11 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
         # (Solved: the run came through it; its last checkpoint is the one to keep, and the
         # setting is for the next run.)
         where = ""
-    if top.id == "learning_rate" and top.value == 0:
+    if (top.id == "learning_rate" and top.value == 0) or _never_updated(run):
         # An lr of 0 never moved the weights: every checkpoint is the initial model, and a
         # restart is no step to take (trial 56: "restart from the initial model ... with
-        # learning_rate 0 -> 1e-6").
+        # learning_rate 0 -> 1e-6"). Nor where no update moved them (a sampler that ended
+        # every completion before its answer, grad norm 0 on every step; trial 77).
         where = ""
     fix = f"{top.fix()} ({top.sentence()}; {top.why}"
     fix = fix.rstrip("; ") + ")"
@@ -2087,8 +2089,11 @@ def _data_slices(run: Run, root: Event) -> _Lead | None:
     if order is None or root.check.mode != "reward_overfit":
         return None
     onset = root.check.onset_step
-    drops = sorted({i.step for i in root.check.incidents} | (
-        {int(onset)} if onset is not None else set()))
+    drops: list[int] = []
+    for d in sorted({i.step for i in root.check.incidents} | (
+            {int(onset)} if onset is not None else set())):
+        if not drops or d - drops[-1] > 3 * _log_interval(run):
+            drops.append(d)  # (one fall dated twice, 51 and 52, is one)
     if len(drops) < 3:
         return None
     gaps = np.diff(drops)

@@ -4118,3 +4118,25 @@ def test_trial_76_a_sampler_and_a_slow_lr_on_runs_that_stayed_low():
     assert typical.check("advantage_collapse").status == "ok", typical.check(
         "advantage_collapse").summary
     assert "prompt_len_reward" in typical.check("advantage_collapse").summary
+
+
+def test_trial_77_a_data_slice_and_two_samplers_read_as_the_cause():
+    """Trial 77 (real TRL runs). Harder prompts from step 121 of a dataset served in order
+    (correctness 0.83 -> 0.11 at once, the completions unchanged, an entropy near its floor
+    0.071 -> 0.084) read "entropy collapse at step 1: restart, lr 1e-4 -> 2.5e-6": a 15%
+    move of an entropy of 0.07 counted as the policy changing. begin_suppress_tokens (no
+    answer tag could open a completion) was not read: healthy. exponential_decay_length_penalty
+    ended every completion before its answer from step 1: "check a few completions"."""
+    sliced = _trial("trl_harder_prompts_from_121_unshuffled")
+    assert sliced.root_cause.step == 121, sliced.root_cause
+    first = sliced.root_cause.first_action
+    assert first.startswith("look at the prompts served from step 121 on"), first
+    assert "learning_rate" not in first and "restart" not in first, first
+    suppressed = _trial("trl_generation_kwargs_begin_suppress_tokens")
+    assert suppressed.status == "warning"
+    assert suppressed.root_cause.first_action.startswith(
+        "generation_kwargs.begin_suppress_tokens [42] -> none"), suppressed.root_cause
+    decayed = _trial("trl_generation_kwargs_exponential_decay_length_penalty")
+    first = decayed.root_cause.first_action
+    assert first.startswith("generation_kwargs.exponential_decay_length_penalty"), first
+    assert "-> none (remove it)" in first and "restart" not in first, first

@@ -239,8 +239,9 @@ def _scorer_crash(run: Run, crashes: list, steps: np.ndarray) -> Outcome | None:
     # back to where the smoothed reward left its level: "at step 98" beside "at step 101").
     if stop.data_order:
         # Harder prompts served in order: nothing broke, the reward reads another task.
+        # (Every crash kept: the earlier slices' falls are the same story, evenly spaced.)
         return Outcome(Status.WARNING, summary, onset_step=stop.step, evidence=evidence,
-                       remedies=(stop.fix(),), key_metric=REWARD, incidents=(crash,))
+                       remedies=(stop.fix(),), key_metric=REWARD, incidents=tuple(crashes))
     return Outcome(
         inc.worst([crash]), summary, onset_step=stop.step, evidence=evidence,
         remedies=(stop.fix(),
