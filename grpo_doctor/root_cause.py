@@ -47,6 +47,7 @@ from grpo_doctor.resumed import span_of
 from grpo_doctor.rules import knobs
 from grpo_doctor.rules.entropy_collapse import RULE as ENTROPY_RULE
 from grpo_doctor.rules.incidents import aftermath
+from grpo_doctor.rules.length_hacking import budget_factor
 from grpo_doctor.rules.numerical_failure import other_model, other_models
 from grpo_doctor.rules.points import end_size, head_tail, late_points, series
 from grpo_doctor.rules.signals import (
@@ -1557,7 +1558,8 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
     if numeric is not None and (check is numeric or _policy_never_moved(run, setup)):
         return _numerical_setup(run, setup, numeric)
     if check.mode == "length_hacking" and check.evidence.get("truncated_from_start"):
-        share = float(check.evidence.get("truncated_share", 0.0))
+        share = float(check.evidence.get("truncated_early",
+                                         check.evidence.get("truncated_share", 0.0)))
         length = setup.get("max_completion_length")
         cap = check.evidence.get("cap")
         target = _budget_target(length, float(cap) if cap else None, share)
@@ -1883,7 +1885,7 @@ def _budget_target(length: recipe.Reading | None, cap: float | None, share: floa
     """The completion budget raised, as the config names it: 2x, or 4x when nearly every
     completion was cut (how much longer the answers are is then unknown: a budget of 2 tokens
     doubled still cut 5-token answers)."""
-    factor = 4 if share >= _ALL_CUT else 2
+    factor = int(budget_factor(share))
     now = recipe.as_number(length.value) if length is not None else None
     name = length.name if length is not None and now is not None else "max_completion_length"
     if now:
@@ -1891,8 +1893,6 @@ def _budget_target(length: recipe.Reading | None, cap: float | None, share: floa
     return f"raise {name}{f' (now about {fmt(cap)} tokens)' if cap else ''} {factor}x"
 
 
-#: Share of completions cut at the cap from which the answers' length is unknown.
-_ALL_CUT = 0.95
 _HELDOUT_NEVER = "the held-out score"
 #: Share of completions cut at the cap over the first logs that makes the budget a suspect
 #: (length_hacking's "pinned" line).

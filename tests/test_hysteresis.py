@@ -480,3 +480,22 @@ def test_watch_read_whole_ties_an_earlier_episodes_first_alert_to_this_episodes(
     assert collapse.episode_alert_step >= collapse.onset_step
     assert collapse.to_dict()["episode_alert_step"] == collapse.episode_alert_step
     assert f"this one's at step {collapse.episode_alert_step}" in collapse.line()
+
+
+def test_a_budget_cut_from_the_first_logs_is_raised_by_one_factor_at_every_poll() -> None:
+    """Trial 77 (len7, watched live): "max_completion_length 7 -> 28", then "-> 14", then
+    "-> 28" again as the late share of cut completions crossed 95%, beside the finding's own
+    "7 -> 14". The factor is read from the first logs, which a growing log does not move."""
+    import re
+
+    from grpo_doctor.recipe import flat_config
+
+    trial = Path(__file__).parent / "fixtures" / "trial"
+    run = load_runs(trial / "trl_budget_8.csv")[0]
+    cfg = flat_config(json.loads((trial / "trl_budget_8.config.json").read_text()))
+    monitor = Monitor(Settings(run_config=cfg))
+    alerts, _ = replay(monitor, run, every=5, start=10)
+    targets = {m for _, a in alerts for text in (a.first_action or "", *a.remedies)
+               for m in re.findall(r"(?:max_completion_length|max response length) 8 -> (\d+)",
+                                   str(text))}
+    assert len(targets) == 1, targets

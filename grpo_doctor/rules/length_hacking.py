@@ -70,6 +70,19 @@ TRUNC = Metric.TRUNCATION_RATIO.value
 HELDOUT = Metric.HELDOUT_SCORE.value
 REWARD = Metric.REWARD_MEAN.value
 
+#: Share of completions cut at the cap over the first logs from which the answers' length is
+#: unknown: the budget is raised 4x, not 2x (a budget of 2 tokens doubled still cut 5-token
+#: answers).
+ALL_CUT = 0.95
+
+
+def budget_factor(early_share: float) -> float:
+    """How many times to raise a budget that cut ``early_share`` of the first logs' completions:
+    said from the first logs, which a growing log does not move (a live watch had said "7 ->
+    28", then "7 -> 14", then "7 -> 28" again as the late share crossed 95%; trial 77)."""
+    return 4.0 if early_share >= ALL_CUT else 2.0
+
+
 RULE = Rule(
     "length_hacking", "Length hacking (runaway, pinned or collapsing length)",
     requires_any=((LEN,), (TRUNC,)), min_points=3,
@@ -321,9 +334,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if pinned and pinned.get("from_start"):
         share = max(float(pinned["share"]), float(pinned["early_share"]))
         evidence.update({"truncated_from_start": True, "truncated_share": round(share, 3),
+                         "truncated_early": round(float(pinned["early_share"]), 3),
                          "cap": pinned["cap"], "truncated_text": pinned["cut"]})
         remedies: tuple[str, ...] = (
-            knobs.scale(run, knobs.MAX_LENGTH, 2.0,
+            knobs.scale(run, knobs.MAX_LENGTH, budget_factor(float(pinned["early_share"])),
                         why=f"{pinned['cut']}: the budget is too small for the task"),
             "once answers fit: overlong shaping (a soft penalty near the budget); dropping "
             "truncated samples now would drop " + (
