@@ -362,12 +362,12 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
     defaults: list[str] = []
     if framework in ("trl", "ms-swift"):
         flat = recipe.flat_config(config)
-        given = TRL_DEFAULTS if framework == "trl" else {
-            **SWIFT_DEFAULTS, "learning_rate": 1e-5 if str(recipe.lookup(
-                flat, _SWIFT_TUNER)[0] or "lora").lower() == "full" else 1e-4}
-        if framework == "ms-swift" and str(recipe.lookup(flat, _SWIFT_TUNER)[0] or "lora"
-                                           ).lower() == "lora":
-            config.setdefault("use_peft", True)  # its default tuner: an adapter's lr range
+        given = TRL_DEFAULTS
+        if framework == "ms-swift":
+            tuner = str(recipe.lookup(flat, _SWIFT_TUNER)[0] or "lora").lower()
+            given = {**SWIFT_DEFAULTS, "learning_rate": 1e-5 if tuner == "full" else 1e-4}
+            if tuner == "lora":
+                config.setdefault("use_peft", True)  # its default tuner: an adapter's lr range
         for key, value in given.items():
             setting = next((s for s in settings if key in s.names or s.id == key), None)
             if setting is None or recipe.lookup(flat, setting.names)[0] is not None:

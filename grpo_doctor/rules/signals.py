@@ -1073,8 +1073,8 @@ class ScorerStopped:
 #: the relative change of their medians under which the completions "did not change".
 _SCORER_WINDOW = 10
 _POLICY_STILL = 0.15
-#: Nats an entropy may move across the drop and the policy still count as unchanged (as a
-#: level shift's signals may, ``_level_shift``).
+#: How far an entropy (in nats) may move across a drop and the policy still count as
+#: unchanged, whatever 15% of its level is (a level shift's signals alike, ``_level_shift``).
 _ENTROPY_STILL = 0.05
 
 
@@ -1126,7 +1126,7 @@ def _level_shift(run: Run, name: str, v: np.ndarray, steps: np.ndarray
         if col == Metric.LEARNING_RATE.value:
             if after > 1.2 * before:
                 return None  # the step size grew into the fall (a warm-up overshooting)
-        elif abs(after - before) > max(_POLICY_STILL * abs(before), 0.05):
+        elif abs(after - before) > max(_POLICY_STILL * abs(before), _ENTROPY_STILL):
             return None
     return n - at, float(np.median(v[at:])), False
 
