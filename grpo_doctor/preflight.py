@@ -337,7 +337,7 @@ def framework_of(config: Mapping[str, Any]) -> str:
     tops = {k.split(".", 1)[0] for k in keys}
     if "actor_rollout_ref" in tops or ("algorithm" in tops and "trainer" in tops):
         return "verl"
-    if {"rlhf_type", *_SWIFT_TUNER} & tops:
+    if "rlhf_type" in tops:  # (a stray train_type in a TRL config is no launch; h111)
         return "ms-swift"
     if {"n_samples_per_prompt", "init_kl_coef", "actor_learning_rate", "pretrain"} & tops:
         return "openrlhf"
@@ -364,10 +364,16 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
         flat = recipe.flat_config(config)
         given = TRL_DEFAULTS
         if framework == "ms-swift":
+            kind = str(recipe.lookup(flat, ("rlhf_type",))[0]).lower()
+            if kind != "grpo":
+                raise ConfigError(f"{source + ': ' if source else ''}an ms-swift rlhf_type "
+                                  f"{kind} launch: preflight judges GRPO runs (rlhf_type grpo)")
             tuner = str(recipe.lookup(flat, _SWIFT_TUNER)[0] or "lora").lower()
             given = {**SWIFT_DEFAULTS, "learning_rate": 1e-5 if tuner == "full" else 1e-4}
-            if tuner == "lora":
-                config.setdefault("use_peft", True)  # its default tuner: an adapter's lr range
+            if tuner != "full":
+                # Its default tuner, LoRA, and the other adapters (qlora, dora, ...): an
+                # adapter's lr range.
+                config.setdefault("use_peft", True)
         for key, value in given.items():
             setting = next((s for s in settings if key in s.names or s.id == key), None)
             if setting is None or recipe.lookup(flat, setting.names)[0] is not None:

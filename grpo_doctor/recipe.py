@@ -1086,6 +1086,15 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
             s = _sequence_clip(s, sequence)
         value, key = lookup(_trained_side(flat) if s.id == "dtype" else _sampling_side(flat)
                             if s.id in _SAMPLER_SETTINGS else flat, s.names)
+        if s.kind == "banned" and value is not None:
+            # Several lists, one setting (suppress_tokens, bad_words_ids, begin_suppress_tokens):
+            # on when any is; the first found empty hid another set beside it (h111).
+            side = _sampling_side(flat)
+            for name in s.names:
+                other, where = lookup(side, (name,))
+                if other is not None and judge(s, other, where, flat, lora).outside:
+                    value, key = other, where
+                    break
         if s.id in _EXACT_KEYS:
             # Only the trainer's own keys: a Huber loss's or a reward model's nested "delta",
             # an evaluation's or a judge's generation_kwargs.do_sample, are not the rollout's
@@ -1359,7 +1368,18 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
     if s.kind == "banned":
         listed = _dict_text("{'v': " + value + "}") if isinstance(value, str) else None
         items = listed["v"] if listed is not None else value
-        on = isinstance(items, (list, tuple)) and len(items) > 0
+        if not isinstance(items, (list, tuple)):
+            return Reading(s, value, key, UNKNOWN)  # no list of tokens: refused (h111)
+        on = len(items) > 0
+        if on and s.id == "length_decay":
+            # (start, factor): the end token's score grows by ``factor`` per token after
+            # ``start``; a factor of 1 or less pushes nothing (h111: 1.0 and 0.5 read "remove it").
+            factor = as_number(items[1]) if len(items) == 2 else None
+            start = as_number(items[0]) if len(items) == 2 else None
+            if factor is None or start is None:
+                return Reading(s, value, key, UNKNOWN)
+            budget = as_number(lookup(flat, knobs.MAX_LENGTH.names)[0])
+            on = factor > 1 and (budget is None or start < budget)  # (past it: never acts)
         return Reading(s, value, key, HIGH if on else OK, far=on)
     if s.kind == "flag":
         flag = as_flag(value)
@@ -1682,6 +1702,9 @@ def bad_value(reading: Reading) -> str | None:
     a number"), or None. An interpolation left unresolved (``${oc.env:LR}``) is not judged,
     not an error."""
     s, value = reading.setting, reading.value
+    if s.kind == "banned" and reading.verdict == UNKNOWN:
+        what = "a (start, factor) pair" if s.id == "length_decay" else "a list of token ids"
+        return f"{reading.name}: {_shown(reading)} is not {what}"
     if s.kind != "number" or value is None:
         return None
     if isinstance(value, str) and "${" in value:

@@ -65,16 +65,19 @@ def _with_beside_as_given(run: Run, given: Mapping[str, object]
 
 
 def _given_otherwise(key: str, given: Mapping[str, object]) -> bool:
-    """Whether the recipe setting ``key`` reads is among ``given`` under another of its
-    names."""
-    from grpo_doctor.recipe import SETTINGS
+    """Whether the recipe setting ``key`` reads (a number's) is among ``given`` under another
+    of its names."""
+    from grpo_doctor.recipe import KL_LOSS_SWITCH, SETTINGS
 
     def reads(k: str, name: str) -> bool:
         return k == name or k.endswith("." + name)
 
     for s in SETTINGS:
-        if any(reads(key, name) for name in s.names):
-            return any(reads(k, name) for k in given for name in s.names if k != key)
+        if s.kind != "number" or not any(reads(key, name) for name in s.names):
+            continue  # (a list of banned tokens is not another's: suppress_tokens, h111)
+        names = [n for n in s.names if n != KL_LOSS_SWITCH]  # a switch is no value of beta
+        return any(reads(key, name) for name in names) and any(
+            reads(k, name) for k in given for name in names if k != key)
     return False
 
 

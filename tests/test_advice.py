@@ -4140,3 +4140,22 @@ def test_trial_77_a_data_slice_and_two_samplers_read_as_the_cause():
     first = decayed.root_cause.first_action
     assert first.startswith("generation_kwargs.exponential_decay_length_penalty"), first
     assert "-> none (remove it)" in first and "restart" not in first, first
+
+
+def test_an_entropy_that_fell_at_the_drop_is_the_policys_not_new_prompts(tmp_path):
+    """h111: trial 77's harder slice from step 121 with its entropy made to fall 58% there
+    (0.071 -> 0.030, 0.04 nats) read "the completions did not change: the prompts changed":
+    the allowance for an entropy near its floor is for a rise (new prompts), not a fall."""
+    import pandas as pd
+
+    from grpo_doctor.recipe import flat_config
+
+    frame = pd.read_csv(TRIAL / "trl_harder_prompts_from_121_unshuffled.csv")
+    frame.loc[frame["step"] >= 121, "entropy"] *= 0.42
+    path = tmp_path / "fell.csv"
+    frame.to_csv(path, index=False)
+    cfg = flat_config(json.loads(
+        (TRIAL / "trl_harder_prompts_from_121_unshuffled.config.json").read_text()))
+    cause = diagnose(load_runs(path)[0], DoctorConfig(recipe=TINY_RECIPE,
+                                                      run_config=cfg)).root_cause
+    assert "the prompts changed, not the policy" not in cause.summary, cause.summary

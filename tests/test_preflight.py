@@ -488,3 +488,34 @@ def test_ms_swift_launches_are_read_at_ms_swifts_own_defaults(tmp_path, capsys):
     knobs = {k["name"]: k for k in out["knobs"]}
     assert knobs["learning_rate"]["value"] == 1e-4, knobs["learning_rate"]
     assert "LoRA" in json.dumps(knobs["learning_rate"]), knobs["learning_rate"]
+
+
+def test_hostile_h111_reads_of_new_sampler_settings_and_ms_swift(tmp_path, capsys):
+    """h111: a TRL config with a stray train_type read as ms-swift; an ms-swift DPO launch
+    judged as GRPO; exponential_decay_length_penalty that pushes nothing (a factor of 1 or
+    less, a start past the budget) read as on; malformed banned-token and decay values
+    listed within the recipe."""
+    from grpo_doctor.preflight import framework_of
+
+    assert framework_of({"num_generations": 8, "beta": 0.0, "train_type": "full"}) == "trl"
+    dpo = tmp_path / "dpo.sh"
+    dpo.write_text("swift rlhf --rlhf_type dpo --model Qwen/Qwen2.5-7B --beta 0.1\n")
+    code, _, err = run_cli(capsys, "preflight", str(dpo))
+    assert code == 2 and "rlhf_type dpo" in err, err
+    for value, on in (([4, 3.0], True), ([4, 1.0], False), ([4, 0.5], False),
+                      ([1000000, 1.5], False)):
+        cfg = {"max_completion_length": 12,
+               "generation_kwargs": {"exponential_decay_length_penalty": value}}
+        reading = recipe.read_config(cfg).get("length_decay")
+        assert reading is not None and reading.outside is on, (value, reading)
+    for cfg in ({"generation_kwargs": {"exponential_decay_length_penalty": [4]}},
+                {"generation_kwargs": {"begin_suppress_tokens": "text"}},
+                {"generation_kwargs": {"suppress_tokens": True}}):
+        path = tmp_path / "cfg.json"
+        path.write_text(json.dumps({"num_generations": 8, **cfg}))
+        code, _, err = run_cli(capsys, "preflight", str(path))
+        assert code == 2 and "is not a" in err, (cfg, err)
+    # Several banned-token lists: on when any is, whichever is found first.
+    banned = recipe.read_config({"generation_kwargs": {"suppress_tokens": [],
+                                                       "begin_suppress_tokens": [42]}})
+    assert banned.get("banned_tokens").outside

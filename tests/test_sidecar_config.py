@@ -823,3 +823,27 @@ def test_a_setting_given_under_another_spelling_wins_over_the_file_beside_the_lo
     assert beta is not None and beta.value == 1.0, beta
     assert "actor_rollout_ref.actor.kl_loss_coef (0.001 there)" in " ".join(out.notes)
     assert recipe.read_run(out).get("num_generations").value == 8  # not given: still read
+
+
+def test_a_given_setting_drops_only_its_own_knob_from_the_file_beside_the_log():
+    """h111: given suppress_tokens [] dropped the beside file's begin_suppress_tokens [42]
+    (another list of one setting), and a given use_kl_loss true dropped its beta 0.5 (a switch
+    is no value of beta)."""
+    import dataclasses
+
+    import numpy as np
+
+    from grpo_doctor import recipe
+    from grpo_doctor.run_settings import with_run_settings
+    from tests.helpers import make_run
+
+    run = make_run(name="r", reward=np.linspace(0.2, 0.4, 60))
+    beside = {"generation_kwargs.begin_suppress_tokens": [42], "beta": 0.5}
+    run = dataclasses.replace(run, config=dict(beside),
+                              config_beside={k: "training_args.json beside the log"
+                                             for k in beside})
+    out = with_run_settings(run, {"generation_kwargs.suppress_tokens": [],
+                                  "use_kl_loss": True})
+    setup = recipe.read_run(out)
+    assert setup.get("banned_tokens").outside, setup.get("banned_tokens")
+    assert setup.get("beta").value == 0.5, setup.get("beta")

@@ -333,11 +333,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     term: str | None = None  # a reward term paying for the length, when a remedy names it
     if pinned and pinned.get("from_start"):
         share = max(float(pinned["share"]), float(pinned["early_share"]))
+        # (As the evidence holds it, which the first action reads: both say one factor.)
+        early = round(float(pinned["early_share"]), 3)
         evidence.update({"truncated_from_start": True, "truncated_share": round(share, 3),
-                         "truncated_early": round(float(pinned["early_share"]), 3),
+                         "truncated_early": early,
                          "cap": pinned["cap"], "truncated_text": pinned["cut"]})
         remedies: tuple[str, ...] = (
-            knobs.scale(run, knobs.MAX_LENGTH, budget_factor(float(pinned["early_share"])),
+            knobs.scale(run, knobs.MAX_LENGTH, budget_factor(early),
                         why=f"{pinned['cut']}: the budget is too small for the task"),
             "once answers fit: overlong shaping (a soft penalty near the budget); dropping "
             "truncated samples now would drop " + (

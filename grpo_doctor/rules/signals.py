@@ -1073,8 +1073,9 @@ class ScorerStopped:
 #: the relative change of their medians under which the completions "did not change".
 _SCORER_WINDOW = 10
 _POLICY_STILL = 0.15
-#: How far an entropy (in nats) may move across a drop and the policy still count as
-#: unchanged, whatever 15% of its level is (a level shift's signals alike, ``_level_shift``).
+#: How far an entropy (in nats) may rise across a drop and the policy still count as
+#: unchanged, whatever 15% of its level is (a level shift's signals may move so either way,
+#: ``_level_shift``).
 _ENTROPY_STILL = 0.05
 
 
@@ -1190,7 +1191,9 @@ def _stop_at(run: Run, name: str, steps: np.ndarray, v: np.ndarray, held: int, e
         # (An entropy near its floor moves by more than 15% for a few hundredths of a nat: a
         # new slice of prompts at step 121 took 0.071 to 0.084 and read "the policy changed";
         # trial 77.)
-        still = _ENTROPY_STILL if label == "entropy" else 0.0
+        # (Up only: an entropy that fell at the drop, however little, is the policy's own
+        # collapse, not new prompts; h111.)
+        still = _ENTROPY_STILL if label == "entropy" and after > before else 0.0
         if abs(after - before) > max(_POLICY_STILL * max(abs(before), 1e-9), still):
             return None
         policy.append((label, before, after))
