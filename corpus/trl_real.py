@@ -1055,6 +1055,81 @@ REWARD_SETS["firstnum"] = [correctness_reward_firstnum, format_reward]
 REWARD_SETS["signflip150"] = [correctness_reward_signflip150, format_reward]
 
 
+# ---------------------------------------------------------------- trial 78
+CTRL78 = dict(learning_rate=1e-4, seed=801)
+RUNS.update({
+    "ctrl78": dict(CTRL78, seed=801),
+    "ctrl78_wd_log2": dict(CTRL78, seed=809, weight_decay=0.01, logging_steps=2, _logger="wandb"),
+    # precision: generation_kwargs max_length 8 (< prompt 4 + budget 12) - transformers lets
+    # TRL's max_new_tokens take precedence, so inert; bystander save_steps 20
+    "gkmaxlen8_save20": dict(CTRL78, seed=811, generation_kwargs={"max_length": 8}, save_steps=20),
+    # reward bug from step 1: correctness returns the batch's SUM to every completion (no
+    # within-group difference); bystander warmup_steps 0.05
+    "batchsum_wu005": dict(CTRL78, seed=821, _rewards="batchsum", warmup_steps=0.05,
+                           _logger="mlflow"),
+    # lenient checker from step 1: correctness pays 1 for any digit; exact check logged w=0;
+    # bystander cosine
+    "anydigit_cos": dict(CTRL78, seed=823, _rewards="anydigit", reward_weights=[1.0, 1.0, 0.0],
+                         lr_scheduler_type="cosine", _logger="trackio"),
+    # key bug from step 1: answer = a+b without %10 (45% of prompts need 2 digits, which the
+    # format term forbids); bystander logging_steps 2
+    "keynomod_log2": dict(CTRL78, seed=827, _key_nomod=True, logging_steps=2),
+    # lr 3e-3 held ~constant by inverse_sqrt (timescale 10000); bystander save_steps 20
+    "lr3e3_invsqrt_save20": dict(CTRL78, seed=829, learning_rate=3e-3,
+                                 lr_scheduler_type="inverse_sqrt", save_steps=20,
+                                 _logger="swanlab"),
+    # late (320): dataset in order, rows 800+ (step 200+) are one prompt repeated (a join bug);
+    # bystander save_steps 40
+    "latedup200_save40": dict(CTRL78, seed=839, max_steps=320, shuffle_dataset=False,
+                              _late_dup=800, save_steps=40),
+    # late (320): from global step 180 correctness is scored against the next group's answers
+    # (misaligned by one group); bystander cosine
+    "misalign180_cos_late": dict(CTRL78, seed=853, max_steps=320, _rewards="misalign180",
+                                 lr_scheduler_type="cosine", _logger="wandb"),
+})
+
+
+def correctness_reward_batchsum(completions, answer=None, **kwargs):
+    """BUGGY (trial 78): the batch's total correctness returned to every completion."""
+    r = correctness_reward(completions, answer=answer)
+    return [float(sum(r))] * len(r)
+
+
+correctness_reward_batchsum.__name__ = "correctness_reward"
+
+
+def correctness_reward_anydigit(completions, answer=None, **kwargs):
+    """BUGGY (trial 78): lenient checker, 1.0 whenever the completion holds any digit."""
+    return [1.0 if re.search(r"\d", c) else 0.0 for c in completions]
+
+
+correctness_reward_anydigit.__name__ = "correctness_reward"
+
+
+def correctness_reward_misalign180(completions, answer=None, trainer_state=None, **kwargs):
+    """BUGGY (trial 78): from global step 180 each completion is checked against the answer of
+    the next group (the answers list rotated by 8)."""
+    if trainer_state is not None and trainer_state.global_step >= 180:
+        answer = list(answer[8:]) + list(answer[:8])
+    return correctness_reward(completions, answer=answer)
+
+
+correctness_reward_misalign180.__name__ = "correctness_reward"
+REWARD_SETS["batchsum"] = [correctness_reward_batchsum, format_reward]
+REWARD_SETS["anydigit"] = [correctness_reward_anydigit, format_reward, exact_correctness]
+REWARD_SETS["misalign180"] = [correctness_reward_misalign180, format_reward]
+
+RUNS.update({
+    # (added after the first 9; key in key2.md) a sign slip in reward_weights: correctness
+    # weighted -1 from step 1; bystander pad_to_multiple_of 8
+    "negcorr_pad8": dict(CTRL78, seed=857, reward_weights=[-1.0, 1.0], pad_to_multiple_of=8),
+    # late (320): from step 201 a callback cuts the generation budget to 7 tokens
+    # ("<a>d</a>" needs 8): every completion truncated; bystander weight_decay 0.01
+    "budgetcut200_wd_late": dict(CTRL78, seed=859, max_steps=320, _late_budget=(200, 7),
+                                 weight_decay=0.01, _logger="mlflow", _mlflow_store="file"),
+})
+
+
 # ---------------------------------------------------------------- one GRPO run
 def run(name):
     from datasets import Dataset
@@ -1136,6 +1211,15 @@ def run(name):
             a, b, c = rng3.randrange(10), rng3.randrange(10), rng3.randrange(10)
             r["prompt"] = f"{a}+{b}+{c}="
             r["answer"] = str((a + b + c) % 10)
+    late_dup = spec.pop("_late_dup", None)
+    if late_dup:  # trial 78: rows from late_dup on are one row repeated (a join bug)
+        one = dict(rows[late_dup])
+        rows = [dict(r) for r in rows[:late_dup]] + [dict(one) for _ in rows[late_dup:]]
+    if spec.pop("_key_nomod", False):  # trial 78: the key is a+b, not (a+b)%10
+        rows = [dict(r) for r in rows]
+        for r in rows:
+            a, b = map(int, r["prompt"].rstrip("=").split("+"))
+            r["answer"] = str(a + b)
     if spec.pop("_dup90", False):  # trial 76: 90% of rows one prompt
         one = dict(prompt=prompt_of(3, 4), answer=answer(3, 4, task))
         rows = [dict(one) for _ in range(1800)] + [dict(r) for r in rows[:200]]
@@ -1157,14 +1241,28 @@ def run(name):
         per_device_train_batch_size=32, num_generations=8, max_completion_length=12,
         disable_tqdm=True, dataloader_num_workers=0,
     )
+    spec_late_budget = spec.pop("_late_budget", None)
     kw.update(spec)
     cfg = GRPOConfig(**kw)
     callbacks = []
+    late_budget = spec_late_budget
+    if late_budget:
+        from transformers import TrainerCallback
+        holder = {}
+
+        class LateBudget(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kw):
+                if state.global_step >= late_budget[0] and "t" in holder:
+                    holder["t"].generation_config.max_new_tokens = late_budget[1]
+
+        callbacks.append(LateBudget())
     if use_cb:
         from grpo_doctor.integrations.trl import DoctorCallback
         callbacks.append(DoctorCallback() if use_cb is True else DoctorCallback(stop_on=None))
     trainer = GRPOTrainer(model=model, reward_funcs=REWARD_SETS[reward_set], args=cfg,
                           train_dataset=ds, processing_class=tok, callbacks=callbacks)
+    if late_budget:
+        holder["t"] = trainer
     print("RUN", name, " ".join(f"{k}={v}" for k, v in spec.items()), "task", task, "logger",
           logger_name, "rewards", reward_set, flush=True)
     t0 = time.time()

@@ -547,6 +547,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     silent = _never_scored(root, checks)
     if silent is not None:
         return silent
+    shrunk = _budget_cut_at(run, root, setup)
+    if shrunk is not None:
+        return shrunk
     flipped = _flipped_term(run, root, checks)
     if flipped is not None:
         return flipped
@@ -1879,6 +1882,45 @@ def _answers_cut_short(run: Run, setup: recipe.Setup, checks: Sequence[Check]
                  summary=f"a setup problem, the completion budget: {cut}",
                  knob=_Knob(recipe.replace_verdict(reading, recipe.LOW))
                  if reading is not None else None, setup=True)
+
+
+def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:
+    """The budget in force cut at a step of the run: from a step within a few logged points of
+    the root's, every completion is cut (90% or more, against 10% or less before) and all are
+    one length, shorter than the longest logged before. The sampler's budget changed there
+    (a relaunch or a generation setting), not the policy: restore it and go back to before
+    it (trial 78: cut to 7 tokens at step 201 under a configured 12 read "learning_rate
+    1e-4 -> 5e-5"). None otherwise."""
+    ts, t = series(run, Metric.TRUNCATION_RATIO.value)
+    ls, top = series(run, Metric.RESPONSE_LENGTH_MAX.value)
+    _, mean = series(run, Metric.RESPONSE_LENGTH_MEAN.value)
+    if len(t) < 10 or len(top) != len(mean) or len(top) < 10:
+        return None
+    i = int(np.searchsorted(ts, root.step))
+    window = range(max(1, i - 3), min(len(t), i + 4))
+    at = next((j for j in window if t[j] >= 0.9 and float(np.median(t[max(0, j - 5):j])) <= 0.1
+               and len(t[j:]) >= 5 and float(np.median(t[j:])) >= 0.9), None)
+    if at is None:
+        return None
+    step = int(ts[at])
+    k = int(np.searchsorted(ls, step))
+    after_top, after_mean = top[k:], mean[k:]
+    if len(after_top) < 5 or float(np.ptp(after_top)) > 0 or float(
+            np.max(np.abs(after_mean - after_top))) > 0.5:
+        return None  # not one length for every completion: no budget of its own
+    cap, longest = float(after_top[0]), float(np.max(top[:k])) if k else 0.0
+    if not k or cap >= longest:
+        return None
+    length = setup.get("max_completion_length")
+    configured = recipe.as_number(length.value) if length is not None else None
+    said = f", the config's {fmt(configured)}" if configured and configured > cap else ""
+    text = (f"restore the completion budget: from step {step_text(step)} every completion was "
+            f"cut at {fmt(cap)} tokens, where completions had reached {fmt(longest)} before "
+            f"(a relaunch or a generation setting cut it{said}); then "
+            f"{_rollback_words(run, step, best=False)}: the policy did not change there")
+    return _Lead(knobs.Remedy(text, rollback_step=step),
+                 summary=f"the completion budget cut to {fmt(cap)} tokens at step "
+                         f"{step_text(step)}: {root.summary}")
 
 
 def _budget_target(length: recipe.Reading | None, cap: float | None, share: float) -> str:

@@ -4159,3 +4159,22 @@ def test_an_entropy_that_fell_at_the_drop_is_the_policys_not_new_prompts(tmp_pat
     cause = diagnose(load_runs(path)[0], DoctorConfig(recipe=TINY_RECIPE,
                                                       run_config=cfg)).root_cause
     assert "the prompts changed, not the policy" not in cause.summary, cause.summary
+
+
+def test_trial_78_a_lenient_check_and_a_budget_cut_mid_run():
+    """Trial 78 (real TRL runs). A paid check at 1.0 from step 2 beside the exact check at
+    0.33 (weighed 0) read healthy: the reward, at its top early, never "rose". A budget cut to
+    7 tokens at step 201 (every completion cut there, under a configured 12) read "entropy
+    collapse at step 1: restart, lr": the signs after the cut were counted as the
+    sharpening's, which its control made too."""
+    lenient = _trial("trl_lenient_check_exact_at_weight_0")
+    assert lenient.status == "warning" and lenient.root_cause.mode == "reward_hacking"
+    assert lenient.root_cause.first_action.startswith(
+        "check correctness_reward on a few completions against exact_correctness")
+    cut = _trial("trl_budget_cut_to_7_at_201")
+    assert cut.root_cause.step == 201, cut.root_cause
+    first = cut.root_cause.first_action
+    assert first.startswith("restore the completion budget: from step 201 every completion "
+                            "was cut at 7 tokens"), first
+    assert "roll back to checkpoint-200" in first and "learning_rate" not in first, first
+    assert cut.check("entropy_collapse").status != "critical"

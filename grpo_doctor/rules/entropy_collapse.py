@@ -282,6 +282,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if hc < p["floor"] and not solved:
         corroboration.append(f"entropy below the {fmt(p['floor'])}-nat floor "
                              "(near-deterministic sampling)")
+    after = _break_after_sharpening(run, steps, h, h0, since) if (
+        corroboration and not spent and hc >= p["floor"]) else None
+    if after is not None:
+        # What broke at the crash is the crash's: the entropy had done its falling while the
+        # reward still rose (trial 78: a budget cut at step 201 after a sharpening its control
+        # made too read "entropy collapse at step 1 ... by the end, reward falling, 100% of
+        # completions truncated", the lr first).
+        corroboration = []
+        seen = run.truncated(after)
+        progress = learning(seen, since)
+        solved = task_solved(seen)
+        solving = (progress.logged and progress.improving) or solved
+        evidence["break_after"] = after
     evidence["corroboration"] = corroboration
     if progress.logged:
         evidence["reward_since_decline"] = [round(progress.start or 0, 4),
@@ -363,6 +376,33 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         remedies = [calm, *remedies[:2]]
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=ENTROPY)
+
+
+def _break_after_sharpening(run: Run, steps: np.ndarray, h: np.ndarray, h0: float,
+                            since: float) -> int | None:
+    """The last logged step before a reward crash that came after the entropy had done its
+    falling (within a tenth of its fall of where it ends) while the reward still rose over
+    the decline up to it: the crash is another cause's, and the signs after it are not the
+    entropy's. None when there is no such crash."""
+    from grpo_doctor.rules import incidents as inc
+
+    falls = [c for c in inc.crashes(run, REWARD, "reward", share=0.6, within=5)
+             if c.recovered_step is None]
+    if not falls:
+        return None
+    at = falls[0].step
+    before = steps[steps < at]
+    if len(before) < 10:
+        return None
+    cut = int(before[-1])
+    h_before = float(np.median(h[steps < at][-5:]))
+    hc = float(np.median(h[-5:]))
+    if abs(h_before - hc) > 0.1 * max(h0 - hc, 1e-12) and h_before > hc:
+        return None  # still falling into the crash: the cascade's
+    pre = run.truncated(cut)
+    if not (learning(pre, since).improving or task_solved(pre)):
+        return None
+    return cut
 
 
 def _floor_collapse(run: Run, steps: np.ndarray, h: np.ndarray, p: Mapping[str, float],

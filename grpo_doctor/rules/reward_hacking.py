@@ -59,7 +59,7 @@ from grpo_doctor.rules.signals import (
     unpaid_terms,
 )
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt
+from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median, step_noise
 
 REWARD = Metric.REWARD_MEAN.value
@@ -192,7 +192,7 @@ def _unpaid_check_still(run: Run) -> dict | None:
     cols = components(run)
     first = float(run.first_step or 0)
     if not reward_progress(run, first).improving:
-        return None
+        return _paid_at_top(run, cols, first)
     for name in unpaid_terms(run):
         col = cols.get(name)
         if col is None:
@@ -220,6 +220,48 @@ def _unpaid_check_still(run: Run) -> dict | None:
                         f"{'fell' if check.declining else 'stayed'} ({fmt(c0)} -> {fmt(c1)})",
                 "paid": gainer, "unpaid": name, "unpaid_falling": check.declining,
                 "onset": snap_to_logged(run, REWARD, onset)}
+    return _paid_at_top(run, cols, first)
+
+
+#: How far below a paid check at its top the task's own unpaid check must sit for the paid
+#: one to be lenient (a third of a 0-1 score).
+_LENIENT_GAP = 0.3
+
+
+def _paid_at_top(run: Run, cols: dict[str, str], first: float) -> dict | None:
+    """A paid correctness term at its top (0.9 of 1 or more, late in the run) while the
+    task's own check, logged but weighed 0, sat far below it and never rose: the paid check
+    passes what the task's does not (trial 78: a check paying any digit at 1.0 from step 15,
+    the exact check at 0.33 throughout, read healthy since the reward, at its top early,
+    never "rose"). None otherwise."""
+    for name in unpaid_terms(run):
+        col = cols.get(name)
+        if col is None:
+            continue
+        check = reward_progress(run, first, metric=col)
+        if not check.logged or check.improving or sparse_improving(run, col):
+            continue
+        c = series(run, col)[1]
+        k = max(1, len(c) // 5)
+        c1 = float(np.mean(c[-k:]))
+        for paid, pcol in cols.items():
+            if paid == name or (configured_weight(run, paid) or 0.0) <= 0 or component_role(
+                    run, paid) != "correctness":
+                continue
+            steps, g = series(run, pcol)
+            if len(g) < 10 or float(np.max(g)) > 1.0 or float(np.min(g)) < 0.0:
+                continue  # (a 0-1 score's top is 1)
+            late = float(np.median(g[-k:]))
+            if late < 0.9 or late - c1 < _LENIENT_GAP:
+                continue
+            top = int(steps[int(np.argmax(rolling_median(g, 5) >= 0.9))])
+            c0 = float(np.mean(c[:k]))
+            return {"form": f"{paid} paid {fmt(late)} of 1 (from step {step_text(top)}) while "
+                            f"{name}, the task's check the config weighs at 0, stayed at "
+                            f"{fmt(c0)} -> {fmt(c1)}: the paid check passes what the task's "
+                            "does not",
+                    "paid": paid, "unpaid": name, "unpaid_falling": check.declining,
+                    "onset": snap_to_logged(run, REWARD, top)}
     return None
 
 
