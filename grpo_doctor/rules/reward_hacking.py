@@ -193,13 +193,7 @@ def _unpaid_check_still(run: Run) -> dict | None:
     first = float(run.first_step or 0)
     if not reward_progress(run, first).improving:
         return _paid_at_top(run, cols, first)
-    for name in unpaid_terms(run):
-        col = cols.get(name)
-        if col is None:
-            continue
-        check = reward_progress(run, first, metric=col)
-        if not check.logged or check.improving or sparse_improving(run, col):
-            continue
+    for name, col, check in _unpaid_still(run, cols, first):
         gainer = next((n for n, c in cols.items() if n != name
                        and (configured_weight(run, n) or 0.0) > 0
                        and component_role(run, n) != "format"
@@ -228,19 +222,25 @@ def _unpaid_check_still(run: Run) -> dict | None:
 _LENIENT_GAP = 0.3
 
 
+def _unpaid_still(run: Run, cols: dict[str, str], first: float):
+    """(name, column, its progress) of each task check the config weighs at 0 that did not
+    improve over the log."""
+    for name in unpaid_terms(run):
+        col = cols.get(name)
+        if col is None:
+            continue
+        check = reward_progress(run, first, metric=col)
+        if check.logged and not check.improving and not sparse_improving(run, col):
+            yield name, col, check
+
+
 def _paid_at_top(run: Run, cols: dict[str, str], first: float) -> dict | None:
     """A paid correctness term at its top (0.9 of 1 or more, late in the run) while the
     task's own check, logged but weighed 0, sat far below it and never rose: the paid check
     passes what the task's does not (trial 78: a check paying any digit at 1.0 from step 15,
     the exact check at 0.33 throughout, read healthy since the reward, at its top early,
     never "rose"). None otherwise."""
-    for name in unpaid_terms(run):
-        col = cols.get(name)
-        if col is None:
-            continue
-        check = reward_progress(run, first, metric=col)
-        if not check.logged or check.improving or sparse_improving(run, col):
-            continue
+    for name, col, check in _unpaid_still(run, cols, first):
         c = series(run, col)[1]
         k = max(1, len(c) // 5)
         c1 = float(np.mean(c[-k:]))
