@@ -364,6 +364,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     from grpo_doctor.root_cause import (
         always_clipped_note,
         idle_settings,
+        learned_before,
         lr_jump_note,
         lr_restarts_note,
         root_cause_and_plan,
@@ -446,9 +447,16 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     # of the configured lr (trial 63: "learned at 1e-4: keep it" under a logged peak of 1e-5).
     # (Not "keep it" where the task's score is still low: trial 76's lr 1e-5, 0.35 -> 0.42,
     # had read "learned at it: keep it" beside "the task's own score is still low".)
+    # And the lr of a run that learned at it until something else broke it (a reward or the
+    # data, whose first action names no step size): its own run is the evidence (trial 78: a
+    # key that shifted at step 180 had read "for the next run: learning_rate 1e-4 -> 2.5e-6"
+    # on a run that learned at 1e-4 until then).
+    learned_until = cause is not None and cause.step is not None and not quiet and (
+        "learning_rate" not in cause.first_action and (cause.knob or {}).get(
+            "name") != "learning_rate" and learned_before(run, cause.step))
     settings = recipe.notes(setup, checks, idle_settings(run, setup), said,
-                            proven=("learning_rate",) if quiet and warmup is None and _learned(
-                                run, checks) else (), kept_said=low is None)
+                            proven=("learning_rate",) if (quiet and warmup is None and _learned(
+                                run, checks)) or learned_until else (), kept_said=low is None)
     supervised = _supervised_only(run)
     if supervised is not None:
         # The recipe is GRPO's: no next-run lr for a supervised log (trial 65: an SFT stage's

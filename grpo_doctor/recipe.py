@@ -1529,7 +1529,7 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
     # better evidence than the recipe's, written for another model size (every healthy trial
     # control on a tiny model had read "for the next run: learning_rate 1e-4 -> 2.5e-6").
     proven = set(proven)
-    learned_at = [r for r in setup.outside if r.id in proven and not fired]
+    learned_at = [r for r in setup.outside if r.id in proven]
     quiet = [r for r in quiet if r not in learned_at]
     if learned_at and kept_said:
         out.append("; ".join(f"{r.name} {r.value_text} is {r.how_far()}" for r in learned_at)
@@ -1567,7 +1567,7 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
     # default in-reward beta of 0.001 is on most healthy verl runs.)
     near = [r for r in setup.outside if fired and not r.far and not r.setting.note_only
             and (r.factor or 0.0) >= CLEARLY_OUTSIDE and any(lk.primary for lk in r.links)
-            and not _named(r, said)]
+            and not _named(r, said) and r not in learned_at]
     # "A contributing risk" only beside a finding it is linked to: it had been said of
     # verl's beta 0.001 beside a NaN (trial 50); the others are for the next run.
     risk = [r for r in near if any(lk.primary and lk.mode in fired for lk in r.links)]

@@ -1433,7 +1433,7 @@ def _knob_action(run: Run, root: Event, causes: Sequence[recipe.Reading], from_s
         where = ""
     fix = f"{top.fix()} ({top.sentence()}; {top.why}"
     fix = fix.rstrip("; ") + ")"
-    if where and top.id == "learning_rate" and not top.far and _learned_before(run, root.step):
+    if where and top.id == "learning_rate" and not top.far and learned_before(run, root.step):
         # The run learned at this lr until it broke: halve it from the checkpoint, as after any
         # late break, rather than drop it to the recipe's (which may be a full fine-tune's,
         # 10x below a LoRA adapter's); the recipe is said beside it.
@@ -1529,7 +1529,7 @@ _TRAINING_SETTINGS = frozenset({
     "top_entropy_quantile", "num_generations"})
 
 
-def _learned_before(run: Run, step: int) -> bool:
+def learned_before(run: Run, step: int) -> bool:
     """The reward rose, beyond its noise and by a quarter of its range, over the logged
     points before ``step``: the run learned at its settings before it broke."""
     rs, r = series(run, Metric.REWARD_MEAN.value)

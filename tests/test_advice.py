@@ -4178,3 +4178,19 @@ def test_trial_78_a_lenient_check_and_a_budget_cut_mid_run():
                             "was cut at 7 tokens"), first
     assert "roll back to checkpoint-200" in first and "learning_rate" not in first, first
     assert cut.check("entropy_collapse").status != "critical"
+
+
+def test_a_run_that_learned_until_something_else_broke_it_keeps_its_lr():
+    """Trial 78: a run that learned at lr 1e-4 until its answer key shifted at step 180 read
+    "for the next run: learning_rate 1e-4 -> 2.5e-6" (20x the chapter's ceiling, a larger
+    model's), a value this model learns nothing at. Its own run is the evidence, as a healthy
+    run's is: the harder slice from step 121 broke it, not the step size."""
+    from grpo_doctor.recipe import flat_config
+
+    name = "trl_harder_prompts_from_121_unshuffled"
+    run = load_runs(TRIAL / f"{name}.csv")[0]
+    cfg = flat_config(json.loads((TRIAL / f"{name}.config.json").read_text()))
+    d = diagnose(run, DoctorConfig(run_config=cfg))  # the chapter's own recipe
+    assert "learning_rate" not in d.root_cause.first_action
+    assert not any("learning_rate 1e-4 -> " in n for n in d.notes), d.notes
+    assert any("yet this run learned at it: keep it" in n for n in d.notes), d.notes
