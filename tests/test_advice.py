@@ -4194,3 +4194,13 @@ def test_a_run_that_learned_until_something_else_broke_it_keeps_its_lr():
     assert "learning_rate" not in d.root_cause.first_action
     assert not any("learning_rate 1e-4 -> " in n for n in d.notes), d.notes
     assert any("yet this run learned at it: keep it" in n for n in d.notes), d.notes
+
+
+def test_a_reward_that_gives_every_completion_of_a_step_one_score_is_named():
+    """Trial 78: a correctness term returning the batch's total to each completion (its own
+    logged std 0 on all 200 steps, its mean moving 5-18) read "look at a few equal-reward
+    groups: if all right, harder prompts ..."."""
+    d = _trial("trl_reward_batch_total_to_each")
+    first = d.root_cause.first_action
+    assert first.startswith("fix the reward function correctness_reward: its spread over the "
+                            "step's completions was 0 on all 200 logged steps"), first

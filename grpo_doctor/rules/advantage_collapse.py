@@ -252,6 +252,31 @@ def _scored_per_prompt(run: Run) -> tuple[str, int, int] | None:
     return None if name is None else (name, groups, len(means[name]))
 
 
+def _scored_per_step(run: Run) -> tuple[str, int] | None:
+    """(term, logged steps) for a reward term whose own logged spread over each step's
+    completions (TRL's ``rewards/<name>/std``) was 0 on every logged step, 20 or more, while
+    its mean took 3 values or more: every completion of a step got one score (trial 78: each
+    completion given the batch's total, read "look at a few equal-reward groups")."""
+    for name, col in components(run).items():
+        spread = _spread_column(run, name, col)
+        if spread is None:
+            continue
+        _, sd = run.finite_series(spread)
+        _, v = run.finite_series(col)
+        if len(sd) >= _PER_PROMPT_STEPS and float(np.max(np.abs(sd))) == 0 and len(
+                np.unique(np.round(v, 6))) >= 3:
+            return name, len(v)
+    return None
+
+
+def _spread_column(run: Run, name: str, col: str) -> str | None:
+    """The column logging ``name``'s spread over a step's completions, where the log has one."""
+    for candidate in (f"rewards/{name}/std", f"{col}/std", f"{col}_std"):
+        if candidate in run.frame.columns:
+            return candidate
+    return None
+
+
 def _on_group_grid(v: np.ndarray, groups: int) -> bool | None:
     """Whether a term's step means all sit on a grid of at most one level per whole number
     of groups (0..groups), evenly spaced, over 20+ steps and 4 levels or more: a score per
@@ -699,7 +724,16 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                            "stricter" if met else
                            "broken parsing, a wrong field, or a task too hard for "
                            f"{agree(len(pinned), 'it', 'them')} to ever fire"))
-    per_prompt = _scored_per_prompt(run)
+    per_step = _scored_per_step(run)
+    if per_step is not None:
+        term, logged = per_step
+        evidence["scored_per_step"] = {"term": term, "steps": logged}
+        remedies.insert(0, f"fix the reward function {term}: its spread over the step's "
+                        f"completions was 0 on all {logged} logged steps while its mean moved "
+                        "from step to step, so it gave every completion of a step one score "
+                        "(a batch total or mean returned to each, a score of the prompts not "
+                        "the completions): it tells no completion from another")
+    per_prompt = _scored_per_prompt(run) if per_step is None else None
     if per_prompt is not None:
         term, groups, logged = per_prompt
         evidence["scored_per_prompt"] = {"term": term, "groups_per_step": groups,
