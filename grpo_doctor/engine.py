@@ -451,9 +451,12 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     # data, whose first action names no step size): its own run is the evidence (trial 78: a
     # key that shifted at step 180 had read "for the next run: learning_rate 1e-4 -> 2.5e-6"
     # on a run that learned at 1e-4 until then).
+    # (Not beside a finding a step size brings about: an entropy fallen 96% before the
+    # break is the lr's too; h114.)
     learned_until = cause is not None and cause.step is not None and not quiet and (
         "learning_rate" not in cause.first_action and (cause.knob or {}).get(
-            "name") != "learning_rate" and learned_before(run, cause.step))
+            "name") != "learning_rate" and learned_before(run, cause.step)
+        and not any(c.fired and c.mode in _STEP_SIZE_SIGNS for c in checks))
     settings = recipe.notes(setup, checks, idle_settings(run, setup), said,
                             proven=("learning_rate",) if (quiet and warmup is None and _learned(
                                 run, checks)) or learned_until else (), kept_said=low is None)
@@ -488,6 +491,12 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         diagnosis = replace(diagnosis, signs=signs(run))
     return diagnosis
 
+
+#: Findings a step too large brings about: beside one, a run that learned before its break
+#: is no proof of its lr.
+_STEP_SIZE_SIGNS = frozenset({
+    "entropy_collapse", "entropy_blowup", "kl_drift", "grad_explosion", "ratio_instability",
+    "numerical_failure", "likelihood_displacement"})
 
 #: The settings of the rollout's sampler: far outside the recipe, they change what each
 #: group samples, what the reward measures and what the policy learns from.

@@ -1913,7 +1913,9 @@ def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:
         return None
     length = setup.get("max_completion_length")
     configured = recipe.as_number(length.value) if length is not None else None
-    said = f", the config's {fmt(configured)}" if configured and configured > cap else ""
+    if configured is not None and cap >= configured:
+        return None  # cut at the config's own budget: no cut of it (h114)
+    said = f", the config's {fmt(configured)}" if configured else ""
     text = (f"restore the completion budget: from step {step_text(step)} every completion was "
             f"cut at {fmt(cap)} tokens, where completions had reached {fmt(longest)} before "
             f"(a relaunch or a generation setting cut it{said}); then "

@@ -4204,3 +4204,42 @@ def test_a_reward_that_gives_every_completion_of_a_step_one_score_is_named():
     first = d.root_cause.first_action
     assert first.startswith("fix the reward function correctness_reward: its spread over the "
                             "step's completions was 0 on all 200 logged steps"), first
+
+
+def _trial_edited(tmp_path, name: str, edit):
+    """A trial run with its CSV edited by ``edit(frame)``, diagnosed as ``_trial`` does."""
+    import pandas as pd
+
+    from grpo_doctor.recipe import flat_config
+
+    frame = pd.read_csv(TRIAL / f"{name}.csv")
+    edit(frame)
+    path = tmp_path / f"{name}.csv"
+    frame.to_csv(path, index=False)
+    cfg = flat_config(json.loads((TRIAL / f"{name}.config.json").read_text()))
+    return diagnose(load_runs(path)[0], DoctorConfig(recipe=TINY_RECIPE, run_config=cfg))
+
+
+def test_hostile_h114_reads_of_the_day_s_last_changes(tmp_path):
+    """h114: a paid term infinite on every step crashed (then, half mended, hung in LAPACK's
+    least squares); an unpaid check logged at -0.33 read as a 0-1 score far below the paid
+    one; a term's std logged on 20 of 200 steps read "0 on all 200 logged steps"."""
+    import numpy as np
+
+    def paid_inf(f):
+        f["rewards/correctness_reward/mean"] = np.inf
+
+    assert _trial_edited(tmp_path, "trl_lenient_check_exact_at_weight_0", paid_inf).status
+
+    def negative(f):
+        f["rewards/exact_correctness/mean"] = -f["rewards/exact_correctness/mean"]
+
+    flipped = _trial_edited(tmp_path, "trl_lenient_check_exact_at_weight_0", negative)
+    assert flipped.check("reward_hacking").status != "warning", flipped.check(
+        "reward_hacking").summary
+
+    def sparse_std(f):
+        f.loc[f.index[20:], "rewards/correctness_reward/std"] = np.nan
+
+    sparse = _trial_edited(tmp_path, "trl_reward_batch_total_to_each", sparse_std)
+    assert "was 0 on all 20 logged steps" in sparse.root_cause.first_action

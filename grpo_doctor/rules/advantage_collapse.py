@@ -253,10 +253,11 @@ def _scored_per_prompt(run: Run) -> tuple[str, int, int] | None:
 
 
 def _scored_per_step(run: Run) -> tuple[str, int] | None:
-    """(term, logged steps) for a reward term whose own logged spread over each step's
-    completions (TRL's ``rewards/<name>/std``) was 0 on every logged step, 20 or more, while
-    its mean took 3 values or more: every completion of a step got one score (trial 78: each
-    completion given the batch's total, read "look at a few equal-reward groups")."""
+    """(term, steps its spread was logged on) for a reward term whose own logged spread over
+    each step's completions (TRL's ``rewards/<name>/std``) was 0 on every logged step, 20 or
+    more, while its mean took 3 values or more: every completion of a step got one score
+    (trial 78: each completion given the batch's total, read "look at a few equal-reward
+    groups")."""
     for name, col in components(run).items():
         spread = _spread_column(run, name, col)
         if spread is None:
@@ -265,7 +266,7 @@ def _scored_per_step(run: Run) -> tuple[str, int] | None:
         _, v = run.finite_series(col)
         if len(sd) >= _PER_PROMPT_STEPS and float(np.max(np.abs(sd))) == 0 and len(
                 np.unique(np.round(v, 6))) >= 3:
-            return name, len(v)
+            return name, len(sd)
     return None
 
 

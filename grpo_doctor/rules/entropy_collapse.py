@@ -381,9 +381,10 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
 def _break_after_sharpening(run: Run, steps: np.ndarray, h: np.ndarray, h0: float,
                             since: float) -> int | None:
     """The last logged step before a reward crash that came after the entropy had done its
-    falling (within a tenth of its fall of where it ends) while the reward still rose over
-    the decline up to it: the crash is another cause's, and the signs after it are not the
-    entropy's. None when there is no such crash."""
+    falling (within a tenth of its fall of where it ends, neither falling on nor blown up
+    after it) while the reward still rose over the decline up to it: the crash is another
+    cause's, and the signs after it are not the entropy's. None when there is no such
+    crash."""
     from grpo_doctor.rules import incidents as inc
 
     falls = [c for c in inc.crashes(run, REWARD, "reward", share=0.6, within=5)
@@ -397,8 +398,8 @@ def _break_after_sharpening(run: Run, steps: np.ndarray, h: np.ndarray, h0: floa
     cut = int(before[-1])
     h_before = float(np.median(h[steps < at][-5:]))
     hc = float(np.median(h[-5:]))
-    if abs(h_before - hc) > 0.1 * max(h0 - hc, 1e-12) and h_before > hc:
-        return None  # still falling into the crash: the cascade's
+    if abs(h_before - hc) > 0.1 * max(h0 - hc, 1e-12):
+        return None  # still falling into the crash, or blown up after it: the cascade's
     pre = run.truncated(cut)
     if not (learning(pre, since).improving or task_solved(pre)):
         return None

@@ -39,7 +39,7 @@ from grpo_doctor.findings import Status
 from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip
-from grpo_doctor.rules.points import head_tail, series, snap_to_logged
+from grpo_doctor.rules.points import finite_rows, head_tail, series, snap_to_logged
 from grpo_doctor.rules.signals import component_role, components, sparse_improving
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt
@@ -68,6 +68,10 @@ RULE = Rule(
 
 def _gain(run: Run, col: str, head: float = 0.2) -> tuple[float, float, TrendTest]:
     steps, v = series(run, col)
+    keep = np.isfinite(v)  # (a term infinite on every step holds no gain; h114)
+    steps, v = steps[keep], v[keep]
+    if len(v) < 2:
+        return 0.0, 1e-12, mann_kendall(np.arange(3.0), np.zeros(3))
     a, b = head_tail(v, frac=0.2, head_frac=head)
     return b - a, float(np.ptp(v)) or 1e-12, mann_kendall(steps, v)
 
@@ -142,7 +146,7 @@ def component_weights(run: Run, cols: dict[str, str]) -> dict[str, float]:
     ones = {n: 1.0 for n in cols}
     if not run.has(total):
         return ones
-    frame = run.frame[[total, *cols.values()]].dropna()
+    frame = finite_rows(run, [total, *cols.values()])
     if len(frame) < 10:
         return ones
     x = np.column_stack([frame[c].to_numpy() for c in cols.values()] + [np.ones(len(frame))])

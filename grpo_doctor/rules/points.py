@@ -43,6 +43,13 @@ def logged(run: Run, metric: str) -> int:
     return len(run.finite_series(metric)[0])
 
 
+def finite_rows(run: Run, columns: list[str]):
+    """The run's rows where every one of ``columns`` holds a finite number (a fit on an inf
+    never returns from LAPACK; h114)."""
+    frame = run.frame[columns]
+    return frame[np.isfinite(frame.to_numpy(dtype=float)).all(axis=1)]
+
+
 def aligned(run: Run, a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Steps where both metrics were logged as finite numbers, and their values there."""
     sa, va = series(run, a)

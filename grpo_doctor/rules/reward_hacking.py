@@ -242,6 +242,8 @@ def _paid_at_top(run: Run, cols: dict[str, str], first: float) -> dict | None:
     never "rose"). None otherwise."""
     for name, col, check in _unpaid_still(run, cols, first):
         c = series(run, col)[1]
+        if not len(c) or float(np.min(c)) < 0.0 or float(np.max(c)) > 1.0:
+            continue  # (a 0-1 check's level only: -0.33 is no share of right answers; h114)
         k = max(1, len(c) // 5)
         c1 = float(np.mean(c[-k:]))
         for paid, pcol in cols.items():

@@ -14,7 +14,15 @@ from grpo_doctor.lazy import numpy as np
 from grpo_doctor.lazy import pandas as pd
 from grpo_doctor.metrics import Metric, is_reward_component
 from grpo_doctor.rules.knobs import CLIP_HIGH, GROUP_SIZE, current, flatten, keyed, knob_value
-from grpo_doctor.rules.points import aligned, end_size, head_tail, late_points, logged, series
+from grpo_doctor.rules.points import (
+    aligned,
+    end_size,
+    finite_rows,
+    head_tail,
+    late_points,
+    logged,
+    series,
+)
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 from grpo_doctor.trends import mann_kendall, rolling_median, shift_stands_out, step_noise
@@ -560,7 +568,7 @@ def _terms_by_weights(run: Run, weights: object) -> tuple[str, ...]:
             Metric.REWARD_MEAN.value):
         return ()
     names = list(logged)
-    rows = run.frame[[Metric.REWARD_MEAN.value, *logged.values()]].dropna()
+    rows = finite_rows(run, [Metric.REWARD_MEAN.value, *logged.values()])
     if len(rows) < 5:
         return ()
     total = rows[Metric.REWARD_MEAN.value].to_numpy(dtype=float)
@@ -963,7 +971,7 @@ def unscored_share(run: Run, min_steps: int = 20) -> UnscoredShare | None:
         return None
     if isinstance(weights, (list, tuple)) and len(weights) != len(terms):
         return None
-    rows = run.frame[[Metric.REWARD_MEAN.value, *terms.values()]].dropna()
+    rows = finite_rows(run, [Metric.REWARD_MEAN.value, *terms.values()])
     if len(rows) < min_steps:
         return None
     reward = rows[Metric.REWARD_MEAN.value].to_numpy(dtype=float)
@@ -1364,7 +1372,7 @@ def _zero_on(run: Run, weights: list[float], twins: list[str]) -> bool:
     terms = components(run)
     if len(weights) > _MAX_ORDERED_TERMS or not run.has(Metric.REWARD_MEAN.value):
         return False
-    rows = run.frame[[Metric.REWARD_MEAN.value, *terms.values()]].dropna()
+    rows = finite_rows(run, [Metric.REWARD_MEAN.value, *terms.values()])
     if len(rows) < 5:
         return False
     total = rows[Metric.REWARD_MEAN.value].to_numpy(dtype=float)
@@ -1466,7 +1474,7 @@ def reweighted_note(run: Run) -> str | None:
     comps = components(run)
     if not comps or Metric.REWARD_MEAN.value not in run.frame.columns:
         return None
-    frame = run.frame[[Metric.REWARD_MEAN.value, *comps.values()]].dropna()
+    frame = finite_rows(run, [Metric.REWARD_MEAN.value, *comps.values()])
     if len(frame) > _REWEIGHT_ROWS:  # a long log: every k-th row tells the same sums
         frame = frame.iloc[::len(frame) // _REWEIGHT_ROWS + 1]
     n = len(frame)
