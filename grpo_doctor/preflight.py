@@ -380,6 +380,9 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
                 continue
             config[key] = value
             defaults.append(setting.id)
+    kl_default = recipe.kl_loss_default(recipe.flat_config(config))
+    if kl_default is not None and any(s.id == "beta" for s in settings):
+        defaults.append("beta")  # (the value itself is put in force by read_config)
     setup = recipe.read_config(config, tuple(settings))
     refuse_bad_values(setup, source)
     if not setup.known:

@@ -912,6 +912,23 @@ def _dict_text(value: Any) -> dict[str, Any] | None:
 # --- what a config puts in force: a coefficient its switch leaves unused is no setting ------
 
 
+#: verl's and SkyRL's ``kl_loss_coef`` where the config switches the KL loss on and writes no
+#: coefficient (verl's ppo_trainer.yaml and SkyRL's ppo_base_config.yaml both hold 0.001).
+KL_LOSS_COEF_DEFAULT = 0.001
+
+
+def kl_loss_default(flat: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The coefficient key and value a section-qualified ``use_kl_loss`` switched on puts in
+    force when the config writes no KL coefficient (verl's ``actor_rollout_ref.actor``,
+    SkyRL's ``trainer.algorithm``); None otherwise (OpenRLHF's flat flag moves its own
+    ``init_kl_coef``, whose default forks disagree on)."""
+    loss, loss_key = lookup(flat, (KL_LOSS_SWITCH,))
+    if loss_key is None or "." not in loss_key or as_flag(loss) is not True \
+            or lookup(flat, knobs.KL_COEF.names)[0] is not None:
+        return None
+    return loss_key.rsplit(".", 1)[0] + ".kl_loss_coef", KL_LOSS_COEF_DEFAULT
+
+
 def _kl_in_force(flat: dict[str, Any]) -> dict[str, Any]:
     """``flat`` without the KL coefficients its switches leave unused; with both switched off,
     beta is 0 under the loss switch's key (no KL term at all)."""
@@ -921,8 +938,12 @@ def _kl_in_force(flat: dict[str, Any]) -> dict[str, Any]:
             flat, knobs.KL_COEF.names)[0] is None:
         # The switch on and no coefficient written (verl's and SkyRL's shipped scripts keep
         # its default): the switch is no value of beta (preflight had refused SkyRL's
-        # run_gsm8k.sh, "use_kl_loss: true is not a number"; c77).
-        return {k: v for k, v in flat.items() if k != loss_key}
+        # run_gsm8k.sh, "use_kl_loss: true is not a number"; c77), the default is.
+        out = {k: v for k, v in flat.items() if k != loss_key}
+        default = kl_loss_default(flat)
+        if default is not None:
+            out[default[0]] = default[1]
+        return out
     if loss is None or loss_key is None or not any(k.endswith("kl_loss_coef") for k in flat):
         return flat  # not verl's pair (OpenRLHF's --use_kl_loss moves its one coefficient)
     out = dict(flat)

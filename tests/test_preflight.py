@@ -412,6 +412,33 @@ def test_a_kl_loss_switched_on_without_its_coefficient_is_read_not_refused(tmp_p
     assert "use_kl_loss" not in out or "not a number" not in out, out
 
 
+def test_a_kl_loss_switched_on_without_its_coefficient_reads_the_framework_default(tmp_path):
+    """verl's and SkyRL's use_kl_loss with no kl_loss_coef written runs at their default, 0.001
+    (ppo_trainer.yaml, ppo_base_config.yaml): it had read "beta not set". OpenRLHF's flat flag
+    moves its own init_kl_coef, whose default its forks disagree on: not filled in."""
+    from grpo_doctor.recipe import read_config
+
+    verl = {"actor_rollout_ref": {"actor": {"use_kl_loss": True, "optim": {"lr": 1e-6}},
+                                  "rollout": {"n": 8}}, "algorithm": {"adv_estimator": "grpo"}}
+    result = preflight(verl)
+    beta = next(r for r in result.setup.readings if r.id == "beta")
+    assert beta.value == 0.001 and beta.source == "actor_rollout_ref.actor.kl_loss_coef"
+    assert "beta" in result.defaults
+    assert next(d for d in result.to_dict()["knobs"] if d["name"] == "beta")["from_default"]
+    skyrl = read_config({"trainer": {"algorithm": {"use_kl_loss": True}, "policy": {
+        "optimizer_config": {"lr": 1e-6}}}})
+    assert next(r for r in skyrl.readings if r.id == "beta").value == 0.001
+    written = preflight({**verl, "actor_rollout_ref": {"actor": {
+        "use_kl_loss": True, "kl_loss_coef": 0.02}, "rollout": {"n": 8}}})
+    assert next(r for r in written.setup.readings if r.id == "beta").value == 0.02
+    assert "beta" not in written.defaults
+    off = read_config({"actor_rollout_ref": {"actor": {"use_kl_loss": False,
+                                                        "kl_loss_coef": 0.001}}})
+    assert next(r for r in off.readings if r.id == "beta").value == 0  # the leash is off
+    flat_flag = read_config({"use_kl_loss": True, "actor_learning_rate": 1e-6})
+    assert next(r for r in flat_flag.readings if r.id == "beta").value is None
+
+
 def test_a_hash_inside_a_word_is_no_shell_comment(tmp_path, capsys):
     """ms-swift's `--dataset AI-MO/NuminaMath-TIR#1000` (a sample count): shlex's comments
     had dropped every flag after it, and the missing ones read at TRL's defaults as "within
