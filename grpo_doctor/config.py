@@ -170,7 +170,7 @@ class Settings:
             raise ConfigError(f"--map: {exc}") from None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
     from grpo_doctor.files import check_input, read_bytes
 
     try:
@@ -199,14 +199,14 @@ def find_config(start: Path | None = None) -> Path | None:
             return own
         project = folder / "pyproject.toml"
         if project.exists():
-            tool = _read_toml(project).get("tool", {})
+            tool = read_toml(project).get("tool", {})
             if isinstance(tool, dict) and "grpo-doctor" in tool:
                 return project
     return None
 
 
 def _table(path: Path) -> dict[str, Any]:
-    data = _read_toml(path)
+    data = read_toml(path)
     if path.name == "pyproject.toml":
         tool = data.get("tool", {})
         if not isinstance(tool, dict):  # tool = 5

@@ -97,7 +97,7 @@ class Preflight:
     """A config judged against the recipe, before a run."""
 
     source: str
-    framework: str  # trl | verl | openrlhf | unknown
+    framework: str  # trl | ms-swift | verl | openrlhf | open-instruct | unknown
     setup: recipe.Setup
     blind: tuple[BlindCheck, ...] = ()
     defaults: tuple[str, ...] = ()  # knobs read from the framework's defaults
@@ -147,6 +147,14 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
     config: dict[str, Any]
     if path.is_file() and path.suffix.lower() in (".yaml", ".yml", ".json"):
         config = _read_config_file(path)
+    elif path.is_file() and path.suffix.lower() == ".toml":
+        from grpo_doctor.config import read_toml
+
+        # prime-rl's (and any trainer's) TOML config: every one had been refused (c79).
+        try:
+            config = read_toml(path)
+        except ConfigError as exc:
+            raise FormatError(str(exc)) from None
     elif path.is_file() and path.suffix.lower() == ".bin":
         from grpo_doctor.importers.pickled_args import read_training_args
 
@@ -178,6 +186,7 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
         config = parse_command_line(text) or _printed(text)
         if not config:
             raise FormatError(f"{path}: no --flag value or key=value settings found")
+        config = _with_base_config(config, path)
     else:
         config = _read_run_config(path)
     for item in overrides:
@@ -190,6 +199,46 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
 
 
 _MAX_CONFIG_BYTES = 4 * 1024 * 1024
+_CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
+
+
+def _with_base_config(config: dict[str, Any], script: Path) -> dict[str, Any]:
+    """A launch's settings over the config file it names (``trl grpo --config
+    grpo_config.yaml``, EasyR1's ``config=examples/config.yaml``), found beside the script or
+    in the working folder: the flags win, as the launcher applies them. A file not found
+    leaves the flags alone (c79: the file's beta had read as TRL's default 0)."""
+    named = config.get("config")
+    if not isinstance(named, str) or not named.lower().endswith(_CONFIG_SUFFIXES):
+        return config
+    base_path = next((p for p in (script.parent / named, Path(named)) if p.is_file()), None)
+    if base_path is None:
+        return config
+    try:
+        if base_path.suffix.lower() == ".toml":
+            from grpo_doctor.config import read_toml
+
+            base = read_toml(base_path)
+        else:
+            base = _read_config_file(base_path)
+    except (ConfigError, FormatError, InputError):
+        return config  # (an unreadable base is not this launch's fault: its flags stand)
+    merged = dict(base)
+    for key, value in config.items():
+        if key == "config":
+            continue
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merged(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = (_merged(out[key], value) if isinstance(value, dict)
+                    and isinstance(out.get(key), dict) else value)
+    return out
 
 
 def _read_run_config(path: Path) -> dict[str, Any]:
@@ -332,17 +381,19 @@ _OPENRLHF = {"actor_learning_rate": "learning_rate", "init_kl_coef": "beta",
 
 
 def framework_of(config: Mapping[str, Any]) -> str:
-    """trl, ms-swift, verl, openrlhf or unknown, from the config's keys."""
+    """trl, ms-swift, verl, openrlhf, open-instruct or unknown, from the config's keys."""
     keys = set(recipe.flat_config(config))
     tops = {k.split(".", 1)[0] for k in keys}
     if "actor_rollout_ref" in tops or ("algorithm" in tops and "trainer" in tops):
         return "verl"
     if "rlhf_type" in tops:  # (a stray train_type in a TRL config is no launch; h111)
         return "ms-swift"
+    if {"num_samples_per_prompt_rollout", "num_unique_prompts_rollout"} & tops:
+        return "open-instruct"  # (TRL's field names beside its own: not TRL's defaults; c79)
     if {"n_samples_per_prompt", "init_kl_coef", "actor_learning_rate", "pretrain"} & tops:
         return "openrlhf"
     if {"num_generations", "per_device_train_batch_size", "beta", "max_completion_length",
-            "use_vllm", "scale_rewards"} & tops:
+            "use_vllm", "scale_rewards", "reward_funcs"} & tops:
         return "trl"
     return "unknown"
 

@@ -75,6 +75,10 @@ def _links(primary: Iterable[str] = (), contributing: Iterable[str] = ()) -> tup
 #: by default and the coefficients keep their defaults (0.001) in the saved config, so a
 #: config with both off had read "kl_loss_coef 0.001 is below the recipe" for no KL at all.
 KL_LOSS_SWITCH = "use_kl_loss"
+#: EasyR1's switch, the other way round: ``algorithm.disable_kl: true`` turns every KL off.
+KL_DISABLE_SWITCH = "disable_kl"
+#: AReaL's ``gconfig.greedy: true``: greedy decoding, ``do_sample`` the other way round.
+GREEDY_SWITCH = "greedy"
 _KL_REWARD_SWITCH = "use_kl_in_reward"
 
 #: The chapter's starting learning rate as a share of its ceiling (1e-6 of 5e-6).
@@ -158,7 +162,7 @@ SETTINGS: tuple[Setting, ...] = (
              LOW: "each update takes too small a step to move the policy"},
     ),
     Setting(
-        "beta", (*knobs.KL_COEF.names, KL_LOSS_SWITCH),
+        "beta", (*knobs.KL_COEF.names, KL_LOSS_SWITCH, KL_DISABLE_SWITCH),
         "0.01 (0.01-0.05), adaptive with target 1.0",
         "chapter 8.1, 8.4", low=0.01, high=0.05, far=20.0, metric=knobs.KL_COEF.metric,
         off_when_zero=True,
@@ -463,7 +467,8 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "max_completion_length",
-        (*knobs.MAX_LENGTH.names, "actor_rollout_ref.rollout.response_length", "max_tokens"),
+        (*knobs.MAX_LENGTH.names, "actor_rollout_ref.rollout.response_length", "max_tokens",
+         "response_length"),  # (Open-Instruct's --response_length; c79)
         "long enough for the task's answers (no completion cut at the cap)",
         "the log: truncation at the cap", kind="number",
         risks={LOW: _links(primary=("length_hacking",), contributing=(_ADV,))},
@@ -653,12 +658,22 @@ class Reading:
 
     @property
     def switched_off(self) -> bool:
-        """A KL coefficient its switch leaves unused (verl's ``use_kl_loss: False``)."""
-        return self.id == "beta" and str(self.source).endswith(KL_LOSS_SWITCH) and (
+        """A KL coefficient its switch leaves unused (verl's ``use_kl_loss: False``, EasyR1's
+        ``disable_kl: True``)."""
+        return self.id == "beta" and str(self.source).endswith(
+            (KL_LOSS_SWITCH, KL_DISABLE_SWITCH)) and (
             not isinstance(self.value, bool) and self.value == 0)
 
     @property
+    def _inverted(self) -> bool:
+        """Read from a switch that says the opposite of the setting (EasyR1's ``disable_kl``,
+        AReaL's ``greedy``): its own value is the setting's negation."""
+        return str(self.source).endswith((KL_DISABLE_SWITCH, GREEDY_SWITCH))
+
+    @property
     def value_text(self) -> str:
+        if self._inverted:  # (disable_kl's value is beta 0: the switch on)
+            return "False" if self.value is True else "True"
         return "False" if self.switched_off else _value_text(self.value)
 
     @property
@@ -799,9 +814,14 @@ class Reading:
                 and not self.setting.recipe.endswith(USER_RECIPE)
                 and isinstance(self.value, (int, float))
                 and x * LORA_LR_SCALE <= self.value / 3 else "")
+        if self.switched_off and self.name.endswith(KL_DISABLE_SWITCH):
+            coef = self.name[:-len(KL_DISABLE_SWITCH)] + "kl_coef"
+            return f"{self.name} True -> False, with {coef} {target}"
         if self.switched_off:
             coef = self.name[:-len(KL_LOSS_SWITCH)] + "kl_loss_coef"
             return f"{self.name} False -> True, with {coef} {target}"
+        if self._inverted:
+            return f"{self.name} True -> False"
         return f"{self.name} {self.value_text} -> {target}{lora}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -932,6 +952,16 @@ def kl_loss_default(flat: Mapping[str, Any]) -> tuple[str, float] | None:
 def _kl_in_force(flat: dict[str, Any]) -> dict[str, Any]:
     """``flat`` without the KL coefficients its switches leave unused; with both switched off,
     beta is 0 under the loss switch's key (no KL term at all)."""
+    disabled, disable_key = lookup(flat, (KL_DISABLE_SWITCH,))
+    if disable_key is not None:
+        # EasyR1's disable_kl: true turns the KL loss and the KL in the reward off whatever
+        # kl_coef says (c79: read as "kl_coef 0.01 within the recipe"); false leaves kl_coef.
+        out = {k: v for k, v in flat.items() if k != disable_key}
+        if as_flag(disabled) is True:
+            out = {k: v for k, v in out.items()
+                   if lookup({k: v}, (*knobs.KL_COEF.names, KL_LOSS_SWITCH))[1] is None}
+            out[disable_key] = 0
+        return out
     loss, loss_key = lookup(flat, (KL_LOSS_SWITCH,))
     reward, _ = lookup(flat, (_KL_REWARD_SWITCH,))
     if loss_key is not None and as_flag(loss) is True and lookup(
@@ -1122,6 +1152,10 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
             # (helper-93, helper-97).
             key = next((n for n in s.names if n in flat), None)
             value = flat[key] if key is not None else None
+            greedy = f"gconfig.{GREEDY_SWITCH}"  # AReaL's rollout sampler (c79)
+            if s.id == "do_sample" and key is None and greedy in flat \
+                    and as_flag(flat[greedy]) is not None:
+                value, key = not as_flag(flat[greedy]), greedy
         if value is None and s.id == "max_grad_norm":
             # Written as null: the Trainer and NeMo-RL clip only when it is set. Judged as 0
             # (off), said as written.
@@ -1186,6 +1220,8 @@ def _group_with_batch(reading: Reading, flat: Mapping[str, Any]) -> Reading:
     TRL refuses a generation batch (per_device_train_batch_size x steps_per_generation x
     GPUs) that num_generations does not divide, so "num_generations 2 -> 16" alone beside a
     batch of 4 would not start (trial 67). The batch grows to keep its prompts per step."""
+    if not str(reading.source).endswith("num_generations"):
+        return reading  # not TRL's group (Open-Instruct's batch is its own; c79)
     group, target = as_number(reading.value), as_number(reading.target)
     batch = as_number(lookup(flat, ("per_device_train_batch_size",))[0])
     per_gen = as_number(lookup(flat, ("steps_per_generation",))[0]) or as_number(

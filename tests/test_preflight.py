@@ -546,3 +546,115 @@ def test_hostile_h111_reads_of_new_sampler_settings_and_ms_swift(tmp_path, capsy
     banned = recipe.read_config({"generation_kwargs": {"suppress_tokens": [],
                                                        "begin_suppress_tokens": [42]}})
     assert banned.get("banned_tokens").outside
+
+
+@pytest.mark.parametrize("name, text, key, value", [
+    # EasyR1 (examples/config.yaml's shape): its rollout group and KL switch
+    ("easyr1.yaml", "worker:\n  actor:\n    optim:\n      lr: 1.0e-6\n  rollout:\n    n: 2\n"
+     "algorithm:\n  kl_coef: 1.0e-2\n", "worker.rollout.n", 2),
+    ("easyr1_off.yaml", "worker:\n  actor:\n    optim:\n      lr: 1.0e-6\n"
+     "algorithm:\n  disable_kl: true\n  use_kl_loss: true\n  kl_coef: 1.0e-2\n",
+     "algorithm.disable_kl", 0),
+    # Axolotl (rl: grpo, rl_beta beside the trl section)
+    ("axolotl.yaml", "rl: grpo\nrl_beta: 1.0\nlearning_rate: 5.0e-6\ntrl:\n"
+     "  num_generations: 8\n", "rl_beta", 1.0),
+    # AReaL (gconfig's sampler and group; actor.kl_ctl)
+    ("areal.yaml", "actor:\n  kl_ctl: 1.0\n  optimizer:\n    lr: 1.0e-6\ngconfig:\n"
+     "  n_samples: 2\n  greedy: false\n", "gconfig.n_samples", 2),
+    ("areal_kl.yaml", "actor:\n  kl_ctl: 1.0\n  optimizer:\n    lr: 1.0e-6\n", "actor.kl_ctl",
+     1.0),
+    # Open-Instruct's grpo_fast flags, Oat's with a shell variable
+    ("oi.sh", "python open_instruct/grpo_fast.py --learning_rate 5e-7 --beta 0.01 "
+     "--num_samples_per_prompt_rollout 2 --response_length 128 --clip_higher 2.0\n",
+     "num_samples_per_prompt_rollout", 2),
+    ("oat.sh", "ROLLOUT_PER_PROMPT=2\nset -x\npython -m oat.experiment.main \\\n"
+     "  --learning_rate 0.000001 --num_samples $ROLLOUT_PER_PROMPT --beta ${BETA:-0.01}\n",
+     "num_samples", 2),
+    # rLLM: its own key wins over the verl one it syncs to
+    ("rllm.sh", "python -m rllm.trainer.main actor_rollout_ref.rollout.n=8 rllm.rollout.n=2 "
+     "actor_rollout_ref.actor.optim.lr=1e-6 rllm.algorithm.kl_beta=1.0\n", "rllm.rollout.n", 2),
+    # prime-rl's TOML (an eval sampler is not the rollout's)
+    ("prime.toml", "[orchestrator]\ngroup_size = 2\n[orchestrator.eval.sampling]\n"
+     "temperature = 0.3\n[trainer.optim]\nlr = 3e-6\n", "orchestrator.group_size", 2),
+])
+def test_more_frameworks_spellings_are_read(tmp_path, name, text, key, value):
+    """c79: EasyR1's worker.rollout.n and disable_kl, Axolotl's rl_beta, AReaL's gconfig and
+    kl_ctl, Open-Instruct's and Oat's flags (a shell variable the script sets), rLLM's own
+    keys and prime-rl's TOML had been ignored, misread or refused: an unread beta 1.0 had made
+    the first action "raise the learning rate x3"."""
+    path = tmp_path / name
+    path.write_text(text)
+    config, framework = read_preflight_source(path)
+    result = preflight(config, framework, str(path))
+    read = {r.source: r.value for r in result.setup.known}
+    assert read.get(key) == value, read
+    if name == "prime.toml":
+        assert all(r.id != "temperature" for r in result.setup.known)
+    if name == "rllm.sh":
+        assert read.get("rllm.algorithm.kl_beta") == 1.0
+    if name == "oi.sh":
+        assert framework == "open-instruct" and not result.defaults  # (no TRL defaults)
+        assert read.get("clip_higher") == 2.0 and read.get("response_length") == 128
+        group = next(r for r in result.setup.known if r.id == "num_generations")
+        assert "per_device_train_batch_size" not in group.fix()
+
+
+def test_an_inverted_switch_is_said_as_written(tmp_path):
+    """EasyR1's disable_kl: true and AReaL's greedy: true say the setting the other way round:
+    the fix turns the switch back, as the user writes it."""
+    from grpo_doctor.recipe import read_config
+
+    off = read_config({"algorithm": {"disable_kl": True, "kl_coef": 0.01}})
+    beta = next(r for r in off.readings if r.id == "beta")
+    assert beta.value_text == "True" and beta.outside
+    assert beta.fix().startswith("algorithm.disable_kl True -> False, with algorithm.kl_coef")
+    on = read_config({"algorithm": {"disable_kl": False, "kl_coef": 0.02}})
+    assert next(r for r in on.readings if r.id == "beta").value == 0.02
+    greedy = read_config({"gconfig": {"greedy": True, "temperature": 1.0}})
+    do_sample = next(r for r in greedy.readings if r.id == "do_sample")
+    assert do_sample.outside and do_sample.value_text == "True"
+    assert do_sample.fix() == "gconfig.greedy True -> False"
+    sampled = read_config({"gconfig": {"greedy": False}})
+    assert not next(r for r in sampled.readings if r.id == "do_sample").outside
+
+
+def test_a_launch_reads_the_config_file_it_names(tmp_path):
+    """`trl grpo --config grpo_config.yaml --num_generations 2` and EasyR1's
+    `config=examples/config.yaml`: the file's settings under the flags (its beta 0.02 had read
+    as TRL's default 0); TRL's own minimal CLI config is a TRL config, not refused."""
+    (tmp_path / "grpo_config.yaml").write_text(
+        "model_name_or_path: Qwen/Qwen2.5-0.5B\nreward_funcs:\n  - accuracy_reward\n"
+        "beta: 0.02\nnum_generations: 16\n")
+    script = tmp_path / "launch.sh"
+    script.write_text("trl grpo --config grpo_config.yaml \\\n  --num_generations 2\n")
+    config, framework = read_preflight_source(script)
+    assert config["beta"] == 0.02 and config["num_generations"] == 2 and framework == "trl"
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "config.yaml").write_text(
+        "worker:\n  rollout:\n    n: 5\n    temperature: 1.0\n")
+    easy = tmp_path / "easy.sh"
+    easy.write_text("set -x\npython3 -m verl.trainer.main \\\n  config=examples/config.yaml \\\n"
+                    "  worker.rollout.n=8\n")
+    config, _ = read_preflight_source(easy)
+    assert config["worker"]["rollout"] == {"n": 8, "temperature": 1.0}
+    assert "x" not in config and "m" not in config
+    minimal = tmp_path / "minimal.yaml"
+    minimal.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\nreward_funcs:\n  - accuracy\n")
+    config, framework = read_preflight_source(minimal)
+    assert framework == "trl" and preflight(config, framework).setup.known
+
+
+def test_a_script_beside_a_folder_of_logs_is_no_log_s_config(tmp_path):
+    """A scratch_lr_sweep.sh beside logs/ holding several runs' CSVs was read as each one's
+    config ("beside the log"), and named the root cause (c79)."""
+    from grpo_doctor.importers.sidecar import find_training_config
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("a.csv", "b.csv"):
+        (logs / name).write_text("step,reward\n1,0.1\n")
+    (tmp_path / "scratch_lr_sweep.sh").write_text(
+        "python train.py --learning_rate 0.00001 --beta 0.04\n")
+    assert find_training_config(logs / "a.csv") is None
+    (logs / "b.csv").unlink()
+    assert find_training_config(logs / "a.csv") is not None  # one run's logs/: its folder's

@@ -71,6 +71,26 @@ def _uncommented(line: str) -> str:
     return line
 
 
+#: A shell variable set in the script (``LR=1e-6``, ``export LR=1e-6``: ``export`` is its own
+#: word); a dotted key is a Hydra override, not a variable.
+_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+#: A one-letter option (``set -x``, ``python3 -m``, ``bash -c``): no training flag is one.
+_SHORT_OPTION = re.compile(r"-[A-Za-z]$")
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _expanded(token: str, shell: dict[str, str]) -> str:
+    """``token`` with the script's own variables put in (``$LR``, ``${LR}``, ``${LR:-1e-6}``);
+    one the script never set is left as written (its value is not in the file)."""
+    def value(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(3)
+        if name in shell:
+            return shell[name]
+        return m.group(2) if m.group(2) is not None else m.group(0)
+
+    return _REFERENCE.sub(value, token) if "$" in token else token
+
+
 def parse_command_line(text: str) -> dict[str, Any]:
     """Settings of a saved launch command: ``--flag value``, ``--flag=value``, a bare
     ``--flag`` (true), and Hydra ``a.b.c=value`` overrides; backslash line continuations and
@@ -84,9 +104,22 @@ def parse_command_line(text: str) -> dict[str, Any]:
         except ValueError:  # quotes that never close
             tokens += re.split(r"\s+#", line, maxsplit=1)[0].split()
     config: dict[str, Any] = {}
+    shell: dict[str, str] = {}
     i = 0
     while i < len(tokens):
-        token = tokens[i]
+        token = _expanded(tokens[i], shell)
+        assigned = _ASSIGNMENT.match(token)
+        if assigned:
+            # A shell variable the script sets and a later flag reads (Oat's
+            # ``--num_samples $ROLLOUT_PER_PROMPT``: "'$ROLLOUT_PER_PROMPT' is not a number"; c79)
+            shell[assigned.group(1)] = assigned.group(2)
+            if assigned.group(1) == "config":  # EasyR1's ``config=examples/config.yaml``
+                config["config"] = assigned.group(2)
+            i += 1
+            continue
+        if _SHORT_OPTION.match(token):
+            i += 1  # ``set -x``, ``python3 -m``: the shell's and the interpreter's, no setting
+            continue
         override = _OVERRIDE.match(token)
         flag = _FLAG.match(token) if token.startswith("-") else None
         if override:
@@ -96,7 +129,7 @@ def parse_command_line(text: str) -> dict[str, Any]:
             if flag.group(2) is not None:
                 config[name] = coerce(flag.group(2))
             elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-                config[name] = coerce(tokens[i + 1])
+                config[name] = coerce(_expanded(tokens[i + 1], shell))
                 i += 1
             else:
                 config[name] = True

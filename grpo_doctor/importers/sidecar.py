@@ -51,6 +51,9 @@ TRAINING_KEYS = frozenset({
     "entropy_loss_coef", "use_kl_loss", "num_generations_per_prompt",
     "reference_policy_kl_penalty", "ratio_clip_min", "ratio_clip_max", "max_new_tokens",
     "max_total_sequence_length", "num_prompts_per_step",
+    # Open-Instruct's, AReaL's, Oat's, Axolotl's and prime-rl's (c79)
+    "num_samples_per_prompt_rollout", "kl_ctl", "kl_beta", "rl_beta", "generate_max_length",
+    "max_completion_tokens", "clip_higher", "eps_clip_higher",
 })
 #: Top-level keys of a model's own config (Hugging Face ``config.json``): not the run's.
 _MODEL_KEYS = frozenset({"architectures", "model_type"})
@@ -64,11 +67,14 @@ _LOG_FOLDER = re.compile(
 RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
     ("actor_rollout_ref.actor.optim.lr", "policy.optimizer.kwargs.lr", "actor_learning_rate",
      "learning_rate", "lr", "optim.lr", "actor_lr"),
-    ("actor_rollout_ref.actor.kl_loss_coef", "algorithm.kl_ctrl.kl_coef",
-     "loss_fn.reference_policy_kl_penalty", "init_kl_coef", "algo.kl.init_coef", "kl_coef",
-     "kl_loss_coef", "beta", "use_kl_loss"),
-    ("actor_rollout_ref.rollout.n", "grpo.num_generations_per_prompt", "num_generations",
-     "n_samples_per_prompt", "rollout_n", "group_size", "num_return_sequences_in_group"),
+    ("rllm.algorithm.kl_beta", "actor_rollout_ref.actor.kl_loss_coef",
+     "algorithm.kl_ctrl.kl_coef", "loss_fn.reference_policy_kl_penalty", "init_kl_coef",
+     "algo.kl.init_coef", "kl_coef", "kl_loss_coef", "kl_ctl", "kl_beta", "beta", "rl_beta",
+     "use_kl_loss", "disable_kl"),
+    ("rllm.rollout.n", "actor_rollout_ref.rollout.n", "worker.rollout.n", "gconfig.n_samples",
+     "grpo.num_generations_per_prompt", "num_generations", "n_samples_per_prompt",
+     "num_samples_per_prompt_rollout", "rollout_n", "group_size", "num_return_sequences_in_group",
+     "n_samples", "num_samples"),
     ("generation_kwargs.temperature", "actor_rollout_ref.rollout.temperature",
      "generation.temperature", "temperature"),
     ("generation_kwargs.top_p", "actor_rollout_ref.rollout.top_p", "generation.top_p",
@@ -95,14 +101,16 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
      "loss_fn.ratio_clip_min", "clip_ratio_low", "eps_clip_low", "eps_clip", "epsilon",
      "clip_ratio", "cliprange", "clip_range", "clip_low"),
     ("actor_rollout_ref.actor.clip_ratio_high", "epsilon_high", "clip_ratio_high", "eps_clip_high",
-     "loss_fn.ratio_clip_max", "clip_high"),
+     "eps_clip_higher", "clip_higher", "loss_fn.ratio_clip_max", "clip_high"),
     ("vespo_k_pos", "vespo_k_neg"),
     ("delta",),
     ("actor_rollout_ref.actor.grad_clip", "max_grad_norm", "grad_clip", "max_norm",
      "policy.max_grad_norm", "clip_grad", "max_norm"),
     ("generation_kwargs.max_new_tokens", "data.max_response_length", "max_completion_length",
-     "generate_max_len", "max_new_tokens", "max_response_length", "max_generate_length",
-     "policy.max_total_sequence_length", "actor_rollout_ref.rollout.response_length", "max_tokens"),
+     "gconfig.max_new_tokens", "generate_max_len", "generate_max_length", "max_completion_tokens",
+     "max_new_tokens", "max_response_length", "max_generate_length",
+     "policy.max_total_sequence_length", "actor_rollout_ref.rollout.response_length", "max_tokens",
+     "response_length"),
     ("reward_model.overlong_buffer.enable", "reward_model.reward_kwargs.overlong_buffer_cfg.enable",
      "overlong_buffer.enable", "mask_truncated_completions", "overlong_buffer_len",
      "overlong_penalty", "overlong_filtering"),
@@ -321,8 +329,30 @@ def _run_folders(log: Path) -> list[Path]:
         folders.append(folder)
         if not _LOG_FOLDER.match(folder.name) and not _LOG_FOLDER.match(folder.parent.name):
             break  # the run's own folder: what lies above it is not this run's
+        if _holds_several_logs(folder):
+            break  # a folder of runs' logs (logs/a.csv, logs/b.csv): its parent is no one run's
         folder = folder.parent
     return folders
+
+
+#: Exports that each hold one run's metrics: two or more in a folder make it a folder of runs
+#: (c79: a scratch_lr_sweep.sh beside logs/ was read as the config of every log in it).
+_RUN_EXPORTS = frozenset({".csv", ".tsv", ".jsonl", ".parquet"})
+
+
+def _holds_several_logs(folder: Path) -> bool:
+    try:
+        count = 0
+        for i, f in enumerate(folder.iterdir()):
+            if i >= 200:
+                break
+            if f.suffix.lower() in _RUN_EXPORTS:
+                count += 1
+                if count >= 2:
+                    return True
+    except OSError:
+        return False
+    return False
 
 
 def _saved_in(folder: Path) -> list[Path]:

@@ -61,10 +61,13 @@ LEARNING_RATE = Knob(
 )
 KL_COEF = Knob(
     "KL coefficient (beta)",
-    ("actor_rollout_ref.actor.kl_loss_coef", "algorithm.kl_ctrl.kl_coef",
-     "loss_fn.reference_policy_kl_penalty", "init_kl_coef",
+    # rLLM's own key wins over the verl one it sets (its sync_config: rllm's CLI first; c79)
+    ("rllm.algorithm.kl_beta", "actor_rollout_ref.actor.kl_loss_coef",
+     "algorithm.kl_ctrl.kl_coef", "loss_fn.reference_policy_kl_penalty", "init_kl_coef",
      # OpenRLHF's dotted flags (2026: --algo.kl.init_coef for --init_kl_coef; c77)
-     "algo.kl.init_coef", "kl_coef", "kl_loss_coef", "beta"),
+     "algo.kl.init_coef", "kl_coef", "kl_loss_coef",
+     # AReaL's actor.kl_ctl, rLLM's kl_beta, Axolotl's rl_beta beside its trl.beta (c79)
+     "kl_ctl", "kl_beta", "beta", "rl_beta"),
     Metric.KL_COEF.value,
 )
 TEMPERATURE = Knob(
@@ -85,10 +88,16 @@ MIN_P = Knob(
 )
 GROUP_SIZE = Knob(
     "group size G",
-    ("actor_rollout_ref.rollout.n", "grpo.num_generations_per_prompt", "num_generations",
-     "n_samples_per_prompt", "rollout_n", "group_size",
+    # rLLM's own key wins over the verl one it sets; AReaL's source before the copies its
+    # config interpolates from it (actor.reward_norm.group_size: ${gconfig.n_samples}; c79)
+    ("rllm.rollout.n", "actor_rollout_ref.rollout.n", "worker.rollout.n", "gconfig.n_samples",
+     "grpo.num_generations_per_prompt", "num_generations", "n_samples_per_prompt",
+     # Open-Instruct's (c79)
+     "num_samples_per_prompt_rollout", "rollout_n", "group_size",
      # ROLL's (its default is 1; c77)
-     "num_return_sequences_in_group"),
+     "num_return_sequences_in_group",
+     # Oat's --num_samples; AReaL's n_samples under another section (c79)
+     "n_samples", "num_samples"),
 )
 ENTROPY_COEF = Knob(
     "entropy coefficient",
@@ -99,7 +108,8 @@ ENTROPY_COEF = Knob(
 CLIP_HIGH = Knob(
     "clip_ratio_high (epsilon_high)",
     ("actor_rollout_ref.actor.clip_ratio_high", "epsilon_high", "clip_ratio_high",
-     "eps_clip_high"),
+     # AReaL's and Open-Instruct's spellings (c79)
+     "eps_clip_high", "eps_clip_higher", "clip_higher"),
 )
 CLIP_LOW = Knob(
     "clip_ratio (epsilon)",
@@ -117,8 +127,10 @@ MAX_LENGTH = Knob(
     # TRL's generation_kwargs override the trainer's own settings (trial 67: max_new_tokens 6
     # under max_completion_length 12 had read "max_completion_length 12 -> 48").
     ("generation_kwargs.max_new_tokens", "data.max_response_length", "max_completion_length",
-     "generate_max_len",
-     "max_new_tokens", "max_response_length",
+     # AReaL's source before its interpolated copy (actor.max_new_tokens); Oat's; prime-rl's
+     # sampling.max_completion_tokens (c79)
+     "gconfig.max_new_tokens", "generate_max_len", "generate_max_length",
+     "max_completion_tokens", "max_new_tokens", "max_response_length",
      # SkyRL's generator.sampling_params (c77)
      "max_generate_length",
      # NeMo-RL's prompt and completion together: a bound, read only when no budget is set
