@@ -1,4 +1,4 @@
-"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-54).
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-79).
 
 A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
 about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
@@ -1130,6 +1130,69 @@ RUNS.update({
 })
 
 
+# ---------------------------------------------------------------- trial 79
+CTRL79 = dict(learning_rate=1e-4, seed=901)
+RUNS.update({
+    # healthy controls
+    "ctrl79": dict(CTRL79, seed=901),
+    # only harmless non-defaults: bf16 (CPU autocast), dataloader_drop_last, data_seed
+    "ctrl79_bf16_dl": dict(CTRL79, seed=907, bf16=True, dataloader_drop_last=True, data_seed=17,
+                           _logger="wandb"),
+    # beam-sample in generation_kwargs (num_beams 4 with do_sample): within-group diversity
+    # collapses; bystander data_seed 123
+    "beams4_dseed": dict(CTRL79, seed=911, generation_kwargs={"num_beams": 4}, data_seed=123,
+                         _logger="mlflow"),
+    # a truncation sampler from step 1: eta_cutoff 0.3 (near greedy); bystander
+    # dataloader_drop_last
+    "etacut03_droplast": dict(CTRL79, seed=919, generation_kwargs={"eta_cutoff": 0.3},
+                              dataloader_drop_last=True, _logger="trackio"),
+    # attention dropout 0.3 in the model config at load, dropout left on (disable_dropout False,
+    # TRL's default) with 4 passes per generation batch: noisy log-probs, ratios off;
+    # bystander cast_lm_head_to_fp32
+    "drop03_it4_fp32": dict(CTRL79, seed=929, _attn_dropout=0.3, disable_dropout=False,
+                            num_iterations=4, cast_lm_head_to_fp32=True, _logger="swanlab"),
+    # reward bug from step 1: correctness scores only the first half (4 of 8) of each group's
+    # completions, the rest 0.0; bystander constant_with_warmup (5 warm-up steps)
+    "halfgroup_cwarm": dict(CTRL79, seed=937, _rewards="halfgroup",
+                            lr_scheduler_type="constant_with_warmup", warmup_steps=5),
+    # late (320): from global step 150 correctness pays 100/0 (a reward model swapped mid-run),
+    # scale_rewards "none" so the scale reaches the advantages; bystander dataloader_drop_last
+    "x100at150_none_late": dict(CTRL79, seed=941, max_steps=320, _rewards="x100at150",
+                                scale_rewards="none", dataloader_drop_last=True, _logger="wandb"),
+    # late (320): from step 201 a callback multiplies the learning rate by 30 (a resume with a
+    # wrong lr; TRL logs it); bystander data_seed 77
+    "lr30at200_dseed_late": dict(CTRL79, seed=947, max_steps=320, _late_lr=(200, 30.0),
+                                 data_seed=77, _logger="mlflow"),
+    # late (320): from step 181 generation stops at '>' (id 43; a resume with another
+    # generation config): completions end at "<a>"; bystander cast_lm_head_to_fp32
+    "eosgt180_fp32_late": dict(CTRL79, seed=953, max_steps=320,
+                               _late_gen=(180, {"eos_token_id": 43}),
+                               cast_lm_head_to_fp32=True, _logger="trackio"),
+})
+
+
+def correctness_reward_halfgroup(completions, answer=None, **kwargs):
+    """BUGGY (trial 79): only the first 4 of each group of 8 completions are scored; the rest 0."""
+    r = correctness_reward(completions, answer=answer)
+    return [x if i % 8 < 4 else 0.0 for i, x in enumerate(r)]
+
+
+correctness_reward_halfgroup.__name__ = "correctness_reward"
+
+
+def correctness_reward_x100at150(completions, answer=None, trainer_state=None, **kwargs):
+    """BUGGY (trial 79): from global step 150 correctness is paid 100 instead of 1."""
+    r = correctness_reward(completions, answer=answer)
+    if trainer_state is not None and trainer_state.global_step >= 150:
+        return [100.0 * x for x in r]
+    return r
+
+
+correctness_reward_x100at150.__name__ = "correctness_reward"
+REWARD_SETS["halfgroup"] = [correctness_reward_halfgroup, format_reward]
+REWARD_SETS["x100at150"] = [correctness_reward_x100at150, format_reward]
+
+
 # ---------------------------------------------------------------- one GRPO run
 def run(name):
     from datasets import Dataset
@@ -1229,7 +1292,9 @@ def run(name):
         rows = [{"prompt": r["prompt"], answer_col: r["answer"]} for r in rows]
     ds = Dataset.from_list(rows)
     tok = PreTrainedTokenizerFast.from_pretrained(base)
-    model = AutoModelForCausalLM.from_pretrained(base)
+    attn_dropout = spec.pop("_attn_dropout", None)  # trial 79: dropout set at load
+    model = (AutoModelForCausalLM.from_pretrained(base, attention_dropout=attn_dropout)
+             if attn_dropout is not None else AutoModelForCausalLM.from_pretrained(base))
     if eos == "never":  # the stop token is one the model never emits
         tok.eos_token = "<unk>"
         model.generation_config.eos_token_id = tok.eos_token_id
@@ -1242,6 +1307,8 @@ def run(name):
         disable_tqdm=True, dataloader_num_workers=0,
     )
     spec_late_budget = spec.pop("_late_budget", None)
+    late_lr = spec.pop("_late_lr", None)  # trial 79: (step, factor)
+    late_gen = spec.pop("_late_gen", None)  # trial 79: (step, generation kwargs)
     kw.update(spec)
     cfg = GRPOConfig(**kw)
     callbacks = []
@@ -1256,12 +1323,37 @@ def run(name):
                     holder["t"].generation_config.max_new_tokens = late_budget[1]
 
         callbacks.append(LateBudget())
+    if late_lr or late_gen:
+        from transformers import TrainerCallback
+        holder = holder if late_budget else {}
+
+        class LateChange(TrainerCallback):
+            def __init__(self):
+                self.done = set()
+
+            def on_step_begin(self, args, state, control, **kw):
+                t = holder.get("t")
+                if t is None:
+                    return
+                if late_lr and state.global_step >= late_lr[0] and "lr" not in self.done:
+                    self.done.add("lr")
+                    sch = t.lr_scheduler
+                    sch.base_lrs = [x * late_lr[1] for x in sch.base_lrs]
+                    for g in t.optimizer.param_groups:
+                        g["lr"] = g["lr"] * late_lr[1]
+                if late_gen and state.global_step >= late_gen[0] and "gen" not in self.done:
+                    self.done.add("gen")
+                    for k, v in late_gen[1].items():
+                        setattr(t.generation_config, k, v)
+                        t.generation_kwargs[k] = v
+
+        callbacks.append(LateChange())
     if use_cb:
         from grpo_doctor.integrations.trl import DoctorCallback
         callbacks.append(DoctorCallback() if use_cb is True else DoctorCallback(stop_on=None))
     trainer = GRPOTrainer(model=model, reward_funcs=REWARD_SETS[reward_set], args=cfg,
                           train_dataset=ds, processing_class=tok, callbacks=callbacks)
-    if late_budget:
+    if late_budget or late_lr or late_gen:
         holder["t"] = trainer
     print("RUN", name, " ".join(f"{k}={v}" for k, v in spec.items()), "task", task, "logger",
           logger_name, "rewards", reward_set, flush=True)

@@ -279,6 +279,22 @@ SETTINGS: tuple[Setting, ...] = (
         target="1.0",
     ),
     Setting(
+        # Not in the chapter: beam search in the rollout (transformers' generate, TRL's
+        # generation_kwargs). Each completion is the best of num_beams beams: a group's
+        # completions are the same few, and its reward the search's, not the policy's (trial 79:
+        # num_beams 4, every group equal and all-correct from step 1, grad norm 0, read healthy;
+        # 0.31 sampled plainly, the base model's level).
+        "num_beams", ("generation_kwargs.num_beams", "num_beams"),
+        "1 (sample, no beam search)", "the frameworks' default (transformers)",
+        high=1.0, far=1.5,
+        risks={HIGH: _links(primary=(_ADV, "no_learning_signal", "no_progress"),
+                            contributing=(_ENTROPY_COLLAPSE,))},
+        why={HIGH: "beam search: each completion is the best of its beams, so a group's "
+                   "completions are the same few and its reward is the search's, not the "
+                   "policy's"},
+        target="1",
+    ),
+    Setting(
         # Not in the chapter: TRL's top_entropy_quantile keeps in the loss only that share of
         # each batch's tokens, by entropy (Wang et al. 2025 train on the top 20%). Trial 67's
         # 0.01 trained on one token in a hundred: correctness 0.37 -> 0.68 where its controls
@@ -1003,7 +1019,7 @@ def _trained_side(flat: Mapping[str, Any]) -> dict[str, Any]:
 #: reward model's or judge's generation, an evaluation's (h99: a reward model's
 #: generation.repetition_penalty 2 made preflight critical).
 _SAMPLER_SETTINGS = frozenset({"temperature", "top_p", "top_k", "min_p", "repetition_penalty",
-                               "epsilon_cutoff", "eta_cutoff", "typical_p"})
+                               "epsilon_cutoff", "eta_cutoff", "typical_p", "num_beams"})
 _NOT_ROLLOUT = re.compile(r"^(?:ref|val|val_.*|eval.*|validation.*|test_.*|judge.*|teacher.*|"
                           r"reward_model.*|critic.*|.*_eval|.*_judge)$")
 

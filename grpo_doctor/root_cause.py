@@ -1885,12 +1885,13 @@ def _answers_cut_short(run: Run, setup: recipe.Setup, checks: Sequence[Check]
 
 
 def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:
-    """The budget in force cut at a step of the run: from a step within a few logged points of
-    the root's, every completion is cut (90% or more, against 10% or less before) and all are
-    one length, shorter than the longest logged before. The sampler's budget changed there
-    (a relaunch or a generation setting), not the policy: restore it and go back to before
-    it (trial 78: cut to 7 tokens at step 201 under a configured 12 read "learning_rate
-    1e-4 -> 5e-5"). None otherwise."""
+    """The budget in force cut at a step of the run (or the completions' stop changed there):
+    from a step within a few logged points of the root's, every completion is cut (90% or
+    more, against 10% or less before) and all are one length, shorter than the longest logged
+    before (lengths that vary, at half the budget or less, are a stop that changed). The
+    sampler's budget changed there (a relaunch or a generation setting), not the policy:
+    restore it and go back to before it (trial 78: cut to 7 tokens at step 201 under a
+    configured 12 read "learning_rate 1e-4 -> 5e-5"). None otherwise."""
     ts, t = series(run, Metric.TRUNCATION_RATIO.value)
     ls, top = series(run, Metric.RESPONSE_LENGTH_MAX.value)
     _, mean = series(run, Metric.RESPONSE_LENGTH_MEAN.value)
@@ -1905,14 +1906,32 @@ def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:
     step = int(ts[at])
     k = int(np.searchsorted(ls, step))
     after_top, after_mean = top[k:], mean[k:]
-    if len(after_top) < 5 or float(np.ptp(after_top)) > 0 or float(
-            np.max(np.abs(after_mean - after_top))) > 0.5:
+    length = setup.get("max_completion_length")
+    configured = recipe.as_number(length.value) if length is not None else None
+    one_length = len(after_top) >= 5 and float(np.ptp(after_top)) == 0 and float(
+        np.max(np.abs(after_mean - after_top))) <= 0.5
+    if not one_length and len(after_top) >= 5 and k and configured and float(
+            np.median(after_top)) <= 0.5 * min(configured, float(np.max(top[:k]))):
+        # Counted as cut (no end-of-sequence token) at half the budget or less, shorter than
+        # before: the generation's stop changed, not its budget (trial 79: eos_token_id set to
+        # ">" from step 181, every completion "<a>" at 3 tokens under a budget of 12, read
+        # "roll back, then learning_rate 1e-4 -> 5e-5").
+        said = fmt(float(np.median(after_top)))
+        text = (f"restore how completions stop: from step {step_text(step)} "
+                f"{float(np.median(t[at:])):.0%} of completions ended without the end-of-"
+                f"sequence token at about {said} tokens, far under the budget of "
+                f"{fmt(configured)} (an eos_token_id, a stop string or a relaunch changed "
+                f"there); then {_rollback_words(run, step, best=False)}: the policy did not "
+                "change there")
+        return _Lead(knobs.Remedy(text, rollback_step=step),
+                     summary=f"completions stopped at about {said} tokens without the "
+                             f"end-of-sequence token from step {step_text(step)}: "
+                             f"{root.summary}")
+    if not one_length:
         return None  # not one length for every completion: no budget of its own
     cap, longest = float(after_top[0]), float(np.max(top[:k])) if k else 0.0
     if not k or cap >= longest:
         return None
-    length = setup.get("max_completion_length")
-    configured = recipe.as_number(length.value) if length is not None else None
     if configured is not None and cap >= configured:
         return None  # cut at the config's own budget: no cut of it (h114)
     said = f", the config's {fmt(configured)}" if configured else ""

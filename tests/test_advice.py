@@ -4243,3 +4243,39 @@ def test_hostile_h114_reads_of_the_day_s_last_changes(tmp_path):
 
     sparse = _trial_edited(tmp_path, "trl_reward_batch_total_to_each", sparse_std)
     assert "was 0 on all 20 logged steps" in sparse.root_cause.first_action
+
+
+def test_beam_search_and_a_truncation_sampler_are_no_solved_task():
+    """Trial 79: num_beams 4 (every group equal and all-correct from step 1, grad norm 0) and
+    eta_cutoff 0.3 (groups all-correct from step 121) read healthy, "the task is (nearly)
+    solved"; sampled plainly the policies were right 31% and 57% of the time."""
+    beams = _trial("trl_generation_kwargs_num_beams_4")
+    assert beams.status == "warning"
+    assert beams.root_cause.first_action.startswith("generation_kwargs.num_beams 4 -> 1")
+    eta = _trial("trl_generation_kwargs_eta_cutoff_0.3")
+    assert eta.status == "warning"
+    assert eta.root_cause.first_action.startswith("generation_kwargs.eta_cutoff 0.3 -> 0 (off)")
+    assert "solved to the cut sampler only" in eta.check("advantage_collapse").summary
+
+
+def test_a_stop_token_changed_mid_run_is_restored_and_rolled_back_before():
+    """Trial 79: from step 181 generation stopped at ">" (eos_token_id): every completion 3
+    tokens under a budget of 12, counted as cut. It read "entropy collapse at step 1: restart,
+    beta", then "roll back, learning_rate 1e-4 -> 5e-5"; the sharpening before it was the
+    control's own."""
+    d = _trial("trl_eos_token_gt_from_181")
+    first = d.root_cause.first_action
+    assert first.startswith("restore how completions stop: from step 181")
+    assert "checkpoint-150" in first and "learning_rate" not in first
+    assert d.check("entropy_collapse").status.value == "ok"
+
+
+def test_a_reward_scale_jump_under_an_active_clip_is_no_explosion():
+    """Trial 79: the reward x100 from step 151 under scale_rewards none, pre-clip grad norm
+    0.38 -> 110 clipped at 1, the run learning on (0.94 sampled at the end): it read critical,
+    "roll back to checkpoint-50, then learning_rate 1e-4 -> 5e-5"."""
+    d = _trial("trl_reward_x100_from_151_scale_none")
+    assert d.status == "healthy"
+    check = d.check("grad_explosion")
+    assert check.status.value == "ok" and "reward's scale rose" in check.summary
+    assert check.evidence["reward_scale_step"] in range(148, 156)

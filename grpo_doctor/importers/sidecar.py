@@ -86,6 +86,7 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
     ("generation_kwargs.epsilon_cutoff", "generation.epsilon_cutoff", "epsilon_cutoff"),
     ("generation_kwargs.eta_cutoff", "generation.eta_cutoff", "eta_cutoff"),
     ("generation_kwargs.typical_p", "generation.typical_p", "typical_p"),
+    ("generation_kwargs.num_beams", "num_beams"),
     ("top_entropy_quantile",),
     ("generation_kwargs.repetition_penalty", "actor_rollout_ref.rollout.repetition_penalty",
      "generation.repetition_penalty", "rollout.repetition_penalty", "repetition_penalty"),

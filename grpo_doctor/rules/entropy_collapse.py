@@ -282,8 +282,15 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     if hc < p["floor"] and not solved:
         corroboration.append(f"entropy below the {fmt(p['floor'])}-nat floor "
                              "(near-deterministic sampling)")
-    after = _break_after_sharpening(run, steps, h, h0, since) if (
-        corroboration and not spent and hc >= p["floor"]) else None
+    after = _break_after_sharpening(run, steps, h, h0, since) if corroboration else None
+    if after is not None:
+        # Judged as it stood at the crash: spent or on the floor by then is its own collapse;
+        # a level the crash itself knocked down is the crash's (trial 79).
+        h_pre = float(np.median(h[steps <= after][-5:]))
+        if h_pre / h0 <= p["critical_ratio"] or h_pre < p["floor"]:
+            after = None
+        else:
+            spent, hc = False, h_pre
     if after is not None:
         # What broke at the crash is the crash's: the entropy had done its falling while the
         # reward still rose (trial 78: a budget cut at step 201 after a sharpening its control
@@ -396,10 +403,21 @@ def _break_after_sharpening(run: Run, steps: np.ndarray, h: np.ndarray, h0: floa
     if len(before) < 10:
         return None
     cut = int(before[-1])
-    h_before = float(np.median(h[steps < at][-5:]))
+    h_into = h[steps < at]
+    h_before = float(np.median(h_into[-5:]))
     hc = float(np.median(h[-5:]))
-    if abs(h_before - hc) > 0.1 * max(h0 - hc, 1e-12):
-        return None  # still falling into the crash, or blown up after it: the cascade's
+    fall = max(h0 - min(h_before, hc), 1e-12)
+    if hc > h_before + 0.1 * fall:
+        return None  # blown up after it: the cascade's
+    if hc < h_before - 0.1 * fall:
+        # Lower after the crash: the crash's own drop only where the entropy came into it
+        # level (trial 79: a stop token changed at step 181, every completion 3 tokens, the
+        # entropy 0.065 -> 0.016 in one step after a sharpening its control made too), not
+        # still falling into it.
+        earlier = h_into[-15:-5]
+        if len(earlier) < 3 or float(np.median(earlier)) - h_before > 0.1 * max(
+                h0 - h_before, 1e-12):
+            return None
     pre = run.truncated(cut)
     if not (learning(pre, since).improving or task_solved(pre)):
         return None

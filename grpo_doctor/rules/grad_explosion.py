@@ -262,6 +262,21 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                        f"baseline of {fmt(baseline)} under max_grad_norm {fmt(clip)}: the "
                        "updates were clipped, and nothing followed", evidence=evidence,
                        key_metric=GRAD)
+    scaled = _with_reward_scale(run, g_steps, g) if (
+        clip is not None and 0 < clip < _CLIP_OFF and not bursts and not later_nan) else None
+    if scaled is not None:
+        # The norm rose with the reward's own scale (a reward model or function changed, its
+        # scale reaching the gradient unnormalised), each update clipped, and nothing followed
+        # (trial 79: reward x100 from step 151 under scale_rewards none, the norm 0.38 -> 110
+        # pre-clip, the run learning on; read critical, "roll back to checkpoint-50, lr").
+        at, factor, level_before, level_after = scaled
+        evidence.update(clip=clip, reward_scale_step=at, reward_scale_factor=round(factor, 3))
+        return Outcome(Status.OK, f"pre-clip grad norm {fmt(level_before)} -> "
+                       f"{fmt(level_after)} from step {at}, where the reward's scale rose "
+                       f"{fmt(factor)}x; under max_grad_norm {fmt(clip)} the updates were "
+                       "clipped, and nothing followed (normalise the reward per group, TRL's "
+                       "scale_rewards, if its scale is not meant to change)",
+                       evidence=evidence, key_metric=GRAD)
     corroboration = []
     if later_nan:
         corroboration.append("NaN followed")
@@ -294,6 +309,34 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         summary += f"; burst: {inc.describe(bursts, 1)}"
     return Outcome(status, summary, onset_step=onset, evidence=evidence, remedies=_remedies(run),
                    key_metric=GRAD, incidents=tuple(bursts))
+
+
+#: A reward whose typical size grew this many times at one step changed its scale there.
+_REWARD_SCALE_JUMP = 10.0
+
+
+def _with_reward_scale(run: Run, g_steps: np.ndarray, g: np.ndarray
+                       ) -> tuple[int, float, float, float] | None:
+    """(step, reward scale factor, norm level before, after) where the gradient norm's level
+    rose at most as many times as the reward's typical size did at the same step (within a
+    few logged points), and nothing followed the rise; None otherwise."""
+    rs, r = series(run, Metric.REWARD_MEAN.value)
+    if len(r) < 20 or len(g) < 20:
+        return None
+    shift, before, after = level_shift_onset(g_steps, g)
+    if before <= 0 or after <= before:
+        return None
+    i = int(np.searchsorted(rs, shift))
+    if i < 10 or len(r) - i < 10:
+        return None
+    size_before = float(np.median(np.abs(r[max(0, i - 20):max(0, i - 2)])))
+    size_after = float(np.median(np.abs(r[i + 2:i + 22])))
+    if size_before <= 0 or size_after < _REWARD_SCALE_JUMP * size_before:
+        return None
+    factor = size_after / size_before
+    if after / before > 3 * factor or inc.aftermath(run, int(rs[i])):
+        return None
+    return int(rs[i]), factor, before, after
 
 
 def _no_signal(run: Run, steps: np.ndarray) -> np.ndarray:

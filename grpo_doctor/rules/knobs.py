@@ -86,6 +86,15 @@ TOP_K = Knob(
 MIN_P = Knob(
     "min_p", ("actor_rollout_ref.rollout.min_p", "generation.min_p", "rollout.min_p", "min_p"),
 )
+#: transformers' truncation samplers and beam search, in TRL's generation_kwargs (c.f. the
+#: recipe's settings of the same names).
+ETA_CUTOFF = Knob("eta_cutoff", ("generation_kwargs.eta_cutoff", "generation.eta_cutoff",
+                                 "eta_cutoff"))
+EPSILON_CUTOFF = Knob("epsilon_cutoff", ("generation_kwargs.epsilon_cutoff",
+                                         "generation.epsilon_cutoff", "epsilon_cutoff"))
+TYPICAL_P = Knob("typical_p", ("generation_kwargs.typical_p", "generation.typical_p",
+                               "typical_p"))
+NUM_BEAMS = Knob("num_beams", ("generation_kwargs.num_beams", "num_beams"))
 GROUP_SIZE = Knob(
     "group size G",
     # rLLM's own key wins over the verl one it sets; AReaL's source before the copies its
@@ -370,10 +379,18 @@ def configured_value(run: Run, knob: Knob) -> tuple[Any, str | None]:
 
 def sampling_cut(run: Run) -> tuple[str, float, Remedy | str] | None:
     """(setting, value, its fix) of a rollout sampler cut well below the whole distribution
-    the config names: top_p 0.8 or less, top_k 1-20, min_p 0.2 or more, a temperature below
-    0.7. Groups all
+    the config names: beam search, eta_cutoff 0.02 or more, epsilon_cutoff 0.01 or more,
+    typical_p or top_p 0.8 or less, top_k 1-20, min_p 0.2 or more, a temperature below 0.7.
+    Groups all
     correct under it are the cut's score: the policy's spread is hidden. None otherwise."""
     cuts: tuple[tuple[Knob, Callable[[float], bool], str], ...] = (
+        # Beam search and the truncation samplers far past their ranges first: one of them
+        # beside a lesser cut is the bigger one (trial 79: num_beams 4, eta_cutoff 0.3, every
+        # group all-correct while the policy, sampled plainly, was right 31% and 57%).
+        (NUM_BEAMS, lambda x: x >= 2, "1"),
+        (ETA_CUTOFF, lambda x: x >= 0.02, "0 (off)"),
+        (EPSILON_CUTOFF, lambda x: x >= 0.01, "0 (off)"),
+        (TYPICAL_P, lambda x: 0 < x <= 0.8, "1.0"),
         (TOP_P, lambda x: 0 < x <= 0.8, "1.0"),
         (TOP_K, lambda x: 0 < x <= 20, "0 (off)"),
         (MIN_P, lambda x: x >= 0.2, "0 (off)"),
