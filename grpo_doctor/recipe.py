@@ -70,6 +70,10 @@ def _links(primary: Iterable[str] = (), contributing: Iterable[str] = ()) -> tup
             + tuple(Link(m, primary=False) for m in contributing))
 
 
+#: A model config's dropout probabilities (Hugging Face names, across architectures).
+DROPOUT_KEYS = ("attention_dropout", "hidden_dropout", "attn_pdrop", "resid_pdrop",
+                "embd_pdrop", "hidden_dropout_prob", "attention_probs_dropout_prob")
+
 #: verl's switches for its KL coefficients: ``kl_loss_coef`` counts only with
 #: ``actor.use_kl_loss``, ``kl_ctrl.*`` only with ``algorithm.use_kl_in_reward``. Both are off
 #: by default and the coefficients keep their defaults (0.001) in the saved config, so a
@@ -617,6 +621,23 @@ SETTINGS: tuple[Setting, ...] = (
              LOW: "fp16 mixed precision depends on its loss scaler"},
         targets={UNSAFE: "bfloat16 (or fp32 master weights)", LOW: "bf16"},
     ),
+    Setting(
+        # Not in the chapter: dropout left on in the policy while it trains (a model config's
+        # attention_dropout; TRL's disable_dropout off). The log-probs of one completion
+        # differ between forward passes, so the ratio, the loss and the gradient carry the
+        # masks' noise (trial 79: attention_dropout 0.3 under 4 iterations per batch,
+        # pre-clip grad norms 190-2400 from step 1, correctness never above 0.28, read
+        # "learning_rate 1e-4 -> 2.5e-6").
+        "dropout", DROPOUT_KEYS, "0 (off while training: TRL's disable_dropout)",
+        "the frameworks' practice (TRL's disable_dropout)", high=0.01, far=5.0,
+        off_in_recipe=True,
+        risks={HIGH: _links(primary=("ratio_instability", "grad_explosion"),
+                            contributing=("no_progress",))},
+        why={HIGH: "dropout on while training: each forward pass drops other units, so the "
+                   "log-probs of one completion differ between passes and the ratio, the loss "
+                   "and the gradient carry the masks' noise"},
+        target="0 (off)",
+    ),
 )
 
 BY_ID: dict[str, Setting] = {s.id: s for s in SETTINGS}
@@ -1069,6 +1090,15 @@ def schedule_floor_above(flat: Mapping[str, Any]) -> tuple[str, float, float, st
     return None
 
 
+def _dropout_in_force(flat: dict[str, Any]) -> dict[str, Any]:
+    """``flat`` without the model's dropout probabilities when the trainer switches dropout
+    off (TRL's ``disable_dropout: true``): none of them is in force."""
+    off, _ = lookup(flat, ("disable_dropout",))
+    if as_flag(off) is not True:
+        return flat
+    return {k: v for k, v in flat.items() if lookup({k: v}, DROPOUT_KEYS)[1] is None}
+
+
 def _sync_in_force(flat: dict[str, Any]) -> dict[str, Any]:
     """``flat`` without TRL's reference-update interval when ``sync_ref_model`` is off: the
     reference is never updated, whatever ``ref_model_sync_steps`` says (it had been shown as
@@ -1143,7 +1173,7 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
     the config lacks the knob, e.g. the learning rate's logged peak). The group size of a run
     whose estimator uses no groups (PPO with a critic) is ``NOT_APPLICABLE``: the recipe's
     8-64 is GRPO's, and ``rollout.n: 1`` is right for PPO."""
-    flat = _sync_in_force(_kl_in_force(flat_config(config)))
+    flat = _dropout_in_force(_sync_in_force(_kl_in_force(flat_config(config))))
     lora = _is_lora(flat)
     groups = group_based(flat)
     sequence = knobs.sequence_level(flat)
@@ -1184,6 +1214,17 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
             value, key = logged[s.metric], f"logged {s.metric} (peak)"
         if s.id == "num_generations" and not groups and value is not None:
             readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
+            continue
+        if s.id == "dropout" and value is not None:
+            reading = judge(s, value, key, flat, lora)
+            if reading.outside:
+                # Turned off where the trainer turns it off, not in the model's weights' config.
+                _, where = lookup(flat, ("disable_dropout",))
+                reading = replace(reading, change=(
+                    f"{where} False -> True" if where else
+                    f"disable_dropout True (TRL), or {key} {_value_text(value)} -> 0 in the "
+                    "model's config"))
+            readings.append(reading)
             continue
         if s.id == "min_new_tokens" and value is not None:
             readings.append(_floor_against_budget(judge(s, value, key, flat, lora), flat))

@@ -4279,3 +4279,27 @@ def test_a_reward_scale_jump_under_an_active_clip_is_no_explosion():
     check = d.check("grad_explosion")
     assert check.status.value == "ok" and "reward's scale rose" in check.summary
     assert check.evidence["reward_scale_step"] in range(148, 156)
+
+
+def test_dropout_left_on_in_the_policy_is_switched_off_first(tmp_path):
+    """Trial 79: the model's attention_dropout 0.3 with TRL's disable_dropout off and 4
+    iterations per batch (pre-clip grad norms 190-2400, correctness never above 0.28) read
+    "learning_rate 1e-4 -> 2.5e-6". The model's own config.json beside the log says it."""
+    d = _trial("trl_attention_dropout_0.3_iter4")
+    assert d.root_cause.first_action.startswith("disable_dropout False -> True")
+    from grpo_doctor.importers.sidecar import with_sidecar_config
+
+    folder = tmp_path / "run"
+    (folder / "checkpoint-50").mkdir(parents=True)
+    (folder / "checkpoint-50" / "config.json").write_text(json.dumps(
+        {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+         "attention_dropout": 0.3, "hidden_dropout": 0.0}))
+    log = folder / "log.csv"
+    log.write_text("step,reward\n1,0.1\n2,0.2\n")
+    run = with_sidecar_config(load_runs(log)[0])
+    assert run.config["attention_dropout"] == 0.3
+    from grpo_doctor.recipe import read_config
+
+    assert read_config({"attention_dropout": 0.3}).get("dropout").far
+    assert not read_config({"attention_dropout": 0.3, "disable_dropout": True}).get(
+        "dropout").outside  # switched off by the trainer: none in force

@@ -137,6 +137,8 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
      "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype",
      "actor_rollout_ref.model.dtype", "policy.precision", "torch_dtype", "param_dtype", "dtype",
      "precision"),
+    ("attention_dropout", "hidden_dropout", "attn_pdrop", "resid_pdrop", "embd_pdrop",
+     "hidden_dropout_prob", "attention_probs_dropout_prob"),
 )
 _MAX_BYTES = 4 * 1024 * 1024
 _MAX_UP = 3
@@ -145,7 +147,7 @@ _MAX_UP = 3
 def with_sidecar_config(run: Run) -> Run:
     """``run`` with the settings of a training config beside its log (see the module) that
     its log does not set; ``run`` unchanged when there is none."""
-    run = _with_resume_changes(_with_weights_dtype(_with_adapter(run)))
+    run = _with_resume_changes(_with_model_dropout(_with_weights_dtype(_with_adapter(run))))
     found = find_training_config(Path(run.source))
     if found is None:
         return run
@@ -265,6 +267,32 @@ def _with_weights_dtype(run: Run) -> Run:
             return run
         note = f"the weights were saved as {dtype} ({path}, the model's own config)"
         return replace(run, config={**(run.config or {}), "torch_dtype": dtype},
+                       notes=[*run.notes, note])
+    return run
+
+
+#: A model config's dropout probabilities (recipe.DROPOUT_KEYS: importers sit below it).
+_DROPOUT = RECIPE_NAMES[-1]
+
+
+def _with_model_dropout(run: Run) -> Run:
+    """``run`` with the largest dropout probability its model's saved ``config.json`` sets
+    above 0 (``attention_dropout: 0.3``), when its config names none: whether the trainer
+    turned it off (TRL's ``disable_dropout``) the recipe judges."""
+    own = _flat(run.config or {})
+    if any(k.rsplit(".", 1)[-1] in _DROPOUT for k in own):
+        return run
+    for path, loaded in _json_files(Path(run.source), "config.json"):
+        if not _MODEL_KEYS & set(loaded):
+            continue
+        on = [(k, float(loaded[k])) for k in _DROPOUT
+              if isinstance(loaded.get(k), (int, float)) and not isinstance(loaded[k], bool)
+              and 0 < float(loaded[k]) <= 1]
+        if not on:
+            return run
+        key, value = max(on, key=lambda kv: kv[1])
+        note = f"the model's {key} is {value:g} ({path}, the model's own config)"
+        return replace(run, config={**(run.config or {}), key: value},
                        notes=[*run.notes, note])
     return run
 
