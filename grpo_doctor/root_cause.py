@@ -451,6 +451,9 @@ class _Lead:
     knob: _Knob | None = None
     setup: bool = False  # a setup problem: wrong from the first logged step
     extra_knobs: tuple[recipe.Reading, ...] = ()  # other settings outside the recipe it names
+    #: The cause changed what was sampled, not the policy (a budget cut, a stop that changed):
+    #: no step size is to blame for what followed.
+    sampling_changed: bool = False
 
 
 def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[Check]) -> _Lead:
@@ -1926,7 +1929,7 @@ def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:
         return _Lead(knobs.Remedy(text, rollback_step=step),
                      summary=f"completions stopped at about {said} tokens without the "
                              f"end-of-sequence token from step {step_text(step)}: "
-                             f"{root.summary}")
+                             f"{root.summary}", sampling_changed=True)
     if not one_length:
         return None  # not one length for every completion: no budget of its own
     cap, longest = float(after_top[0]), float(np.max(top[:k])) if k else 0.0
@@ -1941,7 +1944,7 @@ def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:
             f"{_rollback_words(run, step, best=False)}: the policy did not change there")
     return _Lead(knobs.Remedy(text, rollback_step=step),
                  summary=f"the completion budget cut to {fmt(cap)} tokens at step "
-                         f"{step_text(step)}: {root.summary}")
+                         f"{step_text(step)}: {root.summary}", sampling_changed=True)
 
 
 def _budget_target(length: recipe.Reading | None, cap: float | None, share: float) -> str:
@@ -2446,7 +2449,8 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
         # group, a curriculum) cannot revive it. Only preventing the update counts.
         order = [m for m in order if m not in _SYMPTOMS_OF_A_DEAD_RUN]
     items: list[_Item] = [_Item(lead.remedy, [mode], "root_cause",
-                                lead.knob.reading.id if lead.knob else _setting_of(lead.remedy))]
+                                lead.knob.reading.id if lead.knob else _setting_of(lead.remedy),
+                                lead=True)]
     # Other settings outside the recipe that the chapter links to the cause. Not to a
     # scorer that stopped or failed on some calls: a crash the grader made is no lr's (trials
     # 53, 54).
@@ -2525,6 +2529,8 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
                 continue  # "no roll-back: it solved its task" is not followed by one
             if m == "no_progress" and r.knob is knobs.LEARNING_RATE and lr_high:
                 continue  # "is it too low?" of a learning rate already above the recipe
+            if lead.sampling_changed and r.knob is knobs.LEARNING_RATE:
+                continue  # the sampler changed, not the policy: no step size to blame
             twin = next((it for it in items if it.same_kind(r)), None)
             if twin is None:
                 items.append(_Item(r, [m], kind, _setting_of(r)))
@@ -2575,6 +2581,7 @@ class _Item:
     modes: list[str]
     treats: str = "root_cause"
     setting: str | None = None
+    lead: bool = False  # the first action's item
 
     def same_kind(self, r: knobs.Remedy) -> bool:
         mine = self.remedy
@@ -2590,6 +2597,11 @@ class _Item:
         if mode not in self.modes:
             self.modes.append(mode)
         mine = self.remedy
+        if self.lead and mine.rollback_step is not None and r.rollback_step is not None:
+            # The first action's roll-back was chosen with its cause (before a budget cut or a
+            # stop that changed): a finding's own earlier roll-back had replaced it whole, so
+            # the plan's first item lost "restore how completions stop" (trial 79).
+            return
         if self.setting is not None and self.treats == "root_cause" and mine.factor is None:
             return  # the recipe's own value for a setting named as the cause stands
         if (mine.rollback_step is not None and r.rollback_step is not None

@@ -4268,6 +4268,12 @@ def test_a_stop_token_changed_mid_run_is_restored_and_rolled_back_before():
     assert first.startswith("restore how completions stop: from step 181")
     assert "checkpoint-150" in first and "learning_rate" not in first
     assert d.check("entropy_collapse").status.value == "ok"
+    # The plan's first item is the first action: a finding's own earlier roll-back ("from
+    # step 177 or before") had replaced it whole, "restore ..." lost from the list.
+    for name in ("trl_eos_token_gt_from_181", "trl_budget_cut_to_7_at_201"):
+        d = _trial(name)
+        assert d.plan[0].action == d.root_cause.first_action
+        assert not any("learning_rate" in p.action for p in d.plan)
 
 
 def test_a_reward_scale_jump_under_an_active_clip_is_no_explosion():
