@@ -258,7 +258,7 @@ class Monitor:
             return run.n_steps
         head = run.frame.iloc[:len(before)]
         shared = before.columns.intersection(head.columns)
-        if not (head.index.equals(before.index) and head[shared].equals(before[shared])):
+        if not (head.index.equals(before.index) and _kept(before[shared], head[shared])):
             return run.n_steps
         return run.n_steps - self._n_steps
 
@@ -644,3 +644,20 @@ def _in_unit(check: Check, unit: str) -> Check:
         return check
     return replace(check, summary=in_log_lines(check.summary),
                    remedies=tuple(in_log_lines(r) for r in check.remedies))
+
+
+def _kept(before: Any, now: Any) -> bool:
+    """Whether every value ``before`` held is still in ``now``: a cell empty before may have
+    been filled since (a tracker's row written a metric at a time, read mid-step). Any other
+    change is the log rewritten. (A watch of an MLflow store had counted each poll's whole
+    log as new points: "clear for 274 logged points" at step 274, and a finding cleared and
+    raised again 7 points later; trial 79.)"""
+    if now.equals(before):
+        return True
+    try:
+        b = before.to_numpy(dtype=float, na_value=np.nan)
+        n = now.to_numpy(dtype=float, na_value=np.nan)
+    except (TypeError, ValueError):
+        return False
+    logged = ~np.isnan(b)
+    return bool(np.array_equal(b[logged], n[logged]))

@@ -499,3 +499,21 @@ def test_a_budget_cut_from_the_first_logs_is_raised_by_one_factor_at_every_poll(
                for m in re.findall(r"(?:max_completion_length|max response length) 8 -> (\d+)",
                                    str(text))}
     assert len(targets) == 1, targets
+
+
+def test_a_row_filled_in_after_a_poll_read_it_is_no_rewritten_log():
+    """A tracker writes a step's metrics one at a time (MLflow, SwanLab): a poll mid-step reads
+    the last row part-empty, and the next finds it filled. That had counted the whole log as
+    new points at every poll ("clear for 274 logged points" at step 274 of a live MLflow watch,
+    the finding cleared and raised again 7 points later; trial 79). A value that changed is
+    still a rewritten log."""
+    rng = np.random.default_rng(3)
+    reward, entropy = rng.normal(1, 0.1, 60), rng.normal(0.5, 0.01, 60)
+    monitor = Monitor()
+    first = entropy[:40].copy()
+    first[-1] = np.nan  # read mid-step: its entropy not written yet
+    monitor.evaluate(make_run(reward=reward[:40], entropy=first))
+    assert monitor._new_points(make_run(reward=reward[:45], entropy=entropy[:45])) == 5
+    changed = reward[:45].copy()
+    changed[10] += 1.0
+    assert monitor._new_points(make_run(reward=changed, entropy=entropy[:45])) == 45
