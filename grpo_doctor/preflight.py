@@ -189,6 +189,9 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
         config = _with_base_config(config, path)
     else:
         config = _read_run_config(path)
+    if _depth(config) > _MAX_DEPTH:
+        # (flattened recursively downstream: a TOML key 5,000 parts deep had crashed; h117)
+        raise FormatError(f"{path}: not a readable config (nested too deeply)")
     for item in overrides:
         key, sep, value = item.partition("=")
         key = key.strip().lstrip("+")
@@ -199,6 +202,26 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
 
 
 _MAX_CONFIG_BYTES = 4 * 1024 * 1024
+#: Nesting no trainer's config comes near (verl's deepest keys are 6 levels).
+_MAX_DEPTH = 64
+
+
+def _depth(config: Any) -> int:
+    """How deep ``config``'s mappings and lists nest (iteratively: no recursion limit)."""
+    deepest, stack = 0, [(config, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children = list(node.values())
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > _MAX_DEPTH:
+            return deepest
+        stack.extend((c, depth + 1) for c in children)
+    return deepest
 _CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
 
 
@@ -222,6 +245,8 @@ def _with_base_config(config: dict[str, Any], script: Path) -> dict[str, Any]:
             base = _read_config_file(base_path)
     except (ConfigError, FormatError, InputError):
         return config  # (an unreadable base is not this launch's fault: its flags stand)
+    if _depth(base) > _MAX_DEPTH:
+        return config
     merged = dict(base)
     for key, value in config.items():
         if key == "config":

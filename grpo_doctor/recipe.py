@@ -972,6 +972,8 @@ def _dict_text(value: Any) -> dict[str, Any] | None:
 #: verl's and SkyRL's ``kl_loss_coef`` where the config switches the KL loss on and writes no
 #: coefficient (verl's ppo_trainer.yaml and SkyRL's ppo_base_config.yaml both hold 0.001).
 KL_LOSS_COEF_DEFAULT = 0.001
+_KL_LOSS_DEFAULT_SECTIONS = ("actor_rollout_ref.actor.use_kl_loss",
+                             "trainer.algorithm.use_kl_loss")
 
 
 def kl_loss_default(flat: Mapping[str, Any]) -> tuple[str, float] | None:
@@ -980,9 +982,9 @@ def kl_loss_default(flat: Mapping[str, Any]) -> tuple[str, float] | None:
     SkyRL's ``trainer.algorithm``); None otherwise (OpenRLHF's flat flag moves its own
     ``init_kl_coef``, whose default forks disagree on)."""
     loss, loss_key = lookup(flat, (KL_LOSS_SWITCH,))
-    if loss_key is None or "." not in loss_key or as_flag(loss) is not True \
-            or lookup(flat, knobs.KL_COEF.names)[0] is not None:
-        return None
+    if loss_key is None or not loss_key.endswith(_KL_LOSS_DEFAULT_SECTIONS) \
+            or as_flag(loss) is not True or lookup(flat, knobs.KL_COEF.names)[0] is not None:
+        return None  # (EasyR1's algorithm.use_kl_loss pairs with its kl_coef, 1e-2; h117)
     return loss_key.rsplit(".", 1)[0] + ".kl_loss_coef", KL_LOSS_COEF_DEFAULT
 
 
@@ -992,13 +994,15 @@ def _kl_in_force(flat: dict[str, Any]) -> dict[str, Any]:
     disabled, disable_key = lookup(flat, (KL_DISABLE_SWITCH,))
     if disable_key is not None:
         # EasyR1's disable_kl: true turns the KL loss and the KL in the reward off whatever
-        # kl_coef says (c79: read as "kl_coef 0.01 within the recipe"); false leaves kl_coef.
-        out = {k: v for k, v in flat.items() if k != disable_key}
+        # kl_coef says (c79: read as "kl_coef 0.01 within the recipe"); false leaves the rest
+        # to be read as verl's. Every copy of the switch goes (EasyR1 saves one under
+        # worker.actor too: the other had been read as beta, "False is not a number"; h117).
+        flat = {k: v for k, v in flat.items() if lookup({k: v}, (KL_DISABLE_SWITCH,))[1] is None}
         if as_flag(disabled) is True:
-            out = {k: v for k, v in out.items()
-                   if lookup({k: v}, (*knobs.KL_COEF.names, KL_LOSS_SWITCH))[1] is None}
-            out[disable_key] = 0
-        return out
+            flat = {k: v for k, v in flat.items()
+                    if lookup({k: v}, (*knobs.KL_COEF.names, KL_LOSS_SWITCH))[1] is None}
+            flat[disable_key] = 0
+            return flat
     loss, loss_key = lookup(flat, (KL_LOSS_SWITCH,))
     reward, _ = lookup(flat, (_KL_REWARD_SWITCH,))
     if loss_key is not None and as_flag(loss) is True and lookup(
@@ -1041,15 +1045,20 @@ def _trained_side(flat: Mapping[str, Any]) -> dict[str, Any]:
 #: generation.repetition_penalty 2 made preflight critical).
 _SAMPLER_SETTINGS = frozenset({"temperature", "top_p", "top_k", "min_p", "repetition_penalty",
                                "epsilon_cutoff", "eta_cutoff", "typical_p", "num_beams"})
-_NOT_ROLLOUT = re.compile(r"^(?:ref|val|val_.*|eval.*|validation.*|test_.*|judge.*|teacher.*|"
-                          r"reward_model.*|critic.*|.*_eval|.*_judge)$")
+_NOT_ROLLOUT = knobs.NOT_ROLLOUT
+#: Settings of the rollout a section of another sampler (an evaluation's, a judge's) or of the
+#: data may spell alike: an eval's ``n_samples: 1``, a dataset's ``num_samples: 5000``, a
+#: grader's ``num_beams`` (h117: each had read as the rollout's, critical).
+_ROLLOUT_SIDE = frozenset({"num_generations", "max_completion_length"})
+_DATA_SECTION = re.compile(r"^(?:data|dataset.*|train_dataset|.*_data)$")
 
 
-def _sampling_side(flat: Mapping[str, Any]) -> dict[str, Any]:
+def _sampling_side(flat: Mapping[str, Any], data: bool = True) -> dict[str, Any]:
     """``flat`` without the keys of sections whose sampler is not the rollout's (an
-    evaluation's ``eval_generation_kwargs`` too; h105)."""
+    evaluation's ``eval_generation_kwargs`` too; h105), nor, with ``data`` False, the data's."""
     return {k: v for k, v in flat.items()
-            if not any(_NOT_ROLLOUT.match(part) for part in k.split(".")[:-1])}
+            if not any(_NOT_ROLLOUT.match(part) or (not data and _DATA_SECTION.match(part))
+                       for part in k.split(".")[:-1])}
 
 
 #: A schedule's floor, as the schedulers name it (transformers' cosine_with_min_lr's
@@ -1182,7 +1191,9 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
         if sequence is not None and s.id in _SEQUENCE_CLIP:
             s = _sequence_clip(s, sequence)
         value, key = lookup(_trained_side(flat) if s.id == "dtype" else _sampling_side(flat)
-                            if s.id in _SAMPLER_SETTINGS else flat, s.names)
+                            if s.id in _SAMPLER_SETTINGS | _ROLLOUT_SIDE and s.id !=
+                            "num_generations" else _sampling_side(flat, data=False)
+                            if s.id == "num_generations" else flat, s.names)
         if s.kind == "banned" and value is not None:
             # Several lists, one setting (suppress_tokens, bad_words_ids, begin_suppress_tokens):
             # on when any is; the first found empty hid another set beside it (h111).

@@ -4309,3 +4309,26 @@ def test_dropout_left_on_in_the_policy_is_switched_off_first(tmp_path):
     assert read_config({"attention_dropout": 0.3}).get("dropout").far
     assert not read_config({"attention_dropout": 0.3, "disable_dropout": True}).get(
         "dropout").outside  # switched off by the trainer: none in force
+
+
+def test_hostile_h117_diagnosis_reads(tmp_path):
+    """h117: an eval's or a judge's num_beams made a solved run "solved to the cut sampler
+    only"; a 0/1 reward rising from near 0 under group scaling excused a real grad-norm
+    explosion as "the reward's scale rose 37x"."""
+    cfg_path = TRIAL / "trl_generation_kwargs_num_beams_4.config.json"
+    cfg = json.loads(cfg_path.read_text())
+    from grpo_doctor.recipe import flat_config
+
+    run = load_runs(TRIAL / "trl_generation_kwargs_num_beams_4.csv")[0]
+    moved = {**{k: v for k, v in cfg.items() if k != "generation_kwargs"},
+             "judge": {"num_beams": 4}}
+    d = diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(moved)))
+    assert "num_beams" not in (d.root_cause.first_action if d.root_cause else "")
+
+    kept = _trial_edited(tmp_path, "trl_reward_x100_from_151_scale_none", lambda f: None)
+    assert kept.check("grad_explosion").status.value == "ok"  # scale_rewards none: excused
+    cfg = json.loads((TRIAL / "trl_reward_x100_from_151_scale_none.config.json").read_text())
+    cfg["scale_rewards"] = "group"
+    d = diagnose(load_runs(TRIAL / "trl_reward_x100_from_151_scale_none.csv")[0],
+                 DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(cfg)))
+    assert d.check("grad_explosion").status.value != "ok"  # the premise: no scale reaches it

@@ -658,3 +658,40 @@ def test_a_script_beside_a_folder_of_logs_is_no_log_s_config(tmp_path):
     assert find_training_config(logs / "a.csv") is None
     (logs / "b.csv").unlink()
     assert find_training_config(logs / "a.csv") is not None  # one run's logs/: its folder's
+
+
+def test_hostile_h117_config_reads(tmp_path):
+    """h117: a script whose variables double 16x a line (15 GB), a TOML 5,000 keys deep (a
+    RecursionError), EasyR1's saved config holding disable_kl twice (refused "False is not a
+    number") or disable_kl false beside use_kl_loss (refused), a dataset's num_samples, an
+    eval's n_samples and a grader's num_beams read as the rollout's (critical)."""
+    from grpo_doctor.errors import FormatError
+    from grpo_doctor.recipe import read_config
+
+    script = tmp_path / "grow.sh"
+    lines = ["A=" + "x" * 16] + [f"V{i}=" + "${" + (f"V{i - 1}" if i > 1 else "A") + "}" * 16
+                                 for i in range(1, 9)]
+    script.write_text("\n".join(lines) + "\npython t.py --learning_rate $V8 --beta $(echo 1)"
+                      " --num_generations $UNSET\n")
+    config, _ = read_preflight_source(script)
+    assert len(str(config["learning_rate"])) <= 4096
+    assert config["beta"] == "${computed}" and config["num_generations"] == "${UNSET}"
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a" + ".b" * 5000 + " = 1\nlearning_rate = 1e-6\n")
+    with pytest.raises(FormatError, match="nested too deeply"):
+        read_preflight_source(deep)
+    saved = read_config({"algorithm": {"disable_kl": True, "kl_coef": 0.01, "use_kl_loss": True},
+                         "worker": {"actor": {"disable_kl": True, "kl_coef": 0.01,
+                                              "use_kl_loss": True}}})
+    assert saved.get("beta").switched_off
+    on = read_config({"algorithm": {"disable_kl": False, "use_kl_loss": True}})
+    assert on.get("beta").value is None  # (EasyR1's own default is no verl default)
+    for config in ({"data": {"num_samples": 5000}}, {"eval": {"n_samples": 1}},
+                   {"grader": {"num_beams": 4}}, {"orchestrator": {"eval": {"group_size": 1}}},
+                   {"judge": {"max_completion_tokens": 16}}):
+        setup = read_config(config)
+        assert not setup.outside and all(r.value is None for r in setup.readings
+                                         if r.id in ("num_generations", "num_beams",
+                                                     "max_completion_length")), config
+    assert read_config({"data": {"max_response_length": 64}}).get(
+        "max_completion_length").value == 64  # verl's budget is under data

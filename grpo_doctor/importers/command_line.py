@@ -79,16 +79,26 @@ _SHORT_OPTION = re.compile(r"-[A-Za-z]$")
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
+#: The longest value a variable expands to: a script's settings are short; a variable built
+#: from copies of another (V2=${V1}${V1}...) had grown 16x a line to 15 GB (h117).
+_MAX_EXPANDED = 4096
+
+
 def _expanded(token: str, shell: dict[str, str]) -> str:
     """``token`` with the script's own variables put in (``$LR``, ``${LR}``, ``${LR:-1e-6}``);
-    one the script never set is left as written (its value is not in the file)."""
+    one the script never set, or a command's output (``$(...)``, backquotes), is a value the
+    file does not hold: ``${NAME}``, which the config's readers leave not judged."""
+    if token.startswith(("$(", "`")):
+        return "${computed}"  # (a command's output: known only when the script runs)
+
     def value(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(3)
-        if name in shell:
+        if shell.get(name):
             return shell[name]
-        return m.group(2) if m.group(2) is not None else m.group(0)
+        return m.group(2) if m.group(2) else "${" + name + "}"
 
-    return _REFERENCE.sub(value, token) if "$" in token else token
+    out = _REFERENCE.sub(value, token) if "$" in token else token
+    return out if len(out) <= _MAX_EXPANDED else "${too_long}"
 
 
 def parse_command_line(text: str) -> dict[str, Any]:

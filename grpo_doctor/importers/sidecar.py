@@ -366,7 +366,8 @@ def _run_folders(log: Path) -> list[Path]:
 
 #: Exports that each hold one run's metrics: two or more in a folder make it a folder of runs
 #: (c79: a scratch_lr_sweep.sh beside logs/ was read as the config of every log in it).
-_RUN_EXPORTS = frozenset({".csv", ".tsv", ".jsonl", ".parquet"})
+#: (Not JSONL: a run's own folder often holds its sampled completions as one; h117.)
+_RUN_EXPORTS = frozenset({".csv", ".tsv", ".parquet"})
 
 
 def _holds_several_logs(folder: Path) -> bool:

@@ -320,6 +320,16 @@ def _with_reward_scale(run: Run, g_steps: np.ndarray, g: np.ndarray
     """(step, reward scale factor, norm level before, after) where the gradient norm's level
     rose at most as many times as the reward's typical size did at the same step (within a
     few logged points), and nothing followed the rise; None otherwise."""
+    # Only where the config passes the reward's scale on to the advantage (TRL's
+    # scale_rewards none/false): a group-normalised reward cannot inflate the gradient, and a
+    # 0/1 reward rising from near 0 is learning, not a scale (h117).
+    scale, _ = knobs.current(run, knobs.Knob("scale_rewards", ("scale_rewards",)))
+    said = next((str(v).strip().lower() for k, v in knobs.flatten(run.config or {}).items()
+                 if k.rsplit(".", 1)[-1] == "scale_rewards"), None)
+    if scale is None and said not in ("none", "false", "0"):
+        return None
+    if scale is not None and scale != 0:
+        return None
     rs, r = series(run, Metric.REWARD_MEAN.value)
     if len(r) < 20 or len(g) < 20:
         return None
@@ -334,8 +344,9 @@ def _with_reward_scale(run: Run, g_steps: np.ndarray, g: np.ndarray
     if size_before <= 0 or size_after < _REWARD_SCALE_JUMP * size_before:
         return None
     factor = size_after / size_before
-    if after / before > 3 * factor or inc.aftermath(run, int(rs[i])):
-        return None
+    if after / before > 3 * factor or inc.aftermath(run, int(rs[i])) or inc.crashes(
+            run, Metric.REWARD_MEAN.value, "reward", share=0.6, within=5):
+        return None  # (a crash anywhere after: something followed; h117)
     return int(rs[i]), factor, before, after
 
 

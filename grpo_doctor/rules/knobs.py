@@ -6,6 +6,7 @@ for the learning rate and KL coefficient, from the last logged value of the metr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -198,9 +199,20 @@ def _as_number(value: Any) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def current(run: Run, knob: Knob) -> tuple[float | None, str | None]:
-    """The knob's current value and where it came from (a config key or a metric)."""
+#: Sections whose sampler is not the rollout's: a reference's, an evaluation's, a judge's, a
+#: grader's or verifier's, a reward model's, a critic's (recipe reads its samplers past them).
+NOT_ROLLOUT = re.compile(r"^(?:ref|val|val_.*|eval.*|validation.*|test_.*|judge.*|teacher.*|"
+                         r"reward_model.*|critic.*|grader.*|verifier.*|rm|reward|.*_eval|"
+                         r".*_judge|.*_grader|.*_verifier)$")
+
+
+def current(run: Run, knob: Knob, rollout: bool = False) -> tuple[float | None, str | None]:
+    """The knob's current value and where it came from (a config key or a metric); with
+    ``rollout``, never from a section whose sampler is not the rollout's."""
     flat = flatten(run.config) if run.config else {}
+    if rollout:
+        flat = {k: v for k, v in flat.items()
+                if not any(NOT_ROLLOUT.match(part) for part in k.split(".")[:-1])}
     for name in knob.names:
         for key, value in flat.items():
             if key == name or key.endswith("." + name):
@@ -396,7 +408,7 @@ def sampling_cut(run: Run) -> tuple[str, float, Remedy | str] | None:
         (MIN_P, lambda x: x >= 0.2, "0 (off)"),
         (TEMPERATURE, lambda x: 0 < x < 0.7, "1.0"))
     for knob, bad, fix in cuts:
-        value, _ = current(run, knob)
+        value, _ = current(run, knob, rollout=True)  # (not a judge's or an eval's; h117)
         if value is not None and bad(value):
             name = "temperature" if knob is TEMPERATURE else knob.label
             return name, value, set_to(
