@@ -1897,8 +1897,11 @@ def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:
     configured 12 read "learning_rate 1e-4 -> 5e-5"). None otherwise."""
     ts, t = series(run, Metric.TRUNCATION_RATIO.value)
     ls, top = series(run, Metric.RESPONSE_LENGTH_MAX.value)
-    _, mean = series(run, Metric.RESPONSE_LENGTH_MEAN.value)
-    if len(t) < 10 or len(top) != len(mean) or len(top) < 10:
+    ms, mean = series(run, Metric.RESPONSE_LENGTH_MEAN.value)
+    # On the steps both lengths hold a value (a few NaN lengths had dropped the check; h117).
+    both = np.intersect1d(ls, ms)
+    top, mean, ls = top[np.isin(ls, both)], mean[np.isin(ms, both)], both
+    if len(t) < 10 or len(top) < 10:
         return None
     i = int(np.searchsorted(ts, root.step))
     window = range(max(1, i - 3), min(len(t), i + 4))
@@ -1913,19 +1916,20 @@ def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:
     configured = recipe.as_number(length.value) if length is not None else None
     one_length = len(after_top) >= 5 and float(np.ptp(after_top)) == 0 and float(
         np.max(np.abs(after_mean - after_top))) <= 0.5
-    if not one_length and len(after_top) >= 5 and k and configured and float(
-            np.median(after_top)) <= 0.5 * min(configured, float(np.max(top[:k]))):
+    if not one_length and len(after_top) >= 5 and k and float(np.median(after_top)) <= 0.5 * min(
+            configured or float("inf"), float(np.max(top[:k]))):
         # Counted as cut (no end-of-sequence token) at half the budget or less, shorter than
         # before: the generation's stop changed, not its budget (trial 79: eos_token_id set to
         # ">" from step 181, every completion "<a>" at 3 tokens under a budget of 12, read
         # "roll back, then learning_rate 1e-4 -> 5e-5").
         said = fmt(float(np.median(after_top)))
+        under = (f"far under the budget of {fmt(configured)}" if configured else
+                 f"shorter than the {fmt(float(np.max(top[:k])))} they had reached")
         text = (f"restore how completions stop: from step {step_text(step)} "
                 f"{float(np.median(t[at:])):.0%} of completions ended without the end-of-"
-                f"sequence token at about {said} tokens, far under the budget of "
-                f"{fmt(configured)} (an eos_token_id, a stop string or a relaunch changed "
-                f"there); then {_rollback_words(run, step, best=False)}: the policy did not "
-                "change there")
+                f"sequence token at about {said} tokens, {under} (an eos_token_id, a stop "
+                f"string or a relaunch changed there); then "
+                f"{_rollback_words(run, step, best=False)}: the policy did not change there")
         return _Lead(knobs.Remedy(text, rollback_step=step),
                      summary=f"completions stopped at about {said} tokens without the "
                              f"end-of-sequence token from step {step_text(step)}: "

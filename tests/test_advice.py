@@ -4332,3 +4332,22 @@ def test_hostile_h117_diagnosis_reads(tmp_path):
     d = diagnose(load_runs(TRIAL / "trl_reward_x100_from_151_scale_none.csv")[0],
                  DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(cfg)))
     assert d.check("grad_explosion").status.value != "ok"  # the premise: no scale reaches it
+
+
+def test_a_changed_stop_is_found_with_a_few_nan_lengths_and_without_a_budget(tmp_path):
+    """h117: three NaN mean lengths long before the change, or a config naming no budget,
+    had dropped the changed-stop reading and brought the lr advice back."""
+    import numpy as np
+
+    from grpo_doctor.recipe import flat_config
+
+    def holes(f):
+        f.loc[f.step.isin([40, 41, 90]), "completions/mean_length"] = np.nan
+    d = _trial_edited(tmp_path, "trl_eos_token_gt_from_181", holes)
+    assert d.root_cause.first_action.startswith("restore how completions stop: from step 181")
+    cfg = json.loads((TRIAL / "trl_eos_token_gt_from_181.config.json").read_text())
+    cfg.pop("max_completion_length")
+    d = diagnose(load_runs(TRIAL / "trl_eos_token_gt_from_181.csv")[0],
+                 DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(cfg)))
+    first = d.root_cause.first_action
+    assert first.startswith("restore how completions stop") and "they had reached" in first
