@@ -145,16 +145,8 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
     if not path.exists():
         raise FormatError(f"{path}: no such file or folder")
     config: dict[str, Any]
-    if path.is_file() and path.suffix.lower() in (".yaml", ".yml", ".json"):
+    if path.is_file() and path.suffix.lower() in _CONFIG_SUFFIXES:
         config = _read_config_file(path)
-    elif path.is_file() and path.suffix.lower() == ".toml":
-        from grpo_doctor.config import read_toml
-
-        # prime-rl's (and any trainer's) TOML config: every one had been refused (c79).
-        try:
-            config = read_toml(path)
-        except ConfigError as exc:
-            raise FormatError(str(exc)) from None
     elif path.is_file() and path.suffix.lower() == ".bin":
         from grpo_doctor.importers.pickled_args import read_training_args
 
@@ -237,25 +229,12 @@ def _with_base_config(config: dict[str, Any], script: Path) -> dict[str, Any]:
     if base_path is None:
         return config
     try:
-        if base_path.suffix.lower() == ".toml":
-            from grpo_doctor.config import read_toml
-
-            base = read_toml(base_path)
-        else:
-            base = _read_config_file(base_path)
+        base = _read_config_file(base_path)
     except (ConfigError, FormatError, InputError):
         return config  # (an unreadable base is not this launch's fault: its flags stand)
     if _depth(base) > _MAX_DEPTH:
         return config
-    merged = dict(base)
-    for key, value in config.items():
-        if key == "config":
-            continue
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merged(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
+    return _merged(base, {k: v for k, v in config.items() if k != "config"})
 
 
 def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -359,6 +338,14 @@ def _read_small(path: Path) -> str:
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
+    if path.suffix.lower() == ".toml":
+        from grpo_doctor.config import read_toml
+
+        # prime-rl's (and any trainer's) TOML config: every one had been refused (c79).
+        try:
+            return read_toml(path)
+        except ConfigError as exc:
+            raise FormatError(str(exc)) from None
     text = _read_small(path)
     if not text.strip():
         raise FormatError(f"{path}: the file is empty (no settings to check)")

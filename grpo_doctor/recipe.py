@@ -251,8 +251,7 @@ SETTINGS: tuple[Setting, ...] = (
         # Not in the chapter: transformers' truncation sampling (generate's epsilon_cutoff and
         # eta_cutoff; suggested 3e-4 to 9e-4 and 2e-3). Trial 75's epsilon_cutoff 0.3 kept only
         # tokens likelier than 0.3: every group alike from step 1, read "check the reward".
-        "epsilon_cutoff", ("generation_kwargs.epsilon_cutoff", "generation.epsilon_cutoff",
-                           "epsilon_cutoff"),
+        "epsilon_cutoff", knobs.EPSILON_CUTOFF.names,
         "0 (off), or at most 9e-4", "transformers' default and suggested range",
         high=1e-3, far=10.0,
         risks={HIGH: _SAMPLING_CUT},
@@ -260,7 +259,7 @@ SETTINGS: tuple[Setting, ...] = (
         target="0 (off)",
     ),
     Setting(
-        "eta_cutoff", ("generation_kwargs.eta_cutoff", "generation.eta_cutoff", "eta_cutoff"),
+        "eta_cutoff", knobs.ETA_CUTOFF.names,
         "0 (off), or at most 2e-3", "transformers' default and suggested range",
         high=2e-3, far=10.0,
         risks={HIGH: _SAMPLING_CUT},
@@ -268,7 +267,7 @@ SETTINGS: tuple[Setting, ...] = (
         target="0 (off)",
     ),
     Setting(
-        "typical_p", ("generation_kwargs.typical_p", "generation.typical_p", "typical_p"),
+        "typical_p", knobs.TYPICAL_P.names,
         "1.0 (off)", "transformers' default",
         low=0.95, far=1.5,
         # Typical sampling keeps the tokens whose surprisal is nearest the entropy: at a low
@@ -288,7 +287,7 @@ SETTINGS: tuple[Setting, ...] = (
         # completions are the same few, and its reward the search's, not the policy's (trial 79:
         # num_beams 4, every group equal and all-correct from step 1, grad norm 0, read healthy;
         # 0.31 sampled plainly, the base model's level).
-        "num_beams", ("generation_kwargs.num_beams", "num_beams"),
+        "num_beams", knobs.NUM_BEAMS.names,
         "1 (sample, no beam search)", "the frameworks' default (transformers)",
         high=1.0, far=1.5,
         risks={HIGH: _links(primary=(_ADV, "no_learning_signal", "no_progress"),
@@ -1045,7 +1044,6 @@ def _trained_side(flat: Mapping[str, Any]) -> dict[str, Any]:
 #: generation.repetition_penalty 2 made preflight critical).
 _SAMPLER_SETTINGS = frozenset({"temperature", "top_p", "top_k", "min_p", "repetition_penalty",
                                "epsilon_cutoff", "eta_cutoff", "typical_p", "num_beams"})
-_NOT_ROLLOUT = knobs.NOT_ROLLOUT
 #: Settings of the rollout a section of another sampler (an evaluation's, a judge's) or of the
 #: data may spell alike: an eval's ``n_samples: 1``, a dataset's ``num_samples: 5000``, a
 #: grader's ``num_beams`` (h117: each had read as the rollout's, critical).
@@ -1056,9 +1054,7 @@ _DATA_SECTION = re.compile(r"^(?:data|dataset.*|train_dataset|.*_data)$")
 def _sampling_side(flat: Mapping[str, Any], data: bool = True) -> dict[str, Any]:
     """``flat`` without the keys of sections whose sampler is not the rollout's (an
     evaluation's ``eval_generation_kwargs`` too; h105), nor, with ``data`` False, the data's."""
-    return {k: v for k, v in flat.items()
-            if not any(_NOT_ROLLOUT.match(part) or (not data and _DATA_SECTION.match(part))
-                       for part in k.split(".")[:-1])}
+    return knobs.rollout_side(flat, None if data else _DATA_SECTION)
 
 
 #: A schedule's floor, as the schedulers name it (transformers' cosine_with_min_lr's

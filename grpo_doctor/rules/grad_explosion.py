@@ -323,12 +323,7 @@ def _with_reward_scale(run: Run, g_steps: np.ndarray, g: np.ndarray
     # Only where the config passes the reward's scale on to the advantage (TRL's
     # scale_rewards none/false): a group-normalised reward cannot inflate the gradient, and a
     # 0/1 reward rising from near 0 is learning, not a scale (h117).
-    scale, _ = knobs.current(run, knobs.Knob("scale_rewards", ("scale_rewards",)))
-    said = next((str(v).strip().lower() for k, v in knobs.flatten(run.config or {}).items()
-                 if k.rsplit(".", 1)[-1] == "scale_rewards"), None)
-    if scale is None and said not in ("none", "false", "0"):
-        return None
-    if scale is not None and scale != 0:
+    if knobs.as_flag(knobs.keyed(knobs.flatten(run.config or {}), "scale_rewards")) is not False:
         return None
     rs, r = series(run, Metric.REWARD_MEAN.value)
     if len(r) < 20 or len(g) < 20:

@@ -206,13 +206,21 @@ NOT_ROLLOUT = re.compile(r"^(?:ref|val|val_.*|eval.*|validation.*|test_.*|judge.
                          r".*_judge|.*_grader|.*_verifier)$")
 
 
+def rollout_side(flat: Mapping[str, Any], also: re.Pattern[str] | None = None
+                 ) -> dict[str, Any]:
+    """``flat`` without the keys under a section whose sampler is not the rollout's (nor,
+    given ``also``, under a section it matches)."""
+    return {k: v for k, v in flat.items()
+            if not any(NOT_ROLLOUT.match(part) or (also is not None and also.match(part))
+                       for part in k.split(".")[:-1])}
+
+
 def current(run: Run, knob: Knob, rollout: bool = False) -> tuple[float | None, str | None]:
     """The knob's current value and where it came from (a config key or a metric); with
     ``rollout``, never from a section whose sampler is not the rollout's."""
     flat = flatten(run.config) if run.config else {}
     if rollout:
-        flat = {k: v for k, v in flat.items()
-                if not any(NOT_ROLLOUT.match(part) for part in k.split(".")[:-1])}
+        flat = rollout_side(flat)
     for name in knob.names:
         for key, value in flat.items():
             if key == name or key.endswith("." + name):
