@@ -11,7 +11,6 @@ file it is given.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,15 @@ from typing import Any
 
 from grpo_doctor import recipe
 from grpo_doctor.errors import ConfigError, FormatError, InputError
+from grpo_doctor.importers._config_file import (
+    CONFIG_SUFFIXES,
+    MAX_DEPTH,
+    depth,
+    named_config,
+    read_config_file,
+    read_small,
+    with_base_config,
+)
 from grpo_doctor.importers.command_line import coerce, parse_command_line, set_dotted
 from grpo_doctor.importers.interpolation import resolve_interpolations
 from grpo_doctor.importers.sidecar import CAPTURE_HEAD
@@ -145,8 +153,8 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
     if not path.exists():
         raise FormatError(f"{path}: no such file or folder")
     config: dict[str, Any]
-    if path.is_file() and path.suffix.lower() in _CONFIG_SUFFIXES:
-        config = _read_config_file(path)
+    if path.is_file() and path.suffix.lower() in CONFIG_SUFFIXES:
+        config = read_config_file(path)
     elif path.is_file() and path.suffix.lower() == ".bin":
         from grpo_doctor.importers.pickled_args import read_training_args
 
@@ -166,22 +174,22 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
                 # The TRL it ran on had a KL term (today's default beta 0 logs none).
                 config["beta"] = "${not 0: the notebook's log records a KL}"
         else:
-            code = _read_small(path)
+            code = read_small(path)
             _refuse_uncompilable(path, code)
             config = code_settings([code], computed=True)
         if not config:
             raise FormatError(f"{path}: no GRPOConfig(...) or TrainingArguments(...) with "
                               "literal settings in its code")
     elif path.is_file() and path.suffix.lower() in (".sh", ".txt", ".cmd", ".bash"):
-        text = _read_small(path)
+        text = read_small(path)
         # A launch script, or the arguments a launch printed (argparse's Namespace).
         config = parse_command_line(text) or _printed(text)
         if not config:
             raise FormatError(f"{path}: no --flag value or key=value settings found")
-        config = _with_base_config(config, path)
+        config = with_base_config(config, (path.parent, Path.cwd()))
     else:
         config = _read_run_config(path)
-    if _depth(config) > _MAX_DEPTH:
+    if depth(config) > MAX_DEPTH:
         # (flattened recursively downstream: a TOML key 5,000 parts deep had crashed; h117)
         raise FormatError(f"{path}: not a readable config (nested too deeply)")
     for item in overrides:
@@ -191,58 +199,6 @@ def read_preflight_source(source: str | os.PathLike[str], overrides: Sequence[st
             raise ConfigError(f"override {item!r}: expected KEY=VALUE")
         set_dotted(config, key, coerce(value.strip()))
     return config, framework_of(config)
-
-
-_MAX_CONFIG_BYTES = 4 * 1024 * 1024
-#: Nesting no trainer's config comes near (verl's deepest keys are 6 levels).
-_MAX_DEPTH = 64
-
-
-def _depth(config: Any) -> int:
-    """How deep ``config``'s mappings and lists nest (iteratively: no recursion limit)."""
-    deepest, stack = 0, [(config, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, Mapping):
-            children = list(node.values())
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > _MAX_DEPTH:
-            return deepest
-        stack.extend((c, depth + 1) for c in children)
-    return deepest
-_CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
-
-
-def _with_base_config(config: dict[str, Any], script: Path) -> dict[str, Any]:
-    """A launch's settings over the config file it names (``trl grpo --config
-    grpo_config.yaml``, EasyR1's ``config=examples/config.yaml``), found beside the script or
-    in the working folder: the flags win, as the launcher applies them. A file not found
-    leaves the flags alone (c79: the file's beta had read as TRL's default 0)."""
-    named = config.get("config")
-    if not isinstance(named, str) or not named.lower().endswith(_CONFIG_SUFFIXES):
-        return config
-    base_path = next((p for p in (script.parent / named, Path(named)) if p.is_file()), None)
-    if base_path is None:
-        return config
-    try:
-        base = _read_config_file(base_path)
-    except (ConfigError, FormatError, InputError):
-        return config  # (an unreadable base is not this launch's fault: its flags stand)
-    if _depth(base) > _MAX_DEPTH:
-        return config
-    return _merged(base, {k: v for k, v in config.items() if k != "config"})
-
-
-def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = (_merged(out[key], value) if isinstance(value, dict)
-                    and isinstance(out.get(key), dict) else value)
-    return out
 
 
 def _read_run_config(path: Path) -> dict[str, Any]:
@@ -270,7 +226,7 @@ def _read_run_config(path: Path) -> dict[str, Any]:
         saved = next((path / n for n in NAMES if (path / n).is_file()), None)
         if saved is None:
             raise
-        return _read_config_file(saved)  # says what is wrong with it, or holds no knob
+        return read_config_file(saved)  # says what is wrong with it, or holds no knob
     config = dict(runs[0].config or {})
     if not config and path.is_file():
         config = _printed(_head(path))
@@ -320,69 +276,6 @@ def _refuse_uncompilable(path: Path, code: str) -> None:
                           "never ran)") from None
     except (ValueError, RecursionError, MemoryError, OverflowError):
         raise FormatError(f"{path}: not a Python script Python can compile") from None
-
-
-def _read_small(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-        if size > _MAX_CONFIG_BYTES:
-            raise FormatError(f"{path}: {size:,} bytes is not a config file")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    from grpo_doctor.importers._common import looks_like_text
-
-    if data.strip() and not looks_like_text(data):
-        raise FormatError(f"{path}: binary data, not a config file")
-    return data.decode("utf-8", errors="replace").lstrip("\ufeff")
-
-
-def _read_config_file(path: Path) -> dict[str, Any]:
-    if path.suffix.lower() == ".toml":
-        from grpo_doctor.config import read_toml
-
-        # prime-rl's (and any trainer's) TOML config: every one had been refused (c79).
-        try:
-            return read_toml(path)
-        except ConfigError as exc:
-            raise FormatError(str(exc)) from None
-    text = _read_small(path)
-    if not text.strip():
-        raise FormatError(f"{path}: the file is empty (no settings to check)")
-    try:
-        if path.suffix.lower() == ".json":
-            loaded = json.loads(text, object_pairs_hook=_unique_pairs)
-        else:
-            from grpo_doctor.importers._common import load_yaml
-
-            # The one bounded YAML loader (no alias bombs); a key set twice is refused, not
-            # silently the last value (which one did the user mean?).
-            loaded = load_yaml(text, path, unique_keys=True)
-    except InputError:
-        raise
-    except RecursionError:
-        raise FormatError(f"{path}: not a readable config (nested too deeply)") from None
-    except ValueError as exc:  # json's errors
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise FormatError(f"{path}: not a readable config ({first})") from None
-    if loaded is None:
-        raise FormatError(f"{path}: holds no settings (only comments, or an empty document)")
-    if not isinstance(loaded, dict):
-        what = {list: "a list", str: "a string", int: "a number", float: "a number",
-                bool: "a boolean"}.get(type(loaded), type(loaded).__name__)
-        raise FormatError(f"{path}: holds {what}, not settings (a config file is a mapping, "
-                          "key: value)")
-    return {str(k): v for k, v in loaded.items()}
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are each set once (``json.loads`` keeps the last silently)."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key}")
-        out[key] = value
-    return out
 
 
 #: OpenRLHF's flag names for the recipe's knobs.
@@ -453,6 +346,12 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
                           f"found ({', '.join(s.id for s in list(settings)[:4])} ...): not a "
                           "GRPO training config?")
     notes = []
+    named = named_config(config)
+    if named is not None:
+        # (a launch whose named file is missing had been judged on its flags without a word)
+        notes.append(f"the config file the launch names, {named}, was not read (not found "
+                     "beside the launch or in the working folder, or not readable): only the "
+                     "launch's own flags are judged")
     if framework == "trl" and "beta" in defaults:
         notes.append("TRL's default beta is 0: no KL term, and TRL then logs no `kl` (the KL "
                      "drift check goes blind); the recipe uses 0.01-0.05")

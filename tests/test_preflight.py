@@ -644,6 +644,24 @@ def test_a_launch_reads_the_config_file_it_names(tmp_path):
     assert framework == "trl" and preflight(config, framework).setup.known
 
 
+def test_a_named_config_that_is_not_read_is_said(tmp_path, monkeypatch):
+    """A launch naming a config file that is missing (or unreadable) is judged on its flags,
+    and the report says the file was not read (it had been dropped without a word; h117)."""
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "launch.sh"
+    script.write_text("trl grpo --config missing.yaml --learning_rate 1e-6 --beta 0.04\n")
+    config, framework = read_preflight_source(script)
+    notes = preflight(config, framework).notes
+    assert any("missing.yaml, was not read" in n for n in notes), notes
+    (tmp_path / "missing.yaml").write_text("beta: [unclosed\n")
+    config, framework = read_preflight_source(script)
+    assert any("missing.yaml, was not read" in n for n in preflight(config, framework).notes)
+    (tmp_path / "missing.yaml").write_text("num_generations: 16\n")
+    config, framework = read_preflight_source(script)
+    assert config["num_generations"] == 16
+    assert not any("was not read" in n for n in preflight(config, framework).notes)
+
+
 def test_a_script_beside_a_folder_of_logs_is_no_log_s_config(tmp_path):
     """A scratch_lr_sweep.sh beside logs/ holding several runs' CSVs was read as each one's
     config ("beside the log"), and named the root cause (c79)."""

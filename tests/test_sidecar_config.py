@@ -661,6 +661,26 @@ def test_a_launch_script_or_console_capture_beside_the_log_gives_its_settings(tm
     assert any("train_grpo.sh, beside the log" in n for n in run.notes), run.notes
 
 
+def test_a_launch_script_beside_the_log_reads_the_config_it_names(tmp_path):
+    """`trl grpo --config grpo.yaml --num_generations 2` beside the log: the file's settings
+    under the flags are the run's (found beside a log, the script had held one knob and was
+    passed over, so the file's beta and lr went unread; h117)."""
+    events = tmp_path / "runs" / "Dec07_10-00-00"  # TRL's output_dir/runs/<time>/
+    events.mkdir(parents=True)
+    frame = _sharpening(60)
+    _write_events(events, frame["step"].to_numpy(),
+                  {"train/reward": frame["reward"].to_numpy(),
+                   "train/entropy": frame["entropy"].to_numpy()})
+    (tmp_path / "launch.sh").write_text("trl grpo --config grpo.yaml --num_generations 2\n")
+    (run,) = load_runs(events)
+    assert "beta" not in run.config  # the file is not there: one knob is no config
+    (tmp_path / "grpo.yaml").write_text("learning_rate: 3.0e-6\nbeta: 0.0\nnum_generations: 8\n")
+    (run,) = load_runs(events)
+    assert run.config["beta"] == 0.0 and run.config["learning_rate"] == 3e-6
+    assert run.config["num_generations"] == 2  # the flag wins, as the launcher applies it
+    assert any("launch.sh, beside the log" in n for n in run.notes), run.notes
+
+
 def test_another_runs_log_beside_a_log_gives_it_no_settings(tmp_path):
     """A capture holding metric lines is a run's own log. Beside a console log it is another
     run's: its printed temperature is not this run's (helper-84). Alone beside a log of

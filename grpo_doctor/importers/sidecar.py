@@ -27,6 +27,7 @@ from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers._common import checkpoint_folders, load_yaml, read_head
+from grpo_doctor.importers._config_file import with_base_config
 from grpo_doctor.importers._records import flatten
 from grpo_doctor.importers.interpolation import resolve_interpolations
 from grpo_doctor.store import Run
@@ -445,7 +446,8 @@ def _captured(folder: Path, log: Path) -> tuple[Path, dict[str, Any]] | None:
             continue
         if script and st.st_size > _MAX_BYTES:
             continue  # (a script that large is no launch script)
-        found.append((path, *_settings_once(str(path), st.st_mtime_ns, st.st_size, script)))
+        settings, is_log = _settings_once(str(path), st.st_mtime_ns, st.st_size, script)
+        found.append((path, _launch_settings(path, settings, script), is_log))
     runs_beside = sum(is_log for _, _, is_log in found)
     own_console = _is_capture(log) or runs_beside > 1
     for path, config, is_log in found:
@@ -478,9 +480,19 @@ def _settings_once(path: str, changed: int, size: int,
     if "\0" in text:
         return None, False  # binary
     settings = parse_command_line(text) if script else printed_settings(text)
+    return settings, not script and holds_metric_lines(text)
+
+
+def _launch_settings(path: Path, settings: dict[str, Any] | None,
+                     script: bool) -> dict[str, Any] | None:
+    """The training config a launch's or a capture's settings make. A script's flags go over
+    the config file it names beside it (``trl grpo --config grpo.yaml``), read afresh each
+    time (the file may change without the script): the flags alone had held fewer than two
+    knobs and been passed over, the file's beta and lr unread (h117)."""
+    if script and settings:
+        settings = with_base_config(copy.deepcopy(settings), (path.parent,))
     config = _as_training_config(settings)
-    config = resolve_interpolations(config) if config is not None else None
-    return config, not script and holds_metric_lines(text)
+    return resolve_interpolations(config) if config is not None else None
 
 
 #: PEFT saves it in every checkpoint of an adapter's training (``checkpoint-N/``, beside the
