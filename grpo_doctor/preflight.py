@@ -286,11 +286,21 @@ _OPENRLHF = {"actor_learning_rate": "learning_rate", "init_kl_coef": "beta",
 
 
 def framework_of(config: Mapping[str, Any]) -> str:
-    """trl, ms-swift, verl, openrlhf, open-instruct or unknown, from the config's keys."""
+    """trl, ms-swift, verl, openrlhf, open-instruct, oat, areal, axolotl, prime-rl or unknown,
+    from the config's keys. (Only TRL's and ms-swift's defaults are filled in, and only the
+    frameworks of LOGGED_BY_DEFAULT get blind checks: the others are named, not assumed.)"""
     keys = set(recipe.flat_config(config))
     tops = {k.split(".", 1)[0] for k in keys}
+    if "orchestrator" in tops:
+        return "prime-rl"  # (its [trainer] section is no verl trainer; c79)
     if "actor_rollout_ref" in tops or ("algorithm" in tops and "trainer" in tops):
         return "verl"
+    if "gconfig" in tops:
+        return "areal"
+    if "rl_beta" in tops or str(config.get("rl", "")).lower() in ("grpo", "gspo", "dapo"):
+        return "axolotl"
+    if {"generate_max_length", "oracle", "critic_type"} & tops:
+        return "oat"  # (its --pretrain is OpenRLHF's flag too; c79)
     if "rlhf_type" in tops:  # (a stray train_type in a TRL config is no launch; h111)
         return "ms-swift"
     if {"num_samples_per_prompt_rollout", "num_unique_prompts_rollout"} & tops:
@@ -454,13 +464,12 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
     if by_log:
         # Not the recipe's words beside the value: "32 (long enough for the task's answers)"
         # read as a verdict (helper-38).
-        lines += wrap(", ".join(f"{r.name} {r.value_text}" for r in by_log),
+        lines += wrap(", ".join(_value_text(r, pre) for r in by_log),
                       "not judged (no number in the recipe): ")
     unknown = [r for r in pre.setup.known if r.verdict in (recipe.UNKNOWN, recipe.NOT_APPLICABLE)]
     if unknown:
-        lines += wrap(", ".join(f"{r.name} {r.value_text}" + (
-            f" ({r.why})" if r.why else "")
-            for r in unknown), "not judged: ")
+        lines += wrap(", ".join(_value_text(r, pre) + (f" ({r.why})" if r.why else "")
+                                for r in unknown), "not judged: ")
     if pre.blind:
         lines += ["", "Checks the run's logs will leave blind (log these to run them):"]
         for b in pre.blind:
@@ -468,6 +477,13 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
     for note in pre.notes:
         lines += ["", *wrap(note, "note: ")]
     return "\n".join(lines) + "\n"
+
+
+def _value_text(r: recipe.Reading, pre: Preflight) -> str:
+    """A knob and its value, marked when the file did not set it (the JSON's ``defaults``;
+    the text had dropped the mark on a line of knobs not judged; c79)."""
+    default = " (framework default)" if r.id in pre.defaults else ""
+    return f"{r.name} {r.value_text}{default}"
 
 
 def _fix_text(r: recipe.Reading, pre: Preflight) -> str:

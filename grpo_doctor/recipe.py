@@ -1794,6 +1794,7 @@ _DOMAIN: dict[str, tuple[float, bool, bool]] = {
     "top_k": (-1, False, True), "ref_model_sync_steps": (-1, False, True),
     "min_new_tokens": (0, False, True), "epsilon_cutoff": (0.0, False, False),
     "eta_cutoff": (0.0, False, False), "typical_p": (0.0, True, False),
+    "num_beams": (1, False, True),
 }
 
 

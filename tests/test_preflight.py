@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from grpo_doctor import recipe
-from grpo_doctor.preflight import parse_command_line, preflight, read_preflight_source
+from grpo_doctor.preflight import (
+    framework_of,
+    parse_command_line,
+    preflight,
+    read_preflight_source,
+)
 from tests.helpers import run_cli
 
 FIX = Path(__file__).parent / "fixtures" / "preflight"
@@ -146,6 +151,10 @@ def test_framework_defaults_are_not_said_as_if_the_file_set_them(capsys, tmp_pat
                        if line.startswith(("within the recipe (framework defaults): ", " ")))
     assert "temperature 1" in assumed and "epsilon 0.2" in assumed
     assert "beta 0 (framework default) -> 0.01-0.05" in out
+    # ... and on the line of knobs not judged (c79: the mark had been dropped there)
+    flat = " ".join(out.split())
+    assert "not judged (no number in the recipe): max_completion_length 512 (framework " \
+        "default)" in flat, out
     _, md, _ = run_cli(capsys, "preflight", str(config), "-f", "markdown")
     assert "| temperature | 1 (framework default) |" in md
     assert "| learning_rate | 2e-6 |" in md
@@ -576,6 +585,9 @@ def test_hostile_h111_reads_of_new_sampler_settings_and_ms_swift(tmp_path, capsy
     # prime-rl's TOML (an eval sampler is not the rollout's)
     ("prime.toml", "[orchestrator]\ngroup_size = 2\n[orchestrator.eval.sampling]\n"
      "temperature = 0.3\n[trainer.optim]\nlr = 3e-6\n", "orchestrator.group_size", 2),
+    # prime-rl's newer name for it
+    ("prime_new.toml", "[orchestrator]\nrollouts_per_example = 2\n[trainer.optim]\nlr = 3e-6\n",
+     "orchestrator.rollouts_per_example", 2),
 ])
 def test_more_frameworks_spellings_are_read(tmp_path, name, text, key, value):
     """c79: EasyR1's worker.rollout.n and disable_kl, Axolotl's rl_beta, AReaL's gconfig and
@@ -597,6 +609,36 @@ def test_more_frameworks_spellings_are_read(tmp_path, name, text, key, value):
         assert read.get("clip_higher") == 2.0 and read.get("response_length") == 128
         group = next(r for r in result.setup.known if r.id == "num_generations")
         assert "per_device_train_batch_size" not in group.fix()
+
+
+@pytest.mark.parametrize("beams", [1.5, 0, -1, "many"])
+def test_a_beam_count_no_generate_takes_is_refused(tmp_path, capsys, beams):
+    """num_beams is a whole number of at least 1 (transformers' generate refuses the rest);
+    1.5, 0 and -1 had been read (h117)."""
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps({"num_generations": 8, "generation_kwargs": {"num_beams": beams}}))
+    code, _, err = run_cli(capsys, "preflight", str(path))
+    assert code == 2 and "num_beams" in err, err
+    path.write_text(json.dumps({"num_generations": 8, "generation_kwargs": {"num_beams": 1}}))
+    assert run_cli(capsys, "preflight", str(path))[0] != 2
+
+
+@pytest.mark.parametrize("config, framework", [
+    ({"pretrain": "Qwen/Qwen2.5-Math-1.5B", "oracle": "math", "num_samples": 8,
+      "generate_max_length": 3000, "critic_type": "grpo", "beta": 0.0}, "oat"),
+    ({"actor": {"kl_ctl": 0.0}, "gconfig": {"n_samples": 4}}, "areal"),
+    ({"rl": "grpo", "learning_rate": 5e-6, "trl": {"beta": 0.001}}, "axolotl"),
+    ({"orchestrator": {"rollouts_per_example": 8}, "trainer": {"optim": {"lr": 3e-6}}},
+     "prime-rl"),
+    ({"algorithm": {"kl_ctrl": {"kl_coef": 0.001}}, "trainer": {"n_gpus_per_node": 8}},
+     "verl"),
+    ({"pretrain": "x", "n_samples_per_prompt": 8, "init_kl_coef": 0.01}, "openrlhf"),
+])
+def test_the_framework_is_named_from_its_own_keys(config, framework):
+    """Oat had been labelled OpenRLHF (they share --pretrain), AReaL and Axolotl "not
+    recognised" and prime-rl's [trainer] read as verl's (c79); none gets TRL's defaults."""
+    assert framework_of(config) == framework
+    assert not preflight(config).defaults or framework in ("trl", "ms-swift")
 
 
 def test_an_inverted_switch_is_said_as_written(tmp_path):

@@ -75,7 +75,7 @@ RECIPE_NAMES: tuple[tuple[str, ...], ...] = (
     ("rllm.rollout.n", "actor_rollout_ref.rollout.n", "worker.rollout.n", "gconfig.n_samples",
      "grpo.num_generations_per_prompt", "num_generations", "n_samples_per_prompt",
      "num_samples_per_prompt_rollout", "rollout_n", "group_size", "num_return_sequences_in_group",
-     "n_samples", "num_samples"),
+     "n_samples", "num_samples", "rollouts_per_example"),
     ("generation_kwargs.temperature", "actor_rollout_ref.rollout.temperature",
      "generation.temperature", "temperature"),
     ("generation_kwargs.top_p", "actor_rollout_ref.rollout.top_p", "generation.top_p",

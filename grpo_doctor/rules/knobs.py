@@ -107,7 +107,9 @@ GROUP_SIZE = Knob(
      # ROLL's (its default is 1; c77)
      "num_return_sequences_in_group",
      # Oat's --num_samples; AReaL's n_samples under another section (c79)
-     "n_samples", "num_samples"),
+     "n_samples", "num_samples",
+     # prime-rl's orchestrator (its group_size's newer name; h117)
+     "rollouts_per_example"),
 )
 ENTROPY_COEF = Knob(
     "entropy coefficient",
