@@ -110,17 +110,28 @@ class Check:
         return self.status in (Status.WARNING, Status.CRITICAL)
 
     @property
+    def _alert_of_earlier_episode(self) -> bool:
+        return (self.first_alert_step is not None and self.onset_step is not None
+                and self.first_alert_step < self.onset_step)
+
+    @property
+    def shown_alert_step(self) -> int | None:
+        """The first alert a report shows beside the onset: this episode's own when an
+        earlier episode, which cleared, raised the finding first (the earlier one is an
+        incident, shown with its step). Every report shows this one (the Markdown table had
+        shown 40 where the terminal showed 150 for one finding; nu33)."""
+        if self._alert_of_earlier_episode and self.episode_alert_step is not None:
+            return self.episode_alert_step
+        return self.first_alert_step
+
+    @property
     def first_alert_words(self) -> str:
         """'first alert M', said to belong to an earlier episode when it came before the
         onset (the onset is that of the episode the sentence describes)."""
-        step = "–" if self.first_alert_step is None else f"{self.first_alert_step:,}"
-        earlier = (self.first_alert_step is not None and self.onset_step is not None
-                   and self.first_alert_step < self.onset_step)
-        if earlier and self.episode_alert_step is not None:
-            # This episode's own alert: "onset 130 · first alert 45" read backwards. The
-            # earlier episode is an incident, shown with its step.
-            return f"first alert {self.episode_alert_step:,}"
-        return f"first alert {step}" + (" (an earlier episode)" if earlier else "")
+        step = self.shown_alert_step
+        shown = "–" if step is None else f"{step:,}"
+        earlier = self._alert_of_earlier_episode and self.episode_alert_step is None
+        return f"first alert {shown}" + (" (an earlier episode)" if earlier else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {

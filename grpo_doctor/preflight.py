@@ -483,7 +483,12 @@ def _value_text(r: recipe.Reading, pre: Preflight) -> str:
     """A knob and its value, marked when the file did not set it (the JSON's ``defaults``;
     the text had dropped the mark on a line of knobs not judged; c79)."""
     default = " (framework default)" if r.id in pre.defaults else ""
-    return f"{r.name} {r.value_text}{default}"
+    text = r.value_text
+    if text.startswith("${") and text.endswith("}") and " " in text:
+        # Our own word for a value not known ("${computed in the code}"), said as words: it
+        # read as a template left unfilled (nu33). A config's ${oc.env:LR} stays as written.
+        return f"{r.name} ({text[2:-1]}){default}"
+    return f"{r.name} {text}{default}"
 
 
 def _fix_text(r: recipe.Reading, pre: Preflight) -> str:

@@ -724,7 +724,7 @@ def test_an_inconclusive_run_shows_what_every_step_shows_below_the_table(tmp_pat
     code, out, _ = run_cli(capsys, "audit", str(tmp_path))
     assert code == 0, out
     below = out.split("\n\n", 1)[1]
-    assert "→ inconclusive · every logged step shows: every completion cut at the length cap" \
+    assert "→ inconclusive · the logged steps show: every completion cut at the length cap" \
         in " ".join(below.split()), out
     assert "fine" not in below, out
 

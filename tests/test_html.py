@@ -176,7 +176,7 @@ def test_onset_and_first_alert_drawn_at_their_steps(pages, name):
         for p in panels(svg):
             marks = {m.attrs["class"].split()[1]: m for m in p.iter("line", "marker")}
             assert set(marks) == {"onset", "alert"}
-            for kind, step in (("onset", check.onset_step), ("alert", check.first_alert_step)):
+            for kind, step in (("onset", check.onset_step), ("alert", check.shown_alert_step)):
                 line = marks[kind]
                 assert int(line.attrs["data-step"]) == step
                 assert float(line.attrs["x1"]) == pytest.approx(x_of(p, step), abs=0.11)
@@ -184,7 +184,7 @@ def test_onset_and_first_alert_drawn_at_their_steps(pages, name):
         labels = {t.attrs["class"].split()[1]: t.all_text()
                   for t in svg.iter("text", "marker-label")}
         assert f"{check.onset_step:,}" in labels["onset"]
-        assert f"first alert {check.first_alert_step:,}" in labels["alert"]
+        assert f"first alert {check.shown_alert_step:,}" in labels["alert"]
 
 
 def test_thresholds_of_each_rule_are_drawn(pages):

@@ -755,3 +755,21 @@ def test_hostile_h117_config_reads(tmp_path):
                                                      "max_completion_length")), config
     assert read_config({"data": {"max_response_length": 64}}).get(
         "max_completion_length").value == 64  # verl's budget is under data
+
+
+def test_a_value_the_code_computes_is_said_in_words(tmp_path, capsys):
+    """A training script's GRPOConfig with a computed budget: "max_completion_length
+    ${computed in the code}" read as a template left unfilled (nu33). A config's own
+    interpolation is shown as written."""
+    script = tmp_path / "train.py"
+    script.write_text("import os\nfrom trl import GRPOConfig\n"
+                      "args = GRPOConfig(learning_rate=1e-6, beta=0.04, "
+                      "max_completion_length=int(os.environ['LEN']))\n")
+    code, out, _ = run_cli(capsys, "preflight", str(script))
+    flat = " ".join(out.split())
+    assert "max_completion_length (computed in the code)" in flat, out
+    assert "${" not in out
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("learning_rate: 1.0e-6\nbeta: 0.04\nmax_completion_length: ${oc.env:LEN}\n")
+    _, out, _ = run_cli(capsys, "preflight", str(cfg))
+    assert "max_completion_length ${oc.env:LEN}" in " ".join(out.split()), out

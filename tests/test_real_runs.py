@@ -341,7 +341,12 @@ def test_an_onset_is_the_step_its_sentence_names_and_an_earlier_episode_is_an_in
     assert "as seen then (warning): advantage collapse: 54% of groups" in text
     row = next(r for r in markdown.render_markdown(d).splitlines()
                if r.startswith("| advantage_collapse |"))
-    assert "| 135 |" in row
+    # The table's first alert is the same as the finding line's (it had shown 40; nu33).
+    assert f"| 135 | {check.episode_alert_step} |" in row, row
+    verbose = terminal.render_to_text(d, width=140, verbose=True)
+    table_row = next(r for r in verbose.splitlines() if "advantage_collapse" in r
+                     and "135" in r and "│" in r)
+    assert f"{check.episode_alert_step}" in table_row and " 40 " not in table_row, table_row
 
 
 def test_format_gaming_names_only_the_terms_that_carried_the_gain():

@@ -220,7 +220,7 @@ def _root_lines(run: AuditedRun, width: int) -> list[str]:
         if short is not None:
             said += f" · {terminal(short)}"
         if signs:
-            said += f" · every logged step shows: {terminal('; '.join(signs))}"
+            said += f" · the logged steps show: {terminal('; '.join(signs))}"
         if low is not None:
             said += f" · {terminal(low)}"
         if settings is not None:
@@ -237,7 +237,7 @@ def _root_lines(run: AuditedRun, width: int) -> list[str]:
     if action := _do_first(cause):
         said += f" · do first: {terminal(action)}"
     if signs := _signs(run):
-        said += f" · every logged step shows: {terminal('; '.join(signs))}"
+        said += f" · the logged steps show: {terminal('; '.join(signs))}"
     return textwrap.wrap(said, max(20, width), initial_indent="  ", subsequent_indent="    ",
                          break_long_words=False, break_on_hyphens=False)
 

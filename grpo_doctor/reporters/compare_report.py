@@ -279,7 +279,10 @@ def _no_config_diff(comparison: Comparison) -> str:
     runs = comparison.runs
     without = [letter(i) for i, r in enumerate(runs) if not r.get("config_keys", 1)]
     if len(without) == len(runs):
-        return "no config in any run's log: nothing to compare"
+        # (the logged lr is no config: 'nothing to compare' beside 'the reference ran
+        # healthy at learning_rate 1e-4 too' read as a contradiction; nu33)
+        return ("no config in any run's log (settings the logs record, such as the learning "
+                "rate, are compared as curves below)")
     return "no difference in the configs read" + (
         f" (none in run {', '.join(without)})" if without else "")
 

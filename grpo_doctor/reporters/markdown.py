@@ -110,7 +110,7 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
     for c in diagnosis.checks:
         lines.append(
             f"| {escape(c.mode)} | {_ICON[c.status.value]} | {_step(c.onset_step)} | "
-            f"{_step(c.first_alert_step)} | {escape(c.summary)} |"
+            f"{_step(c.shown_alert_step)} | {escape(c.summary)} |"
         )
     lines += ["", "</details>"]
     lifted = next_run(diagnosis)
@@ -124,5 +124,5 @@ def _signs(diagnosis: Diagnosis) -> list[str]:
     """What every step of a log too short to judge shows at an extreme, as a list."""
     if not diagnosis.signs:
         return []
-    return ["Every logged step shows:", "", *[f"- {escape(sign)}" for sign in diagnosis.signs],
+    return ["The logged steps show:", "", *[f"- {escape(sign)}" for sign in diagnosis.signs],
             ""]

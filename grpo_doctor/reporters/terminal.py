@@ -152,7 +152,7 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
 
 def _signs(diagnosis: Diagnosis) -> list[RenderableType]:
     """What every step of a log too short to judge shows at an extreme, one hung line each."""
-    shown = "every logged step shows: " if diagnosis.run.n_steps > 1 else "its step shows: "
+    shown = "the logged steps show: " if diagnosis.run.n_steps > 1 else "its step shows: "
     return [_hang(shown if k == 0 else " " * len(shown), _safe(sign), head_style="blue")
             for k, sign in enumerate(diagnosis.signs)]
 
@@ -291,7 +291,7 @@ def _full_table(diagnosis: Diagnosis, run: Run | None, width: int) -> list[Rende
     for c in diagnosis.checks:
         cells: list[Any] = [Text(_safe(c.mode)), Text(c.status.value,
                                                       style=_STYLE.get(c.status.value, "")),
-                            _step(c.onset_step), _step(c.first_alert_step)]
+                            _step(c.onset_step), _step(c.shown_alert_step)]
         if trend:
             cells.append(_spark(run, c))
         table.add_row(*cells, Text(_safe(c.summary)))

@@ -215,9 +215,9 @@ def _markers(check: Check) -> tuple[Marker, ...]:
     out = []
     if check.onset_step is not None:
         out.append(Marker(check.onset_step, "onset", f"onset {fmt(check.onset_step)}"))
-    if check.first_alert_step is not None:
-        out.append(Marker(check.first_alert_step, "alert",
-                          f"first alert {fmt(check.first_alert_step)}"))
+    if check.shown_alert_step is not None:
+        out.append(Marker(check.shown_alert_step, "alert",
+                          f"first alert {fmt(check.shown_alert_step)}"))
     return tuple(out)
 
 

@@ -105,7 +105,7 @@ def _checks_table(diagnosis: Diagnosis) -> str:
         rows.append(
             f'<tr class="{"fired" if c.fired else ""}"><td>{mode}</td>'
             f'<td>{_badge(c.status.value)}</td><td class="num">{_step(c.onset_step)}</td>'
-            f'<td class="num">{_step(c.first_alert_step)}</td><td>{esc(c.summary)}</td></tr>')
+            f'<td class="num">{_step(c.shown_alert_step)}</td><td>{esc(c.summary)}</td></tr>')
     return ('<section class="card"><h2>Checks</h2><table class="checks"><thead><tr>'
             '<th>check</th><th>status</th><th>onset step</th><th>first alert</th>'
             '<th>summary</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table></section>")
@@ -118,12 +118,12 @@ def _aside(check: Check) -> str:
         parts.append(f'<h3>Threshold that fired</h3><div class="fired-threshold">'
                      f'{esc(threshold)}</div>')
     lag = ""
-    if check.onset_step is not None and check.first_alert_step is not None:
+    if check.onset_step is not None and check.shown_alert_step is not None:
         lag = (f'<div><span class="muted">lag</span><br><b>'
-               f'{check.first_alert_step - check.onset_step:,}</b> steps</div>')
+               f'{check.shown_alert_step - check.onset_step:,}</b> steps</div>')
     parts.append(f'<h3>When</h3><div class="steps"><div><span class="muted">onset</span><br>'
                  f'<b>{_step(check.onset_step)}</b></div><div><span class="muted">first alert'
-                 f'</span><br><b>{_step(check.first_alert_step)}</b></div>{lag}</div>')
+                 f'</span><br><b>{_step(check.shown_alert_step)}</b></div>{lag}</div>')
     corroboration = [evidence.value("corroboration", x) for key in ("corroboration",
                      "phase3_signs") for x in _listed(check.evidence.get(key))]
     if corroboration:

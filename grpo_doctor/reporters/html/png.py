@@ -165,7 +165,7 @@ def _png_jobs(diagnosis: Diagnosis, run: Run | None, ctx: _Context | None
     jobs: list[tuple[str, Chart | None, str]] = []
     for check in diagnosis.findings:
         heading = (f"{name} — {check.mode} ({check.status.value}): onset "
-                   f"{_step(check.onset_step)}, first alert {_step(check.first_alert_step)}")
+                   f"{_step(check.onset_step)}, first alert {_step(check.shown_alert_step)}")
         chart = finding_chart(check, run, ctx) if run is not None and ctx else None
         jobs.append((f"{_slug(check.mode)}.png", chart, heading))
     if not jobs:
