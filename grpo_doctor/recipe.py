@@ -664,6 +664,11 @@ class Reading:
     far: bool = False  # so far outside that it alone explains what it risks
     factor: float | None = None  # how many times beyond the range (None: not a number)
     lora: bool = False
+    #: Whether the run says if it trains an adapter (use_peft, a LoRA rank, its trainable
+    #: parameter count). Where it does not, an lr above a full fine-tune's ceiling is said
+    #: against both ceilings: "20x the 5e-6 ceiling" of a LoRA run at 1e-4 read as 10x too
+    #: harsh beside its sibling's "2x the 5e-5 ceiling for a LoRA adapter" (nu33).
+    adapter_said: bool = True
     # The change to make, where it is not this setting's own value (an entropy coefficient a
     # controller raised: its target is what the user set): ``fix`` says it instead.
     change: str | None = None
@@ -800,8 +805,8 @@ class Reading:
             if self.factor >= 1.95:
                 # A ratio of an absurd value stays readable: "1.6e33x", not 34 digits.
                 times = f"{self.factor:.0f}" if self.factor < 1e4 else _num(self.factor)
-                return f"{times}x {where} {_num(bound)} {what}" if ceiling \
-                    else f"{times}x the top of {where} {s.range_text}"
+                return f"{times}x {where} {_num(bound)} {what}{self._if_an_adapter()}" \
+                    if ceiling else f"{times}x the top of {where} {s.range_text}"
             return f"above {where} {_num(bound) if ceiling else s.range_text}"
         if self.verdict == LOW and s.id == "learning_rate" and self.factor is not None:
             # Against the start a user would set, not the floor: "1000x below the recipe's
@@ -821,6 +826,24 @@ class Reading:
             # A flag is on or off: "false is outside the recipe's on" read garbled.
             return f"not {where} {s.recipe}" if s.kind == "flag" else f"outside {where} {s.recipe}"
         return f"within {where} {s.recipe}"
+
+    def _if_an_adapter(self) -> str:
+        """Where the run does not say whether it trains an adapter, an lr above a full
+        fine-tune's ceiling against a LoRA adapter's too: " for a full fine-tune, 2x the 5e-5
+        for a LoRA adapter"."""
+        s = self.setting
+        x = as_number(self.value)
+        if (s.id != "learning_rate" or self.lora or self.adapter_said or x is None
+                or s.high is None or s.recipe.endswith(USER_RECIPE)):
+            return ""
+        lora_ceiling = s.high * LORA_LR_SCALE
+        if x >= 3 * lora_ceiling:
+            return ""  # far past both: which one is the run's changes nothing
+        if x < lora_ceiling:
+            return f" for a full fine-tune, within the {_num(lora_ceiling)} for a LoRA adapter"
+        times = x / lora_ceiling
+        said = f"{times:.0f}x" if times >= 1.95 else "above"
+        return f" for a full fine-tune, {said} the {_num(lora_ceiling)} for a LoRA adapter"
 
     def how_far_of_value(self) -> str:
         """'1e-4 is 20x the recipe's 5e-6 ceiling': said of the value, so that beside a fix
@@ -1129,6 +1152,12 @@ def lookup(flat: Mapping[str, Any], names: Iterable[str]) -> tuple[Any, str | No
 #: The share of a model's parameters below which the optimizer trains an adapter: a LoRA adapter
 #: is 0.1-5% of the weights, a full fine-tune all of them (frozen embeddings leave 80%+).
 ADAPTER_SHARE = 0.2
+
+
+def _adapter_said(flat: Mapping[str, Any]) -> bool:
+    """Whether ``flat`` says if the run trains an adapter (and so which lr range is its)."""
+    names = ("use_peft", TRAINABLE_PARAMS, *_LORA_KEYS)
+    return any(lookup(flat, (name,))[0] is not None for name in names)
 
 
 def _is_lora(flat: Mapping[str, Any]) -> bool:
@@ -1545,7 +1574,8 @@ def judge(s: Setting, value: Any, key: str | None, flat: Mapping[str, Any] | Non
     if high is not None and x > high * (1 + 1e-9) and not (
             s.id == "learning_rate" and x == high):
         factor = x / high if high > 0 else math.inf
-        return Reading(s, value, key, HIGH, far=factor >= s.far, factor=factor, lora=lora)
+        return Reading(s, value, key, HIGH, far=factor >= s.far, factor=factor, lora=lora,
+                       adapter_said=lora or s.id != "learning_rate" or _adapter_said(flat))
     if s.id == "learning_rate" and high is not None and x >= high:
         # "never 5e-6 or more": the ceiling itself is outside the recipe
         return Reading(s, value, key, HIGH, far=False, factor=1.0, lora=lora)

@@ -1038,8 +1038,8 @@ def test_a_solved_run_at_an_lr_far_above_the_ceiling_is_still_nothing_urgent_fir
 def test_an_absurd_value_says_its_ratio_readably():
     reading = recipe.read_config({"num_generations": 1e35}).get("num_generations")
     assert reading.how_far().startswith("1.6e33x the top of the recipe's"), reading.how_far()
-    assert recipe.read_config({"learning_rate": 1e-4}).get("learning_rate").how_far() == \
-        "20x the recipe's 5e-6 ceiling"
+    assert recipe.read_config({"learning_rate": 1e-3}).get("learning_rate").how_far() == \
+        "200x the recipe's 5e-6 ceiling"  # (far past a LoRA adapter's too: not said)
 
 
 def test_a_converged_run_names_a_setting_outside_the_recipe_for_the_next_run():
@@ -4351,3 +4351,22 @@ def test_a_changed_stop_is_found_with_a_few_nan_lengths_and_without_a_budget(tmp
                  DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(cfg)))
     first = d.root_cause.first_action
     assert first.startswith("restore how completions stop") and "they had reached" in first
+
+
+def test_an_lr_of_a_run_that_does_not_say_if_it_trains_an_adapter_is_said_against_both():
+    """Sibling LoRA runs at lr 1e-4: the one whose log said its trainable parameters read "2x
+    the 5e-5 ceiling for a LoRA adapter", the one whose log did not "20x the 5e-6 ceiling", 10x
+    harsher for the same setting (nu33). Where the run does not say, both ceilings are said."""
+    from grpo_doctor.recipe import read_config
+
+    def lr(config):
+        return next(r for r in read_config(config).readings if r.id == "learning_rate")
+
+    unknown = lr({"learning_rate": 1e-4}).how_far()
+    assert unknown == ("20x the recipe's 5e-6 ceiling for a full fine-tune, 2x the 5e-5 for "
+                       "a LoRA adapter"), unknown
+    assert lr({"learning_rate": 2e-5}).how_far().endswith("within the 5e-5 for a LoRA adapter")
+    full = lr({"learning_rate": 1e-4, "use_peft": False}).how_far()
+    assert full == "20x the recipe's 5e-6 ceiling", full
+    adapter = lr({"learning_rate": 1e-4, "use_peft": True}).how_far()
+    assert adapter == "2x the recipe's 5e-5 ceiling for a LoRA adapter", adapter
