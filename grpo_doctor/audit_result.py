@@ -116,22 +116,39 @@ def listed_once(found: list[tuple[str, dict[str, Any]]], passed: list[PassedOver
                 keep_digest: bool = False) -> list[tuple[str, dict[str, Any]]]:
     """The runs of ``found`` with the same logged values read through another format (a
     notebook and the CSV table exported from it, event files and their CSV download) listed
-    once, the first source in path order; each copy left out is said in ``passed``. Copies
-    in one format stay rows of their own, as they were given. ``keep_digest``: a shard's
-    records keep their digest, for the merge to find copies in two shards."""
-    kept: dict[str, tuple[str, str]] = {}
-    out = []
-    for key, record in sorted(found, key=lambda kr: kr[0]):
-        digest = record.get(VALUES_DIGEST) if keep_digest else record.pop(VALUES_DIGEST, None)
-        fmt = str(record["run"].get("format"))
-        if digest is not None and digest in kept and kept[digest][1] != fmt:
-            passed.append(PassedOver(key, f"{COPY_OF}{kept[digest][0]} (read as "
-                                          f"{kept[digest][1]}): listed once"))
+    once: the copy whose source told the most settings (a notebook's GRPOConfig beside its
+    table's CSV, which has none: the audit had kept the CSV and lost the notebook's
+    "num_generations 2 -> 16"; nu33), else the first in path order. Each copy left out is
+    said in ``passed``. Copies in one format stay rows of their own, as they were given.
+    ``keep_digest``: a shard's records keep their digest, for the merge to find copies in two
+    shards."""
+    ordered = sorted(found, key=lambda kr: kr[0])
+    digests = [record.get(VALUES_DIGEST) if keep_digest else record.pop(VALUES_DIGEST, None)
+               for _, record in ordered]
+    best: dict[str, int] = {}  # digest -> index of the copy kept
+    for i, ((_, record), digest) in enumerate(zip(ordered, digests)):
+        if digest is None:
             continue
-        if digest is not None:
-            kept.setdefault(digest, (key, fmt))
+        if digest not in best or _settings_told(record) > _settings_told(ordered[best[digest]][1]):
+            best[digest] = i
+    out = []
+    for i, ((key, record), digest) in enumerate(zip(ordered, digests)):
+        kept = best.get(digest) if digest is not None else None
+        if kept is not None and kept != i:
+            kept_key, kept_record = ordered[kept]
+            kept_fmt = str(kept_record["run"].get("format"))
+            if kept_fmt != str(record["run"].get("format")):
+                passed.append(PassedOver(key, f"{COPY_OF}{kept_key} (read as {kept_fmt}): "
+                                              "listed once"))
+                continue
         out.append((key, record))
     return out
+
+
+def _settings_told(record: dict[str, Any]) -> int:
+    """How many of the recipe's settings a run's source told (its diagnosis's ``setup``)."""
+    setup = record.get("setup")
+    return len(setup) if isinstance(setup, list) else 0
 
 
 def read_json_option(path: str, missing: str, invalid: str) -> Any:

@@ -255,6 +255,11 @@ def test_audit_lists_every_log_that_diagnose_reads(audited):
                           for s, n in runs) and key not in copies]
     assert not missing
     assert {Path(s).parts[0] for s, _ in expected} >= {"trl-console", "log-history"}
+    # Of a notebook and the CSV table exported from it, the notebook is kept: it holds the
+    # run's GRPOConfig (the CSV had been kept, "num_generations 2 -> 16" lost; nu33).
+    notebook_copies = [s for s in copies if s.startswith("notebooks/")]
+    assert not notebook_copies, notebook_copies
+    assert any(s.startswith("notebooks/") for s, _ in runs)
     assert {e.source for e in result.errors} <= refused
 
 
@@ -505,7 +510,8 @@ def test_a_dead_stretch_begins_where_its_sentence_says_and_its_fall_is_dated():
 
 def test_a_notebook_and_the_table_exported_from_it_are_one_run_in_an_audit(tmp_path):
     """The Llama FP8 notebook and its CSV table hold the same 100 logged steps: an audit
-    listed them as two critical runs."""
+    listed them as two critical runs. The notebook is kept: its GRPOConfig is the run's
+    (the CSV had been kept, and "num_generations 4 -> 16" lost; nu33)."""
     import shutil
 
     from grpo_doctor import audit as auditing
@@ -517,9 +523,10 @@ def test_a_notebook_and_the_table_exported_from_it_are_one_run_in_an_audit(tmp_p
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REAL_RUNS / path, tmp_path / path)
     result = auditing.audit([str(tmp_path)], jobs=1)
-    assert [r.source for r in result.runs] == [pair[1]]
+    assert [r.source for r in result.runs] == [pair[0]]
     (copy,) = result.passed_over
-    assert copy.copy and copy.source == pair[0] and pair[1] in copy.why
+    assert copy.copy and copy.source == pair[1] and pair[0] in copy.why
+    assert any("num_generations 4 -> 16" in n for n in result.runs[0].record["notes"])
 
 
 def test_what_did_not_improve_is_said_with_numbers_a_reader_can_check():
