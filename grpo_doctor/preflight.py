@@ -297,6 +297,8 @@ def framework_of(config: Mapping[str, Any]) -> str:
         return "verl"
     if "gconfig" in tops:
         return "areal"
+    if "dataset_builder" in tops:
+        return "tinker"  # (the Tinker cookbook's group size lives there; h118)
     if "rl_beta" in tops or str(config.get("rl", "")).lower() in ("grpo", "gspo", "dapo"):
         return "axolotl"
     if {"generate_max_length", "oracle", "critic_type"} & tops:

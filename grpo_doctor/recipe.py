@@ -849,6 +849,10 @@ class Reading:
         """'1e-4 is 20x the recipe's 5e-6 ceiling': said of the value, so that beside a fix
         ("1e-4 -> 2.5e-6, or 2.5e-5 for a LoRA adapter (20x ...)") it is not read as said of
         the new one."""
+        if self.change and not self.change.startswith(self.name):
+            # The fix turns another knob ("disable_dropout False -> True"): the value is said
+            # with its own name ("0.1 is on" had named no knob; h118).
+            return self.sentence()
         return self.how_far() if self.verdict == OFF and self.setting.kind == "number" \
             else f"{self.value_text} is {self.how_far()}"
 
@@ -1072,12 +1076,21 @@ _SAMPLER_SETTINGS = frozenset({"temperature", "top_p", "top_k", "min_p", "repeti
 #: grader's ``num_beams`` (h117: each had read as the rollout's, critical).
 _ROLLOUT_SIDE = frozenset({"num_generations", "max_completion_length"})
 _DATA_SECTION = re.compile(r"^(?:data|dataset.*|train_dataset|.*_data)$")
+#: A count a dataset's section means of its samples (``num_samples: 5000``), not a group
+#: size; a data section's ``group_size`` is the group's (Tinker's
+#: ``dataset_builder.group_size``: h118, dropped with the data's counts).
+_DATA_COUNTS = frozenset({"n_samples", "num_samples"})
 
 
 def _sampling_side(flat: Mapping[str, Any], data: bool = True) -> dict[str, Any]:
     """``flat`` without the keys of sections whose sampler is not the rollout's (an
-    evaluation's ``eval_generation_kwargs`` too; h105), nor, with ``data`` False, the data's."""
-    return knobs.rollout_side(flat, None if data else _DATA_SECTION)
+    evaluation's ``eval_generation_kwargs`` too; h105), nor, with ``data`` False, the data's
+    counts of samples."""
+    side = knobs.rollout_side(flat)
+    if data:
+        return side
+    return {k: v for k, v in side.items() if k.rsplit(".", 1)[-1] not in _DATA_COUNTS
+            or not any(_DATA_SECTION.match(part) for part in k.split(".")[:-1])}
 
 
 #: A schedule's floor, as the schedulers name it (transformers' cosine_with_min_lr's
@@ -1125,6 +1138,20 @@ def _dropout_in_force(flat: dict[str, Any]) -> dict[str, Any]:
     if as_flag(off) is not True:
         return flat
     return {k: v for k, v in flat.items() if lookup({k: v}, DROPOUT_KEYS)[1] is None}
+
+
+def _policy_dropout(flat: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """The policy's largest dropout probability and its key: never a critic's, a reward
+    model's or the reference's (h118: a critic's hidden_dropout had become a verl run's first
+    action), and the largest, not the first (a Trainer's config holding Phi-2's
+    attention_dropout 0.0 before its resid_pdrop 0.1; h118)."""
+    found = [(x, k) for k, v in knobs.rollout_side(flat).items()
+             if k.rsplit(".", 1)[-1] in DROPOUT_KEYS and v is not None
+             and (x := as_number(v)) is not None]
+    if not found:
+        return lookup(knobs.rollout_side(flat), DROPOUT_KEYS)  # (a word: judged as written)
+    x, key = max(found, key=lambda xk: xk[0])
+    return flat[key], key
 
 
 def _sync_in_force(flat: dict[str, Any]) -> dict[str, Any]:
@@ -1219,6 +1246,8 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
                             if s.id in _SAMPLER_SETTINGS | _ROLLOUT_SIDE and s.id !=
                             "num_generations" else _sampling_side(flat, data=False)
                             if s.id == "num_generations" else flat, s.names)
+        if s.id == "dropout":
+            value, key = _policy_dropout(flat)
         if s.kind == "banned" and value is not None:
             # Several lists, one setting (suppress_tokens, bad_words_ids, begin_suppress_tokens):
             # on when any is; the first found empty hid another set beside it (h111).

@@ -4370,3 +4370,26 @@ def test_an_lr_of_a_run_that_does_not_say_if_it_trains_an_adapter_is_said_agains
     assert full == "20x the recipe's 5e-6 ceiling", full
     adapter = lr({"learning_rate": 1e-4, "use_peft": True}).how_far()
     assert adapter == "2x the recipe's 5e-5 ceiling for a LoRA adapter", adapter
+
+
+def test_hostile_h118_diagnosis_reads():
+    """h118: a config naming no scale_rewards (TRL's default is "group"; verl and OpenRLHF
+    have no such key) excused a real grad-norm rise as "the reward's scale rose" and read
+    HEALTHY; a critic's dropout became a verl run's first action."""
+    from grpo_doctor.recipe import flat_config
+
+    name = "trl_reward_x100_from_151_scale_none"
+    cfg = json.loads((TRIAL / f"{name}.config.json").read_text())
+    cfg.pop("scale_rewards")
+    d = diagnose(load_runs(TRIAL / f"{name}.csv")[0],
+                 DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(cfg)))
+    assert d.check("grad_explosion").status.value != "ok"
+    assert "reward's scale rose" not in d.check("grad_explosion").summary
+
+    name = "lr_3e-3_clip_100"
+    cfg = json.loads((TRIAL / f"{name}.config.json").read_text())
+    cfg["critic"] = {"model": {"override_config": {"hidden_dropout": 0.1}}}
+    d = diagnose(load_runs(TRIAL / f"{name}.csv")[0],
+                 DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(cfg)))
+    assert "dropout" not in d.root_cause.first_action, d.root_cause.first_action
+    assert "lr 0.003 -> " in d.root_cause.first_action, d.root_cause.first_action

@@ -633,6 +633,7 @@ def test_a_beam_count_no_generate_takes_is_refused(tmp_path, capsys, beams):
     ({"algorithm": {"kl_ctrl": {"kl_coef": 0.001}}, "trainer": {"n_gpus_per_node": 8}},
      "verl"),
     ({"pretrain": "x", "n_samples_per_prompt": 8, "init_kl_coef": 0.01}, "openrlhf"),
+    ({"learning_rate": 4e-5, "dataset_builder": {"group_size": 16}}, "tinker"),
 ])
 def test_the_framework_is_named_from_its_own_keys(config, framework):
     """Oat had been labelled OpenRLHF (they share --pretrain), AReaL and Axolotl "not
@@ -718,6 +719,11 @@ def test_a_script_beside_a_folder_of_logs_is_no_log_s_config(tmp_path):
     assert find_training_config(logs / "a.csv") is None
     (logs / "b.csv").unlink()
     assert find_training_config(logs / "a.csv") is not None  # one run's logs/: its folder's
+    # Runs logged as JSONL are runs too (h118); a run's sampled completions are not (h117).
+    (logs / "completions.jsonl").write_text('{"prompt": "2+2", "completion": "4"}\n')
+    assert find_training_config(logs / "a.csv") is not None
+    (logs / "b.jsonl").write_text('{"step": 1, "reward": 0.1}\n')
+    assert find_training_config(logs / "a.csv") is None
 
 
 def test_hostile_h117_config_reads(tmp_path):
@@ -773,3 +779,55 @@ def test_a_value_the_code_computes_is_said_in_words(tmp_path, capsys):
     cfg.write_text("learning_rate: 1.0e-6\nbeta: 0.04\nmax_completion_length: ${oc.env:LEN}\n")
     _, out, _ = run_cli(capsys, "preflight", str(cfg))
     assert "max_completion_length ${oc.env:LEN}" in " ".join(out.split()), out
+
+
+def test_hostile_h118_config_reads(tmp_path, capsys):
+    """h118: a critic's dropout read as the policy's (a healthy verl config critical); the
+    first dropout key, not the largest (Phi-2's attention_dropout 0.0 hid resid_pdrop 0.1);
+    Tinker's dataset_builder.group_size dropped with the data's counts; a script's positional
+    lr refused; LR=1e-2 before the command and ${LR-1e-2} after LR= read as 0.01; a 2 MB
+    launch line asking for 4 GB; a TOML with a byte-order mark refused; a config.json 900
+    levels deep beside a log crashing diagnose."""
+    from grpo_doctor.importers.sidecar import find_training_config
+    from grpo_doctor.recipe import read_config
+
+    critic = read_config({"critic": {"model": {"override_config": {"hidden_dropout": 0.1}}},
+                          "reward_model": {"attention_dropout": 0.2},
+                          "actor_rollout_ref": {"actor": {"optim": {"lr": 1e-6}}}})
+    assert critic.get("dropout").value is None and not critic.outside
+    phi2 = read_config({"attention_dropout": 0.0, "embd_pdrop": 0.0, "resid_pdrop": 0.1})
+    dropout = phi2.get("dropout")
+    assert dropout.value == 0.1 and dropout.outside and dropout.source == "resid_pdrop"
+    assert "resid_pdrop 0.1 is on" in dropout.how_far_of_value()
+    tinker = read_config({"learning_rate": 4e-5, "lora_rank": 32,
+                          "dataset_builder": {"batch_size": 128, "group_size": 2}})
+    assert tinker.get("num_generations").value == 2 and tinker.get("num_generations").outside
+    assert read_config({"data": {"num_samples": 5000}}).get("num_generations").value is None
+
+    assert parse_command_line("python grpo.py --learning_rate $1 --beta ${2}\n") == {
+        "learning_rate": "${argument 1}", "beta": "${argument 2}"}
+    script = tmp_path / "pos.sh"
+    script.write_text("LR=$1\npython -m trl.scripts.grpo --learning_rate $LR "
+                      "--num_generations 8 --beta 0.04\n")
+    assert run_cli(capsys, "preflight", str(script))[0] != 2  # not judged, not refused
+    assert parse_command_line("LR=1e-2 python grpo.py --learning_rate $LR\n") == {
+        "learning_rate": "${LR}"}  # the command's environment, not the line's $LR
+    assert parse_command_line("export LR=1e-6\nCUDA_VISIBLE_DEVICES=0 python grpo.py "
+                              "--learning_rate $LR\n") == {"learning_rate": 1e-6}
+    assert parse_command_line("LR=\npython grpo.py --learning_rate ${LR-1e-2} "
+                              "--beta ${LR:-0.04}\n") == {"learning_rate": "${LR}", "beta": 0.04}
+    huge = parse_command_line("A=" + "x" * 4000 + "\npython train.py --learning_rate 1e-4 "
+                              "--run_name " + "$A" * 1_000_000 + "\n")
+    assert huge == {"learning_rate": 1e-4, "run_name": "${too_long}"}
+
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbflearning_rate = 1e-6\nnum_generations = 8\n")
+    assert read_preflight_source(bom)[0]["num_generations"] == 8
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.csv").write_text("step,reward\n1,0.1\n2,0.2\n")
+    for deep in (900, 3000):
+        (run / "config.json").write_text('{"learning_rate": 1e-4, "beta": 0.0, "x": '
+                                         + '{"a": ' * deep + "1" + "}" * deep + "}")
+        assert find_training_config(run / "metrics.csv") is None

@@ -47,8 +47,15 @@ def _words(line: str) -> list[str]:
     that begins a word, not one inside a word (ms-swift's ``--dataset NAME#1000``: shlex's
     comments had dropped every flag after it; c77) nor a quoted or escaped one (``"#exp1"``;
     h109). A line whose quotes do not close is split on spaces, its comment dropped all the
-    same."""
+    same. A line longer than any launch is split on spaces: shlex's tokenizer had taken 52 s
+    on a 2 MB word (h118)."""
+    if len(line) > _MAX_SHELL_LINE:
+        return line.split()
     return shlex.split(_uncommented(line))
+
+
+#: Longer than any launch line (OpenRLHF's longest runs to a few KB).
+_MAX_SHELL_LINE = 1 << 16
 
 
 def _uncommented(line: str) -> str:
@@ -76,28 +83,52 @@ def _uncommented(line: str) -> str:
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 #: A one-letter option (``set -x``, ``python3 -m``, ``bash -c``): no training flag is one.
 _SHORT_OPTION = re.compile(r"-[A-Za-z]$")
-_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+#: ``${NAME}``, ``${NAME:-default}`` (unset or empty), ``${NAME-default}`` (unset only),
+#: ``$NAME``, and a script's positional arguments (``$1``, ``${2}``, ``$@``).
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)-([^}]*))?\}"
+                        r"|\$([A-Za-z_][A-Za-z0-9_]*)|\$\{?([0-9@*#])\}?")
 
 
 #: The longest value a variable expands to: a script's settings are short; a variable built
-#: from copies of another (V2=${V1}${V1}...) had grown 16x a line to 15 GB (h117).
+#: from copies of another (V2=${V1}${V1}...) had grown 16x a line to 15 GB (h117), and one
+#: token naming a 4 KB variable 10^6 times asked for 4 GB before the cap applied (h118).
 _MAX_EXPANDED = 4096
 
 
 def _expanded(token: str, shell: dict[str, str]) -> str:
     """``token`` with the script's own variables put in (``$LR``, ``${LR}``, ``${LR:-1e-6}``);
-    one the script never set, or a command's output (``$(...)``, backquotes), is a value the
-    file does not hold: ``${NAME}``, which the config's readers leave not judged."""
+    one the script never set, a positional argument (``$1``: given when the script runs) or a
+    command's output (``$(...)``, backquotes) is a value the file does not hold: ``${NAME}``,
+    which the config's readers leave not judged."""
     if token.startswith(("$(", "`")):
         return "${computed}"  # (a command's output: known only when the script runs)
+    if "$" not in token:
+        return token
 
     def value(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(3)
-        if shell.get(name):
-            return shell[name]
-        return m.group(2) if m.group(2) else "${" + name + "}"
+        if m.group(5):
+            return "${argument " + m.group(5) + "}"
+        name, colon, default = m.group(1) or m.group(4), m.group(2), m.group(3)
+        current = shell.get(name)
+        if current:
+            return current
+        if default is not None and (current is None or colon == ":"):
+            return default  # ${X-d}: X unset; ${X:-d}: X unset or empty (bash's rule)
+        # Unset, or set empty: bash passes nothing, no trainer runs on it; not judged
+        # (h118: ${LR-1e-2} after LR= had read 0.01, critical).
+        return "${" + name + "}"
 
-    out = _REFERENCE.sub(value, token) if "$" in token else token
+    pieces: list[str] = []
+    size = end = 0
+    for m in _REFERENCE.finditer(token):
+        for piece in (token[end:m.start()], value(m)):
+            pieces.append(piece)
+            size += len(piece)
+        end = m.end()
+        if size > _MAX_EXPANDED:
+            return "${too_long}"  # (stopped as it passed the cap, never built whole)
+    pieces.append(token[end:])
+    out = "".join(pieces)
     return out if len(out) <= _MAX_EXPANDED else "${too_long}"
 
 
@@ -108,11 +139,18 @@ def parse_command_line(text: str) -> dict[str, Any]:
     and ``--actor-learning-rate`` alike)."""
     text = re.sub(r"\\\n", " ", text)
     tokens: list[str] = []
+    # ``LR=1e-2 python ... $LR``: an assignment before a command on its line is that command's
+    # environment only; the line's own $LR is the value from before (h118: read as 0.01).
+    prefixed: set[int] = set()
     for line in text.splitlines():
         try:
-            tokens += _words(line)
+            words = _words(line)
         except ValueError:  # quotes that never close
-            tokens += re.split(r"\s+#", line, maxsplit=1)[0].split()
+            words = re.split(r"\s+#", line, maxsplit=1)[0].split()
+        lead = next((k for k, w in enumerate(words) if not _ASSIGNMENT.match(w)), len(words))
+        if 0 < lead < len(words):
+            prefixed.update(range(len(tokens), len(tokens) + lead))
+        tokens += words
     config: dict[str, Any] = {}
     shell: dict[str, str] = {}
     i = 0
@@ -122,7 +160,8 @@ def parse_command_line(text: str) -> dict[str, Any]:
         if assigned:
             # A shell variable the script sets and a later flag reads (Oat's
             # ``--num_samples $ROLLOUT_PER_PROMPT``: "'$ROLLOUT_PER_PROMPT' is not a number"; c79)
-            shell[assigned.group(1)] = assigned.group(2)
+            if i not in prefixed:
+                shell[assigned.group(1)] = assigned.group(2)
             if assigned.group(1) == "config":  # EasyR1's ``config=examples/config.yaml``
                 config["config"] = assigned.group(2)
             i += 1

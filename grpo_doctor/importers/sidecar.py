@@ -27,7 +27,7 @@ from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers._common import checkpoint_folders, load_yaml, read_head
-from grpo_doctor.importers._config_file import with_base_config
+from grpo_doctor.importers._config_file import MAX_DEPTH, depth, with_base_config
 from grpo_doctor.importers._records import flatten
 from grpo_doctor.importers.interpolation import resolve_interpolations
 from grpo_doctor.store import Run
@@ -367,8 +367,12 @@ def _run_folders(log: Path) -> list[Path]:
 
 #: Exports that each hold one run's metrics: two or more in a folder make it a folder of runs
 #: (c79: a scratch_lr_sweep.sh beside logs/ was read as the config of every log in it).
-#: (Not JSONL: a run's own folder often holds its sampled completions as one; h117.)
-_RUN_EXPORTS = frozenset({".csv", ".tsv", ".parquet"})
+_RUN_EXPORTS = frozenset({".csv", ".tsv", ".parquet", ".jsonl"})
+#: A JSONL a run's own folder holds that is no run's metrics: its sampled completions, its
+#: evaluations (h117: a completions.jsonl beside a CSV had made a folder of runs; h118: with
+#: JSONL not counted at all, logs/a.jsonl and logs/b.jsonl took a scratch script's settings).
+_NOT_METRICS = re.compile(r"complet|sample|rollout|generat|output|predict|eval|trajector|"
+                          r"response|answer|prompt", re.IGNORECASE)
 
 
 def _holds_several_logs(folder: Path) -> bool:
@@ -377,7 +381,8 @@ def _holds_several_logs(folder: Path) -> bool:
         for i, f in enumerate(folder.iterdir()):
             if i >= 200:
                 break
-            if f.suffix.lower() in _RUN_EXPORTS:
+            suffix = f.suffix.lower()
+            if suffix in _RUN_EXPORTS and not (suffix == ".jsonl" and _NOT_METRICS.search(f.stem)):
                 count += 1
                 if count >= 2:
                     return True
@@ -520,9 +525,9 @@ def _json_files(log: Path, name: str) -> list[tuple[Path, dict[str, Any]]]:
             if not path.is_file() or path.stat().st_size > _MAX_BYTES:
                 continue
             loaded = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
-        if isinstance(loaded, dict):
+        if isinstance(loaded, dict) and depth(loaded) <= MAX_DEPTH:
             found.append((path, loaded))
     return found
 
@@ -537,8 +542,10 @@ def _read(path: Path) -> dict[str, Any] | None:
             return _as_training_config(read_training_args(path))
         text = path.read_text(encoding="utf-8", errors="replace")
         loaded = json.loads(text) if path.suffix == ".json" else load_yaml(text, path)
-    except (OSError, ValueError, InputError, FormatError):
+    except (OSError, ValueError, InputError, FormatError, RecursionError):
         return None  # not a config this run can use: the log is read as if it were absent
+    if depth(loaded) > MAX_DEPTH:
+        return None  # (flattened recursively downstream: 900 levels had crashed; h118)
     config = _as_training_config(loaded)
     return resolve_interpolations(config) if config is not None else None
 

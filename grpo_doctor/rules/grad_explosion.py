@@ -323,7 +323,10 @@ def _with_reward_scale(run: Run, g_steps: np.ndarray, g: np.ndarray
     # Only where the config passes the reward's scale on to the advantage (TRL's
     # scale_rewards none/false): a group-normalised reward cannot inflate the gradient, and a
     # 0/1 reward rising from near 0 is learning, not a scale (h117).
-    if knobs.as_flag(knobs.keyed(knobs.flatten(run.config or {}), "scale_rewards")) is not False:
+    # An absent key is no "none": TRL's default is "group", and verl and OpenRLHF have no such
+    # key (h118: an absent scale_rewards had excused a real explosion, read HEALTHY).
+    scaling = knobs.keyed(knobs.flatten(run.config or {}), "scale_rewards")
+    if scaling is None or knobs.as_flag(scaling) is not False:
         return None
     rs, r = series(run, Metric.REWARD_MEAN.value)
     if len(r) < 20 or len(g) < 20:
