@@ -816,6 +816,10 @@ def test_hostile_h118_config_reads(tmp_path, capsys):
                               "--learning_rate $LR\n") == {"learning_rate": 1e-6}
     assert parse_command_line("LR=\npython grpo.py --learning_rate ${LR-1e-2} "
                               "--beta ${LR:-0.04}\n") == {"learning_rate": "${LR}", "beta": 0.04}
+    # A variable holding flags is split into words, as the shell splits it (h117).
+    assert parse_command_line('ARGS="--learning_rate 1e-4 --beta 0"\npython train.py $ARGS '
+                              "--num_generations 8\n") == {
+        "learning_rate": 1e-4, "beta": 0, "num_generations": 8}
     huge = parse_command_line("A=" + "x" * 4000 + "\npython train.py --learning_rate 1e-4 "
                               "--run_name " + "$A" * 1_000_000 + "\n")
     assert huge == {"learning_rate": 1e-4, "run_name": "${too_long}"}

@@ -89,6 +89,12 @@ _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)-([^}]*))?\}"
                         r"|\$([A-Za-z_][A-Za-z0-9_]*)|\$\{?([0-9@*#])\}?")
 
 
+#: A word that is one variable, unquoted in the script (``$ARGS``, ``${ARGS}``).
+_WHOLE_REFERENCE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+#: Words a script's variables may split into, in all (a launch passes a few dozen flags).
+_MAX_SPLICED = 10_000
+
+
 #: The longest value a variable expands to: a script's settings are short; a variable built
 #: from copies of another (V2=${V1}${V1}...) had grown 16x a line to 15 GB (h117), and one
 #: token naming a 4 KB variable 10^6 times asked for 4 GB before the cap applied (h118).
@@ -141,26 +147,39 @@ def parse_command_line(text: str) -> dict[str, Any]:
     tokens: list[str] = []
     # ``LR=1e-2 python ... $LR``: an assignment before a command on its line is that command's
     # environment only; the line's own $LR is the value from before (h118: read as 0.01).
-    prefixed: set[int] = set()
+    prefixed: list[bool] = []
     for line in text.splitlines():
         try:
             words = _words(line)
         except ValueError:  # quotes that never close
             words = re.split(r"\s+#", line, maxsplit=1)[0].split()
         lead = next((k for k, w in enumerate(words) if not _ASSIGNMENT.match(w)), len(words))
-        if 0 < lead < len(words):
-            prefixed.update(range(len(tokens), len(tokens) + lead))
+        prefixed += [k < lead < len(words) for k in range(len(words))]
         tokens += words
     config: dict[str, Any] = {}
     shell: dict[str, str] = {}
+    spliced = 0
     i = 0
     while i < len(tokens):
         token = _expanded(tokens[i], shell)
+        if (_WHOLE_REFERENCE.fullmatch(tokens[i]) and token.startswith("-")
+                and any(c.isspace() for c in token) and spliced < _MAX_SPLICED):
+            # ``ARGS="--learning_rate 1e-4 --beta 0"; python train.py $ARGS``: the shell
+            # splits the variable's value into words, each a flag or its value (h117: the
+            # whole value had read as one flag's name).
+            try:
+                words = shlex.split(token)
+            except ValueError:
+                words = token.split()
+            spliced += len(words)
+            tokens[i:i + 1] = words
+            prefixed[i:i + 1] = [False] * len(words)
+            token = tokens[i]
         assigned = _ASSIGNMENT.match(token)
         if assigned:
             # A shell variable the script sets and a later flag reads (Oat's
             # ``--num_samples $ROLLOUT_PER_PROMPT``: "'$ROLLOUT_PER_PROMPT' is not a number"; c79)
-            if i not in prefixed:
+            if not prefixed[i]:
                 shell[assigned.group(1)] = assigned.group(2)
             if assigned.group(1) == "config":  # EasyR1's ``config=examples/config.yaml``
                 config["config"] = assigned.group(2)
