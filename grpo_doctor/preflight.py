@@ -297,6 +297,8 @@ def framework_of(config: Mapping[str, Any]) -> str:
         return "verl"
     if "gconfig" in tops:
         return "areal"
+    if "loss_fn" in tops and "policy" in tops:
+        return "nemo-rl"
     if "dataset_builder" in tops:
         return "tinker"  # (the Tinker cookbook's group size lives there; h118)
     if "rl_beta" in tops or str(config.get("rl", "")).lower() in ("grpo", "gspo", "dapo"):
@@ -364,6 +366,13 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
         notes.append(f"the config file the launch names, {named}, was not read (not found "
                      "beside the launch or in the working folder, or not readable): only the "
                      "launch's own flags are judged")
+    parents = config.get("defaults")
+    parents = [parents] if isinstance(parents, str) else parents if isinstance(
+        parents, list) else []
+    unread = [n for n in parents if isinstance(n, str) and n.lower().endswith(CONFIG_SUFFIXES)]
+    if unread:
+        notes.append(f"the parent config it names, {', '.join(unread)}, was not read (not "
+                     "found beside it, or not readable): only its own settings are judged")
     if framework == "trl" and "beta" in defaults:
         notes.append("TRL's default beta is 0: no KL term, and TRL then logs no `kl` (the KL "
                      "drift check goes blind); the recipe uses 0.01-0.05")

@@ -835,3 +835,32 @@ def test_hostile_h118_config_reads(tmp_path, capsys):
         (run / "config.json").write_text('{"learning_rate": 1e-4, "beta": 0.0, "x": '
                                          + '{"a": ' * deep + "1" + "}" * deep + "}")
         assert find_training_config(run / "metrics.csv") is None
+
+
+def test_a_nemo_rl_config_is_read_over_the_parents_it_names(tmp_path):
+    """NeMo-RL's `defaults: "grpo_math_1B.yaml"`: the child's keys over its parent's, nested
+    sections merged (the parent had not been read: its KL and budget went unjudged). A parent
+    not found leaves the child as written; Hydra's own defaults list names no file."""
+    (tmp_path / "grpo_math_1B.yaml").write_text(
+        "grpo:\n  num_generations_per_prompt: 16\nloss_fn:\n  reference_policy_kl_penalty: 0.01\n"
+        "policy:\n  optimizer:\n    kwargs:\n      lr: 5.0e-6\n  generation:\n"
+        "    temperature: 1.0\n")
+    (tmp_path / "grpo_math_8B.yaml").write_text(
+        'defaults: "grpo_math_1B.yaml"\ngrpo:\n  num_generations_per_prompt: 2\npolicy:\n'
+        "  optimizer:\n    kwargs:\n      lr: 3.0e-7\n")
+    config, framework = read_preflight_source(tmp_path / "grpo_math_8B.yaml")
+    assert framework == "nemo-rl" and "defaults" not in config
+    assert config["grpo"]["num_generations_per_prompt"] == 2
+    assert config["loss_fn"]["reference_policy_kl_penalty"] == 0.01
+    assert config["policy"]["optimizer"]["kwargs"]["lr"] == 3e-7
+    assert config["policy"]["generation"]["temperature"] == 1.0
+    (tmp_path / "grpo_math_1B.yaml").unlink()
+    config, _ = read_preflight_source(tmp_path / "grpo_math_8B.yaml")
+    assert config["defaults"] == "grpo_math_1B.yaml" and "loss_fn" not in config
+    assert any("grpo_math_1B.yaml, was not read" in n for n in preflight(config).notes)
+    (tmp_path / "hydra.yaml").write_text("defaults:\n  - ppo_trainer\n  - _self_\n"
+                                         "actor_rollout_ref:\n  rollout:\n    n: 8\n")
+    config, _ = read_preflight_source(tmp_path / "hydra.yaml")
+    assert config["defaults"] == ["ppo_trainer", "_self_"]
+    (tmp_path / "loop.yaml").write_text('defaults: "loop.yaml"\nlearning_rate: 1.0e-6\n')
+    assert read_preflight_source(tmp_path / "loop.yaml")[0]["learning_rate"] == 1e-6

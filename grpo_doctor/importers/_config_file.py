@@ -94,10 +94,45 @@ def read_small(path: Path) -> str:
     return data.decode("utf-8", errors="replace").lstrip("\ufeff")
 
 
+#: How many parents a config's ``defaults:`` chain may have (NeMo-RL's go two or three deep).
+_MAX_PARENTS = 8
+
+
 def read_config_file(path: Path) -> dict[str, Any]:
-    """The settings a YAML, JSON or TOML config holds; FormatError or InputError saying what
-    is wrong with it. A key set twice is refused, not silently the last value (which one did
-    the user mean?)."""
+    """The settings a YAML, JSON or TOML config holds, over the parent configs it names in
+    ``defaults:`` (NeMo-RL's ``defaults: grpo_math_1B.yaml``, beside it); FormatError or
+    InputError saying what is wrong with it. A key set twice is refused, not silently the
+    last value (which one did the user mean?)."""
+    return _with_parents(_read_one(path), path, 0)
+
+
+def _with_parents(config: dict[str, Any], path: Path, level: int) -> dict[str, Any]:
+    """``config`` over the files its ``defaults:`` names (a file name or a list of them,
+    relative to ``path``'s folder), first to last; Hydra's own defaults lists (``- ppo_trainer``,
+    ``- _self_``) name no file and stay as they are. A parent not found or unreadable leaves the
+    child alone (its name kept under ``defaults``); a parent's own parents are read in turn."""
+    named = config.get("defaults")
+    names = [named] if isinstance(named, str) else named if isinstance(named, list) else []
+    files = [n for n in names if isinstance(n, str) and n.lower().endswith(CONFIG_SUFFIXES)]
+    if not files or level >= _MAX_PARENTS:
+        return config
+    merged: dict[str, Any] = {}
+    for name in files:
+        parent_path = path.parent / name
+        try:
+            if not parent_path.is_file():
+                return config
+            parent = _with_parents(_read_one(parent_path), parent_path, level + 1)
+        except (FormatError, InputError, OSError):
+            return config  # (an unreadable parent is not this config's fault: it stands)
+        if depth(parent) > MAX_DEPTH:
+            return config
+        merged = _merged(merged, parent)
+    # (NeMo-RL's inheritance: the child's keys over its parents', nested sections merged)
+    return _merged(merged, {k: v for k, v in config.items() if k != "defaults"})
+
+
+def _read_one(path: Path) -> dict[str, Any]:
     text = read_small(path)
     if not text.strip():
         raise FormatError(f"{path}: the file is empty (no settings to check)")
