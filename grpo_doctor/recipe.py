@@ -1896,6 +1896,8 @@ def bad_value(reading: Reading) -> str | None:
             return None  # beta: false, entropy_coef: off: words the recipe reads
         if reading.name.endswith(KL_LOSS_SWITCH):  # (read as beta only when switched off)
             return f"{reading.name}: {_shown(reading)} is not true or false"
+        if isinstance(value, bool) and reading.name.endswith("clip_higher"):
+            return None  # a stack's DAPO switch (clip_higher: true), not Open-Instruct's bound
         return f"{reading.name}: {_shown(reading)} is not a number"
     if math.isnan(x):
         return f"{reading.name}: {_shown(reading)} is not a number"

@@ -824,6 +824,9 @@ def test_hostile_h118_config_reads(tmp_path, capsys):
                               "--run_name " + "$A" * 1_000_000 + "\n")
     assert huge == {"learning_rate": 1e-4, "run_name": "${too_long}"}
 
+    switch = tmp_path / "dapo.yaml"  # a custom stack's DAPO switch: not judged, not refused
+    switch.write_text("learning_rate: 1.0e-6\nnum_generations: 8\nclip_higher: true\n")
+    assert run_cli(capsys, "preflight", str(switch))[0] != 2
     bom = tmp_path / "bom.toml"
     bom.write_bytes(b"\xef\xbb\xbflearning_rate = 1e-6\nnum_generations = 8\n")
     assert read_preflight_source(bom)[0]["num_generations"] == 8
