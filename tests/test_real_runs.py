@@ -476,8 +476,12 @@ def test_findings_of_one_report_say_the_same_reward_now():
     _present(path)
     d = diagnose(load_runs(REAL_RUNS / path)[0])
     nows = {m.group(1) for c in d.findings
-            for m in re.finditer(r"reward not improving \([^)]* -> ([^)]*)\)", c.summary)}
+            for m in re.finditer(r"reward not improving \([^)]* -> ([^;)]*)", c.summary)}
     assert nows == {"4"}
+    # ... with its swing said: "4 -> 4" beside "0.5 -> 4" over the whole log had read as a
+    # contradiction (nu33).
+    assert all("4 -> 4; it swings ±3.67" in c.summary for c in d.findings
+               if "reward not improving (4 -> 4" in c.summary)
 
 
 def test_a_root_cause_never_names_itself_as_its_first_sign():

@@ -85,9 +85,12 @@ class RewardProgress:
         if self.start is not None and end is not None:
             swings = ""
             if (not self.declining and self.noise
-                    and abs(end - self.start) >= self.noise / 4):
+                    and (abs(end - self.start) >= self.noise / 4
+                         or self.noise >= 0.5 * max(abs(self.start), abs(end)))):
                 # A change that looks large (-4.74 -> 0.425) on a reward swinging +-4.5 from
-                # one step to the next: the swing is said, so the words can be checked.
+                # one step to the next: the swing is said, so the words can be checked; and
+                # a flat "4 -> 4" on a reward swinging +-3.67, beside "0.5 -> 4" over the
+                # whole log, read as a contradiction (nu33).
                 swings = f"; it swings ±{fmt(self.noise)} from step to step"
             words += f" ({fmt(self.start)} -> {fmt(end)}{swings})"
         return words
