@@ -205,8 +205,14 @@ def nan_beside(run: Run) -> str | None:
     return f"NaN logged in {shown} (from step {first}): {why}"
 
 
+def _kl_never_computed(run: Run) -> str | None:
+    from grpo_doctor.rules.numerical_failure import kl_never_computed
+
+    return kl_never_computed(run)
+
+
 SIGNS = (nan_beside, _near_random, _near_greedy, _all_cut, _all_alike, _all_equal_groups,
-         _no_gradient, _no_advantage, _kl_at_first_update)
+         _no_gradient, _no_advantage, _kl_at_first_update, _kl_never_computed)
 
 
 def signs(run: Run) -> tuple[str, ...]:

@@ -2483,6 +2483,11 @@ def test_a_kl_nan_from_the_first_step_with_the_loss_finite_checks_the_kl_estimat
     # With no config, no KL computed (TRL's default beta 0: trl#4040's answer to this very
     # thread; trial 69); with beta in force, the estimator is what to check.
     assert diagnose(run).root_cause is None
+    # Said where the eye lands, as what the steps show (it had been only under "passed", the
+    # answer to the issue's question in -v alone; nu33).
+    assert any("no KL computed" in sign for sign in diagnose(run).signs), diagnose(run).signs
+    assert not any("no KL computed" in sign for sign in diagnose(
+        run, DoctorConfig(run_config={"beta": 0.04})).signs)
     rc = diagnose(run, DoctorConfig(run_config={"beta": 0.04})).root_cause
     assert rc.mode == "numerical_failure"
     assert rc.first_action.startswith("check the KL estimator"), rc.first_action

@@ -69,26 +69,8 @@ UPDATE = (Metric.LOSS.value, Metric.GRAD_NORM.value, Metric.REWARD_MEAN.value,
 
 @RULE.detects
 def detect(run: Run, p: Mapping[str, float]) -> Outcome:
-    bad: dict[str, dict[str, int]] = {}
-    first: int | None = None
-    for metric in WATCHED:
-        if metric not in run.frame.columns:
-            continue
-        col = run.frame[metric].to_numpy()
-        inf_steps = run.steps[np.isinf(col)]
-        nan_steps = run.nan_steps.get(metric, np.zeros(0, dtype=np.int64))
-        all_bad = np.union1d(inf_steps, nan_steps)
-        if len(all_bad):
-            s = int(all_bad[0])
-            bad[metric] = {"first_step": s, "count": len(all_bad),
-                           "nan": len(nan_steps), "inf": len(inf_steps)}
-            first = s if first is None else min(first, s)
+    bad, first = _non_finite(run)
     other = other_models(run)
-    for name, steps in other.items():
-        nan = len(run.nan_steps.get(name, ()))
-        bad[name] = {"first_step": int(steps[0]), "count": len(steps), "nan": nan,
-                     "inf": len(steps) - nan}
-        first = int(steps[0]) if first is None else min(first, int(steps[0]))
     total = sum(v["count"] for v in bad.values())
     if total < p["min_bad_values"] or first is None:
         return Outcome(Status.OK, "no NaN or inf in " + ", ".join(
@@ -97,17 +79,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                       f"{step_text(v['first_step'])})"
                       for m, v in bad.items())
     summary = f"non-finite values first at step {step_text(first)}: {names}"
-    # A NaN only in a logged statistic (KL, entropy) while the loss and the gradient stayed
-    # finite at those steps did not reach the weights: the estimator, not the training, broke.
-    updates = [u for u in (Metric.LOSS.value, Metric.GRAD_NORM.value) if run.has(u)]
-    reached = any(m in UPDATE or m in other for m in bad) or not updates or any(
-        not _finite_at(run, u, _bad_steps(run, m)) for m in bad for u in updates)
+    reached = _reached_the_weights(run, bad, other)
     status = Status.CRITICAL if reached else Status.WARNING
     unused = _kl_not_computed(run, bad) if not reached else None
     if unused is not None:
         return Outcome(Status.OK, unused, evidence={"not_computed": sorted(bad)},
                        key_metric=_key(run))
     if not reached:
+        updates = [u for u in (Metric.LOSS.value, Metric.GRAD_NORM.value) if run.has(u)]
         summary += f"; {' and '.join(updates)} stayed finite: the NaN did not reach the weights"
     from grpo_doctor.importers.console import summary_only
 
@@ -165,6 +144,51 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
 #: 66). Its NaN poisons that model, whose values or scores the policy learns from.
 _OTHER_UPDATE = re.compile(r"(?:^|/)(?:\w*loss|grad_norm|vpred_mean)$")
 _OTHER_MODEL = re.compile(r"^(critic|value|reward_model|rm|prm)(?:[/_]|$)", re.IGNORECASE)
+
+
+def _non_finite(run: Run) -> tuple[dict[str, dict[str, int]], int | None]:
+    """Each watched metric (and another model's) with non-finite values: its first step and
+    counts; and the first such step of all (None: none)."""
+    bad: dict[str, dict[str, int]] = {}
+    first: int | None = None
+    for metric in WATCHED:
+        if metric not in run.frame.columns:
+            continue
+        col = run.frame[metric].to_numpy()
+        inf_steps = run.steps[np.isinf(col)]
+        nan_steps = run.nan_steps.get(metric, np.zeros(0, dtype=np.int64))
+        all_bad = np.union1d(inf_steps, nan_steps)
+        if len(all_bad):
+            s = int(all_bad[0])
+            bad[metric] = {"first_step": s, "count": len(all_bad),
+                           "nan": len(nan_steps), "inf": len(inf_steps)}
+            first = s if first is None else min(first, s)
+    for name, steps in other_models(run).items():
+        nan = len(run.nan_steps.get(name, ()))
+        bad[name] = {"first_step": int(steps[0]), "count": len(steps), "nan": nan,
+                     "inf": len(steps) - nan}
+        first = int(steps[0]) if first is None else min(first, int(steps[0]))
+    return bad, first
+
+
+def _reached_the_weights(run: Run, bad: Mapping[str, object],
+                         other: Mapping[str, object]) -> bool:
+    """Whether the non-finite values reached an update. A NaN only in a logged statistic (KL,
+    entropy) while the loss and the gradient stayed finite at those steps did not reach the
+    weights: the estimator, not the training, broke."""
+    updates = [u for u in (Metric.LOSS.value, Metric.GRAD_NORM.value) if run.has(u)]
+    return any(m in UPDATE or m in other for m in bad) or not updates or any(
+        not _finite_at(run, u, _bad_steps(run, m)) for m in bad for u in updates)
+
+
+def kl_never_computed(run: Run) -> str | None:
+    """The words for a KL NaN at every logged step while the loss stayed finite (no KL
+    computed: a coefficient of 0), or None; what a short log's steps show (open-r1#704: the
+    answer to "why kl = nan" had been only in ``-v``, under "passed"; nu33)."""
+    bad, _ = _non_finite(run)
+    if set(bad) != {Metric.KL.value} or _reached_the_weights(run, bad, {}):
+        return None
+    return _kl_not_computed(run, bad)
 
 
 def other_models(run: Run) -> dict[str, np.ndarray]:
