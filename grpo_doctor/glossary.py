@@ -74,6 +74,15 @@ TERMS: tuple[Term, ...] = (
        chosen with --select did). It means no listed failure mode, with evidence; a run whose
        task reward never moved is not healthy (no_progress, format_gaming).""",
        see=("inconclusive",)),
+    _t("no call", """A check that judged the run and neither raised its failure mode nor
+       passed it: the evidence points both ways ("reward not improving, but not going
+       backwards either"). Listed apart from "passed" so that a pass never contradicts the
+       findings; not counted in the status.""", "no_call", "unsettled",
+       see=("healthy", "inconclusive")),
+    _t("rolling median", """The median of a few neighbouring logged points, taken at each
+       point: a curve smoothed without letting one spike move it. A report's "best 1.12 as a
+       rolling median" is the best level the curve held, not its single highest point.""",
+       "smoothed", "median of the neighbouring points"),
     _t("baseline", """In a finding: the metric's level over the first logged points, that a
        change is measured against ("entropy x3.3 its baseline"). In `audit`: the file of
        accepted findings (`--baseline`), so that only new or worsened ones fail.""",

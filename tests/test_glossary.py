@@ -27,7 +27,7 @@ JARGON = [
     "loss scaling", "LoRA", "warm-up", "curriculum", "saturated", "plateau", "truncated",
     "grad norm", "pre-clip", "importance ratio", "clip fraction", "baseline", "inconclusive",
     "healthy", "advantage", "group", "reward component", "correctness term", "first sign",
-    "catastrophic update", "reward crash", "burst", "nats",
+    "catastrophic update", "reward crash", "burst", "nats", "no call", "rolling median",
 ]
 
 
