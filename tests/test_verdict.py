@@ -158,6 +158,13 @@ def test_select_of_checks_that_all_judged_and_passed_is_healthy_for_those_and_sa
 
     assert doc["notes"][0] == ("healthy for the selected checks only (kl_drift): the other "
                                f"{len(RULES) - 1} checks did not run")
+    # ... and the headline says so, where a CI log's grep for HEALTHY looks (nu33)
+    _, out, _ = run_cli(capsys, "diagnose", healthy, "--select", "kl_drift")
+    assert out.startswith("HEALTHY (selected checks only) · "), out
+    _, out, _ = run_cli(capsys, "diagnose", healthy, "--select", "kl_drift", "-f", "markdown")
+    assert "— healthy (selected checks only)" in out.splitlines()[0]
+    _, out, _ = run_cli(capsys, "diagnose", healthy)
+    assert out.startswith("HEALTHY · ")
     # a selected check that could not judge (no ratio logged) leaves it inconclusive
     code, out, _ = run_cli(capsys, "diagnose", healthy, "--select", "kl_drift", "--select",
                            "ratio_instability", "-f", "json")

@@ -22,6 +22,7 @@ from grpo_doctor.reporters.outline import (
     sentence,
     skipped,
     skipped_line,
+    status_words,
     unsettled,
 )
 
@@ -53,7 +54,8 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
     run = diagnosis.run
     status = diagnosis.status
     lines = [
-        f"{h} {_RUN_ICON.get(status, '')} grpo-doctor: {escape(run.name)} — {status}",
+        f"{h} {_RUN_ICON.get(status, '')} grpo-doctor: {escape(run.name)} — "
+        f"{status_words(diagnosis)}",
         "",
         f"steps {_step(run.first_step)}–{_step(run.last_step)} ({run.n_steps:,} logged) · "
         f"{escape(run.format)} · {escape(run.source)}",

@@ -15,6 +15,15 @@ _NEEDS = re.compile(r"needs (.+?)(?:: not logged|,? none logged)\b.*")
 _MAP_OPTION = re.compile(r"--map \S+=[^\s)]+")
 
 
+def status_words(diagnosis: Diagnosis) -> str:
+    """The status as a headline says it: "healthy (selected checks only)" where --select left
+    checks out (a crashed run read "HEALTHY" under --select numerical_failure, a CI grep's
+    word; the note below it said why; nu33)."""
+    if diagnosis.status == "healthy" and (diagnosis.config or {}).get("ignored"):
+        return "healthy (selected checks only)"
+    return diagnosis.status
+
+
 def sentence(check: Check) -> str:
     """A finding's summary without a leading clause that only repeats the mode's name
     ("advantage collapse: 98% of groups ..." under the heading advantage_collapse)."""

@@ -42,6 +42,7 @@ from grpo_doctor.reporters.outline import (
     sentence,
     skipped,
     skipped_line,
+    status_words,
     unsettled,
 )
 from grpo_doctor.reporters.sparkline import sparkline
@@ -100,11 +101,12 @@ def _indented(body: Text | str, indent: int, *, style: str = "") -> _Hanging:
 def _header(diagnosis: Diagnosis, width: int, verbose: bool) -> list[RenderableType]:
     info = diagnosis.run
     status = diagnosis.status
+    said = status_words(diagnosis)
     # Status and name stay on one line: a name too long for it keeps its start (the file
     # name on the next line keeps the end).
-    name = shorten_right(_safe(info.name), max(1, width - len(status) - 3))
-    first = Text.assemble((status.upper(), _STATUS_STYLE.get(status, "bold")), " · ",
-                          (name, "bold"))
+    name = shorten_right(_safe(info.name), max(1, width - len(said) - 3))
+    first = Text.assemble((said.upper() if said == status else status.upper() + said[len(
+        status):], _STATUS_STYLE.get(status, "bold")), " · ", (name, "bold"))
     first.overflow = "fold"
     facts = f"steps {_step(info.first_step)}–{_step(info.last_step)} ({info.n_steps:,} logged)"
     facts += f" · {_safe(info.format)}"
