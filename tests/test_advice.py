@@ -4298,6 +4298,10 @@ def test_dropout_left_on_in_the_policy_is_switched_off_first(tmp_path):
     "learning_rate 1e-4 -> 2.5e-6". The model's own config.json beside the log says it."""
     d = _trial("trl_attention_dropout_0.3_iter4")
     assert d.root_cause.first_action.startswith("disable_dropout False -> True")
+    # Pre-clip norms ~330x the clip from step 1: the finding began there, not at the spikes of
+    # step 123 its sentence counts.
+    grad = d.check("grad_explosion")
+    assert grad.onset_step == 1 and "clipped hard from the start" in grad.summary, grad.summary
     from grpo_doctor.importers.sidecar import with_sidecar_config
 
     folder = tmp_path / "run"

@@ -52,7 +52,7 @@ from grpo_doctor.lazy import numpy as np
 from grpo_doctor.metrics import Metric
 from grpo_doctor.rules import incidents as inc
 from grpo_doctor.rules import knobs
-from grpo_doctor.rules.base import Outcome, Param, Rule, Skip, onset_text
+from grpo_doctor.rules.base import ONSET, Outcome, Param, Rule, Skip, onset_text
 from grpo_doctor.rules.plot import Plot, Threshold, ladder, number
 from grpo_doctor.rules.points import series
 from grpo_doctor.store import Run
@@ -111,6 +111,11 @@ _CLIP_OFF = 1e3
 #: clip at work (a norm that grows as the policy sharpens); spikes beyond it stay a finding
 #: (a repetition penalty's 13.9 under a clip of 1.0, trial 48).
 _WITHIN_CLIP = 5.0
+#: Pre-clip norms this many times an active clip over a run's first logged points: the norm
+#: was out of scale from the start (a setup problem: dropout on, a reward's scale), whatever
+#: spikes came later (healthy runs log 0.1-5x the usual clip of 1).
+_FAR_ABOVE_CLIP = 50.0
+_HEAD_POINTS = 5
 #: A gradient norm at or above this is a gradient, never a step "without gradient".
 _NO_GRADIENT = 0.1
 
@@ -303,6 +308,20 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     summary = (f"gradient norm exploding: {', '.join(corroboration) or spike_words}; "
                f"peak {fmt(peak)}{largest} against a baseline of {fmt(baseline)}, from step "
                f"{onset_text(onset, earliest)}")
+    head = g[:_HEAD_POINTS]
+    if (clip is not None and 0 < clip < _CLIP_OFF and len(head) >= 3 and onset > g_steps[0]
+            and float(np.median(head)) >= _FAR_ABOVE_CLIP * clip):
+        # Far above the clip from the first logged norms: the finding began there, not at the
+        # later spikes its sentence counts (trial 79: dropout left on, pre-clip norms 330x a
+        # clip of 1 from step 1, dated at step 123).
+        first_level = float(np.median(head))
+        earliest = onset = int(g_steps[0])
+        evidence["far_above_clip_from_start"] = round(first_level, 6)
+        summary = (f"gradient norm exploding: {', '.join(corroboration) or spike_words}; "
+                   f"peak {fmt(peak)}{largest} against a baseline of {fmt(baseline)}; pre-clip "
+                   f"norms already {fmt(first_level)} from step {ONSET} "
+                   f"({fmt(first_level / clip)}x max_grad_norm {fmt(clip)}): every update "
+                   "clipped hard from the start")
     if bursts:
         status = inc.merge_status(status, inc.worst(bursts))
         onset = earliest
