@@ -216,6 +216,10 @@ class Monitor:
     def __init__(self, settings: Settings | None = None) -> None:
         self._settings = settings or Settings()
         cfg = self._settings.doctor_config()
+        #: The configuration the advice is judged with (the recipe's overrides among it: a
+        #: watch had judged the lr against the chapter's ceiling where diagnose, in the same
+        #: folder, used the file's; trial 80).
+        self._doctor_config = cfg
         self._given_config, self._reward_roles = cfg.run_config, cfg.reward_roles
         self._rules = cfg.rules()
         self._params = {rule.id: cfg.params_for(rule) for rule in self._rules}
@@ -413,7 +417,7 @@ class Monitor:
             return new
         if not any(c.fired for c in fresh):
             return new  # held findings the rules did not raise at this poll: advice stands
-        diagnosis = assemble(run, fresh)
+        diagnosis = assemble(run, fresh, self._doctor_config)
         cause = diagnosis.root_cause
         if cause is None:
             return new
@@ -548,7 +552,8 @@ class Monitor:
             return None
         if self._pending_stop is not None:
             run = replace(run, ending=None)  # a stop held until the log goes quiet: not yet
-        return replace(assemble(run, self.checks), config=self._settings.applied_config())
+        return replace(assemble(run, self.checks, self._doctor_config),
+                       config=self._settings.applied_config())
 
     def severities(self) -> dict[str, int]:
         """0 ok / 1 warning / 2 critical per mode that could be checked (skipped ones left out)."""

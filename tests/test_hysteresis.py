@@ -517,3 +517,29 @@ def test_a_row_filled_in_after_a_poll_read_it_is_no_rewritten_log():
     changed = reward[:45].copy()
     changed[10] += 1.0
     assert monitor._new_points(make_run(reward=changed, entropy=entropy[:45])) == 45
+
+
+def test_a_watch_judges_its_advice_with_the_config_files_recipe():
+    """Trial 80: `watch` judged the lr against the chapter's 5e-6 ceiling ("1e-4 -> 2.5e-6")
+    where `diagnose` in the same folder used grpo-doctor.toml's [recipe.learning_rate] high
+    5e-4 ("1e-4 -> 5e-5"): the two commands gave different first actions for one run."""
+    import json
+
+    from grpo_doctor.importers import load_runs
+    from grpo_doctor.recipe import flat_config
+    from tests.helpers import REPO
+
+    trial = REPO / "tests" / "fixtures" / "trial"
+    run = load_runs(trial / "lr_3e-3_clip_100.csv")[0]
+    cfg = flat_config(json.loads((trial / "lr_3e-3_clip_100.config.json").read_text()))
+    tiny = {"learning_rate": {"high": 5e-4}}
+    monitor = Monitor(Settings(recipe=tiny, run_config=cfg))
+    monitor.evaluate(run)
+    watched = monitor.diagnosis().root_cause.first_action
+    from grpo_doctor.config import DoctorConfig
+    from grpo_doctor.engine import diagnose
+
+    diagnosed = diagnose(run, DoctorConfig(recipe=tiny, run_config=cfg)).root_cause.first_action
+    assert "0.003 -> 2.5e-4" in diagnosed, diagnosed
+    assert "0.003 -> 2.5e-4" in watched, watched
+    assert "0.003 -> 2.5e-4" in (monitor.first_action or ""), monitor.first_action
