@@ -703,3 +703,19 @@ def test_the_reference_is_never_said_to_share_a_value_it_did_not_have(tmp_path, 
     code, out, err = run_cli(capsys, "compare", str(tmp_path / "ref.csv"),
                              str(tmp_path / "run.csv"))
     assert "ran healthy at learning_rate 0.02" not in out, out
+
+
+def test_a_trackers_text_values_are_the_same_settings_as_typed_ones():
+    """Trial 80: MLflow stores every param as text. "True" against True, "0.90000000000000002"
+    against 0.9, "[]" against [] had listed 212 keys as differing between two runs logged to
+    two trackers, the three real differences lost among them."""
+    from grpo_doctor.compare import config_diff
+
+    a = make_run(reward=np.linspace(0.1, 0.5, 30))
+    b = make_run(reward=np.linspace(0.1, 0.5, 30))
+    a.config.update({"gradient_checkpointing": True, "adam_beta1": 0.9, "debug": [],
+                     "warmup_steps": 5, "scale_rewards": "group", "seed": 1})
+    b.config.update({"gradient_checkpointing": "True", "adam_beta1": "0.90000000000000002",
+                     "debug": "[]", "warmup_steps": "5", "scale_rewards": "batch", "seed": "7"})
+    diff, _ = config_diff([a, b])
+    assert set(diff) == {"scale_rewards", "seed"}, diff
