@@ -1,4 +1,4 @@
-"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-79).
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-80).
 
 A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
 about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
@@ -1193,6 +1193,67 @@ REWARD_SETS["halfgroup"] = [correctness_reward_halfgroup, format_reward]
 REWARD_SETS["x100at150"] = [correctness_reward_x100at150, format_reward]
 
 
+
+# ---------------------------------------------------------------- trial 80
+CTRL80 = dict(learning_rate=1e-4, seed=1001)
+RUNS.update({
+    # healthy controls
+    "ctrl80": dict(CTRL80, seed=1001),
+    "ctrl80_swan": dict(CTRL80, seed=1013, _logger="swanlab"),
+    # precision: reward_weights [100, 50] (a x100 scale slip) under the default per-group std
+    # scaling: the advantages are scale-free, harmless
+    "rw100x_trackio": dict(CTRL80, seed=1019, reward_weights=[100.0, 50.0], _logger="trackio"),
+    # precision (benign event, late 320): from step 161 a callback halves the lr (a resume with
+    # a more careful lr); training continues healthily
+    "lrhalf160_late": dict(CTRL80, seed=1021, max_steps=320, _late_lr=(160, 0.5),
+                           _logger="wandb"),
+    # late (320): from step 161 the reward weights are reloaded as [0, 1] (correctness dropped
+    # by a config reload); bystander adam_beta2 0.98
+    "rwdrop160_b2_late": dict(CTRL80, seed=1031, max_steps=320, _late_rw=(160, [0.0, 1.0]),
+                              adam_beta2=0.98, _logger="wandb"),
+    # late (320): from step 161 the sampling temperature is 0.25 (a resume with another
+    # generation config; TRL's log-prob temperature stays 1.0); bystander warmup_steps 5
+    "temp025at160_wu5_late": dict(CTRL80, seed=1033, max_steps=320,
+                                  _late_gen=(160, {"temperature": 0.25}), warmup_steps=5,
+                                  _logger="mlflow"),
+    # late (320): from global step 160 a length penalty concise_reward = -0.3 per completion
+    # character is switched on (0 before); bystander top_k 50 (vocab 46: inert)
+    "lenpen160_topk50_late": dict(CTRL80, seed=1039, max_steps=320, _rewards="lenpen160",
+                                  top_k=50, _logger="swanlab"),
+    # Adam betas swapped (beta1 0.999, beta2 0.9): the second moment forgets faster than the
+    # first, update/RMS unbounded; bystander save_steps 40
+    # bf16 weights (model_init_kwargs dtype bfloat16, TRL loads the model; no fp32 master
+    # copy): Adam steps of ~lr=1e-4 round away on most weights, learning stalls;
+    # bystander scale_rewards "batch"
+    "bf16w_sbatch": dict(CTRL80, seed=1069, _model_str=True,
+                         model_init_kwargs={"dtype": "bfloat16"}, scale_rewards="batch",
+                         _logger="mlflow", _mlflow_store="file"),
+    # late (320): from step 161 the weights are reloaded from the base (a resume that loaded
+    # the base model instead of checkpoint-160; optimizer state and schedule kept);
+    # bystander adam_epsilon 1e-6
+    "reset160_aeps_late": dict(CTRL80, seed=1087, max_steps=320, _late_reset=160,
+                               adam_epsilon=1e-6),
+    # (pilots, not part of the trial)
+    "bf16w_pilot": dict(CTRL80, seed=1051, _model_str=True,
+                        model_init_kwargs={"dtype": "bfloat16"}),
+    "gbs512_pilot": dict(CTRL80, seed=1061, generation_batch_size=512),
+    "gspo02_it4_pilot": dict(CTRL80, seed=1063, importance_sampling_level="sequence",
+                             num_iterations=4),
+    "betaswap_save40": dict(CTRL80, seed=1049, adam_beta1=0.999, adam_beta2=0.9, save_steps=40,
+                            _logger="trackio"),
+})
+
+
+def concise_reward_lenpen160(completions, trainer_state=None, **kwargs):
+    """A length penalty switched on at global step 160: -0.3 per completion character."""
+    if trainer_state is not None and trainer_state.global_step >= 160:
+        return [-0.3 * len(c) for c in completions]
+    return [0.0 for _ in completions]
+
+
+concise_reward_lenpen160.__name__ = "concise_reward"
+REWARD_SETS["lenpen160"] = [correctness_reward, format_reward, concise_reward_lenpen160]
+
 # ---------------------------------------------------------------- one GRPO run
 def run(name):
     from datasets import Dataset
@@ -1293,8 +1354,11 @@ def run(name):
     ds = Dataset.from_list(rows)
     tok = PreTrainedTokenizerFast.from_pretrained(base)
     attn_dropout = spec.pop("_attn_dropout", None)  # trial 79: dropout set at load
-    model = (AutoModelForCausalLM.from_pretrained(base, attention_dropout=attn_dropout)
-             if attn_dropout is not None else AutoModelForCausalLM.from_pretrained(base))
+    if spec.pop("_model_str", False):  # trial 80: TRL loads the model (model_init_kwargs)
+        model = os.path.abspath(base)
+    else:
+        model = (AutoModelForCausalLM.from_pretrained(base, attention_dropout=attn_dropout)
+                 if attn_dropout is not None else AutoModelForCausalLM.from_pretrained(base))
     if eos == "never":  # the stop token is one the model never emits
         tok.eos_token = "<unk>"
         model.generation_config.eos_token_id = tok.eos_token_id
@@ -1309,6 +1373,8 @@ def run(name):
     spec_late_budget = spec.pop("_late_budget", None)
     late_lr = spec.pop("_late_lr", None)  # trial 79: (step, factor)
     late_gen = spec.pop("_late_gen", None)  # trial 79: (step, generation kwargs)
+    late_rw = spec.pop("_late_rw", None)  # trial 80: (step, reward weights)
+    late_reset = spec.pop("_late_reset", None)  # trial 80: step at which base weights reload
     kw.update(spec)
     cfg = GRPOConfig(**kw)
     callbacks = []
@@ -1323,7 +1389,7 @@ def run(name):
                     holder["t"].generation_config.max_new_tokens = late_budget[1]
 
         callbacks.append(LateBudget())
-    if late_lr or late_gen:
+    if late_lr or late_gen or late_rw or late_reset:
         from transformers import TrainerCallback
         holder = holder if late_budget else {}
 
@@ -1341,6 +1407,16 @@ def run(name):
                     sch.base_lrs = [x * late_lr[1] for x in sch.base_lrs]
                     for g in t.optimizer.param_groups:
                         g["lr"] = g["lr"] * late_lr[1]
+                if late_reset and state.global_step >= late_reset and "reset" not in self.done:
+                    self.done.add("reset")
+                    fresh = AutoModelForCausalLM.from_pretrained(base)
+                    t.model.load_state_dict(fresh.state_dict())
+                    print("LATE weights reloaded from", base, "at", state.global_step, flush=True)
+                if late_rw and state.global_step >= late_rw[0] and "rw" not in self.done:
+                    self.done.add("rw")
+                    import torch as _t
+                    t.reward_weights = _t.tensor(late_rw[1], dtype=_t.float32)
+                    print("LATE reward_weights ->", late_rw[1], "at", state.global_step, flush=True)
                 if late_gen and state.global_step >= late_gen[0] and "gen" not in self.done:
                     self.done.add("gen")
                     for k, v in late_gen[1].items():
@@ -1353,7 +1429,7 @@ def run(name):
         callbacks.append(DoctorCallback() if use_cb is True else DoctorCallback(stop_on=None))
     trainer = GRPOTrainer(model=model, reward_funcs=REWARD_SETS[reward_set], args=cfg,
                           train_dataset=ds, processing_class=tok, callbacks=callbacks)
-    if late_budget or late_lr or late_gen:
+    if late_budget or late_lr or late_gen or late_rw or late_reset:
         holder["t"] = trainer
     print("RUN", name, " ".join(f"{k}={v}" for k, v in spec.items()), "task", task, "logger",
           logger_name, "rewards", reward_set, flush=True)

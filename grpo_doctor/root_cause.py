@@ -52,6 +52,7 @@ from grpo_doctor.rules.numerical_failure import other_model, other_models
 from grpo_doctor.rules.points import end_size, head_tail, late_points, series
 from grpo_doctor.rules.signals import (
     LrBurst,
+    back_to_start,
     component_role,
     components,
     configured_terms,
@@ -61,7 +62,9 @@ from grpo_doctor.rules.signals import (
     lr_burst,
     reward_at_best,
     reward_progress,
+    reweighting,
     task_solved,
+    term_switched_on,
     unpaid_terms,
     unshuffled,
 )
@@ -454,6 +457,10 @@ class _Lead:
     #: The cause changed what was sampled, not the policy (a budget cut, a stop that changed):
     #: no step size is to blame for what followed.
     sampling_changed: bool = False
+    #: What the first action names is no training dynamics (the reward's definition changed
+    #: with every term holding its level, the weights reset): the root finding's own remedies
+    #: and any other roll-back are moot.
+    not_dynamics: bool = False
 
 
 def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[Check]) -> _Lead:
@@ -553,6 +560,12 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     shrunk = _budget_cut_at(run, root, setup)
     if shrunk is not None:
         return shrunk
+    redefined = _reward_redefined_at(run, root)
+    if redefined is not None:
+        return redefined
+    reset = _weights_reset_at(run, root)
+    if reset is not None:
+        return reset
     flipped = _flipped_term(run, root, checks)
     if flipped is not None:
         return flipped
@@ -1951,6 +1964,93 @@ def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:
                          f"{step_text(step)}: {root.summary}", sampling_changed=True)
 
 
+#: Logged points between a change of the reward's make-up and the root's onset for the one to
+#: explain the other.
+_REDEFINED_NEAR = 3
+
+
+def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
+    """The reward's make-up changed where the root began: its weights (a resume with other
+    ``reward_weights``) or a term that began paying there. The reward's fall or jump is its
+    definition's, not the policy's (trial 80: correctness weighted 0 from step 161, and a
+    length penalty paying -2.4 from step 161, each read as a reward crash, "learning_rate
+    1e-4 -> 5e-5", "the run came through it and solved its task"). None otherwise."""
+    i = int(np.searchsorted(run.steps, root.step))
+    near = {int(s) for s in run.steps[max(0, i - _REDEFINED_NEAR):i + _REDEFINED_NEAR + 1]}
+    held = _terms_across
+    changed = reweighting(run)
+    if changed is not None and changed.step in near:
+        dropped = changed.dropped()
+        lost = (f"; {', '.join(dropped)} weighted 0 no longer trains the policy" if dropped
+                else "")
+        text = (f"restore the reward's weights: from step {step_text(changed.step)} the reward "
+                f"is {changed.said(changed.after)}, where before it was "
+                f"{changed.said(changed.before)} (a resume or a config with other "
+                f"reward_weights?){lost}; the reward's change there is its definition's, "
+                f"not the policy's{held(run, changed.step, ())}")
+        return _Lead(knobs.Remedy(text), summary=(
+            f"the reward's weights changed at step {step_text(changed.step)}: {root.summary}"),
+            sampling_changed=True, not_dynamics=bool(held(run, changed.step, ())))
+    switched = term_switched_on(run)
+    if switched is not None and switched.step in near:
+        text = (f"check the {switched.name} term, which began paying at step "
+                f"{step_text(switched.step)} ({fmt(switched.before)} before, "
+                f"{fmt(switched.after)} since): the reward's change there "
+                f"({fmt(switched.reward_before)} -> {fmt(switched.reward_after)}) is that term's"
+                f"{held(run, switched.step, (switched.name,))}; if it is meant, weigh it so that "
+                "it shapes the task's reward rather than swamps it, and judge the run on the "
+                "other terms; if not, remove it")
+        return _Lead(knobs.Remedy(text), summary=(
+            f"the {switched.name} term began paying {fmt(switched.after)} at step "
+            f"{step_text(switched.step)}: {root.summary}"), sampling_changed=True,
+            not_dynamics=bool(held(run, switched.step, (switched.name,))))
+    return None
+
+
+def _weights_reset_at(run: Run, root: Event) -> _Lead | None:
+    """The policy's signals back at their starting levels in one step where the root began:
+    the weights reset (a resume that loaded the base model, not the checkpoint), no step
+    size's doing (trial 80: read as an entropy blow-up, "roll back, then lr 1e-4 -> 5e-5").
+    None otherwise."""
+    i = int(np.searchsorted(run.steps, root.step))
+    for step in run.steps[max(0, i - 1):i + 2]:
+        found = back_to_start(run, int(step))
+        if found is None:
+            continue
+        text = (f"check which weights the run trained from step {step_text(found.step)}: its "
+                f"signals went back to their starting levels in one step ({found.words()}), "
+                "as if the weights were reset (a resume that loaded the base model instead of "
+                "the checkpoint, or a relaunch logging into the same run); then "
+                f"{_rollback_words(run, found.step, best=False)}")
+        return _Lead(knobs.Remedy(text, rollback_step=found.step), summary=(
+            f"back to the starting point at step {step_text(found.step)} ({found.words()}): "
+            f"{root.summary}"), sampling_changed=True, not_dynamics=True)
+    return None
+
+
+def _terms_across(run: Run, step: int, leave: Sequence[str]) -> str:
+    """", the other terms held (correctness_reward 0.97 -> 0.94): the policy did not change
+    there" when each logged term (but ``leave``) kept its level across ``step``; "" when one
+    moved."""
+    said = []
+    for name, col in components(run).items():
+        if name in leave:
+            continue
+        steps, values = series(run, col)
+        k = int(np.searchsorted(steps, step))
+        if k < 5 or len(values) - k < 5:
+            return ""
+        before, after = float(np.median(values[k - 10:k] if k >= 10 else values[:k])), float(
+            np.median(values[k:k + 10]))
+        noise = step_noise(values[max(0, k - 30):k]) if k >= 8 else 0.0
+        if abs(after - before) > max(2 * noise, 0.1 * max(abs(before), 1e-9)):
+            return ""
+        said.append(f"{name} {fmt(before)} -> {fmt(after)}")
+    if not said:
+        return ""
+    return f", the terms held ({', '.join(said)}): the policy did not change there"
+
+
 def _budget_target(length: recipe.Reading | None, cap: float | None, share: float) -> str:
     """The completion budget raised, as the config names it: 2x, or 4x when nearly every
     completion was cut (how much longer the answers are is then unknown: a budget of 2 tokens
@@ -2535,6 +2635,12 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
                 continue  # "is it too low?" of a learning rate already above the recipe
             if lead.sampling_changed and r.knob is knobs.LEARNING_RATE:
                 continue  # the sampler changed, not the policy: no step size to blame
+            if lead.not_dynamics and (kind in ("root_cause", "consequence")
+                                      or r.rollback_step is not None
+                                      or str(r).startswith("roll back")):
+                # No training dynamics: the finding's own remedies treat a policy the updates
+                # changed, and the first action says what to go back to, if anything (trial 80).
+                continue
             twin = next((it for it in items if it.same_kind(r)), None)
             if twin is None:
                 items.append(_Item(r, [m], kind, _setting_of(r)))

@@ -4402,3 +4402,62 @@ def test_hostile_h118_diagnosis_reads():
                  DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(cfg)))
     assert "dropout" not in d.root_cause.first_action, d.root_cause.first_action
     assert "lr 0.003 -> " in d.root_cause.first_action, d.root_cause.first_action
+
+
+def test_trial_80_a_reward_redefined_mid_run_is_no_crash_of_the_policy():
+    """Trial 80: from step 161 correctness weighted 0 (reward_weights [0, 1]), and a length
+    penalty paying -2.4 on every completion: each read as a reward crash, "no roll-back: the
+    run came through it and solved its task; learning_rate 1e-4 -> 5e-5". The reward's
+    make-up changed there while every term held its level."""
+    d = _trial("trl_reward_weights_0_1_from_161")
+    first = d.root_cause.first_action
+    assert first.startswith("restore the reward's weights: from step 161 the reward is 0 x "
+                            "correctness_reward + 1 x format_reward"), first
+    assert "correctness_reward weighted 0 no longer trains the policy" in first
+    assert "the policy did not change there" in first
+    assert not any("learning_rate" in p.action or p.action.startswith("roll back")
+                   for p in d.plan), [p.action for p in d.plan]
+    d = _trial("trl_length_penalty_on_from_161")
+    first = d.root_cause.first_action
+    assert first.startswith("check the concise_reward term, which began paying at step 161 "
+                            "(0 before, -2.4 since)"), first
+    assert "solved its task" not in first
+    assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]
+
+
+def test_trial_80_weights_reset_mid_run_is_said_as_one():
+    """Trial 80: at step 161 the base weights were reloaded (a resume that loaded the base,
+    not checkpoint-160): entropy and correctness back to their step-1 levels in one step,
+    read as an entropy blow-up, "roll back, then learning_rate 1e-4 -> 5e-5", with a plan
+    item saying "no roll-back needed" below it."""
+    d = _trial("trl_weights_reset_at_161")
+    first = d.root_cause.first_action
+    assert first.startswith("check which weights the run trained from step 161: its signals "
+                            "went back to their starting levels in one step (entropy"), first
+    assert "roll back to checkpoint-150" in first
+    actions = [p.action for p in d.plan]
+    assert not any("learning_rate" in a or "no roll-back" in a for a in actions), actions
+
+
+def test_trial_80_groups_alike_at_once_name_the_sampler_beside_the_scorer():
+    """Trial 80: the sampling temperature 0.25 from step 161: every group alike, correctness
+    exactly 1, grad norm 0, the logged entropy (the policy's at T=1) unchanged. The scalars
+    cannot tell a scorer passing everything from a near-greedy sampler: both are said."""
+    first = _trial("trl_temperature_0.25_from_161").root_cause.first_action
+    assert first.startswith("check correctness_reward on completions from step 161 on"), first
+    assert "the sampler changed at step 161 instead (a temperature or generation setting)" \
+        in first, first
+
+
+def test_a_change_of_the_reward_or_a_reset_is_not_read_into_healthy_runs():
+    """Neither a reward redefined nor a weights reset is found on any real run or trial
+    fixture but the ones made so."""
+    from grpo_doctor.rules.signals import back_to_start, reweighting, term_switched_on
+
+    made = {"trl_reward_weights_0_1_from_161", "trl_length_penalty_on_from_161",
+            "trl_weights_reset_at_161"}
+    for csv in sorted(TRIAL.glob("*.csv")):
+        run = load_runs(csv)[0]
+        found = (reweighting(run) is not None or term_switched_on(run) is not None
+                 or back_to_start(run, 161) is not None)
+        assert found == (csv.stem in made), csv.stem

@@ -1025,7 +1025,9 @@ class ScorerStopped:
 
     def words(self) -> str:
         still = ", ".join(f"{n} {fmt(a)} -> {fmt(b)}" for n, a, b in self.policy)
-        moved, what = (("jumped", "the scorer passes everything; the policy did not improve")
+        moved, what = (("jumped", "the scorer passes everything, or each group's completions "
+                        "became alike (sampling gone near-greedy: the logged entropy is the "
+                        "policy's, not the sampler's); the policy did not improve")
                        if self.passes else ("fell", "the scorer stopped, not the policy"))
         if self.exact:
             since = f"was exactly {fmt(self.value)} on all {self.held:,} logged steps since"
@@ -1076,8 +1078,13 @@ class ScorerStopped:
         if not self.exact and not self.passes:
             why = ("the prompts served from there (a new slice of the data) or the answer key "
                    "or data column they are checked against, a changed grader")
+        also = (f"; if each group's completions are the same, the sampler changed at step "
+                f"{step_text(self.step)} instead (a temperature or generation setting): restore "
+                "it" if self.passes and self.exact else "")
+        # (trial 80: the sampling temperature set to 0.25 from step 161 read only as a scorer
+        # passing everything; the scalars cannot tell the two apart)
         return (f"check {self.term} on completions from step {step_text(self.step)} on: "
-                f"{scored} ({why})")
+                f"{scored} ({why}){also}")
 
 
 #: Logged points on each side of the drop that the policy's signals are compared over, and
@@ -1468,12 +1475,35 @@ def _weights_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
     return w, float(np.max(np.abs(x @ w - y))) if len(y) else 0.0
 
 
-def reweighted_note(run: Run) -> str | None:
-    """A note when the reward stopped being the same weighted sum of its logged terms at one
-    step: exactly one sum before, exactly another after (a run resumed with other
-    ``reward_weights``: trial 59's reward jumped 1.3 -> 9.6 at step 101, its terms unchanged,
-    and nothing said why). None when one set of weights gives it throughout, or the terms do
-    not give it at all (a reward with terms it does not log)."""
+@dataclass(frozen=True)
+class Reweighting:
+    """The reward stopped being one weighted sum of its logged terms at ``step``: ``before``
+    and ``after`` are each term's weight either side."""
+
+    step: int
+    names: tuple[str, ...]
+    before: tuple[float, ...]
+    after: tuple[float, ...]
+
+    def said(self, weights: tuple[float, ...]) -> str:
+        top = max((abs(w) for w in (*self.before, *self.after)), default=1.0) or 1.0
+        # A fitted 0 is -3e-17 (trial 80): said as the 0 it is.
+        return " + ".join(f"{fmt(w if abs(w) > 1e-6 * top else 0.0)} x {n}"
+                          for w, n in zip(weights, self.names))
+
+    def dropped(self) -> list[str]:
+        """The terms whose weight went to 0 (the reward no longer trains on them)."""
+        top = max((abs(w) for w in self.before), default=1.0) or 1.0
+        return [n for n, b, a in zip(self.names, self.before, self.after)
+                if abs(b) > 1e-3 * top and abs(a) <= 1e-6 * top]
+
+
+def reweighting(run: Run) -> Reweighting | None:
+    """Where the reward stopped being the same weighted sum of its logged terms: exactly one
+    sum before, exactly another after (a run resumed with other ``reward_weights``: trial 59's
+    reward jumped 1.3 -> 9.6 at step 101, its terms unchanged, and nothing said why). None when
+    one set of weights gives it throughout, or the terms do not give it at all (a reward with
+    terms it does not log)."""
     comps = components(run)
     if not comps or Metric.REWARD_MEAN.value not in run.frame.columns:
         return None
@@ -1501,13 +1531,121 @@ def reweighted_note(run: Run) -> str | None:
     _, at, w1, w2 = best
     if np.max(np.abs(w2 - w1)) < 0.1 * max(float(np.max(np.abs(w1))), 1e-9):
         return None
-    names = list(comps)
+    return Reweighting(int(frame.index[at]), tuple(comps), tuple(float(v) for v in w1),
+                       tuple(float(v) for v in w2))
 
-    def said(w: np.ndarray) -> str:
-        return " + ".join(f"{fmt(float(v))} x {n}" for v, n in zip(w, names))
 
-    step = int(frame.index[at])
-    return (f"from step {step_text(step)} the reward is {said(w2)}, where before it was "
-            f"{said(w1)}: its weights changed mid-run (a resume with other reward_weights?); "
-            "the reward before and after are on different scales, so read the terms, not "
-            "the reward, across that step")
+def reweighted_note(run: Run) -> str | None:
+    """A note when the reward's weights changed mid-run (see ``reweighting``)."""
+    found = reweighting(run)
+    if found is None:
+        return None
+    return (f"from step {step_text(found.step)} the reward is {found.said(found.after)}, where "
+            f"before it was {found.said(found.before)}: its weights changed mid-run (a resume "
+            "with other reward_weights?); the reward before and after are on different scales, "
+            "so read the terms, not the reward, across that step")
+
+
+@dataclass(frozen=True)
+class TermSwitchedOn:
+    """A reward term constant (0: not paying) up to ``step`` that paid another level from
+    there, its change the reward's own change at that step."""
+
+    step: int
+    name: str
+    before: float
+    after: float
+    reward_before: float
+    reward_after: float
+
+
+#: Logged points a term must hold one value for before it switched on, and pay after.
+_SWITCH_BEFORE = 10
+_SWITCH_AFTER = 5
+
+
+def term_switched_on(run: Run) -> TermSwitchedOn | None:
+    """The reward term that began paying at one step, constant before (a term added by a
+    resume, or a curriculum switching a penalty on), whose step change is the reward's change
+    there (trial 80: a length penalty from step 161 paid -2.4 on every completion, the reward
+    1.38 -> -1.06 read as a crash, "learning_rate 1e-4 -> 5e-5"). None otherwise."""
+    comps = components(run)
+    if len(comps) < 2 or Metric.REWARD_MEAN.value not in run.frame.columns:
+        return None
+    frame = finite_rows(run, [Metric.REWARD_MEAN.value, *comps.values()])
+    if len(frame) < _SWITCH_BEFORE + _SWITCH_AFTER:
+        return None
+    y = frame[Metric.REWARD_MEAN.value].to_numpy(dtype=float)
+    spread = max(float(np.ptp(y)), 1e-9)
+    for name, col in comps.items():
+        v = frame[col].to_numpy(dtype=float)
+        first = v[0]
+        moved = np.flatnonzero(np.abs(v - first) > 1e-6 * max(abs(first), 1.0))
+        if not len(moved):
+            continue
+        j = int(moved[0])
+        if j < _SWITCH_BEFORE or len(v) - j < _SWITCH_AFTER:
+            continue
+        after = float(np.median(v[j:j + 20]))
+        change = after - first
+        if abs(change) < 0.25 * spread:
+            continue  # a small shift is no reward's fall or jump
+        if np.any(np.abs(v[j:j + _SWITCH_AFTER] - after) > 0.3 * abs(change)):
+            continue  # not at once, to a level it held: a term the policy learned to earn
+        reward_before = float(np.median(y[max(0, j - 10):j]))
+        reward_after = float(np.median(y[j:j + 20]))
+        if abs((reward_after - reward_before) - change) > 0.25 * abs(change):
+            continue  # the reward's change is not this term's
+        return TermSwitchedOn(int(frame.index[j]), name, float(first), after, reward_before,
+                              reward_after)
+    return None
+
+
+@dataclass(frozen=True)
+class BackToStart:
+    """The policy's signals went back to their first logged levels in one step at ``step``:
+    (signal, level at the start, level just before, level just after)."""
+
+    step: int
+    moved: tuple[tuple[str, float, float, float], ...]
+
+    def words(self) -> str:
+        return "; ".join(f"{n} {fmt(b)} -> {fmt(a)}, {fmt(s)} at the start"
+                         for n, s, b, a in self.moved)
+
+
+#: Logged points each level (the start's, before, after) is the median of.
+_LEVEL_POINTS = 5
+
+
+def back_to_start(run: Run, step: int) -> BackToStart | None:
+    """Whether the policy's signals (entropy and the reward's terms, or the reward) went back
+    at ``step``, in one logged step, to the levels they had at the run's start, having moved
+    well away from them: the weights reset (trial 80: a resume that loaded the base model, not
+    checkpoint-160, read as an entropy blow-up, "roll back, then lr 1e-4 -> 5e-5"). The entropy
+    and at least one reward signal. None otherwise."""
+    names = [Metric.ENTROPY.value]
+    terms = components(run)
+    names += list(terms.values()) if terms else [Metric.REWARD_MEAN.value]
+    moved = []
+    for name in names:
+        steps, v = series(run, name)
+        k = int(np.searchsorted(steps, step))
+        if k < 3 * _LEVEL_POINTS or len(v) - k < _LEVEL_POINTS:
+            continue
+        start = float(np.median(v[:_LEVEL_POINTS]))
+        before = float(np.median(v[k - _LEVEL_POINTS:k]))
+        after = float(np.median(v[k:k + _LEVEL_POINTS]))
+        away = abs(before - start)
+        noise = step_noise(v[:k])
+        if away < max(4 * noise, 0.2 * max(abs(start), abs(before), 1e-9)):
+            continue  # it had not moved far from its start
+        if abs(after - start) > 0.3 * away or abs(float(v[k]) - start) > 0.5 * away:
+            continue  # not back to the start, or not at once
+        label = next((t for t, c in terms.items() if c == name), name)
+        moved.append((label, start, before, after))
+    if len(moved) < 2 or moved[0][0] != Metric.ENTROPY.value:
+        # The entropy first: reward terms that began at their best can come back to it by
+        # chance (a notebook's 2048 run, its terms -0.5 -> 1 where they began at 1).
+        return None
+    return BackToStart(int(step), tuple(moved))
