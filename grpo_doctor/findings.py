@@ -131,7 +131,14 @@ class Check:
         step = self.shown_alert_step
         shown = "–" if step is None else f"{step:,}"
         earlier = self._alert_of_earlier_episode and self.episode_alert_step is None
-        return f"first alert {shown}" + (" (an earlier episode)" if earlier else "")
+        if earlier:
+            return f"first alert {shown} (an earlier episode)"
+        if step is not None and self.onset_step is not None and step < self.onset_step:
+            # Raised again after the earlier episode cleared, and held while this one built
+            # up to the step its sentence dates: "onset 121 · first alert 27" had read
+            # backwards (h119).
+            return f"first alert {shown} (raised as it built up)"
+        return f"first alert {shown}"
 
     def to_dict(self) -> dict[str, Any]:
         return {

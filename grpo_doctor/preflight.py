@@ -330,7 +330,11 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
         config.update({ours: config[theirs] for theirs, ours in _OPENRLHF.items()
                        if theirs in config and ours not in config})
     defaults: list[str] = []
-    if framework in ("trl", "ms-swift"):
+    unread = _unread_files(config)
+    if framework in ("trl", "ms-swift") and not unread:
+        # (A launch whose named config was not read: its knobs may be set there; they are
+        # not the framework's defaults. A missing file's lr 1e-2 had read "learning_rate 1e-6
+        # within the recipe (framework defaults)", OK; h119.)
         flat = recipe.flat_config(config)
         given = TRL_DEFAULTS
         if framework == "ms-swift":
@@ -356,22 +360,21 @@ def preflight(config: Mapping[str, Any], framework: str | None = None, source: s
     setup = recipe.read_config(config, tuple(settings))
     refuse_bad_values(setup, source)
     if not setup.known:
+        missing = (f"; the config it names, {', '.join(unread)}, was not read (not found beside "
+                   "it, or not readable)" if unread else ": not a GRPO training config?")
         raise ConfigError(f"{source + ': ' if source else ''}none of the recipe's settings "
-                          f"found ({', '.join(s.id for s in list(settings)[:4])} ...): not a "
-                          "GRPO training config?")
+                          f"found ({', '.join(s.id for s in list(settings)[:4])} ...)"
+                          f"{missing}")
     notes = []
     named = named_config(config)
     if named is not None:
         # (a launch whose named file is missing had been judged on its flags without a word)
         notes.append(f"the config file the launch names, {named}, was not read (not found "
                      "beside the launch or in the working folder, or not readable): only the "
-                     "launch's own flags are judged")
-    parents = config.get("defaults")
-    parents = [parents] if isinstance(parents, str) else parents if isinstance(
-        parents, list) else []
-    unread = [n for n in parents if isinstance(n, str) and n.lower().endswith(CONFIG_SUFFIXES)]
-    if unread:
-        notes.append(f"the parent config it names, {', '.join(unread)}, was not read (not "
+                     "launch's own flags are judged, and no framework default is assumed")
+    parents = [n for n in unread if n != named]
+    if parents:
+        notes.append(f"the parent config it names, {', '.join(parents)}, was not read (not "
                      "found beside it, or not readable): only its own settings are judged")
     if framework == "trl" and "beta" in defaults:
         notes.append("TRL's default beta is 0: no KL term, and TRL then logs no `kl` (the KL "
@@ -488,6 +491,17 @@ def render_preflight_text(pre: Preflight, width: int = 80) -> str:
     for note in pre.notes:
         lines += ["", *wrap(note, "note: ")]
     return "\n".join(lines) + "\n"
+
+
+def _unread_files(config: Mapping[str, Any]) -> list[str]:
+    """The config files ``config`` names that were not read into it: a launch's ``config``
+    and a NeMo-RL ``defaults:`` parent (each is merged in, and its name dropped, when read)."""
+    named = named_config(config)
+    parents = config.get("defaults")
+    parents = [parents] if isinstance(parents, str) else parents if isinstance(
+        parents, list) else []
+    return [*([named] if named else []),
+            *(n for n in parents if isinstance(n, str) and n.lower().endswith(CONFIG_SUFFIXES))]
 
 
 def _value_text(r: recipe.Reading, pre: Preflight) -> str:

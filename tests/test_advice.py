@@ -4461,3 +4461,32 @@ def test_a_change_of_the_reward_or_a_reset_is_not_read_into_healthy_runs():
         found = (reweighting(run) is not None or term_switched_on(run) is not None
                  or back_to_start(run, 161) is not None)
         assert found == (csv.stem in made), csv.stem
+
+
+def test_hostile_h119_diagnosis_reads(tmp_path):
+    """h119: "every update clipped hard from the start" fired on a healthy norm of 0.74
+    under max_grad_norm 0.01 (the clip's choice, not a norm out of scale), dating the finding
+    from step 1; an eval's rollouts_per_example = 1 before the orchestrator's 16 read
+    "groups of 1"; the shown first alert before its onset read backwards."""
+    import numpy as np
+
+    def spikes(frame):
+        at = frame["step"].isin([150, 155, 160, 165, 170])
+        frame.loc[at, "grad_norm"] = 12.0
+
+    d = _trial_edited(tmp_path, "trl_lr_1e-5_max_grad_norm_0.01", spikes)
+    grad = d.check("grad_explosion")
+    assert grad.fired and grad.onset_step >= 150, (grad.onset_step, grad.summary)
+    assert "clipped hard from the start" not in grad.summary
+
+    from grpo_doctor.rules import knobs
+
+    run = replace(make_run(reward=np.linspace(0.1, 0.5, 30)), config={
+        "eval": {"rollouts_per_example": 1}, "orchestrator": {"rollouts_per_example": 16}})
+    assert knobs.current(run, knobs.GROUP_SIZE)[0] == 16
+
+    from grpo_doctor.findings import Check, Status
+
+    check = Check("advantage_collapse", Status.CRITICAL, "x", onset_step=121,
+                  first_alert_step=7, episode_alert_step=27)
+    assert check.first_alert_words == "first alert 27 (raised as it built up)"

@@ -867,3 +867,67 @@ def test_a_nemo_rl_config_is_read_over_the_parents_it_names(tmp_path):
     assert config["defaults"] == ["ppo_trainer", "_self_"]
     (tmp_path / "loop.yaml").write_text('defaults: "loop.yaml"\nlearning_rate: 1.0e-6\n')
     assert read_preflight_source(tmp_path / "loop.yaml")[0]["learning_rate"] == 1e-6
+
+
+def test_hostile_h119_config_reads(tmp_path, capsys):
+    """h119: a launch naming config.yaml (one of the saved-config names) lost its own flags
+    beside a log; `LR=1e-2 && python ... $LR` and `export LR=1e-5; ...` were misread; one run
+    logged as metrics.csv and metrics.jsonl was "a folder of runs"; a defaults: list naming
+    a file six times fanned out to 6^8 reads; a bash array's last flag read '8)'; a missing
+    named config let TRL's defaults pass as the file's; positional defaults garbled; an empty
+    default judged as TRL's; a child naming only a missing parent refused without naming it;
+    a value model's dropout read as the policy's."""
+    from grpo_doctor.importers.sidecar import find_training_config
+    from grpo_doctor.recipe import read_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.csv").write_text("step,reward\n1,0.1\n2,0.2\n")
+    (run / "config.yaml").write_text("learning_rate: 1.0e-6\nnum_generations: 8\n"
+                                     "temperature: 1.0\n")
+    (run / "launch.sh").write_text("trl grpo --config config.yaml --num_generations 2 "
+                                   "--temperature 3.0\n")
+    path, config = find_training_config(run / "metrics.csv")
+    assert path.name == "launch.sh" and config["num_generations"] == 2
+    assert config["temperature"] == 3.0 and config["learning_rate"] == 1e-6
+
+    assert parse_command_line("LR=1e-2 && python t.py --learning_rate $LR\n") == {
+        "learning_rate": 1e-2}
+    assert parse_command_line("export LR=1e-5; python t.py --learning_rate $LR\n") == {
+        "learning_rate": 1e-5}
+    assert parse_command_line('ARGS=(--learning_rate 1e-5 --num_generations 8)\n'
+                              'python t.py "${ARGS[@]}"\n') == {
+        "learning_rate": 1e-5, "num_generations": 8}
+    assert parse_command_line("LR=${1:-1e-6}\npython t.py --learning_rate $LR --x ${10}\n") == {
+        "learning_rate": "${argument 1 or 1e-6}", "x": "${argument 10}"}
+    assert parse_command_line("python t.py --learning_rate ${LR:-}\n") == {
+        "learning_rate": "${LR}"}
+
+    logs = tmp_path / "one" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "metrics.csv").write_text("step,reward\n1,0.1\n")
+    (logs / "metrics.jsonl").write_text('{"step": 1, "reward": 0.1}\n')
+    (tmp_path / "one" / "launch.sh").write_text("python t.py --learning_rate 1e-6 "
+                                                "--num_generations 2\n")
+    assert find_training_config(logs / "metrics.csv") is not None  # one run, two formats
+
+    fan = tmp_path / "a.yaml"
+    fan.write_text("defaults: [a.yaml, a.yaml, a.yaml, a.yaml, a.yaml, a.yaml]\n"
+                   "learning_rate: 1.0e-6\nnum_generations: 8\n")
+    assert read_preflight_source(fan)[0]["num_generations"] == 8  # (each file read once)
+
+    missing = tmp_path / "scripts"
+    missing.mkdir()
+    (missing / "run.sh").write_text("accelerate launch train_grpo.py --config "
+                                    "recipes/grpo.yaml --beta 0.04\n")
+    config, framework = read_preflight_source(missing / "run.sh")
+    pre = preflight(config, framework)
+    assert not pre.defaults, pre.defaults  # its knobs may be in the file: no defaults assumed
+    child = tmp_path / "child.yaml"
+    child.write_text("defaults: ../nowhere/grpo_math_1B.yaml\n")
+    code, _, err = run_cli(capsys, "preflight", str(child))
+    assert code == 2 and "grpo_math_1B.yaml, was not read" in err, err
+
+    value = read_config({"value_model": {"hidden_dropout": 0.3},
+                         "model_init_kwargs": {"attention_dropout": 0.0}})
+    assert not value.get("dropout").outside

@@ -94,7 +94,8 @@ def read_small(path: Path) -> str:
     return data.decode("utf-8", errors="replace").lstrip("\ufeff")
 
 
-#: How many parents a config's ``defaults:`` chain may have (NeMo-RL's go two or three deep).
+#: How many config files a ``defaults:`` chain may read in all (NeMo-RL's go two or three
+#: deep).
 _MAX_PARENTS = 8
 
 
@@ -103,10 +104,11 @@ def read_config_file(path: Path) -> dict[str, Any]:
     ``defaults:`` (NeMo-RL's ``defaults: grpo_math_1B.yaml``, beside it); FormatError or
     InputError saying what is wrong with it. A key set twice is refused, not silently the
     last value (which one did the user mean?)."""
-    return _with_parents(_read_one(path), path, 0)
+    return _with_parents(_read_one(path), path, 0, {path.resolve()})
 
 
-def _with_parents(config: dict[str, Any], path: Path, level: int) -> dict[str, Any]:
+def _with_parents(config: dict[str, Any], path: Path, level: int,
+                  seen: set[Path]) -> dict[str, Any]:
     """``config`` over the files its ``defaults:`` names (a file name or a list of them,
     relative to ``path``'s folder), first to last; Hydra's own defaults lists (``- ppo_trainer``,
     ``- _self_``) name no file and stay as they are. A parent not found or unreadable leaves the
@@ -122,8 +124,13 @@ def _with_parents(config: dict[str, Any], path: Path, level: int) -> dict[str, A
         try:
             if not parent_path.is_file():
                 return config
-            parent = _with_parents(_read_one(parent_path), parent_path, level + 1)
-        except (FormatError, InputError, OSError):
+            if parent_path.resolve() in seen or len(seen) >= _MAX_PARENTS:
+                # Each file read once, and a few in all: a list naming a file six times had
+                # fanned out to 6^8 reads (h119); a cycle adds nothing.
+                continue
+            seen.add(parent_path.resolve())
+            parent = _with_parents(_read_one(parent_path), parent_path, level + 1, seen)
+        except (FormatError, InputError, OSError, RuntimeError):
             return config  # (an unreadable parent is not this config's fault: it stands)
         if depth(parent) > MAX_DEPTH:
             return config

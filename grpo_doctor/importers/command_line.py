@@ -84,13 +84,15 @@ _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 #: A one-letter option (``set -x``, ``python3 -m``, ``bash -c``): no training flag is one.
 _SHORT_OPTION = re.compile(r"-[A-Za-z]$")
 #: ``${NAME}``, ``${NAME:-default}`` (unset or empty), ``${NAME-default}`` (unset only),
-#: ``$NAME``, and a script's positional arguments (``$1``, ``${2}``, ``$@``).
-_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)-([^}]*))?\}"
-                        r"|\$([A-Za-z_][A-Za-z0-9_]*)|\$\{?([0-9@*#])\}?")
+#: ``${NAME:?message}``, ``${NAME[@]}`` (an array), ``$NAME``, and a script's positional
+#: arguments (``$1``, ``${10}``, ``${1:-1e-6}``, ``$@``, ``${@:2}``).
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:\[[@*]\])?(?:(:?)([-=?+])([^}]*))?\}"
+                        r"|\$([A-Za-z_][A-Za-z0-9_]*)"
+                        r"|\$\{([0-9]+|[@*#])(?:(:?)([-=?+:])([^}]*))?\}|\$([0-9@*#])")
 
 
 #: A word that is one variable, unquoted in the script (``$ARGS``, ``${ARGS}``).
-_WHOLE_REFERENCE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+_WHOLE_REFERENCE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\])?\}?")
 #: Words a script's variables may split into, in all (a launch passes a few dozen flags).
 _MAX_SPLICED = 10_000
 
@@ -112,16 +114,22 @@ def _expanded(token: str, shell: dict[str, str]) -> str:
         return token
 
     def value(m: re.Match[str]) -> str:
-        if m.group(5):
-            return "${argument " + m.group(5) + "}"
-        name, colon, default = m.group(1) or m.group(4), m.group(2), m.group(3)
+        position = m.group(6) or m.group(10)
+        if position:
+            default = m.group(9) if m.group(8) in ("-", "=") else None
+            # (given when the script runs: not judged, its default said; h119)
+            return "${argument " + position + (f" or {default}" if default else "") + "}"
+        name = m.group(1) or m.group(5)
+        colon, op, word = m.group(2), m.group(3), m.group(4)
         current = shell.get(name)
+        if op == "+":
+            return "${" + name + "}"  # (the alternative value: rare, not judged)
         if current:
             return current
-        if default is not None and (current is None or colon == ":"):
-            return default  # ${X-d}: X unset; ${X:-d}: X unset or empty (bash's rule)
-        # Unset, or set empty: bash passes nothing, no trainer runs on it; not judged
-        # (h118: ${LR-1e-2} after LR= had read 0.01, critical).
+        if op in ("-", "=") and word and (current is None or colon == ":"):
+            return word  # ${X-d}: X unset; ${X:-d}: X unset or empty (bash's rule)
+        # Unset, or set empty (an empty default too: bash passes nothing, no trainer runs on
+        # it; h118, h119: ${LR:-} had read as TRL's default), or ${X:?message}: not judged.
         return "${" + name + "}"
 
     pieces: list[str] = []
@@ -136,6 +144,39 @@ def _expanded(token: str, shell: dict[str, str]) -> str:
     pieces.append(token[end:])
     out = "".join(pieces)
     return out if len(out) <= _MAX_EXPANDED else "${too_long}"
+
+
+#: What ends a command within a line (shlex leaves ``1e-5;`` joined, ``&&`` apart).
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&"})
+_ARRAY_START = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\((.*)$")
+
+
+def _commands(words: list[str]) -> list[list[str]]:
+    """A line's words as its commands (``LR=1e-2 && python ... $LR``: the assignment is a
+    command of its own, not the next one's environment; ``export LR=1e-5; python ...`` had
+    read '1e-5;'; h119), a bash array's words joined into one assignment
+    (``ARGS=(--beta 0.04 --num_generations 8)``: its last flag had read '8)')."""
+    out: list[list[str]] = [[]]
+    k = 0
+    while k < len(words):
+        word = words[k]
+        array = _ARRAY_START.match(word)
+        end = next((j for j in range(k, len(words)) if words[j].endswith(")")), None)
+        if array and end is not None:
+            inner = [array.group(2), *words[k + 1:end + 1]]
+            inner[-1] = inner[-1][:-1]
+            out[-1].append(f"{array.group(1)}={' '.join(w for w in inner if w)}")
+            k = end + 1
+            continue
+        if word in _SEPARATORS:
+            out.append([])
+        elif len(word) > 1 and word.endswith(";"):
+            out[-1].append(word[:-1])
+            out.append([])
+        else:
+            out[-1].append(word)
+        k += 1
+    return [c for c in out if c]
 
 
 def parse_command_line(text: str) -> dict[str, Any]:
@@ -153,9 +194,11 @@ def parse_command_line(text: str) -> dict[str, Any]:
             words = _words(line)
         except ValueError:  # quotes that never close
             words = re.split(r"\s+#", line, maxsplit=1)[0].split()
-        lead = next((k for k, w in enumerate(words) if not _ASSIGNMENT.match(w)), len(words))
-        prefixed += [k < lead < len(words) for k in range(len(words))]
-        tokens += words
+        for command in _commands(words):
+            lead = next((k for k, w in enumerate(command) if not _ASSIGNMENT.match(w)),
+                        len(command))
+            prefixed += [k < lead < len(command) for k in range(len(command))]
+            tokens += command
     config: dict[str, Any] = {}
     shell: dict[str, str] = {}
     spliced = 0

@@ -27,7 +27,12 @@ from typing import Any
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.importers._common import checkpoint_folders, load_yaml, read_head
-from grpo_doctor.importers._config_file import MAX_DEPTH, depth, with_base_config
+from grpo_doctor.importers._config_file import (
+    MAX_DEPTH,
+    depth,
+    named_config,
+    with_base_config,
+)
 from grpo_doctor.importers._records import flatten
 from grpo_doctor.importers.interpolation import resolve_interpolations
 from grpo_doctor.store import Run
@@ -376,15 +381,17 @@ _NOT_METRICS = re.compile(r"complet|sample|rollout|generat|output|predict|eval|t
 
 
 def _holds_several_logs(folder: Path) -> bool:
+    """Whether ``folder`` holds the logs of two runs or more: exports of two names (one run
+    logged as metrics.csv and metrics.jsonl is one run; h119)."""
     try:
-        count = 0
+        stems: set[str] = set()
         for i, f in enumerate(folder.iterdir()):
             if i >= 200:
                 break
             suffix = f.suffix.lower()
             if suffix in _RUN_EXPORTS and not (suffix == ".jsonl" and _NOT_METRICS.search(f.stem)):
-                count += 1
-                if count >= 2:
+                stems.add(f.stem)
+                if len(stems) >= 2:
                     return True
     except OSError:
         return False
@@ -405,15 +412,36 @@ def find_training_config(log: Path) -> tuple[Path, dict[str, Any]] | None:
     local path). A saved config comes first; else the launch script or the console capture
     beside the log, whose settings are in words."""
     for folder in _run_folders(log):
+        found = _captured(folder, log)
+        if found is not None and _names_a_config(found[0]):
+            # A launch naming its config (``trl grpo --config config.yaml --num_generations
+            # 2``): the file under the launch's flags, never the file alone (a config.yaml
+            # had been read as saved, the launch's flags lost; h119).
+            return found
         for where in _saved_in(folder):
             for name in NAMES:
                 config = _read(where / name)
                 if config is not None:
                     return where / name, config
-        found = _captured(folder, log)
         if found is not None:
             return found
     return None
+
+
+def _names_a_config(path: Path) -> bool:
+    """Whether ``path`` is a launch script whose flags name a config file beside it."""
+    if path.suffix.lower() not in _SCRIPTS:
+        return False
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    settings, _ = _settings_once(str(path), st.st_mtime_ns, st.st_size, True)
+    named = named_config(settings or {})
+    try:
+        return named is not None and (path.parent / named).is_file()
+    except OSError:
+        return False
 
 
 #: A launch script, and what a launch printed to the terminal (captured with ``tee`` or a

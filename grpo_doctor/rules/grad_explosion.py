@@ -113,7 +113,9 @@ _CLIP_OFF = 1e3
 _WITHIN_CLIP = 5.0
 #: Pre-clip norms this many times an active clip over a run's first logged points: the norm
 #: was out of scale from the start (a setup problem: dropout on, a reward's scale), whatever
-#: spikes came later (healthy runs log 0.1-5x the usual clip of 1).
+#: spikes came later (healthy runs log 0.1-5x the usual clip of 1). Against the usual clip of
+#: 1 at least: a healthy 0.74 under max_grad_norm 0.01 is the clip's choice, not a norm out of
+#: scale (h119).
 _FAR_ABOVE_CLIP = 50.0
 _HEAD_POINTS = 5
 #: A gradient norm at or above this is a gradient, never a step "without gradient".
@@ -310,7 +312,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                f"{onset_text(onset, earliest)}")
     head = g[:_HEAD_POINTS]
     if (clip is not None and 0 < clip < _CLIP_OFF and len(head) >= 3 and onset > g_steps[0]
-            and float(np.median(head)) >= _FAR_ABOVE_CLIP * clip):
+            and float(np.median(head)) >= _FAR_ABOVE_CLIP * max(clip, 1.0)):
         # Far above the clip from the first logged norms: the finding began there, not at the
         # later spikes its sentence counts (trial 79: dropout left on, pre-clip norms 330x a
         # clip of 1 from step 1, dated at step 123).

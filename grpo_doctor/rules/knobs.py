@@ -51,6 +51,10 @@ class Knob:
     # Which logged value stands for the setting: the last one (an adaptive coefficient), or
     # the largest (a learning rate whose schedule decays it to ~0 by the end).
     reduce: str = "last"
+    #: Read from the rollout's own sections only, never an evaluation's, a judge's or a
+    #: reward model's (an [eval] rollouts_per_example = 1 before the [orchestrator]'s 16 had
+    #: read "groups of 1"; h119).
+    rollout: bool = False
 
 
 LEARNING_RATE = Knob(
@@ -110,6 +114,7 @@ GROUP_SIZE = Knob(
      "n_samples", "num_samples",
      # prime-rl's orchestrator (its group_size's newer name; h117)
      "rollouts_per_example"),
+    rollout=True,
 )
 ENTROPY_COEF = Knob(
     "entropy coefficient",
@@ -205,7 +210,8 @@ def _as_number(value: Any) -> float | None:
 #: grader's or verifier's, a reward model's, a critic's (recipe reads its samplers past them).
 NOT_ROLLOUT = re.compile(r"^(?:ref|val|val_.*|eval.*|validation.*|test_.*|judge.*|teacher.*|"
                          r"reward_model.*|critic.*|grader.*|verifier.*|rm|reward|.*_eval|"
-                         r".*_judge|.*_grader|.*_verifier)$")
+                         r".*_judge|.*_grader|.*_verifier|value_model.*|value_head|prm|prm_.*|"
+                         r".*_prm)$")
 
 
 def rollout_side(flat: Mapping[str, Any], also: re.Pattern[str] | None = None
@@ -221,7 +227,7 @@ def current(run: Run, knob: Knob, rollout: bool = False) -> tuple[float | None, 
     """The knob's current value and where it came from (a config key or a metric); with
     ``rollout``, never from a section whose sampler is not the rollout's."""
     flat = flatten(run.config) if run.config else {}
-    if rollout:
+    if rollout or knob.rollout:
         flat = rollout_side(flat)
     for name in knob.names:
         for key, value in flat.items():

@@ -119,8 +119,11 @@ def _aside(check: Check) -> str:
                      f'{esc(threshold)}</div>')
     lag = ""
     if check.onset_step is not None and check.shown_alert_step is not None:
-        lag = (f'<div><span class="muted">lag</span><br><b>'
-               f'{check.shown_alert_step - check.onset_step:,}</b> steps</div>')
+        gap = check.shown_alert_step - check.onset_step
+        # (raised as it built up, before the step its sentence dates: no "lag -94"; h119)
+        lag = (f'<div><span class="muted">lag</span><br><b>{gap:,}</b> steps</div>' if gap >= 0
+               else f'<div><span class="muted">raised as it built up</span><br><b>{-gap:,}'
+                    '</b> steps before</div>')
     parts.append(f'<h3>When</h3><div class="steps"><div><span class="muted">onset</span><br>'
                  f'<b>{_step(check.onset_step)}</b></div><div><span class="muted">first alert'
                  f'</span><br><b>{_step(check.shown_alert_step)}</b></div>{lag}</div>')
