@@ -780,8 +780,10 @@ class Reading:
             return word.capitalize() if spelled else word
         return target
 
-    def how_far(self) -> str:
-        """'600x the recipe's 5e-6 ceiling', '0 switches it off; the recipe's: 0.01 ...'."""
+    def how_far(self, both_ceilings: bool = True) -> str:
+        """'600x the recipe's 5e-6 ceiling', '0 switches it off; the recipe's: 0.01 ...'.
+        ``both_ceilings`` False: an lr of a run that does not say whether it trains an adapter
+        against the full fine-tune's ceiling only (a setting the run learned at: kept)."""
         s = self.setting
         # A clip judged against a sequence-level ratio's range is GSPO's, not the chapter's.
         where = "GSPO's" if s.source.startswith("GSPO") else "the recipe's"
@@ -805,7 +807,8 @@ class Reading:
             if self.factor >= 1.95:
                 # A ratio of an absurd value stays readable: "1.6e33x", not 34 digits.
                 times = f"{self.factor:.0f}" if self.factor < 1e4 else _num(self.factor)
-                return f"{times}x {where} {_num(bound)} {what}{self._if_an_adapter()}" \
+                adapter = self._if_an_adapter() if both_ceilings else ""
+                return f"{times}x {where} {_num(bound)} {what}{adapter}" \
                     if ceiling else f"{times}x the top of {where} {s.range_text}"
             return f"above {where} {_num(bound) if ceiling else s.range_text}"
         if self.verdict == LOW and s.id == "learning_rate" and self.factor is not None:
@@ -829,8 +832,8 @@ class Reading:
 
     def _if_an_adapter(self) -> str:
         """Where the run does not say whether it trains an adapter, an lr above a full
-        fine-tune's ceiling against a LoRA adapter's too: " for a full fine-tune, 2x the 5e-5
-        for a LoRA adapter"."""
+        fine-tune's ceiling against a LoRA adapter's too: " for a full fine-tune, 2x a LoRA
+        adapter's 5e-5"."""
         s = self.setting
         x = as_number(self.value)
         if (s.id != "learning_rate" or self.lora or self.adapter_said or x is None
@@ -840,10 +843,10 @@ class Reading:
         if x >= 3 * lora_ceiling:
             return ""  # far past both: which one is the run's changes nothing
         if x < lora_ceiling:
-            return f" for a full fine-tune, within the {_num(lora_ceiling)} for a LoRA adapter"
+            return f" for a full fine-tune, within a LoRA adapter's {_num(lora_ceiling)}"
         times = x / lora_ceiling
         said = f"{times:.0f}x" if times >= 1.95 else "above"
-        return f" for a full fine-tune, {said} the {_num(lora_ceiling)} for a LoRA adapter"
+        return f" for a full fine-tune, {said} a LoRA adapter's {_num(lora_ceiling)}"
 
     def how_far_of_value(self) -> str:
         """'1e-4 is 20x the recipe's 5e-6 ceiling': said of the value, so that beside a fix
@@ -1240,6 +1243,9 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
     sequence = knobs.sequence_level(flat)
     readings = []
     for s in settings:
+        # A ceiling the user set for the model ([recipe.learning_rate]) is its own: no x10 for
+        # an adapter on top (a user's 5e-4 had become 5e-3; nu34).
+        adapter = lora and not (s.id == "learning_rate" and s.recipe.endswith(USER_RECIPE))
         if sequence is not None and s.id in _SEQUENCE_CLIP:
             s = _sequence_clip(s, sequence)
         value, key = lookup(_trained_side(flat) if s.id == "dtype" else _sampling_side(flat)
@@ -1254,7 +1260,7 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
             side = _sampling_side(flat)
             for name in s.names:
                 other, where = lookup(side, (name,))
-                if other is not None and judge(s, other, where, flat, lora).outside:
+                if other is not None and judge(s, other, where, flat, adapter).outside:
                     value, key = other, where
                     break
         if s.id in _EXACT_KEYS:
@@ -1273,15 +1279,15 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
             null = next((k for n in s.names for k in flat if (k == n or k.endswith("." + n))
                          and flat[k] is None), None)
             if null is not None:
-                readings.append(replace(judge(s, 0, null, flat, lora), value=None))
+                readings.append(replace(judge(s, 0, null, flat, adapter), value=None))
                 continue
         if value is None and s.metric and logged and s.metric in logged:
             value, key = logged[s.metric], f"logged {s.metric} (peak)"
         if s.id == "num_generations" and not groups and value is not None:
-            readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
+            readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=adapter))
             continue
         if s.id == "dropout" and value is not None:
-            reading = judge(s, value, key, flat, lora)
+            reading = judge(s, value, key, flat, adapter)
             if reading.outside:
                 # Turned off where the trainer turns it off, not in the model's weights' config.
                 _, where = lookup(flat, ("disable_dropout",))
@@ -1292,21 +1298,21 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
             readings.append(reading)
             continue
         if s.id == "min_new_tokens" and value is not None:
-            readings.append(_floor_against_budget(judge(s, value, key, flat, lora), flat))
+            readings.append(_floor_against_budget(judge(s, value, key, flat, adapter), flat))
             continue
         if s.id == "vespo_k_pos" and value is not None and str(
                 lookup(flat, ("loss_type",))[0]).strip().lower() != "vespo":
             # (TRL saves VESPO's powers under every loss; only VESPO applies them.)
-            readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
+            readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=adapter))
             continue
         if s.id == "epsilon_high" and as_number(value) is not None and str(
                 lookup(flat, ("loss_type",))[0]).strip().lower() == "cispo":
             # Under CISPO it is the importance weight's cap itself (TRL recommends 5), not
             # a clip range's upper bound: engine's CISPO note reads it (trial 73: "0.01 ->
             # 0.28" beside that note's "5.0").
-            readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=lora))
+            readings.append(Reading(s, value, key, NOT_APPLICABLE, lora=adapter))
             continue
-        reading = judge(s, value, key, flat, lora)
+        reading = judge(s, value, key, flat, adapter)
         if s.id == "num_generations" and reading.verdict == LOW:
             reading = _group_with_batch(reading, flat)
         readings.append(reading)
@@ -1425,7 +1431,7 @@ def read_run(run, settings: Iterable[Setting] = SETTINGS) -> Setup:
         # optimizer and scheduler (trial 58: 3e-3 in training_args.bin, 1e-4 -> 5e-7 logged,
         # read "learned at 0.003: keep it"). What it trained at is the logged rate.
         judged = judge(lr.setting, peak, f"{LOGGED_LR_NOT_CONFIG} {lr.name} {lr.value}",
-                       flat_config(run.config or {}), setup.lora)
+                       flat_config(run.config or {}), lr.lora)
         setup = Setup(tuple(judged if r is lr else r for r in setup), setup.lora)
         lr = judged
     coef = setup.get("entropy_coef")
@@ -1712,7 +1718,8 @@ def notes(setup: Setup, checks: Iterable[Any], idle: Iterable[str] = (), said: s
     learned_at = [r for r in setup.outside if r.id in proven]
     quiet = [r for r in quiet if r not in learned_at]
     if learned_at and kept_said:
-        out.append("; ".join(f"{r.name} {r.value_text} is {r.how_far()}" for r in learned_at)
+        out.append("; ".join(f"{r.name} {r.value_text} is {r.how_far(both_ceilings=False)}"
+                             for r in learned_at)
                    # (Said as a fallback: "keep it here (2.5e-6 where it breaks)" read as
                    # the value at which it breaks, trial 55.)
                    + ", yet this run learned at it: keep it (should a run at it break: "

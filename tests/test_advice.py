@@ -4372,9 +4372,9 @@ def test_an_lr_of_a_run_that_does_not_say_if_it_trains_an_adapter_is_said_agains
         return next(r for r in read_config(config).readings if r.id == "learning_rate")
 
     unknown = lr({"learning_rate": 1e-4}).how_far()
-    assert unknown == ("20x the recipe's 5e-6 ceiling for a full fine-tune, 2x the 5e-5 for "
-                       "a LoRA adapter"), unknown
-    assert lr({"learning_rate": 2e-5}).how_far().endswith("within the 5e-5 for a LoRA adapter")
+    assert unknown == ("20x the recipe's 5e-6 ceiling for a full fine-tune, 2x a LoRA "
+                       "adapter's 5e-5"), unknown
+    assert lr({"learning_rate": 2e-5}).how_far().endswith("within a LoRA adapter's 5e-5")
     full = lr({"learning_rate": 1e-4, "use_peft": False}).how_far()
     assert full == "20x the recipe's 5e-6 ceiling", full
     adapter = lr({"learning_rate": 1e-4, "use_peft": True}).how_far()
@@ -4490,3 +4490,17 @@ def test_hostile_h119_diagnosis_reads(tmp_path):
     check = Check("advantage_collapse", Status.CRITICAL, "x", onset_step=121,
                   first_alert_step=7, episode_alert_step=27)
     assert check.first_alert_words == "first alert 27 (raised as it built up)"
+
+
+def test_a_ceiling_the_user_set_is_not_scaled_again_for_an_adapter():
+    """nu34: a [recipe.learning_rate] high of 5e-4 became 5e-3 on a LoRA run (x10 on top),
+    and its lr of 5e-6 read "200x below the recipe's start of 0.001". A ceiling set for the
+    model is the model's own; the chapter's is still scaled for an adapter."""
+    settings = recipe.with_overrides({"learning_rate": {"high": 5e-4}})
+    over = recipe.read_config({"learning_rate": 1e-3, "use_peft": True}, settings)
+    assert over.get("learning_rate").how_far() == "2x the recipe's 5e-4 ceiling"
+    slow = recipe.read_config({"learning_rate": 5e-6, "use_peft": True}, settings)
+    assert "start of 1e-4" in slow.get("learning_rate").how_far()
+    chapter = recipe.read_config({"learning_rate": 1e-4, "use_peft": True})
+    assert chapter.get("learning_rate").how_far() == ("2x the recipe's 5e-5 ceiling for a "
+                                                       "LoRA adapter")
