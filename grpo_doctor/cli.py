@@ -349,6 +349,7 @@ def preflight(
         "far outside the recipe), warning (any knob outside it), never.")] = "critical",
     output: OutputOpt = None,
     force: Annotated[bool, _force("--output")] = False,
+    config: ConfigOpt = None,
 ) -> None:
     """Check a run's setup against the recipe before it starts.
 
@@ -364,8 +365,14 @@ def preflight(
         raise ConfigError(f"--format must be terminal, json or markdown, got {format!r}")
     pf.exit_code(pf.Preflight("", "", pf.recipe.Setup(())), fail_on)  # validate early
     _check_outputs(force, output, inputs=(source,))
-    config, framework = pf.read_preflight_source(source, overrides)
-    result = pf.preflight(config, framework, source=source)
+    # The recipe of the config file (grpo-doctor.toml's [recipe.*]), as diagnose and watch
+    # judge with it: preflight had judged the same training_args.bin against the chapter's
+    # ceiling in the folder where diagnose used the file's (nu34).
+    from grpo_doctor.config import load_settings
+
+    settings_of_recipe = load_settings(config).doctor_config().settings_of_recipe()
+    train, framework = pf.read_preflight_source(source, overrides)
+    result = pf.preflight(train, framework, source=source, settings=settings_of_recipe)
     if format == "json":
         import json
 

@@ -931,3 +931,21 @@ def test_hostile_h119_config_reads(tmp_path, capsys):
     value = read_config({"value_model": {"hidden_dropout": 0.3},
                          "model_init_kwargs": {"attention_dropout": 0.0}})
     assert not value.get("dropout").outside
+
+
+def test_preflight_judges_with_the_config_files_recipe(tmp_path, capsys, monkeypatch):
+    """nu34: preflight judged a config against the chapter's 5e-6 ceiling in the folder
+    where diagnose used grpo-doctor.toml's [recipe.learning_rate] high 5e-4 (and it had no
+    --config)."""
+    cfg = tmp_path / "train.json"
+    cfg.write_text(json.dumps({"learning_rate": 1e-4, "num_generations": 16, "beta": 0.02}))
+    monkeypatch.chdir(tmp_path)
+    _, chapter, _ = run_cli(capsys, "preflight", str(cfg))
+    assert "learning_rate 1e-4 -> " in chapter
+    (tmp_path / "grpo-doctor.toml").write_text("[recipe.learning_rate]\nhigh = 5e-4\n")
+    _, own, _ = run_cli(capsys, "preflight", str(cfg))
+    assert "learning_rate 1e-4 -> " not in own and "learning_rate 1e-4" in own, own
+    other = tmp_path / "other.toml"
+    other.write_text("[recipe.learning_rate]\nhigh = 5e-5\n")
+    _, named, _ = run_cli(capsys, "preflight", str(cfg), "--config", str(other))
+    assert "learning_rate 1e-4 -> " in named, named
