@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -38,6 +37,7 @@ from grpo_doctor.config import Settings
 from grpo_doctor.engine import diagnose
 from grpo_doctor.errors import ConfigError
 from grpo_doctor.findings import Check, Diagnosis, Status
+from grpo_doctor.importers._common import typed_text
 from grpo_doctor.metrics import Metric
 from grpo_doctor.objstore import is_store_uri
 from grpo_doctor.rules import knobs
@@ -62,35 +62,10 @@ _ORDER = {m.value: i for i, m in enumerate(Metric)}
 knob_value = knobs.configured_value
 
 
-def _typed(value: Any) -> Any:
-    """A value as a config means it: text a tracker stored for a number, a flag or nothing
-    (MLflow's params are all text: "True" against True, "0.90000000000000002" against 0.9 had
-    listed 212 keys as differing, the real differences lost among them; trial 80)."""
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered in ("none", "null", ""):
-        return None
-    if text[:1] in "[{(" and len(text) <= 10_000:
-        import ast
-
-        try:  # a list or mapping stored as its repr ("[]", "['tensorboard']")
-            return ast.literal_eval(text)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return value
-    try:
-        return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
-    except ValueError:
-        return value
-
-
 def _same(a: Any, b: Any) -> bool:
     """Equal values; numbers within float32's resolution (TensorBoard and W&B round trips);
     text a tracker stored for a number or a flag read as one."""
-    a, b = _typed(a), _typed(b)
+    a, b = typed_text(a), typed_text(b)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(
             a, bool) and not isinstance(b, bool):
         if math.isnan(a) or math.isnan(b):

@@ -36,7 +36,11 @@ TERMS: tuple[Term, ...] = (
        run came back from, raised the finding first: that episode is then an incident of the
        finding, with its own step, and the report shows the alert of the episode the
        sentence describes (JSON ``episode_alert_step``; ``first_alert_step`` stays the
-       earliest).""",
+       earliest). Where the earlier episode only receded and the finding was never cleared in
+       between, there is no alert of its own to show: the earliest is shown, marked "(an
+       earlier episode)" (it dates that episode, not the one the sentence describes); one
+       raised again while the episode built up, before the step its sentence dates, is
+       marked "(raised as it built up)".""",
        "first alert step",
        "first_alert_step", see=("onset",)),
     _t("episode", """A stretch of steps during which a failure mode was present. A run can have

@@ -4443,10 +4443,15 @@ def test_trial_80_groups_alike_at_once_name_the_sampler_beside_the_scorer():
     """Trial 80: the sampling temperature 0.25 from step 161: every group alike, correctness
     exactly 1, grad norm 0, the logged entropy (the policy's at T=1) unchanged. The scalars
     cannot tell a scorer passing everything from a near-greedy sampler: both are said."""
-    first = _trial("trl_temperature_0.25_from_161").root_cause.first_action
+    d = _trial("trl_temperature_0.25_from_161")
+    first = d.root_cause.first_action
     assert first.startswith("check correctness_reward on completions from step 161 on"), first
     assert "the sampler changed at step 161 instead (a temperature or generation setting)" \
         in first, first
+    # ... and no finding below it calls the task solved (nu34: "the policy did not improve"
+    # above "the task is solved", which invites stopping the run)
+    dead = d.check("no_learning_signal").summary
+    assert "task is solved" not in dead and "not a solved task" in dead, dead
 
 
 def test_a_change_of_the_reward_or_a_reset_is_not_read_into_healthy_runs():

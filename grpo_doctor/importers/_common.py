@@ -446,3 +446,29 @@ def walk_files(root: Path, max_depth: int, max_entries: int | None = None) -> It
                     yield entry_path(entry)
             except OSError:
                 continue
+
+
+def typed_text(value: Any) -> Any:
+    """A value a tracker stored as text read as what it stands for: "True" a flag, "8" and
+    "0.90000000000000002" numbers, "None" nothing, "[]" and "['a']" a list (MLflow keeps every
+    param as text: a report's setup had held '8' and 'False' where another tracker's held 8
+    and False; trial 80, nu34). Anything else is returned as it is."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null", ""):
+        return None
+    if text[:1] in "[{(" and len(text) <= 10_000:
+        import ast
+
+        try:  # a list or mapping stored as its repr
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            return value
+    try:
+        return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+    except ValueError:
+        return value

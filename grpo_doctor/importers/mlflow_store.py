@@ -36,7 +36,7 @@ import numpy as np
 
 from grpo_doctor.errors import FormatError, InputError
 from grpo_doctor.files import human_bytes, max_read_bytes, read_error
-from grpo_doctor.importers._common import read_text, read_yaml, to_number
+from grpo_doctor.importers._common import read_text, read_yaml, to_number, typed_text
 from grpo_doctor.importers.base import Importer, LoadOptions
 from grpo_doctor.importers.tracker_store import (
     TrackedRun,
@@ -125,7 +125,7 @@ def _read_sqlite(path: Path, notes: list[str]
                 if run is None:
                     continue
                 if table == "params":
-                    run.config[text_of(key)] = value
+                    run.config[text_of(key)] = typed_text(value)
                 elif text_of(key) == "mlflow.runName" and not run.name:
                     run.name = text_of(value)
         metric_cols = tables["metrics"]
@@ -377,7 +377,7 @@ def _load_files(path: Path, options: LoadOptions) -> list[Run]:
         if params.is_dir():
             for key, file in _metric_files(params):
                 try:
-                    run.config[key] = budget.read(file)
+                    run.config[key] = typed_text(budget.read(file))
                 except _StoreTooLarge:
                     raise
                 except InputError as exc:

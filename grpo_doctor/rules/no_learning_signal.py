@@ -50,7 +50,13 @@ from grpo_doctor.rules import knobs
 from grpo_doctor.rules.base import Outcome, Param, Rule, Skip
 from grpo_doctor.rules.knobs import Remedy
 from grpo_doctor.rules.points import head_tail, series
-from grpo_doctor.rules.signals import component_role, components, pinned_terms, task_solved
+from grpo_doctor.rules.signals import (
+    component_role,
+    components,
+    pinned_terms,
+    scorer_stopped,
+    task_solved,
+)
 from grpo_doctor.store import Run
 from grpo_doctor.text import fmt, step_text
 
@@ -434,6 +440,17 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                     "near-greedy samples score what the policy already knew; if it samples "
                     "the whole distribution, harder prompts (these were solved from the start)",
                     "dynamic sampling / filter prompts every group already solves")
+    elif solved and _task_at_best(run) and (jump := _jumped_to_pass(run, start)) is not None:
+        # The score jumped to its maximum in one step and held it exactly while the completions
+        # did not change: a scorer passing everything, or groups sampled alike, not a solved
+        # task (trial 80: the temperature 0.25 from step 161 read "the task is solved" below a
+        # root cause saying the policy did not improve).
+        status = Status.WARNING
+        summary = (f"nothing left to learn since step {step_text(start)}: {dead}, where "
+                   f"{jump.term} jumped to exactly {fmt(jump.value)} at step "
+                   f"{step_text(jump.step)} while the completions did not change: a scorer "
+                   "passing everything or groups sampled alike, not a solved task")
+        remedies = (jump.fix(), "dynamic sampling / filter prompts every group already solves")
     elif solved and _task_at_best(run):
         status = Status.WARNING
         summary = (f"nothing left to learn since step {step_text(start)}: {dead}, the best it ever "
@@ -485,3 +502,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     onset = at if cause else start
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=remedies, key_metric=REWARD)
+
+
+#: Logged steps between a score's jump to its maximum and the dead stretch for the one to be
+#: the other's start.
+_JUMP_NEAR = 5
+
+
+def _jumped_to_pass(run: Run, start: int):  # -> ScorerStopped | None
+    """The score that jumped to exactly its held maximum at (or just before) ``start`` with
+    the completions unchanged (``scorer_stopped``, upward), or None."""
+    stop = scorer_stopped(run)
+    if stop is None or not stop.passes or not stop.exact:
+        return None
+    steps = run.steps
+    i, j = int(np.searchsorted(steps, stop.step)), int(np.searchsorted(steps, start))
+    return stop if abs(j - i) <= _JUMP_NEAR else None

@@ -520,3 +520,30 @@ def test_mlflow_runs_of_one_name_a_resume_made_are_one_run(tmp_path, monkeypatch
     assert resumed[0].notes[0].startswith("one run resumed 1 time: 2 mlflow runs")
     assert len([r for r in runs if "again" in r.name]) == 2
     assert load_run(store, run="res_run").n_steps == 200  # --run picks the joined run
+
+
+def test_mlflow_params_are_read_as_the_values_they_stand_for(tmp_path, monkeypatch):
+    """MLflow keeps every param as text: a run's setup had held '8', '0.0' and 'False' where a
+    run logged to another tracker held 8, 0.0 and False (a JSON consumer comparing
+    `value == 0` broke by tracker; nu34). Written by the real mlflow, file store and sqlite."""
+    import warnings
+
+    mlflow = pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    for uri in ((tmp_path / "mlruns").as_uri(), f"sqlite:///{tmp_path / 'mlflow.db'}"):
+        mlflow.set_tracking_uri(uri)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with mlflow.start_run(run_name="typed"):
+                mlflow.log_params({"num_generations": 8, "beta": 0.0, "bf16": False,
+                                   "adam_beta1": 0.9, "report_to": ["mlflow"],
+                                   "output_dir": "out/typed", "warmup_ratio": None})
+                for s in range(1, 30):
+                    mlflow.log_metrics({"reward": 0.2 + 0.003 * s}, step=s)
+        source = tmp_path / "mlruns" if uri.startswith("file") else tmp_path / "mlflow.db"
+        (run,) = load_runs(source)
+        config = run.config
+        assert config["num_generations"] == 8 and isinstance(config["num_generations"], int)
+        assert config["beta"] == 0.0 and config["bf16"] is False
+        assert config["adam_beta1"] == 0.9 and config["report_to"] == ["mlflow"]
+        assert config["output_dir"] == "out/typed" and config["warmup_ratio"] is None
