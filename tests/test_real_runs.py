@@ -887,3 +887,18 @@ def test_markdown_tags_a_consequences_plan_item_as_the_terminal_does():
     for item in consequences:
         line = next(x for x in text.splitlines() if item.action[:60] in x)
         assert line.endswith("; follows from the root cause)"), line
+
+
+def test_a_critical_run_whose_root_cause_is_a_warning_says_which_finding_is_critical():
+    """gpt-oss 2025-11-22: CRITICAL above a root cause that is a warning (reward_hacking),
+    the critical finding a budget too small from step 1, with nothing saying why (nu33). The
+    order is the expert's (ADVICE.md: inspect the penalised completions, then the budget)."""
+    from grpo_doctor.reporters import markdown, terminal
+
+    path = "notebook-tables/gpt-oss-(20B)-GRPO__2025-11-22_b9599a9e_0a2d5f.csv"
+    _present(path)
+    d = diagnose(load_runs(REAL_RUNS / path)[0])
+    assert d.status == "critical" and d.root_cause.mode == "reward_hacking"
+    text = " ".join(terminal.render_to_text(d, width=100).split())
+    assert "also critical: length_hacking from step 1, apart from the root cause" in text, text
+    assert "**Also critical**: length_hacking from step 1" in markdown.render_markdown(d)

@@ -16,6 +16,7 @@ from grpo_doctor.reporters.outline import (
     cause_after_mode,
     cause_label,
     cause_text,
+    critical_apart,
     extra_hints,
     next_run,
     passed,
@@ -68,6 +69,8 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
         lines += [f"**{cause_label(diagnosis).capitalize()}**: {escape(cause.mode)}"
                   f"{escape(cause_after_mode(diagnosis, _step))}  ",
                   f"**Do this first**: {escape(cause.first_action)}", ""]
+        if (apart := critical_apart(diagnosis)) is not None:
+            lines += [f"**Also critical**: {escape(apart)}", ""]
         lines += _signs(diagnosis)
     elif diagnosis.status_reason:
         lines += [f"**Inconclusive**: {escape(diagnosis.status_reason)}.", ""]

@@ -70,6 +70,28 @@ def cause_label(diagnosis: Diagnosis) -> str:
     return "main finding" if calm else "root cause"
 
 
+def critical_apart(diagnosis: Diagnosis) -> str | None:
+    """Where the root cause is a warning and the run critical: the critical findings apart
+    from it ("length_hacking from step 1"), so the status and the root cause do not read as
+    a contradiction (a CRITICAL headline above a warning root cause, with nothing saying why;
+    nu33). None otherwise."""
+    cause = diagnosis.root_cause
+    if cause is None or diagnosis.status != "critical":
+        return None
+    root = next((c for c in diagnosis.checks if c.mode == cause.mode), None)
+    if root is None or root.status is not Status.WARNING:
+        return None
+    apart = [c for c in diagnosis.findings if c.status is Status.CRITICAL]
+    if not apart:
+        return None
+    said = ", ".join(f"{c.mode}" + (f" from step {step_text(c.onset_step)}"
+                                     if c.onset_step is not None else "") for c in apart)
+    one = len(apart) == 1
+    return (f"{said}, apart from the root cause: the critical status is "
+            f"{'this finding' if one else 'these findings'}'s, and "
+            f"{'its fix is' if one else 'their fixes are'} in the plan below")
+
+
 def cause_after_mode(diagnosis: Diagnosis, step: Callable[[int], str]) -> str:
     """What follows the root cause's mode on its line: " at step N: <its words>", or, when
     its words are an earlier episode already dated at N ("at step N, as seen then: ..."),

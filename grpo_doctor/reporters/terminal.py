@@ -36,6 +36,7 @@ from grpo_doctor.reporters.outline import (
     cause_after_mode,
     cause_label,
     cause_text,
+    critical_apart,
     extra_hints,
     next_run,
     passed,
@@ -135,6 +136,8 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
         out.append(_hang(f"{cause_label(diagnosis)}: ", Text.assemble(
             (_safe(cause.mode), "bold"), _safe(cause_after_mode(diagnosis, _step)))))
         out.append(_hang("do this first: ", _safe(cause.first_action)))
+        if (apart := critical_apart(diagnosis)) is not None:
+            out.append(_hang("also critical: ", _safe(apart)))
         out += _signs(diagnosis)
     elif diagnosis.status_reason:
         out.append(_hang("inconclusive: ", _safe(diagnosis.status_reason), head_style="bold blue"))
