@@ -902,6 +902,8 @@ def test_hostile_h119_config_reads(tmp_path, capsys):
         "learning_rate": "${argument 1 or 1e-6}", "x": "${argument 10}"}
     assert parse_command_line("python t.py --learning_rate ${LR:-}\n") == {
         "learning_rate": "${LR}"}
+    assert parse_command_line("LR=1e-6\npython t.py --learning_rate ${LR:?set LR} "
+                              "--beta 0.04\n") == {"learning_rate": 1e-6, "beta": 0.04}
 
     logs = tmp_path / "one" / "logs"
     logs.mkdir(parents=True)

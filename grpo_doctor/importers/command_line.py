@@ -51,7 +51,12 @@ def _words(line: str) -> list[str]:
     on a 2 MB word (h118)."""
     if len(line) > _MAX_SHELL_LINE:
         return line.split()
-    return shlex.split(_uncommented(line))
+    # A ${...} with a space in it (${LR:?set LR}) is one word to the shell: kept whole (h119).
+    text = _BRACED_SPACE.sub(lambda m: m.group(0).replace(" ", "\x00"), _uncommented(line))
+    return [w.replace("\x00", " ") for w in shlex.split(text)]
+
+
+_BRACED_SPACE = re.compile(r"\$\{[^}\s]*\s[^}]*\}")
 
 
 #: Longer than any launch line (OpenRLHF's longest runs to a few KB).
