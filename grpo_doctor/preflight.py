@@ -24,6 +24,7 @@ from grpo_doctor.importers._config_file import (
     MAX_DEPTH,
     depth,
     named_config,
+    parent_files,
     read_config_file,
     read_small,
     with_base_config,
@@ -497,11 +498,7 @@ def _unread_files(config: Mapping[str, Any]) -> list[str]:
     """The config files ``config`` names that were not read into it: a launch's ``config``
     and a NeMo-RL ``defaults:`` parent (each is merged in, and its name dropped, when read)."""
     named = named_config(config)
-    parents = config.get("defaults")
-    parents = [parents] if isinstance(parents, str) else parents if isinstance(
-        parents, list) else []
-    return [*([named] if named else []),
-            *(n for n in parents if isinstance(n, str) and n.lower().endswith(CONFIG_SUFFIXES))]
+    return [*([named] if named else []), *parent_files(config)]
 
 
 def _value_text(r: recipe.Reading, pre: Preflight) -> str:

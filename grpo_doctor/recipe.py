@@ -1148,12 +1148,13 @@ def _policy_dropout(flat: Mapping[str, Any]) -> tuple[Any, str | None]:
     model's or the reference's (h118: a critic's hidden_dropout had become a verl run's first
     action), and the largest, not the first (a Trainer's config holding Phi-2's
     attention_dropout 0.0 before its resid_pdrop 0.1; h118)."""
-    found = [(x, k) for k, v in knobs.rollout_side(flat).items()
+    policy = knobs.rollout_side(flat)
+    found = [(x, k) for k, v in policy.items()
              if k.rsplit(".", 1)[-1] in DROPOUT_KEYS and v is not None
              and (x := as_number(v)) is not None]
     if not found:
-        return lookup(knobs.rollout_side(flat), DROPOUT_KEYS)  # (a word: judged as written)
-    x, key = max(found, key=lambda xk: xk[0])
+        return lookup(policy, DROPOUT_KEYS)  # (a word: judged as written)
+    _, key = max(found, key=lambda xk: xk[0])
     return flat[key], key
 
 

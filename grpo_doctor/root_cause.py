@@ -1977,9 +1977,9 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
     1e-4 -> 5e-5", "the run came through it and solved its task"). None otherwise."""
     i = int(np.searchsorted(run.steps, root.step))
     near = {int(s) for s in run.steps[max(0, i - _REDEFINED_NEAR):i + _REDEFINED_NEAR + 1]}
-    held = _terms_across
     changed = reweighting(run)
     if changed is not None and changed.step in near:
+        held = _terms_across(run, changed.step, ())
         dropped = changed.dropped()
         lost = (f"; {', '.join(dropped)} weighted 0 no longer trains the policy" if dropped
                 else "")
@@ -1987,23 +1987,24 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
                 f"is {changed.said(changed.after)}, where before it was "
                 f"{changed.said(changed.before)} (a resume or a config with other "
                 f"reward_weights?){lost}; the reward's change there is its definition's, "
-                f"not the policy's{held(run, changed.step, ())}")
+                f"not the policy's{held}")
         return _Lead(knobs.Remedy(text), summary=(
             f"the reward's weights changed at step {step_text(changed.step)}: {root.summary}"),
-            sampling_changed=True, not_dynamics=bool(held(run, changed.step, ())))
+            sampling_changed=True, not_dynamics=bool(held))
     switched = term_switched_on(run)
     if switched is not None and switched.step in near:
+        held = _terms_across(run, switched.step, (switched.name,))
         text = (f"check the {switched.name} term, which began paying at step "
                 f"{step_text(switched.step)} ({fmt(switched.before)} before, "
                 f"{fmt(switched.after)} since): the reward's change there "
                 f"({fmt(switched.reward_before)} -> {fmt(switched.reward_after)}) is that term's"
-                f"{held(run, switched.step, (switched.name,))}; if it is meant, weigh it so that "
+                f"{held}; if it is meant, weigh it so that "
                 "it shapes the task's reward rather than swamps it, and judge the run on the "
                 "other terms; if not, remove it")
         return _Lead(knobs.Remedy(text), summary=(
             f"the {switched.name} term began paying {fmt(switched.after)} at step "
             f"{step_text(switched.step)}: {root.summary}"), sampling_changed=True,
-            not_dynamics=bool(held(run, switched.step, (switched.name,))))
+            not_dynamics=bool(held))
     return None
 
 

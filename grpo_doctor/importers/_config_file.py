@@ -104,19 +104,24 @@ def read_config_file(path: Path) -> dict[str, Any]:
     ``defaults:`` (NeMo-RL's ``defaults: grpo_math_1B.yaml``, beside it); FormatError or
     InputError saying what is wrong with it. A key set twice is refused, not silently the
     last value (which one did the user mean?)."""
-    return _with_parents(_read_one(path), path, 0, {path.resolve()})
+    return _with_parents(_read_one(path), path, {path.resolve()})
 
 
-def _with_parents(config: dict[str, Any], path: Path, level: int,
-                  seen: set[Path]) -> dict[str, Any]:
+def parent_files(config: Mapping[str, Any]) -> list[str]:
+    """The config files ``config``'s ``defaults:`` names (a file name or a list of them);
+    Hydra's own defaults lists (``- ppo_trainer``, ``- _self_``) name none."""
+    named = config.get("defaults")
+    names = [named] if isinstance(named, str) else named if isinstance(named, list) else []
+    return [n for n in names if isinstance(n, str) and n.lower().endswith(CONFIG_SUFFIXES)]
+
+
+def _with_parents(config: dict[str, Any], path: Path, seen: set[Path]) -> dict[str, Any]:
     """``config`` over the files its ``defaults:`` names (a file name or a list of them,
     relative to ``path``'s folder), first to last; Hydra's own defaults lists (``- ppo_trainer``,
     ``- _self_``) name no file and stay as they are. A parent not found or unreadable leaves the
     child alone (its name kept under ``defaults``); a parent's own parents are read in turn."""
-    named = config.get("defaults")
-    names = [named] if isinstance(named, str) else named if isinstance(named, list) else []
-    files = [n for n in names if isinstance(n, str) and n.lower().endswith(CONFIG_SUFFIXES)]
-    if not files or level >= _MAX_PARENTS:
+    files = parent_files(config)
+    if not files:
         return config
     merged: dict[str, Any] = {}
     for name in files:
@@ -125,11 +130,11 @@ def _with_parents(config: dict[str, Any], path: Path, level: int,
             if not parent_path.is_file():
                 return config
             if parent_path.resolve() in seen or len(seen) >= _MAX_PARENTS:
-                # Each file read once, and a few in all: a list naming a file six times had
-                # fanned out to 6^8 reads (h119); a cycle adds nothing.
+                # Each file read once, and a few in all (which bounds the chain's depth too):
+                # a list naming a file six times had fanned out to 6^8 reads (h119).
                 continue
             seen.add(parent_path.resolve())
-            parent = _with_parents(_read_one(parent_path), parent_path, level + 1, seen)
+            parent = _with_parents(_read_one(parent_path), parent_path, seen)
         except (FormatError, InputError, OSError, RuntimeError):
             return config  # (an unreadable parent is not this config's fault: it stands)
         if depth(parent) > MAX_DEPTH:

@@ -166,7 +166,8 @@ def _commands(words: list[str]) -> list[list[str]]:
     while k < len(words):
         word = words[k]
         array = _ARRAY_START.match(word)
-        end = next((j for j in range(k, len(words)) if words[j].endswith(")")), None)
+        end = next((j for j in range(k, len(words)) if words[j].endswith(")")),
+                   None) if array else None  # (only at an array's start: no scan per word)
         if array and end is not None:
             inner = [array.group(2), *words[k + 1:end + 1]]
             inner[-1] = inner[-1][:-1]
