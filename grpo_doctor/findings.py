@@ -25,6 +25,20 @@ NAN_CHECK = "numerical_failure"
 #: The root cause of a run whose process stopped on an error (a traceback ends its log), when
 #: no finding explains it: no check's, the engine's (``root_cause.stopped_cause``).
 RUN_STOPPED = "run_stopped"
+#: What broke, when it is no failure mode but an event a finding saw (``RootCause.cause``):
+#: the finding names the symptom, these the event.
+WEIGHTS_RESET = "weights_reset"
+REWARD_REWEIGHTED = "reward_reweighted"
+TERM_ADDED = "reward_term_added"
+BUDGET_CUT = "completion_budget_cut"
+STOP_CHANGED = "completion_stop_changed"
+LR_JUMP = "lr_jump"
+SCORER_STOPPED = "scorer_stopped"
+SCORER_FAILING = "scorer_failing"
+DATA_ORDER = "data_order"
+#: Every such name (``grpo-doctor explain`` says each in words).
+CAUSES = (WEIGHTS_RESET, REWARD_REWEIGHTED, TERM_ADDED, BUDGET_CUT, STOP_CHANGED, LR_JUMP,
+          SCORER_STOPPED, SCORER_FAILING, DATA_ORDER)
 #: Checks (besides the NaN check) that must have judged a run before it is called healthy.
 MIN_CHECKS_FOR_HEALTHY = 2
 #: Logged steps a run needs before silence means health: the trend tests need 8 points and
@@ -181,7 +195,9 @@ class RootCause:
 
     ``knob`` is the setting outside the recipe that caused it, when the config names one:
     {"name", "value", "recipe", "source"}. ``setup`` is True when the run was wrong from its
-    first logged step (a setup problem, not a training dynamic)."""
+    first logged step (a setup problem, not a training dynamic). ``cause`` names what broke
+    when it is no failure mode of the list but an event the finding ``mode`` saw
+    (``weights_reset`` seen as an entropy blow-up), None when the finding is the cause."""
 
     mode: str
     step: int | None
@@ -189,11 +205,12 @@ class RootCause:
     first_action: str
     knob: dict[str, Any] | None = None
     setup: bool = False
+    cause: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "step": self.step, "summary": self.summary,
                 "first_action": self.first_action, "knob": self.knob,
-                "setup_problem": self.setup}
+                "setup_problem": self.setup, "cause": self.cause}
 
 
 #: What a plan item treats: the root cause, a finding the root cause explains (fixing the

@@ -61,6 +61,46 @@ TERMS: tuple[Term, ...] = (
        NaN, KL high at step 1): a problem of the configuration, not of training dynamics, so
        there is no good checkpoint to roll back to: restart with the setting fixed.""",
        "setup_problem", "from the first step"),
+    # --- root causes that are events, not failure modes ("weights_reset (seen as ...)") -----
+    _t("weights_reset", """A root cause: the weights trained from a step on were not the run's
+       own; its signals (entropy, a reward term) went back to their first levels in one step,
+       as a resume that loaded the base model instead of the checkpoint, or a relaunch logging
+       into the same run, does. No step size is to blame: check which weights it trained.""",
+       "weights reset", see=("seen as",)),
+    _t("reward_reweighted", """A root cause: the reward's weights changed at a step (a resume
+       or a config with other reward_weights). The reward moved by its definition, not by the
+       policy: restore the weights, and judge the run on its terms.""", "reward reweighted",
+       see=("seen as",)),
+    _t("reward_term_added", """A root cause: a reward term began paying at a step while the
+       other terms held their levels. The reward moved by its definition, not by the policy:
+       weigh the term so it shapes the task's reward, or remove it.""", "reward term added",
+       see=("seen as",)),
+    _t("completion_budget_cut", """A root cause: the completion budget was cut at a step (a
+       relaunch or a generation setting); every completion was cut at one shorter length from
+       there. Restore the budget; the policy did not change there.""", "budget cut",
+       see=("seen as",)),
+    _t("completion_stop_changed", """A root cause: how completions stop changed at a step (an
+       eos_token_id, a stop string or a relaunch); most completions were cut far under the
+       budget from there. Restore the stop; the policy did not change there.""",
+       "stop changed", see=("seen as",)),
+    _t("lr_jump", """A root cause: the logged learning rate jumped at a step (a scheduler
+       restarted, or a resumed run's lr set wrongly) and what broke began there. Go back to
+       before the jump with the lr the run held until it.""", "learning-rate jump",
+       see=("seen as",)),
+    _t("scorer_stopped", """A root cause: a reward term's scorer stopped scoring at a step while
+       the completions held (a judge or a verifier that went down). The scorer broke, not the
+       policy: fix it, then go back to before the step.""", "scorer stopped",
+       see=("seen as",)),
+    _t("scorer_failing", """A root cause: a reward term's scorer failed on some calls (0 or its
+       floor at isolated steps, timeouts, errors). The crashes are those calls; the policy is
+       fine.""", "scorer failing", see=("seen as",)),
+    _t("data_order", """A root cause: the prompts are served in the dataset's own order (sorted
+       or concatenated), and the reward fell where each slice began, not where the policy
+       broke: shuffle the prompts.""", "data order", see=("seen as",)),
+    _t("seen as", """Beside a root cause that is an event rather than a failure mode
+       ("weights_reset@161 (seen as entropy_blowup)"): the finding that saw the event. The
+       finding names the symptom, the root cause the event; fix the event, and the finding
+       should clear.""", "seen by", see=("root cause",)),
     _t("roll back", """Restart from a saved checkpoint from before the cause (the report names
        a logged step that exists), with the setting fixed.""", "roll-back", "rollback"),
     _t("recipe", """The ranges of each setting in the chapter on GRPO's failure modes that

@@ -426,7 +426,7 @@ class Monitor:
         key = (*_advice_key(cause.mode, cause.knob, cause.first_action), str(rollback))
         if raised:
             self._advised, self._candidate, self._pending = key, None, None
-            out = [replace(a, first_action=cause.first_action, root_cause=cause.mode)
+            out = [replace(a, first_action=cause.first_action, root_cause=cause.cause or cause.mode)
                    if not a.news_only else a for a in new]
             for a in out:
                 if not a.news_only:
@@ -448,7 +448,8 @@ class Monitor:
             first_alert_step=prev.first_alert_step if prev is not None else None,
             onset_step=cause.step, summary=cause.summary, step=run.last_step,
             run=run.name, source=run.source, step_unit=step_unit(run),
-            first_action=cause.first_action, root_cause=cause.mode, revised=True)
+            first_action=cause.first_action, root_cause=cause.cause or cause.mode,
+            revised=True)
         if held < ADVICE_HOLD:
             self._pending = revised
             return new

@@ -41,7 +41,22 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from grpo_doctor import recipe
-from grpo_doctor.findings import RUN_STOPPED, Check, PlanItem, RootCause, Status
+from grpo_doctor.findings import (
+    BUDGET_CUT,
+    DATA_ORDER,
+    LR_JUMP,
+    REWARD_REWEIGHTED,
+    RUN_STOPPED,
+    SCORER_FAILING,
+    SCORER_STOPPED,
+    STOP_CHANGED,
+    TERM_ADDED,
+    WEIGHTS_RESET,
+    Check,
+    PlanItem,
+    RootCause,
+    Status,
+)
 from grpo_doctor.metrics import Metric
 from grpo_doctor.resumed import span_of
 from grpo_doctor.rules import knobs
@@ -301,7 +316,7 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         said += f" (first seen at step {step_text(root.step)}, in an earlier episode)"
     cause = RootCause(root.check.mode, root.step, said,
                       str(lead.remedy), knob=lead.knob.to_cause() if lead.knob else None,
-                      setup=lead.setup)
+                      setup=lead.setup, cause=lead.cause)
     return cause, _plan(run, events, checks, root, lead, setup)
 
 
@@ -461,6 +476,10 @@ class _Lead:
     #: with every term holding its level, the weights reset): the root finding's own remedies
     #: and any other roll-back are moot.
     not_dynamics: bool = False
+    #: What broke, when it is no failure mode but an event the root finding saw (a reset of
+    #: the weights seen as an entropy blow-up): the name a fleet's table shows beside the
+    #: finding's ("entropy_blowup@161" alone had read as a policy blowing up; nu34).
+    cause: str | None = None
 
 
 def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[Check]) -> _Lead:
@@ -468,7 +487,8 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     gaps = check.evidence.get("scorer_gaps")
     if isinstance(gaps, dict):
         # A scorer that failed on some calls: the crashes are those calls, the policy fine.
-        return _Lead(knobs.Remedy(str(gaps["fix"])), summary=str(gaps["said"]))
+        return _Lead(knobs.Remedy(str(gaps["fix"])), summary=str(gaps["said"]),
+                     cause=SCORER_FAILING)
     # Evenly spaced falls first: the last slice's alone (a stop at 151) is part of them.
     slices = _data_slices(run, root)
     if slices is not None:
@@ -477,14 +497,15 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     if isinstance(stopped, dict) and stopped.get("data_order"):
         # Prompts served in the dataset's order, a harder slice from the drop: the policy
         # is fine and nothing needs undoing (a roll-back read as a policy collapse).
-        return _Lead(knobs.Remedy(str(stopped["fix"])), summary=str(stopped.get("said") or ""))
+        return _Lead(knobs.Remedy(str(stopped["fix"])), summary=str(stopped.get("said") or ""),
+                     cause=DATA_ORDER)
     if isinstance(stopped, dict):
         step = int(stopped["step"])
         return _Lead(knobs.Remedy(
             f"{stopped['fix']}; then "
             f"{_rollback_words(run, step, best=False)}: the completions did not change "
             "there, so the policy was fine", rollback_step=step),
-            summary=str(stopped.get("said") or ""))
+            summary=str(stopped.get("said") or ""), cause=SCORER_STOPPED)
     overshoot = _lr_overshoot(run) if check.mode in _LR_MODES else None
     if overshoot is not None:
         lr = setup.get("learning_rate")
@@ -1946,7 +1967,8 @@ def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:
         return _Lead(knobs.Remedy(text, rollback_step=step),
                      summary=f"completions stopped at about {said} tokens without the "
                              f"end-of-sequence token from step {step_text(step)}: "
-                             f"{root.summary}", sampling_changed=True)
+                             f"{root.summary}", sampling_changed=True,
+                     cause=STOP_CHANGED)
     if not one_length:
         return None  # not one length for every completion: no budget of its own
     cap, longest = float(after_top[0]), float(np.max(top[:k])) if k else 0.0
@@ -1961,7 +1983,8 @@ def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:
             f"{_rollback_words(run, step, best=False)}: the policy did not change there")
     return _Lead(knobs.Remedy(text, rollback_step=step),
                  summary=f"the completion budget cut to {fmt(cap)} tokens at step "
-                         f"{step_text(step)}: {root.summary}", sampling_changed=True)
+                         f"{step_text(step)}: {root.summary}", sampling_changed=True,
+                 cause=BUDGET_CUT)
 
 
 #: Logged points between a change of the reward's make-up and the root's onset for the one to
@@ -1990,7 +2013,7 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
                 f"not the policy's{held}")
         return _Lead(knobs.Remedy(text), summary=(
             f"the reward's weights changed at step {step_text(changed.step)}: {root.summary}"),
-            sampling_changed=True, not_dynamics=bool(held))
+            sampling_changed=True, not_dynamics=bool(held), cause=REWARD_REWEIGHTED)
     switched = term_switched_on(run)
     if switched is not None and switched.step in near:
         held = _terms_across(run, switched.step, (switched.name,))
@@ -2004,7 +2027,7 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
         return _Lead(knobs.Remedy(text), summary=(
             f"the {switched.name} term began paying {fmt(switched.after)} at step "
             f"{step_text(switched.step)}: {root.summary}"), sampling_changed=True,
-            not_dynamics=bool(held))
+            not_dynamics=bool(held), cause=TERM_ADDED)
     return None
 
 
@@ -2025,7 +2048,7 @@ def _weights_reset_at(run: Run, root: Event) -> _Lead | None:
                 f"{_rollback_words(run, found.step, best=False)}")
         return _Lead(knobs.Remedy(text, rollback_step=found.step), summary=(
             f"back to the starting point at step {step_text(found.step)} ({found.words()}): "
-            f"{root.summary}"), sampling_changed=True, not_dynamics=True)
+            f"{root.summary}"), sampling_changed=True, not_dynamics=True, cause=WEIGHTS_RESET)
     return None
 
 
@@ -2278,7 +2301,7 @@ def _data_slices(run: Run, root: Event) -> _Lead | None:
         "in its own order began (sorted or concatenated); check those rows' answers where a "
         "slice's reward stays down; no roll-back: the policy did not break"),
         summary=f"the data's order: {order}, and the reward fell at each slice (steps {at}): "
-                f"{root.summary}")
+                f"{root.summary}", cause=DATA_ORDER)
 
 
 def _floor_above_peak(run: Run, lr: recipe.Reading | None, lr_max: float
@@ -2480,12 +2503,12 @@ def _jump_action(run: Run, root: Event, setup: recipe.Setup, jump: _Jump) -> _Le
         # It solved its task at the new lr all the same: its last checkpoint is the one to
         # keep, and the scheduler is for the next run.
         return _Lead(knobs.Remedy(f"{_SOLVED_ANYWAY}, {back}", knob=knobs.LEARNING_RATE),
-                     summary=summary)
+                     summary=summary, cause=LR_JUMP)
     # Back to the last step logged at the old lr: a sparse lr log leaves the steps between
     # that one and the first logged at the new lr unknown.
     text = f"{_rollback_words(run, jump.last_before + 1)}, with {back}"
     return _Lead(knobs.Remedy(text, knob=knobs.LEARNING_RATE, rollback_step=jump.last_before + 1),
-                 summary=summary)
+                 summary=summary, cause=LR_JUMP)
 
 
 def _burst_action(run: Run, root: Event, setup: recipe.Setup, burst: LrBurst) -> _Lead:

@@ -4509,3 +4509,41 @@ def test_a_ceiling_the_user_set_is_not_scaled_again_for_an_adapter():
     chapter = recipe.read_config({"learning_rate": 1e-4, "use_peft": True})
     assert chapter.get("learning_rate").how_far() == ("2x the recipe's 5e-5 ceiling for a "
                                                        "LoRA adapter")
+
+
+def test_a_root_cause_that_is_an_event_is_named_as_one_beside_the_finding_that_saw_it(
+        tmp_path):
+    """The root cause's name was its finding's: a weights reset read "entropy_blowup@161" in
+    an audit's table, a reward reweighted "reward_overfit@161" (a policy overfitting), where the
+    first action said otherwise (nu34). An event that is no failure mode is named as the event,
+    the finding beside it; a finding that is its own cause keeps its name alone."""
+    from grpo_doctor import glossary
+    from grpo_doctor.findings import CAUSES
+    from grpo_doctor.reporters.audit_report import _cause
+    from grpo_doctor.reporters.outline import cause_name
+
+    named = {"trl_weights_reset_at_161": ("weights_reset", "entropy_blowup"),
+             "trl_reward_weights_0_1_from_161": ("reward_reweighted", "reward_overfit"),
+             "trl_length_penalty_on_from_161": ("reward_term_added", "reward_overfit"),
+             "trl_budget_cut_to_7_at_201": ("completion_budget_cut", None),
+             "trl_eos_token_gt_from_181": ("completion_stop_changed", None)}
+    for name, (event, seen) in named.items():
+        rc = _trial(name).root_cause
+        assert rc.cause == event, (name, rc.cause, rc.mode)
+        if seen is not None:
+            assert rc.mode == seen, (name, rc.mode)
+        assert cause_name(rc) == (event, f" (seen as {rc.mode})")
+        assert _cause(rc.to_dict()) == f"{event}@{rc.step} (seen as {rc.mode})"
+    stopped = diagnose(_scored_until(101)).root_cause
+    assert stopped.cause == "scorer_stopped", stopped
+    jumped = diagnose(_breaks_after(np.where(np.arange(500) < 300, 1e-4, 3e-3), 307),
+                      DoctorConfig(run_config={"learning_rate": 1e-4})).root_cause
+    assert jumped.cause == "lr_jump", jumped
+    # A finding that is its own cause: its name alone, in every report.
+    own = diagnose(_breaks_after(np.full(500, 1e-4), 307)).root_cause
+    assert own is not None and own.cause is None, own
+    assert cause_name(own) == (own.mode, "") and _cause(own.to_dict()) == f"{own.mode}@{own.step}"
+    # Every such name is explained, and a shard's cause of another type is not printed.
+    for event in CAUSES:
+        assert glossary.lookup(event) is not None, event
+    assert _cause({"mode": "entropy_blowup", "step": 5, "cause": 7}) == "entropy_blowup@5"

@@ -43,8 +43,9 @@ def test_diagnose_example_json_contract(capsys):
     for c in d["checks"]:
         assert set(c) == V1_CHECK_KEYS | {"incidents", "episode_alert_step"}
     assert set(d["root_cause"]) == {"mode", "step", "summary", "first_action", "knob",
-                                    "setup_problem"}
+                                    "setup_problem", "cause"}
     assert d["root_cause"]["mode"] == "entropy_collapse" and d["status_reason"] is None
+    assert d["root_cause"]["cause"] is None  # the finding is the cause
     assert all(set(p) == {"action", "for", "treats", "knob", "rollback_step"}
                for p in d["plan"])
     assert d["plan"][0]["treats"] == "root_cause"

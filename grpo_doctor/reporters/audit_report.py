@@ -90,8 +90,13 @@ def _root_cause(run: AuditedRun) -> dict[str, Any] | None:
 
 
 def _cause(cause: dict[str, Any]) -> str:
-    """``mode@step``, as the findings are written."""
-    return f"{cause['mode']}{_onset({'onset_step': cause.get('step')})}"
+    """``mode@step``, as the findings are written; ``event@step (seen as mode)`` when the
+    cause is an event a finding saw (a reset of the weights, a reward redefined)."""
+    at = _onset({'onset_step': cause.get('step')})
+    event = cause.get("cause")
+    if isinstance(event, str) and event and event != cause["mode"]:
+        return f"{event}{at} (seen as {cause['mode']})"
+    return f"{cause['mode']}{at}"
 
 
 def _do_first(cause: dict[str, Any]) -> str:

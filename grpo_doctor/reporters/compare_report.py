@@ -149,7 +149,9 @@ def _root_cause(rc: Any) -> str | None:
         return None
     data = rc.to_dict() if hasattr(rc, "to_dict") else rc
     if isinstance(data, dict):
-        head = " ".join(str(data[k]) for k in ("mode",) if data.get(k))
+        head = str(data.get("mode") or "")
+        if isinstance(event := data.get("cause"), str) and event and event != head:
+            head = f"{event} (seen as {head})"  # as diagnose names it
         step = data.get("step")
         text = data.get("summary") or ""
         return f"{head}{f' at step {step:,}' if isinstance(step, int) else ''}: {text}".strip(

@@ -15,6 +15,7 @@ from grpo_doctor.reporters.outline import (
     by_onset,
     cause_after_mode,
     cause_label,
+    cause_name,
     cause_text,
     critical_apart,
     extra_hints,
@@ -66,8 +67,9 @@ def render_markdown(diagnosis: Diagnosis, heading_level: int = 2) -> str:
     cause = diagnosis.root_cause
     said = cause_text(diagnosis)
     if cause is not None:
-        lines += [f"**{cause_label(diagnosis).capitalize()}**: {escape(cause.mode)}"
-                  f"{escape(cause_after_mode(diagnosis, _step))}  ",
+        name, seen = cause_name(cause)
+        lines += [f"**{cause_label(diagnosis).capitalize()}**: {escape(name)}"
+                  f"{escape(seen + cause_after_mode(diagnosis, _step))}  ",
                   f"**Do this first**: {escape(cause.first_action)}", ""]
         if (apart := critical_apart(diagnosis)) is not None:
             lines += [f"**Also critical**: {escape(apart)}", ""]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from grpo_doctor.findings import MIN_STEPS_FOR_HEALTHY, Check, Diagnosis, Status
+from grpo_doctor.findings import MIN_STEPS_FOR_HEALTHY, Check, Diagnosis, RootCause, Status
 from grpo_doctor.recipe import next_run_settings
 from grpo_doctor.text import step_text, without_mode_name
 
@@ -47,6 +47,15 @@ def by_onset(diagnosis: Diagnosis) -> list[Check]:
     root = diagnosis.root_cause.mode if diagnosis.root_cause is not None else None
     return sorted(findings, key=lambda c: (c.onset_step or 0, c.mode != root,
                                            first.get(c.mode, len(events))))
+
+
+def cause_name(cause: RootCause) -> tuple[str, str]:
+    """The root cause's name and what follows it: the event it is when it is no failure mode,
+    with the finding that saw it ("weights_reset", " (seen as entropy_blowup)"; the finding's
+    name alone had read as a policy blowing up; nu34), else its finding's name and ""."""
+    if cause.cause and cause.cause != cause.mode:
+        return cause.cause, f" (seen as {cause.mode})"
+    return cause.mode, ""
 
 
 def cause_text(diagnosis: Diagnosis) -> str | None:

@@ -35,6 +35,7 @@ from grpo_doctor.reporters.outline import (
     by_onset,
     cause_after_mode,
     cause_label,
+    cause_name,
     cause_text,
     critical_apart,
     extra_hints,
@@ -133,8 +134,9 @@ def _verdict(diagnosis: Diagnosis) -> list[RenderableType]:
     out: list[RenderableType] = []
     cause = diagnosis.root_cause
     if cause is not None:
+        name, seen = cause_name(cause)
         out.append(_hang(f"{cause_label(diagnosis)}: ", Text.assemble(
-            (_safe(cause.mode), "bold"), _safe(cause_after_mode(diagnosis, _step)))))
+            (_safe(name), "bold"), _safe(seen + cause_after_mode(diagnosis, _step)))))
         out.append(_hang("do this first: ", _safe(cause.first_action)))
         if (apart := critical_apart(diagnosis)) is not None:
             out.append(_hang("also critical: ", _safe(apart)))

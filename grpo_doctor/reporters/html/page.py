@@ -22,7 +22,7 @@ from grpo_doctor.reporters.html.charts import (
 from grpo_doctor.reporters.html.svg import (
     svg_chart,
 )
-from grpo_doctor.reporters.outline import by_onset, cause_label, cause_text
+from grpo_doctor.reporters.outline import by_onset, cause_label, cause_name, cause_text
 from grpo_doctor.store import Run
 from grpo_doctor.text import plural
 
@@ -76,7 +76,7 @@ def _verdict(diagnosis: Diagnosis) -> str:
     if cause is not None:
         where = f" at step {_step(cause.step)}" if cause.step is not None else ""
         return (f'<p class="verdict"><b>{cause_label(diagnosis).capitalize()}</b>: '
-                f'{esc(cause.mode)}{where}: '
+                f'{esc("".join(cause_name(cause)))}{where}: '
                 f'{esc(cause_text(diagnosis))}</p><p class="verdict"><b>Do this first</b>: '
                 f'{esc(cause.first_action)}</p>')
     if diagnosis.status_reason:
