@@ -97,6 +97,16 @@ TERMS: tuple[Term, ...] = (
     _t("data_order", """A root cause: the prompts are served in the dataset's own order (sorted
        or concatenated), and the reward fell where each slice began, not where the policy
        broke: shuffle the prompts.""", "data order", see=("seen as",)),
+    _t("completion_budget_too_small", """A root cause, a setup problem: most completions
+       were cut at the length cap from the first logs, so the task's answers do not fit (an
+       answer cut off is never judged right). Raise max_completion_length (or verl's
+       response_length) before any overlong shaping, which would drop or penalise most of the
+       batch.""", "budget too small", see=("setup problem", "seen as")),
+    _t("generation_never_stops", """A root cause, a setup problem: every completion ran to the
+       length cap from the first logs though the answers inside them were judged right: the
+       stop never comes (the end-of-sequence token the model writes is not the one generation
+       stops on). Fix the stop before any budget.""", "never stops",
+       see=("setup problem", "seen as")),
     _t("seen as", """Beside a root cause that is an event rather than a failure mode
        ("weights_reset@161 (seen as entropy_blowup)"): the finding that saw the event. The
        finding names the symptom, the root cause the event; fix the event, and the finding

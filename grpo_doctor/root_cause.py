@@ -43,8 +43,10 @@ import numpy as np
 from grpo_doctor import recipe
 from grpo_doctor.findings import (
     BUDGET_CUT,
+    BUDGET_TOO_SMALL,
     DATA_ORDER,
     LR_JUMP,
+    NEVER_STOPS,
     REWARD_REWEIGHTED,
     RUN_STOPPED,
     SCORER_FAILING,
@@ -1631,6 +1633,7 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
                     f"on the token the model ends with "
                     f"({_STOP_TOKEN}){masked}; only then, if answers need room, {target}")
             summary = f"a setup problem, generation never stops: {cut}"
+            event = NEVER_STOPS
         else:
             # Not in parentheses: the audit's line drops them, and this is an either-or.
             stop = (f", or generation never stops (with short answers, check the stop token: "
@@ -1639,10 +1642,11 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
                     f"(a setup problem){masked}; raise it before any overlong shaping, which "
                     "would drop or penalise most of the batch")
             summary = f"a setup problem, the completion budget: {cut}"
+            event = BUDGET_TOO_SMALL
         reading = length if length is not None and length.value is not None else None
         return _Lead(knobs.Remedy(text, knob=knobs.MAX_LENGTH), summary=summary,
                      knob=_Knob(recipe.replace_verdict(reading, recipe.LOW))
-                     if reading is not None else None, setup=True)
+                     if reading is not None else None, setup=True, cause=event)
     first_update = _exploded_before_updates(run, setup, check)
     if first_update is not None:
         return first_update
@@ -1918,7 +1922,7 @@ def _answers_cut_short(run: Run, setup: recipe.Setup, checks: Sequence[Check]
     return _Lead(knobs.Remedy(text, knob=knobs.MAX_LENGTH),
                  summary=f"a setup problem, the completion budget: {cut}",
                  knob=_Knob(recipe.replace_verdict(reading, recipe.LOW))
-                 if reading is not None else None, setup=True)
+                 if reading is not None else None, setup=True, cause=BUDGET_TOO_SMALL)
 
 
 def _budget_cut_at(run: Run, root: Event, setup: recipe.Setup) -> _Lead | None:

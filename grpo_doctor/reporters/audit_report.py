@@ -238,7 +238,8 @@ def _root_lines(run: AuditedRun, width: int) -> list[str]:
         # Wrong from the first logged step: "length_hacking@10" alone had read as a policy
         # gaming length where the budget cut every answer (helper-83). On the full-width root
         # line, not in the table, where the names need the room.
-        said += " (a setup problem)"
+        said = said[:-1] + "; a setup problem)" if said.endswith(")") else (
+            said + " (a setup problem)")
     if action := _do_first(cause):
         said += f" · do first: {terminal(action)}"
     if signs := _signs(run):
