@@ -719,3 +719,33 @@ def test_a_trackers_text_values_are_the_same_settings_as_typed_ones():
                      "debug": "[]", "warmup_steps": "5", "scale_rewards": "batch", "seed": "7"})
     diff, _ = config_diff([a, b])
     assert set(diff) == {"scale_rewards", "seed"}, diff
+
+
+def test_a_set_or_a_complex_stored_as_text_is_compared_and_shown(tmp_path, capsys):
+    """h120: PEFT's target_modules is a set, and MLflow stores its repr ("{'q_proj',
+    'v_proj'}"): read back as a set, it crashed compare's report (a set is no JSON). A set is
+    a sorted list; what JSON cannot hold (a complex) stays the text it was."""
+    import shutil
+
+    from grpo_doctor.importers._common import typed_text
+
+    assert typed_text("{'v_proj', 'q_proj'}") == ["q_proj", "v_proj"]
+    assert typed_text("('a', {1, 2})") == ["a", [1, 2]]
+    assert typed_text("(1+2j)") == "(1+2j)" and typed_text("{b'x'}") == "{b'x'}"
+    mlruns = tmp_path / "mlruns"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "mlflow" / "mlruns", mlruns)
+    experiment = mlruns / "202207262755632855"
+    runs = [experiment / "86976fc650744069a5bf470f8c057e41",
+            experiment / "d92a7abcddf64eb7b917c2e432968f44"]  # the two compare lists
+    for run in runs:
+        (run / "params").mkdir(exist_ok=True)
+    (runs[0] / "params" / "target_modules").write_text("{'q_proj', 'v_proj'}")
+    (runs[1] / "params" / "target_modules").write_text("{'k_proj', 'q_proj'}")
+    (runs[1] / "params" / "odd").write_text("(1+2j)")
+    for fmt in ("terminal", "markdown", "json"):
+        code, out, err = run_cli(capsys, "compare", str(mlruns), "--format", fmt)
+        assert code in (0, 1) and "internal error" not in err, (fmt, err)
+        assert "target_modules" in out, (fmt, out)
+    diff = json.loads(out)["config_diff"]
+    assert sorted(map(json.dumps, diff["target_modules"])) == sorted(
+        ['["k_proj", "q_proj"]', '["q_proj", "v_proj"]']), diff

@@ -465,10 +465,25 @@ def typed_text(value: Any) -> Any:
         import ast
 
         try:  # a list or mapping stored as its repr
-            return ast.literal_eval(text)
+            return _as_json(ast.literal_eval(text))
         except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
             return value
     try:
         return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
     except ValueError:
         return value
+
+
+def _as_json(value: Any) -> Any:
+    """A literal as a JSON value: a set (PEFT's target_modules) a sorted list, a tuple a list;
+    anything JSON cannot hold (a complex, bytes) raises ValueError, so the text is kept (a set
+    had crashed compare's JSON; h120)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (set, frozenset)):
+        return sorted((_as_json(v) for v in value), key=repr)
+    if isinstance(value, (list, tuple)):
+        return [_as_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _as_json(v) for k, v in value.items()}
+    raise ValueError(f"no JSON value: {type(value).__name__}")
