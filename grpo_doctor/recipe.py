@@ -107,6 +107,9 @@ class Setting:
     #: The range is a scale set by the model (a learning rate): a ceiling a user moves takes
     #: the floor with it, as the chapter's 1e-7 floor is a fiftieth of its 5e-6 ceiling.
     low_follows_high: bool = False
+    #: The ceiling is the user's, set for the model ([recipe.KNOB] high): no adapter's x10 on
+    #: top of it (a floor set alone leaves the chapter's ceiling, and its x10, in force; h120).
+    user_high: bool = False
     risks: Mapping[str, tuple[Link, ...]] = field(default_factory=dict)  # verdict -> links
     why: Mapping[str, str] = field(default_factory=dict)  # verdict -> what the chapter says
     target: str = ""  # what to set it to when outside (a verdict-specific one in ``targets``)
@@ -837,7 +840,7 @@ class Reading:
         s = self.setting
         x = as_number(self.value)
         if (s.id != "learning_rate" or self.lora or self.adapter_said or x is None
-                or s.high is None or s.recipe.endswith(USER_RECIPE)):
+                or s.high is None or s.user_high):
             return ""
         lora_ceiling = s.high * LORA_LR_SCALE
         if x >= 3 * lora_ceiling:
@@ -877,7 +880,7 @@ class Reading:
         # this model.
         lora = (f", or {_num(x * LORA_LR_SCALE)} for a LoRA adapter" if x is not None
                 and self.id == "learning_rate" and not self.lora and self.verdict == HIGH
-                and not self.setting.recipe.endswith(USER_RECIPE)
+                and not self.setting.user_high
                 and isinstance(self.value, (int, float))
                 and x * LORA_LR_SCALE <= self.value / 3 else "")
         if self.switched_off and self.name.endswith(KL_DISABLE_SWITCH):
@@ -1246,7 +1249,7 @@ def read_config(config: Mapping[str, Any], settings: Iterable[Setting] = SETTING
     for s in settings:
         # A ceiling the user set for the model ([recipe.learning_rate]) is its own: no x10 for
         # an adapter on top (a user's 5e-4 had become 5e-3; nu34).
-        adapter = lora and not (s.id == "learning_rate" and s.recipe.endswith(USER_RECIPE))
+        adapter = lora and not (s.id == "learning_rate" and s.user_high)
         if sequence is not None and s.id in _SEQUENCE_CLIP:
             s = _sequence_clip(s, sequence)
         value, key = lookup(_trained_side(flat) if s.id == "dtype" else _sampling_side(flat)
@@ -1810,7 +1813,7 @@ def with_overrides(overrides: Mapping[str, Mapping[str, float]],
         if base.low_follows_high and "high" in values and "low" not in values \
                 and base.low is not None and base.high:
             changes["low"] = base.low * float(values["high"]) / base.high
-        moved = replace(base, **changes)
+        moved = replace(base, **changes, user_high=base.user_high or "high" in values)
         if {"low", "high"} & set(values):
             # The chapter's words for its range would contradict the range now applied.
             moved = replace(moved, recipe=f"{moved.range_text} {USER_RECIPE}")

@@ -4509,6 +4509,13 @@ def test_a_ceiling_the_user_set_is_not_scaled_again_for_an_adapter():
     chapter = recipe.read_config({"learning_rate": 1e-4, "use_peft": True})
     assert chapter.get("learning_rate").how_far() == ("2x the recipe's 5e-5 ceiling for a "
                                                        "LoRA adapter")
+    # A floor set alone leaves the chapter's ceiling, and its x10 for an adapter, in force
+    # (h120: low = 1e-7 alone had read a LoRA run's 2e-5 "4x the 5e-6 ceiling").
+    floor = recipe.with_overrides({"learning_rate": {"low": 1e-7}})
+    lora = recipe.read_config({"learning_rate": 2e-5, "use_peft": True}, floor)
+    assert lora.get("learning_rate").verdict == recipe.OK, lora.get("learning_rate")
+    assert recipe.read_config({"learning_rate": 2e-5, "use_peft": False}, floor).get(
+        "learning_rate").verdict == recipe.HIGH
 
 
 def test_a_root_cause_that_is_an_event_is_named_as_one_beside_the_finding_that_saw_it(
