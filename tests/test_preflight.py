@@ -951,3 +951,20 @@ def test_preflight_judges_with_the_config_files_recipe(tmp_path, capsys, monkeyp
     other.write_text("[recipe.learning_rate]\nhigh = 5e-5\n")
     _, named, _ = run_cli(capsys, "preflight", str(cfg), "--config", str(other))
     assert "learning_rate 1e-4 -> " in named, named
+
+
+@pytest.mark.parametrize("script", [
+    'ARGS=(--learning_rate 1e-2\n      --num_generations 8)\npython t.py "${ARGS[@]}"\n',
+    'ARGS=(\n  --num_generations 8\n  --learning_rate 1e-2\n)\npython t.py "${ARGS[@]}"\n',
+    'ARGS=(--run_name "exp(1)" --learning_rate 1e-2 --num_generations 8)\n'
+    'python t.py "${ARGS[@]}"\n',
+    'ARGS=(--num_generations 8)\nARGS+=(--learning_rate 1e-2)\npython t.py "${ARGS[@]}"\n',
+    'ARGS=(--num_generations 8 --run_name "$(date)")  # a comment (x)\nLR=1e-\nLR+=2\n'
+    'python t.py "${ARGS[@]}" --learning_rate $LR\n',
+])
+def test_an_array_over_lines_or_added_to_is_read_as_the_shell_passes_it(script):
+    """h120: an array closed on a later line had read '8)' ("not a number", exit 2; beside a
+    log, the script passed over without a word), a quoted "exp(1)" ended the array, and
+    ARGS+=(...) was passed over (TRL's default lr judged in its place: "OK")."""
+    config = parse_command_line(script)
+    assert config["learning_rate"] == 1e-2 and config["num_generations"] == 8, config

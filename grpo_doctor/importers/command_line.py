@@ -56,6 +56,11 @@ def _words(line: str) -> list[str]:
     return [w.replace("\x00", " ") for w in shlex.split(text)]
 
 
+#: An unquoted parenthesis, marked before the quotes are taken off: an array's ``)`` is the
+#: shell's, a quoted one (``--run_name "exp(1)"``) a value's (h120: cut there).
+_OPEN, _CLOSE = "\x01", "\x02"
+
+
 _BRACED_SPACE = re.compile(r"\$\{[^}\s]*\s[^}]*\}")
 
 
@@ -64,28 +69,35 @@ _MAX_SHELL_LINE = 1 << 16
 
 
 def _uncommented(line: str) -> str:
-    """``line`` up to its shell comment."""
+    """``line`` up to its shell comment, its unquoted parentheses marked (``_OPEN``,
+    ``_CLOSE``)."""
     quote, escaped, start = "", False, True
-    for i, ch in enumerate(line):
+    out = []
+    for ch in line:
         if escaped:
             escaped, start = False, False
+            out.append(ch)
             continue
         if ch == "\\" and quote != "'":
             escaped = True
+            out.append(ch)
             continue
         if quote:
             quote = "" if ch == quote else quote
         elif ch in "'\"":
             quote = ch
         elif ch == "#" and start:
-            return line[:i]
+            break
         start = not quote and ch.isspace()
-    return line
+        out.append(ch if quote or ch not in "()" else _OPEN if ch == "(" else _CLOSE)
+    return "".join(out)
 
 
 #: A shell variable set in the script (``LR=1e-6``, ``export LR=1e-6``: ``export`` is its own
 #: word); a dotted key is a Hydra override, not a variable.
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+#: ``LR+=x`` (text added) and ``ARGS+=(...)`` (words added; written ``ARGS+= ...``).
+_APPEND = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+=(.*)$", re.DOTALL)
 #: A one-letter option (``set -x``, ``python3 -m``, ``bash -c``): no training flag is one.
 _SHORT_OPTION = re.compile(r"-[A-Za-z]$")
 #: ``${NAME}``, ``${NAME:-default}`` (unset or empty), ``${NAME-default}`` (unset only),
@@ -153,36 +165,59 @@ def _expanded(token: str, shell: dict[str, str]) -> str:
 
 #: What ends a command within a line (shlex leaves ``1e-5;`` joined, ``&&`` apart).
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&"})
-_ARRAY_START = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=\((.*)$")
+#: Between two lines' words: a command ends there, an array may run on past it.
+_LINE_END = "\n"
+_ARRAY_START = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=" + _OPEN + "(.*)$", re.DOTALL)
+#: Words an array may run to: a launch's arrays hold a few dozen flags.
+_MAX_ARRAY_WORDS = 4096
+
+
+def _array_end(words: list[str], k: int) -> int | None:
+    """The index of the word that closes the array opened at ``words[k]`` (the parentheses
+    counted: ``$(date)`` inside it is no end), lines apart or not; None when none does."""
+    depth = 0
+    for j in range(k, min(len(words), k + _MAX_ARRAY_WORDS)):
+        depth += words[j].count(_OPEN) - words[j].count(_CLOSE)
+        if depth <= 0 and words[j].endswith(_CLOSE):
+            return j
+    return None
 
 
 def _commands(words: list[str]) -> list[list[str]]:
-    """A line's words as its commands (``LR=1e-2 && python ... $LR``: the assignment is a
+    """A script's words as its commands (``LR=1e-2 && python ... $LR``: the assignment is a
     command of its own, not the next one's environment; ``export LR=1e-5; python ...`` had
     read '1e-5;'; h119), a bash array's words joined into one assignment
-    (``ARGS=(--beta 0.04 --num_generations 8)``: its last flag had read '8)')."""
+    (``ARGS=(--beta 0.04 --num_generations 8)``: its last flag had read '8)'), over several
+    lines too, and ``ARGS+=(...)`` an assignment that appends (h120: both refused or
+    passed over). The parentheses' marks are taken off every word."""
     out: list[list[str]] = [[]]
     k = 0
     while k < len(words):
         word = words[k]
         array = _ARRAY_START.match(word)
-        end = next((j for j in range(k, len(words)) if words[j].endswith(")")),
-                   None) if array else None  # (only at an array's start: no scan per word)
+        end = _array_end(words, k) if array else None  # (only at an array's start)
         if array and end is not None:
-            inner = [array.group(2), *words[k + 1:end + 1]]
+            inner = [array.group(3), *(w for w in words[k + 1:end + 1] if w != _LINE_END)]
             inner[-1] = inner[-1][:-1]
-            out[-1].append(f"{array.group(1)}={' '.join(w for w in inner if w)}")
+            # (an append's words after a space: the array's words added, not its text's)
+            joined = " ".join(w for w in inner if w)
+            out[-1].append(_unmarked(f"{array.group(1)}+= {joined}" if array.group(2)
+                                     else f"{array.group(1)}={joined}"))
             k = end + 1
             continue
-        if word in _SEPARATORS:
+        if word in _SEPARATORS or word == _LINE_END:
             out.append([])
         elif len(word) > 1 and word.endswith(";"):
-            out[-1].append(word[:-1])
+            out[-1].append(_unmarked(word[:-1]))
             out.append([])
         else:
-            out[-1].append(word)
+            out[-1].append(_unmarked(word))
         k += 1
     return [c for c in out if c]
+
+
+def _unmarked(word: str) -> str:
+    return word.replace(_OPEN, "(").replace(_CLOSE, ")")
 
 
 def parse_command_line(text: str) -> dict[str, Any]:
@@ -195,16 +230,18 @@ def parse_command_line(text: str) -> dict[str, Any]:
     # ``LR=1e-2 python ... $LR``: an assignment before a command on its line is that command's
     # environment only; the line's own $LR is the value from before (h118: read as 0.01).
     prefixed: list[bool] = []
+    words: list[str] = []
     for line in text.splitlines():
         try:
-            words = _words(line)
+            words += _words(line)
         except ValueError:  # quotes that never close
-            words = re.split(r"\s+#", line, maxsplit=1)[0].split()
-        for command in _commands(words):
-            lead = next((k for k, w in enumerate(command) if not _ASSIGNMENT.match(w)),
-                        len(command))
-            prefixed += [k < lead < len(command) for k in range(len(command))]
-            tokens += command
+            words += re.split(r"\s+#", line, maxsplit=1)[0].split()
+        words.append(_LINE_END)
+    for command in _commands(words):
+        lead = next((k for k, w in enumerate(command) if not _ASSIGNMENT.match(w)
+                     and not _APPEND.match(w)), len(command))
+        prefixed += [k < lead < len(command) for k in range(len(command))]
+        tokens += command
     config: dict[str, Any] = {}
     shell: dict[str, str] = {}
     spliced = 0
@@ -224,6 +261,17 @@ def parse_command_line(text: str) -> dict[str, Any]:
             tokens[i:i + 1] = words
             prefixed[i:i + 1] = [False] * len(words)
             token = tokens[i]
+        appended = _APPEND.match(token)
+        if appended:
+            # ``ARGS+=(--learning_rate 1e-2)`` adds words to the array (h120: passed over,
+            # the framework's default judged in its place); ``LR+=x`` adds to the text.
+            name, more = appended.group(1), appended.group(2)
+            if not prefixed[i]:
+                before = shell.get(name, "")
+                shell[name] = (f"{before} {more.strip()}" if more.startswith(" ")
+                               else before + more).strip()
+            i += 1
+            continue
         assigned = _ASSIGNMENT.match(token)
         if assigned:
             # A shell variable the script sets and a later flag reads (Oat's
