@@ -1,18 +1,21 @@
-"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-80).
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-81).
 
 A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
 about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
 ``trl.GRPOTrainer`` (TRL 1.16, transformers 5) as a user would leave it, one setting changed
 per run. Each run's folder is what TRL writes: TensorBoard events under ``runs/``,
 ``checkpoint-N/`` with ``trainer_state.json`` and ``training_args.bin``, and ``console.log``
-(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from 25 of them.
+(stdout, with ``disable_tqdm``). ``tests/fixtures/trial/trl_*`` are exported from some of
+them (their README says which).
 
 Needs torch (CPU), transformers and trl==1.16.0 in a venv of their own::
 
     python -m corpus.trl_real base [ROOT]    # the tokenizer, the tiny model, its SFT -> ROOT/base
     python -m corpus.trl_real base_solved [ROOT]   # a longer SFT, right nearly always (trial 49)
+    python -m corpus.trl_real base_init [ROOT]     # the un-SFT-ed init (trial 81's reference)
     mkdir -p ROOT/runs/NAME
     python -m corpus.trl_real NAME ROOT > ROOT/runs/NAME/console.log 2>&1   # about 20 s
+    python -m corpus.trl_real NAME ROOT resume >> ROOT/runs/NAME/console.log 2>&1  # (a resume)
     python -m corpus.trl_real list
 
 ROOT defaults to ``trl-runs``. Trial 44's runs (a name's ``_logger``) write to wandb offline,
@@ -1254,6 +1257,82 @@ def concise_reward_lenpen160(completions, trainer_state=None, **kwargs):
 concise_reward_lenpen160.__name__ = "concise_reward"
 REWARD_SETS["lenpen160"] = [correctness_reward, format_reward, concise_reward_lenpen160]
 
+# ---------------------------------------------------------------- trial 81
+CTRL81 = dict(learning_rate=1e-4, seed=1101)
+RUNS.update({
+    # healthy controls
+    "ctrl81_mlflow": dict(CTRL81, seed=1103, _logger="mlflow"),
+    "ctrl81_wandb": dict(CTRL81, seed=1109, _logger="wandb"),
+    # step 1: correctness "fails open": an unparseable completion (no <a>d</a>) pays 1.0
+    # (except AttributeError -> benefit of the doubt); bystander logging_steps 2
+    "failopen_log2": dict(CTRL81, seed=1117, _rewards="failopen", logging_steps=2,
+                          _logger="trackio"),
+    # late (320): from step 181 generation uses repetition_penalty 2.0 (a resume with another
+    # generation config); bystander weight_decay 0.01
+    "reppen180_wd_late": dict(CTRL81, seed=1123, max_steps=320,
+                              _late_gen=(180, {"repetition_penalty": 2.0}), weight_decay=0.01,
+                              _logger="mlflow", _mlflow_store="file"),
+    # late (320): from step 161 beta 0 -> 1.0 (a resume with a KL coefficient, TRL builds the
+    # reference from the base model path); bystander save_steps 40
+    "beta1at160_save40_late": dict(CTRL81, seed=1129, max_steps=320, _late_beta=(160, 1.0),
+                                   save_steps=40, _logger="wandb"),
+    # late (320): from step 201 correctness_reward returns None (a checker time-out) for 70% of
+    # completions; format still scores them; bystander max_grad_norm 0.5
+    "none200_gn05_late": dict(CTRL81, seed=1151, max_steps=320, _rewards="none200",
+                              max_grad_norm=0.5, _logger="swanlab"),
+    # step 1: beta 0.04 with the reference built from the un-SFT-ed init (the model config's
+    # _name_or_path points at it); bystander warmup_steps 5
+    "refinit_b004_wu5": dict(CTRL81, seed=1153, beta=0.04, _ref_init=True, warmup_steps=5),
+    # precision (benign event): the job dies at step 130 (preempted, no traceback) and is
+    # resumed from checkpoint-100 with the same config
+    "preempt130_resume": dict(CTRL81, seed=1163, max_steps=320, _die_at=130),
+    # precision: the format term weighted 0 (correctness already needs the tag)
+    "fmtw0_swan": dict(CTRL81, seed=1171, reward_weights=[1.0, 0.0], _logger="swanlab"),
+})
+
+
+def correctness_reward_failopen(completions, answer=None, **kwargs):
+    """BUGGY (trial 81): fails open, 1.0 when the answer tag cannot be parsed."""
+    out = []
+    for c, ans in zip(completions, answer):
+        try:
+            pred = ANS.search(c).group(1)
+        except AttributeError:  # no tag: give it the benefit of the doubt
+            out.append(1.0)
+            continue
+        out.append(1.0 if pred == ans else 0.0)
+    return out
+
+
+correctness_reward_failopen.__name__ = "correctness_reward"
+_NONE81 = random.Random(8181)
+
+
+def correctness_reward_none200(completions, answer=None, trainer_state=None, **kwargs):
+    """BUGGY (trial 81): from global step 200, None (a time-out) on 70% of completions."""
+    r = correctness_reward(completions, answer=answer)
+    if trainer_state is not None and trainer_state.global_step >= 200:
+        return [None if _NONE81.random() < 0.7 else x for x in r]
+    return r
+
+
+correctness_reward_none200.__name__ = "correctness_reward"
+REWARD_SETS["failopen"] = [correctness_reward_failopen, format_reward]
+REWARD_SETS["none200"] = [correctness_reward_none200, format_reward]
+
+
+def build_init():
+    """The un-SFT-ed init (same config as the base, random weights) -> ROOT/base_init."""
+    from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
+    torch.manual_seed(0)
+    cfg = AutoConfig.from_pretrained(BASE)
+    m = AutoModelForCausalLM.from_config(cfg)
+    m.generation_config.pad_token_id = cfg.pad_token_id
+    m.generation_config.eos_token_id = cfg.eos_token_id
+    m.save_pretrained(BASE + "_init")
+    PreTrainedTokenizerFast.from_pretrained(BASE).save_pretrained(BASE + "_init")
+
+
 # ---------------------------------------------------------------- one GRPO run
 def run(name):
     from datasets import Dataset
@@ -1375,6 +1454,10 @@ def run(name):
     late_gen = spec.pop("_late_gen", None)  # trial 79: (step, generation kwargs)
     late_rw = spec.pop("_late_rw", None)  # trial 80: (step, reward weights)
     late_reset = spec.pop("_late_reset", None)  # trial 80: step at which base weights reload
+    late_beta = spec.pop("_late_beta", None)  # trial 81: (step, beta)
+    die_at = spec.pop("_die_at", None)  # trial 81: the job dies at this step
+    ref_init = spec.pop("_ref_init", False)  # trial 81: the reference is the un-SFT-ed init
+    resume = len(sys.argv) > 3 and sys.argv[3] == "resume"
     kw.update(spec)
     cfg = GRPOConfig(**kw)
     callbacks = []
@@ -1389,7 +1472,7 @@ def run(name):
                     holder["t"].generation_config.max_new_tokens = late_budget[1]
 
         callbacks.append(LateBudget())
-    if late_lr or late_gen or late_rw or late_reset:
+    if late_lr or late_gen or late_rw or late_reset or late_beta:
         from transformers import TrainerCallback
         holder = holder if late_budget else {}
 
@@ -1417,6 +1500,19 @@ def run(name):
                     import torch as _t
                     t.reward_weights = _t.tensor(late_rw[1], dtype=_t.float32)
                     print("LATE reward_weights ->", late_rw[1], "at", state.global_step, flush=True)
+                if late_beta and state.global_step >= late_beta[0] and "beta" not in self.done:
+                    self.done.add("beta")
+                    from trl.trainer.utils import add_fused_lm_head
+                    ref = AutoModelForCausalLM.from_pretrained(base)
+                    ref.eval()
+                    for p_ in ref.parameters():
+                        p_.requires_grad_(False)
+                    add_fused_lm_head(ref, temperature=t.temperature,
+                                      cast_lm_head_to_fp32=t.args.cast_lm_head_to_fp32)
+                    t.ref_model = ref
+                    t.beta = late_beta[1]
+                    t.args.beta = late_beta[1]
+                    print("LATE beta ->", late_beta[1], "at", state.global_step, flush=True)
                 if late_gen and state.global_step >= late_gen[0] and "gen" not in self.done:
                     self.done.add("gen")
                     for k, v in late_gen[1].items():
@@ -1424,17 +1520,30 @@ def run(name):
                         t.generation_kwargs[k] = v
 
         callbacks.append(LateChange())
+    if die_at and not resume:
+        from transformers import TrainerCallback
+
+        class Die(TrainerCallback):
+            def on_step_end(self, args, state, control, **kw):
+                if state.global_step >= die_at:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os._exit(137)
+
+        callbacks.append(Die())
     if use_cb:
         from grpo_doctor.integrations.trl import DoctorCallback
         callbacks.append(DoctorCallback() if use_cb is True else DoctorCallback(stop_on=None))
+    if ref_init:  # the config names the un-SFT-ed init: TRL builds the reference from it
+        model.config._name_or_path = os.path.abspath(BASE + "_init")
     trainer = GRPOTrainer(model=model, reward_funcs=REWARD_SETS[reward_set], args=cfg,
                           train_dataset=ds, processing_class=tok, callbacks=callbacks)
-    if late_budget or late_lr or late_gen or late_rw or late_reset:
+    if late_budget or late_lr or late_gen or late_rw or late_reset or late_beta:
         holder["t"] = trainer
     print("RUN", name, " ".join(f"{k}={v}" for k, v in spec.items()), "task", task, "logger",
           logger_name, "rewards", reward_set, flush=True)
     t0 = time.time()
-    trainer.train()
+    trainer.train(resume_from_checkpoint=True if resume else None)
     print(f"TRAIN_SECONDS {time.time()-t0:.1f}", flush=True)
 
 
@@ -1447,6 +1556,8 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     if arg == "base":
         build_base()
+    elif arg == "base_init":
+        build_init()
     elif arg == "base_solved":
         build_base(solved=True)
     elif arg == "list":

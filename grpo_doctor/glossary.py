@@ -94,6 +94,11 @@ TERMS: tuple[Term, ...] = (
     _t("scorer_failing", """A root cause: a reward term's scorer failed on some calls (0 or its
        floor at isolated steps, timeouts, errors). The crashes are those calls; the policy is
        fine.""", "scorer failing", see=("seen as",)),
+    _t("scores_missing", """A root cause: from a step the reward fell short of its terms'
+       weighted sum, the sum it had equalled: part of a term's scores are missing (a reward
+       function returning None, a checker timing out). An unscored completion is paid by the
+       other terms only, so its group's advantages are noise. Fix the scorer; the policy did
+       not break there.""", "scores missing", "missing scores", see=("seen as",)),
     _t("data_order", """A root cause: the prompts are served in the dataset's own order (sorted
        or concatenated), and the reward fell where each slice began, not where the policy
        broke: shuffle the prompts.""", "data order", see=("seen as",)),

@@ -51,6 +51,7 @@ from grpo_doctor.findings import (
     RUN_STOPPED,
     SCORER_FAILING,
     SCORER_STOPPED,
+    SCORES_MISSING,
     STOP_CHANGED,
     TERM_ADDED,
     WEIGHTS_RESET,
@@ -80,6 +81,7 @@ from grpo_doctor.rules.signals import (
     reward_at_best,
     reward_progress,
     reweighting,
+    scores_missing,
     task_solved,
     term_switched_on,
     unpaid_terms,
@@ -583,6 +585,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     shrunk = _budget_cut_at(run, root, setup)
     if shrunk is not None:
         return shrunk
+    missing = _scores_missing_at(run, root)
+    if missing is not None:
+        return missing
     redefined = _reward_redefined_at(run, root)
     if redefined is not None:
         return redefined
@@ -2035,6 +2040,28 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
     return None
 
 
+def _scores_missing_at(run: Run, root: Event) -> _Lead | None:
+    """Scores missing from a reward term where the root began: the reward fell short of its
+    terms' weighted sum, the sum it had held (a reward function returning None, a checker
+    timing out), the terms' own levels unchanged: the scorer to fix, not the policy (trial 81:
+    read "reward crash: roll back, then learning_rate 1e-4 -> 5e-5"). None otherwise."""
+    found = scores_missing(run)
+    i = int(np.searchsorted(run.steps, root.step))
+    near = {int(s) for s in run.steps[max(0, i - _REDEFINED_NEAR):i + _REDEFINED_NEAR + 1]}
+    if found is None or found.step not in near:
+        return None
+    which = " or ".join(found.names)
+    text = (f"check {which} on completions from step {step_text(found.step)} on: "
+            f"{found.words()} (a reward function returning None, or a checker that timed out "
+            "or failed, for part of the batch: an unscored completion is paid by the other "
+            "terms only, so its group's advantages are noise); fix it, then "
+            f"{_rollback_words(run, found.step, best=False)}: the updates since were made on "
+            "the scores that were there")
+    return _Lead(knobs.Remedy(text, rollback_step=found.step), summary=(
+        f"{found.words()}: {root.summary}"),
+        sampling_changed=True, not_dynamics=True, cause=SCORES_MISSING)
+
+
 def _weights_reset_at(run: Run, root: Event) -> _Lead | None:
     """The policy's signals back at their starting levels in one step where the root began:
     the weights reset (a resume that loaded the base model, not the checkpoint), no step
@@ -2652,7 +2679,8 @@ def _plan(run: Run, events: Sequence[Event], checks: Sequence[Check], root: Even
         for remedy in remedies:
             r = remedy if isinstance(remedy, knobs.Remedy) else knobs.Remedy(str(remedy))
             if str(r) == str(lead.remedy) or str(r).startswith(_CALM) or (
-                    r.knob is None and r.rollback_step is None and str(r) in str(lead.remedy)):
+                    r.knob is None and r.rollback_step is None and (
+                        str(r) in str(lead.remedy) or _same_look(r, lead.remedy))):
                 continue  # said first (a look the first action ends with)
             if lead.setup and m == "numerical_failure" and r.knob is knobs.GRAD_CLIP:
                 continue  # clipping cannot fix a NaN the setup produces
@@ -2749,3 +2777,13 @@ class _Item:
         elif (mine.factor is not None and r.factor is not None and mine.rollback_step is None
               and (r.factor < mine.factor if r.factor < 1 else r.factor > mine.factor)):
             self.remedy = r  # the stronger change
+
+
+#: Looks a first action and a finding's remedy say in their own words.
+_LOOKS = ("check the reference model",)
+
+
+def _same_look(remedy: knobs.Remedy, first: knobs.Remedy) -> bool:
+    """Whether ``remedy`` asks for the look ``first`` already asks for ("check the reference
+    model" said twice, items 1 and 2; trial 81)."""
+    return any(str(remedy).startswith(look) and str(first).startswith(look) for look in _LOOKS)

@@ -4554,3 +4554,48 @@ def test_a_root_cause_that_is_an_event_is_named_as_one_beside_the_finding_that_s
     for event in CAUSES:
         assert glossary.lookup(event) is not None, event
     assert _cause({"mode": "entropy_blowup", "step": 5, "cause": 7}) == "entropy_blowup@5"
+
+
+def test_trial_81_a_reference_that_differs_from_step_1_is_checked_before_any_leash():
+    """Trial 81: the reference built from the untrained init, KL 2.59 at step 1 (where the
+    policy is the reference, ~0) and 2.5-4 after: read "rose from 2.71 to 2.79 from step 8",
+    "beta 0.04 -> 0.08", a tighter leash to the wrong model. A KL high from the first step is
+    an offset even when it rises after it: dated there, the reference checked first, once."""
+    d = _trial("trl_reference_untrained_init")
+    rc = d.root_cause
+    assert rc.mode == "kl_drift" and rc.step == 1 and rc.setup, rc
+    assert rc.first_action.startswith("check the reference model against the policy at step 0")
+    assert "it was already 2.59 at the first logged step" in rc.first_action
+    actions = [p.action for p in d.plan]
+    assert not any("beta" in a or "KL coefficient" in a for a in actions), actions
+    assert sum(a.startswith("check the reference model") for a in actions) == 1, actions
+
+
+def test_trial_81_scores_missing_from_a_term_name_the_scorer_not_the_policy():
+    """Trial 81: from step 201 correctness_reward returned None on 70% of completions (a
+    checker timing out). TRL sums the terms a completion was scored on and logs each term's
+    mean over those it scored: the reward fell 1.47 -> 0.6 below its terms' weighted sum, the
+    terms held. Read "reward crash: roll back, then learning_rate 1e-4 -> 5e-5"."""
+    d = _trial("trl_correctness_none_70pct_from_201")
+    rc = d.root_cause
+    assert rc.cause == "scores_missing" and rc.step == 201, rc
+    assert rc.first_action.startswith("check correctness_reward on completions from step 201 "
+                                      "on: from step 201 the reward"), rc.first_action
+    assert "of correctness_reward's scores are missing" in rc.first_action
+    assert "format_reward" not in rc.first_action  # its mean could not hold the shortfall
+    assert "roll back to checkpoint-200" in rc.first_action
+    assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]
+
+
+def test_scores_missing_is_read_into_no_other_run():
+    """The shortfall below the terms' sum is found on the run made so, on no other trial
+    fixture or real run; a clean reweighting is said as one, not as missing scores."""
+    from grpo_doctor.rules.signals import scores_missing
+
+    for csv in sorted(TRIAL.glob("*.csv")):
+        found = scores_missing(load_runs(csv)[0])
+        assert (found is not None) == (csv.stem == "trl_correctness_none_70pct_from_201"), (
+            csv.stem, found)
+    for path in REAL_RUNS.glob("*/*"):
+        if path.suffix != ".md":
+            assert all(scores_missing(run) is None for run in load_runs(path)), path

@@ -168,10 +168,13 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # estimator.
     # Its first logged points high too: a KL near 0 at step 1 that was at 0.5 a few steps later
     # moved there (read "KL already 0.00136 at step 1 ... differed from the start").
-    from_start = (run.first_step is not None and run.first_step <= 1 and k0 >= p["drift_kl"]
-                  and float(np.median(k[:3])) >= p["drift_kl"]
-                  and not (trend.increasing(p["alpha"]) and kc > k0) and kc < p["adapt_kl"])
-    if from_start:
+    offset = (run.first_step is not None and run.first_step <= 1 and k0 >= p["drift_kl"]
+              and float(np.median(k[:3])) >= p["drift_kl"])
+    from_start = offset and not (trend.increasing(p["alpha"]) and kc > k0) and kc < p["adapt_kl"]
+    if offset:
+        # Began at the first step, whatever it did after: a rise from an offset is dated
+        # there (trial 81: a reference built from the untrained init, KL 2.59 at step 1,
+        # read "rose from step 8": "beta 0.04 -> 0.08", a tighter leash to the wrong model).
         onset = int(steps[0])  # the reward is judged from there too
     progress = reward_progress(run, float(onset))
     corroboration = []
@@ -185,18 +188,19 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     why = f", {', '.join(corroboration)}" if corroboration else ""
     moved = (f"rose from {fmt(k0)} to {fmt(kc)}" if kc > k0 else
              f"has stayed high ({fmt(k0)} at the start, {fmt(kc)} now)")
-    burst = lr_burst(run, int(steps[0])) if from_start else None
+    burst = lr_burst(run, int(steps[0])) if offset else None
     if burst is not None:
         # The first updates' step size, not the leash or the reference: a reference reset
         # or a tighter beta would answer a drift that did not happen.
         remedies[:] = [r for r in remedies if "reset the reference" not in str(r)
                        and "update the reference" not in str(r)]
-    if from_start and burst is None:
+    if offset and burst is None:
         evidence["offset_from_start"] = True
         # The band's name as an offset: "drifting" beside "not a drift" read as a
         # contradiction (helper-67).
-        evidence["band"] = str(band).replace(", drifting", ", an offset").replace(
-            ", dangerous", ", a dangerous offset")
+        if from_start:
+            evidence["band"] = str(band).replace(", drifting", ", an offset").replace(
+                ", dangerous", ", a dangerous offset")
         evidence["threshold"] = f"KL >= {fmt(p['drift_kl'])} from the first logged step"
         # An offset is not a drift: a tighter leash (beta, adaptive KL) would pull toward a
         # reference that is itself the problem.
@@ -211,7 +215,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         status = inc.merge_status(status, inc.worst(incidents))
         onset = min(onset, incidents[0].step)
     summary = f"KL {moved} (band {band}) from step {onset_text(knot, onset)}{why}"
-    if from_start and burst is not None:
+    if offset and burst is not None:
         # The first updates took a learning rate many times the run's later one: they moved
         # the policy that far (KL 469 at step 1 under lr 2e-2), no reference mismatch.
         lr0, lr_after = burst.peak, burst.after
@@ -225,6 +229,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                    f"({fmt(kc)} now){why}: policy and reference "
                    "differed from the start (a reference of other weights or precision, or "
                    "first updates that large), not a drift")
+    elif offset:
+        summary = (f"KL already {fmt(float(k[0]))} at step {step_text(int(steps[0]))}, the "
+                   f"first logged, then {fmt(kc)} by the end{why}: policy and "
+                   "reference differed from the start (a reference of other weights or "
+                   "precision, or first updates that large), before any drift")
     earlier = [i for i in incidents if i.step < knot]
     later = [i for i in incidents if i.step >= knot]
     if earlier:
@@ -235,7 +244,7 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                      max(later, key=lambda i: i.peak))
         more = f" (and {len(later) - 1} more)" if len(later) > 1 else ""
         summary += f"; then {shown.summary}{more}"
-    if status == Status.CRITICAL and burst is None:
+    if status == Status.CRITICAL and burst is None and not offset:
         remedies.insert(0, "stop, update the reference to the last good checkpoint, restart")
     return Outcome(status, summary, onset_step=onset, evidence=evidence,
                    remedies=tuple(remedies), key_metric=KL, incidents=tuple(incidents))

@@ -1469,6 +1469,22 @@ _REWEIGHT_SPLITS = 200
 _REWEIGHT_ROWS = 4000
 
 
+def _reward_and_terms(run: Run) -> tuple[dict[str, str], np.ndarray, np.ndarray, np.ndarray
+                                         ] | None:
+    """The reward's terms, and the steps, the reward and the terms on the rows all hold (every
+    k-th row of a long log: they tell the same sums); None without terms or too few rows."""
+    comps = components(run)
+    if not comps or Metric.REWARD_MEAN.value not in run.frame.columns:
+        return None
+    frame = finite_rows(run, [Metric.REWARD_MEAN.value, *comps.values()])
+    if len(frame) > _REWEIGHT_ROWS:
+        frame = frame.iloc[::len(frame) // _REWEIGHT_ROWS + 1]
+    if len(frame) < 2 * _REWEIGHT_POINTS:
+        return None
+    return (comps, frame.index.to_numpy(), frame[Metric.REWARD_MEAN.value].to_numpy(dtype=float),
+            frame[list(comps.values())].to_numpy(dtype=float))
+
+
 def _weights_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
     """The terms' weights that best give the reward, and the fit's largest miss."""
     w, *_ = np.linalg.lstsq(x, y, rcond=None)
@@ -1504,19 +1520,12 @@ def reweighting(run: Run) -> Reweighting | None:
     reward jumped 1.3 -> 9.6 at step 101, its terms unchanged, and nothing said why). None when
     one set of weights gives it throughout, or the terms do not give it at all (a reward with
     terms it does not log)."""
-    comps = components(run)
-    if not comps or Metric.REWARD_MEAN.value not in run.frame.columns:
+    sums = _reward_and_terms(run)
+    if sums is None:
         return None
-    frame = finite_rows(run, [Metric.REWARD_MEAN.value, *comps.values()])
-    if len(frame) > _REWEIGHT_ROWS:  # a long log: every k-th row tells the same sums
-        frame = frame.iloc[::len(frame) // _REWEIGHT_ROWS + 1]
-    n = len(frame)
-    if n < 2 * _REWEIGHT_POINTS:
-        return None
-    y = frame[Metric.REWARD_MEAN.value].to_numpy(dtype=float)
-    x = frame[list(comps.values())].to_numpy(dtype=float)
-    scale = max(float(np.max(np.abs(y))), 1e-9)
-    tight = 0.01 * scale
+    comps, steps, y, x = sums
+    n = len(y)
+    tight = 0.01 * max(float(np.max(np.abs(y))), 1e-9)
     if _weights_fit(x, y)[1] <= tight:
         return None  # one set of weights throughout
     every = max(1, (n - 2 * _REWEIGHT_POINTS) // _REWEIGHT_SPLITS)
@@ -1531,8 +1540,77 @@ def reweighting(run: Run) -> Reweighting | None:
     _, at, w1, w2 = best
     if np.max(np.abs(w2 - w1)) < 0.1 * max(float(np.max(np.abs(w1))), 1e-9):
         return None
-    return Reweighting(int(frame.index[at]), tuple(comps), tuple(float(v) for v in w1),
+    return Reweighting(int(steps[at]), tuple(comps), tuple(float(v) for v in w1),
                        tuple(float(v) for v in w2))
+
+
+@dataclass(frozen=True)
+class ScoresMissing:
+    """From ``step`` the reward fell short of its logged terms' weighted sum, the sum it had
+    held exactly: part of a term's scores missing from it (a reward function returning None,
+    a checker timing out: TRL sums the terms a completion was scored on, and logs each term's
+    mean over the completions it scored). ``share`` is the shortfall as a share of each term
+    in ``names`` that could be the one missing (at most its whole)."""
+
+    step: int
+    names: tuple[str, ...]
+    shares: tuple[float, ...]
+    reward_before: float
+    reward_after: float
+    sum_after: float  # the terms' weighted sum after, as the reward had been
+
+    def words(self) -> str:
+        which = " or ".join(f"about {share:.0%} of {name}'s" for name, share in
+                            zip(self.names, self.shares))
+        return (f"from step {step_text(self.step)} the reward ({fmt(self.reward_before)} -> "
+                f"{fmt(self.reward_after)}) fell short of its terms' weighted sum "
+                f"({fmt(self.sum_after)}), which it had equalled: {which} scores are missing")
+
+
+#: Share of the points after the change off the sum (and on one side of it), and before it.
+_MISSING_AFTER, _MISSING_BEFORE = 0.8, 0.02
+
+
+def scores_missing(run: Run) -> ScoresMissing | None:
+    """Where the reward stopped equalling one weighted sum of its logged terms and fell short
+    of it from then on, not by another exact sum (a reweighting): scores missing from a term
+    (trial 81: correctness returned None on 70% of completions from step 201; the reward fell
+    1.47 -> 0.6, the terms' means held, read "reward crash: roll back, lr"). None otherwise,
+    and when no one term's weighted mean could hold the shortfall."""
+    sums = _reward_and_terms(run)
+    if sums is None:
+        return None
+    comps, steps, y, x = sums
+    n = len(y)
+    tight = 0.01 * max(float(np.max(np.abs(y))), 1e-9)
+    w, miss = _weights_fit(x[:_REWEIGHT_POINTS], y[:_REWEIGHT_POINTS])
+    if miss > tight:
+        return None  # the terms do not give the reward exactly, even at first
+    r = y - x @ w
+    off = np.abs(r) > 5 * tight
+    at = next((i for i in range(_REWEIGHT_POINTS, n - 4) if off[i]
+               and float(np.mean(off[i:])) >= _MISSING_AFTER), None)
+    if at is None or float(np.mean(off[:at])) > _MISSING_BEFORE:
+        return None
+    after = r[at:]
+    sign = float(np.sign(np.median(after)))
+    if sign == 0 or float(np.mean(np.sign(after) == sign)) < _MISSING_AFTER:
+        return None
+    if _weights_fit(x[at:], y[at:])[1] <= tight:
+        return None  # another exact sum: a reweighting, said as one
+    short = -float(np.median(after))
+    names, shares = [], []
+    for name, weight, column in zip(comps, w, x[at:].T):
+        part = float(weight) * float(np.median(column))
+        if abs(part) > tight and 0.05 < short / part <= 1.05:
+            names.append(name)
+            shares.append(min(short / part, 1.0))
+    if not names:
+        return None
+    before = y[max(0, at - 5):at]
+    return ScoresMissing(int(steps[at]), tuple(names), tuple(shares),
+                         float(np.median(before)), float(np.median(y[at:at + 5])),
+                         float(np.median((x @ w)[at:at + 5])))
 
 
 def reweighted_note(run: Run) -> str | None:
