@@ -1485,6 +1485,11 @@ def _reward_and_terms(run: Run) -> tuple[dict[str, str], np.ndarray, np.ndarray,
             frame[list(comps.values())].to_numpy(dtype=float))
 
 
+def _tight(reward: np.ndarray) -> float:
+    """How near a fit must give the reward to give it exactly: 1% of its largest size."""
+    return 0.01 * max(float(np.max(np.abs(reward))), 1e-9)
+
+
 def _weights_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
     """The terms' weights that best give the reward, and the fit's largest miss."""
     w, *_ = np.linalg.lstsq(x, y, rcond=None)
@@ -1524,8 +1529,7 @@ def reweighting(run: Run) -> Reweighting | None:
     if sums is None:
         return None
     comps, steps, y, x = sums
-    n = len(y)
-    tight = 0.01 * max(float(np.max(np.abs(y))), 1e-9)
+    n, tight = len(y), _tight(y)
     if _weights_fit(x, y)[1] <= tight:
         return None  # one set of weights throughout
     every = max(1, (n - 2 * _REWEIGHT_POINTS) // _REWEIGHT_SPLITS)
@@ -1581,8 +1585,7 @@ def scores_missing(run: Run) -> ScoresMissing | None:
     if sums is None:
         return None
     comps, steps, y, x = sums
-    n = len(y)
-    tight = 0.01 * max(float(np.max(np.abs(y))), 1e-9)
+    n, tight = len(y), _tight(y)
     w, miss = _weights_fit(x[:_REWEIGHT_POINTS], y[:_REWEIGHT_POINTS])
     if miss > tight:
         return None  # the terms do not give the reward exactly, even at first
