@@ -70,6 +70,7 @@ from grpo_doctor.rules.numerical_failure import other_model, other_models
 from grpo_doctor.rules.points import end_size, head_tail, late_points, series
 from grpo_doctor.rules.signals import (
     LrBurst,
+    Reweighting,
     back_to_start,
     component_role,
     components,
@@ -2010,6 +2011,21 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
     i = int(np.searchsorted(run.steps, root.step))
     near = {int(s) for s in run.steps[max(0, i - _REDEFINED_NEAR):i + _REDEFINED_NEAR + 1]}
     changed = reweighting(run)
+    if changed is not None and changed.step in near and not _config_weights_either_side(
+            run, changed):
+        held = _terms_across(run, changed.step, ())
+        if not held:
+            return None
+        # Neither sum is the config's: what each term scores changed, not the weights (a mix
+        # of prompts whose terms score only their own; h120: "restore the reward's weights").
+        text = (f"read the terms, not the reward, across step {step_text(changed.step)}: "
+                f"the reward is {changed.said(changed.after)} from there, "
+                f"{changed.said(changed.before)} before, neither the config's weights: the "
+                "share of completions each term scores changed there (a curriculum stage or a "
+                f"data mix){held}; judge the run on its terms")
+        return _Lead(knobs.Remedy(text), summary=(
+            f"the reward's make-up changed at step {step_text(changed.step)}: {root.summary}"),
+            sampling_changed=True, not_dynamics=True, cause=REWARD_REWEIGHTED)
     if changed is not None and changed.step in near:
         held = _terms_across(run, changed.step, ())
         dropped = changed.dropped()
@@ -2060,6 +2076,23 @@ def _scores_missing_at(run: Run, root: Event) -> _Lead | None:
     return _Lead(knobs.Remedy(text, rollback_step=found.step), summary=(
         f"{found.words()}: {root.summary}"),
         sampling_changed=True, not_dynamics=True, cause=SCORES_MISSING)
+
+
+def _config_weights_either_side(run: Run, changed: Reweighting) -> bool:
+    """Whether the config's weights (1 for each term it names without ``reward_weights``) are
+    those of one side of the change, or the config names no terms (nothing to hold it to). A
+    change between two sums neither of which is the config's is no resume with other weights:
+    a mix of prompts whose terms score only their own changed (h120: a curriculum's 80/20 ->
+    20/80 read "restore the reward's weights")."""
+    if not configured_terms(run):
+        return True
+    config = [configured_weight(run, name) for name in changed.names]
+    if any(w is None for w in config) and any(w is not None for w in config):
+        return True  # weights for some terms only: not enough to hold it to
+    weights = np.array([1.0 if w is None else w for w in config])
+    top = max(float(np.max(np.abs(weights))), 1e-9)
+    return any(float(np.max(np.abs(np.array(side) - weights))) <= 0.05 * top
+               for side in (changed.before, changed.after))
 
 
 def _weights_reset_at(run: Run, root: Event) -> _Lead | None:

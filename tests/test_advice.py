@@ -4599,3 +4599,53 @@ def test_scores_missing_is_read_into_no_other_run():
     for path in REAL_RUNS.glob("*/*"):
         if path.suffix != ".md":
             assert all(scores_missing(run) is None for run in load_runs(path)), path
+
+
+def test_hostile_h120_a_curriculum_is_neither_a_reweighting_nor_a_reset():
+    """h120: a multi-task run whose terms score only their own prompts, the mix moved 80/20 ->
+    20/80 at step 161, read "restore the reward's weights (a resume with other
+    reward_weights?)" where the config sets none and neither sum is its weights. Harder prompts
+    from step 161 (correctness and entropy back near their start, the format learned and the
+    length kept) read "as if the weights were reset": a reset undoes all of it."""
+    import pandas as pd
+
+    frame = pd.read_csv(TRIAL / "trl_reward_weights_0_1_from_161.csv")
+    config = json.loads((TRIAL / "trl_reward_weights_0_1_from_161.config.json").read_text())
+    math = frame["rewards/correctness_reward/mean"].to_numpy()
+    code = np.clip(np.roll(math, 7) * 0.45, 0, 1)
+    code[:7] = math[:7] * 0.45
+    share = np.where(frame["step"] <= 160, 0.8, 0.2)
+    mixed = frame.drop(columns=["rewards/correctness_reward/mean",
+                                "rewards/correctness_reward/std"])
+    mixed["rewards/math_reward/mean"], mixed["rewards/code_reward/mean"] = math, code
+    mixed["reward"] = share * math + (1 - share) * code + frame["rewards/format_reward/mean"]
+    config["reward_funcs"] = ["math_reward", "code_reward", "format_reward"]
+    config.pop("reward_weights", None)
+    from grpo_doctor.recipe import flat_config
+
+    d = diagnose(make_run_from(mixed),
+                 DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(config)))
+    first = d.root_cause.first_action
+    assert not first.startswith("restore the reward's weights"), first
+    assert first.startswith("read the terms, not the reward, across step 161"), first
+    assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]
+
+    reset = pd.read_csv(TRIAL / "trl_weights_reset_at_161.csv")
+    kept = pd.read_csv(TRIAL / "trl_reward_weights_0_1_from_161.csv")
+    for column in ("rewards/format_reward/mean", "completions/mean_length"):
+        reset.loc[160:, column] = kept.loc[160:, column].to_numpy()
+    reset["reward"] = reset["rewards/correctness_reward/mean"] + reset[
+        "rewards/format_reward/mean"]
+    d = diagnose(make_run_from(reset))
+    assert d.root_cause.cause != "weights_reset", d.root_cause
+    assert "as if the weights were reset" not in d.root_cause.first_action
+
+
+def make_run_from(frame):
+    """A run of a trial CSV's frame, read as the CSV importer reads one (its names mapped)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.csv"
+        frame.to_csv(path, index=False)
+        return load_runs(path)[0]

@@ -1709,7 +1709,7 @@ def back_to_start(run: Run, step: int) -> BackToStart | None:
     terms = components(run)
     names += list(terms.values()) if terms else [Metric.REWARD_MEAN.value]
     moved = []
-    for name in names:
+    for name in [*names, Metric.RESPONSE_LENGTH_MEAN.value]:
         steps, v = series(run, name)
         k = int(np.searchsorted(steps, step))
         if k < 3 * _LEVEL_POINTS or len(v) - k < _LEVEL_POINTS:
@@ -1719,8 +1719,18 @@ def back_to_start(run: Run, step: int) -> BackToStart | None:
         after = float(np.median(v[k:k + _LEVEL_POINTS]))
         away = abs(before - start)
         noise = step_noise(v[:k])
-        if away < max(4 * noise, 0.2 * max(abs(start), abs(before), 1e-9)):
-            continue  # it had not moved far from its start
+        level = max(abs(start), abs(before), 1e-9)
+        if away < max(2 * noise, 0.1 * level):
+            continue  # it had not moved from its start
+        if abs(after - before) <= 0.3 * away:
+            # What the run had learned, kept: no reset, which undoes all of it (h120: harder
+            # prompts from step 161 sent correctness and entropy back near their start, the
+            # format learned and the length held; read "as if the weights were reset").
+            return None
+        if name not in names or away < max(4 * noise, 0.2 * level):
+            # Not far from its start: no sign of a reset (and the length only vetoes: its
+            # level is the sampler's and the task's too).
+            continue
         if abs(after - start) > 0.3 * away or abs(float(v[k]) - start) > 0.5 * away:
             continue  # not back to the start, or not at once
         label = next((t for t, c in terms.items() if c == name), name)
