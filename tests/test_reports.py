@@ -547,3 +547,28 @@ def test_the_audit_says_a_healthy_runs_task_is_still_low(tmp_path, capsys):
     assert out.startswith("HEALTHY") and "task's own score is still low" in out, out
     _, out, _ = run_cli(capsys, "audit", str(tmp_path))
     assert "→ healthy · task score still low: correctness_reward 0.1" in out, out
+
+
+def test_the_fix_of_a_finding_also_critical_is_shown_in_a_short_plan():
+    """h120: "also critical: ..., entropy_collapse from step 90 ... the plan below has their
+    fixes", while entropy_collapse's fix sat behind "and 9 more (-v)"."""
+    from grpo_doctor.config import DoctorConfig
+    from grpo_doctor.engine import diagnose
+    from grpo_doctor.importers import load_runs
+    from grpo_doctor.recipe import flat_config
+    from grpo_doctor.reporters import terminal
+
+    trial = Path(__file__).parent / "fixtures" / "trial"
+    name = "agentic_tool_spam_nemo_turns"
+    d = diagnose(load_runs(trial / f"{name}.csv")[0], DoctorConfig(
+        recipe={"learning_rate": {"high": 5e-4}},
+        run_config=flat_config(json.loads((trial / f"{name}.config.json").read_text()))))
+    text = terminal.render_to_text(d, width=100)
+    assert "also critical: advantage_collapse from step 1, entropy_collapse from step 90" \
+        in " ".join(text.split()), text
+    plan = text.split("What to change, first things first:")[1].split("passed:")[0]
+    shown = [line for line in plan.splitlines() if line.strip()[:3].rstrip(".").isdigit()]
+    assert len(shown) <= 5, plan
+    for mode in ("advantage_collapse", "entropy_collapse"):
+        assert f"[{mode}" in plan or f", {mode}" in plan, (mode, plan)
+    assert "findings's" not in text

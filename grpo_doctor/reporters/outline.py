@@ -96,9 +96,9 @@ def critical_apart(diagnosis: Diagnosis) -> str | None:
     said = ", ".join(f"{c.mode}" + (f" from step {step_text(c.onset_step)}"
                                      if c.onset_step is not None else "") for c in apart)
     one = len(apart) == 1
-    return (f"{said}, apart from the root cause: the critical status is "
-            f"{'this finding' if one else 'these findings'}'s, and "
-            f"{'its fix is' if one else 'their fixes are'} in the plan below")
+    return (f"{said}, apart from the root cause: the status is critical for "
+            f"{'it' if one else 'them'}, and the plan below has "
+            f"{'its fix' if one else 'their fixes'}")
 
 
 def cause_after_mode(diagnosis: Diagnosis, step: Callable[[int], str]) -> str:

@@ -20,6 +20,7 @@ sequence, no bidi reordering, no workflow command) and is never rich markup.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from typing import Any
 
 from rich.cells import cell_len
@@ -219,7 +220,9 @@ def _plan(diagnosis: Diagnosis, verbose: bool) -> list[RenderableType]:
     if not plan:
         return []
     several = len(diagnosis.findings) > 1
-    shown = list(plan) if verbose or len(plan) <= MAX_PLAN else _first_items(plan)
+    apart = [c.mode for c in diagnosis.findings if c.status is Status.CRITICAL] if (
+        critical_apart(diagnosis) is not None) else []
+    shown = list(plan) if verbose or len(plan) <= MAX_PLAN else _first_items(plan, apart)
     out: list[RenderableType] = [Text("What to change, first things first:", style="bold")]
     for item in shown:
         body = Text(_safe(item.action))
@@ -234,14 +237,22 @@ def _plan(diagnosis: Diagnosis, verbose: bool) -> list[RenderableType]:
     return out
 
 
-def _first_items(plan: tuple[PlanItem, ...]) -> list[PlanItem]:
-    """The first ``MAX_PLAN`` items, with a roll-back never among those left out (it takes
-    the last place shown)."""
-    shown = list(plan[:MAX_PLAN])
-    rollback = next((it for it in plan[MAX_PLAN:] if it.rollback_step is not None), None)
-    if rollback is not None and not any(it.rollback_step is not None for it in shown):
-        shown[-1] = rollback
-    return shown
+def _first_items(plan: tuple[PlanItem, ...], modes: Sequence[str] = ()) -> list[PlanItem]:
+    """The first ``MAX_PLAN`` items, with a roll-back never among those left out, nor the
+    first fix of each of ``modes`` (the critical findings "also critical" points to: h120,
+    entropy_collapse's fix had sat behind "and 9 more"); those take the last places shown,
+    in the plan's order."""
+    wanted = [next(it for it in plan if mode in it.modes) for mode in modes
+              if any(mode in it.modes for it in plan)]
+    rollback = next((it for it in plan if it.rollback_step is not None), None)
+    if rollback is not None:
+        wanted.append(rollback)
+    keep = [it for it in plan[:MAX_PLAN] if it in wanted or it is plan[0]]
+    extra = [it for it in dict.fromkeys(wanted) if plan.index(it) >= MAX_PLAN]
+    extra = extra[:MAX_PLAN - len(keep)]
+    room = MAX_PLAN - len(extra) - len(keep)
+    rest = [it for it in plan[:MAX_PLAN] if it not in keep][:max(room, 0)]
+    return sorted({*keep, *rest, *extra}, key=plan.index)
 
 
 def _lists(diagnosis: Diagnosis) -> list[RenderableType]:
