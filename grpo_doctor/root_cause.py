@@ -314,6 +314,13 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         root = next((e for e in events if e.check.mode == "length_hacking"),
                     events[0] if events[0].check.mode == root.check.mode else root)
     said = lead.summary or root.summary
+    resumed = _knob_set_at_resume(run, lead)
+    if resumed is not None and root.step < resumed[0]:
+        # The setting named as the cause was in force from a resume only: what it caused
+        # began there (trial 81: beta 0 -> 1 at a resume at step 161 read "no_progress at
+        # step 1", beside a note saying the resume changed it).
+        root = replace(root, step=resumed[0])
+        said += f" (in force from the resume at step {step_text(resumed[0])}: {resumed[1]})"
     if lead.setup and root.incident and root.check.onset_step is not None and (
             root.step < root.check.onset_step):
         # Dated by an earlier episode of the finding whose sentence says "from step 8": both
@@ -323,6 +330,18 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
                       str(lead.remedy), knob=lead.knob.to_cause() if lead.knob else None,
                       setup=lead.setup, cause=lead.cause)
     return cause, _plan(run, events, checks, root, lead, setup)
+
+
+def _knob_set_at_resume(run: Run, lead: _Lead) -> tuple[int, str] | None:
+    """The step a resume set the setting the first action names, and its change ("beta 0.0
+    -> 1.0"), from the checkpoints' saved settings; None when a resume did not change it."""
+    key = lead.knob.reading.source if lead.knob is not None else None
+    change = run.changed_at_resume.get(key) if key else None
+    if change is None or not run.resumed_at:
+        return None
+    before, after, checkpoint = change
+    step = max((s for s in run.resumed_at if s <= checkpoint), default=run.resumed_at[0])
+    return step, f"{key} {before} -> {after}"
 
 
 def _solved_words(run: Run) -> str:

@@ -4649,3 +4649,20 @@ def make_run_from(frame):
         path = Path(folder) / "run.csv"
         frame.to_csv(path, index=False)
         return load_runs(path)[0]
+
+
+def test_trial_81_a_cause_set_at_a_resume_is_dated_from_the_resume():
+    """Trial 81: beta 0 -> 1 at a resume at step 161 (the checkpoints' training_args.bin say
+    so) read "no_progress at step 1", beside a note saying the resume changed it."""
+    from grpo_doctor.recipe import flat_config
+
+    name = "trl_beta_0_to_1_from_161"
+    run = replace(load_runs(TRIAL / f"{name}.csv")[0], changed_at_resume={
+        "beta": (0.0, 1.0, 200)}, resumed_at=(161,))
+    d = diagnose(run, DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(
+        json.loads((TRIAL / f"{name}.config.json").read_text()))))
+    rc = d.root_cause
+    assert rc.step == 161 and rc.first_action.startswith("beta 1 -> 0.01-0.05"), rc
+    assert rc.summary.endswith("(in force from the resume at step 161: beta 0.0 -> 1.0)"), rc
+    # Without the resume's record, the setting is the run's from its start.
+    assert _trial(name).root_cause.step == 1
