@@ -320,6 +320,8 @@ class Watcher:
             self.restarts += 1
             return alerts
         if not (delta.rows.count or delta.structural):
+            if final and self.monitor.awaiting() and self.store.run is not None:
+                return self.monitor.evaluate(with_sidecar_config(self.store.run), final=True)
             return []
         store = self.store
         if delta.structural or not store.append(delta.rows):
@@ -331,7 +333,7 @@ class Watcher:
         # 5e-5", not "x0.5").
         cleared = ([] if self._read_before is None
                    else self._another_log(self._read_before, store.run))
-        return cleared + self.monitor.evaluate(with_sidecar_config(store.run))
+        return cleared + self.monitor.evaluate(with_sidecar_config(store.run), final=final)
 
 
 #: The first steps of a log compared to tell a rewrite of it from another log.

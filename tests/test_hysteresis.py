@@ -173,6 +173,15 @@ def test_a_warning_back_after_its_clear_needs_two_polls_in_a_row_however_late() 
     assert polled([1, 0]) == start
     assert polled([1, 1]) == [*start, (80, "alert", Status.WARNING)]
     assert polled([2, 0])[2] == (70, "alert", Status.CRITICAL)
+    # The last poll of a complete run has no next one: a warning it fires again is raised
+    # then (trial 81: a watch ended "healthy" where every one-shot reading said warning).
+    monitor = level_monitor()
+    alerts, _ = replay(monitor, levels_run([0] * 10 + [1] * 10 + [0] * 49 + [1]), every=10)
+    assert [(p, a.event) for p, a in alerts] == [(20, "alert"), (40, "cleared")]
+    assert monitor.awaiting()
+    last = monitor.evaluate(monitor.run, final=True)
+    assert [(a.event, a.severity) for a in last] == [("alert", Status.WARNING)]
+    assert not monitor.awaiting()
 
 
 def test_while_held_the_monitor_says_how_far_the_clear_has_got() -> None:
@@ -543,3 +552,19 @@ def test_a_watch_judges_its_advice_with_the_config_files_recipe():
     assert "0.003 -> 2.5e-4" in diagnosed, diagnosed
     assert "0.003 -> 2.5e-4" in watched, watched
     assert "0.003 -> 2.5e-4" in (monitor.first_action or ""), monitor.first_action
+
+
+def test_a_verdict_on_the_whole_log_is_not_cleared_by_the_log_growing():
+    """Trial 81: beta 0 -> 1 at step 161, learning held back: no_progress raised at 180,
+    cleared at 240 (the log's second half then held the rise before the resume) and the watch
+    ended "healthy" where every one-shot reading of the finished run said warning. Its clear
+    needs a quarter of the log as well."""
+    trial = Path(__file__).parent / "fixtures" / "trial"
+    run = load_runs(trial / "trl_beta_0_to_1_from_161.csv")[0]
+    run.config.update(json.loads((trial / "trl_beta_0_to_1_from_161.config.json").read_text()))
+    monitor = Monitor(Settings(select=("no_progress",)))
+    alerts, _ = replay(monitor, run, every=12)
+    assert [(p, a.event) for p, a in alerts] == [(180, "alert")], alerts
+    assert monitor.diagnosis().check("no_progress").status is Status.WARNING
+    held = monitor.clearing.get("no_progress")
+    assert held is None or held.of == max(CLEAR_AFTER, run.n_steps // 4), held

@@ -202,11 +202,12 @@ class DoctorCallback(TrainerCallback):
         except FormatError:  # nothing with a step logged yet
             return None
 
-    def check(self) -> list[Alert]:
-        """Check the history now; the new alerts."""
+    def check(self, *, final: bool = False) -> list[Alert]:
+        """Check the history now; the new alerts (``final``: training has ended)."""
         with _shown_warnings_kept():
             run = self.run()
-            return self.monitor.evaluate(run) if run is not None and run.n_steps else []
+            return self.monitor.evaluate(run, final=final) if run is not None and (
+                run.n_steps) else []
 
     def values(self) -> dict[str, float]:
         """The ``doctor/*`` values of the last check."""
@@ -302,9 +303,9 @@ class DoctorCallback(TrainerCallback):
     @_guarded
     def on_train_end(self, args: TrainingArguments, state: TrainerState,
                      control: TrainerControl, **kwargs: Any) -> None:
-        if self.history and self._checked_at < state.global_step:
+        if self.history and (self._checked_at < state.global_step or self.monitor.awaiting()):
             self._checked_at = state.global_step
-            self._report(self.check(), state)
+            self._report(self.check(final=True), state)
         self._report(self.monitor.settle(), state)  # the last word on what to do first
         if not self.alerts and self.history:
             # Steps, not entries: the Trainer's closing summary is logged at the last step.
