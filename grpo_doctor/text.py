@@ -23,6 +23,18 @@ def fmt(x: float | int | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def fmt_apart(a: float, b: float) -> tuple[str, str]:
+    """Two numbers as ``fmt`` writes them, with as many more digits as it takes for two
+    different ones to read different (a compare's "A 0.0001, B 0.0001" for two lr schedules
+    apart; trial 81)."""
+    said = fmt(a), fmt(b)
+    for digits in range(4, 11):
+        if a == b or said[0] != said[1]:
+            break
+        said = fmt(a, digits), fmt(b, digits)
+    return said
+
+
 def knob_value(x: float) -> str:
     """A setting's value as a config file writes it: 1e-4, 2.5e-6, 0.04, 1024, 1e9."""
     x = float(x)

@@ -749,3 +749,23 @@ def test_a_set_or_a_complex_stored_as_text_is_compared_and_shown(tmp_path, capsy
     diff = json.loads(out)["config_diff"]
     assert sorted(map(json.dumps, diff["target_modules"])) == sorted(
         ['["k_proj", "q_proj"]', '["q_proj", "v_proj"]']), diff
+
+
+def test_two_levels_a_parting_names_never_read_the_same():
+    """Trial 81: "B parts from A at step 2 on learning_rate: A 0.0001, B 0.0001", two linear
+    decays over 200 and 320 steps: the digits it takes to tell them apart are shown."""
+    from grpo_doctor.reporters.compare_report import parting_line
+    from grpo_doctor.text import fmt_apart
+
+    assert fmt_apart(1e-4, 9.94e-5) == ("0.0001", "9.9e-05")
+    assert fmt_apart(0.663, 0.757) == ("0.663", "0.757")
+    assert fmt_apart(0.5, 0.5) == ("0.5", "0.5")
+    steps = np.arange(1, 201)
+    a = make_run(reward=np.linspace(0.1, 0.5, 200), learning_rate=1e-4 * (1 - steps / 200))
+    b = make_run(reward=np.linspace(0.1, 0.5, 200), learning_rate=1e-4 * (1 - steps / 320))
+    comparison = compare_runs([a, b])
+    lines = [parting_line(comparison, metric, 1) for metric, m in comparison.metrics.items()
+             if m.partings[1] is not None]
+    lr = next(line for line in lines if " on learning_rate: " in line)
+    said = re.search(r": A (\S+), B (\S+)$", lr)
+    assert said is not None and said.group(1) != said.group(2), lr

@@ -25,7 +25,7 @@ from grpo_doctor.reporters.fit import (
 )
 from grpo_doctor.reporters.json_report import _clean
 from grpo_doctor.store import Run
-from grpo_doctor.text import fmt
+from grpo_doctor.text import fmt, fmt_apart
 
 #: Config keys listed by name before the rest are counted.
 MAX_KEYS = 12
@@ -80,8 +80,9 @@ def parting_line(comparison: Comparison, metric: str, i: int) -> str:
     diff's order: "0.663 vs 0.757" after "B parts from A" read as B's first (helper-39)."""
     p = comparison.metrics[metric].partings[i]
     assert p is not None
-    return (f"{letter(i)} parts from A at step {p.step:,} on {metric}: A {fmt(p.level_a)}, "
-            f"{letter(i)} {fmt(p.level_b)}")
+    level_a, level_b = fmt_apart(p.level_a, p.level_b)
+    return f"{letter(i)} parts from A at step {p.step:,} on {metric}: A {level_a}, " \
+        f"{letter(i)} {level_b}"
 
 
 def not_compared(comparison: Comparison) -> list[tuple[int, list[str], int]]:
