@@ -278,6 +278,13 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         # knob would be advice about the wrong problem (trial 48: a prompt missing a number).
         root = unlearned
     root = _knob_explained(events, worst, setup, root)
+    redefined = _redefined_near(run, events)
+    if redefined is not None:
+        # The reward's make-up changed where a finding began: what the reward did from there
+        # is its definition's, so a finding that read it as the policy's (an entropy
+        # "collapse" made critical by the reward's fall) is no root (h120: a penalty ramped
+        # in over 40 steps read "beta 0 -> 0.01, the task is solved").
+        root = redefined
     cheating = (_cheat_attempts(run, events) or _farmed_tools(events, worst)
                 or _reward_exploited(events, worst))
     if cheating is not None and root.check.mode not in ("numerical_failure",):
@@ -2063,7 +2070,7 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
         held = _terms_across(run, switched.step, (switched.name,))
         text = (f"check the {switched.name} term, which began paying at step "
                 f"{step_text(switched.step)} ({fmt(switched.before)} before, "
-                f"{fmt(switched.after)} since): the reward's change there "
+                f"{switched.since()}): the reward's change there "
                 f"({fmt(switched.reward_before)} -> {fmt(switched.reward_after)}) is that term's"
                 f"{held}; if it is meant, weigh it so that "
                 "it shapes the task's reward rather than swamps it, and judge the run on the "
@@ -2095,6 +2102,15 @@ def _scores_missing_at(run: Run, root: Event) -> _Lead | None:
     return _Lead(knobs.Remedy(text, rollback_step=found.step), summary=(
         f"{found.words()}: {root.summary}"),
         sampling_changed=True, not_dynamics=True, cause=SCORES_MISSING)
+
+
+def _redefined_near(run: Run, events: Sequence[Event]) -> Event | None:
+    """The first finding that began where the reward's make-up changed (its weights, or a
+    term switched or ramped on) and whose lead says so; None otherwise."""
+    for event in events:
+        if event.check.fired and _reward_redefined_at(run, event) is not None:
+            return event
+    return None
 
 
 def _config_weights_either_side(run: Run, changed: Reweighting) -> bool:

@@ -4666,3 +4666,34 @@ def test_trial_81_a_cause_set_at_a_resume_is_dated_from_the_resume():
     assert rc.summary.endswith("(in force from the resume at step 161: beta 0.0 -> 1.0)"), rc
     # Without the resume's record, the setting is the run's from its start.
     assert _trial(name).root_cause.step == 1
+
+
+def test_hostile_h120_a_penalty_ramped_in_is_named_as_one_switched_on():
+    """h120: trial 80's length penalty ramped in over 40 steps (0 -> -2.4 from step 161), the
+    other terms holding, read "beta 0 -> 0.01-0.05; no roll-back: the task is solved": the
+    entropy "collapse" made critical by the reward's fall was taken for the root. A penalty
+    ramped in is said as the at-once one is; a term that rose slowly is one the policy
+    learned to earn, no switch."""
+    import pandas as pd
+
+    from grpo_doctor.rules.signals import term_switched_on
+
+    frame = pd.read_csv(TRIAL / "trl_length_penalty_on_from_161.csv")
+    steps = frame["step"].to_numpy()
+    ramp = np.clip((steps - 160) / 40, 0, 1)
+    frame["rewards/concise_reward/mean"] = np.where(steps > 160, -2.4 * ramp, 0.0)
+    terms = [c for c in frame.columns if c.startswith("rewards/") and c.endswith("/mean")]
+    frame["reward"] = frame[terms].sum(axis=1)
+    from grpo_doctor.recipe import flat_config
+
+    config = json.loads((TRIAL / "trl_length_penalty_on_from_161.config.json").read_text())
+    d = diagnose(make_run_from(frame),
+                 DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(config)))
+    rc = d.root_cause
+    assert rc.cause == "reward_term_added" and rc.step in (160, 161), rc
+    assert rc.first_action.startswith("check the concise_reward term, which began paying at "
+                                      "step 161 (0 before, ramped to -2.4 by step 19"), rc
+    assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]
+    frame["rewards/concise_reward/mean"] = np.where(steps > 160, 2.4 * ramp, 0.0)
+    frame["reward"] = frame[terms].sum(axis=1)
+    assert term_switched_on(make_run_from(frame)) is None  # earned, not switched on

@@ -1638,6 +1638,12 @@ class TermSwitchedOn:
     after: float
     reward_before: float
     reward_after: float
+    level_step: int | None = None  # where a term ramped in reached its level (None: at once)
+
+    def since(self) -> str:
+        """"-2.4 since", or "-2.4 from step 196" for a term ramped in."""
+        return (f"{fmt(self.after)} since" if self.level_step is None else
+                f"ramped to {fmt(self.after)} by step {step_text(self.level_step)}")
 
 
 #: Logged points a term must hold one value for before it switched on, and pay after.
@@ -1667,19 +1673,46 @@ def term_switched_on(run: Run) -> TermSwitchedOn | None:
         j = int(moved[0])
         if j < _SWITCH_BEFORE or len(v) - j < _SWITCH_AFTER:
             continue
-        after = float(np.median(v[j:j + 20]))
+        ramp = _ramp_to_hold(v, j, first)
+        after = float(np.median(v[j + ramp:j + ramp + 20]))
         change = after - first
         if abs(change) < 0.25 * spread:
             continue  # a small shift is no reward's fall or jump
-        if np.any(np.abs(v[j:j + _SWITCH_AFTER] - after) > 0.3 * abs(change)):
-            continue  # not at once, to a level it held: a term the policy learned to earn
+        if np.any(np.abs(v[j + ramp:j + ramp + _SWITCH_AFTER] - after) > 0.3 * abs(change)):
+            continue  # not to a level it held: a term the policy learned to earn
         reward_before = float(np.median(y[max(0, j - 10):j]))
-        reward_after = float(np.median(y[j:j + 20]))
+        reward_after = float(np.median(y[j + ramp:j + ramp + 20]))
         if abs((reward_after - reward_before) - change) > 0.25 * abs(change):
             continue  # the reward's change is not this term's
         return TermSwitchedOn(int(frame.index[j]), name, float(first), after, reward_before,
-                              reward_after)
+                              reward_after, int(frame.index[j + ramp]) if ramp else None)
     return None
+
+
+#: Logged points a penalty may take to reach its level (a schedule ramping it in).
+_RAMP_POINTS = 60
+
+
+def _ramp_to_hold(v: np.ndarray, j: int, first: float) -> int:
+    """Points from ``j`` until a term that left its constant ``first`` there reached the level
+    it held: 0 when at once; a penalty ramped in by a schedule takes more (h120: -2.4 over 40
+    steps read "reward over-fitting, lr"). Only a term that fell from its constant, the reward
+    with it, may ramp: a policy does not learn to lose reward, while a term rising slowly
+    from a constant is one it learned to earn (not at once: no switch)."""
+    if len(v) - j < _SWITCH_AFTER:
+        return 0
+    if abs(float(np.median(v[j:j + _SWITCH_AFTER])) - float(np.median(v[j:j + 20]))) <= 0.3 * abs(
+            float(np.median(v[j:j + 20])) - first):
+        return 0  # at its level at once
+    stretch = v[j:j + _RAMP_POINTS + 20]
+    level = float(np.median(stretch[-20:]))
+    if level >= first or len(stretch) < 25:
+        return 0
+    # Down to within a tenth of the fall, never back above the constant on the way.
+    reached = np.flatnonzero(stretch <= level + 0.1 * (first - level))
+    if not len(reached) or np.any(stretch[:reached[0]] > first):
+        return 0
+    return min(int(reached[0]), _RAMP_POINTS)
 
 
 @dataclass(frozen=True)
