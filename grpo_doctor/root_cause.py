@@ -2057,7 +2057,7 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
         dropped = changed.dropped()
         lost = (f"; {', '.join(dropped)} weighted 0 no longer trains the policy" if dropped
                 else "")
-        text = (f"restore the reward's weights: from step {step_text(changed.step)} the reward "
+        text = (f"restore the reward's weights: {changed.from_words()} the reward "
                 f"is {changed.said(changed.after)}, where before it was "
                 f"{changed.said(changed.before)} (a resume or a config with other "
                 f"reward_weights?){lost}; the reward's change there is its definition's, "

@@ -4697,3 +4697,28 @@ def test_hostile_h120_a_penalty_ramped_in_is_named_as_one_switched_on():
     frame["rewards/concise_reward/mean"] = np.where(steps > 160, 2.4 * ramp, 0.0)
     frame["reward"] = frame[terms].sum(axis=1)
     assert term_switched_on(make_run_from(frame)) is None  # earned, not switched on
+
+
+def test_hostile_h120_weights_annealed_over_a_stretch_are_a_reweighting():
+    """h120: reward_weights moved 1 -> 0 for correctness over steps 161-200 (every term
+    holding) read "beta 0 -> 0.01-0.05; no roll-back: the task is solved", and with the
+    shortfall test, "scores missing": two exact sums either side of a stretch are a
+    reweighting, said with the stretch."""
+    import pandas as pd
+
+    from grpo_doctor.recipe import flat_config
+
+    frame = pd.read_csv(TRIAL / "trl_reward_weights_0_1_from_161.csv")
+    steps = frame["step"].to_numpy()
+    weight = 1 - np.clip((steps - 160) / 40, 0, 1)
+    frame["reward"] = (weight * frame["rewards/correctness_reward/mean"]
+                       + frame["rewards/format_reward/mean"])
+    config = json.loads((TRIAL / "trl_reward_weights_0_1_from_161.config.json").read_text())
+    d = diagnose(make_run_from(frame),
+                 DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(config)))
+    rc = d.root_cause
+    assert rc.cause == "reward_reweighted", rc
+    assert rc.first_action.startswith("restore the reward's weights: from step 200 (changing "
+                                      "over steps 160-200) the reward is 0 x correctness_reward"
+                                      ), rc.first_action
+    assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]

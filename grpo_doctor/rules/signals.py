@@ -1467,6 +1467,8 @@ _REWEIGHT_POINTS = 20
 #: Candidate split points tried at most (a long log's are spread over it), and rows read.
 _REWEIGHT_SPLITS = 200
 _REWEIGHT_ROWS = 4000
+#: Logged points a change of the weights may be spread over (a schedule annealing them).
+_REWEIGHT_GAPS = (0, 10, 20, 40, 60)
 
 
 def _reward_and_terms(run: Run) -> tuple[dict[str, str], np.ndarray, np.ndarray, np.ndarray
@@ -1505,6 +1507,14 @@ class Reweighting:
     names: tuple[str, ...]
     before: tuple[float, ...]
     after: tuple[float, ...]
+    until: int | None = None  # where a change spread over a stretch ended (None: at once)
+
+    def from_words(self) -> str:
+        """"from step 161", or "from step 200 (changing over steps 160-200)"."""
+        if self.until is None:
+            return f"from step {step_text(self.step)}"
+        return (f"from step {step_text(self.until)} (changing over steps "
+                f"{step_text(self.step)}-{step_text(self.until)})")
 
     def said(self, weights: tuple[float, ...]) -> str:
         top = max((abs(w) for w in (*self.before, *self.after)), default=1.0) or 1.0
@@ -1533,19 +1543,24 @@ def reweighting(run: Run) -> Reweighting | None:
     if _weights_fit(x, y)[1] <= tight:
         return None  # one set of weights throughout
     every = max(1, (n - 2 * _REWEIGHT_POINTS) // _REWEIGHT_SPLITS)
-    best: tuple[float, int, np.ndarray, np.ndarray] | None = None
-    for at in range(_REWEIGHT_POINTS, n - _REWEIGHT_POINTS + 1, every):
-        w1, miss1 = _weights_fit(x[:at], y[:at])
-        w2, miss2 = _weights_fit(x[at:], y[at:])
-        if best is None or max(miss1, miss2) < best[0]:
-            best = (max(miss1, miss2), at, w1, w2)
+    best: tuple[float, int, int, np.ndarray, np.ndarray] | None = None
+    # At one step, or over a stretch (weights annealed by a schedule: the points between the
+    # two sums are neither; h120 had read a 1 -> 0 over 40 steps as "reward over-fitting").
+    for gap in _REWEIGHT_GAPS:
+        for at in range(_REWEIGHT_POINTS, n - _REWEIGHT_POINTS - gap + 1, every):
+            w1, miss1 = _weights_fit(x[:at], y[:at])
+            w2, miss2 = _weights_fit(x[at + gap:], y[at + gap:])
+            if best is None or max(miss1, miss2) < best[0]:
+                best = (max(miss1, miss2), at, gap, w1, w2)
+        if best is not None and best[0] <= tight:
+            break  # the shortest stretch that holds two exact sums
     if best is None or best[0] > tight:
         return None
-    _, at, w1, w2 = best
+    _, at, gap, w1, w2 = best
     if np.max(np.abs(w2 - w1)) < 0.1 * max(float(np.max(np.abs(w1))), 1e-9):
         return None
     return Reweighting(int(steps[at]), tuple(comps), tuple(float(v) for v in w1),
-                       tuple(float(v) for v in w2))
+                       tuple(float(v) for v in w2), int(steps[at + gap]) if gap else None)
 
 
 @dataclass(frozen=True)
@@ -1599,8 +1614,8 @@ def scores_missing(run: Run) -> ScoresMissing | None:
     sign = float(np.sign(np.median(after)))
     if sign == 0 or float(np.mean(np.sign(after) == sign)) < _MISSING_AFTER:
         return None
-    if _weights_fit(x[at:], y[at:])[1] <= tight:
-        return None  # another exact sum: a reweighting, said as one
+    if _weights_fit(x[at:], y[at:])[1] <= tight or reweighting(run) is not None:
+        return None  # another exact sum, at once or after a stretch: a reweighting
     short = -float(np.median(after))
     names, shares = [], []
     for name, weight, column in zip(comps, w, x[at:].T):
@@ -1621,7 +1636,7 @@ def reweighted_note(run: Run) -> str | None:
     found = reweighting(run)
     if found is None:
         return None
-    return (f"from step {step_text(found.step)} the reward is {found.said(found.after)}, where "
+    return (f"{found.from_words()} the reward is {found.said(found.after)}, where "
             f"before it was {found.said(found.before)}: its weights changed mid-run (a resume "
             "with other reward_weights?); the reward before and after are on different scales, "
             "so read the terms, not the reward, across that step")
