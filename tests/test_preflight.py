@@ -961,8 +961,12 @@ def test_preflight_judges_with_the_config_files_recipe(tmp_path, capsys, monkeyp
     'ARGS=(--num_generations 8)\nARGS+=(--learning_rate 1e-2)\npython t.py "${ARGS[@]}"\n',
     'ARGS=(--num_generations 8 --run_name "$(date)")  # a comment (x)\nLR=1e-\nLR+=2\n'
     'python t.py "${ARGS[@]}" --learning_rate $LR\n',
+    # h120: a default naming another variable, and the ': "${X:=d}"' idiom that sets X
+    'DEFAULT_LR=1e-2\nLR=${LR:-${DEFAULT_LR}}\npython t.py --learning_rate $LR '
+    '--num_generations 8\n',
+    ': "${LR:=1e-2}"\npython t.py --learning_rate "${LR:?set LR}" --num_generations 8\n',
 ])
-def test_an_array_over_lines_or_added_to_is_read_as_the_shell_passes_it(script):
+def test_a_launch_script_is_read_as_the_shell_passes_it(script):
     """h120: an array closed on a later line had read '8)' ("not a number", exit 2; beside a
     log, the script passed over without a word), a quoted "exp(1)" ended the array, and
     ARGS+=(...) was passed over (TRL's default lr judged in its place: "OK")."""

@@ -103,7 +103,8 @@ _SHORT_OPTION = re.compile(r"-[A-Za-z]$")
 #: ``${NAME}``, ``${NAME:-default}`` (unset or empty), ``${NAME-default}`` (unset only),
 #: ``${NAME:?message}``, ``${NAME[@]}`` (an array), ``$NAME``, and a script's positional
 #: arguments (``$1``, ``${10}``, ``${1:-1e-6}``, ``$@``, ``${@:2}``).
-_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:\[[@*]\])?(?:(:?)([-=?+])([^}]*))?\}"
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:\[[@*]\])?(?:(:?)([-=?+])"
+                        r"((?:[^{}]|\$\{[^{}]*\})*))?\}"
                         r"|\$([A-Za-z_][A-Za-z0-9_]*)"
                         r"|\$\{([0-9]+|[@*#])(?:(:?)([-=?+:])([^}]*))?\}|\$([0-9@*#])")
 
@@ -144,7 +145,12 @@ def _expanded(token: str, shell: dict[str, str]) -> str:
         if current:
             return current
         if op in ("-", "=") and word and (current is None or colon == ":"):
-            return word  # ${X-d}: X unset; ${X:-d}: X unset or empty (bash's rule)
+            # ${X-d}: X unset; ${X:-d}: X unset or empty (bash's rule); a default may name
+            # another variable (${LR:-${DEFAULT_LR}}); ${X:=d} also sets X (h120).
+            word = _expanded(word, shell) if "$" in word and len(word) < _MAX_EXPANDED else word
+            if op == "=" and "${" not in word:
+                shell[name] = word
+            return word
         # Unset, or set empty (an empty default too: bash passes nothing, no trainer runs on
         # it; h118, h119: ${LR:-} had read as TRL's default), or ${X:?message}: not judged.
         return "${" + name + "}"
