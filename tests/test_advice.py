@@ -4722,3 +4722,26 @@ def test_hostile_h120_weights_annealed_over_a_stretch_are_a_reweighting():
                                       "over steps 160-200) the reward is 0 x correctness_reward"
                                       ), rc.first_action
     assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]
+
+
+@pytest.mark.parametrize("lag", [1, 2])
+def test_hostile_h120_a_reset_whose_rewards_lag_the_entropy_is_still_one(lag):
+    """h120: the reward terms logged two steps behind the entropy (rollouts scored after the
+    step that made them) lost the reset lead: "roll back, then lr 1e-4 -> 5e-5", beside a plan
+    item saying "no roll-back needed"."""
+    import pandas as pd
+
+    frame = pd.read_csv(TRIAL / "trl_weights_reset_at_161.csv")
+    lagged = [c for c in frame.columns if c.startswith("rewards/")] + [
+        "reward", "reward_std", "frac_reward_zero_std"]
+    for column in lagged:
+        values = frame[column].to_numpy().copy()
+        values[160:160 + lag] = values[160 - lag:160]
+        frame[column] = values
+    from grpo_doctor.recipe import flat_config
+
+    config = json.loads((TRIAL / "trl_weights_reset_at_161.config.json").read_text())
+    d = diagnose(make_run_from(frame),
+                 DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(config)))
+    assert d.root_cause.cause == "weights_reset", d.root_cause
+    assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]

@@ -1743,6 +1743,8 @@ class BackToStart:
                          for n, s, b, a in self.moved)
 
 
+#: Logged points a reward signal may lag the entropy by at a reset.
+_RESET_LAG = 2
 #: Logged points each level (the start's, before, after) is the median of.
 _LEVEL_POINTS = 5
 
@@ -1764,12 +1766,17 @@ def back_to_start(run: Run, step: int) -> BackToStart | None:
             continue
         start = float(np.median(v[:_LEVEL_POINTS]))
         before = float(np.median(v[k - _LEVEL_POINTS:k]))
-        after = float(np.median(v[k:k + _LEVEL_POINTS]))
         away = abs(before - start)
         noise = step_noise(v[:k])
         level = max(abs(start), abs(before), 1e-9)
         if away < max(2 * noise, 0.1 * level):
             continue  # it had not moved from its start
+        if name != Metric.ENTROPY.value:
+            # Rewards logged a few steps behind the policy's own signals (rollouts scored
+            # after the step that made them: async or off-policy trainers; h120).
+            k = next((j for j in range(k, min(k + _RESET_LAG + 1, len(v) - _LEVEL_POINTS + 1))
+                      if abs(float(v[j]) - start) <= 0.5 * away), k)
+        after = float(np.median(v[k:k + _LEVEL_POINTS]))
         if abs(after - before) <= 0.3 * away:
             # What the run had learned, kept: no reset, which undoes all of it (h120: harder
             # prompts from step 161 sent correctness and entropy back near their start, the
