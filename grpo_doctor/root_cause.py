@@ -2107,8 +2107,15 @@ def _scores_missing_at(run: Run, root: Event) -> _Lead | None:
 def _redefined_near(run: Run, events: Sequence[Event]) -> Event | None:
     """The first finding that began where the reward's make-up changed (its weights, or a
     term switched or ramped on) and whose lead says so; None otherwise."""
+    changed, switched = reweighting(run), term_switched_on(run)
+    steps = {found.step for found in (changed, switched) if found is not None}
+    if not steps:
+        return None  # (the fits once, not once per finding)
+    at = [int(np.searchsorted(run.steps, s)) for s in steps]
     for event in events:
-        if event.check.fired and _reward_redefined_at(run, event) is not None:
+        i = int(np.searchsorted(run.steps, event.step))
+        if event.check.fired and any(abs(i - j) <= _REDEFINED_NEAR for j in at) and (
+                _reward_redefined_at(run, event) is not None):
             return event
     return None
 
