@@ -112,10 +112,11 @@ TERMS: tuple[Term, ...] = (
        stop never comes (the end-of-sequence token the model writes is not the one generation
        stops on). Fix the stop before any budget.""", "never stops",
        see=("setup problem", "seen as")),
-    _t("seen as", """Beside a root cause that is an event rather than a failure mode
-       ("weights_reset@161 (seen as entropy_blowup)"): the finding that saw the event. The
-       finding names the symptom, the root cause the event; fix the event, and the finding
-       should clear.""", "seen by", see=("root cause",)),
+    _t("seen as", """Beside a root cause that is an event or a setup problem rather than a
+       failure mode ("weights_reset@161 (seen as entropy_blowup)", "completion_budget_too_small
+       (seen as length_hacking)"): the finding that saw it. The finding names the symptom, the
+       root cause what caused it; fix that, and the finding should clear.""", "seen by",
+       see=("root cause", "setup problem")),
     _t("roll back", """Restart from a saved checkpoint from before the cause (the report names
        a logged step that exists), with the setting fixed.""", "roll-back", "rollback"),
     _t("recipe", """The ranges of each setting in the chapter on GRPO's failure modes that

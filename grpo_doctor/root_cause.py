@@ -328,6 +328,11 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         # step 1", beside a note saying the resume changed it).
         root = replace(root, step=resumed[0])
         said += f" (in force from the resume at step {step_text(resumed[0])}: {resumed[1]})"
+        # What the run learned before the resume is good: go back to it (nu35).
+        lead = replace(lead, remedy=knobs.Remedy(
+            f"{lead.remedy}; then {_rollback_words(run, resumed[0], best=False)}: the run "
+            f"trained with {resumed[1].rsplit(' -> ', 1)[0]} until the resume",
+            knob=lead.remedy.knob, factor=lead.remedy.factor, rollback_step=resumed[0]))
     if lead.setup and root.incident and root.check.onset_step is not None and (
             root.step < root.check.onset_step):
         # Dated by an earlier episode of the finding whose sentence says "from step 8": both

@@ -4664,6 +4664,8 @@ def test_trial_81_a_cause_set_at_a_resume_is_dated_from_the_resume():
     rc = d.root_cause
     assert rc.step == 161 and rc.first_action.startswith("beta 1 -> 0.01-0.05"), rc
     assert rc.summary.endswith("(in force from the resume at step 161: beta 0.0 -> 1.0)"), rc
+    assert "; then roll back to checkpoint-160" in rc.first_action, rc.first_action
+    assert d.plan[0].rollback_step == 161
     # Without the resume's record, the setting is the run's from its start.
     assert _trial(name).root_cause.step == 1
 

@@ -1574,20 +1574,24 @@ class ScoresMissing:
     step: int
     names: tuple[str, ...]
     shares: tuple[float, ...]
-    reward_before: float
     reward_after: float
     sum_after: float  # the terms' weighted sum after, as the reward had been
 
     def words(self) -> str:
         which = " or ".join(f"about {share:.0%} of {name}'s" for name, share in
                             zip(self.names, self.shares))
-        return (f"from step {step_text(self.step)} the reward ({fmt(self.reward_before)} -> "
-                f"{fmt(self.reward_after)}) fell short of its terms' weighted sum "
-                f"({fmt(self.sum_after)}), which it had equalled: {which} scores are missing")
+        # Medians of a few points, said as such: "1.34 -> 0.672" beside a crash's "from 1.47
+        # to 0.594" (its single points) had read as two accounts of one fall (nu35).
+        return (f"from step {step_text(self.step)} the reward fell short of its terms' "
+                f"weighted sum, which it had equalled (a median {fmt(self.reward_after)} "
+                f"against {fmt(self.sum_after)} over the next {_MISSING_SAID} logged steps): "
+                f"{which} scores are missing")
 
 
 #: Share of the points after the change off the sum (and on one side of it), and before it.
 _MISSING_AFTER, _MISSING_BEFORE = 0.8, 0.02
+#: Logged points the levels either side are the medians of.
+_MISSING_SAID = 5
 
 
 def scores_missing(run: Run) -> ScoresMissing | None:
@@ -1625,10 +1629,9 @@ def scores_missing(run: Run) -> ScoresMissing | None:
             shares.append(min(short / part, 1.0))
     if not names:
         return None
-    before = y[max(0, at - 5):at]
     return ScoresMissing(int(steps[at]), tuple(names), tuple(shares),
-                         float(np.median(before)), float(np.median(y[at:at + 5])),
-                         float(np.median((x @ w)[at:at + 5])))
+                         float(np.median(y[at:at + _MISSING_SAID])),
+                         float(np.median((x @ w)[at:at + _MISSING_SAID])))
 
 
 def reweighted_note(run: Run) -> str | None:
