@@ -236,14 +236,14 @@ def parse_command_line(text: str) -> dict[str, Any]:
     # ``LR=1e-2 python ... $LR``: an assignment before a command on its line is that command's
     # environment only; the line's own $LR is the value from before (h118: read as 0.01).
     prefixed: list[bool] = []
-    words: list[str] = []
+    script: list[str] = []  # the script's words, line ends marked
     for line in text.splitlines():
         try:
-            words += _words(line)
+            script += _words(line)
         except ValueError:  # quotes that never close
-            words += re.split(r"\s+#", line, maxsplit=1)[0].split()
-        words.append(_LINE_END)
-    for command in _commands(words):
+            script += re.split(r"\s+#", line, maxsplit=1)[0].split()
+        script.append(_LINE_END)
+    for command in _commands(script):
         lead = next((k for k, w in enumerate(command) if not _ASSIGNMENT.match(w)
                      and not _APPEND.match(w)), len(command))
         prefixed += [k < lead < len(command) for k in range(len(command))]

@@ -1568,7 +1568,7 @@ class ScoresMissing:
     """From ``step`` the reward fell short of its logged terms' weighted sum, the sum it had
     held exactly: part of a term's scores missing from it (a reward function returning None,
     a checker timing out: TRL sums the terms a completion was scored on, and logs each term's
-    mean over the completions it scored). ``share`` is the shortfall as a share of each term
+    mean over the completions it scored). ``shares``: the shortfall as a share of each term
     in ``names`` that could be the one missing (at most its whole)."""
 
     step: int
