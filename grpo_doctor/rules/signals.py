@@ -1599,7 +1599,8 @@ def scores_missing(run: Run) -> ScoresMissing | None:
     of it from then on, not by another exact sum (a reweighting): scores missing from a term
     (trial 81: correctness returned None on 70% of completions from step 201; the reward fell
     1.47 -> 0.6, the terms' means held, read "reward crash: roll back, lr"). None otherwise,
-    and when no one term's weighted mean could hold the shortfall."""
+    and when no one term's weighted mean could hold the shortfall. (A run scored so from its
+    first step has no exact sum to leave: ``unscored_share`` says it, as a note.)"""
     sums = _reward_and_terms(run)
     if sums is None:
         return None
