@@ -1,4 +1,4 @@
-"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-81).
+"""Real TRL GRPOTrainer runs on CPU, each with one setting deliberately wrong (trials 43-82).
 
 A tiny Qwen2 (2 layers, hidden 128, a character tokenizer) is SFT-ed to a base policy right
 about 30% of the time on "a+b=" -> "<a>(a+b)%10</a>", then trained with the real
@@ -1321,6 +1321,60 @@ REWARD_SETS["failopen"] = [correctness_reward_failopen, format_reward]
 REWARD_SETS["none200"] = [correctness_reward_none200, format_reward]
 
 
+# ---------------------------------------------------------------- trial 82
+CTRL82 = dict(learning_rate=1e-4, seed=1201)
+RUNS.update({
+    # healthy controls
+    "ctrl82": dict(CTRL82, seed=1201),
+    "ctrl82_mlf": dict(CTRL82, seed=1213, _logger="mlflow", _mlflow_store="file"),
+    # step 1: half the dataset rows (a merged second source, every other row after the
+    # shuffle) keyed (a+b+1)%10: each prompt carries two answers; bystander adam_beta2 0.99
+    "halfshift_b2": dict(CTRL82, seed=1217, _half_shift=True, adam_beta2=0.99, _logger="wandb"),
+    # step 1: correctness returns None (a grader time-out) for completions longer than 7
+    # characters: every well-formed "<a>d</a>" (8) is unscored; bystander cosine schedule
+    "nonegt7_cos": dict(CTRL82, seed=1223, _rewards="nonegt7", lr_scheduler_type="cosine",
+                        _logger="mlflow"),
+    # late (320): from step 181 sampling temperature 2.0 (a resume with another generation
+    # config; TRL's log-prob temperature stays 1.0); bystander dataloader_drop_last
+    "temp20at180_dl_late": dict(CTRL82, seed=1229, max_steps=320,
+                                _late_gen=(180, {"temperature": 2.0}),
+                                dataloader_drop_last=True, _logger="trackio"),
+    # late by ramp (320): a neutral-named detail_reward = (global_step/400) per character past
+    # the 8th, room for 24 tokens (its scale grows with the step); bystander adam_beta1 0.85
+    "detailramp_b1_late": dict(CTRL82, seed=1231, max_steps=320, _rewards="detailramp",
+                               max_completion_length=24, adam_beta1=0.85, _logger="swanlab"),
+    # step 1: optim adagrad at lr 1e-4 (its step shrinks as 1/sqrt(t)); bystander save_steps 40
+    "adagrad_save40": dict(CTRL82, seed=1237, optim="adagrad", save_steps=40),
+    # precision: GSPO's sequence-level ratio with the token-level default epsilon 0.2, on-policy
+    # (num_iterations 1: every ratio is 1, the clip never binds)
+    "gspo_eps02_onpol": dict(CTRL82, seed=1249, importance_sampling_level="sequence",
+                             _logger="trackio"),
+    # precision (benign event, late 320): from step 161 the schedule restarts at its 1e-4 peak
+    # (a resume whose scheduler restarted), then decays linearly to 0 at 320
+    "lrrestart160_late": dict(CTRL82, seed=1259, max_steps=320, _late_lr=(160, 2.0),
+                              _logger="wandb"),
+})
+
+
+def correctness_reward_nonegt7(completions, answer=None, **kwargs):
+    """BUGGY (trial 82): the grader times out (None) on completions over 7 characters."""
+    r = correctness_reward(completions, answer=answer)
+    return [None if len(c) > 7 else x for c, x in zip(completions, r)]
+
+
+correctness_reward_nonegt7.__name__ = "correctness_reward"
+
+
+def detail_reward(completions, trainer_state=None, **kwargs):
+    """A "detail" term whose scale ramps with the step: step/400 per character past the 8th."""
+    k = (trainer_state.global_step / 400.0) if trainer_state is not None else 0.0
+    return [k * max(0, len(c) - 8) for c in completions]
+
+
+REWARD_SETS["nonegt7"] = [correctness_reward_nonegt7, format_reward]
+REWARD_SETS["detailramp"] = [correctness_reward, format_reward, detail_reward]
+
+
 def build_init():
     """The un-SFT-ed init (same config as the base, random weights) -> ROOT/base_init."""
     from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
@@ -1390,6 +1444,12 @@ def run(name):
         for r, a in zip(rows, answers):
             r["answer"] = a
     late_shift = spec.pop("_late_shift", None)
+    if spec.pop("_half_shift", False):  # trial 82: every other row keyed (a+b+1)%10
+        random.shuffle(rows)
+        rows = [dict(r) for r in rows]
+        for r in rows[::2]:
+            a, b = map(int, r["prompt"].rstrip("=").split("+"))
+            r["answer"] = answer(a, b, "shift1")
     if pool:
         rows = random.sample(rows[:100], pool) * (2000 // pool)
     random.shuffle(rows)

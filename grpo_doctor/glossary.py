@@ -99,6 +99,12 @@ TERMS: tuple[Term, ...] = (
        function returning None, a checker timing out). An unscored completion is paid by the
        other terms only, so its group's advantages are noise. Fix the scorer; the policy did
        not break there.""", "scores missing", "missing scores", see=("seen as",)),
+    _t("sampler_changed", """A root cause: at one logged step the completions changed at once
+       (many more cut at the length cap, or their length far off its level) and the reward
+       fell, after an ordinary update (grad norms at their level, the lr unchanged), which
+       cannot move the policy that far: a sampling setting (temperature, top_p/top_k, a
+       repetition penalty, a generation config set at a resume) or the prompts changed
+       there.""", "sampler changed", see=("seen as",)),
     _t("data_order", """A root cause: the prompts are served in the dataset's own order (sorted
        or concatenated), and the reward fell where each slice began, not where the policy
        broke: shuffle the prompts.""", "data order", see=("seen as",)),

@@ -49,6 +49,7 @@ from grpo_doctor.findings import (
     NEVER_STOPS,
     REWARD_REWEIGHTED,
     RUN_STOPPED,
+    SAMPLER_CHANGED,
     SCORER_FAILING,
     SCORER_STOPPED,
     SCORES_MISSING,
@@ -620,6 +621,9 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     missing = _scores_missing_at(run, root)
     if missing is not None:
         return missing
+    sampled = _sampler_changed_at(run, root)
+    if sampled is not None:
+        return sampled
     redefined = _reward_redefined_at(run, root)
     if redefined is not None:
         return redefined
@@ -2085,6 +2089,64 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
             f"{step_text(switched.step)}: {root.summary}"), sampling_changed=True,
             not_dynamics=bool(held), cause=TERM_ADDED)
     return None
+
+
+#: A change of the completions at one logged step: the truncated share up by this much (from
+#: at most a third of it before), or the mean length by this share of its level.
+_CUT_JUMP, _LENGTH_JUMP = 0.2, 0.15
+#: Logged points before a step whose grad norms were an ordinary update's: none above this
+#: multiple of their median over the stretch before.
+_ORDINARY_GRAD = 3.0
+
+
+def _sampler_changed_at(run: Run, root: Event) -> _Lead | None:
+    """A reward crash in one logged step at which the completions changed at once (many more
+    cut at the length cap, or a mean length far off its level), after an ordinary update (the
+    grad norms of the steps before at their level, the lr unchanged): one update does not move
+    the policy that far, so what made or scored the completions changed there (trial 82:
+    temperature 2.0 from step 181, 50% of completions at the cap from 0%, read "roll back,
+    then learning_rate 1e-4 -> 5e-5"). None otherwise."""
+    if root.check.mode != "reward_overfit":
+        return None
+    step = root.step
+    ts, t = series(run, Metric.TRUNCATION_RATIO.value)
+    ls, length = series(run, Metric.RESPONSE_LENGTH_MEAN.value)
+    gs, g = series(run, Metric.GRAD_NORM.value)
+    rs, r = series(run, Metric.REWARD_MEAN.value)
+    k, j, i = (int(np.searchsorted(x, step)) for x in (ts, gs, rs))
+    if k < 10 or j < 10 or i < 10 or len(t) - k < 5 or _lr_moved_at(run, step):
+        return None
+    # The reward's fall happened at the step itself, not over several.
+    if i >= len(r) or float(np.median(r[i - 5:i])) - float(r[i]) < 0.5 * (
+            float(np.median(r[i - 5:i])) - float(np.median(r[i:i + 5]))):
+        return None
+    quiet = g[max(0, j - 3):j]
+    if not len(quiet) or float(np.max(quiet)) > _ORDINARY_GRAD * float(np.median(g[:j])):
+        return None  # an update out of scale came first: the policy's own doing
+    cut_before, cut_after = float(np.median(t[k - 10:k])), float(np.median(t[k:k + 5]))
+    changed = []
+    if cut_after - cut_before >= _CUT_JUMP and float(t[k]) - cut_before >= _CUT_JUMP:
+        changed.append(f"{cut_after:.0%} of completions cut at the length cap, "
+                       f"{cut_before:.0%} before")
+    m = int(np.searchsorted(ls, step))
+    if 10 <= m < len(length) - 4:
+        was, now = float(np.median(length[m - 10:m])), float(np.median(length[m:m + 5]))
+        if was > 0 and abs(now - was) >= _LENGTH_JUMP * was and abs(
+                float(length[m]) - was) >= _LENGTH_JUMP * was:
+            changed.append(f"the mean length {fmt(was)} -> {fmt(now)} tokens")
+    if not changed:
+        return None
+    said = "; ".join(changed)
+    text = (f"check what generated or posed the completions from step {step_text(step)}: in "
+            f"one logged step {said}, and the reward fell {fmt(float(np.median(r[i - 5:i])))} "
+            f"-> {fmt(float(r[i]))}, after an ordinary update (grad norm "
+            f"{fmt(float(quiet[-1]))}, the lr unchanged), which cannot move the policy that "
+            "far: a sampling setting (temperature, top_p/top_k, a repetition penalty, a "
+            "generation config set at a resume) or the prompts changed there; restore it, "
+            f"then {_rollback_words(run, step, best=False)}")
+    return _Lead(knobs.Remedy(text, rollback_step=step), summary=(
+        f"the completions changed at once at step {step_text(step)} ({said}): "
+        f"{root.summary}"), sampling_changed=True, not_dynamics=True, cause=SAMPLER_CHANGED)
 
 
 def _scores_missing_at(run: Run, root: Event) -> _Lead | None:

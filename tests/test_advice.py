@@ -4747,3 +4747,20 @@ def test_hostile_h120_a_reset_whose_rewards_lag_the_entropy_is_still_one(lag):
                  DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(config)))
     assert d.root_cause.cause == "weights_reset", d.root_cause
     assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]
+
+
+def test_trial_82_completions_changed_at_once_after_an_ordinary_update_name_the_sampler():
+    """Trial 82: sampling temperature 2.0 from step 181 (a resume with another generation
+    config): 0% -> 50% of completions at the cap and the reward 1.33 -> 0.22 in one step,
+    after an update like every other (grad norm 1.56, the lr unchanged), read "reward crash:
+    roll back, then learning_rate 1e-4 -> 5e-5"."""
+    d = _trial("trl_temperature_2_from_181")
+    rc = d.root_cause
+    assert rc.cause == "sampler_changed" and rc.step == 181, rc
+    assert rc.first_action.startswith("check what generated or posed the completions from "
+                                      "step 181: in one logged step 47% of completions cut at "
+                                      "the length cap, 0% before"), rc.first_action
+    assert "temperature" in rc.first_action and "roll back to checkpoint-150" in rc.first_action
+    assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]
+    # A crash the policy made itself (an update out of scale first) is not the sampler's.
+    assert _trial("burst_5e-3_20").root_cause.cause != "sampler_changed"
