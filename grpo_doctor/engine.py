@@ -374,7 +374,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
     from grpo_doctor.rules.no_progress import (
         learning_unproven,
         low_task_note,
-        low_under_sampler,
+        low_under_setting,
         stalled_with_cause,
     )
 
@@ -392,9 +392,11 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
                       if r.far], progress["patience"])
     if stalled is not None:
         checks = [stalled if c.mode == stalled.mode else c for c in checks]
-    sampler = _far_sampler(setup)
-    held_low = low_under_sampler(
-        run, checks, (sampler.fix(), f"{sampler.name} {sampler.value_text} ({sampler.how_far()})")
+    sampler = _far_cause_of_low(setup)
+    held_low = low_under_setting(
+        run, checks, (sampler.fix(), ("every update made with " if sampler.id in _UPDATE else
+                                      "every sample drawn with ")
+                      + f"{sampler.name} {sampler.value_text} ({sampler.how_far()})")
         if sampler is not None else None, progress)
     if held_low is not None:
         checks = [held_low if c.mode == held_low.mode else c for c in checks]
@@ -405,7 +407,7 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         if cause is not None:
             plan = (PlanItem(cause.first_action, (RUN_STOPPED,)), *plan)
             stopped = None
-    low = low_task_note(checks, _sampler_first(setup))
+    low = low_task_note(checks, _first_for_low(setup))
     slow = recipe.slow_lr_words(setup) if low else None
     if low and slow:
         low = f"{low}; {slow}"
@@ -503,13 +505,20 @@ _STEP_SIZE_SIGNS = frozenset({
 _SAMPLER = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty",
             "no_repeat_ngram_size", "do_sample", "typical_p", "epsilon_cutoff", "eta_cutoff",
             "banned_tokens", "length_decay")
+#: Settings every update is made with that the recipe links to a run not learning as their
+#: primary risk: outside it, what to change first of a run whose task score stayed low
+#: (trial 82: optim adagrad, correctness 0.38 -> 0.50 where its controls reached 0.87, had
+#: read HEALTHY with "for the next run: optim adagrad -> adamw_torch").
+_UPDATE = ("optimizer",)
 
 
-def _far_sampler(setup: Setup) -> Reading | None:
-    """A sampler setting far outside the recipe: a repetition penalty of 5, a temperature of
-    0.3 (twice or more beyond its range, where the range is a number's)."""
-    return next((r for r in setup.outside if r.far and r.id in _SAMPLER
-                 and (r.factor is None or r.factor >= _SAMPLER_FAR)), None)
+def _far_cause_of_low(setup: Setup) -> Reading | None:
+    """A sampler setting far outside the recipe (a repetition penalty of 5, a temperature of
+    0.3: twice or more beyond its range, where the range is a number's), or an update setting
+    far outside it (an optimizer without Adam's scaling)."""
+    return next((r for r in setup.outside if r.far and (
+        (r.id in _SAMPLER and (r.factor is None or r.factor >= _SAMPLER_FAR))
+        or r.id in _UPDATE)), None)
 
 
 #: How many times beyond its range a sampler setting must be to stand as the evidence of a
@@ -517,11 +526,11 @@ def _far_sampler(setup: Setup) -> Reading | None:
 _SAMPLER_FAR = 2.0
 
 
-def _sampler_first(setup: Setup) -> str | None:
+def _first_for_low(setup: Setup) -> str | None:
     """The fix of a sampler setting far outside the recipe, said as what to change first of a
     run whose task score stayed low with nothing fired (trial 68: repetition_penalty 5 and
     temperature 0.3 had read "learning, slowly: check the reference answers first")."""
-    far = next((r for r in setup.outside if r.far and r.id in _SAMPLER), None)
+    far = next((r for r in setup.outside if r.far and r.id in (*_SAMPLER, *_UPDATE)), None)
     # Or merely outside, where the chapter names not learning as what it brings (trial 76:
     # temperature 1.6, correctness 0.17 -> 0.49 where its control reached 0.88, had read
     # "check the reference answers first", the temperature unsaid).

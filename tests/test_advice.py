@@ -4110,7 +4110,8 @@ def test_trial_76_a_sampler_and_a_slow_lr_on_runs_that_stayed_low():
     (0.4 for every completion) raised a warning of its own."""
     hot = _trial("trl_temperature_1.6_cosine")
     low = next(n for n in hot.notes if n.startswith("no failure mode fired, but the task"))
-    assert "slowly: temperature 1.6 -> 1.0" in low and "first, then check" in low, low
+    # (Its score flat over the second half, the policy sharpened: stalled, not slow.)
+    assert "since step 101: temperature 1.6 -> 1.0" in low and "first, then check" in low, low
     slow = _trial("trl_lr_1e-5_max_grad_norm_0.01")
     assert slow.status == "healthy"
     assert not any("keep it" in n for n in slow.notes), slow.notes
@@ -4764,3 +4765,27 @@ def test_trial_82_completions_changed_at_once_after_an_ordinary_update_name_the_
     assert not any("learning_rate" in p.action for p in d.plan), [p.action for p in d.plan]
     # A crash the policy made itself (an update out of scale first) is not the sampler's.
     assert _trial("burst_5e-3_20").root_cause.cause != "sampler_changed"
+
+
+def test_trial_82_a_low_score_under_an_optimizer_without_adam_is_no_healthy_run():
+    """Trial 82: optim adagrad at lr 1e-4, correctness 0.38 -> 0.50 where its controls reached
+    0.87, read HEALTHY with "for the next run: optim adagrad -> adamw_torch": the setting the
+    recipe links to a run not learning is the evidence the curves lacked, and the first
+    action."""
+    d = _trial("trl_optim_adagrad")
+    assert d.status == "warning" and d.root_cause.mode == "no_progress", d.status
+    assert d.root_cause.first_action.startswith("optim adagrad -> adamw_torch"), d.root_cause
+    assert "every update made with optim adagrad" in d.check("no_progress").summary
+
+
+def test_trial_82_a_low_score_that_stopped_gaining_under_a_sharpened_policy_is_a_ceiling():
+    """Trial 82: every other row of the answer key off by one: correctness flat at 0.35 from
+    step 100 (its controls reached 0.86), the entropy down 57%, read "it is learning, slowly".
+    A policy that sharpened and stopped gaining at a low score sits at a ceiling: the answer
+    key first. A run barely moving (an lr 10x below the recipe's start) is still slow."""
+    note = next(n for n in _trial("trl_half_answers_off_by_one").notes if "still low" in n)
+    assert "it gained nothing since step 101: check a few prompts' reference answers first" \
+        in note, note
+    assert "learning, slowly" not in note
+    slow = next(n for n in _trial("trl_warmup_10000").notes if "still low" in n)
+    assert "gained nothing" not in slow, slow

@@ -139,6 +139,14 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
         "reward_improving": reward.improving,
         "task_improving": {n: pr.improving for n, pr in task.items()},
     }
+    stalled = _stopped_short(run)
+    _, entropy = series(run, Metric.ENTROPY.value)
+    if stalled is not None and len(entropy) >= 10:
+        e0, e1 = head_tail(entropy, frac=0.2)
+        if e0 > 0 and e1 <= _SHARPENED * e0:
+            # No gain over the log's second half with the policy sharpened: a ceiling it
+            # settled at, not a slow climb (a policy barely moving, at a tiny lr, is that).
+            evidence["task_stalled"] = {"signal": stalled[0], "since": stalled[3]}
     memorised = train_set_memorised(run)
     if memorised is not None:
         m = memorised
@@ -387,6 +395,10 @@ def _reference_is_policy(run: Run) -> bool:
         flat, "ref_model_sync_steps")
     return knobs.keyed(flat, "sync_ref_model") is True and isinstance(alpha, (int, float)) and (
         alpha >= 0.9) and isinstance(every, (int, float)) and every <= 2
+
+
+#: The entropy's late level at most this share of its early one: the policy has sharpened.
+_SHARPENED = 0.6
 
 
 def _stopped_short(run: Run) -> tuple[str, float, float, int] | None:
@@ -795,30 +807,32 @@ def _lr_remedy(run: Run, still: str | None = None) -> knobs.Remedy:
 LOW_TASK_NOTE = "no failure mode fired, but the task's own score is still low: "
 
 
-def low_under_sampler(run: Run, checks: Iterable[Check], sampler: tuple[str, str] | None,
+def low_under_setting(run: Run, checks: Iterable[Check], setting: tuple[str, str] | None,
                       p: Mapping[str, float]) -> Check | None:
     """The no_progress check of a run nothing fired on whose task score stayed low (its
-    ``task_low``: below ``low_score`` at the end) while every sample was drawn with a sampler
-    setting far outside the recipe (``sampler``: its fix, and what it is), made a warning:
-    the setting is the evidence the curves lacked, and "healthy" at 9% correct reads as
-    "this run learns" (trial 68: repetition_penalty 5 in generation_kwargs, correctness
-    0.014 -> 0.091 where its controls reached 0.86). None otherwise."""
+    ``task_low``: below ``low_score`` at the end) while every sample was drawn, or every
+    update made, with a setting far outside the recipe (``setting``: its fix, and what it is,
+    "every sample drawn with ..."), made a warning: the setting is the evidence the curves
+    lacked, and "healthy" at 9% correct reads as "this run learns" (trial 68:
+    repetition_penalty 5 in generation_kwargs, correctness 0.014 -> 0.091 where its controls
+    reached 0.86; trial 82: optim adagrad, 0.38 -> 0.50 where they reached 0.87). None
+    otherwise."""
     checks = list(checks)
     check = next((c for c in checks if c.mode == RULE.id), None)
-    if sampler is None or check is None or any(c.fired for c in checks):
+    if setting is None or check is None or any(c.fired for c in checks):
         return None
     low = check.evidence.get("task_low")
     steps, r = series(run, REWARD)
     if not isinstance(low, dict) or len(r) < p["patience"]:
         return None
-    fix, setting = sampler
+    fix, said = setting
     evidence = dict(check.evidence)
     evidence["threshold"] = (f"a 0-1 task score below {fmt(p['low_score'])} at the end over "
-                             f"{int(p['patience'])}+ logged points, sampled with a setting far "
-                             "outside the recipe")
+                             f"{int(p['patience'])}+ logged points, sampled or updated with a "
+                             "setting far outside the recipe")
     summary = (f"the task's own score stayed low: {low['signal']} {fmt(low['start'])} -> "
-               f"{fmt(low['end'])} (of 1) over {logged(run, REWARD):,} logged points, every "
-               f"sample drawn with {setting}")
+               f"{fmt(low['end'])} (of 1) over {logged(run, REWARD):,} logged points, "
+               f"{said}")
     return replace(check, status=Status.WARNING, summary=summary, onset_step=int(steps[0]),
                    first_alert_step=int(steps[int(p["patience"]) - 1]), evidence=evidence,
                    remedies=(fix, *_remedies(run)))
@@ -838,12 +852,21 @@ def low_task_note(checks: Iterable[Check], first: str | None = None) -> str | No
     said = (f"{LOW_TASK_NOTE}{low['signal']} "
             f"{fmt(low['start'])} -> {fmt(low['end'])} (of 1) over the run")
     improving = check.evidence.get("task_improving") if check is not None else None
-    if isinstance(improving, dict) and improving.get(low["signal"]) and (
+    stalled = check.evidence.get("task_stalled") if check is not None else None
+    check_key = ("check a few prompts' reference answers" + ("" if first else " first")
+                 + " (a wrong answer key looks the same)")
+    if isinstance(stalled, dict) and stalled.get("signal") == low["signal"]:
+        # Rose, then no gain over the log's second half, low: a ceiling, not a slow climb
+        # (trial 82: half the answer key off by one, correctness flat at 0.35 from step 100
+        # where its controls reached 0.86, read "it is learning, slowly").
+        said += (f"; it gained nothing since step {step_text(int(stalled['since']))}: "
+                 f"{first + ' first, then ' if first else ''}{check_key}: answers that do not "
+                 "match their prompts cap the score where the policy stops gaining; then a "
+                 "task too hard for the policy (easier prompts, an SFT warm-up)")
+    elif isinstance(improving, dict) and improving.get(low["signal"]) and (
             low["end"] >= 1.5 * low["start"]):
         # Learning, slowly: what speeds a task too hard for the policy (trial 51: (a*b)%10,
         # 0.105 -> 0.218, had the bare level with nothing to do about it).
-        check_key = ("check a few prompts' reference answers" + (
-            "" if first else " first") + " (a wrong answer key looks the same)")
         said += (f"; it is learning, slowly: {first + ' first, then ' if first else ''}"
                  f"{check_key}, then easier prompts (a curriculum) or an SFT warm-up on the "
                  "task would speed it, else more steps")
