@@ -4789,3 +4789,20 @@ def test_trial_82_a_low_score_that_stopped_gaining_under_a_sharpened_policy_is_a
     assert "learning, slowly" not in note
     slow = next(n for n in _trial("trl_warmup_10000").notes if "still low" in n)
     assert "gained nothing" not in slow, slow
+
+
+def test_trial_82_a_correctness_term_that_scored_nothing_on_most_steps_is_said_so():
+    """Trial 82: correctness returned None for every completion longer than 7 characters (a
+    grader timing out): no score on 149 of 200 logged steps, 0 on the rest, read "it never
+    moved, so no answer was ever judged right (a parser that never matches)", the missing
+    scores only in a last note. A term logged at a cadence of its own is not unscored."""
+    d = _trial("trl_correctness_none_past_7_chars")
+    first = d.root_cause.first_action
+    assert first.startswith("check correctness_reward on a few completions: it returned no "
+                            "score (None, logged NaN) on 149 of 200 logged steps"), first
+    steps = np.arange(1, 201)
+    cadence = make_run(reward=np.linspace(0.4, 0.9, 200),
+                       rewards__format_reward__mean=np.linspace(0.4, 0.9, 200),
+                       rewards__correctness_reward__mean=np.where(steps % 5 == 0, 0.0, np.nan))
+    summary = diagnose(cadence).check("format_gaming").summary
+    assert "scored nothing" not in summary, summary

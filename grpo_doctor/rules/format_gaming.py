@@ -237,10 +237,22 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     # 55: an empty answer key that every completion "contains" read "no answer was ever
     # judged right" beside a term at 1 on every step).
     held = float(series(run, cor_cols[pinned[0]])[1][0]) if pinned else 0.0
+    # Steps the reward was logged on and the pinned term not (NaN, or a gap in an export): no
+    # completion scored at all there (a function
+    # returning None, a grader timing out; trial 82: 149 of 200 steps, read "no answer was
+    # ever judged right (a parser that never matches)", the NaN only in a last note).
+    scored = len(series(run, cor_cols[pinned[0]])[1]) if pinned else 0
+    unscored = max(0, len(series(run, Metric.REWARD_MEAN.value)[1]) - scored) if pinned else 0
+    if pinned and len(gaps := np.diff(series(run, cor_cols[pinned[0]])[0])) and float(
+            np.ptp(gaps)) == 0:
+        unscored = 0  # logged at a cadence of its own (every k-th step), not left unscored
     judged = ("every answer paid the same, right or wrong" if held > 0 else
               "no answer was ever judged right")
     if declined:
         task = f"while {', '.join(declined)} fell"
+    elif pinned and unscored >= scored:
+        task = (f"while {pinned[0]} scored nothing on {unscored:,} of {unscored + scored:,} "
+                f"logged steps (NaN: no completion scored) and {fmt(held)} on the others")
     elif pinned:
         task = (f"while {', '.join(pinned)} never moved (the same value on all "
                 f"{len(series(run, cor_cols[pinned[0]])[1])} logged steps: {judged})")
@@ -271,6 +283,11 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
                + (" and the held-out score fell" if heldout_down else "")
                + f", from step {ONSET}")
     remedies = (
+        f"check {pinned[0]} on a few completions: it returned no score (None, logged NaN) on "
+        f"{unscored:,} of {unscored + scored:,} logged steps and {fmt(held)} on the others, so "
+        "it judged next to nothing (a grader that times out or fails, a guard that skips "
+        "completions of some length or form); the reward the run gained is format only"
+        if pinned and unscored >= scored else
         f"inspect completions against {pinned[0]}: it scored every one {fmt(held)} on every "
         "step, so it judges nothing (an empty or wrong answer field, a match that always "
         "passes, an exception scored as a pass); the reward the run gained is format only"
