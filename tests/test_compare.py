@@ -769,3 +769,19 @@ def test_two_levels_a_parting_names_never_read_the_same():
     lr = next(line for line in lines if " on learning_rate: " in line)
     said = re.search(r": A (\S+), B (\S+)$", lr)
     assert said is not None and said.group(1) != said.group(2), lr
+
+
+def test_keys_only_one_tracker_logs_are_not_said_to_differ():
+    """Trial 82: a wandb run's config holds the model's config (63 keys) and a TensorBoard
+    run's does not: "63 more keys differ or are only in some runs' configs" buried the real
+    differences. Keys both hold and that differ are said as differing; keys only some hold
+    are said apart, a few named."""
+    a = make_run(reward=np.linspace(0.1, 0.5, 30))
+    b = make_run(reward=np.linspace(0.1, 0.5, 30))
+    a.config.update({"seed": 1, **{f"model_config.key_{k}": k for k in range(40)}})
+    b.config.update({"seed": 7})
+    text = render_compare_text(compare_runs([a, b]), width=100)
+    flat = " ".join(text.split())
+    assert "40 keys are in only some runs' configs" in flat, text
+    assert "and 28 more" in flat and "differ or are only" not in flat, text
+    assert "seed A 1 B 7" in flat, text

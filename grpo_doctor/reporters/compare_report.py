@@ -330,13 +330,27 @@ def _config_diff(comparison: Comparison, width: int, hang: Any, cells: Any) -> l
                     by_origin.setdefault(o, []).append(letter(i))
             where = [f"{', '.join(who)}: {o}" for o, who in by_origin.items()]
             out.append(hang(" " * (key_w + 4), f"({'; '.join(where)})"))
-    rest = everywhere[MAX_KEYS:] + partial
-    if rest:
-        what = ("key differs or is only in some runs' configs" if len(rest) == 1 else
-                "keys differ or are only in some runs' configs")
-        out.append(hang("  ", f"{len(rest)} more {what}: {', '.join(rest)}"))
+    more = everywhere[MAX_KEYS:]
+    if more:
+        what = "key differs" if len(more) == 1 else "keys differ"
+        out.append(hang("  ", f"{len(more)} more {what}: {', '.join(more)}"))
+    if partial:
+        # Apart from those that differ: a key one tracker logs and another does not (the
+        # model's config in a wandb run, none in TensorBoard's) is no difference between the
+        # runs (63 model keys had read as differing, the real differences among them; trial 82).
+        what = ("key is in only some runs' configs" if len(partial) == 1 else
+                "keys are in only some runs' configs")
+        named = ", ".join(partial[:_PARTIAL_NAMED]) + (
+            f" and {len(partial) - _PARTIAL_NAMED} more" if len(partial) > _PARTIAL_NAMED else "")
+        out.append(hang("  ", f"{len(partial)} {what} (a tracker that logs more, or a "
+                              f"setting only some set): {named}"))
+    if more or partial:
         out.append(Text("  (--format json lists every value)"))
     return out
+
+
+#: Keys in only some runs' configs named in the text (the JSON lists them all).
+_PARTIAL_NAMED = 12
 
 
 def render_compare_text(comparison: Comparison, width: int = 80) -> str:
