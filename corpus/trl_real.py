@@ -1374,6 +1374,51 @@ def detail_reward(completions, trainer_state=None, **kwargs):
 REWARD_SETS["nonegt7"] = [correctness_reward_nonegt7, format_reward]
 REWARD_SETS["detailramp"] = [correctness_reward, format_reward, detail_reward]
 
+# ------------------------------------------------- trial 82b (a second blind set, helper-125)
+CTRL82B = dict(learning_rate=1e-4, seed=1201)
+RUNS.update({
+    "ctrl82_tb": dict(CTRL82B, seed=1201),
+    "ctrl82_trackio": dict(CTRL82B, seed=1213, _logger="trackio"),
+    # step 1: a wall-clock latency guard in generation_kwargs (max_time): generate() stops every
+    # sequence when the time is up, mid-answer; bystander warmup_steps 5
+    "maxtime_wu5": dict(CTRL82B, seed=1217, generation_kwargs={"max_time": 0.015},
+                        warmup_steps=5, _logger="wandb"),
+    # mid-run (320): from step 81 max_grad_norm 1e-5 (a resume whose config has a typo'd clip);
+    # bystander save_steps 40
+    "gn1e5at80_save40_late": dict(CTRL82B, seed=1223, max_steps=320,
+                                  _late_args=(80, {"max_grad_norm": 1e-5}), save_steps=40),
+    # late (320): from step 161 an entropy bonus entropy_coef 0.5 switched on at a resume;
+    # bystander weight_decay 0.01
+    "ent05at160_wd_late": dict(CTRL82B, seed=1229, max_steps=320, _late_ent=(160, 0.5),
+                               weight_decay=0.01, _logger="mlflow"),
+    # late (320): a "detail" term whose weight ramps with the step (step/300 per character
+    # past the 8th, room for 24 tokens); bystander warmup_steps 10
+    "detailramp_wu10_late": dict(CTRL82B, seed=1231, max_steps=320, _rewards="detailramp300",
+                                 max_completion_length=24, warmup_steps=10, _logger="swanlab"),
+    # precision (benign event, 320): the lr schedule restarts at a resume at step 161
+    "lrrestart160_trackio_late": dict(CTRL82B, seed=1237, max_steps=320, _late_lr=(160, 2.0),
+                                      _logger="trackio"),
+    # precision: GSPO's sequence-level ratio with the token-level epsilon 0.2, 2 passes
+    "gspo_eps02_it2": dict(CTRL82B, seed=1249, importance_sampling_level="sequence",
+                           num_iterations=2, _logger="wandb"),
+    # mid-run (200): from step 41 min_p 0.5 (a resume with another sampling config):
+    # near-greedy sampling; bystander adam_beta1 0.85
+    "minp05at40_b1": dict(CTRL82B, seed=1277, _late_gen=(40, {"min_p": 0.5}),
+                          _late_args=(40, {"min_p": 0.5}), adam_beta1=0.85,
+                          _logger="mlflow", _mlflow_store="file"),
+})
+
+
+def detail_reward_ramp(completions, trainer_state=None, **kwargs):
+    """A "detail" term whose weight ramps with the step: step/300 per character past the
+    8th (trial 82b)."""
+    step = trainer_state.global_step if trainer_state is not None else 0
+    return [step / 300.0 * max(0, len(c) - 8) for c in completions]
+
+
+detail_reward_ramp.__name__ = "detail_reward"
+REWARD_SETS["detailramp300"] = [correctness_reward, format_reward, detail_reward_ramp]
+
 
 def build_init():
     """The un-SFT-ed init (same config as the base, random weights) -> ROOT/base_init."""
@@ -1515,6 +1560,8 @@ def run(name):
     late_rw = spec.pop("_late_rw", None)  # trial 80: (step, reward weights)
     late_reset = spec.pop("_late_reset", None)  # trial 80: step at which base weights reload
     late_beta = spec.pop("_late_beta", None)  # trial 81: (step, beta)
+    late_args = spec.pop("_late_args", None)  # trial 82b: (step, {arg: value}) on trainer.args
+    late_ent = spec.pop("_late_ent", None)  # trial 82b: (step, entropy_coef)
     die_at = spec.pop("_die_at", None)  # trial 81: the job dies at this step
     ref_init = spec.pop("_ref_init", False)  # trial 81: the reference is the un-SFT-ed init
     resume = len(sys.argv) > 3 and sys.argv[3] == "resume"
@@ -1532,7 +1579,7 @@ def run(name):
                     holder["t"].generation_config.max_new_tokens = late_budget[1]
 
         callbacks.append(LateBudget())
-    if late_lr or late_gen or late_rw or late_reset or late_beta:
+    if late_lr or late_gen or late_rw or late_reset or late_beta or late_args or late_ent:
         from transformers import TrainerCallback
         holder = holder if late_budget else {}
 
@@ -1573,6 +1620,18 @@ def run(name):
                     t.beta = late_beta[1]
                     t.args.beta = late_beta[1]
                     print("LATE beta ->", late_beta[1], "at", state.global_step, flush=True)
+                if late_args and state.global_step >= late_args[0] and "args" not in self.done:
+                    self.done.add("args")
+                    for k, v in late_args[1].items():
+                        setattr(t.args, k, v)
+                    print("LATE args", late_args[1], "at", state.global_step, flush=True)
+                if late_ent and state.global_step >= late_ent[0] and "ent" not in self.done:
+                    self.done.add("ent")
+                    t.entropy_coef = late_ent[1]
+                    t._entropy_bonus_enabled = True
+                    t.args.entropy_coef = late_ent[1]
+                    print("LATE entropy_coef ->", late_ent[1], "at", state.global_step,
+                          flush=True)
                 if late_gen and state.global_step >= late_gen[0] and "gen" not in self.done:
                     self.done.add("gen")
                     for k, v in late_gen[1].items():
@@ -1598,7 +1657,8 @@ def run(name):
         model.config._name_or_path = os.path.abspath(BASE + "_init")
     trainer = GRPOTrainer(model=model, reward_funcs=REWARD_SETS[reward_set], args=cfg,
                           train_dataset=ds, processing_class=tok, callbacks=callbacks)
-    if late_budget or late_lr or late_gen or late_rw or late_reset or late_beta:
+    if (late_budget or late_lr or late_gen or late_rw or late_reset or late_beta or late_args
+            or late_ent):
         holder["t"] = trainer
     print("RUN", name, " ".join(f"{k}={v}" for k, v in spec.items()), "task", task, "logger",
           logger_name, "rewards", reward_set, flush=True)

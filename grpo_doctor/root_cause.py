@@ -321,6 +321,8 @@ def root_cause_and_plan(run: Run, checks: Sequence[Check], setup: recipe.Setup |
         # audit's root was no finding it listed; helper-43).
         root = next((e for e in events if e.check.mode == "length_hacking"),
                     events[0] if events[0].check.mode == root.check.mode else root)
+    if lead.dated is not None:
+        root = replace(root, step=lead.dated)
     said = lead.summary or root.summary
     resumed = _knob_set_at_resume(run, lead)
     if resumed is not None and root.step < resumed[0]:
@@ -517,6 +519,9 @@ class _Lead:
     #: the weights seen as an entropy blow-up): the name a fleet's table shows beside the
     #: finding's ("entropy_blowup@161" alone had read as a policy blowing up; nu34).
     cause: str | None = None
+    #: The step the root cause began at, where the first action dates it otherwise than the
+    #: root finding's onset (groups alike at once from a resume, the finding dated later).
+    dated: int | None = None
 
 
 def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[Check]) -> _Lead:
@@ -1041,9 +1046,9 @@ def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
         z = series(run, Metric.ZERO_STD_FRACTION.value)[1][head]
         if len(z) and float(np.median(z)) >= _SHARP_EQUAL:
             said.append(f"{float(np.median(z)):.0%} of groups equal")
-    if not said:
-        return None
     setting = f"{knob.name} {knob.value_text}"
+    if not said:
+        return _sharp_from(run, root, knob, setting)
     # No roll-back: every checkpoint learned from near-greedy samples, none is worth going
     # back to.
     text = (f"{knob.fix()} ({knob.sentence()}): sampling is near-greedy from the first step "
@@ -1055,6 +1060,42 @@ def _sampled_sharp(run: Run, setup: recipe.Setup, root: Event) -> _Lead | None:
     return _Lead(knobs.Remedy(text, knob=knobs.TEMPERATURE if knob.id == "temperature" else None),
                  summary=f"a setup problem, sampling near-greedy from the first step "
                          f"({setting}): {summary}", knob=_Knob(knob), setup=True)
+
+
+#: Logged points of ordinary sampling before groups alike at once read as a change of it.
+_SHARP_LATE = 30
+
+
+def _sharp_from(run: Run, root: Event, knob: recipe.Reading, setting: str) -> _Lead | None:
+    """The groups all alike at once from a step of the run (25% -> 100% in one logged step,
+    held) under a sampling setting far outside the recipe: set from there (a resume with
+    another generation config), sampling near-greedy since (trial 82: min_p 0.5 from a resume
+    at step 41, the reward at its top and the gradient 0 from there, read "the task is
+    solved: stop here", dated at 138). None otherwise."""
+    zs, z = series(run, Metric.ZERO_STD_FRACTION.value)
+    at = next((k for k in range(5, len(z) - 4) if z[k] >= _SHARP_EQUAL
+               and float(np.median(z[k - 5:k])) <= 0.5 and float(np.median(z[k:])) >= _SHARP_EQUAL),
+              None)
+    if at is None:
+        return None
+    step = int(zs[at])
+    if not (_at_resume(run, step) or at >= max(_SHARP_LATE, len(z) // 5)):
+        # Within the first updates, a sampler in force from the first step shows as the
+        # policy sharpens under it (top_p 0.5 from step 1, the groups alike from step 12):
+        # the cut's own reading, not a change of it.
+        return None
+    before = float(np.median(z[at - 5:at]))
+    text = (f"{knob.fix()} ({knob.sentence()}): sampling near-greedy from step "
+            f"{step_text(step)} (groups alike {before:.0%} -> {float(np.median(z[at:])):.0%} in "
+            "one logged step, and held: set at a resume or by another generation config?), so "
+            "each group samples one answer and the reward measures near-greedy decoding, not a "
+            f"solved task; then {_rollback_words(run, step, best=False)}")
+    summary = root.summary.replace("(the task is solved)", f"(at {setting})")
+    return _Lead(knobs.Remedy(text, knob=knobs.TEMPERATURE if knob.id == "temperature" else None,
+                              rollback_step=step),
+                 summary=f"sampling near-greedy from step {step_text(step)} ({setting}): "
+                         f"{summary}", knob=_Knob(knob), sampling_changed=True,
+                 not_dynamics=True, cause=SAMPLER_CHANGED, dated=step)
 
 
 #: Findings a reward that pays the policy to avoid its own format or answers brings about.

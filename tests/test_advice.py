@@ -4806,3 +4806,20 @@ def test_trial_82_a_correctness_term_that_scored_nothing_on_most_steps_is_said_s
                        rewards__correctness_reward__mean=np.where(steps % 5 == 0, 0.0, np.nan))
     summary = diagnose(cadence).check("format_gaming").summary
     assert "scored nothing" not in summary, summary
+
+
+def test_trial_82_groups_alike_at_once_from_a_resume_under_a_cut_sampler_name_it():
+    """Trial 82 (helper-125): min_p 0.5 set at a resume from step 41: the groups alike 25% ->
+    100% and the reward at its top in one step, grad norm 0 from there, read "the task is
+    solved: stop here", dated at 138, min_p unsaid. A sampler in force from step 1 whose
+    groups go alike as the policy sharpens (top_p 0.5, alike from step 12) keeps its own
+    reading."""
+    d = _trial("trl_min_p_0.5_from_41_resumed")
+    rc = d.root_cause
+    assert rc.cause == "sampler_changed" and rc.step == 41, rc
+    assert rc.first_action.startswith("min_p 0.5 -> 0 (off)"), rc.first_action
+    assert "sampling near-greedy from step 41" in rc.first_action
+    assert "stop here" not in rc.first_action
+    early = _trial("trl_top_p_05").root_cause
+    assert early.cause != "sampler_changed" and early.first_action.startswith(
+        "top_p 0.5 -> 1.0"), early

@@ -867,3 +867,20 @@ def test_a_given_setting_drops_only_its_own_knob_from_the_file_beside_the_log():
     setup = recipe.read_run(out)
     assert setup.get("banned_tokens").outside, setup.get("banned_tokens")
     assert setup.get("beta").value == 0.5, setup.get("beta")
+
+
+def test_a_setting_the_log_leaves_unset_does_not_mask_the_checkpoints(tmp_path):
+    """Trial 82: MLflow's params, logged at the first launch, held min_p None; a resume set
+    min_p 0.5, saved in the checkpoint's training_args.bin: the log's None had masked it, and
+    a sampler-only difference was not merged at all."""
+    from dataclasses import replace
+
+    from grpo_doctor.importers.sidecar import with_sidecar_config
+
+    (tmp_path / "metrics.csv").write_text("step,reward\n1,0.1\n2,0.2\n")
+    (tmp_path / "config.json").write_text(
+        '{"min_p": 0.5, "temperature": 1.0, "learning_rate": 1e-4, "num_generations": 8}')
+    run = replace(load_runs(tmp_path / "metrics.csv")[0],
+                  config={"min_p": None, "learning_rate": 1e-4, "temperature": 0.9})
+    merged = with_sidecar_config(run).config
+    assert merged["min_p"] == 0.5 and merged["temperature"] == 0.9, merged

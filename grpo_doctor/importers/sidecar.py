@@ -159,15 +159,23 @@ def with_sidecar_config(run: Run) -> Run:
         return run
     path, config = found
     own = run.config or {}
-    new = {k: v for k, v in config.items() if k not in own}
-    if not _training_keys(new):
+    # A setting the log's own config leaves unset (None: a tracker's params logged at the
+    # first launch) does not mask the value the checkpoint saved (trial 82: min_p 0.5 set at
+    # a resume, MLflow's params still None from the first launch).
+    new = {k: v for k, v in config.items() if k not in own or (own[k] is None and v is not None)}
+    if not _training_keys(new) and not any(
+            str(k).rsplit(".", 1)[-1] in _RECIPE_KEYS and v is not None for k, v in new.items()):
         return run
-    merged = {**config, **own}
+    merged = {**config, **{k: v for k, v in own.items() if v is not None or k not in config}}
     named = settings_text(supplied_settings(merged, new))
     note = f"settings read from {_beside(path, run)}, beside the log: {named}"
     return replace(run, config=merged, notes=[*run.notes, note],
                    config_beside={**run.config_beside,
                                   **{k: f"{path.name} beside the log" for k in new}})
+
+
+#: The last parts of every name a recipe setting is read under (a sampler's min_p among them).
+_RECIPE_KEYS = frozenset(name.rsplit(".", 1)[-1] for names in RECIPE_NAMES for name in names)
 
 
 #: Checkpoints whose saved settings are compared for a resume's changes (the newest ones).
