@@ -38,12 +38,13 @@ SCORER_FAILING = "scorer_failing"
 DATA_ORDER = "data_order"
 SCORES_MISSING = "scores_missing"
 SAMPLER_CHANGED = "sampler_changed"
+STOPS_EARLY = "generation_stops_early"
 BUDGET_TOO_SMALL = "completion_budget_too_small"
 NEVER_STOPS = "generation_never_stops"
 #: Every such name (``grpo-doctor explain`` says each in words).
 CAUSES = (WEIGHTS_RESET, REWARD_REWEIGHTED, TERM_ADDED, BUDGET_CUT, STOP_CHANGED, LR_JUMP,
           SCORER_STOPPED, SCORER_FAILING, DATA_ORDER, BUDGET_TOO_SMALL, NEVER_STOPS,
-          SCORES_MISSING, SAMPLER_CHANGED)
+          SCORES_MISSING, SAMPLER_CHANGED, STOPS_EARLY)
 #: Checks (besides the NaN check) that must have judged a run before it is called healthy.
 MIN_CHECKS_FOR_HEALTHY = 2
 #: Logged steps a run needs before silence means health: the trend tests need 8 points and

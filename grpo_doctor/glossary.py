@@ -118,6 +118,11 @@ TERMS: tuple[Term, ...] = (
        stop never comes (the end-of-sequence token the model writes is not the one generation
        stops on). Fix the stop before any budget.""", "never stops",
        see=("setup problem", "seen as")),
+    _t("generation_stops_early", """A root cause, a setup problem: every completion ended
+       without the end-of-sequence token far under the configured budget, so what stops
+       generation is not the budget (a wall-clock max_time, a stop string, a max_new_tokens in
+       the generation config); a larger max_completion_length would change nothing.""",
+       "stops early", see=("setup problem", "seen as")),
     _t("seen as", """Beside a root cause that is an event or a setup problem rather than a
        failure mode ("weights_reset@161 (seen as entropy_blowup)", "completion_budget_too_small
        (seen as length_hacking)"): the finding that saw it. The finding names the symptom, the

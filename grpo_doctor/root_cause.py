@@ -54,6 +54,7 @@ from grpo_doctor.findings import (
     SCORER_STOPPED,
     SCORES_MISSING,
     STOP_CHANGED,
+    STOPS_EARLY,
     TERM_ADDED,
     WEIGHTS_RESET,
     Check,
@@ -1685,6 +1686,9 @@ def _setup_problem(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[
         share = float(check.evidence.get("truncated_early",
                                          check.evidence.get("truncated_share", 0.0)))
         length = setup.get("max_completion_length")
+        short_of_budget = _stops_before_budget(run, length)
+        if short_of_budget is not None:
+            return short_of_budget
         cap = check.evidence.get("cap")
         target = _budget_target(length, float(cap) if cap else None, share)
         cut = str(check.evidence.get("truncated_text")
@@ -1974,6 +1978,41 @@ def _never_fired_terms(run: Run, checks: Sequence[Check]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+#: The longest completion at most this share of the configured budget: what cuts them is not
+#: the budget.
+_UNDER_BUDGET = 0.75
+
+
+def _stops_before_budget(run: Run, length: recipe.Reading | None) -> _Lead | None:
+    """Completions counted as cut (no end-of-sequence token) from the first logs, the longest
+    of the run far under the configured budget: generation stops before it (a wall-clock
+    ``max_time``, a stop string), and a larger budget would change nothing (trial 82b:
+    generation_kwargs max_time 0.015, every completion stopped at 3-8 tokens of 12, read
+    "max_completion_length 12 -> 48"). None otherwise."""
+    budget = recipe.as_number(length.value) if length is not None else None
+    _, top = series(run, Metric.RESPONSE_LENGTH_MAX.value)
+    if budget is None or budget <= 0 or len(top) < 5:
+        return None
+    longest = float(np.max(top))
+    if longest > _UNDER_BUDGET * budget:
+        return None
+    flat = recipe.flat_config(run.config) if run.config else {}
+    timed = next(((k, v) for k, v in flat.items() if k.rsplit(".", 1)[-1] == "max_time"
+                  and v is not None), None)
+    said = (f"every completion ended without the end-of-sequence token at {fmt(longest)} "
+            f"tokens or fewer, under the budget of {fmt(budget)}")
+    if timed is not None:
+        text = (f"remove {timed[0]} {timed[1]} (a wall-clock limit on generation): {said}: "
+                "generation stops when the time is up, mid-answer; a larger budget would "
+                "change nothing (a setup problem)")
+    else:
+        text = (f"check what stops generation before the budget: {said} (a max_time, a "
+                "stop string or a max_new_tokens in the generation config); a larger "
+                "max_completion_length would change nothing (a setup problem)")
+    return _Lead(knobs.Remedy(text), summary=f"a setup problem, generation stops before its "
+                 f"budget: {said}", setup=True, cause=STOPS_EARLY)
+
+
 def _answers_cut_short(run: Run, setup: recipe.Setup, checks: Sequence[Check]
                        ) -> _Lead | None:
     """Most completions cut at the length cap over the first logs, and the task's own reward
@@ -1990,6 +2029,9 @@ def _answers_cut_short(run: Run, setup: recipe.Setup, checks: Sequence[Check]
         return None
     late = float(np.median(t[-late_points(len(t), min_n=2 if len(t) < 10 else 5):]))
     length = setup.get("max_completion_length")
+    short_of_budget = _stops_before_budget(run, length)
+    if short_of_budget is not None:
+        return short_of_budget
     _, top = series(run, Metric.RESPONSE_LENGTH_MAX.value)
     target = _budget_target(length, float(top.max()) if len(top) else None, early)
     said = " and ".join("the held-out score stayed at 0" if n == _HELDOUT_NEVER else

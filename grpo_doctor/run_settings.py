@@ -248,7 +248,11 @@ def _logged_disagreements(run: Run, added: dict[str, object],
         value, key = lookup(added, s.names)
         x = as_number(value)
         if s.id == "max_completion_length" and key is not None and x is not None:
-            capped = _cap_contradicted(run, key, x, beside)
+            # A stop of its own in the same config (a wall-clock max_time) cuts completions
+            # under the budget: no contradiction, the budget is this run's (trial 82b).
+            stops = any(str(k).rsplit(".", 1)[-1] in _EARLY_STOPS and v is not None
+                        for k, v in {**(run.config or {}), **added}.items())
+            capped = None if stops else _cap_contradicted(run, key, x, beside)
             if capped is not None:
                 del added[key]
                 out.append(capped)
@@ -302,6 +306,8 @@ def _logged_disagreements(run: Run, added: dict[str, object],
     return out
 
 
+#: Generation settings that stop completions before the budget, by their last key part.
+_EARLY_STOPS = frozenset({"max_time"})
 #: The median share of completions cut from which the longest logged one is the run's cap.
 _CUT_AT_CAP = 0.2
 

@@ -4823,3 +4823,16 @@ def test_trial_82_groups_alike_at_once_from_a_resume_under_a_cut_sampler_name_it
     early = _trial("trl_top_p_05").root_cause
     assert early.cause != "sampler_changed" and early.first_action.startswith(
         "top_p 0.5 -> 1.0"), early
+
+
+def test_trial_82b_a_stop_before_the_budget_is_not_a_budget_too_small():
+    """Trial 82b: generation_kwargs max_time 0.015 stopped every completion at 3-8 tokens of a
+    budget of 12 (counted as cut): read "raise max_completion_length 4x", the trap, the
+    config's budget dropped as "contradicted by the log"."""
+    d = _trial("trl_generation_kwargs_max_time_0.015")
+    rc = d.root_cause
+    assert rc.cause == "generation_stops_early" and rc.setup, rc
+    assert rc.first_action.startswith("remove generation_kwargs.max_time 0.015"), rc
+    assert "under the budget of 12" in rc.first_action
+    assert not any("max_completion_length" in p.action and "->" in p.action
+                   for p in d.plan[:1]), [p.action for p in d.plan]
