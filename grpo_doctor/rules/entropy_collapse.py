@@ -267,7 +267,8 @@ def detect(run: Run, p: Mapping[str, float]) -> Outcome:
     trunc = late_level(seen, Metric.TRUNCATION_RATIO.value)
     # Completions cut from the first logs on (a budget too small) are no sign of the cascade
     # (degenerate text running on to the cap): they were cut before the entropy fell.
-    if trunc is not None and trunc >= 0.5 and not _cut_from_start(seen):
+    if trunc is not None and trunc >= 0.5 and not _cut_from_start(seen) and not _cut_once_spent(
+            seen, steps, h, h0, hc):
         corroboration.append(f"{trunc:.0%} of completions truncated at the length cap")
     _, g = series(seen, Metric.GRAD_NORM.value)
     # A task proven solved leaves all-correct groups: no advantage, no gradient, and a policy
@@ -458,3 +459,20 @@ def _cut_from_start(run: Run) -> bool:
     """Half of the completions or more cut at the length cap over the first logs already."""
     t = series(run, Metric.TRUNCATION_RATIO.value)[1]
     return len(t) >= 3 and head_tail(t)[0] >= 0.5
+
+
+def _cut_once_spent(run: Run, steps: np.ndarray, h: np.ndarray, h0: float, hc: float) -> bool:
+    """Completions reached the cap only after the entropy had done its falling (within a
+    tenth of its fall from its late level, the truncated share under a quarter there): what
+    ran them to the cap came later (a length bonus the policy farmed), not the collapse's
+    degenerate text (trial 82b: a length bonus ramping with the step, truncation from step
+    228 after the entropy fell by step 180, read "entropy collapse, critical: beta 0; the task
+    is solved" over the length hack)."""
+    if not len(h) or h0 <= hc:
+        return False
+    spent = np.flatnonzero(h <= hc + 0.1 * (h0 - hc))
+    if not len(spent):
+        return False
+    ts, t = series(run, Metric.TRUNCATION_RATIO.value)
+    before = t[ts <= steps[spent[0]]]
+    return len(before) >= 5 and float(np.median(before[-5:])) < 0.25

@@ -27,3 +27,19 @@ def test_a_collapse_that_goes_on_far_below_the_floor_is_dated_where_it_fell(fall
     assert check.status.value == "critical"
     assert fall_at - 10 <= check.onset_step <= fall_at + 12, check.summary
     assert f"beginning at step {check.onset_step}" in check.summary
+
+
+def test_completions_cut_only_after_the_entropy_was_spent_are_no_sign_of_its_collapse():
+    """Trial 82b: a length bonus ramping with the step ran completions to the cap from step
+    228, after the entropy had done its falling by step 180: the truncation had made the
+    sharpening critical and the root ("beta 0; the task is solved") over the length hack."""
+    from grpo_doctor.rules.entropy_collapse import _cut_once_spent
+
+    steps = np.arange(1, 321)
+    entropy = np.maximum(0.3 * np.exp(-steps / 40), 0.05)
+    late = np.where(steps >= 228, 1.0, 0.0)
+    early = np.where(steps >= 60, 1.0, 0.0)
+    for cut, once_spent in ((late, True), (early, False)):
+        run = make_run(entropy=entropy, response_clip_ratio=cut)
+        h0, hc = float(entropy[:60].mean()), float(entropy[-60:].mean())
+        assert _cut_once_spent(run, steps, entropy, h0, hc) is once_spent
