@@ -2126,11 +2126,9 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
     definition's, not the policy's (trial 80: correctness weighted 0 from step 161, and a
     length penalty paying -2.4 from step 161, each read as a reward crash, "learning_rate
     1e-4 -> 5e-5", "the run came through it and solved its task"). None otherwise."""
-    i = int(np.searchsorted(run.steps, root.step))
-    near = {int(s) for s in run.steps[max(0, i - _REDEFINED_NEAR):i + _REDEFINED_NEAR + 1]}
     changed = reweighting(run)
-    if changed is not None and changed.step in near and not _config_weights_either_side(
-            run, changed):
+    if changed is not None and _near(run, changed.step, root.step) and (
+            not _config_weights_either_side(run, changed)):
         held = _terms_across(run, changed.step, ())
         if not held:
             return None
@@ -2144,7 +2142,7 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
         return _Lead(knobs.Remedy(text), summary=(
             f"the reward's make-up changed at step {step_text(changed.step)}: {root.summary}"),
             sampling_changed=True, not_dynamics=True, cause=REWARD_REWEIGHTED)
-    if changed is not None and changed.step in near:
+    if changed is not None and _near(run, changed.step, root.step):
         held = _terms_across(run, changed.step, ())
         dropped = changed.dropped()
         lost = (f"; {', '.join(dropped)} weighted 0 no longer trains the policy" if dropped
@@ -2158,7 +2156,7 @@ def _reward_redefined_at(run: Run, root: Event) -> _Lead | None:
             f"the reward's weights changed at step {step_text(changed.step)}: {root.summary}"),
             sampling_changed=True, not_dynamics=bool(held), cause=REWARD_REWEIGHTED)
     switched = term_switched_on(run)
-    if switched is not None and switched.step in near:
+    if switched is not None and _near(run, switched.step, root.step):
         held = _terms_across(run, switched.step, (switched.name,))
         text = (f"check the {switched.name} term, which began paying at step "
                 f"{step_text(switched.step)} ({fmt(switched.before)} before, "
@@ -2238,9 +2236,7 @@ def _scores_missing_at(run: Run, root: Event) -> _Lead | None:
     timing out), the terms' own levels unchanged: the scorer to fix, not the policy (trial 81:
     read "reward crash: roll back, then learning_rate 1e-4 -> 5e-5"). None otherwise."""
     found = scores_missing(run)
-    i = int(np.searchsorted(run.steps, root.step))
-    near = {int(s) for s in run.steps[max(0, i - _REDEFINED_NEAR):i + _REDEFINED_NEAR + 1]}
-    if found is None or found.step not in near:
+    if found is None or not _near(run, found.step, root.step):
         return None
     which = " or ".join(found.names)
     text = (f"check {which} on completions from step {step_text(found.step)} on: "
@@ -2257,17 +2253,28 @@ def _scores_missing_at(run: Run, root: Event) -> _Lead | None:
 def _redefined_near(run: Run, events: Sequence[Event]) -> Event | None:
     """The first finding that began where the reward's make-up changed (its weights, or a
     term switched or ramped on) and whose lead says so; None otherwise."""
-    changed, switched = reweighting(run), term_switched_on(run)
-    steps = {found.step for found in (changed, switched) if found is not None}
+    changed, switched, missing = reweighting(run), term_switched_on(run), scores_missing(run)
+    steps = {found.step for found in (changed, switched, missing) if found is not None}
     if not steps:
         return None  # (the fits once, not once per finding)
-    at = [int(np.searchsorted(run.steps, s)) for s in steps]
     for event in events:
-        i = int(np.searchsorted(run.steps, event.step))
-        if event.check.fired and any(abs(i - j) <= _REDEFINED_NEAR for j in at) and (
-                _reward_redefined_at(run, event) is not None):
+        if event.check.fired and any(_near(run, s, event.step) for s in steps) and (
+                _reward_redefined_at(run, event) is not None
+                or _scores_missing_at(run, event) is not None):
             return event
     return None
+
+
+def _near(run: Run, step: int, other: int) -> bool:
+    """Whether two steps are within ``_REDEFINED_NEAR`` logged points, counted on the
+    reward's terms where it has them (terms logged every 10th step beside a reward logged at
+    every one: a change seen at 170 is near a crash at 161; h121)."""
+    terms = components(run)
+    steps = (series(run, next(iter(terms.values())))[0] if terms else run.steps)
+    if not len(steps):
+        steps = run.steps
+    return abs(int(np.searchsorted(steps, step)) - int(np.searchsorted(steps, other))) <= (
+        _REDEFINED_NEAR)
 
 
 def _config_weights_either_side(run: Run, changed: Reweighting) -> bool:

@@ -4836,3 +4836,27 @@ def test_trial_82b_a_stop_before_the_budget_is_not_a_budget_too_small():
     assert "under the budget of 12" in rc.first_action
     assert not any("max_completion_length" in p.action and "->" in p.action
                    for p in d.plan[:1]), [p.action for p in d.plan]
+
+
+@pytest.mark.parametrize("every", [5, 10])
+def test_hostile_h121_the_reward_redefinitions_are_named_at_trls_logging_intervals(every):
+    """h121: at TRL's default logging_steps 10 (32 rows of 320 steps) the fits needed 20 rows a
+    side, and with the terms logged every 5th or 10th step beside a reward logged at every one
+    the change was 'not near' the crash: the old first actions came back ("roll back, lr";
+    "solved its task")."""
+    import pandas as pd
+
+    from grpo_doctor.recipe import flat_config
+
+    for name, cause in (("trl_correctness_none_70pct_from_201", "scores_missing"),
+                        ("trl_reward_weights_0_1_from_161", "reward_reweighted")):
+        frame = pd.read_csv(TRIAL / f"{name}.csv")
+        rows = frame[frame["step"] % every == 0]
+        terms = frame.copy()
+        for column in [c for c in frame.columns if c.startswith("rewards/")]:
+            terms.loc[terms["step"] % every != 0, column] = np.nan
+        config = json.loads((TRIAL / f"{name}.config.json").read_text())
+        for logged in (rows, terms):
+            d = diagnose(make_run_from(logged),
+                         DoctorConfig(recipe=TINY_RECIPE, run_config=flat_config(config)))
+            assert d.root_cause.cause == cause, (name, every, d.root_cause)

@@ -1463,7 +1463,7 @@ def nan_term_note(run: Run) -> str | None:
 
 
 #: Logged points each side of a change of the reward's weights needs to fit them.
-_REWEIGHT_POINTS = 20
+_REWEIGHT_POINTS = 8
 #: Candidate split points tried at most (a long log's are spread over it), and rows read.
 _REWEIGHT_SPLITS = 200
 _REWEIGHT_ROWS = 4000
