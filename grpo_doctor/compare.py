@@ -90,7 +90,10 @@ def config_diff(runs: Sequence[Run]) -> tuple[dict[str, list[Any]], dict[str, li
                 keys.add(where)
         values = [value for value, _ in found]
         known = [v for v in values if v is not None]
-        if len(known) >= 2 and not all(_same(known[0], v) for v in known[1:]):
+        if (len(known) >= 2 and not all(_same(known[0], v) for v in known[1:])) or (
+                0 < len(known) < len(values)):
+            # Set in only some runs' configs is a difference too: a beta of 1.0 one run set
+            # and the other left unsaid had been dropped from the diff (h121).
             diff[name] = values
             origin[name] = [where for _, where in found]
     flat = [knobs.flatten(run.config) if run.config else {} for run in runs]

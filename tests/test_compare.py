@@ -785,3 +785,18 @@ def test_keys_only_one_tracker_logs_are_not_said_to_differ():
     assert "40 keys are in only some runs' configs" in flat, text
     assert "and 28 more" in flat and "differ or are only" not in flat, text
     assert "seed A 1 B 7" in flat, text
+
+
+def test_a_knob_only_one_run_sets_is_in_the_diff():
+    """h121: a beta of 1.0, an entropy_coef of 0.5 or a temperature of 1.8 that only one run's
+    config held was left out of the diff, the JSON's too, while seed and bf16 were listed."""
+    from grpo_doctor.compare import config_diff
+
+    a = make_run(reward=np.linspace(0.1, 0.5, 30))
+    b = make_run(reward=np.linspace(0.1, 0.5, 30))
+    a.config.update({"beta": 1.0, "temperature": 1.8, "seed": 1})
+    b.config.update({"seed": 7})
+    diff, _ = config_diff([a, b])
+    assert {"kl_coef", "temperature", "seed"} <= set(diff), diff  # (beta, by its knob)
+    text = " ".join(render_compare_text(compare_runs([a, b]), width=100).split())
+    assert "kl_coef" in text and "temperature" in text, text
