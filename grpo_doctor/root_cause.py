@@ -1070,7 +1070,7 @@ _SHARP_LATE = 30
 def _sharp_from(run: Run, root: Event, knob: recipe.Reading, setting: str) -> _Lead | None:
     """The groups all alike at once from a step of the run (25% -> 100% in one logged step,
     held) under a sampling setting far outside the recipe: set from there (a resume with
-    another generation config), sampling near-greedy since (trial 82: min_p 0.5 from a resume
+    another generation config), sampling near-greedy since (trial 82b: min_p 0.5 from a resume
     at step 41, the reward at its top and the gradient 0 from there, read "the task is
     solved: stop here", dated at 138). None otherwise."""
     zs, z = series(run, Metric.ZERO_STD_FRACTION.value)
