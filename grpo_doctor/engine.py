@@ -370,36 +370,14 @@ def assemble(run: Run, checks: Sequence[Check], config: DoctorConfig | None = No
         root_cause_and_plan,
         stopped_cause,
     )
-    from grpo_doctor.rules import rule_named
-    from grpo_doctor.rules.no_progress import (
-        learning_unproven,
-        low_task_note,
-        low_under_setting,
-        stalled_with_cause,
-    )
+    from grpo_doctor.rules.no_progress import low_task_note
 
     info = RunInfo(run.name, run.source, run.format, run.first_step, run.last_step, run.n_steps)
     hints = unmapped_hints(run)
     by_metric = {h.metric: h for h in hints}
     checks = [_with_hint(c, by_metric) for c in checks]
-    unproven = learning_unproven(run, checks)
-    if unproven is not None:
-        checks = [unproven if c.mode == unproven.mode else c for c in checks]
     setup = recipe.read_run(run, (config or DoctorConfig()).settings_of_recipe())
-    progress = (config or DoctorConfig()).params_for(rule_named("no_progress"))
-    stalled = stalled_with_cause(
-        run, checks, [r.sentence() for r in setup.causes({"no_progress"}, critical=False)
-                      if r.far], progress["patience"])
-    if stalled is not None:
-        checks = [stalled if c.mode == stalled.mode else c for c in checks]
-    sampler = _far_cause_of_low(setup)
-    held_low = low_under_setting(
-        run, checks, (sampler.fix(), ("every update made with " if sampler.id in _UPDATE else
-                                      "every sample drawn with ")
-                      + f"{sampler.name} {sampler.value_text} ({sampler.how_far()})")
-        if sampler is not None else None, progress)
-    if held_low is not None:
-        checks = [held_low if c.mode == held_low.mode else c for c in checks]
+    checks = run_verdicts(run, checks, setup, config)
     cause, plan = root_cause_and_plan(run, checks, setup)
     stopped = _stopped_note(run, cause, checks) or _short_of_max_steps(run)
     if cause is None:
@@ -510,6 +488,40 @@ _SAMPLER = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty",
 #: (trial 82: optim adagrad, correctness 0.38 -> 0.50 where its controls reached 0.87, had
 #: read HEALTHY with "for the next run: optim adagrad -> adamw_torch").
 _UPDATE = ("optimizer",)
+
+
+def run_verdicts(run: Run, checks: Sequence[Check], setup: Setup,
+                 config: DoctorConfig | None = None) -> list[Check]:
+    """``checks`` with the verdicts only the whole run gives no_progress: learning unproven on
+    a short log, a stall beside a setting far outside the recipe, a low task score under a
+    sampler or an optimizer far outside it. The diagnosis and ``watch`` apply them alike (a
+    watch had said "no failure mode found" where diagnose raised no_progress; h121)."""
+    from grpo_doctor.rules import rule_named
+    from grpo_doctor.rules.no_progress import (
+        learning_unproven,
+        low_under_setting,
+        stalled_with_cause,
+    )
+
+    checks = list(checks)
+    unproven = learning_unproven(run, checks)
+    if unproven is not None:
+        checks = [unproven if c.mode == unproven.mode else c for c in checks]
+    progress = (config or DoctorConfig()).params_for(rule_named("no_progress"))
+    stalled = stalled_with_cause(
+        run, checks, [r.sentence() for r in setup.causes({"no_progress"}, critical=False)
+                      if r.far], progress["patience"])
+    if stalled is not None:
+        checks = [stalled if c.mode == stalled.mode else c for c in checks]
+    sampler = _far_cause_of_low(setup)
+    held_low = low_under_setting(
+        run, checks, (sampler.fix(), ("every update made with " if sampler.id in _UPDATE else
+                                      "every sample drawn with ")
+                      + f"{sampler.name} {sampler.value_text} ({sampler.how_far()})")
+        if sampler is not None else None, progress)
+    if held_low is not None:
+        checks = [held_low if c.mode == held_low.mode else c for c in checks]
+    return checks
 
 
 def _far_cause_of_low(setup: Setup) -> Reading | None:

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from grpo_doctor import recipe
 from grpo_doctor.config import Settings
-from grpo_doctor.engine import assemble, check_rule, with_reward_roles
+from grpo_doctor.engine import assemble, check_rule, run_verdicts, with_reward_roles
 from grpo_doctor.escape import terminal
 from grpo_doctor.findings import RUN_STOPPED, Check, Diagnosis, Status
 from grpo_doctor.lazy import numpy as np
@@ -284,9 +285,17 @@ class Monitor:
         points = self._new_points(run)
         self._n_steps, self._last_frame = run.n_steps, run.frame
         self.clearing = {}
+        ruled = {rule.id: _in_unit(check_rule(rule, run, self._params[rule.id],
+                                              with_first_alert=False), unit)
+                 for rule in self._rules}
+        # The whole run's verdicts, as diagnose gives them (a low score under an optimizer
+        # far outside the recipe: "no failure mode found" in a watch; h121).
+        whole = {c.mode: c for c in run_verdicts(run, list(ruled.values()), recipe.read_run(
+            run, self._doctor_config.settings_of_recipe()), self._doctor_config)}
         for rule in self._rules:
             params = self._params[rule.id]
-            check = _in_unit(check_rule(rule, run, params, with_first_alert=False), unit)
+            check = whole.get(rule.id, ruled[rule.id])
+            verdict = check is not ruled[rule.id]  # the run's verdict, not the rule's alone
             prev = self.alerted.get(rule.id)
             if prev is None and not self._confirmed(check, final):
                 fresh.append(check)
@@ -295,7 +304,8 @@ class Monitor:
             episode = prev is not None and self._new_episode(check)
             if check.fired and (prev is None or check.status.rank > prev.severity.rank
                                 or episode):
-                check = self._raised(_in_unit(check_rule(rule, run, params), unit), prev, run)
+                check = self._raised(check if verdict else _in_unit(
+                    check_rule(rule, run, params), unit), prev, run)
                 if episode and prev is not None:
                     # A new episode is alerted as it begins, not as the mode's first.
                     check = replace(check, first_alert_step=run.last_step)

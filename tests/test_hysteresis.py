@@ -568,3 +568,19 @@ def test_a_verdict_on_the_whole_log_is_not_cleared_by_the_log_growing():
     assert monitor.diagnosis().check("no_progress").status is Status.WARNING
     held = monitor.clearing.get("no_progress")
     assert held is None or held.of == max(CLEAR_AFTER, run.n_steps // 4), held
+
+
+def test_watch_raises_the_whole_runs_verdicts_as_diagnose_does():
+    """h121: watch on the adagrad run (a low task score under an optimizer far outside the
+    recipe) said "warning ... no failure mode found", with no alert, where diagnose raised
+    no_progress with the optimizer first: --exit-on warning exited 0."""
+    from grpo_doctor.recipe import flat_config
+
+    trial = Path(__file__).parent / "fixtures" / "trial"
+    run = load_runs(trial / "trl_optim_adagrad.csv")[0]
+    config = flat_config(json.loads((trial / "trl_optim_adagrad.config.json").read_text()))
+    monitor = Monitor(Settings(run_config=config,
+                               recipe={"learning_rate": {"high": 5e-4}}))
+    alerts, _ = replay(monitor, run, every=50)
+    assert [(a.mode, a.severity) for _, a in alerts] == [("no_progress", Status.WARNING)], alerts
+    assert alerts[0][1].first_action.startswith("optim adagrad -> adamw_torch")
