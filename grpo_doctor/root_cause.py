@@ -624,18 +624,13 @@ def _first_action(run: Run, root: Event, setup: recipe.Setup, checks: Sequence[C
     shrunk = _budget_cut_at(run, root, setup)
     if shrunk is not None:
         return shrunk
-    missing = _scores_missing_at(run, root)
-    if missing is not None:
-        return missing
-    sampled = _sampler_changed_at(run, root)
-    if sampled is not None:
-        return sampled
-    redefined = _reward_redefined_at(run, root)
-    if redefined is not None:
-        return redefined
-    reset = _weights_reset_at(run, root)
-    if reset is not None:
-        return reset
+    # What changed at the root's step outside the policy: the scores, the sampler, the
+    # reward's make-up, the weights trained.
+    for changed_at in (_scores_missing_at, _sampler_changed_at, _reward_redefined_at,
+                       _weights_reset_at):
+        changed = changed_at(run, root)
+        if changed is not None:
+            return changed
     flipped = _flipped_term(run, root, checks)
     if flipped is not None:
         return flipped
